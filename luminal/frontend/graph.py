@@ -1,0 +1,141 @@
+"""The graph: hash-consed primitive nodes.
+
+``Graph.add`` returns the existing node when the same op with the same argument reads the same
+inputs through the same views; this gives common-subexpression elimination for free and a stable
+identity for later compile caches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import dtype as dt
+from .primitives import PRIMITIVES
+from .symbolic import shape_str, sym
+from .view import View
+
+
+@dataclass(frozen=True)
+class ConstKey:
+    """Identity of a literal: a content digest for arrays, the value itself for scalars."""
+
+    digest: str
+    scalar: object = None  # int/float/bool/Sym for scalar constants, else None
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    id: int
+    op: str
+    srcs: tuple  # ((Node, View), ...)
+    arg: object
+    dtype: dt.DType
+    shape: tuple
+
+    def __repr__(self):
+        return f"%{self.id} = {self.op}({self.arg}) {shape_str(self.shape)} {self.dtype.name}"
+
+
+class Graph:
+    def __init__(self):
+        self.nodes: list[Node] = []
+        self._index: dict[tuple, Node] = {}
+        self.constants: dict[ConstKey, np.ndarray] = {}
+        self.inputs: dict[str, Node] = {}
+
+    def __repr__(self):
+        return f"Graph({len(self.nodes)} nodes, inputs={list(self.inputs)})"
+
+    # node creation ----------------------------------------------------------------------------
+    def add(self, op: str, srcs, arg, dtype: dt.DType, shape) -> Node:
+        """Create (or find) a primitive node. ``srcs`` are GraphTensors read through their views."""
+        assert op in PRIMITIVES, op
+        for s in srcs:
+            if s.graph is not self:
+                from .errors import op_error
+
+                raise op_error(ValueError, op, "operands belong to different graphs", *srcs)
+        key_srcs = tuple((s.node, s.layout) for s in srcs)
+        key = (op, tuple((n.id, v) for n, v in key_srcs), arg, dtype.name, tuple(shape))
+        node = self._index.get(key)
+        if node is None:
+            node = Node(len(self.nodes), op, key_srcs, arg, dtype, tuple(shape))
+            self.nodes.append(node)
+            self._index[key] = node
+        return node
+
+    def tensor(self, node: Node, view: View | None = None):
+        from .tensor import GraphTensor
+
+        return GraphTensor(self, node, view or View.contiguous(node.shape))
+
+    # leaves -----------------------------------------------------------------------------------
+    def input(self, name: str, shape, dtype=dt.float32):
+        """A named input; ``shape`` entries are ints or symbolic dim names (``"B"``) or Syms."""
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"input name must be an identifier, got {name!r}")
+        if name in self.inputs:
+            raise ValueError(f"input {name!r} is already defined in this graph")
+        shape = tuple(sym(d) for d in _as_tuple(shape))
+        for d in shape:
+            if isinstance(d, int) and d < 0:
+                raise ValueError(f"input {name!r}: negative dim in shape {shape_str(shape)}")
+        node = self.add("Input", (), name, dt.as_dtype(dtype), shape)
+        self.inputs[name] = node
+        return self.tensor(node)
+
+    def constant(self, value, dtype=None):
+        """A literal tensor (copied now) or scalar. A symbolic dim becomes an int32 scalar whose
+        value is bound at run time."""
+        from .symbolic import Sym
+
+        if isinstance(value, Sym):
+            return self.tensor(self.add("Constant", (), ConstKey("sym", value), dt.int32, ()))
+        if isinstance(value, (bool, int, float, np.number, np.bool_)) and not isinstance(value, np.ndarray):
+            d = dt.as_dtype(dtype) if dtype is not None else _scalar_dtype(value)
+            v = np.asarray(value).astype(d.np).item()
+            digest = f"{d.name}:{np.asarray(v, d.np).tobytes().hex()}"
+            return self.tensor(self.add("Constant", (), ConstKey(digest, v), d, ()))
+        arr = np.asarray(value)
+        d = dt.as_dtype(dtype) if dtype is not None else dt.as_dtype(arr.dtype)
+        arr = np.ascontiguousarray(dt.to_storage(arr, d))
+        h = hashlib.sha1(arr.tobytes()).hexdigest()
+        key = ConstKey(f"{d.name}:{arr.shape}:{h}")
+        self.constants.setdefault(key, arr)
+        return self.tensor(self.add("Constant", (), key, d, arr.shape))
+
+    def arange(self, start, end=None, step=1, dtype=None):
+        """torch.arange: ``[start, end)`` by ``step``; int32 unless a float bound or dtype asks."""
+        from . import ops
+
+        return ops.arange(self, start, end, step, dtype)
+
+    def full(self, shape, value, dtype=None):
+        from . import ops
+
+        return ops.full(self, shape, value, dtype)
+
+    def zeros(self, shape, dtype=dt.float32):
+        return self.full(shape, 0, dtype)
+
+    def ones(self, shape, dtype=dt.float32):
+        return self.full(shape, 1, dtype)
+
+    def eye(self, n, m=None, dtype=dt.float32):
+        from . import ops
+
+        return ops.eye(self, n, m, dtype)
+
+
+def _as_tuple(shape) -> tuple:
+    if isinstance(shape, (int, str)) or hasattr(shape, "terms"):
+        return (shape,)
+    return tuple(shape)
+
+
+def _scalar_dtype(v) -> dt.DType:
+    return {"b": dt.bool_, "i": dt.int32, "f": dt.float32}[dt.scalar_kind(v)]
+

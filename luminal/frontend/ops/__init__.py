@@ -1,0 +1,86 @@
+"""High-level ops, written once as compositions of primitives, and attached to GraphTensor as
+torch-named methods and operators."""
+
+from __future__ import annotations
+
+from ..tensor import GraphTensor
+from . import activations, combine, creation, elementwise, indexing, linalg, reduce
+from .activations import elu, gelu, leaky_relu, mish, relu, sigmoid, silu, softplus, tanh
+from .combine import cat, chunk, split, stack
+from .core import broadcast_shapes, cast
+from .creation import arange, eye, full, full_like, ones_like, tril, triu, zeros_like
+from .elementwise import (
+    abs_ as abs, add, ceil, clamp, cos, div, eq, erf, exp, exp2, floor, floor_divide, fmod, ge, gt,
+    isfinite, isinf, isnan, le, lerp, log, log2, logical_and, logical_not, logical_or, logical_xor, lt,
+    maximum, minimum, mul, ne, neg, pow, reciprocal, remainder, round_ as round, rsqrt, sign, sin,
+    sqrt, square, sub, tan, trunc, where,
+)
+from .indexing import gather, index_select, one_hot, scatter, scatter_add, take_along_dim
+from .linalg import dot, matmul, outer
+from .reduce import (
+    all_ as all, amax, amin, any_ as any, argmax, argmin, cumprod, cumsum, log_softmax, logsumexp,
+    mean, prod_ as prod, softmax, std, sum, var,
+)
+
+_E, _I, _R = elementwise, indexing, reduce
+
+
+def _flip(f):
+    return lambda self, other: f(other, self)
+
+
+def _dtype_method(d):
+    return lambda self: cast(self, d)
+
+
+def _install():
+    from .. import dtype as dt
+
+    methods = {
+        # arithmetic and operators
+        "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg, "pow": pow, "fmod": fmod,
+        "remainder": remainder, "floor_divide": floor_divide, "maximum": maximum, "minimum": minimum,
+        "clamp": clamp, "clip": clamp, "lerp": lerp, "where": lambda self, cond, other: where(cond, self, other),
+        "__add__": add, "__radd__": _flip(add), "__sub__": sub, "__rsub__": _flip(sub),
+        "__mul__": mul, "__rmul__": _flip(mul), "__truediv__": div, "__rtruediv__": _flip(div),
+        "__floordiv__": floor_divide, "__rfloordiv__": _flip(floor_divide), "__mod__": remainder,
+        "__rmod__": _flip(remainder), "__pow__": pow, "__rpow__": _flip(pow), "__neg__": neg,
+        "__pos__": lambda self: self, "__abs__": abs, "__matmul__": matmul, "__rmatmul__": _flip(matmul),
+        "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge, "__eq__": eq, "__ne__": ne,
+        "__and__": _E.bitwise_and, "__rand__": _flip(_E.bitwise_and), "__or__": _E.bitwise_or,
+        "__ror__": _flip(_E.bitwise_or), "__xor__": _E.bitwise_xor, "__rxor__": _flip(_E.bitwise_xor),
+        "__invert__": _E.bitwise_not,
+        "lt": lt, "le": le, "gt": gt, "ge": ge, "eq": eq, "ne": ne,
+        "logical_and": logical_and, "logical_or": logical_or, "logical_not": logical_not,
+        "logical_xor": logical_xor, "isnan": isnan, "isinf": isinf, "isfinite": isfinite,
+        # unary math
+        "abs": abs, "sign": sign, "exp": exp, "exp2": exp2, "log": log, "log2": log2, "sqrt": sqrt,
+        "rsqrt": rsqrt, "sin": sin, "cos": cos, "tan": tan, "square": square, "reciprocal": reciprocal,
+        "floor": floor, "ceil": ceil, "round": round, "trunc": trunc, "erf": erf,
+        # activations
+        "relu": relu, "leaky_relu": leaky_relu, "sigmoid": sigmoid, "tanh": tanh, "gelu": gelu,
+        "silu": silu, "softplus": softplus, "elu": elu, "mish": mish,
+        # reductions
+        "sum": sum, "mean": mean, "var": var, "std": std, "max": amax, "min": amin, "amax": amax,
+        "amin": amin, "prod": prod, "argmax": argmax, "argmin": argmin, "any": any, "all": all,
+        "logsumexp": logsumexp, "softmax": softmax, "log_softmax": log_softmax, "cumsum": cumsum,
+        "cumprod": cumprod,
+        # indexing, linear algebra, structure
+        "gather": gather, "take_along_dim": take_along_dim, "index_select": index_select,
+        "scatter": scatter, "scatter_add": scatter_add, "matmul": matmul, "dot": dot,
+        "tril": tril, "triu": triu, "split": split, "chunk": chunk,
+        # dtypes
+        "to": cast, "cast": cast, "type": cast, "float": _dtype_method(dt.float32),
+        "half": _dtype_method(dt.float16), "bfloat16": _dtype_method(dt.bfloat16),
+        "double": _dtype_method(dt.float64), "int": _dtype_method(dt.int32), "bool": _dtype_method(dt.bool_),
+    }
+    for name, fn in methods.items():
+        setattr(GraphTensor, name, fn)
+    GraphTensor.__hash__ = object.__hash__
+
+
+_install()
+
+__all__ = [n for n in dir() if not n.startswith("_")] + [
+    "activations", "combine", "creation", "indexing", "linalg", "reduce", "broadcast_shapes", "_I", "_R",
+]

@@ -1,0 +1,55 @@
+"""Activation functions (torch.nn.functional names), composed from elementwise ops."""
+
+from __future__ import annotations
+
+import math
+
+from .elementwise import (
+    _float, add, div, erf, exp, gt, log, maximum, mul, neg, reciprocal, sub, tanh_ as _tanh, where,
+)
+
+
+def relu(x):
+    return maximum(x, 0)
+
+
+def leaky_relu(x, negative_slope: float = 0.01):
+    return where(gt(x, 0), x, mul(x, negative_slope))
+
+
+def sigmoid(x):
+    return reciprocal(add(exp(neg(_float(x, "sigmoid"))), 1.0))
+
+
+def tanh(x):
+    return _tanh(x)
+
+
+def gelu(x, approximate: str = "none"):
+    x = _float(x, "gelu")
+    if approximate == "tanh":
+        inner = mul(add(x, mul(mul(mul(x, x), x), 0.044715)), math.sqrt(2 / math.pi))
+        return mul(mul(x, 0.5), add(_tanh(inner), 1.0))
+    if approximate != "none":
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return mul(mul(x, 0.5), add(erf(mul(x, 1 / math.sqrt(2))), 1.0))
+
+
+def silu(x):
+    return mul(x, sigmoid(x))
+
+
+def softplus(x, beta: float = 1.0, threshold: float = 20.0):
+    x = _float(x, "softplus")
+    bx = mul(x, beta)
+    soft = div(log(add(exp(bx), 1.0)), beta)
+    return where(gt(bx, threshold), x, soft)
+
+
+def elu(x, alpha: float = 1.0):
+    x = _float(x, "elu")
+    return where(gt(x, 0), x, mul(sub(exp(x), 1.0), alpha))
+
+
+def mish(x):
+    return mul(x, _tanh(softplus(x)))

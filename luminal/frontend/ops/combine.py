@@ -1,0 +1,81 @@
+"""Joining and splitting: cat, stack, split, chunk.
+
+``cat`` pads each piece with zeros out to the full length along the dim and adds the pieces: the
+padded regions are views (no data), and ``x + 0`` is exact, so this is one mechanism (views + Add)
+rather than a new primitive. Sizes add symbolically (``S`` and ``1`` give ``S+1``).
+"""
+
+from __future__ import annotations
+
+from ..errors import op_error
+from ..symbolic import is_static
+from ..tensor import GraphTensor
+from .core import cast
+from .. import dtype as dt
+from .elementwise import add
+
+
+def cat(tensors, dim: int = 0) -> GraphTensor:
+    tensors = list(tensors)
+    if not tensors or not all(isinstance(t, GraphTensor) for t in tensors):
+        raise TypeError("cat: expected a non-empty sequence of GraphTensors")
+    first = tensors[0]
+    d = first._axis(dim, "cat")
+    for t in tensors[1:]:
+        if t.ndim != first.ndim or any(a != b for k, (a, b) in enumerate(zip(t.shape, first.shape)) if k != d):
+            raise op_error(ValueError, "cat", f"shapes must match except in dim {d}", *tensors)
+    dtype = first.dtype
+    for t in tensors[1:]:
+        dtype = dt.promote(dtype, t.dtype)
+    total = 0
+    for t in tensors:
+        total = total + t.shape[d]
+    out, before = None, 0
+    for t in tensors:
+        after = total - before - t.shape[d]
+        pads = [0, 0] * (first.ndim - 1 - d) + [before, after]
+        piece = cast(t, dtype).pad(pads, 0)
+        out = piece if out is None else add(out, piece)
+        before = before + t.shape[d]
+    return out
+
+
+def stack(tensors, dim: int = 0) -> GraphTensor:
+    tensors = list(tensors)
+    if not tensors:
+        raise TypeError("stack: expected a non-empty sequence of GraphTensors")
+    d = tensors[0]._axis(dim, "stack", tensors[0].ndim + 1)
+    for t in tensors[1:]:
+        if t.shape != tensors[0].shape:
+            raise op_error(ValueError, "stack", "all tensors must have the same shape", *tensors)
+    return cat([t.unsqueeze(d) for t in tensors], d)
+
+
+def split(x: GraphTensor, split_size_or_sections, dim: int = 0) -> tuple[GraphTensor, ...]:
+    d = x._axis(dim, "split")
+    n = x.shape[d]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size <= 0 or not is_static(n):
+            raise op_error(ValueError, "split", f"need a positive size and a static dim (dim {d} is {n})", x)
+        sizes = [min(size, n - s) for s in range(0, n, size)] or [0]
+    else:
+        sizes = list(split_size_or_sections)
+        total = 0
+        for s in sizes:
+            total = total + s
+        if total != n:
+            raise op_error(ValueError, "split", f"sections {sizes} do not add up to dim {d} of size {n}", x)
+    out, start = [], 0
+    for s in sizes:
+        out.append(x._slice_dim(d, start, s, 1))
+        start = start + s
+    return tuple(out)
+
+
+def chunk(x: GraphTensor, chunks: int, dim: int = 0) -> tuple[GraphTensor, ...]:
+    d = x._axis(dim, "chunk")
+    n = x.shape[d]
+    if not is_static(n) or chunks <= 0:
+        raise op_error(ValueError, "chunk", f"need a positive chunk count and a static dim (dim {d} is {n})", x)
+    return split(x, max(1, -(-n // chunks)), d)

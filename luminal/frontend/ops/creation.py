@@ -1,0 +1,83 @@
+"""Tensors made from nothing: arange, full, eye, and the triangular masks tril/triu."""
+
+from __future__ import annotations
+
+import math
+
+from .. import dtype as dt
+from ..symbolic import is_static, sym
+from ..tensor import GraphTensor
+from .core import cast, prim
+from .elementwise import add, ge, le, mul, sub, where
+
+
+def arange(g, start, end=None, step=1, dtype=None) -> GraphTensor:
+    if end is None:
+        start, end = 0, start
+    floats = any(isinstance(v, float) for v in (start, end, step))
+    d = dt.as_dtype(dtype) if dtype is not None else (dt.float32 if floats else dt.int32)
+    if step == 0:
+        raise ValueError("arange: step must be non-zero")
+    if floats:
+        n = max(0, math.ceil((end - start) / step))
+    else:
+        start, end = sym(start), sym(end)
+        span = end - start
+        n = max(0, -(-span // step)) if is_static(span) else (span + step - 1) // step if step > 0 else None
+        if n is None:
+            raise ValueError("arange: a negative step needs static bounds")
+    base = g.tensor(g.add("Arange", (), n, dt.int32, (n,)))
+    if not floats and step == 1 and is_static(start) and start == 0:
+        return cast(base, d)
+    out = add(mul(cast(base, d if d.is_float else dt.int32), step), start if not floats else float(start))
+    return cast(out, d)
+
+
+def full(g, shape, value, dtype=None) -> GraphTensor:
+    from ..graph import _as_tuple
+
+    shape = tuple(sym(s) for s in _as_tuple(shape))
+    if dtype is None:
+        dtype = {"b": dt.bool_, "i": dt.int32, "f": dt.float32}[dt.scalar_kind(value)]
+    c = g.constant(value, dtype)
+    return c.reshape((1,) * len(shape)).expand(*shape) if shape else c
+
+
+def full_like(x: GraphTensor, value, dtype=None) -> GraphTensor:
+    return full(x.graph, x.shape, value, dtype or x.dtype)
+
+
+def zeros_like(x: GraphTensor, dtype=None) -> GraphTensor:
+    return full_like(x, 0, dtype)
+
+
+def ones_like(x: GraphTensor, dtype=None) -> GraphTensor:
+    return full_like(x, 1, dtype)
+
+
+def _rows_cols(g, n, m):
+    return g.arange(n).reshape(n, 1), g.arange(m).reshape(1, m)
+
+
+def eye(g, n, m=None, dtype=dt.float32) -> GraphTensor:
+    m = n if m is None else m
+    r, c = _rows_cols(g, n, m)
+    from .elementwise import eq
+
+    return cast(eq(r, c), dtype)
+
+
+def tril(x: GraphTensor, diagonal: int = 0) -> GraphTensor:
+    """Keep elements with ``col - row <= diagonal`` in the last two dims, zero the rest."""
+    r, c = _rows_cols(x.graph, x.shape[-2], x.shape[-1])
+    keep = le(sub(c, r), diagonal)
+    return where(keep, x, x.graph.constant(0, x.dtype))
+
+
+def triu(x: GraphTensor, diagonal: int = 0) -> GraphTensor:
+    r, c = _rows_cols(x.graph, x.shape[-2], x.shape[-1])
+    keep = ge(sub(c, r), diagonal)
+    return where(keep, x, x.graph.constant(0, x.dtype))
+
+
+__all__ = ["arange", "full", "full_like", "zeros_like", "ones_like", "eye", "tril", "triu", "prim"]

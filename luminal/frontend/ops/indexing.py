@@ -1,0 +1,170 @@
+"""Indexing: ``__getitem__`` (views), gather / take_along_dim / index_select, scatter, one_hot."""
+
+from __future__ import annotations
+
+from .. import dtype as dt
+from ..errors import op_error
+from ..symbolic import ceildiv, dmax, dmin, is_static, sym
+from ..tensor import GraphTensor
+from .core import cast, prim, require
+
+
+def _norm_slice(sl: slice, n, x, dim):
+    """Python slice semantics -> (start, count, step); clamped for static sizes."""
+    step = 1 if sl.step is None else sl.step
+    if not isinstance(step, int) or step == 0:
+        raise op_error(ValueError, "getitem", f"slice step must be a non-zero int, got {sl.step!r}", x)
+    if is_static(n):
+        start, stop, step = sl.indices(n)
+        count = max(0, -(-(stop - start) // step)) if step > 0 else max(0, -(-(start - stop) // -step))
+        return start, count, step
+
+    def bound(v, default):
+        if v is None:
+            return default
+        v = sym(v)
+        return n + v if is_static(v) and v < 0 else v
+
+    if step > 0:
+        start, stop = bound(sl.start, 0), bound(sl.stop, n)
+        if sl.stop is not None and is_static(stop):
+            stop = dmin(stop, n)
+        return start, dmax(0, ceildiv(stop - start, step)), step
+    start, stop = bound(sl.start, n - 1), bound(sl.stop, -1) if sl.stop is not None else -1
+    return start, dmax(0, ceildiv(start - stop, -step)), step
+
+
+def getitem(x: GraphTensor, index) -> GraphTensor:
+    if not isinstance(index, tuple):
+        index = (index,)
+    tensors = [i for i, ix in enumerate(index) if isinstance(ix, GraphTensor)]
+    if len(tensors) > 1:
+        raise op_error(NotImplementedError, "getitem", "only one tensor index per indexing is supported", x)
+    n_real = sum(1 for ix in index if ix is not None and ix is not Ellipsis)
+    if sum(ix is Ellipsis for ix in index) > 1:
+        raise op_error(IndexError, "getitem", "an index can only have one ellipsis", x)
+    if n_real > x.ndim:
+        raise op_error(IndexError, "getitem", f"too many indices ({n_real}) for a {x.ndim}-d tensor", x)
+    if Ellipsis in index:
+        e = index.index(Ellipsis)
+        index = index[:e] + (slice(None),) * (x.ndim - n_real) + index[e + 1:]
+    else:
+        index = index + (slice(None),) * (x.ndim - n_real)
+    view, dim, out_shape, squeeze, tensor_at = x.layout, 0, [], [], None
+    for ix in index:
+        if ix is None:
+            out_shape.append(1)
+            continue
+        n = view.shape[dim]
+        if isinstance(ix, GraphTensor):
+            tensor_at = (len(out_shape), dim, ix)
+            out_shape.append(n)
+        elif isinstance(ix, slice):
+            start, count, step = _norm_slice(ix, n, x, dim)
+            view = view.slice(dim, start, count, step)
+            out_shape.append(view.shape[dim])
+        elif isinstance(ix, int) and not isinstance(ix, bool):
+            if is_static(n) and not -n <= ix < n:
+                raise op_error(IndexError, "getitem", f"index {ix} is out of range for dim {dim} of size {n}", x)
+            view = view.slice(dim, n + ix if ix < 0 else ix, 1, 1)
+        else:
+            raise op_error(TypeError, "getitem", f"unsupported index {ix!r}", x)
+        dim += 1
+    t = x._with_view(view)
+    t = t.reshape(tuple(out_shape))
+    if tensor_at is not None:
+        pos, _, idx = tensor_at
+        flat = index_select(t, pos, idx.reshape(-1))
+        t = flat.reshape(t.shape[:pos] + idx.shape + t.shape[pos + 1:])
+    return t
+
+
+def _index(idx: GraphTensor, op: str) -> GraphTensor:
+    if not isinstance(idx, GraphTensor):
+        raise TypeError(f"{op}: the index must be a GraphTensor")
+    require(op, idx.dtype.kind == "i", f"index must be an integer tensor, got {idx.dtype.name}", idx)
+    return idx
+
+
+def gather(x: GraphTensor, dim: int, index: GraphTensor) -> GraphTensor:
+    """torch.gather: ``out[i] = x[i with i[dim] := index[i]]``; index.shape[d] <= x.shape[d] off ``dim``."""
+    index = _index(index, "gather")
+    d = x._axis(dim, "gather")
+    if index.ndim != x.ndim:
+        raise op_error(ValueError, "gather", f"index must have {x.ndim} dims like the input", x, index)
+    src = x
+    for k in range(x.ndim):
+        if k != d and index.shape[k] != x.shape[k]:
+            if not (is_static(index.shape[k]) and is_static(x.shape[k]) and index.shape[k] <= x.shape[k]):
+                raise op_error(ValueError, "gather", f"index dim {k} ({index.shape[k]}) exceeds the input's ({x.shape[k]})", x, index)
+            src = src._slice_dim(k, 0, index.shape[k], 1)
+    return prim("Gather", src, cast(index, dt.int32), arg=d, shape=index.shape)
+
+
+def take_along_dim(x: GraphTensor, indices: GraphTensor, dim: int) -> GraphTensor:
+    """torch.take_along_dim: like gather, with the other dims broadcast."""
+    indices = _index(indices, "take_along_dim")
+    d = x._axis(dim, "take_along_dim")
+    if indices.ndim != x.ndim:
+        raise op_error(ValueError, "take_along_dim", "input and indices must have the same number of dims", x, indices)
+    shape = []
+    for k in range(x.ndim):
+        a, b = x.shape[k], indices.shape[k]
+        if k != d and a != b and not (is_static(a) and a == 1) and not (is_static(b) and b == 1):
+            raise op_error(ValueError, "take_along_dim", f"dim {k} cannot broadcast ({a} vs {b})", x, indices)
+        shape.append(b if k == d or (is_static(a) and a == 1) else a)
+    xb = x.expand(*[x.shape[k] if k == d else shape[k] for k in range(x.ndim)])
+    return gather(xb, d, indices.expand(*shape))
+
+
+def index_select(x: GraphTensor, dim: int, index: GraphTensor) -> GraphTensor:
+    index = _index(index, "index_select")
+    d = x._axis(dim, "index_select")
+    if index.ndim != 1:
+        raise op_error(ValueError, "index_select", "index must be 1-d", index)
+    shape = list(x.shape)
+    shape[d] = index.shape[0]
+    ix = index.reshape(tuple(index.shape[0] if k == d else 1 for k in range(x.ndim))).expand(*shape)
+    return prim("Gather", x, cast(ix, dt.int32), arg=d, shape=tuple(shape))
+
+
+def scatter_add(x: GraphTensor, dim: int, index: GraphTensor, src: GraphTensor) -> GraphTensor:
+    """torch.scatter_add: ``out = x``; ``out[i with i[dim] := index[i]] += src[i]``."""
+    index = _index(index, "scatter_add")
+    d = x._axis(dim, "scatter_add")
+    if not isinstance(src, GraphTensor):
+        src = x.graph.constant(src, x.dtype).expand(*index.shape)
+    if index.ndim != x.ndim or src.ndim != x.ndim:
+        raise op_error(ValueError, "scatter_add", "input, index and src must have the same number of dims", x, index, src)
+    for k in range(x.ndim):
+        if k != d and index.shape[k] != x.shape[k]:
+            raise op_error(ValueError, "scatter_add", f"index dim {k} must equal the input's ({x.shape[k]})", x, index)
+    if src.shape != index.shape:
+        src = src[tuple(slice(0, n) for n in index.shape)]
+    if src.dtype is not x.dtype:
+        src = cast(src, x.dtype)
+    return prim("ScatterAdd", x, cast(index, dt.int32), src, arg=d, shape=x.shape)
+
+
+def scatter(x: GraphTensor, dim: int, index: GraphTensor, src) -> GraphTensor:
+    """torch.scatter (no reduction): positions named by ``index`` take ``src``; with duplicate
+    indices the result is undefined, as in torch."""
+    from .elementwise import gt, where
+
+    zeros = x.graph.constant(0, x.dtype).expand(*x.shape)
+    if not isinstance(src, GraphTensor):
+        src = x.graph.constant(src, x.dtype).expand(*index.shape)
+    hits = scatter_add(x.graph.constant(0, dt.int32).expand(*x.shape), dim, index,
+                       x.graph.constant(1, dt.int32).expand(*index.shape))
+    return where(gt(hits, 0), scatter_add(zeros, dim, index, src), x)
+
+
+def one_hot(index: GraphTensor, num_classes: int) -> GraphTensor:
+    """torch.nn.functional.one_hot (int32 instead of int64)."""
+    from .elementwise import eq
+
+    index = _index(index, "one_hot")
+    if num_classes is None or num_classes < 0:
+        raise op_error(ValueError, "one_hot", "num_classes must be given (the data is not known at build time)", index)
+    classes = index.graph.arange(num_classes)
+    return cast(eq(index.unsqueeze(-1), classes), dt.int32)

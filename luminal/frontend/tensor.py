@@ -1,0 +1,274 @@
+"""GraphTensor: a lazy tensor = a graph node read through a view.
+
+Building never computes. Movement ops return a new GraphTensor over the same node with a new
+:class:`View`; when the view cannot express a movement, an explicit ``Copy`` node is inserted.
+Arithmetic, reductions and the rest live in ``ops/`` and are attached here as methods.
+"""
+
+from __future__ import annotations
+
+from . import dtype as dt
+from .errors import op_error, user_frame
+from .symbolic import Dim, dmax, dmin, evaluate, exact_div, is_static, prod, shape_str, sym
+from .view import View
+
+
+class GraphTensor:
+    __slots__ = ("graph", "node", "layout", "origin")
+    __hash__ = object.__hash__
+
+    def __init__(self, graph, node, layout: View, origin=None):
+        self.graph, self.node, self.layout = graph, node, layout
+        self.origin = origin or user_frame()
+
+    # basic properties -------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return self.layout.shape
+
+    @property
+    def dtype(self) -> dt.DType:
+        return self.node.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.layout.shape)
+
+    def dim(self) -> int:
+        return self.ndim
+
+    def size(self, d: int | None = None):
+        return self.shape if d is None else self.shape[self._axis(d, "size")]
+
+    def numel(self) -> Dim:
+        return prod(self.shape)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        n = self.shape[0]
+        if not is_static(n):
+            raise TypeError(f"len() of a tensor whose first dim {n} is symbolic")
+        return n
+
+    def __repr__(self):
+        return f"GraphTensor({shape_str(self.shape)}, {self.dtype.name}, node={self.node.op}#{self.node.id})"
+
+    def __bool__(self):
+        raise TypeError("a GraphTensor is lazy and has no truth value; compile and run it first")
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def _with_view(self, view: View) -> GraphTensor:
+        return GraphTensor(self.graph, self.node, view)
+
+    def _axis(self, axis: int, op: str, ndim: int | None = None) -> int:
+        n = self.ndim if ndim is None else ndim
+        if not isinstance(axis, int) or isinstance(axis, bool):
+            raise op_error(TypeError, op, f"dim must be an int, got {axis!r}", self)
+        if not -max(n, 1) <= axis < max(n, 1):
+            raise op_error(ValueError, op, f"dim {axis} is out of range for a {n}-d tensor", self)
+        return axis % max(n, 1)
+
+    # movement ---------------------------------------------------------------------------------
+    def contiguous(self) -> GraphTensor:
+        """Materialise the view (a Copy node); a no-op when the view is already the identity."""
+        if self.layout.is_contiguous():
+            return self
+        return self.graph.tensor(self.graph.add("Copy", (self,), None, self.dtype, self.shape))
+
+    def reshape(self, *shape) -> GraphTensor:
+        shape = _shape_args(shape)
+        shape = self._infer_minus_one(shape, "reshape")
+        if prod(shape) != self.numel():
+            raise op_error(ValueError, "reshape", f"cannot reshape to {shape_str(shape)}: "
+                           f"{self.numel()} elements vs {prod(shape)}", self)
+        v = self.layout.reshape(shape)
+        if v is None:
+            return self.contiguous().reshape(shape)
+        return self._with_view(v)
+
+    view_as_shape = reshape
+
+    def view(self, *shape) -> GraphTensor:
+        return self.reshape(*shape)
+
+    def _infer_minus_one(self, shape, op):
+        shape = [sym(d) for d in shape]
+        holes = [i for i, d in enumerate(shape) if isinstance(d, int) and d == -1]
+        if len(holes) > 1:
+            raise op_error(ValueError, op, "only one dim can be -1", self)
+        if any(isinstance(d, int) and d < -1 for d in shape):
+            raise op_error(ValueError, op, f"invalid shape {shape_str(shape)}", self)
+        if holes:
+            known = prod(d for i, d in enumerate(shape) if i != holes[0])
+            q = exact_div(self.numel(), known) if not (isinstance(known, int) and known == 0) else None
+            if q is None:
+                raise op_error(ValueError, op, f"shape {shape_str(shape)} is invalid for "
+                               f"{self.numel()} elements", self)
+            shape[holes[0]] = q
+        return tuple(shape)
+
+    def permute(self, *dims) -> GraphTensor:
+        dims = [self._axis(d, "permute") for d in _shape_args(dims)]
+        if sorted(dims) != list(range(self.ndim)):
+            raise op_error(ValueError, "permute", f"dims {tuple(dims)} are not a permutation of "
+                           f"{self.ndim} dims", self)
+        return self._with_view(self.layout.permute(dims))
+
+    def transpose(self, d0: int, d1: int) -> GraphTensor:
+        order = list(range(self.ndim))
+        a, b = self._axis(d0, "transpose"), self._axis(d1, "transpose")
+        order[a], order[b] = order[b], order[a]
+        return self._with_view(self.layout.permute(order)) if self.ndim else self
+
+    swapaxes = transpose
+
+    @property
+    def T(self) -> GraphTensor:
+        return self.permute(*reversed(range(self.ndim))) if self.ndim else self
+
+    @property
+    def mT(self) -> GraphTensor:
+        return self.transpose(-2, -1)
+
+    def expand(self, *sizes) -> GraphTensor:
+        sizes = _shape_args(sizes)
+        if len(sizes) < self.ndim:
+            raise op_error(ValueError, "expand", f"target {shape_str(sizes)} has fewer dims than the tensor", self)
+        lead = len(sizes) - self.ndim
+        t = self.reshape((1,) * lead + self.shape) if lead else self
+        target = []
+        for i, (d, n) in enumerate(zip(t.shape, sizes)):
+            n = sym(n)
+            if isinstance(n, int) and n == -1:
+                if i < lead:
+                    raise op_error(ValueError, "expand", "-1 is not allowed for a new leading dim", self)
+                n = d
+            if d != n and not (is_static(d) and d == 1):
+                raise op_error(ValueError, "expand", f"dim {i} of size {d} cannot expand to {n}", self)
+            target.append(n)
+        return t._with_view(t.layout.expand(tuple(target)))
+
+    def broadcast_to(self, shape) -> GraphTensor:
+        return self.expand(*_shape_args((shape,)))
+
+    def expand_as(self, other: GraphTensor) -> GraphTensor:
+        return self.expand(*other.shape)
+
+    def squeeze(self, dim=None) -> GraphTensor:
+        if dim is None:
+            dims = [i for i, d in enumerate(self.shape) if is_static(d) and d == 1]
+        else:
+            dims = [self._axis(d, "squeeze") for d in (dim if isinstance(dim, (tuple, list)) else (dim,))]
+            dims = [d for d in dims if is_static(self.shape[d]) and self.shape[d] == 1]
+        return self.reshape(tuple(d for i, d in enumerate(self.shape) if i not in dims))
+
+    def unsqueeze(self, dim: int) -> GraphTensor:
+        d = self._axis(dim, "unsqueeze", self.ndim + 1)
+        return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> GraphTensor:
+        if self.ndim == 0:
+            return self.reshape(1)
+        s, e = self._axis(start_dim, "flatten"), self._axis(end_dim, "flatten")
+        if s > e:
+            raise op_error(ValueError, "flatten", "start_dim comes after end_dim", self)
+        return self.reshape(self.shape[:s] + (prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
+
+    def unflatten(self, dim: int, sizes) -> GraphTensor:
+        d = self._axis(dim, "unflatten")
+        sub = self._with_view(View.contiguous((self.shape[d],)))._infer_minus_one(tuple(sizes), "unflatten")
+        return self.reshape(self.shape[:d] + sub + self.shape[d + 1:])
+
+    def flip(self, *dims) -> GraphTensor:
+        v = self.layout
+        for d in _shape_args(dims):
+            v = v.flip(self._axis(d, "flip"))
+        return self._with_view(v)
+
+    def pad(self, pads, value=0.0) -> GraphTensor:
+        """torch ``F.pad``: ``pads`` pairs from the last dim backwards; negative amounts crop."""
+        pads = tuple(pads)
+        if len(pads) % 2 or len(pads) // 2 > self.ndim:
+            raise op_error(ValueError, "pad", f"pads {pads} must be pairs for at most {self.ndim} dims", self)
+        t = self
+        value = value if not isinstance(value, bool) else bool(value)
+        for k in range(len(pads) // 2):
+            d = self.ndim - 1 - k
+            t = t._pad_dim(d, sym(pads[2 * k]), sym(pads[2 * k + 1]), value)
+        return t
+
+    def _pad_dim(self, d, before, after, value) -> GraphTensor:
+        t = self
+        if (is_static(before) and before < 0) or (is_static(after) and after < 0):
+            lo = -before if is_static(before) and before < 0 else 0
+            hi = t.shape[d] + (after if is_static(after) and after < 0 else 0)
+            t = t._slice_dim(d, lo, hi - lo, 1)
+            before = 0 if is_static(before) and before < 0 else before
+            after = 0 if is_static(after) and after < 0 else after
+        if (is_static(before) and before == 0) and (is_static(after) and after == 0):
+            return t
+        v = t.layout.pad_dim(d, before, after, _pad_value(value, self.dtype))
+        if v is None:
+            t = t.contiguous()
+            v = t.layout.pad_dim(d, before, after, _pad_value(value, self.dtype))
+        return t._with_view(v)
+
+    def _slice_dim(self, d, start, count, step) -> GraphTensor:
+        return self._with_view(self.layout.slice(d, start, count, step))
+
+    def unfold(self, dimension: int, size: int, step: int) -> GraphTensor:
+        """torch ``Tensor.unfold``: sliding windows as a new last dim (a pure view)."""
+        d = self._axis(dimension, "unfold")
+        n = self.shape[d]
+        if size <= 0 or step <= 0 or (is_static(n) and size > n):
+            raise op_error(ValueError, "unfold", f"size {size} / step {step} invalid for dim of size {n}", self)
+        v = self.layout.unfold(d, size, step)
+        t = self
+        if v is None:
+            t = self.contiguous()
+            v = t.layout.unfold(d, size, step)
+        return t._with_view(v)
+
+    def repeat(self, *sizes) -> GraphTensor:
+        """torch ``Tensor.repeat`` (tile the whole tensor ``sizes[i]`` times along dim i)."""
+        sizes = tuple(sym(s) for s in _shape_args(sizes))
+        if len(sizes) < self.ndim:
+            raise op_error(ValueError, "repeat", "fewer repeat counts than dims", self)
+        t = self.reshape((1,) * (len(sizes) - self.ndim) + self.shape)
+        inter = []
+        for r, d in zip(sizes, t.shape):
+            inter += [1, d]
+        t = t.reshape(inter).expand(*[x for r, d in zip(sizes, t.shape) for x in (r, d)])
+        return t.reshape(tuple(r * d for r, d in zip(sizes, t.shape[1::2])))
+
+    def tile(self, *dims) -> GraphTensor:
+        dims = _shape_args(dims)
+        return self.repeat(*((1,) * (self.ndim - len(dims)) + tuple(dims)))
+
+    def __getitem__(self, index) -> GraphTensor:
+        from .ops.indexing import getitem
+
+        return getitem(self, index)
+
+
+def _shape_args(args) -> tuple:
+    """Accept ``f(2, 3)`` and ``f((2, 3))`` alike."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return tuple(args)
+
+
+def _pad_value(value, dtype):
+    if dtype.kind == "b":
+        return bool(value)
+    if dtype.kind == "i":
+        if float(value) != int(value):
+            raise TypeError(f"pad value {value} is not an integer for a {dtype.name} tensor")
+        return int(value)
+    return float(value)
+
+
+__all__ = ["GraphTensor", "dmax", "dmin", "evaluate"]
