@@ -41,7 +41,7 @@ def rand(shape, dtype=lm.float32, seed=0, low=-2.0, high=2.0) -> np.ndarray:
 
 
 def to_torch(a: np.ndarray, dtype) -> torch.Tensor:
-    t = torch.from_numpy(np.ascontiguousarray(a))
+    t = torch.from_numpy(np.array(a, copy=True))  # a copy keeps 0-d arrays 0-d
     return t.to(TORCH_DTYPE[dtype])
 
 

@@ -76,7 +76,8 @@ class ReferenceInterpreter:
                 if n.id in self.fused:
                     continue
                 vals[n.id] = self._eval(n, vals, arrays, env)
-            return [np.ascontiguousarray(read(vals[n.id], v, env)).copy() for n, v in self.outputs]
+            # np.array, not np.ascontiguousarray: the latter turns 0-d results into shape (1,)
+            return [np.array(read(vals[n.id], v, env), order="C") for n, v in self.outputs]
 
     def _eval(self, n, vals, arrays, env) -> np.ndarray:
         op, d = n.op, n.dtype
@@ -92,7 +93,7 @@ class ReferenceInterpreter:
             return dt.to_storage(self._contract(n, vals, env), d)
         xs = [read(vals[s.id], v, env) for s, v in n.srcs]
         if op == "Copy":
-            return np.ascontiguousarray(xs[0])
+            return np.array(xs[0], order="C")
         if op == "Cast":
             return _cast(xs[0], n.srcs[0][0].dtype, d)
         if op in ("Where", "Gather", "ScatterAdd"):

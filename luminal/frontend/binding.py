@@ -5,14 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtype as dt
-from .symbolic import evaluate, free_vars, shape_str, solve_linear
+from .symbolic import evaluate, free_vars, shape_str, solve_linear, substitute
+
+_INT32 = (-2**31, 2**31 - 1)
 
 
 def _convert(name: str, value, node) -> np.ndarray:
     want: dt.DType = node.dtype
+    if type(value) is int and want.kind == "i" and not _INT32[0] <= value <= _INT32[1]:
+        raise ValueError(f"input {name!r}: integer value {value} does not fit in int32")
     arr = np.asarray(value)
-    if arr.dtype == object:
-        raise TypeError(f"input {name!r}: expected a numpy array or a number, got {type(value).__name__}")
+    if arr.dtype.kind not in "biufc":
+        what = f"an array of dtype {arr.dtype}" if isinstance(value, np.ndarray) else type(value).__name__
+        raise TypeError(f"input {name!r}: expected a numpy array or a number, got {what}")
     if arr.ndim != len(node.shape):
         raise ValueError(f"input {name!r}: expected {len(node.shape)} dims {shape_str(node.shape)}, "
                          f"got an array of shape {arr.shape}")
@@ -23,52 +28,82 @@ def _convert(name: str, value, node) -> np.ndarray:
         ok = arr.dtype == np.float32
     elif want.kind == "i":
         ok = kind in "iu"
-        if ok and arr.size and (arr.min() < -2**31 or arr.max() >= 2**31):
-            raise ValueError(f"input {name!r}: integer values do not fit in int32")
     else:
         ok = arr.dtype == want.np
     if not ok:
         hint = f" (convert with .astype(np.{want.np.name}))" if want is not dt.bfloat16 else \
             " (bfloat16 inputs are given as float32 arrays)"
         raise TypeError(f"input {name!r}: expected dtype {want.name}, got {arr.dtype}{hint}")
-    return np.ascontiguousarray(dt.to_storage(arr, want))
+    if want.kind == "i" and arr.size and (arr.min() < _INT32[0] or arr.max() > _INT32[1]):
+        raise ValueError(f"input {name!r}: integer values do not fit in int32 "
+                         f"(range [{arr.min()}, {arr.max()}])")
+    out = dt.to_storage(arr, want)
+    # np.ascontiguousarray would turn a 0-d array into a 1-d one
+    return out if out.flags.c_contiguous else np.ascontiguousarray(out)
 
 
 def bind(graph, needed: list, values: dict) -> tuple[dict[str, np.ndarray], dict[str, int]]:
-    """Validate ``values`` for the ``needed`` input nodes; return converted arrays and dim bindings."""
+    """Validate ``values`` for the ``needed`` input nodes; return converted arrays and dim bindings.
+
+    Plain names (``B``) are bound first, from the first input that has them; then dims linear in one
+    still-unknown name (``S+1``, ``2*M``, ``S*T`` once ``S`` is known) are solved; then every dim is
+    checked against its array. Every problem is reported here, before any work is done.
+    """
     unknown = sorted(set(values) - set(graph.inputs))
     if unknown:
         raise TypeError(f"unexpected input(s) {unknown}; this graph's inputs are {sorted(graph.inputs)}")
     missing = [n.arg for n in needed if n.arg not in values]
     if missing:
-        raise TypeError(f"missing input(s) {missing}")
+        raise TypeError(f"missing input(s) {missing}; this call needs {sorted(n.arg for n in needed)}")
     arrays = {n.arg: _convert(n.arg, values[n.arg], n) for n in needed}
     env: dict[str, int] = {}
     source: dict[str, str] = {}
 
-    def mismatch(name, i, d, got):
-        expected = evaluate(d, env)
-        via = ", ".join(f"{v}={env[v]} from input {source[v]!r}" for v in sorted(free_vars(d)) if v in source)
-        raise ValueError(f"input {name!r}: dim {i} should be {d} = {expected}" + (f" ({via})" if via else "")
-                         + f", but the array has shape {arrays[name].shape}")
+    def via(d) -> str:
+        known = [f"{v}={env[v]} from input {source[v]!r}" for v in sorted(free_vars(d)) if v in source]
+        return f" ({', '.join(known)})" if known else ""
 
-    for stage in ("vars", "linear", "check"):
-        for n in needed:
-            for i, (d, got) in enumerate(zip(n.shape, arrays[n.arg].shape)):
-                unbound = free_vars(d) - set(env)
-                if stage == "vars" and isinstance(d, int) and d != got:
-                    raise ValueError(f"input {n.arg!r}: dim {i} should be {d}, but the array has shape "
-                                     f"{arrays[n.arg].shape}")
-                if stage != "check" and len(unbound) == 1:
-                    solved = solve_linear(d, got)
-                    if solved is not None and (stage == "linear" or str(d) == solved[0]):
-                        env[solved[0]], source[solved[0]] = solved[1], n.arg
-                if stage == "check":
-                    if unbound:
-                        raise ValueError(f"input {n.arg!r}: cannot infer {sorted(unbound)} from dim {i} ({d})")
-                    if evaluate(d, env) != got:
-                        mismatch(n.arg, i, d, got)
-    for v, x in env.items():
+    def set_var(v, x, name, i, d):
         if x < 0:
-            raise ValueError(f"symbolic dim {v} bound to the negative value {x} from input {source[v]!r}")
+            raise ValueError(f"input {name!r}: dim {i} ({d}) would make symbolic dim {v} negative ({v}={x}); "
+                             f"the array has shape {arrays[name].shape}")
+        env[v], source[v] = x, name
+
+    for n in needed:
+        for i, (d, got) in enumerate(zip(n.shape, arrays[n.arg].shape, strict=True)):
+            if isinstance(d, int) and d != got:
+                raise ValueError(f"input {n.arg!r}: dim {i} should be {d}, but the array has shape "
+                                 f"{arrays[n.arg].shape}")
+
+    progress = True
+    while progress:
+        progress = False
+        for plain_only in (True, False):
+            for n in needed:
+                for i, (d, got) in enumerate(zip(n.shape, arrays[n.arg].shape, strict=True)):
+                    unbound = free_vars(d) - env.keys()
+                    if len(unbound) != 1 or (plain_only and str(d) != next(iter(unbound))):
+                        continue
+                    try:
+                        solved = solve_linear(substitute(d, env), got)
+                    except ValueError:
+                        raise ValueError(f"input {n.arg!r}: dim {i} is {d}{via(d)}, and no integer "
+                                         f"{next(iter(unbound))} makes it {got} (the array has shape "
+                                         f"{arrays[n.arg].shape})") from None
+                    if solved is not None:
+                        set_var(*solved, n.arg, i, d)
+                        progress = True
+            if progress:
+                break
+
+    for n in needed:
+        for i, (d, got) in enumerate(zip(n.shape, arrays[n.arg].shape, strict=True)):
+            unbound = free_vars(d) - env.keys()
+            if unbound:
+                raise ValueError(f"input {n.arg!r}: cannot infer {sorted(unbound)} from dim {i} ({d}){via(d)}; "
+                                 f"give each symbolic dim a dim of its own in some input")
+            expected = evaluate(d, env)
+            if expected != got:
+                raise ValueError(f"input {n.arg!r}: dim {i} should be {d} = {expected}{via(d)}, but the array "
+                                 f"has shape {arrays[n.arg].shape}")
     return arrays, env

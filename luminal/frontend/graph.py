@@ -7,6 +7,7 @@ identity for later compile caches.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 
@@ -18,12 +19,24 @@ from .symbolic import shape_str, sym
 from .view import View
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ConstKey:
-    """Identity of a literal: a content digest for arrays, the value itself for scalars."""
+    """Identity of a literal: a content digest for arrays, the value itself for scalars.
+
+    Numbers are identified by their digest (dtype + exact bytes), so ``nan`` equals ``nan`` and
+    ``-0.0`` differs from ``0.0``; a symbolic scalar (digest ``"sym"``) by its expression."""
 
     digest: str
     scalar: object = None  # int/float/bool/Sym for scalar constants, else None
+
+    def _id(self):
+        return (self.digest, self.scalar) if self.digest == "sym" else self.digest
+
+    def __eq__(self, other):
+        return isinstance(other, ConstKey) and self._id() == other._id()
+
+    def __hash__(self):
+        return hash(self._id())
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,7 +72,7 @@ class Graph:
 
                 raise op_error(ValueError, op, "operands belong to different graphs", *srcs)
         key_srcs = tuple((s.node, s.layout) for s in srcs)
-        key = (op, tuple((n.id, v) for n, v in key_srcs), arg, dtype.name, tuple(shape))
+        key = (op, tuple((n.id, _exact(v)) for n, v in key_srcs), _exact(arg), dtype.name, tuple(shape))
         node = self._index.get(key)
         if node is None:
             node = Node(len(self.nodes), op, key_srcs, arg, dtype, tuple(shape))
@@ -96,12 +109,28 @@ class Graph:
             return self.tensor(self.add("Constant", (), ConstKey("sym", value), dt.int32, ()))
         if isinstance(value, (bool, int, float, np.number, np.bool_)) and not isinstance(value, np.ndarray):
             d = dt.as_dtype(dtype) if dtype is not None else _scalar_dtype(value)
+            if d.kind == "i" and dt.scalar_kind(value) == "i" and not -2**31 <= int(value) < 2**31:
+                raise _user_error(ValueError, f"constant: {value} does not fit in {d.name}")
             v = np.asarray(value).astype(d.np).item()
             digest = f"{d.name}:{np.asarray(v, d.np).tobytes().hex()}"
             return self.tensor(self.add("Constant", (), ConstKey(digest, v), d, ()))
         arr = np.asarray(value)
-        d = dt.as_dtype(dtype) if dtype is not None else dt.as_dtype(arr.dtype)
-        arr = np.ascontiguousarray(dt.to_storage(arr, d))
+        if arr.dtype.kind not in "biuf":
+            raise _user_error(TypeError, f"constant: expected numbers, got {type(value).__name__} "
+                              f"(as an array of dtype {arr.dtype})")
+        if dtype is not None:
+            d = dt.as_dtype(dtype)
+        elif arr.dtype.kind in "iu":  # one integer type, as for inputs
+            d = dt.int32
+        elif not isinstance(value, np.ndarray):  # a Python list: torch.tensor's default dtypes
+            d = dt.bool_ if arr.dtype.kind == "b" else dt.float32
+        else:
+            d = dt.as_dtype(arr.dtype)
+        if d.kind == "i" and arr.dtype.kind in "iu" and not _int32_fits(arr):
+            raise _user_error(ValueError, f"constant: integer values do not fit in {d.name} "
+                              f"(range [{arr.min()}, {arr.max()}])")
+        # a copy: later changes to the caller's array must not change (or un-hash) the graph
+        arr = np.array(dt.to_storage(arr, d), order="C", copy=True)
         h = hashlib.sha1(arr.tobytes()).hexdigest()
         key = ConstKey(f"{d.name}:{arr.shape}:{h}")
         self.constants.setdefault(key, arr)
@@ -130,10 +159,36 @@ class Graph:
         return ops.eye(self, n, m, dtype)
 
 
+def _exact(x):
+    """A hash key for ``x`` that tells apart what ``==`` conflates or fails on: ``-0.0`` vs ``0.0``,
+    ``1.0`` vs ``1`` vs ``True``, and ``nan`` (equal to itself here). Dataclasses (views) are keyed
+    field by field."""
+    if isinstance(x, float):
+        return ("float", x.hex())
+    if isinstance(x, bool):
+        return ("bool", x)
+    if isinstance(x, tuple):
+        return tuple(_exact(y) for y in x)
+    if dataclasses.is_dataclass(x) and not isinstance(x, (type, ConstKey)):
+        return (type(x).__name__,) + tuple(_exact(getattr(x, f.name)) for f in dataclasses.fields(x))
+    return x
+
+
+def _int32_fits(arr: np.ndarray) -> bool:
+    return not arr.size or (int(arr.min()) >= -2**31 and int(arr.max()) < 2**31)
+
+
 def _as_tuple(shape) -> tuple:
     if isinstance(shape, (int, str)) or hasattr(shape, "terms"):
         return (shape,)
     return tuple(shape)
+
+
+def _user_error(kind, msg: str):
+    from .errors import user_frame, where
+
+    site = user_frame()
+    return kind(msg + (f"\n  called at {where(site)}" if site is not None else ""))
 
 
 def _scalar_dtype(v) -> dt.DType:

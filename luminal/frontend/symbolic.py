@@ -40,7 +40,7 @@ class Atom:
         if self.kind in ("max", "min"):
             return f"{self.kind}({self.args[0]}, {self.args[1]})"
         op = {"floordiv": "//", "mod": "%"}[self.kind]
-        return f"({self.args[0]}{op}{self.args[1]})"
+        return f"({_operand_str(self.args[0])}{op}{_operand_str(self.args[1])})"
 
     def evaluate(self, env: dict[str, int]) -> int:
         if self.kind == "var":
@@ -59,6 +59,17 @@ class Atom:
         if self.kind == "var":
             return {self.args[0]}
         return set().union(*(free_vars(a) for a in self.args))
+
+
+def _operand_str(x) -> str:
+    """``x`` as an operand of ``//`` or ``%``: parenthesised unless it is a single name, a single
+    opaque atom or a non-negative int, so that the printed form reads (and evaluates, as Python)
+    with the right precedence: ``((S+1)//2)``, ``(S//(B*C))``."""
+    if isinstance(x, int):
+        return str(x) if x >= 0 else f"({x})"
+    if len(x.terms) == 1 and x.terms[0][1] == 1 and len(x.terms[0][0]) == 1:
+        return str(x)
+    return f"({x})"
 
 
 class Sym:
@@ -189,6 +200,20 @@ def free_vars(d: Dim) -> set[str]:
     return set().union(*(a.variables() for m, _ in d.terms for a in m))
 
 
+def substitute(d: Dim, env: dict[str, int]) -> Dim:
+    """``d`` with every factor whose variables are all bound in ``env`` replaced by its value;
+    factors with an unbound variable are kept (so ``S*T`` with ``S=3`` becomes ``3*T``)."""
+    if isinstance(d, int):
+        return d
+    out: Dim = 0
+    for m, c in d.terms:
+        v: Dim = c
+        for a in m:
+            v = v * (a.evaluate(env) if a.variables() <= env.keys() else Sym({(a,): 1}))
+        out = out + v
+    return out
+
+
 def exact_div(a: Dim, b: Dim) -> Dim | None:
     """``a / b`` when it divides exactly as polynomials (b an int or a single monomial), else None."""
     if isinstance(b, int):
@@ -200,7 +225,7 @@ def exact_div(a: Dim, b: Dim) -> Dim | None:
             return _norm(Sym({m: c // b for m, c in a.terms}))
         return None
     if len(b.terms) != 1:
-        return a // b if a == b else None  # only the trivial case for sums
+        return 1 if a == b else None  # only the trivial case for sums
     (bm, bc), = b.terms
     if isinstance(a, int):
         return None

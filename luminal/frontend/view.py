@@ -23,13 +23,23 @@ def contiguous_strides(shape) -> tuple:
     return tuple(reversed(strides))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class View:
     shape: tuple
     strides: tuple
     offset: Dim = 0
     mask: tuple | None = None  # per dim (lo, hi); None = every element valid
     pad: float = 0.0
+
+    # Equality (used by the graph's hash-consing) tells -0.0 from 0.0 pads, and NaN pads equal.
+    def _key(self):
+        return (self.shape, self.strides, self.offset, self.mask, _pad_key(self.pad))
+
+    def __eq__(self, other):
+        return isinstance(other, View) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
 
     @staticmethod
     def contiguous(shape) -> View:
@@ -97,8 +107,8 @@ class View:
 
     def pad_dim(self, dim: int, before: Dim, after: Dim, value) -> View | None:
         """Grow ``dim`` by non-negative ``before``/``after`` elements reading ``value``."""
-        if self.mask is not None and self.pad != value and not _same_value(self.pad, value):
-            return None
+        if self.mask is not None and not _same_value(self.pad, value):
+            return None  # one view has one pad value
         shape, m = list(self.shape), list(self._mask())
         lo, hi = m[dim]
         shape[dim] = shape[dim] + before + after
@@ -182,8 +192,15 @@ def _grows_new(po: Dim, pn: Dim) -> bool | None:
     return None
 
 
+def _pad_key(v):
+    """A pad value as a key: NaN equals NaN, -0.0 differs from 0.0, and True/1/1.0 stay apart."""
+    if isinstance(v, float):
+        return ("f", "nan" if v != v else repr(v))
+    return (type(v).__name__, v)
+
+
 def _same_value(a, b) -> bool:
-    return a != a and b != b  # both NaN
+    return _pad_key(a) == _pad_key(b)
 
 
 def numel(shape) -> Dim:

@@ -29,6 +29,19 @@ def _flip(f):
     return lambda self, other: f(other, self)
 
 
+def _equality(f):
+    """``==``/``!=`` against something that is neither a tensor nor a number defers to Python
+    (``t == None`` is False, ``Ellipsis in (t,)`` works) instead of raising."""
+    import numbers
+
+    def op(self, other):
+        if not isinstance(other, (GraphTensor, numbers.Number)):
+            return NotImplemented
+        return f(self, other)
+
+    return op
+
+
 def _dtype_method(d):
     return lambda self: cast(self, d)
 
@@ -46,7 +59,7 @@ def _install():
         "__floordiv__": floor_divide, "__rfloordiv__": _flip(floor_divide), "__mod__": remainder,
         "__rmod__": _flip(remainder), "__pow__": pow, "__rpow__": _flip(pow), "__neg__": neg,
         "__pos__": lambda self: self, "__abs__": abs, "__matmul__": matmul, "__rmatmul__": _flip(matmul),
-        "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge, "__eq__": eq, "__ne__": ne,
+        "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge, "__eq__": _equality(eq), "__ne__": _equality(ne),
         "__and__": _E.bitwise_and, "__rand__": _flip(_E.bitwise_and), "__or__": _E.bitwise_or,
         "__ror__": _flip(_E.bitwise_or), "__xor__": _E.bitwise_xor, "__rxor__": _flip(_E.bitwise_xor),
         "__invert__": _E.bitwise_not,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import math
 
-from .elementwise import (
-    _float, add, div, erf, exp, gt, log, maximum, mul, neg, reciprocal, sub, tanh_ as _tanh, where,
-)
+from .elementwise import _float, _opmath, add, div, erf, exp, gt, log, maximum, mul, neg, reciprocal, sub, where
+from .elementwise import tanh_ as _tanh
 
 
 def relu(x):
@@ -17,6 +16,7 @@ def leaky_relu(x, negative_slope: float = 0.01):
     return where(gt(x, 0), x, mul(x, negative_slope))
 
 
+@_opmath
 def sigmoid(x):
     return reciprocal(add(exp(neg(_float(x, "sigmoid"))), 1.0))
 
@@ -25,6 +25,7 @@ def tanh(x):
     return _tanh(x)
 
 
+@_opmath
 def gelu(x, approximate: str = "none"):
     x = _float(x, "gelu")
     if approximate == "tanh":
@@ -35,10 +36,12 @@ def gelu(x, approximate: str = "none"):
     return mul(mul(x, 0.5), add(erf(mul(x, 1 / math.sqrt(2))), 1.0))
 
 
+@_opmath
 def silu(x):
     return mul(x, sigmoid(x))
 
 
+@_opmath
 def softplus(x, beta: float = 1.0, threshold: float = 20.0):
     x = _float(x, "softplus")
     bx = mul(x, beta)
@@ -46,10 +49,12 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0):
     return where(gt(bx, threshold), x, soft)
 
 
+@_opmath
 def elu(x, alpha: float = 1.0):
     x = _float(x, "elu")
     return where(gt(x, 0), x, mul(sub(exp(x), 1.0), alpha))
 
 
+@_opmath
 def mish(x):
     return mul(x, _tanh(softplus(x)))

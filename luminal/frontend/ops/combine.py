@@ -1,17 +1,18 @@
 """Joining and splitting: cat, stack, split, chunk.
 
 ``cat`` pads each piece with zeros out to the full length along the dim and adds the pieces: the
-padded regions are views (no data), and ``x + 0`` is exact, so this is one mechanism (views + Add)
+padded regions are views (no data), and ``x + -0.0`` is exact (a float piece is padded with -0.0,
+the one additive identity that also keeps -0.0), so this is one mechanism (views + Add)
 rather than a new primitive. Sizes add symbolically (``S`` and ``1`` give ``S+1``).
 """
 
 from __future__ import annotations
 
+from .. import dtype as dt
 from ..errors import op_error
 from ..symbolic import is_static
 from ..tensor import GraphTensor
 from .core import cast
-from .. import dtype as dt
 from .elementwise import add
 
 
@@ -20,6 +21,8 @@ def cat(tensors, dim: int = 0) -> GraphTensor:
     if not tensors or not all(isinstance(t, GraphTensor) for t in tensors):
         raise TypeError("cat: expected a non-empty sequence of GraphTensors")
     first = tensors[0]
+    if any(t.graph is not first.graph for t in tensors):
+        raise op_error(ValueError, "cat", "operands belong to different graphs", *tensors)
     d = first._axis(dim, "cat")
     for t in tensors[1:]:
         if t.ndim != first.ndim or any(a != b for k, (a, b) in enumerate(zip(t.shape, first.shape)) if k != d):
@@ -34,7 +37,7 @@ def cat(tensors, dim: int = 0) -> GraphTensor:
     for t in tensors:
         after = total - before - t.shape[d]
         pads = [0, 0] * (first.ndim - 1 - d) + [before, after]
-        piece = cast(t, dtype).pad(pads, 0)
+        piece = cast(t, dtype).pad(pads, -0.0 if dtype.is_float else 0)  # x + -0.0 is x, even for x = -0.0
         out = piece if out is None else add(out, piece)
         before = before + t.shape[d]
     return out

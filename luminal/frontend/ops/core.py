@@ -56,12 +56,15 @@ def coerce(op: str, *xs, dtype: dt.DType | None = None, min_kind: str | None = N
     tensors = [x for x in xs if isinstance(x, GraphTensor)]
     if not tensors:
         raise TypeError(f"{op}: at least one operand must be a GraphTensor")
+    if any(t.graph is not tensors[0].graph for t in tensors):
+        raise op_error(ValueError, op, "operands belong to different graphs", *tensors)
     for x in xs:
         if not isinstance(x, GraphTensor):
             try:
                 dt.scalar_kind(x)
             except TypeError:
-                raise op_error(TypeError, op, f"cannot combine a tensor with {type(x).__name__} {x!r}", *tensors) from None
+                msg = f"cannot combine a tensor with {type(x).__name__} {x!r}"
+                raise op_error(TypeError, op, msg, *tensors) from None
     if dtype is None:
         dtype = tensors[0].dtype
         for t in tensors[1:]:

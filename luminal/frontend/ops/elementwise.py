@@ -7,7 +7,10 @@ IEEE does, and ``where`` is a primitive so masked-out values never leak.
 
 from __future__ import annotations
 
+import functools
 import math
+
+import numpy as np
 
 from .. import dtype as dt
 from ..tensor import GraphTensor
@@ -24,10 +27,57 @@ def _float(x: GraphTensor, op: str) -> GraphTensor:
 
 
 def _not_bool(x: GraphTensor, op: str):
-    require(op, x.dtype.kind != "b", f"not defined for bool tensors", x)
+    require(op, x.dtype.kind != "b", "not defined for bool tensors", x)
+
+
+_LOWP = (dt.float16, dt.bfloat16)
+
+
+def _inexact(v, d: dt.DType) -> bool:
+    """Whether the Python number ``v`` changes when stored as ``d``."""
+    with np.errstate(over="ignore"):
+        return float(dt.to_storage(np.asarray(float(v)), d).reshape(-1)[0]) != float(v)
+
+
+def _opmath(f=None, *, scalars_only: bool = False):
+    """Run a multi-primitive float composition on float16/bfloat16 operands in float32 and round
+    once at the end, as torch's kernels do. Rounding after every primitive loses several ulps
+    (``round(x, 1)`` by a whole step) and can overflow where the result does not (softplus's
+    ``exp(x)`` is inf in float16 from x = 11). Other dtypes are passed through untouched.
+
+    ``scalars_only``: only when a Python scalar is not exact in the 16-bit type. torch's add, sub,
+    mul and div use the scalar in float32 (``x_f16 * 1e-7`` is 1e-4 at x = 1000, where the float16
+    scalar 1.19e-7 gives 1.19e-4; ``x_f16 / 1e5`` is not 0); a single primitive on 16-bit tensors
+    already computes in float32 and rounds once."""
+    if f is None:
+        return functools.partial(_opmath, scalars_only=scalars_only)
+
+    @functools.wraps(f)
+    def run(*args, **kw):
+        vals = list(args) + list(kw.values())
+        ts = [a for a in vals if isinstance(a, GraphTensor)]
+        if not any(t.dtype in _LOWP for t in ts):
+            return f(*args, **kw)
+        target = ts[0].dtype
+        for t in ts[1:]:
+            target = dt.promote(target, t.dtype)
+        nums = [a for a in vals if isinstance(a, (bool, int, float)) and not isinstance(a, GraphTensor)]
+        for a in nums:
+            target = dt.promote_scalar(target, a)
+        if scalars_only and not (target in _LOWP and any(_inexact(a, target) for a in nums)):
+            return f(*args, **kw)
+
+        def up(a):
+            return cast(a, dt.float32) if isinstance(a, GraphTensor) and a.dtype in _LOWP else a
+
+        out = f(*map(up, args), **{k: up(v) for k, v in kw.items()})
+        return cast(out, target) if target in _LOWP and out.dtype is dt.float32 else out
+
+    return run
 
 
 # arithmetic ---------------------------------------------------------------------------------
+@_opmath(scalars_only=True)
 def add(a, b, alpha=1) -> GraphTensor:
     if alpha != 1:
         b = mul(b, alpha)
@@ -35,6 +85,7 @@ def add(a, b, alpha=1) -> GraphTensor:
     return prim("Add", a, b)
 
 
+@_opmath(scalars_only=True)
 def mul(a, b) -> GraphTensor:
     a, b = coerce("mul", a, b)
     return prim("Mul", a, b)
@@ -45,6 +96,7 @@ def neg(x: GraphTensor) -> GraphTensor:
     return mul(x, -1)
 
 
+@_opmath(scalars_only=True)
 def sub(a, b, alpha=1) -> GraphTensor:
     a, b = coerce("sub", a, b)
     _not_bool(a, "sub")
@@ -59,13 +111,45 @@ def div(a, b, rounding_mode=None) -> GraphTensor:
     if rounding_mode == "floor":
         return floor_divide(a, b)
     if rounding_mode == "trunc":
-        return trunc(div(a, b)) if _is_float(a, b) else cast(trunc(div(a, b)), coerce("div", a, b)[0].dtype)
+        return _trunc_div(a, b)
+    if rounding_mode is not None:
+        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    return _true_div(a, b)
+
+
+@_opmath
+def _true_div(a, b) -> GraphTensor:
     a, b = coerce("div", a, b, min_kind="f")
     return prim("Mul", a, prim("Recip", b))
 
 
-def _is_float(*xs) -> bool:
-    return any(x.dtype.is_float if isinstance(x, GraphTensor) else isinstance(x, float) for x in xs)
+def _trunc_div(a, b) -> GraphTensor:
+    """torch: ``trunc`` of the quotient rounded to the dtype. ``a * (1/b)`` is not correctly rounded
+    (-188 / 47 comes out as -3.9999998), so float32 divides in float64 and rounds once, and
+    float16/bfloat16 divide in float32 (``_opmath``); float64 takes the nearest integer when ``b``
+    divides ``a`` exactly. Integers divide exactly."""
+    a, b = coerce("div", a, b)
+    _not_bool(a, "div")
+    if a.dtype.kind == "i":
+        return _int_div(a, b, floor=False)
+    if a.dtype is dt.float32:
+        return trunc(cast(_true_div(cast(a, dt.float64), cast(b, dt.float64)), dt.float32))
+    q = _true_div(a, b)
+    if a.dtype is dt.float64:
+        q = where(eq(prim("Mod", a, b), 0), round_(q), q)
+    return trunc(q)
+
+
+def _int_div(a: GraphTensor, b: GraphTensor, floor: bool) -> GraphTensor:
+    """Exact int32 quotient (truncated or floored): ``a - fmod(a, b)`` is an exact multiple of ``b``,
+    so its float64 quotient is within rounding of an integer and rounds to it. (``a * (1/b)`` alone
+    is not enough: ``49 * (1/49)`` is 0.9999999999999999 in float64.) Division by zero is undefined."""
+    m = prim("Mod", a, b)
+    q = mul(cast(sub(a, m), dt.float64), reciprocal(cast(b, dt.float64)))
+    q = cast(round_(q), a.dtype)
+    if floor:
+        q = where(logical_and(ne(m, 0), ne(lt(m, 0), lt(b, 0))), sub(q, 1), q)
+    return q
 
 
 def fmod(a, b) -> GraphTensor:
@@ -88,7 +172,7 @@ def floor_divide(a, b) -> GraphTensor:
     a, b = coerce("floor_divide", a, b)
     _not_bool(a, "floor_divide")
     if a.dtype.kind == "i":
-        return cast(floor(div(cast(a, dt.float64), cast(b, dt.float64))), a.dtype)
+        return _int_div(a, b, floor=True)
     m = prim("Mod", a, b)
     q = div(sub(a, m), b)
     q = where(logical_and(ne(m, 0), ne(lt(b, 0), lt(m, 0))), sub(q, 1), q)
@@ -97,6 +181,7 @@ def floor_divide(a, b) -> GraphTensor:
     return where(eq(b, 0), div(a, b), q)
 
 
+@_opmath
 def pow(a, b) -> GraphTensor:  # noqa: A001 - torch's name
     """``a ** b``. Integer scalar exponents multiply exactly; otherwise ``exp2(b*log2|a|)`` with the
     sign restored for integral exponents, NaN for a negative base with a fractional exponent."""
@@ -115,13 +200,23 @@ def pow(a, b) -> GraphTensor:  # noqa: A001 - torch's name
     if isinstance(b, float) and b == 0.5 and isinstance(a, GraphTensor):
         return sqrt(a)
     a, b = coerce("pow", a, b)
+    _not_bool(a, "pow")
     if not a.dtype.is_float:
-        raise TypeError("pow: integer tensor exponents are not supported; cast to float first")
-    mag = exp2(mul(b, log2(abs_(a))))
-    b_int = eq(b, trunc(b))
-    b_odd = logical_and(b_int, ne(fmod(b, 2), 0))
-    signed = where(logical_and(lt(a, 0), b_odd), neg(mag), mag)
-    out = where(logical_and(lt(a, 0), logical_not(b_int)), full_like(a, math.nan), signed)
+        # exact through float64 for results within int32 (overflow is undefined; torch wraps);
+        # negative exponents give 1 / a**|b| truncated as torch: 0 unless |a| == 1, and 0 for a == 0
+        r = pow(cast(a, dt.float64), cast(b, dt.float64))
+        return cast(round_(where(isfinite(r), r, 0.0)), a.dtype)
+    # IEEE/C pow special cases, as torch: |a| == 1 never computes 0 * inf (so (-1) ** inf is 1);
+    # infinite exponents are even integers; -0 keeps its sign under odd exponents; only a finite
+    # negative base with a fractional exponent is NaN ((-inf) ** 0.5 is inf).
+    lg = log2(abs_(a))
+    mag = exp2(where(eq(lg, 0), 0.0, mul(b, lg)))
+    b_int = eq(b, trunc(b))  # true for +-inf
+    b_odd = eq(abs_(fmod(b, 2)), 1)  # false for +-inf and NaN
+    a_neg = logical_or(lt(a, 0), lt(reciprocal(a), 0))  # includes -0
+    signed = where(logical_and(a_neg, b_odd), neg(mag), mag)
+    frac = logical_and(logical_and(lt(a, 0), gt(a, -math.inf)), logical_not(b_int))
+    out = where(frac, full_like(a, math.nan), signed)
     return where(logical_or(eq(b, 0), eq(a, 1)), full_like(a, 1), out)
 
 
@@ -149,6 +244,7 @@ def clamp(x: GraphTensor, min=None, max=None) -> GraphTensor:  # noqa: A002 - to
     return x
 
 
+@_opmath
 def lerp(a, b, weight) -> GraphTensor:
     return add(a, mul(weight, sub(b, a)))
 
@@ -279,10 +375,12 @@ def log2(x):
     return prim("Log2", _float(x, "log2"))
 
 
+@_opmath
 def exp(x):
     return exp2(mul(_float(x, "exp"), LOG2E))
 
 
+@_opmath
 def log(x):
     return mul(log2(x), LN2)
 
@@ -291,6 +389,7 @@ def sqrt(x):
     return prim("Sqrt", _float(x, "sqrt"))
 
 
+@_opmath
 def rsqrt(x):
     return reciprocal(sqrt(x))
 
@@ -299,10 +398,15 @@ def sin(x):
     return prim("Sin", _float(x, "sin"))
 
 
+@_opmath
 def cos(x):
-    return sin(add(_float(x, "cos"), math.pi / 2))
+    """``1 - 2 sin(x/2)**2``: ``x/2`` is exact, so this stays accurate for large |x| (RoPE angles),
+    where ``sin(x + pi/2)`` loses the rounding error of the sum (1e-4 at x = 4000 in float32)."""
+    s = sin(mul(_float(x, "cos"), 0.5))
+    return sub(1.0, mul(mul(s, s), 2.0))
 
 
+@_opmath
 def tan(x):
     return div(sin(x), cos(x))
 
@@ -317,9 +421,9 @@ def abs_(x):
 
 
 def sign(x):
+    """-1, 0 or 1; 0 for NaN, as torch (numpy gives NaN)."""
     _not_bool(x, "sign")
-    s = sub(cast(gt(x, 0), x.dtype), cast(lt(x, 0), x.dtype))
-    return where(isnan(x), x, s) if x.dtype.is_float else s
+    return sub(cast(gt(x, 0), x.dtype), cast(lt(x, 0), x.dtype))
 
 
 def trunc(x):
@@ -349,8 +453,7 @@ def round_(x, decimals: int = 0):
     if not x.dtype.is_float:
         return x
     if decimals:
-        s = 10.0 ** decimals
-        return div(round_(mul(x, s)), s)
+        return _round_decimals(x, decimals)
     f = floor(x)
     d = sub(x, f)
     odd = ne(fmod(f, 2.0), 0)
@@ -358,6 +461,13 @@ def round_(x, decimals: int = 0):
     return where(up, add(f, 1), f)
 
 
+@_opmath
+def _round_decimals(x, decimals):
+    s = 10.0 ** decimals
+    return div(round_(mul(x, s)), s)
+
+
+@_opmath
 def tanh_(x):
     """``sign(x) * (1 - e) / (1 + e)`` with ``e = exp(-2|x|)``: no overflow for large |x|."""
     x = _float(x, "tanh")
@@ -365,6 +475,7 @@ def tanh_(x):
     return where(isnan(x), x, mul(sign(x), div(sub(1.0, e), add(e, 1.0))))
 
 
+@_opmath
 def erf(x):
     """Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), odd-extended."""
     x = _float(x, "erf")

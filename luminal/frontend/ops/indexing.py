@@ -25,12 +25,24 @@ def _norm_slice(sl: slice, n, x, dim):
         v = sym(v)
         return n + v if is_static(v) and v < 0 else v
 
+    def static(v, neg):
+        return v is not None and isinstance(v, int) and (v < 0) == neg
+
+    # Python clamps out-of-range bounds. Only the clamps the final max(0, count) does not already
+    # cover are spelled out, so that common slices keep simple shapes (x[1:] and x[:-1] are both
+    # max(0, B-1)).
     if step > 0:
         start, stop = bound(sl.start, 0), bound(sl.stop, n)
-        if sl.stop is not None and is_static(stop):
+        if static(sl.start, True):
+            start = dmax(0, start)  # x[-3:] of a 2-long dim starts at 0
+        if static(sl.stop, False):
             stop = dmin(stop, n)
         return start, dmax(0, ceildiv(stop - start, step)), step
     start, stop = bound(sl.start, n - 1), bound(sl.stop, -1) if sl.stop is not None else -1
+    if static(sl.start, False):
+        start = dmin(start, n - 1)  # x[3::-1] of a 2-long dim starts at its last element
+    if static(sl.stop, True):
+        stop = dmax(-1, stop)  # x[:-3:-1] of a 1-long dim stops before element 0
     return start, dmax(0, ceildiv(start - stop, -step)), step
 
 
@@ -45,8 +57,10 @@ def getitem(x: GraphTensor, index) -> GraphTensor:
         raise op_error(IndexError, "getitem", "an index can only have one ellipsis", x)
     if n_real > x.ndim:
         raise op_error(IndexError, "getitem", f"too many indices ({n_real}) for a {x.ndim}-d tensor", x)
-    if Ellipsis in index:
-        e = index.index(Ellipsis)
+    # identity tests only: ``in`` / ``.index`` would compare a tensor index with ``==`` (an op)
+    ell = [k for k, ix in enumerate(index) if ix is Ellipsis]
+    if ell:
+        e = ell[0]
         index = index[:e] + (slice(None),) * (x.ndim - n_real) + index[e + 1:]
     else:
         index = index + (slice(None),) * (x.ndim - n_real)
@@ -73,7 +87,12 @@ def getitem(x: GraphTensor, index) -> GraphTensor:
     t = x._with_view(view)
     t = t.reshape(tuple(out_shape))
     if tensor_at is not None:
+        from .elementwise import add, lt, where
+
         pos, _, idx = tensor_at
+        _index(idx, "getitem")
+        n = t.shape[pos]
+        idx = where(lt(idx, 0), add(idx, n if is_static(n) else x.graph.constant(n)), idx)  # -1 = last, as torch
         flat = index_select(t, pos, idx.reshape(-1))
         t = flat.reshape(t.shape[:pos] + idx.shape + t.shape[pos + 1:])
     return t
@@ -136,9 +155,11 @@ def scatter_add(x: GraphTensor, dim: int, index: GraphTensor, src: GraphTensor) 
         src = x.graph.constant(src, x.dtype).expand(*index.shape)
     if index.ndim != x.ndim or src.ndim != x.ndim:
         raise op_error(ValueError, "scatter_add", "input, index and src must have the same number of dims", x, index, src)
-    for k in range(x.ndim):
-        if k != d and index.shape[k] != x.shape[k]:
-            raise op_error(ValueError, "scatter_add", f"index dim {k} must equal the input's ({x.shape[k]})", x, index)
+    for k in range(x.ndim):  # as torch: index.shape[k] <= x.shape[k] off ``dim``, and <= src.shape[k]
+        if k != d and index.shape[k] != x.shape[k] and not (
+                is_static(index.shape[k]) and is_static(x.shape[k]) and index.shape[k] <= x.shape[k]):
+            raise op_error(ValueError, "scatter_add", f"index dim {k} ({index.shape[k]}) exceeds the input's "
+                           f"({x.shape[k]})", x, index)
     if src.shape != index.shape:
         src = src[tuple(slice(0, n) for n in index.shape)]
     if src.dtype is not x.dtype:

@@ -8,7 +8,8 @@ from ..symbolic import is_static, prod
 from ..tensor import GraphTensor
 from .core import cast, normalize_axes, prim, require
 from .elementwise import (
-    _float, add, div, eq, exp, isinf, isnan, log, logical_not, logical_or, lt, mul, neg, sqrt, sub, where,
+    _float, add, div, eq, exp, isinf, isnan, log, logical_not, logical_or, lt, maximum, mul, neg, sqrt, sub,
+    where,
 )
 
 
@@ -62,7 +63,8 @@ def var(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, correctio
     axes = normalize_axes(x, _axis_kw(axis, dim), "var")
     d = sub(x, mean(x, axes, keepdim=True))
     n = _count(x, axes)
-    denom = sub(cast(n, x.dtype), correction) if isinstance(n, GraphTensor) else n - correction
+    # torch divides by max(0, n - correction): too large a correction gives inf (or NaN), not a negative
+    denom = maximum(sub(cast(n, x.dtype), correction), 0) if isinstance(n, GraphTensor) else max(0, n - correction)
     return div(sum(mul(d, d), axes, keepdim), denom)
 
 
@@ -83,10 +85,25 @@ def amax(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> Graph
     return _keep(x, _reduce(x, "MaxReduce", axes), axes, keepdim)
 
 
-def amin(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
+def _reverse_order(x: GraphTensor) -> GraphTensor:
+    """An order-reversing bijection, its own inverse: not / -x / ``-1 - x`` (``~x``, which unlike
+    ``-x`` does not overflow at the smallest int32)."""
     if x.dtype.kind == "b":
-        return logical_not(amax(logical_not(x), axis, keepdim, dim=dim))
-    return neg(amax(neg(x), axis, keepdim, dim=dim))
+        return logical_not(x)
+    return neg(x) if x.dtype.is_float else sub(-1, x)
+
+
+def amin(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
+    return _reverse_order(amax(_reverse_order(x), axis, keepdim, dim=dim))
+
+
+def _amax_or(x: GraphTensor, axes, fill, keepdim: bool) -> GraphTensor:
+    """amax that also runs when a symbolic reduced dim is 0 at run time: each symbolic reduced dim
+    gets one extra ``fill`` element (a view), which never changes a non-empty max."""
+    for a in axes:
+        if not is_static(x.shape[a]):
+            x = x.pad([0, 0] * (x.ndim - 1 - a) + [0, 1], fill)
+    return amax(x, axes, keepdim)
 
 
 def any_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
@@ -94,7 +111,7 @@ def any_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> Graph
     axes = normalize_axes(x, _axis_kw(axis, dim), "any")
     if any(is_static(x.shape[a]) and x.shape[a] == 0 for a in axes):
         return _keep(x, x.graph.constant(False).expand(*[d for i, d in enumerate(x.shape) if i not in axes]), axes, keepdim)
-    return amax(b, axes, keepdim)
+    return _amax_or(b, axes, False, keepdim)
 
 
 def all_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
@@ -128,10 +145,7 @@ def _arg_extreme(x: GraphTensor, axis, keepdim: bool, largest: bool, op: str) ->
             _arg_extreme(x.reshape(-1), 0, False, largest, op).reshape((1,) * x.ndim)
     a = x._axis(axis, op)
     _nonempty(x, (a,), op)
-    if x.dtype.kind == "b":
-        v = x if largest else logical_not(x)
-    else:
-        v = x if largest else neg(x)
+    v = x if largest else _reverse_order(x)
     m = amax(v, a, keepdim=True)
     hit = eq(v, m)
     if v.dtype.is_float:
@@ -150,33 +164,47 @@ def argmin(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> Gra
     return _arg_extreme(x, _axis_kw(axis, dim), keepdim, False, "argmin")
 
 
-def _stable_max(x: GraphTensor, a: int) -> GraphTensor:
-    m = amax(x, a, keepdim=True)
-    return where(isinf(m), x.graph.constant(0.0, m.dtype).expand(*m.shape), m)
+def _empty(x: GraphTensor, axes) -> bool:
+    return any(is_static(x.shape[a]) and x.shape[a] == 0 for a in axes)
 
 
 def logsumexp(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
+    """``log(sum(exp(x)))`` shifted by the max; an infinite max shifts by 0 (so all -inf gives -inf
+    and a +inf gives +inf, as torch). Over an empty dim the sum is 0 and the result -inf."""
     x = _float(x, "logsumexp")
     axes = normalize_axes(x, _axis_kw(axis, dim), "logsumexp")
-    m = x
-    for a in axes:
-        m = amax(m, a, keepdim=True)
+    if _empty(x, axes):
+        return log(sum(exp(x), axes, keepdim))
+    m = _amax_or(x, axes, float("-inf"), keepdim=True)
     m = where(isinf(m), x.graph.constant(0.0, m.dtype).expand(*m.shape), m)
     out = add(log(sum(exp(sub(x, m)), axes, keepdim=True)), m)
     return out if keepdim else out.reshape(tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
+def _shifted(x: GraphTensor, axis, dim, op: str):
+    """``(x - max(x), axis)`` over the softmax axis. Unlike logsumexp the max is used as is, as torch
+    does: a row holding +inf, or only -inf, comes out all NaN."""
+    x = _float(x, op)
+    a = _axis_kw(axis, dim)
+    a = x._axis(a if a is not None else -1, op)
+    if _empty(x, (a,)):
+        return None, a
+    return sub(x, _amax_or(x, (a,), float("-inf"), keepdim=True)), a
+
+
 def softmax(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
-    x = _float(x, "softmax")
-    a = x._axis(_axis_kw(axis, dim) if _axis_kw(axis, dim) is not None else -1, "softmax")
-    e = exp(sub(x, _stable_max(x, a)))
+    z, a = _shifted(x, axis, dim, "softmax")
+    if z is None:  # nothing to normalise over
+        return _float(x, "softmax")
+    e = exp(z)
     return div(e, sum(e, a, keepdim=True))
 
 
 def log_softmax(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
-    x = _float(x, "log_softmax")
-    a = _axis_kw(axis, dim)
-    return sub(x, logsumexp(x, a if a is not None else -1, keepdim=True))
+    z, a = _shifted(x, axis, dim, "log_softmax")
+    if z is None:
+        return _float(x, "log_softmax")
+    return sub(z, log(sum(exp(z), a, keepdim=True)))
 
 
 def cumsum(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
@@ -188,7 +216,9 @@ def cumsum(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
     xm = x.transpose(a, -1) if a != x.ndim - 1 else x
     idx = x.graph.arange(n)
     mask = lt(idx.reshape(1, n), add(idx.reshape(n, 1), 1))  # [i, j] = j <= i
-    out = sum(mul(xm.unsqueeze(-2), cast(mask, x.dtype)), -1)
+    # where, not a multiply by the 0/1 mask: a NaN or inf after position i must not leak into out[i]
+    zero = x.graph.constant(0, x.dtype)
+    out = sum(where(mask, xm.unsqueeze(-2), zero), -1)
     return out.transpose(a, -1) if a != x.ndim - 1 else out
 
 

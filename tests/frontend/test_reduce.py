@@ -1,0 +1,306 @@
+"""Parity with torch for reductions, softmax-family ops and scans."""
+
+import numpy as np
+import pytest
+import torch
+from parity import check, rand
+from sizes import check_sizes
+
+import luminal as lm
+
+F32, I32, BOOL = lm.float32, lm.int32, lm.bool
+
+
+def _axes(t, axis):
+    """luminal's ``axis`` as torch's ``dim`` (None = all dims, spelled out for ops that need it)."""
+    return tuple(range(t.ndim)) if axis is None else axis
+
+
+def _tprod(t, axis, keepdim):  # torch.prod takes one dim at a time
+    if axis is None and not keepdim:
+        return t.prod()
+    axes = range(t.ndim) if axis is None else axis if isinstance(axis, (tuple, list)) else [axis]
+    axes = {a % t.ndim for a in axes}
+    for a in sorted(axes, reverse=True):
+        t = t.prod(a, keepdim=True)
+    return t if keepdim else t.reshape([d for i, d in enumerate(t.shape) if i not in axes])
+
+
+# name: (luminal op, torch op), both called as op(x, axis, keepdim)
+REDUCTIONS = {
+    "sum": (lambda x, a, k: x.sum(a, keepdim=k), lambda t, a, k: t.sum(_axes(t, a), keepdim=k)),
+    "mean": (lambda x, a, k: x.mean(a, keepdim=k), lambda t, a, k: t.mean(_axes(t, a), keepdim=k)),
+    "max": (lambda x, a, k: x.max(a, keepdim=k), lambda t, a, k: torch.amax(t, _axes(t, a), keepdim=k)),
+    "min": (lambda x, a, k: x.min(a, keepdim=k), lambda t, a, k: torch.amin(t, _axes(t, a), keepdim=k)),
+    "amax": (lambda x, a, k: lm.amax(x, a, k), lambda t, a, k: torch.amax(t, _axes(t, a), keepdim=k)),
+    "prod": (lambda x, a, k: x.prod(a, keepdim=k), _tprod),
+    "var0": (lambda x, a, k: x.var(a, keepdim=k, correction=0),
+             lambda t, a, k: t.var(_axes(t, a), keepdim=k, correction=0)),
+    "var1": (lambda x, a, k: lm.var(x, a, k), lambda t, a, k: t.var(_axes(t, a), keepdim=k)),
+    "var_unbiased0": (lambda x, a, k: x.var(a, keepdim=k, unbiased=False),
+                      lambda t, a, k: t.var(_axes(t, a), keepdim=k, unbiased=False)),
+    "std1": (lambda x, a, k: x.std(a, keepdim=k), lambda t, a, k: t.std(_axes(t, a), keepdim=k)),
+    "std2": (lambda x, a, k: x.std(a, keepdim=k, correction=2),
+             lambda t, a, k: t.std(_axes(t, a), keepdim=k, correction=2)),
+    "any": (lambda x, a, k: x.any(a, keepdim=k), lambda t, a, k: t.any(_axes(t, a), keepdim=k)),
+    "all": (lambda x, a, k: lm.all(x, a, k), lambda t, a, k: t.all(_axes(t, a), keepdim=k)),
+    "logsumexp": (lambda x, a, k: x.logsumexp(a, keepdim=k),
+                  lambda t, a, k: t.logsumexp(_axes(t, a), keepdim=k)),
+}
+# (op, input dtype, rand kwargs): int/bool inputs where torch accepts them; prod inputs near 1 / in {-1,0,1}
+CASES = [("sum", F32, {}), ("sum", I32, {}), ("sum", BOOL, {}), ("mean", F32, {}), ("max", F32, {}), ("max", I32, {}),
+         ("max", BOOL, {}), ("min", F32, {}), ("min", I32, {}), ("min", BOOL, {}), ("amax", F32, {}),
+         ("prod", F32, dict(low=0.7, high=1.3)), ("prod", I32, dict(low=-1, high=1)), ("prod", BOOL, {}),
+         ("var0", F32, {}), ("var1", F32, {}), ("var_unbiased0", F32, {}), ("std1", F32, {}), ("std2", F32, {}),
+         ("any", BOOL, {}), ("any", I32, dict(low=0, high=1)), ("all", BOOL, dict(low=0)),
+         ("all", F32, dict(low=0, high=1)), ("logsumexp", F32, {})]
+AXES_KEEP = [(None, False), (None, True), (0, False), (-1, True), ((-1, -3), True), ((1, 0, 2), False)]
+
+
+@pytest.mark.parametrize("axis,keepdim", AXES_KEEP, ids=str)
+@pytest.mark.parametrize("name,dtype,kw", CASES, ids=lambda c: getattr(c, "name", c) if not isinstance(c, dict) else "")
+def test_reduce(name, dtype, kw, axis, keepdim, backend):
+    op, top = REDUCTIONS[name]
+    x = rand((3, 4, 5), dtype, **kw)
+    if name == "all" and dtype is F32:
+        x = np.round(x).astype(np.float32)  # some exact zeros
+    check(lambda x: op(x, axis, keepdim), [x], torch_op=lambda t: top(t, axis, keepdim), backend=backend)
+
+
+NONCONTIG = {
+    "permute": lambda t: t.permute(2, 0, 1),
+    "step_slice": lambda t: t[:, ::2, 1:],
+    "flip": lambda t: t.flip(0, 2),
+    "expand": lambda t: t[:, :1].expand(3, 4, 5),
+    "transpose_neg_step": lambda t: t.transpose(0, 1).flip(-1)[::2],
+}
+
+
+@pytest.mark.parametrize("pre", NONCONTIG.values(), ids=NONCONTIG.keys())
+@pytest.mark.parametrize("name,axis", [("sum", 1), ("max", (0, -1)), ("prod", 0), ("var1", None), ("logsumexp", -1),
+                                       ("any", 2)])
+def test_reduce_noncontiguous(name, axis, pre, backend):
+    op, top = REDUCTIONS[name]
+    dtype = BOOL if name == "any" else F32
+    x = rand((3, 4, 5), dtype, low=0.7 if name == "prod" else -2, high=1.3 if name == "prod" else 2)
+    check(lambda x: op(x, axis, True), [x], torch_op=lambda t: top(t, axis, True), backend=backend, pre=pre)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "prod", "var1", "std1", "any", "all", "logsumexp"])
+def test_reduce_dim_alias_and_scalar(name, backend):
+    op, top = REDUCTIONS[name]
+    dtype = BOOL if name in ("any", "all") else F32
+    x = rand((4, 3), dtype, low=0.5)
+    lop = {"sum": lm.sum, "mean": lm.mean, "max": lm.amax, "min": lm.amin, "prod": lm.prod, "var1": lm.var,
+           "std1": lm.std, "any": lm.any, "all": lm.all, "logsumexp": lm.logsumexp}[name]
+    check(lambda x: lop(x, dim=-2, keepdim=True), [x], torch_op=lambda t: top(t, -2, True), backend=backend)
+    # a 0-d input, reduced over everything (made from a (1,) input: parity.to_torch turns 0-d into (1,))
+    check(lambda x: op(x, None, False), [rand((1,), dtype, low=0.5)], torch_op=lambda t: top(t, None, False),
+          pre=lambda t: t.reshape(()), backend=backend)
+    check(lambda x: op(x, None, True), [rand((1,), dtype, low=0.5)], torch_op=lambda t: top(t, None, True),
+          pre=lambda t: t.reshape(()), backend=backend)
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+@pytest.mark.parametrize("dtype", [F32, I32, BOOL], ids=str)
+@pytest.mark.parametrize("fn", ["argmax", "argmin"])
+def test_argextreme(fn, dtype, axis, keepdim, backend):
+    x = rand((3, 4, 5), dtype, low=-1, high=1)  # int/bool inputs have many ties: torch picks the first
+    tcast = (lambda t: t.int()) if dtype is BOOL else (lambda t: t)  # torch has no bool argmax; same order as int
+    check(lambda x: getattr(x, fn)(axis, keepdim), [x], torch_op=lambda t: getattr(tcast(t), fn)(axis, keepdim),
+          backend=backend)
+    check(lambda x: getattr(lm, fn)(x, dim=axis, keepdim=keepdim), [x],
+          torch_op=lambda t: getattr(torch, fn)(tcast(t), dim=axis, keepdim=keepdim), backend=backend)
+
+
+NAN_OPS = {
+    "max": (lambda x: x.max(1), lambda t: t.amax(1)),
+    "min": (lambda x: x.min((0, 1)), lambda t: t.amin((0, 1))),
+    "argmax": (lambda x: x.argmax(1), lambda t: t.argmax(1)),
+    "argmin": (lambda x: x.argmin(0), lambda t: t.argmin(0)),
+    "argmax_all": (lambda x: x.argmax(), lambda t: t.argmax()),
+    "sum": (lambda x: x.sum(-1), lambda t: t.sum(-1)),
+    "logsumexp": (lambda x: x.logsumexp(1), lambda t: t.logsumexp(1)),
+    "softmax": (lambda x: x.softmax(-1), lambda t: t.softmax(-1)),
+    "cumsum": (lambda x: x.cumsum(1), lambda t: t.cumsum(1)),
+    "cumprod": (lambda x: x.cumprod(1), lambda t: t.cumprod(1)),
+    "prod": (lambda x: x.prod(1), lambda t: t.prod(1)),
+    "log_softmax": (lambda x: x.log_softmax(0), lambda t: t.log_softmax(0)),
+}
+
+
+@pytest.mark.parametrize("name", NAN_OPS)
+def test_nan_propagation(name, backend):
+    x = rand((4, 5))
+    x[1, 3] = x[3, 0] = x[3, 4] = np.nan  # torch treats NaN as the max (and the min) for arg* too
+    op, top = NAN_OPS[name]
+    check(op, [x], torch_op=top, backend=backend)
+
+
+@pytest.mark.parametrize("name", ["max", "min", "argmax", "argmin", "logsumexp", "softmax", "log_softmax"])
+def test_infinities(name, backend):
+    x = rand((5, 4))
+    x[0] = -np.inf            # all -inf: softmax NaN, logsumexp -inf
+    x[1, 2] = np.inf          # one +inf
+    x[2, :2] = -np.inf        # some -inf
+    x[3, 1] = x[3, 3] = np.inf
+    check(lambda x: getattr(x, name)(-1), [x], torch_op=lambda t: getattr(t, name if name not in ("max", "min")
+                                                                          else "a" + name)(-1), backend=backend)
+
+
+SOFTMAX_AXES = [None, 0, 1, -1, -3]
+
+
+@pytest.mark.parametrize("axis", SOFTMAX_AXES)
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_softmax(fn, axis, backend):
+    x = rand((3, 4, 5), low=-20, high=20)  # large logits: needs the max subtraction
+    tax = -1 if axis is None else axis
+    check(lambda x: getattr(x, fn)(axis), [x], torch_op=lambda t: getattr(t, fn)(tax), backend=backend)
+    check(lambda x: getattr(lm, fn)(x, dim=tax), [x], torch_op=lambda t: getattr(t, fn)(dim=tax), backend=backend,
+          pre=NONCONTIG["permute"])
+
+
+@pytest.mark.parametrize("dtype", [lm.float16, lm.bfloat16, lm.float64], ids=str)
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "softmax", "logsumexp", "var", "cumsum"])
+def test_float_dtypes(name, dtype, backend):
+    # half types: luminal reduces in float32 and rounds once, like torch's CPU kernels
+    x = rand((3, 6), dtype, low=0, high=1)
+    op = {"sum": lambda x: x.sum(-1), "mean": lambda x: x.mean(0), "max": lambda x: x.max(-1),
+          "softmax": lambda x: x.softmax(-1), "logsumexp": lambda x: x.logsumexp(1), "var": lambda x: x.var(1),
+          "cumsum": lambda x: x.cumsum(1)}[name]
+    top = {"max": lambda t: t.amax(-1)}.get(name, op)
+    check(op, [x], dtypes=[dtype], torch_op=top, backend=backend)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, -3])
+@pytest.mark.parametrize("dtype,kw", [(F32, dict(low=0.6, high=1.4)), (I32, dict(low=-1, high=2)), (BOOL, {})], ids=str)
+@pytest.mark.parametrize("fn", ["cumsum", "cumprod"])
+def test_scan(fn, dtype, kw, axis, backend):
+    x = rand((3, 4, 7), dtype, **kw)  # 7: a length that is not a power of two
+    check(lambda x: getattr(x, fn)(axis), [x], torch_op=lambda t: getattr(t, fn)(axis), backend=backend)
+
+
+@pytest.mark.parametrize("pre", NONCONTIG.values(), ids=NONCONTIG.keys())
+@pytest.mark.parametrize("fn", ["cumsum", "cumprod"])
+def test_scan_noncontiguous(fn, pre, backend):
+    x = rand((3, 4, 5), low=0.6, high=1.4)
+    check(lambda x: getattr(lm, fn)(x, dim=1), [x], torch_op=lambda t: getattr(torch, fn)(t, dim=1), backend=backend,
+          pre=pre)
+
+
+SYMBOLIC = {  # op on a ("B", 4) tensor, BOOL bound at run time; first the reductions over BOOL itself
+    "sum_B": lambda x: x.sum(0),
+    "mean_B": lambda x: x.mean(0, keepdim=True),
+    "var_B": lambda x: x.var(0),
+    "std_B_corr0": lambda x: x.std(0, correction=0),
+    "max_B": lambda x: x.amax(0),
+    "min_all": lambda x: x.amin(),
+    "argmax_B": lambda x: x.argmax(0),
+    "argmin_all": lambda x: x.argmin(),
+    "logsumexp_B": lambda x: x.logsumexp(0),
+    "softmax_B": lambda x: x.softmax(0),
+    "log_softmax_B": lambda x: x.log_softmax(0),
+    "cumsum_B": lambda x: x.cumsum(0),
+    "any_B": lambda x: (x > 1).any(0),
+    "all_all": lambda x: (x > -1.5).all(),
+    "mean_all": lambda x: x.mean(),
+    "prod_static": lambda x: x.prod(1),
+    "cumprod_static": lambda x: x.cumprod(-1),
+    "softmax_static": lambda x: x.softmax(-1),
+    "var_static": lambda x: x.var(-1, keepdim=True),
+}
+SYMBOLIC_TORCH = {"max_B": lambda t: t.amax(0), "min_all": lambda t: t.amin()}
+
+
+@pytest.mark.parametrize("name", SYMBOLIC)
+def test_symbolic(name, backend):
+    check_sizes(SYMBOLIC[name], lambda n: [rand((n, 4), seed=n)], [("B", 4)], backend=backend,
+                torch_op=SYMBOLIC_TORCH.get(name, SYMBOLIC[name]))
+
+
+ZERO_SIZE = {  # (shape, op): torch defines these on empty tensors
+    "sum_empty_axis": ((0, 3), lambda x: x.sum(0)),
+    "sum_all_empty": ((2, 0), lambda x: x.sum()),
+    "mean_empty_axis": ((0, 3), lambda x: x.mean(0)),
+    "prod_empty_axis": ((0, 3), lambda x: x.prod(0)),
+    "max_other_axis": ((0, 3), lambda x: x.amax(1)),
+    "argmax_other_axis": ((0, 3), lambda x: x.argmax(1)),
+    "any_empty": ((0, 3), lambda x: x.any(0)),
+    "all_empty": ((3, 0), lambda x: x.all(-1)),
+    "logsumexp_empty": ((3, 0), lambda x: x.logsumexp(1)),
+    "logsumexp_all_empty": ((0, 2), lambda x: x.logsumexp((0, 1), keepdim=True)),
+    "softmax_over_empty": ((3, 0), lambda x: x.softmax(1)),
+    "log_softmax_over_empty": ((3, 0), lambda x: x.log_softmax(-1)),
+    "softmax_empty": ((0, 3), lambda x: x.softmax(-1)),
+    "cumsum_empty": ((0, 3), lambda x: x.cumsum(0)),
+    "cumprod_empty": ((3, 0), lambda x: x.cumprod(1)),
+    "var_other_axis": ((0, 4), lambda x: x.var(1)),
+    "sum_size1": ((1, 1, 3), lambda x: x.sum((0, 1))),
+    "var_size1_corr0": ((1, 3), lambda x: x.var(0, correction=0)),
+    "var_size1_corr1": ((1, 3), lambda x: x.var(0)),  # 0/0: NaN, as torch
+}
+ZERO_TORCH = {"max_other_axis": lambda t: t.amax(1)}
+
+
+@pytest.mark.parametrize("name", ZERO_SIZE)
+def test_zero_and_unit_size(name, backend):
+    shape, op = ZERO_SIZE[name]
+    check(op, [rand(shape)], torch_op=ZERO_TORCH.get(name, op), backend=backend)
+
+
+def test_symbolic_reduce_to_size_zero(backend):
+    # a symbolic dim bound to 0 at run time: sums give 0, means NaN, any False, all True, logsumexp -inf,
+    # softmax over it an empty result, like torch (and the same graph at BOOL = 3)
+    check_sizes(lambda x: (x.sum(0), x.mean(0), x.cumsum(0), x.softmax(-1), x.softmax(0), x.log_softmax(0),
+                           x.logsumexp(0), x.logsumexp((0, 1), keepdim=True), (x > 0).any(0), (x > 0).all(0)),
+                lambda n: [rand((n, 3))], [("B", 3)], sizes=(0, 3), backend=backend)
+
+
+def test_int32_extremes(backend):
+    # min/argmin must not negate: -(-2**31) overflows in int32
+    x = rand((3, 4), I32, low=-100, high=100)
+    x[0, 1], x[1, 3], x[2, 0], x[2, 2] = -2**31, 2**31 - 1, -2**31, 2**31 - 1
+    ops = lambda x: (x.min(1), x.max(1), x.argmin(1), x.argmax(0), x.min(), lm.amin(x, 0, True))  # noqa: E731
+    check(ops, [x], torch_op=lambda t: (t.amin(1), t.amax(1), t.argmin(1), t.argmax(0), t.amin(), t.amin(0, True)),
+          backend=backend)
+
+
+@pytest.mark.parametrize("correction", [3, 4, 7, 0.5])
+def test_var_large_correction(correction, backend):
+    # torch divides by max(0, n - correction): inf (not a negative variance) once correction >= n
+    check(lambda x: (x.var(1, correction=correction), x.std(correction=correction)), [rand((2, 3))],
+          torch_op=lambda t: (t.var(1, correction=correction), t.std(correction=correction)), backend=backend)
+    check_sizes(lambda x: x.var(0, correction=correction), lambda n: [rand((n, 2))], [("B", 2)], sizes=(3, 2),
+                backend=backend)
+
+
+@pytest.mark.parametrize("name", ["logsumexp", "softmax", "log_softmax", "mean_of_float"])
+def test_int_input_to_float_ops(name, backend):
+    # torch computes these in float32 for int input (mean needs an explicit float)
+    op = {"logsumexp": lambda x: x.logsumexp(1), "softmax": lambda x: x.float().softmax(1),
+          "log_softmax": lambda x: x.float().log_softmax(0), "mean_of_float": lambda x: x.float().mean(1)}[name]
+    check(op, [rand((3, 4), I32, low=-3, high=3)], backend=backend)
+
+
+@pytest.mark.parametrize("op,exc", [
+    (lambda x: x.amax(0), ValueError),        # max over an empty dim (torch raises too)
+    (lambda x: x.argmin(0), ValueError),
+    (lambda x: x.mean(5), ValueError),        # dim out of range
+    (lambda x: x.int().mean(), TypeError),     # mean of an int tensor (torch raises too)
+    (lambda x: x.sum(0.5), TypeError),
+])
+def test_reduce_errors(op, exc):
+    g = lm.Graph()
+    with pytest.raises(exc):
+        op(g.input("x", (0, 3)))
+
+
+def test_prod_symbolic_dim_is_rejected():
+    g = lm.Graph()
+    x = g.input("x", ("B", 3))
+    with pytest.raises(ValueError, match="symbolic"):
+        x.prod(0)
+    with pytest.raises(ValueError, match="symbolic"):
+        x.cumprod(0)
