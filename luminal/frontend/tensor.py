@@ -238,9 +238,7 @@ class GraphTensor:
         if len(sizes) < self.ndim:
             raise op_error(ValueError, "repeat", "fewer repeat counts than dims", self)
         t = self.reshape((1,) * (len(sizes) - self.ndim) + self.shape)
-        inter = []
-        for r, d in zip(sizes, t.shape):
-            inter += [1, d]
+        inter = [x for d in t.shape for x in (1, d)]
         t = t.reshape(inter).expand(*[x for r, d in zip(sizes, t.shape) for x in (r, d)])
         return t.reshape(tuple(r * d for r, d in zip(sizes, t.shape[1::2])))
 

@@ -10,16 +10,81 @@ from .combine import cat, chunk, split, stack
 from .core import broadcast_shapes, cast
 from .creation import arange, eye, full, full_like, ones_like, tril, triu, zeros_like
 from .elementwise import (
-    abs_ as abs, add, ceil, clamp, cos, div, eq, erf, exp, exp2, floor, floor_divide, fmod, ge, gt,
-    isfinite, isinf, isnan, le, lerp, log, log2, logical_and, logical_not, logical_or, logical_xor, lt,
-    maximum, minimum, mul, ne, neg, pow, reciprocal, remainder, round_ as round, rsqrt, sign, sin,
-    sqrt, square, sub, tan, trunc, where,
+    abs_ as abs,
+)
+from .elementwise import (
+    add,
+    ceil,
+    clamp,
+    cos,
+    div,
+    eq,
+    erf,
+    exp,
+    exp2,
+    floor,
+    floor_divide,
+    fmod,
+    ge,
+    gt,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    lerp,
+    log,
+    log2,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    ne,
+    neg,
+    pow,
+    reciprocal,
+    remainder,
+    rsqrt,
+    sign,
+    sin,
+    sqrt,
+    square,
+    sub,
+    tan,
+    trunc,
+    where,
+)
+from .elementwise import (
+    round_ as round,
 )
 from .indexing import gather, index_select, one_hot, scatter, scatter_add, take_along_dim
 from .linalg import dot, matmul, outer
 from .reduce import (
-    all_ as all, amax, amin, any_ as any, argmax, argmin, cumprod, cumsum, log_softmax, logsumexp,
-    mean, prod_ as prod, softmax, std, sum, var,
+    all_ as all,
+)
+from .reduce import (
+    amax,
+    amin,
+    argmax,
+    argmin,
+    cumprod,
+    cumsum,
+    log_softmax,
+    logsumexp,
+    mean,
+    softmax,
+    std,
+    sum,
+    var,
+)
+from .reduce import (
+    any_ as any,
+)
+from .reduce import (
+    prod_ as prod,
 )
 
 _E, _I, _R = elementwise, indexing, reduce

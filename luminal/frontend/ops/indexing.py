@@ -64,7 +64,7 @@ def getitem(x: GraphTensor, index) -> GraphTensor:
         index = index[:e] + (slice(None),) * (x.ndim - n_real) + index[e + 1:]
     else:
         index = index + (slice(None),) * (x.ndim - n_real)
-    view, dim, out_shape, squeeze, tensor_at = x.layout, 0, [], [], None
+    view, dim, out_shape, tensor_at = x.layout, 0, [], None
     for ix in index:
         if ix is None:
             out_shape.append(1)
@@ -115,7 +115,8 @@ def gather(x: GraphTensor, dim: int, index: GraphTensor) -> GraphTensor:
     for k in range(x.ndim):
         if k != d and index.shape[k] != x.shape[k]:
             if not (is_static(index.shape[k]) and is_static(x.shape[k]) and index.shape[k] <= x.shape[k]):
-                raise op_error(ValueError, "gather", f"index dim {k} ({index.shape[k]}) exceeds the input's ({x.shape[k]})", x, index)
+                msg = f"index dim {k} ({index.shape[k]}) exceeds the input's ({x.shape[k]})"
+                raise op_error(ValueError, "gather", msg, x, index)
             src = src._slice_dim(k, 0, index.shape[k], 1)
     return prim("Gather", src, cast(index, dt.int32), arg=d, shape=index.shape)
 
@@ -154,7 +155,8 @@ def scatter_add(x: GraphTensor, dim: int, index: GraphTensor, src: GraphTensor) 
     if not isinstance(src, GraphTensor):
         src = x.graph.constant(src, x.dtype).expand(*index.shape)
     if index.ndim != x.ndim or src.ndim != x.ndim:
-        raise op_error(ValueError, "scatter_add", "input, index and src must have the same number of dims", x, index, src)
+        msg = "input, index and src must have the same number of dims"
+        raise op_error(ValueError, "scatter_add", msg, x, index, src)
     for k in range(x.ndim):  # as torch: index.shape[k] <= x.shape[k] off ``dim``, and <= src.shape[k]
         if k != d and index.shape[k] != x.shape[k] and not (
                 is_static(index.shape[k]) and is_static(x.shape[k]) and index.shape[k] <= x.shape[k]):

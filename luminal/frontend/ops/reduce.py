@@ -8,7 +8,22 @@ from ..symbolic import is_static, prod
 from ..tensor import GraphTensor
 from .core import cast, normalize_axes, prim, require
 from .elementwise import (
-    _float, add, div, eq, exp, isinf, isnan, log, logical_not, logical_or, lt, maximum, mul, neg, sqrt, sub,
+    _float,
+    add,
+    div,
+    eq,
+    exp,
+    isinf,
+    isnan,
+    log,
+    logical_not,
+    logical_or,
+    lt,
+    maximum,
+    mul,
+    neg,
+    sqrt,
+    sub,
     where,
 )
 
@@ -110,7 +125,8 @@ def any_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> Graph
     b = x if x.dtype.kind == "b" else cast(x, dt.bool_)
     axes = normalize_axes(x, _axis_kw(axis, dim), "any")
     if any(is_static(x.shape[a]) and x.shape[a] == 0 for a in axes):
-        return _keep(x, x.graph.constant(False).expand(*[d for i, d in enumerate(x.shape) if i not in axes]), axes, keepdim)
+        rest = [d for i, d in enumerate(x.shape) if i not in axes]
+        return _keep(x, x.graph.constant(False).expand(*rest), axes, keepdim)
     return _amax_or(b, axes, False, keepdim)
 
 
