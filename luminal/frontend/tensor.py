@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import dtype as dt
 from .errors import op_error, user_frame
-from .symbolic import Dim, dmax, dmin, evaluate, exact_div, is_static, prod, shape_str, sym
+from .symbolic import Dim, exact_div, is_static, prod, shape_str, sym
 from .view import View
 
 
@@ -88,8 +88,6 @@ class GraphTensor:
         if v is None:
             return self.contiguous().reshape(shape)
         return self._with_view(v)
-
-    view_as_shape = reshape
 
     def view(self, *shape) -> GraphTensor:
         return self.reshape(*shape)
@@ -268,5 +266,3 @@ def _pad_value(value, dtype):
         return int(value)
     return float(value)
 
-
-__all__ = ["GraphTensor", "dmax", "dmin", "evaluate"]

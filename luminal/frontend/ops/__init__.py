@@ -87,7 +87,7 @@ from .reduce import (
     prod_ as prod,
 )
 
-_E, _I, _R = elementwise, indexing, reduce
+_E = elementwise
 
 
 def _flip(f):
@@ -160,5 +160,5 @@ def _install():
 _install()
 
 __all__ = [n for n in dir() if not n.startswith("_")] + [
-    "activations", "combine", "creation", "indexing", "linalg", "reduce", "broadcast_shapes", "_I", "_R",
+    "activations", "combine", "creation", "indexing", "linalg", "reduce", "broadcast_shapes",
 ]
