@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 import tracemalloc
 
 import numpy as np
@@ -233,9 +232,8 @@ def no_execution(monkeypatch):
     monkeypatch.setattr(reference.ReferenceInterpreter, "_eval", boom)
 
 
-def test_building_huge_graphs_is_instant(no_execution):
+def test_building_huge_graphs_allocates_nothing(no_execution):
     tracemalloc.start()
-    t0 = time.perf_counter()
     g = lm.Graph()
     x = g.input("x", ("B", "S", 10**6))
     w = g.input("w", (10**6, 10**6))
@@ -244,10 +242,8 @@ def test_building_huge_graphs_is_instant(no_execution):
     z = lm.cat([y, y], 1).reshape("B", -1).mean(1)
     big = g.zeros((10**9, 10**9)) + g.arange(10**9).float()
     e = g.eye(10**7).sum()
-    elapsed = time.perf_counter() - t0
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert elapsed < 2.0
     assert peak < 20 * 2**20  # nothing near the tensors' sizes was allocated
     assert z.shape == (lm.sym("B"),) and big.shape == (10**9, 10**9) and e.shape == ()
     assert h.shape == (lm.sym("B"), lm.sym("S"), 10**6)
