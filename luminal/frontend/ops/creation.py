@@ -7,7 +7,7 @@ import math
 from .. import dtype as dt
 from ..symbolic import is_static, sym
 from ..tensor import GraphTensor
-from .core import cast, prim
+from .core import cast
 from .elementwise import add, ge, le, mul, sub, where
 
 
@@ -78,6 +78,3 @@ def triu(x: GraphTensor, diagonal: int = 0) -> GraphTensor:
     r, c = _rows_cols(x.graph, x.shape[-2], x.shape[-1])
     keep = ge(sub(c, r), diagonal)
     return where(keep, x, x.graph.constant(0, x.dtype))
-
-
-__all__ = ["arange", "full", "full_like", "zeros_like", "ones_like", "eye", "tril", "triu", "prim"]

@@ -196,7 +196,11 @@ def pow(a, b) -> GraphTensor:  # noqa: A001 - torch's name
             e >>= 1
             if e:
                 p = mul(p, p)
-        return out if out is not None else full_like(a, 1)
+        if out is None:
+            from .creation import full_like
+
+            return full_like(a, 1)
+        return out
     if isinstance(b, float) and b == 0.5 and isinstance(a, GraphTensor):
         return sqrt(a)
     a, b = coerce("pow", a, b)
@@ -216,8 +220,8 @@ def pow(a, b) -> GraphTensor:  # noqa: A001 - torch's name
     a_neg = logical_or(lt(a, 0), lt(reciprocal(a), 0))  # includes -0
     signed = where(logical_and(a_neg, b_odd), neg(mag), mag)
     frac = logical_and(logical_and(lt(a, 0), gt(a, -math.inf)), logical_not(b_int))
-    out = where(frac, full_like(a, math.nan), signed)
-    return where(logical_or(eq(b, 0), eq(a, 1)), full_like(a, 1), out)
+    out = where(frac, math.nan, signed)
+    return where(logical_or(eq(b, 0), eq(a, 1)), 1.0, out)
 
 
 def maximum(a, b) -> GraphTensor:
@@ -487,8 +491,3 @@ def erf(x):
     poly = mul(t, poly)
     y = sub(1.0, mul(poly, exp(neg(mul(a, a)))))
     return mul(sign(x), y)
-
-
-def full_like(x: GraphTensor, value, dtype=None) -> GraphTensor:
-    d = dt.as_dtype(dtype) if dtype is not None else x.dtype
-    return x.graph.constant(value, d).expand(*x.shape) if x.ndim else x.graph.constant(value, d)
