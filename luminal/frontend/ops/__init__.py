@@ -159,6 +159,6 @@ def _install():
 
 _install()
 
-__all__ = [n for n in dir() if not n.startswith("_")] + [
-    "activations", "combine", "creation", "indexing", "linalg", "reduce", "broadcast_shapes",
-]
+# The public ops: every function defined in this package's modules (re-exported as ``lm.<name>``).
+__all__ = sorted(n for n, v in globals().items() if not n.startswith("_") and callable(v)
+                 and getattr(v, "__module__", "").startswith(__name__ + "."))

@@ -157,8 +157,8 @@ def prod_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> Grap
 
 def _arg_extreme(x: GraphTensor, axis, keepdim: bool, largest: bool, op: str) -> GraphTensor:
     if axis is None:
-        return _arg_extreme(x.reshape(-1), 0, False, largest, op) if not keepdim else \
-            _arg_extreme(x.reshape(-1), 0, False, largest, op).reshape((1,) * x.ndim)
+        flat = _arg_extreme(x.reshape(-1), 0, False, largest, op)
+        return flat.reshape((1,) * x.ndim) if keepdim else flat
     a = x._axis(axis, op)
     _nonempty(x, (a,), op)
     v = x if largest else _reverse_order(x)
