@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..frontend.binding import bind
 from ..frontend.symbolic import evaluate, free_vars, shape_str
 from ..frontend.tensor import GraphTensor
@@ -36,47 +38,65 @@ def _dims_used(nodes, outputs) -> set[str]:
 class Compiled:
     """A compiled graph. Call it with inputs as keyword arguments; get one array per output
     (a single array for a single output, else a tuple). Every input is checked, and every symbolic
-    dim bound, before any work is done."""
+    dim bound, before any work is done. States the graph reads are taken from their ``.data``;
+    ``updates`` (the graph's own ``assign``s plus those given to ``compile``) are written back into
+    the States after the run, all reads having seen the values from before it."""
 
-    def __init__(self, outputs, backend: str):
+    def __init__(self, outputs, backend: str, updates=None):
         from ..cpu import ReferenceInterpreter
 
         self.graph = outputs[0].graph
         self.backend = backend
-        self.runner = ReferenceInterpreter(self.graph, outputs)
+        self.updates = list({**self.graph.updates, **(updates or {})}.items())
+        self.runner = ReferenceInterpreter(self.graph, outputs + [t for _, t in self.updates])
+        self._n_out = len(outputs)
         self._single = len(outputs) == 1
         self._out_shapes = [t.shape for t in outputs]
         self._dims = _dims_used(self.runner.order, outputs)
+        g = self.graph
+        self._user = [n for n in self.runner.inputs if n.arg in g.inputs]
+        self._states = [(n.arg, g.states[n.arg]) for n in self.runner.inputs if n.arg in g.states]
+        self._random = [n for n in self.runner.inputs if n.arg in g.random]
 
     @property
     def input_names(self) -> list[str]:
-        return [n.arg for n in self.runner.inputs]
+        return [n.arg for n in self._user]
 
     def __call__(self, /, *args, **inputs):  # positional-only self: an input may be named "self"
         if args:
             raise TypeError(f"compiled graph: give inputs by name ({', '.join(self.input_names) or 'none'}), "
                             f"got {len(args)} positional argument(s)")
         given = [self.graph.inputs[k] for k in inputs if k in self.graph.inputs]
-        extra = [n for n in given if n not in self.runner.inputs]  # unread, but may bind dims
-        arrays, env = bind(self.graph, self.runner.inputs + extra, inputs)
+        extra = [n for n in given if n not in self._user]  # unread, but may bind dims
+        arrays, env = bind(self.graph, self._user + extra, inputs)
         unbound = sorted(self._dims - env.keys())
         if unbound:
             raise ValueError(f"symbolic dim(s) {unbound} are used by the graph but no input's shape "
                              f"determines them")
-        outs = self.runner(arrays, env)
+        for name, s in self._states:
+            arrays[name] = s.data
+        for n in self._random:
+            arrays[n.arg] = self.graph.rng.random(tuple(evaluate(d, env) for d in n.shape), dtype="float32")
+        results = self.runner(arrays, env)
+        outs, new_states = results[:self._n_out], results[self._n_out:]
         for i, (o, shape) in enumerate(zip(outs, self._out_shapes, strict=True)):
             want = tuple(evaluate(d, env) for d in shape)
             if o.shape != want:
                 raise RuntimeError(f"backend {self.backend!r} returned shape {o.shape} for output {i}, "
                                    f"expected {shape_str(shape)} = {want}")
+        for (s, _), value in zip(self.updates, new_states, strict=True):
+            np.copyto(s.data, value)
         return outs[0] if self._single else tuple(outs)
 
     def __repr__(self):
         return f"Compiled(backend={self.backend!r}, inputs={self.input_names})"
 
 
-def compile(outputs, backend: str = "cpu") -> Compiled:  # noqa: A001 - the public name
-    """Compile ``outputs`` (a GraphTensor or a sequence of them, from one graph) for ``backend``."""
+def compile(outputs, backend: str = "cpu", updates=None) -> Compiled:  # noqa: A001 - the public name
+    """Compile ``outputs`` (a GraphTensor or a sequence of them, from one graph) for ``backend``.
+
+    ``updates``: ``{State: GraphTensor}`` written back after every run, in addition to the graph's
+    own ``assign``s (see ``frontend/state.py``)."""
     if isinstance(outputs, GraphTensor):
         outputs = [outputs]
     if isinstance(outputs, (str, bytes)) or not hasattr(outputs, "__iter__"):
@@ -89,4 +109,11 @@ def compile(outputs, backend: str = "cpu") -> Compiled:  # noqa: A001 - the publ
         raise ValueError("compile: all outputs must come from the same graph")
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"compile: unknown backend {backend!r}; available: {list(BACKENDS)}")
-    return Compiled(outputs, backend)
+    for st, t in (updates or {}).items():
+        if not isinstance(t, GraphTensor) or t.graph is not outputs[0].graph:
+            raise ValueError(f"compile: the update for {st.describe()} is not a tensor of the outputs' graph")
+        if tuple(t.shape) != tuple(st.shape):
+            raise ValueError(f"compile: the update for {st.describe()} has shape {shape_str(t.shape)}")
+    from ..frontend.ops import cast
+
+    return Compiled(outputs, backend, {st: cast(t, st.dtype) for st, t in (updates or {}).items()})

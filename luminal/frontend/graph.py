@@ -15,6 +15,8 @@ import numpy as np
 
 from . import dtype as dt
 from .primitives import PRIMITIVES
+from .seed import default_rng
+from .state import State
 from .symbolic import shape_str, sym
 from .view import View
 
@@ -57,7 +59,12 @@ class Graph:
         self.nodes: list[Node] = []
         self._index: dict[tuple, Node] = {}
         self.constants: dict[ConstKey, np.ndarray] = {}
-        self.inputs: dict[str, Node] = {}
+        self.inputs: dict[str, Node] = {}  # user inputs, given by name on every call
+        self.states: dict[str, State] = {}  # persistent inputs, read from State.data on every call
+        self.updates: dict[State, object] = {}  # State -> GraphTensor written back after every run
+        self.random: dict[str, Node] = {}  # uniform [0, 1) float32 inputs drawn fresh on every call
+        self.rng = np.random.default_rng(default_rng().integers(2**63))
+        self._state_nodes: dict[int, Node] = {}
 
     def __repr__(self):
         return f"Graph({len(self.nodes)} nodes, inputs={list(self.inputs)})"
@@ -98,6 +105,45 @@ class Graph:
                 raise ValueError(f"input {name!r}: negative dim in shape {shape_str(shape)}")
         node = self.add("Input", (), name, dt.as_dtype(dtype), shape)
         self.inputs[name] = node
+        return self.tensor(node)
+
+    def state(self, s: State):
+        """``s`` as a tensor of this graph (one node per State; its value is read at run time)."""
+        node = self._state_nodes.get(id(s))
+        if node is None:
+            base = "$" + (s.name or "state")
+            name, k = base, 1
+            while name in self.states:
+                name, k = f"{base}#{k}", k + 1
+            node = self.add("Input", (), name, s.dtype, s.shape)
+            self.states[name] = s
+            self._state_nodes[id(s)] = node
+        return self.tensor(node)
+
+    def state_node(self, s: State) -> Node | None:
+        """The node reading ``s`` in this graph, or None when the graph never reads it."""
+        return self._state_nodes.get(id(s))
+
+    def assign(self, s: State, value) -> None:
+        """Write ``value`` (a tensor of this graph with ``s``'s shape) into ``s`` after every run of a
+        program compiled from this graph. The dtype is converted to ``s``'s."""
+        from .errors import op_error
+        from .ops.core import cast
+
+        if value.graph is not self:
+            raise op_error(ValueError, "assign", f"the value for {s.describe()} belongs to another graph", value)
+        if tuple(value.shape) != tuple(s.shape):
+            raise op_error(ValueError, "assign", f"{s.describe()} cannot take a value of shape "
+                           f"{shape_str(value.shape)}", value)
+        self.updates[s] = cast(value, s.dtype)
+
+    def rand(self, shape):
+        """Uniform [0, 1) float32 noise of ``shape`` (may be symbolic), drawn from ``self.rng``
+        afresh on every call of a compiled program (dropout masks)."""
+        shape = tuple(sym(d) for d in _as_tuple(shape))
+        name = f"$rand{len(self.random)}"
+        node = self.add("Input", (), name, dt.float32, shape)
+        self.random[name] = node
         return self.tensor(node)
 
     def constant(self, value, dtype=None):

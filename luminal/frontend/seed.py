@@ -1,0 +1,20 @@
+"""The global random generator: parameter initialisation and the seeds of new graphs draw from it.
+
+``lm.manual_seed(n)`` makes model initialisation and dropout masks reproducible, as
+``torch.manual_seed`` does (the streams differ from torch's).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_rng = np.random.default_rng()
+
+
+def manual_seed(seed: int) -> None:
+    global _rng
+    _rng = np.random.default_rng(seed)
+
+
+def default_rng() -> np.random.Generator:
+    return _rng

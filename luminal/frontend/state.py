@@ -1,0 +1,57 @@
+"""Persistent state: host-held arrays that graphs read, and that a compiled program may update.
+
+A :class:`State` owns one numpy array (``.data``). Parameters, optimizer moments, BatchNorm running
+statistics and runtime scalars (learning rate, bias corrections) are all States: one mechanism.
+``graph.state(s)`` makes ``s`` readable in a graph (an ``Input`` node whose value is taken from
+``s.data`` on every call, so later host changes are seen without recompiling), and
+``graph.assign(s, t)`` asks every compiled program of that graph to write ``t`` back into ``s.data``
+after it runs (in place, so references to the array stay valid). All reads of a run see the values
+from before the run; all writes happen after it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtype as dt
+
+
+class State:
+    """A named, typed host array. ``data`` is kept in the dtype's storage form (see ``dtype.py``)."""
+
+    def __init__(self, data, dtype=None, name: str | None = None):
+        arr = np.asarray(data)
+        d = dt.as_dtype(dtype) if dtype is not None else (dt.int32 if arr.dtype.kind in "iu" else dt.as_dtype(arr.dtype))
+        self.dtype: dt.DType = d
+        self.data: np.ndarray = np.array(dt.to_storage(arr, d), order="C", copy=True)
+        self.name = name
+
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    def numel(self) -> int:
+        return int(self.data.size)
+
+    def set(self, value) -> None:
+        """Overwrite the value in place (shape must match), converting to the state's dtype."""
+        arr = np.asarray(value)
+        if arr.shape != self.data.shape:
+            raise ValueError(f"{self.describe()}: cannot set a value of shape {arr.shape}; "
+                             f"expected {self.data.shape}")
+        np.copyto(self.data, dt.to_storage(arr, self.dtype), casting="unsafe")
+
+    def describe(self) -> str:
+        return f"{type(self).__name__} {self.name or '(unnamed)'} {tuple(self.shape)} {self.dtype.name}"
+
+    def __repr__(self):
+        return f"{type(self).__name__}(name={self.name!r}, shape={tuple(self.shape)}, dtype={self.dtype.name})"
+
+
+def scalar_state(value: float, name: str, dtype=dt.float32) -> State:
+    """A 0-d runtime scalar (learning rate, a bias correction) fed to the graph on every call."""
+    return State(np.asarray(value, dtype=dt.as_dtype(dtype).np), dtype, name)

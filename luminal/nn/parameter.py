@@ -1,0 +1,31 @@
+"""``nn.Parameter``: a trainable persistent State, and ``Buffer`` for non-trainable module state."""
+
+from __future__ import annotations
+
+from ..frontend.state import State
+
+
+class Parameter(State):
+    """A trainable array owned by a module. In a graph it is a persistent input
+    (``p.on(graph)``); optimizers update ``p.data`` in place, so the module always holds the
+    current values."""
+
+    def __init__(self, data, dtype=None, requires_grad: bool = True, name: str | None = None):
+        super().__init__(data, dtype, name)
+        self.requires_grad = requires_grad
+
+    def on(self, graph):
+        """This parameter as a tensor of ``graph`` (the same node every time)."""
+        return graph.state(self)
+
+
+class Buffer(State):
+    """Non-trainable module state (BatchNorm's running statistics): saved in ``state_dict`` when
+    ``persistent``, never given to optimizers."""
+
+    def __init__(self, data, dtype=None, persistent: bool = True, name: str | None = None):
+        super().__init__(data, dtype, name)
+        self.persistent = persistent
+
+    def on(self, graph):
+        return graph.state(self)

@@ -1,0 +1,115 @@
+"""The optimizer base: torch's param-group layout, per-parameter state as persistent States, and the
+update written as graph ops so forward + backward + update compile into one program.
+
+A subclass declares ``state_names`` (per-parameter arrays, zero-initialised like the parameter) and
+implements two methods:
+
+* ``scalars(group, t) -> dict[str, float]``: every number the update of this group reads at step
+  ``t`` (1-based): hyperparameters (lr, betas, ...) and host-computed values such as Adam's bias
+  corrections, in float64 on the host. They reach the graph as 0-d float32 runtime inputs, so a
+  scheduler changing ``group["lr"]`` never recompiles.
+* ``update(p, g, state, s, group) -> (new_p, new_state)``: graph ops over the parameter tensor
+  ``p``, its gradient ``g``, its state tensors and the scalar tensors ``s`` (same keys as
+  ``scalars``). ``group`` is the Python dict, for structural choices fixed at build time
+  (``nesterov``, ``amsgrad``, whether ``weight_decay`` is nonzero).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...frontend.state import State, scalar_state
+
+
+class Optimizer:
+    state_names: tuple[str, ...] = ()
+
+    def __init__(self, params, defaults: dict):
+        params = list(params)
+        if not params:
+            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        self.defaults = dict(defaults)
+        self.param_groups: list[dict] = []
+        for grp in groups:
+            self.add_param_group(grp)
+        self.steps = 0  # completed updates; the next update is step t = steps + 1
+        self.state: dict[int, dict[str, State]] = {}  # id(param) -> name -> State
+
+    def add_param_group(self, group: dict) -> None:
+        group = dict(group)
+        ps = group["params"]
+        group["params"] = [ps] if isinstance(ps, State) else list(ps)
+        for p in group["params"]:
+            if not isinstance(p, State):
+                raise TypeError(f"{type(self).__name__}: parameters must be nn.Parameter, got {type(p).__name__}")
+            if not p.dtype.is_float:
+                raise TypeError(f"{type(self).__name__}: cannot optimize {p.describe()}: not a float dtype")
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in group["params"]):
+            raise ValueError(f"{type(self).__name__}: a parameter appears in more than one group")
+        for k, v in self.defaults.items():
+            group.setdefault(k, v)
+        group.setdefault("initial_lr", group.get("lr"))
+        self.param_groups.append(group)
+
+    # state ------------------------------------------------------------------------------------
+    def state_for(self, p: State) -> dict[str, State]:
+        """The persistent state of ``p`` (created zero-filled on first use)."""
+        st = self.state.get(id(p))
+        if st is None:
+            base = p.name or "param"
+            st = {n: State(np.zeros(p.shape, p.data.dtype), p.dtype, f"{base}.{n}") for n in self.state_names}
+            self.state[id(p)] = st
+        return st
+
+    def scalar_states(self, group_index: int, t: int) -> dict[str, State]:
+        """The runtime scalars of a group as States holding their values for step ``t``; the train-step
+        runner refreshes them before every run."""
+        group = self.param_groups[group_index]
+        holders = group.setdefault("_scalars", {})
+        for k, v in self.scalars(group, t).items():
+            if k not in holders:
+                holders[k] = scalar_state(v, f"opt.g{group_index}.{k}")
+            else:
+                holders[k].set(v)
+        return holders
+
+    def params(self):
+        """(group index, parameter) for every parameter."""
+        return [(i, p) for i, g in enumerate(self.param_groups) for p in g["params"]]
+
+    def state_dict(self) -> dict:
+        """Arrays by ``"state.<param index>.<name>"``, plus the step count and group hyperparameters
+        (everything a checkpoint needs to resume exactly)."""
+        arrays = {}
+        for k, (_, p) in enumerate(self.params()):
+            for n, s in self.state.get(id(p), {}).items():
+                arrays[f"state.{k}.{n}"] = s.data
+        groups = [{k: v for k, v in g.items() if k not in ("params", "_scalars")} for g in self.param_groups]
+        return {"arrays": arrays, "steps": self.steps, "param_groups": groups}
+
+    def load_state_dict(self, sd: dict) -> None:
+        if len(sd["param_groups"]) != len(self.param_groups):
+            raise ValueError(f"{type(self).__name__}.load_state_dict: {len(sd['param_groups'])} groups in the "
+                             f"checkpoint, {len(self.param_groups)} here")
+        for g, saved in zip(self.param_groups, sd["param_groups"]):
+            g.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in saved.items()})
+        self.steps = int(sd["steps"])
+        for k, (_, p) in enumerate(self.params()):
+            for n, s in self.state_for(p).items():
+                key = f"state.{k}.{n}"
+                if key not in sd["arrays"]:
+                    raise ValueError(f"{type(self).__name__}.load_state_dict: missing {key} ({p.describe()})")
+                s.set(sd["arrays"][key])
+
+    # what subclasses write --------------------------------------------------------------------
+    def scalars(self, group: dict, t: int) -> dict[str, float]:
+        raise NotImplementedError
+
+    def update(self, p, g, state: dict, s: dict, group: dict):
+        raise NotImplementedError
+
+    def __repr__(self):
+        hp = {k: v for k, v in self.defaults.items()}
+        return f"{type(self).__name__}({hp})"
