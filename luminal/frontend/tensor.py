@@ -78,6 +78,10 @@ class GraphTensor:
             return self
         return self.graph.tensor(self.graph.add("Copy", (self,), None, self.dtype, self.shape))
 
+    def detach(self) -> GraphTensor:
+        """The same values with no gradient flowing back through them (torch ``detach``)."""
+        return self.graph.tensor(self.graph.add("Copy", (self,), "detach", self.dtype, self.shape))
+
     def reshape(self, *shape) -> GraphTensor:
         shape = _shape_args(shape)
         shape = self._infer_minus_one(shape, "reshape")

@@ -1,2 +1,4 @@
 """Training: autograd as a graph transform, losses, optimizers, schedulers and the train-step
-runner. Arrives with the training issue; uses only ``luminal.frontend``."""
+runner. Uses only ``luminal.frontend``."""
+
+from .autograd import grad

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 
-from .elementwise import _float, _opmath, add, div, erf, exp, gt, log, maximum, mul, neg, reciprocal, sub, where
+from .elementwise import _float, _opmath, abs_, add, div, erf, exp, gt, log, lt, mul, neg, reciprocal, sub, where
 from .elementwise import tanh_ as _tanh
 
 
 def relu(x):
-    return maximum(x, 0)
+    """torch's: NaN stays NaN, -0.0 stays -0.0; the gradient is 1 where x > 0 and 0 elsewhere (at 0 and NaN too)."""
+    return where(gt(x, 0), x, where(lt(x, 0), 0, x.detach()))
 
 
 def leaky_relu(x, negative_slope: float = 0.01):
@@ -18,7 +19,11 @@ def leaky_relu(x, negative_slope: float = 0.01):
 
 @_opmath
 def sigmoid(x):
-    return reciprocal(add(exp(neg(_float(x, "sigmoid"))), 1.0))
+    """``1/(1+e)`` or ``e/(1+e)`` with ``e = exp(-|x|)`` <= 1: no overflow, so no inf * 0 in the gradient."""
+    x = _float(x, "sigmoid")
+    e = exp(neg(abs_(x)))
+    r = reciprocal(add(e, 1.0))
+    return where(lt(x, 0), mul(e, r), r)
 
 
 def tanh(x):

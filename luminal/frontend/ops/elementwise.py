@@ -435,7 +435,7 @@ def trunc(x):
     if not x.dtype.is_float:
         return x
     limit = 2.0 ** {16: 10, 32: 23, 64: 52}[x.dtype.bits]
-    return where(lt(abs_(x), limit), sub(x, fmod(x, 1.0)), x)
+    return where(lt(abs_(x), limit), sub(x, fmod(x, 1.0)), x).detach()  # piecewise constant: no gradient
 
 
 def floor(x):
@@ -473,10 +473,14 @@ def _round_decimals(x, decimals):
 
 @_opmath
 def tanh_(x):
-    """``sign(x) * (1 - e) / (1 + e)`` with ``e = exp(-2|x|)``: no overflow for large |x|."""
+    """``(1 - e)/(1 + e)`` with ``e = exp(-2x)`` for x >= 0 and its mirror for x < 0, so no exp
+    overflows (in either branch: an inf there would turn the gradient into inf * 0 = NaN), no abs
+    (whose zero derivative at 0 would lose tanh'(0) = 1), and NaN propagates (value and gradient)."""
     x = _float(x, "tanh")
-    e = exp(mul(abs_(x), -2.0))
-    return where(isnan(x), x, mul(sign(x), div(sub(1.0, e), add(e, 1.0))))
+    neg_side = lt(x, 0)
+    ep = exp(mul(where(neg_side, 0.0, x), -2.0))
+    en = exp(mul(where(neg_side, x, 0.0), 2.0))
+    return where(neg_side, div(sub(en, 1.0), add(en, 1.0)), div(sub(1.0, ep), add(ep, 1.0)))
 
 
 @_opmath

@@ -1,0 +1,50 @@
+"""Shared helpers for layers: parameter creation, tuple arguments, and input checks that name the layer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...frontend import dtype as dt
+from ...frontend.errors import op_error
+from ...frontend.symbolic import shape_str
+from ...frontend.tensor import GraphTensor
+from ..parameter import Buffer, Parameter
+
+
+def param(shape, dtype) -> Parameter:
+    """An uninitialised (zero) parameter; the layer's ``reset_parameters`` fills it."""
+    d = dt.as_dtype(dtype or dt.float32)
+    return Parameter(np.zeros(tuple(shape), d.np), d)
+
+
+def buffer(value, dtype) -> Buffer:
+    d = dt.as_dtype(dtype or dt.float32)
+    return Buffer(np.asarray(value, d.np), d)
+
+
+def ntuple(x, n: int, name: str) -> tuple[int, ...]:
+    """torch's ``_pair``/``_single``: an int repeats, a sequence must have ``n`` entries."""
+    if isinstance(x, (tuple, list)):
+        if len(x) != n:
+            raise ValueError(f"{name} must be an int or {n} ints, got {tuple(x)}")
+        return tuple(int(v) for v in x)
+    return (int(x),) * n
+
+
+def check_tensor(layer, x) -> None:
+    if not isinstance(x, GraphTensor):
+        raise TypeError(f"{layer}: expected a GraphTensor input, got {type(x).__name__}")
+
+
+def bad_input(layer, expected: str, x: GraphTensor, kind=ValueError):
+    """The error for an input of the wrong rank/shape: names the layer, the expected and the actual shape."""
+    return op_error(kind, str(layer), f"expected input of shape {expected}, got {shape_str(x.shape)}", x)
+
+
+def check_float(layer, x: GraphTensor) -> None:
+    if not x.dtype.is_float:
+        raise op_error(TypeError, str(layer), f"expected a float input, got {x.dtype.name}", x)
+
+
+def layer_name(m) -> str:
+    return f"{type(m).__name__}({m.extra_repr()})"

@@ -1,0 +1,180 @@
+"""Attention: torch's ``F.scaled_dot_product_attention`` and ``nn.MultiheadAttention`` (its parameter names,
+packed ``in_proj_weight``, mask conventions and sequence-first default layout)."""
+
+from __future__ import annotations
+
+import math
+
+from ...frontend import dtype as dt
+from ...frontend.errors import op_error
+from ...frontend.ops import where
+from ...frontend.symbolic import shape_str
+from .. import init
+from ..module import Module
+from ._util import bad_input, check_tensor, layer_name, param
+from .dropout import dropout
+from .linear import Linear
+
+
+def _causal(g, n_q, n_k):
+    """Top-left aligned lower-triangular bool mask (query i sees keys 0..i), as torch's ``is_causal``."""
+    return g.arange(n_q).reshape(n_q, 1) >= g.arange(n_k).reshape(1, n_k)
+
+
+def _repeat_heads(t, r: int):
+    """(..., H, S, E) -> (..., H*r, S, E), each head repeated r times in place (``repeat_interleave``)."""
+    if r == 1:
+        return t
+    *lead, h, s, e = t.shape
+    return t.unsqueeze(-3).expand(*lead, h, r, s, e).reshape(*lead, h * r, s, e)
+
+
+def _attention_weights(query, key, attn_mask, is_causal, scale, enable_gqa, name):
+    if query.ndim < 2 or key.ndim < 2 or query.shape[-1] != key.shape[-1]:
+        raise op_error(ValueError, name, f"query (..., L, E) and key (..., S, E) must share E, got "
+                       f"{shape_str(query.shape)} and {shape_str(key.shape)}", query, key)
+    if is_causal and attn_mask is not None:
+        raise op_error(ValueError, name, "give attn_mask or is_causal, not both", query, attn_mask)
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        key = _repeat_heads(key, query.shape[-3] // key.shape[-3])
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = (query * scale) @ key.transpose(-2, -1)
+    if is_causal:
+        attn_mask = _causal(query.graph, query.shape[-2], key.shape[-2])
+    if attn_mask is not None:
+        if attn_mask.dtype is dt.bool_:
+            scores = where(attn_mask, scores, -math.inf)
+        else:
+            scores = scores + attn_mask
+    return scores.softmax(-1)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale: float | None = None, enable_gqa: bool = False):
+    """torch's ``F.scaled_dot_product_attention``: ``softmax(q @ k^T * scale + mask) @ v``. A bool mask
+    marks the positions that take part; a float mask is added to the scores. Rows with every key masked
+    out give NaN, as torch's math kernel."""
+    name = "scaled_dot_product_attention"
+    for t in (query, key, value):
+        check_tensor(name, t)
+    w = _attention_weights(query, key, attn_mask, is_causal, scale, enable_gqa, name)
+    if dropout_p > 0.0:
+        w = dropout(w, dropout_p)
+    if enable_gqa and query.ndim >= 3 and value.shape[-3] != query.shape[-3]:
+        value = _repeat_heads(value, query.shape[-3] // value.shape[-3])
+    return w @ value
+
+
+def _float_mask(mask, like):
+    """MultiheadAttention's masks: bool True means *masked out* (the opposite of sdpa's) -> -inf;
+    float masks are added as they are."""
+    if mask.dtype is dt.bool_:
+        return where(mask, like.graph.constant(-math.inf, like.dtype), like.graph.constant(0.0, like.dtype))
+    return mask.to(like.dtype)
+
+
+class MultiheadAttention(Module):
+    """torch's ``nn.MultiheadAttention``. Inputs are (L, N, E) (or (N, L, E) with ``batch_first``, or
+    unbatched (L, E)); returns ``(output, weights)`` with the weights averaged over heads unless
+    ``average_attn_weights=False``, or None with ``need_weights=False``."""
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, dtype=None):
+        super().__init__()
+        if embed_dim <= 0 or num_heads <= 0 or embed_dim % num_heads:
+            raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
+                             f"({num_heads})")
+        if add_bias_kv or add_zero_attn:
+            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are not supported")
+        self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
+        self.kdim, self.vdim = kdim or embed_dim, vdim or embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.dropout, self.batch_first = dropout, batch_first
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = param((3 * embed_dim, embed_dim), dtype)
+            self.q_proj_weight = self.k_proj_weight = self.v_proj_weight = None
+        else:
+            self.q_proj_weight = param((embed_dim, embed_dim), dtype)
+            self.k_proj_weight = param((embed_dim, self.kdim), dtype)
+            self.v_proj_weight = param((embed_dim, self.vdim), dtype)
+            self.in_proj_weight = None
+        self.in_proj_bias = param((3 * embed_dim,), dtype) if bias else None
+        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """torch's: xavier_uniform_ projections, zero biases; out_proj.weight keeps Linear's init."""
+        for w in (self.in_proj_weight, self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
+            if w is not None:
+                init.xavier_uniform_(w)
+        if self.in_proj_bias is not None:
+            init.zeros_(self.in_proj_bias)
+            init.zeros_(self.out_proj.bias)
+
+    def _project(self, x, i: int):
+        """The i-th (q, k, v) input projection: rows [i*E, (i+1)*E) of the packed weight and bias."""
+        g, e = x.graph, self.embed_dim
+        if self.in_proj_weight is not None:
+            w = self.in_proj_weight.on(g)[i * e:(i + 1) * e]
+        else:
+            w = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)[i].on(g)
+        y = x @ w.T
+        return y + self.in_proj_bias.on(g)[i * e:(i + 1) * e] if self.in_proj_bias is not None else y
+
+    def _check(self, name, query, key, value):
+        for t, d, what in ((query, self.embed_dim, "query"), (key, self.kdim, "key"), (value, self.vdim, "value")):
+            check_tensor(name, t)
+            if t.ndim not in (2, 3) or t.shape[-1] != d:
+                layout = "(N, L, {d}) or (L, {d})" if self.batch_first else "(L, N, {d}) or (L, {d})"
+                raise bad_input(f"{name} {what}", layout.format(d=d), t)
+        if not (query.ndim == key.ndim == value.ndim):
+            raise op_error(ValueError, name, "query, key and value must all be batched or all unbatched",
+                           query, key, value)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
+                average_attn_weights: bool = True, is_causal: bool = False):
+        name = layer_name(self)
+        self._check(name, query, key, value)
+        unbatched = query.ndim == 2
+        if unbatched:
+            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        elif self.batch_first:
+            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        # (L, N, E) from here on
+        n_q, n, n_k, h, hd = query.shape[0], query.shape[1], key.shape[0], self.num_heads, self.head_dim
+
+        def heads(t, length):  # (len, N, E) -> (N, H, len, hd)
+            return t.reshape(length, n, h, hd).permute(1, 2, 0, 3)
+
+        q = heads(self._project(query, 0), n_q)
+        k = heads(self._project(key, 1), n_k)
+        v = heads(self._project(value, 2), n_k)
+        mask = None
+        if attn_mask is not None:
+            mask = _float_mask(attn_mask, q)
+            if mask.ndim == 3:  # (N*H, L, S)
+                mask = mask.reshape(n, h, n_q, n_k)
+        if is_causal and attn_mask is None:
+            mask = _float_mask(_causal(q.graph, n_q, n_k).logical_not(), q)
+        if key_padding_mask is not None:
+            kpm = _float_mask(key_padding_mask, q).reshape(n, 1, 1, n_k)
+            mask = kpm if mask is None else mask + kpm
+        w = _attention_weights(q, k, mask, False, None, False, name)
+        if self.training and self.dropout > 0.0:
+            w = dropout(w, self.dropout)
+        out = (w @ v).permute(2, 0, 1, 3).reshape(n_q, n, self.embed_dim)  # (L, N, E)
+        out = self.out_proj(out)
+        if unbatched:
+            out = out.squeeze(1)
+        elif self.batch_first:
+            out = out.transpose(0, 1)
+        if not need_weights:
+            return out, None
+        weights = w.mean(1) if average_attn_weights else w
+        return out, weights.squeeze(0) if unbatched else weights
+
+    def extra_repr(self) -> str:
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, batch_first={self.batch_first}"

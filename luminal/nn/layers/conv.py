@@ -1,0 +1,146 @@
+"""Convolutions as im2col + one matmul: pad, ``unfold`` each spatial dim (a view), gather the windows
+into a (C*K, positions) matrix (the one copy), and multiply by the (O, C*K) weight. Groups become a
+batch dim of that matmul. The graph stays small, so compiling and differentiating it stay cheap."""
+
+from __future__ import annotations
+
+from ...frontend.errors import op_error
+from ...frontend.symbolic import is_static, prod, shape_str
+from .. import init
+from ..module import Module
+from ._util import bad_input, check_float, check_tensor, layer_name, ntuple, param
+
+
+def _same_padding(kernel, dilation) -> tuple[tuple[int, int], ...]:
+    """torch's 'same': total ``d*(k-1)``, the odd element on the right."""
+    out = []
+    for k, d in zip(kernel, dilation):
+        total = d * (k - 1)
+        out.append((total // 2, total - total // 2))
+    return tuple(out)
+
+
+def _pad_pairs(padding, nd: int, kernel, dilation, stride, name: str) -> tuple[tuple[int, int], ...]:
+    if isinstance(padding, str):
+        if padding == "valid":
+            return ((0, 0),) * nd
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError(f"{name}: padding='same' is not supported for strided convolutions")
+            return _same_padding(kernel, dilation)
+        raise ValueError(f"{name}: invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+    return tuple((p, p) for p in ntuple(padding, nd, f"{name}: padding"))
+
+
+def conv_nd(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1, name: str = "conv"):
+    """torch's ``F.conv{1,2,3}d`` for a batched input ``(N, C, *spatial)`` and ``weight``
+    ``(O, C/groups, *kernel)`` (GraphTensors); ``padding`` may be an int, a tuple, 'same' or 'valid'."""
+    nd = weight.ndim - 2
+    kernel = tuple(weight.shape[2:])
+    stride, dilation = ntuple(stride, nd, f"{name}: stride"), ntuple(dilation, nd, f"{name}: dilation")
+    pads = _pad_pairs(padding, nd, kernel, dilation, stride, name)
+    n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
+    o = weight.shape[0]
+    if c != weight.shape[1] * groups:
+        raise op_error(ValueError, name, f"expected input with {weight.shape[1] * groups} channels "
+                       f"(dim 1), got {shape_str(x.shape)}", x, weight)
+    eff = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
+    if any(is_static(p) and p < e for p, e in zip(padded, eff)):
+        raise op_error(ValueError, name, f"padded input size {shape_str(padded)} is smaller than the "
+                       f"(dilated) kernel {eff}", x)
+    if any(lo or hi for lo, hi in pads):
+        x = x.pad([v for lo, hi in reversed(pads) for v in (lo, hi)])
+    for i in range(nd):  # (N, C, *out, *eff)
+        x = x.unfold(2 + i, eff[i], stride[i])
+    for i, (k, d) in enumerate(zip(kernel, dilation)):  # every d-th element of each dilated window
+        if d > 1:
+            x = x._slice_dim(x.ndim - nd + i, 0, k, d)  # not x[..., ::d]: that makes a symbolic batch max(0, B)
+    out = tuple(x.shape[2:2 + nd])
+    cg = c // groups
+    # (N, G, C/G, *out, *K) -> (N, G, C/G, *K, *out) -> (N, G, C/G*K, P): the im2col matrix
+    x = x.reshape(n, groups, cg, *out, *kernel)
+    perm = (0, 1, 2) + tuple(3 + nd + i for i in range(nd)) + tuple(3 + i for i in range(nd))
+    cols = x.permute(perm).reshape(n, groups, cg * prod(kernel), prod(out))
+    w = weight.reshape(groups, o // groups, cg * prod(kernel))
+    y = (w @ cols).reshape(n, o, *out)  # (N, G, O/G, P) is already (N, O, *out) in memory
+    if bias is not None:
+        y = y + bias.reshape(o, *(1,) * nd)
+    return y
+
+
+def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
+    return conv_nd(x, weight, bias, stride, padding, dilation, groups, "conv1d")
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
+    return conv_nd(x, weight, bias, stride, padding, dilation, groups, "conv2d")
+
+
+class _ConvNd(Module):
+    _nd = 0
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", dtype=None):
+        super().__init__()
+        nd, name = self._nd, type(self).__name__
+        if groups <= 0 or in_channels % groups or out_channels % groups:
+            raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
+                             f"divisible by groups ({groups})")
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"{name}: padding_mode={padding_mode!r} is not supported (only 'zeros')")
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = ntuple(kernel_size, nd, f"{name}: kernel_size")
+        self.stride = ntuple(stride, nd, f"{name}: stride")
+        self.dilation = ntuple(dilation, nd, f"{name}: dilation")
+        _pad_pairs(padding, nd, self.kernel_size, self.dilation, self.stride, name)  # validate now
+        self.padding = padding if isinstance(padding, str) else ntuple(padding, nd, f"{name}: padding")
+        self.padding_mode = padding_mode
+        self.weight = param((out_channels, in_channels // groups, *self.kernel_size), dtype)
+        self.bias = param((out_channels,), dtype) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=5 ** 0.5)
+        if self.bias is not None:
+            fan_in = self.weight.shape[1] * prod(self.kernel_size)
+            b = init.bias_bound(fan_in)
+            init.uniform_(self.bias, -b, b)
+
+    def forward(self, x):
+        name = layer_name(self)
+        check_tensor(name, x)
+        check_float(name, x)
+        nd = self._nd
+        spatial = {1: "L", 2: "H, W", 3: "D, H, W"}[nd]
+        expected = f"(N, {self.in_channels}, {spatial}) or ({self.in_channels}, {spatial})"
+        if x.ndim not in (nd + 1, nd + 2) or x.shape[x.ndim - nd - 1] != self.in_channels:
+            raise bad_input(name, expected, x)
+        unbatched = x.ndim == nd + 1
+        g = x.graph
+        y = conv_nd(x.unsqueeze(0) if unbatched else x, self.weight.on(g),
+                    self.bias.on(g) if self.bias is not None else None,
+                    self.stride, self.padding, self.dilation, self.groups, name)
+        return y.squeeze(0) if unbatched else y
+
+    def extra_repr(self) -> str:
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding not in ((0,) * self._nd, "valid"):
+            s += f", padding={self.padding!r}"
+        if self.dilation != (1,) * self._nd:
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        return s + ("" if self.bias is not None else ", bias=False")
+
+
+class Conv1d(_ConvNd):
+    _nd = 1
+
+
+class Conv2d(_ConvNd):
+    _nd = 2
+
+
+class Conv3d(_ConvNd):
+    _nd = 3

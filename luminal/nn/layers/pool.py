@@ -1,0 +1,202 @@
+"""Pooling: pad (with -inf for max), ``unfold`` windows on each spatial dim (views), then amax / mean.
+
+Output sizes, ``ceil_mode`` and AvgPool's divisors (``count_include_pad``) follow torch's formulas.
+Adaptive average pooling is a matmul with a constant averaging matrix per spatial dim.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...frontend.symbolic import is_static
+from ..module import Module
+from ._util import bad_input, check_float, check_tensor, layer_name, ntuple
+
+
+def _out_size(n, k_eff: int, s: int, p: int, ceil_mode: bool):
+    """torch's pooling_output_shape: with ceil_mode the last window must start inside the input or
+    its left padding."""
+    if not ceil_mode:
+        return (n + 2 * p - k_eff) // s + 1
+    out = -(-(n + 2 * p - k_eff) // s) + 1
+    return out - 1 if (out - 1) * s >= n + p else out
+
+
+def _windows(x, kernel, stride, padding, dilation, ceil_mode, fill, name):
+    """(..., *spatial) -> ((..., *out, *kernel) windows, out sizes); the last ``len(kernel)`` dims pool."""
+    nd = len(kernel)
+    spatial = x.shape[x.ndim - nd:]
+    eff = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    if ceil_mode and not all(is_static(n) for n in spatial):
+        raise bad_input(name, "with static spatial dims for ceil_mode=True", x)
+    outs = tuple(_out_size(n, e, s, p, ceil_mode) for n, e, s, p in zip(spatial, eff, stride, padding))
+    if any(is_static(o) and o <= 0 for o in outs):
+        raise bad_input(name, f"with spatial dims large enough for the (dilated) kernel {eff}", x)
+    pads = []
+    for n, e, s, p, o in zip(spatial, eff, stride, padding, outs):
+        extra = max(0, (o - 1) * s + e - (n + 2 * p)) if ceil_mode else 0
+        pads.append((p, p + extra))
+    if any(hi for _, hi in pads):
+        x = x.pad([v for lo, hi in reversed(pads) for v in (lo, hi)], fill)
+    first = x.ndim - nd
+    for i in range(nd):
+        x = x.unfold(first + i, eff[i], stride[i])
+    for i, (k, d) in enumerate(zip(kernel, dilation)):  # every d-th element of each dilated window
+        if d > 1:
+            x = x._slice_dim(x.ndim - nd + i, 0, k, d)  # not x[..., ::d]: that makes a symbolic batch max(0, B)
+    return x, outs
+
+
+class _PoolNd(Module):
+    _nd = 0
+
+    def _check(self, x):
+        name = layer_name(self)
+        check_tensor(name, x)
+        check_float(name, x)
+        if x.ndim not in (self._nd + 1, self._nd + 2):
+            spatial = {1: "L", 2: "H, W"}[self._nd]
+            raise bad_input(name, f"(N, C, {spatial}) or (C, {spatial})", x)
+        return name
+
+    def _half_kernel_check(self, eff) -> None:
+        if any(p > e / 2 for p, e in zip(self.padding, eff)):
+            raise ValueError(f"{type(self).__name__}: pad should be at most half of effective kernel size, "
+                             f"got padding={self.padding}, kernel_size={self.kernel_size}")
+
+
+class _MaxPoolNd(_PoolNd):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False,
+                 ceil_mode: bool = False):
+        super().__init__()
+        nd, name = self._nd, type(self).__name__
+        if return_indices:
+            raise NotImplementedError(f"{name}: return_indices=True is not supported")
+        self.kernel_size = ntuple(kernel_size, nd, f"{name}: kernel_size")
+        self.stride = ntuple(stride if stride is not None else kernel_size, nd, f"{name}: stride")
+        self.padding = ntuple(padding, nd, f"{name}: padding")
+        self.dilation = ntuple(dilation, nd, f"{name}: dilation")
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+        self._half_kernel_check(tuple(d * (k - 1) + 1 for k, d in zip(self.kernel_size, self.dilation)))
+
+    def forward(self, x):
+        name = self._check(x)
+        w, _ = _windows(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                        -math.inf, name)
+        return w.amax(tuple(range(w.ndim - self._nd, w.ndim)))
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class _AvgPoolNd(_PoolNd):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
+                 divisor_override: int | None = None):
+        super().__init__()
+        nd, name = self._nd, type(self).__name__
+        self.kernel_size = ntuple(kernel_size, nd, f"{name}: kernel_size")
+        self.stride = ntuple(stride if stride is not None else kernel_size, nd, f"{name}: stride")
+        self.padding = ntuple(padding, nd, f"{name}: padding")
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+        if divisor_override is not None and divisor_override <= 0:
+            raise ValueError(f"{name}: divisor_override must be positive, got {divisor_override}")
+        self.divisor_override = divisor_override
+        self._half_kernel_check(self.kernel_size)
+
+    def forward(self, x):
+        name = self._check(x)
+        nd = self._nd
+        w, outs = _windows(x, self.kernel_size, self.stride, self.padding, (1,) * nd, self.ceil_mode, 0.0, name)
+        total = w.sum(tuple(range(w.ndim - nd, w.ndim)))
+        if self.divisor_override is not None:
+            return total / float(self.divisor_override)
+        clipped = self.ceil_mode and any(
+            (o - 1) * s + k > n + 2 * p
+            for o, s, k, n, p in zip(outs, self.stride, self.kernel_size, x.shape[x.ndim - nd:], self.padding))
+        if not clipped and (self.count_include_pad or not any(self.padding)):
+            return total / float(np.prod(self.kernel_size))
+        return total / self._divisor(x, outs).to(x.dtype)
+
+    def _divisor(self, x, outs):
+        """torch's per-window divisor: the window clipped to the padded input (count_include_pad) or
+        to the input itself, as the product of one int vector per spatial dim."""
+        nd, g = self._nd, x.graph
+        div = None
+        for i, (n, o, s, k, p) in enumerate(zip(x.shape[x.ndim - nd:], outs, self.stride, self.kernel_size,
+                                                 self.padding)):
+            size = n if is_static(n) else g.constant(n)
+            start = g.arange(o) * s - p
+            end = (start + k).minimum(size + p)
+            if not self.count_include_pad:
+                start, end = start.maximum(0), end.minimum(size)
+            cnt = (end - start).reshape((o,) + (1,) * (nd - 1 - i))
+            div = cnt if div is None else div * cnt
+        return div
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"ceil_mode={self.ceil_mode}, count_include_pad={self.count_include_pad}")
+
+
+class MaxPool1d(_MaxPoolNd):
+    _nd = 1
+
+
+class MaxPool2d(_MaxPoolNd):
+    _nd = 2
+
+
+class AvgPool1d(_AvgPoolNd):
+    _nd = 1
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+
+class AvgPool2d(_AvgPoolNd):
+    _nd = 2
+
+
+def _adaptive_matrix(n: int, out: int) -> np.ndarray:
+    """(out, n) averaging weights over torch's adaptive windows [floor(i*n/out), ceil((i+1)*n/out))."""
+    m = np.zeros((out, n))
+    for i in range(out):
+        lo, hi = (i * n) // out, -(-((i + 1) * n) // out)
+        m[i, lo:hi] = 1.0 / (hi - lo)
+    return m
+
+
+class _AdaptiveAvgPoolNd(_PoolNd):
+    def __init__(self, output_size):
+        super().__init__()
+        sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * self._nd
+        if len(sizes) != self._nd:
+            raise ValueError(f"{type(self).__name__}: output_size must be an int or {self._nd} values")
+        self.output_size = tuple(sizes)
+
+    def forward(self, x):
+        name = self._check(x)
+        spatial = x.shape[x.ndim - self._nd:]
+        if not all(is_static(n) for n in spatial):
+            raise bad_input(name, "with static spatial dims", x)
+        for i, (n, o) in enumerate(zip(spatial, self.output_size)):
+            if o is None or o == n:
+                continue
+            dim = x.ndim - self._nd + i
+            m = x.graph.constant(_adaptive_matrix(n, o), x.dtype)  # (o, n)
+            x = (x.transpose(dim, -1) @ m.T).transpose(dim, -1)
+        return x
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    _nd = 1
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    _nd = 2

@@ -1,0 +1,247 @@
+"""Reverse-mode autograd as a graph transform.
+
+``grad(loss, wrt)`` appends the backward graph to ``loss``'s graph and returns one gradient tensor per
+requested tensor or parameter. Gradients come from one rule per primitive (``RULES``) and one rule
+for views (``view_grad``), so every high-level op, being a composition of primitives and views,
+differentiates without a rule of its own.
+
+Some edges carry no gradient: comparisons (``LessThan``), a ``Where``'s condition, indices of
+``Gather``/``ScatterAdd``, casts to int/bool, and everything of int or bool dtype. Asking for the
+gradient of something the loss reaches only through such edges is an error, not silent zeros.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..frontend.errors import op_error, where
+from ..frontend.ops import cast, div, eq, full_like, gt
+from ..frontend.ops.core import prim
+from ..frontend.ops import where as select
+from ..frontend.state import State
+from ..frontend.tensor import GraphTensor
+from .view_grad import view_grad
+
+LN2 = math.log(2.0)
+
+
+# rules: (node, output tensor, adjoint, inputs as read) -> gradient per input (None: no gradient) ---
+def _add(n, out, a, xs):
+    return a, a
+
+
+def _mul(n, out, a, xs):
+    return a * xs[1], a * xs[0]
+
+
+def _mod(n, out, a, xs):  # fmod(x, y) = x - trunc(x / y) * y
+    return a, -(a * div(xs[0], xs[1], rounding_mode="trunc"))
+
+
+def _max(n, out, a, xs):  # torch.maximum: ties share the gradient equally
+    x, y = xs
+    half = a * 0.5
+    zero = full_like(a, 0)
+    tie = eq(x, y)
+    return select(tie, half, select(gt(x, y), a, zero)), select(tie, half, select(gt(y, x), a, zero))
+
+
+def _where(n, out, a, xs):
+    zero = full_like(a, 0)
+    return None, select(xs[0], a, zero), select(xs[0], zero, a)
+
+
+def _log2(n, out, a, xs):
+    return (a / (xs[0] * LN2),)
+
+
+def _exp2(n, out, a, xs):
+    return (a * out * LN2,)
+
+
+def _sin(n, out, a, xs):
+    return (a * xs[0].cos(),)
+
+
+def _sqrt(n, out, a, xs):
+    return (a / (out * 2),)
+
+
+def _recip(n, out, a, xs):
+    return (-(a * out * out),)
+
+
+def _copy(n, out, a, xs):
+    return (a,)
+
+
+def _cast(n, out, a, xs):
+    return (cast(a, xs[0].dtype),)
+
+
+def _sum(n, out, a, xs):
+    return (a.unsqueeze(n.arg).expand(*xs[0].shape),)
+
+
+def _max_reduce(n, out, a, xs):  # torch.amax: ties share the gradient equally
+    x = xs[0]
+    hit = cast(eq(x, out.unsqueeze(n.arg).expand(*x.shape)), a.dtype)
+    share = a / hit.sum(n.arg)
+    return (share.unsqueeze(n.arg).expand(*x.shape) * hit,)
+
+
+def _gather(n, out, a, xs):
+    x, idx = xs
+    zeros = x.graph.zeros(x.shape, a.dtype)
+    return prim("ScatterAdd", zeros, idx, a, arg=n.arg, shape=x.shape), None
+
+
+def _scatter_add(n, out, a, xs):
+    _, idx, src = xs
+    return a, None, prim("Gather", a, idx, arg=n.arg, shape=src.shape)
+
+
+RULES = {
+    "Add": _add, "Mul": _mul, "Mod": _mod, "Max": _max, "Where": _where, "Log2": _log2, "Exp2": _exp2,
+    "Sin": _sin, "Sqrt": _sqrt, "Recip": _recip, "Copy": _copy, "Cast": _cast, "SumReduce": _sum,
+    "MaxReduce": _max_reduce, "Gather": _gather, "ScatterAdd": _scatter_add,
+}
+# (op, input index) edges along which no gradient flows, whatever the dtypes
+_NO_GRAD_EDGES = {("Where", 0), ("Gather", 1), ("ScatterAdd", 1), ("LessThan", 0), ("LessThan", 1)}
+
+
+def _carries_grad(n, i: int) -> bool:
+    src = n.srcs[i][0]
+    return (n.dtype.is_float and src.dtype.is_float and (n.op, i) not in _NO_GRAD_EDGES
+            and not (n.op == "Copy" and n.arg == "detach"))
+
+
+# the transform ------------------------------------------------------------------------------
+def grad(loss: GraphTensor, wrt, grad_output: GraphTensor | None = None, allow_unused: bool = False):
+    """Gradients of ``loss`` with respect to ``wrt`` (a tensor, a Parameter/State, or a list of them).
+
+    ``loss`` must be a float scalar unless ``grad_output`` (same shape) seeds the backward pass.
+    Tensors in ``wrt`` must be whole nodes (not views of one), as with torch's leaves. A returned
+    gradient has the shape and dtype of what it is for. Unused ``wrt`` entries are an error unless
+    ``allow_unused`` (then their gradient is zeros).
+    """
+    single = isinstance(wrt, (GraphTensor, State))
+    targets = [wrt] if single else list(wrt)
+    graph = _check_loss(loss, grad_output)
+    nodes = [_node_of(t, graph) for t in targets]
+
+    ancestors = _ancestors(loss.node)
+    # nodes that reach a wrt node along gradient-carrying edges, in topological (id) order
+    wanted = {n.id for n in nodes if n is not None}
+    carries: set[int] = set()
+    for nid in sorted(ancestors):
+        n = graph.nodes[nid]
+        if nid in wanted or any(s.id in carries and _carries_grad(n, i) for i, (s, _) in enumerate(n.srcs)):
+            carries.add(nid)
+
+    for t, n in zip(targets, nodes):
+        if n is None or n.id not in ancestors:
+            if not allow_unused:
+                raise op_error(ValueError, "grad", f"{_describe(t)} is not used to compute the loss "
+                               f"(pass allow_unused=True to get zeros)", loss)
+        elif not _reaches(n, loss.node, graph, ancestors):
+            _no_path_error(t, n, loss, graph, ancestors)
+
+    seed = grad_output if grad_output is not None else full_like(loss, 1.0)
+    adjoint: dict[int, GraphTensor] = {loss.node.id: view_grad(seed, loss.layout, loss.node.shape)}
+    for nid in sorted(carries, reverse=True):
+        a = adjoint.get(nid)
+        n = graph.nodes[nid]
+        if a is None or not n.srcs:
+            continue
+        xs = [graph.tensor(s, v) for s, v in n.srcs]
+        outs = RULES[n.op](n, graph.tensor(n), a, xs)
+        for i, ((s, v), gi) in enumerate(zip(n.srcs, outs)):
+            if gi is None or s.id not in carries or not _carries_grad(n, i):
+                continue
+            gb = view_grad(gi, v, s.shape)
+            prev = adjoint.get(s.id)
+            adjoint[s.id] = gb if prev is None else prev + gb
+
+    result = []
+    for t, n in zip(targets, nodes):
+        g = adjoint.get(n.id) if n is not None else None
+        if g is None:
+            g = graph.zeros(t.shape, t.dtype)
+        result.append(g)
+    return result[0] if single else result
+
+
+def _check_loss(loss, grad_output):
+    if not isinstance(loss, GraphTensor):
+        raise TypeError(f"grad: loss must be a GraphTensor, got {type(loss).__name__}")
+    if not loss.dtype.is_float:
+        raise op_error(TypeError, "grad", f"loss has dtype {loss.dtype.name}; only float losses have gradients", loss)
+    if grad_output is None:
+        if loss.shape != ():
+            raise op_error(ValueError, "grad", f"loss has shape {loss.shape}; a non-scalar loss needs grad_output "
+                           f"(or reduce it first, e.g. loss.sum())", loss)
+    elif not isinstance(grad_output, GraphTensor) or tuple(grad_output.shape) != tuple(loss.shape):
+        raise op_error(ValueError, "grad", "grad_output must be a tensor of the loss's shape", loss)
+    return loss.graph
+
+
+def _node_of(t, graph):
+    if isinstance(t, State):
+        if not t.dtype.is_float:
+            raise TypeError(f"grad: {t.describe()} is not a float tensor and has no gradient")
+        return graph.state_node(t)
+    if not isinstance(t, GraphTensor):
+        raise TypeError(f"grad: expected GraphTensors or Parameters to differentiate by, got {type(t).__name__}")
+    if t.graph is not graph:
+        raise op_error(ValueError, "grad", "a tensor to differentiate by belongs to another graph", t)
+    if not t.dtype.is_float:
+        raise op_error(TypeError, "grad", f"cannot differentiate by a {t.dtype.name} tensor", t)
+    if not (t.layout.is_contiguous() and tuple(t.shape) == tuple(t.node.shape)):
+        raise op_error(ValueError, "grad", "cannot differentiate by a view (reshape, slice, transpose...) of a "
+                       "tensor; differentiate by the tensor itself and apply the view to its gradient", t)
+    return t.node
+
+
+def _ancestors(root) -> set[int]:
+    seen, stack = set(), [root]
+    while stack:
+        n = stack.pop()
+        if n.id not in seen:
+            seen.add(n.id)
+            stack.extend(s for s, _ in n.srcs)
+    return seen
+
+
+def _reaches(n, target, graph, ancestors) -> bool:
+    """Whether ``target`` depends on ``n`` along gradient-carrying edges."""
+    live = {n.id}
+    for nid in sorted(i for i in ancestors if i > n.id):
+        m = graph.nodes[nid]
+        if any(s.id in live and _carries_grad(m, i) for i, (s, _) in enumerate(m.srcs)):
+            live.add(nid)
+    return target.id in live
+
+
+def _describe(t) -> str:
+    if isinstance(t, State):
+        return t.describe()
+    return f"the tensor made at {where(t.origin)}" if t.origin is not None else "a tensor"
+
+
+def _no_path_error(t, n, loss, graph, ancestors):
+    """The loss reads ``n`` only through edges without a gradient: name the first such edge."""
+    blocking = None
+    downstream = {n.id}
+    for nid in sorted(ancestors):
+        m = graph.nodes[nid]
+        for i, (s, _) in enumerate(m.srcs):
+            if s.id in downstream:
+                downstream.add(nid)
+                if not _carries_grad(m, i) and blocking is None:
+                    blocking = m
+    what = f"{blocking.op} ({'int/bool result' if not blocking.dtype.is_float else 'no gradient'})" \
+        if blocking is not None else "non-differentiable ops"
+    raise op_error(ValueError, "grad", f"the loss depends on {_describe(t)} only through {what}; "
+                   f"comparisons, argmax, integer and bool ops have no gradient", loss)
+

@@ -1,0 +1,60 @@
+"""RMSprop (centered, with momentum): torch's ``_single_tensor_rmsprop``."""
+
+from __future__ import annotations
+
+from .optimizer import Optimizer
+
+
+class RMSprop(Optimizer):
+    """torch.optim.RMSprop. State: ``square_avg``; ``momentum_buffer`` when momentum > 0 and
+    ``grad_avg`` when centered (in some group)."""
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
+                 maximize=False):
+        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
+                        centered=centered, maximize=maximize)
+        self._validate(defaults)
+        super().__init__(params, defaults)
+
+    def _validate(self, h: dict) -> None:
+        for k in ("lr", "alpha", "eps", "weight_decay", "momentum"):
+            if not h[k] >= 0:
+                raise ValueError(f"RMSprop: invalid {k} {h[k]!r} (must be >= 0)")
+
+    def add_param_group(self, group: dict) -> None:
+        self._validate({**self.defaults, **group})
+        super().add_param_group(group)
+
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        names = ("square_avg",)
+        if any(g["momentum"] > 0 for g in self.param_groups):
+            names += ("momentum_buffer",)
+        if any(g["centered"] for g in self.param_groups):
+            names += ("grad_avg",)
+        return names
+
+    def scalars(self, group: dict, t: int) -> dict[str, float]:
+        s = dict(lr=group["lr"], alpha=group["alpha"], one_minus_alpha=1 - group["alpha"], eps=group["eps"])
+        if group["weight_decay"] != 0:
+            s["weight_decay"] = group["weight_decay"]
+        if group["momentum"] > 0:
+            s["momentum"] = group["momentum"]
+        return s
+
+    def update(self, p, g, state: dict, s: dict, group: dict):
+        new_state = dict(state)
+        if group["maximize"]:
+            g = -g
+        if group["weight_decay"] != 0:
+            g = g + p * s["weight_decay"]
+        sq = new_state["square_avg"] = state["square_avg"] * s["alpha"] + g * g * s["one_minus_alpha"]
+        if group["centered"]:
+            ga = new_state["grad_avg"] = state["grad_avg"] + (g - state["grad_avg"]) * s["one_minus_alpha"]
+            avg = (sq - ga * ga).sqrt() + s["eps"]
+        else:
+            avg = sq.sqrt() + s["eps"]
+        if group["momentum"] > 0:
+            buf = new_state["momentum_buffer"] = state["momentum_buffer"] * s["momentum"] + g / avg
+            return p - buf * s["lr"], new_state
+        return p - s["lr"] * (g / avg), new_state

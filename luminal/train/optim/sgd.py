@@ -1,0 +1,55 @@
+"""SGD with momentum, dampening, Nesterov momentum and weight decay: torch's ``_single_tensor_sgd``."""
+
+from __future__ import annotations
+
+from ...frontend.ops import where
+from .optimizer import Optimizer
+
+
+class SGD(Optimizer):
+    """torch.optim.SGD. As in torch, the momentum buffer is the gradient itself at the first step
+    (``first_step`` is 1.0 at t = 1, else 0.0, and selects it exactly: one graph serves every step)."""
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, maximize=False):
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize)
+        self._validate(defaults)
+        super().__init__(params, defaults)
+
+    def _validate(self, h: dict) -> None:
+        for k in ("lr", "momentum", "weight_decay"):
+            if not h[k] >= 0:
+                raise ValueError(f"SGD: invalid {k} {h[k]!r} (must be >= 0)")
+        if h["nesterov"] and (h["momentum"] <= 0 or h["dampening"] != 0):
+            raise ValueError(f"SGD: nesterov=True needs momentum > 0 and dampening = 0, got momentum="
+                             f"{h['momentum']!r}, dampening={h['dampening']!r}")
+
+    def add_param_group(self, group: dict) -> None:
+        self._validate({**self.defaults, **group})
+        super().add_param_group(group)
+
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        return ("momentum_buffer",) if any(g["momentum"] != 0 for g in self.param_groups) else ()
+
+    def scalars(self, group: dict, t: int) -> dict[str, float]:
+        s = {"lr": group["lr"]}
+        if group["weight_decay"] != 0:
+            s["weight_decay"] = group["weight_decay"]
+        if group["momentum"] != 0:
+            s.update(momentum=group["momentum"], one_minus_dampening=1 - group["dampening"],
+                     first_step=1.0 if t == 1 else 0.0)
+        return s
+
+    def update(self, p, g, state: dict, s: dict, group: dict):
+        new_state = dict(state)
+        if group["maximize"]:
+            g = -g
+        if group["weight_decay"] != 0:
+            g = g + p * s["weight_decay"]
+        if group["momentum"] != 0:
+            buf = state["momentum_buffer"] * s["momentum"] + g * s["one_minus_dampening"]
+            buf = where(s["first_step"] > 0, g, buf)
+            new_state["momentum_buffer"] = buf
+            g = g + buf * s["momentum"] if group["nesterov"] else buf
+        return p - g * s["lr"], new_state

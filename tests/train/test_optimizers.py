@@ -1,0 +1,214 @@
+"""Optimizers against torch.optim (single-tensor CPU path): the update graph alone, fed gradients
+directly (no autograd), compiled with the parameters and states as persistent updates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import luminal as lm
+from luminal.nn.parameter import Parameter
+from luminal.train.optim.adagrad import Adagrad
+from luminal.train.optim.adam import Adam, AdamW
+from luminal.train.optim.rmsprop import RMSprop
+from luminal.train.optim.sgd import SGD
+from luminal.train.schedulers import OneCycleLR
+
+SHAPES = [(3, 4), (5,)]
+RTOL, ATOL = 1e-5, 1e-6  # atol: float32 rounding (torch uses FMA) of O(1) terms that cancel
+
+OURS = {"SGD": SGD, "Adam": Adam, "AdamW": AdamW, "RMSprop": RMSprop, "Adagrad": Adagrad}
+THEIRS = {"SGD": torch.optim.SGD, "Adam": torch.optim.Adam, "AdamW": torch.optim.AdamW,
+          "RMSprop": torch.optim.RMSprop, "Adagrad": torch.optim.Adagrad}
+
+
+class Step:
+    """Test-local stand-in for the train-step runner: one compiled program applying ``opt.update``
+    to every parameter, with the gradients as inputs ``g0, g1, ...``."""
+
+    def __init__(self, opt):
+        self.opt = opt
+        graph = lm.Graph()
+        outs, updates, k = [], {}, 0
+        for gi, group in enumerate(opt.param_groups):
+            s = {n: graph.state(st) for n, st in opt.scalar_states(gi, opt.steps + 1).items()}
+            for p in group["params"]:
+                states = opt.state_for(p)
+                new_p, new_states = opt.update(graph.state(p), graph.input(f"g{k}", p.shape),
+                                               {n: graph.state(st) for n, st in states.items()}, s, group)
+                assert set(new_states) == set(states)
+                updates[p] = new_p
+                updates.update({states[n]: new_states[n] for n in states})
+                outs.append(new_p)
+                k += 1
+        self.fn = lm.compile(outs, backend="reference", updates=updates)
+
+    def __call__(self, grads):
+        t = self.opt.steps + 1
+        for gi in range(len(self.opt.param_groups)):
+            self.opt.scalar_states(gi, t)
+        self.fn(**{f"g{k}": g for k, g in enumerate(grads)})
+        self.opt.steps = t
+
+
+def _groups(params, group_opts):
+    return [{"params": [p], **o} for p, o in zip(params, group_opts)] if group_opts else params
+
+
+def run_both(name, kwargs, steps=1, group_opts=None, seed=0, schedulers=None):
+    """Run ``steps`` updates of luminal's and torch's ``name`` optimizer on identical values and
+    gradients; compare the parameters (and every state) after each step. ``schedulers(opt, topt)``
+    makes schedulers (created after the step is compiled), stepped after every step."""
+    rng = np.random.default_rng(seed)
+    inits = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
+    ours = [Parameter(x, name=f"p{i}") for i, x in enumerate(inits)]
+    theirs = [torch.tensor(x, requires_grad=True) for x in inits]
+    opt = OURS[name](_groups(ours, group_opts), **kwargs)
+    topt = THEIRS[name](_groups(theirs, group_opts), **kwargs, foreach=False)
+    step = Step(opt)
+    scheds = schedulers(opt, topt) if schedulers else []
+    for t in range(steps):
+        grads = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
+        step(grads)
+        for tp, g in zip(theirs, grads):
+            tp.grad = torch.tensor(g)
+        topt.step()
+        for p, tp in zip(ours, theirs):
+            np.testing.assert_allclose(p.data, tp.detach().numpy(), rtol=RTOL, atol=ATOL,
+                                       err_msg=f"{name} {kwargs} param after step {t + 1}")
+            for n, st in opt.state_for(p).items():
+                want = topt.state[tp].get(n)
+                if want is not None:  # a group without momentum has an unused (zero) buffer
+                    np.testing.assert_allclose(st.data, want.numpy(), rtol=RTOL, atol=ATOL,
+                                               err_msg=f"{name} {kwargs} state {n} after step {t + 1}")
+        for sch in scheds:
+            sch.step()
+    return opt, topt
+
+
+CASES = [
+    ("SGD", {}),
+    ("SGD", {"lr": 0.1, "weight_decay": 0.1}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.3, "weight_decay": 0.05}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}),
+    ("SGD", {"lr": 0.1, "momentum": 0.8, "nesterov": True, "weight_decay": 0.01, "maximize": True}),
+    ("Adam", {}),
+    ("Adam", {"lr": 0.01, "betas": (0.8, 0.99), "eps": 1e-6}),
+    ("Adam", {"lr": 0.01, "weight_decay": 0.1}),
+    ("Adam", {"lr": 0.01, "amsgrad": True}),
+    ("Adam", {"lr": 0.01, "amsgrad": True, "weight_decay": 0.1, "maximize": True}),
+    ("Adam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("AdamW", {}),
+    ("AdamW", {"lr": 0.01, "weight_decay": 0.3, "amsgrad": True}),
+    ("AdamW", {"lr": 0.01, "weight_decay": 0.0, "maximize": True}),
+    ("RMSprop", {}),
+    ("RMSprop", {"lr": 0.01, "alpha": 0.9, "weight_decay": 0.1}),
+    ("RMSprop", {"lr": 0.01, "centered": True}),
+    ("RMSprop", {"lr": 0.01, "momentum": 0.9}),
+    ("RMSprop", {"lr": 0.01, "momentum": 0.9, "centered": True, "weight_decay": 0.1, "maximize": True}),
+    ("Adagrad", {}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.1}),
+    ("Adagrad", {"lr": 0.1, "initial_accumulator_value": 0.5, "weight_decay": 0.1}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.05, "initial_accumulator_value": 0.2, "eps": 1e-3, "maximize": True}),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{k}" for n, k in CASES])
+def test_one_step_matches_torch(name, kwargs):
+    run_both(name, kwargs, steps=1)
+
+
+@pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{k}" for n, k in CASES])
+def test_five_steps_match_torch(name, kwargs):
+    run_both(name, kwargs, steps=5, seed=1)
+
+
+@pytest.mark.parametrize("name,group_opts", [
+    ("SGD", [{"lr": 0.2, "momentum": 0.9, "nesterov": True}, {"lr": 0.05}]),
+    ("Adam", [{"lr": 0.02, "amsgrad": True}, {"betas": (0.5, 0.9), "weight_decay": 0.1}]),
+    ("RMSprop", [{"centered": True}, {"momentum": 0.5, "lr": 0.001}]),
+    ("Adagrad", [{"initial_accumulator_value": 1.0}, {"lr_decay": 0.2}]),
+])
+def test_param_groups_match_torch(name, group_opts):
+    run_both(name, {"lr": 0.01}, steps=3, group_opts=group_opts, seed=2)
+
+
+def test_learning_rate_changes_without_recompiling():
+    """A scheduler (here OneCycleLR, which also cycles Adam's beta1) changes the groups between
+    runs of one compiled program; the update follows, as torch's does."""
+    def schedulers(opt, topt):
+        return [OneCycleLR(opt, max_lr=0.05, total_steps=10),
+                torch.optim.lr_scheduler.OneCycleLR(topt, max_lr=0.05, total_steps=10)]
+
+    opt, topt = run_both("Adam", {"lr": 0.01}, steps=6, seed=3, schedulers=schedulers)
+    assert opt.param_groups[0]["lr"] == topt.param_groups[0]["lr"]
+    assert opt.param_groups[0]["betas"] == topt.param_groups[0]["betas"]
+
+
+def test_state_names_follow_options():
+    p = [Parameter(np.zeros(3, np.float32))]
+    assert SGD(p).state_names == ()
+    assert SGD(p, momentum=0.9).state_names == ("momentum_buffer",)
+    assert Adam(p).state_names == ("exp_avg", "exp_avg_sq")
+    assert Adam(p, amsgrad=True).state_names == ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+    assert RMSprop(p).state_names == ("square_avg",)
+    assert RMSprop(p, momentum=0.1, centered=True).state_names == ("square_avg", "momentum_buffer", "grad_avg")
+    assert Adagrad(p).state_names == ("sum",)
+    np.testing.assert_array_equal(Adagrad(p, initial_accumulator_value=0.25).state_for(p[0])["sum"].data,
+                                  np.full(3, 0.25, np.float32))
+
+
+def test_state_dict_round_trip_resumes():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(6).astype(np.float32)
+    grads = [rng.standard_normal(6).astype(np.float32) for _ in range(4)]
+
+    def make(data):
+        p = Parameter(data.copy(), name="w")
+        opt = Adam([p], lr=0.01, amsgrad=True)
+        return p, opt, Step(opt)
+
+    p, opt, step = make(x)
+    for g in grads:
+        step([g])
+    p2, opt2, step2 = make(x)
+    p3, opt3, step3 = make(x)
+    for g in grads[:2]:
+        step2([g])
+    sd = opt2.state_dict()
+    p3.set(p2.data)
+    opt3.load_state_dict(sd)
+    for g in grads[2:]:
+        step3([g])
+    np.testing.assert_array_equal(p3.data, p.data)
+
+
+@pytest.mark.parametrize("make,msg", [
+    (lambda p: SGD(p, lr=-0.1), "SGD: invalid lr"),
+    (lambda p: SGD(p, momentum=-1), "SGD: invalid momentum"),
+    (lambda p: SGD(p, nesterov=True), "SGD: nesterov=True needs momentum > 0"),
+    (lambda p: SGD(p, momentum=0.9, dampening=0.1, nesterov=True), "dampening = 0"),
+    (lambda p: SGD([{"params": p, "lr": -1.0}]), "SGD: invalid lr"),
+    (lambda p: Adam(p, betas=(1.0, 0.999)), r"Adam: invalid betas\[0\]"),
+    (lambda p: Adam(p, betas=(0.9, -0.1)), r"Adam: invalid betas\[1\]"),
+    (lambda p: AdamW(p, eps=-1e-8), "AdamW: invalid eps"),
+    (lambda p: AdamW(p, weight_decay=-1), "AdamW: invalid weight_decay"),
+    (lambda p: RMSprop(p, alpha=-0.5), "RMSprop: invalid alpha"),
+    (lambda p: Adagrad(p, lr_decay=-1), "Adagrad: invalid lr_decay"),
+    (lambda p: Adagrad(p, initial_accumulator_value=-1), "Adagrad: invalid initial_accumulator_value"),
+])
+def test_invalid_arguments(make, msg):
+    with pytest.raises(ValueError, match=msg):
+        make([Parameter(np.zeros(2, np.float32))])
+
+
+def test_defaults_match_torch():
+    import inspect
+
+    for name, ours in OURS.items():
+        theirs = inspect.signature(THEIRS[name].__init__).parameters
+        for k, v in inspect.signature(ours.__init__).parameters.items():
+            if k not in ("self", "params"):
+                assert v.default == theirs[k].default, (name, k)
