@@ -43,6 +43,9 @@ class State:
         if arr.shape != self.data.shape:
             raise ValueError(f"{self.describe()}: cannot set a value of shape {arr.shape}; "
                              f"expected {self.data.shape}")
+        if self.dtype.kind == "i" and arr.dtype.kind in "iu" and arr.size and (
+                arr.min() < -2**31 or arr.max() >= 2**31):
+            raise ValueError(f"{self.describe()}: values in [{arr.min()}, {arr.max()}] do not fit in int32")
         np.copyto(self.data, dt.to_storage(arr, self.dtype), casting="unsafe")
 
     def describe(self) -> str:

@@ -174,8 +174,9 @@ class Module:
         parameter's dtype); strict name and shape checks as in ``load_state_dict``."""
         from .safetensors_io import load_file
 
+        tensors = load_file(path)
         try:
-            return self.load_state_dict(load_file(path), strict=strict)
+            return self.load_state_dict(tensors, strict=strict)
         except ValueError as e:
             raise ValueError(f"{path}: {e}") from None
 

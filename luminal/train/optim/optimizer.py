@@ -50,7 +50,6 @@ class Optimizer:
             raise ValueError(f"{type(self).__name__}: a parameter appears in more than one group")
         for k, v in self.defaults.items():
             group.setdefault(k, v)
-        group.setdefault("initial_lr", group.get("lr"))
         self.param_groups.append(group)
 
     # state ------------------------------------------------------------------------------------
@@ -84,7 +83,7 @@ class Optimizer:
         (everything a checkpoint needs to resume exactly)."""
         arrays = {}
         for k, (_, p) in enumerate(self.params()):
-            for n, s in self.state.get(id(p), {}).items():
+            for n, s in self.state_for(p).items():
                 arrays[f"state.{k}.{n}"] = s.data
         groups = [{k: v for k, v in g.items() if k not in ("params", "_scalars")} for g in self.param_groups]
         return {"arrays": arrays, "steps": self.steps, "param_groups": groups}

@@ -1,0 +1,310 @@
+"""Loss functions with torch.nn.functional's names, defaults and semantics, composed from frontend ops
+(so they differentiate like any other composition).
+
+The forms are the numerically stable ones: log-softmax through log-sum-exp, log-sigmoid through
+``exp(-|x|)`` (never overflows) and ``log1p``, and every ``log`` of something that can reach 0 reads
+a safe value in the branch ``where`` discards, so no NaN appears there either (forward or backward).
+
+Signatures are torch's without the deprecated ``size_average``/``reduce``: the arguments that follow
+them in torch are keyword-only here, so a positional torch call that would have bound those two fails
+loudly instead of binding the wrong argument.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from ..frontend import dtype as dt
+from ..frontend import ops
+from ..frontend.errors import op_error
+from ..frontend.symbolic import is_static, shape_str
+from ..frontend.tensor import GraphTensor
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+# checks ---------------------------------------------------------------------------------------
+def _tensors(loss: str, **named):
+    for name, t in named.items():
+        if t is not None and not isinstance(t, GraphTensor):
+            raise TypeError(f"{loss}: {name} must be a GraphTensor, got {type(t).__name__}")
+
+
+def _float(loss: str, what: str, t: GraphTensor):
+    if not t.dtype.is_float:
+        raise op_error(TypeError, loss, f"{what} must be a float tensor, got {t.dtype.name}", t)
+
+
+def _reduction(loss: str, reduction, x: GraphTensor, allowed=_REDUCTIONS):
+    if reduction not in allowed:
+        choices = ", ".join(repr(r) for r in allowed)
+        raise op_error(ValueError, loss, f"reduction must be one of {choices}, got {reduction!r}", x)
+
+
+def _same_shape(loss: str, what: str, x: GraphTensor, t: GraphTensor):
+    if t.shape != x.shape:
+        msg = f"{what} shape {shape_str(t.shape)} must equal the input shape {shape_str(x.shape)}"
+        raise op_error(ValueError, loss, msg, x, t)
+
+
+def _fits(loss: str, what: str, x: GraphTensor, w: GraphTensor | None):
+    """``w`` must broadcast to ``x``'s shape without growing it (torch applies it in place)."""
+    if w is not None and ops.broadcast_shapes(loss, x, w) != x.shape:
+        msg = f"{what} shape {shape_str(w.shape)} does not broadcast to the input shape {shape_str(x.shape)}"
+        raise op_error(ValueError, loss, msg, x, w)
+
+
+def _pair(loss: str, x: GraphTensor, t: GraphTensor):
+    """Pointwise losses broadcast input and target, as torch does, and warn as torch does when the
+    shapes differ (it is usually a bug, e.g. (N, 1) against (N,))."""
+    _tensors(loss, input=x, target=t)
+    ops.broadcast_shapes(loss, x, t)
+    if not dt.promote(x.dtype, t.dtype).is_float:
+        raise op_error(TypeError, loss, f"needs a float input or target, got {x.dtype.name} and {t.dtype.name}", x, t)
+    if x.shape != t.shape:
+        warnings.warn(f"{loss}: target shape {shape_str(t.shape)} differs from input shape {shape_str(x.shape)}; "
+                      "they broadcast, which is usually a mistake", stacklevel=3)
+
+
+# shared pieces --------------------------------------------------------------------------------
+def _reduce(loss: GraphTensor, reduction: str) -> GraphTensor:
+    return loss if reduction == "none" else loss.sum() if reduction == "sum" else loss.mean()
+
+
+def _number(like: GraphTensor, n):
+    """A dim as a divisor: the int itself, or a runtime scalar when it is symbolic."""
+    return n if is_static(n) else ops.cast(like.graph.constant(n), like.dtype)
+
+
+def _log1p(u: GraphTensor) -> GraphTensor:
+    """``log(1 + u)`` accurate for small ``u`` (Goldberg: ``log(w) * u / (w - 1)``, ``w = 1 + u``)."""
+    w = ops.add(u, 1.0)
+    d = ops.sub(w, 1.0)
+    exact = ops.eq(d, 0)
+    return ops.where(exact, u, ops.log(w) * (u / ops.where(exact, 1.0, d)))
+
+
+def _log_sigmoid(x: GraphTensor) -> GraphTensor:
+    return ops.minimum(x, 0.0) - _log1p(ops.exp(-ops.abs(x)))
+
+
+def _log_clamped(p: GraphTensor) -> GraphTensor:
+    """torch's BCE log: ``max(log p, -100)``, so p = 0 or 1 costs 100 instead of inf."""
+    zero = ops.eq(p, 0)
+    return ops.where(zero, -100.0, ops.maximum(ops.log(ops.where(zero, 1.0, p)), -100.0))
+
+
+def _xlogy_self(t: GraphTensor) -> GraphTensor:
+    """``t * log(t)`` with 0 at t = 0 (torch.xlogy(t, t))."""
+    zero = ops.eq(t, 0)
+    return ops.where(zero, 0.0, t * ops.log(ops.where(zero, 1.0, t)))
+
+
+def _class_dim(loss: str, x: GraphTensor) -> int:
+    if x.ndim == 0:
+        raise op_error(ValueError, loss, "input needs a class dim: (C,), (N, C) or (N, C, d1, ...)", x)
+    return 0 if x.ndim == 1 else 1
+
+
+def _class_weight(loss: str, x: GraphTensor, weight, cdim: int):
+    """A (C,) weight viewed along the class dim of ``x``."""
+    if weight is None:
+        return None
+    _float(loss, "weight", weight)
+    c = x.shape[cdim]
+    if weight.shape != (c,):
+        msg = f"weight must have shape ({c},), one per class, got {shape_str(weight.shape)}"
+        raise op_error(ValueError, loss, msg, x, weight)
+    return weight.reshape((c,) + (1,) * (x.ndim - cdim - 1))
+
+
+def _check_indices(loss: str, x: GraphTensor, target: GraphTensor, weight):
+    """Class indices: int32, of the input's shape without the class dim; weight one per class."""
+    cdim = _class_dim(loss, x)
+    if target.dtype.kind != "i":
+        raise op_error(TypeError, loss, f"target of class indices must be int32, got {target.dtype.name}", x, target)
+    want = x.shape[:cdim] + x.shape[cdim + 1:]
+    if target.shape != want:
+        msg = (f"target shape {shape_str(target.shape)} does not fit input shape {shape_str(x.shape)}: "
+               f"class indices need shape {shape_str(want)}")
+        raise op_error(ValueError, loss, msg, x, target)
+    _class_weight(loss, x, weight, cdim)
+
+
+def _nll(logp: GraphTensor, target: GraphTensor, weight, ignore_index: int):
+    """``-w[t] * logp[t]`` per element (0 where ``t == ignore_index``), the weight each element
+    counts for in a mean (0 where ignored), and the kept mask."""
+    cdim = 0 if logp.ndim == 1 else 1
+    keep = ops.ne(target, ignore_index)
+    safe = ops.where(keep, target, 0)  # gather never reads ignore_index (it may be out of range)
+    picked = ops.gather(logp, cdim, safe.unsqueeze(cdim)).squeeze(cdim)
+    if weight is None:
+        w = ops.cast(keep, logp.dtype)
+    else:
+        w = ops.where(keep, ops.index_select(weight, 0, safe.reshape(-1)).reshape(target.shape), 0.0)
+        picked = picked * w
+    return ops.where(keep, -picked, 0.0), w, keep
+
+
+def _weighted_mean(elem: GraphTensor, w: GraphTensor, reduction: str) -> GraphTensor:
+    """torch's class-weighted mean divides by the summed weight of the kept targets (NaN if none)."""
+    return elem.sum() / w.sum() if reduction == "mean" else _reduce(elem, reduction)
+
+
+# classification -------------------------------------------------------------------------------
+def nll_loss(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None = None, *,  # noqa: A002
+             ignore_index: int = -100, reduction: str = "mean") -> GraphTensor:
+    """Negative log-likelihood of int32 class indices ``target`` (N, d1, ...) under log-probabilities
+    ``input`` (N, C, d1, ...) (or (C,) against a 0-d target)."""
+    _tensors("nll_loss", input=input, target=target, weight=weight)
+    _float("nll_loss", "input", input)
+    _reduction("nll_loss", reduction, input)
+    _check_indices("nll_loss", input, target, weight)
+    elem, w, _ = _nll(input, target, weight, ignore_index)
+    return _weighted_mean(elem, w, reduction)
+
+
+def cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None = None, *,  # noqa: A002
+                  ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0) -> GraphTensor:
+    """Cross entropy of logits ``input`` (N, C, d1, ...) or (C,) against int32 class indices (the
+    input's shape without C) or float class probabilities (the input's shape), as torch decides: by
+    the target's dtype. Label smoothing mixes in the uniform distribution over the C classes."""
+    loss = "cross_entropy"
+    _tensors(loss, input=input, target=target, weight=weight)
+    _float(loss, "input", input)
+    _reduction(loss, reduction, input)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise op_error(ValueError, loss, f"label_smoothing must be in [0, 1], got {label_smoothing}", input)
+    cdim = _class_dim(loss, input)
+    soft = target.dtype.is_float
+    if not soft:
+        _check_indices(loss, input, target, weight)
+    elif target.shape != input.shape:
+        want = input.shape[:cdim] + input.shape[cdim + 1:]
+        msg = (f"a float target holds class probabilities and needs the input shape {shape_str(input.shape)}, "
+               f"got {shape_str(target.shape)} (class indices are int32 of shape {shape_str(want)})")
+        raise op_error(ValueError, loss, msg, input, target)
+    elif ignore_index >= 0:
+        raise op_error(ValueError, loss, "ignore_index is not supported with class-probability targets", input, target)
+    wv = _class_weight(loss, input, weight, cdim)
+    n_classes = _number(input, input.shape[cdim])
+    logp = input.log_softmax(cdim)
+    if soft:
+        if label_smoothing > 0:
+            target = target * (1.0 - label_smoothing) + label_smoothing / n_classes
+        p = logp * target if wv is None else logp * target * wv
+        return _reduce(-p.sum(cdim), reduction)  # the mean is over N, d1, ... (numel / C)
+    elem, w, keep = _nll(logp, target, weight, ignore_index)
+    if label_smoothing > 0:
+        smooth = ops.where(keep, -(logp if wv is None else logp * wv).sum(cdim), 0.0)
+        elem = elem * (1.0 - label_smoothing) + smooth * label_smoothing / n_classes
+    return _weighted_mean(elem, w, reduction)
+
+
+def binary_cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None = None, *,  # noqa: A002
+                         reduction: str = "mean") -> GraphTensor:
+    """BCE of probabilities ``input``; each log is clamped at -100 as in torch, so a saturated
+    probability gives a finite loss. Prefer ``binary_cross_entropy_with_logits`` on logits."""
+    loss = "binary_cross_entropy"
+    _tensors(loss, input=input, target=target, weight=weight)
+    _float(loss, "input", input)
+    _float(loss, "target", target)
+    _reduction(loss, reduction, input)
+    _same_shape(loss, "target", input, target)
+    _fits(loss, "weight", input, weight)
+    out = (target - 1.0) * _log_clamped(1.0 - input) - target * _log_clamped(input)
+    return _reduce(out if weight is None else out * weight, reduction)
+
+
+def binary_cross_entropy_with_logits(input: GraphTensor, target: GraphTensor,  # noqa: A002
+                                     weight: GraphTensor | None = None, *, reduction: str = "mean",
+                                     pos_weight: GraphTensor | None = None) -> GraphTensor:
+    """BCE on logits: ``(1 - t) x - (1 + (pw - 1) t) log_sigmoid(x)``, finite for any logit.
+    ``pos_weight`` scales the positive term (broadcast along the last dims, e.g. one per class)."""
+    loss = "binary_cross_entropy_with_logits"
+    _tensors(loss, input=input, target=target, weight=weight, pos_weight=pos_weight)
+    _float(loss, "input", input)
+    _float(loss, "target", target)
+    _reduction(loss, reduction, input)
+    _same_shape(loss, "target", input, target)
+    _fits(loss, "weight", input, weight)
+    _fits(loss, "pos_weight", input, pos_weight)
+    ls = _log_sigmoid(input)
+    if pos_weight is not None:
+        ls = ls * ((pos_weight - 1.0) * target + 1.0)
+    out = (1.0 - target) * input - ls
+    return _reduce(out if weight is None else out * weight, reduction)
+
+
+def kl_div(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean",  # noqa: A002
+           log_target: bool = False) -> GraphTensor:
+    """KL(target || exp(input)) pointwise, ``input`` in log space. As in torch, ``"mean"`` divides
+    by every element (not the KL divergence); ``"batchmean"`` divides by the batch size and is."""
+    loss = "kl_div"
+    _tensors(loss, input=input, target=target)
+    _float(loss, "input", input)
+    _float(loss, "target", target)
+    _reduction(loss, reduction, input, _REDUCTIONS + ("batchmean",))
+    _pair(loss, input, target)
+    if log_target:
+        out = ops.exp(target) * (target - input)
+    else:
+        out = _xlogy_self(target) - target * input
+    if reduction == "batchmean":
+        s = out.sum()
+        return s / _number(s, input.shape[0]) if input.ndim else s
+    return _reduce(out, reduction)
+
+
+# regression -----------------------------------------------------------------------------------
+def _elementwise_weight(loss: str, x: GraphTensor, out: GraphTensor, weight, reduction: str, by_weight: bool):
+    """torch's optional per-element ``weight`` (same shape as the input); a weighted mean divides by
+    the summed weight for mse/l1 (``by_weight``) and by the element count for huber."""
+    if weight is None:
+        return _reduce(out, reduction)
+    _tensors(loss, weight=weight)
+    if weight.shape != x.shape:
+        msg = f"weight shape {shape_str(weight.shape)} must equal the input shape {shape_str(x.shape)}"
+        raise op_error(ValueError, loss, msg, x, weight)
+    out = out * weight
+    return out.sum() / weight.sum() if by_weight and reduction == "mean" else _reduce(out, reduction)
+
+
+def mse_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean",  # noqa: A002
+             weight: GraphTensor | None = None) -> GraphTensor:
+    _pair("mse_loss", input, target)
+    _reduction("mse_loss", reduction, input)
+    d = input - target
+    return _elementwise_weight("mse_loss", input, d * d, weight, reduction, by_weight=True)
+
+
+def l1_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean",  # noqa: A002
+            weight: GraphTensor | None = None) -> GraphTensor:
+    _pair("l1_loss", input, target)
+    _reduction("l1_loss", reduction, input)
+    return _elementwise_weight("l1_loss", input, ops.abs(input - target), weight, reduction, by_weight=True)
+
+
+def smooth_l1_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean",  # noqa: A002
+                   beta: float = 1.0) -> GraphTensor:
+    """Quadratic below ``beta``, linear above, slope 1 (continuous gradient); ``beta=0`` is L1."""
+    _pair("smooth_l1_loss", input, target)
+    _reduction("smooth_l1_loss", reduction, input)
+    if beta < 0:
+        raise op_error(ValueError, "smooth_l1_loss", f"beta must be >= 0, got {beta}", input)
+    z = ops.abs(input - target)
+    if beta == 0:
+        return _reduce(z, reduction)
+    return _reduce(ops.where(ops.lt(z, beta), z * z * 0.5 / beta, z - 0.5 * beta), reduction)
+
+
+def huber_loss(input: GraphTensor, target: GraphTensor, reduction: str = "mean", delta: float = 1.0,  # noqa: A002
+               weight: GraphTensor | None = None) -> GraphTensor:
+    """Quadratic below ``delta``, linear above with slope ``delta``: smooth_l1 scaled by ``delta``."""
+    _pair("huber_loss", input, target)
+    _reduction("huber_loss", reduction, input)
+    if delta <= 0:
+        raise op_error(ValueError, "huber_loss", f"delta must be > 0, got {delta}", input)
+    z = ops.abs(input - target)
+    out = ops.where(ops.lt(z, delta), z * z * 0.5, (z - 0.5 * delta) * delta)
+    return _elementwise_weight("huber_loss", input, out, weight, reduction, by_weight=False)
