@@ -1,7 +1,7 @@
 """A tour of the DSL: build a lazy graph, compile it once, run it at two batch sizes.
 
 Nothing is computed while the graph is built; ``lm.compile`` returns a callable over numpy arrays.
-(Training arrives with the MNIST example; this script only shows the DSL.)
+(Training: see examples/mnist/train.py.)
 """
 
 import numpy as np

@@ -7,6 +7,7 @@ from .compile import compile
 from .frontend import DType, Graph, GraphTensor, Sym, bfloat16, float16, float32, float64, int32, sym
 from .frontend.dtype import bool_
 from .frontend.ops import *  # noqa: F403 - the public ops, listed once in frontend/ops
+from .frontend.seed import manual_seed
 
 bool = bool_  # noqa: A001 - lm.bool, as torch.bool
 

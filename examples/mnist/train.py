@@ -26,7 +26,6 @@ from data import batches, load_mnist  # noqa: E402 - the example's own data modu
 import luminal as lm  # noqa: E402
 from luminal import nn, train  # noqa: E402
 from luminal.compile.api import BACKENDS  # noqa: E402
-from luminal.frontend.seed import manual_seed  # noqa: E402
 
 
 class MLP(nn.Module):
@@ -83,7 +82,7 @@ def main(argv=None) -> dict:
         xtr, ytr, xte, yte = xtr[:args.limit], ytr[:args.limit], xte[:args.limit // 4], yte[:args.limit // 4]
     print(f"data: {data.source}: {len(xtr)} train / {len(xte)} held-out digits")
 
-    manual_seed(args.seed)
+    lm.manual_seed(args.seed)
     model = MODELS[args.model]()
     g = lm.Graph()
     x, y = g.input("x", ("B", 784)), g.input("y", ("B",), dtype=lm.int32)

@@ -75,7 +75,9 @@ class ReferenceInterpreter:
             for n in self.order:
                 if n.id in self.fused:
                     continue
-                vals[n.id] = self._eval(n, vals, arrays, env)
+                v = self._eval(n, vals, arrays, env)
+                # buffers are contiguous (views index them flat); einsum and friends may return strided results
+                vals[n.id] = v if v.flags.c_contiguous else np.array(v, order="C")
             # np.array, not np.ascontiguousarray: the latter turns 0-d results into shape (1,)
             return [np.array(read(vals[n.id], v, env), order="C") for n, v in self.outputs]
 

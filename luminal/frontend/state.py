@@ -21,7 +21,9 @@ class State:
 
     def __init__(self, data, dtype=None, name: str | None = None):
         arr = np.asarray(data)
-        d = dt.as_dtype(dtype) if dtype is not None else (dt.int32 if arr.dtype.kind in "iu" else dt.as_dtype(arr.dtype))
+        if dtype is None:
+            dtype = dt.int32 if arr.dtype.kind in "iu" else arr.dtype  # one integer type, as for inputs
+        d = dt.as_dtype(dtype)
         self.dtype: dt.DType = d
         self.data: np.ndarray = np.array(dt.to_storage(arr, d), order="C", copy=True)
         self.name = name
