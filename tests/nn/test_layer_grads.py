@@ -84,8 +84,6 @@ def test_embedding_grads(backend):
     grad_check(lambda nn: nn.Embedding(5, 3), idx, backend)
 
 
-@pytest.mark.xfail(strict=True, reason="needs a stop-gradient (detach) op in the frontend: the padding row's "
-                   "value must reach the output without carrying gradient")
 def test_embedding_padding_idx_grad_is_zero(backend):
     """torch never updates the padding row: its gradient is zero."""
     idx = np.array([0, 2, 2, 1], np.int32)

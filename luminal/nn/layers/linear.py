@@ -48,8 +48,7 @@ class Linear(Module):
 
 class Embedding(Module):
     """A lookup table ``weight`` (num_embeddings, embedding_dim); rows are read by integer index.
-    The ``padding_idx`` row starts at zero. Unlike torch, its gradient is not masked to zero yet:
-    that needs a stop-gradient op the frontend does not have."""
+    The ``padding_idx`` row starts at zero and, as in torch, gets no gradient (it is read detached)."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
                  max_norm=None, norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
@@ -84,7 +83,11 @@ class Embedding(Module):
         check_tensor(layer_name(self), idx)
         if idx.dtype is not dt.int32:
             raise op_error(TypeError, layer_name(self), f"expected integer indices, got {idx.dtype.name}", idx)
-        rows = self.weight.on(idx.graph).index_select(0, idx.reshape(-1))
+        w = self.weight.on(idx.graph)
+        if self.padding_idx is not None:
+            pad_row = (idx.graph.arange(self.num_embeddings) == self.padding_idx).unsqueeze(1)
+            w = w.detach().where(pad_row, w)
+        rows = w.index_select(0, idx.reshape(-1))
         return rows.reshape(*idx.shape, self.embedding_dim)
 
     def extra_repr(self) -> str:
