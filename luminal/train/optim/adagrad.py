@@ -43,9 +43,6 @@ class Adagrad(Optimizer):
         return s
 
     def update(self, p, g, state: dict, s: dict, group: dict):
-        if group["maximize"]:
-            g = -g
-        if group["weight_decay"] != 0:
-            g = g + p * s["weight_decay"]
+        g = self.descent_grad(p, g, s, group)
         total = state["sum"] + g * g
         return p - s["clr"] * (g / (total.sqrt() + s["eps"])), {**state, "sum": total}

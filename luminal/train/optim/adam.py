@@ -52,13 +52,9 @@ class Adam(Optimizer):
 
     def update(self, p, g, state: dict, s: dict, group: dict):
         new_state = dict(state)
-        if group["maximize"]:
-            g = -g
-        if group["weight_decay"] != 0:
-            if group["decoupled_weight_decay"]:
-                p = p * s["decay"]
-            else:
-                g = g + p * s["weight_decay"]
+        g = self.descent_grad(p, g, s, group)
+        if group["weight_decay"] != 0 and group["decoupled_weight_decay"]:
+            p = p * s["decay"]
         m = state["exp_avg"] + (g - state["exp_avg"]) * s["one_minus_beta1"]  # lerp(exp_avg, g, 1 - beta1)
         v = state["exp_avg_sq"] * s["beta2"] + g * g * s["one_minus_beta2"]
         new_state.update(exp_avg=m, exp_avg_sq=v)

@@ -102,6 +102,16 @@ class Optimizer:
                     raise ValueError(f"{type(self).__name__}.load_state_dict: missing {key} ({p.describe()})")
                 s.set(sd["arrays"][key])
 
+    @staticmethod
+    def descent_grad(p, g, s: dict, group: dict):
+        """The gradient an update follows, as torch's optimizers form it: negated under ``maximize``,
+        plus the coupled L2 term ``weight_decay * p`` (not for decoupled decay, which is AdamW's)."""
+        if group["maximize"]:
+            g = -g
+        if group["weight_decay"] != 0 and not group.get("decoupled_weight_decay", False):
+            g = g + p * s["weight_decay"]
+        return g
+
     # what subclasses write --------------------------------------------------------------------
     def scalars(self, group: dict, t: int) -> dict[str, float]:
         raise NotImplementedError

@@ -44,10 +44,7 @@ class RMSprop(Optimizer):
 
     def update(self, p, g, state: dict, s: dict, group: dict):
         new_state = dict(state)
-        if group["maximize"]:
-            g = -g
-        if group["weight_decay"] != 0:
-            g = g + p * s["weight_decay"]
+        g = self.descent_grad(p, g, s, group)
         sq = new_state["square_avg"] = state["square_avg"] * s["alpha"] + g * g * s["one_minus_alpha"]
         if group["centered"]:
             ga = new_state["grad_avg"] = state["grad_avg"] + (g - state["grad_avg"]) * s["one_minus_alpha"]

@@ -43,10 +43,7 @@ class SGD(Optimizer):
 
     def update(self, p, g, state: dict, s: dict, group: dict):
         new_state = dict(state)
-        if group["maximize"]:
-            g = -g
-        if group["weight_decay"] != 0:
-            g = g + p * s["weight_decay"]
+        g = self.descent_grad(p, g, s, group)
         if group["momentum"] != 0:
             buf = state["momentum_buffer"] * s["momentum"] + g * s["one_minus_dampening"]
             buf = where(s["first_step"] > 0, g, buf)
