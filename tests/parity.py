@@ -136,7 +136,7 @@ def _luminal_grads(outs, float_outs, wrt):
     return result
 
 
-def _compare_grads(got, grads, refs, float_outs, leaves, dtypes, rtol, atol, finite_only):
+def _compare_grads(got, grads, refs, float_outs, leaves, dtypes, rtol, atol, finite_only, where=""):
     loss = sum(refs[k].float().sum() if refs[k].dtype in (torch.float16, torch.bfloat16) else refs[k].sum()
                for k in float_outs)
     if not loss.requires_grad:
@@ -152,13 +152,13 @@ def _compare_grads(got, grads, refs, float_outs, leaves, dtypes, rtol, atol, fin
     for i, (gl, w, d) in enumerate(zip(grads, want, dtypes)):
         w = np.zeros(leaves[i].shape) if w is None else from_torch(w).astype(np.float64)
         if gl is None:
-            assert not np.any(w), f"grad of input {i}: luminal says no differentiable path, torch's is nonzero"
+            assert not np.any(w), f"{where}grad of input {i}: luminal says no differentiable path, torch's is nonzero"
             continue
         g = next(it).astype(np.float64)
-        assert g.shape == w.shape, f"grad of input {i}: shape {g.shape} vs torch's {w.shape}"
+        assert g.shape == w.shape, f"{where}grad of input {i}: shape {g.shape} vs torch's {w.shape}"
         if finite_only:
             keep = np.isfinite(from_torch(leaves[i]).astype(np.float64))
             g, w = g[keep], w[keep]
         rt, at = GRAD_TOLERANCE[d]
         np.testing.assert_allclose(g, w, rtol=rt if rtol is None else rtol, atol=at if atol is None else atol,
-                                   equal_nan=True, err_msg=f"gradient of input {i}")
+                                   equal_nan=True, err_msg=f"{where}gradient of input {i}")

@@ -9,7 +9,7 @@ node's dtype. The one table below is the whole semantics; backends implement exa
 | Input      | -                 | name     | the array bound to ``name`` at run time
 | Constant   | -                 | ConstKey | a literal array, or a scalar (a number or a symbolic dim)
 | Arange     | -                 | n (Dim)  | int32 ``[0, 1, ..., n-1]``
-| Copy       | x                 | detach?  | ``x`` made contiguous (materialises a view); arg ``"detach"``: no gradient flows
+| Copy       | x                 | detach?  | ``x`` made contiguous (materialises a view); ``"detach"``: no gradient
 | Cast       | x                 | dtype    | ``x`` converted; float->int truncates toward zero; ->bool is ``x != 0``
 | Log2       | x (float)         | -        | ``log2(x)``; -inf at 0, NaN below 0
 | Exp2       | x (float)         | -        | ``2**x``

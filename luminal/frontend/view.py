@@ -117,9 +117,14 @@ class View:
         return View(v.shape, v.strides, v.offset, v.mask, value) if v.mask is not None else v
 
     def unfold(self, dim: int, size: int, step: int) -> View | None:
-        """torch ``Tensor.unfold``: windows of ``size`` every ``step`` along ``dim``, as a new last dim."""
-        if self.mask is not None and self.mask[dim] != (0, self.shape[dim]):
-            return None
+        """torch ``Tensor.unfold``: windows of ``size`` every ``step`` along ``dim``, as a new last dim.
+
+        Window ``w``, element ``j`` reads position ``w*step + j`` of ``dim``. When ``dim`` is masked
+        (padded) to ``[lo, hi)``, the valid (w, j) are those with ``lo <= w*step + j < hi``: a band,
+        which one box per dim expresses only when every window that reaches the valid part sees the
+        same j-range of it (e.g. windows that do not overlap and pads that are whole windows).
+        Otherwise (e.g. pad, then overlapping windows: the first window starts in the pad, the last
+        ends in it) this returns None and the caller copies the padded tensor first."""
         n, s = self.shape[dim], self.strides[dim]
         count = floordiv(n - size, step) + 1
         shape = list(self.shape) + [size]
@@ -127,6 +132,11 @@ class View:
         shape[dim], strides[dim] = count, s * step
         m = list(self._mask()) + [(0, size)]
         m[dim] = (0, count)
+        if self.mask is not None and self.mask[dim] != (0, n):
+            box = _window_box(self.mask[dim], count, size, step)
+            if box is None:
+                return None
+            m[dim], m[-1] = box
         return self._with(shape, strides, self.offset, m)
 
     def reshape(self, new_shape) -> View | None:
@@ -179,6 +189,25 @@ class View:
             if len(og) == 1 and len(ng) == 1:
                 mask[ng[0]] = group[0][2]
         return self._with(new_shape, strides, self.offset, mask)
+
+
+def _window_box(mask, count, size, step):
+    """For windows ``w < count`` of ``size`` every ``step`` over a dim valid on ``[lo, hi)``: the box
+    ``((w_lo, w_hi), (j_lo, j_hi))`` of valid (w, j) when the valid set is one, else None."""
+    lo, hi = mask
+    if not all(is_static(v) for v in (lo, hi, count)):
+        return None
+    w0 = max(0, -((size - 1 - lo) // step))  # first window reaching lo: w*step + size - 1 >= lo
+    w1 = min(count, -(-hi // step)) - 1  # last window starting before hi: w*step < hi
+    if w0 > w1 or lo >= hi:
+        return (0, 0), (0, 0)
+
+    def rows(w):  # the valid j of window w
+        return max(0, lo - w * step), min(size, hi - w * step)
+    # both ends of the j-range only move down as w grows: equal at the first and last window, equal throughout
+    if rows(w0) != rows(w1):
+        return None
+    return (w0, w1 + 1), rows(w0)
 
 
 def _grows_new(po: Dim, pn: Dim) -> bool | None:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import math
 
+from ..frontend import dtype as dt
 from ..frontend.errors import op_error, where
 from ..frontend.ops import cast, div, eq, full_like, gt
-from ..frontend.ops.core import prim
 from ..frontend.ops import where as select
+from ..frontend.ops.core import prim
+from ..frontend.ops.elementwise import round_
 from ..frontend.state import State
 from ..frontend.tensor import GraphTensor
 from .view_grad import view_grad
@@ -34,16 +36,26 @@ def _mul(n, out, a, xs):
     return a * xs[1], a * xs[0]
 
 
-def _mod(n, out, a, xs):  # fmod(x, y) = x - trunc(x / y) * y
-    return a, -(a * div(xs[0], xs[1], rounding_mode="trunc"))
+def _mod(n, out, a, xs):
+    """fmod(x, y) = x - q * y with q = trunc(x / y) of the exact quotient: ``x - fmod(x, y)`` is a
+    multiple of y, so its quotient rounds to q (``trunc`` of the rounded quotient x / y is off by one
+    where that rounds up to an integer: 7 / 0.1f). This is torch's remainder backward (its floor
+    division); torch's fmod backward uses the rounded quotient (they differ only at such points).
+    16-bit floats divide in float32 (torch rounds ``x - fmod(x, y)`` to 16 bits first, which is off
+    by up to a few units in bfloat16 once |x| > 256)."""
+    x, y = xs
+    if x.dtype in (dt.float16, dt.bfloat16):
+        x, y, out = cast(x, dt.float32), cast(y, dt.float32), cast(out, dt.float32)
+    q = cast(round_(div(x - out, y)), a.dtype)
+    return a, -(a * q)
 
 
-def _max(n, out, a, xs):  # torch.maximum: ties share the gradient equally
+def _max(n, out, a, xs):  # torch.maximum: ties share the gradient equally; with a NaN both get it all
     x, y = xs
     half = a * 0.5
     zero = full_like(a, 0)
     tie = eq(x, y)
-    return select(tie, half, select(gt(x, y), a, zero)), select(tie, half, select(gt(y, x), a, zero))
+    return select(tie, half, select(gt(y, x), zero, a)), select(tie, half, select(gt(x, y), zero, a))
 
 
 def _where(n, out, a, xs):
@@ -98,7 +110,12 @@ def _gather(n, out, a, xs):
 
 def _scatter_add(n, out, a, xs):
     _, idx, src = xs
-    return a, None, prim("Gather", a, idx, arg=n.arg, shape=src.shape)
+    # off the axis, dst may be larger than idx (torch.scatter_add allows it): read the part idx covers
+    picked = a
+    for k, (m, d) in enumerate(zip(idx.shape, a.shape)):
+        if k != n.arg and m != d:
+            picked = picked._slice_dim(k, 0, m, 1)
+    return a, None, prim("Gather", picked, idx, arg=n.arg, shape=src.shape)
 
 
 RULES = {
@@ -230,18 +247,30 @@ def _describe(t) -> str:
 
 
 def _no_path_error(t, n, loss, graph, ancestors):
-    """The loss reads ``n`` only through edges without a gradient: name the first such edge."""
-    blocking = None
-    downstream = {n.id}
-    for nid in sorted(ancestors):
+    """The loss reads ``n`` only through edges without a gradient: name the ops where the gradient
+    stops (the first such edge on each path, in graph order)."""
+    blocking: list[str] = []
+    live = {n.id}  # reached from n along gradient-carrying edges
+    for nid in sorted(i for i in ancestors if i > n.id):
         m = graph.nodes[nid]
         for i, (s, _) in enumerate(m.srcs):
-            if s.id in downstream:
-                downstream.add(nid)
-                if not _carries_grad(m, i) and blocking is None:
-                    blocking = m
-    what = f"{blocking.op} ({'int/bool result' if not blocking.dtype.is_float else 'no gradient'})" \
-        if blocking is not None else "non-differentiable ops"
-    raise op_error(ValueError, "grad", f"the loss depends on {_describe(t)} only through {what}; "
-                   f"comparisons, argmax, integer and bool ops have no gradient", loss)
+            if s.id in live:
+                if _carries_grad(m, i):
+                    live.add(nid)
+                elif (what := _no_grad_reason(m, i)) not in blocking:
+                    blocking.append(what)
+    what = ", ".join(blocking[:4]) + (", ..." if len(blocking) > 4 else "") if blocking else "non-differentiable ops"
+    raise op_error(ValueError, "grad", f"the loss depends on {_describe(t)} only through {what}; comparisons, "
+                   f"argmax, rounding (floor, round...), detach(), integer and bool ops have no gradient", loss)
 
+
+def _no_grad_reason(m, i: int) -> str:
+    if m.op == "Copy" and m.arg == "detach":
+        return "Copy (detach)"
+    if m.op == "LessThan":
+        return "LessThan (a comparison)"
+    if m.op == "Cast":
+        return f"Cast (to {m.dtype.name})"
+    if (m.op, i) in _NO_GRAD_EDGES:
+        return f"{m.op} ({'condition' if m.op == 'Where' else 'index'})"
+    return f"{m.op} ({m.dtype.name} result)"

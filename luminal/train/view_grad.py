@@ -10,8 +10,8 @@ by step:
 * negative strides (flip): flip the gradient;
 * what remains is a strided box of the buffer: order dims by stride (permute <-> inverse permute),
   pad each dim out to the buffer's extent and reshape (reshape <-> reshape, slice <-> pad);
-* windows that overlap (unfold, convolutions) are split along their smallest dim into boxes that do
-  not, and the pieces summed;
+* windows that overlap (unfold, convolutions) are split along the smaller of two overlapping dims
+  (the window, not the batch) into boxes that do not, and the pieces summed;
 * anything else (symbolic strides that cannot be proven apart) falls back to a ScatterAdd over the
   flat indices the view reads, which is always right, only slower.
 """
@@ -31,7 +31,7 @@ _MAX_SPLIT = 64  # split an overlapping dim into at most this many boxes before 
 def view_grad(g: GraphTensor, view: View, buf_shape) -> GraphTensor:
     """``g`` has ``view.shape``; return the gradient for the buffer (shape ``buf_shape``)."""
     buf_shape = tuple(buf_shape)
-    if view.is_contiguous():
+    if view.is_contiguous() and prod(view.shape) == prod(buf_shape):
         return g if tuple(view.shape) == buf_shape else g.reshape(buf_shape)
     if view.mask is not None:
         # only the valid box reads the buffer; the rest read the pad value
@@ -56,7 +56,7 @@ def view_grad(g: GraphTensor, view: View, buf_shape) -> GraphTensor:
     shape, strides, offset = [view.shape[k] for k in keep], [view.strides[k] for k in keep], view.offset
     # flip: a negative stride walks backwards from the far end
     for k, s in enumerate(strides):
-        if is_static(s) and s < 0:
+        if _sign(s) < 0:
             g = g.flip(k)
             offset = offset + (shape[k] - 1) * s
             strides[k] = -s
@@ -73,7 +73,7 @@ def _place(g, shape, strides, offset, buf_shape) -> GraphTensor:
         box = _box(shape, strides, offset, prod(buf_shape))
         if box is not None:
             return _pad_box(g, box, buf_shape)
-        split = _split_dim(shape)
+        split = _split_dim(shape, strides)
         if split is not None:
             total = None
             for i in range(shape[split]):
@@ -84,13 +84,26 @@ def _place(g, shape, strides, offset, buf_shape) -> GraphTensor:
     return _scatter(g, shape, strides, offset, buf_shape)
 
 
+def _sign(d) -> int:
+    """+1 / -1 when ``d`` (a stride) is provably positive / negative for dims >= 1, else 0."""
+    if is_static(d):
+        return (d > 0) - (d < 0)
+    coeffs = [c for _, c in d.terms]
+    if not all(a.kind == "var" for m, _ in d.terms for a in m):
+        return 0
+    return 1 if all(c > 0 for c in coeffs) else -1 if all(c < 0 for c in coeffs) else 0
+
+
 def _geq(a, b) -> bool | None:
-    """a >= b for strides: numerically when static, by exact divisibility when symbolic."""
+    """a >= b for positive strides: numerically when static; when symbolic, when one is a multiple
+    of the other by a provably positive factor."""
     if is_static(a) and is_static(b):
         return a >= b
-    if exact_div(a, b) is not None:
+    q = exact_div(a, b)
+    if q is not None and _sign(q) > 0 and (not is_static(q) or q >= 1):
         return True
-    if exact_div(b, a) is not None:
+    q = exact_div(b, a)
+    if q is not None and _sign(q) > 0 and (not is_static(q) or q >= 1):
         return False
     return None
 
@@ -160,8 +173,18 @@ def _pad_box(g, box, buf_shape) -> GraphTensor:
     return flat.reshape(buf_shape)
 
 
-def _split_dim(shape) -> int | None:
+def _split_dim(shape, strides) -> int | None:
+    """The dim to split a view that is not one box into pieces along: the smallest static one of a
+    pair of neighbours (by stride) that do not nest (overlapping windows: split the window, not the
+    batch); when all pairs nest (the box only fails on where it starts), the smallest static one."""
+    clash = set()
+    for k in range(1, len(shape)):
+        a, b, n = strides[k - 1], strides[k], shape[k]
+        if not (is_static(a) and is_static(b) and is_static(n) and a % b == 0 and a >= n * b):
+            clash |= {k - 1, k}
     static = [(n, k) for k, n in enumerate(shape) if is_static(n) and 1 < n <= _MAX_SPLIT]
+    if clash:
+        static = [c for c in static if c[1] in clash]
     return min(static)[1] if static else None
 
 

@@ -234,6 +234,30 @@ def test_permute_reshape_inserts_copy():
     assert x.pad((1, 1), 1.0).pad((1, 1), 2.0).node.op == "Copy"  # two pad values cannot share one mask
 
 
+def test_unfold_of_padded_dim_stays_a_view_when_exact():
+    """Windows over a padded dim keep the pad as a mask when the valid (window, offset) pairs form a
+    box; otherwise the padded tensor is copied first (see View.unfold)."""
+    g = lm.Graph()
+    x = g.input("x", (2, 3, 4, 6))
+    assert x.pad((0, 2)).unfold(3, 2, 2).node is x.node          # pad = one whole window
+    assert x.pad((2, 2, 2, 2)).unfold(2, 2, 2).unfold(3, 2, 2).node is x.node
+    assert x.pad((1, 1)).unfold(3, 1, 2).node is x.node          # windows of one
+    assert x.pad((3, 0)).unfold(3, 2, 3).node is x.node          # pad within the gap between windows
+    assert x.pad((0, 5), 2.0).unfold(3, 4, 7).node is x.node     # the second window lies in the pad
+    # overlapping windows over a pad: the valid pairs are a band (1 <= w + j <= 4), not a box
+    assert x.pad((1, 1, 1, 1)).unfold(2, 3, 1).node.op == "Copy"
+
+
+def test_unfold_of_padded_dim(backend):
+    for n in (4, 5):
+        for lo, hi in ((1, 1), (2, 0), (0, 3), (-1, 2), (2, -1), (4, 4)):
+            for size in (1, 2, 3):
+                for step in (1, 2, 3):
+                    check(lambda x: x.pad((lo, hi), 2.0).unfold(1, size, step), [rand((2, n))],
+                          torch_op=lambda t: tF.pad(t, (lo, hi), value=2.0).unfold(1, size, step),
+                          backend=backend, rtol=0, atol=0)
+
+
 SYMBOLIC = {  # on a ("B", 6) input, run at two sizes of BOOL
     "reshape_-1": lambda x: x.reshape(-1),
     "reshape_split": lambda x: x.reshape(-1, 2, 3),
@@ -265,7 +289,8 @@ def test_symbolic(name, backend):
 
 SYM_SLICES = [slice(1, None), slice(None, -1), slice(-3, None), slice(None, 3), slice(1, -1), slice(-2, -1),
               slice(1, 3), slice(-4, None, 2), slice(None, None, -1), slice(-1, None, -2), slice(None, -3, -1),
-              slice(3, None, -1), slice(4, 0, -1), slice(-1, -4, -1), slice(0, -1, 2)]
+              slice(3, None, -1), slice(4, 0, -1), slice(-1, -4, -1), slice(0, -1, 2), slice(None),
+              slice(0, None, 3), slice(None, None, -2), slice(0, None, -1), slice(None, 0, -1), slice(-2, None, -1)]
 
 
 @pytest.mark.parametrize("sl", SYM_SLICES, ids=str)
@@ -273,6 +298,21 @@ def test_symbolic_slice_clamps(sl, backend):
     # bounds past a symbolic dim clamp at run time as in Python (BOOL = 5, 2, 1, 0 with one compiled graph)
     check_sizes(lambda x: x[sl], lambda n: [rand((n, 3), seed=n)], [("B", 3)], sizes=(5, 2, 1, 0),
                 torch_op=_torch_index(sl, 2), backend=backend)
+
+
+def test_symbolic_slice_shapes():
+    """Slices that cannot run past a symbolic dim keep its plain size (no max(0, B)), so the result
+    still reshapes with B; those that can are clamped at run time (test_symbolic_slice_clamps)."""
+    g = lm.Graph()
+    x = g.input("x", ("B", 4))
+    b = x.shape[0]
+    assert x[:, ::2].reshape("B", 2).shape == (b, 2)
+    assert x[:].reshape("B", 4).shape == (b, 4)
+    assert x[..., 1:].reshape("B", 3).shape == (b, 3)
+    assert x[0:].shape[0] == b and x[::-1].shape[0] == b and x[::1].shape[0] == b
+    assert x[::2].shape[0] == x[::-2].shape[0] == -((-b) // 2)
+    assert x[1:].shape[0] == x[:-1].shape[0]  # one expression, so x[1:] - x[:-1] broadcasts
+    assert (x[1:] - x[:-1]).shape == x[1:].shape
 
 
 ZERO = {  # zero-size and size-1 dims

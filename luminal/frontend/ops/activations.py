@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 
-from .elementwise import _float, _opmath, abs_, add, div, erf, exp, gt, log, lt, mul, neg, reciprocal, sub, where
+from .elementwise import _float, _opmath, add, div, erf, exp, gt, le, log, lt, mul, neg, reciprocal, sub, where
 from .elementwise import tanh_ as _tanh
 
 
 def relu(x):
-    """torch's: NaN stays NaN, -0.0 stays -0.0; the gradient is 1 where x > 0 and 0 elsewhere (at 0 and NaN too)."""
-    return where(gt(x, 0), x, where(lt(x, 0), 0, x.detach()))
+    """torch's: NaN stays NaN, -0.0 stays -0.0; the gradient is 0 where x <= 0 and 1 elsewhere (NaN too)."""
+    return where(le(x, 0), where(lt(x, 0), 0, x.detach()), x)
 
 
 def leaky_relu(x, negative_slope: float = 0.01):
@@ -19,11 +19,13 @@ def leaky_relu(x, negative_slope: float = 0.01):
 
 @_opmath
 def sigmoid(x):
-    """``1/(1+e)`` or ``e/(1+e)`` with ``e = exp(-|x|)`` <= 1: no overflow, so no inf * 0 in the gradient."""
+    """``1/(1+e)`` or ``e/(1+e)`` with ``e = exp(-|x|)`` <= 1: no overflow, so no inf * 0 in the gradient.
+    ``-|x|`` is spelled as a ``where`` (not ``abs``, whose derivative at 0 is 0) so sigmoid'(0) = 1/4."""
     x = _float(x, "sigmoid")
-    e = exp(neg(abs_(x)))
+    neg_side = lt(x, 0)
+    e = exp(where(neg_side, x, neg(x)))
     r = reciprocal(add(e, 1.0))
-    return where(lt(x, 0), mul(e, r), r)
+    return where(neg_side, mul(e, r), r)
 
 
 def tanh(x):
@@ -50,14 +52,19 @@ def silu(x):
 def softplus(x, beta: float = 1.0, threshold: float = 20.0):
     x = _float(x, "softplus")
     bx = mul(x, beta)
-    soft = div(log(add(exp(bx), 1.0)), beta)
-    return where(gt(bx, threshold), x, soft)
+    linear = gt(bx, threshold)
+    # the log branch never sees the linear region's inputs: exp(bx) overflowing there would make its
+    # (unselected) gradient inf * 0 = NaN
+    soft = div(log(add(exp(where(linear, 0.0, bx)), 1.0)), beta)
+    return where(linear, x, soft)
 
 
 @_opmath
 def elu(x, alpha: float = 1.0):
     x = _float(x, "elu")
-    return where(gt(x, 0), x, mul(sub(exp(x), 1.0), alpha))
+    pos = gt(x, 0)
+    # exp only of the negative side: exp(x) overflowing for large x would make the gradient NaN
+    return where(pos, x, mul(sub(exp(where(pos, 0.0, x)), 1.0), alpha))
 
 
 @_opmath

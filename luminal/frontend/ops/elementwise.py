@@ -178,13 +178,16 @@ def floor_divide(a, b) -> GraphTensor:
     q = where(logical_and(ne(m, 0), ne(lt(b, 0), lt(m, 0))), sub(q, 1), q)
     f = floor(q)
     q = where(gt(sub(q, f), 0.5), add(f, 1), f)
-    return where(eq(b, 0), div(a, b), q)
+    return where(eq(b, 0), div(a, b), q).detach()  # piecewise constant (a/b at b == 0): no gradient, as torch
 
 
 @_opmath
 def pow(a, b) -> GraphTensor:  # noqa: A001 - torch's name
-    """``a ** b``. Integer scalar exponents multiply exactly; otherwise ``exp2(b*log2|a|)`` with the
-    sign restored for integral exponents, NaN for a negative base with a fractional exponent."""
+    """``a ** b``. Integer exponents (Python ints, and integral Python floats on float tensors)
+    multiply exactly; otherwise ``exp2(b*log2|a|)`` with the sign restored for integral exponents,
+    NaN for a negative base with a fractional exponent."""
+    if isinstance(b, float) and b.is_integer() and isinstance(a, GraphTensor) and a.dtype.is_float:
+        b = int(b)  # x ** 2.0 is x * x, as in torch (whose gradient at x = 0 is then 0, not NaN)
     if isinstance(b, (int,)) and not isinstance(b, bool) and isinstance(a, GraphTensor) and abs(b) <= 64:
         if b < 0 and not a.dtype.is_float:
             require("pow", False, "integers to negative powers are not allowed", a, kind=ValueError)
@@ -210,18 +213,41 @@ def pow(a, b) -> GraphTensor:  # noqa: A001 - torch's name
         # negative exponents give 1 / a**|b| truncated as torch: 0 unless |a| == 1, and 0 for a == 0
         r = pow(cast(a, dt.float64), cast(b, dt.float64))
         return cast(round_(where(isfinite(r), r, 0.0)), a.dtype)
-    # IEEE/C pow special cases, as torch: |a| == 1 never computes 0 * inf (so (-1) ** inf is 1);
-    # infinite exponents are even integers; -0 keeps its sign under odd exponents; only a finite
-    # negative base with a fractional exponent is NaN ((-inf) ** 0.5 is inf).
-    lg = log2(abs_(a))
-    mag = exp2(where(eq(lg, 0), 0.0, mul(b, lg)))
+    return _float_pow(a, b)
+
+
+def _float_pow(a, b) -> GraphTensor:
+    """IEEE/C pow special cases, as torch: |a| == 1 never computes 0 * inf (so (-1) ** inf is 1);
+    infinite exponents are even integers; -0 keeps its sign under odd exponents; only a finite
+    negative base with a fractional exponent is NaN ((-inf) ** 0.5 is inf).
+
+    Written so that the gradients are torch's: ``b * a**(b-1)`` and ``a**b * log(a)``. A zero base
+    takes its own branch (the general one sees 1 instead: its log2(0) = -inf would turn the gradient
+    into 0 * inf = NaN), where ``0 ** 1`` is ``a`` itself (gradient 1) and other powers are constants
+    (gradient 0; torch's is +-inf for b < 1, b != 0, where a**b has a pole or a vertical tangent). The
+    fractional-power NaN is a factor ``NaN``, so its gradients are NaN as torch's. Known difference: for
+    a negative base torch's gradient by b is NaN (log of a negative number); here it is the
+    derivative of ``sign * |a|**b``."""
+    zero = eq(a, 0)  # +-0
+    lg = log2(abs_(where(zero, 1.0, a)))
+    unit = eq(lg, 0)  # |a| == 1
+    mag = exp2(mul(where(logical_and(unit, isinf(b)), 0.0, b), lg))  # 1 ** inf = 1, not inf * 0
     b_int = eq(b, trunc(b))  # true for +-inf
     b_odd = eq(abs_(fmod(b, 2)), 1)  # false for +-inf and NaN
     a_neg = logical_or(lt(a, 0), lt(reciprocal(a), 0))  # includes -0
-    signed = where(logical_and(a_neg, b_odd), neg(mag), mag)
+    flip = logical_and(a_neg, b_odd)
     frac = logical_and(logical_and(lt(a, 0), gt(a, -math.inf)), logical_not(b_int))
-    out = where(frac, math.nan, signed)
-    return where(logical_or(eq(b, 0), eq(a, 1)), 1.0, out)
+    # NaN for a fractional power of a negative base, as a factor so that its gradients are NaN too (a
+    # NaN constant in an unselected where branch would make every gradient 0 * NaN)
+    general = mul(where(flip, neg(mag), mag), where(frac, math.nan, 1.0))
+    # 0 ** b: 0 for b > 0, inf for b < 0, 1 for b == 0, NaN for NaN; sign flipped for -0 ** odd
+    zmag = where(gt(b, 0), 0.0, where(lt(b, 0), math.inf, where(eq(b, 0), 1.0, math.nan)))
+    # (+ a * 0, or a * NaN for a NaN exponent: the value is unchanged, the gradient NaN as torch's)
+    at_zero = where(eq(b, 1), a, add(where(flip, neg(zmag), zmag), mul(a, where(isnan(b), math.nan, 0.0))))
+    out = where(zero, at_zero, general)
+    # x ** 0 = 1 for x = +-inf and NaN too, and 1 ** NaN = 1
+    one = logical_or(logical_and(eq(b, 0), logical_not(isfinite(lg))), logical_and(eq(a, 1), isnan(b)))
+    return where(one, 1.0, out)
 
 
 def maximum(a, b) -> GraphTensor:
@@ -239,13 +265,24 @@ def minimum(a, b) -> GraphTensor:
 
 
 def clamp(x: GraphTensor, min=None, max=None) -> GraphTensor:  # noqa: A002 - torch's names
+    """``min(max(x, min), max)`` (so ``max`` wins when ``min > max``; NaN anywhere gives NaN).
+
+    Spelled as torch's gradient reads it: ``x`` where ``min <= x <= max`` (its gradient 1 there, 0 at
+    NaN), ``min`` where ``x < min < max``, ``max`` where ``x > max`` or ``max < min``; what is left
+    (NaNs, and ``x < min == max``) takes the value with no gradient, as in torch."""
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
-    if min is not None:
-        x = maximum(x, min)
-    if max is not None:
-        x = minimum(x, max)
-    return x
+    if max is None:
+        x, lo = coerce("clamp", x, min)
+        return where(ge(x, lo), x, where(lt(x, lo), lo, prim("Max", x, lo).detach()))
+    if min is None:
+        x, hi = coerce("clamp", x, max)
+        return where(le(x, hi), x, where(gt(x, hi), hi, minimum(x, hi).detach()))
+    x, lo, hi = coerce("clamp", x, min, max)
+    inside = logical_and(ge(x, lo), le(x, hi))
+    low = logical_and(lt(x, lo), lt(lo, hi))
+    high = logical_or(gt(x, hi), lt(hi, lo))
+    return where(inside, x, where(low, lo, where(high, hi, minimum(prim("Max", x, lo), hi).detach())))
 
 
 @_opmath
@@ -485,13 +522,28 @@ def tanh_(x):
 
 @_opmath
 def erf(x):
-    """Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), odd-extended."""
+    """Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), odd-extended; below 0.5 in magnitude the
+    Taylor series (exact to float64 rounding), so that erf'(0) is 2/sqrt(pi) (A&S's derivative there
+    is 6e-6 off).
+
+    ``|x|`` and the sign are ``where``s on ``x < 0``, not ``abs``/``sign``, whose zero derivatives at
+    0 would make erf'(0) = 0. ``|x|`` is capped at 10 (erf is 1 to float64 precision from 6 on), so
+    ``exp(-x*x)`` never underflows against an infinite ``x`` (a 0 * inf = NaN gradient); likewise the
+    series only sees the small inputs."""
     x = _float(x, "erf")
-    a = abs_(x)
+    neg_side = lt(x, 0)
+    a = minimum(where(neg_side, neg(x), x), 10.0)
     t = reciprocal(add(mul(a, 0.3275911), 1.0))
     poly = 1.061405429
     for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
         poly = add(mul(t, poly), c)
     poly = mul(t, poly)
     y = sub(1.0, mul(poly, exp(neg(mul(a, a)))))
-    return mul(sign(x), y)
+    small = lt(a, 0.5)
+    xs = where(small, x, 0.0)
+    z = mul(xs, xs)
+    series = 0.0
+    for n in range(12, -1, -1):  # 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1))
+        c = (-1) ** n * 2 / math.sqrt(math.pi) / (math.factorial(n) * (2 * n + 1))
+        series = add(mul(z, series), c) if n < 12 else c
+    return where(small, mul(xs, series), where(neg_side, neg(y), y))

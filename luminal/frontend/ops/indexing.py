@@ -30,20 +30,30 @@ def _norm_slice(sl: slice, n, x, dim):
 
     # Python clamps out-of-range bounds. Only the clamps the final max(0, count) does not already
     # cover are spelled out, so that common slices keep simple shapes (x[1:] and x[:-1] are both
-    # max(0, B-1)).
+    # max(0, B-1)); and the max(0, count) is left out where the bounds cannot cross (a dim is never
+    # negative), so that x[:], x[::2] and x[::-1] keep B and (B+1)//2, not max(0, B).
+    first = sl.start is None or (isinstance(sl.start, int) and sl.start == 0)
     if step > 0:
         start, stop = bound(sl.start, 0), bound(sl.stop, n)
         if static(sl.start, True):
             start = dmax(0, start)  # x[-3:] of a 2-long dim starts at 0
         if static(sl.stop, False):
             stop = dmin(stop, n)
-        return start, dmax(0, ceildiv(stop - start, step)), step
+        # start 0 with stop in [0, n], or stop n with start in [0, n]
+        ordered = (first and (sl.stop is None or static(sl.stop, False))) or \
+            (sl.stop is None and (first or static(sl.start, True)))
+        count = ceildiv(stop - start, step)
+        return start, count if ordered else dmax(0, count), step
     start, stop = bound(sl.start, n - 1), bound(sl.stop, -1) if sl.stop is not None else -1
     if static(sl.start, False):
         start = dmin(start, n - 1)  # x[3::-1] of a 2-long dim starts at its last element
     if static(sl.stop, True):
         stop = dmax(-1, stop)  # x[:-3:-1] of a 1-long dim stops before element 0
-    return start, dmax(0, ceildiv(start - stop, -step)), step
+    # start n-1 with stop in [-1, n-1], or stop -1 with start in [-1, n-1]
+    ordered = (sl.start is None and (sl.stop is None or static(sl.stop, True))) or \
+        (sl.stop is None and (sl.start is None or static(sl.start, False)))
+    count = ceildiv(start - stop, -step)
+    return start, count if ordered else dmax(0, count), step
 
 
 def getitem(x: GraphTensor, index) -> GraphTensor:

@@ -76,10 +76,17 @@ def var(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, correctio
     if unbiased is not None:
         correction = 1 if unbiased else 0
     axes = normalize_axes(x, _axis_kw(axis, dim), "var")
-    d = sub(x, mean(x, axes, keepdim=True))
     n = _count(x, axes)
     # torch divides by max(0, n - correction): too large a correction gives inf (or NaN), not a negative
     denom = maximum(sub(cast(n, x.dtype), correction), 0) if isinstance(n, GraphTensor) else max(0, n - correction)
+    m = mean(x, axes, keepdim=True)
+    # Dividing by 0, the gradient through the mean is inf * (a sum that is 0 but for rounding) = NaN;
+    # it is 0 in exact arithmetic, and torch's gradient, 2 (x - mean) / 0, leaves it out: so do we.
+    if isinstance(denom, GraphTensor):
+        m = where(eq(denom, 0), m.detach(), m)
+    elif denom == 0:
+        m = m.detach()
+    d = sub(x, m)
     return div(sum(mul(d, d), axes, keepdim), denom)
 
 
