@@ -145,7 +145,7 @@ def test_one_cycle_overrun_and_validation():
 
 def test_resume_needs_initial_lr():
     p = Parameter(np.zeros(2, np.float32))
-    o = SGD([p], lr=0.1)
-    del o.param_groups[0]["initial_lr"]
+    o = SGD([p], lr=0.1)  # as torch: initial_lr is set by the first scheduler, not by the optimizer
+    assert "initial_lr" not in o.param_groups[0]
     with pytest.raises(KeyError, match="initial_lr"):
         ours_sched.StepLR(o, step_size=2, last_epoch=4)
