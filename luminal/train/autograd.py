@@ -6,8 +6,13 @@ for views (``view_grad``), so every high-level op, being a composition of primit
 differentiates without a rule of its own.
 
 Some edges carry no gradient: comparisons (``LessThan``), a ``Where``'s condition, indices of
-``Gather``/``ScatterAdd``, casts to int/bool, and everything of int or bool dtype. Asking for the
-gradient of something the loss reaches only through such edges is an error, not silent zeros.
+``Gather``/``ScatterAdd``, casts to int/bool, ``detach()`` (a ``Copy`` with arg ``"detach"``, which
+rounding ops use) and everything of int or bool dtype. Asking for the gradient of something the loss
+reaches only through such edges is an error naming where the gradient stops, not silent zeros.
+
+Where a composition's gradient at an edge value differs from torch's, the composition is rewritten
+(never given a rule of its own): e.g. no ``where`` branch may compute an inf that its zero adjoint
+would turn into 0 * inf = NaN (sigmoid, softplus, elu, erf, pow feed those branches safe inputs).
 """
 
 from __future__ import annotations

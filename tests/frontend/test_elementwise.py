@@ -158,7 +158,8 @@ SPECIAL = np.array([NAN, INF, -INF, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.5, -2.5, 
 def test_unary_special_values(name, dtype, backend):
     """NaN/inf/signed zero/ties/large magnitudes, outside the comfortable domain on purpose."""
     _, op, top, _, _ = UNARY_BY_ID[name]
-    check(op, [SPECIAL.astype(dtype.np)], torch_op=top, backend=backend, grad="finite")
+    # gelu's gradient at +-inf is its limit here (1 and 0); torch's is x * pdf(x) = inf * 0 = NaN
+    check(op, [SPECIAL.astype(dtype.np)], torch_op=top, backend=backend, grad="finite" if name == "gelu" else True)
 
 
 @pytest.mark.parametrize("name", ["sin", "cos"])
@@ -305,7 +306,7 @@ SPECIAL2 = np.array([NAN, INF, -INF, 0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5,
 def test_binary_special_values(name, backend):
     """Every pair of special values (outer broadcast): NaN/inf propagation, signed zeros, x/0."""
     _, op, _, _, _, _ = BINARY_BY_ID[name]
-    check(op, [SPECIAL2[:, None], SPECIAL2[None, :]], backend=backend, grad="finite")
+    check(op, [SPECIAL2[:, None], SPECIAL2[None, :]], backend=backend)
 
 
 @pytest.mark.parametrize("name", ids(BINARY))

@@ -186,7 +186,7 @@ def pow(a, b) -> GraphTensor:  # noqa: A001 - torch's name
     """``a ** b``. Integer exponents (Python ints, and integral Python floats on float tensors)
     multiply exactly; otherwise ``exp2(b*log2|a|)`` with the sign restored for integral exponents,
     NaN for a negative base with a fractional exponent."""
-    if isinstance(b, float) and b.is_integer() and isinstance(a, GraphTensor) and a.dtype.is_float:
+    if isinstance(b, float) and b.is_integer() and abs(b) <= 64 and isinstance(a, GraphTensor) and a.dtype.is_float:
         b = int(b)  # x ** 2.0 is x * x, as in torch (whose gradient at x = 0 is then 0, not NaN)
     if isinstance(b, (int,)) and not isinstance(b, bool) and isinstance(a, GraphTensor) and abs(b) <= 64:
         if b < 0 and not a.dtype.is_float:
