@@ -91,7 +91,7 @@ class TrainStep:
         for (gi, p), g in zip(used, acc_grads):
             st = optimizer.state_for(p)
             st_t = {n: graph.state(s) for n, s in st.items()}
-            new_p, new_st = optimizer.update(p.on(graph) if hasattr(p, "on") else graph.state(p), g, st_t,
+            new_p, new_st = optimizer.update(graph.state(p), g, st_t,
                                              scalars[gi], optimizer.param_groups[gi])
             updates[p] = new_p
             for n, v in new_st.items():
