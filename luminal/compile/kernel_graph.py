@@ -1,0 +1,97 @@
+"""The kernel graph: what the compiler hands to a backend (backend-neutral, no frontend objects).
+
+A program is a list of :class:`Kernel`s in execution order over :class:`Buffer`s. Every buffer is a
+contiguous array of its (possibly symbolic) shape; a kernel reads buffers through views
+(``frontend/view.py`` semantics: strides, offset, validity mask with a pad value) and writes whole
+buffers. Inside a kernel, computation is an :class:`Expr` DAG evaluated per element of the kernel's
+domain: a backend may evaluate it element by element (CUDA) or array by array (numpy).
+
+Kernel kinds (``Kernel.kind``):
+
+| kind        | domain          | what it computes
+|-------------|-----------------|-----------------
+| elementwise | out shape       | each output ``Expr`` at every index of the domain (several outputs allowed)
+| reduce      | input shape     | ``reduce_op`` ("sum"/"max") of ``prologue`` over ``axes``; then each output
+|             |                 | ``Expr`` (an epilogue, where ``Acc`` is the reduced value) at every output index
+| matmul      | product shape   | ``Acc = sum over axes[0] of a*b`` where ``a``, ``b`` are ``inputs[0]``, ``inputs[1]``
+|             |                 | read through their views (a GEMM layout); then the epilogue outputs
+| gather      | out shape       | ``Gather`` of ``inputs[0]`` at ``inputs[1]`` along ``axis``
+| scatter_add | dst shape       | ``ScatterAdd``: ``inputs[0]`` with ``inputs[2]`` added at ``inputs[1]`` along ``axis``
+
+Expr ops: every elementwise primitive of ``frontend/primitives.py`` (Log2, Exp2, Sin, Sqrt, Recip,
+Add, Mul, Mod, Max, LessThan, Where, Cast; their dtype rules are the primitives'), plus leaves
+``Load`` (``arg`` = input slot: reads ``inputs[arg]`` at the current index), ``Scalar`` (``arg`` = a
+number or a symbolic dim, broadcast) and ``Acc`` (the reduced / matmul value, in epilogues only).
+In an elementwise kernel and in a prologue ``Load(i)`` reads ``inputs[i]``; in a reduce or matmul
+epilogue it reads ``epilogue_inputs[i]`` (views of the output shape).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..frontend.dtype import DType
+from ..frontend.symbolic import shape_str
+from ..frontend.view import View
+
+BUFFER_KINDS = ("input", "state", "random", "const", "iota", "temp")
+KERNEL_KINDS = ("elementwise", "reduce", "matmul", "gather", "scatter_add")
+
+
+@dataclass(eq=False)
+class Buffer:
+    """A contiguous array. ``input``/``state``/``random`` buffers are supplied by the caller under
+    ``name`` on every run; ``const`` buffers hold ``value`` (fixed at compile time); an ``iota``
+    buffer (1-d int32) holds ``0..n-1`` for its bound length; ``temp`` buffers are produced by
+    kernels and placed by the memory plan."""
+
+    id: int
+    shape: tuple
+    dtype: DType
+    kind: str = "temp"
+    name: str | None = None
+    value: object = None  # numpy array of a const buffer
+
+    def __repr__(self):
+        tag = f" {self.name}" if self.name else ""
+        return f"b{self.id}:{self.kind}{tag} {shape_str(self.shape)} {self.dtype.name}"
+
+
+@dataclass(eq=False)
+class Expr:
+    op: str
+    args: tuple = ()
+    arg: object = None
+    dtype: DType | None = None
+
+    def __repr__(self):
+        inner = ", ".join(map(repr, self.args))
+        a = "" if self.arg is None else f"[{self.arg}]"
+        return f"{self.op}{a}({inner})"
+
+
+@dataclass(eq=False)
+class Kernel:
+    kind: str
+    domain: tuple  # the shape the kernel iterates over (see the table above)
+    inputs: list  # [(Buffer, View)], each view of shape ``domain`` (reduce: prologue domain; matmul: product)
+    outputs: list  # [(Buffer, Expr)]: each output buffer and the expression that fills it
+    axes: tuple = ()  # reduce / matmul: reduced axes of ``domain``; gather / scatter_add: (axis,)
+    reduce_op: str | None = None  # reduce: "sum" or "max"
+    prologue: Expr | None = None  # reduce: the value reduced, per element of ``domain``
+    acc_dtype: DType | None = None  # reduce / matmul: dtype of ``Acc``
+    epilogue_inputs: list = field(default_factory=list)  # reduce / matmul: [(Buffer, View)] of the output shape
+    fused: tuple = ()  # names of the primitives this kernel computes (for the report)
+
+    def __repr__(self):
+        outs = ", ".join(repr(b) for b, _ in self.outputs)
+        return f"{self.kind}{shape_str(self.domain)} -> {outs} [{' '.join(self.fused)}]"
+
+
+@dataclass
+class KernelGraph:
+    buffers: list  # [Buffer]
+    kernels: list  # [Kernel], in execution order
+    outputs: list  # [(Buffer, View)]: the program's results, read through views
+    updates: list  # [(state name, Buffer, View)]: written into the named states after the run
+    dims: tuple = ()  # symbolic dim names the program needs bound

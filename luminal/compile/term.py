@@ -1,0 +1,56 @@
+"""The optimised program: the DAG the egglog stage extracts, before it is cut into kernels.
+
+A :class:`Term` is a frontend primitive (same op names, args and semantics as
+``frontend/primitives.py``) or one of the compiler's own ops:
+
+| op      | srcs                 | arg  | meaning
+|---------|----------------------|------|--------
+| MatMul  | (a, va), (b, vb)     | axis | ``SumReduce(Mul(a va, b vb), axis)``, proven a GEMM layout by the
+|         |                      |      | ``matmul`` ruleset (the views are the Mul's, of the product's shape)
+
+``fusible[i]`` is the ``fusion`` ruleset's verdict on edge ``i``: the producer ``srcs[i]`` may be
+computed inside this term's kernel (elementwise into elementwise or into a reduction's prologue,
+a reduction or matmul into an elementwise epilogue). The kernel builder decides which legal edges
+it takes (one reduction or matmul per kernel, no cycles between kernels).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..frontend.dtype import DType
+from ..frontend.symbolic import shape_str
+
+COMPILER_OPS = ("MatMul",)
+
+
+@dataclass(eq=False)
+class Term:
+    op: str
+    srcs: tuple  # ((Term, View), ...)
+    arg: object
+    dtype: DType
+    shape: tuple
+    fusible: tuple = ()  # per src: may the producer be fused into this term's kernel
+    origin: int | None = None  # id of the frontend node this term computes, when it computes one
+    id: int = field(default=-1)  # position in the extracted program's topological order
+
+    def __repr__(self):
+        return f"t{self.id} = {self.op}({self.arg}) {shape_str(self.shape)} {self.dtype.name}"
+
+
+def topological(roots) -> list[Term]:
+    """Every term reachable from ``roots``, producers first (iterative: graphs are deep)."""
+    order, seen = [], set()
+    stack = [(t, False) for t in reversed(roots)]
+    while stack:
+        t, done = stack.pop()
+        if done:
+            order.append(t)
+            continue
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        stack.append((t, True))
+        stack.extend((s, False) for s, _ in reversed(t.srcs) if id(s) not in seen)
+    return order
