@@ -21,7 +21,10 @@ Kernel kinds (``Kernel.kind``):
 Expr ops: every elementwise primitive of ``frontend/primitives.py`` (Log2, Exp2, Sin, Sqrt, Recip,
 Add, Mul, Mod, Max, LessThan, Where, Cast; their dtype rules are the primitives'), plus leaves
 ``Load`` (``arg`` = input slot: reads ``inputs[arg]`` at the current index), ``Scalar`` (``arg`` = a
-number or a symbolic dim, broadcast) and ``Acc`` (the reduced / matmul value, in epilogues only).
+number or a symbolic dim, broadcast) and ``Acc`` (the reduced / matmul value, in epilogues only), and
+``Reshape`` (``arg`` = new shape: the same elements in the same order, regrouped). Every Expr has a
+shape implied by its leaves (a Load: its view's shape; Acc: the kernel's output shape); an output
+Expr has its buffer's shape, or no shape at all when it is made of Scalars only (it then broadcasts).
 In an elementwise kernel and in a prologue ``Load(i)`` reads ``inputs[i]``; in a reduce or matmul
 epilogue it reads ``epilogue_inputs[i]`` (views of the output shape).
 """
@@ -32,7 +35,6 @@ from dataclasses import dataclass, field
 
 from ..frontend.dtype import DType
 from ..frontend.symbolic import shape_str
-from ..frontend.view import View
 
 BUFFER_KINDS = ("input", "state", "random", "const", "iota", "temp")
 KERNEL_KINDS = ("elementwise", "reduce", "matmul", "gather", "scatter_add")

@@ -1,0 +1,101 @@
+"""The compile pipeline: frontend graph -> egglog (rolled, bounded) -> extracted terms -> kernel graph
+-> memory plan. Each stage is timed for the report; stages that run past a second show progress."""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+
+from tqdm import tqdm
+
+from ..frontend.symbolic import free_vars
+from .errors import CompileError
+from .kernels import build_kernels
+from .memory import plan_memory
+from .report import Report
+from .term import topological
+
+STAGES = ("optimize", "kernels", "memory plan")
+
+
+class _Stages:
+    """Times each stage; a progress bar appears only when compiling takes more than a second."""
+
+    def __init__(self):
+        self.times: dict[str, float] = {}
+        self.bar = tqdm(total=len(STAGES), desc="compile", unit="stage", delay=1.0, leave=False)
+
+    @contextmanager
+    def __call__(self, name: str):
+        self.bar.set_description(f"compile: {name}", refresh=False)
+        t0 = time.perf_counter()
+        try:
+            yield
+        except CompileError:
+            raise
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:  # noqa: BLE001 - egglog panics are BaseExceptions
+            raise CompileError(name, f"{type(e).__name__}: {e}") from e
+        finally:
+            self.times[name] = time.perf_counter() - t0
+            self.bar.update(1)
+
+    def close(self):
+        self.bar.close()
+
+
+def compile_graph(graph, outputs, updates, *, search: int = 0, seed: int = 0, budget=None, timer=None):
+    """``outputs``: [(Node, View)]; ``updates``: [(state name, Node, View)]. Returns the kernel graph,
+    its memory plan and the report. ``timer(kernel_graph) -> seconds`` times a candidate for ``search``."""
+    from .rolling import optimize_rolled
+
+    stage = _Stages()
+    try:
+        roots = list(dict.fromkeys([n for n, _ in outputs] + [n for _, n, _ in updates]))
+        with stage("optimize"):
+            cand_timer = None
+            if search and timer is not None:
+                cand_timer = lambda terms: timer(_kernel_graph(graph, terms, outputs, updates))  # noqa: E731
+            res = optimize_rolled(roots, constants=graph.constants, budget=budget, search=search, seed=seed,
+                                  timer=cand_timer)
+        with stage("kernels"):
+            kg = _kernel_graph(graph, res.terms, outputs, updates)
+        with stage("memory plan"):
+            plan = plan_memory(kg)
+    finally:
+        stage.close()
+    times = {**{f"optimize: {k}": v for k, v in res.stats.get("times", {}).items()}, **stage.times}
+    return kg, plan, Report.from_stats(res.stats, kg, plan, times)
+
+
+def _kernel_graph(graph, terms, outputs, updates):
+    kinds = {**{k: "input" for k in graph.inputs}, **{k: "state" for k in graph.states},
+             **{k: "random" for k in graph.random}}
+    outs = [(terms[n.id], v) for n, v in outputs]
+    ups = [(name, terms[n.id], v) for name, n, v in updates]
+    order = topological([t for t, _ in outs] + [t for _, t, _ in ups])
+    kg = build_kernels(order, outs, ups, kinds, graph.constants)
+    kg.dims = tuple(sorted(_dims(kg)))
+    return kg
+
+
+def _dims(kg) -> set[str]:
+    used: set[str] = set()
+
+    def add(x):
+        if isinstance(x, (tuple, list)):
+            for y in x:
+                add(y)
+        elif hasattr(x, "terms"):
+            used.update(free_vars(x))
+
+    for b in kg.buffers:
+        add(b.shape)
+    for k in kg.kernels:
+        add(k.domain)
+        for _, v in list(k.inputs) + list(k.epilogue_inputs):
+            add((v.shape, v.strides, v.offset, v.mask))
+    for _, v in kg.outputs:
+        add((v.shape, v.strides, v.offset, v.mask))
+    return used

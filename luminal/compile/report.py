@@ -1,0 +1,80 @@
+"""``compiled.report()``: what the compiler did, so every compile can explain itself."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Report:
+    nodes_before: int
+    nodes_after: int
+    egraph: dict  # {"enodes": n, "eclasses": n}
+    rules: dict  # rule name -> times fired
+    kernels: list  # [(kind, fused primitive names)]
+    loops: list  # [{"body_nodes": n, "trips": n}]
+    budget_hit: str | None
+    times: dict  # stage -> seconds
+    memory: dict = field(default_factory=dict)  # {"peak_bytes", "no_reuse_bytes", "binding"}
+    _plan: object = None
+    _buffers: object = None
+
+    @classmethod
+    def from_stats(cls, stats: dict, kg, plan, times: dict) -> Report:
+        r = cls(stats.get("nodes_before", 0), stats.get("nodes_after", 0), dict(stats.get("egraph", {})),
+                dict(stats.get("rules", {})), [(k.kind, tuple(k.fused)) for k in kg.kernels],
+                list(stats.get("loops", [])), stats.get("budget_hit"), dict(times), _plan=plan)
+        if not kg.dims:
+            r.bind({})
+        return r
+
+    def bind(self, env: dict) -> None:
+        """Fill in the memory numbers for one binding of the symbolic dims (the latest run's)."""
+        if self._plan is None:
+            return
+        self.memory = {"peak_bytes": int(self._plan.peak_bytes(env)),
+                       "no_reuse_bytes": int(self._plan.no_reuse_bytes(env)), "binding": dict(env)}
+
+    @property
+    def kernels_by_kind(self) -> dict:
+        return dict(Counter(k for k, _ in self.kernels))
+
+    def __str__(self) -> str:
+        lines = ["luminal compile report",
+                 f"  nodes: {self.nodes_before} before -> {self.nodes_after} after",
+                 f"  e-graph: {self.egraph.get('enodes', '?')} e-nodes in {self.egraph.get('eclasses', '?')} e-classes"]
+        if self.budget_hit:
+            lines.append(f"  budget hit: {self.budget_hit}")
+        fired = {k: v for k, v in self.rules.items() if v}
+        lines.append(f"  rules fired: {sum(fired.values())}" + ("" if fired else " (none)"))
+        lines += [f"    {n:<40} x{c}" for n, c in sorted(fired.items(), key=lambda kv: (-kv[1], kv[0]))]
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.kernels_by_kind.items()))
+        lines.append(f"  kernels: {len(self.kernels)} ({kinds})")
+        for i, (kind, fused) in enumerate(self.kernels):
+            lines.append(f"    k{i:<4} {kind:<12} {' '.join(fused)}")
+        if self.loops:
+            rolled = ", ".join(f"{lp['body_nodes']} nodes x {lp['trips']} trips" for lp in self.loops)
+            lines.append(f"  loops rolled: {rolled}")
+        else:
+            lines.append("  loops rolled: none")
+        if self.memory:
+            m = self.memory
+            at = f" at {m['binding']}" if m["binding"] else ""
+            lines.append(f"  memory: peak {_bytes(m['peak_bytes'])} with reuse, {_bytes(m['no_reuse_bytes'])} "
+                         f"without{at}")
+        else:
+            lines.append("  memory: symbolic sizes; known after the first run")
+        lines.append("  time per stage: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.times.items()))
+        return "\n".join(lines)
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+__all__ = ["Report"]
