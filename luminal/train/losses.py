@@ -17,6 +17,7 @@ import warnings
 from ..frontend import dtype as dt
 from ..frontend import ops
 from ..frontend.errors import op_error
+from ..frontend.ops.reduce import log_softmax_parts
 from ..frontend.symbolic import is_static, shape_str
 from ..frontend.tensor import GraphTensor
 
@@ -131,13 +132,19 @@ def _check_indices(loss: str, x: GraphTensor, target: GraphTensor, weight):
     _class_weight(loss, x, weight, cdim)
 
 
-def _nll(logp: GraphTensor, target: GraphTensor, weight, ignore_index: int):
+def _nll(logp: GraphTensor, target: GraphTensor, weight, ignore_index: int, parts=None):
     """``-w[t] * logp[t]`` per element (0 where ``t == ignore_index``), the weight each element
-    counts for in a mean (0 where ignored), and the kept mask."""
+    counts for in a mean (0 where ignored), and the kept mask. With ``parts`` (``(x, m, lse)`` of
+    ``ops.log_softmax_parts``) ``logp[t]`` is picked as ``(x[t] - m) - lse``: the same value, without
+    materialising the whole log-softmax."""
     cdim = 0 if logp.ndim == 1 else 1
     keep = ops.ne(target, ignore_index)
     safe = ops.where(keep, target, 0)  # gather never reads ignore_index (it may be out of range)
-    picked = ops.gather(logp, cdim, safe.unsqueeze(cdim)).squeeze(cdim)
+    if parts is None:
+        picked = ops.gather(logp, cdim, safe.unsqueeze(cdim)).squeeze(cdim)
+    else:
+        x, m, lse = parts
+        picked = ((ops.gather(x, cdim, safe.unsqueeze(cdim)) - m) - lse).squeeze(cdim)
     if weight is None:
         w = ops.cast(keep, logp.dtype)
     else:
@@ -188,13 +195,14 @@ def cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor |
         raise op_error(ValueError, loss, "ignore_index is not supported with class-probability targets", input, target)
     wv = _class_weight(loss, input, weight, cdim)
     n_classes = _number(input, input.shape[cdim])
-    logp = input.log_softmax(cdim)
+    parts = log_softmax_parts(input, cdim)
+    logp = input.log_softmax(cdim) if parts is None else (parts[0] - parts[1]) - parts[2]
     if soft:
         if label_smoothing > 0:
             target = target * (1.0 - label_smoothing) + label_smoothing / n_classes
         p = logp * target if wv is None else logp * target * wv
         return _reduce(-p.sum(cdim), reduction)  # the mean is over N, d1, ... (numel / C)
-    elem, w, keep = _nll(logp, target, weight, ignore_index)
+    elem, w, keep = _nll(logp, target, weight, ignore_index, parts)
     if label_smoothing > 0:
         smooth = ops.where(keep, -(logp if wv is None else logp * wv).sum(cdim), 0.0)
         elem = elem * (1.0 - label_smoothing) + smooth * label_smoothing / n_classes

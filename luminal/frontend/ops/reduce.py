@@ -230,6 +230,19 @@ def log_softmax(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
     return sub(z, log(sum(exp(z), a, keepdim=True)))
 
 
+def log_softmax_parts(x: GraphTensor, axis: int):
+    """``(x, m, lse)`` with ``log_softmax(x) == (x - m) - lse`` element for element (``m`` the max,
+    ``lse`` the log-sum-exp of ``x - m``, both keepdim; the same nodes log_softmax builds), so a
+    caller that needs a few entries of the log-softmax (cross-entropy) can pick them from ``x``
+    instead of materialising all of it. None when the axis is empty."""
+    x = _float(x, "log_softmax")
+    a = x._axis(axis, "log_softmax")
+    if _empty(x, (a,)):
+        return None
+    m = _amax_or(x, (a,), float("-inf"), keepdim=True)
+    return x, m, log(sum(exp(sub(x, m)), a, keepdim=True))
+
+
 def cumsum(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
     """``out[i] = sum_{j<=i} x[j]`` as a masked sum over a (n, n) lower-triangular window."""
     a = x._axis(_axis_kw(axis, dim), "cumsum")
