@@ -42,21 +42,44 @@ class Compiled:
     ``updates`` (the graph's own ``assign``s plus those given to ``compile``) are written back into
     the States after the run, all reads having seen the values from before it."""
 
-    def __init__(self, outputs, backend: str, updates=None):
+    def __init__(self, outputs, backend: str, updates=None, *, search=0, seed=0, budget=None):
         from ..cpu import ReferenceInterpreter
 
-        self.graph = outputs[0].graph
+        self.graph = g = outputs[0].graph
         self.backend = backend
-        self.updates = list({**self.graph.updates, **(updates or {})}.items())
-        self.runner = ReferenceInterpreter(self.graph, outputs + [t for _, t in self.updates])
+        self.updates = list({**g.updates, **(updates or {})}.items())
+        every = outputs + [t for _, t in self.updates]
+        reference = ReferenceInterpreter(g, every)  # also the reachable nodes and inputs, for any backend
+        order = reference.order
         self._n_out = len(outputs)
         self._single = len(outputs) == 1
         self._out_shapes = [t.shape for t in outputs]
-        self._dims = _dims_used(self.runner.order, outputs)
-        g = self.graph
-        self._user = [n for n in self.runner.inputs if n.arg in g.inputs]
-        self._states = [(n.arg, g.states[n.arg]) for n in self.runner.inputs if n.arg in g.states]
-        self._random = [n for n in self.runner.inputs if n.arg in g.random]
+        self._dims = _dims_used(order, outputs)
+        self._user = [n for n in reference.inputs if n.arg in g.inputs]
+        self._states = [(n.arg, g.states[n.arg]) for n in reference.inputs if n.arg in g.states]
+        self._random = [n for n in reference.inputs if n.arg in g.random]
+        if backend == "reference":
+            self.runner, self._report = reference, None
+        else:
+            from ..cpu.compiled import CpuProgram
+            from .pipeline import compile_graph
+
+            ups = [(_state_name(g, st), t.node, t.layout) for st, t in self.updates]
+            timer = _cpu_timer if search else None
+            kg, plan, self._report = compile_graph(g, [(t.node, t.layout) for t in outputs], ups,
+                                                   search=search, seed=seed, budget=budget, timer=timer)
+            self.runner = _ProgramRunner(CpuProgram(kg, plan), reference.inputs, self._report)
+        self._nodes = len(order)
+
+    def report(self, show: bool = True):
+        """What the compiler did (see ``compile/report.py``); printed unless ``show=False``."""
+        from .report import Report
+
+        r = self._report or Report(self._nodes, self._nodes, {}, {}, [], [], None, {})
+        if show:
+            note = "" if self._report else "\n  (backend 'reference' interprets the graph op by op: nothing compiled)"
+            print(f"{r}{note}")
+        return r
 
     @property
     def input_names(self) -> list[str]:
@@ -92,11 +115,15 @@ class Compiled:
         return f"Compiled(backend={self.backend!r}, inputs={self.input_names})"
 
 
-def compile(outputs, backend: str = "cpu", updates=None) -> Compiled:  # noqa: A001 - the public name
+def compile(outputs, backend: str = "cpu", updates=None, *, search: int = 0, seed: int = 0,  # noqa: A001
+            budget=None) -> Compiled:
     """Compile ``outputs`` (a GraphTensor or a sequence of them, from one graph) for ``backend``.
 
     ``updates``: ``{State: GraphTensor}`` written back after every run, in addition to the graph's
-    own ``assign``s (see ``frontend/state.py``)."""
+    own ``assign``s (see ``frontend/state.py``). ``search=N`` times up to N alternative programs the
+    e-graph holds on this machine and keeps the fastest (default: the cost model's choice alone);
+    ``seed`` makes that search reproducible; ``budget`` (``luminal.compile.egraph.Budget``) bounds
+    the rewrite search."""
     if isinstance(outputs, GraphTensor):
         outputs = [outputs]
     if isinstance(outputs, (str, bytes)) or not hasattr(outputs, "__iter__"):
@@ -116,4 +143,50 @@ def compile(outputs, backend: str = "cpu", updates=None) -> Compiled:  # noqa: A
             raise ValueError(f"compile: the update for {st.describe()} has shape {shape_str(t.shape)}")
     from ..frontend.ops import cast
 
-    return Compiled(outputs, backend, {st: cast(t, st.dtype) for st, t in (updates or {}).items()})
+    if not isinstance(search, int) or search < 0:
+        raise ValueError(f"compile: search must be a non-negative int, got {search!r}")
+    return Compiled(outputs, backend, {st: cast(t, st.dtype) for st, t in (updates or {}).items()},
+                    search=search, seed=seed, budget=budget)
+
+
+def _state_name(graph, st) -> str:
+    node = graph.state_node(st)
+    if node is None:  # updated but never read: give it a node so it has a name
+        node = graph.state(st).node
+    return node.arg
+
+
+class _ProgramRunner:
+    """The compiled program behind the same call contract as the reference interpreter:
+    ``runner(arrays, env)`` returns the outputs followed by the update values."""
+
+    def __init__(self, program, inputs, report):
+        self.program, self.inputs, self.report = program, inputs, report
+
+    def __call__(self, arrays, env):
+        outs, ups = self.program(arrays, env)
+        if self.report.memory.get("binding") != env:
+            self.report.bind(env)
+        return list(outs) + list(ups)
+
+
+def _cpu_timer(kg) -> float:
+    """Median seconds of a few runs of candidate ``kg`` on zero-filled inputs (for ``search``);
+    symbolic dims are bound to 16."""
+    import time
+
+    from ..cpu.compiled import CpuProgram
+    from ..frontend import dtype as dt
+    from .memory import plan_memory
+
+    env = dict.fromkeys(kg.dims, 16)
+    prog = CpuProgram(kg, plan_memory(kg))
+    arrays = {b.name: np.zeros(tuple(evaluate(d, env) for d in b.shape), dt.as_dtype(b.dtype).np)
+              for b in kg.buffers if b.kind in ("input", "state", "random")}
+    prog(arrays, env)
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        prog(arrays, env)
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]

@@ -5,7 +5,8 @@ Three steps, each simple on its own:
 1. **Materialise or inline.** A term gets a buffer of its own when something needs one: it is a
    program result, not elementwise (reductions, matmuls, gathers, leaves), read through an edge
    the ``fusion`` ruleset did not mark fusible, or read by several consumers and too costly to
-   recompute in each (more than ``RECOMPUTE_LIMIT`` ops). Every other elementwise term is inlined
+   recompute in each (more than ``RECOMPUTE_LIMIT`` ops), or it ends a chain of ``MAX_INLINE_DEPTH``
+   inlined ops (kernels stay bounded). Every other elementwise term is inlined
    into the kernels of its readers. A sum read only by another sum becomes part of that sum
    (one reduction over both axes).
 2. **One kernel per materialised term**: an elementwise region (its inlined producers), a reduction
@@ -28,6 +29,7 @@ from ..frontend.symbolic import prod
 from .kernel_graph import Buffer, Expr, Kernel, KernelGraph
 
 RECOMPUTE_LIMIT = 4  # elementwise ops worth recomputing in each reader rather than storing once
+MAX_INLINE_DEPTH = 128  # longer chains of inlined ops are cut into several kernels (bounded kernel size)
 _EXACT_CHAIN = (dt.float32, dt.float64, dt.int32)  # sums that chain without a rounding in between
 
 
@@ -66,6 +68,7 @@ class KernelBuilder:
     # step 1 ------------------------------------------------------------------------------------
     def decide(self):
         cone: dict[int, int] = {}
+        depth: dict[int, int] = {}
         for t in self.order:
             rd = self.readers[id(t)]
             if t.op == "SumReduce" and id(t) not in self.root_ids and t.dtype in _EXACT_CHAIN and len(rd) == 1 \
@@ -76,8 +79,10 @@ class KernelBuilder:
                     or not all(_fusible(r, i) for r, i in rd):
                 self.mat.add(id(t))
                 continue
-            cone[id(t)] = 1 + sum(cone.get(id(s), 0) for s, _ in t.srcs if id(s) not in self.mat)
-            if len(rd) > 1 and cone[id(t)] > RECOMPUTE_LIMIT:
+            inlined = [s for s, _ in t.srcs if id(s) not in self.mat]
+            cone[id(t)] = 1 + sum(cone.get(id(s), 0) for s in inlined)
+            depth[id(t)] = 1 + max((depth.get(id(s), 0) for s in inlined), default=0)
+            if (len(rd) > 1 and cone[id(t)] > RECOMPUTE_LIMIT) or depth[id(t)] >= MAX_INLINE_DEPTH:
                 self.mat.add(id(t))
 
     # buffers -----------------------------------------------------------------------------------

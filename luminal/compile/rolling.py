@@ -1,0 +1,585 @@
+"""Loop rolling: optimise one copy of a repeated block, then replicate the result for every repetition.
+
+Models repeat blocks (MLP layers, transformer layers) in the forward and in the backward pass. The
+e-graph should see each block once, so that its share of compile time stays flat as depth grows:
+
+1. **Label** every node by what two copies must agree on: op, arg, dtype, shape and the views of its
+   inputs. Leaves never join a body (each layer has its own weights, read by name).
+2. **Seed** with a class of nodes sharing their label and their inputs' labels, of the most common
+   class size (usually the depth), earliest class first.
+3. **Grow** the seeds into *trips* all at once, one *position* (one node per trip) at a time, through
+   inputs and readers, while every trip agrees: same label, distinct unclaimed nodes, in the trips'
+   creation order.
+4. **Prune** to proper loop iterations: a trip reads nothing computed by a later trip (forward layer
+   i must not swallow layer i's backward, which needs layer i+1) and is convex (it never reads what
+   was computed from itself outside the body), so trips can run one after another.
+   Steps 2-4 repeat while a loop pays (``MIN_BODY``, ``MIN_SAVED``): the backward rolls as its own
+   loops, as do parts that repeat one trip fewer (the first layer's backward has no input gradient).
+5. **Template**: trip 0, every edge that is not the same internal edge in every trip read from a
+   synthetic Input leaf instead (leaves shared by all trips stay, so constants still fold). Its
+   outputs are the positions read outside their trip. It is optimised once.
+6. **Rest**: everything outside the loops, trip outputs read from synthetic leaves; optimised once.
+7. **Stitch**: copy the template's terms for every trip, its synthetic inputs replaced by the terms of
+   that trip's actual inputs, into one Term DAG.
+
+Every trip is isomorphic to trip 0 with its own inputs, so the stitched DAG computes exactly what the
+roots compute. The price: the e-graph cannot fuse across a body's boundary. Every pass here is linear
+in the graph.
+"""
+
+from __future__ import annotations
+
+import time
+from bisect import bisect_left, bisect_right
+from collections import Counter, defaultdict, deque
+from dataclasses import dataclass, field
+
+from ..frontend.graph import Node, _exact
+from ..frontend.primitives import LEAVES
+from ..frontend.symbolic import prod
+from .egraph.fusion import ACCEPTS, kind
+from .term import Term, topological
+
+MIN_SAVED = 32  # nodes a loop must take off the e-graph (body x (trips - 1)) to pay for a second run
+MIN_BODY = 4  # smaller bodies cut their nodes off from every neighbour the e-graph could fuse them with
+
+
+def _optimize(roots, **kw):
+    """The e-graph stage (a module-level hook, so tests can count and replace its runs)."""
+    from .egraph import optimize
+
+    return optimize(roots, **kw)
+
+
+@dataclass
+class _Loop:
+    """``pos[p]``: position p's node in every trip, trips in creation order."""
+
+    index: int
+    pos: list
+    template: dict = field(default_factory=dict)  # position -> template Node (trip 0's id)
+    inputs: dict = field(default_factory=dict)  # synthetic name -> the node it stands for, per trip
+    outputs: list = field(default_factory=list)  # positions read outside their trip
+    terms: dict = field(default_factory=dict)  # template root id -> Term (the optimised template)
+
+
+def optimize_rolled(roots, *, search: int = 0, timer=None, **kw):
+    """``egraph.optimize`` with repeated blocks rolled: same result, ``stats["loops"]`` added.
+
+    Each template and the rest is one e-graph run. With ``search``, a run's candidates are timed as
+    whole programs: stitched with the runs already done and, for those still to come, their nodes
+    one to one (the same in every candidate, so the comparison stays fair)."""
+    t0 = time.perf_counter()
+    nodes = _collect(roots)
+    label, readers, classes = _index(nodes)
+    loops, owner = _find_loops(nodes, label, readers, classes)
+    if not loops:
+        roll_s = time.perf_counter() - t0
+        res = _optimize(roots, search=search, timer=timer, **kw)
+        _add_roll_stats(res.stats, [], roll_s)
+        return res
+    ids = _Ids()
+    root_ids = {r.id for r in roots}
+    for lp in loops:
+        _build_template(lp, owner, ids)
+        lp.outputs = _outputs(lp, readers, root_ids, owner)
+    rest_roots, rest_inputs = _build_rest(roots, nodes, loops, owner, ids)
+    units = [[lp.template[p] for p in lp.outputs] for lp in loops] + ([rest_roots] if rest_roots else [])
+    unit_terms = [_unoptimized(u) for u in units] if search and timer is not None else [{} for _ in units]
+    roll_s = time.perf_counter() - t0
+    sizes: list[int] = []  # terms in each stitched program
+
+    def stitch():
+        for lp, terms in zip(loops, unit_terms):
+            lp.terms = terms
+        st = _Stitch(loops, owner, unit_terms[-1] if rest_roots else {}, rest_inputs)
+        terms = st.run(roots)
+        sizes.append(len(st.order))
+        return terms
+
+    def timed(i):
+        def run(candidate):
+            unit_terms[i] = candidate
+            try:
+                return timer(stitch())
+            except _Cycle:
+                return float("inf")
+        return run
+
+    results = []
+    for i, u in enumerate(units):
+        results.append(_optimize(u, search=search, timer=timed(i) if search and timer is not None else None, **kw))
+        unit_terms[i] = results[-1].terms
+    t1 = time.perf_counter()
+    try:
+        terms = stitch()
+    except _Cycle:  # an extracted template read an input its value does not depend on: do not roll
+        res = _optimize(roots, search=search, timer=timer, **kw)
+        _add_roll_stats(res.stats, [], roll_s + time.perf_counter() - t1)
+        return res
+    roll_s += time.perf_counter() - t1
+    stats = _merge_stats([r.stats for r in results], [len(lp.pos[0]) for lp in loops] + [1], len(nodes), sizes[-1])
+    _add_roll_stats(stats, loops, roll_s)
+    return type(results[0])(terms=terms, stats=stats)
+
+
+# detection ------------------------------------------------------------------------------------
+def _collect(roots) -> list[Node]:
+    """Every node the roots read, in id (creation, hence topological) order."""
+    seen: dict[int, Node] = {}
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if n.id not in seen:
+            seen[n.id] = n
+            stack.extend(s for s, _ in n.srcs if s.id not in seen)
+    return [seen[i] for i in sorted(seen)]
+
+
+def _index(nodes):
+    """One pass over the nodes: ``label`` (node id -> what two copies of a node must share: op, arg,
+    dtype, shape, input views; leaves by kind, never by name or value), ``readers`` (node id ->
+    [(reader, input slot)]) and the seed classes (non-leaf nodes by label and their inputs' labels:
+    finer than labels, so that a class of copies is one node per repetition; coarser than whole-cone
+    hashes, which would tell the first layer from the others)."""
+    intern: dict = {}
+    view_key: dict[int, tuple] = {}
+    label: dict[int, int] = {}
+    readers: dict[int, list] = defaultdict(list)
+    classes: dict[tuple, list] = defaultdict(list)
+    for n in nodes:
+        vs, cls = [], []
+        for j, (s, v) in enumerate(n.srcs):
+            k = view_key.get(id(v))
+            if k is None:
+                k = view_key[id(v)] = (v.shape, v.strides, v.offset) if v.mask is None else \
+                    (v.shape, v.strides, v.offset, v.mask, _exact(v.pad))
+            vs.append(k)
+            cls.append(label[s.id])
+            readers[s.id].append((n, j))
+        arg = n.arg
+        if n.op in LEAVES:
+            arg = None
+        elif arg is not None and type(arg) is not int:
+            arg = _exact(arg)
+        lab = label[n.id] = intern.setdefault((n.op, arg, n.dtype.name, n.shape, tuple(vs)), len(intern))
+        if n.op not in LEAVES:
+            cls.append(lab)
+            classes[tuple(cls)].append(n)
+    return label, readers, classes
+
+
+def _find_loops(nodes, label, readers, all_classes):
+    """Grow loops from seed classes until none pays. Returns the loops and ``owner``: node id ->
+    (loop, position, trip)."""
+    ids = [n.id for n in nodes]
+    owner: dict[int, tuple] = {}
+    loops: list[_Loop] = []
+    tried: set = set()
+    while True:
+        classes = {c: [n for n in ns if n.id not in owner] for c, ns in all_classes.items()
+                   if len(ns) >= 2 and c not in tried} if owner else all_classes
+        sizes = Counter(len(ns) for ns in classes.values() if len(ns) >= 2)
+        loop = None
+        for m, _ in sorted(sizes.items(), key=lambda kv: (-kv[1], -kv[0])):
+            for cls, seeds in classes.items():
+                if len(seeds) != m or cls in tried:
+                    continue
+                tried.add(cls)
+                pos = _Grower(len(loops), label, readers, owner).grow(seeds)
+                if _pays(pos):
+                    pos = _prune(len(loops), pos, nodes, ids, owner)
+                if _pays(pos):
+                    loop = _Loop(len(loops), pos)
+                    break
+                _release(pos, owner)
+            if loop is not None:
+                break
+        if loop is None:
+            return loops, owner
+        loops.append(loop)
+
+
+def _pays(pos) -> bool:
+    return len(pos) >= MIN_BODY and len(pos) * (len(pos[0]) - 1) >= MIN_SAVED
+
+
+class _Grower:
+    """Grows one loop from its seeds, breadth first, claiming a position only when every trip agrees."""
+
+    def __init__(self, k, label, readers, owner):
+        self.k, self.label, self.readers, self.owner = k, label, readers, owner
+        self.pos: list[tuple] = []
+        self.queue: deque = deque()
+
+    def grow(self, seeds) -> list[tuple]:
+        self.claim(tuple(seeds))
+        while self.queue:
+            p = self.queue.popleft()
+            nodes = self.pos[p]
+            for j in range(len(nodes[0].srcs)):
+                self.claim(tuple(n.srcs[j][0] for n in nodes))
+            self.claim_readers(p, nodes)
+        return self.pos
+
+    def claim(self, cs: tuple) -> None:
+        """Claim one node per trip as a new position. The nodes must also be in creation order, as the
+        seeds are: a position whose copies run the other way (layer i's backward, reached from layer
+        i's forward) belongs to another loop, and would only be pruned later at the cost of a pass."""
+        if cs[0].op in LEAVES:
+            return
+        lab, owner, label = self.label[cs[0].id], self.owner, self.label
+        prev = -1 << 62
+        for c in cs:
+            if c.id <= prev or c.id in owner or label[c.id] != lab:
+                return
+            prev = c.id
+        p = len(self.pos)
+        self.pos.append(cs)
+        for t, c in enumerate(cs):
+            owner[c.id] = (self.k, p, t)
+        self.queue.append(p)
+
+    def claim_readers(self, p, nodes) -> None:
+        """Readers of position p, matched across trips by (label, input slot); several candidates in a
+        trip are told apart by which positions of that trip they read."""
+        groups = []
+        for n in nodes:
+            g = defaultdict(list)
+            for c, j in self.readers[n.id]:
+                if c.id not in self.owner:
+                    g[(self.label[c.id], j)].append(c)
+            groups.append(g)
+        for key, cands in groups[0].items():
+            for c0 in cands:
+                want, cs = None, []
+                for t, g in enumerate(groups):
+                    found = [c for c in g.get(key, ()) if c.id not in self.owner]
+                    if len(found) > 1:
+                        want = self.signature(c0, 0) if want is None else want
+                        found = [c for c in found if self.signature(c, t) == want]
+                    if len(found) != 1:
+                        break
+                    cs.append(found[0])
+                else:
+                    if cs[0] is c0:
+                        self.claim(tuple(cs))
+
+    def signature(self, c, t) -> tuple:
+        out = []
+        for s, _ in c.srcs:
+            o = self.owner.get(s.id)
+            out.append(o[1] if o is not None and o[0] == self.k and o[2] == t else -1 - self.label[s.id])
+        return tuple(out)
+
+
+def _prune(k, pos, nodes, ids, owner) -> list[tuple]:
+    """Keep the positions that make every trip a proper loop iteration (trips in creation order): a
+    trip reads nothing computed by a later trip, nor anything computed from itself outside the body
+    (trips are convex, so each can run as one step). Dropping a position can expose its readers to
+    the same test, so repeat until nothing changes (once or twice in practice)."""
+    while True:
+        members = [n.id for ns in pos for n in ns]
+        internal = {(p, j) for p in range(len(pos)) for j in range(len(pos[p][0].srcs))
+                    if _internal(k, pos, owner, p, j) is not None}
+        late: dict[int, int] = {}  # node id -> latest trip of loop k among it and its ancestors
+        get, own = late.get, owner.get
+        bad = set()
+        for n in nodes[bisect_left(ids, min(members)):bisect_right(ids, max(members))]:
+            o = own(n.id)
+            t = o[2] if o is not None and o[0] == k else -1
+            a = t
+            for j, (s, _) in enumerate(n.srcs):
+                x = get(s.id, -1)
+                if t >= 0 and (x > t or (x == t and (o[1], j) not in internal)):
+                    bad.add(o[1])
+                if x > a:
+                    a = x
+            if a >= 0:
+                late[n.id] = a
+        if not bad:
+            return pos
+        _release([pos[p] for p in bad], owner)
+        pos = [ns for p, ns in enumerate(pos) if p not in bad]
+        for p, ns in enumerate(pos):
+            for t, n in enumerate(ns):
+                owner[n.id] = (k, p, t)
+
+
+def _internal(k, pos, owner, p, j):
+    """The position that input slot j of position p reads in every trip, or None: the edge leaves the
+    body, or is not the same edge in every trip."""
+    ns = pos[p]
+    o = owner.get(ns[0].srcs[j][0].id)
+    if o is None or o[0] != k or o[2] != 0:
+        return None
+    src = pos[o[1]]
+    return o[1] if all(n.srcs[j][0] is src[t] for t, n in enumerate(ns)) else None
+
+
+def _release(pos, owner) -> None:
+    for ns in pos:
+        for n in ns:
+            del owner[n.id]
+
+
+def _unoptimized(roots) -> dict[int, Term]:
+    """Terms one to one with the nodes (nothing fused): a unit's stand-in until it is optimised."""
+    made: dict[int, Term] = {}
+    for n in _collect(roots):  # ids are topological here too: synthetic leaves are negative
+        made[n.id] = Term(n.op, tuple((made[s.id], v) for s, v in n.srcs), n.arg, n.dtype, n.shape,
+                          (False,) * len(n.srcs), n.id)
+    return {r.id: made[r.id] for r in roots}
+
+
+# template and rest ----------------------------------------------------------------------------
+class _Ids:
+    """Fresh negative ids and names for synthetic Input leaves (outside any Graph)."""
+
+    def __init__(self):
+        self.next = -1
+
+    def leaf(self, name: str, like: Node) -> Node:
+        self.next -= 1
+        return Node(self.next + 1, "Input", (), name, like.dtype, like.shape)
+
+
+def _build_template(lp: _Loop, owner, ids: _Ids) -> None:
+    """Trip 0 with every edge that is not the same internal edge in all trips cut to a synthetic Input
+    (one per distinct tuple of nodes read), except leaves that every trip shares."""
+    k, pos = lp.index, lp.pos
+    leaf_of: dict[tuple, Node] = {}
+    for p in sorted(range(len(pos)), key=lambda p: pos[p][0].id):  # inputs first
+        n0 = pos[p][0]
+        srcs = []
+        for j, (s0, v) in enumerate(n0.srcs):
+            q = _internal(k, pos, owner, p, j)
+            if q is not None:
+                srcs.append((lp.template[q], v))
+                continue
+            ss = tuple(ns.srcs[j][0] for ns in pos[p])
+            if s0.op in LEAVES and all(s is s0 for s in ss):
+                srcs.append((s0, v))
+                continue
+            key = tuple(s.id for s in ss)
+            leaf = leaf_of.get(key)
+            if leaf is None:
+                name = f"@roll{k}.in{len(leaf_of)}"
+                leaf_of[key] = leaf = ids.leaf(name, s0)
+                lp.inputs[name] = ss
+            srcs.append((leaf, v))
+        lp.template[p] = Node(n0.id, n0.op, tuple(srcs), n0.arg, n0.dtype, n0.shape)
+
+
+def _build_rest(roots, nodes, loops, owner, ids: _Ids):
+    """The graph outside the loops: the roots and every non-leaf node a trip reads, with each trip
+    node it reads replaced by a synthetic Input. Returns its roots and {synthetic name: trip node}."""
+    wanted = [r for r in roots if r.id not in owner and r.op not in LEAVES]
+    for lp in loops:
+        wanted += [s for ss in lp.inputs.values() for s in ss if s.id not in owner and s.op not in LEAVES]
+    wanted = list({n.id: n for n in wanted}.values())
+    need: set[int] = set()
+    stack = list(wanted)
+    while stack:
+        n = stack.pop()
+        if n.id not in need:
+            need.add(n.id)
+            stack.extend(s for s, _ in n.srcs if s.id not in owner and s.op not in LEAVES and s.id not in need)
+    new: dict[int, Node] = {}
+    inputs: dict[str, Node] = {}
+    for n in nodes:
+        if n.id not in need:
+            continue
+        srcs = []
+        for s, v in n.srcs:
+            if s.id in owner:
+                leaf = new.get(s.id)
+                if leaf is None:
+                    name = f"@out{s.id}"
+                    new[s.id] = leaf = ids.leaf(name, s)
+                    inputs[name] = s
+                s = leaf
+            srcs.append((new.get(s.id, s), v))
+        if any(a is not b for (a, _), (b, _) in zip(srcs, n.srcs)):
+            new[n.id] = Node(n.id, n.op, tuple(srcs), n.arg, n.dtype, n.shape)
+    return [new.get(n.id, n) for n in wanted], inputs
+
+
+def _outputs(lp: _Loop, readers, root_ids, owner) -> list[int]:
+    """Positions whose node, in some trip, is a root or is read other than by its own trip's template edge."""
+    k, tpl, get = lp.index, lp.template, owner.get
+
+    def read_outside(n, t, tp) -> bool:
+        if n.id in root_ids:
+            return True
+        for c, j in readers[n.id]:
+            o = get(c.id)
+            if o is None or o[0] != k or o[2] != t or tpl[o[1]].srcs[j][0] is not tp:
+                return True
+        return False
+
+    return [p for p, ns in enumerate(lp.pos) if any(read_outside(n, t, tpl[p]) for t, n in enumerate(ns))]
+
+
+# stitching ------------------------------------------------------------------------------------
+class _Cycle(Exception):
+    pass
+
+
+class _Stitch:
+    """One Term DAG from the optimised templates (copied once per trip) and the optimised rest.
+
+    Work items: ``("N", node)`` the term computing a frontend node; ``("U", loop, trip)`` a whole trip's
+    copy of its template; ``("R", term)`` a copy of a rest term (its synthetic inputs resolved). Trips
+    are convex and read no later trip, so items depend on each other without cycles; graphs are deep,
+    so the walk is iterative."""
+
+    def __init__(self, loops, owner, rest_terms, rest_inputs):
+        self.loops, self.owner, self.rest_terms, self.rest_inputs = loops, owner, rest_terms, rest_inputs
+        self.leaves: dict[tuple, Term] = {}
+        self.progs = [_Program(lp, self._leaf) for lp in loops]
+        self.done: dict[tuple, object] = {}
+
+    def run(self, roots) -> dict[int, Term]:
+        for r in roots:
+            self._resolve(("N", r))
+        terms = {r.id: self.done[("N", r)] for r in roots}
+        self.order = topological(list(terms.values()))
+        for i, t in enumerate(self.order):
+            t.id = i
+        return terms
+
+    def _deps(self, item) -> list[tuple]:
+        kind, x = item[0], item[1]
+        if kind == "U":
+            ns = self.loops[x].inputs
+            return [("N", ns[name][item[2]]) for name in self.progs[x].inputs]
+        if kind == "N":
+            if x.op in LEAVES:
+                return []
+            o = self.owner.get(x.id)
+            return [("R", self.rest_terms[x.id])] if o is None else [("U", o[0], o[2])]
+        node = self.rest_inputs.get(x.arg) if x.op == "Input" else None
+        return [("N", node)] if node is not None else [("R", s) for s, _ in x.srcs]
+
+    def _build(self, item, deps):
+        kind, x = item[0], item[1]
+        if kind == "U":
+            return self.progs[x].copy(item[2], deps)
+        if kind == "N":
+            if not deps:
+                return self._leaf(Term(x.op, (), x.arg, x.dtype, x.shape, origin=x.id))
+            o = self.owner.get(x.id)
+            if o is None:
+                return deps[0]
+            return deps[0][self.progs[o[0]].out[self.loops[o[0]].template[o[1]].id]]
+        if x.op == "Input" and x.arg in self.rest_inputs:
+            return deps[0]
+        if not x.srcs:
+            return self._leaf(x)
+        cut = tuple(k for k, (s, _) in enumerate(x.srcs) if s.op == "Input" and s.arg in self.rest_inputs)
+        return Term(x.op, tuple((d, v) for d, (_, v) in zip(deps, x.srcs)), x.arg, x.dtype, x.shape,
+                    _refuse(x, deps, cut) if cut else x.fusible, x.origin)
+
+    def _leaf(self, t: Term) -> Term:
+        """One term per distinct leaf across the rest and every template."""
+        return self.leaves.setdefault((t.op, t.arg, t.dtype.name, t.shape), t)
+
+    def _resolve(self, root) -> None:
+        done, active = self.done, set()
+        stack = [(root, None)]
+        while stack:
+            item, deps = stack.pop()
+            if item in done:
+                continue
+            if deps is None:
+                deps = self._deps(item)
+                active.add(item)
+                stack.append((item, deps))
+                for d in deps:
+                    if d in active:  # only an extraction that reads an input its value does not need
+                        raise _Cycle(item)
+                    if d not in done:
+                        stack.append((d, None))
+                continue
+            done[item] = self._build(item, [done[d] for d in deps])
+            active.discard(item)
+
+
+class _Program:
+    """A loop's optimised template as a flat list, to copy once per trip. Terms that read no synthetic
+    input are built once and shared by every trip."""
+
+    def __init__(self, lp: _Loop, leaf):
+        self.pos = lp.pos
+        self.order = order = topological(list(lp.terms.values()))
+        index = {id(t): i for i, t in enumerate(order)}
+        self.out = {lp.template[p].id: index[id(lp.terms[lp.template[p].id])] for p in lp.outputs}
+        trip0 = {lp.template[p].id: p for p in range(len(lp.pos))}
+        self.steps = []  # per term read from a synthetic input: (index, term, input slot or -1, src indices,
+        #                   views, position of its origin or -1)
+        self.inputs: list[str] = []  # the synthetic inputs the optimised template still reads
+        self.shared: list = [None] * len(order)
+        varies = [False] * len(order)
+        for i, t in enumerate(order):
+            srcs = tuple(index[id(s)] for s, _ in t.srcs)
+            slot = -1
+            if t.op == "Input" and t.arg in lp.inputs:
+                slot = len(self.inputs)
+                self.inputs.append(t.arg)
+            varies[i] = slot >= 0 or any(varies[j] for j in srcs)
+            if varies[i]:
+                cut = tuple(k for k, j in enumerate(srcs) if order[j].op == "Input" and order[j].arg in lp.inputs)
+                self.steps.append((i, t, slot, srcs, tuple(v for _, v in t.srcs), trip0.get(t.origin, -1), cut))
+            else:
+                self.shared[i] = leaf(t) if not t.srcs else Term(
+                    t.op, tuple((self.shared[j], v) for j, (_, v) in zip(srcs, t.srcs)), t.arg, t.dtype, t.shape,
+                    t.fusible, t.origin)
+
+    def copy(self, trip: int, inputs: list) -> list:
+        """Trip ``trip``'s terms, given the terms of its synthetic inputs (in ``self.inputs`` order)."""
+        vals = list(self.shared)
+        pos = self.pos
+        for i, t, slot, srcs, views, p, cut in self.steps:
+            if slot >= 0:
+                vals[i] = inputs[slot]
+                continue
+            kids = [vals[j] for j in srcs]
+            vals[i] = Term(t.op, tuple(zip(kids, views)), t.arg, t.dtype, t.shape,
+                           _refuse(t, kids, cut) if cut else t.fusible, pos[p][trip].id if p >= 0 else t.origin)
+        return vals
+
+
+def _refuse(t: Term, kids, cut) -> tuple:
+    """``t.fusible`` with the slots in ``cut`` (read from a synthetic input, a leaf that never fuses)
+    judged again against the producer they now read, by the ``fusion`` ruleset's own rule: a producer
+    kind the consumer accepts, read through a view that takes its whole buffer in order."""
+    out = list(t.fusible)
+    for k in cut:
+        v, src = t.srcs[k][1], kids[k]
+        out[k] = kind(src.op) in ACCEPTS.get(t.op, ()) and v.is_contiguous() and (
+            v.shape == src.shape or prod(v.shape) == prod(src.shape))
+    return tuple(out)
+
+
+# stats ----------------------------------------------------------------------------------------
+def _merge_stats(stats: list[dict], copies: list[int], nodes_before: int, nodes_after: int) -> dict:
+    """One run's stats from the runs of every template and the rest; costs count every trip."""
+    out = {"nodes_before": nodes_before, "nodes_after": nodes_after,
+           "egraph": Counter(), "rules": Counter(), "budget_hit": None, "times": Counter(), "candidates": []}
+    if all("cost" in s for s in stats):
+        out["cost"] = sum(s["cost"] * c for s, c in zip(stats, copies))
+    for s in stats:
+        out["egraph"].update(s.get("egraph", {}))
+        out["rules"].update(s.get("rules", {}))
+        out["times"].update(s.get("times", {}))
+        out["candidates"] += s.get("candidates", [])
+        out["budget_hit"] = out["budget_hit"] or s.get("budget_hit")
+    for key in ("egraph", "rules", "times"):
+        out[key] = dict(out[key])
+    return out
+
+
+def _add_roll_stats(stats: dict, loops, seconds: float) -> None:
+    stats["loops"] = [{"body_nodes": len(lp.pos), "trips": len(lp.pos[0])} for lp in loops]
+    stats.setdefault("times", {})["roll"] = seconds

@@ -1,0 +1,429 @@
+"""The compiled CPU backend: runs a kernel graph with numpy as a flat list of precomputed calls.
+
+For each binding of the symbolic dims a :class:`Binding` allocates every buffer once (temps in the
+memory plan's slots), precomputes every view as a numpy strided array over those buffers and lowers
+every kernel (``lowering.py``) to ``(function, args)`` calls with ``out=`` arguments. A run is then
+``for f, args in calls: f(*args)``: no graph walking, no allocation on the hot path.
+
+Caller arrays (inputs, states, random draws) are read in place, not copied: the calls that read
+them hold :class:`InputView` placeholders, resolved into numpy views of the caller's array and
+patched into those calls only when a name's array object differs from the previous run's (a
+State's array stays the same object across steps, so in steady state nothing is rebuilt).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from ..compile.memory import MemoryPlan, storage_itemsize
+from ..frontend.symbolic import evaluate, free_vars, prod
+from ..frontend.view import contiguous_strides
+from . import layout
+from . import numpy_ops as ops
+from .exprs import shape_of, topo
+from .gemm import Strided
+from .lowering import lower
+
+CALLER_KINDS = ("input", "state", "random")
+MAX_BINDINGS = 8  # bindings kept per program (each holds all of its buffers)
+
+
+class CpuProgram:
+    """``prog(arrays, env) -> (outputs, updates)``: ``arrays`` maps every input/state/random buffer's
+    name to its array, ``env`` binds the symbolic dims. ``outputs`` are fresh C-contiguous arrays
+    (the caller keeps them); ``updates`` are the values for ``kg.updates`` in order, possibly views
+    of internal buffers that the next run overwrites: copy them right away."""
+
+    def __init__(self, kg, plan: MemoryPlan):
+        self.kg, self.plan = kg, plan
+        self.dims = tuple(sorted(_dims(kg) | set(kg.dims)))
+        self._bindings: OrderedDict = OrderedDict()
+
+    def __call__(self, arrays: dict, env: dict) -> tuple[list, list]:
+        try:
+            key = tuple(env[d] for d in self.dims)
+        except KeyError as e:
+            raise ValueError(f"symbolic dim {e.args[0]!r} has no value bound") from None
+        b = self._bindings.get(key)
+        if b is None:
+            b = Binding(self.kg, self.plan, dict(zip(self.dims, key)))
+            self._bindings[key] = b
+            if len(self._bindings) > MAX_BINDINGS:
+                self._bindings.popitem(last=False)
+        else:
+            self._bindings.move_to_end(key)
+        return b.run(arrays)
+
+
+class InputView:
+    """A strided view over a caller array, known by shape and strides before the array is."""
+
+    __slots__ = ("name", "shape", "dtype", "strides", "offset", "value")
+
+    def __init__(self, name, shape, dtype, strides, offset):
+        self.name, self.shape, self.dtype = name, shape, dtype
+        self.strides, self.offset, self.value = strides, offset, None  # bytes
+
+    def resolve(self, arr: np.ndarray) -> np.ndarray:
+        if any(n == 0 for n in self.shape):
+            return np.empty(self.shape, self.dtype)
+        return np.ndarray(self.shape, self.dtype, arr, self.offset, self.strides)
+
+
+class Binding:
+    """Everything about one binding of the symbolic dims: the arrays, the views and the calls."""
+
+    def __init__(self, kg, plan: MemoryPlan, env: dict):
+        self.env = env
+        self.calls: list = []
+        self._pool: dict = {}  # (shape, dtype) -> free scratch arrays
+        self._taken: dict = {}  # id -> scratch taken by the kernel being lowered
+        self._loads: dict = {}  # (buffer id, view) -> the value a kernel reads
+        self._arrays: dict = {}  # buffer id -> array, for every buffer but the caller's
+        self._caller: dict = {}  # name -> (shape, np dtype) of each caller array
+        self._refs: dict = {}  # name -> [InputView]
+        self._last: dict = {}  # name -> the array the views were last resolved over
+        self._perm: dict = {}  # buffer id -> axis order of its storage, for the buffers stored permuted
+        self._flat: dict = {}  # buffer id -> the buffer's storage as a 1-d array
+        self._allocate(kg, plan, self._layouts(kg))
+        self._alias = self._in_place(kg)  # temp id -> name of the state array that holds it
+        for k in kg.kernels:
+            lower(k, self)
+        self.out_calls = [self._output(buf, v) for buf, v in kg.outputs]
+        self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]
+        self._deps = self._index_input_views()
+
+    # running --------------------------------------------------------------------------------------
+    def run(self, arrays: dict) -> tuple[list, list]:
+        last = self._last
+        changed = [n for n in self._caller if arrays[n] is not last.get(n)]
+        if changed:
+            self._rebind(changed, arrays)
+        with np.errstate(all="ignore"):
+            for f, args in self.calls:
+                f(*args)
+            outs = [f(*args) for f, args in self.out_calls]
+        return outs, [f(*args) for f, args in self.up_calls]
+
+    def _rebind(self, names, arrays) -> None:
+        for n in names:
+            a = arrays[n]
+            shape, dtype = self._caller[n]
+            arr = a if isinstance(a, np.ndarray) and a.dtype == dtype and a.flags.c_contiguous else \
+                np.ascontiguousarray(a, dtype)
+            if arr.shape != shape:
+                raise ValueError(f"array {n!r} has shape {arr.shape}, expected {shape}")
+            self._last[n] = a if arr is a else None  # a converted copy must be redone every run
+            for ref in self._refs.get(n, ()):
+                ref.value = ref.resolve(arr)
+        seen = set()
+        for n in names:
+            for lst, i, (f, args) in self._deps.get(n, ()):
+                if (id(lst), i) not in seen:
+                    seen.add((id(lst), i))
+                    lst[i] = (f, tuple(x.value if type(x) is InputView else x for x in args))
+
+    def _index_input_views(self) -> dict:
+        deps: dict = {}
+        for lst in (self.calls, self.out_calls, self.up_calls):
+            for i, (f, args) in enumerate(lst):
+                for n in {x.name for x in args if type(x) is InputView}:
+                    deps.setdefault(n, []).append((lst, i, (f, args)))
+        return deps
+
+    # allocation -----------------------------------------------------------------------------------
+    def _layouts(self, kg) -> dict:
+        """{buffer id: storage axis order} for matmul results whose readers walk them permuted."""
+        readers: dict = {}
+        for k in kg.kernels:
+            for buf, v in list(k.inputs) + list(k.epilogue_inputs):
+                readers.setdefault(buf.id, []).append(v)
+        for buf, v in kg.outputs:
+            readers.setdefault(buf.id, []).append(v)
+        for _, buf, v in kg.updates:
+            readers.setdefault(buf.id, []).append(v)
+        perms = {}
+        for k in kg.kernels:
+            if k.kind != "matmul" or any(v.mask is not None for _, v in k.inputs):
+                continue
+            shape = tuple(d for i, d in enumerate(self.shape(k.domain)) if i not in k.axes)
+            buf = next((b for b, e in k.outputs if e.op == "Acc" and b.dtype is k.acc_dtype), None)
+            if buf is None or buf.kind != "temp" or self.shape(buf.shape) != shape or 0 in shape:
+                continue
+            views = [self._valid_part(v) for v in readers.get(buf.id, [])]
+            order = layout.preferred_order([v for v in views if v is not None], shape)
+            if order is not None:
+                perms[buf.id] = order
+        return perms
+
+    def _in_place(self, kg) -> dict:
+        """{temp id: state name} for the new values of states that an elementwise kernel can write
+        straight into the state's array, which saves the caller's copy.
+
+        Safe when nothing reads the state's old value afterwards (no later kernel, output or update;
+        within the writing kernel, every read comes before the write) and no kernel that can fail
+        at run time (gather, scatter) comes after it: a failed run still leaves the states as they were."""
+        ks = kg.kernels
+        writer = {b.id: i for i, k in enumerate(ks) for b, _ in k.outputs}
+        last_read: dict = {}
+        for i, k in enumerate(ks):
+            for b, _ in list(k.inputs) + list(k.epilogue_inputs):
+                last_read[b.id] = i
+        read_at_end = {b.id for b, _ in kg.outputs} | {b.id for _, b, _ in kg.updates}
+        last_fallible = max((i for i, k in enumerate(ks) if k.kind in ("gather", "scatter_add")), default=-1)
+        states = {b.name: b for b in kg.buffers if b.kind == "state"}
+        alias = {}
+        for name, t, view in kg.updates:
+            st, i = states.get(name), writer.get(t.id)
+            if st is None or t.kind != "temp" or i is None or ks[i].kind != "elementwise" or i < last_fallible:
+                continue
+            if t.dtype is not st.dtype or self.shape(t.shape) != self.shape(st.shape) or \
+                    tuple(view.shape) != tuple(t.shape) or not view.is_contiguous():
+                continue
+            if last_read.get(st.id, -1) <= i and st.id not in read_at_end and _reads_before_write(ks[i], st, t):
+                alias[t.id] = name
+        return alias
+
+    def _valid_part(self, view) -> Strided | None:
+        """The part of ``view`` that reads the buffer (its valid box), or None when it reads nothing."""
+        shape, strides, offset, box = ops.bound_view(view, self.env)
+        if box is not None:
+            inner = ops.inner_box(strides, offset, box)
+            if inner is None:
+                return None
+            shape, offset = inner
+        return Strided(shape, strides, offset)
+
+    def _allocate(self, kg, plan: MemoryPlan, perms: dict) -> None:
+        slots = []
+        for nbytes in plan.slot_bytes(self.env, storage_itemsize):
+            slots.append(np.empty(-(-nbytes // 8), np.float64).view(np.uint8))  # 8-byte aligned raw bytes
+        for buf in kg.buffers:
+            shape = self.shape(buf.shape)
+            dtype = buf.dtype.np
+            if buf.kind in CALLER_KINDS:
+                self._caller[buf.name] = (shape, dtype)
+            elif buf.kind == "const":
+                self._arrays[buf.id] = np.ascontiguousarray(buf.value, dtype).reshape(shape)
+            elif buf.kind == "iota":
+                self._arrays[buf.id] = np.arange(shape[0], dtype=np.int32)
+            elif buf.id in plan.slot_of:
+                raw = slots[plan.slot_of[buf.id]]
+                flat = raw[:prod(shape) * dtype.itemsize].view(dtype)
+                perm = perms.get(buf.id)
+                if perm is None:
+                    self._arrays[buf.id] = flat.reshape(shape)
+                else:  # stored in axis order ``perm``; the array is the logical view of that storage
+                    self._perm[buf.id] = perm
+                    phys = flat.reshape(tuple(shape[a] for a in perm))
+                    self._arrays[buf.id] = phys.transpose(tuple(np.argsort(perm)))
+                self._flat[buf.id] = flat
+            else:  # a temp no kernel writes (the plan skips it): zeros of its own
+                self._arrays[buf.id] = np.zeros(shape, dtype)
+                self._flat[buf.id] = self._arrays[buf.id].reshape(-1)
+
+    # what lowering uses ---------------------------------------------------------------------------
+    def shape(self, dims) -> tuple:
+        return tuple(evaluate(d, self.env) for d in dims)
+
+    def array(self, buf) -> np.ndarray:
+        """The (writable) array of a buffer the program owns (a state's own array, for a new state
+        value written in place)."""
+        if buf.id in self._alias:
+            shape, dtype = self._caller[self._alias[buf.id]]
+            return self._input_view(self._alias[buf.id], shape, dtype, _byte_strides(shape, dtype), 0)
+        return self._arrays[buf.id]
+
+    def strided_view(self, view) -> Strided:
+        shape, strides, offset, box = ops.bound_view(view, self.env)
+        assert box is None, "strided_view of a masked view"
+        return Strided(shape, strides, offset)
+
+    def storage(self, buf, shape) -> tuple:
+        """``(flat storage, element stride of each axis)`` of a temp buffer seen with ``shape``."""
+        perm = self._perm.get(buf.id)
+        strides = contiguous_strides(shape) if perm is None else layout.physical_strides(shape, perm)
+        return self._flat[buf.id], strides
+
+    def view(self, buf, v: Strided):
+        """A read-only view ``v`` of a buffer (an :class:`InputView` for caller arrays), bounds-checked."""
+        return self.storage_view(buf, self.locate(buf, v))
+
+    def locate(self, buf, v: Strided) -> Strided:
+        """``v`` (over the buffer's logical layout) as a view of its storage."""
+        if buf.id not in self._perm:
+            return v
+        out = layout.remap(v, self._arrays[buf.id].shape, self._perm[buf.id])
+        assert out is not None, "a reader of a permuted buffer does not remap (checked when choosing)"
+        return out
+
+    def storage_view(self, buf, v: Strided):
+        """A read-only view ``v`` of a buffer's storage, bounds-checked."""
+        if buf.id in self._flat and buf.id not in self._alias:
+            return ops.strided(self._flat[buf.id], v.shape, v.strides, v.offset)
+        if buf.kind not in CALLER_KINDS and buf.id not in self._alias:  # const, iota
+            return ops.strided(self._arrays[buf.id].reshape(-1), v.shape, v.strides, v.offset)
+        name = self._alias.get(buf.id, buf.name)
+        shape, dtype = self._caller[name]
+        if all(n != 0 for n in v.shape):
+            ops.check_bounds(v.shape, v.strides, v.offset, prod(shape))
+        item = dtype.itemsize
+        return self._input_view(name, v.shape, dtype, tuple(s * item for s in v.strides), v.offset * item)
+
+    def over(self, flat: np.ndarray, v: Strided) -> np.ndarray:
+        """A writable view ``v`` of a flat array the program owns."""
+        item = flat.itemsize
+        return np.ndarray(v.shape, flat.dtype, flat, v.offset * item, tuple(s * item for s in v.strides))
+
+    def load(self, buf, view):
+        """What a kernel reads through ``view``: a strided view, or for a masked view a dedicated
+        array whose pad is filled now and whose valid box is copied on every run (by the first
+        kernel that reads it: a buffer is written once per run, so later readers share the copy)."""
+        key = (buf.id, view)
+        if key in self._loads:
+            return self._loads[key]
+        shape, strides, offset, box = ops.bound_view(view, self.env)
+        if box is None:
+            value = self.view(buf, Strided(shape, strides, offset))
+        else:
+            value = np.full(shape, view.pad, buf.dtype.np)
+            inner = ops.inner_box(strides, offset, box)
+            if inner is not None:
+                src = self.view(buf, Strided(inner[0], strides, inner[1]))
+                self.calls.append((np.copyto, (value[tuple(slice(lo, hi) for lo, hi in box)], src)))
+        self._loads[key] = value
+        return value
+
+    def regroup(self, x, shape):
+        """``x`` reshaped to ``shape`` without a copy, or None when its strides do not allow it."""
+        if isinstance(x, np.ndarray):
+            try:
+                return np.reshape(x, shape, copy=False)
+            except ValueError:
+                return None
+        probe = np.lib.stride_tricks.as_strided(np.empty(1, x.dtype), x.shape, x.strides)  # strides only
+        try:
+            strides = np.reshape(probe, shape, copy=False).strides
+        except ValueError:
+            return None
+        return self._input_view(x.name, shape, x.dtype, strides, x.offset)
+
+    def compact(self, v):
+        """``v`` read with size 1 along the axes it broadcasts along (stride 0)."""
+        strides = getattr(v, "strides", None)
+        if not strides or all(s != 0 or n <= 1 for n, s in zip(v.shape, strides)):
+            return v
+        if isinstance(v, np.ndarray):
+            return v[tuple(slice(0, 1) if s == 0 else slice(None) for s in strides)]
+        shape = tuple(1 if s == 0 else n for n, s in zip(v.shape, strides))
+        return self._input_view(v.name, shape, v.dtype, v.strides, v.offset)
+
+    def expand(self, v, shape):
+        """A compact ``v`` broadcast (stride 0) back to ``shape``."""
+        shape = tuple(shape)
+        if shape_of(v) == shape:
+            return v
+        if isinstance(v, InputView):
+            strides = tuple(0 if n != m else s for n, m, s in zip(v.shape, shape, v.strides))
+            return self._input_view(v.name, shape, v.dtype, strides, v.offset)
+        return np.broadcast_to(v, shape)
+
+    def _input_view(self, name, shape, dtype, strides, offset) -> InputView:
+        ref = InputView(name, tuple(shape), dtype, tuple(strides), offset)
+        self._refs.setdefault(name, []).append(ref)
+        return ref
+
+    def scratch(self, shape, dtype) -> np.ndarray:
+        """A scratch array, the kernel's until it is released or the kernel ends."""
+        free = self._pool.get((tuple(shape), np.dtype(dtype)))
+        arr = free.pop() if free else np.empty(shape, dtype)
+        self._taken[id(arr)] = arr
+        return arr
+
+    def release(self, arr: np.ndarray) -> None:
+        del self._taken[id(arr)]
+        self._pool.setdefault((arr.shape, arr.dtype), []).append(arr)
+
+    def end_kernel(self) -> None:
+        for arr in list(self._taken.values()):
+            self.release(arr)
+
+    # results --------------------------------------------------------------------------------------
+    def _output(self, buf, view):
+        shape, strides, offset, box = ops.bound_view(view, self.env)
+        if box is None:
+            return _fresh, (self.view(buf, Strided(shape, strides, offset)),)
+        inner = ops.inner_box(strides, offset, box)
+        src = None if inner is None else self.view(buf, Strided(inner[0], strides, inner[1]))
+        slices = tuple(slice(lo, hi) for lo, hi in box)
+        return _fresh_masked, (shape, view.pad, buf.dtype.np, slices, src)
+
+    def _update(self, buf, view):
+        if buf.kind in CALLER_KINDS:  # another state's value from before the run: copy it now
+            return self._output(buf, view)
+        value = self.load(buf, view)
+        return _same, (value,)
+
+
+def _fresh(x) -> np.ndarray:
+    return np.array(x, order="C")
+
+
+def _fresh_masked(shape, pad, dtype, slices, src) -> np.ndarray:
+    out = np.full(shape, pad, dtype)
+    if src is not None:
+        out[slices] = src
+    return out
+
+
+def _same(x):
+    return x
+
+
+def _byte_strides(shape, dtype) -> tuple:
+    return tuple(s * dtype.itemsize for s in contiguous_strides(shape))
+
+
+def _reads_before_write(k, st, t) -> bool:
+    """In elementwise kernel ``k`` (emitted in ``topo`` order of its outputs), every node reading
+    buffer ``st`` comes before the node writing ``t``, or is that node (numpy ufuncs handle an output
+    overlapping an input; the branch-free ``where`` does not)."""
+    order = topo([e for _, e in k.outputs])
+    root = next(e for b, e in k.outputs if b is t)
+    slots = {i for i, (b, _) in enumerate(k.inputs) if b is st}
+    reads = [j for j, e in enumerate(order) if any(a.op == "Load" and a.arg in slots for a in e.args)]
+    last, at = max(reads, default=-1), order.index(root)
+    return last < at or (last == at and root.op != "Where")
+
+
+def _dims(kg) -> set:
+    """Every symbolic dim name the program needs bound (shapes, views, scalars, reshapes)."""
+    used: set = set()
+
+    def add(x):
+        if isinstance(x, (tuple, list)):
+            for y in x:
+                add(y)
+        elif hasattr(x, "terms"):
+            used.update(free_vars(x))
+
+    def view(v):
+        add((v.shape, v.strides, v.offset, v.mask))
+
+    for b in kg.buffers:
+        add(b.shape)
+    for k in kg.kernels:
+        add(k.domain)
+        for _, v in list(k.inputs) + list(k.epilogue_inputs):
+            view(v)
+        roots = [e for _, e in k.outputs] + ([k.prologue] if k.prologue is not None else [])
+        for e in topo(roots):
+            if e.op in ("Scalar", "Reshape"):
+                add(e.arg)
+    for _, v in kg.outputs:
+        view(v)
+    for _, _, v in kg.updates:
+        view(v)
+    return used

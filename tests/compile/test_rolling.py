@@ -1,0 +1,295 @@
+"""Loop rolling: repeated blocks (forward and backward) roll to one body x trips, the e-graph's share
+does not grow with depth, and the stitched program computes exactly what the unrolled graph computes.
+
+Programs are checked by evaluating the stitched Term DAG with the reference interpreter, against the
+reference interpreter on the original graph. Most tests run twice: with a one-to-one stand-in for the
+e-graph stage (rolling's own logic, nothing rewritten) and with the real one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import luminal as lm
+from luminal import nn, train
+from luminal.compile import rolling
+from luminal.compile.term import topological
+from luminal.cpu.reference import ReferenceInterpreter
+from luminal.frontend.graph import Node
+from luminal.frontend.view import View
+
+
+@dataclass
+class _Result:
+    terms: dict
+    stats: dict
+
+
+def one_to_one(roots, **kw):
+    """The e-graph stage's contract with no rewrites: one Term per Node."""
+    n = len(rolling._collect(roots))
+    stats = {"nodes_before": n, "nodes_after": n, "egraph": {"enodes": n, "eclasses": n}, "rules": {},
+             "budget_hit": None, "times": {"optimize": 0.0}, "candidates": []}
+    return _Result(rolling._unoptimized(roots), stats)
+
+
+@pytest.fixture(params=["one_to_one", "egraph"])
+def seen(request, monkeypatch):
+    """Runs rolling with the given e-graph stage; records how many nodes each e-graph run was given."""
+    inner = one_to_one if request.param == "one_to_one" else rolling._optimize
+    sizes: list[int] = []
+
+    def spy(roots, **kw):
+        sizes.append(len(rolling._collect(roots)))
+        return inner(roots, **kw)
+
+    monkeypatch.setattr(rolling, "_optimize", spy)
+    return sizes
+
+
+# models -------------------------------------------------------------------------------------------
+def mlp_stack(depth, backward=False, width=16):
+    g = lm.Graph()
+    x = g.input("x", ("B", width))
+    layers = [nn.Linear(width, width) for _ in range(depth)]
+    h = x
+    for layer in layers:
+        h = layer(h).relu()
+    return _outputs(g, h, [p for m in layers for p in m.parameters()], backward)
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block: causal multi-head attention and a GELU MLP, both residual."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, need_weights=False, is_causal=True)[0]
+        return x + self.fc2(self.fc1(self.ln2(x)).gelu())
+
+
+def transformer_stack(depth, backward=False, d=16, heads=2, seq=8):
+    g = lm.Graph()
+    x = g.input("x", ("B", seq, d))
+    blocks = [Block(d, heads) for _ in range(depth)]
+    y = x
+    for b in blocks:
+        y = b(y)
+    return _outputs(g, y, [p for b in blocks for p in b.parameters()], backward)
+
+
+def _outputs(g, y, params, backward):
+    if not backward:
+        return g, [y.node]
+    loss = (y * y).mean()
+    return g, [loss.node] + [t.node for t in train.grad(loss, params)]
+
+
+# evaluation ---------------------------------------------------------------------------------------
+def run_terms(terms: dict, graph, arrays, env):
+    """Evaluate a Term DAG with the reference interpreter (MatMul as the Mul + SumReduce it stands for)."""
+    nodes, made = [], {}
+
+    def add(op, srcs, arg, dtype, shape):
+        nodes.append(Node(len(nodes), op, srcs, arg, dtype, shape))
+        return nodes[-1]
+
+    for t in topological(list(terms.values())):
+        srcs = tuple((made[id(s)], v) for s, v in t.srcs)
+        if t.op == "MatMul":
+            shape = srcs[0][1].shape
+            mul = add("Mul", srcs, None, t.dtype, shape)
+            made[id(t)] = add("SumReduce", ((mul, View.contiguous(shape)),), t.arg, t.dtype, t.shape)
+        else:
+            made[id(t)] = add(t.op, srcs, t.arg, t.dtype, t.shape)
+    fake = SimpleNamespace(nodes=nodes, constants=graph.constants)
+    outs = [SimpleNamespace(node=made[id(t)], layout=View.contiguous(t.shape)) for t in terms.values()]
+    return ReferenceInterpreter(fake, outs)(arrays, env)
+
+
+def check_same(graph, roots, res, batch=3):
+    rng = np.random.default_rng(0)
+    env = {"B": batch}
+    arrays = {name: rng.standard_normal([env.get(str(d), d) for d in n.shape]).astype(np.float32)
+              for name, n in graph.inputs.items()}
+    arrays.update({name: s.data for name, s in graph.states.items()})
+    arrays.update({name: rng.random([env.get(str(d), d) for d in n.shape], dtype=np.float32)
+                   for name, n in graph.random.items()})
+    want = ReferenceInterpreter(graph, [graph.tensor(r) for r in roots])(arrays, env)
+    got = run_terms({r.id: res.terms[r.id] for r in roots}, graph, arrays, env)
+    for w, g in zip(want, got, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def trips(res):
+    return [lp["trips"] for lp in res.stats["loops"]]
+
+
+# tests --------------------------------------------------------------------------------------------
+def test_mlp_stack_rolls_to_one_body(seen):
+    g, roots = mlp_stack(8)
+    res = rolling.optimize_rolled(roots)
+    assert trips(res) == [8] and len(seen) == 2 and "roll" in res.stats["times"]
+
+    def computed(depth):  # non-leaf nodes: a layer adds its own, the ones layers share exist once
+        return sum(n.op not in ("Input", "Constant") for n in rolling._collect(mlp_stack(depth)[1]))
+
+    assert res.stats["loops"][0]["body_nodes"] == computed(9) - computed(8)
+    check_same(g, roots, res)
+
+
+def test_mlp_forward_and_backward_roll(seen):
+    g, roots = mlp_stack(8, backward=True)
+    res = rolling.optimize_rolled(roots)
+    assert trips(res)[0] == 8 and len(trips(res)) >= 2 and min(trips(res)) >= 7
+    check_same(g, roots, res)
+
+
+@pytest.mark.parametrize("backward", [False, True])
+def test_transformer_stack_rolls(seen, backward):
+    g, roots = transformer_stack(4, backward)
+    res = rolling.optimize_rolled(roots)
+    assert trips(res)[0] == 4 and all(t >= 3 for t in trips(res))
+    if backward:
+        assert len(trips(res)) >= 2  # the backward rolls as loops of its own
+    check_same(g, roots, res)
+
+
+@pytest.mark.parametrize("build, depths", [(mlp_stack, (8, 12)), (transformer_stack, (4, 6))])
+@pytest.mark.parametrize("backward", [False, True])
+def test_egraph_share_does_not_grow_with_depth(monkeypatch, build, depths, backward):
+    """What the e-graph is given (templates + rest) is the same at every depth (rolling alone decides it)."""
+    shares = []
+    for depth in depths:
+        sizes = []
+        monkeypatch.setattr(rolling, "_optimize", lambda roots, **kw: (sizes.append(len(rolling._collect(roots))),
+                                                                          one_to_one(roots))[1])
+        rolling.optimize_rolled(build(depth, backward)[1])
+        shares.append(sum(sizes))
+    assert shares[1] == shares[0]
+
+
+def test_non_repeating_graph_is_untouched(seen):
+    g = lm.Graph()
+    x = g.input("x", (4, 8))
+    y = nn.Linear(16, 4)(nn.Linear(8, 16)(x).relu()).softmax(-1)
+    res = rolling.optimize_rolled([y.node])
+    assert res.stats["loops"] == [] and len(seen) == 1 and seen[0] == res.stats["nodes_before"]
+    check_same(g, [y.node], res)
+
+
+def test_skip_connections_across_layers(seen):
+    """Each layer reads the two layers before it: a trip's input may be another trip's inner node."""
+    g = lm.Graph()
+    x = g.input("x", ("B", 8))
+    a, b = x, x.exp()
+    for _ in range(10):
+        w = nn.Linear(8, 8)
+        a, b = b, (w(b) + a * 0.5).tanh()
+    res = rolling.optimize_rolled([b.node])
+    assert trips(res) and trips(res)[0] >= 8
+    check_same(g, [b.node], res)
+
+
+def test_shared_weights_and_several_outputs(seen):
+    """One weight read by every layer (a leaf shared by all trips), every layer's output a root, and
+    an input leaf a root too; the stitched program has one term per distinct leaf."""
+    g = lm.Graph()
+    x = g.input("x", ("B", 8))
+    shared = nn.Linear(8, 8)
+    outs, h = [x.node], x
+    for _ in range(6):
+        h = (shared(h) + nn.Linear(8, 8)(h)).sigmoid()
+        outs.append(h.node)
+    res = rolling.optimize_rolled(outs)
+    assert trips(res) == [6]
+    check_same(g, outs, res)
+    leaves = [t for t in topological(list(res.terms.values())) if t.op in ("Input", "Constant")]
+    assert len(leaves) == len({(t.op, t.arg) for t in leaves})
+
+
+def test_dropout_masks_differ_per_trip(seen):
+    """Each layer draws its own random input: a leaf that varies by trip, like a weight."""
+    g = lm.Graph()
+    x = g.input("x", ("B", 16))
+    h = x
+    for _ in range(6):
+        h = nn.Dropout(0.25)(nn.Linear(16, 16)(h).relu())
+    res = rolling.optimize_rolled([h.node])
+    assert trips(res) == [6] and len(g.random) == 6
+    check_same(g, [h.node], res)
+
+
+def test_first_layer_wired_differently(seen):
+    """Layer 0 reads the stack's input where the others read their own node: that position is not the
+    same edge in every trip, so it leaves the body (a trip may not read itself from outside)."""
+    g = lm.Graph()
+    x = g.input("x", ("B", 8))
+    prev, h = x, x
+    for i in range(8):
+        h = nn.Linear(8, 8)(h).tanh()
+        h = (h * (x if i == 0 else h)).exp() + prev
+        prev = h
+    res = rolling.optimize_rolled([h.node])
+    assert trips(res) and trips(res)[0] >= 7
+    check_same(g, [h.node], res)
+
+
+def test_search_times_whole_programs():
+    """Each run's candidates are timed as the whole stitched program (every root present)."""
+    g, roots = mlp_stack(8)
+    calls = []
+
+    def timer(terms):
+        calls.append(set(terms))
+        return float(len(topological(list(terms.values()))))
+
+    res = rolling.optimize_rolled(roots, search=2, timer=timer)
+    assert trips(res) == [8] and calls and all(c == {r.id for r in roots} for c in calls)
+    assert len(res.stats["candidates"]) == len(calls)
+    check_same(g, roots, res)
+
+
+def test_compiled_stack_matches_reference():
+    """End to end: ``lm.compile`` rolls the stack (forward + backward) and runs it like the reference."""
+    g, roots = mlp_stack(8, backward=True)
+    outs = [g.tensor(r) for r in roots]
+    x = np.random.default_rng(1).standard_normal((5, 16)).astype(np.float32)
+    f = lm.compile(outs, backend="cpu")
+    assert [lp["trips"] for lp in f.report(show=False).loops][:1] == [8]
+    for got, want in zip(f(x=x), lm.compile(outs, backend="reference")(x=x), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("backward", [False, True])
+def test_rolled_program_fuses_like_the_unrolled_one(monkeypatch, backward):
+    """Edges across a body's boundary are judged for fusion again once stitched: rolling costs no kernels."""
+    g, roots = transformer_stack(3, backward)
+    outs = [g.tensor(r) for r in roots]
+    rolled = lm.compile(outs, backend="cpu").report(show=False)
+    monkeypatch.setattr(rolling, "MIN_SAVED", 10**9)
+    unrolled = lm.compile(outs, backend="cpu").report(show=False)
+    assert rolled.loops and not unrolled.loops
+    assert rolled.kernels_by_kind == unrolled.kernels_by_kind
+
+
+def test_unstitchable_result_falls_back_to_one_run(seen, monkeypatch):
+    """Should an extracted template read an input its value does not depend on and so close a cycle
+    between trips, the graph is optimised whole instead."""
+    g, roots = mlp_stack(8)
+
+    def cycle(self, roots):
+        raise rolling._Cycle()
+
+    monkeypatch.setattr(rolling._Stitch, "run", cycle)
+    res = rolling.optimize_rolled(roots)
+    assert res.stats["loops"] == [] and seen[-1] == res.stats["nodes_before"]
+    check_same(g, roots, res)
