@@ -171,6 +171,8 @@ def main(argv=None):
                for i in range(0, 8 * BATCH, BATCH)]
     print(f"luminal backend={args.backend} vs torch {torch.__version__} eager; batch {BATCH}; AdamW lr=1e-3; "
           f"{threads} thread(s) each (numpy BLAS = torch intra-op); load average {_load()}")
+    g = lm.Graph()  # one-time process warm-up (imports, egglog start-up) kept out of "compile s"
+    lm.compile(g.input("w", (1,)) + 1, backend=args.backend)
     rows = []
     for name in args.models.split(","):
         steps = args.steps or (50 if name == "mlp" else 20)

@@ -49,17 +49,14 @@ class Compiled:
         self.backend = backend
         self.updates = list({**g.updates, **(updates or {})}.items())
         every = outputs + [t for _, t in self.updates]
-        reference = ReferenceInterpreter(g, every)  # also the reachable nodes and inputs, for any backend
-        order = reference.order
         self._n_out = len(outputs)
         self._single = len(outputs) == 1
         self._out_shapes = [t.shape for t in outputs]
-        self._dims = _dims_used(order, outputs)
-        self._user = [n for n in reference.inputs if n.arg in g.inputs]
-        self._states = [(n.arg, g.states[n.arg]) for n in reference.inputs if n.arg in g.states]
-        self._random = [n for n in reference.inputs if n.arg in g.random]
         if backend == "reference":
-            self.runner, self._report = reference, None
+            self.runner, self._report = ReferenceInterpreter(g, every), None
+            inputs = self.runner.inputs
+            self._dims = _dims_used(self.runner.order, outputs)
+            self._nodes = len(self.runner.order)
         else:
             from ..cpu.compiled import CpuProgram
             from .pipeline import compile_graph
@@ -68,8 +65,13 @@ class Compiled:
             timer = _cpu_timer if search else None
             kg, plan, self._report = compile_graph(g, [(t.node, t.layout) for t in outputs], ups,
                                                    search=search, seed=seed, budget=budget, timer=timer)
-            self.runner = _ProgramRunner(CpuProgram(kg, plan), reference.inputs, self._report)
-        self._nodes = len(order)
+            inputs = [n for n in _reachable(every) if n.op == "Input"]
+            self.runner = _ProgramRunner(CpuProgram(kg, plan), inputs, self._report)
+            self._dims = set(kg.dims) | _dims_used((), outputs)
+            self._nodes = self._report.nodes_before
+        self._user = [n for n in inputs if n.arg in g.inputs]
+        self._states = [(n.arg, g.states[n.arg]) for n in inputs if n.arg in g.states]
+        self._random = [n for n in inputs if n.arg in g.random]
 
     def report(self, show: bool = True):
         """What the compiler did (see ``compile/report.py``); printed unless ``show=False``."""
@@ -147,6 +149,17 @@ def compile(outputs, backend: str = "cpu", updates=None, *, search: int = 0, see
         raise ValueError(f"compile: search must be a non-negative int, got {search!r}")
     return Compiled(outputs, backend, {st: cast(t, st.dtype) for st, t in (updates or {}).items()},
                     search=search, seed=seed, budget=budget)
+
+
+def _reachable(tensors) -> list:
+    """The nodes ``tensors`` depend on, in id order (producers first)."""
+    seen, stack = {}, [t.node for t in tensors]
+    while stack:
+        n = stack.pop()
+        if n.id not in seen:
+            seen[n.id] = n
+            stack.extend(s for s, _ in n.srcs)
+    return [seen[i] for i in sorted(seen)]
 
 
 def _state_name(graph, st) -> str:

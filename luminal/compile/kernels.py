@@ -21,6 +21,8 @@ Three steps, each simple on its own:
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..frontend import dtype as dt
@@ -156,12 +158,12 @@ class KernelBuilder:
         for d2 in drafts:
             if d2.kind != "elementwise":
                 continue
-            size = prod(d2.roots[0].shape)
+            size = _numel(d2.roots[0].shape)
             for rid in sorted(d2.reads, key=lambda r: -self.pos[r]):
                 d1 = owner.get(rid)
                 if d1 is None or d1 is d2 or d1.kind in ("gather", "scatter_add"):
                     continue
-                if any(prod(r.shape) != size for r in d1.roots):
+                if any(_numel(r.shape) != size for r in d1.roots):
                     continue  # an epilogue or a sibling region covers the same elements
                 if not self._fusible_reads(d2, d1) or self._path(d1, d2, consumers, by_id):
                     continue
@@ -296,10 +298,17 @@ class KernelBuilder:
         return KernelGraph(self.buffers, self.kernels, outs, ups)
 
 
+@lru_cache(maxsize=65536)
 def reads_in_order(view, shape) -> bool:
     """The view reads the whole buffer of ``shape`` element by element in order (the identity, or a
-    reshape of it): a consumer can then use the producer's values directly."""
-    return view.is_contiguous() and prod(view.shape) == prod(shape)
+    reshape of it): a consumer can then use the producer's values directly. (Cached: symbolic
+    arithmetic is slow and deep graphs ask about the same few views thousands of times.)"""
+    return view.is_contiguous() and _numel(view.shape) == _numel(shape)
+
+
+@lru_cache(maxsize=65536)
+def _numel(shape):
+    return prod(shape)
 
 
 def _fusible(t, i) -> bool:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from contextlib import contextmanager
 
@@ -51,6 +52,8 @@ def compile_graph(graph, outputs, updates, *, search: int = 0, seed: int = 0, bu
     from .rolling import optimize_rolled
 
     stage = _Stages()
+    gc_was_on = gc.isenabled()
+    gc.disable()  # compiling allocates many small objects and frees few: collection passes are wasted work
     try:
         roots = list(dict.fromkeys([n for n, _ in outputs] + [n for _, n, _ in updates]))
         with stage("optimize"):
@@ -65,6 +68,8 @@ def compile_graph(graph, outputs, updates, *, search: int = 0, seed: int = 0, bu
             plan = plan_memory(kg)
     finally:
         stage.close()
+        if gc_was_on:
+            gc.enable()
     times = {**{f"optimize: {k}": v for k, v in res.stats.get("times", {}).items()}, **stage.times}
     return kg, plan, Report.from_stats(res.stats, kg, plan, times)
 

@@ -24,7 +24,7 @@ from . import layout
 from . import numpy_ops as ops
 from .exprs import shape_of, topo
 from .gemm import Strided
-from .lowering import lower
+from .lowering import contraction, lower
 
 CALLER_KINDS = ("input", "state", "random")
 MAX_BINDINGS = 8  # bindings kept per program (each holds all of its buffers)
@@ -108,14 +108,17 @@ class Binding:
         return outs, [f(*args) for f, args in self.up_calls]
 
     def _rebind(self, names, arrays) -> None:
-        for n in names:
+        new = {}
+        for n in names:  # check every array before changing anything
             a = arrays[n]
             shape, dtype = self._caller[n]
             arr = a if isinstance(a, np.ndarray) and a.dtype == dtype and a.flags.c_contiguous else \
-                np.ascontiguousarray(a, dtype)
+                np.array(a, dtype, order="C")
             if arr.shape != shape:
                 raise ValueError(f"array {n!r} has shape {arr.shape}, expected {shape}")
-            self._last[n] = a if arr is a else None  # a converted copy must be redone every run
+            new[n] = arr
+        for n, arr in new.items():
+            self._last[n] = arrays[n] if arr is arrays[n] else None  # a converted copy is redone every run
             for ref in self._refs.get(n, ()):
                 ref.value = ref.resolve(arr)
         seen = set()
@@ -135,7 +138,7 @@ class Binding:
 
     # allocation -----------------------------------------------------------------------------------
     def _layouts(self, kg) -> dict:
-        """{buffer id: storage axis order} for matmul results whose readers walk them permuted."""
+        """{buffer id: storage axis order} for GEMM results whose readers walk them permuted."""
         readers: dict = {}
         for k in kg.kernels:
             for buf, v in list(k.inputs) + list(k.epilogue_inputs):
@@ -146,7 +149,8 @@ class Binding:
             readers.setdefault(buf.id, []).append(v)
         perms = {}
         for k in kg.kernels:
-            if k.kind != "matmul" or any(v.mask is not None for _, v in k.inputs):
+            gemm = k.kind == "matmul" and all(v.mask is None for _, v in k.inputs)
+            if not gemm and not (k.kind == "reduce" and contraction(k) is not None):
                 continue
             shape = tuple(d for i, d in enumerate(self.shape(k.domain)) if i not in k.axes)
             buf = next((b for b, e in k.outputs if e.op == "Acc" and b.dtype is k.acc_dtype), None)
@@ -309,6 +313,23 @@ class Binding:
         except ValueError:
             return None
         return self._input_view(x.name, shape, x.dtype, strides, x.offset)
+
+    def transpose(self, x, perm):
+        """``x`` with its axes in order ``perm`` (a scalar unchanged)."""
+        if isinstance(x, np.ndarray):
+            return x.transpose(perm)
+        if not isinstance(x, InputView):
+            return x
+        return self._input_view(x.name, tuple(x.shape[a] for a in perm), x.dtype, tuple(x.strides[a] for a in perm),
+                                x.offset)
+
+    def take(self, x, index: dict):
+        """``x`` with the axes in ``index`` fixed at the given positions (and removed)."""
+        if isinstance(x, np.ndarray):
+            return x[tuple(index.get(i, slice(None)) for i in range(x.ndim)) + (Ellipsis,)]  # a view, even 0-d
+        keep = [i for i in range(len(x.shape)) if i not in index]
+        return self._input_view(x.name, tuple(x.shape[i] for i in keep), x.dtype, tuple(x.strides[i] for i in keep),
+                                x.offset + sum(j * x.strides[i] for i, j in index.items()))
 
     def compact(self, v):
         """``v`` read with size 1 along the axes it broadcasts along (stride 0)."""

@@ -66,6 +66,12 @@ class ExprEmitter:
                     reads[a.arg] = reads.get(a.arg, 0) + 1
         for e in exprs:
             uses[id(e)] = uses.get(id(e), 0) + 1
+        perm = self._eval_order(order, roots, reads)
+        if perm is not None:  # evaluate in the axis order of the heaviest operands (see _eval_order)
+            t = self.b.transpose
+            self.loads = [t(v, perm) for v in self.loads]
+            self.acc = None if self.acc is None else t(self.acc, perm)
+            roots = [(e, None if d is None else t(d, perm)) for e, d in roots]
         self.load_full = [shape_of(v) for v in self.loads]
         self.loads = [self._gathered(self.b.compact(v)) if reads.get(i, 0) > 1 else self.b.compact(v)
                       for i, v in enumerate(self.loads)]
@@ -82,7 +88,37 @@ class ExprEmitter:
                 if val[id(e)] is not dst:
                     self.b.calls.append((np.copyto, (dst, val[id(e)])))
                 self._used(e)
-        return [self.b.expand(val[id(e)], self.full[id(e)]) for e in exprs]
+        out = [self.b.expand(val[id(e)], self.full[id(e)]) for e in exprs]
+        return out if perm is None else [self.b.transpose(v, tuple(np.argsort(perm))) for v in out]
+
+    def _eval_order(self, order, roots, reads):
+        """The axis order to evaluate in, when not the domain's own: that of the operands weighing most
+        (elements times reads). numpy walks an operation in the order its operands agree on and falls
+        back to the given axis order when they disagree, so a kernel reading a permuted view (pooling
+        windows, a transposed gradient) several times would read it against its layout every time;
+        evaluated in the view's order, only the final write into the output goes against the grain."""
+        if any(e.op == "Reshape" for e in order):
+            return None
+        acc_reads = sum(1 for e in order for a in e.args if a.op == "Acc") + sum(1 for e, _ in roots if e.op == "Acc")
+        weighted = [(v, reads.get(i, 0)) for i, v in enumerate(self.loads)]
+        weighted += [(d, 1) for _, d in roots if d is not None] + [(self.acc, acc_reads)]
+        votes: dict = {}
+        ndim = None
+        for v, w in weighted:
+            strides = getattr(v, "strides", None)
+            if not w or not strides:
+                continue
+            if ndim not in (None, len(strides)):
+                return None
+            ndim = len(strides)
+            moving = [(n, s) for n, s in zip(v.shape, strides) if n > 1 and s != 0]
+            key = tuple(sorted(range(ndim), key=lambda a: (0, a) if v.shape[a] <= 1 or strides[a] == 0
+                               else (1, -abs(strides[a]))))
+            votes[key] = votes.get(key, 0) + w * int(np.prod([n for n, _ in moving]))
+        if not votes:
+            return None
+        best = max(votes, key=lambda o: (votes[o], o == tuple(range(ndim))))
+        return None if best == tuple(range(ndim)) else best
 
     def _gathered(self, v):
         """A load read by several nodes through a column-order view (a transposed gradient) is copied

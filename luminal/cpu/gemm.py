@@ -1,14 +1,18 @@
-"""GEMM planning: how a matmul kernel's operand views become one ``np.matmul`` call that reaches BLAS.
+"""GEMM planning: how a contraction's operand views become one ``np.matmul`` call that reaches BLAS.
 
-A matmul kernel computes ``sum over axis k of a*b`` over its product domain, with ``a`` and ``b``
-read through views (the GEMM layout of ``compile/kernel_graph.py``). Every axis other than ``k``
-(of size != 1) is *batch* (both operands move along it, or neither), *M* (only ``a`` moves) or *N*
-(only ``b`` moves). The plan arranges ``a`` as ``[batch..., M..., K]``, ``b`` as ``[batch..., K, N...]``
-and the output as ``[batch..., M..., N...]``, then merges each M and N run into one axis.
+A matmul kernel (or a reduce kernel summing a product of two loads) computes ``sum over the K axes
+of a*b`` over a product domain, with ``a`` and ``b`` read through views. Every other axis (of size
+!= 1) is *batch* (both operands move along it, or neither), *M* (only ``a`` moves) or *N* (only ``b``
+moves). The plan arranges ``a`` as ``[batch..., M..., K...]``, ``b`` as ``[batch..., K..., N...]`` and
+the output as ``[batch..., M..., N...]``, and merges each of the M, N and K runs into one axis.
+
+M axes that do not merge in ``a``'s strides (a convolution's batch axis next to its pixels) are not
+copied together: the largest run that merges stays M and the others become batch axes, along which
+``b`` is broadcast (numpy's matmul loops over batch axes, stride 0 included). Likewise for N.
 
 numpy's matmul calls BLAS only when each 2-d operand has a unit stride on one side and a leading
-stride covering the other (C or Fortran order); anything else runs a naive loop. So where a merge
-is impossible or the result is not BLAS-ready, the plan says to copy that operand into a
+stride covering the other (C or Fortran order); anything else runs a naive loop. So where the K
+axes do not merge or a matrix is not BLAS-ready, the plan says to copy that operand into a
 contiguous scratch (or, for the output, to compute into a scratch and copy out). Size-1 axes have
 no meaningful stride: the plan picks one that makes the operand BLAS-ready.
 
@@ -34,24 +38,24 @@ class GemmPlan:
     batch: tuple  # domain axes, in order
     m: tuple
     n: tuple
-    k: int
+    k: tuple
     bshape: tuple  # sizes of the batch axes
     M: int
     N: int
     K: int
-    a: Strided  # [batch..., M..., K]: a's elements, unmerged (the source when a is copied)
-    b: Strided  # [batch..., K, N...]
-    out: Strided  # [batch..., M..., N...] over the output buffer
+    a: Strided  # [batch..., M..., K...]: a's elements, unmerged (the source when a is copied)
+    b: Strided  # [batch..., K..., N...]
+    out: Strided  # [batch..., M..., N...] over the output
     a2: Strided | None  # [batch..., M, K], BLAS-ready; None: copy ``a`` into a contiguous scratch
     b2: Strided | None  # [batch..., K, N]
     out2: Strided | None  # [batch..., M, N]; None: compute into a scratch, then copy into ``out``
 
 
-def classify(domain: tuple, k: int, sa: tuple, sb: tuple):
+def classify(domain: tuple, ks: tuple, sa: tuple, sb: tuple):
     """The batch, M and N axes of a product domain (size-1 axes belong to none)."""
     batch, m, n = [], [], []
     for i, d in enumerate(domain):
-        if i == k or d == 1:
+        if i in ks or d == 1:
             continue
         if (sa[i] != 0) == (sb[i] != 0):
             batch.append(i)
@@ -59,32 +63,45 @@ def classify(domain: tuple, k: int, sa: tuple, sb: tuple):
             m.append(i)
         else:
             n.append(i)
-    return tuple(batch), tuple(m), tuple(n)
+    return batch, m, n
 
 
-def plan_gemm(domain: tuple, k: int, a: Strided, b: Strided, out_strides: dict) -> GemmPlan:
-    """``a``, ``b``: the operand views at the product ``domain``; ``out_strides``: {domain axis: stride
-    of the output buffer} for every axis but ``k`` (the output starts at offset 0)."""
-    batch, m, n = classify(domain, k, a.strides, b.strides)
+def plan_gemm(domain: tuple, ks: tuple, a: Strided, b: Strided, out_strides: dict) -> GemmPlan:
+    """``a``, ``b``: the operand views at the product ``domain``; ``ks``: the summed axes;
+    ``out_strides``: {domain axis: stride of the output} for every other axis (offset 0)."""
+    batch, m, n = classify(domain, ks, a.strides, b.strides)
+    m, extra_m = _largest_run(m, domain, a.strides)
+    n, extra_n = _largest_run(n, domain, b.strides)
+    batch = tuple(sorted(batch + extra_m + extra_n))
+    ks = tuple(i for i in ks if domain[i] != 1)
     size = lambda axes: _prod(domain[i] for i in axes)  # noqa: E731
-    M, N, K = size(m), size(n), domain[k]
-    bshape = tuple(domain[i] for i in batch)
 
     def arrange(view: Strided, axes) -> Strided:
         return Strided(tuple(domain[i] for i in axes), tuple(view.strides[i] for i in axes), view.offset)
 
-    av = arrange(a, batch + m + (k,))
-    bv = arrange(b, batch + (k,) + n)
+    av = arrange(a, batch + m + ks)
+    bv = arrange(b, batch + ks + n)
     ov = Strided(tuple(domain[i] for i in batch + m + n), tuple(out_strides[i] for i in batch + m + n), 0)
     nb = len(batch)
-    a2 = _matrix(av, nb, len(m), 1)
-    b2 = _matrix(bv, nb, 1, len(n))
-    o2 = _matrix(ov, nb, len(m), len(n))
-    return GemmPlan(batch, m, n, k, bshape, M, N, K, av, bv, ov, a2, b2, o2)
+    return GemmPlan(batch, m, n, ks, tuple(domain[i] for i in batch), size(m), size(n), size(ks), av, bv, ov,
+                    _matrix(av, nb, len(m)), _matrix(bv, nb, len(ks)), _matrix(ov, nb, len(m)))
 
 
-def _matrix(v: Strided, nb: int, rows: int, cols: int) -> Strided | None:
-    """``v`` (``[batch..., rows axes..., cols axes...]``) as ``[batch..., R, C]`` in a BLAS-ready
+def _largest_run(axes: list, domain: tuple, strides: tuple):
+    """Split ``axes`` into the run of consecutive ones laid out one after another in ``strides`` with
+    the most elements, and the rest."""
+    best, run = (), []
+    for i in axes:
+        if run and strides[run[-1]] != strides[i] * domain[i]:
+            run = []
+        run.append(i)
+        if _prod(domain[j] for j in run) > _prod(domain[j] for j in best):
+            best = tuple(run)
+    return best, [i for i in axes if i not in best]
+
+
+def _matrix(v: Strided, nb: int, rows: int) -> Strided | None:
+    """``v`` (``[batch..., rows axes..., column axes...]``) as ``[batch..., R, C]`` in a BLAS-ready
     layout, or None when that needs a copy."""
     r = _merge(v.shape[nb:nb + rows], v.strides[nb:nb + rows])
     c = _merge(v.shape[nb + rows:], v.strides[nb + rows:])

@@ -25,18 +25,22 @@ from . import numpy_ops as ops
 from .exprs import ExprEmitter, shape_of
 from .gemm import Strided, plan_gemm
 
+SMALL_REDUCE = 8
+
 
 def lower(k, b) -> None:
     """Append the calls computing kernel ``k`` to ``b.calls`` (``b``: the program's ``Binding``)."""
     if k.kind == "elementwise":
         ExprEmitter(b, [b.load(buf, v) for buf, v in k.inputs]).emit([(e, b.array(buf)) for buf, e in k.outputs])
     elif k.kind == "reduce":
-        _reduce(k, b)
+        ins = contraction(k)
+        if ins is None or not _gemm(k, b, ins, worth_it=True):
+            _reduce(k, b)
     elif k.kind == "matmul":
         if any(v.mask is not None for _, v in k.inputs):
             _reduce(k, b)  # not a GEMM layout: the product, then a sum
         else:
-            _matmul(k, b)
+            _gemm(k, b, k.inputs)
     elif k.kind == "gather":
         x, idx = (b.load(buf, v) for buf, v in k.inputs)
         b.calls.append((ops.gather, (x, idx, k.axes[0], b.array(k.outputs[0][0]))))
@@ -98,25 +102,64 @@ def _reduce(k, b) -> None:
         x32 = b.scratch(shape_of(x), cd)
         b.calls.append((np.copyto, (x32, x)))
         res = b.scratch(shape, cd)
-        b.calls.append((ops.reduce, (op, x32, tuple(k.axes), k.acc_dtype, res)))
+        _reduce_into(b, op, x32, tuple(k.axes), k.acc_dtype, res)
         _round_into(b, acc, res, k.acc_dtype)
     else:
-        b.calls.append((ops.reduce, (op, x, tuple(k.axes), k.acc_dtype, acc)))
+        _reduce_into(b, op, x, tuple(k.axes), k.acc_dtype, acc)
         if k.acc_dtype is dt.bfloat16:
             b.calls.append((ops.round_bf16_, (acc,)))
     _epilogue(k, b, acc, acc_buf)
 
 
-def _matmul(k, b) -> None:
+def _reduce_into(b, op, x, axes, dtype, out) -> None:
+    """``numpy_ops.reduce``; over at most ``SMALL_REDUCE`` elements per output (a 2x2 pooling window)
+    as a chain of elementwise ufunc calls over slices instead: numpy's reduction loop runs per
+    output element there, several times slower than one pass per slice."""
+    sizes = [shape_of(x)[a] for a in axes]
+    n = int(np.prod(sizes))
+    if not 1 <= n <= SMALL_REDUCE:
+        b.calls.append((ops.reduce, (op, x, axes, dtype, out)))
+        return
+    parts = [b.take(x, dict(zip(axes, idx))) for idx in np.ndindex(*sizes)]
+    if n == 1:
+        b.calls.append((np.copyto, (out, parts[0])))
+        return
+    f = ops.ufunc("Max" if op == "max" else "Add", dt.as_dtype(x.dtype) if dtype.kind != "b" else dtype)
+    b.calls.append((f, (parts[0], parts[1], out)))
+    for p in parts[2:]:
+        b.calls.append((f, (out, p, out)))
+
+
+def contraction(k):
+    """The two inputs of a reduce kernel that sums the product of two float32/float64 loads (a GEMM
+    the compiler did not recognise, e.g. a convolution over its unfolded input), else None."""
+    p = k.prologue
+    if k.reduce_op != "sum" or p.op != "Mul" or p.dtype is not k.acc_dtype or k.acc_dtype not in (dt.float32,
+                                                                                                     dt.float64):
+        return None
+    x, y = p.args
+    if x.op != "Load" or y.op != "Load" or x.arg == y.arg:
+        return None
+    ins = [k.inputs[x.arg], k.inputs[y.arg]]
+    return None if any(v.mask is not None for _, v in ins) else ins
+
+
+def _gemm(k, b, ins, worth_it=False) -> bool:
+    """Lower ``sum over k.axes of a*b`` (``ins``: the two unmasked operands) to one ``np.matmul``.
+    ``worth_it``: give up (emitting nothing, returning False) when the GEMM would be a batch of dot
+    products, which a plain reduction does as well."""
     domain = b.shape(k.domain)
-    kax = k.axes[0]
     shape = _out_shape(k, b)
-    acc, acc_buf = _accumulator(k, b, shape)
-    (abuf, av), (bbuf, bv) = k.inputs
+    (abuf, av), (bbuf, bv) = ins
     a_sv, b_sv = b.locate(abuf, b.strided_view(av)), b.locate(bbuf, b.strided_view(bv))
+    out_axes = [i for i in range(len(domain)) if i not in k.axes]
+    if worth_it:
+        g = plan_gemm(domain, k.axes, a_sv, b_sv, dict(zip(out_axes, contiguous_strides(shape))))
+        if g.M * g.N <= 1:
+            return False
+    acc, acc_buf = _accumulator(k, b, shape)
     flat, ostr = (acc.reshape(-1), contiguous_strides(shape)) if acc_buf is None else b.storage(acc_buf, shape)
-    out_strides = {i: ostr[j] for j, i in enumerate(i for i in range(len(domain)) if i != kax)}
-    g = plan_gemm(domain, kax, a_sv, b_sv, out_strides)
+    g = plan_gemm(domain, k.axes, a_sv, b_sv, dict(zip(out_axes, ostr)))
     half = k.acc_dtype in (dt.float16, dt.bfloat16)
     cd = ops.compute_dtype(k.acc_dtype)
     lhs = _operand(b, abuf, g.a, None if half else g.a2, g.bshape + (g.M, g.K), cd)
@@ -130,6 +173,7 @@ def _matmul(k, b) -> None:
             b.calls.append((ops.round_bf16_, (res,)))
         b.calls.append((np.copyto, (b.over(flat, g.out), res.reshape(g.out.shape))))
     _epilogue(k, b, acc, acc_buf)
+    return True
 
 
 def _operand(b, buf, src: Strided, blas: Strided | None, shape, cd):

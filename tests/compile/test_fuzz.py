@@ -1,25 +1,31 @@
 """Equivalence fuzz: random programs of public ops, compiled for ``cpu``, against the reference interpreter.
 
 Why: the compiler rewrites, fuses and re-lowers whole graphs, so a wrong rule shows up only for some
-combination of ops, views, dtypes and symbolic dims. Hypothesis draws such combinations: elementwise
-unary/binary ops (where, maximum, mod, comparisons), casts between float32/float16/bfloat16/int32/bool,
-sum/max reductions, matmuls (batched, broadcast, transposed operands), gather/scatter_add, and movement
-(permute, expand, reshape, strided slices, pad, flip, unfold, cat) over inputs with named dims. Each
-program is compiled once per backend and run under two bindings of its dims.
+combination of ops, views, dtypes and symbolic dims. The programs combine elementwise unary/binary ops
+(where, maximum, mod, comparisons), casts between float32/float16/bfloat16/int32/bool, sum/max-family
+reductions, matmuls (batched, broadcast, transposed operands), gather/index_select/take_along_dim/
+scatter_add and movement (permute, expand, reshape, strided slices, pad, flip, unfold, cat) over inputs
+with named dims; each is compiled once per backend and run under two bindings of its dims (0 included).
+A second test differentiates the sum of the outputs (``train.grad``) and compares the gradients too.
 
-Each program is built by evaluating Python expressions, and those exact lines are the ``note`` shown on
-failure (with the bindings and the data seed): paste them after ``import luminal as lm, numpy as np``
-to reproduce. ``derandomize=True`` keeps the examples the same from run to run.
+Reproducing: hypothesis draws a seed and an op count (``derandomize=True``: the same examples every
+run); the program is drawn from a numpy generator with that seed, so a smaller count is a prefix of the
+same program and shrinking finds the shortest failing one. The failure note is the program's source as
+it was built (paste it after ``import luminal as lm, numpy as np``), with the bindings; the inputs are
+``build(seed, n_ops, grad).arrays(binding, seed + k)``. ``LUMINAL_FUZZ_EXAMPLES`` scales the example
+counts for a longer run.
 
-Comparison: every value carries an ``exact`` flag (bit-for-bit fixed by the semantics table, e.g.
-movement, casts, int/bool math, max, where), compared with ``assert_array_equal``; float arithmetic
-carries an absolute error estimate (rounding per op in its dtype, accumulation over reductions) that
-sets the tolerance, so float16/bfloat16 chains and long reductions get loosened as they should and no
-further. Ops that jump (comparisons, float->int casts, mod, argmax) only read exact values: a
-legitimate last-bit difference upstream must not flip a comparison. Domains avoid NaN/inf by
-construction (``log2(x*x + 0.5)``; values are rescaled by powers of two when their bound grows).
-
-``LUMINAL_FUZZ_EXAMPLES`` scales the example counts for a longer local run.
+Comparison: each value carries an ``exact`` flag (bit-for-bit fixed by the semantics table: movement,
+casts, int/bool math, max, where, gather), compared exactly, and float arithmetic an absolute error
+estimate (rounding per op in its dtype, accumulation over reductions) that sets the tolerance, so
+float16/bfloat16 chains and long reductions get looser as they should and no further. Ops that jump
+(comparisons, float->int casts, mod, argmax) only read exact values, so a legitimate last-bit
+difference upstream cannot flip them; in gradient programs the same holds for kinks (relu, abs, max).
+Domains avoid NaN/inf by construction (``log2(x*x + 0.5)``; values are rescaled by powers of two when
+their bound grows). Calibration (by hand, not in CI): against a legitimate but different
+implementation (float64 math, unrounded float16/bfloat16 intermediates, reversed summation) 2,800
+programs passed at half the margin used here, and planted bugs (a dropped sum term, an off-by-one
+gather, scatter_add assigning instead of adding) failed within the default example count.
 """
 
 from __future__ import annotations
@@ -367,7 +373,8 @@ class Program:
             b = Val(f"{a.name}.mT", a.t.mT, a.exact, a.bound, a.err)
         elif form == "pool":
             cands = [v for v in self.pool if v.kind in "fi" and v.t.ndim >= 1 and v.bound <= 16
-                     and v.t.shape[-2 if v.t.ndim >= 2 else 0] == a.t.shape[-1]]
+                     and v.t.shape[-2 if v.t.ndim >= 2 else 0] == a.t.shape[-1]
+                     and _broadcastable(v.t.shape[:-2], a.t.shape[:-2])]
             if not cands:
                 return
             b = self.choice(cands)
@@ -434,7 +441,7 @@ class Program:
     def op_move(self, v: Val):
         nd, shape = v.t.ndim, v.t.shape
         keep = dict(exact=v.exact, bound=v.bound, err=v.err)
-        form = self.choice(["permute", "expand", "merge", "split", "slice", "index", "newaxis", "pad", "flip",
+        form = self.choice(["permute", "expand", "merge", "split", "slice", "index", "newaxis", "pad", "pad", "flip",
                             "unfold", "repeat", "contiguous", "flatten", "cat"])
         d = self.int(0, max(nd - 1, 0))
         if form == "permute" and nd >= 2:
@@ -537,6 +544,11 @@ class Program:
         return "\n".join(self.lines + [f"outputs = [{outs}]", f"bindings = {self.envs}"])
 
 
+def _broadcastable(s, t) -> bool:
+    return all(a == b or (is_static(a) and a == 1) or (is_static(b) and b == 1)
+               for a, b in zip(reversed(s), reversed(t)))
+
+
 def _result_dtype(a: Val, b: Val) -> lm.DType:
     if b.t is None:  # Python scalars are weak: they never widen a tensor of their own kind
         return dt.promote_scalar(a.dt, {"f": 1.0, "i": 1, "b": True}[b.kind])
@@ -552,9 +564,18 @@ def build(seed: int, n_ops: int, grad: bool) -> Program:
     first = {n: int(rng.integers(1, 6)) for n in NAMES}
     second = {n: int(rng.choice([x for x in range(6) if x != first[n]])) for n in NAMES}
     p = Program(rng, [first, second], grad)
+    try:
+        _grow(p, n_ops)
+    except Exception:
+        note(f"# build(seed={seed}, n_ops={n_ops}, grad={grad}) failed after:\n{p.source()}")
+        raise
+    return p
+
+
+def _grow(p: Program, n_ops: int):
     for _ in range(p.int(1, 3)):
-        dims = [p.choice(["1", "2", "3", "4", "'B'", "'S'"]) for _ in range(p.int(0 if not grad else 1, 3))]
-        d = p.choice(FLOATS) if grad and not p.pool else p.choice(DTYPES)
+        dims = [p.choice(["1", "2", "3", "4", "'B'", "'S'"]) for _ in range(p.int(0 if not p.grad else 1, 3))]
+        d = p.choice(FLOATS) if p.grad and not p.pool else p.choice(DTYPES)
         p.new_input("(" + "".join(x + ", " for x in dims) + ")", d)
         p.names = sorted({x.strip("'") for x in dims if x.startswith("'")} | set(p.names))
     for _ in range(n_ops):
@@ -563,7 +584,6 @@ def build(seed: int, n_ops: int, grad: bool) -> Program:
         getattr(p, f"op_{op}")(v)
     sinks = [v for v in p.pool if v.name not in p.used and v.name[0] == "t"]
     p.outputs = (sinks or p.pool)[-4:]
-    return p
 
 
 def _compare(got, want, v: Val, what: str):
@@ -574,7 +594,7 @@ def _compare(got, want, v: Val, what: str):
     else:
         rtol, atol = BASE_TOL[v.dt]
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
-                                   atol=max(atol, 4 * v.err), equal_nan=True, err_msg=what)
+                                   atol=max(atol, 2 * v.err), equal_nan=True, err_msg=what)
 
 
 def check(p: Program, seed: int, grad: bool):

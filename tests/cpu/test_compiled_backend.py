@@ -226,6 +226,31 @@ def test_masked_views_pad_filled_once_valid_box_copied_every_run():
             np.testing.assert_array_equal(gv, wv)
 
 
+def test_kernels_reading_a_permuted_view_evaluate_in_its_order():
+    """Pooling-window style: a view whose axis order disagrees with the output's, read several times,
+    is walked in its own order (intermediates too); the output and a reduction still come out right."""
+    f = lm.float32
+    kg = KG()
+    x, r = kg.input("x", (4, 2, 6)), kg.input("r", (4, 6))
+    xv = View((4, 6, 2), (12, 1, 6))  # x.permute(0, 2, 1)
+    rv = View((4, 6, 2), (6, 1, 0))
+    o, s = kg.buf((4, 6, 2)), kg.buf((4, 6))
+    expr = E("Where", E("LessThan", L(0, f), L(1, f)), E("Mul", L(0, f), L(0, f)), E("Exp2", L(0, f)))
+    kg.kernel("elementwise", (4, 6, 2), [(x, xv), (r, rv)], [(o, expr)])
+    kg.kernel("reduce", (4, 6, 2), [(x, xv), (r, rv)], [(s, ACC(f))], axes=(2,), reduce_op="max",
+              prologue=E("Add", E("Mul", L(0, f), L(1, f)), L(0, f)), acc_dtype=f)
+    kg.output(o)
+    kg.output(s)
+    prog = kg.program()
+    a, b = rand_array((4, 2, 6), f, 1), rand_array((4, 6), f, 2)
+    r1, r2 = prog({"x": a, "r": b}, {})[0]
+    xt, bb = a.transpose(0, 2, 1), b[:, :, None]
+    np.testing.assert_array_equal(r1, np.where(xt < bb, xt * xt, np.exp2(xt)))
+    np.testing.assert_array_equal(r2, (xt * bb + xt).max(axis=2))
+    calls = next(iter(prog._bindings.values())).calls
+    assert any(getattr(arg, "shape", None) == (4, 2, 6) for _, args in calls for arg in args)
+
+
 def test_broadcast_and_strided_loads():
     base = View.contiguous((4, 6))
     sliced = base.slice(1, 1, 3, 2)  # (4, 3): columns 1, 3, 5
@@ -243,13 +268,16 @@ def test_broadcast_and_strided_loads():
 
 # reductions ------------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("n", [5, 20], ids=["unrolled", "ufunc_reduce"])  # <= SMALL_REDUCE: a chain of ufuncs
 @pytest.mark.parametrize("d", ALL, ids=lambda d: d.name)
 @pytest.mark.parametrize("op", ["sum", "max"])
-def test_reduce_every_dtype(d, op):
+def test_reduce_every_dtype(d, op, n):
     if op == "sum" and d is lm.bool:
         pytest.skip("a bool SumReduce is never built (sum casts bools to int32)")
-    shape = (3, 5, 4)
+    shape = (3, n, 4)
     a = rand_array(shape, d, 7)
+    if d.is_float:
+        a[1, 2, 3] = np.nan
     kg = KG()
     x = kg.input("x", shape, d)
     out = kg.buf((3, 4), d)
@@ -264,7 +292,10 @@ def test_reduce_every_dtype(d, op):
         p = prim("Mul", t, t) if d.kind != "b" else t
         return [prim("SumReduce" if op == "sum" else "MaxReduce", p, arg=1, shape=(3, 4))]
 
-    close(got, ref(build, {"x": a})[0], d)
+    want = ref(build, {"x": a})[0]
+    if d.is_float:
+        assert np.isnan(got[1, 3]) and np.isnan(want[1, 3])
+    close(got, want, d)
 
 
 def test_reduce_several_axes_with_epilogue():
@@ -416,6 +447,33 @@ def test_matmul_result_stored_in_its_readers_order():
     np.testing.assert_allclose(r1, (x @ y).T, rtol=1e-5)
     np.testing.assert_allclose(r2, np.exp2(x @ y), rtol=1e-5)
     np.testing.assert_allclose(r3, (x @ y) @ z, rtol=1e-5)
+
+
+def test_reduce_of_a_product_runs_as_a_batched_gemm():
+    """A convolution as the compiler may leave it: sum over K of weight (M, K) times unfolded input
+    (B, K, N), where B and N are both "N" axes that do not merge; B becomes a batch axis. And a weight
+    gradient summing over two axes (B and the pixels) at once."""
+    f = lm.float32
+    B, M, K, N = 3, 4, 5, 6
+    kg = KG()
+    w, u = kg.input("w", (M, K)), kg.input("u", (B, K, N))
+    y, gw = kg.buf((B, M, N)), kg.buf((M, K))
+    dom = (B, M, K, N)
+    kg.kernel("reduce", dom, [(w, View(dom, (0, K, 1, 0))), (u, View(dom, (K * N, 0, N, 1)))], [(y, ACC(f))],
+              axes=(2,), reduce_op="sum", prologue=E("Mul", L(0, f), L(1, f)), acc_dtype=f)
+    dom2 = (B, M, K, N)  # gw[m, k] = sum over b, n of y[b, m, n] * u[b, k, n]
+    kg.kernel("reduce", dom2, [(y, View(dom2, (M * N, N, 0, 1))), (u, View(dom2, (K * N, 0, N, 1)))],
+              [(gw, ACC(f))], axes=(0, 3), reduce_op="sum", prologue=E("Mul", L(0, f), L(1, f)), acc_dtype=f)
+    kg.output(y)
+    kg.output(gw)
+    prog = kg.program()
+    a, x = rand_array((M, K), f, 1), rand_array((B, K, N), f, 2)
+    r1, r2 = prog({"w": a, "u": x}, {})[0]
+    want = np.einsum("mk,bkn->bmn", a, x)
+    np.testing.assert_allclose(r1, want, rtol=1e-5)
+    np.testing.assert_allclose(r2, np.einsum("bmn,bkn->mk", want, x), rtol=1e-5, atol=1e-5)
+    calls = next(iter(prog._bindings.values())).calls
+    assert sum(fn is np.matmul for fn, _ in calls) == 2 and not any(fn is np.multiply for fn, _ in calls)
 
 
 # gather / scatter ------------------------------------------------------------------------------------

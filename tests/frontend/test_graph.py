@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import luminal as lm
-from luminal.cpu import reference
+from luminal.cpu import compiled, reference
 
 
 # hash-consing -------------------------------------------------------------------------------------
@@ -230,6 +230,7 @@ def no_execution(monkeypatch):
 
     monkeypatch.setattr(reference.ReferenceInterpreter, "__call__", boom)
     monkeypatch.setattr(reference.ReferenceInterpreter, "_eval", boom)
+    monkeypatch.setattr(compiled.CpuProgram, "__call__", boom)
 
 
 def test_building_huge_graphs_allocates_nothing(no_execution):
