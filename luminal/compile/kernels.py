@@ -74,7 +74,8 @@ class KernelBuilder:
         for t in self.order:
             rd = self.readers[id(t)]
             if t.op == "SumReduce" and id(t) not in self.root_ids and t.dtype in _EXACT_CHAIN and len(rd) == 1 \
-                    and rd[0][0].op == "SumReduce" and _fusible(*rd[0]):
+                    and rd[0][0].op == "SumReduce" and _fusible(*rd[0]) \
+                    and tuple(rd[0][0].srcs[rd[0][1]][1].shape) == tuple(t.shape):  # no keepdim regrouping
                 self.chained.add(id(t))
                 continue
             if t.op not in ELEMENTWISE or id(t) in self.root_ids or not rd \

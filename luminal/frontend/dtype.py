@@ -110,7 +110,7 @@ def promote_scalar(t: DType, v) -> DType:
 
 def round_bf16(a: np.ndarray) -> np.ndarray:
     """Round float32 values to the nearest bfloat16 (ties to even), keeping float32 storage."""
-    a = np.ascontiguousarray(a, dtype=np.float32)
+    a = np.array(a, dtype=np.float32, order="C", copy=None)  # not ascontiguousarray: it makes 0-d arrays 1-d
     u = a.view(np.uint32)
     r = ((u + (np.uint32(0x7FFF) + ((u >> 16) & 1))) & np.uint32(0xFFFF0000)).view(np.float32)
     return np.where(np.isnan(a), a, r)

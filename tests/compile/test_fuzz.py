@@ -167,8 +167,6 @@ class Program:
     def new_input(self, shape: str, dtype, index: tuple[str, str] | None = None) -> Val:
         """A fresh input; ``index``: (lo, hi) source of Dims, for int indices drawn in [lo, hi)."""
         name = f"x{len(self.specs)}"
-        if dtype is lm.bfloat16 and shape == "()":
-            dtype = lm.float16  # 0-d bfloat16 inputs are rejected by binding (dtype.round_bf16 makes them 1-d)
         t = eval(f"g.input({name!r}, {shape}, lm.{dtype.name})", {"lm": lm, "g": self.g}, self.ns)
         rng = None if index is None else tuple(eval(e, {}, self.ns) for e in index)  # noqa: S307
         self.specs[name] = (t.shape, dtype, rng)

@@ -45,6 +45,7 @@ def _peak_rss() -> int:
 
 
 def _current_rss() -> int:
+    """Resident set size now (VmRSS): the base the peak is measured from after a reset."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -72,7 +73,8 @@ def compile_and_compare(outputs, make_inputs, *, rtol: float, atol: float):
 
 
 def _inputs(*specs):
-    """``make_inputs`` for named inputs of shape ``(B, *rest)`` (seeded, so both backends see the same)."""
+    """``make_inputs`` for named inputs ``(name, rest, batched)`` of shape ``(B, *rest)`` or ``rest``
+    (seeded by B, so both backends see the same arrays)."""
     def make(b):
         rng = np.random.default_rng(b)
         return {name: rng.uniform(-1, 1, size=(b, *rest) if batched else rest).astype(np.float32)
