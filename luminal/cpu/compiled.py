@@ -22,7 +22,7 @@ from ..frontend.symbolic import evaluate, free_vars, prod
 from ..frontend.view import contiguous_strides
 from . import layout
 from . import numpy_ops as ops
-from .exprs import shape_of, topo
+from .exprs import fuse_subtractions, shape_of, topo
 from .gemm import Strided
 from .lowering import contraction, lower
 
@@ -411,8 +411,9 @@ def _reads_before_write(k, st, t) -> bool:
     """In elementwise kernel ``k`` (emitted in ``topo`` order of its outputs), every node reading
     buffer ``st`` comes before the node writing ``t``, or is that node (numpy ufuncs handle an output
     overlapping an input; the branch-free ``where`` does not)."""
-    order = topo([e for _, e in k.outputs])
-    root = next(e for b, e in k.outputs if b is t)
+    roots = fuse_subtractions([(e, b) for b, e in k.outputs])  # as the emitter rewrites them
+    order = topo([e for e, _ in roots])
+    root = next(e for e, b in roots if b is t)
     slots = {i for i, (b, _) in enumerate(k.inputs) if b is st}
     reads = [j for j, e in enumerate(order) if any(a.op == "Load" and a.arg in slots for a in e.args)]
     last, at = max(reads, default=-1), order.index(root)

@@ -13,8 +13,11 @@ views of their operand (a copy only when the operand's strides cannot be regroup
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from ..compile.kernel_graph import Expr
 from ..frontend import dtype as dt
 from ..frontend.symbolic import evaluate
 from . import numpy_ops as ops
@@ -39,6 +42,47 @@ def topo(roots) -> list:
     return order
 
 
+def fuse_subtractions(roots) -> list:
+    """``roots`` with ``Add(a, Mul(b, -1))`` (a Mul read nowhere else) rewritten as ``Sub(a, b)``: one
+    pass instead of two, and the same bits (negation is exact, and ``a + -b`` is ``a - b`` in IEEE and
+    in wrapping int32 arithmetic alike)."""
+    order = topo([e for e, _ in roots])
+    uses: dict[int, int] = {}
+    for e in order:
+        for a in e.args:
+            uses[id(a)] = uses.get(id(a), 0) + 1
+    for e, _ in roots:
+        uses[id(e)] = uses.get(id(e), 0) + 1
+    new: dict[int, Expr] = {}
+    for e in order:
+        args = tuple(new[id(a)] for a in e.args)
+        out = e if all(x is y for x, y in zip(args, e.args)) else Expr(e.op, args, e.arg, e.dtype)
+        if e.op == "Add" and e.dtype.kind != "b":
+            for i in (0, 1):
+                m = e.args[i]
+                neg = _negated(m) if uses[id(m)] == 1 else None
+                if neg is not None:
+                    out = Expr("Sub", (args[1 - i], new[id(neg)]), None, e.dtype)
+                    break
+        new[id(e)] = out
+    return [(new[id(e)], d) for e, d in roots]
+
+
+def _negated(m):
+    """``b`` when ``m`` is ``Mul(b, -1)`` or ``Mul(-1, b)``, else None."""
+    if m.op != "Mul":
+        return None
+    for i in (0, 1):
+        c = m.args[i]
+        if c.op == "Scalar" and not hasattr(c.arg, "terms") and not isinstance(c.arg, bool) and c.arg == -1:
+            return m.args[1 - i]
+    return None
+
+
+def _subtract(dtype):
+    return functools.partial(np.subtract, dtype=np.float32) if dtype is dt.float16 else np.subtract
+
+
 class ExprEmitter:
     """Emits the calls of one kernel's expressions into ``binding.calls``.
 
@@ -55,6 +99,7 @@ class ExprEmitter:
         """``roots``: [(Expr, dst array or None)]. Writes every root with a ``dst`` into it; returns
         the value of each root at its full shape (those without a ``dst`` stay valid until the
         kernel ends)."""
+        roots = fuse_subtractions(roots)
         exprs = [e for e, _ in roots]
         order = topo(exprs)
         uses: dict[int, int] = {}
@@ -186,8 +231,9 @@ class ExprEmitter:
             tmp = self.b.scratch(out.shape, out.dtype)
             calls.append((ops.where, (*xs, out, tmp)))
             self.b.release(tmp)  # only this call uses it
-        elif op in ops.UNARY or op in ops.BINARY:
-            calls.append((ops.ufunc(op, e.args[0].dtype), (*xs, out)))
+        elif op in ops.UNARY or op in ops.BINARY or op == "Sub":
+            f = _subtract(e.dtype) if op == "Sub" else ops.ufunc(op, e.args[0].dtype)
+            calls.append((f, (*xs, out)))
             if e.dtype is dt.bfloat16 and op != "LessThan":
                 calls.append((ops.round_bf16_, (out,)))
         else:

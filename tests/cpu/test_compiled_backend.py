@@ -105,6 +105,25 @@ def test_cast_every_pair(src):
         np.testing.assert_array_equal(got, want, err_msg=f"{src.name} -> {dst.name}")
 
 
+@pytest.mark.parametrize("d", [lm.float16, lm.bfloat16, lm.float32, lm.int32], ids=lambda d: d.name)
+def test_add_of_a_negation_is_one_subtraction(d):
+    """``a + b * -1`` runs as ``np.subtract`` (one pass) with the reference's exact bits."""
+    shape = (3, 5)
+    a, b = rand_array(shape, d, 1), rand_array(shape, d, 2)
+    if d.is_float:
+        a[0, :3], b[0, :3] = [0.0, -0.0, np.inf], [0.0, 0.0, np.inf]
+    else:
+        a[0, 0], b[0, 0] = 5, -2**31
+    expr = E("Add", E("Mul", L(1, d), S(-1, d)), L(0, d))
+    prog = ew_program(shape, [d, d], expr, d)
+    (got,), _ = prog({"x0": a, "x1": b}, {})
+    (want,) = ref(lambda g: [prim("Add", prim("Mul", g.input("x1", shape, d), g.constant(-1, d).expand(*shape)),
+                                  g.input("x0", shape, d))], {"x0": a, "x1": b})
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    calls = next(iter(prog._bindings.values())).calls
+    assert [getattr(getattr(fn, "func", fn), "__name__", "") for fn, _ in calls][0] == "subtract"
+
+
 def test_int32_wraps_and_fmod_sign():
     shape = (4,)
     a = np.array([2**31 - 1, -7, 7, -2**31], np.int32)
