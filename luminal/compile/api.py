@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..frontend.binding import bind
-from ..frontend.symbolic import evaluate, free_vars, shape_str
+from ..frontend.symbolic import evaluate, free_vars_in, shape_str, view_vars
 from ..frontend.tensor import GraphTensor
 
 BACKENDS = ("reference", "cpu")
@@ -13,25 +13,11 @@ BACKENDS = ("reference", "cpu")
 
 def _dims_used(nodes, outputs) -> set[str]:
     """Every symbolic dim name the computation of ``nodes`` (and reading ``outputs``) depends on."""
-    used: set[str] = set()
-
-    def dims(x):
-        if isinstance(x, (tuple, list)):
-            for y in x:
-                dims(y)
-        elif hasattr(x, "terms"):
-            used.update(free_vars(x))
-
-    def view(v):
-        dims((v.shape, v.strides, v.offset, v.mask))
-
+    used = set().union(*(view_vars(t.layout) for t in outputs))
     for n in nodes:
-        dims(n.shape)
-        dims(getattr(n.arg, "scalar", n.arg))
+        used |= free_vars_in((n.shape, getattr(n.arg, "scalar", n.arg)))
         for _, v in n.srcs:
-            view(v)
-    for t in outputs:
-        view(t.layout)
+            used |= view_vars(v)
     return used
 
 

@@ -18,8 +18,12 @@ Kernel kinds (``Kernel.kind``):
 | gather      | out shape       | ``Gather`` of ``inputs[0]`` at ``inputs[1]`` along ``axis``
 | scatter_add | dst shape       | ``ScatterAdd``: ``inputs[0]`` with ``inputs[2]`` added at ``inputs[1]`` along ``axis``
 
+(A gather / scatter_add kernel's one output Expr is ``Gather`` / ``ScatterAdd`` of its Loads: it names
+the operation, which backends carry out from ``inputs`` and ``axes``.)
+
 Expr ops: every elementwise primitive of ``frontend/primitives.py`` (Log2, Exp2, Sin, Sqrt, Recip,
-Add, Mul, Mod, Max, LessThan, Where, Cast; their dtype rules are the primitives'), plus leaves
+Add, Mul, Mod, Max, LessThan, Where, Cast, and Copy, which is its operand's value; their dtype
+rules are the primitives'), plus leaves
 ``Load`` (``arg`` = input slot: reads ``inputs[arg]`` at the current index), ``Scalar`` (``arg`` = a
 number or a symbolic dim, broadcast) and ``Acc`` (the reduced / matmul value, in epilogues only), and
 ``Reshape`` (``arg`` = new shape: the same elements in the same order, regrouped). Every Expr has a
@@ -34,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..frontend.dtype import DType
-from ..frontend.symbolic import shape_str
+from ..frontend.symbolic import free_vars_in, shape_str, view_vars
 
 BUFFER_KINDS = ("input", "state", "random", "const", "iota", "temp")
 KERNEL_KINDS = ("elementwise", "reduce", "matmul", "gather", "scatter_add")
@@ -97,3 +101,25 @@ class KernelGraph:
     outputs: list  # [(Buffer, View)]: the program's results, read through views
     updates: list  # [(state name, Buffer, View)]: written into the named states after the run
     dims: tuple = ()  # symbolic dim names the program needs bound
+
+
+def dims_needed(kg: KernelGraph) -> tuple:
+    """Every symbolic dim name the program needs bound (shapes, views, scalars, reshapes), sorted."""
+    used: set = set()
+    for b in kg.buffers:
+        used |= free_vars_in(b.shape)
+    for v in [v for _, v in kg.outputs] + [v for _, _, v in kg.updates]:
+        used |= view_vars(v)
+    for k in kg.kernels:
+        used |= free_vars_in(k.domain)
+        for _, v in list(k.inputs) + list(k.epilogue_inputs):
+            used |= view_vars(v)
+        stack, seen = [e for _, e in k.outputs] + ([k.prologue] if k.prologue is not None else []), set()
+        while stack:
+            e = stack.pop()
+            if id(e) not in seen:
+                seen.add(id(e))
+                if e.op in ("Scalar", "Reshape"):
+                    used |= free_vars_in(e.arg)
+                stack.extend(e.args)
+    return tuple(sorted(used))

@@ -9,8 +9,8 @@ from contextlib import contextmanager
 
 from tqdm import tqdm
 
-from ..frontend.symbolic import free_vars
 from .errors import CompileError
+from .kernel_graph import dims_needed
 from .kernels import build_kernels
 from .memory import plan_memory
 from .report import Report
@@ -81,26 +81,5 @@ def _kernel_graph(graph, terms, outputs, updates):
     ups = [(name, terms[n.id], v) for name, n, v in updates]
     order = topological([t for t, _ in outs] + [t for _, t, _ in ups])
     kg = build_kernels(order, outs, ups, kinds, graph.constants)
-    kg.dims = tuple(sorted(_dims(kg)))
+    kg.dims = dims_needed(kg)
     return kg
-
-
-def _dims(kg) -> set[str]:
-    used: set[str] = set()
-
-    def add(x):
-        if isinstance(x, (tuple, list)):
-            for y in x:
-                add(y)
-        elif hasattr(x, "terms"):
-            used.update(free_vars(x))
-
-    for b in kg.buffers:
-        add(b.shape)
-    for k in kg.kernels:
-        add(k.domain)
-        for _, v in list(k.inputs) + list(k.epilogue_inputs):
-            add((v.shape, v.strides, v.offset, v.mask))
-    for _, v in kg.outputs:
-        add((v.shape, v.strides, v.offset, v.mask))
-    return used

@@ -17,8 +17,9 @@ from collections import OrderedDict
 
 import numpy as np
 
+from ..compile.kernel_graph import dims_needed
 from ..compile.memory import MemoryPlan, storage_itemsize
-from ..frontend.symbolic import evaluate, free_vars, prod
+from ..frontend.symbolic import evaluate, prod
 from ..frontend.view import contiguous_strides
 from . import layout
 from . import numpy_ops as ops
@@ -38,7 +39,7 @@ class CpuProgram:
 
     def __init__(self, kg, plan: MemoryPlan):
         self.kg, self.plan = kg, plan
-        self.dims = tuple(sorted(_dims(kg) | set(kg.dims)))
+        self.dims = tuple(kg.dims) or dims_needed(kg)
         self._bindings: OrderedDict = OrderedDict()
 
     def __call__(self, arrays: dict, env: dict) -> tuple[list, list]:
@@ -418,34 +419,3 @@ def _reads_before_write(k, st, t) -> bool:
     reads = [j for j, e in enumerate(order) if any(a.op == "Load" and a.arg in slots for a in e.args)]
     last, at = max(reads, default=-1), order.index(root)
     return last < at or (last == at and root.op != "Where")
-
-
-def _dims(kg) -> set:
-    """Every symbolic dim name the program needs bound (shapes, views, scalars, reshapes)."""
-    used: set = set()
-
-    def add(x):
-        if isinstance(x, (tuple, list)):
-            for y in x:
-                add(y)
-        elif hasattr(x, "terms"):
-            used.update(free_vars(x))
-
-    def view(v):
-        add((v.shape, v.strides, v.offset, v.mask))
-
-    for b in kg.buffers:
-        add(b.shape)
-    for k in kg.kernels:
-        add(k.domain)
-        for _, v in list(k.inputs) + list(k.epilogue_inputs):
-            view(v)
-        roots = [e for _, e in k.outputs] + ([k.prologue] if k.prologue is not None else [])
-        for e in topo(roots):
-            if e.op in ("Scalar", "Reshape"):
-                add(e.arg)
-    for _, v in kg.outputs:
-        view(v)
-    for _, _, v in kg.updates:
-        view(v)
-    return used

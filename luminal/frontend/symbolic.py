@@ -200,6 +200,24 @@ def free_vars(d: Dim) -> set[str]:
     return set().union(*(a.variables() for m, _ in d.terms for a in m))
 
 
+def free_vars_in(x) -> set[str]:
+    """Every dim name in ``x``: a dim, or nested tuples/lists of dims and other values (ignored)."""
+    used: set[str] = set()
+    stack = [x]
+    while stack:
+        y = stack.pop()
+        if isinstance(y, (tuple, list)):
+            stack.extend(y)
+        elif isinstance(y, Sym):
+            used |= free_vars(y)
+    return used
+
+
+def view_vars(v) -> set[str]:
+    """Every dim name a view (``frontend/view.py``) reads."""
+    return free_vars_in((v.shape, v.strides, v.offset, v.mask))
+
+
 def substitute(d: Dim, env: dict[str, int]) -> Dim:
     """``d`` with every factor whose variables are all bound in ``env`` replaced by its value;
     factors with an unbound variable are kept (so ``S*T`` with ``S=3`` becomes ``3*T``)."""

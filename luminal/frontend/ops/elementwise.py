@@ -45,10 +45,12 @@ def _opmath(f=None, *, scalars_only: bool = False):
     (``round(x, 1)`` by a whole step) and can overflow where the result does not (softplus's
     ``exp(x)`` is inf in float16 from x = 11). Other dtypes are passed through untouched.
 
-    ``scalars_only``: only when a Python scalar is not exact in the 16-bit type. torch's add, sub,
-    mul and div use the scalar in float32 (``x_f16 * 1e-7`` is 1e-4 at x = 1000, where the float16
-    scalar 1.19e-7 gives 1.19e-4; ``x_f16 / 1e5`` is not 0); a single primitive on 16-bit tensors
-    already computes in float32 and rounds once."""
+    ``scalars_only``: only when a Python scalar is not exact in the 16-bit type. torch's mul and div
+    use the scalar in float32 (``x_f16 * 1e-7`` is 1e-4 at x = 1000, where the float16 scalar 1.19e-7
+    gives 1.19e-4; ``x_f16 / 1e5`` is not 0), while its add and sub round the scalar to the tensor's
+    dtype first (``bf16(0.0037) + 0.1`` is 0.10400, from ``bf16(0.1)``; in float32 it would round to
+    0.10352): so add and sub are not wrapped. A single primitive on 16-bit tensors already computes
+    in float32 and rounds once."""
     if f is None:
         return functools.partial(_opmath, scalars_only=scalars_only)
 
@@ -77,7 +79,6 @@ def _opmath(f=None, *, scalars_only: bool = False):
 
 
 # arithmetic ---------------------------------------------------------------------------------
-@_opmath(scalars_only=True)
 def add(a, b, alpha=1) -> GraphTensor:
     if alpha != 1:
         b = mul(b, alpha)
@@ -96,7 +97,6 @@ def neg(x: GraphTensor) -> GraphTensor:
     return mul(x, -1)
 
 
-@_opmath(scalars_only=True)
 def sub(a, b, alpha=1) -> GraphTensor:
     a, b = coerce("sub", a, b)
     _not_bool(a, "sub")
