@@ -25,9 +25,18 @@ def _out_size(n, k_eff: int, s: int, p: int, ceil_mode: bool):
 
 
 def _windows(x, kernel, stride, padding, dilation, ceil_mode, fill, name):
-    """(..., *spatial) -> ((..., *out, *kernel) windows, out sizes); the last ``len(kernel)`` dims pool."""
+    """(..., *spatial) -> (windows, out sizes, pooled axes). Windows that tile the input exactly
+    (stride = kernel, no padding or dilation) are a reshape, ``(..., o1, k1, o2, k2)``, pooled over the
+    k axes: every later elementwise pass (the max's gradient) then walks memory in order. Otherwise
+    ``unfold`` views, ``(..., *out, *kernel)``, pooled over the last ``len(kernel)`` axes."""
     nd = len(kernel)
     spatial = x.shape[x.ndim - nd:]
+    first = x.ndim - nd
+    if tuple(stride) == tuple(kernel) and set(dilation) == {1} and not any(padding) and \
+            all(is_static(n) and n % k == 0 for n, k in zip(spatial, kernel)):
+        outs = tuple(n // k for n, k in zip(spatial, kernel))
+        w = x.reshape(*x.shape[:first], *(d for o, k in zip(outs, kernel) for d in (o, k)))
+        return w, outs, tuple(first + 2 * i + 1 for i in range(nd))
     eff = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
     if ceil_mode and not all(is_static(n) for n in spatial):
         raise bad_input(name, "with static spatial dims for ceil_mode=True", x)
@@ -40,13 +49,12 @@ def _windows(x, kernel, stride, padding, dilation, ceil_mode, fill, name):
         pads.append((p, p + extra))
     if any(hi for _, hi in pads):
         x = x.pad([v for lo, hi in reversed(pads) for v in (lo, hi)], fill)
-    first = x.ndim - nd
     for i in range(nd):
         x = x.unfold(first + i, eff[i], stride[i])
     for i, (k, d) in enumerate(zip(kernel, dilation)):  # every d-th element of each dilated window
         if d > 1:
             x = x._slice_dim(x.ndim - nd + i, 0, k, d)  # not x[..., ::d]: that makes a symbolic batch max(0, B)
-    return x, outs
+    return x, outs, tuple(range(x.ndim - nd, x.ndim))
 
 
 class _PoolNd(Module):
@@ -83,9 +91,9 @@ class _MaxPoolNd(_PoolNd):
 
     def forward(self, x):
         name = self._check(x)
-        w, _ = _windows(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                        -math.inf, name)
-        return w.amax(tuple(range(w.ndim - self._nd, w.ndim)))
+        w, _, axes = _windows(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                              -math.inf, name)
+        return w.amax(axes)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
@@ -109,8 +117,9 @@ class _AvgPoolNd(_PoolNd):
     def forward(self, x):
         name = self._check(x)
         nd = self._nd
-        w, outs = _windows(x, self.kernel_size, self.stride, self.padding, (1,) * nd, self.ceil_mode, 0.0, name)
-        total = w.sum(tuple(range(w.ndim - nd, w.ndim)))
+        w, outs, axes = _windows(x, self.kernel_size, self.stride, self.padding, (1,) * nd, self.ceil_mode, 0.0,
+                                 name)
+        total = w.sum(axes)
         if self.divisor_override is not None:
             return total / float(self.divisor_override)
         clipped = self.ceil_mode and any(
