@@ -7,6 +7,7 @@ import numpy as np
 from ..frontend.binding import bind
 from ..frontend.symbolic import evaluate, free_vars_in, shape_str, view_vars
 from ..frontend.tensor import GraphTensor
+from .term import topological
 
 BACKENDS = ("reference", "cpu")
 
@@ -51,7 +52,7 @@ class Compiled:
             timer = _cpu_timer if search else None
             kg, plan, self._report = compile_graph(g, [(t.node, t.layout) for t in outputs], ups,
                                                    search=search, seed=seed, budget=budget, timer=timer)
-            inputs = [n for n in _reachable(every) if n.op == "Input"]
+            inputs = sorted((n for n in topological([t.node for t in every]) if n.op == "Input"), key=lambda n: n.id)
             self.runner = _ProgramRunner(CpuProgram(kg, plan), inputs, self._report)
             self._dims = set(kg.dims) | _dims_used((), outputs)
             self._nodes = self._report.nodes_before
@@ -135,17 +136,6 @@ def compile(outputs, backend: str = "cpu", updates=None, *, search: int = 0, see
         raise ValueError(f"compile: search must be a non-negative int, got {search!r}")
     return Compiled(outputs, backend, {st: cast(t, st.dtype) for st, t in (updates or {}).items()},
                     search=search, seed=seed, budget=budget)
-
-
-def _reachable(tensors) -> list:
-    """The nodes ``tensors`` depend on, in id order (producers first)."""
-    seen, stack = {}, [t.node for t in tensors]
-    while stack:
-        n = stack.pop()
-        if n.id not in seen:
-            seen[n.id] = n
-            stack.extend(s for s, _ in n.srcs)
-    return [seen[i] for i in sorted(seen)]
 
 
 def _state_name(graph, st) -> str:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from ..frontend.dtype import DType
 from ..frontend.symbolic import free_vars_in, shape_str, view_vars
+from .walk import postorder
 
 BUFFER_KINDS = ("input", "state", "random", "const", "iota", "temp")
 KERNEL_KINDS = ("elementwise", "reduce", "matmul", "gather", "scatter_add")
@@ -114,12 +115,8 @@ def dims_needed(kg: KernelGraph) -> tuple:
         used |= free_vars_in(k.domain)
         for _, v in list(k.inputs) + list(k.epilogue_inputs):
             used |= view_vars(v)
-        stack, seen = [e for _, e in k.outputs] + ([k.prologue] if k.prologue is not None else []), set()
-        while stack:
-            e = stack.pop()
-            if id(e) not in seen:
-                seen.add(id(e))
-                if e.op in ("Scalar", "Reshape"):
-                    used |= free_vars_in(e.arg)
-                stack.extend(e.args)
+        roots = [e for _, e in k.outputs] + ([k.prologue] if k.prologue is not None else [])
+        for e in postorder(roots, lambda e: e.args):
+            if e.op in ("Scalar", "Reshape"):
+                used |= free_vars_in(e.arg)
     return tuple(sorted(used))

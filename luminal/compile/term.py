@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ..frontend.dtype import DType
 from ..frontend.symbolic import shape_str
+from .walk import postorder
 
 COMPILER_OPS = ("MatMul",)
 
@@ -39,18 +40,6 @@ class Term:
         return f"t{self.id} = {self.op}({self.arg}) {shape_str(self.shape)} {self.dtype.name}"
 
 
-def topological(roots) -> list[Term]:
-    """Every term reachable from ``roots``, producers first (iterative: graphs are deep)."""
-    order, seen = [], set()
-    stack = [(t, False) for t in reversed(roots)]
-    while stack:
-        t, done = stack.pop()
-        if done:
-            order.append(t)
-            continue
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        stack.append((t, True))
-        stack.extend((s, False) for s, _ in reversed(t.srcs) if id(s) not in seen)
-    return order
+def topological(roots) -> list:
+    """Every term (or frontend node) reachable from ``roots``, producers first."""
+    return postorder(roots, lambda t: [s for s, _ in t.srcs])

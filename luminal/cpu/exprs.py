@@ -18,6 +18,7 @@ import functools
 import numpy as np
 
 from ..compile.kernel_graph import Expr
+from ..compile.walk import postorder
 from ..frontend import dtype as dt
 from ..frontend.symbolic import evaluate
 from . import numpy_ops as ops
@@ -29,17 +30,7 @@ def shape_of(v) -> tuple:
 
 def topo(roots) -> list:
     """Every Expr reachable from ``roots``, operands first, each once (Exprs are DAGs by identity)."""
-    order, seen = [], set()
-    stack = [(e, False) for e in reversed(roots)]
-    while stack:
-        e, done = stack.pop()
-        if done:
-            order.append(e)
-        elif id(e) not in seen:
-            seen.add(id(e))
-            stack.append((e, True))
-            stack.extend((a, False) for a in reversed(e.args) if id(a) not in seen)
-    return order
+    return postorder(roots, lambda e: e.args)
 
 
 def fuse_subtractions(roots) -> list:

@@ -15,6 +15,7 @@ import heapq
 import math
 
 from ..term import Term, topological
+from ..walk import postorder
 from .cost import CostModel
 from .fusion import kind
 from .lower import Lowered
@@ -121,19 +122,7 @@ def extract(g, costs: Costs, roots) -> dict:
 
 def reachable(choice: dict, roots) -> list:
     """Classes used by ``choice`` from ``roots``, producers first."""
-    order, seen = [], set()
-    stack = [(r, False) for r in reversed(roots)]
-    while stack:
-        c, done = stack.pop()
-        if done:
-            order.append(c)
-            continue
-        if c in seen:
-            continue
-        seen.add(c)
-        stack.append((c, True))
-        stack.extend((k, False) for k in reversed(choice[c].kids) if k not in seen)
-    return order
+    return postorder(roots, lambda c: choice[c].kids, key=lambda c: c)
 
 
 def dag_cost(choice: dict, costs: Costs, roots) -> float:

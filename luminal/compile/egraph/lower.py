@@ -19,6 +19,7 @@ from egglog import bindings as b
 from ...frontend.primitives import ELEMENTWISE, REDUCE
 from ...frontend.symbolic import is_static, prod
 from ...frontend.view import View
+from ..term import topological
 from . import fold, schema
 
 ACTIONS = 300  # per load rule (measured: fewer, larger rules load faster, up to ~600)
@@ -99,22 +100,6 @@ def _view_term(k: int, v: View, ident: bool, in_order: bool) -> tuple:
     return ("V", k, flags, len(sh), zero, unit, one, merge)
 
 
-def _postorder(roots) -> list:
-    order, seen = [], set()
-    stack = [(r, False) for r in reversed(roots)]
-    while stack:
-        n, done = stack.pop()
-        if done:
-            order.append(n)
-            continue
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        stack.append((n, True))
-        stack.extend((s, False) for s, _ in reversed(n.srcs) if id(s) not in seen)
-    return order
-
-
 def _value_bits(val: np.ndarray, dtype) -> int:
     """Which identities a scalar is: ``x + (-0.0)`` is ``x`` for every float ``x`` but ``x + 0.0`` is
     not (``-0.0 + 0.0 == +0.0``, and ``1/x`` tells the two zeros apart: -inf vs +inf)."""
@@ -127,7 +112,7 @@ def _value_bits(val: np.ndarray, dtype) -> int:
 
 def lower(roots) -> Lowered:
     low = Lowered()
-    order = _postorder(roots)
+    order = topological(roots)
     low.nodes_before = len(order)
     uni: dict[int, np.ndarray] = {}  # id(node) -> uniform value (not lowered)
     item_of: dict[int, int] = {}
