@@ -7,7 +7,6 @@ import numpy as np
 from ..frontend.binding import bind
 from ..frontend.symbolic import evaluate, free_vars_in, shape_str, view_vars
 from ..frontend.tensor import GraphTensor
-from .term import topological
 
 BACKENDS = ("reference", "cpu")
 
@@ -50,9 +49,8 @@ class Compiled:
 
             ups = [(_state_name(g, st), t.node, t.layout) for st, t in self.updates]
             timer = _cpu_timer if search else None
-            kg, plan, self._report = compile_graph(g, [(t.node, t.layout) for t in outputs], ups,
-                                                   search=search, seed=seed, budget=budget, timer=timer)
-            inputs = sorted((n for n in topological([t.node for t in every]) if n.op == "Input"), key=lambda n: n.id)
+            kg, plan, self._report, inputs = compile_graph(g, [(t.node, t.layout) for t in outputs], ups,
+                                                           search=search, seed=seed, budget=budget, timer=timer)
             self.runner = _ProgramRunner(CpuProgram(kg, plan), inputs, self._report)
             self._dims = set(kg.dims) | _dims_used((), outputs)
             self._nodes = self._report.nodes_before

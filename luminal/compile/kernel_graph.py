@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 
 from ..frontend.dtype import DType
 from ..frontend.symbolic import free_vars_in, shape_str, view_vars
-from .walk import postorder
 
 BUFFER_KINDS = ("input", "state", "random", "const", "iota", "temp")
 KERNEL_KINDS = ("elementwise", "reduce", "matmul", "gather", "scatter_add")
@@ -64,7 +63,7 @@ class Buffer:
         return f"b{self.id}:{self.kind}{tag} {shape_str(self.shape)} {self.dtype.name}"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # tens of thousands per deep graph: no per-instance dict
 class Expr:
     op: str
     args: tuple = ()
@@ -104,19 +103,38 @@ class KernelGraph:
     dims: tuple = ()  # symbolic dim names the program needs bound
 
 
-def dims_needed(kg: KernelGraph) -> tuple:
-    """Every symbolic dim name the program needs bound (shapes, views, scalars, reshapes), sorted."""
-    used: set = set()
+def dims_needed(kg: KernelGraph, expr_args=None) -> tuple:
+    """Every symbolic dim name the program needs bound (shapes, views, scalars, reshapes), sorted.
+
+    ``expr_args``: the args of every Scalar and Reshape in the kernels' expressions, from a caller
+    that made them (the kernel builder): then no expression is walked (tens of thousands in a deep
+    graph)."""
+    used: set = set() if expr_args is None else free_vars_in(list(expr_args))
+    seen: set[int] = set()  # ids of the shapes, views and exprs looked at: deep graphs share most of them
+
+    def add(x, find=free_vars_in):
+        if id(x) not in seen:
+            seen.add(id(x))
+            used.update(find(x))
+
     for b in kg.buffers:
-        used |= free_vars_in(b.shape)
+        add(b.shape)
     for v in [v for _, v in kg.outputs] + [v for _, _, v in kg.updates]:
-        used |= view_vars(v)
+        add(v, view_vars)
     for k in kg.kernels:
-        used |= free_vars_in(k.domain)
-        for _, v in list(k.inputs) + list(k.epilogue_inputs):
-            used |= view_vars(v)
-        roots = [e for _, e in k.outputs] + ([k.prologue] if k.prologue is not None else [])
-        for e in postorder(roots, lambda e: e.args):
-            if e.op in ("Scalar", "Reshape"):
+        add(k.domain)
+        for _, v in k.inputs:
+            add(v, view_vars)
+        for _, v in k.epilogue_inputs:
+            add(v, view_vars)
+        stack = [] if expr_args is not None else \
+            [e for _, e in k.outputs] + ([k.prologue] if k.prologue is not None else [])
+        while stack:
+            e = stack.pop()
+            if id(e) in seen:
+                continue
+            seen.add(id(e))
+            if e.op in ("Scalar", "Reshape") and not isinstance(e.arg, (int, float)):
                 used |= free_vars_in(e.arg)
+            stack.extend(e.args)
     return tuple(sorted(used))

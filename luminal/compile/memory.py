@@ -13,6 +13,7 @@ symbolic dim at ``_PROBE``; the estimate only steers the choice, it never sizes 
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from dataclasses import dataclass
 
 from ..frontend.symbolic import evaluate, free_vars, prod
@@ -76,41 +77,57 @@ def lifetimes(kg: KernelGraph) -> dict[int, tuple[int, int]]:
 def plan_memory(kg: KernelGraph) -> MemoryPlan:
     life = lifetimes(kg)
     temps = [b for b in kg.buffers if b.id in life]
-    probe = {v: _PROBE for b in temps for d in b.shape for v in free_vars(d)}
-    size = {b.id: nbytes(b, probe) for b in temps}
+    size = _probe_sizes(temps)
     written_at: dict[int, list[Buffer]] = {}
-    for b in temps:
-        written_at.setdefault(life[b.id][0], []).append(b)
     ending_at: dict[int, list[Buffer]] = {}
     for b in temps:
-        ending_at.setdefault(life[b.id][1], []).append(b)
+        start, end = life[b.id]
+        written_at.setdefault(start, []).append(b)
+        ending_at.setdefault(end, []).append(b)
 
     slots: list[list[Buffer]] = []
     est: list[int] = []  # estimated bytes of each slot
     slot_of: dict[int, int] = {}
-    free: list[int] = []
+    free: list[tuple[int, int]] = []  # (estimated bytes, slot) of the free slots, sorted
     for i in range(len(kg.kernels) + 1):
-        for b in written_at.get(i, []):
-            s = _best_fit(free, est, size[b.id])
+        for b in written_at.get(i, ()):
+            need = size[b.id]
+            s = _best_fit(free, need)
             if s is None:
                 s = len(slots)
                 slots.append([])
                 est.append(0)
-            else:
-                free.remove(s)
             slots[s].append(b)
-            est[s] = max(est[s], size[b.id])
+            est[s] = max(est[s], need)
             slot_of[b.id] = s
         # freed only after kernel i: its outputs never share storage with what it reads
-        free.extend(slot_of[b.id] for b in ending_at.get(i, []))
+        for b in ending_at.get(i, ()):
+            s = slot_of[b.id]
+            insort(free, (est[s], s))
     return MemoryPlan(slot_of, slots, temps)
 
 
-def _best_fit(free: list[int], est: list[int], need: int) -> int | None:
-    """The smallest free slot that holds ``need`` bytes, else the largest free one (it grows)."""
+def _probe_sizes(temps) -> dict[int, int]:
+    """{buffer id: estimated bytes}, each distinct (shape, dtype) evaluated once (symbolic
+    arithmetic is slow, and deep graphs have thousands of buffers of a few shapes)."""
+    probe = {v: _PROBE for shape in {b.shape for b in temps} for d in shape for v in free_vars(d)}
+    by_kind: dict[tuple, int] = {}
+    out = {}
+    for b in temps:
+        key = (b.shape, b.dtype)
+        n = by_kind.get(key)
+        if n is None:
+            n = by_kind[key] = nbytes(b, probe)
+        out[b.id] = n
+    return out
+
+
+def _best_fit(free: list[tuple[int, int]], need: int) -> int | None:
+    """Take the smallest free slot that holds ``need`` bytes, else the largest free one (it grows);
+    ties go to the lowest slot. ``free`` is sorted by (bytes, slot), so both are one bisection."""
     if not free:
         return None
-    fitting = [s for s in free if est[s] >= need]
-    if fitting:
-        return min(fitting, key=lambda s: (est[s], s))
-    return max(free, key=lambda s: (est[s], -s))
+    i = bisect_left(free, (need, -1))
+    if i == len(free):  # none fits: the first slot of the largest size
+        i = bisect_left(free, (free[-1][0], -1))
+    return free.pop(i)[1]

@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from tqdm import tqdm
 
 from .errors import CompileError
-from .kernel_graph import dims_needed
 from .kernels import build_kernels
 from .memory import plan_memory
 from .report import Report
@@ -48,30 +47,44 @@ class _Stages:
 
 def compile_graph(graph, outputs, updates, *, search: int = 0, seed: int = 0, budget=None, timer=None):
     """``outputs``: [(Node, View)]; ``updates``: [(state name, Node, View)]. Returns the kernel graph,
-    its memory plan and the report. ``timer(kernel_graph) -> seconds`` times a candidate for ``search``."""
-    from .rolling import optimize_rolled
+    its memory plan, the report and the Input nodes the graph reads (by id). ``timer(kernel_graph)
+    -> seconds`` times a candidate for ``search``.
+
+    The cyclic collector is off while compiling: the stages allocate many small objects and free
+    few, so its passes would be wasted work. It comes back on only once ``_compile`` has returned and
+    its intermediates (the stitched terms, the rolling tables: most of what was allocated) are freed,
+    so that its first pass walks the results alone."""
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        return _compile(graph, outputs, updates, search=search, seed=seed, budget=budget, timer=timer)
+    finally:
+        if gc_was_on:
+            gc.enable()
+
+
+def _compile(graph, outputs, updates, *, search, seed, budget, timer):
+    from .rolling import collect, optimize_rolled
 
     stage = _Stages()
-    gc_was_on = gc.isenabled()
-    gc.disable()  # compiling allocates many small objects and frees few: collection passes are wasted work
     try:
         roots = list(dict.fromkeys([n for n, _ in outputs] + [n for _, n, _ in updates]))
         with stage("optimize"):
+            nodes = collect(roots)
             cand_timer = None
             if search and timer is not None:
                 cand_timer = lambda terms: timer(_kernel_graph(graph, terms, outputs, updates))  # noqa: E731
-            res = optimize_rolled(roots, constants=graph.constants, budget=budget, search=search, seed=seed,
-                                  timer=cand_timer)
+            res = optimize_rolled(roots, nodes=nodes, constants=graph.constants, budget=budget, search=search,
+                                  seed=seed, timer=cand_timer)
         with stage("kernels"):
             kg = _kernel_graph(graph, res.terms, outputs, updates)
         with stage("memory plan"):
             plan = plan_memory(kg)
     finally:
         stage.close()
-        if gc_was_on:
-            gc.enable()
     times = {**{f"optimize: {k}": v for k, v in res.stats.get("times", {}).items()}, **stage.times}
-    return kg, plan, Report.from_stats(res.stats, kg, plan, times)
+    inputs = [n for n in nodes if n.op == "Input"]
+    return kg, plan, Report.from_stats(res.stats, kg, plan, times), inputs
 
 
 def _kernel_graph(graph, terms, outputs, updates):
@@ -80,6 +93,4 @@ def _kernel_graph(graph, terms, outputs, updates):
     outs = [(terms[n.id], v) for n, v in outputs]
     ups = [(name, terms[n.id], v) for name, n, v in updates]
     order = topological([t for t, _ in outs] + [t for _, t, _ in ups])
-    kg = build_kernels(order, outs, ups, kinds, graph.constants)
-    kg.dims = dims_needed(kg)
-    return kg
+    return build_kernels(order, outs, ups, kinds, graph.constants)

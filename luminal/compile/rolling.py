@@ -59,28 +59,30 @@ class _Loop:
 
     index: int
     pos: list
+    internal: dict = field(default_factory=dict)  # (position, input slot) -> the position it reads in every trip
     template: dict = field(default_factory=dict)  # position -> template Node (trip 0's id)
     inputs: dict = field(default_factory=dict)  # synthetic name -> the node it stands for, per trip
     outputs: list = field(default_factory=list)  # positions read outside their trip
     terms: dict = field(default_factory=dict)  # template root id -> Term (the optimised template)
 
 
-def optimize_rolled(roots, *, search: int = 0, timer=None, **kw):
+def optimize_rolled(roots, *, nodes=None, search: int = 0, timer=None, **kw):
     """``egraph.optimize`` with repeated blocks rolled: same result, ``stats["loops"]`` added.
+    ``nodes``: ``collect(roots)``, when the caller already has it.
 
     Each template and the rest is one e-graph run. With ``search``, a run's candidates are timed as
     whole programs: stitched with the runs already done and, for those still to come, their nodes
     one to one (the same in every candidate, so the comparison stays fair)."""
     t0 = time.perf_counter()
     with _no_gc():
-        nodes = _collect(roots)
+        nodes = collect(roots) if nodes is None else nodes
         label, readers, classes = _index(nodes)
         loops, owner = _find_loops(nodes, label, readers, classes)
         if loops:
             ids = _Ids()
             root_ids = {r.id for r in roots}
             for lp in loops:
-                _build_template(lp, owner, ids)
+                _build_template(lp, ids)
                 lp.outputs = _outputs(lp, readers, root_ids, owner)
             rest_roots, rest_inputs = _build_rest(roots, nodes, loops, owner, ids)
             units = [[lp.template[p] for p in lp.outputs] for lp in loops] + ([rest_roots] if rest_roots else [])
@@ -141,7 +143,7 @@ def _no_gc():
 
 
 # detection ------------------------------------------------------------------------------------
-def _collect(roots) -> list[Node]:
+def collect(roots) -> list[Node]:
     """Every node the roots read, in id (creation, hence topological) order."""
     seen: dict[int, Node] = {}
     stack = list(roots)
@@ -149,7 +151,9 @@ def _collect(roots) -> list[Node]:
         n = stack.pop()
         if n.id not in seen:
             seen[n.id] = n
-            stack.extend(s for s, _ in n.srcs if s.id not in seen)
+            for s, _ in n.srcs:
+                if s.id not in seen:
+                    stack.append(s)
     return [seen[i] for i in sorted(seen)]
 
 
@@ -160,29 +164,31 @@ def _index(nodes):
     finer than labels, so that a class of copies is one node per repetition; coarser than whole-cone
     hashes, which would tell the first layer from the others)."""
     intern: dict = {}
-    view_key: dict[int, tuple] = {}
+    view_ids: dict = {}  # view key -> small int, so that node keys hash small tuples
+    view_key: dict[int, int] = {}  # id(view) -> its small int
     label: dict[int, int] = {}
     readers: dict[int, list] = defaultdict(list)
     classes: dict[tuple, list] = defaultdict(list)
     for n in nodes:
+        if n.op in LEAVES:
+            label[n.id] = intern.setdefault((n.op, None, n.dtype.name, n.shape, ()), len(intern))
+            continue
         vs, cls = [], []
         for j, (s, v) in enumerate(n.srcs):
             k = view_key.get(id(v))
             if k is None:
-                k = view_key[id(v)] = (v.shape, v.strides, v.offset) if v.mask is None else \
+                key = (v.shape, v.strides, v.offset) if v.mask is None else \
                     (v.shape, v.strides, v.offset, v.mask, _exact(v.pad))
+                k = view_key[id(v)] = view_ids.setdefault(key, len(view_ids))
             vs.append(k)
             cls.append(label[s.id])
             readers[s.id].append((n, j))
         arg = n.arg
-        if n.op in LEAVES:
-            arg = None
-        elif arg is not None and type(arg) is not int:
+        if arg is not None and type(arg) is not int:
             arg = _exact(arg)
         lab = label[n.id] = intern.setdefault((n.op, arg, n.dtype.name, n.shape, tuple(vs)), len(intern))
-        if n.op not in LEAVES:
-            cls.append(lab)
-            classes[tuple(cls)].append(n)
+        cls.append(lab)
+        classes[tuple(cls)].append(n)
     return label, readers, classes
 
 
@@ -204,10 +210,11 @@ def _find_loops(nodes, label, readers, all_classes):
                     continue
                 tried.add(cls)
                 pos = _Grower(len(loops), label, readers, owner).grow(seeds)
+                internal: dict = {}
                 if _pays(pos):
-                    pos = _prune(len(loops), pos, nodes, ids, owner)
+                    pos, internal = _prune(len(loops), pos, nodes, ids, owner)
                 if _pays(pos):
-                    loop = _Loop(len(loops), pos)
+                    loop = _Loop(len(loops), pos, internal)
                     break
                 _release(pos, owner)
             if loop is not None:
@@ -260,12 +267,21 @@ class _Grower:
     def claim_readers(self, p, nodes) -> None:
         """Readers of position p, matched across trips by (label, input slot); several candidates in a
         trip are told apart by which positions of that trip they read."""
-        groups = []
-        for n in nodes:
+        owner, label, readers = self.owner, self.label, self.readers
+        first = defaultdict(list)
+        for c, j in readers[nodes[0].id]:
+            if c.id not in owner:
+                first[(label[c.id], j)].append(c)
+        if not first:
+            return  # every claim starts from a reader in trip 0
+        groups = [first]
+        for n in nodes[1:]:
             g = defaultdict(list)
-            for c, j in self.readers[n.id]:
-                if c.id not in self.owner:
-                    g[(self.label[c.id], j)].append(c)
+            for c, j in readers[n.id]:
+                if c.id not in owner:
+                    key = (label[c.id], j)
+                    if key in first:
+                        g[key].append(c)
             groups.append(g)
         for key, cands in groups[0].items():
             for c0 in cands:
@@ -290,19 +306,24 @@ class _Grower:
         return tuple(out)
 
 
-def _prune(k, pos, nodes, ids, owner) -> list[tuple]:
+def _prune(k, pos, nodes, ids, owner) -> tuple[list[tuple], dict]:
     """Keep the positions that make every trip a proper loop iteration (trips in creation order): a
     trip reads nothing computed by a later trip, nor anything computed from itself outside the body
     (trips are convex, so each can run as one step). Dropping a position can expose its readers to
-    the same test, so repeat until nothing changes (once or twice in practice)."""
+    the same test, so repeat until nothing changes (once or twice in practice). Returns the positions
+    and their internal edges (see ``_internal``): {(position, input slot): position read}."""
     while True:
-        members = [n.id for ns in pos for n in ns]
-        internal = {(p, j) for p in range(len(pos)) for j in range(len(pos[p][0].srcs))
-                    if _internal(k, pos, owner, p, j) is not None}
+        internal = {}
+        for p in range(len(pos)):
+            for j in range(len(pos[p][0].srcs)):
+                q = _internal(k, pos, owner, p, j)
+                if q is not None:
+                    internal[p, j] = q
         late: dict[int, int] = {}  # node id -> latest trip of loop k among it and its ancestors
         get, own = late.get, owner.get
         bad = set()
-        for n in nodes[bisect_left(ids, min(members)):bisect_right(ids, max(members))]:
+        lo, hi = min(ns[0].id for ns in pos), max(ns[-1].id for ns in pos)  # trips run in id order
+        for n in nodes[bisect_left(ids, lo):bisect_right(ids, hi)]:
             o = own(n.id)
             t = o[2] if o is not None and o[0] == k else -1
             a = t
@@ -315,7 +336,7 @@ def _prune(k, pos, nodes, ids, owner) -> list[tuple]:
             if a >= 0:
                 late[n.id] = a
         if not bad:
-            return pos
+            return pos, internal
         _release([pos[p] for p in bad], owner)
         pos = [ns for p, ns in enumerate(pos) if p not in bad]
         for p, ns in enumerate(pos):
@@ -343,7 +364,7 @@ def _release(pos, owner) -> None:
 def _unoptimized(roots) -> dict[int, Term]:
     """Terms one to one with the nodes (nothing fused): a unit's stand-in until it is optimised."""
     made: dict[int, Term] = {}
-    for n in _collect(roots):  # ids are topological here too: synthetic leaves are negative
+    for n in collect(roots):  # ids are topological here too: synthetic leaves are negative
         made[n.id] = Term(n.op, tuple((made[s.id], v) for s, v in n.srcs), n.arg, n.dtype, n.shape,
                           (False,) * len(n.srcs), n.id)
     return {r.id: made[r.id] for r in roots}
@@ -361,16 +382,16 @@ class _Ids:
         return Node(self.next + 1, "Input", (), name, like.dtype, like.shape)
 
 
-def _build_template(lp: _Loop, owner, ids: _Ids) -> None:
+def _build_template(lp: _Loop, ids: _Ids) -> None:
     """Trip 0 with every edge that is not the same internal edge in all trips cut to a synthetic Input
     (one per distinct tuple of nodes read), except leaves that every trip shares."""
-    k, pos = lp.index, lp.pos
+    k, pos, internal = lp.index, lp.pos, lp.internal
     leaf_of: dict[tuple, Node] = {}
     for p in sorted(range(len(pos)), key=lambda p: pos[p][0].id):  # inputs first
         n0 = pos[p][0]
         srcs = []
         for j, (s0, v) in enumerate(n0.srcs):
-            q = _internal(k, pos, owner, p, j)
+            q = internal.get((p, j))
             if q is not None:
                 srcs.append((lp.template[q], v))
                 continue
@@ -454,7 +475,8 @@ class _Stitch:
     def __init__(self, loops, owner, rest_terms, rest_inputs):
         self.loops, self.owner, self.rest_terms, self.rest_inputs = loops, owner, rest_terms, rest_inputs
         self.leaves: dict[tuple, Term] = {}
-        self.progs = [_Program(lp, self._leaf) for lp in loops]
+        self.verdicts: dict[tuple, bool] = {}  # see ``_refuse``
+        self.progs = [_Program(lp, self._leaf, self.verdicts) for lp in loops]
         self.done: dict[tuple, object] = {}
 
     def run(self, roots) -> dict[int, Term]:
@@ -496,7 +518,7 @@ class _Stitch:
             return self._leaf(x)
         cut = tuple(k for k, (s, _) in enumerate(x.srcs) if s.op == "Input" and s.arg in self.rest_inputs)
         return Term(x.op, tuple((d, v) for d, (_, v) in zip(deps, x.srcs)), x.arg, x.dtype, x.shape,
-                    _refuse(x, deps, cut) if cut else x.fusible, x.origin)
+                    _refuse(x, deps, cut, self.verdicts) if cut else x.fusible, x.origin)
 
     def _leaf(self, t: Term) -> Term:
         """One term per distinct leaf across the rest and every template."""
@@ -527,8 +549,8 @@ class _Program:
     """A loop's optimised template as a flat list, to copy once per trip. Terms that read no synthetic
     input are built once and shared by every trip."""
 
-    def __init__(self, lp: _Loop, leaf):
-        self.pos = lp.pos
+    def __init__(self, lp: _Loop, leaf, verdicts: dict):
+        self.pos, self.verdicts = lp.pos, verdicts
         self.order = order = topological(list(lp.terms.values()))
         index = {id(t): i for i, t in enumerate(order)}
         self.out = {lp.template[p].id: index[id(lp.terms[lp.template[p].id])] for p in lp.outputs}
@@ -562,20 +584,27 @@ class _Program:
                 vals[i] = inputs[slot]
                 continue
             kids = [vals[j] for j in srcs]
-            vals[i] = Term(t.op, tuple(zip(kids, views)), t.arg, t.dtype, t.shape,
-                           _refuse(t, kids, cut) if cut else t.fusible, pos[p][trip].id if p >= 0 else t.origin)
+            fusible = _refuse(t, kids, cut, self.verdicts) if cut else t.fusible
+            vals[i] = Term(t.op, tuple(zip(kids, views)), t.arg, t.dtype, t.shape, fusible,
+                           pos[p][trip].id if p >= 0 else t.origin)
         return vals
 
 
-def _refuse(t: Term, kids, cut) -> tuple:
+def _refuse(t: Term, kids, cut, memo: dict) -> tuple:
     """``t.fusible`` with the slots in ``cut`` (read from a synthetic input, a leaf that never fuses)
     judged again against the producer they now read, by the ``fusion`` ruleset's own rule: a producer
-    kind the consumer accepts, read through a view that takes its whole buffer in order."""
+    kind the consumer accepts, read through a view that takes its whole buffer in order. ``memo``
+    keeps each verdict by (consumer, slot, producer op and shape object): every trip asks again."""
     out = list(t.fusible)
     for k in cut:
-        v, src = t.srcs[k][1], kids[k]
-        out[k] = kind(src.op) in ACCEPTS.get(t.op, ()) and v.is_contiguous() and (
-            v.shape == src.shape or prod(v.shape) == prod(src.shape))
+        src = kids[k]
+        key = (id(t), k, src.op, id(src.shape))
+        ok = memo.get(key)
+        if ok is None:
+            v = t.srcs[k][1]
+            ok = memo[key] = kind(src.op) in ACCEPTS.get(t.op, ()) and v.is_contiguous() and (
+                v.shape == src.shape or prod(v.shape) == prod(src.shape))
+        out[k] = ok
     return tuple(out)
 
 

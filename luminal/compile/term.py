@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 
 from ..frontend.dtype import DType
 from ..frontend.symbolic import shape_str
-from .walk import postorder
 
 COMPILER_OPS = ("MatMul",)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # one per op of the unrolled program: no per-instance dict
 class Term:
     op: str
     srcs: tuple  # ((Term, View), ...)
@@ -41,5 +40,23 @@ class Term:
 
 
 def topological(roots) -> list:
-    """Every term (or frontend node) reachable from ``roots``, producers first."""
-    return postorder(roots, lambda t: [s for s, _ in t.srcs])
+    """Every term (or frontend node) reachable from ``roots``, producers first: ``walk.postorder``
+    over ``srcs``, written out (it runs on every stage's whole program, and a children function
+    per node costs a third of the walk)."""
+    order, seen = [], set()
+    for r in roots:
+        if id(r) in seen:
+            continue
+        seen.add(id(r))
+        stack = [(r, iter(r.srcs))]
+        while stack:
+            x, it = stack[-1]
+            for s, _ in it:
+                if id(s) not in seen:
+                    seen.add(id(s))
+                    stack.append((s, iter(s.srcs)))
+                    break
+            else:
+                stack.pop()
+                order.append(x)
+    return order

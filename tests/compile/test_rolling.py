@@ -30,7 +30,7 @@ class _Result:
 
 def one_to_one(roots, **kw):
     """The e-graph stage's contract with no rewrites: one Term per Node."""
-    n = len(rolling._collect(roots))
+    n = len(rolling.collect(roots))
     stats = {"nodes_before": n, "nodes_after": n, "egraph": {"enodes": n, "eclasses": n}, "rules": {},
              "budget_hit": None, "times": {"optimize": 0.0}, "candidates": []}
     return _Result(rolling._unoptimized(roots), stats)
@@ -43,7 +43,7 @@ def seen(request, monkeypatch):
     sizes: list[int] = []
 
     def spy(roots, **kw):
-        sizes.append(len(rolling._collect(roots)))
+        sizes.append(len(rolling.collect(roots)))
         return inner(roots, **kw)
 
     monkeypatch.setattr(rolling, "_optimize", spy)
@@ -140,7 +140,7 @@ def test_mlp_stack_rolls_to_one_body(seen):
     assert trips(res) == [8] and len(seen) == 2 and "roll" in res.stats["times"]
 
     def computed(depth):  # non-leaf nodes: a layer adds its own, the ones layers share exist once
-        return sum(n.op not in ("Input", "Constant") for n in rolling._collect(mlp_stack(depth)[1]))
+        return sum(n.op not in ("Input", "Constant") for n in rolling.collect(mlp_stack(depth)[1]))
 
     assert res.stats["loops"][0]["body_nodes"] == computed(9) - computed(8)
     check_same(g, roots, res)
@@ -170,7 +170,7 @@ def test_egraph_share_does_not_grow_with_depth(monkeypatch, build, depths, backw
     shares = []
     for depth in depths:
         sizes = []
-        monkeypatch.setattr(rolling, "_optimize", lambda roots, **kw: (sizes.append(len(rolling._collect(roots))),
+        monkeypatch.setattr(rolling, "_optimize", lambda roots, **kw: (sizes.append(len(rolling.collect(roots))),
                                                                           one_to_one(roots))[1])
         rolling.optimize_rolled(build(depth, backward)[1])
         shares.append(sum(sizes))

@@ -1,0 +1,154 @@
+"""The compiler's fast passes agree with their plain definitions: the memory plan's best fit, the
+kernel merge's path test, the post-order walks and the symbolic dims a kernel graph needs.
+
+Each fast version does the same work in fewer steps (a sorted free list, a search from both ends,
+iterators instead of re-pushed entries, dims collected while kernels are built); these tests pin
+down that the answers are unchanged, on random graphs and on compiled models."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+import pytest
+
+import luminal as lm
+from luminal import nn, train
+from luminal.compile import kernels
+from luminal.compile.kernel_graph import dims_needed
+from luminal.compile.memory import lifetimes, nbytes
+from luminal.compile.term import topological
+from luminal.compile.walk import postorder
+
+
+# plain definitions ----------------------------------------------------------------------------------
+def plain_postorder(roots, children):
+    """Depth first, first child first, each node once (the stack re-pushes nodes; the walk must not)."""
+    order, seen = [], set()
+    stack = [(r, False) for r in reversed(list(roots))]
+    while stack:
+        x, done = stack.pop()
+        if done:
+            order.append(x)
+        elif id(x) not in seen:
+            seen.add(id(x))
+            stack.append((x, True))
+            stack.extend((c, False) for c in reversed(list(children(x))) if id(c) not in seen)
+    return order
+
+
+def plain_path(d1, d2, consumers) -> bool:
+    """A kernel other than d1 and d2 on a path from d1 to d2: everything d1 reaches, then look."""
+    seen, stack = set(), [c for c in consumers[d1] if c is not d2]
+    while stack:
+        x = stack.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        stack.extend(consumers[x])
+    return any(d2 in consumers[x] for x in seen)
+
+
+def plain_plan(kg) -> dict:
+    """Linear scan in kernel order; a new temp takes the smallest free slot that holds it (else the
+    largest free one), ties to the lowest slot; a slot frees after the kernel of its last read."""
+    life = lifetimes(kg)
+    temps = [b for b in kg.buffers if b.id in life]
+    size = {b.id: nbytes(b, dict.fromkeys(kg.dims, 64)) for b in temps}
+    est, slot_of, free = [], {}, []
+    for i in range(len(kg.kernels) + 1):
+        for b in (b for b in temps if life[b.id][0] == i):
+            fits = [s for s in free if est[s] >= size[b.id]]
+            s = min(fits, key=lambda s: (est[s], s)) if fits else \
+                max(free, key=lambda s: (est[s], -s)) if free else None
+            if s is None:
+                s = len(est)
+                est.append(0)
+            else:
+                free.remove(s)
+            est[s] = max(est[s], size[b.id])
+            slot_of[b.id] = s
+        free += [slot_of[b.id] for b in temps if life[b.id][1] == i]
+    return slot_of
+
+
+# models -----------------------------------------------------------------------------------------------
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, 2, batch_first=True)
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        h = self.ln(x)
+        return x + self.fc(self.attn(h, h, h, need_weights=False, is_causal=True)[0].gelu())
+
+
+def model(depth, backward):
+    g = lm.Graph()
+    y = g.input("x", ("B", 8, 16))
+    blocks = [Block(16) for _ in range(depth)]
+    for b in blocks:
+        y = b(y)
+    if not backward:
+        return [y]
+    loss = (y * y).mean()
+    return [loss, *train.grad(loss, [p for b in blocks for p in b.parameters()])]
+
+
+def program(depth, backward):
+    return lm.compile(model(depth, backward), backend="cpu").runner.program
+
+
+# tests --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("depth, backward", [(1, False), (3, True)])
+def test_memory_plan_is_the_plain_best_fit(depth, backward):
+    prog = program(depth, backward)
+    assert prog.plan.slot_of == plain_plan(prog.kg)
+
+
+@pytest.mark.parametrize("depth, backward", [(1, False), (3, True)])
+def test_dims_from_the_builder_match_a_walk_of_every_expression(depth, backward):
+    kg = program(depth, backward).kg
+    assert kg.dims == dims_needed(kg) == ("B",)
+
+
+def random_dag(rng, n, p_edge):
+    nodes = [SimpleNamespace(srcs=()) for _ in range(n)]
+    for i, x in enumerate(nodes):
+        x.srcs = tuple((nodes[j], None) for j in range(i) if rng.random() < p_edge)
+    return nodes
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_walks_are_the_plain_post_order(seed):
+    rng = random.Random(seed)
+    nodes = random_dag(rng, 60, 0.08)
+    roots = rng.sample(nodes, 5) + [nodes[-1]]
+    want = plain_postorder(roots, lambda x: [s for s, _ in x.srcs])
+    assert [id(x) for x in topological(roots)] == [id(x) for x in want]
+    assert [id(x) for x in postorder(roots, lambda x: [s for s, _ in x.srcs])] == [id(x) for x in want]
+
+
+class _D:
+    """A draft as the path test sees it: the range of its terms' topological positions."""
+
+    def __init__(self, i):
+        self.lo = self.hi = i
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_path_search_from_both_ends_is_plain_reachability(seed):
+    rng = random.Random(seed)
+    ds = [_D(i) for i in range(40)]
+    consumers = {d: set() for d in ds}
+    producers = {d: set() for d in ds}
+    for i, a in enumerate(ds):
+        for b in ds[i + 1:]:
+            if rng.random() < 0.1:
+                consumers[a].add(b)
+                producers[b].add(a)
+    for d1 in ds:
+        for d2 in consumers[d1]:
+            assert kernels._path(d1, d2, consumers, producers) == plain_path(d1, d2, consumers)
