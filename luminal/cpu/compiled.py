@@ -23,7 +23,7 @@ from ..frontend.symbolic import evaluate, prod
 from ..frontend.view import contiguous_strides
 from . import layout
 from . import numpy_ops as ops
-from .exprs import fuse_subtractions, shape_of, topo
+from .exprs import rewrite, shape_of, topo
 from .gemm import Strided
 from .lowering import contraction, lower
 
@@ -412,7 +412,7 @@ def _reads_before_write(k, st, t) -> bool:
     """In elementwise kernel ``k`` (emitted in ``topo`` order of its outputs), every node reading
     buffer ``st`` comes before the node writing ``t``, or is that node (numpy ufuncs handle an output
     overlapping an input; the branch-free ``where`` does not)."""
-    roots = fuse_subtractions([(e, b) for b, e in k.outputs])  # as the emitter rewrites them
+    roots = rewrite([(e, b) for b, e in k.outputs])  # as the emitter rewrites them
     order = topo([e for e, _ in roots])
     root = next(e for e, b in roots if b is t)
     slots = {i for i, (b, _) in enumerate(k.inputs) if b is st}

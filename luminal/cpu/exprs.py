@@ -14,6 +14,7 @@ views of their operand (a copy only when the operand's strides cannot be regroup
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -22,6 +23,8 @@ from ..compile.walk import postorder
 from ..frontend import dtype as dt
 from ..frontend.symbolic import evaluate
 from . import numpy_ops as ops
+
+SPLIT_INNER = 4  # split calls along an innermost axis this short where an operand broadcasts along it
 
 
 def shape_of(v) -> tuple:
@@ -33,10 +36,12 @@ def topo(roots) -> list:
     return postorder(roots, lambda e: e.args)
 
 
-def fuse_subtractions(roots) -> list:
-    """``roots`` with ``Add(a, Mul(b, -1))`` (a Mul read nowhere else) rewritten as ``Sub(a, b)``: one
-    pass instead of two, and the same bits (negation is exact, and ``a + -b`` is ``a - b`` in IEEE and
-    in wrapping int32 arithmetic alike)."""
+def rewrite(roots) -> list:
+    """``roots`` with the peepholes below applied (each node rebuilt once, by identity): an ``Add`` of a
+    negation becomes ``Sub``, a ``Mul`` by a reciprocal ``Divide``, the frontend's compositions of
+    ``LessThan`` one numpy comparison each (see :func:`_comparison`) and a ReLU's nested selects one.
+    The emitter evaluates this DAG, and compiled.py's in-place check walks it too, so both see one
+    order."""
     order = topo([e for e, _ in roots])
     uses: dict[int, int] = {}
     for e in order:
@@ -44,19 +49,55 @@ def fuse_subtractions(roots) -> list:
             uses[id(a)] = uses.get(id(a), 0) + 1
     for e, _ in roots:
         uses[id(e)] = uses.get(id(e), 0) + 1
+    keys = _Keys()
     new: dict[int, Expr] = {}
     for e in order:
         args = tuple(new[id(a)] for a in e.args)
         out = e if all(x is y for x, y in zip(args, e.args)) else Expr(e.op, args, e.arg, e.dtype)
-        if e.op == "Add" and e.dtype.kind != "b":
-            for i in (0, 1):
-                m = e.args[i]
-                neg = _negated(m) if uses[id(m)] == 1 else None
-                if neg is not None:
-                    out = Expr("Sub", (args[1 - i], new[id(neg)]), None, e.dtype)
-                    break
+        out = _subtraction(e, args, uses, new) or _division(e, args, uses) or _comparison(out, keys) or \
+            _select(out, keys) or out
         new[id(e)] = out
     return [(new[id(e)], d) for e, d in roots]
+
+
+
+def _subtraction(e, args, uses, new):
+    """``Add(a, Mul(b, -1))`` (a Mul read nowhere else) as ``Sub(a, b)``: one pass instead of two, and
+    the same bits (negation is exact, and ``a + -b`` is ``a - b`` in IEEE and in wrapping int32
+    arithmetic alike)."""
+    if e.op != "Add" or e.dtype.kind == "b":
+        return None
+    for i in (0, 1):
+        m = e.args[i]
+        neg = _negated(m) if uses[id(m)] == 1 else None
+        if neg is not None:
+            return Expr("Sub", (args[1 - i], new[id(neg)]), None, e.dtype)
+    return None
+
+
+def _division(e, args, uses):
+    """``Mul(a, Recip(b))`` (a Recip read nowhere else; float32/float64) as ``Divide(a, b)``: one pass
+    instead of two, and the correctly rounded quotient (what torch computes for ``a / b``) where the
+    primitives round twice; so not the reference's bits, a difference within one rounding."""
+    if e.op != "Mul" or e.dtype not in (dt.float32, dt.float64):
+        return None
+    for i in (0, 1):
+        r = args[i]
+        if r.op == "Recip" and uses[id(e.args[i])] == 1:
+            return Expr("Divide", (args[1 - i], r.args[0]), None, e.dtype)
+    return None
+
+
+def _select(e, key):
+    """``Where(c, Where(d, a, x), x)`` as ``Where(d, a, x)`` when ``d`` implies ``c`` (``p < q`` implies
+    ``p <= q``): a ReLU, ``where(x <= 0, where(x < 0, 0, x), x)``, is one select, not two."""
+    if e.op != "Where" or e.args[1].op != "Where":
+        return None
+    c, (d, _, x) = e.args[0], e.args[1].args
+    if key(x) != key(e.args[2]) or c.op != "LessEqual" or d.op != "LessThan" or \
+            list(map(key, c.args)) != list(map(key, d.args)):
+        return None
+    return e.args[1]
 
 
 def _negated(m):
@@ -64,10 +105,128 @@ def _negated(m):
     if m.op != "Mul":
         return None
     for i in (0, 1):
-        c = m.args[i]
-        if c.op == "Scalar" and not hasattr(c.arg, "terms") and not isinstance(c.arg, bool) and c.arg == -1:
+        if _number(m.args[i]) == -1:
             return m.args[1 - i]
     return None
+
+
+def _number(e):
+    """The value of a numeric (non-symbolic, non-bool) ``Scalar``, else None."""
+    if e.op != "Scalar" or hasattr(e.arg, "terms") or isinstance(e.arg, bool) or e.dtype.kind == "b":
+        return None
+    return e.arg
+
+
+# comparisons ---------------------------------------------------------------------------------------
+# The frontend composes every comparison from LessThan (NaN-correct: eq(a, b) is
+# not(a < b or b < a) and not(isnan(a) or isnan(b)), isnan(x) is not(x < inf or -inf < x), not(x) is
+# x < True, or is a bool Max, and is a bool Mul): a dozen passes where numpy has one ufunc with the
+# same semantics. Recognised bottom-up, so an eq inside an le or a ne is already one node there.
+COMPARE = {"Equal": np.equal, "NotEqual": np.not_equal, "LessEqual": np.less_equal, "IsNaN": np.isnan}
+
+
+class _Keys:
+    """Structural keys for Exprs (which compare by identity): equal keys, equal values."""
+
+    def __init__(self):
+        self.ids: dict = {}
+        self.memo: dict[int, int] = {}
+
+    def __call__(self, e) -> int:
+        k = self.memo.get(id(e))
+        if k is None:
+            sig = (e.op, repr(e.arg), e.dtype, tuple(self(a) for a in e.args))
+            k = self.memo[id(e)] = self.ids.setdefault(sig, len(self.ids))
+        return k
+
+
+def _is_not(e) -> bool:
+    """``e`` is ``LessThan(x, True)`` on bools: ``not x``."""
+    return e.op == "LessThan" and e.args[0].dtype.kind == "b" and e.args[1].op == "Scalar" and e.args[1].arg is True
+
+
+def _is_or(e) -> bool:
+    return e.op == "Max" and e.dtype.kind == "b"
+
+
+def _disjuncts(e) -> list:
+    """The operands of an or-tree, without the ``False`` ones (the compiler leaves ``x or False`` where
+    it folded ``isnan`` of a number)."""
+    if _is_or(e):
+        return _disjuncts(e.args[0]) + _disjuncts(e.args[1])
+    return [] if e.op == "Scalar" and e.arg is False else [e]
+
+
+def _nor(e):
+    """Atoms ``A`` with ``e == not any(A)`` when ``e`` is a not, or an and of nots; else None."""
+    if _is_not(e):
+        return _disjuncts(e.args[0])
+    if e.op == "Mul" and e.dtype.kind == "b":
+        parts = [_nor(a) for a in e.args]
+        return None if None in parts else parts[0] + parts[1]
+    return None
+
+
+def _comparison(e, key):
+    """``e`` as one comparison node (``COMPARE``) when it is the composition of one, else None."""
+    if _is_not(e) and e.args[0].op == "Equal":
+        return Expr("NotEqual", e.args[0].args, None, e.dtype)
+    if _is_or(e):  # le(a, b) = a < b or eq(a, b)
+        lt, eq = sorted(e.args, key=lambda x: x.op == "Equal")
+        if lt.op == "LessThan" and eq.op == "Equal" and sorted(map(key, lt.args)) == sorted(map(key, eq.args)):
+            return Expr("LessEqual", lt.args, None, e.dtype)
+        return None
+    atoms = _nor(e)
+    if atoms is None:
+        return None
+    uniq = list({key(a): a for a in atoms}.values())
+    x = _nan_tested(uniq, key)
+    if x is not None:
+        return Expr("IsNaN", (x,), None, e.dtype)
+    return _equality(uniq, key, e.dtype)
+
+
+def _nan_tested(atoms, key):
+    """``x`` when ``atoms`` are ``x < inf`` and ``-inf < x``: not(either) is ``isnan(x)``."""
+    if len(atoms) != 2 or any(a.op != "LessThan" for a in atoms):
+        return None
+    hi = next((a for a in atoms if _number(a.args[1]) == math.inf), None)
+    lo = next((a for a in atoms if _number(a.args[0]) == -math.inf), None)
+    if hi is None or lo is None or hi is lo:
+        return None
+    x = hi.args[0]
+    return x if x.dtype.is_float and key(lo.args[1]) == key(x) else None
+
+
+def _equality(atoms, key, dtype):
+    """``Equal(a, b)`` when ``atoms`` are ``a < b``, ``b < a`` and an ``isnan`` of each of ``a``, ``b``
+    that can be NaN (nothing else), else None."""
+    lts = [a for a in atoms if a.op == "LessThan" and not _is_not(a)]
+    pair = next(((p, q) for p in lts for q in lts if key(p.args[0]) == key(q.args[1])
+                 and key(p.args[1]) == key(q.args[0])), None)
+    if pair is None:
+        return None
+    a, b = pair[0].args
+    rest = [x for x in atoms if x is not pair[0] and x is not pair[1]]
+    tested = {key(x.args[0]) for x in rest if x.op == "IsNaN"}
+    if len(tested) != len(rest) or not tested <= {key(a), key(b)}:
+        return None
+    if any(key(x) not in tested for x in (a, b) if _may_be_nan(x)):
+        return None
+    return Expr("Equal", (a, b), None, dtype)
+
+
+def _may_be_nan(x) -> bool:
+    v = _number(x)
+    return x.dtype.is_float and (v is None or math.isnan(v))
+
+
+def _zero_bits(e) -> bool:
+    """``e`` is a Scalar whose bits are all zero (+0.0, 0, False)."""
+    if e.op == "Scalar" and e.arg is False:
+        return True
+    v = _number(e)
+    return v is not None and v == 0 and math.copysign(1.0, v) > 0
 
 
 def _subtract(dtype):
@@ -90,7 +249,7 @@ class ExprEmitter:
         """``roots``: [(Expr, dst array or None)]. Writes every root with a ``dst`` into it; returns
         the value of each root at its full shape (those without a ``dst`` stay valid until the
         kernel ends)."""
-        roots = fuse_subtractions(roots)
+        roots = rewrite(roots)
         exprs = [e for e, _ in roots]
         order = topo(exprs)
         uses: dict[int, int] = {}
@@ -122,7 +281,7 @@ class ExprEmitter:
         for e, dst in roots:
             if dst is not None:  # a root without one stays taken (for the caller) until the kernel ends
                 if val[id(e)] is not dst:
-                    self.b.calls.append((np.copyto, (dst, val[id(e)])))
+                    self._append(np.copyto, (dst, val[id(e)]), dst)
                 self._used(e)
         out = [self.b.expand(val[id(e)], self.full[id(e)]) for e in exprs]
         return out if perm is None else [self.b.transpose(v, tuple(np.argsort(perm))) for v in out]
@@ -215,21 +374,49 @@ class ExprEmitter:
             out = dst
         else:
             out = self._take(e, shape, uses)
-        calls = self.b.calls
         if op == "Cast":
-            calls.append((ops.cast, (xs[0], e.args[0].dtype, e.dtype, out)))
+            self._append(ops.cast, (xs[0], e.args[0].dtype, e.dtype, out), out)
         elif op == "Where":
-            tmp = self.b.scratch(out.shape, out.dtype)
-            calls.append((ops.where, (*xs, out, tmp)))
-            self.b.release(tmp)  # only this call uses it
+            self._where(e, xs, out)
+        elif op in COMPARE:
+            self._append(COMPARE[op], (*xs, out), out)
+        elif op == "Divide":
+            self._append(np.divide, (*xs, out), out)
         elif op in ops.UNARY or op in ops.BINARY or op == "Sub":
             f = _subtract(e.dtype) if op == "Sub" else ops.ufunc(op, e.args[0].dtype)
-            calls.append((f, (*xs, out)))
+            self._append(f, (*xs, out), out)
             if e.dtype is dt.bfloat16 and op != "LessThan":
-                calls.append((ops.round_bf16_, (out,)))
+                self.b.calls.append((ops.round_bf16_, (out,)))
         else:
             raise NotImplementedError(f"cpu backend: no lowering for Expr op {op!r}")
         return out
+
+    def _where(self, e, xs, out):
+        zero = next((i for i in (1, 2) if _zero_bits(e.args[i])), None)
+        if zero is not None:  # a ReLU's or a gradient's select against zero
+            self._append(ops.where_zero, (xs[0], xs[3 - zero], out, zero == 1), out)
+            return
+        tmp = self.b.scratch(out.shape, out.dtype)
+        self._append(ops.where, (*xs, out, tmp), out)
+        self.b.release(tmp)  # only this call uses it
+
+    def _append(self, f, args, out):
+        """Append the call ``f(*args)`` writing ``out``; where an operand broadcasts along a short
+        innermost axis of ``out`` (a pooling window's), one call per index along that axis instead:
+        numpy's inner loop would run over that axis alone, a few elements per loop, several times
+        slower than the split calls (whose inner loops run over the axes merged around it)."""
+        shape = shape_of(out)
+        n = shape[-1] if len(shape) >= 2 else 0
+        if not 1 < n <= SPLIT_INNER or not any(shape_of(a)[-1:] == (1,) for a in args):
+            self.b.calls.append((f, args))
+            return
+        for i in range(n):
+            self.b.calls.append((f, tuple(self._inner(a, i) for a in args)))
+
+    def _inner(self, a, i):
+        """``a`` at index ``i`` of its last axis (0 where it broadcasts); anything not an array as is."""
+        shape = shape_of(a)
+        return self.b.take(a, {len(shape) - 1: i if shape[-1] > 1 else 0}) if shape else a
 
     def _reshape(self, e, x, shape, uses):
         self.full[id(e)] = shape

@@ -16,6 +16,8 @@ as the reference does; the accumulator is the output buffer itself when an outpu
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..compile.kernel_graph import Expr
@@ -31,7 +33,8 @@ SMALL_REDUCE = 8
 def lower(k, b) -> None:
     """Append the calls computing kernel ``k`` to ``b.calls`` (``b``: the program's ``Binding``)."""
     if k.kind == "elementwise":
-        ExprEmitter(b, [b.load(buf, v) for buf, v in k.inputs]).emit([(e, b.array(buf)) for buf, e in k.outputs])
+        if not _padded_sum(k, b):
+            ExprEmitter(b, [b.load(buf, v) for buf, v in k.inputs]).emit([(e, b.array(buf)) for buf, e in k.outputs])
     elif k.kind == "reduce":
         ins = contraction(k)
         if ins is None or not _gemm(k, b, ins, worth_it=True):
@@ -51,6 +54,110 @@ def lower(k, b) -> None:
     else:
         raise NotImplementedError(f"cpu backend: no lowering for kernel kind {k.kind!r}")
     b.end_kernel()
+
+
+def _padded_sum(k, b) -> bool:
+    """Lower an elementwise kernel whose one output is a sum of zero-padded loads (the gradient of
+    overlapping windows: col2im) as an accumulation: each load's valid box is added into its part of
+    the output in place (the first one copied, the rest of the output zeroed). Evaluated as written,
+    every padded load would be materialised at the full output size and each sum taken over whole
+    arrays.
+
+    numpy adds a box slowly when its rows are short (a 14-wide window of an 18-wide padded image:
+    one inner loop per row), so the terms whose boxes share a range along the innermost axis are
+    first summed into a scratch that is exactly that wide (where each box is a contiguous run), and
+    that sum is added into the output once.
+
+    The result is the same float sum reordered, as a reduction's. Signed zeros come out exact for a
+    -0.0 pad (``cat``'s: the additive identity); with a +0.0 pad, a -0.0 term alone stays -0.0 where
+    the expression (adding the pad) gives +0.0."""
+    parts = _padded_terms(k, b)
+    if parts is None:
+        return False
+    dst, shape, terms, pad = parts
+    out = dst.reshape(shape)
+    w = max((a for a, n in enumerate(shape) if n > 1), default=len(shape) - 1)
+    groups: dict = {}
+    for src, box in terms:
+        groups.setdefault((box[w].start, box[w].stop), []).append((src, box))
+    full = (slice(None),) * len(shape)
+    first = True
+    for (lo, hi), group in groups.items():
+        if len(group) == 1 or (lo, hi) == (0, shape[w]):
+            for src, box in group:
+                _put(b, out, box, src, first, pad)
+                first = False
+            continue
+        acc = b.scratch(shape[:w] + (hi - lo,) + shape[w + 1:], dst.dtype)
+        for i, (src, box) in enumerate(group):
+            _put(b, acc, box[:w] + (slice(None),) + box[w + 1:], src, i == 0, pad)
+        _put(b, out, full[:w] + (slice(lo, hi),) + full[w + 1:], acc, first, pad)
+        first = False
+    if first:  # no valid box at all
+        b.calls.append((np.copyto, (dst, np.asarray(pad, dst.dtype))))
+    return True
+
+
+def _put(b, target, box, src, first: bool, pad) -> None:
+    """Add ``src`` into ``target[box]`` in place; as the ``first`` term, copy it there and fill the
+    rest of ``target`` with the pad instead (one pass less than filling everything and adding)."""
+    part = target[box]
+    if not first:
+        b.calls.append((np.add, (part, src, part)))
+        return
+    zero = np.asarray(pad, target.dtype)
+    for a, sl in enumerate(box):  # the slabs outside the box: before and after it along each axis
+        lo, hi, _ = sl.indices(target.shape[a])
+        for rng in (slice(0, lo), slice(hi, target.shape[a])):
+            if rng.stop > rng.start:
+                b.calls.append((np.copyto, (target[box[:a] + (rng,)], zero)))
+    b.calls.append((np.copyto, (part, src)))
+
+
+def _padded_terms(k, b):
+    """For a kernel :func:`_padded_sum` lowers: ``(output array, shape the loads have, [(valid box
+    of a load as a view of its buffer, its slices of the output seen in that shape)], the pad)``;
+    else None. Every masked load must pad with the same zero (+0.0, or -0.0: ``cat``'s, which keeps
+    a -0.0 term's sign)."""
+    if len(k.outputs) != 1 or k.outputs[0][0].dtype not in (dt.float32, dt.float64):
+        return None
+    buf, e = k.outputs[0]
+    slots = _add_terms(e)
+    dst = b.array(buf)
+    if slots is None or not isinstance(dst, np.ndarray) or not dst.flags.c_contiguous or 0 in dst.shape:
+        return None
+    ins = [k.inputs[i] for i in slots]
+    views = [ops.bound_view(v, b.env) for _, v in ins]
+    shape = views[0][0]
+    pads = {(v.pad == 0, math.copysign(1.0, v.pad)) for _, v in ins if v.mask is not None}
+    if sum(box is not None for *_, box in views) < 2 or any(v[0] != shape for v in views) or \
+            int(np.prod(shape)) != dst.size or any(src.dtype is not buf.dtype for src, _ in ins) or \
+            len(pads) != 1 or not next(iter(pads))[0]:
+        return None
+    terms = []
+    for (src, _), (_, strides, offset, box) in zip(ins, views):
+        box = box or tuple((0, n) for n in shape)
+        inner = ops.inner_box(strides, offset, box)
+        if inner is not None:
+            terms.append((b.view(src, Strided(inner[0], strides, inner[1])), tuple(slice(lo, hi) for lo, hi in box)))
+    return dst, shape, terms, math.copysign(0.0, next(iter(pads))[1])
+
+
+def _add_terms(e):
+    """The Load slots of the terms of ``e``, a tree of Adds of loads read through Copies and Reshapes,
+    left to right; else None."""
+    terms, stack = [], [e]
+    while stack:
+        x = stack.pop()
+        if x.op == "Add":
+            stack.extend(reversed(x.args))
+            continue
+        while x.op in ("Copy", "Reshape"):
+            x = x.args[0]
+        if x.op != "Load":
+            return None
+        terms.append(x.arg)
+    return terms
 
 
 def _out_shape(k, b) -> tuple:

@@ -72,6 +72,20 @@ def where(c, a, b, out=None, tmp=None):
     return out
 
 
+def where_zero(c, x, out, zero_where: bool):
+    """``where(c, 0, x)`` (``zero_where``) or ``where(c, x, 0)`` into ``out``, for a zero whose bits are
+    all zero (+0.0, 0, False): a mask of all-ones bits where ``x`` is kept, then one AND (two passes
+    where :func:`where` takes four). ``out`` must not alias ``x``."""
+    u = _UINT[out.dtype.itemsize]
+    o = out.view(u)
+    if zero_where:
+        np.subtract(c, 1, out=o, dtype=u, casting="unsafe")  # all ones where not c
+    else:
+        np.negative(c, out=o, dtype=u, casting="unsafe")
+    np.bitwise_and(np.asarray(x).view(u), o, out=o)
+    return out
+
+
 def cast(x, src: dt.DType, dst: dt.DType, out=None):
     """float->int truncates toward zero; ->bool is ``x != 0``; ->float16/bfloat16 goes through float32."""
     if dst.kind == "b":
