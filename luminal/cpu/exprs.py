@@ -60,7 +60,6 @@ def rewrite(roots) -> list:
     return [(new[id(e)], d) for e, d in roots]
 
 
-
 def _subtraction(e, args, uses, new):
     """``Add(a, Mul(b, -1))`` (a Mul read nowhere else) as ``Sub(a, b)``: one pass instead of two, and
     the same bits (negation is exact, and ``a + -b`` is ``a - b`` in IEEE and in wrapping int32
