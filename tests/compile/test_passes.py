@@ -11,9 +11,10 @@ import random
 from types import SimpleNamespace
 
 import pytest
+from test_rolling import Block  # the transformer block the rolling tests use
 
 import luminal as lm
-from luminal import nn, train
+from luminal import train
 from luminal.compile import kernels
 from luminal.compile.kernel_graph import dims_needed
 from luminal.compile.memory import lifetimes, nbytes
@@ -73,22 +74,10 @@ def plain_plan(kg) -> dict:
 
 
 # models -----------------------------------------------------------------------------------------------
-class Block(nn.Module):
-    def __init__(self, d):
-        super().__init__()
-        self.ln = nn.LayerNorm(d)
-        self.attn = nn.MultiheadAttention(d, 2, batch_first=True)
-        self.fc = nn.Linear(d, d)
-
-    def forward(self, x):
-        h = self.ln(x)
-        return x + self.fc(self.attn(h, h, h, need_weights=False, is_causal=True)[0].gelu())
-
-
 def model(depth, backward):
     g = lm.Graph()
     y = g.input("x", ("B", 8, 16))
-    blocks = [Block(16) for _ in range(depth)]
+    blocks = [Block(16, 2) for _ in range(depth)]
     for b in blocks:
         y = b(y)
     if not backward:
