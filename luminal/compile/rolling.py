@@ -194,21 +194,27 @@ def _index(nodes):
 
 def _find_loops(nodes, label, readers, all_classes):
     """Grow loops from seed classes until none pays. Returns the loops and ``owner``: node id ->
-    (loop, position, trip)."""
+    (loop, position, trip).
+
+    Each round looks for seeds among the nodes no loop owns yet. Rather than filter every class again
+    after each loop (a pass over the whole graph per loop), ``live`` counts each class's unowned nodes:
+    a new loop decrements the classes of the nodes it claims, and only a class chosen as seeds is
+    filtered."""
     ids = [n.id for n in nodes]
     owner: dict[int, tuple] = {}
     loops: list[_Loop] = []
     tried: set = set()
+    live = {c: len(ns) for c, ns in all_classes.items() if len(ns) >= 2}
+    class_of = {n.id: c for c, ns in all_classes.items() if c in live for n in ns}
     while True:
-        classes = {c: [n for n in ns if n.id not in owner] for c, ns in all_classes.items()
-                   if len(ns) >= 2 and c not in tried} if owner else all_classes
-        sizes = Counter(len(ns) for ns in classes.values() if len(ns) >= 2)
+        sizes = Counter(m for c, m in live.items() if m >= 2 and c not in tried)
         loop = None
         for m, _ in sorted(sizes.items(), key=lambda kv: (-kv[1], -kv[0])):
-            for cls, seeds in classes.items():
-                if len(seeds) != m or cls in tried:
+            for cls, count in live.items():
+                if count != m or cls in tried:
                     continue
                 tried.add(cls)
+                seeds = all_classes[cls] if not owner else [n for n in all_classes[cls] if n.id not in owner]
                 pos = _Grower(len(loops), label, readers, owner).grow(seeds)
                 internal: dict = {}
                 if _pays(pos):
@@ -222,6 +228,11 @@ def _find_loops(nodes, label, readers, all_classes):
         if loop is None:
             return loops, owner
         loops.append(loop)
+        for ns in loop.pos:
+            for n in ns:
+                c = class_of.get(n.id)
+                if c is not None:
+                    live[c] -= 1
 
 
 def _pays(pos) -> bool:
