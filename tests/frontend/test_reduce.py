@@ -114,6 +114,19 @@ def test_argextreme(fn, dtype, axis, keepdim, backend):
           torch_op=lambda t: getattr(torch, fn)(tcast(t), dim=axis, keepdim=keepdim), backend=backend)
 
 
+@pytest.mark.parametrize(("axis", "keepdim"), [(None, False), ((0, 2), True), ((1, 2), False), ((2, 0), False)])
+@pytest.mark.parametrize("fn", ["amax", "amin"])
+def test_extreme_over_several_axes_shares_gradient_among_all_ties(fn, axis, keepdim, backend):
+    """torch.amax/amin give every tied extreme of the reduced set the same share of the gradient. A
+    reduction done one axis at a time would split it per axis instead (three tied maxima of a 2x2
+    window: 1/4, 1/4, 1/2), so the ties here fall unevenly across the axes."""
+    x = np.array([[[1.0, 1.0, -1.0], [1.0, 0.0, 1.0]], [[-2.0, 0.5, 1.0], [0.5, 0.5, 0.5]]], np.float32)
+    if fn == "amin":
+        x = -x
+    check(lambda t: getattr(t, fn)(axis, keepdim), [x],
+          torch_op=lambda t: getattr(torch, fn)(t, _axes(t, axis), keepdim=keepdim), backend=backend)
+
+
 NAN_OPS = {
     "max": (lambda x: x.max(1), lambda t: t.amax(1)),
     "min": (lambda x: x.min((0, 1)), lambda t: t.amin((0, 1))),

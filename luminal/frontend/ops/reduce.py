@@ -104,7 +104,16 @@ def amax(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> Graph
     """Maximum values over axes (numpy / ``torch.amax`` semantics; NaN propagates)."""
     axes = normalize_axes(x, _axis_kw(axis, dim), "max")
     _nonempty(x, axes, "max")
-    return _keep(x, _reduce(x, "MaxReduce", axes), axes, keepdim)
+    if len(axes) < 2:
+        return _keep(x, _reduce(x, "MaxReduce", axes), axes, keepdim)
+    # Several axes: one MaxReduce over them merged into the last axis (a view when they already are
+    # contiguous, else a copy), not one per axis. Its gradient then shares among every tie in the
+    # reduced set alike, as torch.amax's does; a chain would split it per axis (0.25 / 0.25 / 0.5
+    # for three tied maxima of a 2x2 window, not a third each).
+    kept = [i for i in range(x.ndim) if i not in axes]
+    flat = x.permute(*kept, *axes).reshape(*(x.shape[i] for i in kept), prod(x.shape[a] for a in axes))
+    out = prim("MaxReduce", flat, arg=len(kept), shape=flat.shape[:-1])
+    return _keep(x, out, axes, keepdim)
 
 
 def _reverse_order(x: GraphTensor) -> GraphTensor:
