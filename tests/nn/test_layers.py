@@ -410,6 +410,8 @@ def test_constructor_errors():
         L.Conv1d(3, 4, 3, padding="full")
     with pytest.raises(ValueError, match="at most half"):
         L.MaxPool2d(2, padding=2)
+    with pytest.raises(ValueError, match="at most half"):  # torch's limit ignores the dilation
+        L.MaxPool1d(3, 1, padding=2, dilation=2)
     with pytest.raises(ValueError, match="divisible by num_heads"):
         L.MultiheadAttention(5, 2)
     with pytest.raises(ValueError, match="between 0 and 1"):

@@ -278,11 +278,17 @@ def clamp(x: GraphTensor, min=None, max=None) -> GraphTensor:  # noqa: A002 - to
     if min is None:
         x, hi = coerce("clamp", x, max)
         return where(le(x, hi), x, where(gt(x, hi), hi, minimum(x, hi).detach()))
+    ordered = isinstance(min, (int, float)) and isinstance(max, (int, float)) and min <= max  # not NaN
     x, lo, hi = coerce("clamp", x, min, max)
     inside = logical_and(ge(x, lo), le(x, hi))
     low = logical_and(lt(x, lo), lt(lo, hi))
     high = logical_or(gt(x, hi), lt(hi, lo))
-    return where(inside, x, where(low, lo, where(high, hi, minimum(prim("Max", x, lo), hi).detach())))
+    top = hi
+    if x.dtype.is_float and not ordered:
+        # max's branch also takes a NaN x (when max < min) and x > max with a NaN min: torch's value
+        # there is NaN, its gradient still max's. Adding -0.0 (exactly the identity) or NaN keeps both.
+        top = add(hi, where(logical_or(isnan(x), isnan(lo)), math.nan, -0.0))
+    return where(inside, x, where(low, lo, where(high, top, minimum(prim("Max", x, lo), hi).detach())))
 
 
 @_opmath

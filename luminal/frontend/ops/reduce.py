@@ -91,7 +91,12 @@ def var(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, correctio
 
 
 def std(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, correction=1, unbiased=None) -> GraphTensor:
-    return sqrt(var(x, axis, keepdim, dim=dim, correction=correction, unbiased=unbiased))
+    """The square root of ``var``. Where the variance is 0 (constant values), torch's gradient is 0:
+    sqrt's own, 1 / (2 * 0), times var's zero gradient would be NaN, so there the root reads 1 and
+    the result is 0 instead."""
+    v = var(x, axis, keepdim, dim=dim, correction=correction, unbiased=unbiased)
+    flat = eq(v, 0)
+    return where(flat, 0.0, sqrt(where(flat, 1.0, v)))
 
 
 def _nonempty(x, axes, op):

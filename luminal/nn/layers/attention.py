@@ -29,7 +29,8 @@ def _repeat_heads(t, r: int):
     return t.unsqueeze(-3).expand(*lead, h, r, s, e).reshape(*lead, h * r, s, e)
 
 
-def _attention_weights(query, key, attn_mask, is_causal, scale, enable_gqa, name):
+def _attention_scores(query, key, attn_mask, is_causal, scale, enable_gqa, name):
+    """``q @ k^T * scale`` with the mask applied (masked out: -inf), before the softmax."""
     if query.ndim < 2 or key.ndim < 2 or query.shape[-1] != key.shape[-1]:
         raise op_error(ValueError, name, f"query (..., L, E) and key (..., S, E) must share E, got "
                        f"{shape_str(query.shape)} and {shape_str(key.shape)}", query, key)
@@ -46,18 +47,28 @@ def _attention_weights(query, key, attn_mask, is_causal, scale, enable_gqa, name
             scores = where(attn_mask, scores, -math.inf)
         else:
             scores = scores + attn_mask
-    return scores.softmax(-1)
+    return scores
+
+
+def _safe_softmax(scores):
+    """Softmax over the keys, with rows whose every score is -inf (every key masked out) giving 0 and
+    passing no gradient, as torch's sdpa does (its ``_safe_softmax``). Those rows are softmaxed as zeros
+    first: NaN there would come back as 0 * NaN in the gradient even though the row is not used."""
+    full = (scores == -math.inf).all(-1, keepdim=True)
+    return where(full, 0.0, where(full, 0.0, scores).softmax(-1))
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: float | None = None, enable_gqa: bool = False):
     """torch's ``F.scaled_dot_product_attention``: ``softmax(q @ k^T * scale + mask) @ v``. A bool mask
     marks the positions that take part; a float mask is added to the scores. Rows with every key masked
-    out give NaN, as torch's math kernel."""
+    out give 0, as torch's."""
     name = "scaled_dot_product_attention"
     for t in (query, key, value):
         check_tensor(name, t)
-    w = _attention_weights(query, key, attn_mask, is_causal, scale, enable_gqa, name)
+    scores = _attention_scores(query, key, attn_mask, is_causal, scale, enable_gqa, name)
+    # a causal mask always keeps key 0: only a given mask can leave a row with none
+    w = _safe_softmax(scores) if attn_mask is not None else scores.softmax(-1)
     if dropout_p > 0.0:
         w = dropout(w, dropout_p)
     if enable_gqa and query.ndim >= 3 and value.shape[-3] != query.shape[-3]:
@@ -162,7 +173,7 @@ class MultiheadAttention(Module):
         if key_padding_mask is not None:
             kpm = _float_mask(key_padding_mask, q).reshape(n, 1, 1, n_k)
             mask = kpm if mask is None else mask + kpm
-        w = _attention_weights(q, k, mask, False, None, False, name)
+        w = _attention_scores(q, k, mask, False, None, False, name).softmax(-1)
         if self.training and self.dropout > 0.0:
             w = dropout(w, self.dropout)
         out = (w @ v).permute(2, 0, 1, 3).reshape(n_q, n, self.embed_dim)  # (L, N, E)

@@ -69,9 +69,10 @@ class _PoolNd(Module):
             raise bad_input(name, f"(N, C, {spatial}) or (C, {spatial})", x)
         return name
 
-    def _half_kernel_check(self, eff) -> None:
-        if any(p > e / 2 for p, e in zip(self.padding, eff)):
-            raise ValueError(f"{type(self).__name__}: pad should be at most half of effective kernel size, "
+    def _half_kernel_check(self) -> None:
+        """torch's limit, for max pooling too: half the kernel size, whatever the dilation."""
+        if any(p > k / 2 for p, k in zip(self.padding, self.kernel_size)):
+            raise ValueError(f"{type(self).__name__}: pad should be at most half of kernel size, "
                              f"got padding={self.padding}, kernel_size={self.kernel_size}")
 
 
@@ -87,7 +88,7 @@ class _MaxPoolNd(_PoolNd):
         self.padding = ntuple(padding, nd, f"{name}: padding")
         self.dilation = ntuple(dilation, nd, f"{name}: dilation")
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
-        self._half_kernel_check(tuple(d * (k - 1) + 1 for k, d in zip(self.kernel_size, self.dilation)))
+        self._half_kernel_check()
 
     def forward(self, x):
         name = self._check(x)
@@ -118,7 +119,7 @@ class _AvgPoolNd(_PoolNd):
         if divisor_override is not None and divisor_override <= 0:
             raise ValueError(f"{name}: divisor_override must be positive, got {divisor_override}")
         self.divisor_override = divisor_override
-        self._half_kernel_check(self.kernel_size)
+        self._half_kernel_check()
 
     def forward(self, x):
         name = self._check(x)
