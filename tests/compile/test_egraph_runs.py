@@ -61,6 +61,30 @@ def test_long_chains_stay_within_the_default_budget():
     assert len(topological([t])) == res.stats["nodes_after"]
 
 
+def test_cycle_repair_falls_back_to_an_acyclic_choice(monkeypatch):
+    """Gradients of two layers of ``-(p - h) * w``: double negation merges classes with their own
+    grand-inputs, and banning the e-node that closes the first cycle found banned a class's only
+    acyclic e-node ("no acyclic program computes e-class"). The settled-only choice still finds one,
+    also when it is the only way (no repair rounds at all)."""
+    from luminal import train
+    from luminal.compile.egraph import extract
+
+    g = lm.Graph()
+    h = g.input("x", (4, 8))
+    params = []
+    for i in range(2):
+        p, w = g.input(f"p{i}", (8,)), g.input(f"w{i}", (8,))
+        params += [p, w]
+        h = -(p - h) * w
+    grads = train.grad((h * h).sum(), params)
+    rng = np.random.default_rng(0)
+    arrays = {n: rng.standard_normal(shape).astype(np.float32)
+              for n, shape in [("x", (4, 8)), *((f"{k}{i}", (8,)) for i in range(2) for k in "pw")]}
+    check_same(grads, arrays)
+    monkeypatch.setattr(extract, "MAX_REPAIRS", 0)
+    check_same(grads, arrays)
+
+
 def test_deterministic_across_compiles():
     y = _small()
     a = _signature(optimized(y)[0])

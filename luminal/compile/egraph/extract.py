@@ -7,6 +7,13 @@ e-node's own cost plus its inputs' costs, each input's cost shared among the e-n
 then checked from the roots for cycles (an e-node reading its own class, directly or not), and a
 cycle-closing e-node is banned and the choice redone. Ties go to the first e-node in a fixed order
 (``egraph_read``), so extraction is deterministic. ``dag_cost`` scores a whole choice exactly.
+
+Banning the e-node that closes a cycle can ban a class's only acyclic e-node when the cycle was
+entered from the other side (a rewrite such as ``-(-x) = x`` merged a class with its own
+grand-input). When repairs leave a root without a choice, or take more than ``MAX_REPAIRS`` rounds,
+the choice is made again with every class fixed once settled (``choose(..., settled_only=True)``):
+each class then reads only classes settled before it, so the program is acyclic by construction,
+and every class that has an acyclic program gets one (the e-graph always holds the original DAG).
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from ..walk import postorder
 from .cost import CostModel
 from .fusion import kind
 from .lower import Lowered
+
+MAX_REPAIRS = 64  # cycle repairs before the choice is made again settled-only
 
 
 class Costs:
@@ -37,8 +46,10 @@ class Costs:
                 self.own[e] = model.enode(e.op, shape, dtype, reads)
 
 
-def choose(g, costs: Costs, banned=frozenset()) -> dict:
-    """class -> chosen ENode, for every class that has an acyclic-looking choice."""
+def choose(g, costs: Costs, banned=frozenset(), settled_only: bool = False) -> dict:
+    """class -> chosen ENode, for every class that has an acyclic-looking choice. ``settled_only``:
+    an e-node counts only once all its inputs are settled (popped), and a settled class's choice is
+    final, so the choice is acyclic (though the shared-cost estimate may then miss a cheaper one)."""
     parents: dict = {}
     refs: dict = {}
     for es in g.classes.values():
@@ -51,13 +62,15 @@ def choose(g, costs: Costs, banned=frozenset()) -> dict:
     heap = []  # (cost, order, class) in Dijkstra order: cheapest classes settle first
     order = {e: i for i, e in enumerate(e for es in g.classes.values() for e in es)}
 
+    settled: set = set()
+
     def relax(e):
-        if e in banned or e.cls in e.kids:
+        if e in banned or e.cls in e.kids or (settled_only and e.cls in settled):
             return
         total = costs.own[e]
         for k in set(e.kids):
             ck = cost[k]
-            if ck == math.inf:
+            if ck == math.inf or (settled_only and k not in settled):
                 return
             total += ck / refs[k]
         cur = cost[e.cls]
@@ -72,8 +85,9 @@ def choose(g, costs: Costs, banned=frozenset()) -> dict:
                 relax(e)
     while heap:
         total, _, c = heapq.heappop(heap)
-        if total > cost[c]:
+        if total > cost[c] or (settled_only and c in settled):
             continue
+        settled.add(c)
         for e in parents.get(c, ()):
             relax(e)
     return best
@@ -108,16 +122,19 @@ def find_cycle(choice: dict, roots) -> object | None:
 def extract(g, costs: Costs, roots) -> dict:
     """The cost model's choice: class -> ENode, acyclic from ``roots``."""
     banned: set = set()
-    for _ in range(len(g.classes) + 1):
+    for _ in range(MAX_REPAIRS):
         choice = choose(g, costs, frozenset(banned))
-        missing = [r for r in roots if r not in choice]
-        if missing:
-            raise ValueError(f"no acyclic program computes e-class {missing[0]}")
+        if any(r not in choice for r in roots):
+            break
         bad = find_cycle(choice, roots)
         if bad is None:
             return choice
         banned.add(bad)
-    raise ValueError("could not repair the cycles of the extracted program")
+    choice = choose(g, costs, settled_only=True)
+    missing = [r for r in roots if r not in choice]
+    if missing:
+        raise ValueError(f"no acyclic program computes e-class {missing[0]}")
+    return choice
 
 
 def reachable(choice: dict, roots) -> list:
