@@ -215,10 +215,7 @@ def _find_loops(nodes, label, readers, all_classes):
                     continue
                 tried.add(cls)
                 seeds = all_classes[cls] if not owner else [n for n in all_classes[cls] if n.id not in owner]
-                pos = _Grower(len(loops), label, readers, owner).grow(seeds)
-                internal: dict = {}
-                if _pays(pos):
-                    pos, internal = _prune(len(loops), pos, nodes, ids, owner)
+                pos, internal = _grow_and_prune(len(loops), seeds, label, readers, owner, nodes, ids)
                 if _pays(pos):
                     loop = _Loop(len(loops), pos, internal)
                     break
@@ -233,6 +230,41 @@ def _find_loops(nodes, label, readers, all_classes):
                 c = class_of.get(n.id)
                 if c is not None:
                     live[c] -= 1
+
+
+def _grow_and_prune(k, seeds, label, readers, owner, nodes, ids) -> tuple[list, dict]:
+    """Loop ``k`` grown from ``seeds`` and pruned: its positions (claimed in ``owner``) and internal
+    edges. A first or last trip wired differently from the others (a stack's first layer reading the
+    input its own way, its last one feeding the loss) can still agree on every label as the body
+    grows, and then fail pruning along with everything downstream of the odd edge. So when pruning
+    takes more than half of the body, the loop is also tried without its first trip and without its
+    last one, and the attempt that takes the most nodes off the e-graph is kept."""
+    pos = _Grower(k, label, readers, owner).grow(seeds)
+    internal: dict = {}
+    grown = len(pos)
+    if not _pays(pos):
+        return pos, internal
+    pos, internal = _prune(k, pos, nodes, ids, owner)
+    if len(seeds) <= 2 or 2 * len(pos) >= grown:
+        return pos, internal
+    best = (_saved(pos), pos, internal)
+    _release(pos, owner)
+    for trimmed in (seeds[1:], seeds[:-1]):
+        pos = _Grower(k, label, readers, owner).grow(trimmed)
+        if _pays(pos):
+            pos, internal = _prune(k, pos, nodes, ids, owner)
+            if _saved(pos) > best[0]:
+                best = (_saved(pos), pos, internal)
+        _release(pos, owner)
+    _, pos, internal = best
+    for p, ns in enumerate(pos):
+        for t, n in enumerate(ns):
+            owner[n.id] = (k, p, t)
+    return pos, internal
+
+
+def _saved(pos) -> int:
+    return len(pos) * (len(pos[0]) - 1) if _pays(pos) else 0
 
 
 def _pays(pos) -> bool:
