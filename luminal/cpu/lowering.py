@@ -196,6 +196,12 @@ def _reduce(k, b) -> None:
         prologue, op = Expr("Mul", tuple(loads), None, k.acc_dtype), "sum"
     else:
         prologue, op = k.prologue, k.reduce_op
+    if op == "sum" and prologue.op == "Mul" and k.acc_dtype in (dt.float16, dt.bfloat16) and \
+            all(a.op == "Load" for a in prologue.args):
+        # a sum of products of 16-bit loads multiplies in float32, as the reference's contraction and
+        # torch's matmul do (300 * 300 is inf in float16, 1e-4 * 1e-4 is 0)
+        prologue = Expr("Mul", tuple(Expr("Cast", (a,), dt.float32, dt.float32) for a in prologue.args), None,
+                        dt.float32)
     if op == "max" and any(b.shape(k.domain)[a] == 0 for a in k.axes):
         raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
     loads = [b.load(buf, v) for buf, v in k.inputs]

@@ -287,7 +287,9 @@ def clamp(x: GraphTensor, min=None, max=None) -> GraphTensor:  # noqa: A002 - to
     if x.dtype.is_float and not ordered:
         # max's branch also takes a NaN x (when max < min) and x > max with a NaN min: torch's value
         # there is NaN, its gradient still max's. Adding -0.0 (exactly the identity) or NaN keeps both.
-        top = add(hi, where(logical_or(isnan(x), isnan(lo)), math.nan, -0.0))
+        g = x.graph
+        top = add(hi, where(logical_or(isnan(x), isnan(lo)), g.constant(math.nan, hi.dtype),
+                            g.constant(-0.0, hi.dtype)))
     return where(inside, x, where(low, lo, where(high, top, minimum(prim("Max", x, lo), hi).detach())))
 
 

@@ -9,6 +9,7 @@ from ..tensor import GraphTensor
 from .core import cast, normalize_axes, prim, require
 from .elementwise import (
     _float,
+    _opmath,
     add,
     div,
     eq,
@@ -63,6 +64,7 @@ def _count(x: GraphTensor, axes):
     return n if is_static(n) else x.graph.constant(n)
 
 
+@_opmath
 def mean(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
     require("mean", x.dtype.is_float, f"mean needs a float tensor, got {x.dtype.name}", x)
     axes = normalize_axes(x, _axis_kw(axis, dim), "mean")
@@ -71,6 +73,7 @@ def mean(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> Graph
     return div(s, n if is_static(n) else cast(n, x.dtype))
 
 
+@_opmath
 def var(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, correction=1, unbiased=None) -> GraphTensor:
     require("var", x.dtype.is_float, f"var needs a float tensor, got {x.dtype.name}", x)
     if unbiased is not None:
@@ -90,6 +93,7 @@ def var(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, correctio
     return div(sum(mul(d, d), axes, keepdim), denom)
 
 
+@_opmath
 def std(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, correction=1, unbiased=None) -> GraphTensor:
     """The square root of ``var``. Where the variance is 0 (constant values), torch's gradient is 0:
     sqrt's own, 1 / (2 * 0), times var's zero gradient would be NaN, so there the root reads 1 and
@@ -156,6 +160,7 @@ def all_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> Graph
     return logical_not(any_(logical_not(b), axis, keepdim, dim=dim))
 
 
+@_opmath
 def prod_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
     """Product by pairwise halving (exact operations, no log/exp); needs static reduced sizes."""
     axes = normalize_axes(x, _axis_kw(axis, dim), "prod")
@@ -213,20 +218,22 @@ def logsumexp(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> 
     if _empty(x, axes):
         return log(sum(exp(x), axes, keepdim))
     m = _amax_or(x, axes, float("-inf"), keepdim=True)
-    m = where(isinf(m), x.graph.constant(0.0, m.dtype).expand(*m.shape), m)
+    m = where(isinf(m), x.graph.constant(0.0, m.dtype).expand(*m.shape), m).detach()
     out = add(log(sum(exp(sub(x, m)), axes, keepdim=True)), m)
     return out if keepdim else out.reshape(tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
 def _shifted(x: GraphTensor, axis, dim, op: str):
     """``(x - max(x), axis)`` over the softmax axis. Unlike logsumexp the max is used as is, as torch
-    does: a row holding +inf, or only -inf, comes out all NaN."""
+    does: a row holding +inf, or only -inf, comes out all NaN. The max is detached here, in
+    ``log_softmax_parts`` and in ``logsumexp``: its share of the gradient is exactly 0, but in 16 bits
+    it would carry the rounding noise of a sum over the row (4-8x the tolerance at a 4096-long row's max)."""
     x = _float(x, op)
     a = _axis_kw(axis, dim)
     a = x._axis(a if a is not None else -1, op)
     if _empty(x, (a,)):
         return None, a
-    return sub(x, _amax_or(x, (a,), float("-inf"), keepdim=True)), a
+    return sub(x, _amax_or(x, (a,), float("-inf"), keepdim=True).detach()), a
 
 
 def softmax(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
@@ -253,7 +260,7 @@ def log_softmax_parts(x: GraphTensor, axis: int):
     a = x._axis(axis, "log_softmax")
     if _empty(x, (a,)):
         return None
-    m = _amax_or(x, (a,), float("-inf"), keepdim=True)
+    m = _amax_or(x, (a,), float("-inf"), keepdim=True).detach()
     return x, m, log(sum(exp(sub(x, m)), a, keepdim=True))
 
 
@@ -272,6 +279,7 @@ def cumsum(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
     return out.transpose(a, -1) if a != x.ndim - 1 else out
 
 
+@_opmath
 def cumprod(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
     """Inclusive product scan by doubling (Hillis-Steele): log2(n) exact multiplies; static n."""
     a = x._axis(_axis_kw(axis, dim), "cumprod")

@@ -2,6 +2,9 @@
 
 BatchNorm in training mode normalises with the batch statistics and registers its running-statistic
 updates with ``graph.assign``, so every run of the compiled program updates the module's buffers.
+float16/bfloat16 inputs are normalised in float32 and rounded once (``_opmath``), as torch's kernels
+do: statistics rounded to 16 bits overflow (a sum of squares past 65504) or lose the spread of values
+whose mean is large against it.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...frontend import dtype as dt
+from ...frontend.ops.elementwise import _opmath
 from ...frontend.symbolic import is_static, prod
 from .. import init
 from ..module import Module
@@ -52,6 +56,7 @@ class LayerNorm(_TrailingNorm):
         self.bias = param(self.normalized_shape, dtype) if elementwise_affine and bias else None
         self.reset_parameters()
 
+    @_opmath
     def forward(self, x):
         axes = self._axes(x)
         mean = x.mean(axes, keepdim=True)
@@ -78,7 +83,10 @@ class RMSNorm(_TrailingNorm):
 
     def forward(self, x):
         axes = self._axes(x)
-        eps = self.eps if self.eps is not None else _FINFO_EPS[x.dtype]
+        return self._normalize(x, axes, self.eps if self.eps is not None else _FINFO_EPS[x.dtype])
+
+    @_opmath
+    def _normalize(self, x, axes, eps):
         y = x * ((x * x).mean(axes, keepdim=True) + eps).rsqrt()
         return y * self.weight.on(x.graph) if self.weight is not None else y
 
@@ -123,6 +131,7 @@ class _BatchNorm(Module):
         if x.ndim not in self._ranks or x.shape[1] != self.num_features:
             raise bad_input(layer_name(self), self._layout.format(C=self.num_features), x)
 
+    @_opmath
     def forward(self, x):
         self._check(x)
         g = x.graph

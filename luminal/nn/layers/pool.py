@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ...frontend.ops.elementwise import _opmath
 from ...frontend.symbolic import is_static
 from ..module import Module
 from ._util import bad_input, check_float, check_tensor, layer_name, ntuple
@@ -121,6 +122,7 @@ class _AvgPoolNd(_PoolNd):
         self.divisor_override = divisor_override
         self._half_kernel_check()
 
+    @_opmath
     def forward(self, x):
         name = self._check(x)
         nd = self._nd
