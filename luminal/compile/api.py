@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..frontend.binding import bind
-from ..frontend.symbolic import evaluate, free_vars_in, shape_str, view_vars
+from ..frontend.symbolic import evaluate, free_vars_in, is_static, nonnegative, shape_str, view_vars
 from ..frontend.tensor import GraphTensor
 
 BACKENDS = ("reference", "cpu")
@@ -19,6 +19,41 @@ def _dims_used(nodes, outputs) -> set[str]:
         for _, v in n.srcs:
             used |= view_vars(v)
     return used
+
+
+def _dim_checks(roots, outputs, graph) -> dict:
+    """{dim expression: what has it} for every symbolic dim of the program that some binding could make
+    negative (``L-2``: not ``S`` or ``2*B+1``), and the graph's requirements on the views it reads
+    (``unfold`` over a symbolic dim). Checked once per binding, so that such a binding is an error naming the dim, not a
+    failure deep in a backend or a silently empty result."""
+    out: dict = {}
+
+    def add(d, what):
+        if not is_static(d) and not nonnegative(d) and d not in out:
+            out[d] = what
+
+    def view(node, shape, what):
+        for d in shape:
+            add(d, what)
+            for e in shape if graph.requirements else ():
+                need = graph.requirements.get((node.id, d, e))
+                if need is not None and need[0] not in out:
+                    out[need[0]] = need[1]
+
+    seen, stack = set(), list(roots)
+    while stack:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        for d in n.shape:
+            add(d, f"the shape {shape_str(n.shape)} of a {n.op}")
+        for s, v in n.srcs:
+            view(s, v.shape, f"the view {shape_str(v.shape)} a {n.op} reads")
+            stack.append(s)
+    for t in outputs:
+        view(t.node, t.shape, f"the output shape {shape_str(t.shape)}")
+    return out
 
 
 class Compiled:
@@ -54,6 +89,8 @@ class Compiled:
             self.runner = _ProgramRunner(CpuProgram(kg, plan), inputs, self._report)
             self._dims = set(kg.dims) | _dims_used((), outputs)
             self._nodes = self._report.nodes_before
+        self._checks = _dim_checks([t.node for t in every], every, g)
+        self._checked: set = set()  # bindings that passed ``_checks``
         self._user = [n for n in inputs if n.arg in g.inputs]
         self._states = [(n.arg, g.states[n.arg]) for n in inputs if n.arg in g.states]
         self._random = [n for n in inputs if n.arg in g.random]
@@ -83,6 +120,13 @@ class Compiled:
         if unbound:
             raise ValueError(f"symbolic dim(s) {unbound} are used by the graph but no input's shape "
                              f"determines them")
+        key = tuple(sorted(env.items()))
+        if key not in self._checked:
+            for d, what in self._checks.items():
+                if free_vars_in(d) <= env.keys() and evaluate(d, env) < 0:
+                    bound = ", ".join(f"{k}={v}" for k, v in key)
+                    raise ValueError(f"symbolic dim {d} is {evaluate(d, env)} with {bound}: {what}")
+            self._checked.add(key)
         for name, s in self._states:
             arrays[name] = s.data
         for n in self._random:

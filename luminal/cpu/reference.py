@@ -37,8 +37,11 @@ class ReferenceInterpreter:
                 readers.setdefault(s.id, []).append((n, v))
         outs = {n.id for n, _ in self.outputs}
         # Muls read only by SumReduces through the identity view are folded into a contraction.
+        # (A contiguous view that regroups the product's axes is not the identity: the sum's axis would
+        # then name an axis of another shape.)
         self.fused = {n.id for n in self.order if n.op == "Mul" and n.id not in outs and all(
-            r.op == "SumReduce" and v.is_contiguous() for r, v in readers.get(n.id, []))}
+            r.op == "SumReduce" and v.is_contiguous() and tuple(v.shape) == tuple(n.shape)
+            for r, v in readers.get(n.id, []))}
 
     def __call__(self, arrays: dict[str, np.ndarray], env: dict[str, int]) -> list[np.ndarray]:
         vals: dict[int, np.ndarray] = {}

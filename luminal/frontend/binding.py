@@ -15,6 +15,8 @@ def _convert(name: str, value, node) -> np.ndarray:
     if type(value) is int and want.kind == "i" and not _INT32[0] <= value <= _INT32[1]:
         raise ValueError(f"input {name!r}: integer value {value} does not fit in int32")
     arr = np.asarray(value)
+    if isinstance(value, (list, tuple)) and arr.size == 0:  # np.asarray([]) is float64 whatever was meant
+        arr = arr.astype(np.float32 if want is dt.bfloat16 else want.np)
     if arr.dtype.kind not in "biufc":
         what = f"an array of dtype {arr.dtype}" if isinstance(value, np.ndarray) else type(value).__name__
         raise TypeError(f"input {name!r}: expected a numpy array or a number, got {what}")

@@ -65,6 +65,11 @@ class Graph:
         self.random: dict[str, Node] = {}  # uniform [0, 1) float32 inputs drawn fresh on every call
         self.rng = np.random.default_rng(default_rng().integers(2**63))
         self._state_nodes: dict[int, Node] = {}
+        # Conditions an op could not check when it was built because a dim was symbolic (unfold's window
+        # <= the dim): (node id, two dims of the views it made of that node) -> (expression that must be
+        # >= 0 once dims are bound, what breaks otherwise). A program reading a view of that node with
+        # both dims (the window count and size, however permuted) checks it.
+        self.requirements: dict[tuple, tuple] = {}
 
     def __repr__(self):
         return f"Graph({len(self.nodes)} nodes, inputs={list(self.inputs)})"

@@ -289,7 +289,19 @@ def dmax(a: Dim, b: Dim) -> Dim:
     d = a - b
     if isinstance(d, int):
         return a if d > 0 else b
+    if nonnegative(d):
+        return a
+    if nonnegative(-d):
+        return b
     return Sym({(Atom("max", tuple(sorted((a, b), key=str))),): 1})
+
+
+def nonnegative(d: Dim) -> bool:
+    """``d >= 0`` for every binding: a polynomial in plain dim names (never negative) whose
+    coefficients and constant are all >= 0 (``S``, ``2*B + 1``; not ``S - 1``, nor ``max(...)``)."""
+    if isinstance(d, int):
+        return d >= 0
+    return all(c >= 0 and all(a.kind == "var" for a in m) for m, c in d.terms)
 
 
 def dmin(a: Dim, b: Dim) -> Dim:
@@ -300,6 +312,10 @@ def dmin(a: Dim, b: Dim) -> Dim:
     d = a - b
     if isinstance(d, int):
         return b if d > 0 else a
+    if nonnegative(d):
+        return b
+    if nonnegative(-d):
+        return a
     return Sym({(Atom("min", tuple(sorted((a, b), key=str))),): 1})
 
 

@@ -8,7 +8,7 @@ Arithmetic, reductions and the rest live in ``ops/`` and are attached here as me
 from __future__ import annotations
 
 from . import dtype as dt
-from .errors import op_error, user_frame
+from .errors import op_error, user_frame, where
 from .symbolic import Dim, exact_div, is_static, prod, shape_str, sym
 from .view import View
 
@@ -232,6 +232,9 @@ class GraphTensor:
         if v is None:
             t = self.contiguous()
             v = t.layout.unfold(d, size, step)
+        if not is_static(n):  # the window count, v.shape[d], is 0 (not negative) when size > n
+            self.graph.requirements[(t.node.id, v.shape[d], size)] = (
+                n - size, f"unfold: window size {size} is larger than dim {d} ({n}), at {where(user_frame())}")
         return t._with_view(v)
 
     def repeat(self, *sizes) -> GraphTensor:
