@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..frontend.binding import bind
-from ..frontend.symbolic import evaluate, free_vars_in, is_static, nonnegative, shape_str, view_vars
+from ..frontend.symbolic import evaluate, free_vars_in, nonnegative, shape_str, view_vars
 from ..frontend.tensor import GraphTensor
 
 BACKENDS = ("reference", "cpu")
@@ -21,38 +21,39 @@ def _dims_used(nodes, outputs) -> set[str]:
     return used
 
 
-def _dim_checks(roots, outputs, graph) -> dict:
-    """{dim expression: what has it} for every symbolic dim of the program that some binding could make
-    negative (``L-2``: not ``S`` or ``2*B+1``), and the graph's requirements on the views it reads
-    (``unfold`` over a symbolic dim). Checked once per binding, so that such a binding is an error naming the dim, not a
-    failure deep in a backend or a silently empty result."""
+def _dim_checks(nodes, outputs, graph) -> dict:
+    """{dim expression: (what has it: an op name, or a message; its shape)} for every symbolic dim of
+    the program (``nodes``, ``outputs``) that some binding could make negative (``L-2``: not ``S`` or
+    ``2*B+1``), and the graph's requirements on the views it reads (``unfold`` over a symbolic dim).
+    Checked once per binding, so that such a binding is an error naming the dim, not a failure deep in a
+    backend or a silently empty result. Each distinct shape tuple is looked at once (the nodes keep
+    them alive, so their ids stay theirs)."""
     out: dict = {}
+    shapes: set = set()
 
-    def add(d, what):
-        if not is_static(d) and not nonnegative(d) and d not in out:
-            out[d] = what
-
-    def view(node, shape, what):
+    def look(shape, op):
+        shapes.add(id(shape))
         for d in shape:
-            add(d, what)
-            for e in shape if graph.requirements else ():
-                need = graph.requirements.get((node.id, d, e))
-                if need is not None and need[0] not in out:
-                    out[need[0]] = need[1]
+            if type(d) is not int and d not in out and not nonnegative(d):
+                out[d] = (op, shape)
 
-    seen, stack = set(), list(roots)
-    while stack:
-        n = stack.pop()
-        if n.id in seen:
-            continue
-        seen.add(n.id)
-        for d in n.shape:
-            add(d, f"the shape {shape_str(n.shape)} of a {n.op}")
-        for s, v in n.srcs:
-            view(s, v.shape, f"the view {shape_str(v.shape)} a {n.op} reads")
-            stack.append(s)
+    for n in nodes:
+        if id(n.shape) not in shapes:
+            look(n.shape, n.op)
+        for _, v in n.srcs:
+            if id(v.shape) not in shapes:
+                look(v.shape, n.op)
     for t in outputs:
-        view(t.node, t.shape, f"the output shape {shape_str(t.shape)}")
+        look(t.shape, "output")
+    reqs = graph.requirements
+    if reqs:  # (node id, two dims of a view of it) -> requirement
+        views = [(s, v.shape) for n in nodes for s, v in n.srcs] + [(t.node, t.shape) for t in outputs]
+        for node, shape in views:
+            for d in shape:
+                for e in shape:
+                    need = reqs.get((node.id, d, e))
+                    if need is not None and need[0] not in out:
+                        out[need[0]] = (need[1], None)
     return out
 
 
@@ -75,7 +76,7 @@ class Compiled:
         self._out_shapes = [t.shape for t in outputs]
         if backend == "reference":
             self.runner, self._report = ReferenceInterpreter(g, every), None
-            inputs = self.runner.inputs
+            nodes = self.runner.order
             self._dims = _dims_used(self.runner.order, outputs)
             self._nodes = len(self.runner.order)
         else:
@@ -84,13 +85,15 @@ class Compiled:
 
             ups = [(_state_name(g, st), t.node, t.layout) for st, t in self.updates]
             timer = _cpu_timer if search else None
-            kg, plan, self._report, inputs = compile_graph(g, [(t.node, t.layout) for t in outputs], ups,
+            kg, plan, self._report, nodes = compile_graph(g, [(t.node, t.layout) for t in outputs], ups,
                                                            search=search, seed=seed, budget=budget, timer=timer)
-            self.runner = _ProgramRunner(CpuProgram(kg, plan), inputs, self._report)
+            self.runner = _ProgramRunner(CpuProgram(kg, plan), self._report)
             self._dims = set(kg.dims) | _dims_used((), outputs)
             self._nodes = self._report.nodes_before
-        self._checks = _dim_checks([t.node for t in every], every, g)
-        self._checked: set = set()  # bindings that passed ``_checks``
+        self._program_nodes, self._every = nodes, every
+        self._checks: dict | None = None  # ``_dim_checks``, made on the first call (a pass over the nodes)
+        self._checked: set = set()  # bindings that passed them
+        inputs = [n for n in nodes if n.op == "Input"]
         self._user = [n for n in inputs if n.arg in g.inputs]
         self._states = [(n.arg, g.states[n.arg]) for n in inputs if n.arg in g.states]
         self._random = [n for n in inputs if n.arg in g.random]
@@ -122,10 +125,13 @@ class Compiled:
                              f"determines them")
         key = tuple(sorted(env.items()))
         if key not in self._checked:
-            for d, what in self._checks.items():
+            if self._checks is None:
+                self._checks = _dim_checks(self._program_nodes, self._every, self.graph)
+            for d, (what, shape) in self._checks.items():
                 if free_vars_in(d) <= env.keys() and evaluate(d, env) < 0:
                     bound = ", ".join(f"{k}={v}" for k, v in key)
-                    raise ValueError(f"symbolic dim {d} is {evaluate(d, env)} with {bound}: {what}")
+                    where = what if shape is None else f"a shape {shape_str(shape)} in the program ({what})"
+                    raise ValueError(f"symbolic dim {d} is {evaluate(d, env)} with {bound}: {where}")
             self._checked.add(key)
         for name, s in self._states:
             arrays[name] = s.data
@@ -191,8 +197,8 @@ class _ProgramRunner:
     """The compiled program behind the same call contract as the reference interpreter:
     ``runner(arrays, env)`` returns the outputs followed by the update values."""
 
-    def __init__(self, program, inputs, report):
-        self.program, self.inputs, self.report = program, inputs, report
+    def __init__(self, program, report):
+        self.program, self.report = program, report
 
     def __call__(self, arrays, env):
         outs, ups = self.program(arrays, env)

@@ -47,7 +47,7 @@ class _Stages:
 
 def compile_graph(graph, outputs, updates, *, search: int = 0, seed: int = 0, budget=None, timer=None):
     """``outputs``: [(Node, View)]; ``updates``: [(state name, Node, View)]. Returns the kernel graph,
-    its memory plan, the report and the Input nodes the graph reads (by id). ``timer(kernel_graph)
+    its memory plan, the report and every node the roots read (by id). ``timer(kernel_graph)
     -> seconds`` times a candidate for ``search``.
 
     The cyclic collector is off while compiling: the stages allocate many small objects and free
@@ -83,8 +83,7 @@ def _compile(graph, outputs, updates, *, search, seed, budget, timer):
     finally:
         stage.close()
     times = {**{f"optimize: {k}": v for k, v in res.stats.get("times", {}).items()}, **stage.times}
-    inputs = [n for n in nodes if n.op == "Input"]
-    return kg, plan, Report.from_stats(res.stats, kg, plan, times), inputs
+    return kg, plan, Report.from_stats(res.stats, kg, plan, times), nodes
 
 
 def _kernel_graph(graph, terms, outputs, updates):
