@@ -41,6 +41,11 @@ class State:
 
     def set(self, value) -> None:
         """Overwrite the value in place (shape must match), converting to the state's dtype."""
+        np.copyto(self.data, self.prepared(value), casting="unsafe")
+
+    def prepared(self, value) -> np.ndarray:
+        """``value`` checked and converted as ``set`` would store it, changing nothing yet (so that a
+        load can check every value before it writes any)."""
         arr = np.asarray(value)
         if arr.shape != self.data.shape:
             raise ValueError(f"{self.describe()}: cannot set a value of shape {arr.shape}; "
@@ -48,7 +53,7 @@ class State:
         if self.dtype.kind == "i" and arr.dtype.kind in "iu" and arr.size and (
                 arr.min() < -2**31 or arr.max() >= 2**31):
             raise ValueError(f"{self.describe()}: values in [{arr.min()}, {arr.max()}] do not fit in int32")
-        np.copyto(self.data, dt.to_storage(arr, self.dtype), casting="unsafe")
+        return dt.to_storage(arr, self.dtype)
 
     def describe(self) -> str:
         return f"{type(self).__name__} {self.name or '(unnamed)'} {tuple(self.shape)} {self.dtype.name}"

@@ -139,8 +139,15 @@ class Module:
 
     def load_state_dict(self, state_dict, strict: bool = True) -> tuple[list[str], list[str]]:
         """Copy values by name into the parameters and buffers, converting dtypes. Shapes must match;
-        with ``strict``, names must match exactly. Every problem is listed in one error.
-        Returns (missing, unexpected) like torch."""
+        with ``strict``, names must match exactly. Every problem is listed in one error, and nothing is
+        changed unless every value loads. Returns (missing, unexpected) like torch."""
+        apply, missing, unexpected = self.prepare_load(state_dict, strict)
+        apply()
+        return missing, unexpected
+
+    def prepare_load(self, state_dict, strict: bool = True):
+        """``load_state_dict``'s checks and conversions, changing nothing: ``(apply, missing,
+        unexpected)``, where ``apply()`` writes the values (a checkpoint checks all its parts first)."""
         own = OrderedDict(self._state_items())
         given = {k: np.asarray(v) for k, v in state_dict.items()}
         missing = [k for k in own if k not in given]
@@ -154,12 +161,21 @@ class Module:
             problems.append("unexpected: " + ", ".join(unexpected))
         if mis_shaped:
             problems.append("shape mismatch: " + "; ".join(mis_shaped))
+        values = {}
+        for k, st in own.items():
+            if k in given and tuple(given[k].shape) == tuple(st.shape):
+                try:
+                    values[k] = st.prepared(given[k])
+                except ValueError as e:
+                    problems.append(f"{k}: {e}")
         if problems:
             raise ValueError(f"load_state_dict into {type(self).__name__}: " + " | ".join(problems))
-        for k, s in own.items():
-            if k in given:
-                s.set(given[k])
-        return missing, unexpected
+
+        def apply():
+            for k, v in values.items():
+                np.copyto(own[k].data, v, casting="unsafe")
+
+        return apply, missing, unexpected
 
     def save_safetensors(self, path, metadata: dict[str, str] | None = None) -> None:
         """Write the state_dict to ``path`` atomically, each tensor in its parameter's dtype."""

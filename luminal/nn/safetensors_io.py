@@ -43,7 +43,7 @@ def _to_disk(arr: np.ndarray, code: str) -> np.ndarray:
     if code != "BF16":
         return np.ascontiguousarray(arr, dtype=_NP[code])
     f = round_bf16(arr)  # a no-op on luminal's bf16-exact arrays; round-to-nearest-even otherwise
-    bits = (f.view(np.uint32) >> 16).astype("<u2")
+    bits = np.asarray((f.view(np.uint32) >> 16).astype("<u2"))  # 0-d: an array, not a numpy scalar
     bits[np.isnan(f)] = 0x7FC0  # as torch: a NaN with only low mantissa bits must not truncate to inf
     return bits
 
@@ -171,7 +171,7 @@ def load_file(path) -> dict[str, np.ndarray]:
     for name, e in header.items():
         b, end = e["data_offsets"]
         arr = np.asarray(mm[start + b:start + end]).view(_NP[e["dtype"]]).reshape(e["shape"])
-        out[name] = (arr.astype(np.uint32) << 16).view(np.float32) if e["dtype"] == "BF16" else arr
+        out[name] = np.asarray(arr.astype(np.uint32) << 16).view(np.float32) if e["dtype"] == "BF16" else arr
     return out
 
 

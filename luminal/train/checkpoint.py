@@ -52,16 +52,20 @@ def load_checkpoint(path, *, model=None, optimizer=None, scheduler=None, step=No
     for name, obj in (("optimizer", optimizer), ("scheduler", scheduler), ("step", step)):
         if obj is not None and name not in meta:
             raise ValueError(f"{path}: the checkpoint has no {name} state")
-    if model is not None:
-        try:
-            model.load_state_dict(section("model."))
-        except ValueError as e:
-            raise ValueError(f"{path}: {e}") from None
-    if optimizer is not None:
-        sd = json.loads(meta["optimizer"])
-        optimizer.load_state_dict({**sd, "arrays": section("optim.")})
+    applies = []  # every part is checked and converted before any is written: all or nothing
+    try:
+        if model is not None:
+            applies.append(model.prepare_load(section("model."))[0])
+        if optimizer is not None:
+            applies.append(optimizer.prepare_load({**json.loads(meta["optimizer"]), "arrays": section("optim.")}))
+        if step is not None:
+            applies.append(step.prepare_load({**json.loads(meta["step"]), "arrays": section("step.")}))
+        extra = json.loads(meta["extra"])
+        sched = json.loads(meta["scheduler"]) if scheduler is not None else None
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: {e}") from None
+    for apply in applies:
+        apply()
     if scheduler is not None:
-        scheduler.load_state_dict(json.loads(meta["scheduler"]))
-    if step is not None:
-        step.load_state_dict({**json.loads(meta["step"]), "arrays": section("step.")})
-    return json.loads(meta["extra"])
+        scheduler.load_state_dict(sched)
+    return extra

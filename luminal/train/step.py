@@ -128,10 +128,32 @@ class TrainStep:
         return {"micro_step": self.micro_step, "rng": self.graph.rng.bit_generator.state, "arrays": arrays}
 
     def load_state_dict(self, sd: dict) -> None:
-        self.micro_step = int(sd["micro_step"])
-        self.graph.rng.bit_generator.state = sd["rng"]
-        for i, a in enumerate(getattr(self, "_acc", [])):
-            a.set(sd["arrays"][f"grad_acc.{i}"])
+        self.prepare_load(sd)()
+
+    def prepare_load(self, sd: dict):
+        """``load_state_dict``'s checks and conversions, changing nothing; returns ``apply()``. The
+        accumulation position must fit this step's ``accumulate`` and the accumulated gradients match
+        its parameters one to one."""
+        micro = int(sd["micro_step"])
+        if not 0 <= micro < self.accumulate:
+            raise ValueError(f"TrainStep.load_state_dict: micro_step {micro} does not fit accumulate="
+                             f"{self.accumulate} (the state comes from a step with another accumulate)")
+        acc = getattr(self, "_acc", [])
+        want = {f"grad_acc.{i}" for i in range(len(acc))}
+        if set(sd["arrays"]) != want:
+            raise ValueError(f"TrainStep.load_state_dict: accumulated gradients {sorted(sd['arrays'])} in the "
+                             f"state, {sorted(want)} here (another accumulate, or other parameters)")
+        values = [(a, a.prepared(sd["arrays"][f"grad_acc.{i}"])) for i, a in enumerate(acc)]
+        rng = np.random.default_rng()
+        rng.bit_generator.state = sd["rng"]  # checked by numpy before the graph's generator is touched
+
+        def apply():
+            self.micro_step = micro
+            self.graph.rng.bit_generator.state = sd["rng"]
+            for a, v in values:
+                np.copyto(a.data, v, casting="unsafe")
+
+        return apply
 
 
 def compile_step(loss: GraphTensor, optimizer, backend: str = "cpu", **options) -> TrainStep:

@@ -85,22 +85,50 @@ class Optimizer:
         for k, (_, p) in enumerate(self.params()):
             for n, s in self.state_for(p).items():
                 arrays[f"state.{k}.{n}"] = s.data
-        groups = [{k: v for k, v in g.items() if k not in ("params", "_scalars")} for g in self.param_groups]
+        groups = [{**{k: v for k, v in g.items() if k not in ("params", "_scalars")}, "param_count": len(g["params"])}
+                  for g in self.param_groups]
         return {"arrays": arrays, "steps": self.steps, "param_groups": groups}
 
     def load_state_dict(self, sd: dict) -> None:
-        if len(sd["param_groups"]) != len(self.param_groups):
-            raise ValueError(f"{type(self).__name__}.load_state_dict: {len(sd['param_groups'])} groups in the "
-                             f"checkpoint, {len(self.param_groups)} here")
-        for g, saved in zip(self.param_groups, sd["param_groups"]):
-            g.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in saved.items()})
-        self.steps = int(sd["steps"])
+        """Restore hyperparameters, step count and per-parameter state; nothing changes unless all of
+        it loads (see ``prepare_load``)."""
+        self.prepare_load(sd)()
+
+    def prepare_load(self, sd: dict):
+        """``load_state_dict``'s checks and conversions, changing nothing; returns ``apply()``. The
+        groups must match in number and size, and the arrays one to one (named by parameter)."""
+        name = f"{type(self).__name__}.load_state_dict"
+        saved_groups = sd["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(f"{name}: {len(saved_groups)} groups in the checkpoint, {len(self.param_groups)} here")
+        for i, (g, saved) in enumerate(zip(self.param_groups, saved_groups)):
+            n = saved.get("param_count", len(g["params"]))  # older checkpoints did not record it
+            if n != len(g["params"]):
+                raise ValueError(f"{name}: group {i} has {n} parameters in the checkpoint, {len(g['params'])} here")
+        arrays, values, wanted = sd["arrays"], [], set()
         for k, (_, p) in enumerate(self.params()):
-            for n, s in self.state_for(p).items():
+            for n, st in self.state_for(p).items():
                 key = f"state.{k}.{n}"
-                if key not in sd["arrays"]:
-                    raise ValueError(f"{type(self).__name__}.load_state_dict: missing {key} ({p.describe()})")
-                s.set(sd["arrays"][key])
+                wanted.add(key)
+                if key not in arrays:
+                    raise ValueError(f"{name}: missing {key} ({p.describe()})")
+                try:
+                    values.append((st, st.prepared(arrays[key])))
+                except ValueError as e:
+                    raise ValueError(f"{name}: {key}: {e}") from None
+        extra = sorted(set(arrays) - wanted)
+        if extra:
+            raise ValueError(f"{name}: the checkpoint has state this optimizer does not: {', '.join(extra)}")
+        steps = int(sd["steps"])
+
+        def apply():
+            for g, saved in zip(self.param_groups, saved_groups):
+                g.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in saved.items() if k != "param_count"})
+            self.steps = steps
+            for st, v in values:
+                np.copyto(st.data, v, casting="unsafe")
+
+        return apply
 
     @staticmethod
     def descent_grad(p, g, s: dict, group: dict):
