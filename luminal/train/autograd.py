@@ -144,8 +144,13 @@ def grad(loss: GraphTensor, wrt, grad_output: GraphTensor | None = None, allow_u
 
     ``loss`` must be a float scalar unless ``grad_output`` (same shape) seeds the backward pass.
     Tensors in ``wrt`` must be whole nodes (not views of one), as with torch's leaves. A returned
-    gradient has the shape and dtype of what it is for. Unused ``wrt`` entries are an error unless
-    ``allow_unused`` (then their gradient is zeros).
+    gradient has the shape and dtype of what it is for (a ``grad_output`` of another dtype is cast to
+    the loss's, as torch does). Unused ``wrt`` entries are an error unless ``allow_unused`` (then their
+    gradient is zeros).
+
+    The graph builds each distinct expression once, so a ``wrt`` tensor stands for every copy of its
+    expression: with ``a = x.exp()`` and ``b = x.exp()`` built separately, the gradient with respect
+    to ``a`` also counts ``b``'s uses (torch's counts ``a``'s alone; README, deviations).
     """
     single = isinstance(wrt, (GraphTensor, State))
     targets = [wrt] if single else list(wrt)
@@ -169,7 +174,7 @@ def grad(loss: GraphTensor, wrt, grad_output: GraphTensor | None = None, allow_u
         elif not _reaches(n, loss.node, graph, ancestors):
             _no_path_error(t, n, loss, graph, ancestors)
 
-    seed = grad_output if grad_output is not None else full_like(loss, 1.0)
+    seed = cast(grad_output, loss.dtype) if grad_output is not None else full_like(loss, 1.0)  # torch's dtype rule
     adjoint: dict[int, GraphTensor] = {loss.node.id: view_grad(seed, loss.layout, loss.node.shape)}
     for nid in sorted(carries, reverse=True):
         a = adjoint.get(nid)
