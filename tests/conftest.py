@@ -6,3 +6,15 @@ from parity import BACKENDS
 def backend(request):
     """Every parity test runs on every backend available."""
     return request.param
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny tensors: torch's thread pool only adds wake-up latency on a busy machine. A module uses it
+    with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -101,20 +101,27 @@ def check(op, inputs, *, dtypes=None, torch_op=None, backend="reference", shapes
         _compare_grads(got[n_out:], grads, refs, float_outs, [leaves[i] for i in diff],
                        [dtypes[i] for i in diff], grad_rtol, grad_atol, grad == "finite")
     got = got[:n_out]
+    compare_outputs(outs, got, refs, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return got
+
+
+def compare_outputs(outs, got, refs, *, rtol=None, atol=None, equal_nan=True, where=""):
+    """luminal's output tensors ``outs`` computed as arrays ``got`` against torch's results ``refs``:
+    dtype, shape, then values within the dtype's tolerance (or ``rtol``/``atol``)."""
+    assert len(got) == len(refs), f"{where}{len(got)} outputs vs torch's {len(refs)}"
     for k, (o, g_arr, r) in enumerate(zip(outs, got, refs)):
         if not isinstance(r, torch.Tensor):
             r = torch.tensor(r)
         want_dtype = EXPECTED_DTYPE[r.dtype]
-        assert o.dtype is want_dtype, f"output {k}: dtype {o.dtype} vs torch's {r.dtype}"
+        assert o.dtype is want_dtype, f"{where}output {k}: dtype {o.dtype} vs torch's {r.dtype}"
         want = from_torch(r)
-        assert g_arr.shape == want.shape, f"output {k}: shape {g_arr.shape} vs torch's {want.shape}"
+        assert g_arr.shape == want.shape, f"{where}output {k}: shape {g_arr.shape} vs torch's {want.shape}"
         rt, at = TOLERANCE[want_dtype]
         np.testing.assert_allclose(
             g_arr.astype(np.float64) if want_dtype.is_float else g_arr,
             want.astype(np.float64) if want_dtype.is_float else want,
             rtol=rt if rtol is None else rtol, atol=at if atol is None else atol,
-            equal_nan=equal_nan, err_msg=f"output {k}")
-    return got
+            equal_nan=equal_nan, err_msg=f"{where}output {k}")
 
 
 def _luminal_grads(outs, float_outs, wrt):

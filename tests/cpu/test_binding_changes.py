@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from parity import EXPECTED_DTYPE, TOLERANCE, _compare_grads, _luminal_grads, from_torch, rand, to_torch
+from parity import _compare_grads, _luminal_grads, compare_outputs, rand, to_torch
 
 import luminal as lm
 from luminal import nn, train
@@ -64,16 +64,7 @@ def cycle(op, make, shapes, *, backend, torch_op=None, sizes=SIZES, dtypes=None,
         if grads is not None:
             _compare_grads(got[len(outs):], grads, refs, float_outs, [leaves[i] for i in diff],
                            [dtypes[i] for i in diff], None, None, False, where=where)
-        for k, (o, a, r) in enumerate(zip(outs, got, refs, strict=False)):
-            r = r if isinstance(r, torch.Tensor) else torch.tensor(r)
-            want_dtype = EXPECTED_DTYPE[r.dtype]
-            assert o.dtype is want_dtype, f"output {k}: dtype {o.dtype} vs torch's {r.dtype}"
-            want = from_torch(r)
-            assert a.shape == want.shape, f"{where}output {k}: shape {a.shape} vs torch's {want.shape}"
-            rt, at = TOLERANCE[want_dtype]
-            np.testing.assert_allclose(a.astype(np.float64) if want_dtype.is_float else a,
-                                       want.astype(np.float64) if want_dtype.is_float else want,
-                                       rtol=rt, atol=at, equal_nan=True, err_msg=f"{where}output {k}")
+        compare_outputs(outs, got[:len(outs)], refs, where=where)
         kept.append([(a, a.copy()) for a in got])
     assert_kept(kept)
     return f

@@ -4,9 +4,7 @@ are checked as in ``parity.check`` (one backward graph, built once with the symb
 
 from __future__ import annotations
 
-import numpy as np
-import torch
-from parity import EXPECTED_DTYPE, TOLERANCE, _compare_grads, _luminal_grads, from_torch, to_torch
+from parity import _compare_grads, _luminal_grads, compare_outputs, to_torch
 
 import luminal as lm
 
@@ -37,15 +35,4 @@ def check_sizes(op, make, shapes, *, backend, sizes=(5, 2), dtypes=None, torch_o
         if grads is not None:
             _compare_grads(got[len(outs):], grads, refs, float_outs, [leaves[i] for i in diff],
                            [dtypes[i] for i in diff], None, None, False, where=f"size {n}, ")
-        got = got[:len(outs)]
-        assert len(got) == len(refs)
-        for k, (o, g_arr, r) in enumerate(zip(outs, got, refs, strict=True)):
-            r = r if isinstance(r, torch.Tensor) else torch.tensor(r)
-            want_dtype = EXPECTED_DTYPE[r.dtype]
-            assert o.dtype is want_dtype, f"output {k}: dtype {o.dtype} vs torch's {r.dtype}"
-            want = from_torch(r)
-            assert g_arr.shape == want.shape, f"size {n}, output {k}: shape {g_arr.shape} vs {want.shape}"
-            rt, at = TOLERANCE[want_dtype]
-            np.testing.assert_allclose(g_arr.astype(np.float64) if want_dtype.is_float else g_arr,
-                                       want.astype(np.float64) if want_dtype.is_float else want,
-                                       rtol=rt, atol=at, equal_nan=True, err_msg=f"size {n}, output {k}")
+        compare_outputs(outs, got[:len(outs)], refs, where=f"size {n}, ")

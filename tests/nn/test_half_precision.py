@@ -37,16 +37,9 @@ from luminal.train import losses as LS
 
 F16, BF16, I32, BOOL = lm.float16, lm.bfloat16, lm.int32, lm.bool_
 HALF = pytest.mark.parametrize("dtype", [F16, BF16], ids=lambda d: d.name)
-pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same':UserWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore:Using padding='same':UserWarning"),
+              pytest.mark.usefixtures("one_torch_thread")]
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Small tensors: torch's thread pool only adds wake-up latency on a busy machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def randn(shape, dtype, seed=0, scale=1.0, offset=0.0):

@@ -28,16 +28,9 @@ from luminal.nn import layers as NN
 from luminal.train import losses as L
 
 INF, NAN = math.inf, math.nan
-pytestmark = pytest.mark.filterwarnings("ignore:reduction. 'mean' divides the total loss:UserWarning")  # kl_div
+pytestmark = [pytest.mark.filterwarnings("ignore:reduction. 'mean' divides the total loss:UserWarning"),  # kl_div
+              pytest.mark.usefixtures("one_torch_thread")]
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny tensors: torch's thread pool only adds wake-up latency on a busy machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def f32(x) -> np.ndarray:

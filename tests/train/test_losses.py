@@ -19,18 +19,10 @@ LAYOUTS = {"1d": (C,), "2d": (4, C), "spatial": (3, C, 4)}  # input shapes; clas
 REDUCTIONS = ("none", "mean", "sum")
 KL_REDUCTIONS = REDUCTIONS + ("batchmean",)
 pytestmark = [pytest.mark.filterwarnings("ignore:reduction. 'mean' divides the total loss:UserWarning"),  # kl_div
-              pytest.mark.filterwarnings("ignore:Using a target size:UserWarning")]  # torch's broadcast warning
+              pytest.mark.filterwarnings("ignore:Using a target size:UserWarning"),  # torch's broadcast warning
+              pytest.mark.usefixtures("one_torch_thread")]
 CLASS_W = np.linspace(0.2, 1.8, C).astype(np.float32)
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """These tensors are tiny: torch's thread pool only adds wake-up latency (5x the test time on a
-    busy machine)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def _run(name, inputs, backend, consts=None, grad=True, reductions=REDUCTIONS, **kw):

@@ -37,14 +37,8 @@ from luminal.frontend.state import State
 
 I32 = lm.int32
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny tensors: torch's thread pool only adds wake-up latency on a busy machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 # spelling one op for both libraries ------------------------------------------------------------------
