@@ -377,6 +377,31 @@ def opt_snapshot(opt):
             [bits(opt.state_for(p)["momentum_buffer"].data) for _, p in opt.params()])
 
 
+@pytest.mark.parametrize("src_kw,dst_kw,msg", [
+    (dict(nesterov=True), {}, "option 'nesterov' is True in the checkpoint, False here"),
+    (dict(weight_decay=0.1), {}, "change the update's terms"),
+    ({}, dict(weight_decay=0.1), "change the update's terms"),
+])
+def test_optimizer_load_that_changes_what_the_update_computes_is_refused(src_kw, dst_kw, msg):
+    """A compiled step bakes in the update's flags and terms (the numbers are runtime scalars): a checkpoint
+    that changes them would train on with the old update, so it is refused and nothing changes."""
+    _, src = sgd_opt(2, **src_kw)
+    _, dst = sgd_opt(2, **dst_kw)
+    before = opt_snapshot(dst)
+    with pytest.raises(ValueError, match=msg):
+        dst.load_state_dict(filled(src, 5.0))
+    assert opt_snapshot(dst) == before
+
+
+def test_optimizer_load_may_change_the_numbers():
+    _, src = sgd_opt(2, weight_decay=0.1)
+    src.param_groups[0]["lr"] = 0.5
+    src.param_groups[0]["weight_decay"] = 0.2
+    _, dst = sgd_opt(2, weight_decay=0.1)
+    dst.load_state_dict(filled(src, 5.0))
+    assert dst.param_groups[0]["lr"] == 0.5 and dst.param_groups[0]["weight_decay"] == 0.2
+
+
 def test_optimizer_load_with_different_group_count_is_refused():
     _, src = sgd_opt(2)
     ps = [Parameter(np.ones(3, np.float32)) for _ in range(2)]

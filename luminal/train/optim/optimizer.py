@@ -105,6 +105,7 @@ class Optimizer:
             n = saved.get("param_count", len(g["params"]))  # older checkpoints did not record it
             if n != len(g["params"]):
                 raise ValueError(f"{name}: group {i} has {n} parameters in the checkpoint, {len(g['params'])} here")
+            self._check_same_structure(name, i, g, saved)
         arrays, values, wanted = sd["arrays"], [], set()
         for k, (_, p) in enumerate(self.params()):
             for n, st in self.state_for(p).items():
@@ -129,6 +130,22 @@ class Optimizer:
                 np.copyto(st.data, v, casting="unsafe")
 
         return apply
+
+    def _check_same_structure(self, name: str, i: int, group: dict, saved: dict) -> None:
+        """A checkpoint may change a group's numbers (lr, betas, ...: runtime scalars of the compiled
+        update) but not what the update computes: its flags (amsgrad, nesterov, maximize, ...) and which
+        terms it has (weight decay on or off, momentum or none). A compiled step would keep computing
+        the old update, so such a checkpoint is refused; build the optimizer with its options."""
+        for k, v in group.items():
+            if isinstance(v, bool) and k in saved and saved[k] != v:
+                raise ValueError(f"{name}: group {i}: option {k!r} is {saved[k]} in the checkpoint, {v} here; "
+                                 f"build the optimizer with the checkpoint's options")
+        merged = {**group, **{k: (tuple(v) if isinstance(v, list) else v) for k, v in saved.items()
+                              if k != "param_count"}}
+        before, after = set(self.scalars(group, 1)), set(self.scalars(merged, 1))
+        if before != after:
+            raise ValueError(f"{name}: group {i}: the checkpoint's hyperparameters change the update's terms "
+                             f"({sorted(before ^ after)}); build the optimizer with the checkpoint's options")
 
     @staticmethod
     def descent_grad(p, g, s: dict, group: dict):
