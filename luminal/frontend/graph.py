@@ -145,7 +145,7 @@ class Graph:
     def rand(self, shape):
         """Uniform [0, 1) float32 noise of ``shape`` (may be symbolic), drawn from ``self.rng``
         afresh on every call of a compiled program (dropout masks)."""
-        shape = tuple(sym(d) for d in _as_tuple(shape))
+        shape = sizes("rand", shape)
         name = f"$rand{len(self.random)}"
         node = self.add("Input", (), name, dt.float32, shape)
         self.random[name] = node
@@ -233,6 +233,17 @@ def _as_tuple(shape) -> tuple:
     if isinstance(shape, (int, str)) or hasattr(shape, "terms"):
         return (shape,)
     return tuple(shape)
+
+
+def sizes(op: str, shape) -> tuple:
+    """``shape`` as dims (ints, names or Syms), a negative static one an error naming ``op``."""
+    from .errors import op_error
+
+    out = tuple(sym(d) for d in _as_tuple(shape))
+    bad = [d for d in out if isinstance(d, int) and d < 0]
+    if bad:
+        raise op_error(ValueError, op, f"negative size {bad[0]} in shape {shape_str(out)}")
+    return out
 
 
 def _user_error(kind, msg: str):

@@ -16,6 +16,7 @@ from .view import View
 class GraphTensor:
     __slots__ = ("graph", "node", "layout", "origin")
     __hash__ = object.__hash__
+    __array_ufunc__ = None  # ``ndarray + tensor``: numpy defers to ``__radd__`` (and its checks)
 
     def __init__(self, graph, node, layout: View, origin=None):
         self.graph, self.node, self.layout = graph, node, layout
@@ -144,6 +145,8 @@ class GraphTensor:
         target = []
         for i, (d, n) in enumerate(zip(t.shape, sizes)):
             n = sym(n)
+            if isinstance(n, int) and n < -1:
+                raise op_error(ValueError, "expand", f"negative size {n} for dim {i}", self)
             if isinstance(n, int) and n == -1:
                 if i < lead:
                     raise op_error(ValueError, "expand", "-1 is not allowed for a new leading dim", self)
@@ -207,6 +210,9 @@ class GraphTensor:
         if (is_static(before) and before < 0) or (is_static(after) and after < 0):
             lo = -before if is_static(before) and before < 0 else 0
             hi = t.shape[d] + (after if is_static(after) and after < 0 else 0)
+            if is_static(hi - lo) and hi - lo < 0:
+                raise op_error(ValueError, "pad", f"crops {lo + t.shape[d] - hi} from dim {d} of size "
+                               f"{t.shape[d]}", self)
             t = t._slice_dim(d, lo, hi - lo, 1)
             before = 0 if is_static(before) and before < 0 else before
             after = 0 if is_static(after) and after < 0 else after

@@ -17,6 +17,8 @@ from .elementwise import add
 
 
 def cat(tensors, dim: int = 0) -> GraphTensor:
+    if isinstance(tensors, GraphTensor):  # iterating it would concatenate its rows
+        raise op_error(TypeError, "cat", "expected a sequence of GraphTensors, got one GraphTensor (wrap it in a list)")
     tensors = list(tensors)
     if not tensors or not all(isinstance(t, GraphTensor) for t in tensors):
         raise TypeError("cat: expected a non-empty sequence of GraphTensors")
@@ -44,6 +46,9 @@ def cat(tensors, dim: int = 0) -> GraphTensor:
 
 
 def stack(tensors, dim: int = 0) -> GraphTensor:
+    if isinstance(tensors, GraphTensor):
+        raise op_error(TypeError, "stack", "expected a sequence of GraphTensors, got one GraphTensor (wrap it in a "
+                       "list)")
     tensors = list(tensors)
     if not tensors:
         raise TypeError("stack: expected a non-empty sequence of GraphTensors")
@@ -64,6 +69,8 @@ def split(x: GraphTensor, split_size_or_sections, dim: int = 0) -> tuple[GraphTe
         sizes = [min(size, n - s) for s in range(0, n, size)] or [0]
     else:
         sizes = list(split_size_or_sections)
+        if any(isinstance(s, int) and s < 0 for s in sizes):
+            raise op_error(ValueError, "split", f"negative section in {sizes}", x)
         total = 0
         for s in sizes:
             total = total + s

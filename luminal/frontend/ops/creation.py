@@ -34,9 +34,9 @@ def arange(g, start, end=None, step=1, dtype=None) -> GraphTensor:
 
 
 def full(g, shape, value, dtype=None) -> GraphTensor:
-    from ..graph import _as_tuple
+    from ..graph import sizes
 
-    shape = tuple(sym(s) for s in _as_tuple(shape))
+    shape = sizes("full", shape)
     if dtype is None:
         dtype = {"b": dt.bool_, "i": dt.int32, "f": dt.float32}[dt.scalar_kind(value)]
     c = g.constant(value, dtype)
@@ -60,21 +60,33 @@ def _rows_cols(g, n, m):
 
 
 def eye(g, n, m=None, dtype=dt.float32) -> GraphTensor:
+    from ..graph import sizes
+
     m = n if m is None else m
+    sizes("eye", (n, m))
     r, c = _rows_cols(g, n, m)
     from .elementwise import eq
 
     return cast(eq(r, c), dtype)
 
 
+def _matrix(x, op: str) -> None:
+    from ..errors import op_error
+
+    if x.ndim < 2:
+        raise op_error(ValueError, op, f"needs at least 2 dims, got {x.ndim}", x)
+
+
 def tril(x: GraphTensor, diagonal: int = 0) -> GraphTensor:
     """Keep elements with ``col - row <= diagonal`` in the last two dims, zero the rest."""
+    _matrix(x, "tril")
     r, c = _rows_cols(x.graph, x.shape[-2], x.shape[-1])
     keep = le(sub(c, r), diagonal)
     return where(keep, x, x.graph.constant(0, x.dtype))
 
 
 def triu(x: GraphTensor, diagonal: int = 0) -> GraphTensor:
+    _matrix(x, "triu")
     r, c = _rows_cols(x.graph, x.shape[-2], x.shape[-1])
     keep = ge(sub(c, r), diagonal)
     return where(keep, x, x.graph.constant(0, x.dtype))

@@ -172,6 +172,10 @@ def scatter_add(x: GraphTensor, dim: int, index: GraphTensor, src: GraphTensor) 
                 is_static(index.shape[k]) and is_static(x.shape[k]) and index.shape[k] <= x.shape[k]):
             raise op_error(ValueError, "scatter_add", f"index dim {k} ({index.shape[k]}) exceeds the input's "
                            f"({x.shape[k]})", x, index)
+        if src.shape[k] != index.shape[k] and not (
+                is_static(index.shape[k]) and is_static(src.shape[k]) and index.shape[k] <= src.shape[k]):
+            raise op_error(ValueError, "scatter_add", f"index dim {k} ({index.shape[k]}) exceeds src's "
+                           f"({src.shape[k]})", x, index, src)
     if src.shape != index.shape:
         src = src[tuple(slice(0, n) for n in index.shape)]
     if src.dtype is not x.dtype:
@@ -197,6 +201,8 @@ def one_hot(index: GraphTensor, num_classes: int) -> GraphTensor:
     from .elementwise import eq
 
     index = _index(index, "one_hot")
+    if num_classes is not None and (not isinstance(num_classes, int) or isinstance(num_classes, bool)):
+        raise op_error(TypeError, "one_hot", f"num_classes must be an int, got {num_classes!r}", index)
     if num_classes is None or num_classes < 0:
         raise op_error(ValueError, "one_hot", "num_classes must be given (the data is not known at build time)", index)
     classes = index.graph.arange(num_classes)

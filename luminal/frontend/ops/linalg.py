@@ -38,4 +38,7 @@ def dot(a: GraphTensor, b: GraphTensor) -> GraphTensor:
 
 
 def outer(a: GraphTensor, b: GraphTensor) -> GraphTensor:
+    if not isinstance(a, GraphTensor) or not isinstance(b, GraphTensor):
+        raise TypeError("outer: both operands must be GraphTensors")
+    require("outer", a.ndim == 1 and b.ndim == 1, "both operands must be 1-d", a, b, kind=ValueError)
     return mul(a.unsqueeze(-1), b.unsqueeze(0))
