@@ -27,14 +27,13 @@ class Module:
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__}: call super().__init__() before assigning attributes")
+        own = self._parameters if isinstance(value, Parameter) else self._buffers if isinstance(value, Buffer) \
+            else self._modules if isinstance(value, Module) else None
         for table in (self._parameters, self._buffers, self._modules):
-            table.pop(name, None)
-        if isinstance(value, Parameter):
-            self._parameters[name] = value
-        elif isinstance(value, Buffer):
-            self._buffers[name] = value
-        elif isinstance(value, Module):
-            self._modules[name] = value
+            if table is not own:
+                table.pop(name, None)
+        if own is not None:
+            own[name] = value  # re-assigning (weight tying) keeps the name's place, as torch
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
@@ -112,10 +111,10 @@ class Module:
         buffers, then its children, depth first."""
         out = []
 
-        def walk(m, prefix, memo):
-            if id(m) in memo:
+        def walk(m, prefix, path):  # a module registered under several names is saved under each, as torch
+            if id(m) in path:
                 return
-            memo.add(id(m))
+            path = path | {id(m)}
             for n, p in m._parameters.items():
                 if p is not None:
                     out.append((prefix + n, p))
@@ -124,7 +123,7 @@ class Module:
                     out.append((prefix + n, b))
             for n, c in m._modules.items():
                 if c is not None:
-                    walk(c, f"{prefix}{n}.", memo)
+                    walk(c, f"{prefix}{n}.", path)
 
         walk(self, "", set())
         return out

@@ -22,13 +22,18 @@ def buffer(value, dtype) -> Buffer:
     return Buffer(np.asarray(value, d.np), d)
 
 
-def ntuple(x, n: int, name: str) -> tuple[int, ...]:
-    """torch's ``_pair``/``_single``: an int repeats, a sequence must have ``n`` entries."""
+def ntuple(x, n: int, name: str, minimum: int | None = None) -> tuple[int, ...]:
+    """torch's ``_pair``/``_single``: an int repeats, a sequence must have ``n`` entries, each at least
+    ``minimum`` when given (1 for kernel sizes, strides and dilations, 0 for paddings)."""
     if isinstance(x, (tuple, list)):
         if len(x) != n:
             raise ValueError(f"{name} must be an int or {n} ints, got {tuple(x)}")
-        return tuple(int(v) for v in x)
-    return (int(x),) * n
+        out = tuple(int(v) for v in x)
+    else:
+        out = (int(x),) * n
+    if minimum is not None and any(v < minimum for v in out):
+        raise ValueError(f"{name} must be at least {minimum}, got {x!r}")
+    return out
 
 
 def check_tensor(layer, x) -> None:

@@ -164,6 +164,13 @@ class MultiheadAttention(Module):
         k = heads(self._project(key, 1), n_k)
         v = heads(self._project(value, 2), n_k)
         mask = None
+        want = {2: (n_q, n_k), 3: (n * h, n_q, n_k)}
+        if attn_mask is not None and tuple(attn_mask.shape) != want.get(attn_mask.ndim):
+            raise op_error(ValueError, name, f"attn_mask must be {shape_str(want[2])} or {shape_str(want[3])} "
+                           f"(L, S or N*num_heads, L, S), got {shape_str(attn_mask.shape)}", attn_mask)
+        if key_padding_mask is not None and tuple(key_padding_mask.shape) != (n, n_k):
+            raise op_error(ValueError, name, f"key_padding_mask must be {shape_str((n, n_k))} (N, S), got "
+                           f"{shape_str(key_padding_mask.shape)}", key_padding_mask)
         if attn_mask is not None:
             mask = _float_mask(attn_mask, q)
             if mask.ndim == 3:  # (N*H, L, S)

@@ -29,7 +29,7 @@ def _pad_pairs(padding, nd: int, kernel, dilation, stride, name: str) -> tuple[t
                 raise ValueError(f"{name}: padding='same' is not supported for strided convolutions")
             return _same_padding(kernel, dilation)
         raise ValueError(f"{name}: invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
-    return tuple((p, p) for p in ntuple(padding, nd, f"{name}: padding"))
+    return tuple((p, p) for p in ntuple(padding, nd, f"{name}: padding", 0))
 
 
 def conv_nd(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1, name: str = "conv"):
@@ -37,7 +37,7 @@ def conv_nd(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int =
     ``(O, C/groups, *kernel)`` (GraphTensors); ``padding`` may be an int, a tuple, 'same' or 'valid'."""
     nd = weight.ndim - 2
     kernel = tuple(weight.shape[2:])
-    stride, dilation = ntuple(stride, nd, f"{name}: stride"), ntuple(dilation, nd, f"{name}: dilation")
+    stride, dilation = ntuple(stride, nd, f"{name}: stride", 1), ntuple(dilation, nd, f"{name}: dilation", 1)
     pads = _pad_pairs(padding, nd, kernel, dilation, stride, name)
     n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
     o = weight.shape[0]
@@ -90,11 +90,11 @@ class _ConvNd(Module):
         if padding_mode != "zeros":
             raise NotImplementedError(f"{name}: padding_mode={padding_mode!r} is not supported (only 'zeros')")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size = ntuple(kernel_size, nd, f"{name}: kernel_size")
-        self.stride = ntuple(stride, nd, f"{name}: stride")
-        self.dilation = ntuple(dilation, nd, f"{name}: dilation")
+        self.kernel_size = ntuple(kernel_size, nd, f"{name}: kernel_size", 1)
+        self.stride = ntuple(stride, nd, f"{name}: stride", 1)
+        self.dilation = ntuple(dilation, nd, f"{name}: dilation", 1)
         _pad_pairs(padding, nd, self.kernel_size, self.dilation, self.stride, name)  # validate now
-        self.padding = padding if isinstance(padding, str) else ntuple(padding, nd, f"{name}: padding")
+        self.padding = padding if isinstance(padding, str) else ntuple(padding, nd, f"{name}: padding", 0)
         self.padding_mode = padding_mode
         self.weight = param((out_channels, in_channels // groups, *self.kernel_size), dtype)
         self.bias = param((out_channels,), dtype) if bias else None

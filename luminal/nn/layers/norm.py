@@ -23,8 +23,11 @@ _FINFO_EPS = {dt.float16: float(np.finfo(np.float16).eps), dt.bfloat16: 2.0 ** -
               dt.float32: float(np.finfo(np.float32).eps), dt.float64: float(np.finfo(np.float64).eps)}
 
 
-def _normalized_shape(s) -> tuple[int, ...]:
-    return (int(s),) if isinstance(s, int) else tuple(int(d) for d in s)
+def _normalized_shape(s, layer: str) -> tuple[int, ...]:
+    out = (int(s),) if isinstance(s, int) else tuple(int(d) for d in s)
+    if not out or any(d < 1 for d in out):  # torch: an empty shape normalises nothing, and is refused
+        raise ValueError(f"{layer}: normalized_shape must be one or more positive sizes, got {s!r}")
+    return out
 
 
 class _TrailingNorm(Module):
@@ -50,7 +53,7 @@ class LayerNorm(_TrailingNorm):
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
                  dtype=None):
         super().__init__()
-        self.normalized_shape = _normalized_shape(normalized_shape)
+        self.normalized_shape = _normalized_shape(normalized_shape, type(self).__name__)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         self.weight = param(self.normalized_shape, dtype) if elementwise_affine else None
         self.bias = param(self.normalized_shape, dtype) if elementwise_affine and bias else None
@@ -76,7 +79,7 @@ class RMSNorm(_TrailingNorm):
 
     def __init__(self, normalized_shape, eps: float | None = None, elementwise_affine: bool = True, dtype=None):
         super().__init__()
-        self.normalized_shape = _normalized_shape(normalized_shape)
+        self.normalized_shape = _normalized_shape(normalized_shape, type(self).__name__)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         self.weight = param(self.normalized_shape, dtype) if elementwise_affine else None
         self.reset_parameters()

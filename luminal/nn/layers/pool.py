@@ -84,10 +84,10 @@ class _MaxPoolNd(_PoolNd):
         nd, name = self._nd, type(self).__name__
         if return_indices:
             raise NotImplementedError(f"{name}: return_indices=True is not supported")
-        self.kernel_size = ntuple(kernel_size, nd, f"{name}: kernel_size")
-        self.stride = ntuple(stride if stride is not None else kernel_size, nd, f"{name}: stride")
-        self.padding = ntuple(padding, nd, f"{name}: padding")
-        self.dilation = ntuple(dilation, nd, f"{name}: dilation")
+        self.kernel_size = ntuple(kernel_size, nd, f"{name}: kernel_size", 1)
+        self.stride = ntuple(stride if stride is not None else kernel_size, nd, f"{name}: stride", 1)
+        self.padding = ntuple(padding, nd, f"{name}: padding", 0)
+        self.dilation = ntuple(dilation, nd, f"{name}: dilation", 1)
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
         self._half_kernel_check()
 
@@ -113,9 +113,9 @@ class _AvgPoolNd(_PoolNd):
                  divisor_override: int | None = None):
         super().__init__()
         nd, name = self._nd, type(self).__name__
-        self.kernel_size = ntuple(kernel_size, nd, f"{name}: kernel_size")
-        self.stride = ntuple(stride if stride is not None else kernel_size, nd, f"{name}: stride")
-        self.padding = ntuple(padding, nd, f"{name}: padding")
+        self.kernel_size = ntuple(kernel_size, nd, f"{name}: kernel_size", 1)
+        self.stride = ntuple(stride if stride is not None else kernel_size, nd, f"{name}: stride", 1)
+        self.padding = ntuple(padding, nd, f"{name}: padding", 0)
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
         if divisor_override is not None and divisor_override <= 0:
             raise ValueError(f"{name}: divisor_override must be positive, got {divisor_override}")
