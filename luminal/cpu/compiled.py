@@ -90,6 +90,7 @@ class Binding:
         self._flat: dict = {}  # buffer id -> the buffer's storage as a 1-d array
         self._allocate(kg, plan, self._layouts(kg))
         self._alias = self._in_place(kg)  # temp id -> name of the state array that holds it
+        self._written = set(self._alias.values())  # the states written in place
         for k in kg.kernels:
             lower(k, self)
         self.out_calls = [self._output(buf, v) for buf, v in kg.outputs]
@@ -109,12 +110,16 @@ class Binding:
         return outs, [f(*args) for f, args in self.up_calls]
 
     def _rebind(self, names, arrays) -> None:
+        written = self._written
+        if written and any(n in written for n in names):  # a new state array: anything may overlap it now
+            names = list(dict.fromkeys([*names, *self._caller]))
+        clash = _overlapping(names, written, arrays) if written else set()
         new = {}
         for n in names:  # check every array before changing anything
             a = arrays[n]
             shape, dtype = self._caller[n]
-            arr = a if isinstance(a, np.ndarray) and a.dtype == dtype and a.flags.c_contiguous else \
-                np.array(a, dtype, order="C")
+            arr = a if isinstance(a, np.ndarray) and a.dtype == dtype and a.flags.c_contiguous and n not in clash \
+                else np.array(a, dtype, order="C")
             if arr.shape != shape:
                 raise ValueError(f"array {n!r} has shape {arr.shape}, expected {shape}")
             new[n] = arr
@@ -389,6 +394,30 @@ class Binding:
         return _same, (value,)
 
 
+def _overlapping(names, written, arrays) -> set:
+    """The ``names`` whose arrays share memory with a state array the run writes in place (other than
+    their own): they are read from a private copy, so that every read sees the values from before
+    the run. Arrays of distinct allocations never overlap, so only those with a common base are
+    compared."""
+    roots = {}
+    for w in written:
+        roots.setdefault(_root(arrays[w]), []).append(w)
+    out = set()
+    for n in names:
+        a = arrays[n]
+        for w in roots.get(_root(a), ()):
+            if w != n and np.may_share_memory(a, arrays[w]):
+                out.add(n)
+    return out
+
+
+def _root(a) -> int:
+    """Identity of the allocation behind an array (the end of its ``base`` chain)."""
+    while isinstance(a, np.ndarray) and a.base is not None:
+        a = a.base
+    return id(a)
+
+
 def _fresh(x) -> np.ndarray:
     return np.array(x, order="C")
 
@@ -411,11 +440,18 @@ def _byte_strides(shape, dtype) -> tuple:
 def _reads_before_write(k, st, t) -> bool:
     """In elementwise kernel ``k`` (emitted in ``topo`` order of its outputs), every node reading
     buffer ``st`` comes before the node writing ``t``, or is that node (numpy ufuncs handle an output
-    overlapping an input; the branch-free ``where`` does not)."""
+    overlapping an input; the branch-free ``where`` does not). A Copy or Reshape of a load is a view
+    of the buffer, not a read: the node computing from it reads the buffer."""
     roots = rewrite([(e, b) for b, e in k.outputs])  # as the emitter rewrites them
     order = topo([e for e, _ in roots])
     root = next(e for e, b in roots if b is t)
     slots = {i for i, (b, _) in enumerate(k.inputs) if b is st}
-    reads = [j for j, e in enumerate(order) if any(a.op == "Load" and a.arg in slots for a in e.args)]
+    views = set()  # ids of the exprs whose value is a view of ``st``
+    for e in order:
+        if (e.op == "Load" and e.arg in slots) or (e.op in ("Copy", "Reshape") and id(e.args[0]) in views):
+            views.add(id(e))
+    reads = [j for j, e in enumerate(order) if e.op not in ("Copy", "Reshape") and any(id(a) in views for a in e.args)]
+    if id(root) in views:  # the root is the old value itself, copied in place: a read at the root
+        reads.append(order.index(root))
     last, at = max(reads, default=-1), order.index(root)
     return last < at or (last == at and root.op != "Where")

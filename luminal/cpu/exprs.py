@@ -228,6 +228,12 @@ def _zero_bits(e) -> bool:
     return v is not None and v == 0 and math.copysign(1.0, v) > 0
 
 
+def _in_place(out, args) -> bool:
+    """Does ``out`` (a state's own array, written in place) overlap an operand? Then the call must stay
+    one call: split along the inner axis, a later call would read elements an earlier one wrote."""
+    return type(out) is not np.ndarray and any(getattr(a, "name", None) == out.name for a in args)
+
+
 def _subtract(dtype):
     return functools.partial(np.subtract, dtype=np.float32) if dtype is dt.float16 else np.subtract
 
@@ -406,7 +412,7 @@ class ExprEmitter:
         slower than the split calls (whose inner loops run over the axes merged around it)."""
         shape = shape_of(out)
         n = shape[-1] if len(shape) >= 2 else 0
-        if not 1 < n <= SPLIT_INNER or not any(shape_of(a)[-1:] == (1,) for a in args):
+        if not 1 < n <= SPLIT_INNER or not any(shape_of(a)[-1:] == (1,) for a in args) or _in_place(out, args):
             self.b.calls.append((f, args))
             return
         for i in range(n):
