@@ -14,10 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import dtype as dt
+from .errors import op_error
 from .primitives import PRIMITIVES
 from .seed import default_rng
 from .state import State
-from .symbolic import shape_str, sym
+from .symbolic import dims, shape_str
 from .view import View
 
 
@@ -80,8 +81,6 @@ class Graph:
         assert op in PRIMITIVES, op
         for s in srcs:
             if s.graph is not self:
-                from .errors import op_error
-
                 raise op_error(ValueError, op, "operands belong to different graphs", *srcs)
         key_srcs = tuple((s.node, s.layout) for s in srcs)
         key = (op, tuple((n.id, _exact(v)) for n, v in key_srcs), _exact(arg), dtype.name, tuple(shape))
@@ -104,10 +103,10 @@ class Graph:
             raise ValueError(f"input name must be an identifier, got {name!r}")
         if name in self.inputs:
             raise ValueError(f"input {name!r} is already defined in this graph")
-        shape = tuple(sym(d) for d in _as_tuple(shape))
+        shape = dims(f"input {name!r}", shape)
         for d in shape:
             if isinstance(d, int) and d < 0:
-                raise ValueError(f"input {name!r}: negative dim in shape {shape_str(shape)}")
+                raise op_error(ValueError, f"input {name!r}", f"negative dim in shape {shape_str(shape)}")
         node = self.add("Input", (), name, dt.as_dtype(dtype), shape)
         self.inputs[name] = node
         return self.tensor(node)
@@ -132,7 +131,6 @@ class Graph:
     def assign(self, s: State, value) -> None:
         """Write ``value`` (a tensor of this graph with ``s``'s shape) into ``s`` after every run of a
         program compiled from this graph. The dtype is converted to ``s``'s."""
-        from .errors import op_error
         from .ops.core import cast
 
         if value.graph is not self:
@@ -161,14 +159,14 @@ class Graph:
         if isinstance(value, (bool, int, float, np.number, np.bool_)) and not isinstance(value, np.ndarray):
             d = dt.as_dtype(dtype) if dtype is not None else _scalar_dtype(value)
             if d.kind == "i" and dt.scalar_kind(value) == "i" and not -2**31 <= int(value) < 2**31:
-                raise _user_error(ValueError, f"constant: {value} does not fit in {d.name}")
+                raise op_error(ValueError, "constant", f"{value} does not fit in {d.name}")
             v = dt.to_storage(np.asarray(value).astype(d.np), d).item()  # bfloat16: the rounded value
             digest = f"{d.name}:{np.asarray(v, d.np).tobytes().hex()}"
             return self.tensor(self.add("Constant", (), ConstKey(digest, v), d, ()))
         arr = np.asarray(value)
         if arr.dtype.kind not in "biuf":
-            raise _user_error(TypeError, f"constant: expected numbers, got {type(value).__name__} "
-                              f"(as an array of dtype {arr.dtype})")
+            raise op_error(TypeError, "constant", f"expected numbers, got {type(value).__name__} "
+                           f"(as an array of dtype {arr.dtype})")
         if dtype is not None:
             d = dt.as_dtype(dtype)
         elif arr.dtype.kind in "iu":  # one integer type, as for inputs
@@ -178,8 +176,8 @@ class Graph:
         else:
             d = dt.as_dtype(arr.dtype)
         if d.kind == "i" and arr.dtype.kind in "iu" and not _int32_fits(arr):
-            raise _user_error(ValueError, f"constant: integer values do not fit in {d.name} "
-                              f"(range [{arr.min()}, {arr.max()}])")
+            raise op_error(ValueError, "constant", f"integer values do not fit in {d.name} "
+                           f"(range [{arr.min()}, {arr.max()}])")
         # a copy: later changes to the caller's array must not change (or un-hash) the graph
         arr = np.array(dt.to_storage(arr, d), order="C", copy=True)
         h = hashlib.sha1(arr.tobytes()).hexdigest()
@@ -229,28 +227,13 @@ def _int32_fits(arr: np.ndarray) -> bool:
     return not arr.size or (int(arr.min()) >= -2**31 and int(arr.max()) < 2**31)
 
 
-def _as_tuple(shape) -> tuple:
-    if isinstance(shape, (int, str)) or hasattr(shape, "terms"):
-        return (shape,)
-    return tuple(shape)
-
-
 def sizes(op: str, shape) -> tuple:
     """``shape`` as dims (ints, names or Syms), a negative static one an error naming ``op``."""
-    from .errors import op_error
-
-    out = tuple(sym(d) for d in _as_tuple(shape))
+    out = dims(op, shape)
     bad = [d for d in out if isinstance(d, int) and d < 0]
     if bad:
         raise op_error(ValueError, op, f"negative size {bad[0]} in shape {shape_str(out)}")
     return out
-
-
-def _user_error(kind, msg: str):
-    from .errors import user_frame, where
-
-    site = user_frame()
-    return kind(msg + (f"\n  called at {where(site)}" if site is not None else ""))
 
 
 def _scalar_dtype(v) -> dt.DType:

@@ -9,8 +9,11 @@ time. An expression that reduces to a constant is returned as a plain ``int``.
 
 from __future__ import annotations
 
+import numbers
 import re
 from typing import Union
+
+from .errors import op_error
 
 Dim = Union[int, "Sym"]
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -184,6 +187,24 @@ def sym(x) -> Dim:
     if isinstance(x, str):
         return Sym.var(x)
     raise TypeError(f"a dim must be an int or a name, got {x!r} ({type(x).__name__})")
+
+
+def dims(op: str, shape, *operands) -> tuple:
+    """A user's shape (one dim, or a sequence of dims) as Dims. Anything else is a TypeError naming
+    ``op`` at the user's line: ``sym``'s own error names neither, and ``None`` would fail in ``tuple``."""
+    if not isinstance(shape, (tuple, list)):  # (the common case first: an ABC isinstance is slow)
+        if isinstance(shape, (int, str, Sym, numbers.Integral)):
+            shape = (shape,)
+        else:
+            try:
+                shape = tuple(shape)
+            except TypeError:
+                raise op_error(TypeError, op, f"a shape must be a dim or a sequence of dims, got {shape!r}",
+                               *operands) from None
+    try:
+        return tuple(map(sym, shape))
+    except TypeError as e:
+        raise op_error(TypeError, op, str(e), *operands) from None
 
 
 def is_static(d: Dim) -> bool:

@@ -8,8 +8,8 @@ Arithmetic, reductions and the rest live in ``ops/`` and are attached here as me
 from __future__ import annotations
 
 from . import dtype as dt
-from .errors import op_error, user_frame, where
-from .symbolic import Dim, exact_div, is_static, prod, shape_str, sym
+from .errors import check_number, op_error, user_frame, where
+from .symbolic import Dim, dims, exact_div, is_static, prod, shape_str
 from .view import View
 
 
@@ -97,19 +97,21 @@ class GraphTensor:
     def view(self, *shape) -> GraphTensor:
         return self.reshape(*shape)
 
-    def _infer_minus_one(self, shape, op):
-        shape = [sym(d) for d in shape]
+    def _infer_minus_one(self, shape, op, numel=None):
+        """``shape`` as Dims, its one -1 (if any) inferred so that it holds ``numel`` elements (the
+        tensor's by default)."""
+        shape = list(dims(op, shape, self))
         holes = [i for i, d in enumerate(shape) if isinstance(d, int) and d == -1]
         if len(holes) > 1:
             raise op_error(ValueError, op, "only one dim can be -1", self)
         if any(isinstance(d, int) and d < -1 for d in shape):
             raise op_error(ValueError, op, f"invalid shape {shape_str(shape)}", self)
         if holes:
+            numel = self.numel() if numel is None else numel
             known = prod(d for i, d in enumerate(shape) if i != holes[0])
-            q = exact_div(self.numel(), known) if not (isinstance(known, int) and known == 0) else None
+            q = exact_div(numel, known) if not (isinstance(known, int) and known == 0) else None
             if q is None:
-                raise op_error(ValueError, op, f"shape {shape_str(shape)} is invalid for "
-                               f"{self.numel()} elements", self)
+                raise op_error(ValueError, op, f"shape {shape_str(shape)} is invalid for {numel} elements", self)
             shape[holes[0]] = q
         return tuple(shape)
 
@@ -140,11 +142,11 @@ class GraphTensor:
         sizes = _shape_args(sizes)
         if len(sizes) < self.ndim:
             raise op_error(ValueError, "expand", f"target {shape_str(sizes)} has fewer dims than the tensor", self)
+        sizes = dims("expand", sizes, self)
         lead = len(sizes) - self.ndim
         t = self.reshape((1,) * lead + self.shape) if lead else self
         target = []
         for i, (d, n) in enumerate(zip(t.shape, sizes)):
-            n = sym(n)
             if isinstance(n, int) and n < -1:
                 raise op_error(ValueError, "expand", f"negative size {n} for dim {i}", self)
             if isinstance(n, int) and n == -1:
@@ -184,7 +186,10 @@ class GraphTensor:
 
     def unflatten(self, dim: int, sizes) -> GraphTensor:
         d = self._axis(dim, "unflatten")
-        sub = self._with_view(View.contiguous((self.shape[d],)))._infer_minus_one(tuple(sizes), "unflatten")
+        sub = self._infer_minus_one(sizes, "unflatten", numel=self.shape[d])
+        if prod(sub) != self.shape[d]:
+            raise op_error(ValueError, "unflatten", f"sizes {shape_str(sub)} do not multiply to dim {d}'s size "
+                           f"{self.shape[d]}", self)
         return self.reshape(self.shape[:d] + sub + self.shape[d + 1:])
 
     def flip(self, *dims) -> GraphTensor:
@@ -195,14 +200,14 @@ class GraphTensor:
 
     def pad(self, pads, value=0.0) -> GraphTensor:
         """torch ``F.pad``: ``pads`` pairs from the last dim backwards; negative amounts crop."""
-        pads = tuple(pads)
+        pads = dims("pad", pads, self)
         if len(pads) % 2 or len(pads) // 2 > self.ndim:
             raise op_error(ValueError, "pad", f"pads {pads} must be pairs for at most {self.ndim} dims", self)
+        value = _pad_value(check_number("pad", "value", value, self), self)
         t = self
-        value = value if not isinstance(value, bool) else bool(value)
         for k in range(len(pads) // 2):
             d = self.ndim - 1 - k
-            t = t._pad_dim(d, sym(pads[2 * k]), sym(pads[2 * k + 1]), value)
+            t = t._pad_dim(d, pads[2 * k], pads[2 * k + 1], value)
         return t
 
     def _pad_dim(self, d, before, after, value) -> GraphTensor:
@@ -218,10 +223,10 @@ class GraphTensor:
             after = 0 if is_static(after) and after < 0 else after
         if (is_static(before) and before == 0) and (is_static(after) and after == 0):
             return t
-        v = t.layout.pad_dim(d, before, after, _pad_value(value, self.dtype))
+        v = t.layout.pad_dim(d, before, after, value)
         if v is None:
             t = t.contiguous()
-            v = t.layout.pad_dim(d, before, after, _pad_value(value, self.dtype))
+            v = t.layout.pad_dim(d, before, after, value)
         return t._with_view(v)
 
     def _slice_dim(self, d, start, count, step) -> GraphTensor:
@@ -245,9 +250,11 @@ class GraphTensor:
 
     def repeat(self, *sizes) -> GraphTensor:
         """torch ``Tensor.repeat`` (tile the whole tensor ``sizes[i]`` times along dim i)."""
-        sizes = tuple(sym(s) for s in _shape_args(sizes))
+        sizes = dims("repeat", _shape_args(sizes), self)
         if len(sizes) < self.ndim:
             raise op_error(ValueError, "repeat", "fewer repeat counts than dims", self)
+        if any(is_static(r) and r < 0 for r in sizes):
+            raise op_error(ValueError, "repeat", f"negative repeat count in {shape_str(sizes)}", self)
         t = self.reshape((1,) * (len(sizes) - self.ndim) + self.shape)
         inter = [x for d in t.shape for x in (1, d)]
         t = t.reshape(inter).expand(*[x for r, d in zip(sizes, t.shape) for x in (r, d)])
@@ -270,12 +277,14 @@ def _shape_args(args) -> tuple:
     return tuple(args)
 
 
-def _pad_value(value, dtype):
-    if dtype.kind == "b":
+def _pad_value(value, x: GraphTensor):
+    """The fill value in ``x``'s dtype kind; a fraction cannot pad an integer tensor."""
+    kind = x.dtype.kind
+    if kind == "b":
         return bool(value)
-    if dtype.kind == "i":
-        if float(value) != int(value):
-            raise TypeError(f"pad value {value} is not an integer for a {dtype.name} tensor")
+    if kind == "i":
+        if not float(value).is_integer():  # (NaN and inf are not integers either)
+            raise op_error(TypeError, "pad", f"value {value} is not an integer for a {x.dtype.name} tensor", x)
         return int(value)
     return float(value)
 

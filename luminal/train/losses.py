@@ -16,7 +16,8 @@ import warnings
 
 from ..frontend import dtype as dt
 from ..frontend import ops
-from ..frontend.errors import op_error
+from ..frontend.checks import check_tensors
+from ..frontend.errors import op_error, renamed
 from ..frontend.ops.reduce import log_softmax_parts
 from ..frontend.symbolic import is_static, shape_str
 from ..frontend.tensor import GraphTensor
@@ -25,12 +26,6 @@ _REDUCTIONS = ("none", "mean", "sum")
 
 
 # checks ---------------------------------------------------------------------------------------
-def _tensors(loss: str, **named):
-    for name, t in named.items():
-        if t is not None and not isinstance(t, GraphTensor):
-            raise TypeError(f"{loss}: {name} must be a GraphTensor, got {type(t).__name__}")
-
-
 def _float(loss: str, what: str, t: GraphTensor):
     if not t.dtype.is_float:
         raise op_error(TypeError, loss, f"{what} must be a float tensor, got {t.dtype.name}", t)
@@ -58,7 +53,7 @@ def _fits(loss: str, what: str, x: GraphTensor, w: GraphTensor | None):
 def _pair(loss: str, x: GraphTensor, t: GraphTensor):
     """Pointwise losses broadcast input and target, as torch does, and warn as torch does when the
     shapes differ (it is usually a bug, e.g. (N, 1) against (N,))."""
-    _tensors(loss, input=x, target=t)
+    check_tensors(loss, input=x, target=t)
     ops.broadcast_shapes(loss, x, t)
     if not dt.promote(x.dtype, t.dtype).is_float:
         raise op_error(TypeError, loss, f"needs a float input or target, got {x.dtype.name} and {t.dtype.name}", x, t)
@@ -159,11 +154,12 @@ def _weighted_mean(elem: GraphTensor, w: GraphTensor, reduction: str) -> GraphTe
 
 
 # classification -------------------------------------------------------------------------------
+@renamed("nll_loss")
 def nll_loss(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None = None, *,  # noqa: A002
              ignore_index: int = -100, reduction: str = "mean") -> GraphTensor:
     """Negative log-likelihood of int32 class indices ``target`` (N, d1, ...) under log-probabilities
     ``input`` (N, C, d1, ...) (or (C,) against a 0-d target)."""
-    _tensors("nll_loss", input=input, target=target, weight=weight)
+    check_tensors("nll_loss", optional=("weight",), input=input, target=target, weight=weight)
     _float("nll_loss", "input", input)
     _reduction("nll_loss", reduction, input)
     _check_indices("nll_loss", input, target, weight)
@@ -171,13 +167,14 @@ def nll_loss(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None
     return _weighted_mean(elem, w, reduction)
 
 
+@renamed("cross_entropy")
 def cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None = None, *,  # noqa: A002
                   ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0) -> GraphTensor:
     """Cross entropy of logits ``input`` (N, C, d1, ...) or (C,) against int32 class indices (the
     input's shape without C) or float class probabilities (the input's shape), as torch decides: by
     the target's dtype. Label smoothing mixes in the uniform distribution over the C classes."""
     loss = "cross_entropy"
-    _tensors(loss, input=input, target=target, weight=weight)
+    check_tensors(loss, optional=("weight",), input=input, target=target, weight=weight)
     _float(loss, "input", input)
     _reduction(loss, reduction, input)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -209,12 +206,13 @@ def cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor |
     return _weighted_mean(elem, w, reduction)
 
 
+@renamed("binary_cross_entropy")
 def binary_cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None = None, *,  # noqa: A002
                          reduction: str = "mean") -> GraphTensor:
     """BCE of probabilities ``input``; each log is clamped at -100 as in torch, so a saturated
     probability gives a finite loss. Prefer ``binary_cross_entropy_with_logits`` on logits."""
     loss = "binary_cross_entropy"
-    _tensors(loss, input=input, target=target, weight=weight)
+    check_tensors(loss, optional=("weight",), input=input, target=target, weight=weight)
     _float(loss, "input", input)
     _float(loss, "target", target)
     _reduction(loss, reduction, input)
@@ -224,13 +222,15 @@ def binary_cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphT
     return _reduce(out if weight is None else out * weight, reduction)
 
 
+@renamed("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input: GraphTensor, target: GraphTensor,  # noqa: A002
                                      weight: GraphTensor | None = None, *, reduction: str = "mean",
                                      pos_weight: GraphTensor | None = None) -> GraphTensor:
     """BCE on logits: ``(1 - t) x - (1 + (pw - 1) t) log_sigmoid(x)``, finite for any logit.
     ``pos_weight`` scales the positive term (broadcast along the last dims, e.g. one per class)."""
     loss = "binary_cross_entropy_with_logits"
-    _tensors(loss, input=input, target=target, weight=weight, pos_weight=pos_weight)
+    check_tensors(loss, optional=("weight", "pos_weight"), input=input, target=target, weight=weight,
+                  pos_weight=pos_weight)
     _float(loss, "input", input)
     _float(loss, "target", target)
     _reduction(loss, reduction, input)
@@ -244,12 +244,13 @@ def binary_cross_entropy_with_logits(input: GraphTensor, target: GraphTensor,  #
     return _reduce(out if weight is None else out * weight, reduction)
 
 
+@renamed("kl_div")
 def kl_div(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean",  # noqa: A002
            log_target: bool = False) -> GraphTensor:
     """KL(target || exp(input)) pointwise, ``input`` in log space. As in torch, ``"mean"`` divides
     by every element (not the KL divergence); ``"batchmean"`` divides by the batch size and is."""
     loss = "kl_div"
-    _tensors(loss, input=input, target=target)
+    check_tensors(loss, input=input, target=target)
     _float(loss, "input", input)
     _float(loss, "target", target)
     _reduction(loss, reduction, input, _REDUCTIONS + ("batchmean",))
@@ -270,7 +271,7 @@ def _elementwise_weight(loss: str, x: GraphTensor, out: GraphTensor, weight, red
     the summed weight for mse/l1 (``by_weight``) and by the element count for huber."""
     if weight is None:
         return _reduce(out, reduction)
-    _tensors(loss, weight=weight)
+    check_tensors(loss, input=x, weight=weight)
     if weight.shape != x.shape:
         msg = f"weight shape {shape_str(weight.shape)} must equal the input shape {shape_str(x.shape)}"
         raise op_error(ValueError, loss, msg, x, weight)
@@ -278,6 +279,7 @@ def _elementwise_weight(loss: str, x: GraphTensor, out: GraphTensor, weight, red
     return out.sum() / weight.sum() if by_weight and reduction == "mean" else _reduce(out, reduction)
 
 
+@renamed("mse_loss")
 def mse_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean",  # noqa: A002
              weight: GraphTensor | None = None) -> GraphTensor:
     _pair("mse_loss", input, target)
@@ -286,6 +288,7 @@ def mse_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean"
     return _elementwise_weight("mse_loss", input, d * d, weight, reduction, by_weight=True)
 
 
+@renamed("l1_loss")
 def l1_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean",  # noqa: A002
             weight: GraphTensor | None = None) -> GraphTensor:
     _pair("l1_loss", input, target)
@@ -293,6 +296,7 @@ def l1_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean",
     return _elementwise_weight("l1_loss", input, ops.abs(input - target), weight, reduction, by_weight=True)
 
 
+@renamed("smooth_l1_loss")
 def smooth_l1_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean",  # noqa: A002
                    beta: float = 1.0) -> GraphTensor:
     """Quadratic below ``beta``, linear above, slope 1 (continuous gradient); ``beta=0`` is L1."""
@@ -306,6 +310,7 @@ def smooth_l1_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = 
     return _reduce(ops.where(ops.lt(z, beta), z * z * 0.5 / beta, z - 0.5 * beta), reduction)
 
 
+@renamed("huber_loss")
 def huber_loss(input: GraphTensor, target: GraphTensor, reduction: str = "mean", delta: float = 1.0,  # noqa: A002
                weight: GraphTensor | None = None) -> GraphTensor:
     """Quadratic below ``delta``, linear above with slope ``delta``: smooth_l1 scaled by ``delta``."""

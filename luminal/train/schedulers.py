@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR", "OneCycleLR"]
 
@@ -21,6 +22,9 @@ class LRScheduler:
     ``self.last_epoch`` (already advanced), usually from the current ``group["lr"]``s."""
 
     def __init__(self, optimizer, last_epoch: int = -1):
+        if not hasattr(optimizer, "param_groups"):
+            raise TypeError(f"{type(self).__name__}: expected an optimizer, got {type(optimizer).__name__} "
+                            f"{optimizer!r}")
         self.optimizer = optimizer
         for i, group in enumerate(optimizer.param_groups):
             if last_epoch == -1:
@@ -61,9 +65,10 @@ class LRScheduler:
         return f"{type(self).__name__}(last_epoch={self.last_epoch}, last_lr={self._last_lr})"
 
 
-def _positive_int(owner: str, name: str, v) -> None:
-    if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-        raise ValueError(f"{owner}: {name} must be a positive integer, got {v!r}")
+def _positive_int(owner: str, name: str, v, minimum: int = 1) -> None:
+    if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < minimum:
+        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"{owner}: {name} must be {what}, got {v!r}")
 
 
 class StepLR(LRScheduler):
@@ -84,6 +89,12 @@ class MultiStepLR(LRScheduler):
     """Multiply the rate by ``gamma`` at each milestone epoch (a repeated milestone applies twice)."""
 
     def __init__(self, optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
+        try:
+            milestones = list(milestones)
+        except TypeError:
+            raise TypeError(f"MultiStepLR: milestones must be a list of epochs, got {milestones!r}") from None
+        for m in milestones:
+            _positive_int("MultiStepLR", "each milestone", m, minimum=0)
         self.milestones = sorted(int(m) for m in milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)

@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import math
 
+from ..checks import tensor_op
+from ..errors import op_error
 from .elementwise import _float, _opmath, add, div, erf, exp, gt, le, log, lt, mul, neg, reciprocal, sub, where
 from .elementwise import tanh_ as _tanh
 
 
+@tensor_op("relu")
 def relu(x):
     """torch's: NaN stays NaN, -0.0 stays -0.0; the gradient is 0 where x <= 0 and 1 elsewhere (NaN too)."""
     return where(le(x, 0), where(lt(x, 0), 0, x.detach()), x)
 
 
+@tensor_op("leaky_relu")
 def leaky_relu(x, negative_slope: float = 0.01):
     return where(gt(x, 0), x, mul(x, negative_slope))
 
 
+@tensor_op("sigmoid")
 @_opmath
 def sigmoid(x):
     """``1/(1+e)`` or ``e/(1+e)`` with ``e = exp(-|x|)`` <= 1: no overflow, so no inf * 0 in the gradient.
@@ -28,10 +33,12 @@ def sigmoid(x):
     return where(neg_side, mul(e, r), r)
 
 
+@tensor_op("tanh")
 def tanh(x):
     return _tanh(x)
 
 
+@tensor_op("gelu")
 @_opmath
 def gelu(x, approximate: str = "none"):
     x = _float(x, "gelu")
@@ -39,15 +46,17 @@ def gelu(x, approximate: str = "none"):
         inner = mul(add(x, mul(mul(mul(x, x), x), 0.044715)), math.sqrt(2 / math.pi))
         return mul(mul(x, 0.5), add(_tanh(inner), 1.0))
     if approximate != "none":
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        raise op_error(ValueError, "gelu", f"approximate must be 'none' or 'tanh', got {approximate!r}", x)
     return mul(mul(x, 0.5), add(erf(mul(x, 1 / math.sqrt(2))), 1.0))
 
 
+@tensor_op("silu")
 @_opmath
 def silu(x):
     return mul(x, sigmoid(x))
 
 
+@tensor_op("softplus")
 @_opmath
 def softplus(x, beta: float = 1.0, threshold: float = 20.0):
     x = _float(x, "softplus")
@@ -59,6 +68,7 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0):
     return where(linear, x, soft)
 
 
+@tensor_op("elu")
 @_opmath
 def elu(x, alpha: float = 1.0):
     x = _float(x, "elu")
@@ -67,6 +77,7 @@ def elu(x, alpha: float = 1.0):
     return where(pos, x, mul(sub(exp(where(pos, 0.0, x)), 1.0), alpha))
 
 
+@tensor_op("mish")
 @_opmath
 def mish(x):
     return mul(x, _tanh(softplus(x)))

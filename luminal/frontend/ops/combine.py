@@ -9,6 +9,7 @@ rather than a new primitive. Sizes add symbolically (``S`` and ``1`` give ``S+1`
 from __future__ import annotations
 
 from .. import dtype as dt
+from ..checks import check_tensors, tensor_op
 from ..errors import op_error
 from ..symbolic import is_static
 from ..tensor import GraphTensor
@@ -16,15 +17,24 @@ from .core import cast
 from .elementwise import add
 
 
-def cat(tensors, dim: int = 0) -> GraphTensor:
+def _sequence(op: str, tensors) -> list[GraphTensor]:
+    """``tensors`` as a non-empty list of GraphTensors of one graph, else an error naming ``op``."""
     if isinstance(tensors, GraphTensor):  # iterating it would concatenate its rows
-        raise op_error(TypeError, "cat", "expected a sequence of GraphTensors, got one GraphTensor (wrap it in a list)")
-    tensors = list(tensors)
-    if not tensors or not all(isinstance(t, GraphTensor) for t in tensors):
-        raise TypeError("cat: expected a non-empty sequence of GraphTensors")
+        raise op_error(TypeError, op, "expected a sequence of GraphTensors, got one GraphTensor (wrap it in a list)",
+                       tensors)
+    try:
+        tensors = list(tensors)
+    except TypeError:
+        raise op_error(TypeError, op, f"expected a sequence of GraphTensors, got {type(tensors).__name__}") from None
+    if not tensors:
+        raise op_error(TypeError, op, "expected a non-empty sequence of GraphTensors")
+    check_tensors(op, **{f"tensors[{i}]": t for i, t in enumerate(tensors)})
+    return tensors
+
+
+def cat(tensors, dim: int = 0) -> GraphTensor:
+    tensors = _sequence("cat", tensors)
     first = tensors[0]
-    if any(t.graph is not first.graph for t in tensors):
-        raise op_error(ValueError, "cat", "operands belong to different graphs", *tensors)
     d = first._axis(dim, "cat")
     for t in tensors[1:]:
         if t.ndim != first.ndim or any(a != b for k, (a, b) in enumerate(zip(t.shape, first.shape)) if k != d):
@@ -46,12 +56,7 @@ def cat(tensors, dim: int = 0) -> GraphTensor:
 
 
 def stack(tensors, dim: int = 0) -> GraphTensor:
-    if isinstance(tensors, GraphTensor):
-        raise op_error(TypeError, "stack", "expected a sequence of GraphTensors, got one GraphTensor (wrap it in a "
-                       "list)")
-    tensors = list(tensors)
-    if not tensors:
-        raise TypeError("stack: expected a non-empty sequence of GraphTensors")
+    tensors = _sequence("stack", tensors)
     d = tensors[0]._axis(dim, "stack", tensors[0].ndim + 1)
     for t in tensors[1:]:
         if t.shape != tensors[0].shape:
@@ -59,6 +64,7 @@ def stack(tensors, dim: int = 0) -> GraphTensor:
     return cat([t.unsqueeze(d) for t in tensors], d)
 
 
+@tensor_op("split")
 def split(x: GraphTensor, split_size_or_sections, dim: int = 0) -> tuple[GraphTensor, ...]:
     d = x._axis(dim, "split")
     n = x.shape[d]
@@ -83,6 +89,7 @@ def split(x: GraphTensor, split_size_or_sections, dim: int = 0) -> tuple[GraphTe
     return tuple(out)
 
 
+@tensor_op("chunk")
 def chunk(x: GraphTensor, chunks: int, dim: int = 0) -> tuple[GraphTensor, ...]:
     d = x._axis(dim, "chunk")
     n = x.shape[d]

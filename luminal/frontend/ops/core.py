@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import dtype as dt
+from ..checks import check_tensors
 from ..errors import op_error
 from ..symbolic import is_static, shape_str
 from ..tensor import GraphTensor
@@ -16,6 +17,8 @@ def prim(op: str, *srcs: GraphTensor, arg=None, dtype: dt.DType | None = None, s
 
 
 def cast(x: GraphTensor, dtype) -> GraphTensor:
+    if not isinstance(x, GraphTensor):  # inline, not ``tensor_op``: every coerced operand passes here
+        check_tensors("cast", input=x)
     dtype = dt.as_dtype(dtype)
     if x.dtype is dtype:
         return x
@@ -55,7 +58,8 @@ def coerce(op: str, *xs, dtype: dt.DType | None = None, min_kind: str | None = N
     """
     tensors = [x for x in xs if isinstance(x, GraphTensor)]
     if not tensors:
-        raise TypeError(f"{op}: at least one operand must be a GraphTensor")
+        raise op_error(TypeError, op, "at least one operand must be a GraphTensor, got "
+                       + " and ".join(type(x).__name__ for x in xs))
     if any(t.graph is not tensors[0].graph for t in tensors):
         raise op_error(ValueError, op, "operands belong to different graphs", *tensors)
     for x in xs:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 from .. import dtype as dt
+from ..checks import tensor_op
+from ..errors import check_number, op_error
 from ..symbolic import is_static, sym
 from ..tensor import GraphTensor
 from .core import cast
@@ -17,7 +19,7 @@ def arange(g, start, end=None, step=1, dtype=None) -> GraphTensor:
     floats = any(isinstance(v, float) for v in (start, end, step))
     d = dt.as_dtype(dtype) if dtype is not None else (dt.float32 if floats else dt.int32)
     if step == 0:
-        raise ValueError("arange: step must be non-zero")
+        raise op_error(ValueError, "arange", "step must be non-zero")
     if floats:
         n = max(0, math.ceil((end - start) / step))
     else:
@@ -25,7 +27,7 @@ def arange(g, start, end=None, step=1, dtype=None) -> GraphTensor:
         span = end - start
         n = max(0, -(-span // step)) if is_static(span) else (span + step - 1) // step if step > 0 else None
         if n is None:
-            raise ValueError("arange: a negative step needs static bounds")
+            raise op_error(ValueError, "arange", "a negative step needs static bounds")
     base = g.tensor(g.add("Arange", (), n, dt.int32, (n,)))
     if not floats and step == 1 and is_static(start) and start == 0:
         return cast(base, d)
@@ -37,20 +39,24 @@ def full(g, shape, value, dtype=None) -> GraphTensor:
     from ..graph import sizes
 
     shape = sizes("full", shape)
+    check_number("full", "value", value)
     if dtype is None:
         dtype = {"b": dt.bool_, "i": dt.int32, "f": dt.float32}[dt.scalar_kind(value)]
     c = g.constant(value, dtype)
     return c.reshape((1,) * len(shape)).expand(*shape) if shape else c
 
 
+@tensor_op("full_like")
 def full_like(x: GraphTensor, value, dtype=None) -> GraphTensor:
-    return full(x.graph, x.shape, value, dtype or x.dtype)
+    return full(x.graph, x.shape, value, x.dtype if dtype is None else dtype)
 
 
+@tensor_op("zeros_like")
 def zeros_like(x: GraphTensor, dtype=None) -> GraphTensor:
     return full_like(x, 0, dtype)
 
 
+@tensor_op("ones_like")
 def ones_like(x: GraphTensor, dtype=None) -> GraphTensor:
     return full_like(x, 1, dtype)
 
@@ -70,23 +76,21 @@ def eye(g, n, m=None, dtype=dt.float32) -> GraphTensor:
     return cast(eq(r, c), dtype)
 
 
-def _matrix(x, op: str) -> None:
-    from ..errors import op_error
-
+def _triangle(x: GraphTensor, op: str, keep) -> GraphTensor:
+    """``x`` where ``keep(col - row)`` holds in the last two dims, 0 elsewhere."""
     if x.ndim < 2:
         raise op_error(ValueError, op, f"needs at least 2 dims, got {x.ndim}", x)
+    r, c = _rows_cols(x.graph, x.shape[-2], x.shape[-1])
+    return where(keep(sub(c, r)), x, x.graph.constant(0, x.dtype))
 
 
+@tensor_op("tril")
 def tril(x: GraphTensor, diagonal: int = 0) -> GraphTensor:
     """Keep elements with ``col - row <= diagonal`` in the last two dims, zero the rest."""
-    _matrix(x, "tril")
-    r, c = _rows_cols(x.graph, x.shape[-2], x.shape[-1])
-    keep = le(sub(c, r), diagonal)
-    return where(keep, x, x.graph.constant(0, x.dtype))
+    return _triangle(x, "tril", lambda d: le(d, diagonal))
 
 
+@tensor_op("triu")
 def triu(x: GraphTensor, diagonal: int = 0) -> GraphTensor:
-    _matrix(x, "triu")
-    r, c = _rows_cols(x.graph, x.shape[-2], x.shape[-1])
-    keep = ge(sub(c, r), diagonal)
-    return where(keep, x, x.graph.constant(0, x.dtype))
+    """Keep elements with ``col - row >= diagonal`` in the last two dims, zero the rest."""
+    return _triangle(x, "triu", lambda d: ge(d, diagonal))

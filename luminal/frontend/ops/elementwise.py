@@ -13,6 +13,8 @@ import math
 import numpy as np
 
 from .. import dtype as dt
+from ..checks import check_tensors, tensor_op
+from ..errors import op_error
 from ..tensor import GraphTensor
 from .core import broadcast_shapes, cast, coerce, prim, require
 
@@ -22,7 +24,7 @@ LOG2E, LN2 = 1.4426950408889634, 0.6931471805599453
 def _float(x: GraphTensor, op: str) -> GraphTensor:
     """Float math on an int/bool tensor computes in float32, as torch does."""
     if not isinstance(x, GraphTensor):
-        raise TypeError(f"{op}: expected a GraphTensor, got {type(x).__name__}")
+        check_tensors(op, input=x)
     return x if x.dtype.is_float else cast(x, dt.float32)
 
 
@@ -92,6 +94,7 @@ def mul(a, b) -> GraphTensor:
     return prim("Mul", a, b)
 
 
+@tensor_op("neg")
 def neg(x: GraphTensor) -> GraphTensor:
     _not_bool(x, "neg")
     return mul(x, -1)
@@ -103,6 +106,7 @@ def sub(a, b, alpha=1) -> GraphTensor:
     return add(a, neg(b) if alpha == 1 else mul(b, -alpha))
 
 
+@tensor_op("reciprocal")
 def reciprocal(x: GraphTensor) -> GraphTensor:
     return prim("Recip", _float(x, "reciprocal"))
 
@@ -113,7 +117,7 @@ def div(a, b, rounding_mode=None) -> GraphTensor:
     if rounding_mode == "trunc":
         return _trunc_div(a, b)
     if rounding_mode is not None:
-        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+        raise op_error(ValueError, "div", f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
     return _true_div(a, b)
 
 
@@ -264,6 +268,7 @@ def minimum(a, b) -> GraphTensor:
     return where(lt(a, b), a, b)
 
 
+@tensor_op("clamp")
 def clamp(x: GraphTensor, min=None, max=None) -> GraphTensor:  # noqa: A002 - torch's names
     """``min(max(x, min), max)`` (so ``max`` wins when ``min > max``; NaN anywhere gives NaN).
 
@@ -271,7 +276,7 @@ def clamp(x: GraphTensor, min=None, max=None) -> GraphTensor:  # noqa: A002 - to
     NaN), ``min`` where ``x < min < max``, ``max`` where ``x > max`` or ``max < min``; what is left
     (NaNs, and ``x < min == max``) takes the value with no gradient, as in torch."""
     if min is None and max is None:
-        raise ValueError("clamp: at least one of min and max must be given")
+        raise op_error(ValueError, "clamp", "at least one of min and max must be given", x)
     if max is None:
         x, lo = coerce("clamp", x, min)
         return where(ge(x, lo), x, where(lt(x, lo), lo, prim("Max", x, lo).detach()))
@@ -293,6 +298,7 @@ def clamp(x: GraphTensor, min=None, max=None) -> GraphTensor:  # noqa: A002 - to
     return where(inside, x, where(low, lo, where(high, top, minimum(prim("Max", x, lo), hi).detach())))
 
 
+@tensor_op("lerp")
 @_opmath
 def lerp(a, b, weight) -> GraphTensor:
     return add(a, mul(weight, sub(b, a)))
@@ -309,6 +315,7 @@ def gt(a, b) -> GraphTensor:
     return prim("LessThan", b, a, dtype=dt.bool_)
 
 
+@tensor_op("isnan")
 def isnan(x: GraphTensor) -> GraphTensor:
     """NaN is the only value neither below +inf nor above -inf."""
     if not x.dtype.is_float:
@@ -316,12 +323,14 @@ def isnan(x: GraphTensor) -> GraphTensor:
     return logical_not(logical_or(lt(x, math.inf), gt(x, -math.inf)))
 
 
+@tensor_op("isinf")
 def isinf(x: GraphTensor) -> GraphTensor:
     if not x.dtype.is_float:
         return _const_bool(x, False)
     return logical_or(eq(x, math.inf), eq(x, -math.inf))
 
 
+@tensor_op("isfinite")
 def isfinite(x: GraphTensor) -> GraphTensor:
     if not x.dtype.is_float:
         return _const_bool(x, True)
@@ -337,14 +346,17 @@ def eq(a, b) -> GraphTensor:
 
 
 def ne(a, b) -> GraphTensor:
+    a, b = coerce("ne", a, b)
     return logical_not(eq(a, b))
 
 
 def le(a, b) -> GraphTensor:
+    a, b = coerce("le", a, b)
     return logical_or(lt(a, b), eq(a, b))
 
 
 def ge(a, b) -> GraphTensor:
+    a, b = coerce("ge", a, b)
     return logical_or(gt(a, b), eq(a, b))
 
 
@@ -356,6 +368,7 @@ def _const_bool(like: GraphTensor, v: bool) -> GraphTensor:
     return like.graph.constant(v, dt.bool_).expand(*like.shape)
 
 
+@tensor_op("logical_not")
 def logical_not(x: GraphTensor) -> GraphTensor:
     x = _bool(x)
     return prim("LessThan", x, _const_bool(x, True), dtype=dt.bool_)
@@ -394,19 +407,20 @@ def bitwise_xor(a, b) -> GraphTensor:
     return ne(a, b)
 
 
+@tensor_op("invert")
 def bitwise_not(x: GraphTensor) -> GraphTensor:
     require("invert", x.dtype.kind == "b", "~ is defined for bool tensors only", x)
     return logical_not(x)
 
 
 def where(cond, a, b) -> GraphTensor:
-    if not isinstance(cond, GraphTensor):
-        raise TypeError("where: the condition must be a GraphTensor")
     t = [x for x in (a, b) if isinstance(x, GraphTensor)]
     like = t[0] if t else cond
     if t:
         a, b = coerce("where", a, b)
+        check_tensors("where", condition=cond, input=a)  # (the Where primitive would name itself)
     else:
+        check_tensors("where", condition=cond)
         d = dt.promote_scalar(dt.promote_scalar(dt.bool_, a), b)
         a, b = like.graph.constant(a, d), like.graph.constant(b, d)
     c = _bool(cond)
@@ -416,37 +430,45 @@ def where(cond, a, b) -> GraphTensor:
 
 
 # unary math ---------------------------------------------------------------------------------
+@tensor_op("exp2")
 def exp2(x):
     return prim("Exp2", _float(x, "exp2"))
 
 
+@tensor_op("log2")
 def log2(x):
     return prim("Log2", _float(x, "log2"))
 
 
+@tensor_op("exp")
 @_opmath
 def exp(x):
     return exp2(mul(_float(x, "exp"), LOG2E))
 
 
+@tensor_op("log")
 @_opmath
 def log(x):
     return mul(log2(x), LN2)
 
 
+@tensor_op("sqrt")
 def sqrt(x):
     return prim("Sqrt", _float(x, "sqrt"))
 
 
+@tensor_op("rsqrt")
 @_opmath
 def rsqrt(x):
     return reciprocal(sqrt(x))
 
 
+@tensor_op("sin")
 def sin(x):
     return prim("Sin", _float(x, "sin"))
 
 
+@tensor_op("cos")
 @_opmath
 def cos(x):
     """``1 - 2 sin(x/2)**2``: ``x/2`` is exact, so this stays accurate for large |x| (RoPE angles),
@@ -455,26 +477,31 @@ def cos(x):
     return sub(1.0, mul(mul(s, s), 2.0))
 
 
+@tensor_op("tan")
 @_opmath
 def tan(x):
     return div(sin(x), cos(x))
 
 
+@tensor_op("square")
 def square(x):
     return mul(x, x)
 
 
+@tensor_op("abs")
 def abs_(x):
     _not_bool(x, "abs")
     return maximum(x, neg(x))
 
 
+@tensor_op("sign")
 def sign(x):
     """-1, 0 or 1; 0 for NaN, as torch (numpy gives NaN)."""
     _not_bool(x, "sign")
     return sub(cast(gt(x, 0), x.dtype), cast(lt(x, 0), x.dtype))
 
 
+@tensor_op("trunc")
 def trunc(x):
     """Exact: ``x - fmod(x, 1)`` for values that can have a fraction; larger ones are integral."""
     if not x.dtype.is_float:
@@ -483,6 +510,7 @@ def trunc(x):
     return where(lt(abs_(x), limit), sub(x, fmod(x, 1.0)), x).detach()  # piecewise constant: no gradient
 
 
+@tensor_op("floor")
 def floor(x):
     if not x.dtype.is_float:
         return x
@@ -490,6 +518,7 @@ def floor(x):
     return where(lt(x, t), sub(t, 1), t)
 
 
+@tensor_op("ceil")
 def ceil(x):
     if not x.dtype.is_float:
         return x
@@ -497,6 +526,7 @@ def ceil(x):
     return where(gt(x, t), add(t, 1), t)
 
 
+@tensor_op("round")
 def round_(x, decimals: int = 0):
     """Round half to even, as torch."""
     if not x.dtype.is_float:
@@ -516,6 +546,7 @@ def _round_decimals(x, decimals):
     return div(round_(mul(x, s)), s)
 
 
+@tensor_op("tanh")
 @_opmath
 def tanh_(x):
     """``(1 - e)/(1 + e)`` with ``e = exp(-2x)`` for x >= 0 and its mirror for x < 0, so no exp
@@ -528,6 +559,7 @@ def tanh_(x):
     return where(neg_side, div(sub(en, 1.0), add(en, 1.0)), div(sub(1.0, ep), add(ep, 1.0)))
 
 
+@tensor_op("erf")
 @_opmath
 def erf(x):
     """Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), odd-extended; below 0.5 in magnitude the

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .. import dtype as dt
-from ..errors import op_error
+from ..checks import check_tensors, tensor_op
+from ..errors import check_number, op_error
 from ..symbolic import ceildiv, dmax, dmin, is_static, sym
 from ..tensor import GraphTensor
 from .core import cast, prim, require
@@ -100,7 +101,7 @@ def getitem(x: GraphTensor, index) -> GraphTensor:
         from .elementwise import add, lt, where
 
         pos, _, idx = tensor_at
-        _index(idx, "getitem")
+        _index("getitem", idx, input=x)
         n = t.shape[pos]
         idx = where(lt(idx, 0), add(idx, n if is_static(n) else x.graph.constant(n)), idx)  # -1 = last, as torch
         flat = index_select(t, pos, idx.reshape(-1))
@@ -108,16 +109,17 @@ def getitem(x: GraphTensor, index) -> GraphTensor:
     return t
 
 
-def _index(idx: GraphTensor, op: str) -> GraphTensor:
-    if not isinstance(idx, GraphTensor):
-        raise TypeError(f"{op}: the index must be a GraphTensor")
+def _index(op: str, idx: GraphTensor, **inputs) -> GraphTensor:
+    """``idx`` must be an integer tensor, of the graph of ``inputs`` (checked here: the Gather or
+    ScatterAdd primitive would report two graphs under its own name)."""
+    check_tensors(op, **inputs, index=idx)
     require(op, idx.dtype.kind == "i", f"index must be an integer tensor, got {idx.dtype.name}", idx)
     return idx
 
 
 def gather(x: GraphTensor, dim: int, index: GraphTensor) -> GraphTensor:
     """torch.gather: ``out[i] = x[i with i[dim] := index[i]]``; index.shape[d] <= x.shape[d] off ``dim``."""
-    index = _index(index, "gather")
+    index = _index("gather", index, input=x)
     d = x._axis(dim, "gather")
     if index.ndim != x.ndim:
         raise op_error(ValueError, "gather", f"index must have {x.ndim} dims like the input", x, index)
@@ -133,7 +135,7 @@ def gather(x: GraphTensor, dim: int, index: GraphTensor) -> GraphTensor:
 
 def take_along_dim(x: GraphTensor, indices: GraphTensor, dim: int) -> GraphTensor:
     """torch.take_along_dim: like gather, with the other dims broadcast."""
-    indices = _index(indices, "take_along_dim")
+    indices = _index("take_along_dim", indices, input=x)
     d = x._axis(dim, "take_along_dim")
     if indices.ndim != x.ndim:
         raise op_error(ValueError, "take_along_dim", "input and indices must have the same number of dims", x, indices)
@@ -148,7 +150,7 @@ def take_along_dim(x: GraphTensor, indices: GraphTensor, dim: int) -> GraphTenso
 
 
 def index_select(x: GraphTensor, dim: int, index: GraphTensor) -> GraphTensor:
-    index = _index(index, "index_select")
+    index = _index("index_select", index, input=x)
     d = x._axis(dim, "index_select")
     if index.ndim != 1:
         raise op_error(ValueError, "index_select", "index must be 1-d", index)
@@ -160,10 +162,12 @@ def index_select(x: GraphTensor, dim: int, index: GraphTensor) -> GraphTensor:
 
 def scatter_add(x: GraphTensor, dim: int, index: GraphTensor, src: GraphTensor) -> GraphTensor:
     """torch.scatter_add: ``out = x``; ``out[i with i[dim] := index[i]] += src[i]``."""
-    index = _index(index, "scatter_add")
+    index = _index("scatter_add", index, input=x)
     d = x._axis(dim, "scatter_add")
-    if not isinstance(src, GraphTensor):
-        src = x.graph.constant(src, x.dtype).expand(*index.shape)
+    if isinstance(src, GraphTensor):
+        check_tensors("scatter_add", input=x, src=src)
+    else:
+        src = x.graph.constant(check_number("scatter_add", "src", src, x), x.dtype).expand(*index.shape)
     if index.ndim != x.ndim or src.ndim != x.ndim:
         msg = "input, index and src must have the same number of dims"
         raise op_error(ValueError, "scatter_add", msg, x, index, src)
@@ -183,14 +187,16 @@ def scatter_add(x: GraphTensor, dim: int, index: GraphTensor, src: GraphTensor) 
     return prim("ScatterAdd", x, cast(index, dt.int32), src, arg=d, shape=x.shape)
 
 
+@tensor_op("scatter")
 def scatter(x: GraphTensor, dim: int, index: GraphTensor, src) -> GraphTensor:
     """torch.scatter (no reduction): positions named by ``index`` take ``src``; with duplicate
     indices the result is undefined, as in torch."""
     from .elementwise import gt, where
 
+    _index("scatter", index, input=x)
     zeros = x.graph.constant(0, x.dtype).expand(*x.shape)
     if not isinstance(src, GraphTensor):
-        src = x.graph.constant(src, x.dtype).expand(*index.shape)
+        src = x.graph.constant(check_number("scatter", "src", src, x), x.dtype).expand(*index.shape)
     hits = scatter_add(x.graph.constant(0, dt.int32).expand(*x.shape), dim, index,
                        x.graph.constant(1, dt.int32).expand(*index.shape))
     return where(gt(hits, 0), scatter_add(zeros, dim, index, src), x)
@@ -200,7 +206,7 @@ def one_hot(index: GraphTensor, num_classes: int) -> GraphTensor:
     """torch.nn.functional.one_hot (int32 instead of int64)."""
     from .elementwise import eq
 
-    index = _index(index, "one_hot")
+    _index("one_hot", index)
     if num_classes is not None and (not isinstance(num_classes, int) or isinstance(num_classes, bool)):
         raise op_error(TypeError, "one_hot", f"num_classes must be an int, got {num_classes!r}", index)
     if num_classes is None or num_classes < 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..checks import check_tensors
 from ..errors import op_error
 from ..tensor import GraphTensor
 from .core import broadcast_shapes, coerce, require
@@ -11,8 +12,7 @@ from .reduce import sum as sum_
 
 def matmul(a: GraphTensor, b: GraphTensor) -> GraphTensor:
     """torch.matmul semantics, including 1-d operands and broadcast batch dims."""
-    if not isinstance(a, GraphTensor) or not isinstance(b, GraphTensor):
-        raise TypeError("matmul: both operands must be GraphTensors")
+    check_tensors("matmul", input=a, other=b)
     if a.ndim == 0 or b.ndim == 0:
         raise op_error(ValueError, "matmul", "both operands need at least one dim", a, b)
     require("matmul", a.dtype.kind != "b" and b.dtype.kind != "b", "bool operands are not supported", a, b)
@@ -38,7 +38,6 @@ def dot(a: GraphTensor, b: GraphTensor) -> GraphTensor:
 
 
 def outer(a: GraphTensor, b: GraphTensor) -> GraphTensor:
-    if not isinstance(a, GraphTensor) or not isinstance(b, GraphTensor):
-        raise TypeError("outer: both operands must be GraphTensors")
+    check_tensors("outer", input=a, vec2=b)
     require("outer", a.ndim == 1 and b.ndim == 1, "both operands must be 1-d", a, b, kind=ValueError)
     return mul(a.unsqueeze(-1), b.unsqueeze(0))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import dtype as dt
+from ..checks import tensor_op
 from ..errors import op_error
 from ..symbolic import is_static, prod
 from ..tensor import GraphTensor
@@ -35,10 +36,10 @@ def _keep(x: GraphTensor, out: GraphTensor, axes, keepdim: bool) -> GraphTensor:
     return out.reshape(tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
 
 
-def _axis_kw(axis, dim):
+def _axis_kw(axis, dim, op: str, x: GraphTensor):
     if dim is not None:
         if axis is not None:
-            raise TypeError("give axis= or dim=, not both")
+            raise op_error(TypeError, op, f"give axis= or dim=, not both (got {axis!r} and {dim!r})", x)
         return dim
     return axis
 
@@ -50,8 +51,9 @@ def _reduce(x: GraphTensor, op: str, axes) -> GraphTensor:
     return out
 
 
+@tensor_op("sum")
 def sum(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, dtype=None) -> GraphTensor:  # noqa: A001
-    axes = normalize_axes(x, _axis_kw(axis, dim), "sum")
+    axes = normalize_axes(x, _axis_kw(axis, dim, "sum", x), "sum")
     if dtype is not None:
         x = cast(x, dtype)
     elif x.dtype.kind == "b":
@@ -64,21 +66,23 @@ def _count(x: GraphTensor, axes):
     return n if is_static(n) else x.graph.constant(n)
 
 
+@tensor_op("mean")
 @_opmath
 def mean(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
-    require("mean", x.dtype.is_float, f"mean needs a float tensor, got {x.dtype.name}", x)
-    axes = normalize_axes(x, _axis_kw(axis, dim), "mean")
+    require("mean", x.dtype.is_float, f"needs a float tensor, got {x.dtype.name}", x)
+    axes = normalize_axes(x, _axis_kw(axis, dim, "mean", x), "mean")
     n = _count(x, axes)
     s = sum(x, axes, keepdim)
     return div(s, n if is_static(n) else cast(n, x.dtype))
 
 
+@tensor_op("var")
 @_opmath
 def var(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, correction=1, unbiased=None) -> GraphTensor:
-    require("var", x.dtype.is_float, f"var needs a float tensor, got {x.dtype.name}", x)
+    require("var", x.dtype.is_float, f"needs a float tensor, got {x.dtype.name}", x)
     if unbiased is not None:
         correction = 1 if unbiased else 0
-    axes = normalize_axes(x, _axis_kw(axis, dim), "var")
+    axes = normalize_axes(x, _axis_kw(axis, dim, "var", x), "var")
     n = _count(x, axes)
     # torch divides by max(0, n - correction): too large a correction gives inf (or NaN), not a negative
     denom = maximum(sub(cast(n, x.dtype), correction), 0) if isinstance(n, GraphTensor) else max(0, n - correction)
@@ -93,11 +97,13 @@ def var(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, correctio
     return div(sum(mul(d, d), axes, keepdim), denom)
 
 
+@tensor_op("std")
 @_opmath
 def std(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, correction=1, unbiased=None) -> GraphTensor:
     """The square root of ``var``. Where the variance is 0 (constant values), torch's gradient is 0:
     sqrt's own, 1 / (2 * 0), times var's zero gradient would be NaN, so there the root reads 1 and
     the result is 0 instead."""
+    require("std", x.dtype.is_float, f"needs a float tensor, got {x.dtype.name}", x)
     v = var(x, axis, keepdim, dim=dim, correction=correction, unbiased=unbiased)
     flat = eq(v, 0)
     return where(flat, 0.0, sqrt(where(flat, 1.0, v)))
@@ -109,9 +115,10 @@ def _nonempty(x, axes, op):
             raise op_error(ValueError, op, f"cannot reduce over the empty dim {a}", x)
 
 
+@tensor_op("max")
 def amax(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
     """Maximum values over axes (numpy / ``torch.amax`` semantics; NaN propagates)."""
-    axes = normalize_axes(x, _axis_kw(axis, dim), "max")
+    axes = normalize_axes(x, _axis_kw(axis, dim, "max", x), "max")
     _nonempty(x, axes, "max")
     if len(axes) < 2:
         return _keep(x, _reduce(x, "MaxReduce", axes), axes, keepdim)
@@ -133,6 +140,7 @@ def _reverse_order(x: GraphTensor) -> GraphTensor:
     return neg(x) if x.dtype.is_float else sub(-1, x)
 
 
+@tensor_op("min")
 def amin(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
     return _reverse_order(amax(_reverse_order(x), axis, keepdim, dim=dim))
 
@@ -146,24 +154,27 @@ def _amax_or(x: GraphTensor, axes, fill, keepdim: bool) -> GraphTensor:
     return amax(x, axes, keepdim)
 
 
+@tensor_op("any")
 def any_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
     b = x if x.dtype.kind == "b" else cast(x, dt.bool_)
-    axes = normalize_axes(x, _axis_kw(axis, dim), "any")
+    axes = normalize_axes(x, _axis_kw(axis, dim, "any", x), "any")
     if any(is_static(x.shape[a]) and x.shape[a] == 0 for a in axes):
         rest = [d for i, d in enumerate(x.shape) if i not in axes]
         return _keep(x, x.graph.constant(False).expand(*rest), axes, keepdim)
     return _amax_or(b, axes, False, keepdim)
 
 
+@tensor_op("all")
 def all_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
     b = x if x.dtype.kind == "b" else cast(x, dt.bool_)
     return logical_not(any_(logical_not(b), axis, keepdim, dim=dim))
 
 
+@tensor_op("prod")
 @_opmath
 def prod_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
     """Product by pairwise halving (exact operations, no log/exp); needs static reduced sizes."""
-    axes = normalize_axes(x, _axis_kw(axis, dim), "prod")
+    axes = normalize_axes(x, _axis_kw(axis, dim, "prod", x), "prod")
     out = cast(x, dt.int32) if x.dtype.kind == "b" else x
     for a in sorted(axes, reverse=True):
         n = out.shape[a]
@@ -198,23 +209,26 @@ def _arg_extreme(x: GraphTensor, axis, keepdim: bool, largest: bool, op: str) ->
     return amin(cand, a, keepdim)
 
 
+@tensor_op("argmax")
 def argmax(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
-    return _arg_extreme(x, _axis_kw(axis, dim), keepdim, True, "argmax")
+    return _arg_extreme(x, _axis_kw(axis, dim, "argmax", x), keepdim, True, "argmax")
 
 
+@tensor_op("argmin")
 def argmin(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
-    return _arg_extreme(x, _axis_kw(axis, dim), keepdim, False, "argmin")
+    return _arg_extreme(x, _axis_kw(axis, dim, "argmin", x), keepdim, False, "argmin")
 
 
 def _empty(x: GraphTensor, axes) -> bool:
     return any(is_static(x.shape[a]) and x.shape[a] == 0 for a in axes)
 
 
+@tensor_op("logsumexp")
 def logsumexp(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
     """``log(sum(exp(x)))`` shifted by the max; an infinite max shifts by 0 (so all -inf gives -inf
     and a +inf gives +inf, as torch). Over an empty dim the sum is 0 and the result -inf."""
     x = _float(x, "logsumexp")
-    axes = normalize_axes(x, _axis_kw(axis, dim), "logsumexp")
+    axes = normalize_axes(x, _axis_kw(axis, dim, "logsumexp", x), "logsumexp")
     if _empty(x, axes):
         return log(sum(exp(x), axes, keepdim))
     m = _amax_or(x, axes, float("-inf"), keepdim=True)
@@ -229,13 +243,14 @@ def _shifted(x: GraphTensor, axis, dim, op: str):
     ``log_softmax_parts`` and in ``logsumexp``: its share of the gradient is exactly 0, but in 16 bits
     it would carry the rounding noise of a sum over the row (4-8x the tolerance at a 4096-long row's max)."""
     x = _float(x, op)
-    a = _axis_kw(axis, dim)
+    a = _axis_kw(axis, dim, op, x)
     a = x._axis(a if a is not None else -1, op)
     if _empty(x, (a,)):
         return None, a
     return sub(x, _amax_or(x, (a,), float("-inf"), keepdim=True).detach()), a
 
 
+@tensor_op("softmax")
 def softmax(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
     z, a = _shifted(x, axis, dim, "softmax")
     if z is None:  # nothing to normalise over
@@ -244,6 +259,7 @@ def softmax(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
     return div(e, sum(e, a, keepdim=True))
 
 
+@tensor_op("log_softmax")
 def log_softmax(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
     z, a = _shifted(x, axis, dim, "log_softmax")
     if z is None:
@@ -264,9 +280,10 @@ def log_softmax_parts(x: GraphTensor, axis: int):
     return x, m, log(sum(exp(sub(x, m)), a, keepdim=True))
 
 
+@tensor_op("cumsum")
 def cumsum(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
     """``out[i] = sum_{j<=i} x[j]`` as a masked sum over a (n, n) lower-triangular window."""
-    a = x._axis(_axis_kw(axis, dim), "cumsum")
+    a = x._axis(_axis_kw(axis, dim, "cumsum", x), "cumsum")
     if x.dtype.kind == "b":
         x = cast(x, dt.int32)
     n = x.shape[a]
@@ -279,10 +296,11 @@ def cumsum(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
     return out.transpose(a, -1) if a != x.ndim - 1 else out
 
 
+@tensor_op("cumprod")
 @_opmath
 def cumprod(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
     """Inclusive product scan by doubling (Hillis-Steele): log2(n) exact multiplies; static n."""
-    a = x._axis(_axis_kw(axis, dim), "cumprod")
+    a = x._axis(_axis_kw(axis, dim, "cumprod", x), "cumprod")
     n = x.shape[a]
     require("cumprod", is_static(n), f"cumprod over the symbolic dim {n} is not supported", x, kind=ValueError)
     out = cast(x, dt.int32) if x.dtype.kind == "b" else x

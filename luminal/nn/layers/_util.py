@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ...frontend import dtype as dt
-from ...frontend.errors import op_error
+from ...frontend.checks import check_tensors
+from ...frontend.errors import op_error, renamed
 from ...frontend.symbolic import shape_str
 from ...frontend.tensor import GraphTensor
 from ..parameter import Buffer, Parameter
@@ -36,9 +39,20 @@ def ntuple(x, n: int, name: str, minimum: int | None = None) -> tuple[int, ...]:
     return out
 
 
-def check_tensor(layer, x) -> None:
-    if not isinstance(x, GraphTensor):
-        raise TypeError(f"{layer}: expected a GraphTensor input, got {type(x).__name__}")
+def layer_forward(forward):
+    """Decorator for a layer's ``forward(self, x, ...)``: ``x`` must be a GraphTensor, and errors of the
+    ops the layer is built from are reported under the layer (``Linear(in_features=3, ...): matmul:
+    ...``), the call the user wrote. Thin wrappers of one functional op (Softmax, Flatten) go without:
+    the op's own name is the clearer one there."""
+
+    @functools.wraps(forward)
+    def run(self, x, *args, **kwargs):
+        name = layer_name(self)
+        check_tensors(name, input=x)
+        with renamed(name):
+            return forward(self, x, *args, **kwargs)
+
+    return run
 
 
 def bad_input(layer, expected: str, x: GraphTensor, kind=ValueError):

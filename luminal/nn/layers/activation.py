@@ -1,7 +1,10 @@
-"""Activation modules: thin wrappers over the frontend's activation ops, torch's constructor arguments."""
+"""Activation modules: thin wrappers over the frontend's activation ops, torch's constructor arguments.
+They call the ops as functions, not methods, so a non-tensor input is reported by the op."""
 
 from __future__ import annotations
 
+from ...frontend import ops
+from ...frontend.checks import check_tensors
 from ..module import Module
 
 
@@ -16,27 +19,27 @@ class _Elementwise(Module):
 
 class ReLU(_Elementwise):
     def forward(self, x):
-        return x.relu()
+        return ops.relu(x)
 
 
 class SiLU(_Elementwise):
     def forward(self, x):
-        return x.silu()
+        return ops.silu(x)
 
 
 class Tanh(Module):
     def forward(self, x):
-        return x.tanh()
+        return ops.tanh(x)
 
 
 class Sigmoid(Module):
     def forward(self, x):
-        return x.sigmoid()
+        return ops.sigmoid(x)
 
 
 class Mish(_Elementwise):
     def forward(self, x):
-        return x.mish()
+        return ops.mish(x)
 
 
 class GELU(Module):
@@ -47,7 +50,7 @@ class GELU(Module):
         self.approximate = approximate
 
     def forward(self, x):
-        return x.gelu(approximate=self.approximate)
+        return ops.gelu(x, approximate=self.approximate)
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"
@@ -59,7 +62,7 @@ class LeakyReLU(_Elementwise):
         self.negative_slope = negative_slope
 
     def forward(self, x):
-        return x.leaky_relu(self.negative_slope)
+        return ops.leaky_relu(x, self.negative_slope)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}"
@@ -71,7 +74,7 @@ class ELU(_Elementwise):
         self.alpha = alpha
 
     def forward(self, x):
-        return x.elu(self.alpha)
+        return ops.elu(x, self.alpha)
 
 
 class Softplus(Module):
@@ -80,7 +83,7 @@ class Softplus(Module):
         self.beta, self.threshold = beta, threshold
 
     def forward(self, x):
-        return x.softplus(self.beta, self.threshold)
+        return ops.softplus(x, self.beta, self.threshold)
 
 
 def _legacy_softmax_dim(ndim: int) -> int:
@@ -94,7 +97,8 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, x):
-        return x.softmax(self.dim if self.dim is not None else _legacy_softmax_dim(x.ndim))
+        check_tensors("softmax", input=x)
+        return ops.softmax(x, self.dim if self.dim is not None else _legacy_softmax_dim(x.ndim))
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
@@ -102,4 +106,5 @@ class Softmax(Module):
 
 class LogSoftmax(Softmax):
     def forward(self, x):
-        return x.log_softmax(self.dim if self.dim is not None else _legacy_softmax_dim(x.ndim))
+        check_tensors("log_softmax", input=x)
+        return ops.log_softmax(x, self.dim if self.dim is not None else _legacy_softmax_dim(x.ndim))

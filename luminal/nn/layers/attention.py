@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 
 from ...frontend import dtype as dt
-from ...frontend.errors import op_error
+from ...frontend.checks import check_tensors
+from ...frontend.errors import check_int, op_error, renamed
 from ...frontend.ops import where
-from ...frontend.symbolic import shape_str
+from ...frontend.symbolic import is_static, shape_str
 from .. import init
 from ..module import Module
-from ._util import bad_input, check_tensor, layer_name, param
+from ._util import bad_input, layer_forward, layer_name, param
 from .dropout import dropout
 from .linear import Linear
 
@@ -43,11 +44,20 @@ def _attention_scores(query, key, attn_mask, is_causal, scale, enable_gqa, name)
     if is_causal:
         attn_mask = _causal(query.graph, query.shape[-2], key.shape[-2])
     if attn_mask is not None:
+        if not _broadcasts(attn_mask.shape, scores.shape):
+            raise op_error(ValueError, name, f"attn_mask of shape {shape_str(attn_mask.shape)} does not broadcast to "
+                           f"the scores (..., L, S) = {shape_str(scores.shape)}", query, key, attn_mask)
         if attn_mask.dtype is dt.bool_:
             scores = where(attn_mask, scores, -math.inf)
         else:
             scores = scores + attn_mask
     return scores
+
+
+def _broadcasts(shape, target) -> bool:
+    """Whether ``shape`` broadcasts to ``target`` without growing it."""
+    return len(shape) <= len(target) and all(
+        d == t or (is_static(d) and d == 1) for d, t in zip(reversed(shape), reversed(target)))
 
 
 def _safe_softmax(scores):
@@ -58,15 +68,18 @@ def _safe_softmax(scores):
     return where(full, 0.0, where(full, 0.0, scores).softmax(-1))
 
 
+@renamed("scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: float | None = None, enable_gqa: bool = False):
     """torch's ``F.scaled_dot_product_attention``: ``softmax(q @ k^T * scale + mask) @ v``. A bool mask
     marks the positions that take part; a float mask is added to the scores. Rows with every key masked
     out give 0, as torch's."""
     name = "scaled_dot_product_attention"
-    for t in (query, key, value):
-        check_tensor(name, t)
+    check_tensors(name, optional=("attn_mask",), query=query, key=key, value=value, attn_mask=attn_mask)
     scores = _attention_scores(query, key, attn_mask, is_causal, scale, enable_gqa, name)
+    if value.ndim < 2 or value.shape[-2] != key.shape[-2]:
+        raise op_error(ValueError, name, f"key (..., S, E) and value (..., S, Ev) must share S, got "
+                       f"{shape_str(key.shape)} and {shape_str(value.shape)}", key, value)
     # a causal mask always keeps key 0: only a given mask can leave a row with none
     w = _safe_softmax(scores) if attn_mask is not None else scores.softmax(-1)
     if dropout_p > 0.0:
@@ -93,7 +106,9 @@ class MultiheadAttention(Module):
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
                  vdim: int | None = None, batch_first: bool = False, dtype=None):
         super().__init__()
-        if embed_dim <= 0 or num_heads <= 0 or embed_dim % num_heads:
+        embed_dim = check_int("MultiheadAttention", "embed_dim", embed_dim, 1)
+        num_heads = check_int("MultiheadAttention", "num_heads", num_heads, 1)
+        if embed_dim % num_heads:
             raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
                              f"({num_heads})")
         if add_bias_kv or add_zero_attn:
@@ -134,15 +149,24 @@ class MultiheadAttention(Module):
         return y + self.in_proj_bias.on(g)[i * e:(i + 1) * e] if self.in_proj_bias is not None else y
 
     def _check(self, name, query, key, value):
+        check_tensors(name, query=query, key=key, value=value)
         for t, d, what in ((query, self.embed_dim, "query"), (key, self.kdim, "key"), (value, self.vdim, "value")):
-            check_tensor(name, t)
             if t.ndim not in (2, 3) or t.shape[-1] != d:
                 layout = "(N, L, {d}) or (L, {d})" if self.batch_first else "(L, N, {d}) or (L, {d})"
                 raise bad_input(f"{name} {what}", layout.format(d=d), t)
         if not (query.ndim == key.ndim == value.ndim):
             raise op_error(ValueError, name, "query, key and value must all be batched or all unbatched",
                            query, key, value)
+        seq, batch = (1, 0) if self.batch_first and query.ndim == 3 else (0, 1)
+        if key.shape[seq] != value.shape[seq]:
+            raise op_error(ValueError, name, f"key and value must have the same length S (dim {seq}), got "
+                           f"{shape_str(key.shape)} and {shape_str(value.shape)}", key, value)
+        if query.ndim == 3 and not query.shape[batch] == key.shape[batch] == value.shape[batch]:
+            raise op_error(ValueError, name, f"query, key and value must have the same batch size N (dim {batch}), "
+                           f"got {shape_str(query.shape)}, {shape_str(key.shape)} and {shape_str(value.shape)}",
+                           query, key, value)
 
+    @layer_forward
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
                 average_attn_weights: bool = True, is_causal: bool = False):
         name = layer_name(self)

@@ -4,11 +4,12 @@ batch dim of that matmul. The graph stays small, so compiling and differentiatin
 
 from __future__ import annotations
 
-from ...frontend.errors import op_error
+from ...frontend.checks import check_tensors
+from ...frontend.errors import check_int, op_error, renamed
 from ...frontend.symbolic import is_static, prod, shape_str
 from .. import init
 from ..module import Module
-from ._util import bad_input, check_float, check_tensor, layer_name, ntuple, param
+from ._util import bad_input, check_float, layer_forward, layer_name, ntuple, param
 
 
 def _same_padding(kernel, dilation) -> tuple[tuple[int, int], ...]:
@@ -35,6 +36,12 @@ def _pad_pairs(padding, nd: int, kernel, dilation, stride, name: str) -> tuple[t
 def conv_nd(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1, name: str = "conv"):
     """torch's ``F.conv{1,2,3}d`` for a batched input ``(N, C, *spatial)`` and ``weight``
     ``(O, C/groups, *kernel)`` (GraphTensors); ``padding`` may be an int, a tuple, 'same' or 'valid'."""
+    check_tensors(name, optional=("bias",), input=x, weight=weight, bias=bias)
+    with renamed(name):
+        return _conv_nd(x, weight, bias, stride, padding, dilation, groups, name)
+
+
+def _conv_nd(x, weight, bias, stride, padding, dilation, groups: int, name: str):
     nd = weight.ndim - 2
     kernel = tuple(weight.shape[2:])
     stride, dilation = ntuple(stride, nd, f"{name}: stride", 1), ntuple(dilation, nd, f"{name}: dilation", 1)
@@ -84,6 +91,9 @@ class _ConvNd(Module):
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", dtype=None):
         super().__init__()
         nd, name = self._nd, type(self).__name__
+        in_channels = check_int(name, "in_channels", in_channels, 1)
+        out_channels = check_int(name, "out_channels", out_channels, 1)
+        groups = check_int(name, "groups", groups)
         if groups <= 0 or in_channels % groups or out_channels % groups:
             raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
                              f"divisible by groups ({groups})")
@@ -107,9 +117,9 @@ class _ConvNd(Module):
             b = init.bias_bound(fan_in)
             init.uniform_(self.bias, -b, b)
 
+    @layer_forward
     def forward(self, x):
         name = layer_name(self)
-        check_tensor(name, x)
         check_float(name, x)
         nd = self._nd
         spatial = {1: "L", 2: "H, W", 3: "D, H, W"}[nd]

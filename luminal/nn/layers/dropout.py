@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...frontend.checks import check_tensors
+from ...frontend.errors import check_number, op_error
 from ..module import Module
 
 
@@ -9,8 +11,9 @@ def dropout(x, p: float = 0.5, training: bool = True):
     """torch's ``F.dropout``: zero each element with probability ``p`` and scale the survivors by
     ``1/(1-p)`` so the expectation is unchanged. The noise is a graph input drawn from ``x.graph.rng``
     on every call, so masks differ between runs and are reproducible by seeding that generator."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    check_tensors("dropout", input=x)
+    if not 0.0 <= check_number("dropout", "p", p, x) <= 1.0:
+        raise op_error(ValueError, "dropout", f"probability has to be between 0 and 1, but got {p}", x)
     if not training or p == 0.0:
         return x
     if p == 1.0:
@@ -22,7 +25,7 @@ def dropout(x, p: float = 0.5, training: bool = True):
 class Dropout(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
-        if not 0.0 <= p <= 1.0:
+        if not 0.0 <= check_number("Dropout", "p", p) <= 1.0:
             raise ValueError(f"Dropout: probability has to be between 0 and 1, but got {p}")
         self.p, self.inplace = p, inplace
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ...frontend import dtype as dt
-from ...frontend.errors import op_error
+from ...frontend.checks import check_tensors
+from ...frontend.errors import check_int, op_error
 from .. import init
 from ..module import Module
-from ._util import bad_input, check_tensor, layer_name, param
+from ._util import bad_input, layer_forward, layer_name, param
 
 
 class Identity(Module):
@@ -24,7 +25,8 @@ class Linear(Module):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None):
         super().__init__()
-        self.in_features, self.out_features = in_features, out_features
+        self.in_features = check_int("Linear", "in_features", in_features, 0)
+        self.out_features = check_int("Linear", "out_features", out_features, 0)
         self.weight = param((out_features, in_features), dtype)
         self.bias = param((out_features,), dtype) if bias else None
         self.reset_parameters()
@@ -35,8 +37,8 @@ class Linear(Module):
             b = init.bias_bound(self.in_features)
             init.uniform_(self.bias, -b, b)
 
+    @layer_forward
     def forward(self, x):
-        check_tensor(layer_name(self), x)
         if x.ndim == 0 or x.shape[-1] != self.in_features:
             raise bad_input(layer_name(self), f"(*, {self.in_features})", x)
         y = x @ self.weight.on(x.graph).T
@@ -54,6 +56,8 @@ class Embedding(Module):
                  max_norm=None, norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
                  _weight=None, _freeze: bool = False, dtype=None):
         super().__init__()
+        num_embeddings = check_int("Embedding", "num_embeddings", num_embeddings, 0)
+        embedding_dim = check_int("Embedding", "embedding_dim", embedding_dim, 0)
         if max_norm is not None or scale_grad_by_freq or sparse:
             raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are not supported")
         if padding_idx is not None:
@@ -79,8 +83,8 @@ class Embedding(Module):
         n, d = embeddings.shape
         return cls(n, d, padding_idx, _weight=embeddings, _freeze=freeze, dtype=dtype)
 
+    @layer_forward
     def forward(self, idx):
-        check_tensor(layer_name(self), idx)
         if idx.dtype is not dt.int32:
             raise op_error(TypeError, layer_name(self), f"expected integer indices, got {idx.dtype.name}", idx)
         w = self.weight.on(idx.graph)
@@ -101,6 +105,7 @@ class Flatten(Module):
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, x):
+        check_tensors("flatten", input=x)
         return x.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
@@ -113,6 +118,7 @@ class Unflatten(Module):
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
     def forward(self, x):
+        check_tensors("unflatten", input=x)
         return x.unflatten(self.dim, self.unflattened_size)
 
     def extra_repr(self) -> str:

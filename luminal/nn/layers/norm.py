@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...frontend import dtype as dt
+from ...frontend.errors import check_int
 from ...frontend.ops.elementwise import _opmath
 from ...frontend.symbolic import is_static, prod
 from .. import init
 from ..module import Module
-from ._util import bad_input, buffer, check_float, check_tensor, layer_name, param
+from ._util import bad_input, buffer, check_float, layer_forward, layer_name, param
 
 # torch.finfo(dtype).eps, RMSNorm's default eps for each input dtype
 _FINFO_EPS = {dt.float16: float(np.finfo(np.float16).eps), dt.bfloat16: 2.0 ** -7,
@@ -34,7 +35,6 @@ class _TrailingNorm(Module):
     """Shared by LayerNorm and RMSNorm: normalise over the last ``len(normalized_shape)`` dims."""
 
     def _axes(self, x):
-        check_tensor(layer_name(self), x)
         check_float(layer_name(self), x)
         k = len(self.normalized_shape)
         if x.ndim < k or tuple(x.shape[x.ndim - k:]) != self.normalized_shape:
@@ -59,6 +59,7 @@ class LayerNorm(_TrailingNorm):
         self.bias = param(self.normalized_shape, dtype) if elementwise_affine and bias else None
         self.reset_parameters()
 
+    @layer_forward
     @_opmath
     def forward(self, x):
         axes = self._axes(x)
@@ -84,6 +85,7 @@ class RMSNorm(_TrailingNorm):
         self.weight = param(self.normalized_shape, dtype) if elementwise_affine else None
         self.reset_parameters()
 
+    @layer_forward
     def forward(self, x):
         axes = self._axes(x)
         return self._normalize(x, axes, self.eps if self.eps is not None else _FINFO_EPS[x.dtype])
@@ -104,6 +106,7 @@ class _BatchNorm(Module):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, dtype=None):
         super().__init__()
+        num_features = check_int(type(self).__name__, "num_features", num_features, 1)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = param((num_features,), dtype) if affine else None
@@ -129,11 +132,11 @@ class _BatchNorm(Module):
             init.zeros_(self.bias)
 
     def _check(self, x):
-        check_tensor(layer_name(self), x)
         check_float(layer_name(self), x)
         if x.ndim not in self._ranks or x.shape[1] != self.num_features:
             raise bad_input(layer_name(self), self._layout.format(C=self.num_features), x)
 
+    @layer_forward
     @_opmath
     def forward(self, x):
         self._check(x)

@@ -10,10 +10,11 @@ import math
 
 import numpy as np
 
+from ...frontend.errors import check_int
 from ...frontend.ops.elementwise import _opmath
 from ...frontend.symbolic import is_static
 from ..module import Module
-from ._util import bad_input, check_float, check_tensor, layer_name, ntuple
+from ._util import bad_input, check_float, layer_forward, layer_name, ntuple
 
 
 def _out_size(n, k_eff: int, s: int, p: int, ceil_mode: bool):
@@ -63,7 +64,6 @@ class _PoolNd(Module):
 
     def _check(self, x):
         name = layer_name(self)
-        check_tensor(name, x)
         check_float(name, x)
         if x.ndim not in (self._nd + 1, self._nd + 2):
             spatial = {1: "L", 2: "H, W"}[self._nd]
@@ -91,6 +91,7 @@ class _MaxPoolNd(_PoolNd):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
         self._half_kernel_check()
 
+    @layer_forward
     def forward(self, x):
         name = self._check(x)
         w, _, axes = _windows(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
@@ -122,6 +123,7 @@ class _AvgPoolNd(_PoolNd):
         self.divisor_override = divisor_override
         self._half_kernel_check()
 
+    @layer_forward
     @_opmath
     def forward(self, x):
         name = self._check(x)
@@ -193,8 +195,9 @@ class _AdaptiveAvgPoolNd(_PoolNd):
         sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * self._nd
         if len(sizes) != self._nd:
             raise ValueError(f"{type(self).__name__}: output_size must be an int or {self._nd} values")
-        self.output_size = tuple(sizes)
+        self.output_size = tuple(s if s is None else check_int(type(self).__name__, "output_size", s, 1) for s in sizes)
 
+    @layer_forward
     def forward(self, x):
         name = self._check(x)
         spatial = x.shape[x.ndim - self._nd:]

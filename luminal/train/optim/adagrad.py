@@ -21,9 +21,7 @@ class Adagrad(Optimizer):
         super().__init__(params, defaults)
 
     def _validate(self, h: dict) -> None:
-        for k in ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps"):
-            if not h[k] >= 0:
-                raise ValueError(f"Adagrad: invalid {k} {h[k]!r} (must be >= 0)")
+        self._nonnegative(h, ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps"))
 
     def add_param_group(self, group: dict) -> None:
         self._validate({**self.defaults, **group})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...frontend.errors import check_number
 from ...frontend.ops import maximum
 from .optimizer import Optimizer
 
@@ -12,25 +13,29 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
                  maximize=False, decoupled_weight_decay=False):
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+        defaults = dict(lr=lr, betas=self._betas(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
         self._validate(defaults)
         super().__init__(params, defaults)
 
     def _validate(self, h: dict) -> None:
         name = type(self).__name__
-        for k in ("lr", "eps", "weight_decay"):
-            if not h[k] >= 0:
-                raise ValueError(f"{name}: invalid {k} {h[k]!r} (must be >= 0)")
+        self._nonnegative(h, ("lr", "eps", "weight_decay"))
         if len(h["betas"]) != 2:
             raise ValueError(f"{name}: betas must be a pair (beta1, beta2), got {h['betas']!r}")
         for i, b in enumerate(h["betas"]):
-            if not 0 <= b < 1:
+            if not 0 <= check_number(name, f"betas[{i}]", b) < 1:
                 raise ValueError(f"{name}: invalid betas[{i}] {b!r} (must be in [0, 1))")
+
+    def _betas(self, betas) -> tuple:
+        try:
+            return tuple(betas)
+        except TypeError:
+            raise TypeError(f"{type(self).__name__}: betas must be a pair (beta1, beta2), got {betas!r}") from None
 
     def add_param_group(self, group: dict) -> None:
         if "betas" in group:
-            group = {**group, "betas": tuple(group["betas"])}
+            group = {**group, "betas": self._betas(group["betas"])}
         self._validate({**self.defaults, **group})
         super().add_param_group(group)
 

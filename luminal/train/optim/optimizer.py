@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...frontend.errors import check_number
 from ...frontend.state import State, scalar_state
 
 
@@ -25,7 +26,12 @@ class Optimizer:
     state_names: tuple[str, ...] = ()
 
     def __init__(self, params, defaults: dict):
-        params = list(params)
+        try:
+            params = list(params)
+        except TypeError:
+            hint = " (pass module.parameters())" if hasattr(params, "parameters") else ""
+            raise TypeError(f"{type(self).__name__}: params must be an iterable of Parameters or of param-group "
+                            f"dicts, got {type(params).__name__}{hint}") from None
         if not params:
             raise ValueError(f"{type(self).__name__}: got an empty parameter list")
         groups = params if isinstance(params[0], dict) else [{"params": params}]
@@ -51,6 +57,14 @@ class Optimizer:
         for k, v in self.defaults.items():
             group.setdefault(k, v)
         self.param_groups.append(group)
+
+    def _nonnegative(self, h: dict, keys) -> None:
+        """The hyperparameters ``keys`` of ``h`` must be numbers >= 0 (NaN is refused too). A str or None
+        fails here, naming the optimizer, not later in a comparison or in the compiled step."""
+        name = type(self).__name__
+        for k in keys:
+            if not check_number(name, k, h[k]) >= 0:
+                raise ValueError(f"{name}: invalid {k} {h[k]!r} (must be >= 0)")
 
     # state ------------------------------------------------------------------------------------
     def state_for(self, p: State) -> dict[str, State]:

@@ -17,9 +17,7 @@ class RMSprop(Optimizer):
         super().__init__(params, defaults)
 
     def _validate(self, h: dict) -> None:
-        for k in ("lr", "alpha", "eps", "weight_decay", "momentum"):
-            if not h[k] >= 0:
-                raise ValueError(f"RMSprop: invalid {k} {h[k]!r} (must be >= 0)")
+        self._nonnegative(h, ("lr", "alpha", "eps", "weight_decay", "momentum"))
 
     def add_param_group(self, group: dict) -> None:
         self._validate({**self.defaults, **group})

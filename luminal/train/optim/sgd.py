@@ -17,9 +17,7 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _validate(self, h: dict) -> None:
-        for k in ("lr", "momentum", "weight_decay"):
-            if not h[k] >= 0:
-                raise ValueError(f"SGD: invalid {k} {h[k]!r} (must be >= 0)")
+        self._nonnegative(h, ("lr", "momentum", "weight_decay"))
         if h["nesterov"] and (h["momentum"] <= 0 or h["dampening"] != 0):
             raise ValueError(f"SGD: nesterov=True needs momentum > 0 and dampening = 0, got momentum="
                              f"{h['momentum']!r}, dampening={h['dampening']!r}")

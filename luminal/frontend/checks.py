@@ -1,0 +1,54 @@
+"""Tensor-argument checks at the entry of an op, a layer or a loss.
+
+A wrong argument should fail at the call that takes it, with an error naming that call: not later
+as an AttributeError (``None.dtype``), or as an error of an inner op or primitive the user never
+wrote (a ``Gather`` given tensors of two graphs). The checks are an isinstance and an identity
+compare per argument, so building a graph stays cheap. (Numbers and sizes: ``errors.check_number``,
+``errors.check_int``.)
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+from .errors import op_error, renamed
+from .tensor import GraphTensor
+
+
+def check_tensors(op: str, /, *, optional=(), **named) -> None:
+    """Each named argument must be a GraphTensor (those named in ``optional`` may be None), all of one
+    graph; otherwise a TypeError/ValueError naming ``op`` and the argument."""
+    graph = None
+    for what, x in named.items():
+        if not isinstance(x, GraphTensor):
+            if x is None and what in optional:
+                continue
+            raise op_error(TypeError, op, f"{what} must be a GraphTensor, got {type(x).__name__}")
+        if graph is None:
+            graph = x.graph
+        elif x.graph is not graph:
+            ts = [t for t in named.values() if isinstance(t, GraphTensor)]
+            raise op_error(ValueError, op, "operands belong to different graphs", *ts)
+
+
+def tensor_op(name: str):
+    """Decorator for a public op whose first argument is a tensor: that argument is checked on entry
+    (``relu(None)`` says ``relu: input must be a GraphTensor``, not ``'NoneType' object has no attribute``),
+    and errors of the ops it is built from are reported under ``name`` (``renamed``)."""
+
+    def deco(f):
+        first = inspect.unwrap(f).__code__.co_varnames[0]
+        rename = renamed(name)
+
+        @functools.wraps(f)
+        def op(*args, **kwargs):
+            x = args[0] if args else kwargs.get(first)
+            if not isinstance(x, GraphTensor):
+                check_tensors(name, input=x)  # raises, with the one wording
+            with rename:
+                return f(*args, **kwargs)
+
+        return op
+
+    return deco
