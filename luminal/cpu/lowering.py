@@ -227,20 +227,24 @@ def _reduce(k, b) -> None:
 def _reduce_into(b, op, x, axes, dtype, out) -> None:
     """``numpy_ops.reduce``; over at most ``SMALL_REDUCE`` elements per output (a 2x2 pooling window)
     as a chain of elementwise ufunc calls over slices instead: numpy's reduction loop runs per
-    output element there, several times slower than one pass per slice."""
+    output element there, several times slower than one pass per slice. A float sum ends with an
+    added +0.0, the start of ``np.add.reduce`` (and torch's sum): a sum of -0.0 values is +0.0."""
     sizes = [shape_of(x)[a] for a in axes]
     n = int(np.prod(sizes))
     if not 1 <= n <= SMALL_REDUCE:
         b.calls.append((ops.reduce, (op, x, axes, dtype, out)))
         return
     parts = [b.take(x, dict(zip(axes, idx))) for idx in np.ndindex(*sizes)]
+    zero = np.zeros((), out.dtype) if op == "sum" and dtype.is_float else None  # a sum starts from +0.0
     if n == 1:
-        b.calls.append((np.copyto, (out, parts[0])))
+        b.calls.append((np.copyto, (out, parts[0])) if zero is None else (np.add, (parts[0], zero, out)))
         return
     f = ops.ufunc("Max" if op == "max" else "Add", dt.as_dtype(x.dtype) if dtype.kind != "b" else dtype)
     b.calls.append((f, (parts[0], parts[1], out)))
     for p in parts[2:]:
         b.calls.append((f, (out, p, out)))
+    if zero is not None:  # the chain starts from the first term: all -0.0 would stay -0.0, where +0.0 + ... is +0.0
+        b.calls.append((np.add, (out, zero, out)))
 
 
 def contraction(k):
