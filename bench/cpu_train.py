@@ -19,15 +19,15 @@ a shared machine a wide spread means other work was running: compare medians of 
 ratio is luminal / torch (lower is better); the goals are MLP <= 1.0 and CNN <= 1.5. ``compile s`` is the
 one-time ``compile_step`` cost, not in the ratio.
 
-Threads: torch uses as many intra-op threads as numpy's BLAS (which runs luminal's matmuls), so neither
-side gets more cores; set ``OPENBLAS_NUM_THREADS`` to change both.
+Threads: torch uses as many intra-op threads as numpy's OpenBLAS has, and so does luminal's cpu backend
+(its own threads for long row-wise runs, matmuls included, with BLAS on one thread meanwhile; small
+programs leave the threads to BLAS), so neither side gets more cores; set ``OPENBLAS_NUM_THREADS`` to
+change both.
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
-import glob
 import importlib.util
 import os
 import sys
@@ -40,6 +40,7 @@ import torch.nn.functional as F
 
 import luminal as lm
 from luminal import train
+from luminal.cpu import blas
 
 ROOT = Path(__file__).resolve().parents[1]
 GOALS = {"mlp": 1.0, "cnn": 1.5}
@@ -49,13 +50,10 @@ PAUSE_S = 0.2
 
 
 def blas_threads() -> int:
-    """Threads numpy's OpenBLAS uses: asked from the library itself, else from the environment."""
-    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs", "libscipy_openblas*"))
-    for lib in libs:
-        for name in ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads", "openblas_get_num_threads"):
-            fn = getattr(ctypes.CDLL(lib), name, None)
-            if fn is not None:
-                return int(fn())
+    """Threads numpy's OpenBLAS uses (what luminal's cpu backend uses too), else the environment's count."""
+    n = blas.threads()
+    if n is not None:
+        return n
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         if os.environ.get(var, "").isdigit():
             return int(os.environ[var])

@@ -13,6 +13,7 @@ State's array stays the same object across steps, so in steady state nothing is 
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
 
 import numpy as np
@@ -21,14 +22,16 @@ from ..compile.kernel_graph import dims_needed
 from ..compile.memory import MemoryPlan, storage_itemsize
 from ..frontend.symbolic import evaluate, prod
 from ..frontend.view import contiguous_strides
-from . import layout
+from . import blas, layout
 from . import numpy_ops as ops
 from .exprs import rewrite, shape_of, topo
 from .gemm import Strided
 from .lowering import contraction, lower
+from .parallel import Split, split_rows, thread_count
 
 CALLER_KINDS = ("input", "state", "random")
 MAX_BINDINGS = 8  # bindings kept per program (each holds all of its buffers)
+_NO_CONTEXT = contextlib.nullcontext()
 
 
 class CpuProgram:
@@ -93,6 +96,8 @@ class Binding:
         self._written = set(self._alias.values())  # the states written in place
         for k in kg.kernels:
             lower(k, self)
+        self.calls = split_rows(self.calls, self, thread_count())
+        self._threaded = any(isinstance(f, Split) for f, _ in self.calls)
         self.out_calls = [self._output(buf, v) for buf, v in kg.outputs]
         self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]
         self._deps = self._index_input_views()
@@ -103,7 +108,7 @@ class Binding:
         changed = [n for n in self._caller if arrays[n] is not last.get(n)]
         if changed:
             self._rebind(changed, arrays)
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), blas.single_threaded() if self._threaded else _NO_CONTEXT:
             for f, args in self.calls:
                 f(*args)
             outs = [f(*args) for f, args in self.out_calls]
@@ -136,7 +141,8 @@ class Binding:
 
     def _index_input_views(self) -> dict:
         deps: dict = {}
-        for lst in (self.calls, self.out_calls, self.up_calls):
+        parts = [p for f, _ in self.calls if isinstance(f, Split) for p in f.parts]
+        for lst in (self.calls, self.out_calls, self.up_calls, *parts):
             for i, (f, args) in enumerate(lst):
                 for n in {x.name for x in args if type(x) is InputView}:
                     deps.setdefault(n, []).append((lst, i, (f, args)))
@@ -243,7 +249,7 @@ class Binding:
         value written in place)."""
         if buf.id in self._alias:
             shape, dtype = self._caller[self._alias[buf.id]]
-            return self._input_view(self._alias[buf.id], shape, dtype, _byte_strides(shape, dtype), 0)
+            return self.caller_view(self._alias[buf.id], shape, dtype, _byte_strides(shape, dtype), 0)
         return self._arrays[buf.id]
 
     def strided_view(self, view) -> Strided:
@@ -280,7 +286,7 @@ class Binding:
         if all(n != 0 for n in v.shape):
             ops.check_bounds(v.shape, v.strides, v.offset, prod(shape))
         item = dtype.itemsize
-        return self._input_view(name, v.shape, dtype, tuple(s * item for s in v.strides), v.offset * item)
+        return self.caller_view(name, v.shape, dtype, tuple(s * item for s in v.strides), v.offset * item)
 
     def over(self, flat: np.ndarray, v: Strided) -> np.ndarray:
         """A writable view ``v`` of a flat array the program owns."""
@@ -318,7 +324,7 @@ class Binding:
             strides = np.reshape(probe, shape, copy=False).strides
         except ValueError:
             return None
-        return self._input_view(x.name, shape, x.dtype, strides, x.offset)
+        return self.caller_view(x.name, shape, x.dtype, strides, x.offset)
 
     def transpose(self, x, perm):
         """``x`` with its axes in order ``perm`` (a scalar unchanged)."""
@@ -326,7 +332,7 @@ class Binding:
             return x.transpose(perm)
         if not isinstance(x, InputView):
             return x
-        return self._input_view(x.name, tuple(x.shape[a] for a in perm), x.dtype, tuple(x.strides[a] for a in perm),
+        return self.caller_view(x.name, tuple(x.shape[a] for a in perm), x.dtype, tuple(x.strides[a] for a in perm),
                                 x.offset)
 
     def take(self, x, index: dict):
@@ -334,7 +340,7 @@ class Binding:
         if isinstance(x, np.ndarray):
             return x[tuple(index.get(i, slice(None)) for i in range(x.ndim)) + (Ellipsis,)]  # a view, even 0-d
         keep = [i for i in range(len(x.shape)) if i not in index]
-        return self._input_view(x.name, tuple(x.shape[i] for i in keep), x.dtype, tuple(x.strides[i] for i in keep),
+        return self.caller_view(x.name, tuple(x.shape[i] for i in keep), x.dtype, tuple(x.strides[i] for i in keep),
                                 x.offset + sum(j * x.strides[i] for i, j in index.items()))
 
     def compact(self, v):
@@ -345,7 +351,7 @@ class Binding:
         if isinstance(v, np.ndarray):
             return v[tuple(slice(0, 1) if s == 0 else slice(None) for s in strides)]
         shape = tuple(1 if s == 0 else n for n, s in zip(v.shape, strides))
-        return self._input_view(v.name, shape, v.dtype, v.strides, v.offset)
+        return self.caller_view(v.name, shape, v.dtype, v.strides, v.offset)
 
     def expand(self, v, shape):
         """A compact ``v`` broadcast (stride 0) back to ``shape``."""
@@ -354,10 +360,11 @@ class Binding:
             return v
         if isinstance(v, InputView):
             strides = tuple(0 if n != m else s for n, m, s in zip(v.shape, shape, v.strides))
-            return self._input_view(v.name, shape, v.dtype, strides, v.offset)
+            return self.caller_view(v.name, shape, v.dtype, strides, v.offset)
         return np.broadcast_to(v, shape)
 
-    def _input_view(self, name, shape, dtype, strides, offset) -> InputView:
+    def caller_view(self, name, shape, dtype, strides, offset) -> InputView:
+        """A view (byte ``strides`` and ``offset``) of the caller array ``name``, resolved on every rebind."""
         ref = InputView(name, tuple(shape), dtype, tuple(strides), offset)
         self._refs.setdefault(name, []).append(ref)
         return ref

@@ -1,0 +1,84 @@
+"""numpy's OpenBLAS thread count, which the compiled CPU backend takes over while a program runs.
+
+The backend runs its own threads (``parallel.py``), matmuls included, each thread calling BLAS on its
+share of the rows. BLAS must then run on one thread: OpenBLAS's own workers busy-wait for a while
+after every call, and on a machine with as many cores as threads they would hold the cores the
+backend's threads need (measured: no speedup at all from splitting the non-matmul calls while
+OpenBLAS had two threads). So a run sets OpenBLAS to one thread and puts the caller's count back at
+the end; the backend uses as many threads as OpenBLAS had.
+
+Only numpy's bundled OpenBLAS (the PyPI wheels) is driven; with any other BLAS the backend runs on
+one thread of its own unless ``LUMINAL_NUM_THREADS`` asks for more.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import threading
+
+import numpy as np
+
+_NAMES = ("scipy_openblas_{}_num_threads64_", "scipy_openblas_{}_num_threads", "openblas_{}_num_threads64_",
+          "openblas_{}_num_threads")
+
+
+def _functions():
+    """``(get, set)`` of numpy's bundled OpenBLAS, or None."""
+    base = os.path.dirname(np.__file__)
+    for path in glob.glob(os.path.join(base, "..", "numpy.libs", "*openblas*")) + \
+            glob.glob(os.path.join(base, ".dylibs", "*openblas*")):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in _NAMES:
+            get, put = getattr(lib, name.format("get"), None), getattr(lib, name.format("set"), None)
+            if get is not None and put is not None:
+                put.argtypes, put.restype = [ctypes.c_int], None
+                return get, put
+    return None
+
+
+_lock = threading.Lock()
+_state = {"found": None, "depth": 0, "saved": None}
+
+
+def _lib():
+    if _state["found"] is None:
+        _state["found"] = _functions() or ()
+    return _state["found"] or None
+
+
+def threads() -> int | None:
+    """OpenBLAS's thread count outside of runs, or None when numpy's BLAS is not OpenBLAS (or not found)."""
+    lib = _lib()
+    if lib is None:
+        return None
+    with _lock:
+        return _state["saved"] if _state["depth"] else int(lib[0]())
+
+
+class single_threaded:
+    """``with single_threaded():`` OpenBLAS runs on one thread; the caller's count comes back after
+    the outermost one exits (runs may nest or overlap from several Python threads)."""
+
+    def __enter__(self):
+        lib = _lib()
+        if lib is not None:
+            with _lock:
+                if _state["depth"] == 0:
+                    _state["saved"] = int(lib[0]())
+                    lib[1](1)
+                _state["depth"] += 1
+        return self
+
+    def __exit__(self, *exc):
+        lib = _lib()
+        if lib is not None:
+            with _lock:
+                _state["depth"] -= 1
+                if _state["depth"] == 0:
+                    lib[1](_state["saved"])
+        return False
