@@ -124,8 +124,8 @@ def _roles(f, args):
     same row of its inputs (along some axis), else None."""
     if isinstance(f, functools.partial) and not f.args and set(f.keywords) <= {"dtype"}:
         f = f.func
-    if f is np.matmul:
-        return ((0, 1), (2,)) if len(args) == 3 else None
+    if f is np.matmul:  # (a vector operand has no rows to line up with the output's)
+        return ((0, 1), (2,)) if len(args) == 3 and all(len(_shape(a)) >= 2 for a in args) else None
     if isinstance(f, np.ufunc):
         if f.signature is not None:
             return None

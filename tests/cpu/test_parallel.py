@@ -128,6 +128,12 @@ def test_matmuls_cut_by_batch_rows_and_columns():
     assert part[2][1][1].shape == (3, 2)  # a plain GEMM with leading 1s: columns of the right operand
 
 
+def test_a_matmul_with_a_vector_operand_is_not_cut():
+    a, v = np.ones((4, 4, 3)), np.ones(3)
+    calls = [(np.matmul, (a, v, np.empty((4, 4))))]  # out rows are a's batch, not a's rows
+    assert split_rows(calls, _Binding(), THREADS) == calls
+
+
 def test_rows_written_then_read_transposed_are_not_cut_together():
     def make():
         x = np.arange(36.0).reshape(6, 6)
