@@ -130,7 +130,7 @@ def _roles(f, args):
         if f.signature is not None:
             return None
         return (tuple(range(f.nin)), (f.nin,)) if f.nout == 1 and len(args) == f.nin + 1 else None
-    roles = _ROLES.get(f) if callable(f) and not isinstance(f, Split) else None
+    roles = _ROLES.get(f)
     if roles is None or len(args) <= max(roles[0] + roles[1]):
         return None
     return roles
@@ -223,6 +223,7 @@ class _Run:
 
     def __init__(self):
         self.calls: list = []
+        self.rows: list = []  # the _Rows of each call
         self.n = None
         self.work = 0.0
         self.other = 0.0  # the work outside matmuls
@@ -246,6 +247,7 @@ class _Run:
                 any(_overlap(w, x) for w in self.written for x in whole):
             return False
         self.calls.append(call)
+        self.rows.append(rows)
         self.n = rows.n
         self.work += rows.work
         if call[0] is not np.matmul:
@@ -270,8 +272,8 @@ class _Run:
         parts = []
         for lo, hi in zip(bounds, bounds[1:]):
             part = []
-            for f, args in self.calls:
-                cut = dict(_row_call(f, args).cut)
+            for (f, args), rows in zip(self.calls, self.rows):
+                cut = dict(rows.cut)
                 part.append((f, tuple(a if i not in cut else _rows_of(binding, a, cut[i], lo, hi)
                                       for i, a in enumerate(args))))
             parts.append(part)
