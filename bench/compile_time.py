@@ -4,7 +4,7 @@ Loop rolling gives the e-graph one block however deep the stack, so compile time
 flat: the goal is depth 32 / depth 2 <= 1.5. Each point is the median of a few ``lm.compile`` runs
 (backend "cpu", the whole pipeline), then split by stage from the compile report: the e-graph runs
 (lower, rewrite, extract: the part rolling keeps flat), the rolling pass itself (detection, template
-and rest building, stitching) and the stages after it (kernels, memory plan).
+and rest building, linking) and the stages after it (kernels, memory plan).
 
     python bench/compile_time.py [--depths 1 2 4 8 16 32] [--repeats 3]
 """

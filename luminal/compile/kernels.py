@@ -28,6 +28,7 @@ import numpy as np
 from ..frontend import dtype as dt
 from ..frontend.primitives import ELEMENTWISE
 from ..frontend.symbolic import prod
+from .calls import Fragment
 from .kernel_graph import Buffer, Expr, Kernel, KernelGraph, dims_needed
 
 RECOMPUTE_LIMIT = 4  # elementwise ops worth recomputing in each reader rather than storing once
@@ -71,6 +72,8 @@ class KernelBuilder:
         self.in_order: dict[int, object] = {}  # id(view) -> its element count if contiguous, else None
         self.sizes: dict[int, object] = {}  # id(shape) -> _numel(shape)
         self.alive: list = []  # the shapes keyed by id in ``sizes``
+        self.leaf_buffers: dict[tuple, Buffer] = {}  # one buffer per distinct leaf, whichever term reads it
+        self.fragments: dict[int, Fragment] = {}  # id(Body) -> its kernels, built at its first call
 
     # step 1 ------------------------------------------------------------------------------------
     def decide(self):
@@ -104,9 +107,15 @@ class KernelBuilder:
         return b
 
     def buffer(self, t) -> Buffer:
-        """The buffer holding term ``t`` (leaves get theirs on first use)."""
+        """The buffer holding term ``t`` (leaves get theirs on first use: one per distinct leaf, as the
+        rest of a rolled program and its bodies' fragments each have their own leaf terms)."""
         b = self.buffer_of.get(t)
         if b is not None:
+            return b
+        key = (t.op, t.arg, t.dtype.name, t.shape)
+        b = self.leaf_buffers.get(key)
+        if b is not None:
+            self.buffer_of[t] = b
             return b
         if t.op == "Input":
             b = self._new_buffer(t.shape, t.dtype, self.input_kinds.get(t.arg, "input"), t.arg)
@@ -120,7 +129,7 @@ class KernelBuilder:
             assert _is_scalar_const(t), f"no buffer was made for {t}"
             b = self._new_buffer((), t.dtype)
             self.kernels.append(Kernel("elementwise", (), [], [(b, self._scalar(t))], fused=("Constant",)))
-        self.buffer_of[t] = b
+        self.buffer_of[t] = self.leaf_buffers[key] = b
         return b
 
     # step 2 ------------------------------------------------------------------------------------
@@ -142,8 +151,18 @@ class KernelBuilder:
 
     def drafts(self) -> list[_Draft]:
         drafts = []
+        calls: dict = {}  # Call term -> its draft, whose roots are the call and its Out terms
         for t in self.order:
             if t not in self.mat or t.op in ("Input", "Constant", "Arange"):
+                continue
+            if t.op == "Call":
+                calls[t] = _Draft("call", None, [t], {s for s, _ in t.srcs}, set(), self.pos[t])
+                drafts.append(calls[t])
+                continue
+            if t.op == "Out":
+                d = calls[t.srcs[0][0]]
+                d.roots.append(t)
+                d.hi = self.pos[t]
                 continue
             kind = ("elementwise" if t.op in ELEMENTWISE else "reduce" if t.op in ("SumReduce", "MaxReduce")
                     else "matmul" if t.op == "MatMul" else "gather" if t.op == "Gather" else "scatter_add")
@@ -173,7 +192,7 @@ class KernelBuilder:
             size = self._size(d2.roots[0].shape)
             for r2 in sorted(d2.reads, key=lambda r: -self.pos[r]):
                 d1 = owner.get(r2)
-                if d1 is None or d1 is d2 or d1.kind in ("gather", "scatter_add"):
+                if d1 is None or d1 is d2 or d1.kind in ("gather", "scatter_add", "call"):
                     continue
                 if not all(_same(self._size(r.shape), size) for r in d1.roots):
                     continue  # an epilogue or a sibling region covers the same elements
@@ -205,6 +224,9 @@ class KernelBuilder:
 
     # emit --------------------------------------------------------------------------------------
     def emit(self, d: _Draft):
+        if d.kind == "call":
+            self._emit_call(d)
+            return
         needed = {r for r in d.roots if r in self.read_outside or r in self.root_set}
         for r in d.roots:
             if r in needed and r not in self.buffer_of:
@@ -244,6 +266,18 @@ class KernelBuilder:
         fused = tuple(t.op for t in reversed(core)) + _names([r for r in d.roots if r is not top], self.mat, root_set)
         self.kernels.append(Kernel(d.kind, tuple(domain), ins, outs, axes=axes, reduce_op=reduce_op,
                                    prologue=prologue, acc_dtype=top.dtype, epilogue_inputs=epi_ins, fused=fused))
+
+    def _emit_call(self, d: _Draft):
+        """One call of a loop body: the body's kernels (built at its first call) copied onto this
+        call's argument buffers (``calls.py``)."""
+        call = d.roots[0]
+        body = call.arg.body
+        frag = self.fragments.get(id(body))
+        if frag is None:
+            frag = self.fragments[id(body)] = Fragment(body, self)
+        outs = frag.call(self, [self.buffer(s) for s, _ in call.srcs])
+        for r in d.roots[1:]:
+            self.buffer_of[r] = outs[r.arg]
 
     def _operand(self, s, view, ins, memo, root_set, inside) -> Expr:
         """How a kernel reads term ``s`` through ``view``: an inline scalar, the producer's own

@@ -52,7 +52,7 @@ def compile_graph(graph, outputs, updates, *, search: int = 0, seed: int = 0, bu
 
     The cyclic collector is off while compiling: the stages allocate many small objects and free
     few, so its passes would be wasted work. It comes back on only once ``_compile`` has returned and
-    its intermediates (the stitched terms, the rolling tables: most of what was allocated) are freed,
+    its intermediates (the linked terms, the rolling tables: most of what was allocated) are freed,
     so that its first pass walks the results alone."""
     gc_was_on = gc.isenabled()
     gc.disable()

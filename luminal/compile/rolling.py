@@ -3,8 +3,9 @@
 Models repeat blocks (MLP layers, transformer layers) in the forward and in the backward pass. The
 e-graph should see each block once, so that its share of compile time stays flat as depth grows:
 
-1. **Label** every node by what two copies must agree on: op, arg, dtype, shape and the views of its
-   inputs. Leaves never join a body (each layer has its own weights, read by name).
+1. **Labels** (made by ``Graph.add`` as it builds each node) say what two copies must agree on: op,
+   arg, dtype, shape and the views of its inputs. Leaves never join a body (each layer has its own
+   weights, read by name).
 2. **Seed** with a class of nodes sharing their label and their inputs' labels, of the most common
    class size (usually the depth), earliest class first.
 3. **Grow** the seeds into *trips* all at once, one *position* (one node per trip) at a time, through
@@ -19,12 +20,14 @@ e-graph should see each block once, so that its share of compile time stays flat
    synthetic Input leaf instead (leaves shared by all trips stay, so constants still fold). Its
    outputs are the positions read outside their trip. It is optimised once.
 6. **Rest**: everything outside the loops, trip outputs read from synthetic leaves; optimised once.
-7. **Stitch**: copy the template's terms for every trip, its synthetic inputs replaced by the terms of
-   that trip's actual inputs, into one Term DAG.
+7. **Link**: the optimised template becomes a Body; the rest's terms and, for every trip, Call terms
+   of that body on the trip's actual inputs make one Term DAG. The kernel stage builds a body's
+   kernels once and copies them per call (``compile/calls.py``).
 
-Every trip is isomorphic to trip 0 with its own inputs, so the stitched DAG computes exactly what the
-roots compute. The price: the e-graph cannot fuse across a body's boundary. Every pass here is linear
-in the graph.
+Every trip is isomorphic to trip 0 with its own inputs, so the linked DAG computes exactly what the
+roots compute. The price: neither the e-graph nor the kernel stage fuses across a body's boundary
+(a body's inputs and outputs are buffers). Detection is linear in the graph; linking, in the rest
+and the trips' interfaces.
 """
 
 from __future__ import annotations
@@ -36,11 +39,10 @@ from collections import Counter, defaultdict, deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from ..frontend.graph import Node, _exact
+from ..frontend.graph import Node
 from ..frontend.primitives import LEAVES
-from ..frontend.symbolic import prod
-from .egraph.fusion import ACCEPTS, kind
-from .term import Term, topological
+from ..frontend.view import View
+from .term import Body, CallArg, Term, topological
 
 MIN_SAVED = 32  # nodes a loop must take off the e-graph (body x (trips - 1)) to pay for a second run
 MIN_BODY = 4  # smaller bodies cut their nodes off from every neighbour the e-graph could fuse them with
@@ -71,13 +73,13 @@ def optimize_rolled(roots, *, nodes=None, search: int = 0, timer=None, **kw):
     ``nodes``: ``collect(roots)``, when the caller already has it.
 
     Each template and the rest is one e-graph run. With ``search``, a run's candidates are timed as
-    whole programs: stitched with the runs already done and, for those still to come, their nodes
+    whole programs: linked with the runs already done and, for those still to come, their nodes
     one to one (the same in every candidate, so the comparison stays fair)."""
     t0 = time.perf_counter()
     with _no_gc():
         nodes = collect(roots) if nodes is None else nodes
-        label, readers, classes = _index(nodes)
-        loops, owner = _find_loops(nodes, label, readers, classes)
+        readers, classes = _index(nodes)
+        loops, owner = _find_loops(nodes, readers, classes)
         if loops:
             ids = _Ids()
             root_ids = {r.id for r in roots}
@@ -92,22 +94,22 @@ def optimize_rolled(roots, *, nodes=None, search: int = 0, timer=None, **kw):
         res = _optimize(roots, search=search, timer=timer, **kw)
         _add_roll_stats(res.stats, [], roll_s)
         return res
-    sizes: list[int] = []  # terms in each stitched program
+    sizes: list[int] = []  # terms in each linked program, every Call expanded
 
-    def stitch():
+    def link():
         for lp, terms in zip(loops, unit_terms):
             lp.terms = terms
         with _no_gc():
-            st = _Stitch(loops, owner, unit_terms[-1] if rest_roots else {}, rest_inputs)
-            terms = st.run(roots)
-        sizes.append(len(st.order))
+            ln = _Link(loops, owner, unit_terms[-1] if rest_roots else {}, rest_inputs)
+            terms = ln.run(roots)
+        sizes.append(ln.size())
         return terms
 
     def timed(i):
         def run(candidate):
             unit_terms[i] = candidate
             try:
-                return timer(stitch())
+                return timer(link())
             except _Cycle:
                 return float("inf")
         return run
@@ -118,7 +120,7 @@ def optimize_rolled(roots, *, nodes=None, search: int = 0, timer=None, **kw):
         unit_terms[i] = results[-1].terms
     t1 = time.perf_counter()
     try:
-        terms = stitch()
+        terms = link()
     except _Cycle:  # an extracted template read an input its value does not depend on: do not roll
         res = _optimize(roots, search=search, timer=timer, **kw)
         _add_roll_stats(res.stats, [], roll_s + time.perf_counter() - t1)
@@ -158,41 +160,25 @@ def collect(roots) -> list[Node]:
 
 
 def _index(nodes):
-    """One pass over the nodes: ``label`` (node id -> what two copies of a node must share: op, arg,
-    dtype, shape, input views; leaves by kind, never by name or value), ``readers`` (node id ->
-    [(reader, input slot)]) and the seed classes (non-leaf nodes by label and their inputs' labels:
-    finer than labels, so that a class of copies is one node per repetition; coarser than whole-cone
-    hashes, which would tell the first layer from the others)."""
-    intern: dict = {}
-    view_ids: dict = {}  # view key -> small int, so that node keys hash small tuples
-    view_key: dict[int, int] = {}  # id(view) -> its small int
-    label: dict[int, int] = {}
+    """One pass over the nodes: ``readers`` (node id -> [(reader, input slot)]) and the seed classes
+    (non-leaf nodes by their label and their inputs' labels: finer than labels, so that a class of
+    copies is one node per repetition; coarser than whole-cone hashes, which would tell the first
+    layer from the others). A node's label, made by ``Graph.add``, names what two copies of it must
+    share: op, arg, dtype, shape, input views; a leaf's, only its kind."""
     readers: dict[int, list] = defaultdict(list)
     classes: dict[tuple, list] = defaultdict(list)
     for n in nodes:
         if n.op in LEAVES:
-            label[n.id] = intern.setdefault((n.op, None, n.dtype.name, n.shape, ()), len(intern))
             continue
-        vs, cls = [], []
-        for j, (s, v) in enumerate(n.srcs):
-            k = view_key.get(id(v))
-            if k is None:
-                key = (v.shape, v.strides, v.offset) if v.mask is None else \
-                    (v.shape, v.strides, v.offset, v.mask, _exact(v.pad))
-                k = view_key[id(v)] = view_ids.setdefault(key, len(view_ids))
-            vs.append(k)
-            cls.append(label[s.id])
+        key = [n.label]
+        for j, (s, _) in enumerate(n.srcs):
             readers[s.id].append((n, j))
-        arg = n.arg
-        if arg is not None and type(arg) is not int:
-            arg = _exact(arg)
-        lab = label[n.id] = intern.setdefault((n.op, arg, n.dtype.name, n.shape, tuple(vs)), len(intern))
-        cls.append(lab)
-        classes[tuple(cls)].append(n)
-    return label, readers, classes
+            key.append(s.label)
+        classes[tuple(key)].append(n)
+    return readers, classes
 
 
-def _find_loops(nodes, label, readers, all_classes):
+def _find_loops(nodes, readers, all_classes):
     """Grow loops from seed classes until none pays. Returns the loops and ``owner``: node id ->
     (loop, position, trip).
 
@@ -215,7 +201,7 @@ def _find_loops(nodes, label, readers, all_classes):
                     continue
                 tried.add(cls)
                 seeds = all_classes[cls] if not owner else [n for n in all_classes[cls] if n.id not in owner]
-                pos, internal = _grow_and_prune(len(loops), seeds, label, readers, owner, nodes, ids)
+                pos, internal = _grow_and_prune(len(loops), seeds, readers, owner, nodes, ids)
                 if _pays(pos):
                     loop = _Loop(len(loops), pos, internal)
                     break
@@ -232,14 +218,14 @@ def _find_loops(nodes, label, readers, all_classes):
                     live[c] -= 1
 
 
-def _grow_and_prune(k, seeds, label, readers, owner, nodes, ids) -> tuple[list, dict]:
+def _grow_and_prune(k, seeds, readers, owner, nodes, ids) -> tuple[list, dict]:
     """Loop ``k`` grown from ``seeds`` and pruned: its positions (claimed in ``owner``) and internal
     edges. A first or last trip wired differently from the others (a stack's first layer reading the
     input its own way, its last one feeding the loss) can still agree on every label as the body
     grows, and then fail pruning along with everything downstream of the odd edge. So when pruning
     takes more than half of the body, the loop is also tried without its first trip and without its
     last one, and the attempt that takes the most nodes off the e-graph is kept."""
-    pos = _Grower(k, label, readers, owner).grow(seeds)
+    pos = _Grower(k, readers, owner).grow(seeds)
     internal: dict = {}
     grown = len(pos)
     if not _pays(pos):
@@ -250,7 +236,7 @@ def _grow_and_prune(k, seeds, label, readers, owner, nodes, ids) -> tuple[list, 
     best = (_saved(pos), pos, internal)
     _release(pos, owner)
     for trimmed in (seeds[1:], seeds[:-1]):
-        pos = _Grower(k, label, readers, owner).grow(trimmed)
+        pos = _Grower(k, readers, owner).grow(trimmed)
         if _pays(pos):
             pos, internal = _prune(k, pos, nodes, ids, owner)
             if _saved(pos) > best[0]:
@@ -274,8 +260,8 @@ def _pays(pos) -> bool:
 class _Grower:
     """Grows one loop from its seeds, breadth first, claiming a position only when every trip agrees."""
 
-    def __init__(self, k, label, readers, owner):
-        self.k, self.label, self.readers, self.owner = k, label, readers, owner
+    def __init__(self, k, readers, owner):
+        self.k, self.readers, self.owner = k, readers, owner
         self.pos: list[tuple] = []
         self.queue: deque = deque()
 
@@ -295,10 +281,10 @@ class _Grower:
         i's forward) belongs to another loop, and would only be pruned later at the cost of a pass."""
         if cs[0].op in LEAVES:
             return
-        lab, owner, label = self.label[cs[0].id], self.owner, self.label
+        lab, owner = cs[0].label, self.owner
         prev = -1 << 62
         for c in cs:
-            if c.id <= prev or c.id in owner or label[c.id] != lab:
+            if c.id <= prev or c.id in owner or c.label != lab:
                 return
             prev = c.id
         p = len(self.pos)
@@ -310,11 +296,11 @@ class _Grower:
     def claim_readers(self, p, nodes) -> None:
         """Readers of position p, matched across trips by (label, input slot); several candidates in a
         trip are told apart by which positions of that trip they read."""
-        owner, label, readers = self.owner, self.label, self.readers
+        owner, readers = self.owner, self.readers
         first = defaultdict(list)
         for c, j in readers[nodes[0].id]:
             if c.id not in owner:
-                first[(label[c.id], j)].append(c)
+                first[(c.label, j)].append(c)
         if not first:
             return  # every claim starts from a reader in trip 0
         groups = [first]
@@ -322,7 +308,7 @@ class _Grower:
             g = defaultdict(list)
             for c, j in readers[n.id]:
                 if c.id not in owner:
-                    key = (label[c.id], j)
+                    key = (c.label, j)
                     if key in first:
                         g[key].append(c)
             groups.append(g)
@@ -345,7 +331,7 @@ class _Grower:
         out = []
         for s, _ in c.srcs:
             o = self.owner.get(s.id)
-            out.append(o[1] if o is not None and o[0] == self.k and o[2] == t else -1 - self.label[s.id])
+            out.append(o[1] if o is not None and o[0] == self.k and o[2] == t else -1 - s.label)
         return tuple(out)
 
 
@@ -430,6 +416,7 @@ def _build_template(lp: _Loop, ids: _Ids) -> None:
     (one per distinct tuple of nodes read), except leaves that every trip shares."""
     k, pos, internal = lp.index, lp.pos, lp.internal
     leaf_of: dict[tuple, Node] = {}
+    consts: dict[int, bool] = {}
     for p in sorted(range(len(pos)), key=lambda p: pos[p][0].id):  # inputs first
         n0 = pos[p][0]
         srcs = []
@@ -439,7 +426,7 @@ def _build_template(lp: _Loop, ids: _Ids) -> None:
                 srcs.append((lp.template[q], v))
                 continue
             ss = tuple(ns.srcs[j][0] for ns in pos[p])
-            if s0.op in LEAVES and all(s is s0 for s in ss):
+            if all(s is s0 for s in ss) and (s0.op in LEAVES or _constant(s0, consts)):
                 srcs.append((s0, v))
                 continue
             key = tuple(s.id for s in ss)
@@ -450,6 +437,27 @@ def _build_template(lp: _Loop, ids: _Ids) -> None:
                 lp.inputs[name] = ss
             srcs.append((leaf, v))
         lp.template[p] = Node(n0.id, n0.op, tuple(srcs), n0.arg, n0.dtype, n0.shape)
+
+
+def _constant(n: Node, memo: dict, limit: int = 16) -> bool:
+    """Is ``n`` a small computation of constants alone (a broadcast fill, a mask from an Arange)? Every
+    trip reading it then reads it from the template itself, where it folds or inlines into its readers
+    as it would unrolled, instead of from a buffer the rest fills."""
+    got = memo.get(n.id)
+    if got is None:
+        seen, stack, got = {n.id}, [n], True
+        while stack and got:
+            x = stack.pop()
+            if x.op in LEAVES:
+                got = x.op != "Input"
+                continue
+            for s, _ in x.srcs:
+                if s.id not in seen:
+                    seen.add(s.id)
+                    stack.append(s)
+            got = len(seen) <= limit
+        memo[n.id] = got
+    return got
 
 
 def _build_rest(roots, nodes, loops, owner, ids: _Ids):
@@ -502,24 +510,28 @@ def _outputs(lp: _Loop, readers, root_ids, owner) -> list[int]:
     return [p for p, ns in enumerate(lp.pos) if any(read_outside(n, t, tpl[p]) for t, n in enumerate(ns))]
 
 
-# stitching ------------------------------------------------------------------------------------
+# linking --------------------------------------------------------------------------------------
 class _Cycle(Exception):
     pass
 
 
-class _Stitch:
-    """One Term DAG from the optimised templates (copied once per trip) and the optimised rest.
+class _Link:
+    """One Term DAG from the optimised rest and the optimised templates: each trip is a Call of its
+    loop's Body (and an Out term per body output), so this pass costs the rest and the trips'
+    interfaces, not the trips' bodies (the kernel stage copies a body's kernels per call).
 
-    Work items: ``("N", node)`` the term computing a frontend node; ``("U", loop, trip)`` a whole trip's
-    copy of its template; ``("R", term)`` a copy of a rest term (its synthetic inputs resolved). Trips
-    are convex and read no later trip, so items depend on each other without cycles; graphs are deep,
-    so the walk is iterative."""
+    Work items: ``("N", node)`` the term computing a frontend node; ``("C", loop, trip)`` a trip's
+    Out terms; ``("R", term)`` a copy of a rest term (its synthetic inputs resolved). Trips are convex
+    and read no later trip, so items depend on each other without cycles (unless an extracted
+    template reads an input its value does not need: ``_Cycle``); graphs are deep, so the walk is
+    iterative."""
 
     def __init__(self, loops, owner, rest_terms, rest_inputs):
         self.loops, self.owner, self.rest_terms, self.rest_inputs = loops, owner, rest_terms, rest_inputs
         self.leaves: dict[tuple, Term] = {}
-        self.verdicts: dict[tuple, bool] = {}  # see ``_refuse``
-        self.progs = [_Program(lp, self._leaf, self.verdicts) for lp in loops]
+        self.views: dict = {}  # id(shape) -> (shape, its contiguous view): how a Call reads an argument
+        self.bodies = [_body(lp) for lp in loops]
+        self.out_index = [{lp.template[p].id: i for i, p in enumerate(lp.outputs)} for lp in loops]
         self.done: dict[tuple, object] = {}
 
     def run(self, roots) -> dict[int, Term]:
@@ -531,41 +543,56 @@ class _Stitch:
             t.id = i
         return terms
 
+    def size(self) -> int:
+        """Terms of the program with every Call expanded (a body's terms once per trip)."""
+        calls = Counter(t.arg.site[0] for t in self.order if t.op == "Call")
+        body = [len(topological(list(b.outputs))) - len(b.inputs) for b in self.bodies]
+        return sum(t.op not in ("Call", "Out") for t in self.order) + sum(body[k] * n for k, n in calls.items())
+
     def _deps(self, item) -> list[tuple]:
         kind, x = item[0], item[1]
-        if kind == "U":
+        if kind == "C":
             ns = self.loops[x].inputs
-            return [("N", ns[name][item[2]]) for name in self.progs[x].inputs]
+            return [("N", ns[t.arg][item[2]]) for t in self.bodies[x].inputs]
         if kind == "N":
             if x.op in LEAVES:
                 return []
             o = self.owner.get(x.id)
-            return [("R", self.rest_terms[x.id])] if o is None else [("U", o[0], o[2])]
+            return [("R", self.rest_terms[x.id])] if o is None else [("C", o[0], o[2])]
         node = self.rest_inputs.get(x.arg) if x.op == "Input" else None
         return [("N", node)] if node is not None else [("R", s) for s, _ in x.srcs]
 
     def _build(self, item, deps):
         kind, x = item[0], item[1]
-        if kind == "U":
-            return self.progs[x].copy(item[2], deps)
+        if kind == "C":
+            body = self.bodies[x]
+            srcs = tuple((d, self._view(d.shape)) for d in deps)
+            call = Term("Call", srcs, CallArg(body, (x, item[2])), None, (), (False,) * len(srcs))
+            part = ((call, self._view(())),)
+            return [Term("Out", part, i, o.dtype, o.shape, (False,)) for i, o in enumerate(body.outputs)]
         if kind == "N":
             if not deps:
                 return self._leaf(Term(x.op, (), x.arg, x.dtype, x.shape, origin=x.id))
             o = self.owner.get(x.id)
             if o is None:
                 return deps[0]
-            return deps[0][self.progs[o[0]].out[self.loops[o[0]].template[o[1]].id]]
+            return deps[0][self.out_index[o[0]][self.loops[o[0]].template[o[1]].id]]
         if x.op == "Input" and x.arg in self.rest_inputs:
             return deps[0]
         if not x.srcs:
             return self._leaf(x)
-        cut = tuple(k for k, (s, _) in enumerate(x.srcs) if s.op == "Input" and s.arg in self.rest_inputs)
         return Term(x.op, tuple((d, v) for d, (_, v) in zip(deps, x.srcs)), x.arg, x.dtype, x.shape,
-                    _refuse(x, deps, cut, self.verdicts) if cut else x.fusible, x.origin)
+                    x.fusible, x.origin)
 
     def _leaf(self, t: Term) -> Term:
-        """One term per distinct leaf across the rest and every template."""
+        """One term per distinct leaf in the rest and the Calls' arguments."""
         return self.leaves.setdefault((t.op, t.arg, t.dtype.name, t.shape), t)
+
+    def _view(self, shape) -> View:
+        got = self.views.get(id(shape))
+        if got is None:
+            got = self.views[id(shape)] = (shape, View.contiguous(shape))  # keeps the shape's id its own
+        return got[1]
 
     def _resolve(self, root) -> None:
         done, active = self.done, set()
@@ -588,67 +615,11 @@ class _Stitch:
             active.discard(item)
 
 
-class _Program:
-    """A loop's optimised template as a flat list, to copy once per trip. Terms that read no synthetic
-    input are built once and shared by every trip."""
-
-    def __init__(self, lp: _Loop, leaf, verdicts: dict):
-        self.pos, self.verdicts = lp.pos, verdicts
-        self.order = order = topological(list(lp.terms.values()))
-        index = {id(t): i for i, t in enumerate(order)}
-        self.out = {lp.template[p].id: index[id(lp.terms[lp.template[p].id])] for p in lp.outputs}
-        trip0 = {lp.template[p].id: p for p in range(len(lp.pos))}
-        self.steps = []  # per term read from a synthetic input: (index, term, input slot or -1, src indices,
-        #                   views, position of its origin or -1)
-        self.inputs: list[str] = []  # the synthetic inputs the optimised template still reads
-        self.shared: list = [None] * len(order)
-        varies = [False] * len(order)
-        for i, t in enumerate(order):
-            srcs = tuple(index[id(s)] for s, _ in t.srcs)
-            slot = -1
-            if t.op == "Input" and t.arg in lp.inputs:
-                slot = len(self.inputs)
-                self.inputs.append(t.arg)
-            varies[i] = slot >= 0 or any(varies[j] for j in srcs)
-            if varies[i]:
-                cut = tuple(k for k, j in enumerate(srcs) if order[j].op == "Input" and order[j].arg in lp.inputs)
-                self.steps.append((i, t, slot, srcs, tuple(v for _, v in t.srcs), trip0.get(t.origin, -1), cut))
-            else:
-                self.shared[i] = leaf(t) if not t.srcs else Term(
-                    t.op, tuple((self.shared[j], v) for j, (_, v) in zip(srcs, t.srcs)), t.arg, t.dtype, t.shape,
-                    t.fusible, t.origin)
-
-    def copy(self, trip: int, inputs: list) -> list:
-        """Trip ``trip``'s terms, given the terms of its synthetic inputs (in ``self.inputs`` order)."""
-        vals = list(self.shared)
-        pos = self.pos
-        for i, t, slot, srcs, views, p, cut in self.steps:
-            if slot >= 0:
-                vals[i] = inputs[slot]
-                continue
-            kids = [vals[j] for j in srcs]
-            fusible = _refuse(t, kids, cut, self.verdicts) if cut else t.fusible
-            vals[i] = Term(t.op, tuple(zip(kids, views)), t.arg, t.dtype, t.shape, fusible,
-                           pos[p][trip].id if p >= 0 else t.origin)
-        return vals
-
-
-def _refuse(t: Term, kids, cut, memo: dict) -> tuple:
-    """``t.fusible`` with the slots in ``cut`` (read from a synthetic input, a leaf that never fuses)
-    judged again against the producer they now read, by the ``fusion`` ruleset's own rule: a producer
-    kind the consumer accepts, read through a view that takes its whole buffer in order. ``memo``
-    keeps each verdict by (consumer, slot, producer op and shape object): every trip asks again."""
-    out = list(t.fusible)
-    for k in cut:
-        src = kids[k]
-        key = (id(t), k, src.op, id(src.shape))
-        ok = memo.get(key)
-        if ok is None:
-            v = t.srcs[k][1]
-            ok = memo[key] = kind(src.op) in ACCEPTS.get(t.op, ()) and v.is_contiguous() and (
-                v.shape == src.shape or prod(v.shape) == prod(src.shape))
-        out[k] = ok
-    return tuple(out)
+def _body(lp: _Loop) -> Body:
+    """Loop ``lp``'s optimised template as a Body: its outputs, and the synthetic inputs they still read."""
+    outputs = tuple(lp.terms[lp.template[p].id] for p in lp.outputs)
+    inputs = {t.arg: t for t in topological(list(outputs)) if t.op == "Input" and t.arg in lp.inputs}
+    return Body(f"@roll{lp.index}", tuple(inputs.values()), outputs)
 
 
 # stats ----------------------------------------------------------------------------------------

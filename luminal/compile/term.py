@@ -7,6 +7,10 @@ A :class:`Term` is a frontend primitive (same op names, args and semantics as
 |---------|----------------------|------|--------
 | MatMul  | (a, va), (b, vb)     | axis | ``SumReduce(Mul(a va, b vb), axis)``, proven a GEMM layout by the
 |         |                      |      | ``matmul`` ruleset (the views are the Mul's, of the product's shape)
+| Call    | the arguments, each  | Call | ``arg.body`` (a :class:`Body`: a rolled loop's body, optimised
+|         | read whole           | Arg  | once) run on these arguments: one trip. Its value is a tuple (no
+|         |                      |      | dtype, shape ``()``); Out terms take its parts
+| Out     | (the Call, any view) | i    | output ``i`` of the call: ``arg.body.outputs[i]``'s value
 
 ``fusible[i]`` is the ``fusion`` ruleset's verdict on edge ``i``: the producer ``srcs[i]`` may be
 computed inside this term's kernel (elementwise into elementwise or into a reduction's prologue,
@@ -21,7 +25,7 @@ from dataclasses import dataclass, field
 from ..frontend.dtype import DType
 from ..frontend.symbolic import shape_str
 
-COMPILER_OPS = ("MatMul",)
+COMPILER_OPS = ("MatMul", "Call", "Out")
 
 
 @dataclass(eq=False, slots=True)  # one per op of the unrolled program: no per-instance dict
@@ -37,6 +41,25 @@ class Term:
 
     def __repr__(self):
         return f"t{self.id} = {self.op}({self.arg}) {shape_str(self.shape)} {self.dtype.name}"
+
+
+@dataclass(eq=False, slots=True)
+class Body:
+    """A loop body, optimised once and called once per trip. ``inputs``: its Input terms, bound in
+    this order to a Call's srcs; ``outputs``: the terms a call returns (an Out term's arg indexes them)."""
+
+    name: str
+    inputs: tuple
+    outputs: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class CallArg:
+    body: Body
+    site: tuple  # (loop, trip), for reading a program
+
+    def __str__(self):
+        return f"{self.body.name}{list(self.site)}"
 
 
 def topological(roots) -> list:

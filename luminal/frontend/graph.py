@@ -15,7 +15,7 @@ import numpy as np
 
 from . import dtype as dt
 from .errors import op_error
-from .primitives import PRIMITIVES
+from .primitives import LEAVES, PRIMITIVES
 from .seed import default_rng
 from .state import State
 from .symbolic import dims, shape_str
@@ -50,6 +50,7 @@ class Node:
     arg: object
     dtype: dt.DType
     shape: tuple
+    label: int = -1  # see ``Graph.add``; -1 for nodes made outside a graph (the compiler's synthetic leaves)
 
     def __repr__(self):
         return f"%{self.id} = {self.op}({self.arg}) {shape_str(self.shape)} {self.dtype.name}"
@@ -59,6 +60,7 @@ class Graph:
     def __init__(self):
         self.nodes: list[Node] = []
         self._index: dict[tuple, Node] = {}
+        self._labels: dict[tuple, int] = {}  # see ``add``
         self.constants: dict[ConstKey, np.ndarray] = {}
         self.inputs: dict[str, Node] = {}  # user inputs, given by name on every call
         self.states: dict[str, State] = {}  # persistent inputs, read from State.data on every call
@@ -77,16 +79,24 @@ class Graph:
 
     # node creation ----------------------------------------------------------------------------
     def add(self, op: str, srcs, arg, dtype: dt.DType, shape) -> Node:
-        """Create (or find) a primitive node. ``srcs`` are GraphTensors read through their views."""
+        """Create (or find) a primitive node. ``srcs`` are GraphTensors read through their views.
+
+        Each new node also gets a ``label``: a small int naming what two copies of it in repeated
+        blocks share (op, arg, dtype, shape and the views it reads through, not which nodes it
+        reads; a leaf by its kind alone, never its name or value). Loop rolling groups nodes by it;
+        it is made here from the parts of the hash-consing key, which this method builds anyway."""
         assert op in PRIMITIVES, op
         for s in srcs:
             if s.graph is not self:
                 raise op_error(ValueError, op, "operands belong to different graphs", *srcs)
         key_srcs = tuple((s.node, s.layout) for s in srcs)
-        key = (op, tuple((n.id, _exact(v)) for n, v in key_srcs), _exact(arg), dtype.name, tuple(shape))
+        views, exact_arg, shape = tuple(_exact(v) for _, v in key_srcs), _exact(arg), tuple(shape)
+        key = (op, tuple(n.id for n, _ in key_srcs), views, exact_arg, dtype.name, shape)
         node = self._index.get(key)
         if node is None:
-            node = Node(len(self.nodes), op, key_srcs, arg, dtype, tuple(shape))
+            kind = (op, views, None if op in LEAVES else exact_arg, dtype.name, shape)
+            label = self._labels.setdefault(kind, len(self._labels))
+            node = Node(len(self.nodes), op, key_srcs, arg, dtype, shape, label)
             self.nodes.append(node)
             self._index[key] = node
         return node

@@ -166,12 +166,13 @@ def grad(loss: GraphTensor, wrt, grad_output: GraphTensor | None = None, allow_u
         if nid in wanted or any(s.id in carries and _carries_grad(n, i) for i, (s, _) in enumerate(n.srcs)):
             carries.add(nid)
 
+    to_loss = _reaching(loss.node, graph, ancestors)
     for t, n in zip(targets, nodes):
         if n is None or n.id not in ancestors:
             if not allow_unused:
                 raise op_error(ValueError, "grad", f"{_describe(t)} is not used to compute the loss "
                                f"(pass allow_unused=True to get zeros)", loss)
-        elif not _reaches(n, loss.node, graph, ancestors):
+        elif n.id not in to_loss:
             _no_path_error(t, n, loss, graph, ancestors)
 
     seed = cast(grad_output, loss.dtype) if grad_output is not None else full_like(loss, 1.0)  # torch's dtype rule
@@ -240,14 +241,17 @@ def _ancestors(root) -> set[int]:
     return seen
 
 
-def _reaches(n, target, graph, ancestors) -> bool:
-    """Whether ``target`` depends on ``n`` along gradient-carrying edges."""
-    live = {n.id}
-    for nid in sorted(i for i in ancestors if i > n.id):
-        m = graph.nodes[nid]
-        if any(s.id in live and _carries_grad(m, i) for i, (s, _) in enumerate(m.srcs)):
-            live.add(nid)
-    return target.id in live
+def _reaching(target, graph, ancestors) -> set[int]:
+    """The nodes ``target`` depends on along gradient-carrying edges (itself included): one pass from
+    ``target`` back through its ancestors, newest first, whatever the number of tensors asked about."""
+    live = {target.id}
+    for nid in sorted(ancestors, reverse=True):
+        if nid in live:
+            m = graph.nodes[nid]
+            for i, (s, _) in enumerate(m.srcs):
+                if _carries_grad(m, i):
+                    live.add(s.id)
+    return live
 
 
 def _describe(t) -> str:
