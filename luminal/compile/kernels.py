@@ -17,6 +17,9 @@ Three steps, each simple on its own:
    as an epilogue), unless some third kernel lies on a path between them. This turns Linear + bias +
    activation into one matmul kernel, softmax's division into the sum's epilogue, and an optimizer's
    moment and parameter updates into one kernel with several outputs.
+
+A Call of a rolled loop's body (``term.py``) is one more kind of draft: it never merges, and emitting
+it copies the body's kernels, built once, onto the call's buffers (``calls.py``).
 """
 
 from __future__ import annotations
