@@ -19,8 +19,6 @@ from __future__ import annotations
 from .kernel_graph import Kernel
 from .term import Body, topological
 
-_LEAF_KINDS = ("input", "state", "random", "const", "iota")
-
 
 class Fragment:
     """The kernels of one Body, over buffers of the body's own (see the module docstring)."""
@@ -39,7 +37,7 @@ class Fragment:
         for t, b in kb.buffer_of.items():
             if t.op == "Input" and t.arg in arg_index:
                 self.args[b] = arg_index[t.arg]
-            elif b.kind in _LEAF_KINDS:
+            elif b.kind != "temp":  # a leaf's buffer (kernel_graph.BUFFER_KINDS)
                 self.fixed[b] = parent.buffer(t)
         varies = set(self.args)
         self.invariant: list[Kernel] = []
