@@ -64,17 +64,19 @@ def compile_graph(graph, outputs, updates, *, search: int = 0, seed: int = 0, bu
 
 
 def _compile(graph, outputs, updates, *, search, seed, budget, timer):
-    from .rolling import collect, optimize_rolled
+    from .loops import Loops
+    from .rolling import optimize_rolled
 
     stage = _Stages()
     try:
         roots = list(dict.fromkeys([n for n, _ in outputs] + [n for _, n, _ in updates]))
         with stage("optimize"):
-            nodes = collect(roots)
+            found = Loops(graph, roots)
+            nodes = found.nodes
             cand_timer = None
             if search and timer is not None:
                 cand_timer = lambda terms: timer(_kernel_graph(graph, terms, outputs, updates))  # noqa: E731
-            res = optimize_rolled(roots, nodes=nodes, constants=graph.constants, budget=budget, search=search,
+            res = optimize_rolled(roots, graph, found=found, constants=graph.constants, budget=budget, search=search,
                                   seed=seed, timer=cand_timer)
         with stage("kernels"):
             kg = _kernel_graph(graph, res.terms, outputs, updates)

@@ -3,6 +3,9 @@
 ``Graph.add`` returns the existing node when the same op with the same argument reads the same
 inputs through the same views; this gives common-subexpression elimination for free and a stable
 identity for later compile caches.
+
+Besides the nodes, a graph keeps a few per-node columns (``Columns``) that whole-graph passes read
+as arrays instead of walking Node objects in Python: the compiler's loop detection is one.
 """
 
 from __future__ import annotations
@@ -50,17 +53,48 @@ class Node:
     arg: object
     dtype: dt.DType
     shape: tuple
-    label: int = -1  # see ``Graph.add``; -1 for nodes made outside a graph (the compiler's synthetic leaves)
 
     def __repr__(self):
         return f"%{self.id} = {self.op}({self.arg}) {shape_str(self.shape)} {self.dtype.name}"
 
 
+@dataclass
+class Columns:
+    """Per-node facts, one list entry per node in id order, made as ``Graph.add`` creates each node
+    (from parts of the hash-consing key it builds anyway).
+
+    - ``label``: a small int naming what two copies of a node in repeated blocks share: op, arg,
+      dtype, shape and the views it reads through, not which nodes it reads (a leaf: its kind alone,
+      never its name or value). Loop rolling matches trips by it.
+    - ``srcs``: the ids of the nodes it reads; ``arity``: how many; ``flat``: every node's in a row.
+    - ``type``: a small int naming its (dtype, shape).
+    - ``varies``: whether it depends on an Input (a user input, state or random draw); a node that
+      does not is a constant of the program (a mask from an Arange, a broadcast fill)."""
+
+    label: list = dataclasses.field(default_factory=list)
+    srcs: list = dataclasses.field(default_factory=list)
+    arity: list = dataclasses.field(default_factory=list)
+    flat: list = dataclasses.field(default_factory=list)
+    type: list = dataclasses.field(default_factory=list)
+    varies: list = dataclasses.field(default_factory=list)
+    _labels: dict = dataclasses.field(default_factory=dict)
+    _types: dict = dataclasses.field(default_factory=dict)
+
+    def append(self, op: str, src_ids: tuple, label_key: tuple, type_key: tuple) -> None:
+        self.label.append(self._labels.setdefault(label_key, len(self._labels)))
+        self.srcs.append(src_ids)
+        self.arity.append(len(src_ids))
+        self.flat.extend(src_ids)
+        self.type.append(self._types.setdefault(type_key, len(self._types)))
+        varies = self.varies
+        varies.append(op == "Input" or any(varies[i] for i in src_ids))
+
+
 class Graph:
     def __init__(self):
         self.nodes: list[Node] = []
+        self.columns = Columns()
         self._index: dict[tuple, Node] = {}
-        self._labels: dict[tuple, int] = {}  # see ``add``
         self.constants: dict[ConstKey, np.ndarray] = {}
         self.inputs: dict[str, Node] = {}  # user inputs, given by name on every call
         self.states: dict[str, State] = {}  # persistent inputs, read from State.data on every call
@@ -80,11 +114,7 @@ class Graph:
     # node creation ----------------------------------------------------------------------------
     def add(self, op: str, srcs, arg, dtype: dt.DType, shape) -> Node:
         """Create (or find) a primitive node. ``srcs`` are GraphTensors read through their views.
-
-        Each new node also gets a ``label``: a small int naming what two copies of it in repeated
-        blocks share (op, arg, dtype, shape and the views it reads through, not which nodes it
-        reads; a leaf by its kind alone, never its name or value). Loop rolling groups nodes by it;
-        it is made here from the parts of the hash-consing key, which this method builds anyway."""
+        A new node also gets its ``columns`` entries."""
         assert op in PRIMITIVES, op
         for s in srcs:
             if s.graph is not self:
@@ -94,10 +124,10 @@ class Graph:
         key = (op, tuple(n.id for n, _ in key_srcs), views, exact_arg, dtype.name, shape)
         node = self._index.get(key)
         if node is None:
-            kind = (op, views, None if op in LEAVES else exact_arg, dtype.name, shape)
-            label = self._labels.setdefault(kind, len(self._labels))
-            node = Node(len(self.nodes), op, key_srcs, arg, dtype, shape, label)
+            node = Node(len(self.nodes), op, key_srcs, arg, dtype, shape)
             self.nodes.append(node)
+            self.columns.append(op, key[1], (op, views, None if op in LEAVES else exact_arg, dtype.name, shape),
+                                (dtype.name, shape))
             self._index[key] = node
         return node
 

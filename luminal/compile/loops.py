@@ -1,0 +1,291 @@
+"""Loop detection: a model's repeated blocks as windows of a periodic sequence, found with array passes.
+
+The same code builds every block of a stack (its layers, and autograd each layer's backward), one
+block after another, so in creation order the nodes the blocks compute repeat with a period: one
+block's node count. Detection looks for that period in the graph's columns (``Graph.columns``: labels,
+inputs, types) with numpy, without visiting nodes in Python, so it costs next to nothing as depth grows.
+
+Which nodes take part (``seq``): the live ones that are computed (not leaves) and vary with the inputs.
+A constant of the program (a causal mask from an Arange) is built by the first block alone (hash-consing
+hands the same node to the others), so it would break the period; trips read it as a shared input.
+
+A **loop** is ``trips`` windows of ``period`` consecutive seq positions; trip t is
+``[start + t*period, start + (t+1)*period)``. It is valid when every position x of every trip but the
+last agrees with x + period: the same label (op, arg, dtype, shape, input views), the same input types,
+and each input read from inside its own trip at the same offset back in both (or from outside in
+both). Windows in creation order are then proper loop iterations: a trip reads only earlier nodes (so
+never a later trip), and whatever is computed from a trip outside it comes after the whole trip (so a
+trip is convex and runs as one step).
+
+Search, repeated while a loop pays (``MIN_BODY``, ``MIN_SAVED``), best first by nodes saved:
+1. candidate periods: the gaps between consecutive free nodes of a class (same label and input types),
+   most frequent first;
+2. for a period, positions that agree with the one a period later: runs of them are periodic regions;
+3. the **phase** (where in a region trips start): the one cutting fewest values across trip boundaries
+   (between layers the residual stream alone crosses), giving up at most one trip for it;
+4. the input check above, pair of trips by pair: a pair that fails splits the loop.
+
+Blocks that differ in the middle (a stack's first layer reading the input its own way, the last
+layer's backward without an input gradient) end a region there: the odd part stays outside the loops.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+MIN_SAVED = 32  # nodes a loop must take off the e-graph (period x (trips - 1)) to pay for a second run
+MIN_BODY = 4  # smaller bodies cut their nodes off from every neighbour the e-graph could fuse them with
+FAR = 1 << 40  # the distance back to an input outside ``seq`` (a leaf, a constant)
+PERIODS = 4  # candidate periods tiled per round ...
+GAPS = 32  # ... out of this many frequent gaps
+NEXT = 3  # gaps from a position to each of the next this many of its class
+PHASES = 3  # candidate phases tiled per periodic region
+
+
+@dataclass(frozen=True)
+class Window:
+    """A loop: trip t is the ``length`` seq positions from ``start + t * period`` (length <= period)."""
+
+    start: int
+    period: int
+    length: int
+    trips: int
+
+    @property
+    def saved(self) -> int:
+        return self.length * (self.trips - 1)
+
+    def spans(self):
+        return [(self.start + t * self.period, self.start + t * self.period + self.length) for t in range(self.trips)]
+
+
+def pays(length: int, trips: int) -> bool:
+    return length >= MIN_BODY and length * (trips - 1) >= MIN_SAVED
+
+
+class Loops:
+    """The live nodes of ``roots`` (``nodes``, by id) and the loops found among them (``windows``).
+
+    Arrays over seq positions: ``seq`` (node ids), ``src`` (ids of the inputs, -1 past a node's arity),
+    ``dist`` (how many seq positions back each input is; ``FAR`` outside seq). ``seconds``: the time
+    detection took (the compile report counts it as rolling's)."""
+
+    def __init__(self, graph, roots):
+        t0 = time.perf_counter()
+        cols = graph.columns
+        n = len(cols.srcs)
+        live = _live(cols.srcs, roots)
+        arity = np.asarray(cols.arity, np.int64)
+        flat = np.asarray(cols.flat, np.int64)
+        first = np.cumsum(arity) - arity  # where each node's inputs start in ``flat``
+        self.nodes = list(itertools.compress(graph.nodes, live))
+        self.seq = seq = np.flatnonzero(live & (arity > 0) & np.asarray(cols.varies, bool))
+        m, k = len(seq), max(1, int(arity.max(initial=0)))
+        at = np.full(n, -1, np.int64)
+        at[seq] = np.arange(m)
+        self.src = np.full((m, k), -1, np.int64)
+        for j in range(k):
+            has = arity[seq] > j
+            self.src[has, j] = flat[first[seq[has]] + j]
+        pos = np.where(self.src >= 0, at[self.src], -1)
+        self.dist = np.where(pos >= 0, np.arange(m)[:, None] - pos, FAR)
+        self.label = np.asarray(cols.label, np.int64)[seq]
+        types = np.asarray(cols.type, np.int64)
+        in_type = [np.where(self.src[:, j] >= 0, types[self.src[:, j]], -1) for j in range(k)]
+        # class: label and input types (what two copies of a node share, bar where their inputs are)
+        self.cls = self.label
+        for t in in_type:
+            self.cls = _pair(self.cls, t + 1, len(cols._types) + 1)
+        self.windows = self._search()
+        self._owners(n, live, arity, flat, roots)
+        self.seconds = time.perf_counter() - t0
+
+    # search ---------------------------------------------------------------------------------------
+    def _search(self) -> list[Window]:
+        free = np.ones(len(self.seq), bool)
+        found = []
+        while True:
+            best, most = [], 0
+            for period in _periods(self.cls, free):
+                for tiling in self._tilings(period, free, most):
+                    saved = sum(w.saved for w in tiling)
+                    if saved > most:
+                        best, most = tiling, saved
+            if not best:
+                return sorted(found, key=lambda w: w.start)
+            for w in best:
+                for a, b in w.spans():
+                    free[a:b] = False
+            found += best
+
+    def _tilings(self, period: int, free, floor: int):
+        """For each periodic region of this period among the free positions that could save more than
+        ``floor`` nodes: its loops (``_tile``)."""
+        m, p = len(free), period
+        if m <= p:
+            return
+        agree = (self.cls[:-p] == self.cls[p:]) & free[:-p] & free[p:]
+        edge = np.diff(agree.astype(np.int8), prepend=0, append=0)
+        starts, ends = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
+        long = ends - starts >= max(MIN_BODY, MIN_SAVED, floor + 1)  # a run of r agreements saves at most r
+        for a, b in zip(starts[long].tolist(), ends[long].tolist()):
+            for start in self._phases(a, b + p, p):
+                yield self._tile(a, b + p, start, p)
+
+    def _tile(self, lo: int, hi: int, start: int, p: int) -> list[Window]:
+        """Loops covering the periodic region [lo, hi) with trips from ``start``: T whole trips, a
+        *head* [lo, start) (the last offsets of a trip before them) and a *tail* (the first offsets of
+        a trip after them). Splitting the period where the head and tail begin, a piece covering them
+        has one or two trips more (the last layer's backward, which lacks its input gradient, is such
+        a tail). Each split is kept when it saves more nodes (a piece that does not pay saves none),
+        then every piece's inputs are checked (``_split``)."""
+        whole = (hi - start) // p
+        head, tail = start - lo, hi - start - whole * p
+        best, most = [], -1
+        for h in {0, head}:
+            for r in {0, tail}:
+                cuts = sorted({0, p, r, p - h})
+                pieces = []
+                for o0, o1 in zip(cuts, cuts[1:]):
+                    first = -1 if h and o0 >= p - h else 0
+                    last = whole if o1 <= r else whole - 1
+                    if pays(o1 - o0, last - first + 1):
+                        pieces.append(Window(start + first * p + o0, p, o1 - o0, last - first + 1))
+                saved = sum(w.saved for w in pieces)
+                if saved > most:
+                    best, most = pieces, saved
+        return [v for w in best for v in self._split(w)]
+
+    def _phases(self, lo: int, hi: int, p: int) -> list[int]:
+        """Where trips may start in the periodic region [lo, hi), best first (``PHASES`` of them), among
+        the phases leaving a whole trip: fewest positions that split a pair of trips (see ``_split``; a
+        split in the head or tail costs less, so the first few are all tiled), then fewest values cut
+        across trip boundaries, then most whole trips, then the earliest.
+
+        Both counts, for every phase at once: a value at y whose furthest reader within a period is
+        y + r crosses a boundary iff a trip starts in (y, y + r]; a position x whose input is at
+        distances d0 != d1 in it and a period later splits its pair unless a trip starts in
+        (x - min(d0, d1), x]."""
+        d = self.dist[lo:hi]
+        x = np.arange(lo, hi)[:, None]
+        inside = (d < p) & (x - d >= lo)
+        reach = np.zeros(hi - lo, np.int64)
+        np.maximum.at(reach, (x - d)[inside] - lo, d[inside])
+        y = np.flatnonzero(reach)
+        cut = _cyclic_count(y + lo, reach[y], p)
+        d0, d1 = d[:-p], d[p:]
+        need = np.where(d0 != d1, np.minimum(d0, d1), FAR).min(1)
+        y = np.flatnonzero(need < p)
+        splits = len(y) - _cyclic_count(y + lo - need[y], need[y], p)
+        start = lo + (np.arange(p) - lo) % p
+        trips = (hi - start) // p
+        order = np.lexsort((start, -trips, cut, splits))
+        return start[order[trips[order] >= 1][:PHASES]].tolist()
+
+    def _split(self, w: Window):
+        """``w`` split where a pair of consecutive trips' inputs do not agree: at offset o, an input at
+        a different distance in the two trips must be outside both (both distances > o)."""
+        p, n = w.period, w.length
+        x = (w.start + np.arange(w.trips - 1)[:, None] * p + np.arange(n)).ravel()
+        offset = np.tile(np.arange(n), w.trips - 1)
+        bad = np.zeros(len(x), bool)
+        for j in range(self.dist.shape[1]):
+            d0, d1 = self.dist[x, j], self.dist[x + p, j]
+            bad |= (d0 != d1) & (offset >= np.minimum(d0, d1))
+        t0 = 0
+        for t in np.unique(np.flatnonzero(bad) // n).tolist() + [w.trips - 1]:
+            if pays(n, t - t0 + 1):
+                yield Window(w.start + t0 * p, p, n, t - t0 + 1)
+            t0 = t + 1
+
+    # ownership ------------------------------------------------------------------------------------
+    def _owners(self, n, live, arity, flat, roots) -> None:
+        """Per node id: its loop (-1: none), offset in the body and trip; and per loop the offsets read
+        outside their own trip (``outputs``)."""
+        loop = np.full(n, -1, np.int64)
+        offset = np.zeros(n, np.int64)
+        trip = np.zeros(n, np.int64)
+        for k, w in enumerate(self.windows):
+            for t, (a, b) in enumerate(w.spans()):
+                ids = self.seq[a:b]
+                loop[ids], offset[ids], trip[ids] = k, np.arange(b - a), t
+        reader = np.repeat(np.arange(n), arity)
+        keep = live[reader] & (loop[flat] >= 0)
+        reader, read = reader[keep], flat[keep]
+        out = (loop[reader] != loop[read]) | (trip[reader] != trip[read])
+        pairs = {(k, o) for k, o in zip(loop[read[out]].tolist(), offset[read[out]].tolist())}
+        pairs |= {(int(loop[r.id]), int(offset[r.id])) for r in roots if loop[r.id] >= 0}
+        self.outputs = [sorted(o for kk, o in pairs if kk == k) for k in range(len(self.windows))]
+        self._loop, self._offset, self._trip = loop.tolist(), offset.tolist(), trip.tolist()
+
+    def owner(self, node_id: int):
+        """(loop, offset, trip) of a node in a loop, else None."""
+        if node_id < 0 or node_id >= len(self._loop) or self._loop[node_id] < 0:
+            return None
+        return self._loop[node_id], self._offset[node_id], self._trip[node_id]
+
+    def at(self, k: int, offset: int, trip: int) -> int:
+        """The node id at ``offset`` of trip ``trip`` of loop ``k``."""
+        w = self.windows[k]
+        return int(self.seq[w.start + trip * w.period + offset])
+
+    def inputs_across(self, k: int, offset: int, j: int) -> list[int]:
+        """Node ids read by input slot ``j`` of ``offset``, one per trip of loop ``k``."""
+        w = self.windows[k]
+        return self.src[w.start + offset::w.period, j][:w.trips].tolist()
+
+    def internal(self, k: int, offset: int, j: int):
+        """The offset input slot ``j`` of ``offset`` reads inside its own trip (the same in every
+        trip), or None."""
+        d = int(self.dist[self.windows[k].start + offset, j])
+        return offset - d if d <= offset else None
+
+
+def _live(srcs: list, roots) -> np.ndarray:
+    """Whether each node id is read by the roots: one reverse sweep (ids are topological)."""
+    live = bytearray(len(srcs))
+    for r in roots:
+        live[r.id] = 1
+    for i in range(max(r.id for r in roots), -1, -1):
+        if live[i]:
+            for s in srcs[i]:
+                live[s] = 1
+    return np.frombuffer(live, np.bool_)
+
+
+def _pair(a, b, n: int):
+    """Ints naming the pairs (a, b), 0 <= b < n: ``a * n + b``, once ``a`` is renumbered densely if
+    that could overflow."""
+    if int(a.max(initial=0)) >= (1 << 62) // n:
+        a = np.unique(a, return_inverse=True)[1].ravel()
+    return a * n + b
+
+
+def _cyclic_count(y, r, p: int):
+    """For every phase f in [0, p): how many of the intervals (y, y + r] (r < p) hold a position = f
+    mod p."""
+    first, last = (y + 1) % p, (y + r) % p
+    diff = np.bincount(first, minlength=p + 1) - np.bincount(last + 1, minlength=p + 1)
+    wrapped = int(np.count_nonzero(first > last))
+    diff[0] += wrapped
+    diff[p] -= wrapped
+    return np.cumsum(diff)[:p]
+
+
+def _periods(cls, free) -> list[int]:
+    """Candidate periods, best first: gaps (at least ``MIN_BODY``) between a free position and the
+    next few of its class (a block may hold a class more than once: two layer norms), the most
+    frequent ``GAPS`` of them ranked by how many free positions agree with the one a period later."""
+    pos = np.flatnonzero(free)
+    c = cls[pos]
+    order = np.argsort(c, kind="stable")
+    c, pos = c[order], pos[order]
+    gaps = np.concatenate([(pos[k:] - pos[:-k])[c[k:] == c[:-k]] for k in range(1, NEXT + 1)])
+    vals, counts = np.unique(gaps[gaps >= MIN_BODY], return_counts=True)
+    cands = vals[np.argsort(-counts, kind="stable")][:GAPS].tolist()
+    agree = [int(np.count_nonzero((cls[:-p] == cls[p:]) & free[:-p] & free[p:])) for p in cands]
+    return [p for _, p in sorted(zip(agree, cands), key=lambda ap: -ap[0])][:PERIODS]
