@@ -40,6 +40,7 @@ class Fragment:
             elif b.kind != "temp":  # a leaf's buffer (kernel_graph.BUFFER_KINDS)
                 self.fixed[b] = parent.buffer(t)
         varies = set(self.args)
+        self.originals = kb.kernels
         self.invariant: list[Kernel] = []
         self.kernels: list[Kernel] = []  # the ones copied per call
         for k in kb.kernels:
@@ -75,5 +76,7 @@ def _relinked(k: Kernel, links: dict, parent) -> Kernel:
         if nb is None:
             nb = links[b] = parent._new_buffer(b.shape, b.dtype)
         outs.append((nb, e))
-    return Kernel(k.kind, k.domain, [(links[b], v) for b, v in k.inputs], outs, k.axes, k.reduce_op, k.prologue,
+    copy = Kernel(k.kind, k.domain, [(links[b], v) for b, v in k.inputs], outs, k.axes, k.reduce_op, k.prologue,
                   k.acc_dtype, [(links[b], v) for b, v in k.epilogue_inputs], k.fused)
+    parent.copies.add(id(copy))
+    return copy

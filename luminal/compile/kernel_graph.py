@@ -103,12 +103,13 @@ class KernelGraph:
     dims: tuple = ()  # symbolic dim names the program needs bound
 
 
-def dims_needed(kg: KernelGraph, expr_args=None) -> tuple:
+def dims_needed(kg: KernelGraph, expr_args=None, kernels=None) -> tuple:
     """Every symbolic dim name the program needs bound (shapes, views, scalars, reshapes), sorted.
 
     ``expr_args``: the args of every Scalar and Reshape in the kernels' expressions, from a caller
     that made them (the kernel builder): then no expression is walked (tens of thousands in a deep
-    graph)."""
+    graph). ``kernels``: the kernels to look at, when the others are copies of them (a loop body's
+    kernels, copied per call, share their domains, views and expressions)."""
     used: set = set() if expr_args is None else free_vars_in(list(expr_args))
     seen: set[int] = set()  # ids of the shapes, views and exprs looked at: deep graphs share most of them
 
@@ -121,7 +122,7 @@ def dims_needed(kg: KernelGraph, expr_args=None) -> tuple:
         add(b.shape)
     for v in [v for _, v in kg.outputs] + [v for _, _, v in kg.updates]:
         add(v, view_vars)
-    for k in kg.kernels:
+    for k in kg.kernels if kernels is None else kernels:
         add(k.domain)
         for _, v in k.inputs:
             add(v, view_vars)

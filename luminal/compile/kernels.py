@@ -77,6 +77,7 @@ class KernelBuilder:
         self.alive: list = []  # the shapes keyed by id in ``sizes``
         self.leaf_buffers: dict[tuple, Buffer] = {}  # one buffer per distinct leaf, whichever term reads it
         self.fragments: dict[int, Fragment] = {}  # id(Body) -> its kernels, built at its first call
+        self.copies: set[int] = set()  # ids of the kernels copied from a fragment (see ``dims_needed``)
 
     # step 1 ------------------------------------------------------------------------------------
     def decide(self):
@@ -342,7 +343,8 @@ class KernelBuilder:
         outs = [(self.buffer(t), v) for t, v in outputs]
         ups = [(name, self.buffer(t), v) for name, t, v in updates]
         kg = KernelGraph(self.buffers, self.kernels, outs, ups)
-        kg.dims = dims_needed(kg, self.expr_args)
+        kg.dims = dims_needed(kg, self.expr_args, [k for k in self.kernels if id(k) not in self.copies]
+                              + [k for f in self.fragments.values() for k in f.originals])
         return kg
 
 
