@@ -93,13 +93,12 @@ class Loops:
             self.src[has, j] = flat[first[seq[has]] + j]
         pos = np.where(self.src >= 0, at[self.src], -1)
         self.dist = np.where(pos >= 0, np.arange(m)[:, None] - pos, FAR)
-        self.label = np.asarray(cols.label, np.int64)[seq]
         types = np.asarray(cols.type, np.int64)
         in_type = [np.where(self.src[:, j] >= 0, types[self.src[:, j]], -1) for j in range(k)]
         # class: label and input types (what two copies of a node share, bar where their inputs are)
-        self.cls = self.label
+        self.cls = np.asarray(cols.label, np.int64)[seq]
         for t in in_type:
-            self.cls = _pair(self.cls, t + 1, len(cols._types) + 1)
+            self.cls = _pair(self.cls, t + 1, int(types.max(initial=0)) + 2)
         self.windows = self._search()
         self._owners(n, live, arity, flat, roots)
         self.seconds = time.perf_counter() - t0
