@@ -1,82 +1,86 @@
-"""Calls in the kernel graph: a loop body's kernels are built once and copied for every call.
+"""Calls in the kernel graph: a loop body's kernels are built once, as a Routine, and called per trip.
 
 A rolled loop reaches the kernel stage as Call terms (``term.py``), one call per trip. Cutting each
 trip's terms into kernels again would cost the whole unrolled program; instead the body is cut once,
-into a :class:`Fragment` over buffers of its own, and every call copies its kernels with the
-buffers relinked:
+into a :class:`Fragment` over buffers of its own, and every trip becomes one ``call`` kernel of its
+:class:`~.kernel_graph.Routine`:
 
-- the body's Input placeholders become the call's argument buffers;
-- its leaves (inputs, states, constants shared by every trip) become the program's own leaf buffers;
-- every other buffer becomes a fresh temporary of the program (the memory plan then packs them).
+- the body's Input placeholders are the routine's params, bound to the call's argument buffers;
+- its leaves (inputs, states, constants shared by every trip) are the program's own leaf buffers;
+- the buffers of its outputs are its results, bound to fresh temporaries of the program per call;
+- every other buffer is scratch: it lives within one call (the memory plan gives it one frame).
 
 Kernels that read no argument, directly or through other kernels of the body (a causal mask, a
-symbolic scalar), compute the same values in every trip: they are emitted once, at the first call,
-and their buffers shared by every later one.
+symbolic scalar), compute the same values in every trip: they are emitted once, before the first
+call, and the routine reads their buffers (every call lists them among its inputs, after the
+arguments, so that they live as long as a call may read them).
 """
 
 from __future__ import annotations
 
-from .kernel_graph import Kernel
+from ..frontend.view import View
+from .kernel_graph import Kernel, Routine
 from .term import Body, topological
 
 
 class Fragment:
-    """The kernels of one Body, over buffers of the body's own (see the module docstring)."""
+    """The kernels of one Body, as a Routine (see the module docstring). Made at the body's first call:
+    it emits the invariant kernels into ``parent`` (a KernelBuilder) there."""
 
     def __init__(self, body: Body, parent):
         from .kernels import KernelBuilder
 
-        kb = KernelBuilder(topological(list(body.outputs)), body.outputs, parent.input_kinds, parent.constants)
+        kb = KernelBuilder(topological(list(body.outputs)), body.outputs, parent.input_kinds, parent.constants,
+                           parent.ids)
         kb.decide()
         for d in kb.merge(kb.drafts()):
             kb.emit(d)
-        self.outputs = [kb.buffer(t) for t in body.outputs]
+        parent.expr_args += kb.expr_args
         arg_index = {t.arg: i for i, t in enumerate(body.inputs)}
-        self.args: dict = {}  # fragment buffer -> index of the call argument it stands for
-        self.fixed: dict = {}  # fragment buffer -> program buffer: leaves, then the invariant kernels' outputs
+        param_of: dict = {}  # fragment buffer -> index of the call argument it stands for
+        links: dict = {}  # fragment buffer -> program buffer: leaves, then the invariant kernels' outputs
         for t, b in kb.buffer_of.items():
             if t.op == "Input" and t.arg in arg_index:
-                self.args[b] = arg_index[t.arg]
+                param_of[b] = arg_index[t.arg]
             elif b.kind != "temp":  # a leaf's buffer (kernel_graph.BUFFER_KINDS)
-                self.fixed[b] = parent.buffer(t)
-        varies = set(self.args)
-        self.originals = kb.kernels
-        self.invariant: list[Kernel] = []
-        self.kernels: list[Kernel] = []  # the ones copied per call
+                links[b] = parent.buffer(t)
+        varies = set(param_of)
+        per_call: list[Kernel] = []
         for k in kb.kernels:
             if any(b in varies for b, _ in k.inputs) or any(b in varies for b, _ in k.epilogue_inputs):
                 varies.update(b for b, _ in k.outputs)
-                self.kernels.append(k)
-            else:
-                self.invariant.append(k)
-        parent.expr_args += kb.expr_args
+                per_call.append(k)
+            else:  # the same values in every trip: computed once, into buffers of the program
+                for b, _ in k.outputs:
+                    links[b] = parent._new_buffer(b.shape, b.dtype)
+                parent.kernels.append(_relinked(k, links))
+        outputs = [kb.buffer(t) for t in body.outputs]
+        written = list(dict.fromkeys(b for k in per_call for b, _ in k.outputs))
+        results = list(dict.fromkeys(b for b in outputs if b in varies and b not in param_of))
+        taken = set(results)
+        self.params = sorted(param_of, key=param_of.get)
+        self.arg_index = [param_of[b] for b in self.params]
+        kernels = [_relinked(k, links) for k in per_call]
+        self.routine = Routine(body.name, self.params, results, [b for b in written if b not in taken], kernels)
+        # the program's temps the routine reads (the invariant kernels' outputs): inputs of every call
+        read = {b for k in kernels for b, _ in k.inputs + k.epilogue_inputs}
+        self.shared = [(b, View.contiguous(b.shape)) for b in links.values() if b.kind == "temp" and b in read]
+        # what a call returns for each body output: ("param", i), ("result", i) or ("fixed", buffer)
+        self.returns = [("param", param_of[b]) if b in param_of else
+                        ("result", results.index(b)) if b in taken else ("fixed", links[b]) for b in outputs]
 
-    def call(self, parent, args: list) -> list:
-        """Append one call's kernels to ``parent`` (a KernelBuilder), reading the argument buffers
-        ``args``; returns the buffers of the body's outputs."""
-        links = dict(self.fixed)
-        for b, i in self.args.items():
-            links[b] = args[i]
-        if self.invariant:
-            for k in self.invariant:
-                parent.kernels.append(_relinked(k, links, parent))
-            self.fixed.update((b, links[b]) for k in self.invariant for b, _ in k.outputs)
-            self.invariant = []
-        for k in self.kernels:
-            parent.kernels.append(_relinked(k, links, parent))
-        return [links[b] for b in self.outputs]
+    def call(self, parent, args: list, views: list) -> list:
+        """Append one call kernel to ``parent`` (a KernelBuilder) on the argument buffers ``args``
+        (read through ``views``); returns the buffers of the body's outputs."""
+        outs = [parent._new_buffer(b.shape, b.dtype) for b in self.routine.results]
+        parent.kernels.append(Kernel("call", (), [(args[i], views[i]) for i in self.arg_index] + self.shared,
+                                     [(b, None) for b in outs], fused=(self.routine.name,), body=self.routine))
+        return [args[x] if how == "param" else outs[x] if how == "result" else x for how, x in self.returns]
 
 
-def _relinked(k: Kernel, links: dict, parent) -> Kernel:
-    """``k`` over the program's buffers: each fragment buffer through ``links``; the ones it writes
-    first get fresh temporaries of the program."""
-    outs = []
-    for b, e in k.outputs:
-        nb = links.get(b)
-        if nb is None:
-            nb = links[b] = parent._new_buffer(b.shape, b.dtype)
-        outs.append((nb, e))
-    copy = Kernel(k.kind, k.domain, [(links[b], v) for b, v in k.inputs], outs, k.axes, k.reduce_op, k.prologue,
-                  k.acc_dtype, [(links[b], v) for b, v in k.epilogue_inputs], k.fused)
-    parent.copies.add(id(copy))
-    return copy
+def _relinked(k: Kernel, links: dict) -> Kernel:
+    """``k`` with each buffer in ``links`` replaced by its link."""
+    get = links.get
+    return Kernel(k.kind, k.domain, [(get(b, b), v) for b, v in k.inputs], [(get(b, b), e) for b, e in k.outputs],
+                  k.axes, k.reduce_op, k.prologue, k.acc_dtype, [(get(b, b), v) for b, v in k.epilogue_inputs],
+                  k.fused)

@@ -17,9 +17,17 @@ Kernel kinds (``Kernel.kind``):
 |             |                 | read through their views (a GEMM layout); then the epilogue outputs
 | gather      | out shape       | ``Gather`` of ``inputs[0]`` at ``inputs[1]`` along ``axis``
 | scatter_add | dst shape       | ``ScatterAdd``: ``inputs[0]`` with ``inputs[2]`` added at ``inputs[1]`` along ``axis``
+| call        | ``()``          | ``body``'s kernels (a :class:`Routine`) with its ``params`` bound to the first
+|             |                 | ``inputs`` (the rest: program temps its kernels read directly) and its
+|             |                 | ``results`` to the buffers of ``outputs`` (whose Exprs are None)
 
 (A gather / scatter_add kernel's one output Expr is ``Gather`` / ``ScatterAdd`` of its Loads: it names
 the operation, which backends carry out from ``inputs`` and ``axes``.)
+
+A rolled loop (``compile/rolling.py``) stays rolled here: its body's kernels are built once, as a
+:class:`Routine`, and every trip is one ``call`` kernel of it. Everything that is linear in the
+unrolled program is left to the backend, which expands the calls (``expand_calls``) when it lays out
+its run; the memory plan plans a routine's ``scratch`` once, as a frame every call reuses.
 
 Expr ops: every elementwise primitive of ``frontend/primitives.py`` (Log2, Exp2, Sin, Sqrt, Recip,
 Add, Mul, Mod, Max, LessThan, Where, Cast, and Copy, which is its operand's value; their dtype
@@ -41,7 +49,7 @@ from ..frontend.dtype import DType
 from ..frontend.symbolic import free_vars_in, shape_str, view_vars
 
 BUFFER_KINDS = ("input", "state", "random", "const", "iota", "temp")
-KERNEL_KINDS = ("elementwise", "reduce", "matmul", "gather", "scatter_add")
+KERNEL_KINDS = ("elementwise", "reduce", "matmul", "gather", "scatter_add", "call")
 
 
 @dataclass(eq=False)
@@ -88,10 +96,28 @@ class Kernel:
     acc_dtype: DType | None = None  # reduce / matmul: dtype of ``Acc``
     epilogue_inputs: list = field(default_factory=list)  # reduce / matmul: [(Buffer, View)] of the output shape
     fused: tuple = ()  # names of the primitives this kernel computes (for the report)
+    body: Routine | None = None  # call: the kernels it runs
 
     def __repr__(self):
         outs = ", ".join(repr(b) for b, _ in self.outputs)
         return f"{self.kind}{shape_str(self.domain)} -> {outs} [{' '.join(self.fused)}]"
+
+
+@dataclass(eq=False)
+class Routine:
+    """A rolled loop's body as kernels, run by each of its ``call`` kernels (one per trip).
+
+    Its kernels read ``params`` (bound to a call's inputs, in order), the program's own buffers
+    (leaves, and the values every trip shares, computed once before the first call) and ``scratch``;
+    they write ``results`` (bound to a call's outputs, in order) and ``scratch``: temporaries that live
+    within one call, so every call may reuse the same storage. None of these buffers is in the
+    program's ``buffers``."""
+
+    name: str
+    params: list  # [Buffer]
+    results: list  # [Buffer]
+    scratch: list  # [Buffer]
+    kernels: list  # [Kernel], in execution order (no calls)
 
 
 @dataclass
@@ -102,14 +128,38 @@ class KernelGraph:
     updates: list  # [(state name, Buffer, View)]: written into the named states after the run
     dims: tuple = ()  # symbolic dim names the program needs bound
 
+    def routines(self) -> list[Routine]:
+        """The routines the program calls, in the order of their first calls."""
+        return list({id(k.body): k.body for k in self.kernels if k.kind == "call"}.values())
 
-def dims_needed(kg: KernelGraph, expr_args=None, kernels=None) -> tuple:
+
+def expand_calls(kernels) -> list[Kernel]:
+    """``kernels`` with every call replaced by its routine's kernels over the call's buffers (a copy
+    per call; the scratch buffers are the routine's own, shared by every call): the program as it
+    runs, for a backend laying out its run. Linear in the unrolled program, unlike the rest of the
+    kernel graph."""
+    out = []
+    for k in kernels:
+        if k.kind != "call":
+            out.append(k)
+            continue
+        r = k.body
+        links = dict(zip(r.params, [b for b, _ in k.inputs]))
+        links.update(zip(r.results, [b for b, _ in k.outputs]))
+        get = links.get
+        for x in r.kernels:
+            out.append(Kernel(x.kind, x.domain, [(get(b, b), v) for b, v in x.inputs],
+                              [(get(b, b), e) for b, e in x.outputs], x.axes, x.reduce_op, x.prologue, x.acc_dtype,
+                              [(get(b, b), v) for b, v in x.epilogue_inputs], x.fused))
+    return out
+
+
+def dims_needed(kg: KernelGraph, expr_args=None) -> tuple:
     """Every symbolic dim name the program needs bound (shapes, views, scalars, reshapes), sorted.
 
     ``expr_args``: the args of every Scalar and Reshape in the kernels' expressions, from a caller
     that made them (the kernel builder): then no expression is walked (tens of thousands in a deep
-    graph). ``kernels``: the kernels to look at, when the others are copies of them (a loop body's
-    kernels, copied per call, share their domains, views and expressions)."""
+    graph). A routine's kernels are looked at once, however many calls it has."""
     used: set = set() if expr_args is None else free_vars_in(list(expr_args))
     seen: set[int] = set()  # ids of the shapes, views and exprs looked at: deep graphs share most of them
 
@@ -118,18 +168,19 @@ def dims_needed(kg: KernelGraph, expr_args=None, kernels=None) -> tuple:
             seen.add(id(x))
             used.update(find(x))
 
-    for b in kg.buffers:
+    routines = kg.routines()
+    for b in kg.buffers + [b for r in routines for b in r.params + r.results + r.scratch]:
         add(b.shape)
     for v in [v for _, v in kg.outputs] + [v for _, _, v in kg.updates]:
         add(v, view_vars)
-    for k in kg.kernels if kernels is None else kernels:
+    for k in kg.kernels + [k for r in routines for k in r.kernels]:
         add(k.domain)
         for _, v in k.inputs:
             add(v, view_vars)
         for _, v in k.epilogue_inputs:
             add(v, view_vars)
         stack = [] if expr_args is not None else \
-            [e for _, e in k.outputs] + ([k.prologue] if k.prologue is not None else [])
+            [e for _, e in k.outputs if e is not None] + ([k.prologue] if k.prologue is not None else [])
         while stack:
             e = stack.pop()
             if id(e) in seen:

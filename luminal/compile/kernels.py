@@ -19,11 +19,12 @@ Three steps, each simple on its own:
    moment and parameter updates into one kernel with several outputs.
 
 A Call of a rolled loop's body (``term.py``) is one more kind of draft: it never merges, and emitting
-it copies the body's kernels, built once, onto the call's buffers (``calls.py``).
+it makes a ``call`` kernel of the body's kernels, built once (``calls.py``).
 """
 
 from __future__ import annotations
 
+import itertools
 from functools import lru_cache
 
 import numpy as np
@@ -56,7 +57,7 @@ class _Draft:
 
 
 class KernelBuilder:
-    def __init__(self, order, roots, input_kinds, constants):
+    def __init__(self, order, roots, input_kinds, constants, ids=None):
         self.order = order
         self.pos = {t: i for i, t in enumerate(order)}  # terms hash by identity: they key every table here
         self.root_set = set(roots)
@@ -67,6 +68,7 @@ class KernelBuilder:
             for i, (s, _) in enumerate(t.srcs):
                 self.readers[s].append((t, i))
         self.buffers: list[Buffer] = []
+        self.ids = itertools.count() if ids is None else ids  # buffer ids, unique across a program's routines
         self.buffer_of: dict = {}  # term -> Buffer
         self.mat: set = set()
         self.chained: set = set()  # sums folded into the sum that reads them
@@ -77,7 +79,6 @@ class KernelBuilder:
         self.alive: list = []  # the shapes keyed by id in ``sizes``
         self.leaf_buffers: dict[tuple, Buffer] = {}  # one buffer per distinct leaf, whichever term reads it
         self.fragments: dict[int, Fragment] = {}  # id(Body) -> its kernels, built at its first call
-        self.copies: set[int] = set()  # ids of the kernels copied from a fragment (see ``dims_needed``)
 
     # step 1 ------------------------------------------------------------------------------------
     def decide(self):
@@ -106,7 +107,7 @@ class KernelBuilder:
 
     # buffers -----------------------------------------------------------------------------------
     def _new_buffer(self, shape, dtype, kind="temp", name=None, value=None) -> Buffer:
-        b = Buffer(len(self.buffers), tuple(shape), dtype, kind, name, value)
+        b = Buffer(next(self.ids), tuple(shape), dtype, kind, name, value)
         self.buffers.append(b)
         return b
 
@@ -272,14 +273,14 @@ class KernelBuilder:
                                    prologue=prologue, acc_dtype=top.dtype, epilogue_inputs=epi_ins, fused=fused))
 
     def _emit_call(self, d: _Draft):
-        """One call of a loop body: the body's kernels (built at its first call) copied onto this
-        call's argument buffers (``calls.py``)."""
+        """One call of a loop body: a ``call`` kernel of the body's routine (built at its first call)
+        on this call's argument buffers (``calls.py``)."""
         call = d.roots[0]
         body = call.arg.body
         frag = self.fragments.get(id(body))
         if frag is None:
             frag = self.fragments[id(body)] = Fragment(body, self)
-        outs = frag.call(self, [self.buffer(s) for s, _ in call.srcs])
+        outs = frag.call(self, [self.buffer(s) for s, _ in call.srcs], [v for _, v in call.srcs])
         for r in d.roots[1:]:
             self.buffer_of[r] = outs[r.arg]
 
@@ -343,8 +344,7 @@ class KernelBuilder:
         outs = [(self.buffer(t), v) for t, v in outputs]
         ups = [(name, self.buffer(t), v) for name, t, v in updates]
         kg = KernelGraph(self.buffers, self.kernels, outs, ups)
-        kg.dims = dims_needed(kg, self.expr_args, [k for k in self.kernels if id(k) not in self.copies]
-                              + [k for f in self.fragments.values() for k in f.originals])
+        kg.dims = dims_needed(kg, self.expr_args)
         return kg
 
 

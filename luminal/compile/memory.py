@@ -9,12 +9,18 @@ then write a kernel's outputs while it still reads its inputs.
 
 Slots are handed out by a linear scan in kernel order (best fit on sizes estimated with every
 symbolic dim at ``_PROBE``; the estimate only steers the choice, it never sizes anything).
+
+A ``call`` kernel reads its inputs and writes its outputs like any kernel. The scratch of its routine
+(``kernel_graph.Routine``) is planned once, by the same scan over the routine's kernels, into a
+*frame* of slots; each frame slot then takes part in the program's scan as one buffer living from
+the routine's first call to its last, so every call of the routine reuses the same storage (calls
+run one after another) and the plan costs the routines once, not once per call.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..frontend.symbolic import evaluate, free_vars, prod
 from .kernel_graph import Buffer, KernelGraph
@@ -38,9 +44,10 @@ def nbytes(buf: Buffer, env: dict[str, int], itemsize=logical_itemsize) -> int:
 
 @dataclass
 class MemoryPlan:
-    slot_of: dict  # {temp buffer id: slot index}
+    slot_of: dict  # {temp buffer id: slot index}, routines' scratch included
     slots: list  # [[Buffer]]: the temps sharing each slot, in the order they were placed
-    temps: list  # [Buffer]: every temp buffer of the graph
+    temps: list  # [Buffer]: every temp buffer of the graph, then every routine's scratch
+    calls: dict = field(default_factory=dict)  # {scratch buffer id: calls of its routine}
 
     def slot_bytes(self, env: dict[str, int], itemsize=logical_itemsize) -> list[int]:
         """Bytes of each slot under ``env``: its largest buffer."""
@@ -51,60 +58,88 @@ class MemoryPlan:
         return sum(self.slot_bytes(env, itemsize))
 
     def no_reuse_bytes(self, env: dict[str, int], itemsize=logical_itemsize) -> int:
-        """Temp storage if every temp had its own allocation."""
-        return sum(nbytes(b, env, itemsize) for b in self.temps)
+        """Temp storage if every temp had its own allocation (scratch: one per call)."""
+        return sum(nbytes(b, env, itemsize) * self.calls.get(b.id, 1) for b in self.temps)
 
 
 def lifetimes(kg: KernelGraph) -> dict[int, tuple[int, int]]:
     """{temp buffer id: (index of the kernel writing it, index of its last reader)}; outputs and
     update sources end at ``len(kg.kernels)``."""
+    end = len(kg.kernels)
+    ends = [b for b, _ in kg.outputs] + [b for _, b, _ in kg.updates]
+    return _spans(kg.kernels, {b.id for b in kg.buffers if b.kind == "temp"}, ends, end)
+
+
+def _spans(kernels, temps: set, ends=(), end=0) -> dict[int, tuple[int, int]]:
+    """{id in ``temps``: (index of the kernel writing it, index of its last reader)} over ``kernels``;
+    the buffers in ``ends`` are read at ``end``."""
     first: dict[int, int] = {}
     last: dict[int, int] = {}
-    for i, k in enumerate(kg.kernels):
-        for b, _ in list(k.inputs) + list(k.epilogue_inputs):
+    for i, k in enumerate(kernels):
+        for b, _ in k.inputs:
+            last[b.id] = i
+        for b, _ in k.epilogue_inputs:
             last[b.id] = i
         for b, _ in k.outputs:
             first.setdefault(b.id, i)
-    end = len(kg.kernels)
-    for b, _ in kg.outputs:
+    for b in ends:
         last[b.id] = end
-    for _, b, _ in kg.updates:
-        last[b.id] = end
-    return {b.id: (first[b.id], max(first[b.id], last.get(b.id, first[b.id])))
-            for b in kg.buffers if b.kind == "temp" and b.id in first}
+    return {i: (s, max(s, last.get(i, s))) for i, s in first.items() if i in temps}
 
 
 def plan_memory(kg: KernelGraph) -> MemoryPlan:
     life = lifetimes(kg)
     temps = [b for b in kg.buffers if b.id in life]
-    size = _probe_sizes(temps)
-    written_at: dict[int, list[Buffer]] = {}
-    ending_at: dict[int, list[Buffer]] = {}
-    for b in temps:
-        start, end = life[b.id]
-        written_at.setdefault(start, []).append(b)
-        ending_at.setdefault(end, []).append(b)
+    call_at: dict[int, list[int]] = {}  # id(routine) -> indices of its calls
+    for i, k in enumerate(kg.kernels):
+        if k.kind == "call":
+            call_at.setdefault(id(k.body), []).append(i)
+    routines = kg.routines()
+    scratch = [b for r in routines for b in r.scratch]
+    size = _probe_sizes(temps + scratch)
+    items = [(*life[b.id], size[b.id], [b]) for b in temps]
+    repeats: dict[int, int] = {}
+    for r in routines:
+        at = call_at[id(r)]
+        spans = _spans(r.kernels, {b.id for b in r.scratch})
+        frame = _scan([(*spans[b.id], size[b.id], [b]) for b in r.scratch if b.id in spans])
+        items += [(at[0], at[-1], est, bufs) for est, bufs in frame]
+        repeats.update((b.id, len(at)) for b in r.scratch)
+    slots = [bufs for _, bufs in _scan(items)]
+    slot_of = {b.id: s for s, bufs in enumerate(slots) for b in bufs}
+    return MemoryPlan(slot_of, slots, temps + scratch, repeats)
 
-    slots: list[list[Buffer]] = []
+
+def _scan(items: list) -> list[tuple[int, list]]:
+    """The linear scan: ``items`` are ``(first step, last step, estimated bytes, buffers)``, each placed
+    in a slot at its first step and freeing it after its last. Returns ``[(estimated bytes, buffers)]``
+    per slot."""
+    written_at: dict[int, list] = {}
+    ending_at: dict[int, list] = {}
+    for i, item in enumerate(items):
+        written_at.setdefault(item[0], []).append(i)
+        ending_at.setdefault(item[1], []).append(i)
+    slots: list[list] = []
     est: list[int] = []  # estimated bytes of each slot
-    slot_of: dict[int, int] = {}
+    slot_of: list[int] = [0] * len(items)
     free: list[tuple[int, int]] = []  # (estimated bytes, slot) of the free slots, sorted
-    for i in range(len(kg.kernels) + 1):
-        for b in written_at.get(i, ()):
-            need = size[b.id]
+    for i in sorted(written_at.keys() | ending_at.keys()):
+        for j in written_at.get(i, ()):
+            _, _, need, bufs = items[j]
             s = _best_fit(free, need)
             if s is None:
                 s = len(slots)
                 slots.append([])
                 est.append(0)
-            slots[s].append(b)
-            est[s] = max(est[s], need)
-            slot_of[b.id] = s
-        # freed only after kernel i: its outputs never share storage with what it reads
-        for b in ending_at.get(i, ()):
-            s = slot_of[b.id]
+            slots[s] += bufs
+            if need > est[s]:
+                est[s] = need
+            slot_of[j] = s
+        # freed only after step i: a kernel's outputs never share storage with what it reads
+        for j in ending_at.get(i, ()):
+            s = slot_of[j]
             insort(free, (est[s], s))
-    return MemoryPlan(slot_of, slots, temps)
+    return list(zip(est, slots))
 
 
 def _probe_sizes(temps) -> dict[int, int]:

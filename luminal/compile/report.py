@@ -23,7 +23,7 @@ class Report:
     @classmethod
     def from_stats(cls, stats: dict, kg, plan, times: dict) -> Report:
         r = cls(stats.get("nodes_before", 0), stats.get("nodes_after", 0), dict(stats.get("egraph", {})),
-                dict(stats.get("rules", {})), [(k.kind, tuple(k.fused)) for k in kg.kernels],
+                dict(stats.get("rules", {})), _kernels(kg),
                 list(stats.get("loops", [])), stats.get("budget_hit"), dict(times), _plan=plan)
         if not kg.dims:
             r.bind({})
@@ -67,6 +67,18 @@ class Report:
             lines.append("  memory: symbolic sizes; known after the first run")
         lines.append("  time per stage: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.times.items()))
         return "\n".join(lines)
+
+
+def _kernels(kg) -> list:
+    """[(kind, fused)] of every kernel as the program runs: a call counts its routine's kernels."""
+    bodies = {id(r): [(k.kind, tuple(k.fused)) for k in r.kernels] for r in kg.routines()}
+    out: list = []
+    for k in kg.kernels:
+        if k.kind == "call":
+            out += bodies[id(k.body)]
+        else:
+            out.append((k.kind, tuple(k.fused)))
+    return out
 
 
 def _bytes(n: int) -> str:

@@ -3,7 +3,8 @@
 For each binding of the symbolic dims a :class:`Binding` allocates every buffer once (temps in the
 memory plan's slots), precomputes every view as a numpy strided array over those buffers and lowers
 every kernel (``lowering.py``) to ``(function, args)`` calls with ``out=`` arguments. A run is then
-``for f, args in calls: f(*args)``: no graph walking, no allocation on the hot path.
+``for f, args in calls: f(*args)``: no graph walking, no allocation on the hot path. The kernel
+graph's calls of rolled loop bodies are expanded into their kernels first (once per program).
 
 Caller arrays (inputs, states, random draws) are read in place, not copied: the calls that read
 them hold :class:`InputView` placeholders, resolved into numpy views of the caller's array and
@@ -18,7 +19,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..compile.kernel_graph import dims_needed
+from ..compile.kernel_graph import dims_needed, expand_calls
 from ..compile.memory import MemoryPlan, storage_itemsize
 from ..frontend.symbolic import evaluate, prod
 from ..frontend.view import contiguous_strides
@@ -44,6 +45,7 @@ class CpuProgram:
         self.kg, self.plan = kg, plan
         self.dims = tuple(kg.dims) or dims_needed(kg)
         self._bindings: OrderedDict = OrderedDict()
+        self._kernels: list | None = None  # kg's kernels with the calls expanded, at the first binding
 
     def __call__(self, arrays: dict, env: dict) -> tuple[list, list]:
         try:
@@ -52,7 +54,9 @@ class CpuProgram:
             raise ValueError(f"symbolic dim {e.args[0]!r} has no value bound") from None
         b = self._bindings.get(key)
         if b is None:
-            b = Binding(self.kg, self.plan, dict(zip(self.dims, key)))
+            if self._kernels is None:
+                self._kernels = expand_calls(self.kg.kernels)
+            b = Binding(self.kg, self._kernels, self.plan, dict(zip(self.dims, key)))
             self._bindings[key] = b
             if len(self._bindings) > MAX_BINDINGS:
                 self._bindings.popitem(last=False)
@@ -77,25 +81,30 @@ class InputView:
 
 
 class Binding:
-    """Everything about one binding of the symbolic dims: the arrays, the views and the calls."""
+    """Everything about one binding of the symbolic dims: the arrays, the views and the calls.
+    ``kernels``: the kernel graph's, calls expanded (``kernel_graph.expand_calls``)."""
 
-    def __init__(self, kg, plan: MemoryPlan, env: dict):
+    def __init__(self, kg, kernels, plan: MemoryPlan, env: dict):
         self.env = env
         self.calls: list = []
         self._pool: dict = {}  # (shape, dtype) -> free scratch arrays
         self._taken: dict = {}  # id -> scratch taken by the kernel being lowered
-        self._loads: dict = {}  # (buffer id, view) -> the value a kernel reads
+        self._loads: dict = {}  # (buffer id, its writes so far, view) -> the value a kernel reads
+        self._writes: dict = {}  # buffer id -> kernels lowered so far that write it (a routine's scratch: many)
         self._arrays: dict = {}  # buffer id -> array, for every buffer but the caller's
         self._caller: dict = {}  # name -> (shape, np dtype) of each caller array
         self._refs: dict = {}  # name -> [InputView]
         self._last: dict = {}  # name -> the array the views were last resolved over
         self._perm: dict = {}  # buffer id -> axis order of its storage, for the buffers stored permuted
         self._flat: dict = {}  # buffer id -> the buffer's storage as a 1-d array
-        self._allocate(kg, plan, self._layouts(kg))
-        self._alias = self._in_place(kg)  # temp id -> name of the state array that holds it
+        self._allocate(kg, plan, self._layouts(kg, kernels))
+        self._alias = self._in_place(kg, kernels)  # temp id -> name of the state array that holds it
         self._written = set(self._alias.values())  # the states written in place
-        for k in kg.kernels:
+        writes = self._writes
+        for k in kernels:
             lower(k, self)
+            for b, _ in k.outputs:
+                writes[b.id] = writes.get(b.id, 0) + 1
         self.calls = split_rows(self.calls, self, thread_count())
         self._threaded = any(isinstance(f, Split) for f, _ in self.calls)
         self.out_calls = [self._output(buf, v) for buf, v in kg.outputs]
@@ -149,10 +158,10 @@ class Binding:
         return deps
 
     # allocation -----------------------------------------------------------------------------------
-    def _layouts(self, kg) -> dict:
+    def _layouts(self, kg, kernels) -> dict:
         """{buffer id: storage axis order} for GEMM results whose readers walk them permuted."""
         readers: dict = {}
-        for k in kg.kernels:
+        for k in kernels:
             for buf, v in list(k.inputs) + list(k.epilogue_inputs):
                 readers.setdefault(buf.id, []).append(v)
         for buf, v in kg.outputs:
@@ -160,7 +169,7 @@ class Binding:
         for _, buf, v in kg.updates:
             readers.setdefault(buf.id, []).append(v)
         perms = {}
-        for k in kg.kernels:
+        for k in kernels:
             gemm = k.kind == "matmul" and all(v.mask is None for _, v in k.inputs)
             if not gemm and not (k.kind == "reduce" and contraction(k) is not None):
                 continue
@@ -174,14 +183,14 @@ class Binding:
                 perms[buf.id] = order
         return perms
 
-    def _in_place(self, kg) -> dict:
+    def _in_place(self, kg, kernels) -> dict:
         """{temp id: state name} for the new values of states that an elementwise kernel can write
         straight into the state's array, which saves the caller's copy.
 
         Safe when nothing reads the state's old value afterwards (no later kernel, output or update;
         within the writing kernel, every read comes before the write) and no kernel that can fail
         at run time (gather, scatter) comes after it: a failed run still leaves the states as they were."""
-        ks = kg.kernels
+        ks = kernels
         writer = {b.id: i for i, k in enumerate(ks) for b, _ in k.outputs}
         last_read: dict = {}
         for i, k in enumerate(ks):
@@ -216,7 +225,7 @@ class Binding:
         slots = []
         for nbytes in plan.slot_bytes(self.env, storage_itemsize):
             slots.append(np.empty(-(-nbytes // 8), np.float64).view(np.uint8))  # 8-byte aligned raw bytes
-        for buf in kg.buffers:
+        for buf in kg.buffers + [b for r in kg.routines() for b in r.scratch]:
             shape = self.shape(buf.shape)
             dtype = buf.dtype.np
             if buf.kind in CALLER_KINDS:
@@ -296,8 +305,9 @@ class Binding:
     def load(self, buf, view):
         """What a kernel reads through ``view``: a strided view, or for a masked view a dedicated
         array whose pad is filled now and whose valid box is copied on every run (by the first
-        kernel that reads it: a buffer is written once per run, so later readers share the copy)."""
-        key = (buf.id, view)
+        kernel that reads it: later readers share the copy until a kernel writes the buffer again,
+        as every call of a routine writes its scratch)."""
+        key = (buf.id, self._writes.get(buf.id, 0), view)
         if key in self._loads:
             return self._loads[key]
         shape, strides, offset, box = ops.bound_view(view, self.env)

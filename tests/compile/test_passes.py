@@ -16,7 +16,7 @@ from test_rolling import Block  # the transformer block the rolling tests use
 import luminal as lm
 from luminal import train
 from luminal.compile import kernels
-from luminal.compile.kernel_graph import dims_needed
+from luminal.compile.kernel_graph import dims_needed, expand_calls
 from luminal.compile.memory import lifetimes, nbytes
 from luminal.compile.term import topological
 from luminal.compile.walk import postorder
@@ -52,25 +52,44 @@ def plain_path(d1, d2, consumers) -> bool:
 
 def plain_plan(kg) -> dict:
     """Linear scan in kernel order; a new temp takes the smallest free slot that holds it (else the
-    largest free one), ties to the lowest slot; a slot frees after the kernel of its last read."""
+    largest free one), ties to the lowest slot; a slot frees after the kernel of its last read. A
+    routine's scratch is first planned the same way over the routine's kernels; each of those slots
+    then takes part as one temp living from the routine's first call to its last."""
+    probe = dict.fromkeys(kg.dims, 64)
     life = lifetimes(kg)
-    temps = [b for b in kg.buffers if b.id in life]
-    size = {b.id: nbytes(b, dict.fromkeys(kg.dims, 64)) for b in temps}
-    est, slot_of, free = [], {}, []
-    for i in range(len(kg.kernels) + 1):
-        for b in (b for b in temps if life[b.id][0] == i):
-            fits = [s for s in free if est[s] >= size[b.id]]
+    items = [(*life[b.id], nbytes(b, probe), [b]) for b in kg.buffers if b.id in life]
+    for r in kg.routines():
+        calls = [i for i, k in enumerate(kg.kernels) if k.body is r]
+        spans = []
+        for b in r.scratch:
+            start = min(i for i, k in enumerate(r.kernels) if any(o is b for o, _ in k.outputs))
+            reads = [i for i, k in enumerate(r.kernels) if any(x is b for x, _ in k.inputs + k.epilogue_inputs)]
+            spans.append((start, max([start, *reads]), nbytes(b, probe), [b]))
+        items += [(calls[0], calls[-1], est, bufs) for est, bufs in plain_scan(spans)]
+    return {b.id: s for s, (_, bufs) in enumerate(plain_scan(items)) for b in bufs}
+
+
+def plain_scan(items) -> list:
+    """``items``: (first step, last step, bytes, buffers). Returns [(bytes, buffers)] per slot."""
+    est, members, slot_of, free = [], [], {}, []
+    for i in range(max((end for _, end, _, _ in items), default=-1) + 1):
+        for j, (start, _, size, bufs) in enumerate(items):
+            if start != i:
+                continue
+            fits = [s for s in free if est[s] >= size]
             s = min(fits, key=lambda s: (est[s], s)) if fits else \
                 max(free, key=lambda s: (est[s], -s)) if free else None
             if s is None:
                 s = len(est)
                 est.append(0)
+                members.append([])
             else:
                 free.remove(s)
-            est[s] = max(est[s], size[b.id])
-            slot_of[b.id] = s
-        free += [slot_of[b.id] for b in temps if life[b.id][1] == i]
-    return slot_of
+            est[s] = max(est[s], size)
+            members[s] += bufs
+            slot_of[j] = s
+        free += [slot_of[j] for j, (_, end, _, _) in enumerate(items) if end == i]
+    return list(zip(est, members))
 
 
 # models -----------------------------------------------------------------------------------------------
@@ -95,6 +114,32 @@ def program(depth, backward):
 def test_memory_plan_is_the_plain_best_fit(depth, backward):
     prog = program(depth, backward)
     assert prog.plan.slot_of == plain_plan(prog.kg)
+
+
+@pytest.mark.parametrize("depth, backward", [(1, False), (3, True)])
+def test_memory_plan_never_overwrites_a_value_still_read(depth, backward):
+    """Run the program's buffers through their slots as it runs (calls expanded): every read finds the
+    value it reads still in its slot, no kernel writes into a slot it reads, and the results are in
+    theirs at the end. (Rolled stacks: a routine's scratch shares one frame, and a loop-invariant
+    value computed before the first call must survive the last.)"""
+    prog = program(depth, backward)
+    kg, slot_of = prog.kg, prog.plan.slot_of
+    assert kg.routines() if depth > 1 else True
+    holds: dict = {}  # slot -> id of the buffer last written into it
+
+    def check(b):
+        assert b.id not in slot_of or holds.get(slot_of[b.id]) == b.id, f"{b} was overwritten"
+
+    for k in expand_calls(kg.kernels):
+        reads = [b for b, _ in k.inputs + k.epilogue_inputs]
+        for b in reads:
+            check(b)
+        for b, _ in k.outputs:
+            if b.id in slot_of:
+                assert all(slot_of.get(r.id) != slot_of[b.id] for r in reads), f"{k} writes over its input"
+                holds[slot_of[b.id]] = b.id
+    for b in [b for b, _ in kg.outputs] + [b for _, b, _ in kg.updates]:
+        check(b)
 
 
 @pytest.mark.parametrize("depth, backward", [(1, False), (3, True)])

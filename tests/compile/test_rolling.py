@@ -330,3 +330,21 @@ def test_unstitchable_result_falls_back_to_one_run(seen, monkeypatch):
     res = rolling.optimize_rolled(roots, g)
     assert res.stats["loops"] == [] and seen[-1] == res.stats["nodes_before"]
     check_same(g, roots, res)
+
+
+def test_scratch_read_through_a_padded_view_is_fresh_in_every_call():
+    """A routine's scratch is the same storage in every call; a masked (padded) read of it is a copy
+    made when it is read, so each call must copy its own trip's values, not reuse the first call's."""
+    g = lm.Graph()
+    x = g.input("x", ("B", 16))
+    layers = [nn.Linear(16, 16) for _ in range(4)]
+    h = x
+    for layer in layers:
+        p = layer(h).relu().pad((1, 1), value=0.5)
+        h = (p[:, :-2] + p[:, 2:]).tanh()  # two shifted, padded reads of the matmul's result
+    f = lm.compile([h], backend="cpu")
+    assert [lp["trips"] for lp in f.report(show=False).loops] == [4]
+    [routine] = f.runner.program.kg.routines()
+    assert routine.scratch  # the matmul's result lives within a call
+    xv = np.random.default_rng(2).standard_normal((3, 16)).astype(np.float32)
+    np.testing.assert_allclose(f(x=xv), lm.compile([h], backend="reference")(x=xv), rtol=1e-5, atol=1e-6)
