@@ -61,6 +61,7 @@ def measure(depth: int, backward: bool, repeats: int) -> dict:
     """Median seconds of ``repeats`` compiles of one point: total and by stage, with the loops rolled."""
     runs = []
     for _ in range(repeats):
+        f = None  # the previous run's program (and through it its graph) is freed here, not while timing
         outs = stack(depth, backward)
         t0 = time.perf_counter()
         f = lm.compile(outs, backend="cpu")

@@ -88,7 +88,7 @@ class Compiled:
             kg, plan, self._report, nodes = compile_graph(g, [(t.node, t.layout) for t in outputs], ups,
                                                            search=search, seed=seed, budget=budget, timer=timer)
             self.runner = _ProgramRunner(CpuProgram(kg, plan), self._report)
-            self._dims = set(kg.dims) | _dims_used((), outputs)
+            self._dims = set(kg.dims)  # the program's, the outputs' views included
             self._nodes = self._report.nodes_before
         self._program_nodes, self._every = nodes, every
         self._checks: dict | None = None  # ``_dim_checks``, made on the first call (a pass over the nodes)

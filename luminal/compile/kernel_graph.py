@@ -169,12 +169,12 @@ def dims_needed(kg: KernelGraph, expr_args=None) -> tuple:
             used.update(find(x))
 
     routines = kg.routines()
-    for b in kg.buffers + [b for r in routines for b in r.params + r.results + r.scratch]:
-        add(b.shape)
+    kernels = kg.kernels + [k for r in routines for k in r.kernels]
+    buffers = kg.buffers + [b for r in routines for b in r.params + r.results + r.scratch]
+    used |= free_vars_in(list({b.shape for b in buffers} | {k.domain for k in kernels}))  # few distinct shapes
     for v in [v for _, v in kg.outputs] + [v for _, _, v in kg.updates]:
         add(v, view_vars)
-    for k in kg.kernels + [k for r in routines for k in r.kernels]:
-        add(k.domain)
+    for k in kernels:
         for _, v in k.inputs:
             add(v, view_vars)
         for _, v in k.epilogue_inputs:

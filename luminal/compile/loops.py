@@ -44,6 +44,7 @@ PERIODS = 4  # candidate periods tiled per round ...
 GAPS = 32  # ... out of this many frequent gaps
 NEXT = 3  # gaps from a position to each of the next this many of its class
 PHASES = 3  # candidate phases tiled per periodic region
+LIVE_PASSES = 8  # array passes of liveness before a sweep in Python (``_live``)
 
 
 @dataclass(frozen=True)
@@ -78,12 +79,13 @@ class Loops:
         t0 = time.perf_counter()
         cols = graph.columns
         n = len(cols.srcs)
-        live = _live(cols.srcs, roots)
-        arity = np.asarray(cols.arity, np.int64)
-        flat = np.asarray(cols.flat, np.int64)
+        arity = np.fromiter(cols.arity, np.int64, n)
+        flat = np.fromiter(cols.flat, np.int64, len(cols.flat))
+        reader = np.repeat(np.arange(n), arity)  # the id reading each entry of ``flat``
+        live = _live(reader, flat, cols.srcs, roots)
         first = np.cumsum(arity) - arity  # where each node's inputs start in ``flat``
         self.nodes = list(itertools.compress(graph.nodes, live))
-        self.seq = seq = np.flatnonzero(live & (arity > 0) & np.asarray(cols.varies, bool))
+        self.seq = seq = np.flatnonzero(live & (arity > 0) & np.frombuffer(cols.varies, bool))
         m, k = len(seq), max(1, int(arity.max(initial=0)))
         at = np.full(n, -1, np.int64)
         at[seq] = np.arange(m)
@@ -93,14 +95,14 @@ class Loops:
             self.src[has, j] = flat[first[seq[has]] + j]
         pos = np.where(self.src >= 0, at[self.src], -1)
         self.dist = np.where(pos >= 0, np.arange(m)[:, None] - pos, FAR)
-        types = np.asarray(cols.type, np.int64)
+        types = np.fromiter(cols.type, np.int64, n)
         in_type = [np.where(self.src[:, j] >= 0, types[self.src[:, j]], -1) for j in range(k)]
         # class: label and input types (what two copies of a node share, bar where their inputs are)
-        self.cls = np.asarray(cols.label, np.int64)[seq]
+        self.cls = np.fromiter(cols.label, np.int64, n)[seq]
         for t in in_type:
             self.cls = _pair(self.cls, t + 1, int(types.max(initial=0)) + 2)
         self.windows = self._search()
-        self._owners(n, live, arity, flat, roots)
+        self._owners(n, live, reader, flat, roots)
         self.seconds = time.perf_counter() - t0
 
     # search ---------------------------------------------------------------------------------------
@@ -111,6 +113,9 @@ class Loops:
             best, most = [], 0
             for period in _periods(self.cls, free):
                 for tiling in self._tilings(period, free, most):
+                    if sum(w.saved for w in tiling) <= most:
+                        continue  # checking the inputs (``_split``) only ever saves less
+                    tiling = [v for w in tiling for v in self._split(w)]
                     saved = sum(w.saved for w in tiling)
                     if saved > most:
                         best, most = tiling, saved
@@ -140,8 +145,8 @@ class Loops:
         *head* [lo, start) (the last offsets of a trip before them) and a *tail* (the first offsets of
         a trip after them). Splitting the period where the head and tail begin, a piece covering them
         has one or two trips more (the last layer's backward, which lacks its input gradient, is such
-        a tail). Each split is kept when it saves more nodes (a piece that does not pay saves none),
-        then every piece's inputs are checked (``_split``)."""
+        a tail). Each split is kept when it saves more nodes (a piece that does not pay saves none).
+        The pieces' inputs are not checked yet (``_split``)."""
         whole = (hi - start) // p
         head, tail = start - lo, hi - start - whole * p
         best, most = [], -1
@@ -157,7 +162,7 @@ class Loops:
                 saved = sum(w.saved for w in pieces)
                 if saved > most:
                     best, most = pieces, saved
-        return [v for w in best for v in self._split(w)]
+        return best
 
     def _phases(self, lo: int, hi: int, p: int) -> list[int]:
         """Where trips may start in the periodic region [lo, hi), best first (``PHASES`` of them), among
@@ -202,7 +207,7 @@ class Loops:
             t0 = t + 1
 
     # ownership ------------------------------------------------------------------------------------
-    def _owners(self, n, live, arity, flat, roots) -> None:
+    def _owners(self, n, live, reader, flat, roots) -> None:
         """Per node id: its loop (-1: none), offset in the body and trip; and per loop the offsets read
         outside their own trip (``outputs``)."""
         loop = np.full(n, -1, np.int64)
@@ -212,7 +217,6 @@ class Loops:
             for t, (a, b) in enumerate(w.spans()):
                 ids = self.seq[a:b]
                 loop[ids], offset[ids], trip[ids] = k, np.arange(b - a), t
-        reader = np.repeat(np.arange(n), arity)
         keep = live[reader] & (loop[flat] >= 0)
         reader, read = reader[keep], flat[keep]
         out = (loop[reader] != loop[read]) | (trip[reader] != trip[read])
@@ -244,9 +248,22 @@ class Loops:
         return offset - d if d <= offset else None
 
 
-def _live(srcs: list, roots) -> np.ndarray:
-    """Whether each node id is read by the roots: one reverse sweep (ids are topological)."""
-    live = bytearray(len(srcs))
+def _live(reader, flat, srcs: list, roots) -> np.ndarray:
+    """Whether each node id is read by the roots. A node is live iff it is a root or a live node reads
+    it (a graph is a DAG, so that has one solution): from every node live, each array pass drops the
+    nodes no live node reads. A chain of k unread nodes takes k passes, so past ``LIVE_PASSES`` (a
+    long dead chain) one reverse sweep over the ids in Python finishes the job (ids are topological)."""
+    n = len(srcs)
+    root = np.zeros(n, bool)
+    root[[r.id for r in roots]] = True
+    live = np.ones(n, bool)
+    for _ in range(LIVE_PASSES):
+        now = root.copy()
+        now[flat[live[reader]]] = True
+        if np.array_equal(now, live):
+            return live
+        live = now
+    live = bytearray(n)
     for r in roots:
         live[r.id] = 1
     for i in range(max(r.id for r in roots), -1, -1):

@@ -76,7 +76,7 @@ class Columns:
     arity: list = dataclasses.field(default_factory=list)
     flat: list = dataclasses.field(default_factory=list)
     type: list = dataclasses.field(default_factory=list)
-    varies: list = dataclasses.field(default_factory=list)
+    varies: bytearray = dataclasses.field(default_factory=bytearray)  # 0/1: numpy reads it without a copy
     _labels: dict = dataclasses.field(default_factory=dict)
     _types: dict = dataclasses.field(default_factory=dict)
 

@@ -7,9 +7,11 @@ down that the answers are unchanged, on random graphs and on compiled models."""
 
 from __future__ import annotations
 
+import importlib
 import random
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from test_rolling import Block  # the transformer block the rolling tests use
 
@@ -20,6 +22,8 @@ from luminal.compile.kernel_graph import dims_needed, expand_calls
 from luminal.compile.memory import lifetimes, nbytes
 from luminal.compile.term import topological
 from luminal.compile.walk import postorder
+
+loops = importlib.import_module("luminal.compile.loops")  # ``luminal.compile`` is also a function's name
 
 
 # plain definitions ----------------------------------------------------------------------------------
@@ -153,6 +157,30 @@ def random_dag(rng, n, p_edge):
     for i, x in enumerate(nodes):
         x.srcs = tuple((nodes[j], None) for j in range(i) if rng.random() < p_edge)
     return nodes
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("dead_chain", [0, 3, 40])
+def test_liveness_by_array_passes_is_plain_reachability(seed, dead_chain):
+    """``loops._live`` drops unread nodes pass by pass (then sweeps, past a long chain of them)."""
+    rng = random.Random(seed)
+    srcs = [()]
+    for i in range(1, 150):
+        srcs.append(tuple(sorted(rng.sample(range(i), min(i, rng.randint(0, 3))))))
+    for _ in range(dead_chain):  # each reads the one before: unread by the roots, dropped one per pass
+        srcs.append((len(srcs) - 1,))
+    roots = [SimpleNamespace(id=i) for i in rng.sample(range(150), 3)]
+    arity = np.array([len(s) for s in srcs])
+    flat = np.array([i for s in srcs for i in s], np.int64)
+    reader = np.repeat(np.arange(len(srcs)), arity)
+    want, stack = set(), [r.id for r in roots]
+    while stack:
+        i = stack.pop()
+        if i not in want:
+            want.add(i)
+            stack.extend(srcs[i])
+    got = loops._live(reader, flat, srcs, roots)
+    assert set(np.flatnonzero(got).tolist()) == want
 
 
 @pytest.mark.parametrize("seed", range(5))
