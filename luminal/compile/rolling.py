@@ -256,13 +256,12 @@ class _Cycle(Exception):
 class _Link:
     """One Term DAG from the optimised rest and the optimised templates: each trip is a Call of its
     loop's Body (and an Out term per body output), so this pass costs the rest and the trips'
-    interfaces, not the trips' bodies (the kernel stage copies a body's kernels per call).
+    interfaces, not the trips' bodies (the kernel stage builds a body's kernels once).
 
-    Work items: ``("N", node)`` the term computing a frontend node; ``("C", loop, trip)`` a trip's
-    Out terms; ``("R", term)`` a copy of a rest term (its synthetic inputs resolved). Trips are convex
-    and read no later trip, so items depend on each other without cycles (unless an extracted
-    template reads an input its value does not need: ``_Cycle``); graphs are deep, so the walk is
-    iterative."""
+    Trips are made in creation order: a trip reads only nodes made before it, which lie in trips that
+    start before it or in the rest (whose terms are copied on demand, their synthetic inputs resolved
+    to trip outputs). A trip reading one not made yet can only be an extracted template reading an
+    input its value does not need (``_Cycle``)."""
 
     def __init__(self, loops, owner, rest_terms, rest_inputs):
         self.loops, self.owner, self.rest_terms, self.rest_inputs = loops, owner, rest_terms, rest_inputs
@@ -270,12 +269,16 @@ class _Link:
         self.views: dict = {}  # id(shape) -> (shape, its contiguous view): how a Call reads an argument
         self.bodies = [_body(lp) for lp in loops]
         self.out_index = [{lp.template[p].id: i for i, p in enumerate(lp.outputs)} for lp in loops]
-        self.done: dict[tuple, object] = {}
+        self.outs: dict[tuple, list] = {}  # (loop, trip) -> its Out terms
+        self.of_node: dict[int, Term] = {}  # node id -> the term computing it
+        self.copied: dict = {}  # rest term -> its copy in the linked DAG
 
     def run(self, roots) -> dict[int, Term]:
-        for r in roots:
-            self._resolve(("N", r))
-        terms = {r.id: self.done[("N", r)] for r in roots}
+        trips = sorted((lp.window.start + t * lp.window.period, k, t)
+                       for k, lp in enumerate(self.loops) for t in range(lp.window.trips))
+        for _, k, t in trips:
+            self._call(k, t)
+        terms = {r.id: self._node(r) for r in roots}
         self.order = topological(list(terms.values()))
         for i, t in enumerate(self.order):
             t.id = i
@@ -287,40 +290,53 @@ class _Link:
         body = [len(topological(list(b.outputs))) - len(b.inputs) for b in self.bodies]
         return sum(t.op not in ("Call", "Out") for t in self.order) + sum(body[k] * n for k, n in calls.items())
 
-    def _deps(self, item) -> list[tuple]:
-        kind, x = item[0], item[1]
-        if kind == "C":
-            ns = self.loops[x].inputs
-            return [("N", ns[t.arg][item[2]]) for t in self.bodies[x].inputs]
-        if kind == "N":
-            if x.op in LEAVES:
-                return []
-            o = self.owner(x.id)
-            return [("R", self.rest_terms[x.id])] if o is None else [("C", o[0], o[2])]
-        node = self.rest_inputs.get(x.arg) if x.op == "Input" else None
-        return [("N", node)] if node is not None else [("R", s) for s, _ in x.srcs]
+    def _call(self, k: int, t: int) -> None:
+        body, nodes = self.bodies[k], self.loops[k].inputs
+        view = self._view
+        srcs = tuple((a, view(a.shape)) for a in [self._node(nodes[x.arg][t]) for x in body.inputs])
+        call = Term("Call", srcs, CallArg(body, (k, t)), None, (), (False,) * len(srcs))
+        part = ((call, view(())),)
+        self.outs[(k, t)] = [Term("Out", part, i, o.dtype, o.shape, (False,)) for i, o in enumerate(body.outputs)]
 
-    def _build(self, item, deps):
-        kind, x = item[0], item[1]
-        if kind == "C":
-            body = self.bodies[x]
-            srcs = tuple((d, self._view(d.shape)) for d in deps)
-            call = Term("Call", srcs, CallArg(body, (x, item[2])), None, (), (False,) * len(srcs))
-            part = ((call, self._view(())),)
-            return [Term("Out", part, i, o.dtype, o.shape, (False,)) for i, o in enumerate(body.outputs)]
-        if kind == "N":
-            if not deps:
-                return self._leaf(Term(x.op, (), x.arg, x.dtype, x.shape, origin=x.id))
-            o = self.owner(x.id)
-            if o is None:
-                return deps[0]
-            return deps[0][self.out_index[o[0]][self.loops[o[0]].template[o[1]].id]]
-        if x.op == "Input" and x.arg in self.rest_inputs:
-            return deps[0]
-        if not x.srcs:
-            return self._leaf(x)
-        return Term(x.op, tuple((d, v) for d, (_, v) in zip(deps, x.srcs)), x.arg, x.dtype, x.shape,
-                    x.fusible, x.origin)
+    def _node(self, x: Node) -> Term:
+        """The term computing frontend node ``x``: a leaf, a trip's output or a copy of a rest term."""
+        got = self.of_node.get(x.id)
+        if got is None:
+            if x.op in LEAVES:
+                got = self._leaf(Term(x.op, (), x.arg, x.dtype, x.shape, origin=x.id))
+            else:
+                o = self.owner(x.id)
+                if o is None:
+                    got = self._rest(self.rest_terms[x.id])
+                else:
+                    outs = self.outs.get((o[0], o[2]))
+                    if outs is None:  # a trip not made yet
+                        raise _Cycle(x)
+                    got = outs[self.out_index[o[0]][self.loops[o[0]].template[o[1]].id]]
+            self.of_node[x.id] = got
+        return got
+
+    def _rest(self, root: Term) -> Term:
+        """A copy of rest term ``root`` with its synthetic inputs resolved (iterative: the rest may be
+        deep)."""
+        done, inputs = self.copied, self.rest_inputs
+        stack = [root]
+        while stack:
+            x = stack[-1]
+            if x in done:
+                stack.pop()
+            elif x.op == "Input" and x.arg in inputs:
+                done[x] = self._node(inputs[x.arg])
+            elif not x.srcs:
+                done[x] = self._leaf(x)
+            else:
+                todo = [s for s, _ in x.srcs if s not in done]
+                if todo:
+                    stack += todo
+                else:
+                    done[x] = Term(x.op, tuple((done[s], v) for s, v in x.srcs), x.arg, x.dtype, x.shape,
+                                   x.fusible, x.origin)
+        return done[root]
 
     def _leaf(self, t: Term) -> Term:
         """One term per distinct leaf in the rest and the Calls' arguments."""
@@ -331,26 +347,6 @@ class _Link:
         if got is None:
             got = self.views[id(shape)] = (shape, View.contiguous(shape))  # keeps the shape's id its own
         return got[1]
-
-    def _resolve(self, root) -> None:
-        done, active = self.done, set()
-        stack = [(root, None)]
-        while stack:
-            item, deps = stack.pop()
-            if item in done:
-                continue
-            if deps is None:
-                deps = self._deps(item)
-                active.add(item)
-                stack.append((item, deps))
-                for d in deps:
-                    if d in active:  # only an extraction that reads an input its value does not need
-                        raise _Cycle(item)
-                    if d not in done:
-                        stack.append((d, None))
-                continue
-            done[item] = self._build(item, [done[d] for d in deps])
-            active.discard(item)
 
 
 def _body(lp: _Loop) -> Body:
