@@ -231,21 +231,21 @@ class Loops:
             return None
         return self._loop[node_id], self._offset[node_id], self._trip[node_id]
 
-    def at(self, k: int, offset: int, trip: int) -> int:
-        """The node id at ``offset`` of trip ``trip`` of loop ``k``."""
+    def body(self, k: int):
+        """Loop ``k`` as its template sees it, per offset of the body (lists, for Python loops):
+        ``(ids, inside, across)``. ``ids[o]``: trip 0's node; ``inside[o][j]``: the offset input slot
+        ``j`` reads inside its own trip (the same in every trip), else None; ``across[o][j]``: the
+        node ids slot ``j`` reads, one per trip, as an array (slots past the arity: -1)."""
         w = self.windows[k]
-        return int(self.seq[w.start + trip * w.period + offset])
-
-    def inputs_across(self, k: int, offset: int, j: int) -> list[int]:
-        """Node ids read by input slot ``j`` of ``offset``, one per trip of loop ``k``."""
-        w = self.windows[k]
-        return self.src[w.start + offset::w.period, j][:w.trips].tolist()
-
-    def internal(self, k: int, offset: int, j: int):
-        """The offset input slot ``j`` of ``offset`` reads inside its own trip (the same in every
-        trip), or None."""
-        d = int(self.dist[self.windows[k].start + offset, j])
-        return offset - d if d <= offset else None
+        lo = w.start
+        ids = self.seq[lo:lo + w.length].tolist()
+        off = np.arange(w.length)[:, None]
+        d = self.dist[lo:lo + w.length]
+        inside = np.where(d <= off, off - d, -1).tolist()
+        inside = [[q if q >= 0 else None for q in row] for row in inside]
+        at = lo + np.arange(w.trips)[:, None] * w.period + np.arange(w.length)  # (trips, length)
+        across = self.src[at].transpose(1, 2, 0)  # (length, slots, trips)
+        return ids, inside, across
 
 
 def _live(reader, flat, srcs: list, roots) -> np.ndarray:

@@ -29,6 +29,8 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..frontend.graph import Node
 from ..frontend.primitives import LEAVES
 from ..frontend.view import View
@@ -168,27 +170,31 @@ class _Ids:
 
 def _build_template(lp: _Loop, found: Loops, nodes: list, ids: _Ids) -> None:
     """Trip 0 with every input not read from inside its trip cut to a synthetic Input (one per
-    distinct tuple of nodes read), except leaves and small constant computations every trip shares."""
+    distinct tuple of nodes read across the trips), except leaves and small constant computations
+    every trip shares."""
     k = lp.index
-    leaf_of: dict[tuple, Node] = {}
+    first, inside, across = found.body(k)
+    same = (across == across[..., :1]).all(2).tolist()  # the same node in every trip
+    across = np.ascontiguousarray(across)  # a row's bytes name the tuple of nodes it reads
+    leaf_of: dict[bytes, Node] = {}
     consts: dict[int, bool] = {}
-    for p in range(lp.window.period):  # offsets are in creation order: inputs first
-        n0 = nodes[found.at(k, p, 0)]
+    for p, i in enumerate(first):  # offsets are in creation order: inputs first
+        n0 = nodes[i]
         srcs = []
         for j, (s0, v) in enumerate(n0.srcs):
-            q = found.internal(k, p, j)
+            q = inside[p][j]
             if q is not None:
                 srcs.append((lp.template[q], v))
                 continue
-            ss = tuple(found.inputs_across(k, p, j))
-            if all(s == s0.id for s in ss) and (s0.op in LEAVES or _constant(s0, consts)):
+            if same[p][j] and (s0.op in LEAVES or _constant(s0, consts)):
                 srcs.append((s0, v))
                 continue
-            leaf = leaf_of.get(ss)
+            key = across[p, j].tobytes()
+            leaf = leaf_of.get(key)
             if leaf is None:
                 name = f"@roll{k}.in{len(leaf_of)}"
-                leaf_of[ss] = leaf = ids.leaf(name, s0)
-                lp.inputs[name] = tuple(nodes[i] for i in ss)
+                leaf_of[key] = leaf = ids.leaf(name, s0)
+                lp.inputs[name] = tuple(nodes[x] for x in across[p, j].tolist())
             srcs.append((leaf, v))
         lp.template[p] = Node(n0.id, n0.op, tuple(srcs), n0.arg, n0.dtype, n0.shape)
 
