@@ -79,7 +79,7 @@ def _compile(graph, outputs, updates, *, search, seed, budget, timer):
             res = optimize_rolled(roots, graph, found=found, constants=graph.constants, budget=budget, search=search,
                                   seed=seed, timer=cand_timer)
         with stage("kernels"):
-            kg = _kernel_graph(graph, res.terms, outputs, updates)
+            kg = _kernel_graph(graph, res.terms, outputs, updates, res.order)
         with stage("memory plan"):
             plan = plan_memory(kg)
     finally:
@@ -88,10 +88,13 @@ def _compile(graph, outputs, updates, *, search, seed, budget, timer):
     return kg, plan, Report.from_stats(res.stats, kg, plan, times), nodes
 
 
-def _kernel_graph(graph, terms, outputs, updates):
+def _kernel_graph(graph, terms, outputs, updates, order=None):
+    """``order``: the terms the outputs and updates read, producers first, when known (rolling's
+    link has walked the program already; the walk below would give the same order)."""
     kinds = {**{k: "input" for k in graph.inputs}, **{k: "state" for k in graph.states},
              **{k: "random" for k in graph.random}}
     outs = [(terms[n.id], v) for n, v in outputs]
     ups = [(name, terms[n.id], v) for name, n, v in updates]
-    order = topological([t for t, _ in outs] + [t for _, t, _ in ups])
+    if order is None:
+        order = topological([t for t, _ in outs] + [t for _, t, _ in ups])
     return build_kernels(order, outs, ups, kinds, graph.constants)

@@ -82,6 +82,7 @@ def optimize_rolled(roots, graph, *, found: Loops | None = None, search: int = 0
         _add_roll_stats(res.stats, [], roll_s)
         return res
     sizes: list[int] = []  # terms in each linked program, every Call expanded
+    orders: list[list] = []  # each linked program's terms, producers first
 
     def link():
         for lp, terms in zip(loops, unit_terms):
@@ -90,6 +91,7 @@ def optimize_rolled(roots, graph, *, found: Loops | None = None, search: int = 0
             ln = _Link(loops, found.owner, unit_terms[-1] if rest_roots else {}, rest_inputs)
             terms = ln.run(roots)
         sizes.append(ln.size())
+        orders.append(ln.order)
         return terms
 
     def timed(i):
@@ -116,7 +118,7 @@ def optimize_rolled(roots, graph, *, found: Loops | None = None, search: int = 0
     stats = _merge_stats([r.stats for r in results], [lp.window.trips for lp in loops] + [1], len(found.nodes),
                          sizes[-1])
     _add_roll_stats(stats, loops, roll_s)
-    return type(results[0])(terms=terms, stats=stats)
+    return type(results[0])(terms=terms, stats=stats, order=orders[-1])
 
 
 @contextmanager

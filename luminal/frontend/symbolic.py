@@ -78,11 +78,12 @@ def _operand_str(x) -> str:
 class Sym:
     """A canonical polynomial with integer coefficients over :class:`Atom` monomials."""
 
-    __slots__ = ("terms", "_hash")
+    __slots__ = ("terms", "_hash", "_vars")
 
     def __init__(self, terms: dict[tuple, int]):
         self.terms = tuple(sorted((m, c) for m, c in terms.items() if c != 0))
         self._hash = hash(self.terms)
+        self._vars = None  # ``free_vars``, once asked
 
     # construction ---------------------------------------------------------------------------
     @staticmethod
@@ -215,10 +216,16 @@ def evaluate(d: Dim, env: dict[str, int]) -> int:
     return d if isinstance(d, int) else d.evaluate(env)
 
 
-def free_vars(d: Dim) -> set[str]:
-    if isinstance(d, int):
-        return set()
-    return set().union(*(a.variables() for m, _ in d.terms for a in m))
+_NO_VARS: frozenset = frozenset()
+
+
+def free_vars(d: Dim) -> frozenset[str]:
+    if not isinstance(d, Sym):
+        return _NO_VARS
+    v = d._vars
+    if v is None:  # a Sym never changes: compilers ask about the same few dims thousands of times
+        v = d._vars = frozenset().union(*(a.variables() for m, _ in d.terms for a in m))
+    return v
 
 
 def free_vars_in(x) -> set[str]:
@@ -236,7 +243,11 @@ def free_vars_in(x) -> set[str]:
 
 def view_vars(v) -> set[str]:
     """Every dim name a view (``frontend/view.py``) reads."""
-    return free_vars_in((v.shape, v.strides, v.offset, v.mask))
+    used: set[str] = set()
+    for d in (*v.shape, *v.strides, v.offset, *(d for lo_hi in v.mask or () for d in lo_hi)):
+        if isinstance(d, Sym):
+            used |= free_vars(d)
+    return used
 
 
 def substitute(d: Dim, env: dict[str, int]) -> Dim:

@@ -27,6 +27,7 @@ from luminal.frontend.view import View
 class _Result:
     terms: dict
     stats: dict
+    order: list | None = None
 
 
 def one_to_one(roots, **kw):

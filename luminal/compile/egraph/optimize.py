@@ -31,6 +31,7 @@ from .search import neighbours
 class Result:
     terms: dict  # root node id -> Term
     stats: dict = field(default_factory=dict)
+    order: list | None = None  # every term the roots read, producers first, when a stage has it at hand
 
 
 def optimize(roots, *, constants=None, budget: Budget | None = None, search: int = 0, seed: int = 0,
