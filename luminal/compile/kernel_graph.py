@@ -52,7 +52,7 @@ BUFFER_KINDS = ("input", "state", "random", "const", "iota", "temp")
 KERNEL_KINDS = ("elementwise", "reduce", "matmul", "gather", "scatter_add", "call")
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # thousands per deep graph: no per-instance dict
 class Buffer:
     """A contiguous array. ``input``/``state``/``random`` buffers are supplied by the caller under
     ``name`` on every run; ``const`` buffers hold ``value`` (fixed at compile time); an ``iota``

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from dataclasses import dataclass, field
+from heapq import heappop, heappush
 
 from ..frontend.symbolic import evaluate, free_vars, prod
 from .kernel_graph import Buffer, KernelGraph
@@ -122,11 +123,11 @@ def _scan(items: list) -> list[tuple[int, list]]:
     slots: list[list] = []
     est: list[int] = []  # estimated bytes of each slot
     slot_of: list[int] = [0] * len(items)
-    free: list[tuple[int, int]] = []  # (estimated bytes, slot) of the free slots, sorted
+    free = _Free()
     for i in sorted(written_at.keys() | ending_at.keys()):
         for j in written_at.get(i, ()):
             _, _, need, bufs = items[j]
-            s = _best_fit(free, need)
+            s = free.best_fit(need)
             if s is None:
                 s = len(slots)
                 slots.append([])
@@ -138,31 +139,57 @@ def _scan(items: list) -> list[tuple[int, list]]:
         # freed only after step i: a kernel's outputs never share storage with what it reads
         for j in ending_at.get(i, ()):
             s = slot_of[j]
-            insort(free, (est[s], s))
+            free.add(est[s], s)
     return list(zip(est, slots))
+
+
+class _Free:
+    """The free slots by estimated size: a heap of slot indices per size, and the sizes present,
+    sorted (a deep graph frees thousands of slots of a few dozen sizes)."""
+
+    def __init__(self):
+        self.sizes: list[int] = []
+        self.slots: dict[int, list[int]] = {}
+
+    def add(self, size: int, slot: int) -> None:
+        heap = self.slots.get(size)
+        if heap is None:
+            heap = self.slots[size] = []
+            insort(self.sizes, size)
+        heappush(heap, slot)
+
+    def best_fit(self, need: int) -> int | None:
+        """Take the smallest free slot that holds ``need`` bytes, else the largest free one (it grows);
+        ties go to the lowest slot."""
+        sizes = self.sizes
+        if not sizes:
+            return None
+        i = bisect_left(sizes, need)
+        size = sizes[i] if i < len(sizes) else sizes[-1]
+        heap = self.slots[size]
+        slot = heappop(heap)
+        if not heap:
+            del self.slots[size]
+            sizes.remove(size)
+        return slot
 
 
 def _probe_sizes(temps) -> dict[int, int]:
     """{buffer id: estimated bytes}, each distinct (shape, dtype) evaluated once (symbolic
-    arithmetic is slow, and deep graphs have thousands of buffers of a few shapes)."""
-    probe = {v: _PROBE for shape in {b.shape for b in temps} for d in shape for v in free_vars(d)}
-    by_kind: dict[tuple, int] = {}
+    arithmetic is slow, and deep graphs have thousands of buffers of a few shapes: most share the
+    shape object itself, so it is looked up by identity first)."""
+    shapes = {id(b.shape): b.shape for b in temps}
+    probe = {v: _PROBE for shape in set(shapes.values()) for d in shape for v in free_vars(d)}
+    by_id: dict[tuple, int] = {}  # (id(shape), dtype) -> bytes
+    by_kind: dict[tuple, int] = {}  # (shape, dtype) -> bytes
     out = {}
     for b in temps:
-        key = (b.shape, b.dtype)
-        n = by_kind.get(key)
+        n = by_id.get((id(b.shape), b.dtype))
         if n is None:
-            n = by_kind[key] = nbytes(b, probe)
+            key = (b.shape, b.dtype)
+            n = by_kind.get(key)
+            if n is None:
+                n = by_kind[key] = nbytes(b, probe)
+            by_id[(id(b.shape), b.dtype)] = n
         out[b.id] = n
     return out
-
-
-def _best_fit(free: list[tuple[int, int]], need: int) -> int | None:
-    """Take the smallest free slot that holds ``need`` bytes, else the largest free one (it grows);
-    ties go to the lowest slot. ``free`` is sorted by (bytes, slot), so both are one bisection."""
-    if not free:
-        return None
-    i = bisect_left(free, (need, -1))
-    if i == len(free):  # none fits: the first slot of the largest size
-        i = bisect_left(free, (free[-1][0], -1))
-    return free.pop(i)[1]
