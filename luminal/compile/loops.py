@@ -220,9 +220,13 @@ class Loops:
         keep = live[reader] & (loop[flat] >= 0)
         reader, read = reader[keep], flat[keep]
         out = (loop[reader] != loop[read]) | (trip[reader] != trip[read])
-        pairs = {(k, o) for k, o in zip(loop[read[out]].tolist(), offset[read[out]].tolist())}
-        pairs |= {(int(loop[r.id]), int(offset[r.id])) for r in roots if loop[r.id] >= 0}
-        self.outputs = [sorted(o for kk, o in pairs if kk == k) for k in range(len(self.windows))]
+        ids = np.concatenate([read[out], [r.id for r in roots]]).astype(np.int64)
+        ids = ids[loop[ids] >= 0]
+        width = max((w.length for w in self.windows), default=1)
+        pairs = np.unique(loop[ids] * width + offset[ids])  # (loop, offset) read outside their trip
+        self.outputs = [[] for _ in self.windows]
+        for k, o in zip((pairs // width).tolist(), (pairs % width).tolist()):
+            self.outputs[k].append(o)
         self._loop, self._offset, self._trip = loop.tolist(), offset.tolist(), trip.tolist()
 
     def owner(self, node_id: int):
