@@ -2,7 +2,8 @@
 
 Loop rolling gives the e-graph one block however deep the stack, so compile time should stay nearly
 flat: the goal is depth 32 / depth 2 <= 1.5. Each point is the median of a few ``lm.compile`` runs
-(backend "cpu", the whole pipeline), then split by stage from the compile report: the e-graph runs
+(backend "cpu", the whole pipeline; every point once per round, so that a drift in the machine's
+speed hits all points alike), then split by stage from the compile report: the e-graph runs
 (lower, rewrite, extract: the part rolling keeps flat), the rolling pass itself (detection, template
 and rest building, linking) and the stages after it (kernels, memory plan).
 
@@ -57,21 +58,17 @@ def nodes(outputs) -> int:
     return len(seen)
 
 
-def measure(depth: int, backward: bool, repeats: int) -> dict:
-    """Median seconds of ``repeats`` compiles of one point: total and by stage, with the loops rolled."""
-    runs = []
-    for _ in range(repeats):
-        f = None  # the previous run's program (and through it its graph) is freed here, not while timing
-        outs = stack(depth, backward)
-        t0 = time.perf_counter()
-        f = lm.compile(outs, backend="cpu")
-        total = time.perf_counter() - t0
-        r = f.report(show=False)
-        egraph = sum(v for k, v in r.times.items() if k.startswith("optimize: ") and k != "optimize: roll")
-        runs.append({"compile": total, "egraph": egraph, "roll": r.times.get("optimize: roll", 0.0),
-                     "after": r.times.get("kernels", 0.0) + r.times.get("memory plan", 0.0)})
-    out = {k: statistics.median(run[k] for run in runs) for k in runs[0]}
-    return {**out, "nodes": nodes(outs), "loops": r.loops}
+def compile_once(depth: int, backward: bool) -> dict:
+    """Seconds of one compile of one point: total and by stage, with the loops rolled."""
+    outs = stack(depth, backward)
+    t0 = time.perf_counter()
+    f = lm.compile(outs, backend="cpu")
+    total = time.perf_counter() - t0
+    r = f.report(show=False)
+    egraph = sum(v for k, v in r.times.items() if k.startswith("optimize: ") and k != "optimize: roll")
+    return {"compile": total, "egraph": egraph, "roll": r.times.get("optimize: roll", 0.0),
+            "after": r.times.get("kernels", 0.0) + r.times.get("memory plan", 0.0),
+            "nodes": nodes(outs), "loops": r.loops}  # the program (and its graph) is freed before the next
 
 
 def main():
@@ -80,20 +77,25 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     lm.compile(stack(1, False), backend="cpu")  # warm-up: egglog's first run in a process costs extra
-    rows = {}
+    points = [(d, bw) for d in args.depths for bw in (False, True)]
+    runs: dict = {p: [] for p in points}
+    for _ in range(args.repeats):  # every point once per round: a drift in the machine's speed hits all alike
+        for p in points:
+            runs[p].append(compile_once(*p))
+    rows = {p: {**{k: statistics.median(r[k] for r in rs) for k in ("compile", "egraph", "roll", "after")},
+                "nodes": rs[-1]["nodes"], "loops": rs[-1]["loops"]} for p, rs in runs.items()}
     print("fwd+bwd by stage: e-graph = lower + rewrite + extract; roll = the rolling pass; "
           "after = kernels + memory plan")
     print(f"{'depth':>5} | {'fwd nodes':>9} | {'fwd compile s':>13} | {'fwd+bwd nodes':>13} | "
           f"{'fwd+bwd compile s':>17} | {'e-graph s':>9} | {'roll s':>7} | {'after s':>7} | loops (body x trips)")
     for depth in args.depths:
-        fwd, bwd = rows[depth] = measure(depth, False, args.repeats), measure(depth, True, args.repeats)
+        fwd, bwd = rows[(depth, False)], rows[(depth, True)]
         loops = ", ".join(f"{lp['body_nodes']}x{lp['trips']}" for lp in bwd["loops"]) or "-"
         print(f"{depth:>5} | {fwd['nodes']:>9} | {fwd['compile']:>13.3f} | {bwd['nodes']:>13} | "
-              f"{bwd['compile']:>17.3f} | {bwd['egraph']:>9.3f} | {bwd['roll']:>7.3f} | {bwd['after']:>7.3f} | {loops}",
-              flush=True)
-    if 2 in rows and 32 in rows:
-        for name, i in (("fwd", 0), ("fwd+bwd", 1)):
-            a, b = rows[2][i], rows[32][i]
+              f"{bwd['compile']:>17.3f} | {bwd['egraph']:>9.3f} | {bwd['roll']:>7.3f} | {bwd['after']:>7.3f} | {loops}")
+    if 2 in args.depths and 32 in args.depths:
+        for name, bw in (("fwd", False), ("fwd+bwd", True)):
+            a, b = rows[(2, bw)], rows[(32, bw)]
             print(f"{name}: depth 32 / depth 2 = {b['compile'] / a['compile']:.2f} (goal <= 1.5); by stage: "
                   + ", ".join(f"{k} {b[k] / a[k]:.2f}" for k in ("egraph", "roll", "after") if a[k]))
 

@@ -76,7 +76,9 @@ class Compiled:
         self._out_shapes = [t.shape for t in outputs]
         if backend == "reference":
             self.runner, self._report = ReferenceInterpreter(g, every), None
-            nodes = self.runner.order
+            order = self.runner.order
+            program_nodes = lambda: order  # noqa: E731
+            inputs = [n for n in order if n.op == "Input"]
             self._dims = _dims_used(self.runner.order, outputs)
             self._nodes = len(self.runner.order)
         else:
@@ -85,15 +87,17 @@ class Compiled:
 
             ups = [(_state_name(g, st), t.node, t.layout) for st, t in self.updates]
             timer = _cpu_timer if search else None
-            kg, plan, self._report, nodes = compile_graph(g, [(t.node, t.layout) for t in outputs], ups,
-                                                           search=search, seed=seed, budget=budget, timer=timer)
+            kg, plan, self._report, live = compile_graph(g, [(t.node, t.layout) for t in outputs], ups,
+                                                          search=search, seed=seed, budget=budget, timer=timer)
+            program_nodes = live.nodes
+            leaves = [*g.inputs.values(), *g.states_nodes(), *g.random.values()]
+            inputs = sorted((n for n in leaves if live.reads(n)), key=lambda n: n.id)
             self.runner = _ProgramRunner(CpuProgram(kg, plan), self._report)
             self._dims = set(kg.dims)  # the program's, the outputs' views included
             self._nodes = self._report.nodes_before
-        self._program_nodes, self._every = nodes, every
+        self._program_nodes, self._every = program_nodes, every  # () -> the nodes the program reads
         self._checks: dict | None = None  # ``_dim_checks``, made on the first call (a pass over the nodes)
         self._checked: set = set()  # bindings that passed them
-        inputs = [n for n in nodes if n.op == "Input"]
         self._user = [n for n in inputs if n.arg in g.inputs]
         self._states = [(n.arg, g.states[n.arg]) for n in inputs if n.arg in g.states]
         self._random = [n for n in inputs if n.arg in g.random]
@@ -126,7 +130,7 @@ class Compiled:
         key = tuple(sorted(env.items()))
         if key not in self._checked:
             if self._checks is None:
-                self._checks = _dim_checks(self._program_nodes, self._every, self.graph)
+                self._checks = _dim_checks(self._program_nodes(), self._every, self.graph)
             for d, (what, shape) in self._checks.items():
                 if free_vars_in(d) <= env.keys() and evaluate(d, env) < 0:
                     bound = ", ".join(f"{k}={v}" for k, v in key)

@@ -69,7 +69,8 @@ def pays(length: int, trips: int) -> bool:
 
 
 class Loops:
-    """The live nodes of ``roots`` (``nodes``, by id) and the loops found among them (``windows``).
+    """The live nodes of ``roots`` (``live``: per node id; ``size`` of them) and the loops found among
+    them (``windows``).
 
     Arrays over seq positions: ``seq`` (node ids), ``src`` (ids of the inputs, -1 past a node's arity),
     ``dist`` (how many seq positions back each input is; ``FAR`` outside seq). ``seconds``: the time
@@ -84,7 +85,7 @@ class Loops:
         reader = np.repeat(np.arange(n), arity)  # the id reading each entry of ``flat``
         live = _live(reader, flat, cols.srcs, roots)
         first = np.cumsum(arity) - arity  # where each node's inputs start in ``flat``
-        self.nodes = list(itertools.compress(graph.nodes, live))
+        self.live, self.size, self._graph = live, int(np.count_nonzero(live)), graph
         self.seq = seq = np.flatnonzero(live & (arity > 0) & np.frombuffer(cols.varies, bool))
         m, k = len(seq), max(1, int(arity.max(initial=0)))
         at = np.full(n, -1, np.int64)
@@ -228,6 +229,14 @@ class Loops:
         for k, o in zip((pairs // width).tolist(), (pairs % width).tolist()):
             self.outputs[k].append(o)
         self._loop, self._offset, self._trip = loop.tolist(), offset.tolist(), trip.tolist()
+
+    def nodes(self) -> list:
+        """The live nodes, by id."""
+        return list(itertools.compress(self._graph.nodes, self.live))
+
+    def reads(self, node) -> bool:
+        """Whether the roots read ``node``."""
+        return node.id < len(self.live) and bool(self.live[node.id])
 
     def owner(self, node_id: int):
         """(loop, offset, trip) of a node in a loop, else None."""

@@ -47,8 +47,8 @@ class _Stages:
 
 def compile_graph(graph, outputs, updates, *, search: int = 0, seed: int = 0, budget=None, timer=None):
     """``outputs``: [(Node, View)]; ``updates``: [(state name, Node, View)]. Returns the kernel graph,
-    its memory plan, the report and every node the roots read (by id). ``timer(kernel_graph)
-    -> seconds`` times a candidate for ``search``.
+    its memory plan, the report and the nodes the roots read (a ``loops.Loops``: ``nodes()``,
+    ``reads(node)``). ``timer(kernel_graph) -> seconds`` times a candidate for ``search``.
 
     The cyclic collector is off while compiling: the stages allocate many small objects and free
     few, so its passes would be wasted work. It comes back on only once ``_compile`` has returned and
@@ -72,7 +72,6 @@ def _compile(graph, outputs, updates, *, search, seed, budget, timer):
         roots = list(dict.fromkeys([n for n, _ in outputs] + [n for _, n, _ in updates]))
         with stage("optimize"):
             found = Loops(graph, roots)
-            nodes = found.nodes
             cand_timer = None
             if search and timer is not None:
                 cand_timer = lambda terms: timer(_kernel_graph(graph, terms, outputs, updates))  # noqa: E731
@@ -85,7 +84,7 @@ def _compile(graph, outputs, updates, *, search, seed, budget, timer):
     finally:
         stage.close()
     times = {**{f"optimize: {k}": v for k, v in res.stats.get("times", {}).items()}, **stage.times}
-    return kg, plan, Report.from_stats(res.stats, kg, plan, times), nodes
+    return kg, plan, Report.from_stats(res.stats, kg, plan, times), found
 
 
 def _kernel_graph(graph, terms, outputs, updates, order=None):

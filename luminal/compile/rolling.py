@@ -115,7 +115,7 @@ def optimize_rolled(roots, graph, *, found: Loops | None = None, search: int = 0
         _add_roll_stats(res.stats, [], roll_s + time.perf_counter() - t1)
         return res
     roll_s += time.perf_counter() - t1
-    stats = _merge_stats([r.stats for r in results], [lp.window.trips for lp in loops] + [1], len(found.nodes),
+    stats = _merge_stats([r.stats for r in results], [lp.window.trips for lp in loops] + [1], found.size,
                          sizes[-1])
     _add_roll_stats(stats, loops, roll_s)
     return type(results[0])(terms=terms, stats=stats, order=orders[-1])

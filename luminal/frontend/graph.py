@@ -164,6 +164,10 @@ class Graph:
             self._state_nodes[id(s)] = node
         return self.tensor(node)
 
+    def states_nodes(self) -> list[Node]:
+        """The node of every State this graph reads."""
+        return list(self._state_nodes.values())
+
     def state_node(self, s: State) -> Node | None:
         """The node reading ``s`` in this graph, or None when the graph never reads it."""
         return self._state_nodes.get(id(s))
