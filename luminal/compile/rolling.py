@@ -269,17 +269,22 @@ class _Link:
     Trips are made in creation order: a trip reads only nodes made before it, which lie in trips that
     start before it or in the rest (whose terms are copied on demand, their synthetic inputs resolved
     to trip outputs). A trip reading one not made yet can only be an extracted template reading an
-    input its value does not need (``_Cycle``)."""
+    input its value does not need (``_Cycle``). Every term is made after the terms it reads, so the
+    order they are made in is the program's order (``order``; it also holds the Out terms of outputs
+    that a trip's readers happen not to read: the call writes them all the same)."""
 
     def __init__(self, loops, owner, rest_terms, rest_inputs):
         self.loops, self.owner, self.rest_terms, self.rest_inputs = loops, owner, rest_terms, rest_inputs
         self.leaves: dict[tuple, Term] = {}
         self.views: dict = {}  # id(shape) -> (shape, its contiguous view): how a Call reads an argument
         self.bodies = [_body(lp) for lp in loops]
-        self.out_index = [{lp.template[p].id: i for i, p in enumerate(lp.outputs)} for lp in loops]
+        self.out_at = [{p: i for i, p in enumerate(lp.outputs)} for lp in loops]  # offset -> Out index
+        self.args = [[lp.inputs[x.arg] for x in b.inputs] for lp, b in zip(loops, self.bodies)]  # per trip
         self.outs: dict[tuple, list] = {}  # (loop, trip) -> its Out terms
         self.of_node: dict[int, Term] = {}  # node id -> the term computing it
         self.copied: dict = {}  # rest term -> its copy in the linked DAG
+        self.order: list[Term] = []  # every term made, in the order made (producers first)
+        self.body_terms = [len(topological(list(b.outputs))) - len(b.inputs) for b in self.bodies]
 
     def run(self, roots) -> dict[int, Term]:
         trips = sorted((lp.window.start + t * lp.window.period, k, t)
@@ -287,7 +292,6 @@ class _Link:
         for _, k, t in trips:
             self._call(k, t)
         terms = {r.id: self._node(r) for r in roots}
-        self.order = topological(list(terms.values()))
         for i, t in enumerate(self.order):
             t.id = i
         return terms
@@ -295,16 +299,18 @@ class _Link:
     def size(self) -> int:
         """Terms of the program with every Call expanded (a body's terms once per trip)."""
         calls = Counter(t.arg.site[0] for t in self.order if t.op == "Call")
-        body = [len(topological(list(b.outputs))) - len(b.inputs) for b in self.bodies]
-        return sum(t.op not in ("Call", "Out") for t in self.order) + sum(body[k] * n for k, n in calls.items())
+        return sum(t.op not in ("Call", "Out") for t in self.order) + \
+            sum(self.body_terms[k] * n for k, n in calls.items())
 
     def _call(self, k: int, t: int) -> None:
-        body, nodes = self.bodies[k], self.loops[k].inputs
-        view = self._view
-        srcs = tuple((a, view(a.shape)) for a in [self._node(nodes[x.arg][t]) for x in body.inputs])
+        body, view, node = self.bodies[k], self._view, self._node
+        srcs = tuple([(a, view(a.shape)) for a in [node(across[t]) for across in self.args[k]]])
         call = Term("Call", srcs, CallArg(body, (k, t)), None, (), (False,) * len(srcs))
         part = ((call, view(())),)
-        self.outs[(k, t)] = [Term("Out", part, i, o.dtype, o.shape, (False,)) for i, o in enumerate(body.outputs)]
+        outs = self.outs[(k, t)] = [Term("Out", part, i, o.dtype, o.shape, (False,))
+                                    for i, o in enumerate(body.outputs)]
+        self.order.append(call)
+        self.order += outs
 
     def _node(self, x: Node) -> Term:
         """The term computing frontend node ``x``: a leaf, a trip's output or a copy of a rest term."""
@@ -320,7 +326,7 @@ class _Link:
                     outs = self.outs.get((o[0], o[2]))
                     if outs is None:  # a trip not made yet
                         raise _Cycle(x)
-                    got = outs[self.out_index[o[0]][self.loops[o[0]].template[o[1]].id]]
+                    got = outs[self.out_at[o[0]][o[1]]]
             self.of_node[x.id] = got
         return got
 
@@ -344,11 +350,17 @@ class _Link:
                 else:
                     done[x] = Term(x.op, tuple((done[s], v) for s, v in x.srcs), x.arg, x.dtype, x.shape,
                                    x.fusible, x.origin)
+                    self.order.append(done[x])
         return done[root]
 
     def _leaf(self, t: Term) -> Term:
         """One term per distinct leaf in the rest and the Calls' arguments."""
-        return self.leaves.setdefault((t.op, t.arg, t.dtype.name, t.shape), t)
+        key = (t.op, t.arg, t.dtype.name, t.shape)
+        got = self.leaves.get(key)
+        if got is None:
+            got = self.leaves[key] = t
+            self.order.append(t)
+        return got
 
     def _view(self, shape) -> View:
         got = self.views.get(id(shape))
