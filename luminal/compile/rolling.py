@@ -13,7 +13,7 @@ e-graph should see each block once, so that its share of compile time stays flat
 3. **Rest**: everything outside the loops, trip outputs read from synthetic leaves; optimised once.
 4. **Link**: the optimised template becomes a Body; the rest's terms and, for every trip, Call terms
    of that body on the trip's actual inputs make one Term DAG. The kernel stage builds a body's
-   kernels once and copies them per call (``compile/calls.py``).
+   kernels once, as a routine, and makes each Call one ``call`` kernel of it (``compile/calls.py``).
 
 Every trip is isomorphic to trip 0 with its own inputs, so the linked DAG computes exactly what the
 roots compute. The price: neither the e-graph nor the kernel stage fuses across a body's boundary
