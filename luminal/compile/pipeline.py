@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import gc
 import time
 from contextlib import contextmanager
 
 from tqdm import tqdm
 
 from .errors import CompileError
+from .gc_paused import gc_paused
 from .kernels import build_kernels
 from .memory import plan_memory
 from .report import Report
@@ -54,13 +54,8 @@ def compile_graph(graph, outputs, updates, *, search: int = 0, seed: int = 0, bu
     few, so its passes would be wasted work. It comes back on only once ``_compile`` has returned and
     its intermediates (the linked terms, the rolling tables: most of what was allocated) are freed,
     so that its first pass walks the results alone."""
-    gc_was_on = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _compile(graph, outputs, updates, search=search, seed=seed, budget=budget, timer=timer)
-    finally:
-        if gc_was_on:
-            gc.enable()
 
 
 def _compile(graph, outputs, updates, *, search, seed, budget, timer):

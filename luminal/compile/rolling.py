@@ -23,10 +23,8 @@ the rest and linking cost the body, the rest and the trips' interfaces, never th
 
 from __future__ import annotations
 
-import gc
 import time
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,6 +32,7 @@ import numpy as np
 from ..frontend.graph import Node
 from ..frontend.primitives import LEAVES
 from ..frontend.view import View
+from .gc_paused import gc_paused
 from .loops import Loops, Window
 from .term import Body, CallArg, Term, topological
 
@@ -66,7 +65,7 @@ def optimize_rolled(roots, graph, *, found: Loops | None = None, search: int = 0
     one to one (the same in every candidate, so the comparison stays fair)."""
     found = Loops(graph, roots) if found is None else found  # times itself (``found.seconds``)
     t0 = time.perf_counter()
-    with _no_gc():
+    with gc_paused():
         loops = [_Loop(k, w) for k, w in enumerate(found.windows)]
         if loops:
             ids = _Ids()
@@ -87,7 +86,7 @@ def optimize_rolled(roots, graph, *, found: Loops | None = None, search: int = 0
     def link():
         for lp, terms in zip(loops, unit_terms):
             lp.terms = terms
-        with _no_gc():
+        with gc_paused():
             ln = _Link(loops, found.owner, unit_terms[-1] if rest_roots else {}, rest_inputs)
             terms = ln.run(roots)
         sizes.append(ln.size())
@@ -119,19 +118,6 @@ def optimize_rolled(roots, graph, *, found: Loops | None = None, search: int = 0
                          sizes[-1])
     _add_roll_stats(stats, loops, roll_s)
     return type(results[0])(terms=terms, stats=stats, order=orders[-1])
-
-
-@contextmanager
-def _no_gc():
-    """These passes allocate an object or more per node and free next to nothing, so the cyclic
-    collector would only walk the growing heap again and again (measured: up to half their time)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 # detection ------------------------------------------------------------------------------------

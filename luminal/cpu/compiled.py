@@ -19,6 +19,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from ..compile.gc_paused import gc_paused
 from ..compile.kernel_graph import dims_needed, expand_calls
 from ..compile.memory import MemoryPlan, storage_itemsize
 from ..frontend.symbolic import evaluate, prod
@@ -54,9 +55,10 @@ class CpuProgram:
             raise ValueError(f"symbolic dim {e.args[0]!r} has no value bound") from None
         b = self._bindings.get(key)
         if b is None:
-            if self._kernels is None:
-                self._kernels = expand_calls(self.kg.kernels)
-            b = Binding(self.kg, self._kernels, self.plan, dict(zip(self.dims, key)))
+            with gc_paused():  # laying out a run allocates per kernel and frees next to nothing
+                if self._kernels is None:
+                    self._kernels = expand_calls(self.kg.kernels)
+                b = Binding(self.kg, self._kernels, self.plan, dict(zip(self.dims, key)))
             self._bindings[key] = b
             if len(self._bindings) > MAX_BINDINGS:
                 self._bindings.popitem(last=False)
@@ -159,26 +161,32 @@ class Binding:
 
     # allocation -----------------------------------------------------------------------------------
     def _layouts(self, kg, kernels) -> dict:
-        """{buffer id: storage axis order} for GEMM results whose readers walk them permuted."""
-        readers: dict = {}
-        for k in kernels:
-            for buf, v in list(k.inputs) + list(k.epilogue_inputs):
-                readers.setdefault(buf.id, []).append(v)
-        for buf, v in kg.outputs:
-            readers.setdefault(buf.id, []).append(v)
-        for _, buf, v in kg.updates:
-            readers.setdefault(buf.id, []).append(v)
-        perms = {}
+        """{buffer id: storage axis order} for GEMM results whose readers walk them permuted. (A
+        routine's scratch is read by every call through the same view objects: each distinct view
+        is looked at once, weighted by how many times it is read, and each buffer decided once.)"""
+        readers: dict = {}  # buffer id -> {id(view): [view, reads]}
+        reads = [(buf, v) for k in kernels for buf, v in k.inputs + k.epilogue_inputs]
+        for buf, v in reads + kg.outputs + [(buf, v) for _, buf, v in kg.updates]:
+            seen = readers.setdefault(buf.id, {})
+            got = seen.get(id(v))
+            if got is None:
+                seen[id(v)] = [v, 1]
+            else:
+                got[1] += 1
+        perms: dict = {}
+        decided: set = set()
         for k in kernels:
             gemm = k.kind == "matmul" and all(v.mask is None for _, v in k.inputs)
             if not gemm and not (k.kind == "reduce" and contraction(k) is not None):
                 continue
             shape = tuple(d for i, d in enumerate(self.shape(k.domain)) if i not in k.axes)
             buf = next((b for b, e in k.outputs if e.op == "Acc" and b.dtype is k.acc_dtype), None)
-            if buf is None or buf.kind != "temp" or self.shape(buf.shape) != shape or 0 in shape:
+            if buf is None or buf.id in decided or buf.kind != "temp" or self.shape(buf.shape) != shape \
+                    or 0 in shape:
                 continue
-            views = [self._valid_part(v) for v in readers.get(buf.id, [])]
-            order = layout.preferred_order([v for v in views if v is not None], shape)
+            decided.add(buf.id)
+            views = [(self._valid_part(v), n) for v, n in readers.get(buf.id, {}).values()]
+            order = layout.preferred_order([(v, n) for v, n in views if v is not None], shape)
             if order is not None:
                 perms[buf.id] = order
         return perms

@@ -64,10 +64,11 @@ def physical_strides(shape: tuple, perm: tuple) -> tuple:
 
 
 def preferred_order(views: list, shape: tuple) -> tuple | None:
-    """The axis order the readers' ``views`` walk the buffer in (weighted by elements read), or None
-    when the logical order is as good or some view does not remap."""
+    """The axis order the readers' ``views`` (``(view, times read)`` pairs) walk the buffer in
+    (weighted by elements read), or None when the logical order is as good or some view does not
+    remap."""
     votes: dict[tuple, int] = {}
-    for v in views:
+    for v, times in views:
         walk = axis_walk(v, shape)
         if walk is None:
             return None
@@ -76,7 +77,7 @@ def preferred_order(views: list, shape: tuple) -> tuple | None:
             if w is not None and w[0] not in order:
                 order.append(w[0])
         order += [a for a in range(len(shape)) if a not in order]
-        n = 1
+        n = times
         for d in v.shape:
             n *= d
         votes[tuple(order)] = votes.get(tuple(order), 0) + n
