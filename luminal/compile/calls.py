@@ -19,7 +19,7 @@ arguments, so that they live as long as a call may read them).
 from __future__ import annotations
 
 from ..frontend.view import View
-from .kernel_graph import Kernel, Routine
+from .kernel_graph import Kernel, Routine, relinked
 from .term import Body, topological
 
 
@@ -53,15 +53,15 @@ class Fragment:
             else:  # the same values in every trip: computed once, into buffers of the program
                 for b, _ in k.outputs:
                     links[b] = parent._new_buffer(b.shape, b.dtype)
-                parent.kernels.append(_relinked(k, links))
+                parent.kernels.append(relinked(k, links))
         outputs = [kb.buffer(t) for t in body.outputs]
         written = list(dict.fromkeys(b for k in per_call for b, _ in k.outputs))
         results = list(dict.fromkeys(b for b in outputs if b in varies and b not in param_of))
         taken = set(results)
-        self.params = sorted(param_of, key=param_of.get)
-        self.arg_index = [param_of[b] for b in self.params]
-        kernels = [_relinked(k, links) for k in per_call]
-        self.routine = Routine(body.name, self.params, results, [b for b in written if b not in taken], kernels)
+        params = sorted(param_of, key=param_of.get)
+        self.arg_index = [param_of[b] for b in params]
+        kernels = [relinked(k, links) for k in per_call]
+        self.routine = Routine(body.name, params, results, [b for b in written if b not in taken], kernels)
         # the program's temps the routine reads (the invariant kernels' outputs): inputs of every call
         read = {b for k in kernels for b, _ in k.inputs + k.epilogue_inputs}
         self.shared = [(b, View.contiguous(b.shape)) for b in links.values() if b.kind == "temp" and b in read]
@@ -76,11 +76,3 @@ class Fragment:
         parent.kernels.append(Kernel("call", (), [(args[i], views[i]) for i in self.arg_index] + self.shared,
                                      [(b, None) for b in outs], fused=(self.routine.name,), body=self.routine))
         return [args[x] if how == "param" else outs[x] if how == "result" else x for how, x in self.returns]
-
-
-def _relinked(k: Kernel, links: dict) -> Kernel:
-    """``k`` with each buffer in ``links`` replaced by its link."""
-    get = links.get
-    return Kernel(k.kind, k.domain, [(get(b, b), v) for b, v in k.inputs], [(get(b, b), e) for b, e in k.outputs],
-                  k.axes, k.reduce_op, k.prologue, k.acc_dtype, [(get(b, b), v) for b, v in k.epilogue_inputs],
-                  k.fused)

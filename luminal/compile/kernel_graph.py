@@ -146,12 +146,16 @@ def expand_calls(kernels) -> list[Kernel]:
         r = k.body
         links = dict(zip(r.params, [b for b, _ in k.inputs]))
         links.update(zip(r.results, [b for b, _ in k.outputs]))
-        get = links.get
-        for x in r.kernels:
-            out.append(Kernel(x.kind, x.domain, [(get(b, b), v) for b, v in x.inputs],
-                              [(get(b, b), e) for b, e in x.outputs], x.axes, x.reduce_op, x.prologue, x.acc_dtype,
-                              [(get(b, b), v) for b, v in x.epilogue_inputs], x.fused))
+        out += [relinked(x, links) for x in r.kernels]
     return out
+
+
+def relinked(k: Kernel, links: dict) -> Kernel:
+    """``k`` with each buffer in ``links`` replaced by its link (same domain, views and expressions)."""
+    get = links.get
+    return Kernel(k.kind, k.domain, [(get(b, b), v) for b, v in k.inputs], [(get(b, b), e) for b, e in k.outputs],
+                  k.axes, k.reduce_op, k.prologue, k.acc_dtype, [(get(b, b), v) for b, v in k.epilogue_inputs],
+                  k.fused, k.body)
 
 
 def dims_needed(kg: KernelGraph, expr_args=None) -> tuple:
