@@ -321,7 +321,7 @@ class KernelBuilder:
         return n is not None and _same(n, self._size(shape))
 
     def _size(self, shape):
-        """``_numel(shape)``, looked up by the shape object first (copies of a loop body share theirs;
+        """``_numel(shape)``, looked up by the shape object first (a deep program's terms share a few;
         hashing a symbolic shape by value compares dims, which is slow)."""
         n = self.sizes.get(id(shape))
         if n is None:

@@ -288,7 +288,7 @@ def test_compiled_stack_matches_reference():
 
 @pytest.mark.parametrize("backward", [False, True])
 def test_rolled_program_fuses_nearly_like_the_unrolled_one(monkeypatch, backward):
-    """A body's inputs and outputs are buffers (its kernels are built once, copied per trip), so a value
+    """A body's inputs and outputs are buffers (its kernels are built once, called per trip), so a value
     crossing a trip boundary is stored where the unrolled program may have recomputed it in its
     readers: at most one more elementwise kernel per trip, and never another reduction or matmul."""
     g, roots = transformer_stack(3, backward)
