@@ -179,6 +179,8 @@ def dims_needed(kg: KernelGraph, expr_args=None) -> tuple:
     for v in [v for _, v in kg.outputs] + [v for _, _, v in kg.updates]:
         add(v, view_vars)
     for k in kernels:
+        if k.kind == "call":  # arguments are read whole: their dims are their buffers' shapes'
+            continue
         for _, v in k.inputs:
             add(v, view_vars)
         for _, v in k.epilogue_inputs:

@@ -80,8 +80,8 @@ class Loops:
         t0 = time.perf_counter()
         cols = graph.columns
         n = len(cols.srcs)
-        arity = np.fromiter(cols.arity, np.int64, n)
-        flat = np.fromiter(cols.flat, np.int64, len(cols.flat))
+        arity = np.array(cols.arity, np.int64)  # copies, never views: the graph may still grow
+        flat = np.array(cols.flat, np.int64)
         reader = np.repeat(np.arange(n), arity)  # the id reading each entry of ``flat``
         live = _live(reader, flat, cols.srcs, roots)
         first = np.cumsum(arity) - arity  # where each node's inputs start in ``flat``
@@ -96,10 +96,10 @@ class Loops:
             self.src[has, j] = flat[first[seq[has]] + j]
         pos = np.where(self.src >= 0, at[self.src], -1)
         self.dist = np.where(pos >= 0, np.arange(m)[:, None] - pos, FAR)
-        types = np.fromiter(cols.type, np.int64, n)
+        types = np.array(cols.type, np.int64)
         in_type = [np.where(self.src[:, j] >= 0, types[self.src[:, j]], -1) for j in range(k)]
         # class: label and input types (what two copies of a node share, bar where their inputs are)
-        self.cls = np.fromiter(cols.label, np.int64, n)[seq]
+        self.cls = np.array(cols.label, np.int64)[seq]
         for t in in_type:
             self.cls = _pair(self.cls, t + 1, int(types.max(initial=0)) + 2)
         self.windows = self._search()
@@ -109,10 +109,11 @@ class Loops:
     # search ---------------------------------------------------------------------------------------
     def _search(self) -> list[Window]:
         free = np.ones(len(self.seq), bool)
+        by_class = np.argsort(self.cls, kind="stable")  # positions by class, then position
         found = []
         while True:
             best, most = [], 0
-            for period in _periods(self.cls, free):
+            for period in _periods(self.cls, by_class, free):
                 for tiling in self._tilings(period, free, most):
                     if sum(w.saved for w in tiling) <= most:
                         continue  # checking the inputs (``_split``) only ever saves less
@@ -305,16 +306,17 @@ def _cyclic_count(y, r, p: int):
     return np.cumsum(diff)[:p]
 
 
-def _periods(cls, free) -> list[int]:
+def _periods(cls, by_class, free) -> list[int]:
     """Candidate periods, best first: gaps (at least ``MIN_BODY``) between a free position and the
     next few of its class (a block may hold a class more than once: two layer norms), the most
-    frequent ``GAPS`` of them ranked by how many free positions agree with the one a period later."""
-    pos = np.flatnonzero(free)
+    frequent ``GAPS`` of them ranked by how many free positions agree with the one a period later.
+    ``by_class``: every position, sorted by class then position."""
+    pos = by_class[free[by_class]]
     c = cls[pos]
-    order = np.argsort(c, kind="stable")
-    c, pos = c[order], pos[order]
     gaps = np.concatenate([(pos[k:] - pos[:-k])[c[k:] == c[:-k]] for k in range(1, NEXT + 1)])
-    vals, counts = np.unique(gaps[gaps >= MIN_BODY], return_counts=True)
-    cands = vals[np.argsort(-counts, kind="stable")][:GAPS].tolist()
+    counts = np.bincount(gaps, minlength=MIN_BODY)
+    counts[:MIN_BODY] = 0
+    vals = np.flatnonzero(counts)
+    cands = vals[np.argsort(-counts[vals], kind="stable")][:GAPS].tolist()
     agree = [int(np.count_nonzero((cls[:-p] == cls[p:]) & free[:-p] & free[p:])) for p in cands]
     return [p for _, p in sorted(zip(agree, cands), key=lambda ap: -ap[0])][:PERIODS]

@@ -262,10 +262,12 @@ class _Link:
     def __init__(self, loops, owner, rest_terms, rest_inputs):
         self.loops, self.owner, self.rest_terms, self.rest_inputs = loops, owner, rest_terms, rest_inputs
         self.leaves: dict[tuple, Term] = {}
-        self.views: dict = {}  # id(shape) -> (shape, its contiguous view): how a Call reads an argument
+        self.whole = View.contiguous(())  # how an Out reads its Call
         self.bodies = [_body(lp) for lp in loops]
         self.out_at = [{p: i for i, p in enumerate(lp.outputs)} for lp in loops]  # offset -> Out index
         self.args = [[lp.inputs[x.arg] for x in b.inputs] for lp, b in zip(loops, self.bodies)]  # per trip
+        self.arg_views = [[View.contiguous(x.shape) for x in b.inputs] for b in self.bodies]  # read whole
+        self.flags = [(False,) * len(b.inputs) for b in self.bodies]
         self.outs: dict[tuple, list] = {}  # (loop, trip) -> its Out terms
         self.of_node: dict[int, Term] = {}  # node id -> the term computing it
         self.copied: dict = {}  # rest term -> its copy in the linked DAG
@@ -289,10 +291,10 @@ class _Link:
             sum(self.body_terms[k] * n for k, n in calls.items())
 
     def _call(self, k: int, t: int) -> None:
-        body, view, node = self.bodies[k], self._view, self._node
-        srcs = tuple([(a, view(a.shape)) for a in [node(across[t]) for across in self.args[k]]])
-        call = Term("Call", srcs, CallArg(body, (k, t)), None, (), (False,) * len(srcs))
-        part = ((call, view(())),)
+        body, node = self.bodies[k], self._node
+        srcs = tuple(zip([node(across[t]) for across in self.args[k]], self.arg_views[k]))
+        call = Term("Call", srcs, CallArg(body, (k, t)), None, (), self.flags[k])
+        part = ((call, self.whole),)
         outs = self.outs[(k, t)] = [Term("Out", part, i, o.dtype, o.shape, (False,))
                                     for i, o in enumerate(body.outputs)]
         self.order.append(call)
@@ -347,12 +349,6 @@ class _Link:
             got = self.leaves[key] = t
             self.order.append(t)
         return got
-
-    def _view(self, shape) -> View:
-        got = self.views.get(id(shape))
-        if got is None:
-            got = self.views[id(shape)] = (shape, View.contiguous(shape))  # keeps the shape's id its own
-        return got[1]
 
 
 def _body(lp: _Loop) -> Body:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,11 +72,11 @@ class Columns:
     - ``varies``: whether it depends on an Input (a user input, state or random draw); a node that
       does not is a constant of the program (a mask from an Arange, a broadcast fill)."""
 
-    label: list = dataclasses.field(default_factory=list)
+    label: array = dataclasses.field(default_factory=lambda: array("q"))  # int64 arrays: numpy copies them whole
     srcs: list = dataclasses.field(default_factory=list)
-    arity: list = dataclasses.field(default_factory=list)
-    flat: list = dataclasses.field(default_factory=list)
-    type: list = dataclasses.field(default_factory=list)
+    arity: array = dataclasses.field(default_factory=lambda: array("q"))
+    flat: array = dataclasses.field(default_factory=lambda: array("q"))
+    type: array = dataclasses.field(default_factory=lambda: array("q"))
     varies: bytearray = dataclasses.field(default_factory=bytearray)  # 0/1: numpy reads it without a copy
     _labels: dict = dataclasses.field(default_factory=dict)
     _types: dict = dataclasses.field(default_factory=dict)
