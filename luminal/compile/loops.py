@@ -216,9 +216,8 @@ class Loops:
         offset = np.zeros(n, np.int64)
         trip = np.zeros(n, np.int64)
         for k, w in enumerate(self.windows):
-            for t, (a, b) in enumerate(w.spans()):
-                ids = self.seq[a:b]
-                loop[ids], offset[ids], trip[ids] = k, np.arange(b - a), t
+            ids = self.seq[w.start + np.arange(w.trips)[:, None] * w.period + np.arange(w.length)]  # (trips, length)
+            loop[ids], offset[ids], trip[ids] = k, np.arange(w.length), np.arange(w.trips)[:, None]
         keep = live[reader] & (loop[flat] >= 0)
         reader, read = reader[keep], flat[keep]
         out = (loop[reader] != loop[read]) | (trip[reader] != trip[read])
