@@ -86,6 +86,7 @@ class Loops:
         live = _live(reader, flat, cols.srcs, roots)
         first = np.cumsum(arity) - arity  # where each node's inputs start in ``flat``
         self.live, self.size, self._graph = live, int(np.count_nonzero(live)), graph
+        self.computed = arity > 0  # per node id: not a leaf
         self.seq = seq = np.flatnonzero(live & (arity > 0) & np.frombuffer(cols.varies, bool))
         m, k = len(seq), max(1, int(arity.max(initial=0)))
         at = np.full(n, -1, np.int64)
@@ -210,8 +211,8 @@ class Loops:
 
     # ownership ------------------------------------------------------------------------------------
     def _owners(self, n, live, reader, flat, roots) -> None:
-        """Per node id: its loop (-1: none), offset in the body and trip; and per loop the offsets read
-        outside their own trip (``outputs``)."""
+        """Per node id: its loop (-1: none; ``loop_of``), offset in the body and trip; and per loop the
+        offsets read outside their own trip (``outputs``)."""
         loop = np.full(n, -1, np.int64)
         offset = np.zeros(n, np.int64)
         trip = np.zeros(n, np.int64)
@@ -228,6 +229,7 @@ class Loops:
         self.outputs = [[] for _ in self.windows]
         for k, o in zip((pairs // width).tolist(), (pairs % width).tolist()):
             self.outputs[k].append(o)
+        self.loop_of = loop  # per node id, as an array
         self._loop, self._offset, self._trip = loop.tolist(), offset.tolist(), trip.tolist()
 
     def nodes(self) -> list:

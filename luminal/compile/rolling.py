@@ -51,7 +51,7 @@ class _Loop:
     index: int
     window: Window
     template: dict = field(default_factory=dict)  # offset -> template Node (trip 0's id)
-    inputs: dict = field(default_factory=dict)  # synthetic name -> the node it stands for, per trip
+    inputs: dict = field(default_factory=dict)  # synthetic name -> id of the node it stands for, per trip
     outputs: list = field(default_factory=list)  # offsets read outside their trip
     terms: dict = field(default_factory=dict)  # template root id -> Term (the optimised template)
 
@@ -87,7 +87,7 @@ def optimize_rolled(roots, graph, *, found: Loops | None = None, search: int = 0
         for lp, terms in zip(loops, unit_terms):
             lp.terms = terms
         with gc_paused():
-            ln = _Link(loops, found.owner, unit_terms[-1] if rest_roots else {}, rest_inputs)
+            ln = _Link(loops, graph.nodes, found.owner, unit_terms[-1] if rest_roots else {}, rest_inputs)
             terms = ln.run(roots)
         sizes.append(ln.size())
         orders.append(ln.order)
@@ -182,7 +182,7 @@ def _build_template(lp: _Loop, found: Loops, nodes: list, ids: _Ids) -> None:
             if leaf is None:
                 name = f"@roll{k}.in{len(leaf_of)}"
                 leaf_of[key] = leaf = ids.leaf(name, s0)
-                lp.inputs[name] = tuple(nodes[x] for x in across[p, j].tolist())
+                lp.inputs[name] = across[p, j]
             srcs.append((leaf, v))
         lp.template[p] = Node(n0.id, n0.op, tuple(srcs), n0.arg, n0.dtype, n0.shape)
 
@@ -213,9 +213,10 @@ def _build_rest(roots, nodes, loops, found: Loops, ids: _Ids):
     node it reads replaced by a synthetic Input. Returns its roots and {synthetic name: trip node}."""
     owned = found.owner
     wanted = [r for r in roots if owned(r.id) is None and r.op not in LEAVES]
-    for lp in loops:
-        wanted += [s for ss in lp.inputs.values() for s in ss if owned(s.id) is None and s.op not in LEAVES]
-    wanted = list({n.id: n for n in wanted}.values())
+    rows = [r for lp in loops for r in lp.inputs.values()]
+    read = np.unique(np.concatenate(rows)) if rows else np.zeros(0, np.int64)
+    read = read[(found.loop_of[read] < 0) & found.computed[read]]
+    wanted = list({n.id: n for n in wanted + [nodes[i] for i in read.tolist()]}.values())
     need: set[int] = set()
     stack = list(wanted)
     while stack:
@@ -259,13 +260,14 @@ class _Link:
     order they are made in is the program's order (``order``; it also holds the Out terms of outputs
     that a trip's readers happen not to read: the call writes them all the same)."""
 
-    def __init__(self, loops, owner, rest_terms, rest_inputs):
-        self.loops, self.owner, self.rest_terms, self.rest_inputs = loops, owner, rest_terms, rest_inputs
+    def __init__(self, loops, nodes, owner, rest_terms, rest_inputs):
+        self.loops, self.nodes, self.owner = loops, nodes, owner
+        self.rest_terms, self.rest_inputs = rest_terms, rest_inputs
         self.leaves: dict[tuple, Term] = {}
         self.whole = View.contiguous(())  # how an Out reads its Call
         self.bodies = [_body(lp) for lp in loops]
         self.out_at = [{p: i for i, p in enumerate(lp.outputs)} for lp in loops]  # offset -> Out index
-        self.args = [[lp.inputs[x.arg] for x in b.inputs] for lp, b in zip(loops, self.bodies)]  # per trip
+        self.args = [[lp.inputs[x.arg].tolist() for x in b.inputs] for lp, b in zip(loops, self.bodies)]  # ids per trip
         self.arg_views = [[View.contiguous(x.shape) for x in b.inputs] for b in self.bodies]  # read whole
         self.flags = [(False,) * len(b.inputs) for b in self.bodies]
         self.outs: dict[tuple, list] = {}  # (loop, trip) -> its Out terms
@@ -279,7 +281,7 @@ class _Link:
                        for k, lp in enumerate(self.loops) for t in range(lp.window.trips))
         for _, k, t in trips:
             self._call(k, t)
-        terms = {r.id: self._node(r) for r in roots}
+        terms = {r.id: self._node(r.id) for r in roots}
         for i, t in enumerate(self.order):
             t.id = i
         return terms
@@ -300,22 +302,23 @@ class _Link:
         self.order.append(call)
         self.order += outs
 
-    def _node(self, x: Node) -> Term:
-        """The term computing frontend node ``x``: a leaf, a trip's output or a copy of a rest term."""
-        got = self.of_node.get(x.id)
+    def _node(self, i: int) -> Term:
+        """The term computing frontend node ``i``: a leaf, a trip's output or a copy of a rest term."""
+        got = self.of_node.get(i)
         if got is None:
+            x = self.nodes[i]
             if x.op in LEAVES:
                 got = self._leaf(Term(x.op, (), x.arg, x.dtype, x.shape, origin=x.id))
             else:
-                o = self.owner(x.id)
+                o = self.owner(i)
                 if o is None:
-                    got = self._rest(self.rest_terms[x.id])
+                    got = self._rest(self.rest_terms[i])
                 else:
                     outs = self.outs.get((o[0], o[2]))
                     if outs is None:  # a trip not made yet
                         raise _Cycle(x)
                     got = outs[self.out_at[o[0]][o[1]]]
-            self.of_node[x.id] = got
+            self.of_node[i] = got
         return got
 
     def _rest(self, root: Term) -> Term:
@@ -328,7 +331,7 @@ class _Link:
             if x in done:
                 stack.pop()
             elif x.op == "Input" and x.arg in inputs:
-                done[x] = self._node(inputs[x.arg])
+                done[x] = self._node(inputs[x.arg].id)
             elif not x.srcs:
                 done[x] = self._leaf(x)
             else:
