@@ -61,8 +61,9 @@ class Node:
 
 @dataclass
 class Columns:
-    """Per-node facts, one list entry per node in id order, made as ``Graph.add`` creates each node
-    (from parts of the hash-consing key it builds anyway).
+    """Per-node facts, one entry per node in id order, made as ``Graph.add`` creates each node (from
+    parts of the hash-consing key it builds anyway). The int columns are ``array("q")``s, which numpy
+    copies in one go (``np.array(col, np.int64)``; never a view: the graph may still grow).
 
     - ``label``: a small int naming what two copies of a node in repeated blocks share: op, arg,
       dtype, shape and the views it reads through, not which nodes it reads (a leaf: its kind alone,
@@ -72,7 +73,7 @@ class Columns:
     - ``varies``: whether it depends on an Input (a user input, state or random draw); a node that
       does not is a constant of the program (a mask from an Arange, a broadcast fill)."""
 
-    label: array = dataclasses.field(default_factory=lambda: array("q"))  # int64 arrays: numpy copies them whole
+    label: array = dataclasses.field(default_factory=lambda: array("q"))
     srcs: list = dataclasses.field(default_factory=list)
     arity: array = dataclasses.field(default_factory=lambda: array("q"))
     flat: array = dataclasses.field(default_factory=lambda: array("q"))

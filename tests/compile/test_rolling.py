@@ -163,6 +163,25 @@ def test_mlp_stack_rolls_to_one_body(seen):
     check_same(g, roots, res)
 
 
+def test_graph_grows_after_a_rolled_compile():
+    """Detection reads the graph's columns as numpy copies: the graph must stay free to grow (an
+    ``array`` with a live numpy view of it refuses to), and a second compile sees the new nodes."""
+    g = lm.Graph()
+    x = g.input("x", ("B", 16))
+    layers = [nn.Linear(16, 16) for _ in range(8)]
+    h = x
+    for layer in layers:
+        h = layer(h).relu()
+    first = lm.compile([h])
+    y = (h * 2.0).sum(1)  # new nodes after the compile
+    second = lm.compile([h, y])
+    a = np.random.default_rng(0).standard_normal((3, 16)).astype(np.float32)
+    want = lm.compile([h, y], backend="reference")(x=a)
+    np.testing.assert_allclose(first(x=a), want[0], rtol=1e-5, atol=1e-6)
+    for got, w in zip(second(x=a), want, strict=True):
+        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)
+
+
 def test_mlp_forward_and_backward_roll(seen):
     g, roots = mlp_stack(8, backward=True)
     res = rolling.optimize_rolled(roots, g)
