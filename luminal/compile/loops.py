@@ -70,7 +70,7 @@ def pays(length: int, trips: int) -> bool:
 
 class Loops:
     """The live nodes of ``roots`` (``live``: per node id; ``size`` of them) and the loops found among
-    them (``windows``).
+    them (``windows``). Arrays per node id: ``live``, ``computed`` (not a leaf), ``loop_of``.
 
     Arrays over seq positions: ``seq`` (node ids), ``src`` (ids of the inputs, -1 past a node's arity),
     ``dist`` (how many seq positions back each input is; ``FAR`` outside seq). ``seconds``: the time
@@ -86,7 +86,7 @@ class Loops:
         live = _live(reader, flat, cols.srcs, roots)
         first = np.cumsum(arity) - arity  # where each node's inputs start in ``flat``
         self.live, self.size, self._graph = live, int(np.count_nonzero(live)), graph
-        self.computed = arity > 0  # per node id: not a leaf
+        self.computed = arity > 0
         self.seq = seq = np.flatnonzero(live & (arity > 0) & np.frombuffer(cols.varies, bool))
         m, k = len(seq), max(1, int(arity.max(initial=0)))
         at = np.full(n, -1, np.int64)
@@ -229,7 +229,7 @@ class Loops:
         self.outputs = [[] for _ in self.windows]
         for k, o in zip((pairs // width).tolist(), (pairs % width).tolist()):
             self.outputs[k].append(o)
-        self.loop_of = loop  # per node id, as an array
+        self.loop_of = loop
         self._loop, self._offset, self._trip = loop.tolist(), offset.tolist(), trip.tolist()
 
     def nodes(self) -> list:
