@@ -211,8 +211,8 @@ class Loops:
 
     # ownership ------------------------------------------------------------------------------------
     def _owners(self, n, live, reader, flat, roots) -> None:
-        """Per node id: its loop (-1: none; ``loop_of``), offset in the body and trip; and per loop the
-        offsets read outside their own trip (``outputs``)."""
+        """Per node id, its loop (-1: none; ``loop_of``); per loop, the offsets read outside their own
+        trip (``outputs``)."""
         loop = np.full(n, -1, np.int64)
         offset = np.zeros(n, np.int64)
         trip = np.zeros(n, np.int64)
@@ -230,7 +230,7 @@ class Loops:
         for k, o in zip((pairs // width).tolist(), (pairs % width).tolist()):
             self.outputs[k].append(o)
         self.loop_of = loop
-        self._loop, self._offset, self._trip = loop.tolist(), offset.tolist(), trip.tolist()
+        self._in_loop = (loop >= 0).tolist()
 
     def nodes(self) -> list:
         """The live nodes, by id."""
@@ -240,11 +240,14 @@ class Loops:
         """Whether the roots read ``node``."""
         return node.id < len(self.live) and bool(self.live[node.id])
 
-    def owner(self, node_id: int):
-        """(loop, offset, trip) of a node in a loop, else None."""
-        if node_id < 0 or node_id >= len(self._loop) or self._loop[node_id] < 0:
-            return None
-        return self._loop[node_id], self._offset[node_id], self._trip[node_id]
+    def in_loop(self, node_id: int) -> bool:
+        """Whether a node belongs to a loop's trip (synthetic leaves, with negative ids, do not)."""
+        return 0 <= node_id < len(self._in_loop) and self._in_loop[node_id]
+
+    def trip_ids(self, k: int, offsets) -> np.ndarray:
+        """The node ids at ``offsets`` of loop ``k``'s body, per trip: shape (trips, len(offsets))."""
+        w = self.windows[k]
+        return self.seq[w.start + np.arange(w.trips)[:, None] * w.period + np.asarray(offsets, np.int64)]
 
     def body(self, k: int):
         """Loop ``k`` as its template sees it, per offset of the body (lists, for Python loops):
@@ -310,8 +313,10 @@ def _cyclic_count(y, r, p: int):
 def _periods(cls, by_class, free) -> list[int]:
     """Candidate periods, best first: gaps (at least ``MIN_BODY``) between a free position and the
     next few of its class (a block may hold a class more than once: two layer norms), the most
-    frequent ``GAPS`` of them ranked by how many free positions agree with the one a period later.
-    ``by_class``: every position, sorted by class then position."""
+    frequent ``GAPS`` of them ranked by how many free positions agree with the one a period later,
+    each moved up to just before its best-ranked multiple: a region periodic with p is periodic with
+    2p too (a stray agreement elsewhere can rank 2p first), and trying p first sets the bar that
+    prunes 2p's tiling. ``by_class``: every position, sorted by class then position."""
     pos = by_class[free[by_class]]
     c = cls[pos]
     gaps = np.concatenate([(pos[k:] - pos[:-k])[c[k:] == c[:-k]] for k in range(1, NEXT + 1)])
@@ -320,4 +325,6 @@ def _periods(cls, by_class, free) -> list[int]:
     vals = np.flatnonzero(counts)
     cands = vals[np.argsort(-counts[vals], kind="stable")][:GAPS].tolist()
     agree = [int(np.count_nonzero((cls[:-p] == cls[p:]) & free[:-p] & free[p:])) for p in cands]
-    return [p for _, p in sorted(zip(agree, cands), key=lambda ap: -ap[0])][:PERIODS]
+    best = [p for _, p in sorted(zip(agree, cands), key=lambda ap: -ap[0])][:PERIODS]
+    rank = {p: min(r for r, q in enumerate(best) if q % p == 0) for p in best}
+    return sorted(best, key=lambda p: (rank[p], p))

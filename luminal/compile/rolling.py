@@ -87,7 +87,7 @@ def optimize_rolled(roots, graph, *, found: Loops | None = None, search: int = 0
         for lp, terms in zip(loops, unit_terms):
             lp.terms = terms
         with gc_paused():
-            ln = _Link(loops, graph.nodes, found.owner, unit_terms[-1] if rest_roots else {}, rest_inputs)
+            ln = _Link(loops, graph.nodes, found, unit_terms[-1] if rest_roots else {}, rest_inputs)
             terms = ln.run(roots)
         sizes.append(ln.size())
         orders.append(ln.order)
@@ -211,8 +211,8 @@ def _constant(n: Node, memo: dict, limit: int = 16) -> bool:
 def _build_rest(roots, nodes, loops, found: Loops, ids: _Ids):
     """The graph outside the loops: the roots and every non-leaf node a trip reads, with each trip
     node it reads replaced by a synthetic Input. Returns its roots and {synthetic name: trip node}."""
-    owned = found.owner
-    wanted = [r for r in roots if owned(r.id) is None and r.op not in LEAVES]
+    in_loop = found.in_loop
+    wanted = [r for r in roots if not in_loop(r.id) and r.op not in LEAVES]
     rows = [r for lp in loops for r in lp.inputs.values()]
     read = np.unique(np.concatenate(rows)) if rows else np.zeros(0, np.int64)
     read = read[(found.loop_of[read] < 0) & found.computed[read]]
@@ -223,14 +223,14 @@ def _build_rest(roots, nodes, loops, found: Loops, ids: _Ids):
         n = stack.pop()
         if n.id not in need:
             need.add(n.id)
-            stack.extend(s for s, _ in n.srcs if s.id not in need and s.op not in LEAVES and owned(s.id) is None)
+            stack.extend(s for s, _ in n.srcs if s.id not in need and s.op not in LEAVES and not in_loop(s.id))
     new: dict[int, Node] = {}
     inputs: dict[str, Node] = {}
     for i in sorted(need):
         n = nodes[i]
         srcs = []
         for s, v in n.srcs:
-            if owned(s.id) is not None:
+            if in_loop(s.id):
                 leaf = new.get(s.id)
                 if leaf is None:
                     name = f"@out{s.id}"
@@ -260,18 +260,18 @@ class _Link:
     order they are made in is the program's order (``order``; it also holds the Out terms of outputs
     that a trip's readers happen not to read: the call writes them all the same)."""
 
-    def __init__(self, loops, nodes, owner, rest_terms, rest_inputs):
-        self.loops, self.nodes, self.owner = loops, nodes, owner
+    def __init__(self, loops, nodes, found: Loops, rest_terms, rest_inputs):
+        self.loops, self.nodes, self.in_loop = loops, nodes, found.in_loop
         self.rest_terms, self.rest_inputs = rest_terms, rest_inputs
         self.leaves: dict[tuple, Term] = {}
         self.whole = View.contiguous(())  # how an Out reads its Call
         self.bodies = [_body(lp) for lp in loops]
-        self.out_at = [{p: i for i, p in enumerate(lp.outputs)} for lp in loops]  # offset -> Out index
-        self.args = [[lp.inputs[x.arg].tolist() for x in b.inputs] for lp, b in zip(loops, self.bodies)]  # ids per trip
+        # per loop and trip: the node ids of its arguments, and of its outputs (Out terms, in order)
+        self.args = [_rows([lp.inputs[x.arg] for x in b.inputs], lp.window.trips) for lp, b in zip(loops, self.bodies)]
+        self.out_ids = [found.trip_ids(lp.index, lp.outputs).tolist() for lp in loops]
         self.arg_views = [[View.contiguous(x.shape) for x in b.inputs] for b in self.bodies]  # read whole
         self.flags = [(False,) * len(b.inputs) for b in self.bodies]
-        self.outs: dict[tuple, list] = {}  # (loop, trip) -> its Out terms
-        self.of_node: dict[int, Term] = {}  # node id -> the term computing it
+        self.of_node: dict[int, Term] = {}  # node id -> the term computing it (a trip's outputs: once made)
         self.copied: dict = {}  # rest term -> its copy in the linked DAG
         self.order: list[Term] = []  # every term made, in the order made (producers first)
         self.body_terms = [len(topological(list(b.outputs))) - len(b.inputs) for b in self.bodies]
@@ -293,31 +293,27 @@ class _Link:
             sum(self.body_terms[k] * n for k, n in calls.items())
 
     def _call(self, k: int, t: int) -> None:
-        body, node = self.bodies[k], self._node
-        srcs = tuple(zip([node(across[t]) for across in self.args[k]], self.arg_views[k]))
+        body, get, node = self.bodies[k], self.of_node.get, self._node
+        srcs = tuple(zip([get(i) or node(i) for i in self.args[k][t]], self.arg_views[k]))
         call = Term("Call", srcs, CallArg(body, (k, t)), None, (), self.flags[k])
         part = ((call, self.whole),)
-        outs = self.outs[(k, t)] = [Term("Out", part, i, o.dtype, o.shape, (False,))
-                                    for i, o in enumerate(body.outputs)]
+        outs = [Term("Out", part, i, o.dtype, o.shape, (False,)) for i, o in enumerate(body.outputs)]
+        self.of_node.update(zip(self.out_ids[k][t], outs))
         self.order.append(call)
         self.order += outs
 
     def _node(self, i: int) -> Term:
-        """The term computing frontend node ``i``: a leaf, a trip's output or a copy of a rest term."""
+        """The term computing frontend node ``i``: a leaf, a trip's output (registered when its trip
+        is made) or a copy of a rest term."""
         got = self.of_node.get(i)
         if got is None:
             x = self.nodes[i]
             if x.op in LEAVES:
                 got = self._leaf(Term(x.op, (), x.arg, x.dtype, x.shape, origin=x.id))
-            else:
-                o = self.owner(i)
-                if o is None:
-                    got = self._rest(self.rest_terms[i])
-                else:
-                    outs = self.outs.get((o[0], o[2]))
-                    if outs is None:  # a trip not made yet
-                        raise _Cycle(x)
-                    got = outs[self.out_at[o[0]][o[1]]]
+            elif not self.in_loop(i):
+                got = self._rest(self.rest_terms[i])
+            else:  # a trip not made yet
+                raise _Cycle(x)
             self.of_node[i] = got
         return got
 
@@ -352,6 +348,11 @@ class _Link:
             got = self.leaves[key] = t
             self.order.append(t)
         return got
+
+
+def _rows(per_slot: list, trips: int) -> list[list[int]]:
+    """Per trip, the ids each slot reads (``per_slot``: an id array over the trips per slot)."""
+    return np.stack(per_slot, 1).tolist() if per_slot else [[] for _ in range(trips)]
 
 
 def _body(lp: _Loop) -> Body:
