@@ -19,7 +19,7 @@ arguments, so that they live as long as a call may read them).
 from __future__ import annotations
 
 from ..frontend.view import View
-from .kernel_graph import Kernel, Routine, relinked
+from .kernel_graph import Buffer, Kernel, Routine, relinked
 from .term import Body, topological
 
 
@@ -72,7 +72,9 @@ class Fragment:
     def call(self, parent, args: list, views: list) -> list:
         """Append one call kernel to ``parent`` (a KernelBuilder) on the argument buffers ``args``
         (read through ``views``); returns the buffers of the body's outputs."""
-        outs = [parent._new_buffer(b.shape, b.dtype) for b in self.routine.results]
+        ids = parent.ids
+        outs = [Buffer(next(ids), b.shape, b.dtype) for b in self.routine.results]  # temps (``_new_buffer``)
+        parent.buffers += outs
         parent.kernels.append(Kernel("call", (), [(args[i], views[i]) for i in self.arg_index] + self.shared,
                                      [(b, None) for b in outs], fused=(self.routine.name,), body=self.routine))
         return [args[x] if how == "param" else outs[x] if how == "result" else x for how, x in self.returns]

@@ -65,6 +65,8 @@ class KernelBuilder:
         self.constants = constants
         self.readers: dict = {t: [] for t in order}
         for t in order:
+            if t.op == "Out":  # reads a Call, which is a kernel of its own whoever reads it
+                continue
             for i, (s, _) in enumerate(t.srcs):
                 self.readers[s].append((t, i))
         self.buffers: list[Buffer] = []

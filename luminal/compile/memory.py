@@ -23,7 +23,7 @@ from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
 
-from ..frontend.symbolic import evaluate, free_vars, prod
+from ..frontend.symbolic import evaluate, prod
 from .kernel_graph import Buffer, KernelGraph
 
 _PROBE = 64  # stand-in value of every symbolic dim when comparing sizes at plan time
@@ -66,31 +66,38 @@ class MemoryPlan:
 def lifetimes(kg: KernelGraph) -> dict[int, tuple[int, int]]:
     """{temp buffer id: (index of the kernel writing it, index of its last reader)}; outputs and
     update sources end at ``len(kg.kernels)``."""
-    end = len(kg.kernels)
+    return {b.id: span for b, span in _program_spans(kg).items()}
+
+
+def _program_spans(kg: KernelGraph) -> dict:
     ends = [b for b, _ in kg.outputs] + [b for _, b, _ in kg.updates]
-    return _spans(kg.kernels, {b.id for b in kg.buffers if b.kind == "temp"}, ends, end)
+    return _spans(kg.kernels, ends, len(kg.kernels))
 
 
-def _spans(kernels, temps: set, ends=(), end=0) -> dict[int, tuple[int, int]]:
-    """{id in ``temps``: (index of the kernel writing it, index of its last reader)} over ``kernels``;
-    the buffers in ``ends`` are read at ``end``."""
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
+def _spans(kernels, ends=(), end=0) -> dict:
+    """{temp Buffer: (index of the kernel writing it, index of its last reader)} over ``kernels``
+    (kernels write temps alone, and read them only after); the buffers in ``ends`` are read at
+    ``end``. (Keyed by the buffers themselves: they hash by identity, which is cheaper than reading
+    their ids, and a deep program has thousands.)"""
+    first: dict = {}
+    last: dict = {}
     for i, k in enumerate(kernels):
         for b, _ in k.inputs:
-            last[b.id] = i
+            last[b] = i
         for b, _ in k.epilogue_inputs:
-            last[b.id] = i
+            last[b] = i
         for b, _ in k.outputs:
-            first.setdefault(b.id, i)
+            if b not in first:
+                first[b] = i
     for b in ends:
-        last[b.id] = end
-    return {i: (s, max(s, last.get(i, s))) for i, s in first.items() if i in temps}
+        last[b] = end
+    get = last.get
+    return {b: (s, get(b, s)) for b, s in first.items()}
 
 
 def plan_memory(kg: KernelGraph) -> MemoryPlan:
-    life = lifetimes(kg)
-    temps = [b for b in kg.buffers if b.id in life]
+    life = _program_spans(kg)
+    temps = [b for b in kg.buffers if b in life]
     call_at: dict[int, list[int]] = {}  # id(routine) -> indices of its calls
     for i, k in enumerate(kg.kernels):
         if k.kind == "call":
@@ -98,12 +105,12 @@ def plan_memory(kg: KernelGraph) -> MemoryPlan:
     routines = kg.routines()
     scratch = [b for r in routines for b in r.scratch]
     size = _probe_sizes(temps + scratch)
-    items = [(*life[b.id], size[b.id], [b]) for b in temps]
+    items = [(*life[b], size[b], [b]) for b in temps]
     repeats: dict[int, int] = {}
     for r in routines:
         at = call_at[id(r)]
-        spans = _spans(r.kernels, {b.id for b in r.scratch})
-        frame = _scan([(*spans[b.id], size[b.id], [b]) for b in r.scratch if b.id in spans])
+        spans = _spans(r.kernels)
+        frame = _scan([(*spans[b], size[b], [b]) for b in r.scratch if b in spans])
         items += [(at[0], at[-1], est, bufs) for est, bufs in frame]
         repeats.update((b.id, len(at)) for b in r.scratch)
     slots = [bufs for _, bufs in _scan(items)]
@@ -174,12 +181,18 @@ class _Free:
         return slot
 
 
-def _probe_sizes(temps) -> dict[int, int]:
-    """{buffer id: estimated bytes}, each distinct (shape, dtype) evaluated once (symbolic
-    arithmetic is slow, and deep graphs have thousands of buffers of a few shapes: most share the
-    shape object itself, so it is looked up by identity first)."""
-    shapes = {id(b.shape): b.shape for b in temps}
-    probe = {v: _PROBE for shape in set(shapes.values()) for d in shape for v in free_vars(d)}
+class _Probe(dict):
+    """An environment binding every symbolic dim to ``_PROBE``."""
+
+    def __missing__(self, name: str) -> int:
+        return _PROBE
+
+
+def _probe_sizes(temps) -> dict:
+    """{Buffer: estimated bytes}, each distinct (shape, dtype) evaluated once (symbolic arithmetic
+    is slow, and deep graphs have thousands of buffers of a few shapes: most share the shape object
+    itself, so it is looked up by identity first)."""
+    probe = _Probe()
     by_id: dict[tuple, int] = {}  # (id(shape), dtype) -> bytes
     by_kind: dict[tuple, int] = {}  # (shape, dtype) -> bytes
     out = {}
@@ -191,5 +204,5 @@ def _probe_sizes(temps) -> dict[int, int]:
             if n is None:
                 n = by_kind[key] = nbytes(b, probe)
             by_id[(id(b.shape), b.dtype)] = n
-        out[b.id] = n
+        out[b] = n
     return out
