@@ -89,20 +89,20 @@ class Loops:
         self.computed = arity > 0
         self.seq = seq = np.flatnonzero(live & (arity > 0) & np.frombuffer(cols.varies, bool))
         m, k = len(seq), max(1, int(arity.max(initial=0)))
-        at = np.full(n, -1, np.int64)
+        # arrays indexed by a node id get a -1 appended, so that an absent input (-1) reads -1
+        slot = np.arange(k)
+        entry = np.where(slot < arity[seq][:, None], first[seq][:, None] + slot, len(flat))
+        self.src = np.append(flat, -1)[entry]
+        at = np.full(n + 1, -1, np.int64)  # seq position of each id
         at[seq] = np.arange(m)
-        self.src = np.full((m, k), -1, np.int64)
-        for j in range(k):
-            has = arity[seq] > j
-            self.src[has, j] = flat[first[seq[has]] + j]
-        pos = np.where(self.src >= 0, at[self.src], -1)
+        pos = at[self.src]
         self.dist = np.where(pos >= 0, np.arange(m)[:, None] - pos, FAR)
         types = np.array(cols.type, np.int64)
-        in_type = [np.where(self.src[:, j] >= 0, types[self.src[:, j]], -1) for j in range(k)]
+        in_type = np.append(types, -1)[self.src]
         # class: label and input types (what two copies of a node share, bar where their inputs are)
         self.cls = np.array(cols.label, np.int64)[seq]
-        for t in in_type:
-            self.cls = _pair(self.cls, t + 1, int(types.max(initial=0)) + 2)
+        for j in range(k):
+            self.cls = _pair(self.cls, in_type[:, j] + 1, int(types.max(initial=0)) + 2)
         self.windows = self._search()
         self._owners(n, live, reader, flat, roots)
         self.seconds = time.perf_counter() - t0
@@ -114,8 +114,9 @@ class Loops:
         found = []
         while True:
             best, most = [], 0
-            for period in _periods(self.cls, by_class, free):
-                for tiling in self._tilings(period, free, most):
+            masked = np.where(free, self.cls, -1 - np.arange(len(free)))  # taken positions agree with none
+            for period in _periods(masked, by_class, free):
+                for tiling in self._tilings(period, masked, most):
                     if sum(w.saved for w in tiling) <= most:
                         continue  # checking the inputs (``_split``) only ever saves less
                     tiling = [v for w in tiling for v in self._split(w)]
@@ -129,13 +130,14 @@ class Loops:
                     free[a:b] = False
             found += best
 
-    def _tilings(self, period: int, free, floor: int):
+    def _tilings(self, period: int, masked, floor: int):
         """For each periodic region of this period among the free positions that could save more than
-        ``floor`` nodes: its loops (``_tile``)."""
-        m, p = len(free), period
+        ``floor`` nodes: its loops (``_tile``). ``masked``: the classes, a unique negative value at
+        each position already taken."""
+        m, p = len(masked), period
         if m <= p:
             return
-        agree = (self.cls[:-p] == self.cls[p:]) & free[:-p] & free[p:]
+        agree = masked[:-p] == masked[p:]
         edge = np.diff(agree.astype(np.int8), prepend=0, append=0)
         starts, ends = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
         long = ends - starts >= max(MIN_BODY, MIN_SAVED, floor + 1)  # a run of r agreements saves at most r
@@ -310,21 +312,22 @@ def _cyclic_count(y, r, p: int):
     return np.cumsum(diff)[:p]
 
 
-def _periods(cls, by_class, free) -> list[int]:
+def _periods(masked, by_class, free) -> list[int]:
     """Candidate periods, best first: gaps (at least ``MIN_BODY``) between a free position and the
     next few of its class (a block may hold a class more than once: two layer norms), the most
     frequent ``GAPS`` of them ranked by how many free positions agree with the one a period later,
     each moved up to just before its best-ranked multiple: a region periodic with p is periodic with
     2p too (a stray agreement elsewhere can rank 2p first), and trying p first sets the bar that
-    prunes 2p's tiling. ``by_class``: every position, sorted by class then position."""
+    prunes 2p's tiling. ``masked``: the classes, a unique negative value at each position already
+    taken; ``by_class``: every position, sorted by class then position."""
     pos = by_class[free[by_class]]
-    c = cls[pos]
+    c = masked[pos]
     gaps = np.concatenate([(pos[k:] - pos[:-k])[c[k:] == c[:-k]] for k in range(1, NEXT + 1)])
     counts = np.bincount(gaps, minlength=MIN_BODY)
     counts[:MIN_BODY] = 0
     vals = np.flatnonzero(counts)
     cands = vals[np.argsort(-counts[vals], kind="stable")][:GAPS].tolist()
-    agree = [int(np.count_nonzero((cls[:-p] == cls[p:]) & free[:-p] & free[p:])) for p in cands]
+    agree = [int(np.count_nonzero(masked[:-p] == masked[p:])) for p in cands]
     best = [p for _, p in sorted(zip(agree, cands), key=lambda ap: -ap[0])][:PERIODS]
     rank = {p: min(r for r, q in enumerate(best) if q % p == 0) for p in best}
     return sorted(best, key=lambda p: (rank[p], p))
