@@ -19,7 +19,9 @@ Kernel kinds (``Kernel.kind``):
 | scatter_add | dst shape       | ``ScatterAdd``: ``inputs[0]`` with ``inputs[2]`` added at ``inputs[1]`` along ``axis``
 | call        | ``()``          | ``body``'s kernels (a :class:`Routine`) with its ``params`` bound to the first
 |             |                 | ``inputs`` (the rest: program temps its kernels read directly) and its
-|             |                 | ``results`` to the buffers of ``outputs`` (whose Exprs are None)
+|             |                 | ``results`` to the buffers of ``outputs`` (whose Exprs are None), then its
+|             |                 | ``packs`` to the next ones (1-d: each result of a pack is a part of it; an
+|             |                 | input that is a part of an earlier call's pack is read through its view)
 
 (A gather / scatter_add kernel's one output Expr is ``Gather`` / ``ScatterAdd`` of its Loads: it names
 the operation, which backends carry out from ``inputs`` and ``axes``.)
@@ -65,10 +67,13 @@ class Buffer:
     kind: str = "temp"
     name: str | None = None
     value: object = None  # numpy array of a const buffer
+    base: Buffer | None = None  # a part of a pack: its elements from ``offset`` on (made by ``expand_calls``)
+    offset: object = 0
 
     def __repr__(self):
         tag = f" {self.name}" if self.name else ""
-        return f"b{self.id}:{self.kind}{tag} {shape_str(self.shape)} {self.dtype.name}"
+        part = f" in b{self.base.id}@{self.offset}" if self.base is not None else ""
+        return f"b{self.id}:{self.kind}{tag} {shape_str(self.shape)} {self.dtype.name}{part}"
 
 
 @dataclass(eq=False, slots=True)  # tens of thousands per deep graph: no per-instance dict
@@ -118,6 +123,7 @@ class Routine:
     results: list  # [Buffer]
     scratch: list  # [Buffer]
     kernels: list  # [Kernel], in execution order (no calls)
+    packs: list = field(default_factory=list)  # per pack: [(Buffer, element offset)], the results it holds
 
 
 @dataclass
@@ -137,15 +143,31 @@ def expand_calls(kernels) -> list[Kernel]:
     """``kernels`` with every call replaced by its routine's kernels over the call's buffers (a copy
     per call; the scratch buffers are the routine's own, shared by every call): the program as it
     runs, for a backend laying out its run. Linear in the unrolled program, unlike the rest of the
-    kernel graph."""
+    kernel graph.
+
+    A part of a pack becomes a Buffer of its own whose ``base`` is the pack (negative ids: the
+    program's are not), one per part: the call writing it and the calls reading it share it."""
     out = []
+    parts: dict = {}  # (pack, offset) -> the part's Buffer
+    packs: set = set()  # the packs written so far
+
+    def part(pack, offset, like):
+        b = parts.get((pack, offset))
+        if b is None:
+            b = parts[(pack, offset)] = Buffer(-1 - len(parts), like.shape, like.dtype, base=pack, offset=offset)
+        return b
+
     for k in kernels:
         if k.kind != "call":
             out.append(k)
             continue
         r = k.body
-        links = dict(zip(r.params, [b for b, _ in k.inputs]))
-        links.update(zip(r.results, [b for b, _ in k.outputs]))
+        links = {p: part(b, v.offset, p) if b in packs else b for p, (b, v) in zip(r.params, k.inputs)}
+        bound = [b for b, _ in k.outputs]
+        links.update(zip(r.results, bound))
+        for pack, members in zip(bound[len(r.results):], r.packs):
+            packs.add(pack)
+            links.update((b, part(pack, off, b)) for b, off in members)
         out += [relinked(x, links) for x in r.kernels]
     return out
 

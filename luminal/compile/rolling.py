@@ -14,6 +14,8 @@ e-graph should see each block once, so that its share of compile time stays flat
 4. **Link**: the optimised template becomes a Body; the rest's terms and, for every trip, Call terms
    of that body on the trip's actual inputs make one Term DAG. The kernel stage builds a body's
    kernels once, as a routine, and makes each Call one ``call`` kernel of it (``compile/calls.py``).
+   The outputs that only later trips read (neither the rest nor the roots) are packed (``term.py``):
+   a trip then costs the later stages one Out and one buffer for all of them.
 
 Every trip is isomorphic to trip 0 with its own inputs, so the linked DAG computes exactly what the
 roots compute. The price: neither the e-graph nor the kernel stage fuses across a body's boundary
@@ -31,10 +33,11 @@ import numpy as np
 
 from ..frontend.graph import Node
 from ..frontend.primitives import LEAVES
-from ..frontend.view import View
+from ..frontend.symbolic import prod
+from ..frontend.view import View, contiguous_strides
 from .gc_paused import gc_paused
 from .loops import Loops, Window
-from .term import Body, CallArg, Term, topological
+from .term import Body, CallArg, Pack, Term, topological
 
 
 def _optimize(roots, **kw):
@@ -87,8 +90,8 @@ def optimize_rolled(roots, graph, *, found: Loops | None = None, search: int = 0
         for lp, terms in zip(loops, unit_terms):
             lp.terms = terms
         with gc_paused():
-            ln = _Link(loops, graph.nodes, found, unit_terms[-1] if rest_roots else {}, rest_inputs)
-            terms = ln.run(roots)
+            ln = _Link(loops, graph.nodes, found, unit_terms[-1] if rest_roots else {}, rest_inputs, roots)
+            terms = ln.run()
         sizes.append(ln.size())
         orders.append(ln.order)
         return terms
@@ -260,28 +263,36 @@ class _Link:
     order they are made in is the program's order (``order``; it also holds the Out terms of outputs
     that a trip's readers happen not to read: the call writes them all the same)."""
 
-    def __init__(self, loops, nodes, found: Loops, rest_terms, rest_inputs):
-        self.loops, self.nodes, self.in_loop = loops, nodes, found.in_loop
+    def __init__(self, loops, nodes, found: Loops, rest_terms, rest_inputs, roots):
+        self.loops, self.nodes, self.in_loop, self.roots = loops, nodes, found.in_loop, roots
         self.rest_terms, self.rest_inputs = rest_terms, rest_inputs
         self.leaves: dict[tuple, Term] = {}
         self.whole = View.contiguous(())  # how an Out reads its Call
-        self.bodies = [_body(lp) for lp in loops]
-        # per loop and trip: the node ids of its arguments, and of its outputs (Out terms, in order)
+        out_ids = [found.trip_ids(lp.index, lp.outputs) for lp in loops]  # (trips, outputs) per loop
+        elsewhere = np.array(sorted({n.id for n in rest_inputs.values()} | {r.id for r in roots}), np.int64)
+        self.bodies = [_body(lp, (~np.isin(ids, elsewhere).any(0)).tolist()) for lp, ids in zip(loops, out_ids)]
+        # per loop and trip: the node ids of its arguments and of its outputs, own Outs first, then packed
         self.args = [_rows([lp.inputs[x.arg] for x in b.inputs], lp.window.trips) for lp, b in zip(loops, self.bodies)]
-        self.out_ids = [found.trip_ids(lp.index, lp.outputs).tolist() for lp in loops]
+        packed = [[i for p in b.packs for i in p.members] for b in self.bodies]
+        self.own = [sorted(set(range(len(b.outputs))) - set(q)) for b, q in zip(self.bodies, packed)]
+        self.own_ids = [ids[:, own].tolist() for ids, own in zip(out_ids, self.own)]
+        self.packed_ids = [ids[:, q].tolist() for ids, q in zip(out_ids, packed)]
+        self.pack_of = [[g for g, p in enumerate(b.packs) for _ in p.members] for b in self.bodies]
+        self.part_views = [_part_views(b) for b in self.bodies]  # per packed output, in ``packed_ids`` order
         self.arg_views = [[View.contiguous(x.shape) for x in b.inputs] for b in self.bodies]  # read whole
         self.flags = [(False,) * len(b.inputs) for b in self.bodies]
         self.of_node: dict[int, Term] = {}  # node id -> the term computing it (a trip's outputs: once made)
+        self.part_of: dict[int, View] = {}  # node id of a packed output -> its part of the pack
         self.copied: dict = {}  # rest term -> its copy in the linked DAG
         self.order: list[Term] = []  # every term made, in the order made (producers first)
         self.body_terms = [len(topological(list(b.outputs))) - len(b.inputs) for b in self.bodies]
 
-    def run(self, roots) -> dict[int, Term]:
+    def run(self) -> dict[int, Term]:
         trips = sorted((lp.window.start + t * lp.window.period, k, t)
                        for k, lp in enumerate(self.loops) for t in range(lp.window.trips))
         for _, k, t in trips:
             self._call(k, t)
-        terms = {r.id: self._node(r.id) for r in roots}
+        terms = {r.id: self._node(r.id) for r in self.roots}  # never a packed output
         for i, t in enumerate(self.order):
             t.id = i
         return terms
@@ -293,14 +304,21 @@ class _Link:
             sum(self.body_terms[k] * n for k, n in calls.items())
 
     def _call(self, k: int, t: int) -> None:
-        body, get, node = self.bodies[k], self.of_node.get, self._node
-        srcs = tuple(zip([get(i) or node(i) for i in self.args[k][t]], self.arg_views[k]))
+        body, get, node, part_of = self.bodies[k], self.of_node.get, self._node, self.part_of.get
+        ids = self.args[k][t]
+        srcs = tuple(zip([get(i) or node(i) for i in ids], [part_of(i, v) for i, v in zip(ids, self.arg_views[k])]))
         call = Term("Call", srcs, CallArg(body, (k, t)), None, (), self.flags[k])
         part = ((call, self.whole),)
-        outs = [Term("Out", part, i, o.dtype, o.shape, (False,)) for i, o in enumerate(body.outputs)]
-        self.of_node.update(zip(self.out_ids[k][t], outs))
+        outs = [Term("Out", part, i, body.outputs[i].dtype, body.outputs[i].shape, (False,)) for i in self.own[k]]
+        n = len(body.outputs)
+        packs = [Term("Out", part, n + g, p.dtype, (p.size,), (False,)) for g, p in enumerate(body.packs)]
+        self.of_node.update(zip(self.own_ids[k][t], outs))
+        if packs:
+            self.of_node.update(zip(self.packed_ids[k][t], [packs[g] for g in self.pack_of[k]]))
+            self.part_of.update(zip(self.packed_ids[k][t], self.part_views[k]))
         self.order.append(call)
         self.order += outs
+        self.order += packs
 
     def _node(self, i: int) -> Term:
         """The term computing frontend node ``i``: a leaf, a trip's output (registered when its trip
@@ -355,11 +373,37 @@ def _rows(per_slot: list, trips: int) -> list[list[int]]:
     return np.stack(per_slot, 1).tolist() if per_slot else [[] for _ in range(trips)]
 
 
-def _body(lp: _Loop) -> Body:
-    """Loop ``lp``'s optimised template as a Body: its outputs, and the synthetic inputs they still read."""
+def _part_views(body: Body) -> list[View]:
+    """How a reader reads each packed output (pack by pack) from its pack: contiguous, at its offset."""
+    return [View(body.outputs[i].shape, contiguous_strides(body.outputs[i].shape), off)
+            for p in body.packs for i, off in zip(p.members, p.offsets)]
+
+
+def _body(lp: _Loop, packable: list) -> Body:
+    """Loop ``lp``'s optimised template as a Body: its outputs, the synthetic inputs they still read,
+    and its packs. ``packable[i]``: only later trips read output ``i``. Such an output is packed
+    when a call computes it into a buffer of its own: it varies with the inputs (else the routine
+    computes it once, before the first call) and no other output is the same term."""
     outputs = tuple(lp.terms[lp.template[p].id] for p in lp.outputs)
-    inputs = {t.arg: t for t in topological(list(outputs)) if t.op == "Input" and t.arg in lp.inputs}
-    return Body(f"@roll{lp.index}", tuple(inputs.values()), outputs)
+    terms = topological(list(outputs))
+    inputs = {t.arg: t for t in terms if t.op == "Input" and t.arg in lp.inputs}
+    varies = {id(t) for t in inputs.values()}
+    for t in terms:
+        if any(id(s) in varies for s, _ in t.srcs):
+            varies.add(id(t))
+    times = Counter(id(o) for o in outputs)
+    groups: dict = {}
+    for i, o in enumerate(outputs):
+        if packable[i] and o.srcs and id(o) in varies and times[id(o)] == 1:
+            groups.setdefault(o.dtype, []).append(i)
+    packs = []
+    for dtype, members in groups.items():
+        offsets, size = [], 0
+        for i in members:
+            offsets.append(size)
+            size = size + prod(outputs[i].shape)
+        packs.append(Pack(dtype, tuple(members), tuple(offsets), size))
+    return Body(f"@roll{lp.index}", tuple(inputs.values()), outputs, tuple(packs))
 
 
 # stats ----------------------------------------------------------------------------------------

@@ -8,9 +8,14 @@ A :class:`Term` is a frontend primitive (same op names, args and semantics as
 | MatMul  | (a, va), (b, vb)     | axis | ``SumReduce(Mul(a va, b vb), axis)``, proven a GEMM layout by the
 |         |                      |      | ``matmul`` ruleset (the views are the Mul's, of the product's shape)
 | Call    | the arguments, each  | Call | ``arg.body`` (a :class:`Body`: a rolled loop's body, optimised
-|         | read whole           | Arg  | once) run on these arguments: one trip. Its value is a tuple (no
-|         |                      |      | dtype, shape ``()``); Out terms take its parts
-| Out     | (the Call, any view) | i    | output ``i`` of the call: ``arg.body.outputs[i]``'s value
+|         | read whole (a packed | Arg  | once) run on these arguments: one trip. Its value is a tuple (no
+|         | one: its part)       |      | dtype, shape ``()``); Out terms take its parts
+| Out     | (the Call, any view) | i    | output ``i`` of the call: ``arg.body.outputs[i]``'s value; for
+|         |                      |      | ``i = len(outputs) + g``, pack ``g`` (``Body.packs``)
+
+A body's outputs that only later calls read (a layer's saved activations) are *packed*: per dtype,
+one 1-d Out holds them end to end, and each reader reads its part through a view with an offset.
+A deep stack then has one Out (and one buffer) per trip for them, not one per output.
 
 ``fusible[i]`` is the ``fusion`` ruleset's verdict on edge ``i``: the producer ``srcs[i]`` may be
 computed inside this term's kernel (elementwise into elementwise or into a reduction's prologue,
@@ -43,14 +48,27 @@ class Term:
         return f"t{self.id} = {self.op}({self.arg}) {shape_str(self.shape)} {self.dtype.name}"
 
 
+@dataclass(frozen=True, slots=True)
+class Pack:
+    """Outputs of one dtype laid end to end: ``members`` (output indices) at element ``offsets``,
+    ``size`` elements in all."""
+
+    dtype: DType
+    members: tuple
+    offsets: tuple
+    size: object
+
+
 @dataclass(eq=False, slots=True)
 class Body:
     """A loop body, optimised once and called once per trip. ``inputs``: its Input terms, bound in
-    this order to a Call's srcs; ``outputs``: the terms a call returns (an Out term's arg indexes them)."""
+    this order to a Call's srcs; ``outputs``: the terms a call returns (an Out term's arg indexes
+    them, then ``packs``: each a 1-d value holding several outputs)."""
 
     name: str
     inputs: tuple
     outputs: tuple
+    packs: tuple = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -100,6 +100,7 @@ class Binding:
         self._perm: dict = {}  # buffer id -> axis order of its storage, for the buffers stored permuted
         self._flat: dict = {}  # buffer id -> the buffer's storage as a 1-d array
         self._allocate(kg, plan, self._layouts(kg, kernels))
+        self._allocate_parts(kernels)
         self._alias = self._in_place(kg, kernels)  # temp id -> name of the state array that holds it
         self._written = set(self._alias.values())  # the states written in place
         writes = self._writes
@@ -181,8 +182,8 @@ class Binding:
                 continue
             shape = tuple(d for i, d in enumerate(self.shape(k.domain)) if i not in k.axes)
             buf = next((b for b, e in k.outputs if e.op == "Acc" and b.dtype is k.acc_dtype), None)
-            if buf is None or buf.id in decided or buf.kind != "temp" or self.shape(buf.shape) != shape \
-                    or 0 in shape:
+            if buf is None or buf.id in decided or buf.kind != "temp" or buf.base is not None \
+                    or self.shape(buf.shape) != shape or 0 in shape:
                 continue
             decided.add(buf.id)
             views = [(self._valid_part(v), n) for v, n in readers.get(buf.id, {}).values()]
@@ -256,6 +257,17 @@ class Binding:
             else:  # a temp no kernel writes (the plan skips it): zeros of its own
                 self._arrays[buf.id] = np.zeros(shape, dtype)
                 self._flat[buf.id] = self._arrays[buf.id].reshape(-1)
+
+    def _allocate_parts(self, kernels) -> None:
+        """The parts of packs (``Buffer.base``, made by ``expand_calls``): views of their pack's storage
+        (a part is written by a kernel before any kernel reads it)."""
+        for k in kernels:
+            for buf, _ in k.outputs:
+                if buf.base is not None and buf.id not in self._flat:
+                    shape = self.shape(buf.shape)
+                    start = evaluate(buf.offset, self.env)
+                    flat = self._flat[buf.base.id][start:start + prod(shape)]
+                    self._flat[buf.id], self._arrays[buf.id] = flat, flat.reshape(shape)
 
     # what lowering uses ---------------------------------------------------------------------------
     def shape(self, dims) -> tuple:

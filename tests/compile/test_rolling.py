@@ -17,9 +17,11 @@ import pytest
 import luminal as lm
 from luminal import nn, train
 from luminal.compile import rolling
+from luminal.compile.kernel_graph import expand_calls
 from luminal.compile.term import topological
 from luminal.cpu.reference import ReferenceInterpreter
 from luminal.frontend.graph import Node
+from luminal.frontend.symbolic import prod
 from luminal.frontend.view import View
 
 
@@ -106,12 +108,21 @@ def run_terms(terms: dict, graph, arrays, env):
         return nodes[-1]
 
     def call(body, srcs) -> list:
-        """The body's output nodes, its inputs bound to ``srcs``."""
-        inner = {id(i): s for i, (s, _) in zip(body.inputs, srcs, strict=True)}
+        """The body's output nodes, then its packs' (its inputs bound to ``srcs``)."""
+        inner = {id(i): add("Copy", ((s, v),), None, i.dtype, i.shape)  # read through the call's view
+                 for i, (s, v) in zip(body.inputs, srcs, strict=True)}
         for b in topological(list(body.outputs)):
             if id(b) not in inner:
                 inner[id(b)] = make(b, tuple((inner[id(s)], v) for s, v in b.srcs))
-        return [inner[id(o)] for o in body.outputs]
+        outs = [inner[id(o)] for o in body.outputs]
+        for p in body.packs:  # members end to end: each read across the whole pack (zero outside it), summed
+            whole, acc = View.contiguous((p.size,)), None
+            for i, off in zip(p.members, p.offsets):
+                spread = View((p.size,), (1,), -off, ((off, off + prod(outs[i].shape)),))
+                x = add("Copy", ((outs[i], spread),), None, p.dtype, (p.size,))
+                acc = x if acc is None else add("Add", ((acc, whole), (x, whole)), None, p.dtype, (p.size,))
+            outs.append(acc)
+        return outs
 
     def make(t, srcs):
         if t.op == "Call":
@@ -305,6 +316,32 @@ def test_compiled_stack_matches_reference():
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+def test_outputs_only_later_calls_read_are_packed():
+    """A forward layer's saved activations are read by the backward's calls alone: each forward call
+    writes them into one pack per dtype (not a buffer each), which the backward's calls read through
+    views of their parts; the parameter gradients, which the roots read, keep buffers of their own.
+    Expanded, every part a call reads is the Buffer the earlier call wrote."""
+    g, roots = transformer_stack(4, backward=True)
+    outs = [g.tensor(r) for r in roots]
+    f = lm.compile(outs, backend="cpu")
+    kg = f.runner.program.kg
+    fwd, bwd = kg.routines()[:2]
+    assert sum(len(p) for p in fwd.packs) > 10 and len(fwd.results) <= 2  # the residual stream, the output
+    assert len(bwd.results) >= 12  # the block's parameter gradients: program outputs
+    calls = [k for k in kg.kernels if k.body is fwd]
+    assert len(calls) == 4 and all(len(k.outputs) == len(fwd.results) + len(fwd.packs) for k in calls)
+    packs = {b for k in calls for b, _ in k.outputs[len(fwd.results):]}
+    read = [(b, v) for k in kg.kernels if k.body is bwd for b, v in k.inputs if b in packs]
+    assert read and all(v.shape != b.shape for b, v in read)  # parts, not whole packs
+    written: set = set()
+    for k in expand_calls(kg.kernels):
+        assert all(b.base is None or b.id in written for b, _ in k.inputs), k
+        written.update(b.id for b, _ in k.outputs)
+    x = np.random.default_rng(1).standard_normal((3, 8, 16)).astype(np.float32)
+    for got, want in zip(f(x=x), lm.compile(outs, backend="reference")(x=x), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("backward", [False, True])
 def test_rolled_program_fuses_nearly_like_the_unrolled_one(monkeypatch, backward):
     """A body's inputs and outputs are buffers (its kernels are built once, called per trip), so a value
@@ -343,7 +380,7 @@ def test_unstitchable_result_falls_back_to_one_run(seen, monkeypatch):
     between trips, the graph is optimised whole instead."""
     g, roots = mlp_stack(8)
 
-    def cycle(self, roots):
+    def cycle(self):
         raise rolling._Cycle()
 
     monkeypatch.setattr(rolling._Link, "run", cycle)
