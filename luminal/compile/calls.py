@@ -70,7 +70,8 @@ class Fragment:
         # the program's temps the routine reads (the invariant kernels' outputs): inputs of every call
         read = {b for k in kernels for b, _ in k.inputs + k.epilogue_inputs}
         self.shared = [(b, View.contiguous(b.shape)) for b in links.values() if b.kind == "temp" and b in read]
-        # what a call returns for each body output: ("param", i), ("result", i) or ("fixed", buffer)
+        # what a call returns for each body output: ("param", i), ("packed", pack), ("result", i) or
+        # ("fixed", buffer)
         self.returns = [("param", param_of[b]) if b in param_of else ("packed", packed[b]) if b in packed else
                         ("result", results.index(b)) if b in taken else ("fixed", links[b]) for b in outputs]
 
