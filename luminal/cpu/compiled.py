@@ -357,9 +357,10 @@ class Binding:
         return self.caller_view(x.name, shape, x.dtype, strides, x.offset)
 
     def transpose(self, x, perm):
-        """``x`` with its axes in order ``perm`` (a scalar unchanged)."""
+        """``x`` with its axes in order ``perm`` (a scalar unchanged: the value of an expression of
+        scalars alone, which broadcasts to any shape, is 0-d)."""
         if isinstance(x, np.ndarray):
-            return x.transpose(perm)
+            return x.transpose(perm) if x.ndim else x
         if not isinstance(x, InputView):
             return x
         return self.caller_view(x.name, tuple(x.shape[a] for a in perm), x.dtype, tuple(x.strides[a] for a in perm),

@@ -316,6 +316,18 @@ def test_compiled_stack_matches_reference():
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+def test_search_compiles_a_rolled_stack_end_to_end():
+    """``search=N`` times whole rolled programs on the CPU backend (packs, calls and all) and keeps one
+    that computes what the reference computes."""
+    g, roots = transformer_stack(2, backward=True)
+    outs = [g.tensor(r) for r in roots]
+    f = lm.compile(outs, backend="cpu", search=2, seed=1)
+    assert f.report(show=False).loops
+    x = np.random.default_rng(4).standard_normal((2, 8, 16)).astype(np.float32)
+    for got, want in zip(f(x=x), lm.compile(outs, backend="reference")(x=x), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_outputs_only_later_calls_read_are_packed():
     """A forward layer's saved activations are read by the backward's calls alone: each forward call
     writes them into one pack per dtype (not a buffer each), which the backward's calls read through

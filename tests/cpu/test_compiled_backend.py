@@ -270,6 +270,19 @@ def test_kernels_reading_a_permuted_view_evaluate_in_its_order():
     assert any(getattr(arg, "shape", None) == (4, 2, 6) for _, args in calls for arg in args)
 
 
+def test_scalar_only_output_with_a_size_one_axis():
+    """An output made of scalars alone (an unfolded ``Recip(16)``, as a sampled extraction may pick)
+    into a buffer with a size-1 axis: the evaluation order puts that axis first, and the kernel's 0-d
+    value comes back unpermuted (it broadcasts) while the buffer is filled."""
+    f = lm.float32
+    kg = KG()
+    o = kg.buf(("B", 8, 1))
+    kg.kernel("elementwise", (sym("B"), 8, 1), [], [(o, E("Recip", S(16.0, f)))])
+    kg.output(o)
+    (got,), _ = kg.program()({}, {"B": 3})
+    np.testing.assert_array_equal(got, np.full((3, 8, 1), 1 / 16, np.float32))
+
+
 def test_broadcast_and_strided_loads():
     base = View.contiguous((4, 6))
     sliced = base.slice(1, 1, 3, 2)  # (4, 3): columns 1, 3, 5
