@@ -270,7 +270,9 @@ class _Link:
         self.whole = View.contiguous(())  # how an Out reads its Call
         out_ids = [found.trip_ids(lp.index, lp.outputs) for lp in loops]  # (trips, outputs) per loop
         elsewhere = np.array(sorted({n.id for n in rest_inputs.values()} | {r.id for r in roots}), np.int64)
-        self.bodies = [_body(lp, (~np.isin(ids, elsewhere).any(0)).tolist()) for lp, ids in zip(loops, out_ids)]
+        made = [_body(lp, (~np.isin(ids, elsewhere).any(0)).tolist()) for lp, ids in zip(loops, out_ids)]
+        self.bodies = [b for b, _ in made]
+        self.body_terms = [n for _, n in made]
         # per loop and trip: the node ids of its arguments and of its outputs, own Outs first, then packed
         self.args = [_rows([lp.inputs[x.arg] for x in b.inputs], lp.window.trips) for lp, b in zip(loops, self.bodies)]
         packed = [[i for p in b.packs for i in p.members] for b in self.bodies]
@@ -285,7 +287,6 @@ class _Link:
         self.part_of: dict[int, View] = {}  # node id of a packed output -> its part of the pack
         self.copied: dict = {}  # rest term -> its copy in the linked DAG
         self.order: list[Term] = []  # every term made, in the order made (producers first)
-        self.body_terms = [len(topological(list(b.outputs))) - len(b.inputs) for b in self.bodies]
 
     def run(self) -> dict[int, Term]:
         trips = sorted((lp.window.start + t * lp.window.period, k, t)
@@ -379,11 +380,12 @@ def _part_views(body: Body) -> list[View]:
             for p in body.packs for i, off in zip(p.members, p.offsets)]
 
 
-def _body(lp: _Loop, packable: list) -> Body:
-    """Loop ``lp``'s optimised template as a Body: its outputs, the synthetic inputs they still read,
-    and its packs. ``packable[i]``: only later trips read output ``i``. Such an output is packed
-    when a call computes it into a buffer of its own: it varies with the inputs (else the routine
-    computes it once, before the first call) and no other output is the same term."""
+def _body(lp: _Loop, packable: list) -> tuple[Body, int]:
+    """Loop ``lp``'s optimised template as a Body (its outputs, the synthetic inputs they still read,
+    and its packs) and the number of terms a call computes. ``packable[i]``: only later trips read
+    output ``i``. Such an output is packed when a call computes it into a buffer of its own: it
+    varies with the inputs (else the routine computes it once, before the first call) and no other
+    output is the same term."""
     outputs = tuple(lp.terms[lp.template[p].id] for p in lp.outputs)
     terms = topological(list(outputs))
     inputs = {t.arg: t for t in terms if t.op == "Input" and t.arg in lp.inputs}
@@ -403,7 +405,7 @@ def _body(lp: _Loop, packable: list) -> Body:
             offsets.append(size)
             size = size + prod(outputs[i].shape)
         packs.append(Pack(dtype, tuple(members), tuple(offsets), size))
-    return Body(f"@roll{lp.index}", tuple(inputs.values()), outputs, tuple(packs))
+    return Body(f"@roll{lp.index}", tuple(inputs.values()), outputs, tuple(packs)), len(terms) - len(inputs)
 
 
 # stats ----------------------------------------------------------------------------------------
