@@ -275,12 +275,13 @@ class _Link:
         self.body_terms = [n for _, n in made]
         # per loop and trip: the node ids of its arguments and of its outputs, own Outs first, then packed
         self.args = [_rows([lp.inputs[x.arg] for x in b.inputs], lp.window.trips) for lp, b in zip(loops, self.bodies)]
-        packed = [[i for p in b.packs for i in p.members] for b in self.bodies]
+        parts = [_parts(b) for b in self.bodies]
+        packed = [[i for i, _, _ in q] for q in parts]
         self.own = [sorted(set(range(len(b.outputs))) - set(q)) for b, q in zip(self.bodies, packed)]
         self.own_ids = [ids[:, own].tolist() for ids, own in zip(out_ids, self.own)]
         self.packed_ids = [ids[:, q].tolist() for ids, q in zip(out_ids, packed)]
-        self.pack_of = [[g for g, p in enumerate(b.packs) for _ in p.members] for b in self.bodies]
-        self.part_views = [_part_views(b) for b in self.bodies]  # per packed output, in ``packed_ids`` order
+        self.pack_of = [[g for _, g, _ in q] for q in parts]  # per packed output: its pack, then its part
+        self.part_views = [[v for _, _, v in q] for q in parts]
         self.arg_views = [[View.contiguous(x.shape) for x in b.inputs] for b in self.bodies]  # read whole
         self.flags = [(False,) * len(b.inputs) for b in self.bodies]
         self.of_node: dict[int, Term] = {}  # node id -> the term computing it (a trip's outputs: once made)
@@ -374,10 +375,11 @@ def _rows(per_slot: list, trips: int) -> list[list[int]]:
     return np.stack(per_slot, 1).tolist() if per_slot else [[] for _ in range(trips)]
 
 
-def _part_views(body: Body) -> list[View]:
-    """How a reader reads each packed output (pack by pack) from its pack: contiguous, at its offset."""
-    return [View(body.outputs[i].shape, contiguous_strides(body.outputs[i].shape), off)
-            for p in body.packs for i, off in zip(p.members, p.offsets)]
+def _parts(body: Body) -> list[tuple]:
+    """Each packed output, pack by pack: ``(output index, pack index, view)``, the view being how a
+    reader reads it from its pack (contiguous, at its offset)."""
+    return [(i, g, View(body.outputs[i].shape, contiguous_strides(body.outputs[i].shape), off))
+            for g, p in enumerate(body.packs) for i, off in zip(p.members, p.offsets)]
 
 
 def _body(lp: _Loop, packable: list) -> tuple[Body, int]:
