@@ -40,7 +40,7 @@ import torch.nn.functional as F
 
 import luminal as lm
 from luminal import train
-from luminal.cpu import blas
+from luminal.backends.cpu import blas
 
 ROOT = Path(__file__).resolve().parents[1]
 GOALS = {"mlp": 1.0, "cnn": 1.5}

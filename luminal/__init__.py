@@ -3,11 +3,11 @@
 ``Graph`` builds lazy ``GraphTensor``s; ``compile`` turns outputs into a callable on numpy arrays.
 """
 
-from .compile import compile
-from .frontend import DType, Graph, GraphTensor, Sym, bfloat16, float16, float32, float64, int32, sym
-from .frontend.dtype import bool_
-from .frontend.ops import *  # noqa: F403 - the public ops, listed once in frontend/ops
-from .frontend.seed import manual_seed
+from luminal.compiler import compile
+from luminal.core.dtype import bool_
+from luminal.frontend import DType, Graph, GraphTensor, Sym, bfloat16, float16, float32, float64, int32, sym
+from luminal.frontend.ops import *  # noqa: F403 - the public ops, listed once in frontend/ops
+from luminal.frontend.seed import manual_seed
 
 bool = bool_  # noqa: A001 - lm.bool, as torch.bool
 

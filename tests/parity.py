@@ -47,7 +47,7 @@ def rand(shape, dtype=lm.float32, seed=0, low=-2.0, high=2.0) -> np.ndarray:
     if dtype is lm.int32:
         return rng.integers(int(low), int(high) + 1, size=shape).astype(np.int32)
     x = rng.uniform(low, high, size=shape)
-    return lm.frontend.dtype.to_storage(x, dtype)
+    return lm.core.dtype.to_storage(x, dtype)
 
 
 def to_torch(a: np.ndarray, dtype) -> torch.Tensor:
@@ -75,7 +75,7 @@ def check(op, inputs, *, dtypes=None, torch_op=None, backend="reference", shapes
     (special-value tables: gradients at +-inf/NaN inputs are not specified by torch's docs either).
     Returns the luminal outputs.
     """
-    dtypes = dtypes or [lm.frontend.dtype.as_dtype(a.dtype) for a in inputs]
+    dtypes = dtypes or [lm.core.dtype.as_dtype(a.dtype) for a in inputs]
     shapes = shapes or [a.shape for a in inputs]
     g = lm.Graph()
     xs = [g.input(f"x{i}", s, dtype=d) for i, (s, d) in enumerate(zip(shapes, dtypes))]

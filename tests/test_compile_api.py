@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 import luminal as lm
-from luminal.frontend.dtype import round_bf16
+from luminal.core.dtype import round_bf16
 
 f32 = np.float32
 rng = np.random.default_rng(0)

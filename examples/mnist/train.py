@@ -25,7 +25,7 @@ from data import batches, load_mnist  # noqa: E402 - the example's own data modu
 
 import luminal as lm  # noqa: E402
 from luminal import nn, train  # noqa: E402
-from luminal.compile.api import BACKENDS  # noqa: E402
+from luminal.compiler.api import BACKENDS  # noqa: E402
 
 
 class MLP(nn.Module):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dtype as dt
-from .symbolic import evaluate, free_vars, shape_str, solve_linear, substitute
+from luminal.core import dtype as dt
+from luminal.core.symbolic import evaluate, free_vars, shape_str, solve_linear, substitute
 
 _INT32 = (-2**31, 2**31 - 1)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 import inspect
 
-from .errors import op_error, renamed
-from .tensor import GraphTensor
+from luminal.core.errors import op_error, renamed
+from luminal.frontend.tensor import GraphTensor
 
 
 def check_tensors(op: str, /, *, optional=(), **named) -> None:

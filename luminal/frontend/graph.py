@@ -17,13 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import dtype as dt
-from .errors import op_error
-from .primitives import LEAVES, PRIMITIVES
-from .seed import default_rng
-from .state import State
-from .symbolic import dims, shape_str
-from .view import View
+from luminal.core import dtype as dt
+from luminal.core.errors import op_error
+from luminal.core.primitives import LEAVES, PRIMITIVES
+from luminal.core.symbolic import dims, shape_str
+from luminal.core.view import View
+from luminal.frontend.seed import default_rng
+from luminal.frontend.state import State
 
 
 @dataclass(frozen=True, eq=False)
@@ -134,7 +134,7 @@ class Graph:
         return node
 
     def tensor(self, node: Node, view: View | None = None):
-        from .tensor import GraphTensor
+        from luminal.frontend.tensor import GraphTensor
 
         return GraphTensor(self, node, view or View.contiguous(node.shape))
 
@@ -177,7 +177,7 @@ class Graph:
     def assign(self, s: State, value) -> None:
         """Write ``value`` (a tensor of this graph with ``s``'s shape) into ``s`` after every run of a
         program compiled from this graph. The dtype is converted to ``s``'s."""
-        from .ops.core import cast
+        from luminal.frontend.ops.core import cast
 
         if value.graph is not self:
             raise op_error(ValueError, "assign", f"the value for {s.describe()} belongs to another graph", value)
@@ -198,7 +198,7 @@ class Graph:
     def constant(self, value, dtype=None):
         """A literal tensor (copied now) or scalar. A symbolic dim becomes an int32 scalar whose
         value is bound at run time."""
-        from .symbolic import Sym
+        from luminal.core.symbolic import Sym
 
         if isinstance(value, Sym):
             return self.tensor(self.add("Constant", (), ConstKey("sym", value), dt.int32, ()))
@@ -233,12 +233,12 @@ class Graph:
 
     def arange(self, start, end=None, step=1, dtype=None):
         """torch.arange: ``[start, end)`` by ``step``; int32 unless a float bound or dtype asks."""
-        from . import ops
+        from luminal.frontend import ops
 
         return ops.arange(self, start, end, step, dtype)
 
     def full(self, shape, value, dtype=None):
-        from . import ops
+        from luminal.frontend import ops
 
         return ops.full(self, shape, value, dtype)
 
@@ -249,7 +249,7 @@ class Graph:
         return self.full(shape, 1, dtype)
 
     def eye(self, n, m=None, dtype=dt.float32):
-        from . import ops
+        from luminal.frontend import ops
 
         return ops.eye(self, n, m, dtype)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dtype as dt
+from luminal.core import dtype as dt
 
 
 class State:

@@ -7,10 +7,10 @@ Arithmetic, reductions and the rest live in ``ops/`` and are attached here as me
 
 from __future__ import annotations
 
-from . import dtype as dt
-from .errors import check_number, op_error, user_frame, where
-from .symbolic import Dim, dims, exact_div, is_static, prod, shape_str
-from .view import View
+from luminal.core import dtype as dt
+from luminal.core.errors import check_number, op_error, user_frame, where
+from luminal.core.symbolic import Dim, dims, exact_div, is_static, prod, shape_str
+from luminal.core.view import View
 
 
 class GraphTensor:
@@ -265,7 +265,7 @@ class GraphTensor:
         return self.repeat(*((1,) * (self.ndim - len(dims)) + tuple(dims)))
 
     def __getitem__(self, index) -> GraphTensor:
-        from .ops.indexing import getitem
+        from luminal.frontend.ops.indexing import getitem
 
         return getitem(self, index)
 

@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from ..frontend import seed
-from ..frontend.state import State
+from luminal.frontend import seed
+from luminal.frontend.state import State
 
 __all__ = [
     "calculate_gain", "constant_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",

@@ -11,7 +11,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .parameter import Buffer, Parameter
+from luminal.nn.parameter import Buffer, Parameter
 
 
 class Module:
@@ -178,7 +178,7 @@ class Module:
 
     def save_safetensors(self, path, metadata: dict[str, str] | None = None) -> None:
         """Write the state_dict to ``path`` atomically, each tensor in its parameter's dtype."""
-        from .safetensors_io import save_file
+        from luminal.core.safetensors_io import save_file
 
         items = self._state_items()
         save_file({n: s.data for n, s in items}, path, metadata=metadata,
@@ -187,7 +187,7 @@ class Module:
     def load_safetensors(self, path, strict: bool = True) -> tuple[list[str], list[str]]:
         """Load a safetensors file by name (memory-mapped; bf16/f16/f32/f64 converted to each
         parameter's dtype); strict name and shape checks as in ``load_state_dict``."""
-        from .safetensors_io import load_file
+        from luminal.core.safetensors_io import load_file
 
         tensors = load_file(path)
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..frontend.state import State
+from luminal.frontend.state import State
 
 
 class Parameter(State):

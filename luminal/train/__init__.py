@@ -1,9 +1,9 @@
 """Training: autograd as a graph transform, losses, optimizers, schedulers, the train-step runner and
 checkpoints. Uses only ``luminal.frontend`` (and ``luminal.nn``'s safetensors I/O for checkpoints)."""
 
-from .autograd import grad
-from .checkpoint import load_checkpoint, save_checkpoint
-from .losses import (
+from luminal.train.autograd import grad
+from luminal.train.checkpoint import load_checkpoint, save_checkpoint
+from luminal.train.losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
@@ -14,9 +14,17 @@ from .losses import (
     nll_loss,
     smooth_l1_loss,
 )
-from .optim import SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
-from .schedulers import CosineAnnealingLR, ExponentialLR, LinearLR, LRScheduler, MultiStepLR, OneCycleLR, StepLR
-from .step import TrainStep, clip_by_norm, clip_by_value, compile_step
+from luminal.train.optim import SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
+from luminal.train.schedulers import (
+    CosineAnnealingLR,
+    ExponentialLR,
+    LinearLR,
+    LRScheduler,
+    MultiStepLR,
+    OneCycleLR,
+    StepLR,
+)
+from luminal.train.step import TrainStep, clip_by_norm, clip_by_value, compile_step
 
 __all__ = [
     "SGD", "Adagrad", "Adam", "AdamW", "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LinearLR",

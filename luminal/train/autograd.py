@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import math
 
-from ..frontend import dtype as dt
-from ..frontend.errors import op_error, where
-from ..frontend.ops import cast, div, eq, full_like, gt
-from ..frontend.ops import where as select
-from ..frontend.ops.core import prim
-from ..frontend.ops.elementwise import round_
-from ..frontend.state import State
-from ..frontend.tensor import GraphTensor
-from .view_grad import view_grad
+from luminal.core import dtype as dt
+from luminal.core.errors import op_error, where
+from luminal.frontend.ops import cast, div, eq, full_like, gt
+from luminal.frontend.ops import where as select
+from luminal.frontend.ops.core import prim
+from luminal.frontend.ops.elementwise import round_
+from luminal.frontend.state import State
+from luminal.frontend.tensor import GraphTensor
+from luminal.train.view_grad import view_grad
 
 LN2 = math.log(2.0)
 

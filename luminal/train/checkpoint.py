@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from ..nn.safetensors_io import load_file, load_metadata, save_file
+from luminal.core.safetensors_io import load_file, load_metadata, save_file
 
 FORMAT = "luminal-checkpoint/1"
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import warnings
 
-from ..frontend import dtype as dt
-from ..frontend import ops
-from ..frontend.checks import check_tensors
-from ..frontend.errors import op_error, renamed
-from ..frontend.ops.reduce import log_softmax_parts
-from ..frontend.symbolic import is_static, shape_str
-from ..frontend.tensor import GraphTensor
+from luminal.core import dtype as dt
+from luminal.core.errors import op_error, renamed
+from luminal.core.symbolic import is_static, shape_str
+from luminal.frontend import ops
+from luminal.frontend.checks import check_tensors
+from luminal.frontend.ops.reduce import log_softmax_parts
+from luminal.frontend.tensor import GraphTensor
 
 _REDUCTIONS = ("none", "mean", "sum")
 

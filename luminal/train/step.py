@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compile import compile as compile_graph
-from ..frontend.ops import clamp, minimum
-from ..frontend.state import State
-from ..frontend.tensor import GraphTensor
-from .autograd import grad
+from luminal.compiler import compile as compile_graph
+from luminal.frontend.ops import clamp, minimum
+from luminal.frontend.state import State
+from luminal.frontend.tensor import GraphTensor
+from luminal.train.autograd import grad
 
 
 def clip_by_norm(grads: list[GraphTensor], max_norm: float, norm_type: float = 2.0):

@@ -18,12 +18,12 @@ by step:
 
 from __future__ import annotations
 
-from ..frontend import dtype as dt
-from ..frontend.ops import cast
-from ..frontend.ops.core import prim
-from ..frontend.symbolic import exact_div, floordiv, is_static, mod, prod
-from ..frontend.tensor import GraphTensor
-from ..frontend.view import View
+from luminal.core import dtype as dt
+from luminal.core.symbolic import exact_div, floordiv, is_static, mod, prod
+from luminal.core.view import View
+from luminal.frontend.ops import cast
+from luminal.frontend.ops.core import prim
+from luminal.frontend.tensor import GraphTensor
 
 _MAX_SPLIT = 64  # split an overlapping dim into at most this many boxes before scattering instead
 

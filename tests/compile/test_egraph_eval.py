@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import luminal as lm
-from luminal.compile.egraph import optimize
-from luminal.compile.term import topological
-from luminal.cpu import numpy_ops as ops
-from luminal.frontend import dtype as dt
-from luminal.frontend.symbolic import evaluate
+from luminal.compiler.egraph import optimize
+from luminal.compiler.term import topological
+from luminal.core import dtype as dt
+from luminal.core import numpy_ops as ops
+from luminal.core.symbolic import evaluate
 from luminal.train import cross_entropy, grad
 
 

@@ -7,9 +7,9 @@ import pytest
 from test_egraph_eval import check_same, optimized, terms_of
 
 import luminal as lm
-from luminal.compile.egraph import Budget, optimize, runner
-from luminal.compile.errors import CompileError
-from luminal.compile.term import topological
+from luminal.compiler.egraph import Budget, optimize, runner
+from luminal.compiler.errors import CompileError
+from luminal.compiler.term import topological
 
 
 def _signature(res) -> list:
@@ -67,7 +67,7 @@ def test_cycle_repair_falls_back_to_an_acyclic_choice(monkeypatch):
     acyclic e-node ("no acyclic program computes e-class"). The settled-only choice still finds one,
     also when it is the only way (no repair rounds at all)."""
     from luminal import train
-    from luminal.compile.egraph import extract
+    from luminal.compiler.egraph import extract
 
     g = lm.Graph()
     h = g.input("x", (4, 8))

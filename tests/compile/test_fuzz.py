@@ -41,8 +41,8 @@ from hypothesis import strategies as st
 
 import luminal as lm
 from luminal import train
-from luminal.frontend import dtype as dt
-from luminal.frontend.symbolic import evaluate, is_static, shape_str
+from luminal.core import dtype as dt
+from luminal.core.symbolic import evaluate, is_static, shape_str
 
 FLOATS = (lm.float32, lm.float16, lm.bfloat16)
 DTYPES = FLOATS + (lm.int32, lm.bool)

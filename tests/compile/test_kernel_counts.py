@@ -6,13 +6,14 @@ import pytest
 
 import luminal as lm
 from luminal import nn, train
-from luminal.cpu.reference import ReferenceInterpreter
+from luminal.backends.reference.interpreter import ReferenceInterpreter
 
 
 def _compile(outs, **arrays):
     f = lm.compile(outs, backend="cpu")
     g = outs[0].graph
-    ref = ReferenceInterpreter(g, outs)({**arrays, **{k: s.data for k, s in g.states.items()}}, {})
+    interp = ReferenceInterpreter([(t.node, t.layout) for t in outs], g.constants)
+    ref = interp({**arrays, **{k: s.data for k, s in g.states.items()}}, {})
     got = f(**arrays)
     got = [got] if len(outs) == 1 else list(got)
     for a, b in zip(got, ref, strict=True):

@@ -17,13 +17,13 @@ from test_rolling import Block  # the transformer block the rolling tests use
 
 import luminal as lm
 from luminal import train
-from luminal.compile import kernels
-from luminal.compile.kernel_graph import dims_needed, expand_calls
-from luminal.compile.memory import lifetimes, nbytes
-from luminal.compile.term import topological
-from luminal.compile.walk import postorder
+from luminal.compiler import kernels
+from luminal.compiler.memory import lifetimes
+from luminal.compiler.term import topological
+from luminal.core.kernel_graph import dims_needed, expand_calls, nbytes
+from luminal.core.walk import postorder
 
-loops = importlib.import_module("luminal.compile.loops")  # ``luminal.compile`` is also a function's name
+loops = importlib.import_module("luminal.compiler.loops")  # ``luminal.compiler`` is also a function's name
 
 
 # plain definitions ----------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import luminal as lm
-from luminal.frontend import dtype as dt
+from luminal.core import dtype as dt
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

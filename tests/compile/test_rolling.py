@@ -9,20 +9,19 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import luminal as lm
 from luminal import nn, train
-from luminal.compile import rolling
-from luminal.compile.kernel_graph import expand_calls
-from luminal.compile.term import topological
-from luminal.cpu.reference import ReferenceInterpreter
+from luminal.backends.reference.interpreter import ReferenceInterpreter
+from luminal.compiler import rolling
+from luminal.compiler.term import topological
+from luminal.core.kernel_graph import expand_calls
+from luminal.core.symbolic import prod
+from luminal.core.view import View
 from luminal.frontend.graph import Node
-from luminal.frontend.symbolic import prod
-from luminal.frontend.view import View
 
 
 @dataclass
@@ -137,9 +136,8 @@ def run_terms(terms: dict, graph, arrays, env):
 
     for t in topological(list(terms.values())):
         made[id(t)] = make(t, tuple((made[id(s)], v) for s, v in t.srcs))
-    fake = SimpleNamespace(nodes=nodes, constants=graph.constants)
-    outs = [SimpleNamespace(node=made[id(t)], layout=View.contiguous(t.shape)) for t in terms.values()]
-    return ReferenceInterpreter(fake, outs)(arrays, env)
+    outs = [(made[id(t)], View.contiguous(t.shape)) for t in terms.values()]
+    return ReferenceInterpreter(outs, graph.constants)(arrays, env)
 
 
 def check_same(graph, roots, res, batch=3):
@@ -150,7 +148,7 @@ def check_same(graph, roots, res, batch=3):
     arrays.update({name: s.data for name, s in graph.states.items()})
     arrays.update({name: rng.random([env.get(str(d), d) for d in n.shape], dtype=np.float32)
                    for name, n in graph.random.items()})
-    want = ReferenceInterpreter(graph, [graph.tensor(r) for r in roots])(arrays, env)
+    want = ReferenceInterpreter([(t.node, t.layout) for t in map(graph.tensor, roots)], graph.constants)(arrays, env)
     got = run_terms({r.id: res.terms[r.id] for r in roots}, graph, arrays, env)
     for w, g in zip(want, got, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
@@ -362,7 +360,7 @@ def test_rolled_program_fuses_nearly_like_the_unrolled_one(monkeypatch, backward
     g, roots = transformer_stack(3, backward)
     outs = [g.tensor(r) for r in roots]
     rolled = lm.compile(outs, backend="cpu").report(show=False)
-    monkeypatch.setattr(importlib.import_module("luminal.compile.loops"), "MIN_SAVED", 10**9)
+    monkeypatch.setattr(importlib.import_module("luminal.compiler.loops"), "MIN_SAVED", 10**9)
     unrolled = lm.compile(outs, backend="cpu").report(show=False)
     assert rolled.loops and not unrolled.loops
     trips = sum(lp["trips"] for lp in rolled.loops)
@@ -374,7 +372,7 @@ def test_rolled_program_fuses_nearly_like_the_unrolled_one(monkeypatch, backward
 def test_loop_invariant_kernels_run_once(monkeypatch):
     """A body kernel that reads none of the trip's inputs (the causal mask, from constants and an
     Arange) is emitted at the first call only: every later trip reads its buffer."""
-    pipeline = importlib.import_module("luminal.compile.pipeline")
+    pipeline = importlib.import_module("luminal.compiler.pipeline")
     made = []
     build = pipeline.build_kernels
     monkeypatch.setattr(pipeline, "build_kernels", lambda *a, **k: made.append(build(*a, **k)) or made[-1])

@@ -46,7 +46,7 @@ from test_fuzz import FUZZ, GRAD_TOL, SCALE, U_ACC, UNARY, Val, _compare
 
 import luminal as lm
 from luminal import train
-from luminal.compile.loops import MIN_BODY, MIN_SAVED
+from luminal.compiler.loops import MIN_BODY, MIN_SAVED
 
 U = 2.0**-24  # float32 unit roundoff: the stacks are float32 throughout
 # the steepest slopes of test_fuzz's exp templates, exp(3 tanh x) and 2^(4 tanh x) (its table bounds them

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 import luminal as lm
-from luminal.compile.kernel_graph import Buffer, Expr, Kernel, KernelGraph
-from luminal.compile.memory import plan_memory
-from luminal.cpu.compiled import CpuProgram
-from luminal.cpu.reference import ReferenceInterpreter
+from luminal.backends.cpu.compiled import CpuProgram
+from luminal.backends.reference.interpreter import ReferenceInterpreter
+from luminal.compiler.memory import plan_memory
+from luminal.core.kernel_graph import Buffer, Expr, Kernel, KernelGraph
+from luminal.core.symbolic import sym
+from luminal.core.view import View
 from luminal.frontend.ops.core import prim
-from luminal.frontend.symbolic import sym
-from luminal.frontend.view import View
 
 __all__ = ["KG", "L", "S", "E", "ACC", "ref", "prim", "View", "rand_array", "sym"]
 
@@ -71,7 +71,7 @@ class KG:
 def ref(build, arrays, env=None):
     """Run ``build(g) -> [tensors]`` on a fresh frontend graph with the reference interpreter."""
     g = lm.Graph()
-    return ReferenceInterpreter(g, build(g))(arrays, env or {})
+    return ReferenceInterpreter([(t.node, t.layout) for t in build(g)], g.constants)(arrays, env or {})
 
 
 def rand_array(shape, dtype, seed=0, low=-2.0, high=2.0):
@@ -80,4 +80,4 @@ def rand_array(shape, dtype, seed=0, low=-2.0, high=2.0):
         return rng.random(shape) < 0.5
     if dtype is lm.int32:
         return rng.integers(int(low) - 3, int(high) + 4, size=shape).astype(np.int32)
-    return lm.frontend.dtype.to_storage(rng.uniform(low, high, size=shape), dtype)
+    return lm.core.dtype.to_storage(rng.uniform(low, high, size=shape), dtype)

@@ -22,8 +22,8 @@ from parity import _compare_grads, _luminal_grads, compare_outputs, rand, to_tor
 
 import luminal as lm
 from luminal import nn, train
-from luminal.cpu.compiled import MAX_BINDINGS
-from luminal.frontend.dtype import as_dtype
+from luminal.backends.cpu.compiled import MAX_BINDINGS
+from luminal.core.dtype import as_dtype
 from luminal.frontend.seed import manual_seed
 from luminal.frontend.state import State
 

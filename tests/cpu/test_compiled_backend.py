@@ -13,7 +13,7 @@ import pytest
 from kg_helpers import ACC, KG, E, L, S, View, prim, rand_array, ref, sym
 
 import luminal as lm
-from luminal.frontend.dtype import ALL
+from luminal.core.dtype import ALL
 
 FLOATS = [d for d in ALL if d.is_float]
 TOL = {lm.float64: 1e-9, lm.float32: 1e-5, lm.float16: 2e-3, lm.bfloat16: 1.6e-2}

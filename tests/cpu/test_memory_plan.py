@@ -7,7 +7,8 @@ import numpy as np
 from kg_helpers import ACC, KG, E, L, S, View, sym
 
 import luminal as lm
-from luminal.compile.memory import lifetimes, plan_memory, storage_itemsize
+from luminal.backends.cpu.compiled import storage_itemsize
+from luminal.compiler.memory import lifetimes, plan_memory
 
 
 def _chain(n, shape=(64, 32), dtypes=None):

@@ -29,9 +29,9 @@ from test_program_audit import (  # noqa: F401
 
 import luminal as lm
 from luminal import nn, train
-from luminal.cpu import blas, parallel
-from luminal.cpu import numpy_ops as ops
-from luminal.cpu.parallel import Split, split_rows
+from luminal.backends.cpu import blas, parallel
+from luminal.backends.cpu.parallel import Split, split_rows
+from luminal.core import numpy_ops as ops
 
 THREADS = 3
 
@@ -74,8 +74,12 @@ def _splits(calls):
     return [f for f, _ in calls if isinstance(f, Split)]
 
 
-def _same_as_serial(make):
-    """``make()`` -> (calls, result arrays): split and serial runs of fresh copies agree bit for bit."""
+def _same_as_serial(make, exact=True):
+    """``make()`` -> (calls, result arrays): split and serial runs of fresh copies agree, bit for bit
+    where the arithmetic per element is the same by construction (``exact``). A GEMM cut into row or
+    column blocks is not: BLAS picks its kernel (and so the order of each dot product's additions) by
+    the block's shape and the CPU, so the last bit may differ there; it is compared to float64's
+    rounding of a few operations."""
     calls, outs = make()
     _run(calls)
     want = [o.copy() for o in outs]
@@ -84,7 +88,10 @@ def _same_as_serial(make):
     assert _splits(split), "nothing was split"
     _run(split)
     for w, o in zip(want, outs):
-        np.testing.assert_array_equal(o, w)
+        if exact:
+            np.testing.assert_array_equal(o, w)
+        else:
+            np.testing.assert_allclose(o, w, rtol=1e-12, atol=1e-12)
     return split
 
 
@@ -120,7 +127,7 @@ def test_matmuls_cut_by_batch_rows_and_columns():
         o1, o2, o3 = np.empty((6, 4, 5)), np.empty((6, 4)), np.empty((1, 1, 6))
         return [(np.matmul, (w, x, o1)), (np.matmul, (a, b, o2)), (np.matmul, (u, v, o3))], [o1, o2, o3]
 
-    split = _same_as_serial(make)
+    split = _same_as_serial(make, exact=False)
     assert len(_splits(split)) == 1
     part = _splits(split)[0].parts[0]
     assert part[0][1][0].shape == (1, 4, 3) and part[0][1][1].shape == (2, 3, 5)  # the batch of x

@@ -11,7 +11,7 @@ import pytest
 from kg_helpers import KG, E, L, S, View, prim, rand_array, ref
 
 import luminal as lm
-from luminal.cpu import numpy_ops as ops
+from luminal.core import numpy_ops as ops
 
 SPECIAL = [0.0, -0.0, 1.5, -1.5, np.inf, -np.inf, np.nan, 3.0]
 
@@ -32,7 +32,7 @@ def _compiled_pair(build, arrays):
 
 def _grid(dtype):
     """Every pair of special values, as two (8, 8) arrays."""
-    v = lm.frontend.dtype.to_storage(np.array(SPECIAL), dtype)
+    v = lm.core.dtype.to_storage(np.array(SPECIAL), dtype)
     return np.ascontiguousarray(np.repeat(v[:, None], 8, 1)), np.ascontiguousarray(np.repeat(v[None, :], 8, 0))
 
 

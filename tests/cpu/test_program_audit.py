@@ -32,8 +32,8 @@ from parity import TOLERANCE, compare_outputs, rand, to_torch
 
 import luminal as lm
 from luminal import nn, train
-from luminal.cpu.compiled import MAX_BINDINGS
-from luminal.frontend.dtype import to_storage
+from luminal.backends.cpu.compiled import MAX_BINDINGS
+from luminal.core.dtype import to_storage
 from luminal.frontend.seed import manual_seed
 from luminal.frontend.state import State
 

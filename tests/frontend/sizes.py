@@ -12,7 +12,7 @@ import luminal as lm
 def check_sizes(op, make, shapes, *, backend, sizes=(5, 2), dtypes=None, torch_op=None, pre=None, grad=True):
     """``make(n)`` gives the input arrays for symbolic size ``n``; ``shapes`` are the graph shapes."""
     first = make(sizes[0])
-    dtypes = dtypes or [lm.frontend.dtype.as_dtype(a.dtype) for a in first]
+    dtypes = dtypes or [lm.core.dtype.as_dtype(a.dtype) for a in first]
     g = lm.Graph()
     xs_in = [g.input(f"x{i}", s, dtype=d) for i, (s, d) in enumerate(zip(shapes, dtypes, strict=True))]
     xs = [pre(x) for x in xs_in] if pre is not None else xs_in

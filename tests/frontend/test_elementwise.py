@@ -120,7 +120,7 @@ def test_unary_wide_range(name, dtype, backend):
     lo, hi = WIDE[name]
     x = np.clip(rand((2000,), F32, seed=6, low=lo, high=hi), -6e4, 6e4) if dtype is F16 else \
         rand((2000,), dtype, seed=6, low=lo, high=hi)
-    check(op, [lm.frontend.dtype.to_storage(x, dtype)], dtypes=[dtype], torch_op=top, backend=backend)
+    check(op, [lm.core.dtype.to_storage(x, dtype)], dtypes=[dtype], torch_op=top, backend=backend)
 
 
 LAYOUTS = {  # (input shape, pre): non-contiguous reads of the input
@@ -184,7 +184,7 @@ def test_rounding_large_values(dtype, backend):
          F64: [2.0 ** 51 + 0.5, -(2.0 ** 52) + 0.5, 2.0 ** 52 + 1, 1e300, 123456789.75]}[dtype]
     x = np.array(x, np.float64)
     for op in (meth("floor"), meth("ceil"), meth("trunc"), meth("round")):
-        check(op, [lm.frontend.dtype.to_storage(x, dtype)], dtypes=[dtype], backend=backend)
+        check(op, [lm.core.dtype.to_storage(x, dtype)], dtypes=[dtype], backend=backend)
 
 
 FREE = ["neg", "abs", "sign", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
@@ -335,12 +335,12 @@ def test_division_exact(name, dtype, backend):
     # (a - fmod(a, b)) / b with a - fmod(a, b) rounded to bfloat16 (297 -> 296 once |a| > 256), so its
     # column sums are off (213 for b = +-3 where the exact sum is 200); luminal's gradient is exact.
     exact_grad_only = name == "mod" and dtype is BF16
-    check(DIVISIONS[name], [lm.frontend.dtype.to_storage(v, dtype) for v in (a, b)], dtypes=[dtype] * 2,
+    check(DIVISIONS[name], [lm.core.dtype.to_storage(v, dtype) for v in (a, b)], dtypes=[dtype] * 2,
           backend=backend, grad=not exact_grad_only)
     if dtype is not I32:
         a = np.concatenate([[7.0, -188.0, -47.90106, 1.0, -1.0], rand((3000,), F64, seed=26, low=-50, high=50)])
         b = np.concatenate([[0.1, 47.0, -0.19551453, 0.1, 0.3], rand((3000,), F64, seed=27, low=-3, high=3)])
-        check(DIVISIONS[name], [lm.frontend.dtype.to_storage(v, dtype) for v in (a, b)], dtypes=[dtype] * 2,
+        check(DIVISIONS[name], [lm.core.dtype.to_storage(v, dtype) for v in (a, b)], dtypes=[dtype] * 2,
               backend=backend)
 
 
@@ -362,7 +362,7 @@ def test_pow_table(dtype, backend):
         a, b = np.trunc(a), b[b == np.trunc(b)][None, :]
     # Gradients are compared per (a, b) pair below; over the broadcast table each would sum cells where
     # torch's gradient is not a derivative (see there).
-    check(lambda x, y: x ** y, [lm.frontend.dtype.to_storage(v, dtype) for v in (a, b)], dtypes=[dtype] * 2,
+    check(lambda x, y: x ** y, [lm.core.dtype.to_storage(v, dtype) for v in (a, b)], dtypes=[dtype] * 2,
           backend=backend, grad=False)
     if dtype is I32:
         return
@@ -374,14 +374,14 @@ def test_pow_table(dtype, backend):
     neg_int = (a < 0) & (b == np.trunc(b))
     pole = (a == 0) & (b < 1) & (b != 0)
     keep = ~neg_int & ~pole
-    check(lambda x, y: x ** y, [lm.frontend.dtype.to_storage(v[keep], dtype) for v in (a, b)], dtypes=[dtype] * 2,
+    check(lambda x, y: x ** y, [lm.core.dtype.to_storage(v[keep], dtype) for v in (a, b)], dtypes=[dtype] * 2,
           backend=backend)
-    exps = lm.frontend.dtype.to_storage(b[neg_int], dtype)
+    exps = lm.core.dtype.to_storage(b[neg_int], dtype)
 
     def by_a(x):
         y = torch.tensor(exps, dtype=x.dtype) if isinstance(x, torch.Tensor) else x.graph.constant(exps, dtype)
         return x ** y
-    check(by_a, [lm.frontend.dtype.to_storage(a[neg_int], dtype)], dtypes=[dtype], backend=backend)
+    check(by_a, [lm.core.dtype.to_storage(a[neg_int], dtype)], dtypes=[dtype], backend=backend)
 
 
 # Python scalars on either side ---------------------------------------------------------------------
@@ -505,7 +505,7 @@ def test_bool_logic(name, op, bc, backend):
 @pytest.mark.parametrize("dtype", [F32, I32, B, F16], ids=lambda d: d.name)
 def test_logical_not(dtype, backend):
     x = SPECIAL2 if dtype.is_float else np.array([0, 1, -1, 0, 2, -7, 0], np.float32)
-    x = lm.frontend.dtype.to_storage(x, dtype)
+    x = lm.core.dtype.to_storage(x, dtype)
     check(meth("logical_not"), [x], dtypes=[dtype], backend=backend)
 
 
@@ -515,7 +515,7 @@ def test_isnan_family(name, dtype, backend):
     if dtype in (I32, B):
         x = rand((3, 4), dtype, seed=25)
     else:
-        x = lm.frontend.dtype.to_storage(np.array([NAN, INF, -INF, 0.0, -0.0, 1.5, -3.0, 65504.0]), dtype)
+        x = lm.core.dtype.to_storage(np.array([NAN, INF, -INF, 0.0, -0.0, 1.5, -3.0, 65504.0]), dtype)
     check(meth(name), [x], dtypes=[dtype], backend=backend)
 
 
@@ -621,7 +621,7 @@ def _cast_source(dtype):
                         [0.0, -0.0, 0.5, -0.5, 2.7, -2.7]]).reshape(4, 6)
     if dtype is I32:
         return np.trunc(x).astype(np.int32)
-    return lm.frontend.dtype.to_storage(x, dtype)
+    return lm.core.dtype.to_storage(x, dtype)
 
 
 @pytest.mark.parametrize("dst", ALL_DTYPES, ids=lambda d: d.name)

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import luminal as lm
-from luminal.cpu import compiled, reference
+from luminal.backends.cpu import compiled
+from luminal.backends.reference import interpreter as reference
 
 
 # hash-consing -------------------------------------------------------------------------------------

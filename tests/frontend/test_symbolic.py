@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import luminal as lm
-from luminal.frontend.symbolic import (
+from luminal.core.symbolic import (
     Sym,
     ceildiv,
     dmax,

@@ -45,7 +45,7 @@ pytestmark = [pytest.mark.filterwarnings("ignore:Using padding='same':UserWarnin
 def randn(shape, dtype, seed=0, scale=1.0, offset=0.0):
     """Normal values exactly representable in ``dtype`` (bfloat16 as float32 storage)."""
     x = offset + scale * np.random.default_rng(seed).standard_normal(shape)
-    return lm.frontend.dtype.to_storage(x, dtype)
+    return lm.core.dtype.to_storage(x, dtype)
 
 
 def distinct(shape, dtype, seed=0):
@@ -53,7 +53,7 @@ def distinct(shape, dtype, seed=0):
     (at a tie luminal splits the gradient, torch gives it to one element; see pool.py)."""
     n = int(np.prod(shape))
     k = np.random.default_rng(seed).permutation(n) - n // 2
-    return lm.frontend.dtype.to_storage((k / 16.0).reshape(shape), dtype)
+    return lm.core.dtype.to_storage((k / 16.0).reshape(shape), dtype)
 
 
 # layers -----------------------------------------------------------------------------------------
@@ -351,7 +351,7 @@ SCAN_PRODUCTS = ("cumprod/prod multiply 16-bit partial products that torch's run
 
 
 def _full(shape, v, dtype=F16):
-    return lm.frontend.dtype.to_storage(np.full(shape, v), dtype)
+    return lm.core.dtype.to_storage(np.full(shape, v), dtype)
 
 
 def _spread():
@@ -379,7 +379,7 @@ BUGS = {  # id: (reason, op, torch op (None: same), inputs, dtypes)
     "layernorm_offset_bf16": (STATS_IN_16BIT, lambda x: L.LayerNorm(32, elementwise_affine=False)(x),
                               lambda t: F.layer_norm(t, (32,)), [randn((4, 32), BF16, offset=50)], [BF16]),
     "var_offset_bf16": (STATS_IN_16BIT, lambda x: (x.var(-1), x.std(-1)), None,  # var 0.0635; mean 100.25 -> 100
-                        [lm.frontend.dtype.to_storage(100 + 0.5 * (np.arange(64) % 2), BF16)], [BF16]),
+                        [lm.core.dtype.to_storage(100 + 0.5 * (np.arange(64) % 2), BF16)], [BF16]),
     "log_softmax_grad_f16": (MAX_SHIFT_GRAD, lambda x: x.log_softmax(-1), None,
                              [rand((4, 4096), F16, low=-10, high=10)], [F16]),
     "log_softmax_grad_bf16": (MAX_SHIFT_GRAD, lambda x: x.log_softmax(-1), None,

@@ -28,7 +28,7 @@ def grad_check(make, x, backend, *, call=None, tcall=None, train_mode=False, rto
     m.load_state_dict({k: v.detach().numpy().astype(np.int32) if v.dtype == torch.int64 else v.detach().numpy()
                        for k, v in tm.state_dict().items()})
     g = lm.Graph()
-    xi = g.input("x", x.shape, dtype=lm.frontend.dtype.as_dtype(x.dtype))
+    xi = g.input("x", x.shape, dtype=lm.core.dtype.as_dtype(x.dtype))
     out = call(m, xi)
     names = [n for n, p in m.named_parameters()]
     wrt = ([xi] if x.dtype == np.float32 else []) + m.parameters()

@@ -50,7 +50,7 @@ def parity(make, *inputs, backend, call=None, tcall=None, training=False, pertur
     tm.load_state_dict(to_torch_state(m))
 
     g = lm.Graph()
-    xs = [g.input(f"x{i}", a.shape, dtype=lm.frontend.dtype.as_dtype(a.dtype)) for i, a in enumerate(inputs)]
+    xs = [g.input(f"x{i}", a.shape, dtype=lm.core.dtype.as_dtype(a.dtype)) for i, a in enumerate(inputs)]
     out = call(m, *xs)
     outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if o is not None]
     float_in = [x for x in xs if x.dtype.is_float]

@@ -21,7 +21,7 @@ def run(module, *arrays, backend="reference", shapes=None, **kwargs):
     """Build ``module(*inputs)`` in a fresh graph and run it on ``arrays``."""
     g = lm.Graph()
     shapes = shapes or [a.shape for a in arrays]
-    xs = [g.input(f"x{i}", s, dtype=lm.frontend.dtype.as_dtype(a.dtype)) for i, (a, s) in
+    xs = [g.input(f"x{i}", s, dtype=lm.core.dtype.as_dtype(a.dtype)) for i, (a, s) in
           enumerate(zip(arrays, shapes))]
     out = module(*xs, **kwargs)
     return lm.compile(out, backend=backend)(**{f"x{i}": a for i, a in enumerate(arrays)})

@@ -12,10 +12,10 @@ import safetensors.torch
 import torch
 
 import luminal as lm
-from luminal.frontend.dtype import round_bf16
+from luminal.core.dtype import round_bf16
+from luminal.core.safetensors_io import file_dtypes, load_file, load_metadata, save_file
 from luminal.nn.module import Module
 from luminal.nn.parameter import Buffer, Parameter
-from luminal.nn.safetensors_io import file_dtypes, load_file, load_metadata, save_file
 
 RNG = np.random.default_rng(0)
 

@@ -249,7 +249,7 @@ def test_float64(backend):
 @pytest.mark.parametrize("dtype", [lm.bfloat16, lm.float16])
 def test_low_precision(dtype, backend):
     x, y = rand((4, C), dtype), rand((4, C), dtype, seed=1)
-    p = lm.frontend.dtype.to_storage(_probs((4, C), 1), dtype)
+    p = lm.core.dtype.to_storage(_probs((4, C), 1), dtype)
     t = _indices((4,), ignore=-100)
     cases = [("cross_entropy", [x, t], dict(label_smoothing=0.1)), ("cross_entropy", [x, p], {}),
              ("mse_loss", [x, y], {}), ("huber_loss", [x, y], dict(delta=0.5)),

@@ -19,11 +19,11 @@ import torch
 
 import luminal as lm
 from luminal import nn, train
-from luminal.frontend.dtype import round_bf16
+from luminal.core.dtype import round_bf16
+from luminal.core.safetensors_io import file_dtypes, load_file, load_metadata, save_file
 from luminal.frontend.seed import manual_seed
 from luminal.nn.module import Module
 from luminal.nn.parameter import Buffer, Parameter
-from luminal.nn.safetensors_io import file_dtypes, load_file, load_metadata, save_file
 
 RNG = np.random.default_rng(123)
 TORCH = {lm.float16: torch.float16, lm.bfloat16: torch.bfloat16, lm.float32: torch.float32,

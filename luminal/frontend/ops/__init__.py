@@ -3,16 +3,15 @@ torch-named methods and operators."""
 
 from __future__ import annotations
 
-from ..tensor import GraphTensor
-from . import activations, combine, creation, elementwise, indexing, linalg, reduce
-from .activations import elu, gelu, leaky_relu, mish, relu, sigmoid, silu, softplus, tanh
-from .combine import cat, chunk, split, stack
-from .core import broadcast_shapes, cast
-from .creation import arange, eye, full, full_like, ones_like, tril, triu, zeros_like
-from .elementwise import (
+from luminal.frontend.ops import activations, combine, creation, elementwise, indexing, linalg, reduce
+from luminal.frontend.ops.activations import elu, gelu, leaky_relu, mish, relu, sigmoid, silu, softplus, tanh
+from luminal.frontend.ops.combine import cat, chunk, split, stack
+from luminal.frontend.ops.core import broadcast_shapes, cast
+from luminal.frontend.ops.creation import arange, eye, full, full_like, ones_like, tril, triu, zeros_like
+from luminal.frontend.ops.elementwise import (
     abs_ as abs,
 )
-from .elementwise import (
+from luminal.frontend.ops.elementwise import (
     add,
     ceil,
     clamp,
@@ -57,15 +56,15 @@ from .elementwise import (
     trunc,
     where,
 )
-from .elementwise import (
+from luminal.frontend.ops.elementwise import (
     round_ as round,
 )
-from .indexing import gather, index_select, one_hot, scatter, scatter_add, take_along_dim
-from .linalg import dot, matmul, outer
-from .reduce import (
+from luminal.frontend.ops.indexing import gather, index_select, one_hot, scatter, scatter_add, take_along_dim
+from luminal.frontend.ops.linalg import dot, matmul, outer
+from luminal.frontend.ops.reduce import (
     all_ as all,
 )
-from .reduce import (
+from luminal.frontend.ops.reduce import (
     amax,
     amin,
     argmax,
@@ -80,12 +79,13 @@ from .reduce import (
     sum,
     var,
 )
-from .reduce import (
+from luminal.frontend.ops.reduce import (
     any_ as any,
 )
-from .reduce import (
+from luminal.frontend.ops.reduce import (
     prod_ as prod,
 )
+from luminal.frontend.tensor import GraphTensor
 
 _E = elementwise
 
@@ -112,7 +112,7 @@ def _dtype_method(d):
 
 
 def _install():
-    from .. import dtype as dt
+    from luminal.core import dtype as dt
 
     methods = {
         # arithmetic and operators

@@ -4,10 +4,26 @@ from __future__ import annotations
 
 import math
 
-from ..checks import tensor_op
-from ..errors import op_error
-from .elementwise import _float, _opmath, add, div, erf, exp, gt, le, log, lt, mul, neg, reciprocal, sub, where
-from .elementwise import tanh_ as _tanh
+from luminal.core.errors import op_error
+from luminal.frontend.checks import tensor_op
+from luminal.frontend.ops.elementwise import (
+    _float,
+    _opmath,
+    add,
+    div,
+    erf,
+    exp,
+    gt,
+    le,
+    log,
+    lt,
+    mul,
+    neg,
+    reciprocal,
+    sub,
+    where,
+)
+from luminal.frontend.ops.elementwise import tanh_ as _tanh
 
 
 @tensor_op("relu")

@@ -8,13 +8,13 @@ rather than a new primitive. Sizes add symbolically (``S`` and ``1`` give ``S+1`
 
 from __future__ import annotations
 
-from .. import dtype as dt
-from ..checks import check_tensors, tensor_op
-from ..errors import op_error
-from ..symbolic import is_static
-from ..tensor import GraphTensor
-from .core import cast
-from .elementwise import add
+from luminal.core import dtype as dt
+from luminal.core.errors import op_error
+from luminal.core.symbolic import is_static
+from luminal.frontend.checks import check_tensors, tensor_op
+from luminal.frontend.ops.core import cast
+from luminal.frontend.ops.elementwise import add
+from luminal.frontend.tensor import GraphTensor
 
 
 def _sequence(op: str, tensors) -> list[GraphTensor]:

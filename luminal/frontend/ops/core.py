@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .. import dtype as dt
-from ..checks import check_tensors
-from ..errors import op_error
-from ..symbolic import is_static, shape_str
-from ..tensor import GraphTensor
+from luminal.core import dtype as dt
+from luminal.core.errors import op_error
+from luminal.core.symbolic import is_static, shape_str
+from luminal.frontend.checks import check_tensors
+from luminal.frontend.tensor import GraphTensor
 
 
 def prim(op: str, *srcs: GraphTensor, arg=None, dtype: dt.DType | None = None, shape=None) -> GraphTensor:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 
-from .. import dtype as dt
-from ..checks import tensor_op
-from ..errors import check_number, op_error
-from ..symbolic import is_static, sym
-from ..tensor import GraphTensor
-from .core import cast
-from .elementwise import add, ge, le, mul, sub, where
+from luminal.core import dtype as dt
+from luminal.core.errors import check_number, op_error
+from luminal.core.symbolic import is_static, sym
+from luminal.frontend.checks import tensor_op
+from luminal.frontend.ops.core import cast
+from luminal.frontend.ops.elementwise import add, ge, le, mul, sub, where
+from luminal.frontend.tensor import GraphTensor
 
 
 def arange(g, start, end=None, step=1, dtype=None) -> GraphTensor:
@@ -36,7 +36,7 @@ def arange(g, start, end=None, step=1, dtype=None) -> GraphTensor:
 
 
 def full(g, shape, value, dtype=None) -> GraphTensor:
-    from ..graph import sizes
+    from luminal.frontend.graph import sizes
 
     shape = sizes("full", shape)
     check_number("full", "value", value)
@@ -66,12 +66,12 @@ def _rows_cols(g, n, m):
 
 
 def eye(g, n, m=None, dtype=dt.float32) -> GraphTensor:
-    from ..graph import sizes
+    from luminal.frontend.graph import sizes
 
     m = n if m is None else m
     sizes("eye", (n, m))
     r, c = _rows_cols(g, n, m)
-    from .elementwise import eq
+    from luminal.frontend.ops.elementwise import eq
 
     return cast(eq(r, c), dtype)
 

@@ -12,11 +12,11 @@ import math
 
 import numpy as np
 
-from .. import dtype as dt
-from ..checks import check_tensors, tensor_op
-from ..errors import op_error
-from ..tensor import GraphTensor
-from .core import broadcast_shapes, cast, coerce, prim, require
+from luminal.core import dtype as dt
+from luminal.core.errors import op_error
+from luminal.frontend.checks import check_tensors, tensor_op
+from luminal.frontend.ops.core import broadcast_shapes, cast, coerce, prim, require
+from luminal.frontend.tensor import GraphTensor
 
 LOG2E, LN2 = 1.4426950408889634, 0.6931471805599453
 
@@ -204,7 +204,7 @@ def pow(a, b) -> GraphTensor:  # noqa: A001 - torch's name
             if e:
                 p = mul(p, p)
         if out is None:
-            from .creation import full_like
+            from luminal.frontend.ops.creation import full_like
 
             return full_like(a, 1)
         return out

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from .. import dtype as dt
-from ..checks import check_tensors, tensor_op
-from ..errors import check_number, op_error
-from ..symbolic import ceildiv, dmax, dmin, is_static, sym
-from ..tensor import GraphTensor
-from .core import cast, prim, require
+from luminal.core import dtype as dt
+from luminal.core.errors import check_number, op_error
+from luminal.core.symbolic import ceildiv, dmax, dmin, is_static, sym
+from luminal.frontend.checks import check_tensors, tensor_op
+from luminal.frontend.ops.core import cast, prim, require
+from luminal.frontend.tensor import GraphTensor
 
 
 def _norm_slice(sl: slice, n, x, dim):
@@ -98,7 +98,7 @@ def getitem(x: GraphTensor, index) -> GraphTensor:
     t = x._with_view(view)
     t = t.reshape(tuple(out_shape))
     if tensor_at is not None:
-        from .elementwise import add, lt, where
+        from luminal.frontend.ops.elementwise import add, lt, where
 
         pos, _, idx = tensor_at
         _index("getitem", idx, input=x)
@@ -191,7 +191,7 @@ def scatter_add(x: GraphTensor, dim: int, index: GraphTensor, src: GraphTensor) 
 def scatter(x: GraphTensor, dim: int, index: GraphTensor, src) -> GraphTensor:
     """torch.scatter (no reduction): positions named by ``index`` take ``src``; with duplicate
     indices the result is undefined, as in torch."""
-    from .elementwise import gt, where
+    from luminal.frontend.ops.elementwise import gt, where
 
     _index("scatter", index, input=x)
     zeros = x.graph.constant(0, x.dtype).expand(*x.shape)
@@ -204,7 +204,7 @@ def scatter(x: GraphTensor, dim: int, index: GraphTensor, src) -> GraphTensor:
 
 def one_hot(index: GraphTensor, num_classes: int) -> GraphTensor:
     """torch.nn.functional.one_hot (int32 instead of int64)."""
-    from .elementwise import eq
+    from luminal.frontend.ops.elementwise import eq
 
     _index("one_hot", index)
     if num_classes is not None and (not isinstance(num_classes, int) or isinstance(num_classes, bool)):

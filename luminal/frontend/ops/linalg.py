@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..checks import check_tensors
-from ..errors import op_error
-from ..tensor import GraphTensor
-from .core import broadcast_shapes, coerce, require
-from .elementwise import mul
-from .reduce import sum as sum_
+from luminal.core.errors import op_error
+from luminal.frontend.checks import check_tensors
+from luminal.frontend.ops.core import broadcast_shapes, coerce, require
+from luminal.frontend.ops.elementwise import mul
+from luminal.frontend.ops.reduce import sum as sum_
+from luminal.frontend.tensor import GraphTensor
 
 
 def matmul(a: GraphTensor, b: GraphTensor) -> GraphTensor:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from .. import dtype as dt
-from ..checks import tensor_op
-from ..errors import op_error
-from ..symbolic import is_static, prod
-from ..tensor import GraphTensor
-from .core import cast, normalize_axes, prim, require
-from .elementwise import (
+from luminal.core import dtype as dt
+from luminal.core.errors import op_error
+from luminal.core.symbolic import is_static, prod
+from luminal.frontend.checks import tensor_op
+from luminal.frontend.ops.core import cast, normalize_axes, prim, require
+from luminal.frontend.ops.elementwise import (
     _float,
     _opmath,
     add,
@@ -28,6 +27,7 @@ from .elementwise import (
     sub,
     where,
 )
+from luminal.frontend.tensor import GraphTensor
 
 
 def _keep(x: GraphTensor, out: GraphTensor, axes, keepdim: bool) -> GraphTensor:

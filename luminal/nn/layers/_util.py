@@ -6,12 +6,12 @@ import functools
 
 import numpy as np
 
-from ...frontend import dtype as dt
-from ...frontend.checks import check_tensors
-from ...frontend.errors import op_error, renamed
-from ...frontend.symbolic import shape_str
-from ...frontend.tensor import GraphTensor
-from ..parameter import Buffer, Parameter
+from luminal.core import dtype as dt
+from luminal.core.errors import op_error, renamed
+from luminal.core.symbolic import shape_str
+from luminal.frontend.checks import check_tensors
+from luminal.frontend.tensor import GraphTensor
+from luminal.nn.parameter import Buffer, Parameter
 
 
 def param(shape, dtype) -> Parameter:

@@ -3,9 +3,9 @@ They call the ops as functions, not methods, so a non-tensor input is reported b
 
 from __future__ import annotations
 
-from ...frontend import ops
-from ...frontend.checks import check_tensors
-from ..module import Module
+from luminal.frontend import ops
+from luminal.frontend.checks import check_tensors
+from luminal.nn.module import Module
 
 
 class _Elementwise(Module):

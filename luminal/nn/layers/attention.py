@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import math
 
-from ...frontend import dtype as dt
-from ...frontend.checks import check_tensors
-from ...frontend.errors import check_int, op_error, renamed
-from ...frontend.ops import where
-from ...frontend.symbolic import is_static, shape_str
-from .. import init
-from ..module import Module
-from ._util import bad_input, layer_forward, layer_name, param
-from .dropout import dropout
-from .linear import Linear
+from luminal.core import dtype as dt
+from luminal.core.errors import check_int, op_error, renamed
+from luminal.core.symbolic import is_static, shape_str
+from luminal.frontend.checks import check_tensors
+from luminal.frontend.ops import where
+from luminal.nn import init
+from luminal.nn.layers._util import bad_input, layer_forward, layer_name, param
+from luminal.nn.layers.dropout import dropout
+from luminal.nn.layers.linear import Linear
+from luminal.nn.module import Module
 
 
 def _causal(g, n_q, n_k):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..module import Module
+from luminal.nn.module import Module
 
 
 class Sequential(Module):

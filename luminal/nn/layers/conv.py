@@ -4,12 +4,12 @@ batch dim of that matmul. The graph stays small, so compiling and differentiatin
 
 from __future__ import annotations
 
-from ...frontend.checks import check_tensors
-from ...frontend.errors import check_int, op_error, renamed
-from ...frontend.symbolic import is_static, prod, shape_str
-from .. import init
-from ..module import Module
-from ._util import bad_input, check_float, layer_forward, layer_name, ntuple, param
+from luminal.core.errors import check_int, op_error, renamed
+from luminal.core.symbolic import is_static, prod, shape_str
+from luminal.frontend.checks import check_tensors
+from luminal.nn import init
+from luminal.nn.layers._util import bad_input, check_float, layer_forward, layer_name, ntuple, param
+from luminal.nn.module import Module
 
 
 def _same_padding(kernel, dilation) -> tuple[tuple[int, int], ...]:

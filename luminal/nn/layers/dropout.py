@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ...frontend.checks import check_tensors
-from ...frontend.errors import check_number, op_error
-from ..module import Module
+from luminal.core.errors import check_number, op_error
+from luminal.frontend.checks import check_tensors
+from luminal.nn.module import Module
 
 
 def dropout(x, p: float = 0.5, training: bool = True):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ...frontend import dtype as dt
-from ...frontend.checks import check_tensors
-from ...frontend.errors import check_int, op_error
-from .. import init
-from ..module import Module
-from ._util import bad_input, layer_forward, layer_name, param
+from luminal.core import dtype as dt
+from luminal.core.errors import check_int, op_error
+from luminal.frontend.checks import check_tensors
+from luminal.nn import init
+from luminal.nn.layers._util import bad_input, layer_forward, layer_name, param
+from luminal.nn.module import Module
 
 
 class Identity(Module):

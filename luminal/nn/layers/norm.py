@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...frontend import dtype as dt
-from ...frontend.errors import check_int
-from ...frontend.ops.elementwise import _opmath
-from ...frontend.symbolic import is_static, prod
-from .. import init
-from ..module import Module
-from ._util import bad_input, buffer, check_float, layer_forward, layer_name, param
+from luminal.core import dtype as dt
+from luminal.core.errors import check_int
+from luminal.core.symbolic import is_static, prod
+from luminal.frontend.ops.elementwise import _opmath
+from luminal.nn import init
+from luminal.nn.layers._util import bad_input, buffer, check_float, layer_forward, layer_name, param
+from luminal.nn.module import Module
 
 # torch.finfo(dtype).eps, RMSNorm's default eps for each input dtype
 _FINFO_EPS = {dt.float16: float(np.finfo(np.float16).eps), dt.bfloat16: 2.0 ** -7,

@@ -10,11 +10,11 @@ import math
 
 import numpy as np
 
-from ...frontend.errors import check_int
-from ...frontend.ops.elementwise import _opmath
-from ...frontend.symbolic import is_static
-from ..module import Module
-from ._util import bad_input, check_float, layer_forward, layer_name, ntuple
+from luminal.core.errors import check_int
+from luminal.core.symbolic import is_static
+from luminal.frontend.ops.elementwise import _opmath
+from luminal.nn.layers._util import bad_input, check_float, layer_forward, layer_name, ntuple
+from luminal.nn.module import Module
 
 
 def _out_size(n, k_eff: int, s: int, p: int, ceil_mode: bool):

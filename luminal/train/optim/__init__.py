@@ -1,9 +1,9 @@
 """Optimizers: torch's update formulas, written as graph ops (see ``optimizer.py``)."""
 
-from .adagrad import Adagrad
-from .adam import Adam, AdamW
-from .optimizer import Optimizer
-from .rmsprop import RMSprop
-from .sgd import SGD
+from luminal.train.optim.adagrad import Adagrad
+from luminal.train.optim.adam import Adam, AdamW
+from luminal.train.optim.optimizer import Optimizer
+from luminal.train.optim.rmsprop import RMSprop
+from luminal.train.optim.sgd import SGD
 
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer
+from luminal.train.optim.optimizer import Optimizer
 
 
 class Adagrad(Optimizer):

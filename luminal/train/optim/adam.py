@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ...frontend.errors import check_number
-from ...frontend.ops import maximum
-from .optimizer import Optimizer
+from luminal.core.errors import check_number
+from luminal.frontend.ops import maximum
+from luminal.train.optim.optimizer import Optimizer
 
 
 class Adam(Optimizer):

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...frontend.errors import check_number
-from ...frontend.state import State, scalar_state
+from luminal.core.errors import check_number
+from luminal.frontend.state import State, scalar_state
 
 
 class Optimizer:

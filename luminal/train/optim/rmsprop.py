@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer
+from luminal.train.optim.optimizer import Optimizer
 
 
 class RMSprop(Optimizer):

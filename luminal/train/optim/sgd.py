@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ...frontend.ops import where
-from .optimizer import Optimizer
+from luminal.frontend.ops import where
+from luminal.train.optim.optimizer import Optimizer
 
 
 class SGD(Optimizer):

@@ -1,0 +1,110 @@
+"""The reference interpreter: executes the primitive graph with numpy, op by op.
+
+It is the semantic ground truth every other backend is tested against, so it does exactly what the
+table in ``frontend/primitives.py`` says and nothing clever, with one exception: a ``SumReduce`` of a
+``Mul`` that nothing else reads is evaluated as one ``einsum`` contraction, so that matmuls written as
+broadcast-multiply + sum do not materialise the broadcast product.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from luminal.core import dtype as dt
+from luminal.core import numpy_ops as ops
+from luminal.core.numpy_ops import read
+from luminal.core.symbolic import evaluate
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+class ReferenceInterpreter:
+    """``ReferenceInterpreter(roots, constants)``: evaluates the (node, View) ``roots`` from the
+    primitive nodes they read (in id order: creation order, so producers first); ``constants`` maps a
+    Constant's key to its array. ``interp(arrays, env)`` returns one array per root."""
+
+    def __init__(self, roots, constants):
+        self.constants = constants
+        self.outputs = list(roots)
+        needed: dict[int, object] = {}
+        stack = [n for n, _ in self.outputs]
+        while stack:
+            n = stack.pop()
+            if n.id not in needed:
+                needed[n.id] = n
+                stack.extend(s for s, _ in n.srcs)
+        self.order = [needed[i] for i in sorted(needed)]
+        self.inputs = [n for n in self.order if n.op == "Input"]
+        readers: dict[int, list] = {}
+        for n in self.order:
+            for s, v in n.srcs:
+                readers.setdefault(s.id, []).append((n, v))
+        outs = {n.id for n, _ in self.outputs}
+        # Muls read only by SumReduces through the identity view are folded into a contraction.
+        # (A contiguous view that regroups the product's axes is not the identity: the sum's axis would
+        # then name an axis of another shape.)
+        self.fused = {n.id for n in self.order if n.op == "Mul" and n.id not in outs and all(
+            r.op == "SumReduce" and v.is_contiguous() and tuple(v.shape) == tuple(n.shape)
+            for r, v in readers.get(n.id, []))}
+
+    def __call__(self, arrays: dict[str, np.ndarray], env: dict[str, int]) -> list[np.ndarray]:
+        vals: dict[int, np.ndarray] = {}
+        with np.errstate(all="ignore"):
+            for n in self.order:
+                if n.id in self.fused:
+                    continue
+                v = self._eval(n, vals, arrays, env)
+                # buffers are contiguous (views index them flat); einsum and friends may return strided results
+                vals[n.id] = v if v.flags.c_contiguous else np.array(v, order="C")
+            # np.array, not np.ascontiguousarray: the latter turns 0-d results into shape (1,)
+            return [np.array(read(vals[n.id], v, env), order="C") for n, v in self.outputs]
+
+    def _eval(self, n, vals, arrays, env) -> np.ndarray:
+        op, d = n.op, n.dtype
+        if op == "Input":
+            return arrays[n.arg]
+        if op == "Constant":
+            if n.arg.scalar is None:
+                return self.constants[n.arg]
+            return np.asarray(evaluate(n.arg.scalar, env) if n.arg.digest == "sym" else n.arg.scalar, d.np)
+        if op == "Arange":
+            return np.arange(evaluate(n.arg, env), dtype=np.int32)
+        if op == "SumReduce" and n.srcs[0][0].id in self.fused:
+            return dt.to_storage(self._contract(n, vals, env), d)
+        xs = [read(vals[s.id], v, env) for s, v in n.srcs]
+        src = n.srcs[0][0].dtype
+        if op == "Copy":
+            return np.array(xs[0], order="C")
+        if op == "Cast":
+            return ops.cast(xs[0], src, d)
+        if op == "Where":
+            return dt.to_storage(ops.where(*xs), d)
+        if op == "Gather":
+            return ops.gather(*xs, n.arg)
+        if op == "ScatterAdd":
+            return ops.scatter_add(*xs, n.arg, d)
+        if op in ("SumReduce", "MaxReduce"):
+            x = xs[0].astype(ops.compute_dtype(src), copy=False)  # half sums run in float32
+            return dt.to_storage(np.asarray(ops.reduce("sum" if op == "SumReduce" else "max", x, (n.arg,), d)), d)
+        if op in ops.UNARY or op in ops.BINARY:
+            return dt.to_storage(np.asarray(ops.ufunc(op, src)(*xs)), d)
+        raise NotImplementedError(f"reference interpreter has no rule for {op}")
+
+    def _contract(self, n, vals, env) -> np.ndarray:
+        mul = n.srcs[0][0]
+        operands = [read(vals[s.id], v, env) for s, v in mul.srcs]
+        cd = ops.compute_dtype(mul.dtype)
+        ndim = len(mul.shape)
+        letters = _LETTERS[:ndim]
+        subs, arrs = [], []
+        for k, a in enumerate(operands):
+            keep = [i for i in range(ndim) if not (a.strides[i] == 0 and a.shape[i] > 1 and k == 1)
+                    and not (a.strides[i] == 0 and a.shape[i] > 1 and k == 0 and operands[1].strides[i] != 0)]
+            a = a[tuple(slice(None) if i in keep else 0 for i in range(ndim))]
+            subs.append("".join(letters[i] for i in keep))
+            arrs.append(a.astype(cd, copy=False))
+        out_letters = letters[:n.arg] + letters[n.arg + 1:]
+        if mul.dtype.kind == "b":
+            return np.einsum(f"{subs[0]},{subs[1]}->{out_letters}", *[x.astype(np.int32) for x in arrs]) > 0
+        return np.einsum(f"{subs[0]},{subs[1]}->{out_letters}", *arrs, optimize=True)
+

@@ -1,0 +1,208 @@
+"""``lm.compile(outputs, backend=...)``: a callable that runs the graph on named numpy inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from luminal.compiler.memory import plan_memory
+from luminal.compiler.pipeline import compile_graph
+from luminal.core.backend import backend_names, get_backend
+from luminal.core.symbolic import evaluate, free_vars_in, nonnegative, shape_str, view_vars
+from luminal.frontend.binding import bind
+from luminal.frontend.tensor import GraphTensor
+
+
+def _dims_used(nodes, outputs) -> set[str]:
+    """Every symbolic dim name the computation of ``nodes`` (and reading ``outputs``) depends on."""
+    used = set().union(*(view_vars(t.layout) for t in outputs))
+    for n in nodes:
+        used |= free_vars_in((n.shape, getattr(n.arg, "scalar", n.arg)))
+        for _, v in n.srcs:
+            used |= view_vars(v)
+    return used
+
+
+def _dim_checks(nodes, outputs, graph) -> dict:
+    """{dim expression: (what has it: an op name, or a message; its shape)} for every symbolic dim of
+    the program (``nodes``, ``outputs``) that some binding could make negative (``L-2``: not ``S`` or
+    ``2*B+1``), and the graph's requirements on the views it reads (``unfold`` over a symbolic dim).
+    Checked once per binding, so that such a binding is an error naming the dim, not a failure deep in a
+    backend or a silently empty result. Each distinct shape tuple is looked at once (the nodes keep
+    them alive, so their ids stay theirs)."""
+    out: dict = {}
+    shapes: set = set()
+
+    def look(shape, op):
+        shapes.add(id(shape))
+        for d in shape:
+            if type(d) is not int and d not in out and not nonnegative(d):
+                out[d] = (op, shape)
+
+    for n in nodes:
+        if id(n.shape) not in shapes:
+            look(n.shape, n.op)
+        for _, v in n.srcs:
+            if id(v.shape) not in shapes:
+                look(v.shape, n.op)
+    for t in outputs:
+        look(t.shape, "output")
+    reqs = graph.requirements
+    if reqs:  # (node id, two dims of a view of it) -> requirement
+        views = [(s, v.shape) for n in nodes for s, v in n.srcs] + [(t.node, t.shape) for t in outputs]
+        for node, shape in views:
+            for d in shape:
+                for e in shape:
+                    need = reqs.get((node.id, d, e))
+                    if need is not None and need[0] not in out:
+                        out[need[0]] = (need[1], None)
+    return out
+
+
+class Compiled:
+    """A compiled graph. Call it with inputs as keyword arguments; get one array per output
+    (a single array for a single output, else a tuple). Every input is checked, and every symbolic
+    dim bound, before any work is done. States the graph reads are taken from their ``.data``;
+    ``updates`` (the graph's own ``assign``s plus those given to ``compile``) are written back into
+    the States after the run, all reads having seen the values from before it."""
+
+    def __init__(self, outputs, backend: str, updates=None, *, search=0, seed=0, budget=None):
+        self.graph = g = outputs[0].graph
+        self.backend = backend
+        impl = get_backend(backend)
+        self.updates = list({**g.updates, **(updates or {})}.items())
+        every = outputs + [t for _, t in self.updates]
+        self._n_out = len(outputs)
+        self._single = len(outputs) == 1
+        self._out_shapes = [t.shape for t in outputs]
+        if impl.level == "graph":
+            self.runner, self._report = impl.interpret([(t.node, t.layout) for t in every], g.constants), None
+            order = self.runner.order
+            program_nodes = lambda: order  # noqa: E731
+            inputs = [n for n in order if n.op == "Input"]
+            self._dims = _dims_used(order, outputs)
+            self._nodes = len(order)
+        else:
+            ups = [(_state_name(g, st), t.node, t.layout) for st, t in self.updates]
+            timer = None
+            if search and impl.can_time():
+                timer = lambda kg: impl.time(kg, plan_memory(kg))  # noqa: E731
+            kg, plan, self._report, live = compile_graph(g, [(t.node, t.layout) for t in outputs], ups,
+                                                          search=search, seed=seed, budget=budget, timer=timer)
+            program_nodes = live.nodes
+            leaves = [*g.inputs.values(), *g.states_nodes(), *g.random.values()]
+            inputs = sorted((n for n in leaves if live.reads(n)), key=lambda n: n.id)
+            self.runner = _Reporting(impl.program(kg, plan), self._report)
+            self._dims = set(kg.dims)  # the program's, the outputs' views included
+            self._nodes = self._report.nodes_before
+        self._program_nodes, self._every = program_nodes, every  # () -> the nodes the program reads
+        self._checks: dict | None = None  # ``_dim_checks``, made on the first call (a pass over the nodes)
+        self._checked: set = set()  # bindings that passed them
+        self._user = [n for n in inputs if n.arg in g.inputs]
+        self._states = [(n.arg, g.states[n.arg]) for n in inputs if n.arg in g.states]
+        self._random = [n for n in inputs if n.arg in g.random]
+    def report(self, show: bool = True):
+        """What the compiler did (see ``compile/report.py``); printed unless ``show=False``."""
+        from luminal.compiler.report import Report
+
+        r = self._report or Report(self._nodes, self._nodes, {}, {}, [], [], None, {})
+        if show:
+            note = "" if self._report else "\n  (backend 'reference' interprets the graph op by op: nothing compiled)"
+            print(f"{r}{note}")
+        return r
+
+    @property
+    def input_names(self) -> list[str]:
+        return [n.arg for n in self._user]
+
+    def __call__(self, /, *args, **inputs):  # positional-only self: an input may be named "self"
+        if args:
+            raise TypeError(f"compiled graph: give inputs by name ({', '.join(self.input_names) or 'none'}), "
+                            f"got {len(args)} positional argument(s)")
+        given = [self.graph.inputs[k] for k in inputs if k in self.graph.inputs]
+        extra = [n for n in given if n not in self._user]  # unread, but may bind dims
+        arrays, env = bind(self.graph, self._user + extra, inputs)
+        unbound = sorted(self._dims - env.keys())
+        if unbound:
+            raise ValueError(f"symbolic dim(s) {unbound} are used by the graph but no input's shape "
+                             f"determines them")
+        key = tuple(sorted(env.items()))
+        if key not in self._checked:
+            if self._checks is None:
+                self._checks = _dim_checks(self._program_nodes(), self._every, self.graph)
+            for d, (what, shape) in self._checks.items():
+                if free_vars_in(d) <= env.keys() and evaluate(d, env) < 0:
+                    bound = ", ".join(f"{k}={v}" for k, v in key)
+                    where = what if shape is None else f"a shape {shape_str(shape)} in the program ({what})"
+                    raise ValueError(f"symbolic dim {d} is {evaluate(d, env)} with {bound}: {where}")
+            self._checked.add(key)
+        for name, s in self._states:
+            arrays[name] = s.data
+        for n in self._random:
+            arrays[n.arg] = self.graph.rng.random(tuple(evaluate(d, env) for d in n.shape), dtype="float32")
+        results = self.runner(arrays, env)
+        outs, new_states = results[:self._n_out], results[self._n_out:]
+        for i, (o, shape) in enumerate(zip(outs, self._out_shapes, strict=True)):
+            want = tuple(evaluate(d, env) for d in shape)
+            if o.shape != want:
+                raise RuntimeError(f"backend {self.backend!r} returned shape {o.shape} for output {i}, "
+                                   f"expected {shape_str(shape)} = {want}")
+        for (s, _), value in zip(self.updates, new_states, strict=True):
+            np.copyto(s.data, value)
+        return outs[0] if self._single else tuple(outs)
+
+    def __repr__(self):
+        return f"Compiled(backend={self.backend!r}, inputs={self.input_names})"
+
+
+def compile(outputs, backend: str = "cpu", updates=None, *, search: int = 0, seed: int = 0,  # noqa: A001
+            budget=None) -> Compiled:
+    """Compile ``outputs`` (a GraphTensor or a sequence of them, from one graph) for ``backend``.
+
+    ``updates``: ``{State: GraphTensor}`` written back after every run, in addition to the graph's
+    own ``assign``s (see ``frontend/state.py``). ``search=N`` times up to N alternative programs the
+    e-graph holds on this machine and keeps the fastest (default: the cost model's choice alone);
+    ``seed`` makes that search reproducible; ``budget`` (``luminal.compiler.egraph.Budget``) bounds
+    the rewrite search."""
+    if isinstance(outputs, GraphTensor):
+        outputs = [outputs]
+    if isinstance(outputs, (str, bytes)) or not hasattr(outputs, "__iter__"):
+        raise TypeError(f"compile: expected a GraphTensor or a non-empty sequence of GraphTensors, "
+                        f"got {type(outputs).__name__}")
+    outputs = list(outputs)
+    if not outputs or not all(isinstance(t, GraphTensor) for t in outputs):
+        raise TypeError("compile: expected a GraphTensor or a non-empty sequence of GraphTensors")
+    if any(t.graph is not outputs[0].graph for t in outputs):
+        raise ValueError("compile: all outputs must come from the same graph")
+    if not isinstance(backend, str) or backend not in backend_names():
+        raise ValueError(f"compile: unknown backend {backend!r}; available: {backend_names()}")
+    for st, t in (updates or {}).items():
+        if not isinstance(t, GraphTensor) or t.graph is not outputs[0].graph:
+            raise ValueError(f"compile: the update for {st.describe()} is not a tensor of the outputs' graph")
+        if tuple(t.shape) != tuple(st.shape):
+            raise ValueError(f"compile: the update for {st.describe()} has shape {shape_str(t.shape)}")
+    from luminal.frontend.ops import cast
+
+    if not isinstance(search, int) or search < 0:
+        raise ValueError(f"compile: search must be a non-negative int, got {search!r}")
+    return Compiled(outputs, backend, {st: cast(t, st.dtype) for st, t in (updates or {}).items()},
+                    search=search, seed=seed, budget=budget)
+
+
+def _state_name(graph, st) -> str:
+    node = graph.state_node(st)
+    if node is None:  # updated but never read: give it a node so it has a name
+        node = graph.state(st).node
+    return node.arg
+
+
+class _Reporting:
+    """A backend's program that tells the report each new binding (its memory plan's sizes)."""
+
+    def __init__(self, program, report):
+        self.program, self.report = program, report
+
+    def __call__(self, arrays, env):
+        results = self.program(arrays, env)
+        if self.report.memory.get("binding") != env:
+            self.report.bind(env)
+        return results

@@ -1,0 +1,92 @@
+"""The one module-level e-graph: the vocabulary and rulesets are parsed once per process; each
+compile runs between ``(push)`` and ``(pop)``, so a 10-node compile costs milliseconds.
+
+Every call into egglog goes through :func:`run`, which turns any failure into a
+:class:`CompileError` naming the stage. egglog's Rust panics arrive as ``pyo3_runtime.PanicException``,
+a ``BaseException``: those are caught too (KeyboardInterrupt and SystemExit are not), and the
+e-graph, whose state after a panic is unknown, is thrown away and rebuilt on the next compile.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+from egglog import bindings
+
+from luminal.compiler.egraph import algebra, fusion, matmul, schema
+from luminal.compiler.errors import CompileError
+
+_SPAN = bindings.RustSpan("", 0, 0)
+_LOCK = threading.RLock()
+_EG: bindings.EGraph | None = None
+
+
+def _prelude() -> str:
+    rulesets = " ".join(f"(ruleset {m.RULESET})" for m in (algebra, matmul, fusion))
+    combined = f"(unstable-combined-ruleset rewrite {algebra.RULESET} {matmul.RULESET})"
+    return "\n".join((schema.TEXT, rulesets, algebra.TEXT, matmul.TEXT, fusion.TEXT, combined))
+
+
+def _new_egraph() -> bindings.EGraph:
+    eg = bindings.EGraph()
+    eg.run_program(*eg.parse_program(_prelude()))
+    return eg
+
+
+def run(eg: bindings.EGraph, stage: str, text: str | None = None, commands=()):
+    """Parse ``text`` (or take ready ``commands``) and run it; egglog failures -> CompileError."""
+    global _EG
+    try:
+        cmds = eg.parse_program(text) if text is not None else list(commands)
+        return eg.run_program(*cmds)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 - PanicException derives from BaseException
+        if eg is _EG:
+            _EG = None
+        raise CompileError(stage, f"{type(e).__name__}: {_short(e)}") from e
+
+
+def guard(eg: bindings.EGraph, stage: str, fn, *args):
+    """Call ``fn(*args)`` (a bindings call other than running commands) with the same conversion."""
+    global _EG
+    try:
+        return fn(*args)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # noqa: BLE001
+        if eg is _EG:
+            _EG = None
+        raise CompileError(stage, f"{type(e).__name__}: {_short(e)}") from e
+
+
+def _short(e: BaseException, limit: int = 500) -> str:
+    s = str(e)
+    return s if len(s) <= limit else s[:limit] + " ..."
+
+
+@contextmanager
+def session():
+    """The shared e-graph, pushed for one compile and popped after it (one compile at a time)."""
+    global _EG
+    with _LOCK:
+        if _EG is None:
+            try:
+                _EG = _new_egraph()
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as e:  # noqa: BLE001
+                raise CompileError("egglog: lower", f"could not build the rulesets: {_short(e)}") from e
+        eg = _EG
+        run(eg, "egglog: lower", commands=[bindings.Push(1)])
+        try:
+            yield eg
+        finally:
+            if _EG is eg:
+                try:
+                    eg.run_program(bindings.Pop(_SPAN, 1))
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except BaseException:  # noqa: BLE001 - a failed pop leaves an unknown state: rebuild
+                    _EG = None

@@ -1,0 +1,94 @@
+"""The compile pipeline: frontend graph -> egglog (rolled, bounded) -> extracted terms -> kernel graph
+-> memory plan. Each stage is timed for the report; stages that run past a second show progress."""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+
+from tqdm import tqdm
+
+from luminal.compiler.errors import CompileError
+from luminal.compiler.kernels import build_kernels
+from luminal.compiler.memory import plan_memory
+from luminal.compiler.report import Report
+from luminal.compiler.term import topological
+from luminal.core.gc_paused import gc_paused
+
+STAGES = ("optimize", "kernels", "memory plan")
+
+
+class _Stages:
+    """Times each stage; a progress bar appears only when compiling takes more than a second."""
+
+    def __init__(self):
+        self.times: dict[str, float] = {}
+        self.bar = tqdm(total=len(STAGES), desc="compile", unit="stage", delay=1.0, leave=False)
+
+    @contextmanager
+    def __call__(self, name: str):
+        self.bar.set_description(f"compile: {name}", refresh=False)
+        t0 = time.perf_counter()
+        try:
+            yield
+        except CompileError:
+            raise
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:  # noqa: BLE001 - egglog panics are BaseExceptions
+            raise CompileError(name, f"{type(e).__name__}: {e}") from e
+        finally:
+            self.times[name] = time.perf_counter() - t0
+            self.bar.update(1)
+
+    def close(self):
+        self.bar.close()
+
+
+def compile_graph(graph, outputs, updates, *, search: int = 0, seed: int = 0, budget=None, timer=None):
+    """``outputs``: [(Node, View)]; ``updates``: [(state name, Node, View)]. Returns the kernel graph,
+    its memory plan, the report and the nodes the roots read (a ``loops.Loops``: ``nodes()``,
+    ``reads(node)``). ``timer(kernel_graph) -> seconds`` times a candidate for ``search``.
+
+    The cyclic collector is off while compiling: the stages allocate many small objects and free
+    few, so its passes would be wasted work. It comes back on only once ``_compile`` has returned and
+    its intermediates (the linked terms, the rolling tables: most of what was allocated) are freed,
+    so that its first pass walks the results alone."""
+    with gc_paused():
+        return _compile(graph, outputs, updates, search=search, seed=seed, budget=budget, timer=timer)
+
+
+def _compile(graph, outputs, updates, *, search, seed, budget, timer):
+    from luminal.compiler.loops import Loops
+    from luminal.compiler.rolling import optimize_rolled
+
+    stage = _Stages()
+    try:
+        roots = list(dict.fromkeys([n for n, _ in outputs] + [n for _, n, _ in updates]))
+        with stage("optimize"):
+            found = Loops(graph, roots)
+            cand_timer = None
+            if search and timer is not None:
+                cand_timer = lambda terms: timer(_kernel_graph(graph, terms, outputs, updates))  # noqa: E731
+            res = optimize_rolled(roots, graph, found=found, constants=graph.constants, budget=budget, search=search,
+                                  seed=seed, timer=cand_timer)
+        with stage("kernels"):
+            kg = _kernel_graph(graph, res.terms, outputs, updates, res.order)
+        with stage("memory plan"):
+            plan = plan_memory(kg)
+    finally:
+        stage.close()
+    times = {**{f"optimize: {k}": v for k, v in res.stats.get("times", {}).items()}, **stage.times}
+    return kg, plan, Report.from_stats(res.stats, kg, plan, times), found
+
+
+def _kernel_graph(graph, terms, outputs, updates, order=None):
+    """``order``: the terms the outputs and updates read, producers first, when known (rolling's
+    link has walked the program already; the walk below would give the same order)."""
+    kinds = {**{k: "input" for k in graph.inputs}, **{k: "state" for k in graph.states},
+             **{k: "random" for k in graph.random}}
+    outs = [(terms[n.id], v) for n, v in outputs]
+    ups = [(name, terms[n.id], v) for name, n, v in updates]
+    if order is None:
+        order = topological([t for t, _ in outs] + [t for _, t, _ in ups])
+    return build_kernels(order, outs, ups, kinds, graph.constants)

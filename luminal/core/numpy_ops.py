@@ -1,0 +1,205 @@
+"""Per-primitive numpy implementations, shared by the reference interpreter and the compiled CPU backend.
+
+Each op's numpy semantics (the table of ``frontend/primitives.py``, dtype rules included) lives here
+once, so the two backends cannot drift apart. Functions take an optional ``out``: the compiled backend
+passes its preallocated arrays, the reference interpreter lets numpy allocate.
+
+Half floats: float16 math runs in float32 (numpy casts on the way in, and on the way out into a
+float16 ``out``: one rounding per op); bfloat16 values are float32 arrays rounded after every op
+(:func:`round_bf16_`).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from luminal.core import dtype as dt
+from luminal.core.symbolic import evaluate
+from luminal.core.view import View
+
+UNARY = {"Log2": np.log2, "Exp2": np.exp2, "Sin": np.sin, "Sqrt": np.sqrt, "Recip": np.reciprocal}
+
+
+def _maximum(a, b, out=None, **kw):
+    """``np.maximum`` (NaN-propagating); numpy deprecates its ``out`` given by position."""
+    return np.maximum(a, b, out=out, **kw)
+
+
+BINARY = {"Add": np.add, "Mul": np.multiply, "Mod": np.fmod, "Max": _maximum, "LessThan": np.less}
+_BOOL = {"Add": np.logical_or, "Mul": np.logical_and}
+
+
+def compute_dtype(d: dt.DType) -> np.dtype:
+    """The numpy dtype an op producing ``d`` computes in."""
+    return np.dtype(np.float32) if d in (dt.float16, dt.bfloat16) else d.np
+
+
+# elementwise ----------------------------------------------------------------------------------------
+
+def ufunc(op: str, arg: dt.DType):
+    """The numpy function of the unary/binary primitive ``op`` on operands of dtype ``arg``, called as
+    ``f(*xs)`` or ``f(*xs, out)``. Its result still needs :func:`finish` (bfloat16 rounding)."""
+    f = (_BOOL.get(op) if arg.kind == "b" else None) or UNARY.get(op) or BINARY[op]
+    if arg is dt.float16 and op != "LessThan":  # comparisons are exact in float16
+        return functools.partial(f, dtype=np.float32)
+    return f
+
+
+def round_bf16_(a: np.ndarray) -> None:
+    """Round a float32 array to bfloat16 values in place."""
+    np.copyto(a, dt.round_bf16(a))
+
+
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def where(c, a, b, out=None, tmp=None):
+    """``a`` where ``c`` else ``b``: each element is copied from exactly one side.
+
+    With ``out`` (and ``tmp``, an array like ``out``) it selects bit patterns without branches,
+    ``out = b ^ ((a ^ b) & -c)``: several times faster than numpy's masked copies on random masks.
+    ``out`` must not alias ``a`` or ``b``."""
+    if out is None:
+        return np.where(c, a, b)
+    u = _UINT[out.dtype.itemsize]
+    o, t = out.view(u), tmp.view(u)
+    np.negative(c, out=o, dtype=u, casting="unsafe")  # all ones where c
+    np.bitwise_xor(np.asarray(a).view(u), np.asarray(b).view(u), out=t)
+    np.bitwise_and(t, o, out=o)
+    np.bitwise_xor(np.asarray(b).view(u), o, out=o)
+    return out
+
+
+def where_zero(c, x, out, zero_where: bool):
+    """``where(c, 0, x)`` (``zero_where``) or ``where(c, x, 0)`` into ``out``, for a zero whose bits are
+    all zero (+0.0, 0, False): a mask of all-ones bits where ``x`` is kept, then one AND (two passes
+    where :func:`where` takes four). ``out`` must not alias ``x``."""
+    u = _UINT[out.dtype.itemsize]
+    o = out.view(u)
+    if zero_where:
+        np.subtract(c, 1, out=o, dtype=u, casting="unsafe")  # all ones where not c
+    else:
+        np.negative(c, out=o, dtype=u, casting="unsafe")
+    np.bitwise_and(np.asarray(x).view(u), o, out=o)
+    return out
+
+
+def cast(x, src: dt.DType, dst: dt.DType, out=None):
+    """float->int truncates toward zero; ->bool is ``x != 0``; ->float16/bfloat16 goes through float32."""
+    if dst.kind == "b":
+        return np.not_equal(x, 0, out)
+    if dst.kind == "i" and src.is_float:
+        return np.trunc(x).astype(np.int32) if out is None else np.trunc(x, out=out, casting="unsafe")
+    if out is None:
+        return dt.to_storage(np.asarray(x).astype(compute_dtype(dst)), dst)
+    if dst is dt.float16 and x.dtype == np.float64:  # round once to float32, as the allocating path does
+        x = x.astype(np.float32)
+    np.copyto(out, x, casting="unsafe")
+    if dst is dt.bfloat16:
+        round_bf16_(out)
+    return out
+
+
+# reductions -----------------------------------------------------------------------------------------
+
+def reduce(op: str, x: np.ndarray, axes: tuple, dtype: dt.DType, out=None):
+    """``op`` ("sum"/"max") over ``axes`` of ``x`` (already in its compute dtype), for a result of
+    ``dtype``. Integer sums stay int32 (wrapping); a bool sum is "any"; a max over an empty axis is
+    an error."""
+    if op == "max":
+        if any(x.shape[a] == 0 for a in axes):
+            raise ValueError(f"MaxReduce over an empty axis (shape {x.shape}, axes {axes})")
+        return np.maximum.reduce(x, axes, None, out)
+    if dtype.kind == "b":
+        return np.logical_or.reduce(x, axes, None, out)
+    return np.add.reduce(x, axes, np.int32 if dtype.kind == "i" else None, out)
+
+
+# indexing -------------------------------------------------------------------------------------------
+
+def check_index(idx: np.ndarray, size: int, op: str) -> None:
+    if idx.size and (idx.min() < 0 or idx.max() >= size):
+        bad = idx[(idx < 0) | (idx >= size)].flat[0]
+        raise IndexError(f"{op}: index {bad} is out of range for a dim of size {size}")
+
+
+def gather(x: np.ndarray, idx: np.ndarray, axis: int, out=None):
+    check_index(idx, x.shape[axis], "gather")
+    res = np.take_along_axis(x, idx.astype(np.intp), axis=axis)
+    if out is None:
+        return np.ascontiguousarray(res)
+    np.copyto(out, res)
+    return out
+
+
+def scatter_add(dst: np.ndarray, idx: np.ndarray, src: np.ndarray, axis: int, dtype: dt.DType, out=None):
+    """``dst`` with ``src[i]`` added at ``i with i[axis] := idx[i]`` (repeated indices accumulate)."""
+    check_index(idx, dst.shape[axis], "scatter_add")
+    res = dst.astype(compute_dtype(dtype), copy=True)
+    grid = list(np.indices(idx.shape, sparse=True))
+    grid[axis] = idx.astype(np.intp)
+    if dtype.kind == "b":
+        np.logical_or.at(res, tuple(grid), src)
+    else:
+        np.add.at(res, tuple(grid), src.astype(res.dtype))
+    res = dt.to_storage(res, dtype)
+    if out is None:
+        return res
+    np.copyto(out, res)
+    return out
+
+
+# views ----------------------------------------------------------------------------------------------
+
+def strided(flat: np.ndarray, shape: tuple, strides: tuple, offset: int) -> np.ndarray:
+    """The unmasked view ``(shape, strides, offset)`` (in elements) over the 1-d ``flat``, read-only,
+    with a bounds check (a view reading outside its buffer is a compiler bug, never silent)."""
+    if any(n == 0 for n in shape):
+        return np.empty(shape, dtype=flat.dtype)
+    check_bounds(shape, strides, offset, flat.size)
+    item = flat.itemsize
+    return np.lib.stride_tricks.as_strided(flat[offset:], shape, [s * item for s in strides], writeable=False)
+
+
+def check_bounds(shape: tuple, strides: tuple, offset: int, size: int) -> None:
+    """Raise unless the (non-empty) view stays inside a buffer of ``size`` elements."""
+    lo = offset + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+    hi = offset + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides))
+    if lo < 0 or hi >= size:
+        raise IndexError(f"view (shape {shape}, strides {strides}, offset {offset}) reads outside a buffer "
+                         f"of {size} elements")
+
+
+def bound_view(view: View, env: dict[str, int]):
+    """``view`` evaluated under ``env``: ``(shape, strides, offset, box)``; ``box`` is None when unmasked,
+    else the valid ``(lo, hi)`` per dim, clamped to the shape."""
+    shape = tuple(evaluate(d, env) for d in view.shape)
+    strides = tuple(evaluate(s, env) for s in view.strides)
+    offset = evaluate(view.offset, env)
+    box = None
+    if view.mask is not None:
+        box = tuple((max(0, min(evaluate(lo, env), n)), max(0, min(evaluate(hi, env), n)))
+                    for (lo, hi), n in zip(view.mask, shape))
+    return shape, strides, offset, box
+
+
+def inner_box(strides: tuple, offset: int, box: tuple):
+    """The unmasked part of a masked view: ``(shape, offset)`` of the valid box, or None when it is empty."""
+    if not all(hi > lo for lo, hi in box):
+        return None
+    return tuple(hi - lo for lo, hi in box), offset + sum(lo * s for (lo, _), s in zip(box, strides))
+
+
+def read(buf: np.ndarray, view: View, env: dict[str, int]) -> np.ndarray:
+    """Materialise ``view`` over the contiguous buffer ``buf`` (zero-copy when unmasked)."""
+    shape, strides, offset, box = bound_view(view, env)
+    flat = buf.reshape(-1)
+    if box is None:
+        return strided(flat, shape, strides, offset)
+    out = np.full(shape, view.pad, dtype=buf.dtype)
+    inner = inner_box(strides, offset, box)
+    if inner is not None:
+        out[tuple(slice(lo, hi) for lo, hi in box)] = strided(flat, inner[0], strides, inner[1])
+    return out

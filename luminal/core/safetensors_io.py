@@ -1,0 +1,185 @@
+"""Read and write the safetensors format with numpy only (no torch at runtime).
+
+Layout: an 8-byte little-endian header length ``n``, ``n`` bytes of JSON (space-padded so the data
+starts 8-byte aligned) mapping each name to ``{"dtype", "shape", "data_offsets"}`` plus an optional
+``"__metadata__"`` of str -> str, then the raw little-endian tensor bytes. numpy has no bfloat16, so
+luminal carries bfloat16 values in float32 arrays: BF16 is written as the upper 16 bits of each float32
+and read back into float32. Loading memory-maps the file, so only the tensors used are paged in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from math import prod
+
+import numpy as np
+
+from luminal.core.dtype import as_dtype, round_bf16
+
+# safetensors dtype -> numpy storage on disk (BF16 is raw 16-bit patterns, widened on load).
+_NP = {"F16": "<f2", "BF16": "<u2", "F32": "<f4", "F64": "<f8", "I8": "i1", "I16": "<i2", "I32": "<i4",
+       "I64": "<i8", "U8": "u1", "U16": "<u2", "U32": "<u4", "U64": "<u8", "BOOL": "?"}
+_LM = {"float16": "F16", "bfloat16": "BF16", "float32": "F32", "float64": "F64", "int32": "I32", "bool": "BOOL"}
+
+
+def _code_for(name: str, arr: np.ndarray, lm_dtype) -> str:
+    """The safetensors dtype a tensor is saved as: its luminal dtype if given, else its numpy dtype."""
+    if lm_dtype is not None:
+        try:
+            return _LM[as_dtype(lm_dtype).name]
+        except TypeError as e:
+            raise TypeError(f"tensor {name!r}: {e}") from None
+    for code, s in _NP.items():
+        d = np.dtype(s)
+        if code != "BF16" and (d.kind, d.itemsize) == (arr.dtype.kind, arr.dtype.itemsize):
+            return code
+    raise TypeError(f"tensor {name!r}: dtype {arr.dtype} cannot be saved as safetensors")
+
+
+def _to_disk(arr: np.ndarray, code: str) -> np.ndarray:
+    """C-contiguous little-endian bytes of ``arr`` as ``code`` (BF16: rounded, upper half of float32)."""
+    if code != "BF16":
+        return np.ascontiguousarray(arr, dtype=_NP[code])
+    f = round_bf16(arr)  # a no-op on luminal's bf16-exact arrays; round-to-nearest-even otherwise
+    bits = np.asarray((f.view(np.uint32) >> 16).astype("<u2"))  # 0-d: an array, not a numpy scalar
+    bits[np.isnan(f)] = 0x7FC0  # as torch: a NaN with only low mantissa bits must not truncate to inf
+    return bits
+
+
+def save_file(tensors, path, metadata: dict[str, str] | None = None, dtypes: dict | None = None) -> None:
+    """Write ``tensors`` (name -> array, or (name, array) pairs) to ``path`` atomically: a temp file in
+    the same directory is fsynced then renamed over ``path``, so a crash or an error never leaves a
+    half-written checkpoint, and an existing file survives any failure untouched."""
+    items = list(tensors.items()) if hasattr(tensors, "items") else list(tensors)
+    dtypes = dict(dtypes or {})
+    seen, arrays = set(), []
+    for name, value in items:
+        if not isinstance(name, str):
+            raise TypeError(f"safetensors names must be strings, got {name!r}")
+        if name in seen or name == "__metadata__":
+            raise ValueError(f"tensor name {name!r} is " + ("used twice" if name in seen else "reserved"))
+        seen.add(name)
+        arr = np.asarray(value)
+        code = _code_for(name, arr, dtypes.pop(name, None))
+        arrays.append((name, code, arr.shape, _to_disk(arr, code)))
+    if dtypes:
+        raise ValueError(f"dtypes given for tensors that are not saved: {sorted(dtypes)}")
+    if metadata is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
+        raise TypeError(f"metadata must map str to str, got {metadata!r}")
+    header, offset = {"__metadata__": dict(metadata)} if metadata else {}, 0
+    header.update({name: None for name, *_ in arrays})  # the header keeps the caller's order
+    arrays.sort(key=lambda t: -t[3].itemsize)  # data widest first: every tensor stays aligned in an mmap
+    for name, code, shape, data in arrays:
+        header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [offset, offset + data.nbytes]}
+        offset += data.nbytes
+    head = json.dumps(header, separators=(",", ":")).encode()
+    head += b" " * (-len(head) % 8)
+
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = tempfile.NamedTemporaryFile(delete=False, dir=directory, prefix=f".{os.path.basename(path)}.",
+                                      suffix=".tmp")
+    try:
+        with tmp:
+            tmp.write(len(head).to_bytes(8, "little") + head)
+            for *_, data in arrays:
+                tmp.write(data.reshape(-1).view(np.uint8).data)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.chmod(tmp.name, _mode_for(path))
+        os.replace(tmp.name, path)
+    except BaseException:
+        try:
+            os.unlink(tmp.name)
+        except OSError:
+            pass
+        raise
+
+
+def _mode_for(path: str) -> int:
+    """Keep an overwritten file's permissions; a new file gets the umask default (temp files are 0600)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _unique_keys(pairs):
+    """json object hook: a name given twice in the header is corruption, not "last one wins"."""
+    keys = [k for k, _ in pairs]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise ValueError(f"header names {dup} more than once")
+    return dict(pairs)
+
+
+def _read_header(path) -> tuple[dict, dict, int]:
+    """(tensor entries, metadata, data start) after checking every entry against the file size, so a
+    corrupt or truncated file is reported here, by name, instead of as garbage values or a crash."""
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size < 8:
+            raise ValueError(f"{path}: not a safetensors file: {size} bytes, shorter than the 8-byte header length")
+        n = int.from_bytes(f.read(8), "little")
+        if 8 + n > size:
+            raise ValueError(f"{path}: header length {n} runs past the end of the file ({size} bytes)")
+        raw = f.read(n)
+    try:
+        header = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except ValueError as e:  # also JSONDecodeError and UnicodeDecodeError
+        raise ValueError(f"{path}: header is not valid JSON: {e}") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"{path}: header must be a JSON object, got {type(header).__name__}")
+    meta = header.pop("__metadata__", None) or {}
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        raise ValueError(f"{path}: __metadata__ must map str to str, got {meta!r}")
+    data_len, spans = size - 8 - n, []
+    for name, e in header.items():
+        code = e.get("dtype") if isinstance(e, dict) else None
+        shape, offs = (e.get("shape"), e.get("data_offsets")) if isinstance(e, dict) else (None, None)
+        if not isinstance(code, str) or code not in _NP:
+            problem = f"unknown dtype or malformed entry {e!r}; supported dtypes: {sorted(_NP)}"
+        elif not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+            problem = f"shape must be a list of non-negative ints, got {shape!r}"
+        elif not (isinstance(offs, list) and len(offs) == 2 and all(type(o) is int for o in offs)
+                  and 0 <= offs[0] <= offs[1] <= data_len):
+            problem = f"data_offsets {offs!r} outside the data section [0, {data_len}]"
+        elif (need := prod(shape) * np.dtype(_NP[code]).itemsize) != offs[1] - offs[0]:
+            problem = f"shape {shape} of {code} needs {need} bytes but data_offsets {offs} hold {offs[1] - offs[0]}"
+        else:
+            if offs[1] > offs[0]:  # an empty tensor occupies no bytes, so it cannot overlap anything
+                spans.append((offs[0], offs[1], name))
+            continue
+        raise ValueError(f"{path}: tensor {name!r}: {problem}")
+    spans.sort()
+    for (_, end, a), (begin, _, b) in zip(spans, spans[1:]):
+        if begin < end:
+            raise ValueError(f"{path}: tensors {a!r} and {b!r} overlap in the data section")
+    return header, meta, 8 + n
+
+
+def load_file(path) -> dict[str, np.ndarray]:
+    """Name -> array, read-only views of a memory map (BF16 comes back as bf16-exact float32 copies)."""
+    header, _, start = _read_header(path)
+    mm = np.memmap(path, dtype=np.uint8, mode="r")
+    out = {}
+    for name, e in header.items():
+        b, end = e["data_offsets"]
+        arr = np.asarray(mm[start + b:start + end]).view(_NP[e["dtype"]]).reshape(e["shape"])
+        out[name] = np.asarray(arr.astype(np.uint32) << 16).view(np.float32) if e["dtype"] == "BF16" else arr
+    return out
+
+
+def load_metadata(path) -> dict[str, str]:
+    """The file's ``__metadata__`` (empty if none), reading only the header."""
+    return dict(_read_header(path)[1])
+
+
+def file_dtypes(path) -> dict[str, str]:
+    """Name -> safetensors dtype string (``"BF16"``, ``"F32"``, ...), reading only the header."""
+    return {name: e["dtype"] for name, e in _read_header(path)[0].items()}

@@ -1,0 +1,379 @@
+"""Symbolic integer dimensions.
+
+A shape entry is either a Python ``int`` or a :class:`Sym`: an integer expression over named dims
+such as ``B`` or ``S+1``. Sums and products are kept as a canonical polynomial (a map from monomials
+to integer coefficients), so ``(S+1)*2 == 2*S+2`` holds structurally and shapes compare by ``==``.
+Floor division, modulo, max and min that cannot be simplified become opaque atoms evaluated at run
+time. An expression that reduces to a constant is returned as a plain ``int``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import re
+from typing import Union
+
+from luminal.core.errors import op_error, shape_str  # noqa: F401 - shape_str is also symbolic's
+
+Dim = Union[int, "Sym"]
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class Atom:
+    """An indivisible factor of a monomial: a variable, or an opaque op over sub-expressions."""
+
+    __slots__ = ("kind", "args", "_key")
+
+    def __init__(self, kind: str, args: tuple):
+        self.kind, self.args = kind, args
+        self._key = (kind, tuple(str(a) for a in args))
+
+    def __eq__(self, other):
+        return isinstance(other, Atom) and self._key == other._key
+
+    def __lt__(self, other):
+        return self._key < other._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __str__(self):
+        if self.kind == "var":
+            return self.args[0]
+        if self.kind in ("max", "min"):
+            return f"{self.kind}({self.args[0]}, {self.args[1]})"
+        op = {"floordiv": "//", "mod": "%"}[self.kind]
+        return f"({_operand_str(self.args[0])}{op}{_operand_str(self.args[1])})"
+
+    def evaluate(self, env: dict[str, int]) -> int:
+        if self.kind == "var":
+            try:
+                return env[self.args[0]]
+            except KeyError:
+                raise ValueError(f"symbolic dim {self.args[0]!r} has no value bound") from None
+        a, b = (evaluate(x, env) for x in self.args)
+        if self.kind == "floordiv":
+            return a // b
+        if self.kind == "mod":
+            return a % b
+        return max(a, b) if self.kind == "max" else min(a, b)
+
+    def variables(self) -> set[str]:
+        if self.kind == "var":
+            return {self.args[0]}
+        return set().union(*(free_vars(a) for a in self.args))
+
+
+def _operand_str(x) -> str:
+    """``x`` as an operand of ``//`` or ``%``: parenthesised unless it is a single name, a single
+    opaque atom or a non-negative int, so that the printed form reads (and evaluates, as Python)
+    with the right precedence: ``((S+1)//2)``, ``(S//(B*C))``."""
+    if isinstance(x, int):
+        return str(x) if x >= 0 else f"({x})"
+    if len(x.terms) == 1 and x.terms[0][1] == 1 and len(x.terms[0][0]) == 1:
+        return str(x)
+    return f"({x})"
+
+
+class Sym:
+    """A canonical polynomial with integer coefficients over :class:`Atom` monomials."""
+
+    __slots__ = ("terms", "_hash", "_vars")
+
+    def __init__(self, terms: dict[tuple, int]):
+        self.terms = tuple(sorted((m, c) for m, c in terms.items() if c != 0))
+        self._hash = hash(self.terms)
+        self._vars = None  # ``free_vars``, once asked
+
+    # construction ---------------------------------------------------------------------------
+    @staticmethod
+    def var(name: str) -> Sym:
+        if not _NAME.match(name):
+            raise ValueError(f"symbolic dim name {name!r} is not an identifier")
+        return Sym({(Atom("var", (name,)),): 1})
+
+    @staticmethod
+    def _lift(x: Dim) -> dict[tuple, int]:
+        return {(): x} if isinstance(x, int) else dict(x.terms)
+
+    # arithmetic -----------------------------------------------------------------------------
+    def __add__(self, other):
+        t = self._lift(self)
+        for m, c in self._lift(other).items():
+            t[m] = t.get(m, 0) + c
+        return _norm(Sym(t))
+
+    __radd__ = __add__
+
+    def __neg__(self):
+        return _norm(Sym({m: -c for m, c in self.terms}))
+
+    def __sub__(self, other):
+        return self + (-other)
+
+    def __rsub__(self, other):
+        return (-self) + other
+
+    def __mul__(self, other):
+        t: dict[tuple, int] = {}
+        for m1, c1 in self._lift(self).items():
+            for m2, c2 in self._lift(other).items():
+                m = tuple(sorted(m1 + m2))
+                t[m] = t.get(m, 0) + c1 * c2
+        return _norm(Sym(t))
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other):
+        return floordiv(self, other)
+
+    def __rfloordiv__(self, other):
+        return floordiv(other, self)
+
+    def __mod__(self, other):
+        return mod(self, other)
+
+    # comparison -----------------------------------------------------------------------------
+    def __eq__(self, other):
+        return isinstance(other, Sym) and self.terms == other.terms
+
+    def __hash__(self):
+        return self._hash
+
+    def __bool__(self):
+        raise TypeError(f"the truth value of symbolic dim {self} is only known at run time")
+
+    def __str__(self):
+        parts = []
+        for m, c in sorted(self.terms, key=lambda mc: (-len(mc[0]), mc[0])):
+            body = "*".join(str(a) for a in m)
+            if not body:
+                parts.append(str(c))
+            elif c == 1:
+                parts.append(body)
+            elif c == -1:
+                parts.append("-" + body)
+            else:
+                parts.append(f"{c}*{body}")
+        return "+".join(parts).replace("+-", "-")
+
+    __repr__ = __str__
+
+    def evaluate(self, env: dict[str, int]) -> int:
+        total = 0
+        for m, c in self.terms:
+            v = c
+            for a in m:
+                v *= a.evaluate(env)
+            total += v
+        return total
+
+
+def _norm(s: Sym) -> Dim:
+    if not s.terms:
+        return 0
+    if len(s.terms) == 1 and s.terms[0][0] == ():
+        return s.terms[0][1]
+    return s
+
+
+def sym(x) -> Dim:
+    """Turn a user's shape entry (int, name, or Sym) into a Dim."""
+    if isinstance(x, Sym):
+        return x
+    if isinstance(x, bool):
+        raise TypeError(f"a dim must be an int or a name, got {x!r}")
+    if isinstance(x, int) or (hasattr(x, "__index__") and not isinstance(x, str)):
+        return int(x)
+    if isinstance(x, str):
+        return Sym.var(x)
+    raise TypeError(f"a dim must be an int or a name, got {x!r} ({type(x).__name__})")
+
+
+def dims(op: str, shape, *operands) -> tuple:
+    """A user's shape (one dim, or a sequence of dims) as Dims. Anything else is a TypeError naming
+    ``op`` at the user's line: ``sym``'s own error names neither, and ``None`` would fail in ``tuple``."""
+    if not isinstance(shape, (tuple, list)):  # (the common case first: an ABC isinstance is slow)
+        if isinstance(shape, (int, str, Sym, numbers.Integral)):
+            shape = (shape,)
+        else:
+            try:
+                shape = tuple(shape)
+            except TypeError:
+                raise op_error(TypeError, op, f"a shape must be a dim or a sequence of dims, got {shape!r}",
+                               *operands) from None
+    try:
+        return tuple(map(sym, shape))
+    except TypeError as e:
+        raise op_error(TypeError, op, str(e), *operands) from None
+
+
+def is_static(d: Dim) -> bool:
+    return isinstance(d, int)
+
+
+def evaluate(d: Dim, env: dict[str, int]) -> int:
+    return d if isinstance(d, int) else d.evaluate(env)
+
+
+_NO_VARS: frozenset = frozenset()
+
+
+def free_vars(d: Dim) -> frozenset[str]:
+    if not isinstance(d, Sym):
+        return _NO_VARS
+    v = d._vars
+    if v is None:  # a Sym never changes: compilers ask about the same few dims thousands of times
+        v = d._vars = frozenset().union(*(a.variables() for m, _ in d.terms for a in m))
+    return v
+
+
+def free_vars_in(x) -> set[str]:
+    """Every dim name in ``x``: a dim, or nested tuples/lists of dims and other values (ignored)."""
+    used: set[str] = set()
+    stack = [x]
+    while stack:
+        y = stack.pop()
+        if isinstance(y, (tuple, list)):
+            stack.extend(y)
+        elif isinstance(y, Sym):
+            used |= free_vars(y)
+    return used
+
+
+def view_vars(v) -> set[str]:
+    """Every dim name a view (``frontend/view.py``) reads."""
+    used: set[str] = set()
+    for d in (*v.shape, *v.strides, v.offset, *(d for lo_hi in v.mask or () for d in lo_hi)):
+        if isinstance(d, Sym):
+            used |= free_vars(d)
+    return used
+
+
+def substitute(d: Dim, env: dict[str, int]) -> Dim:
+    """``d`` with every factor whose variables are all bound in ``env`` replaced by its value;
+    factors with an unbound variable are kept (so ``S*T`` with ``S=3`` becomes ``3*T``)."""
+    if isinstance(d, int):
+        return d
+    out: Dim = 0
+    for m, c in d.terms:
+        v: Dim = c
+        for a in m:
+            v = v * (a.evaluate(env) if a.variables() <= env.keys() else Sym({(a,): 1}))
+        out = out + v
+    return out
+
+
+def exact_div(a: Dim, b: Dim) -> Dim | None:
+    """``a / b`` when it divides exactly as polynomials (b an int or a single monomial), else None."""
+    if isinstance(b, int):
+        if b == 0:
+            return None
+        if isinstance(a, int):
+            return a // b if a % b == 0 else None
+        if all(c % b == 0 for _, c in a.terms):
+            return _norm(Sym({m: c // b for m, c in a.terms}))
+        return None
+    if len(b.terms) != 1:
+        return 1 if a == b else None  # only the trivial case for sums
+    (bm, bc), = b.terms
+    if isinstance(a, int):
+        return None
+    out = {}
+    for m, c in a.terms:
+        rest = list(m)
+        for atom in bm:
+            if atom not in rest:
+                return None
+            rest.remove(atom)
+        if c % bc:
+            return None
+        out[tuple(rest)] = c // bc
+    return _norm(Sym(out))
+
+
+def floordiv(a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return a // b
+    q = exact_div(a, b)
+    if q is not None:
+        return q
+    return Sym({(Atom("floordiv", (a, b)),): 1})
+
+
+def mod(a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return a % b
+    if exact_div(a, b) is not None:
+        return 0
+    return Sym({(Atom("mod", (a, b)),): 1})
+
+
+def ceildiv(a: Dim, b: Dim) -> Dim:
+    return -floordiv(-a, b)
+
+
+def dmax(a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    if a == b:
+        return a
+    d = a - b
+    if isinstance(d, int):
+        return a if d > 0 else b
+    if nonnegative(d):
+        return a
+    if nonnegative(-d):
+        return b
+    return Sym({(Atom("max", tuple(sorted((a, b), key=str))),): 1})
+
+
+def nonnegative(d: Dim) -> bool:
+    """``d >= 0`` for every binding: a polynomial in plain dim names (never negative) whose
+    coefficients and constant are all >= 0 (``S``, ``2*B + 1``; not ``S - 1``, nor ``max(...)``)."""
+    if isinstance(d, int):
+        return d >= 0
+    return all(c >= 0 and all(a.kind == "var" for a in m) for m, c in d.terms)
+
+
+def dmin(a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b)
+    if a == b:
+        return a
+    d = a - b
+    if isinstance(d, int):
+        return b if d > 0 else a
+    if nonnegative(d):
+        return b
+    if nonnegative(-d):
+        return a
+    return Sym({(Atom("min", tuple(sorted((a, b), key=str))),): 1})
+
+
+def prod(dims) -> Dim:
+    out: Dim = 1
+    for d in dims:
+        out = out * d
+    return out
+
+
+def solve_linear(d: Dim, value: int) -> tuple[str, int] | None:
+    """For ``d = c*v + k`` in one unknown ``v``, return ``(v, solution)`` if ``d == value`` has an
+    integer solution; None if ``d`` is not of that form. Raises if no integer solution exists."""
+    if isinstance(d, int):
+        return None
+    const, lin = 0, []
+    for m, c in d.terms:
+        if m == ():
+            const = c
+        elif len(m) == 1 and m[0].kind == "var":
+            lin.append((m[0].args[0], c))
+        else:
+            return None
+    if len(lin) != 1:
+        return None
+    name, c = lin[0]
+    if (value - const) % c:
+        raise ValueError(f"no integer {name} makes {d} equal {value}")
+    return name, (value - const) // c
