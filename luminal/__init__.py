@@ -4,6 +4,7 @@
 """
 
 from luminal.compiler import compile
+from luminal.core.backend import backend_names, register_backend
 from luminal.core.dtype import bool_
 from luminal.frontend import DType, Graph, GraphTensor, Sym, bfloat16, float16, float32, float64, int32, sym
 from luminal.frontend.ops import *  # noqa: F403 - the public ops, listed once in frontend/ops

@@ -25,7 +25,6 @@ from data import batches, load_mnist  # noqa: E402 - the example's own data modu
 
 import luminal as lm  # noqa: E402
 from luminal import nn, train  # noqa: E402
-from luminal.compiler.api import BACKENDS  # noqa: E402
 
 
 class MLP(nn.Module):
@@ -63,7 +62,7 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=None, help="default: 1e-3 (adam/adamw), 0.05 (sgd)")
     p.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
-    p.add_argument("--backend", choices=BACKENDS, default="cpu")
+    p.add_argument("--backend", choices=lm.backend_names(), default="cpu")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data", type=Path, default=None, help="directory with the MNIST IDX files")
     p.add_argument("--save", type=Path, default=None, help="checkpoint written after every epoch")
