@@ -377,3 +377,12 @@ def solve_linear(d: Dim, value: int) -> tuple[str, int] | None:
     if (value - const) % c:
         raise ValueError(f"no integer {name} makes {d} equal {value}")
     return name, (value - const) // c
+
+
+def sizes(op: str, shape) -> tuple:
+    """``shape`` as dims (ints, names or Syms), a negative static one an error naming ``op``."""
+    out = dims(op, shape)
+    bad = [d for d in out if isinstance(d, int) and d < 0]
+    if bad:
+        raise op_error(ValueError, op, f"negative size {bad[0]} in shape {shape_str(out)}")
+    return out

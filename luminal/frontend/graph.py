@@ -20,7 +20,7 @@ import numpy as np
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error
 from luminal.core.primitives import LEAVES, PRIMITIVES
-from luminal.core.symbolic import dims, shape_str
+from luminal.core.symbolic import dims, shape_str, sizes
 from luminal.core.view import View
 from luminal.frontend.seed import default_rng
 from luminal.frontend.state import State
@@ -177,14 +177,12 @@ class Graph:
     def assign(self, s: State, value) -> None:
         """Write ``value`` (a tensor of this graph with ``s``'s shape) into ``s`` after every run of a
         program compiled from this graph. The dtype is converted to ``s``'s."""
-        from luminal.frontend.ops.core import cast
-
         if value.graph is not self:
             raise op_error(ValueError, "assign", f"the value for {s.describe()} belongs to another graph", value)
         if tuple(value.shape) != tuple(s.shape):
             raise op_error(ValueError, "assign", f"{s.describe()} cannot take a value of shape "
                            f"{shape_str(value.shape)}", value)
-        self.updates[s] = cast(value, s.dtype)
+        self.updates[s] = value.cast(s.dtype)
 
     def rand(self, shape):
         """Uniform [0, 1) float32 noise of ``shape`` (may be symbolic), drawn from ``self.rng``
@@ -231,28 +229,6 @@ class Graph:
         self.constants.setdefault(key, arr)
         return self.tensor(self.add("Constant", (), key, d, arr.shape))
 
-    def arange(self, start, end=None, step=1, dtype=None):
-        """torch.arange: ``[start, end)`` by ``step``; int32 unless a float bound or dtype asks."""
-        from luminal.frontend import ops
-
-        return ops.arange(self, start, end, step, dtype)
-
-    def full(self, shape, value, dtype=None):
-        from luminal.frontend import ops
-
-        return ops.full(self, shape, value, dtype)
-
-    def zeros(self, shape, dtype=dt.float32):
-        return self.full(shape, 0, dtype)
-
-    def ones(self, shape, dtype=dt.float32):
-        return self.full(shape, 1, dtype)
-
-    def eye(self, n, m=None, dtype=dt.float32):
-        from luminal.frontend import ops
-
-        return ops.eye(self, n, m, dtype)
-
 
 def _exact(x):
     """A hash key for ``x`` that tells apart what ``==`` conflates or fails on: ``-0.0`` vs ``0.0``,
@@ -272,14 +248,6 @@ def _exact(x):
 def _int32_fits(arr: np.ndarray) -> bool:
     return not arr.size or (int(arr.min()) >= -2**31 and int(arr.max()) < 2**31)
 
-
-def sizes(op: str, shape) -> tuple:
-    """``shape`` as dims (ints, names or Syms), a negative static one an error naming ``op``."""
-    out = dims(op, shape)
-    bad = [d for d in out if isinstance(d, int) and d < 0]
-    if bad:
-        raise op_error(ValueError, op, f"negative size {bad[0]} in shape {shape_str(out)}")
-    return out
 
 
 def _scalar_dtype(v) -> dt.DType:

@@ -264,11 +264,6 @@ class GraphTensor:
         dims = _shape_args(dims)
         return self.repeat(*((1,) * (self.ndim - len(dims)) + tuple(dims)))
 
-    def __getitem__(self, index) -> GraphTensor:
-        from luminal.frontend.ops.indexing import getitem
-
-        return getitem(self, index)
-
 
 def _shape_args(args) -> tuple:
     """Accept ``f(2, 3)`` and ``f((2, 3))`` alike."""

@@ -3,6 +3,7 @@ torch-named methods and operators."""
 
 from __future__ import annotations
 
+from luminal.frontend.graph import Graph
 from luminal.frontend.ops import activations, combine, creation, elementwise, indexing, linalg, reduce
 from luminal.frontend.ops.activations import elu, gelu, leaky_relu, mish, relu, sigmoid, silu, softplus, tanh
 from luminal.frontend.ops.combine import cat, chunk, split, stack
@@ -146,7 +147,7 @@ def _install():
         # indexing, linear algebra, structure
         "gather": gather, "take_along_dim": take_along_dim, "index_select": index_select,
         "scatter": scatter, "scatter_add": scatter_add, "matmul": matmul, "dot": dot,
-        "tril": tril, "triu": triu, "split": split, "chunk": chunk,
+        "tril": tril, "triu": triu, "split": split, "chunk": chunk, "__getitem__": indexing.getitem,
         # dtypes
         "to": cast, "cast": cast, "type": cast, "float": _dtype_method(dt.float32),
         "half": _dtype_method(dt.float16), "bfloat16": _dtype_method(dt.bfloat16),
@@ -155,6 +156,13 @@ def _install():
     for name, fn in methods.items():
         setattr(GraphTensor, name, fn)
     GraphTensor.__hash__ = object.__hash__
+    graph_methods = {
+        "arange": arange, "full": full, "eye": eye,
+        "zeros": lambda g, shape, dtype=dt.float32: full(g, shape, 0, dtype),
+        "ones": lambda g, shape, dtype=dt.float32: full(g, shape, 1, dtype),
+    }
+    for name, fn in graph_methods.items():
+        setattr(Graph, name, fn)
 
 
 _install()

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from luminal.core import dtype as dt
-from luminal.core.errors import op_error
-from luminal.core.symbolic import is_static, shape_str
-from luminal.frontend.checks import check_tensors
+from luminal.core.errors import check_number, op_error
+from luminal.core.symbolic import is_static, shape_str, sizes
+from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.tensor import GraphTensor
 
 
@@ -103,3 +103,17 @@ def normalize_axes(x: GraphTensor, axis, op: str) -> tuple[int, ...]:
     if x.ndim == 0:
         return ()
     return tuple(out)
+
+
+def full(g, shape, value, dtype=None) -> GraphTensor:
+    shape = sizes("full", shape)
+    check_number("full", "value", value)
+    if dtype is None:
+        dtype = {"b": dt.bool_, "i": dt.int32, "f": dt.float32}[dt.scalar_kind(value)]
+    c = g.constant(value, dtype)
+    return c.reshape((1,) * len(shape)).expand(*shape) if shape else c
+
+
+@tensor_op("full_like")
+def full_like(x: GraphTensor, value, dtype=None) -> GraphTensor:
+    return full(x.graph, x.shape, value, x.dtype if dtype is None else dtype)

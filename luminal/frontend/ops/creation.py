@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 
 from luminal.core import dtype as dt
-from luminal.core.errors import check_number, op_error
-from luminal.core.symbolic import is_static, sym
+from luminal.core.errors import op_error
+from luminal.core.symbolic import is_static, sizes, sym
 from luminal.frontend.checks import tensor_op
-from luminal.frontend.ops.core import cast
-from luminal.frontend.ops.elementwise import add, ge, le, mul, sub, where
+from luminal.frontend.ops.core import cast, full, full_like  # noqa: F401 - creation ops, made in core
+from luminal.frontend.ops.elementwise import add, eq, ge, le, mul, sub, where
 from luminal.frontend.tensor import GraphTensor
 
 
@@ -35,22 +35,6 @@ def arange(g, start, end=None, step=1, dtype=None) -> GraphTensor:
     return cast(out, d)
 
 
-def full(g, shape, value, dtype=None) -> GraphTensor:
-    from luminal.frontend.graph import sizes
-
-    shape = sizes("full", shape)
-    check_number("full", "value", value)
-    if dtype is None:
-        dtype = {"b": dt.bool_, "i": dt.int32, "f": dt.float32}[dt.scalar_kind(value)]
-    c = g.constant(value, dtype)
-    return c.reshape((1,) * len(shape)).expand(*shape) if shape else c
-
-
-@tensor_op("full_like")
-def full_like(x: GraphTensor, value, dtype=None) -> GraphTensor:
-    return full(x.graph, x.shape, value, x.dtype if dtype is None else dtype)
-
-
 @tensor_op("zeros_like")
 def zeros_like(x: GraphTensor, dtype=None) -> GraphTensor:
     return full_like(x, 0, dtype)
@@ -66,13 +50,9 @@ def _rows_cols(g, n, m):
 
 
 def eye(g, n, m=None, dtype=dt.float32) -> GraphTensor:
-    from luminal.frontend.graph import sizes
-
     m = n if m is None else m
     sizes("eye", (n, m))
     r, c = _rows_cols(g, n, m)
-    from luminal.frontend.ops.elementwise import eq
-
     return cast(eq(r, c), dtype)
 
 

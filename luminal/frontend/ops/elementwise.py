@@ -15,7 +15,7 @@ import numpy as np
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error
 from luminal.frontend.checks import check_tensors, tensor_op
-from luminal.frontend.ops.core import broadcast_shapes, cast, coerce, prim, require
+from luminal.frontend.ops.core import broadcast_shapes, cast, coerce, full_like, prim, require
 from luminal.frontend.tensor import GraphTensor
 
 LOG2E, LN2 = 1.4426950408889634, 0.6931471805599453
@@ -204,8 +204,6 @@ def pow(a, b) -> GraphTensor:  # noqa: A001 - torch's name
             if e:
                 p = mul(p, p)
         if out is None:
-            from luminal.frontend.ops.creation import full_like
-
             return full_like(a, 1)
         return out
     if isinstance(b, float) and b == 0.5 and isinstance(a, GraphTensor):

@@ -7,6 +7,7 @@ from luminal.core.errors import check_number, op_error
 from luminal.core.symbolic import ceildiv, dmax, dmin, is_static, sym
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.core import cast, prim, require
+from luminal.frontend.ops.elementwise import add, eq, gt, lt, where
 from luminal.frontend.tensor import GraphTensor
 
 
@@ -98,7 +99,6 @@ def getitem(x: GraphTensor, index) -> GraphTensor:
     t = x._with_view(view)
     t = t.reshape(tuple(out_shape))
     if tensor_at is not None:
-        from luminal.frontend.ops.elementwise import add, lt, where
 
         pos, _, idx = tensor_at
         _index("getitem", idx, input=x)
@@ -191,7 +191,6 @@ def scatter_add(x: GraphTensor, dim: int, index: GraphTensor, src: GraphTensor) 
 def scatter(x: GraphTensor, dim: int, index: GraphTensor, src) -> GraphTensor:
     """torch.scatter (no reduction): positions named by ``index`` take ``src``; with duplicate
     indices the result is undefined, as in torch."""
-    from luminal.frontend.ops.elementwise import gt, where
 
     _index("scatter", index, input=x)
     zeros = x.graph.constant(0, x.dtype).expand(*x.shape)
@@ -204,7 +203,6 @@ def scatter(x: GraphTensor, dim: int, index: GraphTensor, src) -> GraphTensor:
 
 def one_hot(index: GraphTensor, num_classes: int) -> GraphTensor:
     """torch.nn.functional.one_hot (int32 instead of int64)."""
-    from luminal.frontend.ops.elementwise import eq
 
     _index("one_hot", index)
     if num_classes is not None and (not isinstance(num_classes, int) or isinstance(num_classes, bool)):
