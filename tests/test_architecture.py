@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _lint_imports():
     exe = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([exe, "--config", str(ROOT / "pyproject.toml"), "--no-cache"], cwd=ROOT, env=env,
+    return subprocess.run([exe, "--no-cache"], cwd=ROOT, env=env,  # reads pyproject.toml in ROOT
                           capture_output=True, text=True, timeout=300)
 
 
