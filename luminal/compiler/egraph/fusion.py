@@ -17,9 +17,12 @@ and the leaves never fuse. ``(Kind p k)`` names the kind of each e-node of class
 fuse a producer of kind ``k``. Extraction looks the chosen e-nodes up in it (``Term.fusible``).
 """
 
+from luminal.core.primitives import PRIMITIVES
+
 RULESET = "fusion"
 
-_EW = ("Log2", "Exp2", "Sin", "Sqrt", "Recip", "Copy", "Cast", "Add", "Mul", "Mod", "Max", "LessThan", "Where")
+# the elementwise kind comes from the primitive records: a new elementwise primitive fuses without an edit here
+_EW = tuple(n for n, p in PRIMITIVES.items() if p.fusion == "elementwise")
 ACCEPTS = {**{c: ("ew", "SumReduce", "MaxReduce", "MatMul") for c in _EW},
            "SumReduce": ("ew", "SumReduce"), "MaxReduce": ("ew",)}
 
