@@ -1,6 +1,11 @@
 """The one module-level e-graph: the vocabulary and rulesets are parsed once per process; each
 compile runs between ``(push)`` and ``(pop)``, so a 10-node compile costs milliseconds.
 
+The rules are data: egglog text in ``rules/*.egg`` (``RULE_FILES``, the schema first), each file
+runnable by egglog on its own after ``schema.egg`` (``tests/compile/test_egg_files.py`` does so).
+Python adds only the facts that come from its tables (``fusion.facts()``) and the combined
+``rewrite`` ruleset the schedules run (``schedule.py``).
+
 Every call into egglog goes through :func:`run`, which turns any failure into a
 :class:`CompileError` naming the stage. egglog's Rust panics arrive as ``pyo3_runtime.PanicException``,
 a ``BaseException``: those are caught too (KeyboardInterrupt and SystemExit are not), and the
@@ -11,21 +16,29 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
+from importlib import resources
 
 from egglog import bindings
 
-from luminal.compiler.egraph import algebra, fusion, matmul, schema
+from luminal.compiler.egraph import fusion
 from luminal.compiler.errors import CompileError
+
+RULE_FILES = ("schema", "algebra", "matmul", "fusion")
+REWRITE = ("algebra", "matmul")  # the rulesets the schedules run together as ``rewrite``
 
 _SPAN = bindings.RustSpan("", 0, 0)
 _LOCK = threading.RLock()
 _EG: bindings.EGraph | None = None
 
 
+def egg(name: str) -> str:
+    """The egglog text of ``rules/<name>.egg`` (package data: also there in a non-editable install)."""
+    return (resources.files("luminal.compiler.egraph") / "rules" / f"{name}.egg").read_text()
+
+
 def _prelude() -> str:
-    rulesets = " ".join(f"(ruleset {m.RULESET})" for m in (algebra, matmul, fusion))
-    combined = f"(unstable-combined-ruleset rewrite {algebra.RULESET} {matmul.RULESET})"
-    return "\n".join((schema.TEXT, rulesets, algebra.TEXT, matmul.TEXT, fusion.TEXT, combined))
+    combined = f"(unstable-combined-ruleset rewrite {' '.join(REWRITE)})"
+    return "\n".join([egg(n) for n in RULE_FILES] + [fusion.facts(), combined])
 
 
 def _new_egraph() -> bindings.EGraph:

@@ -1,4 +1,6 @@
-"""The egglog vocabulary every ruleset shares: the term language and the facts it carries.
+"""The egglog vocabulary every ruleset shares: the term language and the facts it carries, whose
+egglog text is ``rules/schema.egg`` (loaded by ``runner.py``); this module holds the encoding's
+constants that lowering (``lower.py``) and reading back (``egraph_read.py``) share with it.
 
 Terms mirror the frontend primitives, grouped by arity so that one rule covers a whole family:
 
@@ -13,7 +15,7 @@ Terms mirror the frontend primitives, grouped by arity so that one rule covers a
 | ``(Red op x v axis)``             | SumReduce MaxReduce
 | ``(Gat x vx idx vi axis)``        | Gather
 | ``(Sct d vd idx vi src vs axis)`` | ScatterAdd
-| ``(MatMul a va b vb axis)``       | the compiler's MatMul (``matmul.py``)
+| ``(MatMul a va b vb axis)``       | the compiler's MatMul (``rules/matmul.egg``, ``rules/contraction.egg``)
 
 Every input is read through a view ``(V k flags rank zero unit one merge)``: ``k`` interns the View
 (and whether it is the identity of its source) per compile; the other fields are its structure,
@@ -27,7 +29,7 @@ computed in Python so that rules can check shapes and strides without arithmetic
   other (``stride[i] == size[i+1] * stride[i+1]``, proven symbolically).
 
 A scalar constant's ``values`` bits say what the algebra needs: 1 = one, 2 = minus one, 4 = an
-additive identity (int 0, False, float -0.0; not float +0.0, see ``algebra.py``). Values
+additive identity (int 0, False, float -0.0; not float +0.0, see ``rules/algebra.egg``). Values
 themselves are folded in Python while lowering (``fold.py``): egglog's f64 cannot round to
 float32/16 or tell -0.0 from 0.0.
 
@@ -35,35 +37,6 @@ Facts are fields of terms rather than asserted rows because every action sent to
 ~50 us while the ``facts`` ruleset derives the relations below in bulk inside one run.
 ``(Nd k)`` names item ``k`` for later load chunks (``lower.py``); it is not a primitive and
 extraction never picks it.
-"""
-
-TEXT = """
-(datatype View (V i64 i64 i64 i64 i64 i64 i64))
-(datatype Op
-  (Inp String)
-  (Cst String i64)
-  (Ara String)
-  (Un String Op View String)
-  (Bin String Op View Op View)
-  (Whr Op View Op View Op View)
-  (Red String Op View i64)
-  (Gat Op View Op View i64)
-  (Sct Op View Op View Op View i64)
-  (MatMul Op View Op View i64)
-  (Nd i64))
-(relation Ident (View))
-(relation Unmasked (View))
-(relation InOrder (View))
-(relation IsOne (Op))
-(relation IsNegOne (Op))
-(relation IsAddId (Op))
-(ruleset facts)
-(rule ((= v (V k f r z u o m)) (= 1 (& f 1))) ((Ident v)) :ruleset facts :name "fact-ident")
-(rule ((= v (V k f r z u o m)) (= 2 (& f 2))) ((Unmasked v)) :ruleset facts :name "fact-unmasked")
-(rule ((= v (V k f r z u o m)) (= 8 (& f 8))) ((InOrder v)) :ruleset facts :name "fact-in-order")
-(rule ((= c (Cst k b)) (= 1 (& b 1))) ((IsOne c)) :ruleset facts :name "fact-one")
-(rule ((= c (Cst k b)) (= 2 (& b 2))) ((IsNegOne c)) :ruleset facts :name "fact-neg-one")
-(rule ((= c (Cst k b)) (= 4 (& b 4))) ((IsAddId c)) :ruleset facts :name "fact-add-id")
 """
 
 CONSTRUCTORS = ("Inp", "Cst", "Ara", "Un", "Bin", "Whr", "Red", "Gat", "Sct", "MatMul")
