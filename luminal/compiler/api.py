@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from luminal.compiler.memory import plan_memory
@@ -60,7 +62,8 @@ def _dim_checks(nodes, outputs, graph) -> dict:
 
 class Compiled:
     """A compiled graph. Call it with inputs as keyword arguments; get one array per output
-    (a single array for a single output, else a tuple). Every input is checked, and every symbolic
+    (a single array for a single output, else a tuple). Safe to call from several threads: calls
+    run one at a time. Every input is checked, and every symbolic
     dim bound, before any work is done. States the graph reads are taken from their ``.data``;
     ``updates`` (the graph's own ``assign``s plus those given to ``compile``) are written back into
     the States after the run, all reads having seen the values from before it."""
@@ -100,6 +103,11 @@ class Compiled:
         self._user = [n for n in inputs if n.arg in g.inputs]
         self._states = [(n.arg, g.states[n.arg]) for n in inputs if n.arg in g.states]
         self._random = [n for n in inputs if n.arg in g.random]
+        # Calls from several threads run one at a time: a backend's program keeps its buffers between
+        # calls (allocated once per binding), states are read and written back around a run, and the
+        # graph's generator draws the random inputs. An uncontended acquire costs well under a
+        # microsecond (bench/call_overhead.py measures it), against tens of microseconds per call.
+        self._lock = threading.Lock()
     def report(self, show: bool = True):
         """What the compiler did (see ``compile/report.py``); printed unless ``show=False``."""
         from luminal.compiler.report import Report
@@ -135,19 +143,20 @@ class Compiled:
                     where = what if shape is None else f"a shape {shape_str(shape)} in the program ({what})"
                     raise ValueError(f"symbolic dim {d} is {evaluate(d, env)} with {bound}: {where}")
             self._checked.add(key)
-        for name, s in self._states:
-            arrays[name] = s.data
-        for n in self._random:
-            arrays[n.arg] = self.graph.rng.random(tuple(evaluate(d, env) for d in n.shape), dtype="float32")
-        results = self.runner(arrays, env)
-        outs, new_states = results[:self._n_out], results[self._n_out:]
-        for i, (o, shape) in enumerate(zip(outs, self._out_shapes, strict=True)):
-            want = tuple(evaluate(d, env) for d in shape)
-            if o.shape != want:
-                raise RuntimeError(f"backend {self.backend!r} returned shape {o.shape} for output {i}, "
-                                   f"expected {shape_str(shape)} = {want}")
-        for (s, _), value in zip(self.updates, new_states, strict=True):
-            np.copyto(s.data, value)
+        with self._lock:  # one run at a time: the program's buffers, the states and the rng are shared
+            for name, s in self._states:
+                arrays[name] = s.data
+            for n in self._random:
+                arrays[n.arg] = self.graph.rng.random(tuple(evaluate(d, env) for d in n.shape), dtype="float32")
+            results = self.runner(arrays, env)
+            outs, new_states = results[:self._n_out], results[self._n_out:]
+            for i, (o, shape) in enumerate(zip(outs, self._out_shapes, strict=True)):
+                want = tuple(evaluate(d, env) for d in shape)
+                if o.shape != want:
+                    raise RuntimeError(f"backend {self.backend!r} returned shape {o.shape} for output {i}, "
+                                       f"expected {shape_str(shape)} = {want}")
+            for (s, _), value in zip(self.updates, new_states, strict=True):
+                np.copyto(s.data, value)
         return outs[0] if self._single else tuple(outs)
 
     def __repr__(self):

@@ -1,0 +1,88 @@
+"""Per-call overhead of a compiled function, and what the thread-safety lock costs in it.
+
+    python bench/call_overhead.py                 # x + 1 on one element: luminal cpu (with and without
+                                                  # the call lock) vs torch eager
+    python bench/call_overhead.py --size 65536    # a larger input
+
+``Compiled`` runs one call at a time (``compiler/api.py``: a program keeps its buffers between calls,
+states are read and written back around a run). The lock's cost is measured by timing the same
+compiled function with its lock replaced by a no-op context, in alternating blocks; the difference is
+the lock's share of a call. Medians over blocks; the header states the CPU, core count, BLAS and torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import time
+
+import numpy as np
+import torch
+
+import luminal as lm
+
+BLOCKS, CALLS = 15, 2000
+
+
+def _cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def _blas() -> str:
+    cfg = np.show_config(mode="dicts") if "mode" in np.show_config.__code__.co_varnames else {}
+    lib = cfg.get("Build Dependencies", {}).get("blas", {}) if isinstance(cfg, dict) else {}
+    return f"{lib.get('name', '?')} {lib.get('version', '')}".strip()
+
+
+def _per_call_us(fn) -> float:
+    t0 = time.perf_counter()
+    for _ in range(CALLS):
+        fn()
+    return (time.perf_counter() - t0) / CALLS * 1e6
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--size", type=int, default=1, help="elements of the input (default 1)")
+    args = p.parse_args()
+    if args.size < 1:
+        p.error("--size must be at least 1")
+    g = lm.Graph()
+    x = g.input("x", (args.size,))
+    f = lm.compile(x + 1, backend="cpu")
+    a = np.ones(args.size, np.float32)
+    ta = torch.from_numpy(a.copy())
+    locked = f._lock
+    no_lock = contextlib.nullcontext()
+    sides = {"luminal cpu": lambda: f(x=a), "luminal cpu, no lock": lambda: f(x=a), "torch eager": lambda: ta + 1}
+    times = {k: [] for k in sides}
+    for side in sides:  # warm-up
+        f._lock = no_lock if side.endswith("no lock") else locked
+        _per_call_us(sides[side])
+    for _ in range(BLOCKS):
+        for side, fn in sides.items():
+            f._lock = no_lock if side.endswith("no lock") else locked
+            times[side].append(_per_call_us(fn))
+    f._lock = locked
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    print(f"# {_cpu_model()}, {os.cpu_count()} cores, BLAS {_blas()}, torch {torch.__version__}, "
+          f"numpy {np.__version__}; x + 1 on {args.size} element(s), {BLOCKS} blocks x {CALLS} calls")
+    print("| side | us per call (median) | p10-p90 |")
+    print("|---|---|---|")
+    for k, v in times.items():
+        print(f"| {k} | {med[k]:.2f} | {np.percentile(v, 10):.2f}-{np.percentile(v, 90):.2f} |")
+    lock_us = med["luminal cpu"] - med["luminal cpu, no lock"]
+    print(f"\nlock: {lock_us:+.2f} us per call ({lock_us / med['luminal cpu'] * 100:+.1f}% of a call); "
+          f"luminal / torch eager = {med['luminal cpu'] / med['torch eager']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
