@@ -29,7 +29,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from luminal.compiler.calls import Fragment
+from luminal.compiler.rolling.calls import Fragment
 from luminal.core import dtype as dt
 from luminal.core.kernel_graph import Buffer, Expr, Kernel, KernelGraph, dims_needed
 from luminal.core.primitives import ELEMENTWISE

@@ -12,6 +12,7 @@ from luminal.compiler.errors import CompileError
 from luminal.compiler.kernels import build_kernels
 from luminal.compiler.memory import plan_memory
 from luminal.compiler.report import Report
+from luminal.compiler.rolling import Loops, optimize_rolled
 from luminal.compiler.term import topological
 from luminal.core.gc_paused import gc_paused
 
@@ -47,7 +48,7 @@ class _Stages:
 
 def compile_graph(graph, outputs, updates, *, search: int = 0, seed: int = 0, budget=None, timer=None):
     """``outputs``: [(Node, View)]; ``updates``: [(state name, Node, View)]. Returns the kernel graph,
-    its memory plan, the report and the nodes the roots read (a ``loops.Loops``: ``nodes()``,
+    its memory plan, the report and the nodes the roots read (a ``rolling.Loops``: ``nodes()``,
     ``reads(node)``). ``timer(kernel_graph) -> seconds`` times a candidate for ``search``.
 
     The cyclic collector is off while compiling: the stages allocate many small objects and free
@@ -59,9 +60,6 @@ def compile_graph(graph, outputs, updates, *, search: int = 0, seed: int = 0, bu
 
 
 def _compile(graph, outputs, updates, *, search, seed, budget, timer):
-    from luminal.compiler.loops import Loops
-    from luminal.compiler.rolling import optimize_rolled
-
     stage = _Stages()
     try:
         roots = list(dict.fromkeys([n for n, _ in outputs] + [n for _, n, _ in updates]))

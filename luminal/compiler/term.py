@@ -7,15 +7,11 @@ A :class:`Term` is a frontend primitive (same op names, args and semantics as
 |---------|----------------------|------|--------
 | MatMul  | (a, va), (b, vb)     | axis | ``SumReduce(Mul(a va, b vb), axis)``, proven a GEMM layout by the
 |         |                      |      | ``matmul`` ruleset (the views are the Mul's, of the product's shape)
-| Call    | the arguments, each  | Call | ``arg.body`` (a :class:`Body`: a rolled loop's body, optimised
-|         | read whole (a packed | Arg  | once) run on these arguments: one trip. Its value is a tuple (no
-|         | one: its part)       |      | dtype, shape ``()``); Out terms take its parts
+| Call    | the arguments, each  | Call | ``arg.body`` (a ``rolling.body.Body``: a rolled loop's body,
+|         | read whole (a packed | Arg  | optimised once) run on these arguments: one trip. Its value is a
+|         | one: its part)       |      | tuple (no dtype, shape ``()``); Out terms take its parts
 | Out     | (the Call, any view) | i    | output ``i`` of the call: ``arg.body.outputs[i]``'s value; for
 |         |                      |      | ``i = len(outputs) + g``, pack ``g`` (``Body.packs``)
-
-A body's outputs that only later calls read (a layer's saved activations) are *packed*: per dtype,
-one 1-d Out holds them end to end, and each reader reads its part through a view with an offset.
-A deep stack then has one Out (and one buffer) per trip for them, not one per output.
 
 ``fusible[i]`` is the ``fusion`` ruleset's verdict on edge ``i``: the producer ``srcs[i]`` may be
 computed inside this term's kernel (elementwise into elementwise or into a reduction's prologue,
@@ -29,8 +25,6 @@ from dataclasses import dataclass, field
 
 from luminal.core.dtype import DType
 from luminal.core.symbolic import shape_str
-
-COMPILER_OPS = ("MatMul", "Call", "Out")
 
 
 @dataclass(eq=False, slots=True)  # one per op of the unrolled program: no per-instance dict
@@ -46,38 +40,6 @@ class Term:
 
     def __repr__(self):
         return f"t{self.id} = {self.op}({self.arg}) {shape_str(self.shape)} {self.dtype.name}"
-
-
-@dataclass(frozen=True, slots=True)
-class Pack:
-    """Outputs of one dtype laid end to end: ``members`` (output indices) at element ``offsets``,
-    ``size`` elements in all."""
-
-    dtype: DType
-    members: tuple
-    offsets: tuple
-    size: object
-
-
-@dataclass(eq=False, slots=True)
-class Body:
-    """A loop body, optimised once and called once per trip. ``inputs``: its Input terms, bound in
-    this order to a Call's srcs; ``outputs``: the terms a call returns (an Out term's arg indexes
-    them, then ``packs``: each a 1-d value holding several outputs)."""
-
-    name: str
-    inputs: tuple
-    outputs: tuple
-    packs: tuple = ()
-
-
-@dataclass(frozen=True, slots=True)
-class CallArg:
-    body: Body
-    site: tuple  # (loop, trip), for reading a program
-
-    def __str__(self):
-        return f"{self.body.name}{list(self.site)}"
 
 
 def topological(roots) -> list:
@@ -101,3 +63,4 @@ def topological(roots) -> list:
                 stack.pop()
                 order.append(x)
     return order
+

@@ -7,7 +7,6 @@ down that the answers are unchanged, on random graphs and on compiled models."""
 
 from __future__ import annotations
 
-import importlib
 import random
 from types import SimpleNamespace
 
@@ -19,11 +18,10 @@ import luminal as lm
 from luminal import train
 from luminal.compiler import kernels
 from luminal.compiler.memory import lifetimes
+from luminal.compiler.rolling import detect
 from luminal.compiler.term import topological
 from luminal.core.kernel_graph import dims_needed, expand_calls, nbytes
 from luminal.core.walk import postorder
-
-loops = importlib.import_module("luminal.compiler.loops")  # ``luminal.compiler`` is also a function's name
 
 
 # plain definitions ----------------------------------------------------------------------------------
@@ -170,7 +168,7 @@ def random_dag(rng, n, p_edge):
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("dead_chain", [0, 3, 40])
 def test_liveness_by_array_passes_is_plain_reachability(seed, dead_chain):
-    """``loops._live`` drops unread nodes pass by pass (then sweeps, past a long chain of them)."""
+    """``detect._live`` drops unread nodes pass by pass (then sweeps, past a long chain of them)."""
     rng = random.Random(seed)
     srcs = [()]
     for i in range(1, 150):
@@ -187,7 +185,7 @@ def test_liveness_by_array_passes_is_plain_reachability(seed, dead_chain):
         if i not in want:
             want.add(i)
             stack.extend(srcs[i])
-    got = loops._live(reader, flat, srcs, roots)
+    got = detect._live(reader, flat, srcs, roots)
     assert set(np.flatnonzero(got).tolist()) == want
 
 

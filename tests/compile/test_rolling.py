@@ -16,7 +16,7 @@ import pytest
 import luminal as lm
 from luminal import nn, train
 from luminal.backends.reference.interpreter import ReferenceInterpreter
-from luminal.compiler import rolling
+from luminal.compiler.rolling import detect, link, roll, template
 from luminal.compiler.term import topological
 from luminal.core.kernel_graph import expand_calls
 from luminal.core.symbolic import prod
@@ -33,23 +33,23 @@ class _Result:
 
 def one_to_one(roots, **kw):
     """The e-graph stage's contract with no rewrites: one Term per Node."""
-    n = len(rolling.collect(roots))
+    n = len(template.collect(roots))
     stats = {"nodes_before": n, "nodes_after": n, "egraph": {"enodes": n, "eclasses": n}, "rules": {},
              "budget_hit": None, "times": {"optimize": 0.0}, "candidates": []}
-    return _Result(rolling._unoptimized(roots), stats)
+    return _Result(template._unoptimized(roots), stats)
 
 
 @pytest.fixture(params=["one_to_one", "egraph"])
 def seen(request, monkeypatch):
     """Runs rolling with the given e-graph stage; records how many nodes each e-graph run was given."""
-    inner = one_to_one if request.param == "one_to_one" else rolling._optimize
+    inner = one_to_one if request.param == "one_to_one" else roll._optimize
     sizes: list[int] = []
 
     def spy(roots, **kw):
-        sizes.append(len(rolling.collect(roots)))
+        sizes.append(len(template.collect(roots)))
         return inner(roots, **kw)
 
-    monkeypatch.setattr(rolling, "_optimize", spy)
+    monkeypatch.setattr(roll, "_optimize", spy)
     return sizes
 
 
@@ -161,12 +161,12 @@ def trips(res):
 # tests --------------------------------------------------------------------------------------------
 def test_mlp_stack_rolls_to_one_body(seen):
     g, roots = mlp_stack(8)
-    res = rolling.optimize_rolled(roots, g)
+    res = roll.optimize_rolled(roots, g)
     assert trips(res) == [8] and "roll" in res.stats["times"]
     assert len(seen) == 1  # the body alone: the relu's constant mask is computed in it, so no rest remains
 
     def computed(depth):  # non-leaf nodes: a layer adds its own, the ones layers share exist once
-        return sum(n.op not in ("Input", "Constant") for n in rolling.collect(mlp_stack(depth)[1]))
+        return sum(n.op not in ("Input", "Constant") for n in template.collect(mlp_stack(depth)[1]))
 
     assert res.stats["loops"][0]["body_nodes"] == computed(9) - computed(8)
     check_same(g, roots, res)
@@ -193,7 +193,7 @@ def test_graph_grows_after_a_rolled_compile():
 
 def test_mlp_forward_and_backward_roll(seen):
     g, roots = mlp_stack(8, backward=True)
-    res = rolling.optimize_rolled(roots, g)
+    res = roll.optimize_rolled(roots, g)
     assert trips(res)[0] == 8 and len(trips(res)) >= 2 and min(trips(res)) >= 7
     check_same(g, roots, res)
 
@@ -201,7 +201,7 @@ def test_mlp_forward_and_backward_roll(seen):
 @pytest.mark.parametrize("backward", [False, True])
 def test_transformer_stack_rolls(seen, backward):
     g, roots = transformer_stack(4, backward)
-    res = rolling.optimize_rolled(roots, g)
+    res = roll.optimize_rolled(roots, g)
     assert trips(res)[0] == 4 and all(t >= 3 for t in trips(res))
     if backward:
         assert len(trips(res)) >= 2  # the backward rolls as loops of its own
@@ -215,9 +215,9 @@ def test_egraph_share_does_not_grow_with_depth(monkeypatch, build, depths, backw
     shares = []
     for depth in depths:
         sizes = []
-        monkeypatch.setattr(rolling, "_optimize", lambda roots, **kw: (sizes.append(len(rolling.collect(roots))),
+        monkeypatch.setattr(roll, "_optimize", lambda roots, **kw: (sizes.append(len(template.collect(roots))),
                                                                           one_to_one(roots))[1])
-        rolling.optimize_rolled(*reversed(build(depth, backward)))
+        roll.optimize_rolled(*reversed(build(depth, backward)))
         shares.append(sum(sizes))
     assert shares[1] == shares[0]
 
@@ -226,7 +226,7 @@ def test_non_repeating_graph_is_untouched(seen):
     g = lm.Graph()
     x = g.input("x", (4, 8))
     y = nn.Linear(16, 4)(nn.Linear(8, 16)(x).relu()).softmax(-1)
-    res = rolling.optimize_rolled([y.node], g)
+    res = roll.optimize_rolled([y.node], g)
     assert res.stats["loops"] == [] and len(seen) == 1 and seen[0] == res.stats["nodes_before"]
     check_same(g, [y.node], res)
 
@@ -239,7 +239,7 @@ def test_skip_connections_across_layers(seen):
     for _ in range(10):
         w = nn.Linear(8, 8)
         a, b = b, (w(b) + a * 0.5).tanh()
-    res = rolling.optimize_rolled([b.node], g)
+    res = roll.optimize_rolled([b.node], g)
     assert trips(res) and trips(res)[0] >= 8
     check_same(g, [b.node], res)
 
@@ -254,7 +254,7 @@ def test_shared_weights_and_several_outputs(seen):
     for _ in range(6):
         h = (shared(h) + nn.Linear(8, 8)(h)).sigmoid()
         outs.append(h.node)
-    res = rolling.optimize_rolled(outs, g)
+    res = roll.optimize_rolled(outs, g)
     assert trips(res) == [6]
     check_same(g, outs, res)
     leaves = [t for t in topological(list(res.terms.values())) if t.op in ("Input", "Constant")]
@@ -268,7 +268,7 @@ def test_dropout_masks_differ_per_trip(seen):
     h = x
     for _ in range(6):
         h = nn.Dropout(0.25)(nn.Linear(16, 16)(h).relu())
-    res = rolling.optimize_rolled([h.node], g)
+    res = roll.optimize_rolled([h.node], g)
     assert trips(res) == [6] and len(g.random) == 6
     check_same(g, [h.node], res)
 
@@ -283,7 +283,7 @@ def test_first_layer_wired_differently(seen):
         h = nn.Linear(8, 8)(h).tanh()
         h = (h * (x if i == 0 else h)).exp() + prev
         prev = h
-    res = rolling.optimize_rolled([h.node], g)
+    res = roll.optimize_rolled([h.node], g)
     assert trips(res) and trips(res)[0] >= 7
     check_same(g, [h.node], res)
 
@@ -297,7 +297,7 @@ def test_search_times_whole_programs():
         calls.append(set(terms))
         return float(len(topological(list(terms.values()))))
 
-    res = rolling.optimize_rolled(roots, g, search=2, timer=timer)
+    res = roll.optimize_rolled(roots, g, search=2, timer=timer)
     assert trips(res) == [8] and calls and all(c == {r.id for r in roots} for c in calls)
     assert len(res.stats["candidates"]) == len(calls)
     check_same(g, roots, res)
@@ -360,7 +360,7 @@ def test_rolled_program_fuses_nearly_like_the_unrolled_one(monkeypatch, backward
     g, roots = transformer_stack(3, backward)
     outs = [g.tensor(r) for r in roots]
     rolled = lm.compile(outs, backend="cpu").report(show=False)
-    monkeypatch.setattr(importlib.import_module("luminal.compiler.loops"), "MIN_SAVED", 10**9)
+    monkeypatch.setattr(detect, "MIN_SAVED", 10**9)
     unrolled = lm.compile(outs, backend="cpu").report(show=False)
     assert rolled.loops and not unrolled.loops
     trips = sum(lp["trips"] for lp in rolled.loops)
@@ -391,10 +391,10 @@ def test_unstitchable_result_falls_back_to_one_run(seen, monkeypatch):
     g, roots = mlp_stack(8)
 
     def cycle(self):
-        raise rolling._Cycle()
+        raise link._Cycle()
 
-    monkeypatch.setattr(rolling._Link, "run", cycle)
-    res = rolling.optimize_rolled(roots, g)
+    monkeypatch.setattr(link._Link, "run", cycle)
+    res = roll.optimize_rolled(roots, g)
     assert res.stats["loops"] == [] and seen[-1] == res.stats["nodes_before"]
     check_same(g, roots, res)
 

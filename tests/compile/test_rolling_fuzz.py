@@ -1,7 +1,7 @@
 """Loop-rolling equivalence fuzz: stacks of a random block, compiled for ``cpu``, against the reference
 interpreter.
 
-Why: ``lm.compile`` rolls repeated isomorphic subgraphs (``luminal/compile/rolling.py``): one body is
+Why: ``lm.compile`` rolls repeated isomorphic subgraphs (``luminal/compiler/rolling/``): one body is
 optimised and stitched back once per trip, each copy's synthetic inputs replaced by that trip's own. A
 wrong boundary (an edge that is not the same edge in every trip, a leaf taken as shared or per trip, a trip
 reading a later one) breaks only some wirings, and test_rolling.py picks those by hand. Here the repeated
@@ -46,7 +46,7 @@ from test_fuzz import FUZZ, GRAD_TOL, SCALE, U_ACC, UNARY, Val, _compare
 
 import luminal as lm
 from luminal import train
-from luminal.compiler.loops import MIN_BODY, MIN_SAVED
+from luminal.compiler.rolling.detect import MIN_BODY, MIN_SAVED
 
 U = 2.0**-24  # float32 unit roundoff: the stacks are float32 throughout
 # the steepest slopes of test_fuzz's exp templates, exp(3 tanh x) and 2^(4 tanh x) (its table bounds them

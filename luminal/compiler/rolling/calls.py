@@ -19,7 +19,8 @@ arguments, so that they live as long as a call may read them).
 
 from __future__ import annotations
 
-from luminal.compiler.term import Body, topological
+from luminal.compiler.rolling.body import Body
+from luminal.compiler.term import topological
 from luminal.core.kernel_graph import Buffer, Kernel, Routine, relinked
 from luminal.core.view import View
 
