@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 class Report:
     nodes_before: int
     nodes_after: int
-    egraph: dict  # {"enodes": n, "eclasses": n}
+    egraph: dict  # {"enodes": n, "eclasses": n, "choices": classes with more than one usable e-node}
     rules: dict  # rule name -> times fired
     kernels: list  # [(kind, fused primitive names)]
     loops: list  # [{"body_nodes": n, "trips": n}]
@@ -41,9 +41,11 @@ class Report:
         return dict(Counter(k for k, _ in self.kernels))
 
     def __str__(self) -> str:
+        eg = self.egraph
         lines = ["luminal compile report",
                  f"  nodes: {self.nodes_before} before -> {self.nodes_after} after",
-                 f"  e-graph: {self.egraph.get('enodes', '?')} e-nodes in {self.egraph.get('eclasses', '?')} e-classes"]
+                 f"  e-graph: {eg.get('enodes', '?')} e-nodes in {eg.get('eclasses', '?')} e-classes, "
+                 f"{eg.get('choices', '?')} with a choice"]
         if self.budget_hit:
             lines.append(f"  budget hit: {self.budget_hit}")
         fired = {k: v for k, v in self.rules.items() if v}

@@ -38,6 +38,11 @@ class Graph:
     fz: set = field(default_factory=set)  # (class, op, slot, producer kind, view)
     n_enodes: int = 0
 
+    def n_choices(self) -> int:
+        """Classes that give extraction a choice: two or more e-nodes that do not read their own
+        class (``x*1 = x`` leaves ``Mul(x, 1)`` in ``x``'s class, which no program can pick)."""
+        return sum(sum(e.cls not in e.kids for e in es) > 1 for es in self.classes.values())
+
 
 def _decode(eg, fns, low: Lowered):
     """[(raw class, op, arg, raw kids, views)] for every term row."""

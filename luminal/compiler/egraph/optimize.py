@@ -5,10 +5,11 @@ bounded rounds: ``schedule.py``), extract (our DAG cost model), and optionally s
 neighbours of the extracted program with ``timer``).
 
 ``stats``: ``nodes_before`` (frontend nodes reachable from the roots), ``nodes_after`` (terms
-extracted), ``egraph`` (``enodes``, ``eclasses``), ``rules`` (rule name -> matches, as egglog counts
-them, plus the folds done while lowering), ``budget_hit`` (None or which budget stopped the
-rewriting), ``times``, ``candidates`` (seconds of each timed program, the cost model's first) and
-``cost`` (the cost model's estimate of the extracted program).
+extracted), ``egraph`` (``enodes``, ``eclasses``, ``choices``: the classes with more than one e-node
+a program could use, i.e. what extraction and ``search`` choose between), ``rules`` (rule name ->
+matches, as egglog counts them, plus the folds done while lowering), ``budget_hit`` (None or which
+budget stopped the rewriting), ``times``, ``candidates`` (seconds of each timed program, the cost
+model's first) and ``cost`` (the cost model's estimate of the extracted program).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def optimize(roots, *, constants=None, budget: Budget | None = None, search: int
     except Exception as e:
         raise CompileError("extract", f"{type(e).__name__}: {e}") from e
     times["extract"] = time.perf_counter() - t
-    stats["egraph"] = {"enodes": g.n_enodes, "eclasses": len(g.classes)}
+    stats["egraph"] = {"enodes": g.n_enodes, "eclasses": len(g.classes), "choices": g.n_choices()}
     stats["cost"] = dag_cost(choice, costs, roots_cls)
     by_root = _by_root(g, low, terms)
     if search and timer is not None:
