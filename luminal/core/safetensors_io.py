@@ -4,13 +4,27 @@ Layout: an 8-byte little-endian header length ``n``, ``n`` bytes of JSON (space-
 starts 8-byte aligned) mapping each name to ``{"dtype", "shape", "data_offsets"}`` plus an optional
 ``"__metadata__"`` of str -> str, then the raw little-endian tensor bytes. numpy has no bfloat16, so
 luminal carries bfloat16 values in float32 arrays: BF16 is written as the upper 16 bits of each float32
-and read back into float32. Loading memory-maps the file, so only the tensors used are paged in.
+and read back into float32.
+
+Loading reads each tensor into an array of its own, so the arrays stay valid whatever later happens
+to the file (a ``cp`` over it, a truncation, a half-written copy from another program): with a
+memory map, reading a page that a truncation removed raises SIGBUS and kills the process, which no
+``try`` can catch. Mapping stays available as ``load_file(path, mmap=True)`` for files known to stay
+put (read-only model weights), where paging in only the tensors used is worth that risk.
+
+Saving writes a temp file beside the target and renames it over the target, so readers see the old
+file or the new one, never half of one. The temp's name carries the writer's pid
+(``.<name>.<pid>.<random>.tmp``): a save killed before its rename (kill -9, SIGTERM, power loss)
+leaves its temp behind, and the next save of the same target removes the temps of writers that no
+longer run, never those of a live concurrent writer.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import tempfile
 from math import prod
 
@@ -21,6 +35,7 @@ from luminal.core.dtype import as_dtype, round_bf16
 # safetensors dtype -> numpy storage on disk (BF16 is raw 16-bit patterns, widened on load).
 _NP = {"F16": "<f2", "BF16": "<u2", "F32": "<f4", "F64": "<f8", "I8": "i1", "I16": "<i2", "I32": "<i4",
        "I64": "<i8", "U8": "u1", "U16": "<u2", "U32": "<u4", "U64": "<u8", "BOOL": "?"}
+_WRITING: set[str] = set()  # temp files this process is writing now (see _remove_stale_temps)
 _LM = {"float16": "F16", "bfloat16": "BF16", "float32": "F32", "float64": "F64", "int32": "I32", "bool": "BOOL"}
 
 
@@ -77,10 +92,16 @@ def save_file(tensors, path, metadata: dict[str, str] | None = None, dtypes: dic
     head = json.dumps(header, separators=(",", ":")).encode()
     head += b" " * (-len(head) % 8)
 
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = tempfile.NamedTemporaryFile(delete=False, dir=directory, prefix=f".{os.path.basename(path)}.",
-                                      suffix=".tmp")
+    target = _target(path)
+    directory, base = os.path.split(target)
+    _remove_stale_temps(directory, base)
+    try:
+        tmp = tempfile.NamedTemporaryFile(delete=False, dir=directory, prefix=f".{base}.{os.getpid()}.",
+                                          suffix=".tmp")
+    except OSError as e:  # the error would name the hidden temp, not the file the user asked for
+        raise OSError(e.errno, f"cannot save {os.fspath(path)!r}: {e.strerror} (creating a temp file in "
+                               f"{directory!r})", os.fspath(path)) from None
+    _WRITING.add(tmp.name)
     try:
         with tmp:
             tmp.write(len(head).to_bytes(8, "little") + head)
@@ -88,14 +109,80 @@ def save_file(tensors, path, metadata: dict[str, str] | None = None, dtypes: dic
                 tmp.write(data.reshape(-1).view(np.uint8).data)
             tmp.flush()
             os.fsync(tmp.fileno())
-        os.chmod(tmp.name, _mode_for(path))
-        os.replace(tmp.name, path)
+        os.chmod(tmp.name, _mode_for(target))
+        os.replace(tmp.name, target)
     except BaseException:
         try:
             os.unlink(tmp.name)
         except OSError:
             pass
         raise
+    finally:
+        _WRITING.discard(tmp.name)
+
+
+def _target(path) -> str:
+    """The file a save really writes, checked the way ``open(path, "wb")`` would check it, with errors
+    that name the path the user gave. A symlink is followed (its target is rewritten, the link stays a
+    link); the rename would otherwise replace the link itself. A read-only file is refused although
+    the rename could replace it (it needs only the directory's permission), and also for root, who
+    may write anything: the mode bits say the file is not meant to change."""
+    given = os.fspath(path)
+    if isinstance(given, bytes):
+        given = os.fsdecode(given)
+    if given == "":
+        raise FileNotFoundError(errno.ENOENT, "cannot save to an empty path", given)
+    target = os.path.realpath(given)
+    directory = os.path.dirname(target)
+    if os.path.isdir(target):
+        raise IsADirectoryError(errno.EISDIR, "cannot save: the path is a directory", given)
+    if not os.path.isdir(directory):
+        what = "is not a directory" if os.path.exists(directory) else "does not exist"
+        raise FileNotFoundError(errno.ENOENT, f"cannot save: the directory {directory!r} {what}", given)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return target
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "cannot save: the path exists and is not a regular file", given)
+    if not st.st_mode & 0o222 or not os.access(target, os.W_OK):
+        raise PermissionError(errno.EACCES, f"cannot save: the file is read-only (mode "
+                                            f"{stat.S_IMODE(st.st_mode):04o})", given)
+    return target
+
+
+def _remove_stale_temps(directory: str, base: str) -> None:
+    """Delete ``.<base>.<pid>.*.tmp`` files of writers that are dead: temps of saves of this target that
+    were killed before their rename. A temp whose pid runs (a concurrent save, or an unrelated process
+    that reuses the pid) is kept: removing a live writer's temp would fail its rename. Temps of other
+    names, and names not in this form, are never touched."""
+    prefix = f".{base}."
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return  # the temp's creation reports the directory's problem, naming the user's path
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        pid = name[len(prefix):-len(".tmp")].split(".", 1)[0]
+        if not pid.isdigit() or _alive(int(pid), os.path.join(directory, name)):
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+        except OSError:
+            pass  # another save removed it first, or the directory forbids it: the save goes on
+
+
+def _alive(pid: int, path: str) -> bool:
+    if pid == os.getpid():  # a thread of this process saving now, or an earlier process with our pid
+        return path in _WRITING  # (pids repeat across container restarts)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # it exists (owned by someone else), or cannot be asked: keep its temp
+    return True
 
 
 def _mode_for(path: str) -> int:
@@ -117,22 +204,28 @@ def _unique_keys(pairs):
     return dict(pairs)
 
 
-def _read_header(path) -> tuple[dict, dict, int]:
+def _read_header(path, f=None) -> tuple[dict, dict, int]:
     """(tensor entries, metadata, data start) after checking every entry against the file size, so a
-    corrupt or truncated file is reported here, by name, instead of as garbage values or a crash."""
+    corrupt or truncated file is reported here, by name, instead of as garbage values or a crash.
+    ``f``: the file, already open (``load_file`` reads the data through the same descriptor)."""
     path = os.fspath(path)
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size < 8:
-            raise ValueError(f"{path}: not a safetensors file: {size} bytes, shorter than the 8-byte header length")
-        n = int.from_bytes(f.read(8), "little")
-        if 8 + n > size:
-            raise ValueError(f"{path}: header length {n} runs past the end of the file ({size} bytes)")
-        raw = f.read(n)
+    if f is None:
+        with open(path, "rb") as f:
+            return _read_header(path, f)
+    size = os.fstat(f.fileno()).st_size
+    if size < 8:
+        raise ValueError(f"{path}: not a safetensors file: {size} bytes, shorter than the 8-byte header length")
+    n = int.from_bytes(f.read(8), "little")
+    if 8 + n > size:
+        raise ValueError(f"{path}: header length {n} runs past the end of the file ({size} bytes)")
+    raw = f.read(n)
     try:
         header = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
     except ValueError as e:  # also JSONDecodeError and UnicodeDecodeError
         raise ValueError(f"{path}: header is not valid JSON: {e}") from None
+    except RecursionError:  # json recurses once per nesting level: a crafted header exhausts the stack
+        raise ValueError(f"{path}: header is not a safetensors header: its JSON is nested too deeply "
+                         f"(a safetensors header is two levels deep)") from None
     if not isinstance(header, dict):
         raise ValueError(f"{path}: header must be a JSON object, got {type(header).__name__}")
     meta = header.pop("__metadata__", None) or {}
@@ -163,14 +256,37 @@ def _read_header(path) -> tuple[dict, dict, int]:
     return header, meta, 8 + n
 
 
-def load_file(path) -> dict[str, np.ndarray]:
-    """Name -> array, read-only views of a memory map (BF16 comes back as bf16-exact float32 copies)."""
-    header, _, start = _read_header(path)
-    mm = np.memmap(path, dtype=np.uint8, mode="r")
+def load_file(path, mmap: bool = False) -> dict[str, np.ndarray]:
+    """Name -> array (BF16 comes back as bf16-exact float32).
+
+    By default each tensor is read into an array of its own, which stays valid whatever happens to
+    the file afterwards. ``mmap=True`` returns read-only views of a memory map instead: nothing is
+    read until used, but the file must not change while any returned array lives. Rewriting it in
+    place (``cp new.safetensors old.safetensors``) changes the arrays' values under the reader, and
+    truncating it makes the next read of a lost page raise SIGBUS, which kills the process. (A save
+    by ``save_file`` renames a new file over the old one and is safe: the mapping keeps the old file.)
+    """
+    path = os.fspath(path)
+    if mmap:
+        header, _, start = _read_header(path)
+        mm = np.memmap(path, dtype=np.uint8, mode="r")
+        raw = {name: np.asarray(mm[start + e["data_offsets"][0]:start + e["data_offsets"][1]])
+               for name, e in header.items()}
+    else:
+        raw = {}
+        with open(path, "rb") as f:
+            header, _, start = _read_header(path, f)
+            for name, e in header.items():
+                b, end = e["data_offsets"]
+                buf = np.empty(end - b, np.uint8)
+                f.seek(start + b)
+                if f.readinto(memoryview(buf)) != end - b:  # the file shrank since its size was checked
+                    raise ValueError(f"{path}: tensor {name!r}: the file ended early (it was truncated or "
+                                     f"rewritten while being read)")
+                raw[name] = buf
     out = {}
     for name, e in header.items():
-        b, end = e["data_offsets"]
-        arr = np.asarray(mm[start + b:start + end]).view(_NP[e["dtype"]]).reshape(e["shape"])
+        arr = raw[name].view(_NP[e["dtype"]]).reshape(e["shape"])
         out[name] = np.asarray(arr.astype(np.uint32) << 16).view(np.float32) if e["dtype"] == "BF16" else arr
     return out
 

@@ -324,10 +324,10 @@ def test_missing_file(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- mmap
-def test_load_is_memory_mapped(tmp_path):
+def test_load_with_mmap_is_memory_mapped(tmp_path):
     p = tmp_path / "t.safetensors"
     save_file({"x": np.arange(1000, dtype=np.float32), "bf": bf16_values()}, p, dtypes={"bf": lm.bfloat16})
-    x = load_file(p)["x"]
+    x = load_file(p, mmap=True)["x"]
     base, chain = x, []
     while base is not None:
         chain.append(type(base))
@@ -342,7 +342,7 @@ def test_overwriting_a_loaded_file_keeps_loaded_arrays_valid(tmp_path):
     their values (an in-place rewrite would change them under the reader, or crash it)."""
     p = tmp_path / "t.safetensors"
     save_file({"x": np.arange(1000, dtype=np.float32)}, p)
-    old = load_file(p)["x"]
+    old = load_file(p, mmap=True)["x"]
     save_file({"x": np.zeros(10, dtype=np.float32)}, p)
     np.testing.assert_array_equal(old, np.arange(1000, dtype=np.float32))
     assert load_file(p)["x"].shape == (10,)
