@@ -18,8 +18,8 @@ Three steps, each simple on its own:
    activation into one matmul kernel, softmax's division into the sum's epilogue, and an optimizer's
    moment and parameter updates into one kernel with several outputs.
 
-A Call of a rolled loop's body (``term.py``) is one more kind of draft: it never merges, and emitting
-it makes a ``call`` kernel of the body's kernels, built once (``calls.py``).
+A Call of a rolled loop's body (``rolling/body.py``) is one more kind of draft: it never merges, and
+emitting it makes a ``call`` kernel of the body's kernels, built once (``rolling/calls.py``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from luminal.compiler.rolling.calls import Fragment
+from luminal.compiler.rolling.calls import BodyKernels
 from luminal.core import dtype as dt
 from luminal.core.kernel_graph import Buffer, Expr, Kernel, KernelGraph, dims_needed
 from luminal.core.primitives import ELEMENTWISE
@@ -70,7 +70,7 @@ class KernelBuilder:
             for i, (s, _) in enumerate(t.srcs):
                 self.readers[s].append((t, i))
         self.buffers: list[Buffer] = []
-        self.ids = itertools.count() if ids is None else ids  # buffer ids, unique across a program's routines
+        self.ids = itertools.count() if ids is None else ids  # buffer ids, unique across a program's bodies
         self.buffer_of: dict = {}  # term -> Buffer
         self.mat: set = set()
         self.chained: set = set()  # sums folded into the sum that reads them
@@ -80,7 +80,7 @@ class KernelBuilder:
         self.sizes: dict[int, object] = {}  # id(shape) -> _numel(shape)
         self.alive: list = []  # the shapes keyed by id in ``sizes``
         self.leaf_buffers: dict[tuple, Buffer] = {}  # one buffer per distinct leaf, whichever term reads it
-        self.fragments: dict[int, Fragment] = {}  # id(Body) -> its kernels, built at its first call
+        self.bodies: dict[int, BodyKernels] = {}  # id(Body) -> its kernels, built at its first call
 
     # step 1 ------------------------------------------------------------------------------------
     def decide(self):
@@ -115,7 +115,7 @@ class KernelBuilder:
 
     def buffer(self, t) -> Buffer:
         """The buffer holding term ``t`` (leaves get theirs on first use: one per distinct leaf, as the
-        rest of a rolled program and its bodies' fragments each have their own leaf terms)."""
+        rest of a rolled program and each body's kernels have their own leaf terms)."""
         b = self.buffer_of.get(t)
         if b is not None:
             return b
@@ -275,14 +275,14 @@ class KernelBuilder:
                                    prologue=prologue, acc_dtype=top.dtype, epilogue_inputs=epi_ins, fused=fused))
 
     def _emit_call(self, d: _Draft):
-        """One call of a loop body: a ``call`` kernel of the body's routine (built at its first call)
+        """One call of a loop body: a ``call`` kernel of the body's kernels (built at its first call)
         on this call's argument buffers (``calls.py``)."""
         call = d.roots[0]
         body = call.arg.body
-        frag = self.fragments.get(id(body))
-        if frag is None:
-            frag = self.fragments[id(body)] = Fragment(body, self)
-        outs = frag.call(self, [self.buffer(s) for s, _ in call.srcs], [v for _, v in call.srcs])
+        built = self.bodies.get(id(body))
+        if built is None:
+            built = self.bodies[id(body)] = BodyKernels(body, self)
+        outs = built.call(self, [self.buffer(s) for s, _ in call.srcs], [v for _, v in call.srcs])
         for r in d.roots[1:]:
             self.buffer_of[r] = outs[r.arg]
 

@@ -10,11 +10,11 @@ then write a kernel's outputs while it still reads its inputs.
 Slots are handed out by a linear scan in kernel order (best fit on sizes estimated with every
 symbolic dim at ``_PROBE``; the estimate only steers the choice, it never sizes anything).
 
-A ``call`` kernel reads its inputs and writes its outputs like any kernel. The scratch of its routine
-(``kernel_graph.Routine``) is planned once, by the same scan over the routine's kernels, into a
-*frame* of slots; each frame slot then takes part in the program's scan as one buffer living from
-the routine's first call to its last, so every call of the routine reuses the same storage (calls
-run one after another) and the plan costs the routines once, not once per call.
+A ``call`` kernel reads its inputs and writes its outputs like any kernel. The scratch of its body
+(``kernel_graph.Body``) is planned once, by the same scan over the body's kernels, into the *body's
+slots*; each of them then takes part in the program's scan as one buffer living from
+the body's first call to its last, so every call of the body reuses the same storage (calls
+run one after another) and the plan costs the bodies once, not once per call.
 """
 
 from __future__ import annotations
@@ -62,21 +62,21 @@ def _spans(kernels, ends=(), end=0) -> dict:
 def plan_memory(kg: KernelGraph) -> MemoryPlan:
     life = _program_spans(kg)
     temps = [b for b in kg.buffers if b in life]
-    call_at: dict[int, list[int]] = {}  # id(routine) -> indices of its calls
+    call_at: dict[int, list[int]] = {}  # id(body) -> indices of its calls
     for i, k in enumerate(kg.kernels):
         if k.kind == "call":
             call_at.setdefault(id(k.body), []).append(i)
-    routines = kg.routines()
-    scratch = [b for r in routines for b in r.scratch]
+    bodies = kg.bodies()
+    scratch = [b for body in bodies for b in body.scratch]
     size = _probe_sizes(temps + scratch)
     items = [(*life[b], size[b], [b]) for b in temps]
     repeats: dict[int, int] = {}
-    for r in routines:
-        at = call_at[id(r)]
-        spans = _spans(r.kernels)
-        frame = _scan([(*spans[b], size[b], [b]) for b in r.scratch if b in spans])
-        items += [(at[0], at[-1], est, bufs) for est, bufs in frame]
-        repeats.update((b.id, len(at)) for b in r.scratch)
+    for body in bodies:
+        at = call_at[id(body)]
+        spans = _spans(body.kernels)
+        body_slots = _scan([(*spans[b], size[b], [b]) for b in body.scratch if b in spans])
+        items += [(at[0], at[-1], est, bufs) for est, bufs in body_slots]
+        repeats.update((b.id, len(at)) for b in body.scratch)
     slots = [bufs for _, bufs in _scan(items)]
     slot_of = {b.id: s for s, bufs in enumerate(slots) for b in bufs}
     return MemoryPlan(slot_of, slots, temps + scratch, repeats)

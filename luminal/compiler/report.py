@@ -72,8 +72,8 @@ class Report:
 
 
 def _kernels(kg) -> list:
-    """[(kind, fused)] of every kernel as the program runs: a call counts its routine's kernels."""
-    bodies = {id(r): [(k.kind, tuple(k.fused)) for k in r.kernels] for r in kg.routines()}
+    """[(kind, fused)] of every kernel as the program runs: a call counts its body's kernels."""
+    bodies = {id(r): [(k.kind, tuple(k.fused)) for k in r.kernels] for r in kg.bodies()}
     out: list = []
     for k in kg.kernels:
         if k.kind == "call":

@@ -17,7 +17,7 @@ Kernel kinds (``Kernel.kind``):
 |             |                 | read through their views (a GEMM layout); then the epilogue outputs
 | gather      | out shape       | ``Gather`` of ``inputs[0]`` at ``inputs[1]`` along ``axis``
 | scatter_add | dst shape       | ``ScatterAdd``: ``inputs[0]`` with ``inputs[2]`` added at ``inputs[1]`` along ``axis``
-| call        | ``()``          | ``body``'s kernels (a :class:`Routine`) with its ``params`` bound to the first
+| call        | ``()``          | ``body``'s kernels (a :class:`Body`) with its ``params`` bound to the first
 |             |                 | ``inputs`` (the rest: program temps its kernels read directly) and its
 |             |                 | ``results`` to the buffers of ``outputs`` (whose Exprs are None), then its
 |             |                 | ``packs`` to the next ones (1-d: each result of a pack is a part of it; an
@@ -26,10 +26,10 @@ Kernel kinds (``Kernel.kind``):
 (A gather / scatter_add kernel's one output Expr is ``Gather`` / ``ScatterAdd`` of its Loads: it names
 the operation, which backends carry out from ``inputs`` and ``axes``.)
 
-A rolled loop (``compile/rolling.py``) stays rolled here: its body's kernels are built once, as a
-:class:`Routine`, and every trip is one ``call`` kernel of it. Everything that is linear in the
+A rolled loop (``compiler/rolling/``) stays rolled here: its body's kernels are built once, as a
+:class:`Body`, and every trip is one ``call`` kernel of it. Everything that is linear in the
 unrolled program is left to the backend, which expands the calls (``expand_calls``) when it lays out
-its run; the memory plan plans a routine's ``scratch`` once, as a frame every call reuses.
+its run; the memory plan places a body's ``scratch`` once, in slots every call reuses.
 
 Expr ops: every elementwise primitive of ``frontend/primitives.py`` (Log2, Exp2, Sin, Sqrt, Recip,
 Add, Mul, Mod, Max, LessThan, Where, Cast, and Copy, which is its operand's value; their dtype
@@ -101,7 +101,7 @@ class Kernel:
     acc_dtype: DType | None = None  # reduce / matmul: dtype of ``Acc``
     epilogue_inputs: list = field(default_factory=list)  # reduce / matmul: [(Buffer, View)] of the output shape
     fused: tuple = ()  # names of the primitives this kernel computes (for the report)
-    body: Routine | None = None  # call: the kernels it runs
+    body: Body | None = None  # call: the kernels it runs
 
     def __repr__(self):
         outs = ", ".join(repr(b) for b, _ in self.outputs)
@@ -109,8 +109,10 @@ class Kernel:
 
 
 @dataclass(eq=False)
-class Routine:
-    """A rolled loop's body as kernels, run by each of its ``call`` kernels (one per trip).
+class Body:
+    """A rolled loop's body as kernels, run by each of its ``call`` kernels (one per trip). (The same
+    body is a ``rolling.detect.Span`` of nodes when detected and a ``rolling.body.Body`` of terms
+    once linked.)
 
     Its kernels read ``params`` (bound to a call's inputs, in order), the program's own buffers
     (leaves, and the values every trip shares, computed once before the first call) and ``scratch``;
@@ -134,14 +136,14 @@ class KernelGraph:
     updates: list  # [(state name, Buffer, View)]: written into the named states after the run
     dims: tuple = ()  # symbolic dim names the program needs bound
 
-    def routines(self) -> list[Routine]:
-        """The routines the program calls, in the order of their first calls."""
+    def bodies(self) -> list[Body]:
+        """The bodies the program calls, in the order of their first calls."""
         return list({id(k.body): k.body for k in self.kernels if k.kind == "call"}.values())
 
 
 def expand_calls(kernels) -> list[Kernel]:
-    """``kernels`` with every call replaced by its routine's kernels over the call's buffers (a copy
-    per call; the scratch buffers are the routine's own, shared by every call): the program as it
+    """``kernels`` with every call replaced by its body's kernels over the call's buffers (a copy
+    per call; the scratch buffers are the body's own, shared by every call): the program as it
     runs, for a backend laying out its run. Linear in the unrolled program, unlike the rest of the
     kernel graph.
 
@@ -185,7 +187,7 @@ def dims_needed(kg: KernelGraph, expr_args=None) -> tuple:
 
     ``expr_args``: the args of every Scalar and Reshape in the kernels' expressions, from a caller
     that made them (the kernel builder): then no expression is walked (tens of thousands in a deep
-    graph). A routine's kernels are looked at once, however many calls it has."""
+    graph). A body's kernels are looked at once, however many calls it has."""
     used: set = set() if expr_args is None else free_vars_in(list(expr_args))
     seen: set[int] = set()  # ids of the shapes, views and exprs looked at: deep graphs share most of them
 
@@ -194,9 +196,9 @@ def dims_needed(kg: KernelGraph, expr_args=None) -> tuple:
             seen.add(id(x))
             used.update(find(x))
 
-    routines = kg.routines()
-    kernels = kg.kernels + [k for r in routines for k in r.kernels]
-    buffers = kg.buffers + [b for r in routines for b in r.params + r.results + r.scratch]
+    bodies = kg.bodies()
+    kernels = kg.kernels + [k for body in bodies for k in body.kernels]
+    buffers = kg.buffers + [b for body in bodies for b in body.params + body.results + body.scratch]
     used |= free_vars_in(list({b.shape for b in buffers} | {k.domain for k in kernels}))  # few distinct shapes
     for v in [v for _, v in kg.outputs] + [v for _, _, v in kg.updates]:
         add(v, view_vars)
@@ -233,10 +235,10 @@ def nbytes(buf: Buffer, env: dict[str, int], itemsize=logical_itemsize) -> int:
 
 @dataclass
 class MemoryPlan:
-    slot_of: dict  # {temp buffer id: slot index}, routines' scratch included
+    slot_of: dict  # {temp buffer id: slot index}, bodies' scratch included
     slots: list  # [[Buffer]]: the temps sharing each slot, in the order they were placed
-    temps: list  # [Buffer]: every temp buffer of the graph, then every routine's scratch
-    calls: dict = field(default_factory=dict)  # {scratch buffer id: calls of its routine}
+    temps: list  # [Buffer]: every temp buffer of the graph, then every body's scratch
+    calls: dict = field(default_factory=dict)  # {scratch buffer id: calls of its body}
 
     def slot_bytes(self, env: dict[str, int], itemsize=logical_itemsize) -> list[int]:
         """Bytes of each slot under ``env``: its largest buffer."""

@@ -55,12 +55,12 @@ def plain_path(d1, d2, consumers) -> bool:
 def plain_plan(kg) -> dict:
     """Linear scan in kernel order; a new temp takes the smallest free slot that holds it (else the
     largest free one), ties to the lowest slot; a slot frees after the kernel of its last read. A
-    routine's scratch is first planned the same way over the routine's kernels; each of those slots
-    then takes part as one temp living from the routine's first call to its last."""
+    body's scratch is first planned the same way over the body's kernels; each of those slots
+    then takes part as one temp living from the body's first call to its last."""
     probe = dict.fromkeys(kg.dims, 64)
     life = lifetimes(kg)
     items = [(*life[b.id], nbytes(b, probe), [b]) for b in kg.buffers if b.id in life]
-    for r in kg.routines():
+    for r in kg.bodies():
         calls = [i for i, k in enumerate(kg.kernels) if k.body is r]
         spans = []
         for b in r.scratch:
@@ -122,11 +122,11 @@ def test_memory_plan_is_the_plain_best_fit(depth, backward):
 def test_memory_plan_never_overwrites_a_value_still_read(depth, backward):
     """Run the program's buffers through their slots as it runs (calls expanded): every read finds the
     value it reads still in its slot, no kernel writes into a slot it reads, and the results are in
-    theirs at the end. (Rolled stacks: a routine's scratch shares one frame, and a loop-invariant
+    theirs at the end. (Rolled stacks: a body's scratch is placed once, in slots every call reuses, and a loop-invariant
     value computed before the first call must survive the last.)"""
     prog = program(depth, backward)
     kg, slot_of = prog.kg, prog.plan.slot_of
-    assert kg.routines() if depth > 1 else True
+    assert kg.bodies() if depth > 1 else True
     holds: dict = {}  # slot -> id of the buffer last written into it
 
     def check(b):

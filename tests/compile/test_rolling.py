@@ -335,7 +335,7 @@ def test_outputs_only_later_calls_read_are_packed():
     outs = [g.tensor(r) for r in roots]
     f = lm.compile(outs, backend="cpu")
     kg = f.runner.program.kg
-    fwd, bwd = kg.routines()[:2]
+    fwd, bwd = kg.bodies()[:2]
     assert sum(len(p) for p in fwd.packs) > 10 and len(fwd.results) <= 2  # the residual stream, the output
     assert len(bwd.results) >= 12  # the block's parameter gradients: program outputs
     calls = [k for k in kg.kernels if k.body is fwd]
@@ -400,7 +400,7 @@ def test_unstitchable_result_falls_back_to_one_run(seen, monkeypatch):
 
 
 def test_scratch_read_through_a_padded_view_is_fresh_in_every_call():
-    """A routine's scratch is the same storage in every call; a masked (padded) read of it is a copy
+    """A body's scratch is the same storage in every call; a masked (padded) read of it is a copy
     made when it is read, so each call must copy its own trip's values, not reuse the first call's."""
     g = lm.Graph()
     x = g.input("x", ("B", 16))
@@ -411,7 +411,7 @@ def test_scratch_read_through_a_padded_view_is_fresh_in_every_call():
         h = (p[:, :-2] + p[:, 2:]).tanh()  # two shifted, padded reads of the matmul's result
     f = lm.compile([h], backend="cpu")
     assert [lp["trips"] for lp in f.report(show=False).loops] == [4]
-    [routine] = f.runner.program.kg.routines()
-    assert routine.scratch  # the matmul's result lives within a call
+    [body] = f.runner.program.kg.bodies()
+    assert body.scratch  # the matmul's result lives within a call
     xv = np.random.default_rng(2).standard_normal((3, 16)).astype(np.float32)
     np.testing.assert_allclose(f(x=xv), lm.compile([h], backend="reference")(x=xv), rtol=1e-5, atol=1e-6)

@@ -22,7 +22,7 @@ import numpy as np
 from luminal.backends.cpu import blas, layout
 from luminal.backends.cpu.exprs import rewrite, shape_of, topo
 from luminal.backends.cpu.gemm import Strided
-from luminal.backends.cpu.lowering import contraction, lower
+from luminal.backends.cpu.lowering import lower
 from luminal.backends.cpu.parallel import Split, split_rows, thread_count
 from luminal.core import numpy_ops as ops
 from luminal.core.gc_paused import gc_paused
@@ -96,7 +96,7 @@ class Binding:
         self._pool: dict = {}  # (shape, dtype) -> free scratch arrays
         self._taken: dict = {}  # id -> scratch taken by the kernel being lowered
         self._loads: dict = {}  # (buffer id, its writes so far, view) -> the value a kernel reads
-        self._writes: dict = {}  # buffer id -> kernels lowered so far that write it (a routine's scratch: many)
+        self._writes: dict = {}  # buffer id -> kernels lowered so far that write it (a body's scratch: many)
         self._arrays: dict = {}  # buffer id -> array, for every buffer but the caller's
         self._caller: dict = {}  # name -> (shape, np dtype) of each caller array
         self._refs: dict = {}  # name -> [InputView]
@@ -167,7 +167,7 @@ class Binding:
     # allocation -----------------------------------------------------------------------------------
     def _layouts(self, kg, kernels) -> dict:
         """{buffer id: storage axis order} for GEMM results whose readers walk them permuted. (A
-        routine's scratch is read by every call through the same view objects: each distinct view
+        body's scratch is read by every call through the same view objects: each distinct view
         is looked at once, weighted by how many times it is read, and each buffer decided once.)"""
         readers: dict = {}  # buffer id -> {id(view): [view, reads]}
         reads = [(buf, v) for k in kernels for buf, v in k.inputs + k.epilogue_inputs]
@@ -182,7 +182,7 @@ class Binding:
         decided: set = set()
         for k in kernels:
             gemm = k.kind == "matmul" and all(v.mask is None for _, v in k.inputs)
-            if not gemm and not (k.kind == "reduce" and contraction(k) is not None):
+            if not gemm:
                 continue
             shape = tuple(d for i, d in enumerate(self.shape(k.domain)) if i not in k.axes)
             buf = next((b for b, e in k.outputs if e.op == "Acc" and b.dtype is k.acc_dtype), None)
@@ -238,7 +238,7 @@ class Binding:
         slots = []
         for nbytes in plan.slot_bytes(self.env, storage_itemsize):
             slots.append(np.empty(-(-nbytes // 8), np.float64).view(np.uint8))  # 8-byte aligned raw bytes
-        for buf in kg.buffers + [b for r in kg.routines() for b in r.scratch]:
+        for buf in kg.buffers + [b for r in kg.bodies() for b in r.scratch]:
             shape = self.shape(buf.shape)
             dtype = buf.dtype.np
             if buf.kind in CALLER_KINDS:
@@ -330,7 +330,7 @@ class Binding:
         """What a kernel reads through ``view``: a strided view, or for a masked view a dedicated
         array whose pad is filled now and whose valid box is copied on every run (by the first
         kernel that reads it: later readers share the copy until a kernel writes the buffer again,
-        as every call of a routine writes its scratch)."""
+        as every call of a body writes its scratch)."""
         key = (buf.id, self._writes.get(buf.id, 0), view)
         if key in self._loads:
             return self._loads[key]

@@ -1,35 +1,36 @@
-"""Calls in the kernel graph: a loop body's kernels are built once, as a Routine, and called per trip.
+"""Calls in the kernel graph: a loop body's kernels are built once and called per trip.
 
-A rolled loop reaches the kernel stage as Call terms (``term.py``), one call per trip. Cutting each
-trip's terms into kernels again would cost the whole unrolled program; instead the body is cut once,
-into a :class:`Fragment` over buffers of its own, and every trip becomes one ``call`` kernel of its
-:class:`~.kernel_graph.Routine`:
+A rolled loop reaches the kernel stage as Call terms (``term.py``), one call per trip, of a body of
+terms (``body.py``). Cutting each trip's terms into kernels again would cost the whole unrolled
+program; instead the body is cut once, over buffers of its own (:class:`BodyKernels`), into a
+``kernel_graph.Body``, and every trip becomes one ``call`` kernel of it:
 
-- the body's Input placeholders are the routine's params, bound to the call's argument buffers;
+- the body's Input placeholders are its params, bound to the call's argument buffers;
 - its leaves (inputs, states, constants shared by every trip) are the program's own leaf buffers;
 - the buffers of its outputs are its results, bound to fresh temporaries of the program per call;
-  a packed output's buffer (``term.py``) is bound to its part of the call's pack instead;
-- every other buffer is scratch: it lives within one call (the memory plan gives it one frame).
+  a packed output's buffer (``body.py``) is bound to its part of the call's pack instead;
+- every other buffer is scratch: it lives within one call (the memory plan places it once, in
+  slots every call reuses).
 
 Kernels that read no argument, directly or through other kernels of the body (a causal mask, a
 symbolic scalar), compute the same values in every trip: they are emitted once, before the first
-call, and the routine reads their buffers (every call lists them among its inputs, after the
+call, and the body reads their buffers (every call lists them among its inputs, after the
 arguments, so that they live as long as a call may read them).
 """
 
 from __future__ import annotations
 
-from luminal.compiler.rolling.body import Body
 from luminal.compiler.term import topological
-from luminal.core.kernel_graph import Buffer, Kernel, Routine, relinked
+from luminal.core.kernel_graph import Body, Buffer, Kernel, relinked
 from luminal.core.view import View
 
 
-class Fragment:
-    """The kernels of one Body, as a Routine (see the module docstring). Made at the body's first call:
-    it emits the invariant kernels into ``parent`` (a KernelBuilder) there."""
+class BodyKernels:
+    """A body of terms (``body.py``) cut into kernels: ``body``, a ``kernel_graph.Body``, and how a
+    call binds it (see the module docstring). Made at the body's first call: it emits the invariant
+    kernels into ``parent`` (a KernelBuilder) there."""
 
-    def __init__(self, body: Body, parent):
+    def __init__(self, body, parent):
         from luminal.compiler.kernels import KernelBuilder
 
         kb = KernelBuilder(topological(list(body.outputs)), body.outputs, parent.input_kinds, parent.constants,
@@ -39,8 +40,8 @@ class Fragment:
             kb.emit(d)
         parent.expr_args += kb.expr_args
         arg_index = {t.arg: i for i, t in enumerate(body.inputs)}
-        param_of: dict = {}  # fragment buffer -> index of the call argument it stands for
-        links: dict = {}  # fragment buffer -> program buffer: leaves, then the invariant kernels' outputs
+        param_of: dict = {}  # buffer of the body's own -> index of the call argument it stands for
+        links: dict = {}  # buffer of the body's own -> program buffer: leaves, then the invariant kernels' outputs
         for t, b in kb.buffer_of.items():
             if t.op == "Input" and t.arg in arg_index:
                 param_of[b] = arg_index[t.arg]
@@ -67,8 +68,8 @@ class Fragment:
         kernels = [relinked(k, links) for k in per_call]
         packs = [[(outputs[i], off) for i, off in zip(p.members, p.offsets)] for p in body.packs]
         self.packs = body.packs
-        self.routine = Routine(body.name, params, results, [b for b in written if b not in taken], kernels, packs)
-        # the program's temps the routine reads (the invariant kernels' outputs): inputs of every call
+        self.body = Body(body.name, params, results, [b for b in written if b not in taken], kernels, packs)
+        # the program's temps the body reads (the invariant kernels' outputs): inputs of every call
         read = {b for k in kernels for b, _ in k.inputs + k.epilogue_inputs}
         self.shared = [(b, View.contiguous(b.shape)) for b in links.values() if b.kind == "temp" and b in read]
         # what a call returns for each body output: ("param", i), ("packed", pack), ("result", i) or
@@ -81,11 +82,11 @@ class Fragment:
         (read through ``views``); returns the buffers of the body's outputs (None for a packed one),
         then of its packs: what the call's Out terms hold, by their arg."""
         ids = parent.ids
-        outs = [Buffer(next(ids), b.shape, b.dtype) for b in self.routine.results]  # temps (``_new_buffer``)
+        outs = [Buffer(next(ids), b.shape, b.dtype) for b in self.body.results]  # temps (``_new_buffer``)
         packs = [Buffer(next(ids), (p.size,), p.dtype) for p in self.packs]
         parent.buffers += outs
         parent.buffers += packs
         parent.kernels.append(Kernel("call", (), [(args[i], views[i]) for i in self.arg_index] + self.shared,
-                                     [(b, None) for b in outs + packs], fused=(self.routine.name,), body=self.routine))
+                                     [(b, None) for b in outs + packs], fused=(self.body.name,), body=self.body))
         return [args[x] if how == "param" else outs[x] if how == "result" else None if how == "packed" else x
                 for how, x in self.returns] + packs

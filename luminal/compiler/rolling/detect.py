@@ -9,7 +9,7 @@ Which nodes take part (``seq``): the live ones that are computed (not leaves) an
 A constant of the program (a causal mask from an Arange) is built by the first block alone (hash-consing
 hands the same node to the others), so it would break the period; trips read it as a shared input.
 
-A **loop** is ``trips`` windows of ``period`` consecutive seq positions; trip t is
+A **loop** is a body repeated ``trips`` times: ``trips`` windows of ``period`` consecutive seq positions; trip t is
 ``[start + t*period, start + (t+1)*period)``. It is valid when every position x of every trip but the
 last agrees with x + period: the same label (op, arg, dtype, shape, input views), the same input types,
 and each input read from inside its own trip at the same offset back in both (or from outside in
@@ -48,8 +48,9 @@ LIVE_PASSES = 8  # array passes of liveness before a sweep in Python (``_live``)
 
 
 @dataclass(frozen=True)
-class Window:
-    """A loop: trip t is the ``length`` seq positions from ``start + t * period`` (length <= period)."""
+class Span:
+    """Where a body's trips lie: trip t is the ``length`` seq positions from ``start + t * period``
+    (length <= period)."""
 
     start: int
     period: int
@@ -60,7 +61,8 @@ class Window:
     def saved(self) -> int:
         return self.length * (self.trips - 1)
 
-    def spans(self):
+    def trips_at(self):
+        """Each trip's [first, past-the-last) seq positions."""
         return [(self.start + t * self.period, self.start + t * self.period + self.length) for t in range(self.trips)]
 
 
@@ -69,8 +71,8 @@ def pays(length: int, trips: int) -> bool:
 
 
 class Loops:
-    """The live nodes of ``roots`` (``live``: per node id; ``size`` of them) and the loops found among
-    them (``windows``). Arrays per node id: ``live``, ``computed`` (not a leaf), ``loop_of``.
+    """The live nodes of ``roots`` (``live``: per node id; ``size`` of them) and the bodies found among
+    them (``spans``). Arrays per node id: ``live``, ``computed`` (not a leaf), ``loop_of``.
 
     Arrays over seq positions: ``seq`` (node ids), ``src`` (ids of the inputs, -1 past a node's arity),
     ``dist`` (how many seq positions back each input is; ``FAR`` outside seq). ``seconds``: the time
@@ -103,12 +105,12 @@ class Loops:
         self.cls = np.array(cols.label, np.int64)[seq]
         for j in range(k):
             self.cls = _pair(self.cls, in_type[:, j] + 1, int(types.max(initial=0)) + 2)
-        self.windows = self._search()
+        self.spans = self._search()
         self._owners(n, live, reader, flat, roots)
         self.seconds = time.perf_counter() - t0
 
     # search ---------------------------------------------------------------------------------------
-    def _search(self) -> list[Window]:
+    def _search(self) -> list[Span]:
         free = np.ones(len(self.seq), bool)
         by_class = np.argsort(self.cls, kind="stable")  # positions by class, then position
         found = []
@@ -126,7 +128,7 @@ class Loops:
             if not best:
                 return sorted(found, key=lambda w: w.start)
             for w in best:
-                for a, b in w.spans():
+                for a, b in w.trips_at():
                     free[a:b] = False
             found += best
 
@@ -145,7 +147,7 @@ class Loops:
             for start in self._phases(a, b + p, p):
                 yield self._tile(a, b + p, start, p)
 
-    def _tile(self, lo: int, hi: int, start: int, p: int) -> list[Window]:
+    def _tile(self, lo: int, hi: int, start: int, p: int) -> list[Span]:
         """Loops covering the periodic region [lo, hi) with trips from ``start``: T whole trips, a
         *head* [lo, start) (the last offsets of a trip before them) and a *tail* (the first offsets of
         a trip after them). Splitting the period where the head and tail begin, a piece covering them
@@ -163,7 +165,7 @@ class Loops:
                     first = -1 if h and o0 >= p - h else 0
                     last = whole if o1 <= r else whole - 1
                     if pays(o1 - o0, last - first + 1):
-                        pieces.append(Window(start + first * p + o0, p, o1 - o0, last - first + 1))
+                        pieces.append(Span(start + first * p + o0, p, o1 - o0, last - first + 1))
                 saved = sum(w.saved for w in pieces)
                 if saved > most:
                     best, most = pieces, saved
@@ -195,7 +197,7 @@ class Loops:
         order = np.lexsort((start, -trips, cut, splits))
         return start[order[trips[order] >= 1][:PHASES]].tolist()
 
-    def _split(self, w: Window):
+    def _split(self, w: Span):
         """``w`` split where a pair of consecutive trips' inputs do not agree: at offset o, an input at
         a different distance in the two trips must be outside both (both distances > o)."""
         p, n = w.period, w.length
@@ -208,7 +210,7 @@ class Loops:
         t0 = 0
         for t in np.unique(np.flatnonzero(bad) // n).tolist() + [w.trips - 1]:
             if pays(n, t - t0 + 1):
-                yield Window(w.start + t0 * p, p, n, t - t0 + 1)
+                yield Span(w.start + t0 * p, p, n, t - t0 + 1)
             t0 = t + 1
 
     # ownership ------------------------------------------------------------------------------------
@@ -218,7 +220,7 @@ class Loops:
         loop = np.full(n, -1, np.int64)
         offset = np.zeros(n, np.int64)
         trip = np.zeros(n, np.int64)
-        for k, w in enumerate(self.windows):
+        for k, w in enumerate(self.spans):
             ids = self.seq[w.start + np.arange(w.trips)[:, None] * w.period + np.arange(w.length)]  # (trips, length)
             loop[ids], offset[ids], trip[ids] = k, np.arange(w.length), np.arange(w.trips)[:, None]
         keep = live[reader] & (loop[flat] >= 0)
@@ -226,9 +228,9 @@ class Loops:
         out = (loop[reader] != loop[read]) | (trip[reader] != trip[read])
         ids = np.concatenate([read[out], [r.id for r in roots]]).astype(np.int64)
         ids = ids[loop[ids] >= 0]
-        width = max((w.length for w in self.windows), default=1)
+        width = max((w.length for w in self.spans), default=1)
         pairs = np.unique(loop[ids] * width + offset[ids])  # (loop, offset) read outside their trip
-        self.outputs = [[] for _ in self.windows]
+        self.outputs = [[] for _ in self.spans]
         for k, o in zip((pairs // width).tolist(), (pairs % width).tolist()):
             self.outputs[k].append(o)
         self.loop_of = loop
@@ -248,7 +250,7 @@ class Loops:
 
     def trip_ids(self, k: int, offsets) -> np.ndarray:
         """The node ids at ``offsets`` of loop ``k``'s body, per trip: shape (trips, len(offsets))."""
-        w = self.windows[k]
+        w = self.spans[k]
         return self.seq[w.start + np.arange(w.trips)[:, None] * w.period + np.asarray(offsets, np.int64)]
 
     def body(self, k: int):
@@ -256,7 +258,7 @@ class Loops:
         ``(ids, inside, across)``. ``ids[o]``: trip 0's node; ``inside[o][j]``: the offset input slot
         ``j`` reads inside its own trip (the same in every trip), else None; ``across[o][j]``: the
         node ids slot ``j`` reads, one per trip, as an array (slots past the arity: -1)."""
-        w = self.windows[k]
+        w = self.spans[k]
         lo = w.start
         ids = self.seq[lo:lo + w.length].tolist()
         off = np.arange(w.length)[:, None]

@@ -1,6 +1,6 @@
 """The link: one Term DAG of the optimised rest and, per trip, a Call of its body.
 
-Trips are linked in creation order; a trip reads only nodes made before it (detection's windows are
+Trips are linked in creation order; a trip reads only nodes made before it (detection's spans are
 proper loop iterations), so every term is made after the terms it reads. The link costs the rest and
 the trips' interfaces, never the trips' bodies: the kernel stage builds a body's kernels once
 (``calls.py``).
@@ -14,7 +14,7 @@ import numpy as np
 
 from luminal.compiler.rolling.body import Body, CallArg, Pack
 from luminal.compiler.rolling.detect import Loops
-from luminal.compiler.rolling.template import _Loop
+from luminal.compiler.rolling.template import BodyTemplate
 from luminal.compiler.term import Term, topological
 from luminal.core.primitives import LEAVES
 from luminal.core.symbolic import prod
@@ -48,7 +48,7 @@ class _Link:
         self.bodies = [b for b, _ in made]
         self.body_terms = [n for _, n in made]
         # per loop and trip: the node ids of its arguments and of its outputs, own Outs first, then packed
-        self.args = [_rows([lp.inputs[x.arg] for x in b.inputs], lp.window.trips) for lp, b in zip(loops, self.bodies)]
+        self.args = [_rows([lp.inputs[x.arg] for x in b.inputs], lp.span.trips) for lp, b in zip(loops, self.bodies)]
         parts = [_parts(b) for b in self.bodies]
         packed = [[i for i, _, _ in q] for q in parts]
         self.own = [sorted(set(range(len(b.outputs))) - set(q)) for b, q in zip(self.bodies, packed)]
@@ -64,8 +64,8 @@ class _Link:
         self.order: list[Term] = []  # every term made, in the order made (producers first)
 
     def run(self) -> dict[int, Term]:
-        trips = sorted((lp.window.start + t * lp.window.period, k, t)
-                       for k, lp in enumerate(self.loops) for t in range(lp.window.trips))
+        trips = sorted((lp.span.start + t * lp.span.period, k, t)
+                       for k, lp in enumerate(self.loops) for t in range(lp.span.trips))
         for _, k, t in trips:
             self._call(k, t)
         terms = {r.id: self._node(r.id) for r in self.roots}  # never a packed output
@@ -156,11 +156,11 @@ def _parts(body: Body) -> list[tuple]:
             for g, p in enumerate(body.packs) for i, off in zip(p.members, p.offsets)]
 
 
-def _body(lp: _Loop, packable: list) -> tuple[Body, int]:
+def _body(lp: BodyTemplate, packable: list) -> tuple[Body, int]:
     """Loop ``lp``'s optimised template as a Body (its outputs, the synthetic inputs they still read,
     and its packs) and the number of terms a call computes. ``packable[i]``: only later trips read
     output ``i``. Such an output is packed when a call computes it into a buffer of its own: it
-    varies with the inputs (else the routine computes it once, before the first call) and no other
+    varies with the inputs (else the body computes it once, before the first call) and no other
     output is the same term."""
     outputs = tuple(lp.terms[lp.template[p].id] for p in lp.outputs)
     terms = topological(list(outputs))

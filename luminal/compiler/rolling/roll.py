@@ -12,7 +12,7 @@ from collections import Counter
 
 from luminal.compiler.rolling.detect import Loops
 from luminal.compiler.rolling.link import _Cycle, _Link
-from luminal.compiler.rolling.template import _build_rest, _build_template, _Ids, _Loop, _unoptimized
+from luminal.compiler.rolling.template import BodyTemplate, _build_rest, _build_template, _Ids, _unoptimized
 from luminal.core.gc_paused import gc_paused
 
 
@@ -33,7 +33,7 @@ def optimize_rolled(roots, graph, *, found: Loops | None = None, search: int = 0
     found = Loops(graph, roots) if found is None else found  # times itself (``found.seconds``)
     t0 = time.perf_counter()
     with gc_paused():
-        loops = [_Loop(k, w) for k, w in enumerate(found.windows)]
+        loops = [BodyTemplate(k, w) for k, w in enumerate(found.spans)]
         if loops:
             ids = _Ids()
             for lp in loops:
@@ -81,7 +81,7 @@ def optimize_rolled(roots, graph, *, found: Loops | None = None, search: int = 0
         _add_roll_stats(res.stats, [], roll_s + time.perf_counter() - t1)
         return res
     roll_s += time.perf_counter() - t1
-    stats = _merge_stats([r.stats for r in results], [lp.window.trips for lp in loops] + [1], found.size,
+    stats = _merge_stats([r.stats for r in results], [lp.span.trips for lp in loops] + [1], found.size,
                          sizes[-1])
     _add_roll_stats(stats, loops, roll_s)
     return type(results[0])(terms=terms, stats=stats, order=orders[-1])
@@ -107,5 +107,5 @@ def _merge_stats(stats: list[dict], copies: list[int], nodes_before: int, nodes_
 
 
 def _add_roll_stats(stats: dict, loops, seconds: float) -> None:
-    stats["loops"] = [{"body_nodes": lp.window.length, "trips": lp.window.trips} for lp in loops]
+    stats["loops"] = [{"body_nodes": lp.span.length, "trips": lp.span.trips} for lp in loops]
     stats.setdefault("times", {})["roll"] = seconds

@@ -13,18 +13,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from luminal.compiler.rolling.detect import Loops, Window
+from luminal.compiler.rolling.detect import Loops, Span
 from luminal.compiler.term import Term
 from luminal.core.primitives import LEAVES
 from luminal.frontend.graph import Node
 
 
 @dataclass
-class _Loop:
-    """Loop ``index`` (its ``window`` in ``Loops``) as the e-graph and the linker see it."""
+class BodyTemplate:
+    """Body ``index`` (its ``span`` in ``Loops.spans``) as the e-graph and the linker see it: its
+    template (trip 0, its inputs cut to synthetic leaves), then the template optimised."""
 
     index: int
-    window: Window
+    span: Span
     template: dict = field(default_factory=dict)  # offset -> template Node (trip 0's id)
     inputs: dict = field(default_factory=dict)  # synthetic name -> id of the node it stands for, per trip
     outputs: list = field(default_factory=list)  # offsets read outside their trip
@@ -66,7 +67,7 @@ class _Ids:
         return Node(self.next + 1, "Input", (), name, like.dtype, like.shape)
 
 
-def _build_template(lp: _Loop, found: Loops, nodes: list, ids: _Ids) -> None:
+def _build_template(lp: BodyTemplate, found: Loops, nodes: list, ids: _Ids) -> None:
     """Trip 0 with every input not read from inside its trip cut to a synthetic Input (one per
     distinct tuple of nodes read across the trips), except leaves and small constant computations
     every trip shares."""
