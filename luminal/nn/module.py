@@ -8,6 +8,7 @@ always computes with the module's current values and training updates them in pl
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -148,12 +149,12 @@ class Module:
         """``load_state_dict``'s checks and conversions, changing nothing: ``(apply, missing,
         unexpected)``, where ``apply()`` writes the values (a checkpoint checks all its parts first)."""
         own = OrderedDict(self._state_items())
-        given = {k: np.asarray(v) for k, v in state_dict.items()}
-        missing = [k for k in own if k not in given]
-        unexpected = [k for k in given if k not in own]
+        given, bad = self._arrays(state_dict)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]  # (as torch: their values are not looked at)
+        problems = [bad[k] for k in own if k in bad]
         mis_shaped = [f"{k}: checkpoint {tuple(given[k].shape)} vs model {tuple(own[k].shape)}"
                       for k in own if k in given and tuple(given[k].shape) != tuple(own[k].shape)]
-        problems = []
         if strict and missing:
             problems.append("missing: " + ", ".join(missing))
         if strict and unexpected:
@@ -176,6 +177,28 @@ class Module:
 
         return apply, missing, unexpected
 
+    def _arrays(self, state_dict) -> tuple[dict, dict]:
+        """The state_dict's values as numeric arrays, and a problem for each value that is none (a
+        str, a ragged list, an object) instead of a shape mismatch against its 0-d or 1-d accident.
+        A state_dict must be a mapping, as torch requires: a list of (name, array) pairs is refused
+        with a TypeError saying so (``dict(pairs)`` converts it), not an AttributeError."""
+        if not isinstance(state_dict, Mapping):
+            hint = " (a list of (name, array) pairs: pass dict(pairs))" if isinstance(state_dict, (list, tuple)) else ""
+            raise TypeError(f"load_state_dict into {type(self).__name__}: expected state_dict to be dict-like "
+                            f"(name -> array), got {type(state_dict).__name__}{hint}")
+        given, problems = {}, {}
+        for k, v in state_dict.items():
+            try:
+                arr = np.asarray(v)
+            except ValueError:  # numpy's "inhomogeneous shape": a ragged nested list
+                arr = None
+            if arr is None or arr.dtype.kind not in "biuf":
+                dtype = f" of dtype {arr.dtype}" if isinstance(v, np.ndarray) else ""
+                problems[k] = f"the value for {k!r} is not an array of numbers (got {type(v).__name__}{dtype})"
+            else:
+                given[k] = arr
+        return given, problems
+
     def save_safetensors(self, path, metadata: dict[str, str] | None = None) -> None:
         """Write the state_dict to ``path`` atomically, each tensor in its parameter's dtype."""
         from luminal.core.safetensors_io import save_file
@@ -185,8 +208,8 @@ class Module:
                   dtypes={n: s.dtype for n, s in items})
 
     def load_safetensors(self, path, strict: bool = True) -> tuple[list[str], list[str]]:
-        """Load a safetensors file by name (memory-mapped; bf16/f16/f32/f64 converted to each
-        parameter's dtype); strict name and shape checks as in ``load_state_dict``."""
+        """Load a safetensors file by name (bf16/f16/f32/f64 converted to each parameter's dtype);
+        strict name and shape checks as in ``load_state_dict``."""
         from luminal.core.safetensors_io import load_file
 
         tensors = load_file(path)

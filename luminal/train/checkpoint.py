@@ -10,14 +10,68 @@ is JSON in the file's metadata.
 from __future__ import annotations
 
 import json
+import numbers
+
+import numpy as np
 
 from luminal.core.safetensors_io import load_file, load_metadata, save_file
 
 FORMAT = "luminal-checkpoint/1"
 
 
+def _plain(value, where: str):
+    """``value`` as JSON's Python types. numpy scalars and 0-d arrays (an epoch counted with np.int64,
+    a loss read back as np.float32) become their Python values, as they print; anything else JSON
+    cannot hold is a TypeError naming its place in ``extra``, not json's "Object of type ..."."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (np.generic, np.ndarray)) and np.ndim(value) == 0 and np.asarray(value).dtype.kind in "biuf":
+        return np.asarray(value).item()
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            k = k.item() if isinstance(k, np.generic) else k
+            if not isinstance(k, (str, int, float, bool)) and k is not None:
+                raise TypeError(f"save_checkpoint: {where} has a key {k!r} of type {type(k).__name__}; "
+                                f"JSON keys are strings")
+            out[k] = _plain(v, f"{where}[{k!r}]")
+        return out
+    what = f"an array of shape {value.shape}" if isinstance(value, np.ndarray) else f"a {type(value).__name__}"
+    raise TypeError(f"save_checkpoint: {where} is {what}, which JSON cannot hold (extra takes numbers, strings, "
+                    f"bools, None, lists and dicts; save arrays as part of a model or convert them with .tolist())")
+
+
+def _meta_json(path, meta: dict, key: str, kind=dict):
+    """``meta[key]`` parsed, as a ``kind``: an edited or foreign file fails here as a ValueError naming
+    the file and the key, not as a bare KeyError, a JSON error or a RecursionError."""
+    if key not in meta:
+        raise ValueError(f"{path}: the checkpoint's metadata has no {key!r} entry (the file was not written by "
+                         f"save_checkpoint, or was edited)")
+    try:
+        value = json.loads(meta[key])
+    except ValueError as e:
+        raise ValueError(f"{path}: the checkpoint's {key!r} metadata is not valid JSON: {e}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: the checkpoint's {key!r} metadata is nested too deeply to be checkpoint "
+                         f"state") from None
+    if not isinstance(value, kind):
+        raise ValueError(f"{path}: the checkpoint's {key!r} metadata must be a JSON "
+                         f"{'object' if kind is dict else kind.__name__}, got {type(value).__name__}")
+    return value
+
+
 def save_checkpoint(path, *, model=None, optimizer=None, scheduler=None, step=None, extra=None) -> None:
-    """Write everything given to ``path`` (temp file + rename: a failed save leaves the old file)."""
+    """Write everything given to ``path`` (temp file + rename: a failed save leaves the old file).
+
+    ``extra``: your own JSON values (numpy scalars are stored as their Python values); ``load_checkpoint``
+    returns it."""
+    extra = _plain(extra if extra is not None else {}, "extra")  # before anything is written
     tensors, dtypes, meta = {}, {}, {"format": FORMAT}
     if model is not None:
         for (name, arr), d in zip(model.state_dict().items(), model.state_dtypes().values()):
@@ -26,7 +80,8 @@ def save_checkpoint(path, *, model=None, optimizer=None, scheduler=None, step=No
         sd = optimizer.state_dict()
         for k, arr in sd["arrays"].items():
             tensors[f"optim.{k}"] = arr
-        meta["optimizer"] = json.dumps({"steps": sd["steps"], "param_groups": sd["param_groups"]})
+        meta["optimizer"] = json.dumps({"steps": sd["steps"], "param_groups": sd["param_groups"],
+                                        "optimizer": sd["optimizer"]})
     if scheduler is not None:
         meta["scheduler"] = json.dumps(scheduler.state_dict())
     if step is not None:
@@ -34,13 +89,15 @@ def save_checkpoint(path, *, model=None, optimizer=None, scheduler=None, step=No
         for k, arr in sd["arrays"].items():
             tensors[f"step.{k}"] = arr
         meta["step"] = json.dumps({k: v for k, v in sd.items() if k != "arrays"})
-    meta["extra"] = json.dumps(extra if extra is not None else {})
+    meta["extra"] = json.dumps(extra)
     save_file(tensors, path, metadata=meta, dtypes=dtypes)
 
 
 def load_checkpoint(path, *, model=None, optimizer=None, scheduler=None, step=None) -> dict:
     """Restore what is given from ``path`` (model names and shapes checked strictly); returns
-    ``extra``. Restore into the same kind of objects that were saved."""
+    ``extra``. Restore into the same kind of objects that were saved (an AdamW's state into an
+    AdamW). Any problem, in the file or in a mismatch with what is given, is a ValueError naming
+    the file, raised before anything is changed."""
     meta = load_metadata(path)
     if meta.get("format") != FORMAT:
         raise ValueError(f"{path}: not a luminal checkpoint (format {meta.get('format')!r})")
@@ -53,17 +110,22 @@ def load_checkpoint(path, *, model=None, optimizer=None, scheduler=None, step=No
         if obj is not None and name not in meta:
             raise ValueError(f"{path}: the checkpoint has no {name} state")
     applies = []  # every part is checked and converted before any is written: all or nothing
+    parts = [(name, obj) for name, obj in (("optimizer", optimizer), ("step", step)) if obj is not None]
     try:
         if model is not None:
             applies.append(model.prepare_load(section("model."))[0])
-        if optimizer is not None:
-            applies.append(optimizer.prepare_load({**json.loads(meta["optimizer"]), "arrays": section("optim.")}))
-        if step is not None:
-            applies.append(step.prepare_load({**json.loads(meta["step"]), "arrays": section("step.")}))
-        extra = json.loads(meta["extra"])
-        sched = json.loads(meta["scheduler"]) if scheduler is not None else None
-    except (ValueError, KeyError, TypeError) as e:
+    except (ValueError, TypeError) as e:
         raise ValueError(f"{path}: {e}") from None
+    for name, obj in parts:
+        sd = {**_meta_json(path, meta, name), "arrays": section("optim." if name == "optimizer" else "step.")}
+        try:
+            applies.append(obj.prepare_load(sd))
+        except KeyError as e:
+            raise ValueError(f"{path}: the checkpoint's {name!r} metadata has no {e} entry") from None
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{path}: {e}") from None
+    extra = _meta_json(path, meta, "extra", object)
+    sched = _meta_json(path, meta, "scheduler") if scheduler is not None else None
     for apply in applies:
         apply()
     if scheduler is not None:

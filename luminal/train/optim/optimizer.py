@@ -16,6 +16,8 @@ implements two methods:
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from luminal.core.errors import check_number
@@ -101,7 +103,7 @@ class Optimizer:
                 arrays[f"state.{k}.{n}"] = s.data
         groups = [{**{k: v for k, v in g.items() if k not in ("params", "_scalars")}, "param_count": len(g["params"])}
                   for g in self.param_groups]
-        return {"arrays": arrays, "steps": self.steps, "param_groups": groups}
+        return {"arrays": arrays, "steps": self.steps, "param_groups": groups, "optimizer": type(self).__name__}
 
     def load_state_dict(self, sd: dict) -> None:
         """Restore hyperparameters, step count and per-parameter state; nothing changes unless all of
@@ -112,13 +114,24 @@ class Optimizer:
         """``load_state_dict``'s checks and conversions, changing nothing; returns ``apply()``. The
         groups must match in number and size, and the arrays one to one (named by parameter)."""
         name = f"{type(self).__name__}.load_state_dict"
+        saved_by = sd.get("optimizer")  # absent in state saved before it was recorded
+        if saved_by is not None and saved_by != type(self).__name__:
+            raise ValueError(f"{name}: the state was saved by {saved_by}, and this optimizer is "
+                             f"{type(self).__name__}; resume with a {saved_by} (or load only the model)")
         saved_groups = sd["param_groups"]
+        if not isinstance(saved_groups, list) or not all(isinstance(g, dict) for g in saved_groups):
+            raise ValueError(f"{name}: param_groups must be a list of dicts, got {saved_groups!r}")
+        steps = sd["steps"]
+        if not isinstance(steps, numbers.Integral) or isinstance(steps, bool) or steps < 0:
+            raise ValueError(f"{name}: steps must be a non-negative int, got {steps!r}")
+        steps = int(steps)
         if len(saved_groups) != len(self.param_groups):
             raise ValueError(f"{name}: {len(saved_groups)} groups in the checkpoint, {len(self.param_groups)} here")
         for i, (g, saved) in enumerate(zip(self.param_groups, saved_groups)):
             n = saved.get("param_count", len(g["params"]))  # older checkpoints did not record it
             if n != len(g["params"]):
                 raise ValueError(f"{name}: group {i} has {n} parameters in the checkpoint, {len(g['params'])} here")
+            self._check_types(name, i, g, saved)
             self._check_same_structure(name, i, g, saved)
         arrays, values, wanted = sd["arrays"], [], set()
         for k, (_, p) in enumerate(self.params()):
@@ -134,7 +147,6 @@ class Optimizer:
         extra = sorted(set(arrays) - wanted)
         if extra:
             raise ValueError(f"{name}: the checkpoint has state this optimizer does not: {', '.join(extra)}")
-        steps = int(sd["steps"])
 
         def apply():
             for g, saved in zip(self.param_groups, saved_groups):
@@ -144,6 +156,31 @@ class Optimizer:
                 np.copyto(st.data, v, casting="unsafe")
 
         return apply
+
+    @staticmethod
+    def _check_types(name: str, i: int, group: dict, saved: dict) -> None:
+        """Each saved hyperparameter must be of the kind this optimizer holds under that name (a
+        number, a flag, a tuple of numbers): an edited or foreign checkpoint fails here, naming the
+        key, not later as a TypeError inside the update's arithmetic."""
+        def number(x):
+            return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
+
+        for k, v in saved.items():
+            if k not in group or k in ("params", "_scalars"):
+                continue
+            mine = group[k]
+            if isinstance(mine, bool):
+                ok, want = isinstance(v, bool), "true or false"
+            elif number(mine):
+                ok, want = number(v), "a number"
+            elif isinstance(mine, tuple) and all(number(x) for x in mine):
+                ok = isinstance(v, (list, tuple)) and len(v) == len(mine) and all(number(x) for x in v)
+                want = f"a list of {len(mine)} numbers"
+            else:
+                continue  # a value of the user's own (a group's "name", ...): loaded as saved
+            if not ok:
+                raise ValueError(f"{name}: group {i}: hyperparameter {k!r} is {v!r} in the checkpoint; "
+                                 f"expected {want}")
 
     def _check_same_structure(self, name: str, i: int, group: dict, saved: dict) -> None:
         """A checkpoint may change a group's numbers (lr, betas, ...: runtime scalars of the compiled
