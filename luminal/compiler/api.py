@@ -193,6 +193,11 @@ def compile(outputs, backend: str = "cpu", updates=None, *, search: int = 0, see
 
     if not isinstance(search, int) or search < 0:
         raise ValueError(f"compile: search must be a non-negative int, got {search!r}")
+    from luminal.compiler.egraph.budget import Budget
+
+    if budget is not None and not isinstance(budget, Budget):  # a dict would fail deep in optimize
+        raise TypeError(f"compile: budget must be a luminal.compiler.egraph.Budget (e.g. Budget(seconds=1)), "
+                        f"got {type(budget).__name__}")
     return Compiled(outputs, backend, {st: cast(t, st.dtype) for st, t in (updates or {}).items()},
                     search=search, seed=seed, budget=budget)
 
