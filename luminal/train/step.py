@@ -5,14 +5,25 @@ optionally clips the gradients, and applies the optimizer's update as graph ops.
 optimizer state are persistent States written back in place after each run; the optimizer's
 runtime scalars (learning rate, bias corrections) are refreshed from its param groups before each
 run, so a scheduler changing ``group["lr"]`` takes effect without recompiling.
+
+``check_finite=True`` guards against silent divergence (a learning rate far too large drives the
+loss to inf, then NaN, and every later step trains on NaN weights): the compiled update writes its
+new values only where the loss (and the gradient norm, when clipping by norm computes it) is
+finite, one elementwise select per written tensor inside the same program, and the call then
+raises :class:`NonFiniteLossError`. The parameters, the optimizer state and the accumulated
+gradients are left as they were before the bad call. Off by default: the select costs a little on
+every step, and a run may want to see the NaN (anomaly hunting).
 """
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import numpy as np
 
 from luminal.compiler import compile as compile_graph
-from luminal.frontend.ops import clamp, minimum
+from luminal.frontend.ops import clamp, isfinite, logical_and, minimum, where
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 from luminal.train.autograd import grad
@@ -42,22 +53,51 @@ def clip_by_value(grads: list[GraphTensor], clip_value: float):
     return [clamp(g, -clip_value, clip_value) for g in grads]
 
 
+class NonFiniteLossError(FloatingPointError):
+    """The loss (or the gradient norm) of a train step was inf or NaN under ``check_finite=True``.
+    ``call`` is the 1-based count of calls of the step that saw it, ``loss`` and ``grad_norm`` the
+    values; the bad call changed no parameter, optimizer state or accumulated gradient."""
+
+    def __init__(self, msg: str, call: int, loss: float, grad_norm: float | None):
+        super().__init__(msg)
+        self.call, self.loss, self.grad_norm = call, loss, grad_norm
+
+
+def _positive(name: str, v) -> float | None:
+    """A clip bound must be a finite number > 0: ``clip_grad_norm=-1`` would scale every gradient by a
+    negative factor (ascent instead of descent), ``clip_grad_value=-1`` clamp to an empty interval."""
+    if v is None:
+        return None
+    if not isinstance(v, numbers.Real) or isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"compile_step: {name} must be a positive number, got {type(v).__name__} {v!r}")
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"compile_step: {name} must be a positive finite number, got {v!r}")
+    return float(v)
+
+
 class TrainStep:
     """One optimizer update per call (every ``accumulate`` calls with gradient accumulation).
 
     ``step(**batch)`` returns the loss as a float, or ``(loss, *outputs)`` when extra outputs were
     requested (as numpy arrays). ``last_grad_norm`` holds the total gradient norm when clipping by
-    norm."""
+    norm. ``calls`` counts the calls; with ``check_finite`` a non-finite loss raises
+    :class:`NonFiniteLossError` naming the call, before anything is written."""
 
     def __init__(self, loss: GraphTensor, optimizer, backend: str = "cpu", outputs=(),
                  clip_grad_norm: float | None = None, clip_grad_value: float | None = None,
-                 accumulate: int = 1, norm_type: float = 2.0):
+                 accumulate: int = 1, norm_type: float = 2.0, check_finite: bool = False):
         if not isinstance(loss, GraphTensor):
             raise TypeError(f"compile_step: loss must be a GraphTensor, got {type(loss).__name__}")
         if not isinstance(accumulate, int) or accumulate < 1:
             raise ValueError(f"compile_step: accumulate must be a positive int, got {accumulate!r}")
+        if not isinstance(check_finite, (bool, np.bool_)):
+            raise TypeError(f"compile_step: check_finite must be True or False, got {check_finite!r}")
+        clip_grad_norm = _positive("clip_grad_norm", clip_grad_norm)
+        clip_grad_value = _positive("clip_grad_value", clip_grad_value)
         graph = loss.graph
         self.graph, self.optimizer, self.accumulate = graph, optimizer, accumulate
+        self.check_finite = bool(check_finite)
+        self.calls = 0  # calls of this step, the bad one included (NonFiniteLossError names it)
         self.micro_step = 0  # calls since the last update (0 <= micro_step < accumulate)
         self.last_grad_norm: float | None = None
         self._outputs = list(outputs)
@@ -69,21 +109,29 @@ class TrainStep:
         grads = grad(loss, [p for _, p in used], allow_unused=True)
 
         updates: dict[State, GraphTensor] = {}
+        old: dict[State, GraphTensor] = {}  # what each written State holds before the call
+        loss_ok = isfinite(loss.float()) if check_finite else None
         acc_grads = grads
         if accumulate > 1:
             self._acc = [State(np.zeros(p.shape, p.data.dtype), p.dtype, f"{p.name or 'param'}.grad_acc")
                          for _, p in used]
             acc_t = [graph.state(a) for a in self._acc]
             micro = {a: at + g for a, at, g in zip(self._acc, acc_t, grads)}
+            if check_finite:
+                micro = {a: where(loss_ok, v, at) for (a, v), at in zip(micro.items(), acc_t)}
             self._micro = compile_graph([loss, *self._outputs], backend=backend, updates=micro)
             acc_grads = [(at + g) * (1.0 / accumulate) for at, g in zip(acc_t, grads)]
             updates.update({a: at * 0.0 for a, at in zip(self._acc, acc_t)})
+            old.update(zip(self._acc, acc_t))
         extra = []
+        ok = loss_ok
         if clip_grad_value is not None:
             acc_grads = clip_by_value(acc_grads, clip_grad_value)
         if clip_grad_norm is not None:
             acc_grads, norm = clip_by_norm(acc_grads, clip_grad_norm, norm_type)
             extra.append(norm)
+            if check_finite:
+                ok = logical_and(ok, isfinite(norm.float()))
 
         t = optimizer.steps + 1
         scalars = {gi: {k: graph.state(s) for k, s in optimizer.scalar_states(gi, t).items()}
@@ -91,17 +139,20 @@ class TrainStep:
         for (gi, p), g in zip(used, acc_grads):
             st = optimizer.state_for(p)
             st_t = {n: graph.state(s) for n, s in st.items()}
-            new_p, new_st = optimizer.update(graph.state(p), g, st_t,
-                                             scalars[gi], optimizer.param_groups[gi])
-            updates[p] = new_p
+            p_t = graph.state(p)
+            new_p, new_st = optimizer.update(p_t, g, st_t, scalars[gi], optimizer.param_groups[gi])
+            updates[p], old[p] = new_p, p_t
             for n, v in new_st.items():
                 if v is not st_t[n]:
-                    updates[st[n]] = v
+                    updates[st[n]], old[st[n]] = v, st_t[n]
+        if check_finite:  # a bad step writes back what was read: the update is undone inside the program
+            updates = {st_: where(ok, v, old[st_]) for st_, v in updates.items()}
         self._groups = sorted(scalars)
         self._n_extra = len(extra)
         self._update = compile_graph([loss, *self._outputs, *extra], backend=backend, updates=updates)
 
     def __call__(self, /, **batch):
+        self.calls += 1
         final = self.micro_step + 1 == self.accumulate
         if final:
             for gi in self._groups:  # lr & co. for this step, from the (possibly scheduled) groups
@@ -110,16 +161,29 @@ class TrainStep:
         else:
             res = self._micro(**batch)
         res = res if isinstance(res, tuple) else (res,)
+        loss = float(res[0])
+        norm = float(res[-1]) if final and self._n_extra else None
+        if self.check_finite and not (math.isfinite(loss) and (norm is None or math.isfinite(norm))):
+            self._non_finite(loss, norm, final)
         if final:
             self.optimizer.steps += 1
             self.micro_step = 0
             if self._n_extra:
-                self.last_grad_norm = float(res[-1])
+                self.last_grad_norm = norm
                 res = res[:-1]
         else:
             self.micro_step += 1
-        loss = float(res[0])
         return loss if not self._outputs else (loss, *res[1:])
+
+    def _non_finite(self, loss: float, norm: float | None, final: bool):
+        what = f"the loss is {loss}" if not math.isfinite(loss) else f"the gradient norm is {norm} (loss {loss})"
+        kind = f"optimizer step {self.optimizer.steps + 1}" if final else \
+            f"micro-step {self.micro_step + 1} of {self.accumulate}"
+        raise NonFiniteLossError(
+            f"train step: {what} at call {self.calls} ({kind}); nothing was updated by this call (parameters, "
+            f"optimizer state and accumulated gradients are as before it). Training has diverged or met a bad "
+            f"batch: lower the learning rate, clip the gradients, or check the data "
+            f"(check_finite=True raised this)", self.calls, loss, norm)
 
     def state_dict(self) -> dict:
         """What a checkpoint needs beyond model and optimizer: the accumulation position, the
@@ -160,5 +224,9 @@ def compile_step(loss: GraphTensor, optimizer, backend: str = "cpu", **options) 
     """Compile forward + backward + update of ``loss`` for ``optimizer``'s parameters.
 
     Options: ``outputs`` (extra tensors returned by each call), ``clip_grad_norm`` (max total norm;
-    ``norm_type``), ``clip_grad_value``, ``accumulate`` (apply the mean gradient of this many calls)."""
+    ``norm_type``), ``clip_grad_value`` (both positive finite numbers), ``accumulate`` (apply the mean
+    gradient of this many calls), ``check_finite`` (default False: raise :class:`NonFiniteLossError`
+    when the loss, or the gradient norm when clipping by norm, is inf or NaN, leaving the parameters
+    and optimizer state as before that call; costs one select per updated tensor, see the module
+    docstring)."""
     return TrainStep(loss, optimizer, backend=backend, **options)
