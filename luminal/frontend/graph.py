@@ -3,23 +3,19 @@
 ``Graph.add`` returns the existing node when the same op with the same argument reads the same
 inputs through the same views; this gives common-subexpression elimination for free and a stable
 identity for later compile caches.
-
-Besides the nodes, a graph keeps a few per-node columns (``Columns``) that whole-graph passes read
-as arrays instead of walking Node objects in Python: the compiler's loop detection is one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-from array import array
 from dataclasses import dataclass
 
 import numpy as np
 
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error
-from luminal.core.primitives import LEAVES, PRIMITIVES
+from luminal.core.primitives import PRIMITIVES
 from luminal.core.symbolic import dims, shape_str, sizes
 from luminal.core.view import View
 from luminal.frontend.seed import default_rng
@@ -59,43 +55,9 @@ class Node:
         return f"%{self.id} = {self.op}({self.arg}) {shape_str(self.shape)} {self.dtype.name}"
 
 
-@dataclass
-class Columns:
-    """Per-node facts, one entry per node in id order, made as ``Graph.add`` creates each node (from
-    parts of the hash-consing key it builds anyway). The int columns are ``array("q")``s, which numpy
-    copies in one go (``np.array(col, np.int64)``; never a view: the graph may still grow).
-
-    - ``label``: a small int naming what two copies of a node in repeated blocks share: op, arg,
-      dtype, shape and the views it reads through, not which nodes it reads (a leaf: its kind alone,
-      never its name or value). Loop rolling matches trips by it.
-    - ``srcs``: the ids of the nodes it reads; ``arity``: how many; ``flat``: every node's in a row.
-    - ``type``: a small int naming its (dtype, shape).
-    - ``varies``: whether it depends on an Input (a user input, state or random draw); a node that
-      does not is a constant of the program (a mask from an Arange, a broadcast fill)."""
-
-    label: array = dataclasses.field(default_factory=lambda: array("q"))
-    srcs: list = dataclasses.field(default_factory=list)
-    arity: array = dataclasses.field(default_factory=lambda: array("q"))
-    flat: array = dataclasses.field(default_factory=lambda: array("q"))
-    type: array = dataclasses.field(default_factory=lambda: array("q"))
-    varies: bytearray = dataclasses.field(default_factory=bytearray)  # 0/1: numpy reads it without a copy
-    _labels: dict = dataclasses.field(default_factory=dict)
-    _types: dict = dataclasses.field(default_factory=dict)
-
-    def append(self, op: str, src_ids: tuple, label_key: tuple, type_key: tuple) -> None:
-        self.label.append(self._labels.setdefault(label_key, len(self._labels)))
-        self.srcs.append(src_ids)
-        self.arity.append(len(src_ids))
-        self.flat.extend(src_ids)
-        self.type.append(self._types.setdefault(type_key, len(self._types)))
-        varies = self.varies
-        varies.append(op == "Input" or any(varies[i] for i in src_ids))
-
-
 class Graph:
     def __init__(self):
         self.nodes: list[Node] = []
-        self.columns = Columns()
         self._index: dict[tuple, Node] = {}
         self.constants: dict[ConstKey, np.ndarray] = {}
         self.inputs: dict[str, Node] = {}  # user inputs, given by name on every call
@@ -115,8 +77,7 @@ class Graph:
 
     # node creation ----------------------------------------------------------------------------
     def add(self, op: str, srcs, arg, dtype: dt.DType, shape) -> Node:
-        """Create (or find) a primitive node. ``srcs`` are GraphTensors read through their views.
-        A new node also gets its ``columns`` entries."""
+        """Create (or find) a primitive node. ``srcs`` are GraphTensors read through their views."""
         assert op in PRIMITIVES, op
         for s in srcs:
             if s.graph is not self:
@@ -128,10 +89,15 @@ class Graph:
         if node is None:
             node = Node(len(self.nodes), op, key_srcs, arg, dtype, shape)
             self.nodes.append(node)
-            self.columns.append(op, key[1], (op, views, None if op in LEAVES else exact_arg, dtype.name, shape),
-                                (dtype.name, shape))
             self._index[key] = node
         return node
+
+    def node_keys(self):
+        """The hash-consing key of every node, in id order: ``(op, src ids, views, arg, dtype name,
+        shape)`` with the views and arg made exact (``_exact``). Each key is stored once, when its node
+        is made, so whole-graph passes (loop detection's columns) read them instead of rebuilding them
+        from the nodes."""
+        return self._index.keys()
 
     def tensor(self, node: Node, view: View | None = None):
         from luminal.frontend.tensor import GraphTensor

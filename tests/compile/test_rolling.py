@@ -173,8 +173,8 @@ def test_mlp_stack_rolls_to_one_body(seen):
 
 
 def test_graph_grows_after_a_rolled_compile():
-    """Detection reads the graph's columns as numpy copies: the graph must stay free to grow (an
-    ``array`` with a live numpy view of it refuses to), and a second compile sees the new nodes."""
+    """Detection builds its columns from the graph's nodes as they are when it runs: the graph stays
+    free to grow after a compile, and a second compile sees the new nodes."""
     g = lm.Graph()
     x = g.input("x", ("B", 16))
     layers = [nn.Linear(16, 16) for _ in range(8)]

@@ -2,14 +2,17 @@
 
 The same code builds every block of a stack (its layers, and autograd each layer's backward), one
 block after another, so in creation order the nodes the blocks compute repeat with a period: one
-block's node count. Detection looks for that period in the graph's columns (``Graph.columns``: labels,
-inputs, types) with numpy, without visiting nodes in Python, so it costs next to nothing as depth grows.
+block's node count. Detection looks for that period in per-node columns (labels, inputs, types:
+``_columns``) with numpy. The columns cost one pass in Python over the graph's hash-consing keys
+(``Graph.node_keys``, made as the graph was built), a dict lookup per node; everything after is array
+passes, so detection costs next to nothing as depth grows.
 
 Which nodes take part (``seq``): the live ones that are computed (not leaves) and vary with the inputs.
 A constant of the program (a causal mask from an Arange) is built by the first block alone (hash-consing
 hands the same node to the others), so it would break the period; trips read it as a shared input.
 
-A **loop** is a body repeated ``trips`` times: ``trips`` windows of ``period`` consecutive seq positions; trip t is
+A **loop** is a body repeated ``trips`` times: ``trips`` windows of ``period`` consecutive seq
+positions; trip t is
 ``[start + t*period, start + (t+1)*period)``. It is valid when every position x of every trip but the
 last agrees with x + period: the same label (op, arg, dtype, shape, input views), the same input types,
 and each input read from inside its own trip at the same offset back in both (or from outside in
@@ -36,6 +39,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+
+from luminal.core.primitives import LEAVES
 
 MIN_SAVED = 32  # nodes a loop must take off the e-graph (period x (trips - 1)) to pay for a second run
 MIN_BODY = 4  # smaller bodies cut their nodes off from every neighbour the e-graph could fuse them with
@@ -80,16 +85,16 @@ class Loops:
 
     def __init__(self, graph, roots):
         t0 = time.perf_counter()
-        cols = graph.columns
+        cols = _columns(graph)
         n = len(cols.srcs)
-        arity = np.array(cols.arity, np.int64)  # copies, never views: the graph may still grow
-        flat = np.array(cols.flat, np.int64)
+        arity, flat = cols.arity, cols.flat
         reader = np.repeat(np.arange(n), arity)  # the id reading each entry of ``flat``
         live = _live(reader, flat, cols.srcs, roots)
         first = np.cumsum(arity) - arity  # where each node's inputs start in ``flat``
         self.live, self.size, self._graph = live, int(np.count_nonzero(live)), graph
         self.computed = arity > 0
-        self.seq = seq = np.flatnonzero(live & (arity > 0) & np.frombuffer(cols.varies, bool))
+        varies = _varies(reader, flat, cols.srcs, cols.is_input)
+        self.seq = seq = np.flatnonzero(live & (arity > 0) & varies)
         m, k = len(seq), max(1, int(arity.max(initial=0)))
         # arrays indexed by a node id get a -1 appended, so that an absent input (-1) reads -1
         slot = np.arange(k)
@@ -99,10 +104,10 @@ class Loops:
         at[seq] = np.arange(m)
         pos = at[self.src]
         self.dist = np.where(pos >= 0, np.arange(m)[:, None] - pos, FAR)
-        types = np.array(cols.type, np.int64)
+        types = cols.type
         in_type = np.append(types, -1)[self.src]
         # class: label and input types (what two copies of a node share, bar where their inputs are)
-        self.cls = np.array(cols.label, np.int64)[seq]
+        self.cls = cols.label[seq]
         for j in range(k):
             self.cls = _pair(self.cls, in_type[:, j] + 1, int(types.max(initial=0)) + 2)
         self.spans = self._search()
@@ -268,6 +273,66 @@ class Loops:
         at = lo + np.arange(w.trips)[:, None] * w.period + np.arange(w.length)  # (trips, length)
         across = self.src[at].transpose(1, 2, 0)  # (length, slots, trips)
         return ids, inside, across
+
+
+@dataclass
+class _Columns:
+    """Per-node facts, one entry per node id (int64 arrays but ``srcs``):
+
+    - ``label``: a small int naming what two copies of a node in repeated blocks share: op, arg,
+      dtype, shape and the views it reads through, not which nodes it reads (a leaf: its kind alone,
+      never its name or value). Trips are matched by it.
+    - ``srcs``: the ids of the nodes it reads (tuples); ``arity``: how many; ``flat``: every node's in
+      a row.
+    - ``type``: a small int naming its (dtype, shape).
+    - ``is_input``: whether it is an Input leaf (a user input, state or random draw)."""
+
+    label: np.ndarray
+    srcs: list
+    arity: np.ndarray
+    flat: np.ndarray
+    type: np.ndarray
+    is_input: np.ndarray
+
+
+def _columns(graph) -> _Columns:
+    """The columns of ``graph``'s nodes as they are now (the graph may grow after), from one pass over
+    its hash-consing keys: a key already holds the exact views and arg that a label names, so a label
+    costs one dict lookup (numbered by first appearance). A type is a part of a label: types are
+    numbered over the distinct labels (a few hundred), not over the nodes."""
+    keys = list(graph.node_keys())
+    labels: dict = {}
+    get = labels.setdefault
+    label = np.array([get((op, views, None if op in LEAVES else arg, dtype, shape), len(labels))
+                      for op, _, views, arg, dtype, shape in keys], np.int64)
+    types: dict = {}
+    type_of = np.array([types.setdefault(key[3:], len(types)) for key in labels], np.int64)
+    srcs = [key[1] for key in keys]
+    arity = np.fromiter(map(len, srcs), np.int64, len(srcs))
+    flat = np.fromiter(itertools.chain.from_iterable(srcs), np.int64)
+    is_input = np.array([key[0] == "Input" for key in keys], bool)
+    return _Columns(label, srcs, arity, flat, type_of[label], is_input)
+
+
+def _varies(reader, flat, srcs: list, is_input) -> np.ndarray:
+    """Whether each node depends on an Input; one that does not is a constant of the program (a mask
+    from an Arange, a broadcast fill). From every computed node varying, each array pass drops the
+    nodes that read no varying node: a constant computation k nodes deep takes k passes, so past
+    ``LIVE_PASSES`` one sweep over the ids in Python finishes the job (ids are topological)."""
+    base = is_input.copy()
+    v = base.copy()
+    v[reader] = True
+    for _ in range(LIVE_PASSES):
+        now = base.copy()
+        now[reader[v[flat]]] = True
+        if np.array_equal(now, v):
+            return v
+        v = now
+    out = bytearray(is_input.tobytes())
+    for i, s in enumerate(srcs):
+        if not out[i] and any(out[j] for j in s):
+            out[i] = 1
+    return np.frombuffer(out, np.bool_)
 
 
 def _live(reader, flat, srcs: list, roots) -> np.ndarray:
