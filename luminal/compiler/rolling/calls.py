@@ -31,10 +31,10 @@ class BodyKernels:
     kernels into ``parent`` (a KernelBuilder) there."""
 
     def __init__(self, body, parent):
-        from luminal.compiler.kernels import KernelBuilder
-
-        kb = KernelBuilder(topological(list(body.outputs)), body.outputs, parent.input_kinds, parent.constants,
-                           parent.ids)
+        # a builder of the parent's own class (``kernels.KernelBuilder``), which imports this module:
+        # named through ``parent``, so that this module never imports kernels.py back
+        kb = type(parent)(topological(list(body.outputs)), body.outputs, parent.input_kinds, parent.constants,
+                          parent.ids)
         kb.decide()
         for d in kb.merge(kb.drafts()):
             kb.emit(d)
