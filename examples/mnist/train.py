@@ -8,11 +8,17 @@ The whole train step (forward, backward, optimizer update) is one compiled progr
 is a symbolic dim, so the last, smaller batch of an epoch runs the same program. ``--save`` writes a
 checkpoint after every epoch and ``--resume`` continues from one exactly (same data order, same
 optimizer state).
+
+Each step checks that the loss is finite (``check_finite``; ``--no-check-finite`` turns it off): a
+learning rate far too large makes the loss inf, then NaN, and without the check the run would go on
+training, and saving checkpoints of, NaN weights. With it the run stops at the first bad step, with
+the weights of the step before, and the last checkpoint written stays the last good one.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -25,6 +31,7 @@ from data import batches, load_mnist  # noqa: E402 - the example's own data modu
 
 import luminal as lm  # noqa: E402
 from luminal import nn, train  # noqa: E402
+from luminal.train.step import NonFiniteLossError  # noqa: E402
 
 
 class MLP(nn.Module):
@@ -55,19 +62,46 @@ MODELS = {"mlp": MLP, "cnn": CNN}
 OPTIMIZERS = {"adamw": train.AdamW, "adam": train.Adam, "sgd": train.SGD}
 
 
+def _int_at_least(least: int):
+    """An argparse type: an int >= ``least``, so ``--batch-size 0`` is a usage error, not a
+    ZeroDivisionError traceback from the batching."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if v < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}, got {v}")
+        return v
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
+    return v
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", choices=MODELS, default="mlp")
-    p.add_argument("--epochs", type=int, default=None, help="default: 5 (mlp), 4 (cnn)")
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--lr", type=float, default=None, help="default: 1e-3 (adam/adamw), 0.05 (sgd)")
+    p.add_argument("--epochs", type=_int_at_least(1), default=None, help="default: 5 (mlp), 4 (cnn)")
+    p.add_argument("--batch-size", type=_int_at_least(1), default=64)
+    p.add_argument("--lr", type=_positive_float, default=None, help="default: 1e-3 (adam/adamw), 0.05 (sgd)")
     p.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
     p.add_argument("--backend", choices=lm.backend_names(), default="cpu")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data", type=Path, default=None, help="directory with the MNIST IDX files")
     p.add_argument("--save", type=Path, default=None, help="checkpoint written after every epoch")
     p.add_argument("--resume", type=Path, default=None, help="checkpoint to continue from")
-    p.add_argument("--limit", type=int, default=None, help="use only the first N train and N//4 test digits")
+    p.add_argument("--limit", type=_int_at_least(4), default=None,
+                   help="use only the first N train and N//4 test digits")
+    p.add_argument("--no-check-finite", dest="check_finite", action="store_false",
+                   help="do not stop when the loss becomes inf or NaN")
     return p.parse_args(argv)
 
 
@@ -89,7 +123,7 @@ def main(argv=None) -> dict:
     loss = train.cross_entropy(model(x), y)
     opt = OPTIMIZERS[args.optimizer](model.parameters(), lr=lr)
     t0 = time.perf_counter()
-    step = train.compile_step(loss, opt, backend=args.backend)
+    step = train.compile_step(loss, opt, backend=args.backend, check_finite=args.check_finite)
     model.eval()
     predict = lm.compile(model(x).argmax(-1), backend=args.backend)
     print(f"model: {args.model} ({sum(p.numel() for p in model.parameters()):,} parameters), "
@@ -108,11 +142,17 @@ def main(argv=None) -> dict:
         bar = tqdm(batches(xtr, ytr, args.batch_size, rng), total=n_batches, desc=f"epoch {epoch + 1}/{epochs}",
                    unit="batch", leave=True, file=sys.stdout)
         seen, total, t_epoch = 0, 0.0, time.perf_counter()
-        for xb, yb in bar:
-            total += step(x=xb, y=yb) * len(xb)
-            seen += len(xb)
-            bar.set_postfix(loss=f"{total / seen:.4f}", digits_per_s=f"{seen / (time.perf_counter() - t_epoch):.0f}")
-        bar.close()
+        try:
+            for xb, yb in bar:
+                total += step(x=xb, y=yb) * len(xb)
+                seen += len(xb)
+                rate = seen / (time.perf_counter() - t_epoch)
+                bar.set_postfix(loss=f"{total / seen:.4f}", digits_per_s=f"{rate:.0f}")
+        except NonFiniteLossError as e:  # stop before this epoch's save overwrites a good checkpoint
+            kept = f"; {args.save} was not overwritten" if args.save is not None else ""
+            raise SystemExit(f"stopped in epoch {epoch + 1}: {e}{kept}") from None
+        finally:
+            bar.close()
         correct = sum(int((predict(x=xb) == yb).sum()) for xb, yb in batches(xte, yte, 500, None, shuffle=False))
         acc = correct / len(xte)
         history.append({"epoch": epoch + 1, "loss": total / seen, "accuracy": acc})
