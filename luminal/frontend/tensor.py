@@ -7,10 +7,69 @@ Arithmetic, reductions and the rest live in ``ops/`` and are attached here as me
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 from luminal.core import dtype as dt
 from luminal.core.errors import check_number, op_error, user_frame, where
 from luminal.core.symbolic import Dim, dims, exact_div, is_static, prod, shape_str
 from luminal.core.view import View
+
+
+def scalar_as_1d(op: str, dims=("dim",), tensors=(), result=None):
+    """Decorator: an op taking a dim runs on 0-d operands as torch runs it.
+
+    torch treats a 0-d tensor as a single element along dim 0 (or -1): ``softmax(0)`` of a scalar is
+    1, ``cumsum(0)`` the scalar itself, ``transpose(0, 0)`` and ``squeeze(0)`` leave it alone, and
+    ``gather``/``scatter`` take a 0-d input or index as a 1-element one. The ops are written for real
+    dims (they read ``shape[dim]``), so rather than give each a 0-d branch this runs them on a view:
+    when the first argument, or a tensor argument named in ``tensors``, is 0-d, those 0-d tensors are
+    viewed as ``(1,)``; if the first argument was 0-d, the arguments named in ``dims`` (ints, or
+    sequences of ints; None is left alone) are checked against it (dim in [-1, 0], as torch) and made
+    0. The op runs, and its result is viewed back: by ``result(out, args)`` (``args`` the original
+    arguments by name) when given, else as 0-d when the first argument was 0-d. Operands that are not
+    0-d take the op's own path untouched (one scan of the arguments)."""
+
+    def deco(fn):
+        sig = inspect.signature(fn)
+        first = next(iter(sig.parameters))
+
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            if not any(isinstance(v, GraphTensor) and not v.layout.shape for v in (*args, *kwargs.values())):
+                return fn(*args, **kwargs)
+            bound = sig.bind(*args, **kwargs)
+            a = bound.arguments
+            orig = dict(a)
+            x = a.get(first)
+            x0 = isinstance(x, GraphTensor) and x.ndim == 0
+            lifted = False
+            for name in (first, *tensors):
+                t = a.get(name)
+                if isinstance(t, GraphTensor) and t.ndim == 0:
+                    a[name], lifted = t.reshape(1), True
+            if not lifted:
+                return fn(*args, **kwargs)
+            if x0:
+                for name in dims:
+                    if a.get(name) is not None:
+                        a[name] = _dims_to_zero(a[name], x, op)
+            out = fn(*bound.args, **bound.kwargs)
+            if result is not None:
+                return result(out, orig)
+            return out.reshape(()) if x0 else out
+
+        return run
+
+    return deco
+
+
+def _dims_to_zero(d, x: GraphTensor, op: str):
+    """Every dim in ``d`` (an int or nested sequences of ints) checked for the 0-d ``x`` and made 0."""
+    if isinstance(d, (tuple, list)):
+        return type(d)(_dims_to_zero(e, x, op) for e in d)
+    x._axis(d, op)
+    return 0
 
 
 class GraphTensor:
@@ -39,7 +98,7 @@ class GraphTensor:
         return self.ndim
 
     def size(self, d: int | None = None):
-        return self.shape if d is None else self.shape[self._axis(d, "size")]
+        return self.shape if d is None else self.shape[self._axis(d, "size", scalar=False)]
 
     def numel(self) -> Dim:
         return prod(self.shape)
@@ -64,10 +123,15 @@ class GraphTensor:
     def _with_view(self, view: View) -> GraphTensor:
         return GraphTensor(self.graph, self.node, view)
 
-    def _axis(self, axis: int, op: str, ndim: int | None = None) -> int:
+    def _axis(self, axis: int, op: str, ndim: int | None = None, scalar: bool = True) -> int:
+        """``axis`` made non-negative. As in torch, a 0-d tensor takes dim 0 or -1 (ops that
+        accept that run it as one element, ``scalar_as_1d``); ``scalar=False`` for ops that need a
+        real dim (split, unflatten), so that a 0-d input fails naming the op, not as a bare IndexError."""
         n = self.ndim if ndim is None else ndim
         if not isinstance(axis, int) or isinstance(axis, bool):
             raise op_error(TypeError, op, f"dim must be an int, got {axis!r}", self)
+        if n == 0 and not scalar:
+            raise op_error(ValueError, op, "needs a tensor with at least 1 dim, got a 0-d one", self)
         if not -max(n, 1) <= axis < max(n, 1):
             raise op_error(ValueError, op, f"dim {axis} is out of range for a {n}-d tensor", self)
         return axis % max(n, 1)
@@ -122,6 +186,7 @@ class GraphTensor:
                            f"{self.ndim} dims", self)
         return self._with_view(self.layout.permute(dims))
 
+    @scalar_as_1d("transpose", dims=("d0", "d1"))
     def transpose(self, d0: int, d1: int) -> GraphTensor:
         order = list(range(self.ndim))
         a, b = self._axis(d0, "transpose"), self._axis(d1, "transpose")
@@ -164,6 +229,7 @@ class GraphTensor:
     def expand_as(self, other: GraphTensor) -> GraphTensor:
         return self.expand(*other.shape)
 
+    @scalar_as_1d("squeeze")
     def squeeze(self, dim=None) -> GraphTensor:
         if dim is None:
             dims = [i for i, d in enumerate(self.shape) if is_static(d) and d == 1]
@@ -185,13 +251,14 @@ class GraphTensor:
         return self.reshape(self.shape[:s] + (prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
 
     def unflatten(self, dim: int, sizes) -> GraphTensor:
-        d = self._axis(dim, "unflatten")
+        d = self._axis(dim, "unflatten", scalar=False)
         sub = self._infer_minus_one(sizes, "unflatten", numel=self.shape[d])
         if prod(sub) != self.shape[d]:
             raise op_error(ValueError, "unflatten", f"sizes {shape_str(sub)} do not multiply to dim {d}'s size "
                            f"{self.shape[d]}", self)
         return self.reshape(self.shape[:d] + sub + self.shape[d + 1:])
 
+    @scalar_as_1d("flip", dims=("dims",))
     def flip(self, *dims) -> GraphTensor:
         v = self.layout
         for d in _shape_args(dims):
@@ -232,8 +299,10 @@ class GraphTensor:
     def _slice_dim(self, d, start, count, step) -> GraphTensor:
         return self._with_view(self.layout.slice(d, start, count, step))
 
+    @scalar_as_1d("unfold", dims=("dimension",), result=lambda out, args: out.reshape(out.shape[1:]))
     def unfold(self, dimension: int, size: int, step: int) -> GraphTensor:
-        """torch ``Tensor.unfold``: sliding windows as a new last dim (a pure view)."""
+        """torch ``Tensor.unfold``: sliding windows as a new last dim (a pure view). A 0-d tensor
+        gives just the window, as torch (``scalar_as_1d``, whose one-window count dim is dropped)."""
         d = self._axis(dimension, "unfold")
         n = self.shape[d]
         if size <= 0 or step <= 0 or (is_static(n) and size > n):

@@ -66,7 +66,7 @@ def stack(tensors, dim: int = 0) -> GraphTensor:
 
 @tensor_op("split")
 def split(x: GraphTensor, split_size_or_sections, dim: int = 0) -> tuple[GraphTensor, ...]:
-    d = x._axis(dim, "split")
+    d = x._axis(dim, "split", scalar=False)
     n = x.shape[d]
     if isinstance(split_size_or_sections, int):
         size = split_size_or_sections
@@ -91,7 +91,7 @@ def split(x: GraphTensor, split_size_or_sections, dim: int = 0) -> tuple[GraphTe
 
 @tensor_op("chunk")
 def chunk(x: GraphTensor, chunks: int, dim: int = 0) -> tuple[GraphTensor, ...]:
-    d = x._axis(dim, "chunk")
+    d = x._axis(dim, "chunk", scalar=False)
     n = x.shape[d]
     if not is_static(n) or chunks <= 0:
         raise op_error(ValueError, "chunk", f"need a positive chunk count and a static dim (dim {d} is {n})", x)

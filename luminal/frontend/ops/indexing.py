@@ -8,7 +8,7 @@ from luminal.core.symbolic import ceildiv, dmax, dmin, is_static, sym
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.core import cast, prim, require
 from luminal.frontend.ops.elementwise import add, eq, gt, lt, where
-from luminal.frontend.tensor import GraphTensor
+from luminal.frontend.tensor import GraphTensor, scalar_as_1d
 
 
 def _norm_slice(sl: slice, n, x, dim):
@@ -117,6 +117,7 @@ def _index(op: str, idx: GraphTensor, **inputs) -> GraphTensor:
     return idx
 
 
+@scalar_as_1d("gather", tensors=("index",), result=lambda out, args: out.reshape(args["index"].shape))
 def gather(x: GraphTensor, dim: int, index: GraphTensor) -> GraphTensor:
     """torch.gather: ``out[i] = x[i with i[dim] := index[i]]``; index.shape[d] <= x.shape[d] off ``dim``."""
     index = _index("gather", index, input=x)
@@ -149,6 +150,17 @@ def take_along_dim(x: GraphTensor, indices: GraphTensor, dim: int) -> GraphTenso
     return gather(xb, d, indices.expand(*shape))
 
 
+def _index_select_0d(out: GraphTensor, args) -> GraphTensor:
+    """index_select of a 0-d input is 0-d, and takes exactly one index (torch's rule)."""
+    if args["x"].ndim:
+        return out
+    if out.shape != (1,):
+        raise op_error(ValueError, "index_select", f"a 0-d input takes one index, got {out.shape[0]}",
+                       args["x"], args["index"])
+    return out.reshape(())
+
+
+@scalar_as_1d("index_select", tensors=("index",), result=_index_select_0d)
 def index_select(x: GraphTensor, dim: int, index: GraphTensor) -> GraphTensor:
     index = _index("index_select", index, input=x)
     d = x._axis(dim, "index_select")
@@ -160,6 +172,7 @@ def index_select(x: GraphTensor, dim: int, index: GraphTensor) -> GraphTensor:
     return prim("Gather", x, cast(ix, dt.int32), arg=d, shape=tuple(shape))
 
 
+@scalar_as_1d("scatter_add", tensors=("index", "src"))
 def scatter_add(x: GraphTensor, dim: int, index: GraphTensor, src: GraphTensor) -> GraphTensor:
     """torch.scatter_add: ``out = x``; ``out[i with i[dim] := index[i]] += src[i]``."""
     index = _index("scatter_add", index, input=x)
@@ -188,6 +201,7 @@ def scatter_add(x: GraphTensor, dim: int, index: GraphTensor, src: GraphTensor) 
 
 
 @tensor_op("scatter")
+@scalar_as_1d("scatter", tensors=("index", "src"))
 def scatter(x: GraphTensor, dim: int, index: GraphTensor, src) -> GraphTensor:
     """torch.scatter (no reduction): positions named by ``index`` take ``src``; with duplicate
     indices the result is undefined, as in torch."""

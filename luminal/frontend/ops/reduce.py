@@ -27,7 +27,7 @@ from luminal.frontend.ops.elementwise import (
     sub,
     where,
 )
-from luminal.frontend.tensor import GraphTensor
+from luminal.frontend.tensor import GraphTensor, scalar_as_1d
 
 
 def _keep(x: GraphTensor, out: GraphTensor, axes, keepdim: bool) -> GraphTensor:
@@ -82,6 +82,8 @@ def var(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, correctio
     require("var", x.dtype.is_float, f"needs a float tensor, got {x.dtype.name}", x)
     if unbiased is not None:
         correction = 1 if unbiased else 0
+    elif correction is None:  # torch's "not given": Bessel's correction, as the default
+        correction = 1
     axes = normalize_axes(x, _axis_kw(axis, dim, "var", x), "var")
     n = _count(x, axes)
     # torch divides by max(0, n - correction): too large a correction gives inf (or NaN), not a negative
@@ -210,11 +212,13 @@ def _arg_extreme(x: GraphTensor, axis, keepdim: bool, largest: bool, op: str) ->
 
 
 @tensor_op("argmax")
+@scalar_as_1d("argmax", dims=("axis", "dim"))
 def argmax(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
     return _arg_extreme(x, _axis_kw(axis, dim, "argmax", x), keepdim, True, "argmax")
 
 
 @tensor_op("argmin")
+@scalar_as_1d("argmin", dims=("axis", "dim"))
 def argmin(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
     return _arg_extreme(x, _axis_kw(axis, dim, "argmin", x), keepdim, False, "argmin")
 
@@ -251,6 +255,7 @@ def _shifted(x: GraphTensor, axis, dim, op: str):
 
 
 @tensor_op("softmax")
+@scalar_as_1d("softmax", dims=("axis", "dim"))
 def softmax(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
     z, a = _shifted(x, axis, dim, "softmax")
     if z is None:  # nothing to normalise over
@@ -260,6 +265,7 @@ def softmax(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
 
 
 @tensor_op("log_softmax")
+@scalar_as_1d("log_softmax", dims=("axis", "dim"))
 def log_softmax(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
     z, a = _shifted(x, axis, dim, "log_softmax")
     if z is None:
@@ -281,6 +287,7 @@ def log_softmax_parts(x: GraphTensor, axis: int):
 
 
 @tensor_op("cumsum")
+@scalar_as_1d("cumsum", dims=("axis", "dim"))
 def cumsum(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
     """``out[i] = sum_{j<=i} x[j]`` as a masked sum over a (n, n) lower-triangular window."""
     a = x._axis(_axis_kw(axis, dim, "cumsum", x), "cumsum")
@@ -297,6 +304,7 @@ def cumsum(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
 
 
 @tensor_op("cumprod")
+@scalar_as_1d("cumprod", dims=("axis", "dim"))
 @_opmath
 def cumprod(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
     """Inclusive product scan by doubling (Hillis-Steele): log2(n) exact multiplies; static n."""

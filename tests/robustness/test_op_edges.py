@@ -1,0 +1,106 @@
+"""Edge cases found by torch's OpInfo samples, each compared with torch (forward and gradients).
+
+0-d tensors along dim 0 / -1, ``correction=None``, negative ``take_along_dim`` indices, ``tan`` near
+its poles, float64 ``erf``, unbatched convolutions and pooling, ``arange`` with bool bounds, and
+out-of-range class labels in the losses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from parity import check
+
+import luminal as lm
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+F32 = np.float32
+
+
+def _scalar(v=2.5):
+    return np.array(v, dtype=F32)
+
+
+def _index(v):
+    return np.array(v, dtype=np.int32)
+
+
+# 1. 0-d tensors: torch treats a scalar as one element along dim 0 (or -1) -------------------------
+ZERO_D = {  # name: (op, torch op or None for the same)
+    "softmax": (lambda x: x.softmax(0), None),
+    "softmax_neg": (lambda x: x.softmax(-1), None),
+    "log_softmax": (lambda x: x.log_softmax(0), None),
+    "cumsum": (lambda x: x.cumsum(0), None),
+    "cumprod": (lambda x: x.cumprod(0), None),
+    "argmax": (lambda x: x.argmax(dim=0), None),
+    "argmin": (lambda x: x.argmin(dim=0), None),
+    "argmax_keepdim": (lambda x: x.argmax(dim=0, keepdim=True), None),
+    "squeeze": (lambda x: x.squeeze(0), None),
+    "squeeze_neg": (lambda x: x.squeeze(-1), None),
+    "transpose": (lambda x: x.transpose(0, 0), None),
+    "transpose_neg": (lambda x: x.transpose(-1, 0), None),
+    "unfold": (lambda x: x.unfold(0, 1, 1), None),
+    "flip": (lambda x: x.flip(0), None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_D))
+def test_zero_d_dim_ops(name, backend):
+    op, torch_op = ZERO_D[name]
+    check(op, [_scalar(-1.75)], torch_op=torch_op, backend=backend)
+
+
+INDEXED = {  # name: (op, torch op, index value); the index is an int32 input, int64 for torch
+    "index_select": (lambda x, i: x.index_select(0, i), lambda x, i: x.index_select(0, i.long()), 0),
+    "index_select_1elem": (lambda x, i: x.index_select(-1, i), lambda x, i: x.index_select(-1, i.long()), [0]),
+    "gather": (lambda x, i: x.gather(0, i), lambda x, i: x.gather(0, i.long()), 0),
+    "gather_1d_index": (lambda x, i: x.gather(0, i), lambda x, i: x.gather(0, i.long()), [0, 0, 0]),
+    "scatter": (lambda x, i: x.scatter(0, i, x * 3.0), lambda x, i: x.scatter(0, i.long(), x * 3.0), 0),
+    "scatter_value": (lambda x, i: x.scatter(0, i, 7.0), lambda x, i: x.scatter(0, i.long(), 7.0), 0),
+    "scatter_add": (lambda x, i: x.scatter_add(0, i, x * 3.0), lambda x, i: x.scatter_add(0, i.long(), x * 3.0), 0),
+    "scatter_add_1d_index": (lambda x, i: x.scatter_add(0, i, (x * 3.0).expand(2)),
+                             lambda x, i: x.scatter_add(0, i.long(), (x * 3.0).expand(2)), [0, 0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEXED))
+def test_zero_d_indexing(name, backend):
+    op, torch_op, index = INDEXED[name]
+    check(op, [_scalar(-1.75), _index(index)], torch_op=torch_op, backend=backend)
+
+
+@pytest.mark.parametrize("name", ["gather", "index_select", "scatter_add"])
+def test_zero_d_index_into_1d(name, backend):
+    """A 0-d index into a 1-d input counts as one index, as torch: gather gives a 0-d result,
+    index_select a 1-element one, scatter_add adds at one position."""
+    ops = {
+        "gather": (lambda x, i: x.gather(0, i), lambda x, i: x.gather(0, i.long())),
+        "index_select": (lambda x, i: x.index_select(0, i), lambda x, i: x.index_select(0, i.long())),
+        "scatter_add": (lambda x, i: x.scatter_add(0, i, x[1] * 2.0),
+                        lambda x, i: x.scatter_add(0, i.long(), x[1] * 2.0)),
+    }
+    op, torch_op = ops[name]
+    check(op, [np.array([0.5, -1.0, 2.0], F32), _index(2)], torch_op=torch_op, backend=backend)
+
+
+def test_zero_d_wrong_dims_name_the_op():
+    """Dims other than 0 / -1 of a 0-d tensor, and ops that need a real dim, fail naming the op."""
+    g = lm.Graph()
+    x = g.input("x", (), dtype=lm.float32)
+    cases = [(lambda: x.softmax(1), "softmax"), (lambda: x.transpose(0, 1), "transpose"),
+             (lambda: x.cumsum(-2), "cumsum"), (lambda: x.unfold(0, 2, 1), "unfold"),
+             (lambda: x.split(1), "split"), (lambda: x.chunk(1), "chunk"), (lambda: x.size(0), "size"),
+             (lambda: x.unflatten(0, (1,)), "unflatten"),
+             (lambda: x.index_select(0, g.input("i", (2,), dtype=lm.int32)), "index_select")]
+    for make, name in cases:
+        with pytest.raises(ValueError, match=f"^{name}: "):
+            make()
+
+
+# 2. correction=None means torch's default, Bessel's correction -----------------------------------
+@pytest.mark.parametrize("op", ["var", "std"])
+def test_correction_none_is_default(op, backend):
+    x = np.random.default_rng(0).uniform(-2, 2, (3, 5)).astype(F32)
+    check(lambda t: (getattr(t, op)(correction=None), getattr(t, op)(1, correction=None, keepdim=True)), [x],
+          backend=backend)
