@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from parity import check
 
 import luminal as lm
@@ -104,3 +105,23 @@ def test_correction_none_is_default(op, backend):
     x = np.random.default_rng(0).uniform(-2, 2, (3, 5)).astype(F32)
     check(lambda t: (getattr(t, op)(correction=None), getattr(t, op)(1, correction=None, keepdim=True)), [x],
           backend=backend)
+
+
+# 3. take_along_dim counts negative indices from the end, as torch (and x[idx]) -----------------
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_take_along_dim_negative_indices(dim, backend):
+    x = np.random.default_rng(1).uniform(-2, 2, (3, 4)).astype(F32)
+    n = x.shape[dim]
+    # 1 along the other dim: take_along_dim broadcasts it
+    idx = np.random.default_rng(2).integers(-n, n, (5, 1) if dim == 0 else (1, 5)).astype(np.int32)
+    idx.flat[0] = -1
+    check(lambda t, i: t.take_along_dim(i, dim), [x, idx],
+          torch_op=lambda t, i: torch.take_along_dim(t, i.long(), dim), backend=backend)
+
+
+def test_take_along_dim_negative_symbolic(backend):
+    """The wrap reads the dim's size at run time when it is symbolic."""
+    x = np.random.default_rng(1).uniform(-2, 2, (5, 2)).astype(F32)
+    idx = np.array([[-1, 0], [-5, -2]], np.int32)
+    check(lambda t, i: t.take_along_dim(i, 0), [x, idx], shapes=[("B", 2), (2, 2)],
+          torch_op=lambda t, i: torch.take_along_dim(t, i.long(), 0), backend=backend)

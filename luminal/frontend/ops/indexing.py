@@ -102,11 +102,17 @@ def getitem(x: GraphTensor, index) -> GraphTensor:
 
         pos, _, idx = tensor_at
         _index("getitem", idx, input=x)
-        n = t.shape[pos]
-        idx = where(lt(idx, 0), add(idx, n if is_static(n) else x.graph.constant(n)), idx)  # -1 = last, as torch
+        idx = _wrap_negative(idx, t.shape[pos])
         flat = index_select(t, pos, idx.reshape(-1))
         t = flat.reshape(t.shape[:pos] + idx.shape + t.shape[pos + 1:])
     return t
+
+
+def _wrap_negative(idx: GraphTensor, n) -> GraphTensor:
+    """Indices into a dim of size ``n`` with -1 meaning the last, as torch's ``x[idx]`` and
+    ``take_along_dim`` read them: ``idx + n`` where ``idx < 0``, as graph ops (the values are known
+    only at run time). The primitives (Gather, ScatterAdd) take only ``[0, n)``, as torch's gather."""
+    return where(lt(idx, 0), add(idx, n if is_static(n) else idx.graph.constant(n)), idx)
 
 
 def _index(op: str, idx: GraphTensor, **inputs) -> GraphTensor:
@@ -135,7 +141,8 @@ def gather(x: GraphTensor, dim: int, index: GraphTensor) -> GraphTensor:
 
 
 def take_along_dim(x: GraphTensor, indices: GraphTensor, dim: int) -> GraphTensor:
-    """torch.take_along_dim: like gather, with the other dims broadcast."""
+    """torch.take_along_dim: like gather, with the other dims broadcast and negative indices
+    counted from the end (torch's gather rejects them)."""
     indices = _index("take_along_dim", indices, input=x)
     d = x._axis(dim, "take_along_dim")
     if indices.ndim != x.ndim:
@@ -147,7 +154,7 @@ def take_along_dim(x: GraphTensor, indices: GraphTensor, dim: int) -> GraphTenso
             raise op_error(ValueError, "take_along_dim", f"dim {k} cannot broadcast ({a} vs {b})", x, indices)
         shape.append(b if k == d or (is_static(a) and a == 1) else a)
     xb = x.expand(*[x.shape[k] if k == d else shape[k] for k in range(x.ndim)])
-    return gather(xb, d, indices.expand(*shape))
+    return gather(xb, d, _wrap_negative(indices, x.shape[d]).expand(*shape))
 
 
 def _index_select_0d(out: GraphTensor, args) -> GraphTensor:
