@@ -14,7 +14,14 @@ def _convert(name: str, value, node) -> np.ndarray:
     want: dt.DType = node.dtype
     if type(value) is int and want.kind == "i" and not _INT32[0] <= value <= _INT32[1]:
         raise ValueError(f"input {name!r}: integer value {value} does not fit in int32")
-    arr = np.asarray(value)
+    python = isinstance(value, (bool, int, float, list, tuple))  # no dtype of its own: numpy's guess
+    try:
+        arr = np.asarray(value)
+    except ValueError as e:  # numpy's "inhomogeneous shape after 1 dimensions": rows of unequal length
+        if isinstance(value, (list, tuple)):
+            raise ValueError(f"input {name!r}: the nested list is ragged (its rows differ in length), so it is "
+                             f"not an array; expected {len(node.shape)} dims {shape_str(node.shape)}") from None
+        raise ValueError(f"input {name!r}: cannot make an array of the value: {e}") from None
     if isinstance(value, (list, tuple)) and arr.size == 0:  # np.asarray([]) is float64 whatever was meant
         arr = arr.astype(np.float32 if want is dt.bfloat16 else want.np)
     if arr.dtype.kind not in "biufc":
@@ -24,7 +31,8 @@ def _convert(name: str, value, node) -> np.ndarray:
         raise ValueError(f"input {name!r}: expected {len(node.shape)} dims {shape_str(node.shape)}, "
                          f"got an array of shape {arr.shape}")
     kind = arr.dtype.kind
-    if isinstance(value, (bool, int, float)) and arr.ndim == 0:
+    if python:  # Python numbers take the input's dtype, as torch.tensor(data, dtype=...) does; a float
+        # list for an int input is still refused (that conversion would truncate)
         ok = {"b": kind == "b", "i": kind in "bi", "f": kind in "bif"}[want.kind]
     elif want is dt.bfloat16:
         ok = arr.dtype == np.float32
