@@ -62,3 +62,44 @@ def test_search_times_programs_with_different_kernels(monkeypatch):
     ref = _mlp_step()
     want = [float(ref(**_batch())) for _ in range(3)]
     np.testing.assert_allclose(losses, want, rtol=1e-5)
+
+
+def _strided_product():
+    g = lm.Graph()
+    a = g.input("t", (64, 48, 2))[:, :, 0]  # strides (96, 2): a GEMM must copy it first
+    return a @ g.input("b", (48, 32))
+
+
+def test_a_contraction_is_priced_both_ways_and_searchable():
+    """The contraction rule's MatMul (a copy of ``a``, then BLAS) against the product's reduction:
+    the CPU model picks the GEMM; a model where GEMM arithmetic is dear picks the reduction; and
+    ``search`` times both."""
+    from luminal.compiler.egraph import CPU, CostModel, optimize
+    from luminal.compiler.term import topological
+
+    y = _strided_product()
+    ops = lambda res: {t.op for t in topological(list(res.terms.values()))}  # noqa: E731
+    res = optimize([y.node])
+    assert res.stats["rules"].get("contraction") == 1 and res.stats["egraph"]["choices"] == 1
+    assert "MatMul" in ops(res)
+    assert not CPU.in_place(*(v for _, v in next(t for t in topological(list(res.terms.values()))
+                                                 if t.op == "MatMul").srcs), 2)
+    assert "MatMul" not in ops(optimize([y.node], cost_model=CostModel(gemm=10.0)))
+    timed = []
+    optimize([y.node], search=3, timer=lambda terms: timed.append(
+        {t.op for t in topological(list(terms.values()))}) or 1.0)
+    assert len(timed) == 2 and {"MatMul" in t for t in timed} == {True, False}
+
+
+def test_a_convolution_is_a_gemm_through_the_contraction_rule():
+    from luminal.compiler.egraph import optimize
+
+    lm.manual_seed(0)
+    g = lm.Graph()
+    x = g.input("x", (2, 3, 9, 9))
+    y = nn.Conv2d(3, 4, 3, padding=1)(x)
+    res = optimize([y.node], constants=g.constants)
+    assert res.stats["rules"].get("contraction", 0) >= 1
+    xv = np.random.default_rng(0).standard_normal((2, 3, 9, 9)).astype(np.float32)
+    np.testing.assert_allclose(lm.compile([y])(x=xv), lm.compile([y], backend="reference")(x=xv),
+                               rtol=1e-5, atol=1e-5)

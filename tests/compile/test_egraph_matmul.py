@@ -1,4 +1,6 @@
-"""The ``matmul`` ruleset: SumReduce(Mul) becomes MatMul exactly on GEMM layouts."""
+"""The ``matmul`` ruleset: SumReduce(Mul) becomes MatMul exactly on GEMM layouts. Float products in
+other layouts with an M or N axis get a MatMul alternative from the ``contraction`` ruleset instead
+(the cost model then picks one); dot products, masked views and integer products get neither."""
 
 from __future__ import annotations
 
@@ -45,19 +47,31 @@ def test_gemm_layouts_become_matmul(a_shape, b_shape, prep):
                          "b": rng.standard_normal(b_shape).astype(np.float32)})
 
 
-def test_operand_without_a_unit_stride_stays_sum_of_product():
+def _strict(res) -> int:
+    return res.stats["rules"].get("matmul", 0)
+
+
+def _contraction(res) -> int:
+    return res.stats["rules"].get("contraction", 0)
+
+
+def test_operand_without_a_unit_stride_is_a_contraction():
     g = lm.Graph()
     t = g.input("t", (5, 4, 2))
     b = g.input("b", (4, 3))
     a = t[:, :, 0]  # strides (8, 2): neither M nor K is unit
     res, _ = optimized(a @ b)
-    assert "MatMul" not in ops_of(res) and "SumReduce" in ops_of(res)
+    assert _strict(res) == 0 and _contraction(res) == 1
+    assert res.stats["egraph"]["choices"] == 1  # the reduction of the product, or a GEMM after a copy of a
+    ti = g.input("ti", (5, 4, 2), dtype=lm.int32)
+    res, _ = optimized(ti[:, :, 0] @ g.input("bi", (4, 3), dtype=lm.int32))
+    assert "MatMul" not in ops_of(res) and "SumReduce" in ops_of(res)  # BLAS has no integer GEMM
     rng = np.random.default_rng(1)
     check_same([a @ b], {"t": rng.standard_normal((5, 4, 2)).astype(np.float32),
                          "b": rng.standard_normal((4, 3)).astype(np.float32)})
 
 
-def test_two_m_groups_stay_sum_of_product():
+def test_two_m_groups_are_a_contraction():
     g = lm.Graph()
     x = g.input("x", (3, 4, 5))  # product (i, k, j, n): M axes i and j are not adjacent
     w = g.input("w", (4, 6))
@@ -65,16 +79,17 @@ def test_two_m_groups_stay_sum_of_product():
     rhs = w.unsqueeze(0).unsqueeze(2).expand(3, 4, 5, 6)
     y = (lhs * rhs).sum(1)
     res, _ = optimized(y)
-    assert "MatMul" not in ops_of(res)
+    assert _strict(res) == 0 and _contraction(res) == 1
 
 
 @pytest.mark.parametrize("a_shape,b_shape", [((2, 1, 5, 4), (3, 4, 6)), ((1, 5, 4), (3, 4, 6))])
-def test_batches_that_split_a_group_stay_sum_of_product(a_shape, b_shape):
+def test_batches_that_split_a_group_are_contractions(a_shape, b_shape):
     """(2,1,5,4) @ (3,4,6): product axes (2: M, 3: N, 5: M, 4: K, 6: N), two M groups; (1,5,4) @
-    (3,4,6): (3: N, 5: M, 4: K, 6: N), two N groups. Neither is one GEMM by the layout's definition."""
+    (3,4,6): (3: N, 5: M, 4: K, 6: N), two N groups. Neither is one GEMM by the layout's definition:
+    the strict rule leaves them, the contraction rule offers a GEMM over a batch."""
     a, b, c = _mm(a_shape, b_shape)
     res, _ = optimized(c)
-    assert "MatMul" not in ops_of(res)
+    assert _strict(res) == 0 and _contraction(res) == 1
     rng = np.random.default_rng(2)
     check_same([c], {"a": rng.standard_normal(a_shape).astype(np.float32),
                      "b": rng.standard_normal(b_shape).astype(np.float32)})
@@ -85,7 +100,7 @@ def test_dot_products_stay_sum_of_product():
     x = g.input("x", (6, 10))
     d = x - x.mean(-1, keepdim=True)
     res, _ = optimized((d * d).sum(-1), g.input("v", (10,)) @ g.input("u", (10,)))
-    assert "MatMul" not in ops_of(res)
+    assert "MatMul" not in ops_of(res) and _contraction(res) == 0
 
 
 def test_masked_operand_stays_sum_of_product():
@@ -93,7 +108,7 @@ def test_masked_operand_stays_sum_of_product():
     a = g.input("a", (5, 3)).pad((0, 1))  # (5, 4), last column padded
     b = g.input("b", (4, 3))
     res, _ = optimized(a @ b)
-    assert "MatMul" not in ops_of(res)
+    assert "MatMul" not in ops_of(res) and _contraction(res) == 0
 
 
 def test_sum_of_product_over_a_broadcast_axis_stays():
@@ -102,7 +117,7 @@ def test_sum_of_product_over_a_broadcast_axis_stays():
     b = g.input("b", (3,))
     prod = prim("Mul", a.unsqueeze(1).expand(5, 3), b.unsqueeze(0).expand(5, 3), shape=(5, 3))
     res, _ = optimized(prim("SumReduce", prod, arg=1, shape=(5,)))  # k has stride 0 in a
-    assert "MatMul" not in ops_of(res)
+    assert "MatMul" not in ops_of(res) and _contraction(res) == 0
 
 
 def _mlp(x_grad: bool):
@@ -166,8 +181,9 @@ def test_layout_rule_agrees_with_the_definition_on_random_views():
     from luminal.frontend.graph import Node
 
     rng = np.random.default_rng(7)
-    a = Node(-1, "Input", (), "a", lm.float32, (1000,))
-    b = Node(-2, "Input", (), "b", lm.float32, (1000,))
+    # int32: the contraction rule (float products only) stays out, so a MatMul means the strict rule's
+    a = Node(-1, "Input", (), "a", lm.int32, (1000,))
+    b = Node(-2, "Input", (), "b", lm.int32, (1000,))
     roots, want = [], {}
     for i in range(300):
         rank = int(rng.integers(2, 6))
@@ -184,9 +200,9 @@ def test_layout_rule_agrees_with_the_definition_on_random_views():
             return tuple(s)
 
         sa, sb, k = strides(), strides(), int(rng.integers(rank))
-        mul = Node(-10 - 2 * i, "Mul", ((a, View(shape, sa)), (b, View(shape, sb))), None, lm.float32, shape)
+        mul = Node(-10 - 2 * i, "Mul", ((a, View(shape, sa)), (b, View(shape, sb))), None, lm.int32, shape)
         out = shape[:k] + shape[k + 1:]
-        red = Node(-11 - 2 * i, "SumReduce", ((mul, View.contiguous(shape)),), k, lm.float32, out)
+        red = Node(-11 - 2 * i, "SumReduce", ((mul, View.contiguous(shape)),), k, lm.int32, out)
         roots.append(red)
         want[red.id] = _gemm_ok(shape, sa, sb, k)
     from luminal.compiler.egraph import optimize

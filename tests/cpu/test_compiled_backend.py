@@ -481,21 +481,21 @@ def test_matmul_result_stored_in_its_readers_order():
     np.testing.assert_allclose(r3, (x @ y) @ z, rtol=1e-5)
 
 
-def test_reduce_of_a_product_runs_as_a_batched_gemm():
-    """A convolution as the compiler may leave it: sum over K of weight (M, K) times unfolded input
-    (B, K, N), where B and N are both "N" axes that do not merge; B becomes a batch axis. And a weight
-    gradient summing over two axes (B and the pixels) at once."""
+def test_matmul_in_a_layout_that_is_not_one_gemm_runs_as_a_batched_gemm():
+    """A convolution as the compiler's ``contraction`` rule makes it a MatMul: sum over K of weight
+    (M, K) times unfolded input (B, K, N), where B and N are both "N" axes that do not merge; B becomes
+    a batch axis. And a weight gradient summing over two axes (B and the pixels) at once."""
     f = lm.float32
     B, M, K, N = 3, 4, 5, 6
     kg = KG()
     w, u = kg.input("w", (M, K)), kg.input("u", (B, K, N))
     y, gw = kg.buf((B, M, N)), kg.buf((M, K))
     dom = (B, M, K, N)
-    kg.kernel("reduce", dom, [(w, View(dom, (0, K, 1, 0))), (u, View(dom, (K * N, 0, N, 1)))], [(y, ACC(f))],
-              axes=(2,), reduce_op="sum", prologue=E("Mul", L(0, f), L(1, f)), acc_dtype=f)
+    kg.kernel("matmul", dom, [(w, View(dom, (0, K, 1, 0))), (u, View(dom, (K * N, 0, N, 1)))], [(y, ACC(f))],
+              axes=(2,), acc_dtype=f)
     dom2 = (B, M, K, N)  # gw[m, k] = sum over b, n of y[b, m, n] * u[b, k, n]
-    kg.kernel("reduce", dom2, [(y, View(dom2, (M * N, N, 0, 1))), (u, View(dom2, (K * N, 0, N, 1)))],
-              [(gw, ACC(f))], axes=(0, 3), reduce_op="sum", prologue=E("Mul", L(0, f), L(1, f)), acc_dtype=f)
+    kg.kernel("matmul", dom2, [(y, View(dom2, (M * N, N, 0, 1))), (u, View(dom2, (K * N, 0, N, 1)))],
+              [(gw, ACC(f))], axes=(0, 3), acc_dtype=f)
     kg.output(y)
     kg.output(gw)
     prog = kg.program()

@@ -36,9 +36,7 @@ def lower(k, b) -> None:
         if not _padded_sum(k, b):
             ExprEmitter(b, [b.load(buf, v) for buf, v in k.inputs]).emit([(e, b.array(buf)) for buf, e in k.outputs])
     elif k.kind == "reduce":
-        ins = contraction(k)
-        if ins is None or not _gemm(k, b, ins, worth_it=True):
-            _reduce(k, b)
+        _reduce(k, b)
     elif k.kind == "matmul":
         if any(v.mask is not None for _, v in k.inputs):
             _reduce(k, b)  # not a GEMM layout: the product, then a sum
@@ -247,33 +245,15 @@ def _reduce_into(b, op, x, axes, dtype, out) -> None:
         b.calls.append((np.add, (out, zero, out)))
 
 
-def contraction(k):
-    """The two inputs of a reduce kernel that sums the product of two float32/float64 loads (a GEMM
-    the compiler did not recognise, e.g. a convolution over its unfolded input), else None."""
-    p = k.prologue
-    if k.reduce_op != "sum" or p.op != "Mul" or p.dtype is not k.acc_dtype or k.acc_dtype not in (dt.float32,
-                                                                                                     dt.float64):
-        return None
-    x, y = p.args
-    if x.op != "Load" or y.op != "Load" or x.arg == y.arg:
-        return None
-    ins = [k.inputs[x.arg], k.inputs[y.arg]]
-    return None if any(v.mask is not None for _, v in ins) else ins
-
-
-def _gemm(k, b, ins, worth_it=False) -> bool:
-    """Lower ``sum over k.axes of a*b`` (``ins``: the two unmasked operands) to one ``np.matmul``.
-    ``worth_it``: give up (emitting nothing, returning False) when the GEMM would be a batch of dot
-    products, which a plain reduction does as well."""
+def _gemm(k, b, ins) -> None:
+    """Lower ``sum over k.axes of a*b`` (``ins``: the two unmasked operands, in any layout: the
+    compiler's ``contraction`` rule makes MatMuls that the strict ``matmul`` rule would not) to one
+    ``np.matmul``, copying an operand into a contiguous scratch first where BLAS cannot read it."""
     domain = b.shape(k.domain)
     shape = _out_shape(k, b)
     (abuf, av), (bbuf, bv) = ins
     a_sv, b_sv = b.locate(abuf, b.strided_view(av)), b.locate(bbuf, b.strided_view(bv))
     out_axes = [i for i in range(len(domain)) if i not in k.axes]
-    if worth_it:
-        g = plan_gemm(domain, k.axes, a_sv, b_sv, dict(zip(out_axes, contiguous_strides(shape))))
-        if g.M * g.N <= 1:
-            return False
     acc, acc_buf = _accumulator(k, b, shape)
     flat, ostr = (acc.reshape(-1), contiguous_strides(shape)) if acc_buf is None else b.storage(acc_buf, shape)
     g = plan_gemm(domain, k.axes, a_sv, b_sv, dict(zip(out_axes, ostr)))
@@ -290,7 +270,6 @@ def _gemm(k, b, ins, worth_it=False) -> bool:
             b.calls.append((ops.round_bf16_, (res,)))
         b.calls.append((np.copyto, (b.over(flat, g.out), res.reshape(g.out.shape))))
     _epilogue(k, b, acc, acc_buf)
-    return True
 
 
 def _operand(b, buf, src: Strided, blas: Strided | None, shape, cd):

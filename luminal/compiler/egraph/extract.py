@@ -43,7 +43,7 @@ class Costs:
             shape, dtype = self.info[c]
             for e in es:
                 reads = [(low.views[v], self.info[k][1].itemsize) for k, v in zip(e.kids, e.views)]
-                self.own[e] = model.enode(e.op, shape, dtype, reads)
+                self.own[e] = model.enode(e.op, shape, dtype, reads, e.arg)
 
 
 def choose(g, costs: Costs, banned=frozenset(), settled_only: bool = False) -> dict:

@@ -234,6 +234,8 @@ def commands(low: Lowered, limit: int = ACTIONS) -> list:
                     views.add(v)
                     head.append(b.Let(_S, f"w{v}", _expr(low.view_terms[v])))
             head.append(b.Let(_S, f"n{k}", _expr(it.term)))
+            if it.op == "Mul" and it.dtype.name in ("float32", "float64"):  # a product BLAS can take (contraction.egg)
+                head.append(b.Expr_(_S, _expr(("BlasMul", ("n", k)))))
             if k in later:
                 head.append(b.Union(_S, _expr(("Nd", k)), b.Var(_S, f"n{k}")))
         name = f"load{c}"

@@ -23,8 +23,8 @@ from egglog import bindings
 from luminal.compiler.egraph import fusion
 from luminal.compiler.errors import CompileError
 
-RULE_FILES = ("schema", "algebra", "matmul", "fusion")
-REWRITE = ("algebra", "matmul")  # the rulesets the schedules run together as ``rewrite``
+RULE_FILES = ("schema", "algebra", "matmul", "contraction", "fusion")
+REWRITE = ("algebra", "matmul", "contraction")  # the rulesets the schedules run together as ``rewrite``
 
 _SPAN = bindings.RustSpan("", 0, 0)
 _LOCK = threading.RLock()

@@ -1,9 +1,10 @@
 """Bounded runs of the rulesets.
 
-``facts`` (once), then the combined ``rewrite`` ruleset (``algebra`` + ``matmul``) in rounds of
-``round_iterations``, the e-graph size and the wall clock checked between rounds, until a round's
-last iteration changes nothing or a budget runs out; then ``fusion``, which only derives relations
-over existing classes (it cannot grow the e-graph) and saturates in two iterations.
+``facts`` (once), then the combined ``rewrite`` ruleset (``algebra`` + ``matmul`` + ``contraction``:
+``runner.REWRITE``) in rounds of ``round_iterations``, the e-graph size and the wall clock checked
+between rounds, until a round's last iteration changes nothing or a budget runs out; then
+``fusion``, which only derives relations over existing classes (it cannot grow the e-graph) and
+saturates in two iterations.
 
 Small graphs (at most ``Budget.backoff_above`` lowered items) run under egglog's default scheduler:
 no rule of ours can match more than a few times per e-node there, so a match limit could never
