@@ -89,7 +89,7 @@ class Sym:
     @staticmethod
     def var(name: str) -> Sym:
         if not _NAME.match(name):
-            raise ValueError(f"symbolic dim name {name!r} is not an identifier")
+            raise ValueError(_bad_name(name))
         return Sym({(Atom("var", (name,)),): 1})
 
     @staticmethod
@@ -177,6 +177,25 @@ def _norm(s: Sym) -> Dim:
     return s
 
 
+def _bad_name(name: str) -> str:
+    """Why ``name`` is no dim name, with the code to write instead: a dim string is one name and is
+    never parsed as an expression (``"S+1"`` would need a parser and a second spelling of what
+    ``lm.sym("S") + 1`` already says)."""
+    msg = f"symbolic dim name {name!r} is not an identifier: a dim string must be a single name such as \"S\""
+    tokens = re.findall(r"[A-Za-z_]\w*|\d+|//|\*\*|\S", name)
+    if any(t in ("+", "-", "*", "//", "%", "**", "/") for t in tokens) and any(_NAME.match(t) for t in tokens):
+        out = []
+        for t in tokens:
+            if _NAME.match(t):
+                out.append(f'lm.sym("{t}")')
+            elif t in ("+", "-", "*", "//", "%", "**", "/"):
+                out.append(f" {'//' if t == '/' else t} ")
+            else:
+                out.append(t)
+        msg += f"; for an expression write {''.join(out).strip()}"
+    return msg
+
+
 def sym(x) -> Dim:
     """Turn a user's shape entry (int, name, or Sym) into a Dim."""
     if isinstance(x, Sym):
@@ -204,8 +223,8 @@ def dims(op: str, shape, *operands) -> tuple:
                                *operands) from None
     try:
         return tuple(map(sym, shape))
-    except TypeError as e:
-        raise op_error(TypeError, op, str(e), *operands) from None
+    except (TypeError, ValueError) as e:  # ValueError: a string that is no name ("S+1")
+        raise op_error(type(e), op, str(e), *operands) from None
 
 
 def is_static(d: Dim) -> bool:
