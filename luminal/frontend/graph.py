@@ -59,6 +59,12 @@ class Graph:
     def __init__(self):
         self.nodes: list[Node] = []
         self._index: dict[tuple, Node] = {}
+        # A node's key is (signature number, input ids); a signature is (op, view numbers, exact arg,
+        # dtype name, shape number), views (exact forms) and shapes numbered once per graph. So keys
+        # hash as a few small ints however symbolic the views, and nodes alike but for their inputs
+        # (one layer's and the next's) share a signature number.
+        self._parts: dict = {}
+        self._signatures: dict = {}
         self.constants: dict[ConstKey, np.ndarray] = {}
         self.inputs: dict[str, Node] = {}  # user inputs, given by name on every call
         self.states: dict[str, State] = {}  # persistent inputs, read from State.data on every call
@@ -83,8 +89,11 @@ class Graph:
             if s.graph is not self:
                 raise op_error(ValueError, op, "operands belong to different graphs", *srcs)
         key_srcs = tuple((s.node, s.layout) for s in srcs)
-        views, exact_arg, shape = tuple(_exact(v) for _, v in key_srcs), _exact(arg), tuple(shape)
-        key = (op, tuple(n.id for n, _ in key_srcs), views, exact_arg, dtype.name, shape)
+        part = self._parts.setdefault
+        views = tuple(part(_exact(v), len(self._parts)) for _, v in key_srcs)
+        shape = tuple(shape)
+        sig = (op, views, _exact(arg), dtype.name, part(shape, len(self._parts)))
+        key = (self._signatures.setdefault(sig, len(self._signatures)), tuple(n.id for n, _ in key_srcs))
         node = self._index.get(key)
         if node is None:
             node = Node(len(self.nodes), op, key_srcs, arg, dtype, shape)
@@ -93,11 +102,15 @@ class Graph:
         return node
 
     def node_keys(self):
-        """The hash-consing key of every node, in id order: ``(op, src ids, views, arg, dtype name,
-        shape)`` with the views and arg made exact (``_exact``). Each key is stored once, when its node
-        is made, so whole-graph passes (loop detection's columns) read them instead of rebuilding them
-        from the nodes."""
+        """The hash-consing key of every node, in id order: ``(signature number, input ids)``. Each key
+        is stored once, when its node is made, so whole-graph passes (loop detection's columns) read
+        them instead of rebuilding them from the nodes."""
         return self._index.keys()
+
+    def signatures(self) -> list[tuple]:
+        """Every signature, indexed by its number: ``(op, view numbers, exact arg, dtype name, shape
+        number)``; equal numbers in two signatures mean equal views or shapes."""
+        return list(self._signatures)
 
     def tensor(self, node: Node, view: View | None = None):
         from luminal.frontend.tensor import GraphTensor

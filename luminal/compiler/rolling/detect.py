@@ -37,10 +37,9 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
-
-from luminal.core.primitives import LEAVES
 
 MIN_SAVED = 32  # nodes a loop must take off the e-graph (period x (trips - 1)) to pay for a second run
 MIN_BODY = 4  # smaller bodies cut their nodes off from every neighbour the e-graph could fuse them with
@@ -297,21 +296,32 @@ class _Columns:
 
 def _columns(graph) -> _Columns:
     """The columns of ``graph``'s nodes as they are now (the graph may grow after), from one pass over
-    its hash-consing keys: a key already holds the exact views and arg that a label names, so a label
-    costs one dict lookup (numbered by first appearance). A type is a part of a label: types are
-    numbered over the distinct labels (a few hundred), not over the nodes."""
+    its hash-consing keys (``(signature number, input ids)``, per-node work in C): a node's
+    signature (op, views, arg, dtype, shape) is its label, except that a leaf's label leaves out its
+    arg (two layers' weights are different inputs of one label); leaves are the nodes without inputs,
+    and few, so they are relabelled after. A type (dtype, shape) is a part of a signature: types are
+    numbered over the distinct signatures (a few hundred), not over the nodes."""
     keys = list(graph.node_keys())
-    labels: dict = {}
-    get = labels.setdefault
-    label = np.array([get((op, views, None if op in LEAVES else arg, dtype, shape), len(labels))
-                      for op, _, views, arg, dtype, shape in keys], np.int64)
+    n = len(keys)
+    sigs = graph.signatures()
+    label = np.fromiter(map(_SIG, keys), np.int64, n)
+    srcs = list(map(_SRCS, keys))
+    arity = np.fromiter(map(len, srcs), np.int64, n)
+    leaves = np.flatnonzero(arity == 0).tolist()
+    argless: dict = {}  # a leaf's signature without its arg -> its label (numbered after the signatures)
+    for i in leaves:
+        op, views, _, dtype, shape = sigs[label[i]]
+        label[i] = argless.setdefault((op, views, dtype, shape), len(sigs) + len(argless))
     types: dict = {}
-    type_of = np.array([types.setdefault(key[3:], len(types)) for key in labels], np.int64)
-    srcs = [key[1] for key in keys]
-    arity = np.fromiter(map(len, srcs), np.int64, len(srcs))
+    type_of = np.array([types.setdefault(sig[3:], len(types)) for sig in sigs]
+                       + [types.setdefault(key[2:], len(types)) for key in argless], np.int64)
     flat = np.fromiter(itertools.chain.from_iterable(srcs), np.int64)
-    is_input = np.array([key[0] == "Input" for key in keys], bool)
+    is_input = np.zeros(n, bool)
+    is_input[[i for i in leaves if sigs[keys[i][0]][0] == "Input"]] = True
     return _Columns(label, srcs, arity, flat, type_of[label], is_input)
+
+
+_SIG, _SRCS = itemgetter(0), itemgetter(1)
 
 
 def _varies(reader, flat, srcs: list, is_input) -> np.ndarray:
