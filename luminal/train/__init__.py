@@ -1,5 +1,5 @@
 """Training: autograd as a graph transform, losses, optimizers, schedulers, the train-step runner and
-checkpoints. Uses only ``luminal.frontend`` (and ``luminal.nn``'s safetensors I/O for checkpoints)."""
+checkpoints. Uses ``luminal.frontend`` and the core (safetensors I/O for checkpoints), and ``lm.compile``."""
 
 from luminal.train.autograd import grad
 from luminal.train.checkpoint import load_checkpoint, save_checkpoint
@@ -24,11 +24,11 @@ from luminal.train.schedulers import (
     OneCycleLR,
     StepLR,
 )
-from luminal.train.step import TrainStep, clip_by_norm, clip_by_value, compile_step
+from luminal.train.step import NonFiniteLossError, TrainStep, clip_by_norm, clip_by_value, compile_step
 
 __all__ = [
     "SGD", "Adagrad", "Adam", "AdamW", "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LinearLR",
-    "MultiStepLR", "OneCycleLR", "Optimizer", "RMSprop", "StepLR", "TrainStep", "binary_cross_entropy",
+    "MultiStepLR", "NonFiniteLossError", "OneCycleLR", "Optimizer", "RMSprop", "StepLR", "TrainStep", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "clip_by_norm", "clip_by_value", "compile_step", "cross_entropy", "grad",
     "huber_loss", "kl_div", "l1_loss", "load_checkpoint", "mse_loss", "nll_loss", "save_checkpoint",
     "smooth_l1_loss",

@@ -1,6 +1,6 @@
 """GEMM planning: how a contraction's operand views become one ``np.matmul`` call that reaches BLAS.
 
-A matmul kernel (or a reduce kernel summing a product of two loads) computes ``sum over the K axes
+A matmul kernel (the compiler's ``matmul`` and ``contraction`` rules make them) computes ``sum over the K axes
 of a*b`` over a product domain, with ``a`` and ``b`` read through views. Every other axis (of size
 != 1) is *batch* (both operands move along it, or neither), *M* (only ``a`` moves) or *N* (only ``b``
 moves). The plan arranges ``a`` as ``[batch..., M..., K...]``, ``b`` as ``[batch..., K..., N...]`` and
