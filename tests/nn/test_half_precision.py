@@ -344,8 +344,8 @@ MAX_SHIFT_GRAD = ("log_softmax's gradient also flows through the max it subtract
 CLAMP_DTYPE = ("clamp with a tensor bound and both bounds on a 16-bit tensor returns float32 (elementwise.py "
                "clamp: the NaN/-0.0 where on max's branch is a float32 constant)")
 CPU_DOT = ("cpu backend: a 16-bit dot product that is not lowered to a GEMM rounds every product to float16 "
-           "(the contraction rule takes float32/float64 products only; _reduce emits the Mul in float16): 300*300 is inf, "
-           "inf - inf NaN, 1e-4*1e-4 is 0; the reference and torch keep the products in float32")
+           "(the contraction rule takes float32/float64 products only; _reduce emits the Mul in float16): "
+           "300*300 is inf, inf - inf NaN, 1e-4*1e-4 is 0; the reference and torch keep the products in float32")
 SCAN_PRODUCTS = ("cumprod/prod multiply 16-bit partial products that torch's running product never forms; "
                  "they overflow or underflow (reduce.py cumprod, prod_)")
 
