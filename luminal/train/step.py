@@ -121,6 +121,11 @@ class TrainStep:
         loss = float(res[0])
         return loss if not self._outputs else (loss, *res[1:])
 
+    def report(self, show: bool = True):
+        """The compile report of the update program (forward + backward + update), as
+        ``Compiled.report``: kernels, loops rolled, memory, time per stage."""
+        return self._update.report(show)
+
     def state_dict(self) -> dict:
         """What a checkpoint needs beyond model and optimizer: the accumulation position, the
         accumulated gradients and the graph's random generator (dropout masks)."""
