@@ -46,8 +46,9 @@ def make_tokenizer(vocab_size: int):
     return tok
 
 
-def random_weights(cfg: dict, seed: int) -> dict[str, np.ndarray]:
-    """HF-named float32 tensors: normal(0, 0.02) matrices as HF initialises them; norm weights near 1
+def random_weights(cfg: dict, seed: int, std: float = 0.02) -> dict[str, np.ndarray]:
+    """HF-named float32 tensors: normal(0, std) matrices (HF initialises with 0.02; tests use more, so
+    that logits are of order 1 and a tolerance means something); norm weights near 1
     and biases near 0 but not exactly, so that a test notices one that is loaded into the wrong place."""
     rng = np.random.default_rng(seed)
     e, i, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
@@ -55,7 +56,7 @@ def random_weights(cfg: dict, seed: int) -> dict[str, np.ndarray]:
     hd = cfg.get("head_dim") or e // h
 
     def mat(o, k):
-        return (rng.standard_normal((o, k), dtype=np.float32) * 0.02).astype(np.float32)
+        return (rng.standard_normal((o, k), dtype=np.float32) * std).astype(np.float32)
 
     def vec(n, centre):
         return (centre + 0.1 * rng.standard_normal(n)).astype(np.float32)
@@ -103,7 +104,7 @@ def write_checkpoint(out: Path, tensors: dict, dtype: str, shards: int = 1) -> N
 def make_random(out, *, layers: int = 2, hidden: int = 64, heads: int = 4, kv_heads: int = 2,
                 intermediate: int = 128, vocab: int = 512, head_dim: int | None = None, tie: bool = False,
                 llama3_rope: bool = False, dtype: str = "float32", shards: int = 1, max_positions: int = 256,
-                bias: bool = False, seed: int = 0, tokenizer: bool = True) -> Path:
+                bias: bool = False, seed: int = 0, std: float = 0.02, tokenizer: bool = True) -> Path:
     """Write the directory; returns its path."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -122,7 +123,7 @@ def make_random(out, *, layers: int = 2, hidden: int = 64, heads: int = 4, kv_he
         cfg["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
     (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    write_checkpoint(out, random_weights(cfg, seed), dtype, shards)
+    write_checkpoint(out, random_weights(cfg, seed, std), dtype, shards)
     if tokenizer:
         make_tokenizer(vocab).save(str(out / "tokenizer.json"))
         (out / "tokenizer_config.json").write_text(json.dumps({
