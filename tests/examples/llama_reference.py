@@ -70,13 +70,13 @@ class TorchLlama:
     """``forward(ids, cache)``: logits (B, S, V) for ids (B, S) at positions ``len(cache)`` onwards;
     ``cache`` is a list of (k, v) per layer, extended in place."""
 
-    def __init__(self, path, sd=None):
-        self.cfg = read_config(path)
+    def __init__(self, path=None, *, cfg: dict | None = None, sd: dict | None = None):
+        """From a checkpoint directory, or from a config dict (HF keys) and HF-named float32 tensors."""
+        self.cfg = read_config(path) if cfg is None else dict(cfg)
+        self.cfg.setdefault("num_key_value_heads", self.cfg["num_attention_heads"])
+        self.cfg["head_dim"] = self.cfg.get("head_dim") or self.cfg["hidden_size"] // self.cfg["num_attention_heads"]
         self.sd = read_weights(path) if sd is None else sd
         self.inv_freq = inv_freq(self.cfg)
-
-    def params(self) -> dict[str, torch.Tensor]:
-        return self.sd
 
     def forward(self, ids, cache=None):
         c, sd = self.cfg, self.sd
