@@ -14,6 +14,7 @@ length (prefill) and one every position (decode): :class:`Session` compiles each
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -287,8 +288,8 @@ class Llama(nn.Module):
         """Build the model from ``path/config.json`` and load its safetensors by name. ``dtype``: the
         compute dtype of the parameters (float32 on the CPU; a bf16/f16 checkpoint is widened exactly)."""
         cfg = LlamaConfig.from_dir(path)
-        lm.manual_seed(0)
-        model = cls(cfg, dtype=dtype)
+        with skip_init():
+            model = cls(cfg, dtype=dtype)
         model.load_pretrained(path)
         return model
 
@@ -317,6 +318,18 @@ class Llama(nn.Module):
         cfg["torch_dtype"] = self.head_weight().dtype.name
         write_text_atomic(path / "config.json", json.dumps(cfg, indent=2) + "\n")
         self.save_safetensors(path / "model.safetensors", metadata={"format": "pt"})
+
+
+@contextlib.contextmanager
+def skip_init():
+    """Build modules without drawing their random initial weights (they stay zero): a checkpoint is about
+    to overwrite every one of them, and drawing 1 B values as torch's init does takes minutes."""
+    saved = nn.Linear.reset_parameters, nn.Embedding.reset_parameters
+    nn.Linear.reset_parameters = nn.Embedding.reset_parameters = lambda self: None
+    try:
+        yield
+    finally:
+        nn.Linear.reset_parameters, nn.Embedding.reset_parameters = saved
 
 
 def write_text_atomic(path: Path, text: str) -> None:
