@@ -185,6 +185,11 @@ class TrainStep:
             f"batch: lower the learning rate, clip the gradients, or check the data "
             f"(check_finite=True raised this)", self.calls, loss, norm)
 
+    def report(self, show: bool = True):
+        """The compile report of the update program (forward + backward + update), as
+        ``Compiled.report``: kernels, loops rolled, memory, time per stage."""
+        return self._update.report(show)
+
     def state_dict(self) -> dict:
         """What a checkpoint needs beyond model and optimizer: the accumulation position, the
         accumulated gradients and the graph's random generator (dropout masks)."""

@@ -1,0 +1,139 @@
+"""Fine-tune a Llama checkpoint directory (Hugging Face layout) on a text file: next-token prediction.
+
+    python examples/llama/finetune.py MODEL_DIR --data notes.txt --steps 200 --save tuned/
+    python examples/llama/generate.py tuned/ --prompt "..."        # the saved directory loads like the original
+
+The text is tokenized with the directory's ``tokenizer.json`` (the ``tokenizers`` package), one id
+stream cut into windows of ``--seq-len`` + 1 tokens, shuffled per epoch from ``--seed``. One step
+(forward, cross-entropy, backward, gradient clipping by global norm, AdamW update) is one compiled
+program whose decoder layers are rolled (``--report`` prints its compile report); the learning rate
+follows a cosine schedule from ``--lr`` to ``--min-lr`` over the run without recompiling (it is a
+runtime scalar). ``--save`` writes ``config.json`` + ``model.safetensors`` (float32; each file written
+atomically) and copies the tokenizer files, so ``generate.py`` and Hugging Face load the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from generate import load_tokenizer  # noqa: E402
+from model import Llama  # noqa: E402
+
+import luminal as lm  # noqa: E402
+from luminal import train  # noqa: E402
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
+                   "tokenizer.model")
+
+
+def windows(ids: np.ndarray, seq_len: int) -> np.ndarray:
+    """Non-overlapping (seq_len + 1)-token windows of the stream: inputs are [:-1], targets [1:]."""
+    n = (len(ids) - 1) // seq_len
+    if n < 1:
+        raise SystemExit(f"finetune.py: the data has {len(ids)} tokens, fewer than --seq-len + 1 = {seq_len + 1}")
+    return np.stack([ids[i * seq_len:(i + 1) * seq_len + 1] for i in range(n)]).astype(np.int32)
+
+
+def batches(data: np.ndarray, batch_size: int, steps: int, seed: int):
+    """``steps`` batches, cycling over shuffled epochs; the order depends only on ``seed``."""
+    epoch, out = 0, []
+    while len(out) < steps:
+        order = np.random.default_rng([seed, epoch]).permutation(len(data))
+        out.extend(data[order[i:i + batch_size]] for i in range(0, len(order), batch_size))
+        epoch += 1
+    return out[:steps]
+
+
+def build_step(model: Llama, lr: float, weight_decay: float, clip: float, backend: str):
+    """(step, optimizer): ``step(ids=(B, S), targets=(B, S))`` -> mean token cross-entropy; B and S are
+    symbolic, so a last smaller batch runs the same program."""
+    model.train()
+    g = lm.Graph()
+    ids = g.input("ids", ("B", "S"), dtype=lm.int32)
+    targets = g.input("targets", ("B", "S"), dtype=lm.int32)
+    logits = model(ids)
+    loss = train.cross_entropy(logits.reshape(-1, model.config.vocab_size), targets.reshape(-1))
+    opt = train.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    step = train.compile_step(loss, opt, backend=backend, clip_grad_norm=clip if clip > 0 else None)
+    return step, opt
+
+
+def save(model: Llama, src: Path, out: Path) -> None:
+    model.save_pretrained(out)
+    for name in TOKENIZER_FILES:
+        if (src / name).is_file() and src.resolve() != out.resolve():
+            tmp = out / f".{name}.tmp"
+            shutil.copyfile(src / name, tmp)
+            tmp.replace(out / name)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("model_dir", type=Path)
+    p.add_argument("--data", type=Path, required=True, help="a UTF-8 text file")
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--batch-size", type=int, default=4)
+    p.add_argument("--seq-len", type=int, default=64)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--min-lr", type=float, default=0.0, help="the cosine schedule's floor")
+    p.add_argument("--weight-decay", type=float, default=0.0)
+    p.add_argument("--clip", type=float, default=1.0, help="max global gradient norm (0: no clipping)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--backend", default="cpu")
+    p.add_argument("--save", type=Path, default=None, help="output directory (HF layout)")
+    p.add_argument("--report", action="store_true", help="print the train step's compile report")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    tokenizer = load_tokenizer(args.model_dir, required=True)
+    model = Llama.from_pretrained(args.model_dir)
+    cfg = model.config
+    if args.seq_len > cfg.max_position_embeddings:
+        raise SystemExit(f"finetune.py: --seq-len {args.seq_len} exceeds max_position_embeddings "
+                         f"({cfg.max_position_embeddings})")
+    ids = np.asarray(tokenizer.encode(args.data.read_text()).ids, np.int64)
+    if ids.size and ids.max() >= cfg.vocab_size:
+        raise SystemExit(f"finetune.py: the tokenizer gives id {ids.max()} >= vocab_size {cfg.vocab_size}")
+    data = windows(ids, args.seq_len)
+    print(f"data: {args.data}: {len(ids):,} tokens, {len(data)} windows of {args.seq_len + 1}")
+
+    t0 = time.perf_counter()
+    step, opt = build_step(model, args.lr, args.weight_decay, args.clip, args.backend)
+    sched = train.CosineAnnealingLR(opt, T_max=args.steps, eta_min=args.min_lr)
+    print(f"model: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
+          f"{sum(p.numel() for p in model.parameters()):,} parameters; AdamW lr={args.lr} cosine to {args.min_lr}, "
+          f"clip {args.clip}; backend {args.backend}; compiled in {time.perf_counter() - t0:.1f} s")
+    if args.report:
+        step.report()
+
+    losses = []
+    bar = tqdm(batches(data, args.batch_size, args.steps, args.seed), total=args.steps, unit="step",
+               file=sys.stdout, desc="finetune")
+    t_start, tokens = time.perf_counter(), 0
+    for b in bar:
+        losses.append(step(ids=b[:, :-1], targets=b[:, 1:]))
+        sched.step()
+        tokens += b[:, 1:].size
+        bar.set_postfix(loss=f"{losses[-1]:.4f}", lr=f"{opt.param_groups[0]['lr']:.2e}",
+                        tok_s=f"{tokens / (time.perf_counter() - t_start):.0f}")
+    bar.close()
+    k = max(1, len(losses) // 10)
+    print(f"loss: first {k} steps {np.mean(losses[:k]):.4f} -> last {k} steps {np.mean(losses[-k:]):.4f}")
+    if args.save is not None:
+        save(model, args.model_dir, args.save)
+        print(f"saved {args.save}")
+    return {"losses": losses, "model": model}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""Generate text with a Llama checkpoint directory (Hugging Face layout) in luminal.
+
+    python examples/llama/generate.py MODEL_DIR --prompt "Once upon a time" --max-new-tokens 64
+    python examples/llama/generate.py MODEL_DIR --prompt "..." --temperature 0.8 --top-k 40 --top-p 0.95 --seed 1
+    python examples/llama/generate.py MODEL_DIR --ids 1,450,4996 --max-new-tokens 16    # token ids, no tokenizer
+
+The tokenizer is the directory's ``tokenizer.json``, read with the ``tokenizers`` package (``pip install
+-e ".[llama]"``); ``--ids`` passes token ids directly instead. Text is streamed as it is generated; at the
+end the compile time, the time to first token and the decode rate are printed. Greedy decoding
+(``--temperature 0``, the default) is deterministic.
+
+Contract for other tools: with ``--ids``, the last line printed is ``ids:`` followed by the new token ids
+only, space-separated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from model import Llama, Session, generate  # noqa: E402
+
+
+def load_tokenizer(model_dir: Path, required: bool):
+    """The directory's ``tokenizer.json`` (None when it or the package is absent and not ``required``)."""
+    path = model_dir / "tokenizer.json"
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        if required:
+            raise SystemExit("generate.py: --prompt needs the 'tokenizers' package (pip install -e \".[llama]\"); "
+                             "or pass token ids with --ids") from None
+        return None
+    if not path.is_file():
+        if required:
+            raise SystemExit(f"generate.py: {path} not found; pass token ids with --ids instead")
+        return None
+    return Tokenizer.from_file(str(path))
+
+
+class TextStream:
+    """Prints the decoded text of the ids so far as it grows. Byte-level tokens can end inside a UTF-8
+    character; such a tail (decoded as U+FFFD) is held back until the next token completes it."""
+
+    def __init__(self, tokenizer):
+        self.tok, self.ids, self.shown = tokenizer, [], ""
+
+    def add(self, token: int) -> None:
+        self.ids.append(token)
+        text = self.tok.decode(self.ids, skip_special_tokens=True)
+        if text.endswith("\ufffd"):
+            return
+        print(text[len(self.shown):] if text.startswith(self.shown) else "\n" + text, end="", flush=True)
+        self.shown = text
+
+
+def eos_ids(cfg, tokenizer) -> set[int]:
+    ids = cfg.eos_token_id if isinstance(cfg.eos_token_id, list) else [cfg.eos_token_id]
+    out = {int(i) for i in ids if i is not None}
+    if tokenizer is not None and tokenizer.token_to_id("</s>") is not None:
+        out.add(tokenizer.token_to_id("</s>"))
+    return out
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("model_dir", type=Path)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--prompt", help="text, tokenized with the directory's tokenizer.json")
+    src.add_argument("--ids", help="comma-separated token ids (no tokenizer needed)")
+    p.add_argument("--max-new-tokens", type=int, default=32)
+    p.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default)")
+    p.add_argument("--top-k", type=int, default=0, help="sample among the k most likely (0: all)")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--backend", default="cpu")
+    p.add_argument("--context", type=int, default=None,
+                   help="KV cache capacity (default: prompt + new tokens, at most max_position_embeddings)")
+    p.add_argument("--ignore-eos", action="store_true", help="do not stop at an end-of-sequence token")
+    p.add_argument("--report", action="store_true", help="print the compile reports of prefill and decode")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    tokenizer = load_tokenizer(args.model_dir, required=args.prompt is not None)
+    if args.ids is not None:
+        try:
+            prompt = [int(t) for t in args.ids.replace(" ", "").split(",") if t]
+        except ValueError:
+            raise SystemExit(f"generate.py: --ids must be comma-separated integers, got {args.ids!r}") from None
+    else:
+        prompt = tokenizer.encode(args.prompt).ids
+    if not prompt:
+        raise SystemExit("generate.py: the prompt is empty")
+    if args.max_new_tokens < 1:
+        raise SystemExit("generate.py: --max-new-tokens must be at least 1")
+
+    t0 = time.perf_counter()
+    model = Llama.from_pretrained(args.model_dir)
+    cfg = model.config
+    load_s = time.perf_counter() - t0
+    need = len(prompt) + args.max_new_tokens
+    if need > cfg.max_position_embeddings:
+        raise SystemExit(f"generate.py: prompt ({len(prompt)} tokens) + --max-new-tokens ({args.max_new_tokens}) "
+                         f"= {need} exceeds max_position_embeddings ({cfg.max_position_embeddings})")
+    t0 = time.perf_counter()
+    session = Session(model, capacity=args.context or need, backend=args.backend)
+    compile_s = time.perf_counter() - t0
+    if args.report:
+        for name, program in (("prefill", session.prefill), ("decode", session.decode)):
+            print(f"--- {name}")
+            program.report()
+
+    stream = TextStream(tokenizer) if tokenizer is not None else None
+    if stream is not None and args.prompt is not None:
+        print(args.prompt, end="", flush=True)
+    stops = set() if args.ignore_eos else eos_ids(cfg, tokenizer)
+    new, times = [], []
+    t_start = time.perf_counter()
+    for tok in generate(session, prompt, args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
+                        top_p=args.top_p, seed=args.seed, eos_ids=stops):
+        times.append(time.perf_counter())
+        new.append(tok)
+        if stream is not None:
+            stream.add(tok)
+        else:
+            print(tok, end=" ", flush=True)
+    print()
+    ttft = times[0] - t_start
+    decode_s = times[-1] - times[0]
+    rate = (len(new) - 1) / decode_s if len(new) > 1 and decode_s > 0 else float("nan")
+    print(f"model: {args.model_dir} ({cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
+          f"{sum(p.numel() for p in model.parameters()):,} parameters), backend {args.backend}")
+    print(f"load {load_s:.2f} s, compile {compile_s:.2f} s (prefill + decode, once each); prompt {len(prompt)} "
+          f"tokens, time to first token {ttft * 1e3:.1f} ms; {len(new)} new tokens, "
+          f"{rate:.1f} tokens/s after the first")
+    if args.ids is not None:
+        print("ids: " + " ".join(str(t) for t in new))
+    return {"ids": new, "prompt": prompt, "compile_s": compile_s, "ttft_s": ttft, "tokens_per_s": rate}
+
+
+if __name__ == "__main__":
+    main()

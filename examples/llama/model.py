@@ -1,0 +1,449 @@
+"""Llama (``LlamaForCausalLM``: Llama 2, Llama 3.x, TinyLlama, SmolLM, ...) written with ``luminal.nn``.
+
+The parameter names are Hugging Face's (``model.embed_tokens.weight``, ``model.layers.{i}.self_attn.
+q_proj.weight``, ..., ``model.norm.weight``, ``lm_head.weight``), so a checkpoint directory loads by name,
+without conversion: ``Llama.from_pretrained(dir)`` reads ``config.json`` and ``model.safetensors`` (or the
+shards listed in ``model.safetensors.index.json``).
+
+Generation keeps a **KV cache** as persistent state (one ``nn.Buffer`` pair per layer, of a fixed
+capacity): a step reads the cache, attends over it, and writes its own keys and values back with
+``graph.assign``, so the compiled program updates the cache in place. The step's sequence length ``S``
+is a symbolic dim and the positions are a runtime input, so one compiled program serves every prompt
+length (prefill) and one every position (decode): :class:`Session` compiles each once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+import luminal as lm
+from luminal import nn
+
+_DTYPES = {"float32": lm.float32, "float16": lm.float16, "bfloat16": lm.bfloat16, "float64": lm.float64}
+
+
+@dataclass
+class LlamaConfig:
+    """The fields of a Hugging Face ``config.json`` this model uses, with HF's defaults."""
+
+    vocab_size: int = 32000
+    hidden_size: int = 4096
+    intermediate_size: int = 11008
+    num_hidden_layers: int = 32
+    num_attention_heads: int = 32
+    num_key_value_heads: int | None = None
+    head_dim: int | None = None
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    rope_scaling: dict | None = None
+    max_position_embeddings: int = 2048
+    tie_word_embeddings: bool = False
+    torch_dtype: str = "float32"
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    bos_token_id: int | None = 1
+    eos_token_id: int | list | None = 2
+    extra: dict = field(default_factory=dict, repr=False)  # the rest of config.json, written back on save
+
+    def __post_init__(self):
+        if self.num_key_value_heads is None:
+            self.num_key_value_heads = self.num_attention_heads
+        if self.head_dim is None:
+            self.head_dim = self.hidden_size // self.num_attention_heads
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(f"config: num_attention_heads ({self.num_attention_heads}) must be a multiple of "
+                             f"num_key_value_heads ({self.num_key_value_heads})")
+        if self.head_dim % 2:
+            raise ValueError(f"config: head_dim ({self.head_dim}) must be even for rotary embeddings")
+        rope_type = self.rope_type
+        if rope_type not in ("default", "linear", "llama3"):
+            raise ValueError(f"config: rope_scaling type {rope_type!r} is not supported "
+                             f"(supported: default, linear, llama3)")
+
+    @property
+    def rope_type(self) -> str:
+        rs = self.rope_scaling or {}
+        return rs.get("rope_type", rs.get("type", "default"))
+
+    @classmethod
+    def from_dict(cls, d: dict) -> LlamaConfig:
+        known = {f for f in cls.__dataclass_fields__ if f != "extra"}
+        kw = {k: v for k, v in d.items() if k in known}
+        if "torch_dtype" not in d and isinstance(d.get("dtype"), str):  # newer transformers write "dtype"
+            kw["torch_dtype"] = d["dtype"]
+        return cls(**kw, extra={k: v for k, v in d.items() if k not in known})
+
+    @classmethod
+    def from_dir(cls, path) -> LlamaConfig:
+        f = Path(path) / "config.json"
+        if not f.is_file():
+            raise FileNotFoundError(f"{f}: no config.json in the model directory")
+        d = json.loads(f.read_text())
+        arch = d.get("architectures") or ["LlamaForCausalLM"]
+        if d.get("model_type", "llama") != "llama" and "LlamaForCausalLM" not in arch:
+            raise ValueError(f"{f}: model_type {d.get('model_type')!r} / architectures {arch} is not a Llama model")
+        return cls.from_dict(d)
+
+    def to_dict(self) -> dict:
+        d = dict(self.extra)
+        d.update({k: getattr(self, k) for k in self.__dataclass_fields__ if k != "extra"})
+        d.setdefault("architectures", ["LlamaForCausalLM"])
+        d.setdefault("model_type", "llama")
+        d.setdefault("hidden_act", "silu")
+        return d
+
+
+def inv_freq(cfg: LlamaConfig) -> np.ndarray:
+    """Rotary inverse frequencies (head_dim / 2,), with ``rope_scaling`` applied as Hugging Face does
+    (``linear``: divided by the factor; ``llama3``: low frequencies divided by the factor, high ones
+    kept, a smooth blend between). Computed in float64, rounded once to float32."""
+    d = cfg.head_dim
+    f = 1.0 / (cfg.rope_theta ** (np.arange(0, d, 2, dtype=np.float64) / d))
+    rs = cfg.rope_scaling or {}
+    if cfg.rope_type == "linear":
+        f = f / rs["factor"]
+    elif cfg.rope_type == "llama3":
+        factor, lo, hi = rs["factor"], rs.get("low_freq_factor", 1.0), rs.get("high_freq_factor", 4.0)
+        old = rs.get("original_max_position_embeddings", 8192)
+        wavelen = 2 * math.pi / f
+        scaled = np.where(wavelen > old / lo, f / factor, f)
+        smooth = (old / wavelen - lo) / (hi - lo)
+        blended = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < old / hi) & ~(wavelen > old / lo)
+        f = np.where(medium, blended, scaled)
+    return f.astype(np.float32)
+
+
+def rope_tables(cfg: LlamaConfig, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin of ``position * inv_freq`` for positions 0..n-1, each (n, head_dim / 2) float32.
+    The angle is rounded to float32 as HF's float32 product is; the cosine is taken in float64."""
+    ang = np.arange(n, dtype=np.float32)[:, None] * inv_freq(cfg)[None, :]
+    a = ang.astype(np.float64)
+    return np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
+
+
+def rotate(x, cos, sin):
+    """HF's ``x * cos + rotate_half(x) * sin`` on (..., S, head_dim), with cos/sin (S, head_dim / 2)
+    (the halves of HF's duplicated tables)."""
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h], x[..., h:]
+    return lm.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1)
+
+
+class LlamaAttention(nn.Module):
+    """Grouped-query attention: ``num_key_value_heads`` key/value heads, each shared by
+    ``num_attention_heads / num_key_value_heads`` query heads. The query heads of one group are
+    stacked along the rows so that each group is one GEMM against its keys (no repeated K/V)."""
+
+    def __init__(self, cfg: LlamaConfig, dtype=None):
+        super().__init__()
+        h, kv, hd, e = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, cfg.hidden_size
+        self.num_heads, self.num_kv, self.head_dim = h, kv, hd
+        self.q_proj = nn.Linear(e, h * hd, bias=cfg.attention_bias, dtype=dtype)
+        self.k_proj = nn.Linear(e, kv * hd, bias=cfg.attention_bias, dtype=dtype)
+        self.v_proj = nn.Linear(e, kv * hd, bias=cfg.attention_bias, dtype=dtype)
+        self.o_proj = nn.Linear(h * hd, e, bias=cfg.attention_bias, dtype=dtype)
+
+    def forward(self, x, cos, sin, mask, cache=None):
+        """x (B, S, E); cos/sin (S, hd/2); mask (S, T) float, 0 where a query sees a key, -inf where not;
+        ``cache``: None (keys are this step's, T = S) or ``(k_state, v_state, write, written)`` where
+        ``write`` (T, S) is the one-hot map of this step's rows into the cache (T = its capacity) and
+        ``written`` (T, 1) marks the rows it writes."""
+        b, s = x.shape[0], x.shape[1]
+        h, kv, hd = self.num_heads, self.num_kv, self.head_dim
+        q = rotate(self.q_proj(x).reshape(b, s, h, hd).permute(0, 2, 1, 3), cos, sin)
+        k = rotate(self.k_proj(x).reshape(b, s, kv, hd).permute(0, 2, 1, 3), cos, sin)
+        v = self.v_proj(x).reshape(b, s, kv, hd).permute(0, 2, 1, 3)
+        if cache is not None:
+            k_state, v_state, write, written = cache
+            g = x.graph
+            k = (write @ k).where(written, k_state.on(g))  # (B, kv, T, hd): the cache after this step
+            v = (write @ v).where(written, v_state.on(g))
+            g.assign(k_state, k)
+            g.assign(v_state, v)
+        t = k.shape[-2]
+        r = h // kv
+        q = q.reshape(b, kv, r * s, hd)  # the r query heads of a group, one after the other
+        scores = ((q * (1.0 / math.sqrt(hd))) @ k.transpose(-2, -1)).reshape(b, kv, r, s, t) + mask
+        out = scores.softmax(-1).reshape(b, kv, r * s, t) @ v  # (B, kv, r*S, hd)
+        out = out.reshape(b, h, s, hd).permute(0, 2, 1, 3).reshape(b, s, h * hd)
+        return self.o_proj(out)
+
+
+class LlamaMLP(nn.Module):
+    """SwiGLU: ``down(silu(gate(x)) * up(x))``."""
+
+    def __init__(self, cfg: LlamaConfig, dtype=None):
+        super().__init__()
+        e, i = cfg.hidden_size, cfg.intermediate_size
+        self.gate_proj = nn.Linear(e, i, bias=cfg.mlp_bias, dtype=dtype)
+        self.up_proj = nn.Linear(e, i, bias=cfg.mlp_bias, dtype=dtype)
+        self.down_proj = nn.Linear(i, e, bias=cfg.mlp_bias, dtype=dtype)
+
+    def forward(self, x):
+        return self.down_proj(self.gate_proj(x).silu() * self.up_proj(x))
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, cfg: LlamaConfig, dtype=None):
+        super().__init__()
+        self.self_attn = LlamaAttention(cfg, dtype)
+        self.mlp = LlamaMLP(cfg, dtype)
+        self.input_layernorm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps, dtype=dtype)
+        self.post_attention_layernorm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps, dtype=dtype)
+
+    def forward(self, x, cos, sin, mask, cache=None):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, cache)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaModel(nn.Module):
+    def __init__(self, cfg: LlamaConfig, dtype=None):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size, dtype=dtype)
+        self.layers = nn.ModuleList([LlamaDecoderLayer(cfg, dtype) for _ in range(cfg.num_hidden_layers)])
+        self.norm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps, dtype=dtype)
+
+
+class KVCache:
+    """Keys and values of every layer, (B, num_key_value_heads, capacity, head_dim) each: persistent
+    state that the compiled steps read and update in place. Rows past the current position hold stale
+    values from earlier prompts; the attention mask never lets a query see them, so starting a new
+    prompt needs no reset."""
+
+    def __init__(self, cfg: LlamaConfig, capacity: int, batch: int = 1, dtype=lm.float32):
+        if capacity > cfg.max_position_embeddings:
+            raise ValueError(f"KV cache capacity {capacity} exceeds max_position_embeddings "
+                             f"({cfg.max_position_embeddings})")
+        shape = (batch, cfg.num_key_value_heads, capacity, cfg.head_dim)
+        self.capacity, self.batch = capacity, batch
+        self.k = [nn.Buffer(np.zeros(shape, np.float32), dtype, name=f"cache.{i}.k")
+                  for i in range(cfg.num_hidden_layers)]
+        self.v = [nn.Buffer(np.zeros(shape, np.float32), dtype, name=f"cache.{i}.v")
+                  for i in range(cfg.num_hidden_layers)]
+
+    def nbytes(self) -> int:
+        return sum(s.data.nbytes for s in self.k + self.v)
+
+
+class Llama(nn.Module):
+    """``LlamaForCausalLM``. With ``tie_word_embeddings`` there is no ``lm_head`` parameter (as in the
+    checkpoints Hugging Face saves): the logits use ``model.embed_tokens.weight``."""
+
+    def __init__(self, cfg: LlamaConfig, dtype=None):
+        super().__init__()
+        self.config = cfg
+        self.model = LlamaModel(cfg, dtype)
+        if not cfg.tie_word_embeddings:
+            self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False, dtype=dtype)
+
+    def head_weight(self):
+        return self.model.embed_tokens.weight if self.config.tie_word_embeddings else self.lm_head.weight
+
+    def forward(self, ids, positions=None, cache: KVCache | None = None, last_only: bool = False):
+        """Logits (B, S, vocab) for token ids (B, S) int32 (only the last position's, (B, 1, vocab), with
+        ``last_only``). Without a cache: causal attention over the S tokens, positions 0..S-1 (training).
+        With one: ``positions`` (S,) int32 are the rows this step writes; each query sees the cache rows
+        up to its own position."""
+        cfg, g = self.config, ids.graph
+        s = ids.shape[1]
+        n_rows = cache.capacity if cache is not None else cfg.max_position_embeddings
+        cos_t, sin_t = (g.constant(t) for t in rope_tables(cfg, n_rows))
+        if cache is None:
+            positions = g.arange(s)
+            keys = positions
+        else:
+            keys = g.arange(cache.capacity)
+        cos, sin = cos_t.index_select(0, positions), sin_t.index_select(0, positions)
+        visible = keys.reshape(1, -1) <= positions.reshape(-1, 1)  # (S, T)
+        mask = lm.where(visible, g.constant(0.0), g.constant(-math.inf))
+        if cache is not None:
+            hit = keys.reshape(-1, 1) == positions.reshape(1, -1)  # (T, S)
+            write, written = hit.float(), hit.any(-1, keepdim=True)
+        # Loop rolling matches the layers node by node, the views each node reads through included: the
+        # embedding rows come out of a gather as (B*S, E) and would reach the first layer through a
+        # reshape, unlike every later layer's input; one multiply by 1 makes them (B, S, E) like those.
+        x = self.model.embed_tokens(ids) * 1.0
+        for i, layer in enumerate(self.model.layers):
+            x = layer(x, cos, sin, mask, None if cache is None else (cache.k[i], cache.v[i], write, written))
+        if last_only:
+            x = x[:, -1:]
+        # The final norm is applied to the rows as (B*S, E): as (B, S, E) it would be the same nodes as a
+        # layer's input norm, and loop rolling would take it for a fifth trip of the layers' first part.
+        b, n = x.shape[0], x.shape[1]
+        x = self.model.norm(x.reshape(-1, cfg.hidden_size))
+        return (x @ self.head_weight().on(g).T).reshape(b, n, cfg.vocab_size)
+
+    # checkpoints ----------------------------------------------------------------------------
+    @classmethod
+    def from_pretrained(cls, path, dtype=lm.float32) -> Llama:
+        """Build the model from ``path/config.json`` and load its safetensors by name. ``dtype``: the
+        compute dtype of the parameters (float32 on the CPU; a bf16/f16 checkpoint is widened exactly)."""
+        cfg = LlamaConfig.from_dir(path)
+        with skip_init():
+            model = cls(cfg, dtype=dtype)
+        model.load_pretrained(path)
+        return model
+
+    def load_pretrained(self, path) -> None:
+        """Load every tensor of the checkpoint in ``path`` by its Hugging Face name. Every file and
+        every name is checked before any value is written: a missing, unexpected or mis-shaped
+        tensor, or a truncated or corrupt shard, raises an error naming it, and the model keeps the
+        values it had."""
+        tensors = read_checkpoint(path)
+        if self.config.tie_word_embeddings:
+            tensors.pop("lm_head.weight", None)  # some exports keep the tied copy; HF ignores it too
+        for name in [n for n in tensors if n.endswith("rotary_emb.inv_freq")]:
+            del tensors[name]  # old exports saved the rotary buffer; it is recomputed from the config
+        try:
+            apply, _, _ = self.prepare_load(tensors, strict=True)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+        apply()
+
+    def save_pretrained(self, path) -> None:
+        """Write ``config.json`` and ``model.safetensors`` (HF layout, the parameters' dtype) into the
+        directory ``path``; each file is written atomically (temp + rename)."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        cfg = self.config.to_dict()
+        cfg["torch_dtype"] = self.head_weight().dtype.name
+        write_text_atomic(path / "config.json", json.dumps(cfg, indent=2) + "\n")
+        self.save_safetensors(path / "model.safetensors", metadata={"format": "pt"})
+
+
+@contextlib.contextmanager
+def skip_init():
+    """Build modules without drawing their random initial weights (they stay zero): a checkpoint is about
+    to overwrite every one of them, and drawing 1 B values as torch's init does takes minutes."""
+    saved = nn.Linear.reset_parameters, nn.Embedding.reset_parameters
+    nn.Linear.reset_parameters = nn.Embedding.reset_parameters = lambda self: None
+    try:
+        yield
+    finally:
+        nn.Linear.reset_parameters, nn.Embedding.reset_parameters = saved
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def checkpoint_files(path) -> list[Path]:
+    """The safetensors files of a model directory: the shards of ``model.safetensors.index.json``,
+    else ``model.safetensors``."""
+    path = Path(path)
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text())["weight_map"]
+        except (ValueError, KeyError) as e:
+            raise ValueError(f"{index}: not a safetensors index (expected a 'weight_map'): {e}") from None
+        files = [path / f for f in dict.fromkeys(weight_map.values())]
+        for f in files:
+            if not f.is_file():
+                raise FileNotFoundError(f"{f}: shard listed in {index.name} is missing")
+        return files
+    single = path / "model.safetensors"
+    if single.is_file():
+        return [single]
+    raise FileNotFoundError(f"{path}: no model.safetensors or model.safetensors.index.json")
+
+
+def read_checkpoint(path) -> dict[str, np.ndarray]:
+    """Name -> array over every shard (memory-mapped; bf16 widened to float32). Each shard's header
+    is checked against its size first, so a truncated file is an error naming it; a name in two
+    shards is an error too."""
+    out: dict[str, np.ndarray] = {}
+    where: dict[str, Path] = {}
+    for f in checkpoint_files(path):
+        for name, arr in lm.load_safetensors(f).items():
+            if name in out:
+                raise ValueError(f"{f}: tensor {name!r} is also in {where[name]}")
+            out[name], where[name] = arr, f
+    return out
+
+
+class Session:
+    """Generation with a KV cache: a prefill program (any prompt length, symbolic ``S``) and a decode
+    program (one token), each compiled once and reused for every prompt and position."""
+
+    def __init__(self, model: Llama, capacity: int | None = None, backend: str = "cpu"):
+        cfg = model.config
+        capacity = capacity or cfg.max_position_embeddings
+        self.model, self.cfg = model, cfg
+        self.cache = KVCache(cfg, capacity)
+        model.eval()
+        self.prefill = self._compile("S", backend)
+        self.decode = self._compile(1, backend)
+        self.pos = 0
+
+    def _compile(self, s, backend):
+        g = lm.Graph()
+        ids = g.input("ids", (1, s), dtype=lm.int32)
+        positions = g.input("positions", (s,), dtype=lm.int32)
+        return lm.compile(self.model(ids, positions, self.cache, last_only=True), backend=backend)
+
+    def _run(self, fn, ids) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int32).reshape(1, -1)
+        n = ids.shape[1]
+        limit = min(self.cache.capacity, self.cfg.max_position_embeddings)
+        if self.pos + n > limit:
+            what = ("max_position_embeddings" if limit == self.cfg.max_position_embeddings
+                    else "the KV cache capacity")
+            raise ValueError(f"context of {self.pos + n} tokens exceeds {what} ({limit})")
+        if ids.size and (ids.min() < 0 or ids.max() >= self.cfg.vocab_size):
+            raise ValueError(f"token ids must be in [0, {self.cfg.vocab_size}), got {ids.min()}..{ids.max()}")
+        logits = fn(ids=ids, positions=np.arange(self.pos, self.pos + n, dtype=np.int32))
+        self.pos += n
+        return logits[0, -1]
+
+    def start(self, prompt_ids) -> np.ndarray:
+        """Run the prompt from position 0; returns the next-token logits (vocab,)."""
+        if len(prompt_ids) == 0:
+            raise ValueError("the prompt must have at least one token")
+        self.pos = 0
+        return self._run(self.prefill, prompt_ids)
+
+    def step(self, token: int) -> np.ndarray:
+        """Feed one token at the next position; returns the next-token logits."""
+        return self._run(self.decode, [token])
+
+
+def sample(logits: np.ndarray, rng: np.random.Generator, temperature: float = 0.0, top_k: int = 0,
+           top_p: float = 1.0) -> int:
+    """Greedy at ``temperature`` 0 (the first maximum, deterministic); else softmax(logits / T) restricted
+    to the ``top_k`` largest and the smallest set whose mass reaches ``top_p``."""
+    if temperature <= 0:
+        return int(np.argmax(logits))
+    z = logits.astype(np.float64) / temperature
+    order = np.argsort(-z, kind="stable")
+    if top_k > 0:
+        order = order[:top_k]
+    p = np.exp(z[order] - z[order[0]])
+    p /= p.sum()
+    if top_p < 1.0:
+        keep = int(np.searchsorted(np.cumsum(p), top_p) + 1)
+        order, p = order[:keep], p[:keep] / p[:keep].sum()
+    return int(order[rng.choice(len(order), p=p)])
+
+
+def generate(session: Session, prompt_ids, max_new_tokens: int, *, temperature: float = 0.0, top_k: int = 0,
+             top_p: float = 1.0, seed: int = 0, eos_ids=()):
+    """Yield new token ids one at a time (stops after ``max_new_tokens`` or at an end-of-sequence id)."""
+    rng = np.random.default_rng(seed)
+    logits = session.start(prompt_ids)
+    for i in range(max_new_tokens):
+        tok = sample(logits, rng, temperature, top_k, top_p)
+        yield tok
+        if tok in eos_ids or i == max_new_tokens - 1:
+            return
+        logits = session.step(tok)
