@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+import luminal as lm
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECIALS = ["<unk>", "<s>", "</s>"]  # Llama's ids: unk 0, bos 1, eos 2
