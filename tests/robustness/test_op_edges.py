@@ -13,6 +13,8 @@ import torch
 from parity import check
 
 import luminal as lm
+from luminal.nn import layers as L
+from luminal.nn.layers import conv
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -147,3 +149,57 @@ def test_tan_float64_near_poles(backend):
     x = np.concatenate([_tan_points(np.float64), [np.pi / 2, -np.pi / 2, 3 * np.pi / 2, 0.0],
                         np.linspace(-1e6, 1e6, 2001)])
     check(lambda t: t.tan(), [x], backend=backend, rtol=1e-15, atol=0)
+
+
+# 5. erf and exact gelu in float64 ---------------------------------------------------------------
+_ERF64_POINTS = np.concatenate([np.linspace(-7.0, 7.0, 4001), [0.0, 0.5, -0.5, 6.0, 1e-300, np.inf, -np.inf]])
+
+
+def test_erf_float64(backend):
+    """Within 10 ulps of torch (measured 4.1e-16 relative); A&S 7.1.26 was 1.5e-7 off. The gradient
+    too (measured 3.2e-15 relative; beyond |x| = 6, where erf is 1 in float64, ours is 0 and torch's
+    below 3e-16)."""
+    check(lambda t: t.erf(), [_ERF64_POINTS], backend=backend, rtol=2e-15, atol=0,
+          grad="finite", grad_rtol=1e-13, grad_atol=1e-15)
+
+
+def test_gelu_float64(backend):
+    """Exact gelu, ``x/2 (1 + erf(x/sqrt(2)))``, as torch computes it; for x << 0 the ``1 + erf`` cancels
+    (as in torch), so an ulp of erf near -1 is 1e-16 absolute: hence the small ``atol``."""
+    x = np.linspace(-8.0, 8.0, 4001)
+    check(lambda t: t.gelu(), [x],
+          torch_op=torch.nn.functional.gelu, backend=backend, rtol=1e-13, atol=1e-15,
+          grad_rtol=1e-12, grad_atol=1e-15)
+
+
+# 6. convolution of an unbatched input ------------------------------------------------------------
+CONV_UNBATCHED = {  # name: (luminal functional, torch functional, input shape, weight shape, kwargs)
+    "conv1d": (conv.conv1d, torch.nn.functional.conv1d, (4, 9), (6, 2, 3), dict(stride=2, padding=1, groups=2)),
+    "conv2d": (conv.conv2d, torch.nn.functional.conv2d, (3, 6, 5), (4, 3, 3, 2), dict(padding="same", dilation=(2, 1))),
+    "conv3d": (conv.conv3d, torch.nn.functional.conv3d, (2, 4, 3, 5), (3, 2, 2, 2, 3), dict(stride=(1, 2, 1))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONV_UNBATCHED))
+def test_conv_unbatched_functional(name, backend):
+    """torch's conv takes ``(C, *spatial)`` as a batch of one and returns ``(O, *out)``."""
+    ours, theirs, xs, ws, kw = CONV_UNBATCHED[name]
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(s).astype(F32) for s in (xs, ws, ws[:1])]
+    check(lambda x, w, b: ours(x, w, b, **kw), arrays, torch_op=lambda x, w, b: theirs(x, w, b, **kw),
+          backend=backend, rtol=1e-5, atol=1e-5)
+
+
+def test_conv_unbatched_layers(backend):
+    """The layers take the same path (Conv1d and Conv3d here; Conv2d in tests/nn/test_layers.py)."""
+    for ours, theirs, shape in [(L.Conv1d(3, 4, 2), torch.nn.Conv1d(3, 4, 2), (3, 7)),
+                                (L.Conv3d(2, 3, 2, padding=1), torch.nn.Conv3d(2, 3, 2, padding=1), (2, 3, 4, 2))]:
+        ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+        x = np.random.default_rng(4).standard_normal(shape).astype(F32)
+        check(lambda t: ours(t), [x], torch_op=theirs, backend=backend)
+
+
+def test_conv_wrong_rank_names_the_op():
+    g = lm.Graph()
+    with pytest.raises(ValueError, match="^conv2d: expected an input of 3 .unbatched. or 4 .batched. dims"):
+        conv.conv2d(g.input("x", (5, 6)), g.input("w", (4, 3, 3, 3)))

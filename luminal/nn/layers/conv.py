@@ -34,10 +34,17 @@ def _pad_pairs(padding, nd: int, kernel, dilation, stride, name: str) -> tuple[t
 
 
 def conv_nd(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1, name: str = "conv"):
-    """torch's ``F.conv{1,2,3}d`` for a batched input ``(N, C, *spatial)`` and ``weight``
-    ``(O, C/groups, *kernel)`` (GraphTensors); ``padding`` may be an int, a tuple, 'same' or 'valid'."""
+    """torch's ``F.conv{1,2,3}d`` for an input ``(N, C, *spatial)``, or unbatched ``(C, *spatial)``
+    (then so is the result, as torch), and ``weight`` ``(O, C/groups, *kernel)`` (GraphTensors);
+    ``padding`` may be an int, a tuple, 'same' or 'valid'."""
     check_tensors(name, optional=("bias",), input=x, weight=weight, bias=bias)
+    nd = weight.ndim - 2
+    if nd < 1 or x.ndim not in (nd + 1, nd + 2):
+        raise op_error(ValueError, name, f"expected an input of {nd + 1} (unbatched) or {nd + 2} (batched) "
+                       f"dims for a {weight.ndim}-d weight, got {shape_str(x.shape)}", x, weight)
     with renamed(name):
+        if x.ndim == nd + 1:
+            return _conv_nd(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups, name).squeeze(0)
         return _conv_nd(x, weight, bias, stride, padding, dilation, groups, name)
 
 
@@ -84,6 +91,10 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
     return conv_nd(x, weight, bias, stride, padding, dilation, groups, "conv2d")
 
 
+def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
+    return conv_nd(x, weight, bias, stride, padding, dilation, groups, "conv3d")
+
+
 class _ConvNd(Module):
     _nd = 0
 
@@ -126,12 +137,9 @@ class _ConvNd(Module):
         expected = f"(N, {self.in_channels}, {spatial}) or ({self.in_channels}, {spatial})"
         if x.ndim not in (nd + 1, nd + 2) or x.shape[x.ndim - nd - 1] != self.in_channels:
             raise bad_input(name, expected, x)
-        unbatched = x.ndim == nd + 1
-        g = x.graph
-        y = conv_nd(x.unsqueeze(0) if unbatched else x, self.weight.on(g),
-                    self.bias.on(g) if self.bias is not None else None,
-                    self.stride, self.padding, self.dilation, self.groups, name)
-        return y.squeeze(0) if unbatched else y
+        g = x.graph  # conv_nd runs an unbatched input as a batch of one
+        return conv_nd(x, self.weight.on(g), self.bias.on(g) if self.bias is not None else None,
+                       self.stride, self.padding, self.dilation, self.groups, name)
 
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
