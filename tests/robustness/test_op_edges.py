@@ -203,3 +203,19 @@ def test_conv_wrong_rank_names_the_op():
     g = lm.Graph()
     with pytest.raises(ValueError, match="^conv2d: expected an input of 3 .unbatched. or 4 .batched. dims"):
         conv.conv2d(g.input("x", (5, 6)), g.input("w", (4, 3, 3, 3)))
+
+
+# 7. arange's bounds ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("args", [(False, True, True), (True,), (0, 5, True), (True, 4), (0.5, True, 0.25)],
+                         ids=str)
+def test_arange_bool_bounds(args, backend):
+    """torch takes bools as 0 / 1 (``arange(False, True, True)`` is ``[0]``)."""
+    check(lambda: lm.Graph().arange(*args), [], torch_op=lambda: torch.arange(*args), backend=backend)
+
+
+@pytest.mark.parametrize(("args", "what", "kind"), [
+    ((None,), "end", TypeError), ((0, 3, "x"), "step", TypeError), ((0, float("inf")), "end", ValueError),
+    ((float("nan"), 3), "start", ValueError), ((0, 3, 0), "step", ValueError)], ids=str)
+def test_arange_bad_bounds_name_the_op(args, what, kind):
+    with pytest.raises(kind, match=f"^arange: {what} must be"):
+        lm.Graph().arange(*args)

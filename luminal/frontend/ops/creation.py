@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+import numbers
+
+import numpy as np
 
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error
-from luminal.core.symbolic import is_static, sizes, sym
+from luminal.core.symbolic import Sym, is_static, sizes, sym
 from luminal.frontend.checks import tensor_op
 from luminal.frontend.ops.core import cast, full, full_like  # noqa: F401 - creation ops, made in core
 from luminal.frontend.ops.elementwise import add, eq, ge, le, mul, sub, where
@@ -14,8 +17,11 @@ from luminal.frontend.tensor import GraphTensor
 
 
 def arange(g, start, end=None, step=1, dtype=None) -> GraphTensor:
+    """torch.arange: ``start`` (and ``end``) may be symbolic sizes (names, Sym); bools count as 0 / 1,
+    as in torch (``arange(False, True, True)`` is ``[0]``)."""
     if end is None:
         start, end = 0, start
+    start, end, step = (_arange_bound(what, v) for what, v in (("start", start), ("end", end), ("step", step)))
     floats = any(isinstance(v, float) for v in (start, end, step))
     d = dt.as_dtype(dtype) if dtype is not None else (dt.float32 if floats else dt.int32)
     if step == 0:
@@ -33,6 +39,24 @@ def arange(g, start, end=None, step=1, dtype=None) -> GraphTensor:
         return cast(base, d)
     out = add(mul(cast(base, d if d.is_float else dt.int32), step), start if not floats else float(start))
     return cast(out, d)
+
+
+def _arange_bound(what: str, v):
+    """One of arange's numbers: a bool as the int torch takes it for, a finite float, an int, or (not
+    the step) a symbolic size; anything else fails naming arange and the argument, not as a
+    conversion error deep in the size arithmetic."""
+    if isinstance(v, (bool, np.bool_)):
+        return int(v)
+    if isinstance(v, (Sym, str)) and what != "step":
+        return v
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, numbers.Real):
+        if not math.isfinite(v):
+            raise op_error(ValueError, "arange", f"{what} must be finite, got {v}")
+        return float(v)
+    kind = "a number" if what == "step" else "a number or a symbolic size"
+    raise op_error(TypeError, "arange", f"{what} must be {kind}, got {type(v).__name__} {v!r}")
 
 
 @tensor_op("zeros_like")
