@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error, renamed
 from luminal.core.symbolic import is_static, shape_str
@@ -114,8 +116,38 @@ def _class_weight(loss: str, x: GraphTensor, weight, cdim: int):
     return weight.reshape((c,) + (1,) * (x.ndim - cdim - 1))
 
 
-def _check_indices(loss: str, x: GraphTensor, target: GraphTensor, weight):
-    """Class indices: int32, of the input's shape without the class dim; weight one per class."""
+def _known_labels(target: GraphTensor):
+    """The values a target reads when they are known at build time (a constant read whole, or a
+    constant scalar however expanded), else None: labels usually arrive as inputs, whose values only
+    the run sees."""
+    node = target.node
+    if node.op != "Constant" or node.arg.digest == "sym":
+        return None
+    if not node.shape:
+        return np.asarray(node.arg.scalar)
+    if target.layout.is_contiguous() and target.shape == node.shape:
+        return target.graph.constants[node.arg]
+    return None
+
+
+def _check_label_range(loss: str, x: GraphTensor, target: GraphTensor, ignore_index: int):
+    """Class indices out of [0, C) (other than ``ignore_index``) fail naming the loss and the target
+    where the values are known now. Labels from an input are only seen by the run, whose gather
+    reports them naming neither: checking them there needs the compiled program to raise on a flag
+    the graph computes, which is for the compiler to add (a loss can compute the flag, not raise)."""
+    c = x.shape[_class_dim(loss, x)]
+    labels = _known_labels(target) if is_static(c) else None
+    if labels is None:
+        return
+    bad = labels[((labels < 0) | (labels >= c)) & (labels != ignore_index)]
+    if bad.size:
+        raise op_error(IndexError, loss, f"target holds class {bad.flat[0]}, out of range for {c} classes "
+                       f"(ignore_index={ignore_index})", x, target)
+
+
+def _check_indices(loss: str, x: GraphTensor, target: GraphTensor, weight, ignore_index: int):
+    """Class indices: int32, of the input's shape without the class dim, in range where known now;
+    weight one per class."""
     cdim = _class_dim(loss, x)
     if target.dtype.kind != "i":
         raise op_error(TypeError, loss, f"target of class indices must be int32, got {target.dtype.name}", x, target)
@@ -124,6 +156,7 @@ def _check_indices(loss: str, x: GraphTensor, target: GraphTensor, weight):
         msg = (f"target shape {shape_str(target.shape)} does not fit input shape {shape_str(x.shape)}: "
                f"class indices need shape {shape_str(want)}")
         raise op_error(ValueError, loss, msg, x, target)
+    _check_label_range(loss, x, target, ignore_index)
     _class_weight(loss, x, weight, cdim)
 
 
@@ -162,7 +195,7 @@ def nll_loss(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None
     check_tensors("nll_loss", optional=("weight",), input=input, target=target, weight=weight)
     _float("nll_loss", "input", input)
     _reduction("nll_loss", reduction, input)
-    _check_indices("nll_loss", input, target, weight)
+    _check_indices("nll_loss", input, target, weight, ignore_index)
     elem, w, _ = _nll(input, target, weight, ignore_index)
     return _weighted_mean(elem, w, reduction)
 
@@ -182,7 +215,7 @@ def cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor |
     cdim = _class_dim(loss, input)
     soft = target.dtype.is_float
     if not soft:
-        _check_indices(loss, input, target, weight)
+        _check_indices(loss, input, target, weight, ignore_index)
     elif target.shape != input.shape:
         want = input.shape[:cdim] + input.shape[cdim + 1:]
         msg = (f"a float target holds class probabilities and needs the input shape {shape_str(input.shape)}, "

@@ -13,6 +13,7 @@ import torch
 from parity import check
 
 import luminal as lm
+from luminal import train
 from luminal.nn import layers as L
 from luminal.nn.layers import conv
 
@@ -219,3 +220,26 @@ def test_arange_bool_bounds(args, backend):
 def test_arange_bad_bounds_name_the_op(args, what, kind):
     with pytest.raises(kind, match=f"^arange: {what} must be"):
         lm.Graph().arange(*args)
+
+
+# 8. class labels out of range ----------------------------------------------------------------------
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
+def test_known_out_of_range_label_names_the_loss(loss):
+    """Labels known when the graph is built (a constant target) are checked then, as torch checks
+    them, naming the loss and the target: not left to the run's gather ("gather: index 7 ...")."""
+    g = lm.Graph()
+    x = g.input("x", (2, 3))
+    fn = getattr(train, loss)
+    for target in (g.constant(np.array([0, 7], np.int32)), g.constant(-2, lm.int32).expand(2)):
+        with pytest.raises(IndexError, match=f"^{loss}: target holds class (7|-2), out of range for 3 classes"):
+            fn(x, target)
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
+def test_known_labels_in_range_and_ignored(loss, backend):
+    """Constant labels in range, and ignore_index (itself out of range), still match torch."""
+    labels = np.array([2, -100, 0, 1], np.int32)
+    x = np.random.default_rng(5).standard_normal((4, 3)).astype(F32)
+    ours, theirs = getattr(train, loss), getattr(torch.nn.functional, loss)
+    check(lambda t: ours(t, t.graph.constant(labels)), [x],
+          torch_op=lambda t: theirs(t, torch.from_numpy(labels).long()), backend=backend)
