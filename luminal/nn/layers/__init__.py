@@ -25,6 +25,7 @@ __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d",
     "Conv2d", "Conv3d", "Dropout", "ELU", "Embedding", "Flatten", "GELU", "Identity", "LayerNorm", "LeakyReLU",
     "Linear", "LogSoftmax", "MaxPool1d", "MaxPool2d", "Mish", "ModuleList", "MultiheadAttention", "RMSNorm", "ReLU",
-    "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus", "Tanh", "Unflatten", "conv1d", "conv2d", "conv3d", "conv_nd",
+    "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus", "Tanh", "Unflatten", "conv1d", "conv2d", "conv3d",
+    "conv_nd",
     "dropout", "scaled_dot_product_attention",
 ]
