@@ -38,6 +38,13 @@ class Backend:
 
     name: str = ""
     level: str = "kernels"  # or "graph"
+    # The primitives (names in core/primitives.py's PRIMITIVES) its lowering covers: the backend facet of
+    # the primitive records, which a test checks covers every primitive for every registered backend.
+    primitives: frozenset = frozenset()
+
+    def lowers(self, primitive: str) -> bool:
+        """Whether this backend runs the primitive named ``primitive``."""
+        return primitive in self.primitives
 
     def program(self, kernel_graph, plan):
         """A program running ``kernel_graph`` with the temps placed as ``plan`` says (level "kernels")."""

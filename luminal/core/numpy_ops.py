@@ -1,8 +1,10 @@
 """Per-primitive numpy implementations, shared by the reference interpreter and the compiled CPU backend.
 
-Each op's numpy semantics (the table of ``frontend/primitives.py``, dtype rules included) lives here
-once, so the two backends cannot drift apart. Functions take an optional ``out``: the compiled backend
-passes its preallocated arrays, the reference interpreter lets numpy allocate.
+Each op's numpy semantics (the table of ``core/primitives.py``, dtype rules included) lives here
+once, so the two backends (and the compiler's constant folding) cannot drift apart: the elementwise
+ufuncs are the primitive records' own, the structured ops (cast, where, reductions, gather,
+scatter_add) the functions below, which the records name. Functions take an optional ``out``: the
+compiled backend passes its preallocated arrays, the reference interpreter lets numpy allocate.
 
 Half floats: float16 math runs in float32 (numpy casts on the way in, and on the way out into a
 float16 ``out``: one rounding per op); bfloat16 values are float32 arrays rounded after every op
@@ -16,19 +18,13 @@ import functools
 import numpy as np
 
 from luminal.core import dtype as dt
+from luminal.core.primitives import PRIMITIVES
 from luminal.core.symbolic import evaluate
 from luminal.core.view import View
 
-UNARY = {"Log2": np.log2, "Exp2": np.exp2, "Sin": np.sin, "Sqrt": np.sqrt, "Recip": np.reciprocal}
-
-
-def _maximum(a, b, out=None, **kw):
-    """``np.maximum`` (NaN-propagating); numpy deprecates its ``out`` given by position."""
-    return np.maximum(a, b, out=out, **kw)
-
-
-BINARY = {"Add": np.add, "Mul": np.multiply, "Mod": np.fmod, "Max": _maximum, "LessThan": np.less}
-_BOOL = {"Add": np.logical_or, "Mul": np.logical_and}
+UFUNCS = {n: p.ufunc for n, p in PRIMITIVES.items() if p.ufunc is not None}
+_BOOL = {n: p.bool_ufunc for n, p in PRIMITIVES.items() if p.bool_ufunc is not None}
+_maximum = UFUNCS["Max"]  # a wrapper, not a ufunc: the cpu backend's parallel.py lists its operand positions
 
 
 def compute_dtype(d: dt.DType) -> np.dtype:
@@ -40,9 +36,9 @@ def compute_dtype(d: dt.DType) -> np.dtype:
 
 def ufunc(op: str, arg: dt.DType):
     """The numpy function of the unary/binary primitive ``op`` on operands of dtype ``arg``, called as
-    ``f(*xs)`` or ``f(*xs, out)``. Its result still needs :func:`finish` (bfloat16 rounding)."""
-    f = (_BOOL.get(op) if arg.kind == "b" else None) or UNARY.get(op) or BINARY[op]
-    if arg is dt.float16 and op != "LessThan":  # comparisons are exact in float16
+    ``f(*xs)`` or ``f(*xs, out)``. A bfloat16 result still needs rounding (:func:`round_bf16_`)."""
+    f = (_BOOL.get(op) if arg.kind == "b" else None) or UFUNCS[op]
+    if arg is dt.float16 and PRIMITIVES[op].dtype != "bool":  # comparisons are exact in float16
         return functools.partial(f, dtype=np.float32)
     return f
 

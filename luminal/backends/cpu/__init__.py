@@ -4,12 +4,16 @@ each primitive's numpy semantics from ``core/numpy_ops.py`` (shared with the ref
 import time
 
 from luminal.backends.cpu.compiled import CpuProgram
+from luminal.backends.cpu.exprs import LOWERING
 from luminal.core.backend import Backend, register_backend, zero_inputs
 
 
 class Cpu(Backend):
     name = "cpu"
     level = "kernels"
+    # every primitive: the elementwise ones as Expr ops of a kernel (exprs.LOWERING), the others as kernels
+    # of their own kind (lowering.py: reduce, gather, scatter_add) or as buffers (input, const, iota)
+    primitives = frozenset(LOWERING) | {"SumReduce", "MaxReduce", "Gather", "ScatterAdd", "Input", "Constant", "Arange"}
 
     def program(self, kernel_graph, plan):
         return _Run(kernel_graph, plan)

@@ -366,44 +366,54 @@ class ExprEmitter:
         if op == "Scalar":
             self.full[id(e)] = ()
             return np.asarray(evaluate(e.arg, self.b.env) if hasattr(e.arg, "terms") else e.arg, e.dtype.np)[()]
-        if op == "Copy":  # the value itself (a root is copied into its buffer like any other)
-            self.full[id(e)] = self.full[id(e.args[0])]
-            self._share(e, e.args[0], uses)
-            return self._gathered(xs[0]) if id(e) not in self.token and uses > 1 else xs[0]
         if op == "Reshape":
             v = self._reshape(e, xs[0], tuple(evaluate(d, self.b.env) for d in e.arg), uses)
             return self._gathered(v) if id(e) not in self.token and uses > 1 else v
+        lower = LOWERING.get(op) or _PEEPHOLES.get(op)
+        if lower is None:
+            raise NotImplementedError(f"cpu backend: no lowering for Expr op {op!r}")
+        return lower(self, e, xs, dst, uses)
+
+    def _out(self, e, xs, dst, uses) -> np.ndarray:
+        """The array ``e`` is computed into: ``dst`` when it has the operands' broadcast shape, else a
+        scratch (``e``'s own until its last reader)."""
         self.full[id(e)] = np.broadcast_shapes(*(self.full[id(a)] for a in e.args))
         shape = np.broadcast_shapes(*(shape_of(x) for x in xs))
         if dst is not None and dst.shape == shape and dst.dtype == e.dtype.np:
-            out = dst
-        else:
-            out = self._take(e, shape, uses)
-        if op == "Cast":
-            self._append(ops.cast, (xs[0], e.args[0].dtype, e.dtype, out), out)
-        elif op == "Where":
-            self._where(e, xs, out)
-        elif op in COMPARE:
-            self._append(COMPARE[op], (*xs, out), out)
-        elif op == "Divide":
-            self._append(np.divide, (*xs, out), out)
-        elif op in ops.UNARY or op in ops.BINARY or op == "Sub":
-            f = _subtract(e.dtype) if op == "Sub" else ops.ufunc(op, e.args[0].dtype)
-            self._append(f, (*xs, out), out)
-            if e.dtype is dt.bfloat16 and op != "LessThan":
-                self.b.calls.append((ops.round_bf16_, (out,)))
-        else:
-            raise NotImplementedError(f"cpu backend: no lowering for Expr op {op!r}")
+            return dst
+        return self._take(e, shape, uses)
+
+    # each op's lowering: (emitter, expr, operand values, dst or None, uses) -> its value ----------------
+    def _copy(self, e, xs, dst, uses):
+        """The value itself (a root is copied into its buffer like any other)."""
+        self.full[id(e)] = self.full[id(e.args[0])]
+        self._share(e, e.args[0], uses)
+        return self._gathered(xs[0]) if id(e) not in self.token and uses > 1 else xs[0]
+
+    def _cast(self, e, xs, dst, uses):
+        out = self._out(e, xs, dst, uses)
+        self._append(ops.cast, (xs[0], e.args[0].dtype, e.dtype, out), out)
         return out
 
-    def _where(self, e, xs, out):
+    def _ufunc(self, e, xs, dst, uses):
+        """A ufunc primitive (its record's numpy function) or ``Sub``; bfloat16 rounded after it."""
+        out = self._out(e, xs, dst, uses)
+        f = _subtract(e.dtype) if e.op == "Sub" else ops.ufunc(e.op, e.args[0].dtype)
+        self._append(f, (*xs, out), out)
+        if e.dtype is dt.bfloat16:
+            self.b.calls.append((ops.round_bf16_, (out,)))
+        return out
+
+    def _where(self, e, xs, dst, uses):
+        out = self._out(e, xs, dst, uses)
         zero = next((i for i in (1, 2) if _zero_bits(e.args[i])), None)
         if zero is not None:  # a ReLU's or a gradient's select against zero
             self._append(ops.where_zero, (xs[0], xs[3 - zero], out, zero == 1), out)
-            return
+            return out
         tmp = self.b.scratch(out.shape, out.dtype)
         self._append(ops.where, (*xs, out, tmp), out)
         self.b.release(tmp)  # only this call uses it
+        return out
 
     def _append(self, f, args, out):
         """Append the call ``f(*args)`` writing ``out``; where an operand broadcasts along a short
@@ -436,3 +446,30 @@ class ExprEmitter:
         tmp = self._take(e, full, uses)  # strides that cannot be regrouped: copy, then view
         self.b.calls.append((np.copyto, (tmp, x)))
         return tmp.reshape(shape)
+
+
+def _one_call(f):
+    """The lowering of a peephole op computed by the one numpy call ``f`` (no rounding: its results
+    are float32/float64 or bool)."""
+    def lower(em, e, xs, dst, uses):
+        out = em._out(e, xs, dst, uses)
+        em._append(f, (*xs, out), out)
+        return out
+    return lower
+
+
+# The cpu lowering of every elementwise primitive (the backend's facet of the records in
+# core/primitives.py; the ufunc ones call the records' numpy functions through numpy_ops.ufunc). The
+# other primitives reach this backend as kernels of their own kind or as buffers (see __init__.py).
+LOWERING = {
+    "Copy": ExprEmitter._copy,
+    "Cast": ExprEmitter._cast,
+    "Where": ExprEmitter._where,
+    **dict.fromkeys(ops.UFUNCS, ExprEmitter._ufunc),
+}
+# the ops rewrite()'s peepholes make, which are no primitives
+_PEEPHOLES = {
+    "Sub": ExprEmitter._ufunc,
+    "Divide": _one_call(np.divide),
+    **{op: _one_call(f) for op, f in COMPARE.items()},
+}

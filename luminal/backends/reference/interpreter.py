@@ -1,7 +1,8 @@
 """The reference interpreter: executes the primitive graph with numpy, op by op.
 
 It is the semantic ground truth every other backend is tested against, so it does exactly what the
-table in ``frontend/primitives.py`` says and nothing clever, with one exception: a ``SumReduce`` of a
+table in ``core/primitives.py`` says and nothing clever (``EVAL``: one entry per primitive, the
+elementwise ufuncs being the records' own), with one exception: a ``SumReduce`` of a
 ``Mul`` that nothing else reads is evaluated as one ``einsum`` contraction, so that matmuls written as
 broadcast-multiply + sum do not materialise the broadcast product.
 """
@@ -60,35 +61,12 @@ class ReferenceInterpreter:
             return [np.array(read(vals[n.id], v, env), order="C") for n, v in self.outputs]
 
     def _eval(self, n, vals, arrays, env) -> np.ndarray:
-        op, d = n.op, n.dtype
-        if op == "Input":
-            return arrays[n.arg]
-        if op == "Constant":
-            if n.arg.scalar is None:
-                return self.constants[n.arg]
-            return np.asarray(evaluate(n.arg.scalar, env) if n.arg.digest == "sym" else n.arg.scalar, d.np)
-        if op == "Arange":
-            return np.arange(evaluate(n.arg, env), dtype=np.int32)
-        if op == "SumReduce" and n.srcs[0][0].id in self.fused:
-            return dt.to_storage(self._contract(n, vals, env), d)
-        xs = [read(vals[s.id], v, env) for s, v in n.srcs]
-        src = n.srcs[0][0].dtype
-        if op == "Copy":
-            return np.array(xs[0], order="C")
-        if op == "Cast":
-            return ops.cast(xs[0], src, d)
-        if op == "Where":
-            return dt.to_storage(ops.where(*xs), d)
-        if op == "Gather":
-            return ops.gather(*xs, n.arg)
-        if op == "ScatterAdd":
-            return ops.scatter_add(*xs, n.arg, d)
-        if op in ("SumReduce", "MaxReduce"):
-            x = xs[0].astype(ops.compute_dtype(src), copy=False)  # half sums run in float32
-            return dt.to_storage(np.asarray(ops.reduce("sum" if op == "SumReduce" else "max", x, (n.arg,), d)), d)
-        if op in ops.UNARY or op in ops.BINARY:
-            return dt.to_storage(np.asarray(ops.ufunc(op, src)(*xs)), d)
-        raise NotImplementedError(f"reference interpreter has no rule for {op}")
+        if n.op == "SumReduce" and n.srcs[0][0].id in self.fused:
+            return dt.to_storage(self._contract(n, vals, env), n.dtype)
+        f = EVAL.get(n.op)
+        if f is None:
+            raise NotImplementedError(f"reference interpreter has no rule for {n.op}")
+        return f(self, n, [read(vals[s.id], v, env) for s, v in n.srcs], arrays, env)
 
     def _contract(self, n, vals, env) -> np.ndarray:
         mul = n.srcs[0][0]
@@ -108,3 +86,31 @@ class ReferenceInterpreter:
             return np.einsum(f"{subs[0]},{subs[1]}->{out_letters}", *[x.astype(np.int32) for x in arrs]) > 0
         return np.einsum(f"{subs[0]},{subs[1]}->{out_letters}", *arrs, optimize=True)
 
+
+
+# one entry per primitive: (interpreter, node, inputs read through their views, arrays, env) -> value
+def _constant(interp, n, xs, arrays, env):
+    if n.arg.scalar is None:
+        return interp.constants[n.arg]
+    return np.asarray(evaluate(n.arg.scalar, env) if n.arg.digest == "sym" else n.arg.scalar, n.dtype.np)
+
+
+def _reduce(n, xs):
+    x = xs[0].astype(ops.compute_dtype(n.srcs[0][0].dtype), copy=False)  # half sums run in float32
+    return dt.to_storage(np.asarray(ops.reduce("sum" if n.op == "SumReduce" else "max", x, (n.arg,), n.dtype)), n.dtype)
+
+
+EVAL = {
+    "Input": lambda i, n, xs, arrays, env: arrays[n.arg],
+    "Constant": _constant,
+    "Arange": lambda i, n, xs, arrays, env: np.arange(evaluate(n.arg, env), dtype=np.int32),
+    "Copy": lambda i, n, xs, *_: np.array(xs[0], order="C"),
+    "Cast": lambda i, n, xs, *_: ops.cast(xs[0], n.srcs[0][0].dtype, n.dtype),
+    "Where": lambda i, n, xs, *_: dt.to_storage(ops.where(*xs), n.dtype),
+    "SumReduce": lambda i, n, xs, *_: _reduce(n, xs),
+    "MaxReduce": lambda i, n, xs, *_: _reduce(n, xs),
+    "Gather": lambda i, n, xs, *_: ops.gather(*xs, n.arg),
+    "ScatterAdd": lambda i, n, xs, *_: ops.scatter_add(*xs, n.arg, n.dtype),
+    **dict.fromkeys(ops.UFUNCS, lambda i, n, xs, *_: dt.to_storage(np.asarray(ops.ufunc(n.op, n.srcs[0][0].dtype)(*xs)),
+                                                                   n.dtype)),
+}

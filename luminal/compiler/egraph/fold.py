@@ -7,9 +7,10 @@ constant instead, through the consumer's view with every stride set to 0, which 
 value at the same valid positions. A ``Where`` whose condition is uniform becomes a ``Copy`` of
 the chosen branch (which the algebra's ``copy-id`` then removes when the view is the identity).
 
-Values are computed the way the primitives table says (numpy, 16-bit floats in float32 and
-rounded once), so a folded constant is bit-identical to what a backend would compute; ConstKeys
-of folded values follow ``Graph.constant`` (so -0.0, 0.0 and NaN stay distinct and exact).
+Values are computed by the very numpy calls the reference interpreter makes (``core/numpy_ops.py``,
+from the primitive records: 16-bit floats in float32, rounded once), so a folded constant is
+bit-identical to what a backend would compute; ConstKeys of folded values follow
+``Graph.constant`` (so -0.0, 0.0 and NaN stay distinct and exact).
 """
 
 from __future__ import annotations
@@ -17,21 +18,14 @@ from __future__ import annotations
 import numpy as np
 
 from luminal.core import dtype as dt
+from luminal.core import numpy_ops as ops
 from luminal.core.symbolic import is_static
 from luminal.core.view import View
 from luminal.frontend.graph import ConstKey
 
-_UNARY = {"Log2": np.log2, "Exp2": np.exp2, "Sin": np.sin, "Sqrt": np.sqrt, "Recip": np.reciprocal}
-_BINARY = {"Add": np.add, "Mul": np.multiply, "Mod": np.fmod, "Max": np.maximum, "LessThan": np.less}
-_BOOL = {"Add": np.logical_or, "Mul": np.logical_and}
 
-
-def _compute(d: dt.DType):
-    return np.float32 if d in (dt.float16, dt.bfloat16) else d.np
-
-
-def _store(x, d: dt.DType) -> np.ndarray:
-    return np.asarray(dt.to_storage(np.asarray(x), d)).reshape(())
+def _scalar(x) -> np.ndarray:
+    return np.asarray(x).reshape(())
 
 
 def scalar_value(node) -> np.ndarray | None:
@@ -49,23 +43,11 @@ def evaluate(node, vals) -> np.ndarray | None:
         if op == "Copy":
             return vals[0]
         if op == "Cast":
-            x = vals[0]
-            if d.kind == "b":
-                return np.asarray(x != 0).reshape(())
-            if d.kind == "i" and src.is_float:
-                return np.trunc(x).astype(np.int32).reshape(())
-            return _store(x.astype(_compute(d)), d)
+            return _scalar(ops.cast(vals[0], src, d))
         if op == "Where":
             return vals[1] if bool(vals[0]) else vals[2]
-        if op in _UNARY:
-            return _store(_UNARY[op](vals[0].astype(_compute(src))), d)
-        if op in _BINARY:
-            if src.kind == "b" and op in _BOOL:
-                return np.asarray(_BOOL[op](*vals)).reshape(())
-            if op == "LessThan":
-                return np.asarray(np.less(*vals)).reshape(())
-            a, b = (v.astype(_compute(src)) for v in vals)
-            return _store(_BINARY[op](a, b), d)
+        if op in ops.UFUNCS:
+            return _scalar(dt.to_storage(np.asarray(ops.ufunc(op, src)(*vals)), d))
     return None
 
 

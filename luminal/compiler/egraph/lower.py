@@ -18,7 +18,7 @@ from egglog import bindings as b
 
 from luminal.compiler.egraph import fold, schema
 from luminal.compiler.term import topological
-from luminal.core.primitives import ELEMENTWISE, REDUCE
+from luminal.core.primitives import ELEMENTWISE, PRIMITIVES, REDUCE
 from luminal.core.symbolic import is_static, prod
 from luminal.core.view import View
 
@@ -164,32 +164,38 @@ def lower(roots) -> Lowered:
     return low
 
 
-_UNARY = ("Log2", "Exp2", "Sin", "Sqrt", "Recip", "Copy", "Cast")
-_BINARY = ("Add", "Mul", "Mod", "Max", "LessThan")
+def _un_arg(op, arg) -> str:
+    """A ``Un`` term's string argument: the dtype name of a Cast, ``"detach"`` or ``""`` otherwise."""
+    return arg.name if op == "Cast" else (arg or "")
+
+
+# One entry per egglog constructor of schema.py: the term of a node (op, arg) from its input references
+# (``("n", item), ("w", view)`` per input). Which one a primitive lowers to is its record's ``egglog``.
+_TERMS = {
+    "Un": lambda op, arg, r: ("Un", op, *r, _un_arg(op, arg)),
+    "Bin": lambda op, arg, r: ("Bin", op, *r),
+    "Whr": lambda op, arg, r: ("Whr", *r),
+    "Red": lambda op, arg, r: ("Red", op, *r, arg),
+    "Gat": lambda op, arg, r: ("Gat", *r, arg),
+    "Sct": lambda op, arg, r: ("Sct", *r, arg),
+}
+_LEAVES = ("Inp", "Cst", "Ara")  # leaf terms name an interned key instead (a Constant's value bits: 0)
 
 
 def _lower_node(n, low: Lowered, item, uni) -> int:
     op, arg = n.op, n.arg
-    if op in ("Input", "Constant", "Arange"):
-        ctor = {"Input": "Inp", "Constant": "Cst", "Arange": "Ara"}[op]
-        term = (ctor, low.key(op, arg)) + ((0,) if op == "Constant" else ())
+    prim = PRIMITIVES.get(op)
+    if prim is None:
+        raise ValueError(f"cannot lower {n!r}: unknown op {op!r}")
+    if prim.egglog in _LEAVES:
+        term = (prim.egglog, low.key(op, arg)) + ((0,) if prim.egglog == "Cst" else ())
         return low.add(Item(term, op, arg, (), (), tuple(n.shape), n.dtype), n.id)
     if op == "Where" and id(n.srcs[0][0]) in uni and n.srcs[0][1].mask is None:
         low.fold("fold-where")
         branch = n.srcs[1] if bool(uni[id(n.srcs[0][0])]) else n.srcs[2]
-        return item(n, "Copy", None, [branch], lambda r: ("Un", "Copy", *r, ""), n.id)
-    if op in _UNARY:
-        a = arg.name if op == "Cast" else (arg or "")
-        return item(n, op, arg, n.srcs, lambda r: ("Un", op, *r, a), n.id)
-    if op in _BINARY:
-        return item(n, op, arg, n.srcs, lambda r: ("Bin", op, *r), n.id)
-    if op == "Where":
-        return item(n, op, arg, n.srcs, lambda r: ("Whr", *r), n.id)
-    if op in REDUCE:
-        return item(n, op, arg, n.srcs, lambda r: ("Red", op, *r, arg), n.id)
-    if op in ("Gather", "ScatterAdd"):
-        return item(n, op, arg, n.srcs, lambda r: ("Gat" if op == "Gather" else "Sct", *r, arg), n.id)
-    raise ValueError(f"cannot lower {n!r}: unknown op {op!r}")
+        return item(n, "Copy", None, [branch], lambda r: _TERMS["Un"]("Copy", None, r), n.id)
+    make = _TERMS[prim.egglog]
+    return item(n, op, arg, n.srcs, lambda r: make(op, arg, r), n.id)
 
 
 def _expr(x):
