@@ -69,8 +69,8 @@ or the ``numpy_ops`` function with its semantics.) Both tables are :func:`table`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -95,7 +95,8 @@ def _maximum(a, b, out=None, **kw):
 class Primitive:
     """Every facet of one primitive. Derived from these: the name tuples below, the numpy tables of
     ``numpy_ops.py`` (the reference interpreter, constant folding and the cpu backend all call them),
-    the egglog lowering (``compiler/egraph/lower.py``), what fuses (``compiler/egraph/fusion.py``)."""
+    the egglog lowering (``compiler/egraph/lower.py``), what fuses (``compiler/egraph/fusion.py``),
+    the ufunc entries of the backends' tables, and this module's docstring tables."""
 
     name: str
     inputs: tuple  # operand names, in order ("x"; "a", "b"; ...); () for a leaf
@@ -186,8 +187,12 @@ ELEMENTWISE = frozenset(_names(lambda p: p.fusion == "elementwise"))
 
 
 def _rows(header, cells) -> str:
+    """A markdown table, every column padded but the last (which runs free, as in the docstring)."""
     widths = [max(len(c) for c in col) for col in zip(header, *cells)]
-    line = lambda cs: "| " + " | ".join(c.ljust(w) for c, w in zip(cs[:-1], widths)) + " | " + cs[-1]  # noqa: E731
+
+    def line(cs):
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cs[:-1], widths)) + " | " + cs[-1]
+
     sep = "|" + "|".join("-" * (w + 2) for w in widths[:-1]) + "|-------"
     return "\n".join([line(header), sep] + [line(c) for c in cells])
 
