@@ -10,6 +10,7 @@ from luminal.compiler.memory import plan_memory
 from luminal.compiler.pipeline import compile_graph
 from luminal.core.backend import backend_names, get_backend
 from luminal.core.symbolic import evaluate, free_vars_in, nonnegative, shape_str, view_vars
+from luminal.core.walk import postorder
 from luminal.frontend.binding import bind
 from luminal.frontend.tensor import GraphTensor
 
@@ -68,11 +69,11 @@ class Compiled:
     ``updates`` (the graph's own ``assign``s plus those given to ``compile``) are written back into
     the States after the run, all reads having seen the values from before it."""
 
-    def __init__(self, outputs, backend: str, updates=None, *, search=0, seed=0, budget=None):
+    def __init__(self, outputs, backend: str, updates=None, *, search=0, seed=0, budget=None, _guards=True):
         self.graph = g = outputs[0].graph
         self.backend = backend
         impl = get_backend(backend)
-        self.updates = list({**g.updates, **(updates or {})}.items())
+        self.updates = list({**g.updates, **(updates or {})}.items()) if _guards else []
         every = outputs + [t for _, t in self.updates]
         self._n_out = len(outputs)
         self._single = len(outputs) == 1
@@ -103,6 +104,7 @@ class Compiled:
         self._user = [n for n in inputs if n.arg in g.inputs]
         self._states = [(n.arg, g.states[n.arg]) for n in inputs if n.arg in g.states]
         self._random = [n for n in inputs if n.arg in g.random]
+        self._guard = _Guard(g, {n.arg for n in inputs}, backend) if _guards and g.guards else None
         # Calls from several threads run one at a time: a backend's program keeps its buffers between
         # calls (allocated once per binding), states are read and written back around a run, and the
         # graph's generator draws the random inputs. An uncontended acquire costs well under a
@@ -148,6 +150,8 @@ class Compiled:
                 arrays[name] = s.data
             for n in self._random:
                 arrays[n.arg] = self.graph.rng.random(tuple(evaluate(d, env) for d in n.shape), dtype="float32")
+            if self._guard is not None:
+                self._guard(arrays, env)
             results = self.runner(arrays, env)
             outs, new_states = results[:self._n_out], results[self._n_out:]
             for i, (o, shape) in enumerate(zip(outs, self._out_shapes, strict=True)):
@@ -207,6 +211,32 @@ def _state_name(graph, st) -> str:
     if node is None:  # updated but never read: give it a node so it has a name
         node = graph.state(st).node
     return node.arg
+
+
+class _Guard:
+    """The graph's guards (``Graph.guard``) whose inputs a program reads anyway, compiled as a small
+    program of their own that runs before it on the same arrays (a guard reading an input the program
+    does not read is left out: an eval program of a training graph needs no labels). It raises the
+    first failed guard's error; the main program has not run and no state has changed."""
+
+    def __init__(self, graph, reads: set, backend: str):
+        self.guards = [gd for gd in graph.guards if _inputs_read(gd[:2]) <= reads]
+        outs = [t for failed, value, *_ in self.guards for t in (failed, value)]
+        self.program = Compiled(outs, backend, _guards=False).runner if outs else None
+
+    def __call__(self, arrays, env):
+        if self.program is None:
+            return
+        res = self.program(arrays, env)
+        for (_, _, error, message), failed, value in zip(self.guards, res[0::2], res[1::2], strict=True):
+            if bool(failed):
+                raise error(message.replace("{value}", str(value.item())))
+
+
+def _inputs_read(tensors) -> set:
+    """Names of the Input leaves (user inputs, states, random draws) that ``tensors`` depend on."""
+    nodes = postorder([t.node for t in tensors], lambda n: [s for s, _ in n.srcs])
+    return {n.arg for n in nodes if n.op == "Input"}
 
 
 class _Reporting:

@@ -70,6 +70,7 @@ class Graph:
         self.states: dict[str, State] = {}  # persistent inputs, read from State.data on every call
         self.updates: dict[State, object] = {}  # State -> GraphTensor written back after every run
         self.random: dict[str, Node] = {}  # uniform [0, 1) float32 inputs drawn fresh on every call
+        self.guards: list = []  # run-time value checks, see ``guard``
         self.rng = np.random.default_rng(default_rng().integers(2**63))
         self._state_nodes: dict[int, Node] = {}
         # Conditions an op could not check when it was built because a dim was symbolic (unfold's window
@@ -162,6 +163,20 @@ class Graph:
             raise op_error(ValueError, "assign", f"{s.describe()} cannot take a value of shape "
                            f"{shape_str(value.shape)}", value)
         self.updates[s] = value.cast(s.dtype)
+
+    def guard(self, failed, value, error: type, message: str) -> None:
+        """Check values that only a run sees (class labels that arrive as an input): a program compiled
+        from this graph that reads every input ``failed`` and ``value`` read evaluates them first, on
+        the call's own inputs, and when ``failed`` (a bool scalar) is True raises ``error(message)``
+        with ``{value}`` in ``message`` replaced by ``value`` (a scalar), before the program runs and
+        before any state changes. A loss registers one where a bad value would otherwise surface as an
+        index error deep in the program, naming neither the loss nor the input."""
+        for what, t in (("failed", failed), ("value", value)):
+            if getattr(t, "graph", None) is not self or t.shape != ():
+                raise op_error(ValueError, "guard", f"{what} must be a scalar tensor of this graph")
+        if failed.dtype is not dt.bool_:
+            raise op_error(TypeError, "guard", f"failed must be bool, got {failed.dtype.name}", failed)
+        self.guards.append((failed, value, error, message))
 
     def rand(self, shape):
         """Uniform [0, 1) float32 noise of ``shape`` (may be symbolic), drawn from ``self.rng``

@@ -131,18 +131,27 @@ def _known_labels(target: GraphTensor):
 
 
 def _check_label_range(loss: str, x: GraphTensor, target: GraphTensor, ignore_index: int):
-    """Class indices out of [0, C) (other than ``ignore_index``) fail naming the loss and the target
-    where the values are known now. Labels from an input are only seen by the run, whose gather
-    reports them naming neither: checking them there needs the compiled program to raise on a flag
-    the graph computes, which is for the compiler to add (a loss can compute the flag, not raise)."""
+    """Class indices out of [0, C) (other than ``ignore_index``) fail naming the loss and the target:
+    now, where the values are known (a constant target); else on every call of a program that reads
+    the target, before it runs (``Graph.guard``), where they would otherwise reach the program's
+    gather and fail naming neither."""
     c = x.shape[_class_dim(loss, x)]
     labels = _known_labels(target) if is_static(c) else None
-    if labels is None:
+    if labels is not None:
+        bad = labels[((labels < 0) | (labels >= c)) & (labels != ignore_index)]
+        if bad.size:
+            raise op_error(IndexError, loss, f"target holds class {bad.flat[0]}, out of range for {c} classes "
+                           f"(ignore_index={ignore_index})", x, target)
         return
-    bad = labels[((labels < 0) | (labels >= c)) & (labels != ignore_index)]
-    if bad.size:
-        raise op_error(IndexError, loss, f"target holds class {bad.flat[0]}, out of range for {c} classes "
-                       f"(ignore_index={ignore_index})", x, target)
+    g = target.graph
+    n = c if is_static(c) else g.constant(c)
+    bad = ops.logical_and(ops.logical_or(ops.lt(target, 0), ops.ge(target, n)), ops.ne(target, ignore_index))
+    high = ops.where(bad, target, -2**31).amax()  # the out-of-range class farthest from the range
+    low = ops.where(bad, target, 2**31 - 1).amin()
+    value = ops.where(ops.ge(high, n), high, low)
+    message = str(op_error(IndexError, loss, f"target holds class {{value}}, out of range for {c} classes "
+                           f"(ignore_index={ignore_index})", x, target))
+    g.guard(bad.any(), value, IndexError, message)
 
 
 def _check_indices(loss: str, x: GraphTensor, target: GraphTensor, weight, ignore_index: int):

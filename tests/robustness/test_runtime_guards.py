@@ -1,0 +1,64 @@
+"""Class labels that arrive as an input are range-checked on every call, before the program runs
+(``Graph.guard``): an out-of-range label is an IndexError naming the loss, the label and the user's
+lines, not the backend's "gather: index 7 is out of range"; a train step with such a batch changes
+nothing; a program that does not read the labels (an eval program of the training graph) is not
+guarded by them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import luminal as lm
+from luminal import nn, train
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
+def test_out_of_range_input_label_names_the_loss(loss, backend):
+    g = lm.Graph()
+    x, y = g.input("x", ("B", 3)), g.input("y", ("B",), dtype=lm.int32)
+    inp = x.log_softmax(-1) if loss == "nll_loss" else x
+    f = lm.compile(getattr(train, loss)(inp, y), backend=backend)
+    xs = np.zeros((4, 3), np.float32)
+    assert np.isfinite(f(x=xs, y=np.array([0, 2, 1, -100], np.int32)))  # in range, and ignore_index
+    for bad, shown in (([0, 7, 1, 2], 7), ([0, -2, 1, 2], -2), ([3, -5, 9, 2], 9)):
+        with pytest.raises(IndexError) as e:
+            f(x=xs, y=np.array(bad, np.int32))
+        msg = str(e.value)
+        assert msg.startswith(f"{loss}: target holds class {shown}, out of range for 3 classes"), msg
+        assert "test_runtime_guards.py" in msg  # the user's line
+        assert "gather" not in msg
+
+
+def test_a_train_step_with_a_bad_label_changes_nothing():
+    lm.manual_seed(0)
+    model = nn.Linear(4, 3)
+    g = lm.Graph()
+    x, y = g.input("x", ("B", 4)), g.input("y", ("B",), dtype=lm.int32)
+    opt = train.AdamW(model.parameters(), lr=0.1)
+    step = train.compile_step(train.cross_entropy(model(x), y), opt, backend="cpu")
+    xs = np.ones((2, 4), np.float32)
+    step(x=xs, y=np.array([0, 1], np.int32))
+    before = {k: v.copy() for k, v in model.state_dict().items()}
+    with pytest.raises(IndexError, match="cross_entropy: target holds class 5"):
+        step(x=xs, y=np.array([0, 5], np.int32))
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(v, before[k], err_msg=k)
+    assert opt.steps == 1
+
+
+def test_a_program_that_does_not_read_the_labels_is_not_guarded_by_them():
+    g = lm.Graph()
+    x, y = g.input("x", ("B", 3)), g.input("y", ("B",), dtype=lm.int32)
+    train.cross_entropy(x, y)
+    probs = lm.compile(x.softmax(-1))  # the eval program of a graph that also has a loss
+    np.testing.assert_allclose(probs(x=np.zeros((2, 3), np.float32)), np.full((2, 3), 1 / 3), rtol=1e-6)
+
+
+def test_guard_arguments_are_checked():
+    g = lm.Graph()
+    x = g.input("x", (3,))
+    with pytest.raises(ValueError, match="guard: failed must be a scalar"):
+        g.guard(x > 0, x.sum(), IndexError, "m")
+    with pytest.raises(TypeError, match="guard: failed must be bool"):
+        g.guard(x.sum(), x.sum(), IndexError, "m")
