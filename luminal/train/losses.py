@@ -146,8 +146,9 @@ def _check_label_range(loss: str, x: GraphTensor, target: GraphTensor, ignore_in
     g = target.graph
     n = c if is_static(c) else g.constant(c)
     bad = ops.logical_and(ops.logical_or(ops.lt(target, 0), ops.ge(target, n)), ops.ne(target, ignore_index))
-    high = ops.where(bad, target, -2**31).amax()  # the out-of-range class farthest from the range
-    low = ops.where(bad, target, 2**31 - 1).amin()
+    # the out-of-range class farthest from the range (a sentinel keeps the max defined for 0 labels)
+    high = ops.cat([ops.where(bad, target, -2**31).reshape(-1), g.constant(np.array([-2**31], np.int32))]).amax()
+    low = ops.cat([ops.where(bad, target, 2**31 - 1).reshape(-1), g.constant(np.array([2**31 - 1], np.int32))]).amin()
     value = ops.where(ops.ge(high, n), high, low)
     message = str(op_error(IndexError, loss, f"target holds class {{value}}, out of range for {c} classes "
                            f"(ignore_index={ignore_index})", x, target))
