@@ -84,8 +84,15 @@ class Expr:
     dtype: DType | None = None
 
     def __repr__(self):
-        inner = ", ".join(map(repr, self.args))
+        return self.show()
+
+    def show(self, depth: int = 12) -> str:
+        """The expression as text, operands ``depth`` levels down and deeper written ``...`` (a fused
+        region may be thousands of operations deep)."""
         a = "" if self.arg is None else f"[{self.arg}]"
+        if not self.args:
+            return f"{self.op}{a}()"
+        inner = "..." if depth <= 0 else ", ".join(x.show(depth - 1) for x in self.args)
         return f"{self.op}{a}({inner})"
 
 

@@ -125,17 +125,22 @@ COMPARE = {"Equal": np.equal, "NotEqual": np.not_equal, "LessEqual": np.less_equ
 
 
 class _Keys:
-    """Structural keys for Exprs (which compare by identity): equal keys, equal values."""
+    """Structural keys for Exprs (which compare by identity): equal keys, equal values. An Expr's key
+    is made from its operands' keys, operands first (an iterative walk over the ones without a key
+    yet: an expression may be thousands of operations deep)."""
 
     def __init__(self):
         self.ids: dict = {}
         self.memo: dict[int, int] = {}
 
     def __call__(self, e) -> int:
-        k = self.memo.get(id(e))
+        memo = self.memo
+        k = memo.get(id(e))
         if k is None:
-            sig = (e.op, repr(e.arg), e.dtype, tuple(self(a) for a in e.args))
-            k = self.memo[id(e)] = self.ids.setdefault(sig, len(self.ids))
+            for x in postorder([e], lambda x: [a for a in x.args if id(a) not in memo]):
+                sig = (x.op, repr(x.arg), x.dtype, tuple(memo[id(a)] for a in x.args))
+                memo[id(x)] = self.ids.setdefault(sig, len(self.ids))
+            k = memo[id(e)]
         return k
 
 
@@ -149,21 +154,32 @@ def _is_or(e) -> bool:
 
 
 def _disjuncts(e) -> list:
-    """The operands of an or-tree, without the ``False`` ones (the compiler leaves ``x or False`` where
-    it folded ``isnan`` of a number)."""
-    if _is_or(e):
-        return _disjuncts(e.args[0]) + _disjuncts(e.args[1])
-    return [] if e.op == "Scalar" and e.arg is False else [e]
+    """The operands of an or-tree, left to right, without the ``False`` ones (the compiler leaves
+    ``x or False`` where it folded ``isnan`` of a number). Walked with a stack: a chain of ors is as
+    deep as the user made it."""
+    out, stack = [], [e]
+    while stack:
+        x = stack.pop()
+        if _is_or(x):
+            stack += (x.args[1], x.args[0])
+        elif not (x.op == "Scalar" and x.arg is False):
+            out.append(x)
+    return out
 
 
 def _nor(e):
-    """Atoms ``A`` with ``e == not any(A)`` when ``e`` is a not, or an and of nots; else None."""
-    if _is_not(e):
-        return _disjuncts(e.args[0])
-    if e.op == "Mul" and e.dtype.kind == "b":
-        parts = [_nor(a) for a in e.args]
-        return None if None in parts else parts[0] + parts[1]
-    return None
+    """Atoms ``A`` with ``e == not any(A)`` when ``e`` is a not, or an and of nots; else None (walked
+    with a stack, like :func:`_disjuncts`)."""
+    out, stack = [], [e]
+    while stack:
+        x = stack.pop()
+        if _is_not(x):
+            out += _disjuncts(x.args[0])
+        elif x.op == "Mul" and x.dtype.kind == "b":
+            stack += (x.args[1], x.args[0])
+        else:
+            return None
+    return out
 
 
 def _comparison(e, key):
