@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import threading
 
 import numpy as np
 
@@ -98,6 +99,7 @@ class TrainStep:
         self.graph, self.optimizer, self.accumulate = graph, optimizer, accumulate
         self.check_finite = bool(check_finite)
         self.calls = 0  # calls of this step, the bad one included (NonFiniteLossError names it)
+        self._lock = threading.Lock()
         self.micro_step = 0  # calls since the last update (0 <= micro_step < accumulate)
         self.last_grad_norm: float | None = None
         self._outputs = list(outputs)
@@ -152,6 +154,10 @@ class TrainStep:
         self._update = compile_graph([loss, *self._outputs, *extra], backend=backend, updates=updates)
 
     def __call__(self, /, **batch):
+        with self._lock:  # a step is whole: its scalars, its program run and its counters, one thread at a time
+            return self._step(batch)
+
+    def _step(self, batch):
         self.calls += 1
         final = self.micro_step + 1 == self.accumulate
         if final:

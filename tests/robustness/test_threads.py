@@ -51,17 +51,20 @@ def test_a_compiled_function_from_many_threads(backend):
         np.testing.assert_array_equal(r, want[(t + i) % 3])
 
 
-def test_a_train_step_from_many_threads_serialises_its_updates():
-    """Every step's update is applied whole: N threads x M steps of SGD on a linear model land on
-    the same parameters as N*M steps in one thread (all batches are equal, so the order is not
-    observable), and every loss seen is one of the single-threaded run's losses."""
+@pytest.mark.parametrize("accumulate", [1, 2])
+def test_a_train_step_from_many_threads_serialises_its_updates(accumulate):
+    """Every step is applied whole: N threads x M steps of AdamW (whose update depends on the step
+    count) on a linear model land on the same parameters and optimizer state as N*M steps in one
+    thread (all batches are equal, so the order is not observable), and every loss seen is one of the
+    single-threaded run's losses; with gradient accumulation too."""
     def make():
         lm.manual_seed(0)
         model = nn.Linear(8, 1)
         g = lm.Graph()
         x, y = g.input("x", ("B", 8)), g.input("y", ("B", 1))
         loss = ((model(x) - y) ** 2).mean()
-        return model, train.compile_step(loss, train.SGD(model.parameters(), lr=0.01), backend="cpu")
+        opt = train.AdamW(model.parameters(), lr=0.01)
+        return model, train.compile_step(loss, opt, backend="cpu", accumulate=accumulate)
 
     rng = np.random.default_rng(1)
     xb, yb = rng.standard_normal((16, 8)).astype(np.float32), rng.standard_normal((16, 1)).astype(np.float32)
@@ -74,3 +77,4 @@ def test_a_train_step_from_many_threads_serialises_its_updates():
     for k, v in model.state_dict().items():
         np.testing.assert_array_equal(v, want[k])
     assert sorted(float(v) for v in got.values()) == sorted(serial)
+    assert step.optimizer.steps == THREADS * 10 // accumulate
