@@ -182,3 +182,15 @@ def test_output_dtypes(backend):
     f = lm.compile([x * 2, i * 2, d * 2, i > 1], backend=backend)
     o = f(x=np.ones(3, np.float16), i=np.arange(3, dtype=np.int32), d=np.ones(3))
     assert [a.dtype for a in o] == [np.float16, np.int32, np.float64, np.bool_]
+
+
+def test_the_compiler_package_is_reachable_beside_the_compile_function():
+    """``lm.compile`` is the user's function; the compiler package is ``luminal.compiler``, so the
+    README's paths (``luminal.compiler.errors.CompileError``, ``luminal.compiler.egraph.Budget``) work
+    from ``import luminal as lm``."""
+    from luminal.compiler.egraph import Budget
+    from luminal.compiler.errors import CompileError
+
+    assert callable(lm.compile)
+    assert lm.compiler.errors.CompileError is CompileError
+    assert lm.compiler.egraph.Budget is Budget
