@@ -22,6 +22,7 @@ outside this project registers through the ``luminal.backends`` entry-point grou
 
 from __future__ import annotations
 
+import functools
 import importlib
 from importlib.metadata import entry_points
 
@@ -76,7 +77,10 @@ def register_backend(backend: Backend) -> Backend:
     return backend
 
 
+@functools.cache
 def _plugins() -> dict[str, str]:
+    """Backends installed by other packages (the ``luminal.backends`` entry points), read once: the
+    scan of every installed distribution's metadata costs milliseconds."""
     return {ep.name: ep.value for ep in entry_points(group="luminal.backends")}
 
 
