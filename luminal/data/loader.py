@@ -1,0 +1,166 @@
+"""Minibatches over numpy arrays: :func:`batches` (one epoch), :class:`Dataset` and :class:`DataLoader`.
+
+The shuffle order comes only from the ``seed`` given (an int, a sequence of ints, or a numpy
+``Generator``), so a seeded run sees the same batches on every machine. A :class:`DataLoader` with an
+int seed draws epoch ``e``'s order from ``np.random.default_rng([seed, e])``: each epoch is shuffled
+differently, and a run resumed at epoch ``e`` (``set_epoch``) sees exactly the batches it would have.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+
+def _as_arrays(arrays, who: str) -> tuple[np.ndarray, ...]:
+    """A single array or a sequence of arrays -> a tuple of arrays sharing their first dim."""
+    if isinstance(arrays, Dataset):
+        return arrays.arrays
+    if isinstance(arrays, np.ndarray):
+        arrays = (arrays,)
+    if isinstance(arrays, (str, bytes)) or not isinstance(arrays, Sequence):
+        raise TypeError(f"{who}: expected a numpy array or a sequence of arrays, got {type(arrays).__name__}")
+    if not arrays:
+        raise ValueError(f"{who}: got no arrays")
+    out = tuple(np.asarray(a) for a in arrays)
+    for i, a in enumerate(out):
+        if a.ndim == 0:
+            raise ValueError(f"{who}: array {i} is 0-d; every array needs a first (example) dim")
+    lengths = [len(a) for a in out]
+    if len(set(lengths)) != 1:
+        raise ValueError(f"{who}: the arrays differ in length (first dims {lengths})")
+    return out
+
+
+def _check_batch_size(batch_size, who: str) -> int:
+    if not isinstance(batch_size, numbers.Integral) or isinstance(batch_size, (bool, np.bool_)) or batch_size < 1:
+        raise ValueError(f"{who}: batch_size must be an int >= 1, got {batch_size!r}")
+    return int(batch_size)
+
+
+def _generator(seed) -> np.random.Generator:
+    """A numpy Generator from ``seed``: a Generator is used as is (it advances), anything else seeds one."""
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def _epoch(arrays: tuple[np.ndarray, ...], batch_size: int, order: np.ndarray | None,
+           drop_last: bool) -> Iterator[tuple[np.ndarray, ...]]:
+    n = len(arrays[0])
+    stop = n - n % batch_size if drop_last else n
+    for start in range(0, stop, batch_size):
+        if order is None:
+            yield tuple(a[start:start + batch_size] for a in arrays)
+        else:
+            idx = order[start:start + batch_size]
+            yield tuple(a[idx] for a in arrays)
+
+
+def batches(arrays, batch_size: int, shuffle: bool = False, drop_last: bool = False,
+            seed=None) -> Iterator[tuple[np.ndarray, ...]]:
+    """Yield one epoch of minibatches, each a tuple with one batch per array.
+
+    Args:
+        arrays: a numpy array or a sequence of arrays sharing their first (example) dim, e.g.
+            ``(images, labels)``; the rows of all arrays stay paired.
+        batch_size: examples per batch (an int >= 1); the last batch may be shorter.
+        shuffle: visit the examples in a random order (a permutation: each exactly once).
+        drop_last: skip a final short batch (a compiled graph with a fixed batch dim wants this).
+        seed: the shuffle's randomness: an int or a sequence of ints seeds a fresh generator (the
+            same order every time), a ``np.random.Generator`` is used and advanced (successive epochs
+            differ), None draws fresh entropy.
+
+    Returns:
+        An iterator of tuples of arrays (unshuffled batches are views of the inputs; shuffled ones copies).
+
+    Example::
+
+        for xb, yb in batches((x, y), 64, shuffle=True, seed=[0, epoch]):
+            loss = step(x=xb, y=yb)
+    """
+    arrays = _as_arrays(arrays, "batches")
+    batch_size = _check_batch_size(batch_size, "batches")
+    order = _generator(seed).permutation(len(arrays[0])) if shuffle else None
+    return _epoch(arrays, batch_size, order, bool(drop_last))
+
+
+class Dataset:
+    """A dataset of numpy arrays sharing their first dim (torch's ``TensorDataset``).
+
+    Args:
+        *arrays: the arrays, e.g. ``Dataset(images, labels)``; ``dataset[i]`` is the tuple of their
+            ``i``-th rows (``i`` may also be a slice or an index array).
+    """
+
+    def __init__(self, *arrays):
+        self.arrays = _as_arrays(list(arrays), "Dataset")
+
+    def __len__(self) -> int:
+        return len(self.arrays[0])
+
+    def __getitem__(self, index) -> tuple[np.ndarray, ...]:
+        return tuple(a[index] for a in self.arrays)
+
+    def __repr__(self):
+        shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in self.arrays)
+        return f"Dataset({shapes})"
+
+
+class DataLoader:
+    """Iterate minibatches of a :class:`Dataset` (or of arrays), epoch after epoch (torch's ``DataLoader``).
+
+    Each ``iter(loader)`` is one epoch; ``len(loader)`` is its number of batches. With ``shuffle`` each
+    epoch has its own order: from ``np.random.default_rng([seed, epoch])`` for an int seed (so epoch
+    ``e`` is the same in every run, and ``set_epoch(e)`` resumes there), from one generator made at
+    construction otherwise (a ``Generator`` seed is used as is; None draws fresh entropy).
+
+    Args:
+        dataset: a :class:`Dataset`, a numpy array or a sequence of arrays sharing their first dim.
+        batch_size: examples per batch (an int >= 1).
+        shuffle: a new random order every epoch.
+        drop_last: skip each epoch's final short batch.
+        seed: an int (per-epoch seeded orders), a ``np.random.Generator``, or None.
+
+    Example::
+
+        loader = DataLoader(Dataset(x, y), batch_size=64, shuffle=True, seed=0)
+        for epoch in range(3):
+            for xb, yb in loader:
+                step(x=xb, y=yb)
+    """
+
+    def __init__(self, dataset, batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, seed=None):
+        self.dataset = dataset if isinstance(dataset, Dataset) else Dataset(*_as_arrays(dataset, "DataLoader"))
+        self.batch_size = _check_batch_size(batch_size, "DataLoader")
+        self.shuffle, self.drop_last = bool(shuffle), bool(drop_last)
+        if seed is not None and not isinstance(seed, (numbers.Integral, np.random.Generator)):
+            raise TypeError(f"DataLoader: seed must be an int, a numpy Generator or None, got {type(seed).__name__}")
+        if isinstance(seed, numbers.Integral) and seed < 0:
+            raise ValueError(f"DataLoader: seed must be >= 0, got {seed}")
+        self.seed = seed
+        self._rng = None if isinstance(seed, numbers.Integral) else _generator(seed)
+        self.epoch = 0  # the epoch the next iteration serves
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next iteration epoch ``epoch`` (0-based): with an int seed, its order is the one a
+        run from the start would have seen then (for resuming)."""
+        if not isinstance(epoch, numbers.Integral) or epoch < 0:
+            raise ValueError(f"DataLoader.set_epoch: epoch must be an int >= 0, got {epoch!r}")
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        n = len(self.dataset)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, ...]]:
+        order = None
+        if self.shuffle:
+            rng = self._rng if self._rng is not None else np.random.default_rng([int(self.seed), self.epoch])
+            order = rng.permutation(len(self.dataset))
+        self.epoch += 1
+        return _epoch(self.dataset.arrays, self.batch_size, order, self.drop_last)
+
+    def __repr__(self):
+        return (f"DataLoader({self.dataset!r}, batch_size={self.batch_size}, shuffle={self.shuffle}, "
+                f"drop_last={self.drop_last}, seed={self.seed!r})")
