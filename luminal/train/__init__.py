@@ -14,7 +14,7 @@ from luminal.train.losses import (
     nll_loss,
     smooth_l1_loss,
 )
-from luminal.train.optim import SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
+from luminal.train.optim import LAMB, SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
 from luminal.train.schedulers import (
     CosineAnnealingLR,
     ExponentialLR,
@@ -27,7 +27,7 @@ from luminal.train.schedulers import (
 from luminal.train.step import NonFiniteLossError, TrainStep, clip_by_norm, clip_by_value, compile_step
 
 __all__ = [
-    "SGD", "Adagrad", "Adam", "AdamW", "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LinearLR",
+    "LAMB", "SGD", "Adagrad", "Adam", "AdamW", "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LinearLR",
     "MultiStepLR", "NonFiniteLossError", "OneCycleLR", "Optimizer", "RMSprop", "StepLR", "TrainStep",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "clip_by_norm", "clip_by_value", "compile_step", "cross_entropy", "grad",

@@ -2,8 +2,9 @@
 
 from luminal.train.optim.adagrad import Adagrad
 from luminal.train.optim.adam import Adam, AdamW
+from luminal.train.optim.lamb import LAMB
 from luminal.train.optim.optimizer import Optimizer
 from luminal.train.optim.rmsprop import RMSprop
 from luminal.train.optim.sgd import SGD
 
-__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop"]
+__all__ = ["LAMB", "SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop"]
