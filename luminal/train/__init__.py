@@ -7,6 +7,7 @@ from luminal.train.losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
+    focal_loss,
     huber_loss,
     kl_div,
     l1_loss,
@@ -30,7 +31,8 @@ __all__ = [
     "LAMB", "SGD", "Adagrad", "Adam", "AdamW", "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LinearLR",
     "MultiStepLR", "NonFiniteLossError", "OneCycleLR", "Optimizer", "RMSprop", "StepLR", "TrainStep",
     "binary_cross_entropy",
-    "binary_cross_entropy_with_logits", "clip_by_norm", "clip_by_value", "compile_step", "cross_entropy", "grad",
+    "binary_cross_entropy_with_logits", "clip_by_norm", "clip_by_value", "compile_step", "cross_entropy",
+    "focal_loss", "grad",
     "huber_loss", "kl_div", "l1_loss", "load_checkpoint", "mse_loss", "nll_loss", "save_checkpoint",
     "smooth_l1_loss",
 ]

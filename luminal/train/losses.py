@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from luminal.core import dtype as dt
-from luminal.core.errors import op_error, renamed
+from luminal.core.errors import check_number, op_error, renamed
 from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend import ops
 from luminal.frontend.checks import check_tensors
@@ -364,3 +364,43 @@ def huber_loss(input: GraphTensor, target: GraphTensor, reduction: str = "mean",
     z = ops.abs(input - target)
     out = ops.where(ops.lt(z, delta), z * z * 0.5, (z - 0.5 * delta) * delta)
     return _elementwise_weight("huber_loss", input, out, weight, reduction, by_weight=False)
+
+
+@renamed("focal_loss")
+def focal_loss(input: GraphTensor, target: GraphTensor, alpha: float = 0.25, gamma: float = 2.0,  # noqa: A002
+               reduction: str = "none") -> GraphTensor:
+    """Sigmoid focal loss (Lin et al., "Focal Loss for Dense Object Detection"), as
+    ``torchvision.ops.sigmoid_focal_loss``: binary cross-entropy on logits, down-weighted for
+    well-classified elements by ``(1 - p_t) ** gamma`` and balanced by ``alpha_t``.
+
+    Args:
+        input: logits of any shape (float).
+        target: the same shape: 1 for the positive class, 0 for the negative (soft labels in [0, 1]
+            are accepted, as in torchvision).
+        alpha: weight of the positives in (0, 1), ``1 - alpha`` for the negatives; a negative alpha
+            turns the balancing off (torchvision's convention).
+        gamma: the focusing exponent (>= 0; 0 gives the alpha-balanced BCE).
+        reduction: ``"none"`` (torchvision's default) | ``"mean"`` | ``"sum"``.
+
+    Returns:
+        The loss per element, or its mean or sum.
+    """
+    loss = "focal_loss"
+    check_tensors(loss, input=input, target=target)
+    _float(loss, "input", input)
+    _float(loss, "target", target)
+    _reduction(loss, reduction, input)
+    _same_shape(loss, "target", input, target)
+    check_number(loss, "alpha", alpha, input)
+    check_number(loss, "gamma", gamma, input)
+    if not gamma >= 0:
+        raise op_error(ValueError, loss, f"gamma must be >= 0, got {gamma!r}", input)
+    ce = (1.0 - target) * input - _log_sigmoid(input)  # binary_cross_entropy_with_logits, reduction="none"
+    out = ce
+    if gamma != 0:
+        # 1 - p_t = p (1 - t) + (1 - p) t, with 1 - p = sigmoid(-x): no cancellation when p is near 1
+        one_minus_pt = ops.sigmoid(input) * (1.0 - target) + ops.sigmoid(-input) * target
+        out = out * (one_minus_pt * one_minus_pt if gamma == 2 else one_minus_pt ** gamma)
+    if alpha >= 0:
+        out = out * (target * alpha + (1.0 - target) * (1.0 - alpha))
+    return _reduce(out, reduction)
