@@ -164,7 +164,10 @@ class Compiled:
         return outs[0] if self._single else tuple(outs)
 
     def __repr__(self):
-        return f"Compiled(backend={self.backend!r}, inputs={self.input_names})"
+        # nn modules record the train/eval mode they were called in (``graph.nn_modes``): fixed at build time
+        modes = sorted(getattr(self.graph, "nn_modes", {}))
+        mode = "" if not modes else ", mode=" + ("'mixed'" if len(modes) > 1 else "'train'" if modes[0] else "'eval'")
+        return f"Compiled(backend={self.backend!r}, inputs={self.input_names}{mode})"
 
 
 def compile(outputs, backend: str = "cpu", updates=None, *, search: int = 0, seed: int = 0,  # noqa: A001

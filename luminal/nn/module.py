@@ -7,11 +7,16 @@ always computes with the module's current values and training updates them in pl
 
 from __future__ import annotations
 
+import copy
+import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 
 import numpy as np
 
+from luminal.core import dtype as dt
+from luminal.frontend.tensor import GraphTensor
 from luminal.nn.parameter import Buffer, Parameter
 
 
@@ -55,28 +60,159 @@ class Module:
         setattr(self, name, module)
 
     # traversal --------------------------------------------------------------------------------
-    def named_modules(self, prefix: str = "", memo=None):
+    def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
+        """(qualified name, module) for this module and every submodule, depth first (torch's order);
+        a module registered twice is listed once unless ``remove_duplicate=False``.
+
+        Args:
+            memo: a set of module ids already listed. prefix: put before every name.
+            remove_duplicate: list a shared module once.
+        """
+        stack = [(prefix, self)]
         memo = set() if memo is None else memo
-        if id(self) in memo:
-            return
-        memo.add(id(self))
-        yield prefix, self
-        for name, m in self._modules.items():
-            if m is not None:
-                yield from m.named_modules(f"{prefix}.{name}" if prefix else name, memo)
+        while stack:
+            name, m = stack.pop()
+            if remove_duplicate:
+                if id(m) in memo:
+                    continue
+                memo.add(id(m))
+            yield name, m
+            kids = [(f"{name}.{k}" if name else k, c) for k, c in m._modules.items() if c is not None]
+            stack.extend(reversed(kids))
 
     def modules(self):
+        """Every module of the tree, this one first (see ``named_modules``)."""
         return (m for _, m in self.named_modules())
 
     def named_children(self):
-        return ((n, m) for n, m in self._modules.items() if m is not None)
+        """(name, module) for the direct children."""
+        seen = set()
+        for n, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield n, m
 
     def children(self):
+        """The direct child modules."""
         return (m for _, m in self.named_children())
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at the dotted path ``target`` ("" is this module), as torch's.
+
+        Args:
+            target: e.g. ``"encoder.layers.0.linear1"``.
+        """
+        m = self
+        for part in target.split(".") if target else []:
+            child = m._modules.get(part)
+            if not isinstance(child, Module):
+                raise AttributeError(f"{type(m).__name__} has no attribute `{part}` (looking up {target!r})")
+            m = child
+        return m
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path ``target`` (``"linear1.weight"``).
+
+        Args:
+            target: the module path and the parameter's name.
+        """
+        mod, _, name = target.rpartition(".")
+        m = self.get_submodule(mod)
+        if not isinstance(m._parameters.get(name), Parameter):
+            raise AttributeError(f"{type(m).__name__} has no parameter `{name}` (looking up {target!r})")
+        return m._parameters[name]
+
+    def get_buffer(self, target: str) -> Buffer:
+        """The buffer at the dotted path ``target`` (``"bn.running_mean"``).
+
+        Args:
+            target: the module path and the buffer's name.
+        """
+        mod, _, name = target.rpartition(".")
+        m = self.get_submodule(mod)
+        if not isinstance(m._buffers.get(name), Buffer):
+            raise AttributeError(f"{type(m).__name__} has no buffer `{name}` (looking up {target!r})")
+        return m._buffers[name]
+
+    def apply(self, fn) -> Module:
+        """Call ``fn(m)`` on every submodule (children first) and then on this module, as torch's
+        (an initialisation pass: ``model.apply(init_weights)``). Returns this module.
+
+        Args:
+            fn: a function of a module.
+        """
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Mark every parameter trainable or frozen. ``train.compile_step`` differentiates and updates
+        only the parameters with ``requires_grad`` when it compiles: a frozen parameter gets no
+        gradient and no optimizer update (freeze before ``compile_step``). Returns this module.
+
+        Args:
+            requires_grad: True to train, False to freeze.
+        """
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def to(self, dtype=None, *args, **kwargs) -> Module:
+        """Convert the floating-point parameters and buffers to ``dtype`` in place (integer buffers
+        such as ``num_batches_tracked`` keep theirs), as torch's ``module.to(dtype)``. A device
+        argument (a str such as "cpu", given first, or ``device=``) is accepted and ignored: arrays live
+        on the host. Graphs built from the module read its states in the old dtype, so converting
+        while such a graph is alive is refused. Returns this module.
+
+        Args:
+            dtype: an lm dtype (or its name), e.g. ``lm.float16``.
+        """
+        if isinstance(dtype, str) and dtype not in {d.name for d in dt.ALL}:  # a device: .to("cpu")
+            dtype = args[0] if args else kwargs.get("dtype")
+        dtype = kwargs.get("dtype", dtype)
+        if dtype is None:
+            return self
+        d = dt.as_dtype(dtype)
+        if not d.is_float:
+            raise TypeError(f"{type(self).__name__}.to: only floating dtypes are supported, got {d.name}")
+        states = [s for s in (*self.parameters(), *self.buffers()) if s.dtype.is_float and s.dtype is not d]
+        live = self._live_graphs()
+        if states and live:
+            raise RuntimeError(f"{type(self).__name__}.to({d.name}): {len(live)} graph(s) built from this module "
+                               f"read its parameters as {states[0].dtype.name}; convert before building a graph "
+                               f"(or drop those graphs and build new ones)")
+        for s in states:
+            s.data = np.array(dt.to_storage(s.data.astype(np.float64), d), order="C", copy=True)
+            s.dtype = d
+        return self
+
+    def half(self) -> Module:
+        """``to(float16)``."""
+        return self.to(dt.float16)
+
+    def bfloat16(self) -> Module:
+        """``to(bfloat16)``."""
+        return self.to(dt.bfloat16)
+
+    def float(self) -> Module:
+        """``to(float32)``."""
+        return self.to(dt.float32)
+
+    def double(self) -> Module:
+        """``to(float64)``."""
+        return self.to(dt.float64)
+
+    def cpu(self) -> Module:
+        """Arrays live on the host already: returns this module."""
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Accepted for torch compatibility: gradients are graph outputs here, never stored on parameters."""
 
     def _named(self, table: str, prefix: str, recurse: bool):
         seen = set()
-        mods = self.named_modules(prefix) if recurse else [(prefix, self)]
+        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
         for mprefix, m in mods:
             for name, v in getattr(m, table).items():
                 if v is None or id(v) in seen:
@@ -98,13 +234,80 @@ class Module:
 
     # modes ------------------------------------------------------------------------------------
     def train(self, mode: bool = True) -> Module:
-        """Training mode (dropout masks, batch statistics) for graphs built from now on."""
+        """Training mode (dropout masks, batch statistics) for graphs built from now on. The mode is
+        fixed when a graph is built: a graph (and every program compiled from it) keeps the mode its
+        modules had then, so changing the mode of a module that a live graph was built from warns.
+
+        Args:
+            mode: True for training, False for evaluation.
+        """
+        return self._set_mode(bool(mode))
+
+    def _set_mode(self, mode: bool, stacklevel: int = 3) -> Module:
+        stale = []
+        for name, m in self.named_modules():
+            for ref, built in m.__dict__.get("_graph_modes", {}).values():
+                if ref() is not None and built != mode:
+                    stale.append((name, built))
+                    break
         for m in self.modules():
             object.__setattr__(m, "training", mode)
+        if stale:
+            name, built = stale[0]
+            who = type(self).__name__ + (f" (submodule {name!r})" if name else "")
+            more = f" and {len(stale) - 1} more submodule(s)" if len(stale) > 1 else ""
+            warnings.warn(f"{who}{more}: set to {_mode(mode)} mode after a graph was built from it in "
+                          f"{_mode(built)} mode; that graph and its compiled programs keep {_mode(built)} mode "
+                          f"(build a new graph to run in {_mode(mode)} mode)", UserWarning, stacklevel=stacklevel)
         return self
 
     def eval(self) -> Module:
-        return self.train(False)
+        """``train(False)``: evaluation mode for graphs built from now on."""
+        return self._set_mode(False)
+
+    def _record_graph(self, args, kwargs) -> None:
+        """Remember, for this module and its submodules, the graph it is being called in and the mode
+        each has (so a later mode change can warn, and ``Compiled``'s repr shows the mode)."""
+        g = next((a.graph for a in (*args, *kwargs.values()) if isinstance(a, GraphTensor)), None)
+        if g is None:
+            return
+        modes = g.__dict__.setdefault("nn_modes", {})
+        for m in self.modules():
+            table = m.__dict__.get("_graph_modes")
+            if table is None:
+                table = {}
+                object.__setattr__(m, "_graph_modes", table)
+            entry = table.get(id(g))
+            if entry is None or entry[0]() is not g:
+                table[id(g)] = (weakref.ref(g), m.training)
+                for k in [k for k, (r, _) in table.items() if r() is None]:
+                    del table[k]
+            modes[m.training] = modes.get(m.training, 0) + 1
+
+    def _live_graphs(self) -> list:
+        """The graphs built from this module (or a submodule) that are still alive."""
+        live = {}
+        for m in self.modules():
+            for ref, _ in m.__dict__.get("_graph_modes", {}).values():
+                g = ref()
+                if g is not None:
+                    live[id(g)] = g
+        return list(live.values())
+
+    def __deepcopy__(self, memo):
+        """A deep copy (``copy.deepcopy``: TransformerEncoder's clones) with its own parameters, unnamed
+        and built into no graph yet."""
+        cls = type(self)
+        new = cls.__new__(cls)
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            if k == "_graph_modes":
+                continue
+            object.__setattr__(new, k, copy.deepcopy(v, memo))
+        for s in (*new._parameters.values(), *new._buffers.values()):
+            if s is not None:
+                s.name = None
+        return new
 
     # state ------------------------------------------------------------------------------------
     def _state_items(self):
@@ -221,6 +424,7 @@ class Module:
     # calling ----------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         self._name_states()
+        self._record_graph(args, kwargs)
         return self.forward(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
@@ -233,11 +437,27 @@ class Module:
                 s.name = n
 
     def extra_repr(self) -> str:
+        """The text inside this module's repr parentheses (before its children), as torch's."""
         return ""
 
     def __repr__(self):
-        lines = [f"{type(self).__name__}({self.extra_repr()}"]
-        for n, m in self.named_children():
-            sub = repr(m).replace("\n", "\n  ")
-            lines.append(f"  ({n}): {sub}")
-        return lines[0] + (")" if len(lines) == 1 else "\n" + "\n".join(lines[1:]) + "\n)")
+        """torch's layout: ``Name(extra)``, or the extra lines and ``(child): repr`` lines indented."""
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({k}): " + _addindent(repr(m), 2) for k, m in self._modules.items()]
+        lines = extra_lines + child_lines
+        body = ""
+        if lines:
+            body = extra_lines[0] if len(extra_lines) == 1 and not child_lines else \
+                "\n  " + "\n  ".join(lines) + "\n"
+        return f"{type(self).__name__}({body})"
+
+
+def _addindent(s: str, n: int) -> str:
+    """Indent every line of ``s`` but the first by ``n`` spaces (torch's ``_addindent``)."""
+    lines = s.split("\n")
+    return lines[0] if len(lines) == 1 else lines[0] + "\n" + "\n".join(" " * n + ln for ln in lines[1:])
+
+
+def _mode(training: bool) -> str:
+    return "train" if training else "eval"

@@ -18,6 +18,16 @@ class Parameter(State):
         """This parameter as a tensor of ``graph`` (the same node every time)."""
         return graph.state(self)
 
+    def requires_grad_(self, requires_grad: bool = True) -> Parameter:
+        """Mark this parameter trainable (True) or frozen (False): ``train.compile_step`` gives a frozen
+        parameter no gradient and no update. Returns the parameter.
+
+        Args:
+            requires_grad: True to train, False to freeze.
+        """
+        self.requires_grad = bool(requires_grad)
+        return self
+
 
 class Buffer(State):
     """Non-trainable module state (BatchNorm's running statistics): saved in ``state_dict`` when

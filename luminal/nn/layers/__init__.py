@@ -1,31 +1,70 @@
 """The layers, with torch's names, constructor arguments and state_dict layouts."""
 
 from luminal.nn.layers.activation import (
+    CELU,
     ELU,
     GELU,
+    GLU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
     LeakyReLU,
+    LogSigmoid,
     LogSoftmax,
     Mish,
+    PReLU,
     ReLU,
+    ReLU6,
     Sigmoid,
     SiLU,
     Softmax,
     Softplus,
+    Softsign,
     Tanh,
 )
 from luminal.nn.layers.attention import MultiheadAttention, scaled_dot_product_attention
-from luminal.nn.layers.containers import ModuleList, Sequential
-from luminal.nn.layers.conv import Conv1d, Conv2d, Conv3d, conv1d, conv2d, conv3d, conv_nd
-from luminal.nn.layers.dropout import Dropout, dropout
+from luminal.nn.layers.containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from luminal.nn.layers.conv import (
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_nd,
+)
+from luminal.nn.layers.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, dropout
 from luminal.nn.layers.linear import Embedding, Flatten, Identity, Linear, Unflatten
-from luminal.nn.layers.norm import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm
+from luminal.nn.layers.norm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm
 from luminal.nn.layers.pool import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
+from luminal.nn.layers.pool_nd import AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool3d, MaxPool3d
+from luminal.nn.layers.sampling import (
+    PixelShuffle,
+    PixelUnshuffle,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)
+from luminal.nn.layers.transformer import (
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
-    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d",
-    "Conv2d", "Conv3d", "Dropout", "ELU", "Embedding", "Flatten", "GELU", "Identity", "LayerNorm", "LeakyReLU",
-    "Linear", "LogSoftmax", "MaxPool1d", "MaxPool2d", "Mish", "ModuleList", "MultiheadAttention", "RMSNorm", "ReLU",
-    "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus", "Tanh", "Unflatten", "conv1d", "conv2d", "conv3d",
-    "conv_nd",
-    "dropout", "scaled_dot_product_attention",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
+    "AvgPool3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "CELU", "Conv1d", "Conv2d", "Conv3d",
+    "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+    "ELU", "Embedding", "Flatten", "GELU", "GLU", "GroupNorm", "Hardsigmoid", "Hardswish", "Hardtanh", "Identity",
+    "LayerNorm", "LeakyReLU", "Linear", "LogSigmoid", "LogSoftmax", "MaxPool1d", "MaxPool2d", "MaxPool3d", "Mish",
+    "ModuleDict", "ModuleList", "MultiheadAttention", "PReLU", "ParameterDict", "ParameterList", "PixelShuffle",
+    "PixelUnshuffle", "RMSNorm", "ReLU", "ReLU6", "SELU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus",
+    "Softsign", "Tanh", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+    "TransformerEncoderLayer", "Unflatten", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
+    "conv1d", "conv2d", "conv3d", "conv_nd", "dropout", "scaled_dot_product_attention",
 ]

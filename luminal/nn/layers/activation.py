@@ -3,9 +3,15 @@ They call the ops as functions, not methods, so a non-tensor input is reported b
 
 from __future__ import annotations
 
+import numpy as np
+
+from luminal.core import dtype as dt
+from luminal.core.errors import check_int, op_error, renamed
 from luminal.frontend import ops
-from luminal.frontend.checks import check_tensors
+from luminal.frontend.checks import check_tensors, tensor_op
+from luminal.frontend.ops.elementwise import _float, _opmath, add, div, exp, ge, gt, le, log, lt, mul, neg, sub, where
 from luminal.nn.module import Module
+from luminal.nn.parameter import Parameter
 
 
 class _Elementwise(Module):
@@ -15,6 +21,9 @@ class _Elementwise(Module):
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class ReLU(_Elementwise):
@@ -65,7 +74,7 @@ class LeakyReLU(_Elementwise):
         return ops.leaky_relu(x, self.negative_slope)
 
     def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}"
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
 class ELU(_Elementwise):
@@ -76,6 +85,9 @@ class ELU(_Elementwise):
     def forward(self, x):
         return ops.elu(x, self.alpha)
 
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
 
 class Softplus(Module):
     def __init__(self, beta: float = 1.0, threshold: float = 20.0):
@@ -84,6 +96,9 @@ class Softplus(Module):
 
     def forward(self, x):
         return ops.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
 
 
 def _legacy_softmax_dim(ndim: int) -> int:
@@ -108,3 +123,341 @@ class LogSoftmax(Softmax):
     def forward(self, x):
         check_tensors("log_softmax", input=x)
         return ops.log_softmax(x, self.dim if self.dim is not None else _legacy_softmax_dim(x.ndim))
+
+
+# functional forms with torch's signatures (``inplace`` accepted and ignored: graphs have no in-place ops)
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@tensor_op("hardtanh")
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):  # noqa: A002
+    """torch's ``F.hardtanh``: ``clamp(input, min_val, max_val)``; the gradient is 1 strictly inside
+    the range and 0 at and beyond its ends, as torch's.
+
+    Args:
+        input: a float tensor. min_val, max_val: the range. inplace: ignored.
+    """
+    if min_val > max_val:
+        raise op_error(ValueError, "hardtanh", f"min_val ({min_val}) cannot be greater than max_val ({max_val})",
+                       input)
+    x = _float(input, "hardtanh")
+    return where(le(x, min_val), min_val, where(ge(x, max_val), max_val, x))
+
+
+@tensor_op("relu6")
+def relu6(input, inplace: bool = False):  # noqa: A002
+    """torch's ``F.relu6``: ``min(max(0, x), 6)`` (``hardtanh(x, 0, 6)``).
+
+    Args:
+        input: a float tensor. inplace: ignored.
+    """
+    return hardtanh(input, 0.0, 6.0)
+
+
+@tensor_op("hardsigmoid")
+def hardsigmoid(input, inplace: bool = False):  # noqa: A002
+    """torch's ``F.hardsigmoid``: ``relu6(x + 3) / 6``.
+
+    Args:
+        input: a float tensor. inplace: ignored.
+    """
+    return div(hardtanh(add(_float(input, "hardsigmoid"), 3.0), 0.0, 6.0), 6.0)
+
+
+@tensor_op("hardswish")
+def hardswish(input, inplace: bool = False):  # noqa: A002
+    """torch's ``F.hardswish``: ``x * relu6(x + 3) / 6``.
+
+    Args:
+        input: a float tensor. inplace: ignored.
+    """
+    x = _float(input, "hardswish")
+    return mul(x, hardsigmoid(x))
+
+
+@tensor_op("logsigmoid")
+@_opmath
+def logsigmoid(input):  # noqa: A002
+    """torch's ``F.logsigmoid``: ``log(1 / (1 + exp(-x)))``, computed as ``min(x, 0) - log(1 + exp(-|x|))``
+    (no overflow).
+
+    Args:
+        input: a float tensor.
+    """
+    x = _float(input, "logsigmoid")
+    neg_side = lt(x, 0)
+    m = where(neg_side, x, 0.0)
+    return sub(m, log(add(exp(where(neg_side, x, neg(x))), 1.0)))
+
+
+@tensor_op("glu")
+def glu(input, dim: int = -1):  # noqa: A002
+    """torch's ``F.glu``: split ``input`` in halves ``a, b`` along ``dim``; ``a * sigmoid(b)``.
+
+    Args:
+        input: a float tensor whose size along ``dim`` is even. dim: the dim to split.
+    """
+    x = _float(input, "glu")
+    n = x.shape[dim % x.ndim] if x.ndim else 0
+    if x.ndim == 0 or not isinstance(n, int) or n % 2:
+        raise op_error(ValueError, "glu", f"halving dimension {dim} must have an even size, got shape "
+                       f"{tuple(x.shape)}", x)
+    a, b = x.split(n // 2, dim)
+    return mul(a, ops.sigmoid(b))
+
+
+@tensor_op("selu")
+def selu(input, inplace: bool = False):  # noqa: A002
+    """torch's ``F.selu``: ``scale * elu(x, alpha)`` with torch's constants.
+
+    Args:
+        input: a float tensor. inplace: ignored.
+    """
+    return mul(ops.elu(_float(input, "selu"), _SELU_ALPHA), _SELU_SCALE)
+
+
+@tensor_op("celu")
+@_opmath
+def celu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
+    """torch's ``F.celu``: ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+
+    Args:
+        input: a float tensor. alpha: the negative side's scale (not 0). inplace: ignored.
+    """
+    if alpha == 0:
+        raise op_error(ValueError, "celu", "alpha cannot be 0", input)
+    x = _float(input, "celu")
+    pos = gt(x, 0)
+    return where(pos, x, mul(sub(exp(div(where(pos, 0.0, x), alpha)), 1.0), alpha))
+
+
+@tensor_op("softsign")
+def softsign(input):  # noqa: A002
+    """torch's ``F.softsign``: ``x / (1 + |x|)``.
+
+    Args:
+        input: a float tensor.
+    """
+    x = _float(input, "softsign")
+    return div(x, add(ops.abs(x), 1.0))
+
+
+def prelu(input, weight):  # noqa: A002
+    """torch's ``F.prelu``: ``x`` where positive, ``weight * x`` elsewhere; ``weight`` has one value or
+    one per channel (dim 1 of the input; dim 0 of a 1-d input).
+
+    Args:
+        input: a float tensor. weight: a 1-d float tensor of size 1 or the number of channels.
+    """
+    check_tensors("prelu", input=input, weight=weight)
+    with renamed("prelu"):
+        x = _float(input, "prelu")
+        n = weight.numel()
+        if weight.ndim > 1 or (n != 1 and (x.ndim == 0 or x.shape[1 if x.ndim > 1 else 0] != n)):
+            raise op_error(ValueError, "prelu", f"weight of shape {tuple(weight.shape)} must have 1 or as many "
+                           f"values as channels (dim 1) of the input, got input {tuple(x.shape)}", x, weight)
+        w = weight.reshape(()) if n == 1 else weight.reshape(n, *(1,) * (x.ndim - 2)) if x.ndim > 1 else weight
+        return where(gt(x, 0), x, mul(w.to(x.dtype), x))
+
+
+def relu(input, inplace: bool = False):  # noqa: A002
+    """torch's ``F.relu``: ``max(0, x)``. Args: input: a tensor. inplace: ignored."""
+    return ops.relu(input)
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):  # noqa: A002
+    """torch's ``F.leaky_relu``. Args: input: a float tensor. negative_slope: the slope below 0. inplace: ignored."""
+    return ops.leaky_relu(input, negative_slope)
+
+
+def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
+    """torch's ``F.elu``. Args: input: a float tensor. alpha: the negative side's scale. inplace: ignored."""
+    return ops.elu(input, alpha)
+
+
+def silu(input, inplace: bool = False):  # noqa: A002
+    """torch's ``F.silu``: ``x * sigmoid(x)``. Args: input: a float tensor. inplace: ignored."""
+    return ops.silu(input)
+
+
+def mish(input, inplace: bool = False):  # noqa: A002
+    """torch's ``F.mish``: ``x * tanh(softplus(x))``. Args: input: a float tensor. inplace: ignored."""
+    return ops.mish(input)
+
+
+def gelu(input, approximate: str = "none"):  # noqa: A002
+    """torch's ``F.gelu``. Args: input: a float tensor. approximate: 'none' (erf) or 'tanh'."""
+    return ops.gelu(input, approximate=approximate)
+
+
+def softplus(input, beta: float = 1.0, threshold: float = 20.0):  # noqa: A002
+    """torch's ``F.softplus``: ``log(1 + exp(beta * x)) / beta``, linear above ``threshold``.
+
+    Args: input: a float tensor. beta, threshold: as torch's."""
+    return ops.softplus(input, beta, threshold)
+
+
+def sigmoid(input):  # noqa: A002
+    """torch's ``F.sigmoid``. Args: input: a float tensor."""
+    return ops.sigmoid(input)
+
+
+def tanh(input):  # noqa: A002
+    """torch's ``F.tanh``. Args: input: a float tensor."""
+    return ops.tanh(input)
+
+
+def softmax(input, dim: int | None = None, _stacklevel: int = 3, dtype=None):  # noqa: A002
+    """torch's ``F.softmax`` over ``dim`` (None: torch's legacy implicit dim), in ``dtype`` when given
+    (the input is cast first).
+
+    Args: input: a tensor. dim: the dim to normalise. dtype: the dtype to compute in."""
+    check_tensors("softmax", input=input)
+    x = input.to(dtype) if dtype is not None else input
+    return ops.softmax(x, dim if dim is not None else _legacy_softmax_dim(x.ndim))
+
+
+def log_softmax(input, dim: int | None = None, _stacklevel: int = 3, dtype=None):  # noqa: A002
+    """torch's ``F.log_softmax`` over ``dim``, in ``dtype`` when given.
+
+    Args: input: a tensor. dim: the dim to normalise. dtype: the dtype to compute in."""
+    check_tensors("log_softmax", input=input)
+    x = input.to(dtype) if dtype is not None else input
+    return ops.log_softmax(x, dim if dim is not None else _legacy_softmax_dim(x.ndim))
+
+
+# modules ---------------------------------------------------------------------------------------
+
+
+class Hardtanh(_Elementwise):
+    """torch's ``nn.Hardtanh(min_val=-1.0, max_val=1.0, inplace=False)``.
+
+    Args:
+        min_val, max_val: the range. inplace: ignored.
+    """
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__(inplace)
+        if min_val > max_val:
+            raise ValueError(f"Hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, x):
+        return hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
+
+
+class ReLU6(Hardtanh):
+    """torch's ``nn.ReLU6(inplace=False)``: ``hardtanh(x, 0, 6)``.
+
+    Args:
+        inplace: ignored.
+    """
+
+    def __init__(self, inplace: bool = False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class Hardsigmoid(_Elementwise):
+    """torch's ``nn.Hardsigmoid(inplace=False)``: ``relu6(x + 3) / 6``."""
+
+    def forward(self, x):
+        return hardsigmoid(x)
+
+
+class Hardswish(_Elementwise):
+    """torch's ``nn.Hardswish(inplace=False)``: ``x * relu6(x + 3) / 6``."""
+
+    def forward(self, x):
+        return hardswish(x)
+
+
+class LogSigmoid(Module):
+    """torch's ``nn.LogSigmoid()``."""
+
+    def forward(self, x):
+        return logsigmoid(x)
+
+
+class GLU(Module):
+    """torch's ``nn.GLU(dim=-1)``: the gated linear unit over ``dim``.
+
+    Args:
+        dim: the dim split in halves.
+    """
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return glu(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class SELU(_Elementwise):
+    """torch's ``nn.SELU(inplace=False)``."""
+
+    def forward(self, x):
+        return selu(x)
+
+
+class CELU(_Elementwise):
+    """torch's ``nn.CELU(alpha=1.0, inplace=False)``.
+
+    Args:
+        alpha: the negative side's scale. inplace: ignored.
+    """
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__(inplace)
+        self.alpha = alpha
+
+    def forward(self, x):
+        return celu(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Softsign(Module):
+    """torch's ``nn.Softsign()``: ``x / (1 + |x|)``."""
+
+    def forward(self, x):
+        return softsign(x)
+
+
+class PReLU(Module):
+    """torch's ``nn.PReLU(num_parameters=1, init=0.25)``: a learnt negative slope ``weight``, one
+    value or one per channel (dim 1 of the input).
+
+    Args:
+        num_parameters: 1 or the number of channels. init: the initial slope. dtype: the weight's dtype.
+    """
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, dtype=None):
+        super().__init__()
+        self.num_parameters = check_int("PReLU", "num_parameters", num_parameters, 1)
+        self.init = init
+        d = dt.as_dtype(dtype or dt.float32)
+        self.weight = Parameter(np.full((self.num_parameters,), init, d.np), d)
+
+    def reset_parameters(self) -> None:
+        """Fill ``weight`` with ``init``."""
+        self.weight.set(np.full((self.num_parameters,), self.init))
+
+    def forward(self, x):
+        check_tensors("PReLU", input=x)
+        return prelu(x, self.weight.on(x.graph))
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"

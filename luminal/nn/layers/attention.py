@@ -14,7 +14,7 @@ from luminal.nn import init
 from luminal.nn.layers._util import bad_input, layer_forward, layer_name, param
 from luminal.nn.layers.dropout import dropout
 from luminal.nn.layers.linear import Linear
-from luminal.nn.module import Module
+from luminal.nn.module import Module, _addindent
 
 
 def _causal(g, n_q, n_k):
@@ -97,6 +97,10 @@ def _float_mask(mask, like):
     return mask.to(like.dtype)
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """torch's class of ``MultiheadAttention.out_proj``: a ``Linear`` (the name keeps reprs identical)."""
+
+
 class MultiheadAttention(Module):
     """torch's ``nn.MultiheadAttention``. Inputs are (L, N, E) (or (N, L, E) with ``batch_first``, or
     unbatched (L, E)); returns ``(output, weights)`` with the weights averaged over heads unless
@@ -126,7 +130,7 @@ class MultiheadAttention(Module):
             self.v_proj_weight = param((embed_dim, self.vdim), dtype)
             self.in_proj_weight = None
         self.in_proj_bias = param((3 * embed_dim,), dtype) if bias else None
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, dtype=dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -220,3 +224,7 @@ class MultiheadAttention(Module):
 
     def extra_repr(self) -> str:
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, batch_first={self.batch_first}"
+
+    def __repr__(self):
+        """torch's (its extra_repr is empty; ours names the layer in errors)."""
+        return "MultiheadAttention(\n  (out_proj): " + _addindent(repr(self.out_proj), 2) + "\n)"

@@ -162,3 +162,209 @@ class Conv2d(_ConvNd):
 
 class Conv3d(_ConvNd):
     _nd = 3
+
+
+def conv_transpose_nd(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1,
+                      name: str = "conv_transpose"):
+    """torch's ``F.conv_transpose{1,2,3}d``: the gradient of a convolution with respect to its input.
+    ``x`` is (N, C_in, *spatial) or unbatched (C_in, *spatial); ``weight`` is (C_in, C_out/groups,
+    *kernel). Computed as a stride-1 convolution of the input dilated by ``stride`` (zeros between
+    elements), padded by ``dilation*(k-1) - padding`` (plus ``output_padding`` on the right), with the
+    kernel flipped and its in/out channels swapped."""
+    check_tensors(name, optional=("bias",), input=x, weight=weight, bias=bias)
+    nd = weight.ndim - 2
+    if nd < 1 or x.ndim not in (nd + 1, nd + 2):
+        raise op_error(ValueError, name, f"expected an input of {nd + 1} (unbatched) or {nd + 2} (batched) "
+                       f"dims for a {weight.ndim}-d weight, got {shape_str(x.shape)}", x, weight)
+    with renamed(name):
+        if x.ndim == nd + 1:
+            return conv_transpose_nd(x.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
+                                     dilation, name).squeeze(0)
+        return _conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation, name)
+
+
+def _conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation, name):
+    nd = weight.ndim - 2
+    kernel = tuple(weight.shape[2:])
+    stride = ntuple(stride, nd, f"{name}: stride", 1)
+    dilation = ntuple(dilation, nd, f"{name}: dilation", 1)
+    padding = ntuple(padding, nd, f"{name}: padding", 0)
+    output_padding = ntuple(output_padding, nd, f"{name}: output_padding", 0)
+    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+        raise op_error(ValueError, name, f"output_padding {output_padding} must be smaller than either stride "
+                       f"{stride} or dilation {dilation}", x)
+    c_in = weight.shape[0]
+    if x.shape[1] != c_in or c_in % groups:
+        raise op_error(ValueError, name, f"expected input with {c_in} channels (dim 1, divisible by groups="
+                       f"{groups}), got {shape_str(x.shape)}", x, weight)
+    spatial = x.shape[2:]
+    for i, s in enumerate(stride):  # zeros between the elements of each spatial dim
+        if s > 1:
+            dim, n = 2 + i, spatial[i]
+            x = x.unsqueeze(dim + 1).pad([0, 0] * (nd - 1 - i) + [0, s - 1])  # (..., n, s, ...)
+            x = x.reshape(*x.shape[:dim], n * s, *x.shape[dim + 2:])
+            x = x._slice_dim(dim, 0, (n - 1) * s + 1, 1)
+    pads = []
+    for k, d, p, op in zip(kernel, dilation, padding, output_padding):
+        lo = d * (k - 1) - p
+        pads.append((lo, lo + op))
+    if any(lo < 0 or hi < 0 for lo, hi in pads):  # padding larger than the dilated kernel: crop
+        for i, (lo, hi) in enumerate(pads):
+            dim, n = 2 + i, x.shape[2 + i]
+            x = x._slice_dim(dim, max(0, -lo), n - max(0, -lo) - max(0, -hi), 1)
+        pads = [(max(0, lo), max(0, hi)) for lo, hi in pads]
+    c_out_g = weight.shape[1]
+    # (C_in, C_out/G, *K) -> (G, C_in/G, C_out/G, *K) -> (G, C_out/G, C_in/G, *K) -> (C_out, C_in/G, *K), flipped
+    w = weight.reshape(groups, c_in // groups, c_out_g, *kernel).transpose(1, 2)
+    w = w.reshape(groups * c_out_g, c_in // groups, *kernel).flip(*range(2, 2 + nd))
+    padded = x.pad([v for lo, hi in reversed(pads) for v in (lo, hi)]) if any(lo or hi for lo, hi in pads) else x
+    return _conv_nd(padded, w, bias, 1, 0, dilation, groups, name)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1,  # noqa: A002
+                     dilation=1):
+    """torch's ``F.conv_transpose1d``: input (N, C_in, L) or (C_in, L), weight (C_in, C_out/groups, K).
+
+    Args:
+        input, weight, bias: tensors (bias optional, (C_out,)). stride, padding, output_padding,
+        groups, dilation: as torch's.
+    """
+    return conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation,
+                             "conv_transpose1d")
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1,  # noqa: A002
+                     dilation=1):
+    """torch's ``F.conv_transpose2d``: input (N, C_in, H, W) or (C_in, H, W), weight (C_in, C_out/groups, kH, kW).
+
+    Args:
+        input, weight, bias: tensors (bias optional, (C_out,)). stride, padding, output_padding,
+        groups, dilation: ints or pairs, as torch's.
+    """
+    return conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation,
+                             "conv_transpose2d")
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1,  # noqa: A002
+                     dilation=1):
+    """torch's ``F.conv_transpose3d``: input (N, C_in, D, H, W) or unbatched, weight (C_in, C_out/groups, *K).
+
+    Args:
+        input, weight, bias: tensors (bias optional). stride, padding, output_padding, groups,
+        dilation: ints or triples, as torch's.
+    """
+    return conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation,
+                             "conv_transpose3d")
+
+
+class _ConvTransposeNd(Module):
+    _nd = 0
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", dtype=None):
+        super().__init__()
+        nd, name = self._nd, type(self).__name__
+        in_channels = check_int(name, "in_channels", in_channels, 1)
+        out_channels = check_int(name, "out_channels", out_channels, 1)
+        groups = check_int(name, "groups", groups)
+        if groups <= 0 or in_channels % groups or out_channels % groups:
+            raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
+                             f"divisible by groups ({groups})")
+        if padding_mode != "zeros":
+            raise ValueError(f"{name}: only 'zeros' padding mode is supported, got {padding_mode!r}")
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = ntuple(kernel_size, nd, f"{name}: kernel_size", 1)
+        self.stride = ntuple(stride, nd, f"{name}: stride", 1)
+        self.padding = ntuple(padding, nd, f"{name}: padding", 0)
+        self.output_padding = ntuple(output_padding, nd, f"{name}: output_padding", 0)
+        self.dilation = ntuple(dilation, nd, f"{name}: dilation", 1)
+        self.padding_mode = padding_mode
+        self.weight = param((in_channels, out_channels // groups, *self.kernel_size), dtype)
+        self.bias = param((out_channels,), dtype) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """torch's: kaiming_uniform_(a=sqrt(5)) weight, bias uniform in +-1/sqrt(fan_in) (fan_in from dim 1)."""
+        init.kaiming_uniform_(self.weight, a=5 ** 0.5)
+        if self.bias is not None:
+            b = init.bias_bound(self.weight.shape[1] * prod(self.kernel_size))
+            init.uniform_(self.bias, -b, b)
+
+    def _output_padding(self, x, output_size):
+        """torch's ``_output_padding``: the extra right padding that gives ``output_size``."""
+        if output_size is None:
+            return self.output_padding
+        nd = self._nd
+        want = tuple(output_size)[-nd:]
+        if len(want) != nd:
+            raise ValueError(f"{layer_name(self)}: output_size must have {nd} or {nd + 2} elements, got {output_size}")
+        spatial = x.shape[x.ndim - nd:]
+        out = []
+        for n, w, s, p, k, d in zip(spatial, want, self.stride, self.padding, self.kernel_size, self.dilation):
+            lo = (n - 1) * s - 2 * p + d * (k - 1) + 1
+            if not lo <= w < lo + s:
+                raise ValueError(f"{layer_name(self)}: requested output_size {tuple(output_size)} is not "
+                                 f"reachable: each spatial size must be in [{lo}, {lo + s - 1}]")
+            out.append(w - lo)
+        return tuple(out)
+
+    @layer_forward
+    def forward(self, x, output_size=None):
+        name = layer_name(self)
+        check_float(name, x)
+        nd = self._nd
+        spatial = {1: "L", 2: "H, W", 3: "D, H, W"}[nd]
+        expected = f"(N, {self.in_channels}, {spatial}) or ({self.in_channels}, {spatial})"
+        if x.ndim not in (nd + 1, nd + 2) or x.shape[x.ndim - nd - 1] != self.in_channels:
+            raise bad_input(name, expected, x)
+        g = x.graph
+        return conv_transpose_nd(x, self.weight.on(g), self.bias.on(g) if self.bias is not None else None,
+                                 self.stride, self.padding, self._output_padding(x, output_size), self.groups,
+                                 self.dilation, name)
+
+    def extra_repr(self) -> str:
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0,) * self._nd:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * self._nd:
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * self._nd:
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        return s + ("" if self.bias is not None else ", bias=False")
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """torch's ``nn.ConvTranspose1d(in_channels, out_channels, kernel_size, stride=1, padding=0,
+    output_padding=0, groups=1, bias=True, dilation=1, padding_mode='zeros')``; ``weight`` is
+    (in_channels, out_channels/groups, kernel_size). ``forward(input, output_size=None)``.
+
+    Args:
+        in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+        dilation, padding_mode ('zeros' only), dtype: as torch's.
+    """
+
+    _nd = 1
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """torch's ``nn.ConvTranspose2d``; ``weight`` is (in_channels, out_channels/groups, kH, kW).
+
+    Args:
+        in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+        dilation, padding_mode ('zeros' only), dtype: as torch's.
+    """
+
+    _nd = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """torch's ``nn.ConvTranspose3d``; ``weight`` is (in_channels, out_channels/groups, kD, kH, kW).
+
+    Args:
+        in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+        dilation, padding_mode ('zeros' only), dtype: as torch's.
+    """
+
+    _nd = 3

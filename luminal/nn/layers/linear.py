@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from luminal.core import dtype as dt
-from luminal.core.errors import check_int, op_error
+from luminal.core.errors import check_int, op_error, renamed
 from luminal.frontend.checks import check_tensors
+from luminal.frontend.ops import where
 from luminal.nn import init
 from luminal.nn.layers._util import bad_input, layer_forward, layer_name, param
 from luminal.nn.module import Module
@@ -123,3 +124,120 @@ class Unflatten(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+def linear(input, weight, bias=None):  # noqa: A002
+    """torch's ``F.linear``: ``input @ weight.T + bias``.
+
+    Args:
+        input: (*, in_features). weight: (out_features, in_features) or (in_features,). bias: optional
+        (out_features,) or a scalar tensor.
+    """
+    name = "linear"
+    check_tensors(name, optional=("bias",), input=input, weight=weight, bias=bias)
+    if weight.ndim not in (1, 2) or input.ndim == 0 or input.shape[-1] != weight.shape[-1]:
+        raise op_error(ValueError, name, f"input (*, in_features) and weight (out_features, in_features) must share "
+                       f"in_features, got {tuple(input.shape)} and {tuple(weight.shape)}", input, weight)
+    with renamed(name):
+        y = input @ (weight.T if weight.ndim == 2 else weight)
+        return y + bias if bias is not None else y
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """torch's ``F.bilinear``: ``y[..., o] = x1 @ weight[o] @ x2 + bias[o]``.
+
+    Args:
+        input1: (*, in1). input2: (*, in2). weight: (out, in1, in2). bias: optional (out,).
+    """
+    name = "bilinear"
+    check_tensors(name, optional=("bias",), input1=input1, input2=input2, weight=weight, bias=bias)
+    if weight.ndim != 3 or input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
+        raise op_error(ValueError, name, f"input1 (*, in1), input2 (*, in2) and weight (out, in1, in2) do not match: "
+                       f"{tuple(input1.shape)}, {tuple(input2.shape)}, {tuple(weight.shape)}", input1, input2, weight)
+    with renamed(name):
+        t = input1.unsqueeze(-2).unsqueeze(-2) @ weight  # (*, out, 1, in2)
+        y = (t.squeeze(-2) * input2.unsqueeze(-2)).sum(-1)
+        return y + bias if bias is not None else y
+
+
+def embedding(input, weight, padding_idx: int | None = None, max_norm=None, norm_type: float = 2.0,  # noqa: A002
+              scale_grad_by_freq: bool = False, sparse: bool = False):
+    """torch's ``F.embedding``: the rows of ``weight`` at the int32 indices ``input``; the
+    ``padding_idx`` row gets no gradient.
+
+    Args:
+        input: int32 indices of any shape. weight: (num_embeddings, embedding_dim). padding_idx: a row
+        that receives no gradient. max_norm, scale_grad_by_freq, sparse: not supported.
+    """
+    name = "embedding"
+    check_tensors(name, input=input, weight=weight)
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise op_error(NotImplementedError, name, "max_norm, scale_grad_by_freq and sparse are not supported", input)
+    if input.dtype is not dt.int32:
+        raise op_error(TypeError, name, f"expected integer indices, got {input.dtype.name}", input)
+    if weight.ndim != 2:
+        raise op_error(ValueError, name, f"weight must be 2-d (num_embeddings, embedding_dim), got "
+                       f"{tuple(weight.shape)}", weight)
+    with renamed(name):
+        w = weight
+        if padding_idx is not None:
+            n = weight.shape[0]
+            if not -n <= padding_idx < n:
+                raise op_error(ValueError, name, f"padding_idx {padding_idx} must be within num_embeddings ({n})",
+                               weight)
+            pad_row = (input.graph.arange(n) == padding_idx % n).unsqueeze(1)
+            w = w.detach().where(pad_row, w)
+        return w.index_select(0, input.reshape(-1)).reshape(*input.shape, weight.shape[1])
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):  # noqa: A002
+    """torch's ``F.normalize``: ``input / max(||input||_p, eps)`` along ``dim``.
+
+    Args:
+        input: a float tensor. p: the norm's exponent. dim: the dim normalised. eps: the smallest divisor.
+    """
+    check_tensors("normalize", input=input)
+    with renamed("normalize"):
+        return input / _norm(input, p, dim).clamp(min=eps)
+
+
+def _norm(x, p: float, dim: int):
+    """The p-norm along ``dim`` (keepdim), with a zero gradient at a zero vector, as torch's."""
+    if p == 2:
+        s = (x * x).sum(dim, keepdim=True)
+        zero = s == 0
+        return where(zero, 0.0, where(zero, 1.0, s).sqrt())
+    if p == 1:
+        return x.abs().sum(dim, keepdim=True)
+    if p == float("inf"):
+        return x.abs().amax(dim, keepdim=True)
+    s = (x.abs() ** p).sum(dim, keepdim=True)
+    zero = s == 0
+    return where(zero, 0.0, where(zero, 1.0, s) ** (1.0 / p))
+
+
+def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
+    """torch's ``F.cosine_similarity``: ``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``
+    (the inputs broadcast).
+
+    Args:
+        x1, x2: float tensors. dim: the dim of the vectors. eps: the smallest norm.
+    """
+    check_tensors("cosine_similarity", x1=x1, x2=x2)
+    with renamed("cosine_similarity"):
+        n1 = _norm(x1, 2, dim).clamp(min=eps)
+        n2 = _norm(x2, 2, dim).clamp(min=eps)
+        return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+    """torch's ``F.pairwise_distance``: ``||x1 - x2 + eps||_p`` over the last dim.
+
+    Args:
+        x1, x2: float tensors (broadcast). p: the norm's exponent. eps: added to the difference.
+        keepdim: keep the reduced dim.
+    """
+    check_tensors("pairwise_distance", x1=x1, x2=x2)
+    with renamed("pairwise_distance"):
+        d = _norm(x1 - x2 + eps, p, -1)
+        return d if keepdim else d.squeeze(-1)

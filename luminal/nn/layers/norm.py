@@ -12,9 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from luminal.core import dtype as dt
-from luminal.core.errors import check_int
+from luminal.core.errors import check_int, renamed
 from luminal.core.symbolic import is_static, prod
+from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops.elementwise import _opmath
+from luminal.frontend.state import State
+from luminal.frontend.tensor import GraphTensor
 from luminal.nn import init
 from luminal.nn.layers._util import bad_input, buffer, check_float, layer_forward, layer_name, param
 from luminal.nn.module import Module
@@ -187,3 +190,207 @@ class BatchNorm1d(_BatchNorm):
 class BatchNorm2d(_BatchNorm):
     _ranks = (4,)
     _layout = "(N, {C}, H, W)"
+
+
+class GroupNorm(Module):
+    """torch's ``nn.GroupNorm(num_groups, num_channels, eps=1e-5, affine=True)``: normalise each
+    sample over groups of ``num_channels // num_groups`` channels (and every spatial position), then
+    scale and shift per channel. Input (N, C, *).
+
+    Args:
+        num_groups: groups the channels are split into. num_channels: C. eps: added to the variance.
+        affine: learn ``weight`` (ones) and ``bias`` (zeros) of shape (C,). dtype: their dtype.
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, dtype=None):
+        super().__init__()
+        num_groups = check_int("GroupNorm", "num_groups", num_groups, 1)
+        num_channels = check_int("GroupNorm", "num_channels", num_channels, 1)
+        if num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        self.weight = param((num_channels,), dtype) if affine else None
+        self.bias = param((num_channels,), dtype) if affine else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Ones for ``weight``, zeros for ``bias``."""
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    @layer_forward
+    def forward(self, x):
+        check_float(layer_name(self), x)
+        if x.ndim < 2 or x.shape[1] != self.num_channels:
+            raise bad_input(layer_name(self), f"(N, {self.num_channels}, *)", x)
+        g = x.graph
+        w = self.weight.on(g) if self.weight is not None else None
+        b = self.bias.on(g) if self.bias is not None else None
+        return _group_norm(x, self.num_groups, w, b, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+@_opmath
+def _group_norm(x, num_groups: int, weight, bias, eps: float):
+    n, c = x.shape[0], x.shape[1]
+    rest = tuple(x.shape[2:])
+    xg = x.reshape(n, num_groups, -1) if all(is_static(d) for d in rest) else \
+        x.reshape(n, num_groups, c // num_groups, *rest)
+    axes = tuple(range(2, xg.ndim))
+    mean = xg.mean(axes, keepdim=True)
+    y = ((xg - mean) * (xg.var(axes, keepdim=True, correction=0) + eps).rsqrt()).reshape(*x.shape)
+    per_channel = (c,) + (1,) * len(rest)
+    if weight is not None:
+        y = y * weight.to(y.dtype).reshape(per_channel)
+    if bias is not None:
+        y = y + bias.to(y.dtype).reshape(per_channel)
+    return y
+
+
+def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):  # noqa: A002
+    """torch's ``F.group_norm``: normalise (N, C, *) over groups of channels, then ``* weight + bias``
+    per channel.
+
+    Args:
+        input: a float tensor (N, C, *). num_groups: a divisor of C. weight, bias: optional (C,)
+        tensors. eps: added to the variance.
+    """
+    name = "group_norm"
+    check_tensors(name, optional=("weight", "bias"), input=input, weight=weight, bias=bias)
+    check_float(name, input)
+    c = input.shape[1] if input.ndim >= 2 else None
+    if c is None or not isinstance(num_groups, int) or num_groups < 1 or not is_static(c) or c % num_groups:
+        raise bad_input(name, f"(N, C, *) with C divisible by num_groups={num_groups!r}", input)
+    for what, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != (c,):
+            raise bad_input(f"{name} {what}", f"({c},)", t)
+    with renamed(name):
+        return _group_norm(input, num_groups, weight, bias, eps)
+
+
+def _trailing_axes(name, x, normalized_shape, weight, bias):
+    check_float(name, x)
+    shape = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if x.ndim < k or tuple(x.shape[x.ndim - k:]) != shape:
+        raise bad_input(name, "(*, " + ", ".join(str(d) for d in shape) + ")", x)
+    for what, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != shape:
+            raise bad_input(f"{name} {what}", str(shape), t)
+    return tuple(range(x.ndim - k, x.ndim))
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):  # noqa: A002
+    """torch's ``F.layer_norm``: normalise over the trailing ``normalized_shape`` dims, then
+    ``* weight + bias``.
+
+    Args:
+        input: a float tensor. normalized_shape: the trailing dims' sizes. weight, bias: optional
+        tensors of that shape. eps: added to the variance.
+    """
+    name = "layer_norm"
+    check_tensors(name, optional=("weight", "bias"), input=input, weight=weight, bias=bias)
+    axes = _trailing_axes(name, input, normalized_shape, weight, bias)
+
+    @_opmath
+    def run(x, w, b):
+        y = (x - x.mean(axes, keepdim=True)) * (x.var(axes, keepdim=True, correction=0) + eps).rsqrt()
+        y = y * w.to(y.dtype) if w is not None else y
+        return y + b.to(y.dtype) if b is not None else y
+
+    with renamed(name):
+        return run(input, weight, bias)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):  # noqa: A002
+    """torch's ``F.rms_norm``: ``x / sqrt(mean(x^2) + eps) * weight`` over the trailing dims;
+    ``eps=None`` is the input dtype's machine epsilon.
+
+    Args:
+        input: a float tensor. normalized_shape: the trailing dims' sizes. weight: an optional tensor
+        of that shape. eps: added to the mean square.
+    """
+    name = "rms_norm"
+    check_tensors(name, optional=("weight",), input=input, weight=weight)
+    axes = _trailing_axes(name, input, normalized_shape, weight, None)
+    e = eps if eps is not None else _FINFO_EPS[input.dtype]
+
+    @_opmath
+    def run(x, w):
+        y = x * ((x * x).mean(axes, keepdim=True) + e).rsqrt()
+        return y * w.to(y.dtype) if w is not None else y
+
+    with renamed(name):
+        return run(input, weight)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,  # noqa: A002
+               momentum: float | None = 0.1, eps: float = 1e-5):
+    """torch's ``F.batch_norm`` over an (N, C, *) input. With ``training`` (or no running statistics)
+    the batch statistics normalise; otherwise ``running_mean``/``running_var``. In training mode torch
+    updates the running statistics in place: here they must then be States (a module's Buffers), whose
+    updates every run of the compiled program writes back (``graph.assign``), or None.
+
+    Args:
+        input: a float tensor (N, C, *). running_mean, running_var: (C,) GraphTensors, Buffers, or None.
+        weight, bias: optional (C,) tensors. training: use batch statistics (and update the running ones).
+        momentum: the running statistics' update factor (None: a cumulative average is not supported
+        here; give a number). eps: added to the variance.
+    """
+    name = "batch_norm"
+    check_tensors(name, optional=("weight", "bias"), input=input, weight=weight, bias=bias)
+    check_float(name, input)
+    if input.ndim < 2:
+        raise bad_input(name, "(N, C, *)", input)
+    g, c = input.graph, input.shape[1]
+    stats = []
+    for what, s in (("running_mean", running_mean), ("running_var", running_var)):
+        if isinstance(s, State):
+            if training and not isinstance(momentum, (int, float)):
+                raise TypeError(f"{name}: momentum must be a number to update {what}, got {momentum!r}")
+            stats.append(s)
+        elif s is None or isinstance(s, GraphTensor):
+            if training and s is not None:
+                raise TypeError(f"{name}: training=True updates {what} in place, which needs a State (the "
+                                f"module's Buffer), not a GraphTensor; pass the Buffer or None")
+            stats.append(s)
+        else:
+            raise TypeError(f"{name}: {what} must be a GraphTensor, a State or None, got {type(s).__name__}")
+    for what, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != (c,):
+            raise bad_input(f"{name} {what}", f"({c},)", t)
+    rm, rv = stats
+    per_channel = (1, c) + (1,) * (input.ndim - 2)
+    axes = tuple(a for a in range(input.ndim) if a != 1)
+
+    @_opmath
+    def run(x):
+        if training or rm is None or rv is None:
+            mean = x.mean(axes, keepdim=True)
+            var = x.var(axes, keepdim=True, correction=0)
+            if training:
+                for st, batch in ((rm, mean.reshape(-1)), (rv, x.var(axes, correction=1))):
+                    if st is not None:
+                        g.assign(st, _current(g, st) * (1 - momentum) + batch * momentum)
+        else:
+            m, v = (s.on(g) if isinstance(s, State) else s for s in (rm, rv))
+            mean, var = m.to(x.dtype).reshape(per_channel), v.to(x.dtype).reshape(per_channel)
+        y = (x - mean) * (var + eps).rsqrt()
+        if weight is not None:
+            y = y * weight.to(y.dtype).reshape(per_channel)
+        if bias is not None:
+            y = y + bias.to(y.dtype).reshape(per_channel)
+        return y
+
+    with renamed(name):
+        return run(input)
+
+
+class BatchNorm3d(_BatchNorm):
+    """torch's ``nn.BatchNorm3d``: batch normalisation of an (N, C, D, H, W) input (see BatchNorm1d)."""
+
+    _ranks = (5,)
+    _layout = "(N, {C}, D, H, W)"

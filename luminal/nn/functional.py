@@ -1,0 +1,111 @@
+"""``luminal.nn.functional`` (``import luminal.nn.functional as F``): every functional form in one
+namespace, with torch's names and signatures. The layers and these functions share one implementation
+(each lives beside its layer under ``luminal/nn/layers``); this module only gathers them.
+
+The losses (``F.cross_entropy``, ``F.mse_loss``, ...) are ``luminal.train``'s, which sits above ``nn``
+in the layering (``docs/architecture.md``): ``nn`` may not import it, so they are looked up by name on
+first use (``__getattr__``) from ``luminal.train.losses``, the same functions under the same names.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from luminal.frontend.ops import one_hot as _one_hot
+from luminal.nn.layers.activation import (
+    celu,
+    elu,
+    gelu,
+    glu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    log_softmax,
+    logsigmoid,
+    mish,
+    prelu,
+    relu,
+    relu6,
+    selu,
+    sigmoid,
+    silu,
+    softmax,
+    softplus,
+    softsign,
+    tanh,
+)
+from luminal.nn.layers.attention import scaled_dot_product_attention
+from luminal.nn.layers.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
+from luminal.nn.layers.dropout import dropout, dropout1d, dropout2d, dropout3d
+from luminal.nn.layers.linear import (
+    bilinear,
+    cosine_similarity,
+    embedding,
+    linear,
+    normalize,
+    pairwise_distance,
+)
+from luminal.nn.layers.norm import batch_norm, group_norm, layer_norm, rms_norm
+from luminal.nn.layers.pool_nd import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+)
+from luminal.nn.layers.sampling import interpolate, pad, pixel_shuffle, pixel_unshuffle
+
+
+def one_hot(tensor, num_classes: int = -1):
+    """torch's ``F.one_hot`` (int32 instead of int64). ``num_classes`` must be given: the indices'
+    values are not known when the graph is built.
+
+    Args:
+        tensor: int32 class indices of any shape. num_classes: the number of classes.
+    """
+    return _one_hot(tensor, num_classes)
+
+
+def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None):  # noqa: A002
+    """torch's deprecated ``F.upsample``: ``interpolate``.
+
+    Args:
+        input, size, scale_factor, mode, align_corners: as ``interpolate``.
+    """
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+_LOSSES = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "kl_div",
+           "l1_loss", "mse_loss", "nll_loss", "smooth_l1_loss"]
+
+
+def __getattr__(name: str):
+    """The losses, from ``luminal.train.losses`` on first use (see the module docstring)."""
+    if name in _LOSSES:
+        fn = getattr(importlib.import_module("luminal.train.losses"), name)
+        globals()[name] = fn
+        return fn
+    raise AttributeError(f"module 'luminal.nn.functional' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)
+
+
+__all__ = [
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "avg_pool1d",
+    "avg_pool2d", "avg_pool3d", "batch_norm", "bilinear", "celu", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "dropout", "dropout1d", "dropout2d", "dropout3d",
+    "elu", "embedding", "gelu", "glu", "group_norm", "hardsigmoid", "hardswish", "hardtanh", "interpolate",
+    "layer_norm", "leaky_relu", "linear", "log_softmax", "logsigmoid", "max_pool1d", "max_pool2d", "max_pool3d",
+    "mish", "normalize", "one_hot", "pad", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "prelu", "relu",
+    "relu6", "rms_norm", "scaled_dot_product_attention", "selu", "sigmoid", "silu", "softmax", "softplus",
+    "softsign", "tanh", "upsample",
+]
+__all__ += _LOSSES  # the losses, resolved by __getattr__

@@ -1,0 +1,228 @@
+"""Pooling beyond ``pool.py``'s layers: the 3-d layers (MaxPool3d, AvgPool3d, built on pool.py's
+window machinery), adaptive max pooling, and the functional forms (``F.max_pool2d``, ...) with torch's
+signatures. The functional forms run the layers, so they share one implementation and its checks."""
+
+from __future__ import annotations
+
+from luminal.core.errors import check_int, renamed
+from luminal.core.symbolic import is_static
+from luminal.frontend.checks import check_tensors
+from luminal.frontend.ops import cat
+from luminal.nn.layers._util import bad_input, check_float, layer_forward, layer_name
+from luminal.nn.layers.pool import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+    _AvgPoolNd,
+    _MaxPoolNd,
+    _PoolNd,
+)
+
+
+class _Pool3dCheck:
+    _nd = 3
+
+    def _check(self, x):
+        name = layer_name(self)
+        check_float(name, x)
+        if x.ndim not in (4, 5):
+            raise bad_input(name, "(N, C, D, H, W) or (C, D, H, W)", x)
+        return name
+
+
+class MaxPool3d(_Pool3dCheck, _MaxPoolNd):
+    """torch's ``nn.MaxPool3d(kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+    ceil_mode=False)`` over (N, C, D, H, W) or (C, D, H, W).
+
+    Args:
+        kernel_size, stride (default kernel_size), padding, dilation, ceil_mode: as torch's.
+        return_indices: as pool.py's 2-d layer supports it.
+    """
+
+
+class AvgPool3d(_Pool3dCheck, _AvgPoolNd):
+    """torch's ``nn.AvgPool3d(kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+    divisor_override=None)`` over (N, C, D, H, W) or (C, D, H, W).
+
+    Args:
+        kernel_size, stride (default kernel_size), padding, ceil_mode, count_include_pad,
+        divisor_override: as torch's.
+    """
+
+
+def _adaptive_windows(n: int, out: int):
+    """torch's adaptive windows [floor(i*n/out), ceil((i+1)*n/out))."""
+    return [((i * n) // out, -(-((i + 1) * n) // out)) for i in range(out)]
+
+
+class _AdaptiveMaxPoolNd(_PoolNd):
+    def __init__(self, output_size, return_indices: bool = False):
+        super().__init__()
+        name = type(self).__name__
+        sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * self._nd
+        if len(sizes) != self._nd:
+            raise ValueError(f"{name}: output_size must be an int or {self._nd} values")
+        if return_indices:
+            raise NotImplementedError(f"{name}: return_indices=True is not supported")
+        self.output_size = tuple(s if s is None else check_int(name, "output_size", s, 1) for s in sizes)
+        self.return_indices = return_indices
+
+    @layer_forward
+    def forward(self, x):
+        name = self._check(x)
+        spatial = x.shape[x.ndim - self._nd:]
+        if not all(is_static(n) for n in spatial):
+            raise bad_input(name, "with static spatial dims", x)
+        # windows are products of per-dim intervals, so the max is taken one dim at a time
+        for i, (n, o) in enumerate(zip(spatial, self.output_size)):
+            if o is None or o == n:
+                continue
+            dim = x.ndim - self._nd + i
+            parts = [x._slice_dim(dim, lo, hi - lo, 1).amax(dim, keepdim=True) for lo, hi in _adaptive_windows(n, o)]
+            x = cat(parts, dim) if len(parts) > 1 else parts[0]
+        return x
+
+    def extra_repr(self) -> str:
+        out = self.output_size[0] if len(set(self.output_size)) == 1 and self._nd == 1 else self.output_size
+        return f"output_size={out}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """torch's ``nn.AdaptiveMaxPool1d(output_size, return_indices=False)`` over (N, C, L) or (C, L).
+
+    Args:
+        output_size: the output length. return_indices: not supported.
+    """
+
+    _nd = 1
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """torch's ``nn.AdaptiveMaxPool2d(output_size, return_indices=False)`` over (N, C, H, W) or (C, H, W).
+
+    Args:
+        output_size: an int or (H_out, W_out) (None keeps that dim). return_indices: not supported.
+    """
+
+    _nd = 2
+
+
+def _pool(layer, name, input):  # noqa: A002
+    check_tensors(name, input=input)
+    with renamed(name):
+        return layer(input)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,  # noqa: A002
+               return_indices: bool = False):
+    """torch's ``F.max_pool1d`` over (N, C, L) or (C, L).
+
+    Args:
+        input: a float tensor. kernel_size, stride (default kernel_size), padding, dilation, ceil_mode,
+        return_indices: as ``nn.MaxPool1d``.
+    """
+    return _pool(MaxPool1d(kernel_size, stride, padding, dilation, return_indices=return_indices,
+                           ceil_mode=ceil_mode), "max_pool1d", input)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,  # noqa: A002
+               return_indices: bool = False):
+    """torch's ``F.max_pool2d`` over (N, C, H, W) or (C, H, W).
+
+    Args:
+        input: a float tensor. kernel_size, stride (default kernel_size), padding, dilation, ceil_mode,
+        return_indices: as ``nn.MaxPool2d``.
+    """
+    return _pool(MaxPool2d(kernel_size, stride, padding, dilation, return_indices=return_indices,
+                           ceil_mode=ceil_mode), "max_pool2d", input)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,  # noqa: A002
+               return_indices: bool = False):
+    """torch's ``F.max_pool3d`` over (N, C, D, H, W) or (C, D, H, W).
+
+    Args:
+        input: a float tensor. kernel_size, stride (default kernel_size), padding, dilation, ceil_mode,
+        return_indices: as ``nn.MaxPool3d``.
+    """
+    return _pool(MaxPool3d(kernel_size, stride, padding, dilation, return_indices=return_indices,
+                           ceil_mode=ceil_mode), "max_pool3d", input)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,  # noqa: A002
+               count_include_pad: bool = True):
+    """torch's ``F.avg_pool1d`` over (N, C, L) or (C, L).
+
+    Args:
+        input: a float tensor. kernel_size, stride (default kernel_size), padding, ceil_mode,
+        count_include_pad: as ``nn.AvgPool1d``.
+    """
+    return _pool(AvgPool1d(kernel_size, stride, padding, ceil_mode, count_include_pad), "avg_pool1d", input)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,  # noqa: A002
+               count_include_pad: bool = True, divisor_override: int | None = None):
+    """torch's ``F.avg_pool2d`` over (N, C, H, W) or (C, H, W).
+
+    Args:
+        input: a float tensor. kernel_size, stride (default kernel_size), padding, ceil_mode,
+        count_include_pad, divisor_override: as ``nn.AvgPool2d``.
+    """
+    return _pool(AvgPool2d(kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
+                 "avg_pool2d", input)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,  # noqa: A002
+               count_include_pad: bool = True, divisor_override: int | None = None):
+    """torch's ``F.avg_pool3d`` over (N, C, D, H, W) or (C, D, H, W).
+
+    Args:
+        input: a float tensor. kernel_size, stride (default kernel_size), padding, ceil_mode,
+        count_include_pad, divisor_override: as ``nn.AvgPool3d``.
+    """
+    return _pool(AvgPool3d(kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
+                 "avg_pool3d", input)
+
+
+def adaptive_avg_pool1d(input, output_size):  # noqa: A002
+    """torch's ``F.adaptive_avg_pool1d`` over (N, C, L) or (C, L).
+
+    Args:
+        input: a float tensor. output_size: the output length.
+    """
+    return _pool(AdaptiveAvgPool1d(output_size), "adaptive_avg_pool1d", input)
+
+
+def adaptive_avg_pool2d(input, output_size):  # noqa: A002
+    """torch's ``F.adaptive_avg_pool2d`` over (N, C, H, W) or (C, H, W).
+
+    Args:
+        input: a float tensor. output_size: an int or (H_out, W_out) (None keeps that dim).
+    """
+    return _pool(AdaptiveAvgPool2d(output_size), "adaptive_avg_pool2d", input)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices: bool = False):  # noqa: A002
+    """torch's ``F.adaptive_max_pool1d`` over (N, C, L) or (C, L).
+
+    Args:
+        input: a float tensor. output_size: the output length. return_indices: not supported.
+    """
+    return _pool(AdaptiveMaxPool1d(output_size, return_indices), "adaptive_max_pool1d", input)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices: bool = False):  # noqa: A002
+    """torch's ``F.adaptive_max_pool2d`` over (N, C, H, W) or (C, H, W).
+
+    Args:
+        input: a float tensor. output_size: an int or (H_out, W_out). return_indices: not supported.
+    """
+    return _pool(AdaptiveMaxPool2d(output_size, return_indices), "adaptive_max_pool2d", input)
+
+
+__all__ = ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool3d", "MaxPool3d", "adaptive_avg_pool1d",
+           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d",
+           "avg_pool3d", "max_pool1d", "max_pool2d", "max_pool3d"]
