@@ -1,6 +1,7 @@
 """Training: autograd as a graph transform, losses, optimizers, schedulers, the train-step runner and
 checkpoints. Uses ``luminal.frontend`` and the core (safetensors I/O for checkpoints), and ``lm.compile``."""
 
+from luminal.train.amp import GradScaler, autocast
 from luminal.train.autograd import grad
 from luminal.train.checkpoint import load_checkpoint, save_checkpoint
 from luminal.train.losses import (
@@ -28,9 +29,10 @@ from luminal.train.schedulers import (
 from luminal.train.step import NonFiniteLossError, TrainStep, clip_by_norm, clip_by_value, compile_step
 
 __all__ = [
-    "LAMB", "SGD", "Adagrad", "Adam", "AdamW", "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LinearLR",
+    "LAMB", "SGD", "Adagrad", "Adam", "AdamW", "CosineAnnealingLR", "ExponentialLR", "GradScaler", "LRScheduler",
+    "LinearLR",
     "MultiStepLR", "NonFiniteLossError", "OneCycleLR", "Optimizer", "RMSprop", "StepLR", "TrainStep",
-    "binary_cross_entropy",
+    "autocast", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "clip_by_norm", "clip_by_value", "compile_step", "cross_entropy",
     "focal_loss", "grad",
     "huber_loss", "kl_div", "l1_loss", "load_checkpoint", "mse_loss", "nll_loss", "save_checkpoint",

@@ -13,6 +13,15 @@ finite, one elementwise select per written tensor inside the same program, and t
 raises :class:`NonFiniteLossError`. The parameters, the optimizer state and the accumulated
 gradients are left as they were before the bad call. Off by default: the select costs a little on
 every step, and a run may want to see the NaN (anomaly hunting).
+
+Mixed precision (``compute_dtype=lm.float16`` or ``lm.bfloat16``, see ``amp.py``): the program is built
+from :func:`~luminal.train.amp.autocast`'s 16-bit rewrite of the loss graph, reading the float32
+parameters through casts, so forward and backward run in 16 bits, each gradient reaches its float32
+parameter through its cast (in float32), and the optimizer updates the float32 masters. A
+:class:`~luminal.train.amp.GradScaler` (``scaler=``) scales the loss before the backward pass and the
+gradients back after it; a step whose gradients overflowed is skipped by the same in-program select as
+``check_finite`` (every written State keeps its old value; the accumulated gradients are cleared) and
+the scaler backs off, without raising.
 """
 
 from __future__ import annotations
@@ -24,9 +33,11 @@ import threading
 import numpy as np
 
 from luminal.compiler import compile as compile_graph
-from luminal.frontend.ops import clamp, isfinite, logical_and, minimum, where
+from luminal.core import dtype as dt
+from luminal.frontend.ops import clamp, isfinite, logical_and, minimum, where, zeros_like
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
+from luminal.train.amp import GradScaler, autocast
 from luminal.train.autograd import grad
 
 
@@ -82,11 +93,28 @@ class TrainStep:
     ``step(**batch)`` returns the loss as a float, or ``(loss, *outputs)`` when extra outputs were
     requested (as numpy arrays). ``last_grad_norm`` holds the total gradient norm when clipping by
     norm. ``calls`` counts the calls; with ``check_finite`` a non-finite loss raises
-    :class:`NonFiniteLossError` naming the call, before anything is written."""
+    :class:`NonFiniteLossError` naming the call, before anything is written. With a ``scaler``,
+    ``last_step_skipped`` says whether the last optimizer step was skipped for overflowing gradients.
+
+    Args:
+        loss: the scalar loss tensor (its graph reads the optimizer's parameters).
+        optimizer: a ``train`` optimizer over the parameters.
+        backend: the backend name for ``lm.compile``.
+        outputs: extra tensors returned by each call.
+        clip_grad_norm: max total gradient norm (``norm_type``), or None.
+        clip_grad_value: clamp every gradient element to this magnitude, or None.
+        accumulate: apply the mean gradient of this many calls.
+        norm_type: the norm of ``clip_grad_norm``.
+        check_finite: raise :class:`NonFiniteLossError` on a non-finite loss (or gradient norm), writing nothing.
+        compute_dtype: None (compute as built) or ``lm.float16`` / ``lm.bfloat16``: mixed precision on
+            float32 master weights (module docstring).
+        scaler: a :class:`~luminal.train.amp.GradScaler` for dynamic loss scaling (float16), or None.
+    """
 
     def __init__(self, loss: GraphTensor, optimizer, backend: str = "cpu", outputs=(),
                  clip_grad_norm: float | None = None, clip_grad_value: float | None = None,
-                 accumulate: int = 1, norm_type: float = 2.0, check_finite: bool = False):
+                 accumulate: int = 1, norm_type: float = 2.0, check_finite: bool = False,
+                 compute_dtype=None, scaler: GradScaler | None = None):
         if not isinstance(loss, GraphTensor):
             raise TypeError(f"compile_step: loss must be a GraphTensor, got {type(loss).__name__}")
         if not isinstance(accumulate, int) or accumulate < 1:
@@ -95,20 +123,33 @@ class TrainStep:
             raise TypeError(f"compile_step: check_finite must be True or False, got {check_finite!r}")
         clip_grad_norm = _positive("clip_grad_norm", clip_grad_norm)
         clip_grad_value = _positive("clip_grad_value", clip_grad_value)
+        if scaler is not None and not isinstance(scaler, GradScaler):
+            raise TypeError(f"compile_step: scaler must be a train.GradScaler, got {type(scaler).__name__}")
         graph = loss.graph
+        self.scaler, self.last_step_skipped = scaler, False
+        self.compute_dtype = None if compute_dtype is None else dt.as_dtype(compute_dtype)
+        outputs = list(outputs)
+        graph_updates = {}  # the graph's own assigns (running statistics), rewritten with the loss
+        if self.compute_dtype is not None:
+            ups = list(graph.updates.items())
+            new = autocast([loss, *outputs, *(t for _, t in ups)], self.compute_dtype)
+            loss = new[0].float() if new[0].dtype is self.compute_dtype else new[0]  # reported in float32
+            outputs = [t.to(o.dtype) for t, o in zip(new[1:1 + len(outputs)], outputs)]
+            graph_updates = {st: t for (st, _), t in zip(ups, new[1 + len(outputs):])}
         self.graph, self.optimizer, self.accumulate = graph, optimizer, accumulate
         self.check_finite = bool(check_finite)
         self.calls = 0  # calls of this step, the bad one included (NonFiniteLossError names it)
         self._lock = threading.Lock()
         self.micro_step = 0  # calls since the last update (0 <= micro_step < accumulate)
         self.last_grad_norm: float | None = None
-        self._outputs = list(outputs)
+        self._outputs = outputs
         used = [(gi, p) for gi, p in optimizer.params() if getattr(p, "requires_grad", True)
                 and graph.state_node(p) is not None]
         if not used:
             raise ValueError("compile_step: the loss's graph reads none of the optimizer's parameters "
                              "(was the model called on a tensor of this graph?)")
-        grads = grad(loss, [p for _, p in used], allow_unused=True)
+        scaled = loss * graph.state(scaler._scale) if scaler is not None else loss
+        grads = grad(scaled, [p for _, p in used], allow_unused=True)
 
         updates: dict[State, GraphTensor] = {}
         old: dict[State, GraphTensor] = {}  # what each written State holds before the call
@@ -121,18 +162,27 @@ class TrainStep:
             micro = {a: at + g for a, at, g in zip(self._acc, acc_t, grads)}
             if check_finite:
                 micro = {a: where(loss_ok, v, at) for (a, v), at in zip(micro.items(), acc_t)}
-            self._micro = compile_graph([loss, *self._outputs], backend=backend, updates=micro)
+            self._micro = compile_graph([loss, *self._outputs], backend=backend, updates={**graph_updates, **micro})
             acc_grads = [(at + g) * (1.0 / accumulate) for at, g in zip(acc_t, grads)]
-            updates.update({a: at * 0.0 for a, at in zip(self._acc, acc_t)})
+            updates.update({a: zeros_like(at) for a, at in zip(self._acc, acc_t)})  # not at * 0: inf * 0 is NaN
             old.update(zip(self._acc, acc_t))
         extra = []
         ok = loss_ok
+        grads_ok = None
+        if scaler is not None:  # overflow check on the scaled gradients, then unscale (torch's unscale_)
+            total = None
+            for g_ in acc_grads:
+                term = g_.float().sum()
+                total = term if total is None else total + term
+            grads_ok = isfinite(total)
+            inv = graph.state(scaler._inv_scale)
+            acc_grads = [(g_ * inv).to(g_.dtype) for g_ in acc_grads]
         if clip_grad_value is not None:
             acc_grads = clip_by_value(acc_grads, clip_grad_value)
         if clip_grad_norm is not None:
             acc_grads, norm = clip_by_norm(acc_grads, clip_grad_norm, norm_type)
             extra.append(norm)
-            if check_finite:
+            if check_finite and scaler is None:  # with a scaler, overflowing gradients skip the step instead
                 ok = logical_and(ok, isfinite(norm.float()))
 
         t = optimizer.steps + 1
@@ -147,11 +197,17 @@ class TrainStep:
             for n, v in new_st.items():
                 if v is not st_t[n]:
                     updates[st[n]], old[st[n]] = v, st_t[n]
+        if grads_ok is not None:  # an overflowing step writes back what was read, but clears the accumulation
+            acc_states = set(getattr(self, "_acc", []))
+            updates = {st_: v if st_ in acc_states else where(grads_ok, v, old[st_]) for st_, v in updates.items()}
+            extra.append(grads_ok)
         if check_finite:  # a bad step writes back what was read: the update is undone inside the program
             updates = {st_: where(ok, v, old[st_]) for st_, v in updates.items()}
         self._groups = sorted(scalars)
         self._n_extra = len(extra)
-        self._update = compile_graph([loss, *self._outputs, *extra], backend=backend, updates=updates)
+        self._has_norm = clip_grad_norm is not None
+        self._update = compile_graph([loss, *self._outputs, *extra], backend=backend,
+                                     updates={**graph_updates, **updates})
 
     def __call__(self, /, **batch):
         with self._lock:  # a step is whole: its scalars, its program run and its counters, one thread at a time
@@ -168,15 +224,22 @@ class TrainStep:
             res = self._micro(**batch)
         res = res if isinstance(res, tuple) else (res,)
         loss = float(res[0])
-        norm = float(res[-1]) if final and self._n_extra else None
-        if self.check_finite and not (math.isfinite(loss) and (norm is None or math.isfinite(norm))):
+        n_out = 1 + len(self._outputs)
+        norm = float(res[n_out]) if final and self._has_norm else None
+        found_inf = final and self.scaler is not None and not bool(res[-1])
+        norm_bad = norm is not None and not math.isfinite(norm) and self.scaler is None
+        if self.check_finite and (not math.isfinite(loss) or norm_bad):
             self._non_finite(loss, norm, final)
         if final:
-            self.optimizer.steps += 1
+            if self.scaler is not None:  # a skipped step leaves the optimizer's step count as it was
+                self.scaler.update(found_inf)
+                self.last_step_skipped = found_inf
+            if not found_inf:
+                self.optimizer.steps += 1
             self.micro_step = 0
-            if self._n_extra:
+            if self._has_norm:
                 self.last_grad_norm = norm
-                res = res[:-1]
+            res = res[:n_out]
         else:
             self.micro_step += 1
         return loss if not self._outputs else (loss, *res[1:])
@@ -200,7 +263,10 @@ class TrainStep:
         """What a checkpoint needs beyond model and optimizer: the accumulation position, the
         accumulated gradients and the graph's random generator (dropout masks)."""
         arrays = {f"grad_acc.{i}": a.data for i, a in enumerate(getattr(self, "_acc", []))}
-        return {"micro_step": self.micro_step, "rng": self.graph.rng.bit_generator.state, "arrays": arrays}
+        sd = {"micro_step": self.micro_step, "rng": self.graph.rng.bit_generator.state, "arrays": arrays}
+        if self.scaler is not None:
+            sd["scaler"] = self.scaler.state_dict()
+        return sd
 
     def load_state_dict(self, sd: dict) -> None:
         self.prepare_load(sd)()
@@ -221,8 +287,11 @@ class TrainStep:
         values = [(a, a.prepared(sd["arrays"][f"grad_acc.{i}"])) for i, a in enumerate(acc)]
         rng = np.random.default_rng()
         rng.bit_generator.state = sd["rng"]  # checked by numpy before the graph's generator is touched
+        scaler_apply = self.scaler.prepare_load(sd["scaler"]) if self.scaler is not None and "scaler" in sd \
+            else (lambda: None)
 
         def apply():
+            scaler_apply()
             self.micro_step = micro
             self.graph.rng.bit_generator.state = sd["rng"]
             for a, v in values:
@@ -239,5 +308,17 @@ def compile_step(loss: GraphTensor, optimizer, backend: str = "cpu", **options) 
     gradient of this many calls), ``check_finite`` (default False: raise :class:`NonFiniteLossError`
     when the loss, or the gradient norm when clipping by norm, is inf or NaN, leaving the parameters
     and optimizer state as before that call; costs one select per updated tensor, see the module
-    docstring)."""
+    docstring), ``compute_dtype`` (``lm.float16``/``lm.bfloat16``: mixed precision on float32 master
+    weights) and ``scaler`` (a :class:`~luminal.train.amp.GradScaler`: dynamic loss scaling, skipping
+    steps whose gradients overflow).
+
+    Args:
+        loss: the scalar loss tensor.
+        optimizer: the optimizer whose parameters the loss reads.
+        backend: the backend name.
+        **options: the options above (see :class:`TrainStep`).
+
+    Returns:
+        A :class:`TrainStep`: ``step(**batch)`` runs one call.
+    """
     return TrainStep(loss, optimizer, backend=backend, **options)

@@ -1,0 +1,193 @@
+"""Mixed precision: 16-bit compute on casts of float32 master weights, and a dynamic loss scaler.
+
+``compile_step(loss, opt, compute_dtype=lm.float16, scaler=train.GradScaler())`` builds its program
+from :func:`autocast`'s rewrite of the loss graph: every float32 leaf (a parameter, an input batch, a
+constant) is read through a cast to the compute dtype, and every float32 op computes in it. The
+parameters stay float32 States (the masters); the gradient of each reaches it through its cast, so it
+arrives in float32, and the optimizer (its moments float32 too) updates the masters. The model, the
+optimizer and checkpoints are exactly those of a float32 run; only the step's program differs.
+
+Why a rewrite of the finished graph rather than a model built in 16 bits: a graph's nodes carry their
+dtypes, and ``compile_step`` receives the loss after the model was called. Rewriting there needs no
+change to the model or to ``nn`` (any model, any loss), keeps a single copy of every parameter (the
+float32 one the optimizer and ``state_dict`` see), and lets the same loss graph also compile an
+ordinary float32 step or eval program. The rewrite is "pure" 16-bit: unlike torch's autocast no op is
+kept in float32 (the cpu backend accumulates half matmuls and sums in float32 anyway).
+
+float16's range is small (max 65504, smallest normal 6e-5): gradients of a loss near 1 underflow.
+:class:`GradScaler` (torch's ``GradScaler``) multiplies the loss by ``scale`` before the backward pass
+and the gradients by ``1 / scale`` before the update; a step whose gradients overflowed to inf/NaN
+changes nothing (the same in-program select as ``check_finite``, see ``step.py``) and halves the
+scale; ``growth_interval`` good steps in a row double it. bfloat16 has float32's range and needs no
+scaler.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from luminal.core import dtype as dt
+from luminal.core.primitives import LEAVES
+from luminal.frontend.ops import cast
+from luminal.frontend.state import scalar_state
+from luminal.frontend.tensor import GraphTensor
+
+
+def autocast(tensors: list[GraphTensor], dtype) -> list[GraphTensor]:
+    """Rewrite the computation of ``tensors`` to run in ``dtype`` wherever it ran in float32.
+
+    Every float32 leaf the tensors depend on (inputs, parameters and other States, constants) is read
+    through a Cast to ``dtype`` (the leaf itself is unchanged, so gradients with respect to a float32
+    parameter still arrive in float32); every float32 op is rebuilt in ``dtype`` over its rewritten
+    operands, through the same views; a Cast to float32 becomes a Cast to ``dtype``. Integer and bool
+    computations are kept. The new nodes are added to the same graph (the original ones stay, so the
+    graph can still compile a float32 program).
+
+    Args:
+        tensors: tensors of one graph (a loss, extra outputs, State update values).
+        dtype: the compute dtype, ``lm.float16`` or ``lm.bfloat16``.
+
+    Returns:
+        The rewritten tensors, in order, each in ``dtype`` where it was float32 (same shapes and views).
+    """
+    dtype = dt.as_dtype(dtype)
+    if dtype not in (dt.float16, dt.bfloat16):
+        raise ValueError(f"autocast: compute dtype must be float16 or bfloat16, got {dtype.name}")
+    if not tensors:
+        return []
+    graph = tensors[0].graph
+    for t in tensors:
+        if not isinstance(t, GraphTensor) or t.graph is not graph:
+            raise ValueError("autocast: the tensors must be GraphTensors of one graph")
+    need, stack = set(), [t.node for t in tensors]
+    while stack:  # the ancestors, iteratively (graphs are deep)
+        n = stack.pop()
+        if n.id not in need:
+            need.add(n.id)
+            stack.extend(s for s, _ in n.srcs)
+    new = {}  # node id -> its rewritten node
+    for nid in sorted(need):  # ids are creation order: producers first
+        n = graph.nodes[nid]
+        if n.op in LEAVES:
+            new[nid] = cast(graph.tensor(n), dtype).node if n.dtype is dt.float32 else n
+            continue
+        srcs = [graph.tensor(new[s.id], v) for s, v in n.srcs]
+        out_dtype = dtype if n.dtype is dt.float32 else n.dtype
+        arg = dtype if n.op == "Cast" and n.arg is dt.float32 else n.arg
+        if out_dtype is n.dtype and arg is n.arg and all(new[s.id] is s for s, _ in n.srcs):
+            new[nid] = n  # nothing float32 upstream: the node as it was
+        else:
+            new[nid] = graph.add(n.op, srcs, arg, out_dtype, n.shape)
+    return [graph.tensor(new[t.node.id], t.layout) for t in tensors]
+
+
+class GradScaler:
+    """Dynamic loss scaling for float16 training (torch.amp.GradScaler), used by ``compile_step``.
+
+    The step multiplies the loss by :attr:`scale` before differentiating and the gradients by
+    ``1 / scale`` after; when any gradient is inf or NaN the step is skipped (parameters, optimizer
+    state and its step count unchanged) and the scale is multiplied by ``backoff_factor``; after
+    ``growth_interval`` consecutive good steps it is multiplied by ``growth_factor``. The scale is a
+    runtime scalar of the compiled program, so changing it never recompiles.
+
+    Args:
+        init_scale: the first scale (default ``2**16``, torch's).
+        growth_factor: the factor applied after ``growth_interval`` good steps (> 1).
+        backoff_factor: the factor applied after an overflow (in (0, 1)).
+        growth_interval: good steps in a row before the scale grows (an int >= 1).
+        enabled: False makes the scaler a no-op (scale 1, never skips), as torch's ``enabled``.
+    """
+
+    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000, enabled: bool = True):
+        for name, v in (("init_scale", init_scale), ("growth_factor", growth_factor),
+                        ("backoff_factor", backoff_factor)):
+            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
+                raise ValueError(f"GradScaler: {name} must be a positive finite number, got {v!r}")
+        if growth_factor <= 1:
+            raise ValueError(f"GradScaler: growth_factor must be > 1, got {growth_factor!r}")
+        if backoff_factor >= 1:
+            raise ValueError(f"GradScaler: backoff_factor must be < 1, got {backoff_factor!r}")
+        if not isinstance(growth_interval, numbers.Integral) or isinstance(growth_interval, bool) \
+                or growth_interval < 1:
+            raise ValueError(f"GradScaler: growth_interval must be an int >= 1, got {growth_interval!r}")
+        self.enabled = bool(enabled)
+        self.growth_factor, self.backoff_factor = float(growth_factor), float(backoff_factor)
+        self.growth_interval = int(growth_interval)
+        self.growth_tracker = 0  # good steps since the last growth or overflow
+        self.skipped = 0  # steps skipped for overflow, in total
+        self._scale = scalar_state(float(init_scale) if self.enabled else 1.0, "amp.scale")
+        self._inv_scale = scalar_state(1.0 / float(self._scale.data), "amp.inv_scale")
+
+    @property
+    def scale(self) -> float:
+        """The current loss scale."""
+        return float(self._scale.data)
+
+    def _set(self, value: float) -> None:
+        self._scale.set(np.float32(value))
+        self._inv_scale.set(np.float32(1.0) / self._scale.data)
+
+    def update(self, found_inf: bool) -> None:
+        """Adjust the scale after a step (the train step calls it).
+
+        Args:
+            found_inf: whether that step's gradients had an inf or NaN (it was skipped).
+        """
+        if not self.enabled:
+            return
+        if found_inf:
+            self.skipped += 1
+            self.growth_tracker = 0
+            self._set(self.scale * self.backoff_factor)
+            return
+        self.growth_tracker += 1
+        if self.growth_tracker == self.growth_interval:
+            grown = self.scale * self.growth_factor
+            if math.isfinite(np.float32(grown)):  # torch keeps the scale finite too
+                self._set(grown)
+            self.growth_tracker = 0
+
+    def state_dict(self) -> dict:
+        """The scaler's state as plain values (a checkpoint's step metadata holds it)."""
+        return {"scale": self.scale, "growth_factor": self.growth_factor, "backoff_factor": self.backoff_factor,
+                "growth_interval": self.growth_interval, "growth_tracker": self.growth_tracker,
+                "skipped": self.skipped, "enabled": self.enabled}
+
+    def load_state_dict(self, sd: dict) -> None:
+        """Restore :meth:`state_dict`'s values.
+
+        Args:
+            sd: a dict from :meth:`state_dict`.
+        """
+        self.prepare_load(sd)()
+
+    def prepare_load(self, sd: dict):
+        """``load_state_dict``'s checks, changing nothing; returns ``apply()``.
+
+        Args:
+            sd: a dict from :meth:`state_dict`.
+        """
+        scale, tracker = sd["scale"], sd["growth_tracker"]
+        if not isinstance(scale, numbers.Real) or not math.isfinite(scale) or scale <= 0:
+            raise ValueError(f"GradScaler.load_state_dict: scale must be a positive finite number, got {scale!r}")
+        if not isinstance(tracker, numbers.Integral) or tracker < 0:
+            raise ValueError(f"GradScaler.load_state_dict: growth_tracker must be an int >= 0, got {tracker!r}")
+
+        def apply():
+            self._set(float(scale))
+            self.growth_tracker = int(tracker)
+            self.skipped = int(sd.get("skipped", self.skipped))
+            for k in ("growth_factor", "backoff_factor"):
+                setattr(self, k, float(sd.get(k, getattr(self, k))))
+            self.growth_interval = int(sd.get("growth_interval", self.growth_interval))
+
+        return apply
+
+    def __repr__(self):
+        return (f"GradScaler(scale={self.scale}, growth_factor={self.growth_factor}, "
+                f"backoff_factor={self.backoff_factor}, growth_interval={self.growth_interval}, "
+                f"enabled={self.enabled})")
