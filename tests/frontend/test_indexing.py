@@ -210,7 +210,7 @@ def test_symbolic(name, backend):
     (lambda x, i: x.gather(0, i[0]), ValueError),               # wrong ndim
     (lambda x, i: x.gather(0, i.expand(3, 9)), ValueError),     # off-dim size larger than the input's
     (lambda x, i: x.index_select(0, i), ValueError),            # 2-d index
-    (lambda x, i: x[i, i], NotImplementedError),                # two tensor indices
+    (lambda x, i: x[x > 0], IndexError),                        # a mask known only at run time
     (lambda x, i: lm.one_hot(i, None), ValueError),             # num_classes unknown
 ])
 def test_index_errors(op, exc):

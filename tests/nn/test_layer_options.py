@@ -317,8 +317,6 @@ def test_pool_options(backend, case):
 
 
 def test_pool_option_errors():
-    with pytest.raises(NotImplementedError):
-        L.MaxPool2d(2, return_indices=True)
     with pytest.raises(ValueError):
         L.AvgPool2d(2, divisor_override=0)
     with pytest.raises(ValueError):

@@ -6,9 +6,10 @@ from __future__ import annotations
 from luminal.frontend.graph import Graph
 from luminal.frontend.ops import activations, combine, creation, elementwise, indexing, linalg, reduce
 from luminal.frontend.ops.activations import elu, gelu, leaky_relu, mish, relu, sigmoid, silu, softplus, tanh
-from luminal.frontend.ops.combine import cat, chunk, split, stack
+from luminal.frontend.ops.combine import cat, chunk, hstack, row_stack, split, stack, vstack
 from luminal.frontend.ops.core import broadcast_shapes, cast
 from luminal.frontend.ops.creation import arange, eye, full, full_like, ones_like, tril, triu, zeros_like
+from luminal.frontend.ops.einsum import einsum, tensordot
 from luminal.frontend.ops.elementwise import (
     abs_ as abs,
 )
@@ -60,8 +61,33 @@ from luminal.frontend.ops.elementwise import (
 from luminal.frontend.ops.elementwise import (
     round_ as round,
 )
-from luminal.frontend.ops.indexing import gather, index_select, one_hot, scatter, scatter_add, take_along_dim
-from luminal.frontend.ops.linalg import dot, matmul, outer
+from luminal.frontend.ops.indexing import (
+    gather,
+    index_add,
+    index_copy,
+    index_put,
+    index_select,
+    one_hot,
+    scatter,
+    scatter_add,
+    scatter_reduce,
+    take_along_dim,
+)
+from luminal.frontend.ops.linalg import addmm, baddbmm, bmm, dot, matmul, outer
+from luminal.frontend.ops.movement import (
+    diag,
+    diagonal,
+    flip,
+    meshgrid,
+    moveaxis,
+    movedim,
+    narrow,
+    repeat_interleave,
+    roll,
+    select,
+    trace,
+    unbind,
+)
 from luminal.frontend.ops.reduce import (
     all_ as all,
 )
@@ -152,6 +178,12 @@ def _install():
         "to": cast, "cast": cast, "type": cast, "float": _dtype_method(dt.float32),
         "half": _dtype_method(dt.float16), "bfloat16": _dtype_method(dt.bfloat16),
         "double": _dtype_method(dt.float64), "int": _dtype_method(dt.int32), "bool": _dtype_method(dt.bool_),
+        # shapes, indexing and products with torch's names (movement.py, indexing.py, linalg.py)
+        "roll": roll, "narrow": narrow, "select": select, "unbind": unbind, "movedim": movedim,
+        "moveaxis": moveaxis, "repeat_interleave": repeat_interleave, "diagonal": diagonal, "diag": diag,
+        "trace": trace, "addmm": addmm, "baddbmm": baddbmm, "bmm": bmm, "index_add": index_add,
+        "index_copy": index_copy, "index_put": index_put, "scatter_reduce": scatter_reduce,
+        "__setitem__": indexing.setitem,
     }
     for name, fn in methods.items():
         setattr(GraphTensor, name, fn)

@@ -96,3 +96,26 @@ def chunk(x: GraphTensor, chunks: int, dim: int = 0) -> tuple[GraphTensor, ...]:
     if not is_static(n) or chunks <= 0:
         raise op_error(ValueError, "chunk", f"need a positive chunk count and a static dim (dim {d} is {n})", x)
     return split(x, max(1, -(-n // chunks)), d)
+
+
+def hstack(tensors) -> GraphTensor:
+    """torch.hstack: concatenate along dim 1, or along dim 0 for 1-d tensors (0-d ones count as 1-d).
+
+    Args:
+        tensors: a sequence of tensors.
+    """
+    ts = [t.reshape(1) if t.ndim == 0 else t for t in _sequence("hstack", tensors)]
+    return cat(ts, 0 if ts[0].ndim == 1 else 1)
+
+
+def vstack(tensors) -> GraphTensor:
+    """torch.vstack: concatenate along dim 0 after viewing 0-d and 1-d tensors as rows ``(1, n)``.
+
+    Args:
+        tensors: a sequence of tensors.
+    """
+    ts = [t.reshape(1, -1) if t.ndim < 2 else t for t in _sequence("vstack", tensors)]
+    return cat(ts, 0)
+
+
+row_stack = vstack

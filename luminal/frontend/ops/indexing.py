@@ -1,13 +1,19 @@
-"""Indexing: ``__getitem__`` (views), gather / take_along_dim / index_select, scatter, one_hot."""
+"""Indexing: ``__getitem__`` (views, advanced indices) and ``__setitem__``, gather / take_along_dim /
+index_select, scatter / scatter_add / scatter_reduce, index_add / index_copy / index_put, one_hot."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from luminal.core import dtype as dt
-from luminal.core.errors import check_number, op_error
-from luminal.core.symbolic import ceildiv, dmax, dmin, is_static, sym
+from luminal.core.errors import check_number, op_error, renamed
+from luminal.core.symbolic import ceildiv, dmax, dmin, is_static, shape_str, sym
 from luminal.frontend.checks import check_tensors, tensor_op
-from luminal.frontend.ops.core import cast, prim, require
-from luminal.frontend.ops.elementwise import add, eq, gt, lt, where
+from luminal.frontend.ops.core import broadcast_shapes, cast, prim, require
+from luminal.frontend.ops.elementwise import add, div, eq, gt, lt, maximum, minimum, mul, where
+from luminal.frontend.ops.reduce import amax, amin, prod_
 from luminal.frontend.tensor import GraphTensor, scalar_as_1d
 
 
@@ -58,32 +64,87 @@ def _norm_slice(sl: slice, n, x, dim):
     return start, count if ordered else dmax(0, count), step
 
 
-def getitem(x: GraphTensor, index) -> GraphTensor:
+def _constant_array(t: GraphTensor):
+    """The values of ``t`` when it is a literal array constant read whole (known at build time), else None."""
+    node = t.node
+    if node.op != "Constant" or getattr(node.arg, "scalar", 1) is not None or not t.layout.is_contiguous():
+        return None
+    arr = t.graph.constants.get(node.arg)
+    return None if arr is None or arr.shape != t.shape else arr
+
+
+def _as_index(x: GraphTensor, ix, op: str):
+    """One entry of an index: Python lists and numpy arrays become int32 constants (bools: a mask,
+    kept as a numpy array); a boolean tensor is a mask only when its values are known now."""
+    if isinstance(ix, (np.integer,)):
+        return int(ix)
+    if isinstance(ix, (list, np.ndarray)):
+        arr = np.asarray(ix)
+        if arr.dtype.kind == "b":
+            return arr
+        if arr.ndim == 0 and arr.dtype.kind in "iu":
+            return int(arr)
+        if arr.size == 0 and arr.dtype.kind == "f":
+            arr = arr.astype(np.int32)
+        if arr.dtype.kind not in "iu":
+            raise op_error(TypeError, op, f"index lists must hold ints or bools, got {arr.dtype}", x)
+        return x.graph.constant(arr.astype(np.int64), dt.int32)
+    if isinstance(ix, GraphTensor) and ix.dtype.kind == "b":
+        arr = _constant_array(ix)
+        if arr is None:
+            raise op_error(IndexError, op, f"a boolean mask tensor {shape_str(ix.shape)} selects a number of "
+                           "elements known only at run time; use where / masked_fill, or assign "
+                           "(x[mask] = v), whose shape is static", x, ix)
+        return arr.astype(bool)
+    return ix
+
+
+def _normalize_index(x: GraphTensor, index, op: str) -> list:
+    """``index`` as one entry per input dim (plus the Nones): ellipsis expanded, lists and constant
+    masks converted (a k-d mask becomes k int32 index tensors, its nonzero positions)."""
     if not isinstance(index, tuple):
         index = (index,)
-    tensors = [i for i, ix in enumerate(index) if isinstance(ix, GraphTensor)]
-    if len(tensors) > 1:
-        raise op_error(NotImplementedError, "getitem", "only one tensor index per indexing is supported", x)
-    n_real = sum(1 for ix in index if ix is not None and ix is not Ellipsis)
-    if sum(ix is Ellipsis for ix in index) > 1:
-        raise op_error(IndexError, "getitem", "an index can only have one ellipsis", x)
-    if n_real > x.ndim:
-        raise op_error(IndexError, "getitem", f"too many indices ({n_real}) for a {x.ndim}-d tensor", x)
+    index = [_as_index(x, ix, op) for ix in index]
     # identity tests only: ``in`` / ``.index`` would compare a tensor index with ``==`` (an op)
+    if sum(ix is Ellipsis for ix in index) > 1:
+        raise op_error(IndexError, op, "an index can only have one ellipsis", x)
+    used = sum(ix.ndim if isinstance(ix, np.ndarray) else 1 for ix in index if ix is not None and ix is not Ellipsis)
+    if used > x.ndim:
+        raise op_error(IndexError, op, f"too many indices ({used}) for a {x.ndim}-d tensor", x)
     ell = [k for k, ix in enumerate(index) if ix is Ellipsis]
-    if ell:
-        e = ell[0]
-        index = index[:e] + (slice(None),) * (x.ndim - n_real) + index[e + 1:]
-    else:
-        index = index + (slice(None),) * (x.ndim - n_real)
-    view, dim, out_shape, tensor_at = x.layout, 0, [], None
+    fill = [slice(None)] * (x.ndim - used)
+    index = index[:ell[0]] + fill + index[ell[0] + 1:] if ell else index + fill
+    out, dim = [], 0
+    for ix in index:
+        if isinstance(ix, np.ndarray):  # a static boolean mask over the next ix.ndim dims
+            covered = x.shape[dim:dim + ix.ndim]
+            if tuple(covered) != ix.shape:
+                raise op_error(IndexError, op, f"mask of shape {ix.shape} does not match dims {dim}.. of size "
+                               f"{shape_str(covered)}", x)
+            out.extend(x.graph.constant(nz.astype(np.int64), dt.int32) for nz in np.nonzero(ix))
+            dim += ix.ndim
+        else:
+            out.append(ix)
+            dim += ix is not None
+    return out
+
+
+def getitem(x: GraphTensor, index) -> GraphTensor:
+    """``x[index]`` with torch's semantics: ints, slices, None, Ellipsis (views), and advanced indices:
+    integer tensors, Python lists and numpy arrays of ints, and boolean masks whose values are known
+    at build time (lists, numpy arrays, constants). Several index tensors broadcast together; the
+    result's indexed dims stand where the first of them stood when they are adjacent, else first (as
+    torch, which takes ints as plain selections, not as advanced indices)."""
+    index = _normalize_index(x, index, "getitem")
+    view, dim, out_shape, adv = x.layout, 0, [], []
     for ix in index:
         if ix is None:
             out_shape.append(1)
             continue
         n = view.shape[dim]
         if isinstance(ix, GraphTensor):
-            tensor_at = (len(out_shape), dim, ix)
+            _index("getitem", ix, input=x)
+            adv.append((len(out_shape), ix))
             out_shape.append(n)
         elif isinstance(ix, slice):
             start, count, step = _norm_slice(ix, n, x, dim)
@@ -96,16 +157,312 @@ def getitem(x: GraphTensor, index) -> GraphTensor:
         else:
             raise op_error(TypeError, "getitem", f"unsupported index {ix!r}", x)
         dim += 1
-    t = x._with_view(view)
-    t = t.reshape(tuple(out_shape))
-    if tensor_at is not None:
+    t = x._with_view(view).reshape(tuple(out_shape))
+    return _advanced(t, adv) if adv else t
 
-        pos, _, idx = tensor_at
-        _index("getitem", idx, input=x)
-        idx = _wrap_negative(idx, t.shape[pos])
-        flat = index_select(t, pos, idx.reshape(-1))
-        t = flat.reshape(t.shape[:pos] + idx.shape + t.shape[pos + 1:])
-    return t
+
+def _size(g, n):
+    return n if is_static(n) else g.constant(n)
+
+
+def _advanced(t: GraphTensor, adv) -> GraphTensor:
+    """``t`` indexed at dims ``adv`` ((dim, int tensor) pairs) by the broadcast index tensors: the
+    indexed dims are moved first and merged, the indices combined into one linear index, one Gather."""
+    positions = [p for p, _ in adv]
+    idxs = [cast(_wrap_negative(i, t.shape[p]), dt.int32) for p, i in adv]
+    bshape = broadcast_shapes("getitem", *idxs)
+    rest = [k for k in range(t.ndim) if k not in positions]
+    sizes = [t.shape[p] for p in positions]
+    lin, stride = None, 1
+    for i in reversed(range(len(idxs))):
+        term = idxs[i] if is_static(stride) and stride == 1 else mul(idxs[i], _size(t.graph, stride))
+        lin = term if lin is None else add(lin, term)
+        stride = stride * sizes[i]
+    rest_shape = tuple(t.shape[k] for k in rest)
+    flat = t.permute(*positions, *rest).reshape(stride, *rest_shape)
+    lin = lin.expand(*bshape) if lin.shape != bshape else lin
+    r = index_select(flat, 0, lin.reshape(-1)).reshape(*bshape, *rest_shape)
+    p = positions[0]
+    if positions == list(range(p, p + len(positions))) and p > 0:
+        nb = len(bshape)
+        r = r.permute(*range(nb, nb + p), *range(nb), *range(nb + p, r.ndim))
+    return r
+
+
+def _positions(x: GraphTensor, index, op: str) -> GraphTensor:
+    """The flat positions in ``x`` that ``x[index]`` reads, in the shape of ``x[index]``."""
+    pos = x.graph.arange(x.numel()).reshape(x.shape)
+    with renamed(op):
+        return getitem(pos, index)
+
+
+def _runtime_mask(x: GraphTensor, index):
+    """The boolean mask tensor of ``x[mask]`` when its values are known only at run time, else None."""
+    if isinstance(index, tuple) and len(index) == 1:
+        index = index[0]
+    if isinstance(index, GraphTensor) and index.dtype.kind == "b" and _constant_array(index) is None:
+        return index
+    return None
+
+
+def _basic_region(x: GraphTensor, index):
+    """For an index of ints, None, Ellipsis and step-1 slices: ((start, count) per dim of x, the
+    shape of x[index]); else None."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    if not all(ix is None or ix is Ellipsis or (isinstance(ix, int) and not isinstance(ix, bool))
+               or (isinstance(ix, slice) and ix.step in (None, 1)) for ix in index):
+        return None
+    index = _normalize_index(x, index, "setitem")
+    region, dim = [], 0
+    for ix in index:
+        if ix is None:
+            continue
+        n = x.shape[dim]
+        if isinstance(ix, slice):
+            start, count, _ = _norm_slice(ix, n, x, dim)
+        else:
+            if is_static(n) and not -n <= ix < n:
+                raise op_error(IndexError, "setitem", f"index {ix} is out of range for dim {dim} of size {n}", x)
+            start, count = (n + ix if ix < 0 else ix), 1
+        region.append((start, count))
+        dim += 1
+    return region
+
+
+def _value(x: GraphTensor, value, op: str) -> GraphTensor:
+    if isinstance(value, GraphTensor):
+        check_tensors(op, input=x, values=value)
+        return cast(value, x.dtype)
+    if isinstance(value, (list, np.ndarray)):
+        return x.graph.constant(np.asarray(value), x.dtype)
+    return x.graph.constant(check_number(op, "value", value, x), x.dtype)
+
+
+def _assign(x: GraphTensor, index, value, accumulate: bool, op: str) -> GraphTensor:
+    """A new tensor: ``x`` with ``x[index]`` set to (or, accumulating, increased by) ``value``."""
+    v = _value(x, value, op)
+    mask = _runtime_mask(x, index)
+    if mask is not None:  # x[mask] = v: v broadcasts over the selected rows, (count, *rest)
+        k = mask.ndim
+        if mask.shape != x.shape[:k]:
+            raise op_error(IndexError, op, f"mask {shape_str(mask.shape)} does not match the leading dims of "
+                           f"{shape_str(x.shape)}", x, mask)
+        rest = x.ndim - k
+        if v.ndim == rest + 1 and is_static(v.shape[0]) and v.shape[0] == 1:
+            v = v.reshape(v.shape[1:])
+        if v.ndim > rest:
+            raise op_error(ValueError, op, f"value {shape_str(v.shape)} must broadcast to every selected element "
+                           f"{shape_str(x.shape[k:])} (the number selected is known only at run time)", x, v)
+        m = mask.reshape(mask.shape + (1,) * rest)
+        if accumulate:
+            return add(x, where(m, v, x.graph.constant(0, x.dtype)))
+        return where(m, v, x)
+    region = None if accumulate else _basic_region(x, index)
+    if region is not None:  # a box: pad the value and a mask into place (views), one where
+        target = getitem(x, index).shape
+        v = v.expand(*broadcast_shapes(op, v, shapes=[v.shape, target])) if v.shape != target else v
+        if v.shape != target:
+            raise op_error(ValueError, op, f"value {shape_str(v.shape)} cannot broadcast to the indexed "
+                           f"{shape_str(target)}", x, v)
+        box = tuple(c for _, c in region)
+        pads = [a for (s, c), n in zip(reversed(region), reversed(x.shape)) for a in (s, n - s - c)]
+        vals = v.reshape(box).pad(pads, 0)
+        m = x.graph.constant(True).reshape((1,) * len(box)).expand(*box).pad(pads, False) if box else \
+            x.graph.constant(True)
+        return where(m, vals, x)
+    pos = _positions(x, index, op)
+    if broadcast_shapes(op, v, pos, shapes=[v.shape, pos.shape]) != pos.shape:
+        raise op_error(ValueError, op, f"value {shape_str(v.shape)} cannot broadcast to the indexed "
+                       f"{shape_str(pos.shape)}", x, v)
+    pf = pos.reshape(-1)
+    vf = v.expand(*pos.shape).reshape(-1)
+    flat = x.reshape(-1)
+    out = scatter_add(flat, 0, pf, vf) if accumulate else _overwrite(flat, 0, pf, vf)
+    return out.reshape(x.shape)
+
+
+def _overwrite(x: GraphTensor, d: int, index: GraphTensor, src: GraphTensor) -> GraphTensor:
+    """``x`` with ``src`` written at ``index`` along ``d``. Positions written more than once take the
+    mean of their values (torch leaves the pick unspecified): so writing one value through a repeated
+    index (``x[[0, 0]] = 1``) writes exactly it, where a sum would double it."""
+    g = x.graph
+    hits = scatter_add(g.constant(0, dt.int32).expand(*x.shape), d, index,
+                       g.constant(1, dt.int32).expand(*index.shape))
+    total = scatter_add(g.constant(0, x.dtype).expand(*x.shape), d, index, src)
+    if x.dtype.kind == "f":
+        total = div(total, cast(maximum(hits, 1), x.dtype))
+    elif x.dtype.kind == "i":
+        total = div(total, maximum(hits, 1), rounding_mode="floor")
+    return where(gt(hits, 0), total, x)
+
+
+def setitem(x: GraphTensor, index, value) -> None:
+    """``x[index] = value``. A GraphTensor is a lazy handle, not storage: the assignment builds the
+    new value (``index_put`` semantics, or ``masked_fill``'s for a boolean mask tensor) and rebinds
+    the handle ``x`` to it. Other handles are not changed: a view taken before (``y = x[0]``) keeps
+    the old values, and ``x`` no longer names an input it was (gradients with respect to the old
+    value need a handle kept before). ``value`` is cast to ``x``'s dtype; a position named twice
+    by the index gets the mean of its values (torch leaves the pick unspecified)."""
+    new = _assign(x, index, value, False, "setitem")
+    x.node, x.layout = new.node, new.layout
+
+
+@tensor_op("index_put")
+def index_put(input: GraphTensor, indices, values, accumulate: bool = False) -> GraphTensor:  # noqa: A002
+    """torch.index_put: ``input`` with ``input[indices]`` set to ``values`` (out of place).
+
+    Args:
+        input: the tensor.
+        indices: a tuple of index tensors (integer, or a boolean mask), one per leading dim; None
+            entries take the whole dim.
+        values: a tensor (or number) broadcast to the shape of ``input[indices]``.
+        accumulate: add ``values`` instead of writing them (duplicate positions add up).
+    """
+    if not isinstance(indices, (tuple, list)):
+        raise op_error(TypeError, "index_put", f"indices must be a tuple of tensors, got {type(indices).__name__}",
+                       input)
+    index = tuple(slice(None) if i is None else i for i in indices)
+    return _assign(input, index, values, accumulate, "index_put")
+
+
+def _along(op: str, x: GraphTensor, dim: int, index: GraphTensor, source: GraphTensor):
+    """(dim, index expanded to ``source``'s shape) for index_add / index_copy."""
+    _index(op, index, input=x)
+    check_tensors(op, input=x, source=source)
+    d = x._axis(dim, op)
+    if index.ndim > 1:
+        raise op_error(ValueError, op, f"index must be 0-d or 1-d, got {index.ndim}-d", index)
+    if x.ndim == 0:
+        x, source = x.reshape(1), source.reshape(1) if source.ndim == 0 else source
+    index = index.reshape(-1)
+    if source.ndim == 0:
+        source = source.reshape(1)
+    want = x.shape[:d] + index.shape + x.shape[d + 1:]
+    if source.shape != want:
+        raise op_error(ValueError, op, f"source must have shape {shape_str(want)} (index {shape_str(index.shape)} "
+                       f"along dim {d}), got {shape_str(source.shape)}", x, index, source)
+    ix = index.reshape(tuple(index.shape[0] if k == d else 1 for k in range(x.ndim))).expand(*want)
+    return x, d, ix, cast(source, x.dtype)
+
+
+@tensor_op("index_add")
+def index_add(input: GraphTensor, dim: int, index: GraphTensor, source: GraphTensor, *, alpha=1) -> GraphTensor:  # noqa: A002
+    """torch.index_add: ``out = input``; ``out[..., index[i], ...] += alpha * source[..., i, ...]``.
+
+    Args:
+        input: the tensor.
+        dim: the dim ``index`` indexes.
+        index: a 1-d integer tensor, one entry per element of ``source`` along ``dim``.
+        source: the values, shaped as ``input`` except ``len(index)`` along ``dim``.
+        alpha: the scale of ``source``.
+    """
+    x, d, ix, src = _along("index_add", input, dim, index, source)
+    if alpha != 1:
+        src = mul(src, check_number("index_add", "alpha", alpha, input))
+    return scatter_add(x, d, ix, src).reshape(input.shape)
+
+
+@tensor_op("index_copy")
+def index_copy(input: GraphTensor, dim: int, index: GraphTensor, source: GraphTensor) -> GraphTensor:  # noqa: A002
+    """torch.index_copy: ``input`` with ``out[..., index[i], ...] = source[..., i, ...]`` (a position
+    named twice gets the mean of its values; torch leaves it unspecified).
+
+    Args:
+        input: the tensor.
+        dim: the dim ``index`` indexes.
+        index: a 1-d integer tensor, one entry per element of ``source`` along ``dim``.
+        source: the values, shaped as ``input`` except ``len(index)`` along ``dim``.
+    """
+    x, d, ix, src = _along("index_copy", input, dim, index, source)
+    return _overwrite(x, d, ix, src).reshape(input.shape)
+
+
+_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+@tensor_op("scatter_reduce")
+def scatter_reduce(input: GraphTensor, dim: int, index: GraphTensor, src: GraphTensor, reduce: str, *,  # noqa: A002
+                   include_self: bool = True) -> GraphTensor:
+    """torch.scatter_reduce: ``input`` with each ``src[i]`` reduced into position
+    ``i with i[dim] := index[i]``.
+
+    Args:
+        input: the tensor.
+        dim: the dim ``index`` indexes.
+        index: an integer tensor with ``input``'s number of dims (sizes at most ``input``'s off
+            ``dim``, and at most ``src``'s).
+        src: the values.
+        reduce: ``"sum"``, ``"prod"``, ``"mean"``, ``"amax"`` or ``"amin"``.
+        include_self: whether ``input``'s own values take part at the positions written to
+            (positions nothing is scattered to keep ``input``'s value either way).
+
+    ``sum`` and ``mean`` are ScatterAdds; ``prod``, ``amax`` and ``amin`` compare every index with
+    every position along ``dim`` (a dense ``(n, len)`` one-hot per row), so they suit moderate sizes.
+    """
+    x = input
+    if reduce not in _REDUCES:
+        raise op_error(ValueError, "scatter_reduce", f"reduce must be one of {_REDUCES}, got {reduce!r}", x)
+    _index("scatter_reduce", index, input=x)
+    check_tensors("scatter_reduce", input=x, src=src)
+    if x.ndim == 0:
+        return scatter_reduce(x.reshape(1), 0, index.reshape(1), src.reshape(1), reduce,
+                              include_self=include_self).reshape(())
+    d = x._axis(dim, "scatter_reduce")
+    src = cast(src, x.dtype)
+    if index.ndim != x.ndim or src.ndim != x.ndim:
+        raise op_error(ValueError, "scatter_reduce", "input, index and src must have the same number of dims",
+                       x, index, src)
+    g = x.graph
+    zero, one = g.constant(0, x.dtype), g.constant(1, x.dtype)
+    ones_i = g.constant(1, dt.int32).expand(*index.shape)
+    hits = scatter_add(g.constant(0, dt.int32).expand(*x.shape), d, index, ones_i)
+    hit = gt(hits, 0)
+    if reduce in ("sum", "mean"):
+        base = x if include_self else where(hit, zero, x)
+        total = scatter_add(base, d, index, src)
+        if reduce == "sum":
+            return total
+        count = add(hits, 1) if include_self else hits
+        count = where(hit, count, 1)
+        if x.dtype.is_float:
+            return where(hit, div(total, cast(count, x.dtype)), x)
+        return where(hit, div(total, count, rounding_mode="floor"), x)
+    # dense: positions (n) x index entries (m) along dim
+    if not is_static(x.shape[d]):
+        raise op_error(ValueError, "scatter_reduce", f"reduce={reduce!r} needs a static dim {d}, got {x.shape[d]}", x)
+    n = x.shape[d]
+    if src.shape != index.shape:
+        src = src[tuple(slice(0, k) for k in index.shape)]
+    ishape = index.shape
+    cells = ishape[:d] + (n,) + ishape[d:]
+    pos = g.arange(n).reshape((1,) * d + (n, 1) + (1,) * (x.ndim - d - 1))
+    onehot = eq(cast(_wrap_negative(index, n), dt.int32).unsqueeze(d), pos)
+    vals = src.unsqueeze(d).expand(*cells)
+    if reduce == "prod":
+        red = prod_(where(onehot, vals, one), d + 1)
+    else:
+        big = _extreme(x.dtype, reduce == "amin")
+        red = where(onehot, vals, g.constant(big, x.dtype))
+        red = amax(red, d + 1) if reduce == "amax" else amin(red, d + 1)
+    off = [(k, x.shape[k] - ishape[k]) for k in range(x.ndim) if k != d and x.shape[k] != ishape[k]]
+    if off:
+        pads = [0] * (2 * x.ndim)
+        for k, extra in off:
+            pads[2 * (x.ndim - 1 - k) + 1] = extra
+        red = red.pad(pads, 1 if reduce == "prod" else 0)
+    if include_self:
+        red = mul(red, x) if reduce == "prod" else maximum(red, x) if reduce == "amax" else minimum(red, x)
+    return where(hit, red, x)
+
+
+def _extreme(d, lowest_first: bool):
+    """The value no element exceeds (``lowest_first``: none is below) in dtype ``d``."""
+    if d.is_float:
+        return math.inf if lowest_first else -math.inf
+    if d.kind == "b":
+        return lowest_first
+    return 2**31 - 1 if lowest_first else -2**31
 
 
 def _wrap_negative(idx: GraphTensor, n) -> GraphTensor:
@@ -140,10 +497,18 @@ def gather(x: GraphTensor, dim: int, index: GraphTensor) -> GraphTensor:
     return prim("Gather", src, cast(index, dt.int32), arg=d, shape=index.shape)
 
 
-def take_along_dim(x: GraphTensor, indices: GraphTensor, dim: int) -> GraphTensor:
+def take_along_dim(x: GraphTensor, indices: GraphTensor, dim: int | None = None) -> GraphTensor:
     """torch.take_along_dim: like gather, with the other dims broadcast and negative indices
-    counted from the end (torch's gather rejects them)."""
+    counted from the end (torch's gather rejects them).
+
+    Args:
+        x: the tensor.
+        indices: an integer tensor.
+        dim: the dim to take along; None: both ``x`` and ``indices`` are flattened first.
+    """
     indices = _index("take_along_dim", indices, input=x)
+    if dim is None:
+        return take_along_dim(x.reshape(-1), indices.reshape(-1), 0)
     d = x._axis(dim, "take_along_dim")
     if indices.ndim != x.ndim:
         raise op_error(ValueError, "take_along_dim", "input and indices must have the same number of dims", x, indices)

@@ -1,6 +1,8 @@
 """Pooling: pad (with -inf for max), ``unfold`` windows on each spatial dim (views), then amax / mean.
 
 Output sizes, ``ceil_mode`` and AvgPool's divisors (``count_include_pad``) follow torch's formulas.
+MaxPool with ``return_indices=True`` also returns torch's indices (int32): each maximum's flat
+position within its spatial plane.
 Adaptive average pooling is a matmul with a constant averaging matrix per spatial dim.
 """
 
@@ -11,7 +13,7 @@ import math
 import numpy as np
 
 from luminal.core.errors import check_int
-from luminal.core.symbolic import is_static
+from luminal.core.symbolic import is_static, prod
 from luminal.frontend.ops.elementwise import _opmath
 from luminal.nn.layers._util import bad_input, check_float, layer_forward, layer_name, ntuple
 from luminal.nn.module import Module
@@ -82,8 +84,6 @@ class _MaxPoolNd(_PoolNd):
                  ceil_mode: bool = False):
         super().__init__()
         nd, name = self._nd, type(self).__name__
-        if return_indices:
-            raise NotImplementedError(f"{name}: return_indices=True is not supported")
         self.kernel_size = ntuple(kernel_size, nd, f"{name}: kernel_size", 1)
         self.stride = ntuple(stride if stride is not None else kernel_size, nd, f"{name}: stride", 1)
         self.padding = ntuple(padding, nd, f"{name}: padding", 0)
@@ -100,9 +100,31 @@ class _MaxPoolNd(_PoolNd):
         # axes (a 2-long inner loop each way, forward and backward: numpy takes ~4x the chain's time).
         # The chain shares a tie's gradient per axis, not among all tied elements as ``amax`` over
         # several axes does; torch's max_pool gives it all to one element, so neither is torch's at ties.
+        windows = w
         for a in sorted(axes, reverse=True):
             w = w.amax(a)
-        return w
+        if not self.return_indices:
+            return w
+        return w, self._indices(x, windows, axes, name)
+
+    def _indices(self, x, windows, axes, name):
+        """torch's indices: each maximum's flat position in its (H * W) plane, the first maximum of a
+        window in window order. The same windows are taken of the positions ``arange(H * W)``
+        (padding reads -1, never a maximum's position), and the argmax of each flattened value
+        window picks one."""
+        nd = self._nd
+        spatial = x.shape[x.ndim - nd:]
+        pos = x.graph.arange(prod(spatial)).reshape(spatial)
+        pw, _, paxes = _windows(pos, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                                -1, name)
+
+        def flat(t, ax):
+            kept = [i for i in range(t.ndim) if i not in ax]
+            return t.permute(*kept, *ax).reshape(*(t.shape[i] for i in kept), -1)
+
+        values, positions = flat(windows, axes), flat(pw, paxes)
+        best = values.argmax(-1, keepdim=True)
+        return positions.expand(*values.shape).gather(-1, best).squeeze(-1)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "

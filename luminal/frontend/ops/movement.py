@@ -1,0 +1,289 @@
+"""Shape and layout ops with torch's names: flip, roll, narrow, select, unbind, movedim,
+repeat_interleave, diagonal, diag, trace, meshgrid.
+
+All are views where a view can express them (flip, narrow, select, unbind, movedim, diagonal);
+roll is two slices joined by ``cat``, ``repeat_interleave`` with a tensor of repeats is a Gather.
+"""
+
+from __future__ import annotations
+
+from luminal.core import dtype as dt
+from luminal.core.errors import check_int, op_error
+from luminal.core.symbolic import is_static
+from luminal.frontend.checks import check_tensors, tensor_op
+from luminal.frontend.ops.combine import _sequence, cat
+from luminal.frontend.ops.core import cast, require
+from luminal.frontend.ops.elementwise import eq, le, sub, where
+from luminal.frontend.ops.indexing import index_select
+from luminal.frontend.ops.reduce import cumsum
+from luminal.frontend.ops.reduce import sum as sum_
+from luminal.frontend.tensor import GraphTensor
+
+
+@tensor_op("flip")
+def flip(input: GraphTensor, dims) -> GraphTensor:  # noqa: A002 - torch's name
+    """torch.flip: reverse the order of elements along each dim in ``dims`` (a view).
+
+    Args:
+        input: the tensor.
+        dims: an int or a sequence of ints, the dims to reverse.
+    """
+    return input.flip(dims=dims)
+
+
+def _dim_list(v) -> tuple:
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,)
+
+
+@tensor_op("roll")
+def roll(input: GraphTensor, shifts, dims=None) -> GraphTensor:  # noqa: A002
+    """torch.roll: shift the elements along ``dims`` by ``shifts``, wrapping around.
+
+    Args:
+        input: the tensor.
+        shifts: an int or a sequence of ints, one per dim in ``dims``.
+        dims: an int, a sequence of ints, or None: roll the flattened tensor and restore its shape.
+    """
+    x = input
+    if dims is None:
+        if isinstance(shifts, (tuple, list)) and len(shifts) != 1:
+            raise op_error(ValueError, "roll", f"with dims=None shifts must be one int, got {shifts}", x)
+        return roll(x.reshape(-1), shifts, 0).reshape(x.shape) if x.ndim else x
+    shifts, dims = _dim_list(shifts), _dim_list(dims)
+    if len(shifts) != len(dims):
+        raise op_error(ValueError, "roll", f"shifts {shifts} and dims {dims} differ in length", x)
+    for s, d in zip(shifts, dims):
+        s = check_int("roll", "shifts", s)
+        d = x._axis(d, "roll", scalar=False)
+        n = x.shape[d]
+        require("roll", is_static(n), f"dim {d} must be static, got {n}", x, kind=ValueError)
+        if n == 0 or s % n == 0:
+            continue
+        s %= n
+        x = cat([x._slice_dim(d, n - s, s, 1), x._slice_dim(d, 0, n - s, 1)], d)
+    return x
+
+
+@tensor_op("narrow")
+def narrow(input: GraphTensor, dim: int, start: int, length: int) -> GraphTensor:  # noqa: A002
+    """torch.narrow: the view ``input[..., start:start + length, ...]`` along ``dim``.
+
+    Args:
+        input: the tensor.
+        dim: the dim to narrow.
+        start: the first index (negative counts from the end).
+        length: how many elements to keep.
+    """
+    x = input
+    d = x._axis(dim, "narrow", scalar=False)
+    n = x.shape[d]
+    start, length = check_int("narrow", "start", start), check_int("narrow", "length", length, 0)
+    if start < 0:
+        require("narrow", is_static(n), f"a negative start needs a static dim, dim {d} is {n}", x, kind=ValueError)
+        start += n
+    if start < 0 or (is_static(n) and start + length > n):
+        raise op_error(IndexError, "narrow", f"start {start} + length {length} exceeds dim {d} of size {n}", x)
+    return x._slice_dim(d, start, length, 1)
+
+
+@tensor_op("select")
+def select(input: GraphTensor, dim: int, index: int) -> GraphTensor:  # noqa: A002
+    """torch.select: the view at ``index`` along ``dim``, with that dim removed.
+
+    Args:
+        input: the tensor.
+        dim: the dim to index.
+        index: the position (negative counts from the end).
+    """
+    x = input
+    d = x._axis(dim, "select", scalar=False)
+    index = check_int("select", "index", index)
+    return x[(slice(None),) * d + (index,)]
+
+
+@tensor_op("unbind")
+def unbind(input: GraphTensor, dim: int = 0) -> tuple[GraphTensor, ...]:  # noqa: A002
+    """torch.unbind: the slices along ``dim``, each with that dim removed (views).
+
+    Args:
+        input: the tensor.
+        dim: the dim to split (its size must be static).
+    """
+    x = input
+    d = x._axis(dim, "unbind", scalar=False)
+    n = x.shape[d]
+    require("unbind", is_static(n), f"dim {d} must be static, got {n}", x, kind=ValueError)
+    return tuple(select(x, d, i) for i in range(n))
+
+
+@tensor_op("movedim")
+def movedim(input: GraphTensor, source, destination) -> GraphTensor:  # noqa: A002
+    """torch.movedim: move the dims ``source`` to the positions ``destination``; the others keep
+    their order (a view).
+
+    Args:
+        input: the tensor.
+        source: an int or a sequence of ints.
+        destination: an int or a sequence of ints, as long as ``source``.
+    """
+    x = input
+    src, dst = _dim_list(source), _dim_list(destination)
+    if len(src) != len(dst):
+        raise op_error(ValueError, "movedim", f"source {src} and destination {dst} differ in length", x)
+    src = [x._axis(s, "movedim") for s in src]
+    dst = [x._axis(s, "movedim") for s in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise op_error(ValueError, "movedim", f"repeated dim in source {src} or destination {dst}", x)
+    if x.ndim == 0:
+        return x
+    order = [None] * x.ndim
+    for s, t in zip(src, dst):
+        order[t] = s
+    rest = iter(i for i in range(x.ndim) if i not in src)
+    order = [o if o is not None else next(rest) for o in order]
+    return x.permute(*order)
+
+
+moveaxis = movedim
+
+
+@tensor_op("repeat_interleave")
+def repeat_interleave(input: GraphTensor, repeats, dim=None, *, output_size=None) -> GraphTensor:  # noqa: A002
+    """torch.repeat_interleave: repeat each element ``repeats`` times along ``dim``.
+
+    Args:
+        input: the tensor.
+        repeats: an int (a view: broadcast and reshape), or an integer tensor of one count per
+            element along ``dim`` (or one count for all). A tensor's counts are known only at run
+            time, so the output length must be given as ``output_size`` (torch's argument).
+        dim: the dim to repeat along; None repeats the flattened tensor.
+        output_size: the total output length along ``dim`` (needed with a tensor of repeats).
+    """
+    x = input
+    if dim is None:
+        x, dim = x.reshape(-1), 0
+    d = x._axis(dim, "repeat_interleave", scalar=False) if x.ndim else 0
+    if x.ndim == 0:
+        x = x.reshape(1)
+    if not isinstance(repeats, GraphTensor):
+        r = check_int("repeat_interleave", "repeats", repeats, 0)
+        out = x.unsqueeze(d + 1).expand(*x.shape[:d + 1], r, *x.shape[d + 1:])
+        return out.reshape(*x.shape[:d], x.shape[d] * r, *x.shape[d + 1:])
+    check_tensors("repeat_interleave", input=x, repeats=repeats)
+    require("repeat_interleave", repeats.dtype.kind == "i", f"repeats must be an integer tensor, got "
+            f"{repeats.dtype.name}", repeats)
+    if repeats.ndim > 1:
+        raise op_error(ValueError, "repeat_interleave", "repeats must be 0-d or 1-d", repeats)
+    if output_size is None:
+        raise op_error(ValueError, "repeat_interleave", "with a tensor of repeats the output length is known "
+                       "only at run time: pass output_size=", x, repeats)
+    output_size = check_int("repeat_interleave", "output_size", output_size, 0)
+    n = x.shape[d]
+    if repeats.ndim == 0 or (is_static(repeats.shape[0]) and repeats.shape[0] == 1 and n != 1):
+        repeats = repeats.reshape(1).expand(n)
+    if repeats.shape[0] != n:
+        raise op_error(ValueError, "repeat_interleave", f"repeats has {repeats.shape[0]} counts for dim {d} "
+                       f"of size {n}", x, repeats)
+    ends = cumsum(cast(repeats, dt.int32), 0)  # element i fills [ends[i] - repeats[i], ends[i])
+    pos = x.graph.arange(output_size)
+    # the source of output position j: how many elements end at or before j
+    src = sum_(cast(le(ends.unsqueeze(0), pos.unsqueeze(1)), dt.int32), 1)
+    return index_select(x, d, src)
+
+
+@tensor_op("diagonal")
+def diagonal(input: GraphTensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> GraphTensor:  # noqa: A002
+    """torch.diagonal: the elements ``input[..., i, ..., i + offset, ...]`` of dims ``dim1``/``dim2``,
+    as a new last dim (those two dims removed).
+
+    Args:
+        input: the tensor (at least 2-d).
+        offset: which diagonal: 0 the main one, > 0 above it, < 0 below it.
+        dim1: the first dim of the 2-d sub-arrays.
+        dim2: the second dim.
+    """
+    x = input
+    if x.ndim < 2:
+        raise op_error(ValueError, "diagonal", f"needs at least 2 dims, got {x.ndim}", x)
+    a, b = x._axis(dim1, "diagonal"), x._axis(dim2, "diagonal")
+    if a == b:
+        raise op_error(ValueError, "diagonal", f"dim1 and dim2 are the same dim ({a})", x)
+    offset = check_int("diagonal", "offset", offset)
+    n, m = x.shape[a], x.shape[b]
+    require("diagonal", is_static(n) and is_static(m), f"dims {a} and {b} must be static, got {n} and {m}",
+            x, kind=ValueError)
+    t = movedim(x, (a, b), (-2, -1))
+    lead = t.shape[:-2]
+    length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+    if length == 0:
+        return t.reshape(*lead, n * m)._slice_dim(len(lead), 0, 0, 1)
+    start = offset if offset >= 0 else -offset * m
+    flat = t.reshape(*lead, n * m)  # element (i, i + offset) is at start + i * (m + 1)
+    return flat._slice_dim(len(lead), start, length, m + 1)
+
+
+@tensor_op("diag")
+def diag(input: GraphTensor, diagonal: int = 0) -> GraphTensor:  # noqa: A002
+    """torch.diag: a 1-d input becomes the square matrix with it on diagonal ``diagonal`` (zeros
+    elsewhere); a 2-d input gives its diagonal ``diagonal``.
+
+    Args:
+        input: a 1-d or 2-d tensor.
+        diagonal: which diagonal: 0 the main one, > 0 above it, < 0 below it.
+    """
+    x = input
+    k = check_int("diag", "diagonal", diagonal)
+    if x.ndim == 2:
+        return globals()["diagonal"](x, k)
+    if x.ndim != 1:
+        raise op_error(ValueError, "diag", f"needs a 1-d or 2-d tensor, got {x.ndim}-d", x)
+    n = x.shape[0]
+    require("diag", is_static(n), f"the length must be static, got {n}", x, kind=ValueError)
+    size = n + abs(k)
+    g = x.graph
+    r, c = g.arange(size).reshape(size, 1), g.arange(size).reshape(1, size)
+    # M[r, c] = x[r] on c - r = k >= 0 (x[c] for k < 0): x padded to ``size`` along that axis
+    if k >= 0:
+        vals = x.pad([0, k]).reshape(size, 1).expand(size, size)
+    else:
+        vals = x.pad([0, -k]).reshape(1, size).expand(size, size)
+    return where(eq(sub(c, r), k), vals, g.constant(0, x.dtype))
+
+
+@tensor_op("trace")
+def trace(input: GraphTensor) -> GraphTensor:  # noqa: A002
+    """torch.trace: the sum of the main diagonal of a 2-d tensor (int32 for integer inputs).
+
+    Args:
+        input: a 2-d tensor.
+    """
+    if input.ndim != 2:
+        raise op_error(ValueError, "trace", f"needs a 2-d tensor, got {input.ndim}-d", input)
+    return sum_(diagonal(input))
+
+
+def meshgrid(*tensors, indexing: str = "ij") -> tuple[GraphTensor, ...]:
+    """torch.meshgrid: coordinate grids from 1-d (or 0-d) tensors (broadcast views).
+
+    Args:
+        tensors: the tensors, or one sequence of them.
+        indexing: ``"ij"`` (matrix: output dim i follows tensor i) or ``"xy"`` (Cartesian: the first
+            two dims swapped).
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        tensors = tuple(tensors[0])
+    ts = _sequence("meshgrid", tensors)
+    if indexing not in ("ij", "xy"):
+        raise op_error(ValueError, "meshgrid", f"indexing must be 'ij' or 'xy', got {indexing!r}", *ts)
+    for t in ts:
+        if t.ndim > 1:
+            raise op_error(ValueError, "meshgrid", f"expects 0-d or 1-d tensors, got {t.ndim}-d", t)
+    ts = [t.reshape(-1) if t.ndim == 0 else t for t in ts]
+    swap = indexing == "xy" and len(ts) >= 2
+    order = [ts[1], ts[0], *ts[2:]] if swap else ts
+    shape = tuple(t.shape[0] for t in order)
+    out = []
+    for i, t in enumerate(ts):
+        k = {0: 1, 1: 0}.get(i, i) if swap else i
+        out.append(t.reshape(tuple(shape[j] if j == k else 1 for j in range(len(shape)))).expand(*shape))
+    return tuple(out)
