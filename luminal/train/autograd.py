@@ -8,7 +8,8 @@ differentiates without a rule of its own.
 Some edges carry no gradient: comparisons (``LessThan``), a ``Where``'s condition, indices of
 ``Gather``/``ScatterAdd``, casts to int/bool, ``detach()`` (a ``Copy`` with arg ``"detach"``, which
 rounding ops use) and everything of int or bool dtype. Asking for the gradient of something the loss
-reaches only through such edges is an error naming where the gradient stops, not silent zeros.
+reaches only through such edges is an error naming where the gradient stops, not silent zeros (with
+``allow_unused=True`` it is zeros, as torch's).
 
 Where a composition's gradient at an edge value differs from torch's, the composition is rewritten
 (never given a rule of its own): e.g. no ``where`` branch may compute an inf that its zero adjoint
@@ -145,8 +146,9 @@ def grad(loss: GraphTensor, wrt, grad_output: GraphTensor | None = None, allow_u
     ``loss`` must be a float scalar unless ``grad_output`` (same shape) seeds the backward pass.
     Tensors in ``wrt`` must be whole nodes (not views of one), as with torch's leaves. A returned
     gradient has the shape and dtype of what it is for (a ``grad_output`` of another dtype is cast to
-    the loss's, as torch does). Unused ``wrt`` entries are an error unless ``allow_unused`` (then their
-    gradient is zeros).
+    the loss's, as torch does). Unused ``wrt`` entries, and entries the loss reaches only through
+    edges without a gradient (comparisons, rounding, int casts, ``detach()``), are an error unless
+    ``allow_unused`` (then their gradient is zeros, as torch's).
 
     The graph builds each distinct expression once, so a ``wrt`` tensor stands for every copy of its
     expression: with ``a = x.exp()`` and ``b = x.exp()`` built separately, the gradient with respect
@@ -172,7 +174,7 @@ def grad(loss: GraphTensor, wrt, grad_output: GraphTensor | None = None, allow_u
             if not allow_unused:
                 raise op_error(ValueError, "grad", f"{_describe(t)} is not used to compute the loss "
                                f"(pass allow_unused=True to get zeros)", loss)
-        elif n.id not in to_loss:
+        elif n.id not in to_loss and not allow_unused:
             _no_path_error(t, n, loss, graph, ancestors)
 
     seed = cast(grad_output, loss.dtype) if grad_output is not None else full_like(loss, 1.0)  # torch's dtype rule

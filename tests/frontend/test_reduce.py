@@ -30,13 +30,13 @@ def _tprod(t, axis, keepdim):  # torch.prod takes one dim at a time
 REDUCTIONS = {
     "sum": (lambda x, a, k: x.sum(a, keepdim=k), lambda t, a, k: t.sum(_axes(t, a), keepdim=k)),
     "mean": (lambda x, a, k: x.mean(a, keepdim=k), lambda t, a, k: t.mean(_axes(t, a), keepdim=k)),
-    "max": (lambda x, a, k: x.max(a, keepdim=k), lambda t, a, k: torch.amax(t, _axes(t, a), keepdim=k)),
-    "min": (lambda x, a, k: x.min(a, keepdim=k), lambda t, a, k: torch.amin(t, _axes(t, a), keepdim=k)),
+    "max": (lambda x, a, k: x.amax(a, keepdim=k), lambda t, a, k: torch.amax(t, _axes(t, a), keepdim=k)),
+    "min": (lambda x, a, k: x.amin(a, keepdim=k), lambda t, a, k: torch.amin(t, _axes(t, a), keepdim=k)),
     "amax": (lambda x, a, k: lm.amax(x, a, k), lambda t, a, k: torch.amax(t, _axes(t, a), keepdim=k)),
     "prod": (lambda x, a, k: x.prod(a, keepdim=k), _tprod),
     "var0": (lambda x, a, k: x.var(a, keepdim=k, correction=0),
              lambda t, a, k: t.var(_axes(t, a), keepdim=k, correction=0)),
-    "var1": (lambda x, a, k: lm.var(x, a, k), lambda t, a, k: t.var(_axes(t, a), keepdim=k)),
+    "var1": (lambda x, a, k: lm.var(x, a, keepdim=k), lambda t, a, k: t.var(_axes(t, a), keepdim=k)),
     "var_unbiased0": (lambda x, a, k: x.var(a, keepdim=k, unbiased=False),
                       lambda t, a, k: t.var(_axes(t, a), keepdim=k, unbiased=False)),
     "std1": (lambda x, a, k: x.std(a, keepdim=k), lambda t, a, k: t.std(_axes(t, a), keepdim=k)),
@@ -128,8 +128,8 @@ def test_extreme_over_several_axes_shares_gradient_among_all_ties(fn, axis, keep
 
 
 NAN_OPS = {
-    "max": (lambda x: x.max(1), lambda t: t.amax(1)),
-    "min": (lambda x: x.min((0, 1)), lambda t: t.amin((0, 1))),
+    "max": (lambda x: x.amax(1), lambda t: t.amax(1)),
+    "min": (lambda x: x.amin((0, 1)), lambda t: t.amin((0, 1))),
     "argmax": (lambda x: x.argmax(1), lambda t: t.argmax(1)),
     "argmin": (lambda x: x.argmin(0), lambda t: t.argmin(0)),
     "argmax_all": (lambda x: x.argmax(), lambda t: t.argmax()),
@@ -160,8 +160,8 @@ def test_infinities(name, backend):
     x[1, 2] = np.inf          # one +inf
     x[2, :2] = -np.inf        # some -inf
     x[3, 1] = x[3, 3] = np.inf
-    check(lambda x: getattr(x, name)(-1), [x], torch_op=lambda t: getattr(t, name if name not in ("max", "min")
-                                                                          else "a" + name)(-1), backend=backend)
+    name = name if name not in ("max", "min") else "a" + name  # (max(dim) with indices: test_api_math.py)
+    check(lambda x: getattr(x, name)(-1), [x], backend=backend)
 
 
 SOFTMAX_AXES = [None, 0, 1, -1, -3]
@@ -182,7 +182,7 @@ def test_softmax(fn, axis, backend):
 def test_float_dtypes(name, dtype, backend):
     # half types: luminal reduces in float32 and rounds once, like torch's CPU kernels
     x = rand((3, 6), dtype, low=0, high=1)
-    op = {"sum": lambda x: x.sum(-1), "mean": lambda x: x.mean(0), "max": lambda x: x.max(-1),
+    op = {"sum": lambda x: x.sum(-1), "mean": lambda x: x.mean(0), "max": lambda x: x.amax(-1),
           "softmax": lambda x: x.softmax(-1), "logsumexp": lambda x: x.logsumexp(1), "var": lambda x: x.var(1),
           "cumsum": lambda x: x.cumsum(1)}[name]
     top = {"max": lambda t: t.amax(-1)}.get(name, op)
@@ -277,7 +277,7 @@ def test_int32_extremes(backend):
     # min/argmin must not negate: -(-2**31) overflows in int32
     x = rand((3, 4), I32, low=-100, high=100)
     x[0, 1], x[1, 3], x[2, 0], x[2, 2] = -2**31, 2**31 - 1, -2**31, 2**31 - 1
-    ops = lambda x: (x.min(1), x.max(1), x.argmin(1), x.argmax(0), x.min(), lm.amin(x, 0, True))  # noqa: E731
+    ops = lambda x: (x.amin(1), x.amax(1), x.argmin(1), x.argmax(0), x.min(), lm.amin(x, 0, True))  # noqa: E731
     check(ops, [x], torch_op=lambda t: (t.amin(1), t.amax(1), t.argmin(1), t.argmax(0), t.amin(), t.amin(0, True)),
           backend=backend)
 

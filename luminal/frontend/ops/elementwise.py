@@ -387,28 +387,83 @@ def logical_xor(a, b) -> GraphTensor:
     return ne(_bool(a), _bool(b))
 
 
+def _int_bits(x: GraphTensor) -> GraphTensor:
+    """The 32 two's-complement bits of int32 ``x`` as float64 0/1 along a new last axis (bit k at
+    index k): ``q_k = floor(x / 2**k)`` is exact in float64 and ``bit_k = q_k - 2 q_(k+1)``. One
+    broadcast over a 33-wide axis, not 32 chains of nodes."""
+    g = x.graph
+    scale = g.constant(np.array([2.0 ** -k for k in range(33)]), dt.float64)
+    q = floor(mul(cast(x, dt.float64).unsqueeze(-1), scale))
+    n = x.ndim
+    return sub(q._slice_dim(n, 0, 32, 1), mul(q._slice_dim(n, 1, 32, 1), 2.0))
+
+
+_BIT_WEIGHTS = np.array([2.0 ** k for k in range(31)] + [-(2.0 ** 31)])  # two's complement
+
+
+def _int_and(a: GraphTensor, b: GraphTensor) -> GraphTensor:
+    """int32 ``a & b`` from bit decompositions (the primitives have no bitwise op): the sum over the
+    common bits of their two's-complement weights, exact in float64."""
+    both = mul(_int_bits(a), _int_bits(b))
+    w = a.graph.constant(_BIT_WEIGHTS, dt.float64)
+    s = prim("SumReduce", mul(both, w), arg=a.ndim, shape=a.shape)
+    return cast(s, dt.int32)
+
+
+def _bitwise_operands(op: str, a, b):
+    a, b = coerce(op, a, b)
+    require(op, a.dtype.kind in "bi", f"is defined for integer and bool tensors only, got {a.dtype.name}", a, b)
+    return a, b
+
+
 def bitwise_and(a, b) -> GraphTensor:
-    a, b = coerce("and", a, b)
-    require("and", a.dtype.kind == "b", "& is defined for bool tensors only", a)
-    return prim("Mul", a, b)
+    """``a & b``: logical and on bool tensors, bitwise on int32 (through a 32-bit decomposition)."""
+    a, b = _bitwise_operands("and", a, b)
+    return prim("Mul", a, b) if a.dtype.kind == "b" else _int_and(a, b)
 
 
 def bitwise_or(a, b) -> GraphTensor:
-    a, b = coerce("or", a, b)
-    require("or", a.dtype.kind == "b", "| is defined for bool tensors only", a)
-    return prim("Max", a, b)
+    """``a | b``: logical or on bool tensors; on int32 ``a + b - (a & b)`` (exact modulo 2**32)."""
+    a, b = _bitwise_operands("or", a, b)
+    return prim("Max", a, b) if a.dtype.kind == "b" else sub(add(a, b), _int_and(a, b))
 
 
 def bitwise_xor(a, b) -> GraphTensor:
-    a, b = coerce("xor", a, b)
-    require("xor", a.dtype.kind == "b", "^ is defined for bool tensors only", a)
-    return ne(a, b)
+    """``a ^ b``: logical xor on bool tensors; on int32 ``a + b - 2 (a & b)`` (exact modulo 2**32)."""
+    a, b = _bitwise_operands("xor", a, b)
+    return ne(a, b) if a.dtype.kind == "b" else sub(add(a, b), mul(_int_and(a, b), 2))
 
 
 @tensor_op("invert")
 def bitwise_not(x: GraphTensor) -> GraphTensor:
-    require("invert", x.dtype.kind == "b", "~ is defined for bool tensors only", x)
-    return logical_not(x)
+    """``~x``: logical not on bool tensors, ``-1 - x`` on int32."""
+    require("invert", x.dtype.kind in "bi", f"is defined for integer and bool tensors only, got {x.dtype.name}",
+            x)
+    return logical_not(x) if x.dtype.kind == "b" else sub(-1, x)
+
+
+def _shift_operands(op: str, a, b):
+    a, b = coerce(op, a, b)
+    require(op, a.dtype.kind == "i", f"is defined for int32 tensors only, got {a.dtype.name}", a, b)
+    return a, b
+
+
+def bitwise_left_shift(input, other) -> GraphTensor:  # noqa: A002 - torch's names
+    """``input << other`` on int32, wrapping as torch (the shift amount in [0, 31]): a product by
+    ``2**(s // 2)`` and ``2**(s - s // 2)``, each within int32, whose int32 multiply wraps exactly."""
+    a, s = _shift_operands("bitwise_left_shift", input, other)
+    s64 = cast(s, dt.float64)
+    lo = floor(mul(s64, 0.5))
+    f1, f2 = cast(exp2(lo), dt.int32), cast(exp2(sub(s64, lo)), dt.int32)
+    return prim("Mul", prim("Mul", a, f1), f2)
+
+
+def bitwise_right_shift(input, other) -> GraphTensor:  # noqa: A002 - torch's names
+    """``input >> other`` on int32: arithmetic (sign-filling) shift, ``floor(input / 2**other)``,
+    exact in float64 (the shift amount in [0, 31])."""
+    a, s = _shift_operands("bitwise_right_shift", input, other)
+    q = floor(mul(cast(a, dt.float64), exp2(neg(cast(s, dt.float64)))))
+    return cast(q, dt.int32)
 
 
 def where(cond, a, b) -> GraphTensor:
@@ -645,3 +700,309 @@ def _erfcx64(a):
     for c in _ERFCX_CHEB[-2:0:-1]:
         b1, b2 = add(sub(mul(u2, b1), b2), c), b1
     return add(sub(mul(u, b1), b2), _ERFCX_CHEB[0])
+
+
+# more unary math: log1p, expm1, log10, hyperbolic and inverse trigonometric functions --------------
+LOG10_2 = 0.30102999566398120
+
+
+def _wide(f):
+    """Compute a float composition in float64 and round once to the input's dtype (float32 and the
+    16-bit types; int and bool inputs give float32, as torch): the compositions below then keep
+    float64's accuracy (and range: ``exp(89)`` overflows float32 where ``sinh(89)`` does not)."""
+
+    @functools.wraps(f)
+    def run(x, *args, **kw):
+        x = _float(x, f.__name__)
+        out = f(cast(x, dt.float64), *args, **kw)
+        return cast(out, x.dtype)
+
+    return run
+
+
+def _poly(z, coeffs):
+    """Horner's scheme: ``coeffs[0] + coeffs[1] z + coeffs[2] z**2 + ...``."""
+    out = coeffs[-1]
+    for c in coeffs[-2::-1]:
+        out = add(mul(z, out), c)
+    return out
+
+
+def _neg_side(x):
+    """True where ``x`` is negative, -0.0 included (for odd functions keeping the sign of zero)."""
+    return logical_or(lt(x, 0), lt(reciprocal(x), 0))
+
+
+@tensor_op("log1p")
+@_opmath
+def log1p(x):
+    """``log(1 + x)``, accurate near 0: for ``|x| < 1/2``, ``log(u) - ((u - 1) - x) / u`` with
+    ``u = 1 + x`` rounded (``u - 1`` is exact; the second term restores what rounding ``1 + x`` lost,
+    so tiny ``x`` gives ``x``); elsewhere ``log(1 + x)``, where that rounding is relatively small. Each
+    branch only sees inputs where it is finite, so gradients stay ``1 / (1 + x)``."""
+    x = _float(x, "log1p")
+    small = lt(abs_(x), 0.5)
+    xs = where(small, x, 0.0)
+    u = add(xs, 1.0)
+    near = sub(log(u), div(sub(sub(u, 1.0), xs), u))
+    far = log(add(where(small, 1.0, x), 1.0))
+    return where(eq(x, 0), x, where(small, near, far))  # (-0.0 stays -0.0)
+
+
+def _factorials(n, start):
+    return [1.0 / math.factorial(k) for k in range(start, n, 2)]
+
+
+@tensor_op("expm1")
+@_wide
+def expm1(x):
+    """``exp(x) - 1``, accurate near 0: for ``|x| < 1/2`` the Taylor series (18 terms, to float64
+    rounding), whose derivative is that of exp; elsewhere ``exp(x) - 1``, which loses at most a bit
+    there. Computed in float64, rounded once."""
+    n = 19
+    small = lt(abs_(x), 0.5)
+    xs = where(small, x, 0.0)
+    series = mul(xs, _poly(xs, [1.0 / math.factorial(k) for k in range(1, n)]))
+    return where(small, series, sub(exp(where(small, 0.0, x)), 1.0))
+
+
+@tensor_op("log10")
+@_opmath
+def log10(x):
+    """``log2(x) * log10(2)``."""
+    return mul(log2(_float(x, "log10")), LOG10_2)
+
+
+def _exp_parts(a):
+    """``(e**a / 2, e**-a / 2)`` for ``a >= 0`` without overflow before the result does:
+    ``h = exp(a / 2)`` (``a / 2`` is exact), ``e**a / 2 = (h / 2) * h``."""
+    h = exp(mul(a, 0.5))
+    return mul(mul(h, 0.5), h), div(0.5, mul(h, h))
+
+
+_SERIES_BELOW = 0.5  # |x| where sinh/cosh switch from the Taylor series to exponentials
+
+
+@tensor_op("sinh")
+@_wide
+def sinh(x):
+    """``(e**x - e**-x) / 2``; below 1/2 in magnitude the odd Taylor series (no cancellation; its
+    derivative is cosh's series). Computed in float64, rounded once."""
+    small = lt(abs_(x), _SERIES_BELOW)
+    xs = where(small, x, 0.0)
+    series = mul(xs, _poly(mul(xs, xs), _factorials(25, 1)))
+    neg_side = lt(x, 0)
+    a = where(small, 1.0, where(neg_side, neg(x), x))
+    up, down = _exp_parts(a)
+    big = sub(up, down)
+    return where(small, series, where(neg_side, neg(big), big))
+
+
+@tensor_op("cosh")
+@_wide
+def cosh(x):
+    """``(e**x + e**-x) / 2``; below 1/2 in magnitude the even Taylor series (so that the gradient,
+    sinh, has no cancellation). Computed in float64, rounded once."""
+    small = lt(abs_(x), _SERIES_BELOW)
+    xs = where(small, x, 0.0)
+    series = _poly(mul(xs, xs), _factorials(24, 0))
+    a = where(small, 1.0, where(lt(x, 0), neg(x), x))
+    up, down = _exp_parts(a)
+    return where(small, series, add(up, down))
+
+
+_HUGE = 2.0 ** 28  # above it, sqrt(x**2 +- 1) == |x| in float64
+
+
+@tensor_op("asinh")
+@_wide
+def asinh(x):
+    """``sign(x) log1p(a + a**2 / (1 + sqrt(1 + a**2)))`` with ``a = |x|`` (no cancellation near 0),
+    and ``log(a) + log(2)`` above 2**28. Computed in float64, rounded once."""
+    neg_side = lt(x, 0)
+    a = where(neg_side, neg(x), x)
+    huge = gt(a, _HUGE)
+    s = where(huge, 1.0, a)
+    mid = log1p(add(s, div(mul(s, s), add(sqrt(add(mul(s, s), 1.0)), 1.0))))
+    r = where(huge, add(log(where(huge, a, 1.0)), LN2), mid)
+    return where(eq(x, 0), x, where(neg_side, neg(r), r))  # (-0.0 stays -0.0)
+
+
+@tensor_op("acosh")
+@_wide
+def acosh(x):
+    """``log1p(t + sqrt(t (t + 2)))`` with ``t = x - 1`` (exact near 1), ``log(x) + log(2)`` above
+    2**28; NaN below 1. Computed in float64, rounded once."""
+    huge = gt(x, _HUGE)
+    t = sub(where(huge, 1.0, x), 1.0)
+    below = lt(x, 1.0)  # (t (t + 2) is positive again below -1)
+    mid = log1p(add(t, sqrt(mul(t, add(where(below, -1.0, t), 2.0)))))
+    return where(below, math.nan, where(huge, add(log(where(huge, x, 1.0)), LN2), mid))
+
+
+@tensor_op("atanh")
+@_wide
+def atanh(x):
+    """``sign(x) / 2 * log1p(2a / (1 - a))`` with ``a = |x|`` (fdlibm's form: ``2a + 2a**2 / (1 - a)``
+    below 1/2); +-inf at +-1, NaN beyond. Computed in float64, rounded once."""
+    neg_side = lt(x, 0)
+    a = where(neg_side, neg(x), x)
+    small = lt(a, 0.5)
+    one = eq(a, 1.0)
+    d = sub(1.0, where(one, 0.5, a))  # the pole's branch divides by 1/2 instead of 0 (its gradient)
+    t = add(a, a)
+    r = mul(log1p(where(small, add(t, div(mul(t, a), d)), div(t, d))), 0.5)
+    r = where(one, math.inf, r)
+    return where(eq(x, 0), x, where(neg_side, neg(r), r))  # (-0.0 stays -0.0)
+
+
+# fdlibm's atan (s_atan.c): breakpoints, atan at them in two parts, and the odd minimax polynomial
+# for |t| < 7/16 (error below 2**-64 relative on that interval).
+_ATAN_BREAKS = (7 / 16, 11 / 16, 19 / 16, 39 / 16)
+_ATAN_HI = (4.63647609000806093515e-01, 7.85398163397448278999e-01, 9.82793723247329054082e-01,
+            1.57079632679489655800e+00)
+_ATAN_LO = (2.26987774529616870924e-17, 3.06161699786838301793e-17, 1.39033110312309984516e-17,
+            6.12323399573676603587e-17)
+_ATAN_T = (3.33333333333329318027e-01, -1.99999999998764832476e-01, 1.42857142725034663711e-01,
+           -1.11111104054623557880e-01, 9.09088713343650656196e-02, -7.69187620504482999495e-02,
+           6.66107313738753120669e-02, -5.83357013379057348645e-02, 4.97687799461593236017e-02,
+           -3.65315727442169155270e-02, 1.62858201153657823623e-02)
+
+
+def _atan_nonneg(a):
+    """fdlibm's atan of ``a >= 0`` (float64, within an ulp): ``a`` reduced to ``|t| < 7/16`` around
+    one of the breakpoints, ``atan(a) = atan(c) + atan(t)``, the latter an odd minimax polynomial.
+    Every branch's reduction only sees inputs where it is finite (``-1/a`` sees 1 elsewhere)."""
+    b0, b1, b2, b3 = (lt(a, b) for b in _ATAN_BREAKS)
+    inv = where(b3, 1.0, a)
+    t = where(b0, a, where(b1, div(sub(mul(a, 2.0), 1.0), add(a, 2.0)),
+                           where(b2, div(sub(a, 1.0), add(a, 1.0)),
+                                 where(b3, div(sub(a, 1.5), add(mul(a, 1.5), 1.0)), neg(reciprocal(inv))))))
+
+    def pick(vals):
+        last = a.graph.constant(vals[3], a.dtype).expand(*a.shape)  # (scalars alone would be float32)
+        return where(b0, 0.0, where(b1, vals[0], where(b2, vals[1], where(b3, vals[2], last))))
+
+    z = mul(t, t)
+    w = mul(z, z)
+    s1 = mul(z, _poly(w, _ATAN_T[0::2]))
+    s2 = mul(w, _poly(w, _ATAN_T[1::2]))
+    return sub(pick(_ATAN_HI), sub(sub(mul(t, add(s1, s2)), pick(_ATAN_LO)), t))
+
+
+@tensor_op("atan")
+@_wide
+def atan(x):
+    """Odd-extended fdlibm atan (range reduction + minimax polynomial), in float64, rounded once."""
+    neg_side = lt(x, 0)
+    r = _atan_nonneg(where(neg_side, neg(x), x))
+    return where(eq(x, 0), x, where(neg_side, neg(r), r))  # (-0.0 stays -0.0)
+
+
+_PI_HI, _PI_LO = 3.1415926535897931160e+00, 1.2246467991473531772e-16
+
+
+def atan2(input, other):  # noqa: A002 - torch's names
+    """``atan2(input, other)``: the angle of the point ``(other, input)``, in (-pi, pi], with C's
+    special values (signed zeros, infinities). ``atan`` of the ratio of the smaller to the larger
+    magnitude (never above 1), then moved to its octant. Computed in float64, rounded once."""
+    y, x = coerce("atan2", input, other, min_kind="f")
+    out_dtype = y.dtype
+    y, x = cast(y, dt.float64), cast(x, dt.float64)
+    y_neg, x_neg = _neg_side(y), _neg_side(x)
+    ay, ax = where(y_neg, neg(y), y), where(x_neg, neg(x), x)
+    swap = gt(ay, ax)
+    num, den = where(swap, ax, ay), where(swap, ay, ax)
+    zero, both_inf = eq(den, 0.0), logical_and(isinf(num), isinf(den))
+    r = div(where(zero, 0.0, num), where(logical_or(zero, both_inf), 1.0, den))
+    t = _atan_nonneg(where(both_inf, 1.0, r))
+    a = where(swap, add(sub(_PI_HI / 2, t), _PI_LO / 2), t)
+    a = where(x_neg, add(sub(_PI_HI, a), _PI_LO), a)
+    a = where(logical_or(isnan(y), isnan(x)), math.nan, where(y_neg, neg(a), a))
+    return cast(a, out_dtype)
+
+
+@tensor_op("asin")
+@_wide
+def asin(x):
+    """``atan(x / sqrt((1 - x)(1 + x)))`` (+-pi/2 at +-1, NaN beyond). In float64, rounded once."""
+    s = sqrt(mul(sub(1.0, x), add(x, 1.0)))
+    edge = eq(s, 0.0)
+    neg_side = lt(x, 0)
+    r = _atan_nonneg(where(edge, 0.0, div(where(neg_side, neg(x), x), where(edge, 1.0, s))))
+    r = where(edge, _PI_HI / 2, r)
+    return where(eq(x, 0), x, where(neg_side, neg(r), r))  # (-0.0 stays -0.0)
+
+
+@tensor_op("acos")
+@_wide
+def acos(x):
+    """``2 atan(sqrt((1 - x) / (1 + x)))``, exact in its parts near both ends (pi at -1, NaN
+    outside [-1, 1]). In float64, rounded once."""
+    edge = eq(x, -1.0)
+    q = div(sub(1.0, x), add(where(edge, 0.0, x), 1.0))
+    r = mul(_atan_nonneg(sqrt(q)), 2.0)
+    return where(edge, _PI_HI, r)
+
+
+# cleaning, selecting, fused multiply-adds --------------------------------------------------------
+_FINITE_MAX = {16: 65504.0, 32: float(np.finfo(np.float32).max), 64: float(np.finfo(np.float64).max)}
+
+
+def _finite_max(d: dt.DType) -> float:
+    if d is dt.bfloat16:
+        return 3.3895313892515355e38
+    return _FINITE_MAX[d.bits]
+
+
+@tensor_op("nan_to_num")
+def nan_to_num(x, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
+    """NaN replaced by ``nan``, +inf by ``posinf`` and -inf by ``neginf`` (default: the dtype's
+    largest and smallest finite values). Integer and bool tensors are returned as they are. The
+    gradient is 1 at the kept values and 0 at the replaced ones, as torch's."""
+    if not x.dtype.is_float:
+        return x
+    big = _finite_max(x.dtype)
+    hi = big if posinf is None else posinf
+    lo = -big if neginf is None else neginf
+    g = x.graph
+    return where(isnan(x), g.constant(nan, x.dtype), where(eq(x, math.inf), g.constant(hi, x.dtype),
+                                                            where(eq(x, -math.inf), g.constant(lo, x.dtype), x)))
+
+
+@tensor_op("clone")
+def clone(x):
+    """A copy of ``x`` (a ``Copy`` node; tensors are immutable, so this only materialises a view).
+    Gradients flow through it."""
+    return x.graph.tensor(x.graph.add("Copy", (x,), None, x.dtype, x.shape))
+
+
+@tensor_op("masked_fill")
+def masked_fill(x, mask, value):
+    """``value`` where the bool ``mask`` (broadcast to ``x``'s shape) is True, else ``x``; the result
+    keeps ``x``'s dtype (a 0-d tensor ``value`` receives the gradient of the filled places)."""
+    check_tensors("masked_fill", mask=mask)
+    require("masked_fill", mask.dtype.kind == "b", f"mask must be a bool tensor, got {mask.dtype.name}", x, mask)
+    if isinstance(value, GraphTensor):
+        require("masked_fill", value.ndim == 0, f"value must be a 0-d tensor, got shape {value.shape}",
+                x, value, kind=ValueError)
+        v = cast(value, x.dtype)
+    else:
+        v = x.graph.constant(value, x.dtype)
+    shape = broadcast_shapes("masked_fill", x, mask)
+    require("masked_fill", tuple(shape) == tuple(x.shape),
+            f"mask of shape {mask.shape} does not broadcast to the input's {x.shape}", x, mask, kind=ValueError)
+    return where(mask, v.expand(*shape), x)
+
+
+@tensor_op("addcmul")
+def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002 - torch's names
+    """``input + value * tensor1 * tensor2``."""
+    return add(input, mul(mul(tensor1, tensor2), value) if value != 1 else mul(tensor1, tensor2))
+
+
+@tensor_op("addcdiv")
+def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002 - torch's names
+    """``input + value * tensor1 / tensor2``."""
+    q = div(tensor1, tensor2)
+    return add(input, mul(q, value) if value != 1 else q)

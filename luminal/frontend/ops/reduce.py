@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error
 from luminal.core.symbolic import is_static, prod
@@ -14,13 +16,16 @@ from luminal.frontend.ops.elementwise import (
     div,
     eq,
     exp,
+    gt,
     isinf,
     isnan,
     log,
+    logical_and,
     logical_not,
     logical_or,
     lt,
     maximum,
+    minimum,
     mul,
     neg,
     sqrt,
@@ -76,15 +81,37 @@ def mean(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> Graph
     return div(s, n if is_static(n) else cast(n, x.dtype))
 
 
-@tensor_op("var")
-@_opmath
-def var(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, correction=1, unbiased=None) -> GraphTensor:
-    require("var", x.dtype.is_float, f"needs a float tensor, got {x.dtype.name}", x)
+def _var_args(op: str, x: GraphTensor, dim, unbiased, axis, correction):
+    """torch's overloads: ``var(x, unbiased)``, ``var(x, dim, unbiased, keepdim)`` and
+    ``var(x, dim, *, correction, keepdim)``; returns ``(axes, correction)``."""
+    if isinstance(dim, bool):  # var(x, False): the bool is ``unbiased``
+        if unbiased is not None:
+            raise op_error(TypeError, op, "unbiased given twice", x)
+        dim, unbiased = None, dim
     if unbiased is not None:
+        if correction is not None:
+            raise op_error(TypeError, op, "give unbiased= or correction=, not both", x)
         correction = 1 if unbiased else 0
     elif correction is None:  # torch's "not given": Bessel's correction, as the default
         correction = 1
-    axes = normalize_axes(x, _axis_kw(axis, dim, "var", x), "var")
+    return normalize_axes(x, _axis_kw(axis, dim, op, x), op), correction
+
+
+@tensor_op("var")
+@_opmath
+def var(x: GraphTensor, dim=None, unbiased=None, keepdim: bool = False, *, axis=None, correction=None) -> GraphTensor:
+    """Variance over ``dim`` (all dims by default) divided by ``N - correction`` (``unbiased``:
+    correction 1 or 0), as torch, whose positional order ``(dim, unbiased, keepdim)`` this keeps.
+
+    Args:
+        x: a float tensor.
+        dim: an int, a sequence of ints or None (all); a bool here is ``unbiased`` (``var(x, False)``).
+        unbiased: Bessel's correction (1) or none (0); exclusive with ``correction``.
+        keepdim: keep the reduced dims as size 1.
+        axis: another name for ``dim``.
+        correction: the number subtracted from the count (default 1)."""
+    require("var", x.dtype.is_float, f"needs a float tensor, got {x.dtype.name}", x)
+    axes, correction = _var_args("var", x, dim, unbiased, axis, correction)
     n = _count(x, axes)
     # torch divides by max(0, n - correction): too large a correction gives inf (or NaN), not a negative
     denom = maximum(sub(cast(n, x.dtype), correction), 0) if isinstance(n, GraphTensor) else max(0, n - correction)
@@ -101,12 +128,12 @@ def var(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, correctio
 
 @tensor_op("std")
 @_opmath
-def std(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, correction=1, unbiased=None) -> GraphTensor:
-    """The square root of ``var``. Where the variance is 0 (constant values), torch's gradient is 0:
-    sqrt's own, 1 / (2 * 0), times var's zero gradient would be NaN, so there the root reads 1 and
-    the result is 0 instead."""
+def std(x: GraphTensor, dim=None, unbiased=None, keepdim: bool = False, *, axis=None, correction=None) -> GraphTensor:
+    """The square root of ``var`` (same arguments). Where the variance is 0 (constant values),
+    torch's gradient is 0: sqrt's own, 1 / (2 * 0), times var's zero gradient would be NaN, so there
+    the root reads 1 and the result is 0 instead."""
     require("std", x.dtype.is_float, f"needs a float tensor, got {x.dtype.name}", x)
-    v = var(x, axis, keepdim, dim=dim, correction=correction, unbiased=unbiased)
+    v = var(x, dim, unbiased, keepdim, axis=axis, correction=correction)
     flat = eq(v, 0)
     return where(flat, 0.0, sqrt(where(flat, 1.0, v)))
 
@@ -256,7 +283,10 @@ def _shifted(x: GraphTensor, axis, dim, op: str):
 
 @tensor_op("softmax")
 @scalar_as_1d("softmax", dims=("axis", "dim"))
-def softmax(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
+def softmax(x: GraphTensor, axis=None, dtype=None, *, dim=None) -> GraphTensor:
+    """``exp(x) / sum(exp(x))`` along ``dim`` (``dtype``: cast the input to it first, as torch)."""
+    if dtype is not None:
+        x = cast(x, dtype)
     z, a = _shifted(x, axis, dim, "softmax")
     if z is None:  # nothing to normalise over
         return _float(x, "softmax")
@@ -266,7 +296,10 @@ def softmax(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
 
 @tensor_op("log_softmax")
 @scalar_as_1d("log_softmax", dims=("axis", "dim"))
-def log_softmax(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
+def log_softmax(x: GraphTensor, axis=None, dtype=None, *, dim=None) -> GraphTensor:
+    """``x - logsumexp(x)`` along ``dim`` (``dtype``: cast the input to it first, as torch)."""
+    if dtype is not None:
+        x = cast(x, dtype)
     z, a = _shifted(x, axis, dim, "log_softmax")
     if z is None:
         return _float(x, "log_softmax")
@@ -288,10 +321,13 @@ def log_softmax_parts(x: GraphTensor, axis: int):
 
 @tensor_op("cumsum")
 @scalar_as_1d("cumsum", dims=("axis", "dim"))
-def cumsum(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
-    """``out[i] = sum_{j<=i} x[j]`` as a masked sum over a (n, n) lower-triangular window."""
+def cumsum(x: GraphTensor, axis=None, *, dim=None, dtype=None) -> GraphTensor:
+    """``out[i] = sum_{j<=i} x[j]`` as a masked sum over a (n, n) lower-triangular window
+    (``dtype``: cast the input to it first, as torch)."""
     a = x._axis(_axis_kw(axis, dim, "cumsum", x), "cumsum")
-    if x.dtype.kind == "b":
+    if dtype is not None:
+        x = cast(x, dtype)
+    elif x.dtype.kind == "b":
         x = cast(x, dt.int32)
     n = x.shape[a]
     xm = x.transpose(a, -1) if a != x.ndim - 1 else x
@@ -319,3 +355,247 @@ def cumprod(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
         k *= 2
     return out
 
+
+
+# value-and-index reductions, scans and sorting ---------------------------------------------------
+def _values_indices(name: str):
+    t = namedtuple(name, ("values", "indices"))
+    t.__doc__ = f"``{name}``'s result: ``values`` and their int32 ``indices`` (a tuple, as torch's)."
+    return t
+
+
+MaxResult, MinResult = _values_indices("max"), _values_indices("min")
+CummaxResult, CumminResult = _values_indices("cummax"), _values_indices("cummin")
+SortResult, TopkResult = _values_indices("sort"), _values_indices("topk")
+
+
+def _take(x: GraphTensor, idx: GraphTensor, a: int) -> GraphTensor:
+    """``x`` gathered along ``a`` at ``idx`` (of ``x``'s rank): the gradient goes to the picked
+    element only, as torch's for values selected by index."""
+    return prim("Gather", x, idx, arg=a, shape=idx.shape)
+
+
+def _value_and_index(x: GraphTensor, dim, keepdim: bool, largest: bool, op: str, result):
+    if isinstance(dim, (tuple, list)):
+        raise op_error(TypeError, op, f"dim must be an int, got {dim!r} (amax/amin reduce several dims)", x)
+    if x.ndim == 0:
+        x._axis(dim, op)
+        v, i = _value_and_index(x.reshape(1), 0, False, largest, op, result)
+        return result(v, i)
+    a = x._axis(dim, op)
+    idx = _arg_extreme(x, a, True, largest, op)
+    values = _take(x, idx, a)
+    if not keepdim:
+        values, idx = values.squeeze(a), idx.squeeze(a)
+    return result(values, idx)
+
+
+@tensor_op("max")
+def max_(x: GraphTensor, dim=None, keepdim: bool = False, *, axis=None):
+    """torch.max: with no dim the largest value (a 0-d tensor); with ``dim`` the named tuple
+    ``(values, indices)`` of the maxima along it (the first index among ties; NaN is the largest);
+    with a tensor in place of ``dim``, the elementwise ``maximum``. ``amax`` gives the values alone
+    (also over several dims).
+
+    Args:
+        x: the input.
+        dim: the dim to reduce (an int), or another tensor (elementwise maximum).
+        keepdim: keep the reduced dim as size 1.
+        axis: another name for ``dim``."""
+    if isinstance(dim, GraphTensor):
+        return maximum(x, dim)
+    d = _axis_kw(axis, dim, "max", x)
+    if d is None:
+        return amax(x)
+    return _value_and_index(x, d, keepdim, True, "max", MaxResult)
+
+
+@tensor_op("min")
+def min_(x: GraphTensor, dim=None, keepdim: bool = False, *, axis=None):
+    """torch.min: with no dim the smallest value; with ``dim`` the named tuple ``(values, indices)``
+    of the minima along it (first index among ties; NaN is the smallest); with a tensor in place of
+    ``dim``, the elementwise ``minimum``. Arguments as ``max``."""
+    if isinstance(dim, GraphTensor):
+        return minimum(x, dim)
+    d = _axis_kw(axis, dim, "min", x)
+    if d is None:
+        return amin(x)
+    return _value_and_index(x, d, keepdim, False, "min", MinResult)
+
+
+def _var_mean(op: str, x, dim, unbiased, keepdim, axis, correction, root: bool):
+    require(op, x.dtype.is_float, f"needs a float tensor, got {x.dtype.name}", x)
+    axes, correction = _var_args(op, x, dim, unbiased, axis, correction)
+    f = std if root else var
+    return f(x, axes, None, keepdim, correction=correction), mean(x, axes, keepdim)
+
+
+@tensor_op("var_mean")
+def var_mean(x: GraphTensor, dim=None, unbiased=None, keepdim: bool = False, *, axis=None, correction=None):
+    """``(var(x, ...), mean(x, ...))`` over the same dims, as ``torch.var_mean`` (arguments as
+    ``var``)."""
+    return _var_mean("var_mean", x, dim, unbiased, keepdim, axis, correction, False)
+
+
+@tensor_op("std_mean")
+def std_mean(x: GraphTensor, dim=None, unbiased=None, keepdim: bool = False, *, axis=None, correction=None):
+    """``(std(x, ...), mean(x, ...))`` over the same dims, as ``torch.std_mean`` (arguments as
+    ``var``)."""
+    return _var_mean("std_mean", x, dim, unbiased, keepdim, axis, correction, True)
+
+
+def _lowest(x: GraphTensor):
+    """The value below (or equal to) every value of ``x``'s dtype: a masked-out max never wins."""
+    if x.dtype.kind == "b":
+        return False
+    return float("-inf") if x.dtype.is_float else -(2 ** 31)
+
+
+def _window(x: GraphTensor, a: int, fill):
+    """``x`` with ``a`` moved last, spread to ``(..., n_i, n_j)``: ``x[j]`` where ``j <= i``, else
+    ``fill``; also the mask and the ``j`` indices (1, n)."""
+    xm = x.transpose(a, -1) if a != x.ndim - 1 else x
+    n = xm.shape[-1]
+    idx = x.graph.arange(n)
+    mask = lt(idx.reshape(1, n), add(idx.reshape(n, 1), 1))  # [i, j] = j <= i
+    row = xm.unsqueeze(-2)
+    return where(mask, row, x.graph.constant(fill, x.dtype)), mask, row, idx.reshape(1, n)
+
+
+def _back(t: GraphTensor, a: int, ndim: int) -> GraphTensor:
+    return t.transpose(a, -1) if a != ndim - 1 else t
+
+
+def _cum_extreme(x: GraphTensor, dim, largest: bool, op: str, result):
+    if x.ndim == 0:
+        x._axis(dim, op)
+        v, i = _cum_extreme(x.reshape(1), 0, largest, op, result)
+        return result(v.reshape(()), i.reshape(()))
+    a = x._axis(dim, op)
+    v = x if largest else _reverse_order(x)
+    win, mask, row, j = _window(v, a, _lowest(v))
+    m = amax(win, -1, keepdim=True)
+    hit = eq(row, m)
+    if v.dtype.is_float:
+        hit = logical_or(hit, isnan(row))  # a NaN is the extreme from where it appears on
+    last = amax(where(logical_and(mask, hit), j, -1), -1)  # torch: the last index among ties
+    idx = _back(last, a, x.ndim)
+    return result(_take(x, idx, a), idx)
+
+
+@tensor_op("cummax")
+def cummax(x: GraphTensor, dim: int):
+    """Running maximum along ``dim``: the named tuple ``(values, indices)``, ``indices[i]`` the last
+    position ``j <= i`` holding the maximum (torch's tie rule; a NaN stays the maximum from its
+    position on). The gradient of ``values[i]`` goes to ``x[indices[i]]``, as torch's.
+
+    Args:
+        x: the input.
+        dim: the dim to scan."""
+    return _cum_extreme(x, dim, True, "cummax", CummaxResult)
+
+
+@tensor_op("cummin")
+def cummin(x: GraphTensor, dim: int):
+    """Running minimum along ``dim``: ``(values, indices)`` as ``cummax``.
+
+    Args:
+        x: the input.
+        dim: the dim to scan."""
+    return _cum_extreme(x, dim, False, "cummin", CumminResult)
+
+
+@tensor_op("logcumsumexp")
+@scalar_as_1d("logcumsumexp", dims=("dim",))
+def logcumsumexp(x: GraphTensor, dim: int) -> GraphTensor:
+    """``log(cumsum(exp(x)))`` along ``dim``, stably: a logsumexp over each prefix (a (n, n) window
+    whose entries after ``i`` are -inf).
+
+    Args:
+        x: the input (int and bool give float32).
+        dim: the dim to scan."""
+    x = _float(x, "logcumsumexp")
+    a = x._axis(dim, "logcumsumexp")
+    win, _, _, _ = _window(x, a, float("-inf"))
+    return _back(logsumexp(win, -1), a, x.ndim)
+
+
+def _sort(x: GraphTensor, dim: int, descending: bool, op: str):
+    """Stable sort by ranks: ``rank_i = #(x_j before x_i) + #(x_j == x_i, j < i)`` over a (n, n)
+    comparison (NaN sorts as the largest, as torch), ``perm[rank_i] = i`` by a scatter, and the values
+    gathered at ``perm`` (their gradient goes back to the picked elements)."""
+    a = x._axis(dim, op)
+    k = cast(x, dt.int32) if x.dtype.kind == "b" else x
+    km = k.transpose(a, -1) if a != x.ndim - 1 else k
+    n = km.shape[-1]
+    xi, xj = km.unsqueeze(-1), km.unsqueeze(-2)  # [.., i, j]
+    first = gt(xj, xi) if descending else lt(xj, xi)
+    same = eq(xj, xi)
+    if k.dtype.is_float:
+        ni, nj = isnan(xi), isnan(xj)
+        first = logical_or(first, logical_and(nj, logical_not(ni)) if descending
+                           else logical_and(ni, logical_not(nj)))
+        same = logical_or(same, logical_and(ni, nj))
+    idx = x.graph.arange(n)
+    earlier = lt(idx.reshape(1, n), idx.reshape(n, 1))  # [i, j] = j < i
+    rank = sum(logical_or(first, logical_and(same, earlier)), -1)
+    src = idx.expand(*rank.shape)
+    zeros = x.graph.constant(0, dt.int32).expand(*rank.shape)
+    perm = prim("ScatterAdd", zeros, rank, src, arg=rank.ndim - 1, shape=rank.shape)
+    perm = _back(perm, a, x.ndim)
+    return _take(x, perm, a), perm
+
+
+@tensor_op("sort")
+def sort(x: GraphTensor, dim: int = -1, descending: bool = False, stable: bool = False, *, axis=None):
+    """Sort along ``dim``: the named tuple ``(values, indices)``. Always stable (equal values keep
+    their order, which is what ``stable=True`` asks of torch); NaN sorts as the largest value. The
+    ranks come from an (n, n) comparison of the dim with itself: meant for the short dims users sort.
+
+    Args:
+        x: the input.
+        dim: the dim to sort along (default the last).
+        descending: largest first.
+        stable: accepted for torch's signature; the sort is stable either way.
+        axis: another name for ``dim``."""
+    if axis is not None:
+        dim = axis
+    if x.ndim == 0:
+        x._axis(dim, "sort")
+        return SortResult(x, x.graph.constant(0, dt.int32))
+    return SortResult(*_sort(x, dim, descending, "sort"))
+
+
+@tensor_op("argsort")
+def argsort(x: GraphTensor, dim: int = -1, descending: bool = False, stable: bool = False) -> GraphTensor:
+    """The int32 indices that sort ``x`` along ``dim`` (``sort(...).indices``; stable).
+
+    Args:
+        x: the input.
+        dim: the dim to sort along (default the last).
+        descending: largest first.
+        stable: accepted for torch's signature; the sort is stable either way."""
+    return sort(x, dim, descending).indices
+
+
+@tensor_op("topk")
+def topk(x: GraphTensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
+    """The ``k`` largest (or smallest) elements along ``dim``: the named tuple ``(values, indices)``,
+    in sorted order (also for ``sorted=False``, whose order torch leaves unspecified). ``k`` is a
+    static int; among equal values the earlier index comes first; NaN counts as the largest.
+
+    Args:
+        x: the input.
+        k: how many to keep, 0 <= k <= the dim's size.
+        dim: the dim to search along (default the last).
+        largest: the largest (else the smallest) elements.
+        sorted: accepted for torch's signature (the result is sorted either way)."""
+    n = x.shape[x._axis(dim, "topk")] if x.ndim else 1
+    require("topk", isinstance(k, int) and not isinstance(k, bool), f"k must be an int, got {k!r}", x)
+    require("topk", is_static(n) and 0 <= k <= n, f"k = {k} is out of range for a dim of size {n}", x,
+            kind=ValueError)
+    values, idx = sort(x, dim, descending=largest)
+    if x.ndim == 0:
+        return TopkResult(values, idx)
+    a = x._axis(dim, "topk")
+    return TopkResult(values._slice_dim(a, 0, k, 1), idx._slice_dim(a, 0, k, 1))
