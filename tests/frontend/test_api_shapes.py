@@ -267,10 +267,11 @@ def test_scatter_reduce(reduce, include_self, dim, ishape, backend):
 
 def test_scatter_reduce_function_and_ints(backend):
     i = idx((6, 4, 5), 3, seed=6)
-    check(lambda x, i, s: (lm.scatter_reduce(x, 0, i, s, "amax"), lm.scatter_reduce(x, 0, i, s, "sum")),
+    reduces = ("amax", "amin", "sum", "prod", "mean")  # integer mean rounds down, as torch's
+    check(lambda x, i, s: tuple(lm.scatter_reduce(x, 0, i, s, r) for r in reduces),
           [rand(X, I32), i, rand((6, 4, 5), I32, seed=1)],
-          torch_op=lambda x, i, s: (torch.scatter_reduce(x, 0, i.long(), s, "amax"),
-                                    torch.scatter_reduce(x, 0, i.long(), s, "sum")), backend=backend)
+          torch_op=lambda x, i, s: tuple(torch.scatter_reduce(x, 0, i.long(), s, r) for r in reduces),
+          backend=backend)
 
 
 def test_take_along_dim_flattened(backend):
@@ -318,6 +319,27 @@ def test_list_and_static_mask_indexing(backend):
                 x[:, torch.from_numpy(mask)], x[torch.tensor([True, False, True])])
 
     check(op, [rand(X)], torch_op=top, backend=backend)
+
+
+def test_indexing_and_setitem_with_a_symbolic_dim(backend):
+    def assigned(x, i, w):
+        a = x * 1.0
+        a[:, 0] = 0.0
+        b = x * 1.0
+        b[x > 0] = 1.0
+        c = x * 1.0
+        c[i] = w.T
+        return x[i], x[:, [0, 2]], x[i, [1, 2]], a, b, c
+
+    def op(x, i, w):
+        return *assigned(x, i, w), lm.einsum("bi,ij->bj", x, w), x.pad((1, 2), mode="reflect")
+
+    def top(x, i, w):
+        return *assigned(x, i.long(), w), torch.einsum("bi,ij->bj", x, w), tF.pad(x, (1, 2), mode="reflect")
+
+    check(op, [rand((5, 4)), np.array([3, -1], np.int32), rand((4, 2), seed=1).T.copy()],
+          shapes=[("B", 4), (2,), (2, 4)], torch_op=top, backend=backend,
+          pre=lambda t: t.T if t.ndim == 2 and t.shape[0] == 2 else t)
 
 
 def test_runtime_mask_getitem_is_refused():
