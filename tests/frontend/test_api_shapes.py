@@ -381,6 +381,12 @@ def _set(x, i, m, v, s):
     a = fresh()
     a[m[..., 0]] = v[0, 0]  # leading mask, a (5,) row for every selected row
     out.append(a)
+    a = fresh()
+    a[:, m[0, :, 0]] = v[:, :1, :1]  # a mask after a slice; value (3, 1, 1): one per batch row
+    out.append(a)
+    a = fresh()
+    a[..., m[0, 0]] = s[:1]
+    out.append(a)
     return tuple(out)
 
 
@@ -440,3 +446,34 @@ def test_pad_mode_errors():
 def test_max_pool_return_indices(layer, shape, backend):
     ours, theirs = layer()
     check(lambda x: ours(x), [rand(shape)], torch_op=lambda x: theirs(x), backend=backend)
+
+
+# errors name the op and the operands ---------------------------------------------------------------
+ERRORS = [
+    (lambda x, i, f: lm.roll(x, (1, 2), 0), ValueError, "roll"),
+    (lambda x, i, f: lm.narrow(x, 1, 3, 2), IndexError, "narrow"),
+    (lambda x, i, f: lm.movedim(x, (0, 0), (1, 2)), ValueError, "movedim"),
+    (lambda x, i, f: lm.repeat_interleave(x, f), TypeError, "repeat_interleave"),
+    (lambda x, i, f: lm.diagonal(x, 0, 1, -2), ValueError, "diagonal"),
+    (lambda x, i, f: lm.diag(x), ValueError, "diag"),
+    (lambda x, i, f: lm.trace(x), ValueError, "trace"),
+    (lambda x, i, f: lm.tensordot(x, x, ([0], [1])), ValueError, "tensordot"),
+    (lambda x, i, f: lm.addmm(x, x, x), ValueError, "addmm"),
+    (lambda x, i, f: lm.baddbmm(x, x, x[0]), ValueError, "baddbmm"),
+    (lambda x, i, f: lm.index_add(x, 0, i, x), ValueError, "index_add"),
+    (lambda x, i, f: lm.index_copy(x, 0, f, x), TypeError, "index_copy"),
+    (lambda x, i, f: lm.index_put(x, i, f), TypeError, "index_put"),
+    (lambda x, i, f: lm.scatter_reduce(x, 0, i.reshape(2, 1, 1), x, "median"), ValueError, "scatter_reduce"),
+    (lambda x, i, f: lm.meshgrid(x, indexing="ji"), ValueError, "meshgrid"),
+    (lambda x, i, f: x[[0.5]], TypeError, "getitem"),
+    (lambda x, i, f: x.__setitem__(x > 0, x[0]), ValueError, "setitem"),
+    (lambda x, i, f: x.__setitem__(i, x[:1, :1, :2]), ValueError, "setitem"),
+]
+
+
+@pytest.mark.parametrize("op,exc,name", ERRORS, ids=[e[2] + str(k) for k, e in enumerate(ERRORS)])
+def test_errors_name_the_op(op, exc, name):
+    g = lm.Graph()
+    x, i, f = g.input("x", X), g.input("i", (2,), dtype=I32), g.input("f", (2,))
+    with pytest.raises(exc, match=f"^{name}: "):
+        op(x, i, f)

@@ -197,12 +197,22 @@ def _positions(x: GraphTensor, index, op: str) -> GraphTensor:
 
 
 def _runtime_mask(x: GraphTensor, index):
-    """The boolean mask tensor of ``x[mask]`` when its values are known only at run time, else None."""
-    if isinstance(index, tuple) and len(index) == 1:
-        index = index[0]
-    if isinstance(index, GraphTensor) and index.dtype.kind == "b" and _constant_array(index) is None:
-        return index
-    return None
+    """(the dim it starts at, the mask) when ``index`` is one boolean mask tensor whose values are
+    known only at run time, among whole-dim slices and an ellipsis (``x[mask]``, ``x[:, mask]``,
+    ``x[..., mask]``); else None."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    at = [k for k, ix in enumerate(index)
+          if isinstance(ix, GraphTensor) and ix.dtype.kind == "b" and _constant_array(ix) is None]
+    if len(at) != 1:
+        return None
+    k = at[0]
+    if not all(ix is Ellipsis or (isinstance(ix, slice) and ix == slice(None)) for ix in index[:k] + index[k + 1:]):
+        return None
+    mask = index[k]
+    if any(ix is Ellipsis for ix in index[:k]):
+        return x.ndim - mask.ndim - sum(ix is not Ellipsis for ix in index[k + 1:]), mask
+    return k, mask
 
 
 def _basic_region(x: GraphTensor, index):
@@ -242,19 +252,21 @@ def _value(x: GraphTensor, value, op: str) -> GraphTensor:
 def _assign(x: GraphTensor, index, value, accumulate: bool, op: str) -> GraphTensor:
     """A new tensor: ``x`` with ``x[index]`` set to (or, accumulating, increased by) ``value``."""
     v = _value(x, value, op)
-    mask = _runtime_mask(x, index)
-    if mask is not None:  # x[mask] = v: v broadcasts over the selected rows, (count, *rest)
+    found = _runtime_mask(x, index)
+    if found is not None:  # x[mask] = v: v broadcasts to (*lead, count, *rest), count known at run time
+        lead, mask = found
         k = mask.ndim
-        if mask.shape != x.shape[:k]:
-            raise op_error(IndexError, op, f"mask {shape_str(mask.shape)} does not match the leading dims of "
+        if lead < 0 or mask.shape != x.shape[lead:lead + k]:
+            raise op_error(IndexError, op, f"mask {shape_str(mask.shape)} does not match dims {lead}.. of "
                            f"{shape_str(x.shape)}", x, mask)
-        rest = x.ndim - k
-        if v.ndim == rest + 1 and is_static(v.shape[0]) and v.shape[0] == 1:
-            v = v.reshape(v.shape[1:])
-        if v.ndim > rest:
-            raise op_error(ValueError, op, f"value {shape_str(v.shape)} must broadcast to every selected element "
-                           f"{shape_str(x.shape[k:])} (the number selected is known only at run time)", x, v)
-        m = mask.reshape(mask.shape + (1,) * rest)
+        rest = x.ndim - lead - k
+        if v.ndim > rest:  # its dim facing the selected count must be 1: it stands for every mask dim
+            c = v.ndim - rest - 1
+            if not (is_static(v.shape[c]) and v.shape[c] == 1):
+                raise op_error(ValueError, op, f"value {shape_str(v.shape)} must broadcast to every selected "
+                               f"element (the number selected is known only at run time)", x, v)
+            v = v.reshape(v.shape[:c] + (1,) * k + v.shape[c + 1:])
+        m = mask.reshape((1,) * lead + mask.shape + (1,) * rest)
         if accumulate:
             return add(x, where(m, v, x.graph.constant(0, x.dtype)))
         return where(m, v, x)
