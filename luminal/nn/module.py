@@ -158,7 +158,7 @@ class Module:
             p.requires_grad_(requires_grad)
         return self
 
-    def to(self, dtype=None, *args, **kwargs) -> Module:
+    def to(self, *args, **kwargs) -> Module:
         """Convert the floating-point parameters and buffers to ``dtype`` in place (integer buffers
         such as ``num_batches_tracked`` keep theirs), as torch's ``module.to(dtype)``. A device
         argument (a str such as "cpu", given first, or ``device=``) is accepted and ignored: arrays live
@@ -168,9 +168,9 @@ class Module:
         Args:
             dtype: an lm dtype (or its name), e.g. ``lm.float16``.
         """
-        if isinstance(dtype, str) and dtype not in {d.name for d in dt.ALL}:  # a device: .to("cpu")
-            dtype = args[0] if args else kwargs.get("dtype")
-        dtype = kwargs.get("dtype", dtype)
+        names = {d.name for d in dt.ALL}
+        given = [a for a in args if not (isinstance(a, str) and a not in names)]  # drop a device: .to("cpu")
+        dtype = kwargs.get("dtype", given[0] if given else None)
         if dtype is None:
             return self
         d = dt.as_dtype(dtype)
@@ -246,6 +246,8 @@ class Module:
     def _set_mode(self, mode: bool, stacklevel: int = 3) -> Module:
         stale = []
         for name, m in self.named_modules():
+            if m.training == mode:  # unchanged: nothing to warn about
+                continue
             for ref, built in m.__dict__.get("_graph_modes", {}).values():
                 if ref() is not None and built != mode:
                     stale.append((name, built))

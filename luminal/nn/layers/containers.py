@@ -261,11 +261,15 @@ class ParameterDict(Module):
             self[k] = v
 
     def extra_repr(self) -> str:
-        return "\n".join(f"  ({k}): Parameter containing: [torch.{p.dtype.name} of size "
+        return "\n".join(f"  ({k}): Parameter containing: [torch.{_TYPENAME[p.dtype.name]} of size "
                          f"{'x'.join(str(s) for s in p.shape)}]" for k, p in self._parameters.items())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ParameterDict is not callable; index it in a forward")
+
+
+_TYPENAME = {"float32": "FloatTensor", "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
+             "float64": "DoubleTensor", "int32": "IntTensor", "bool": "BoolTensor"}  # torch.typename's
 
 
 def _as_parameter(value) -> Parameter:

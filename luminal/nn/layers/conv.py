@@ -83,16 +83,34 @@ def _conv_nd(x, weight, bias, stride, padding, dilation, groups: int, name: str)
     return y
 
 
-def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
-    return conv_nd(x, weight, bias, stride, padding, dilation, groups, "conv1d")
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):  # noqa: A002
+    """torch's ``F.conv1d``: input (N, C_in, L) or (C_in, L), weight (C_out, C_in/groups, *kernel).
+
+    Args:
+        input, weight, bias: tensors (bias optional, (C_out,)). stride, padding (ints, or 'same'/'valid'),
+        dilation, groups: as torch's.
+    """
+    return conv_nd(input, weight, bias, stride, padding, dilation, groups, "conv1d")
 
 
-def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
-    return conv_nd(x, weight, bias, stride, padding, dilation, groups, "conv2d")
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):  # noqa: A002
+    """torch's ``F.conv2d``: input (N, C_in, H, W) or (C_in, H, W), weight (C_out, C_in/groups, *kernel).
+
+    Args:
+        input, weight, bias: tensors (bias optional, (C_out,)). stride, padding (ints, or 'same'/'valid'),
+        dilation, groups: as torch's.
+    """
+    return conv_nd(input, weight, bias, stride, padding, dilation, groups, "conv2d")
 
 
-def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
-    return conv_nd(x, weight, bias, stride, padding, dilation, groups, "conv3d")
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):  # noqa: A002
+    """torch's ``F.conv3d``: input (N, C_in, D, H, W) or (C_in, D, H, W), weight (C_out, C_in/groups, *kernel).
+
+    Args:
+        input, weight, bias: tensors (bias optional, (C_out,)). stride, padding (ints, or 'same'/'valid'),
+        dilation, groups: as torch's.
+    """
+    return conv_nd(input, weight, bias, stride, padding, dilation, groups, "conv3d")
 
 
 class _ConvNd(Module):

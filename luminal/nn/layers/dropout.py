@@ -7,10 +7,16 @@ from luminal.frontend.checks import check_tensors
 from luminal.nn.module import Module
 
 
-def dropout(x, p: float = 0.5, training: bool = True):
+def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
     """torch's ``F.dropout``: zero each element with probability ``p`` and scale the survivors by
     ``1/(1-p)`` so the expectation is unchanged. The noise is a graph input drawn from ``x.graph.rng``
-    on every call, so masks differ between runs and are reproducible by seeding that generator."""
+    on every call, so masks differ between runs and are reproducible by seeding that generator.
+
+    Args:
+        input: the tensor. p: the probability of an element being zeroed. training: apply it (else
+        the input is returned). inplace: ignored (graphs have no in-place ops).
+    """
+    x = input
     check_tensors("dropout", input=x)
     if not 0.0 <= check_number("dropout", "p", p, x) <= 1.0:
         raise op_error(ValueError, "dropout", f"probability has to be between 0 and 1, but got {p}", x)

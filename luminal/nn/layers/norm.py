@@ -75,7 +75,8 @@ class LayerNorm(_TrailingNorm):
         return y
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
 
 
 class RMSNorm(_TrailingNorm):
@@ -107,13 +108,13 @@ class _BatchNorm(Module):
     _layout = ""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, dtype=None):
+                 track_running_stats: bool = True, dtype=None, *, bias: bool = True):
         super().__init__()
         num_features = check_int(type(self).__name__, "num_features", num_features, 1)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = param((num_features,), dtype) if affine else None
-        self.bias = param((num_features,), dtype) if affine else None
+        self.bias = param((num_features,), dtype) if affine and bias else None
         if track_running_stats:
             self.running_mean = buffer(np.zeros(num_features), dtype)
             self.running_var = buffer(np.ones(num_features), dtype)
@@ -132,7 +133,8 @@ class _BatchNorm(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def _check(self, x):
         check_float(layer_name(self), x)
@@ -159,7 +161,9 @@ class _BatchNorm(Module):
             var = self.running_var.on(g).reshape(per_channel)
         y = (x - mean) * (var + self.eps).rsqrt()
         if self.affine:
-            y = y * self.weight.on(g).reshape(per_channel) + self.bias.on(g).reshape(per_channel)
+            y = y * self.weight.on(g).reshape(per_channel)
+        if self.bias is not None:
+            y = y + self.bias.on(g).reshape(per_channel)
         return y
 
     def _update_running_stats(self, g, mean, unbiased_var) -> None:
@@ -174,7 +178,7 @@ class _BatchNorm(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 def _current(g, s):
@@ -200,9 +204,11 @@ class GroupNorm(Module):
     Args:
         num_groups: groups the channels are split into. num_channels: C. eps: added to the variance.
         affine: learn ``weight`` (ones) and ``bias`` (zeros) of shape (C,). dtype: their dtype.
+        bias: with ``affine``, learn the bias too (torch's keyword).
     """
 
-    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, dtype=None):
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, dtype=None, *,
+                 bias: bool = True):
         super().__init__()
         num_groups = check_int("GroupNorm", "num_groups", num_groups, 1)
         num_channels = check_int("GroupNorm", "num_channels", num_channels, 1)
@@ -210,13 +216,14 @@ class GroupNorm(Module):
             raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
         self.weight = param((num_channels,), dtype) if affine else None
-        self.bias = param((num_channels,), dtype) if affine else None
+        self.bias = param((num_channels,), dtype) if affine and bias else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Ones for ``weight``, zeros for ``bias``."""
         if self.affine:
             init.ones_(self.weight)
+        if self.bias is not None:
             init.zeros_(self.bias)
 
     @layer_forward
@@ -230,7 +237,8 @@ class GroupNorm(Module):
         return _group_norm(x, self.num_groups, w, b, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
 
 
 @_opmath
@@ -376,7 +384,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     if st is not None:
                         g.assign(st, _current(g, st) * (1 - momentum) + batch * momentum)
         else:
-            m, v = (s.on(g) if isinstance(s, State) else s for s in (rm, rv))
+            # running statistics get no gradient, as torch's (its batch_norm does not differentiate them)
+            m, v = (s.on(g) if isinstance(s, State) else s.detach() for s in (rm, rv))
             mean, var = m.to(x.dtype).reshape(per_channel), v.to(x.dtype).reshape(per_channel)
         y = (x - mean) * (var + eps).rsqrt()
         if weight is not None:
