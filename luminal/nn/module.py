@@ -21,6 +21,11 @@ from luminal.nn.parameter import Buffer, Parameter
 
 
 class Module:
+    """torch's ``nn.Module``: a tree of modules owning named parameters and buffers (torch's
+    ``state_dict`` names and order). Subclasses assign layers and Parameters as attributes in
+    ``__init__`` (after ``super().__init__()``) and define ``forward``; calling a module on a
+    GraphTensor builds graph ops in that tensor's graph."""
+
     training: bool
 
     def __init__(self):
@@ -48,15 +53,19 @@ class Module:
         object.__delattr__(self, name)
 
     def register_buffer(self, name: str, value, persistent: bool = True, dtype=None) -> Buffer:
+        """Register ``value`` (an array or a Buffer) as the buffer ``name``; a non-persistent one is left
+        out of the state_dict."""
         buf = value if isinstance(value, Buffer) else Buffer(value, dtype, persistent)
         buf.persistent = persistent
         setattr(self, name, buf)
         return buf
 
     def register_parameter(self, name: str, value: Parameter | None) -> None:
+        """Register ``value`` as the parameter ``name`` (None: declared but absent)."""
         setattr(self, name, value)
 
     def add_module(self, name: str, module: Module | None) -> None:
+        """Register ``module`` as the child ``name``."""
         setattr(self, name, module)
 
     # traversal --------------------------------------------------------------------------------
@@ -221,15 +230,19 @@ class Module:
                 yield (f"{mprefix}.{name}" if mprefix else name), v
 
     def named_parameters(self, prefix: str = "", recurse: bool = True):
+        """(qualified name, Parameter) for each parameter, a shared one once."""
         return self._named("_parameters", prefix, recurse)
 
     def parameters(self, recurse: bool = True) -> list[Parameter]:
+        """The parameters (see ``named_parameters``)."""
         return [p for _, p in self.named_parameters(recurse=recurse)]
 
     def named_buffers(self, prefix: str = "", recurse: bool = True):
+        """(qualified name, Buffer) for each buffer, a shared one once."""
         return self._named("_buffers", prefix, recurse)
 
     def buffers(self, recurse: bool = True) -> list[Buffer]:
+        """The buffers (see ``named_buffers``)."""
         return [b for _, b in self.named_buffers(recurse=recurse)]
 
     # modes ------------------------------------------------------------------------------------
@@ -430,6 +443,7 @@ class Module:
         return self.forward(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
+        """The computation; subclasses define it (calling the module runs it)."""
         raise NotImplementedError(f"{type(self).__name__} defines neither forward nor __call__")
 
     def _name_states(self):

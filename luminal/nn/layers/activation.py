@@ -27,31 +27,47 @@ class _Elementwise(Module):
 
 
 class ReLU(_Elementwise):
+    """torch's ``nn.ReLU(inplace=False)``: ``max(0, x)``."""
+
     def forward(self, x):
         return ops.relu(x)
 
 
 class SiLU(_Elementwise):
+    """torch's ``nn.SiLU(inplace=False)``: ``x * sigmoid(x)``."""
+
     def forward(self, x):
         return ops.silu(x)
 
 
 class Tanh(Module):
+    """torch's ``nn.Tanh()``."""
+
     def forward(self, x):
         return ops.tanh(x)
 
 
 class Sigmoid(Module):
+    """torch's ``nn.Sigmoid()``."""
+
     def forward(self, x):
         return ops.sigmoid(x)
 
 
 class Mish(_Elementwise):
+    """torch's ``nn.Mish(inplace=False)``: ``x * tanh(softplus(x))``."""
+
     def forward(self, x):
         return ops.mish(x)
 
 
 class GELU(Module):
+    """torch's ``nn.GELU(approximate='none')``.
+
+    Args:
+        approximate: 'none' (erf) or 'tanh'.
+    """
+
     def __init__(self, approximate: str = "none"):
         super().__init__()
         if approximate not in ("none", "tanh"):
@@ -66,6 +82,12 @@ class GELU(Module):
 
 
 class LeakyReLU(_Elementwise):
+    """torch's ``nn.LeakyReLU(negative_slope=0.01, inplace=False)``.
+
+    Args:
+        negative_slope: the slope below 0. inplace: ignored.
+    """
+
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         super().__init__(inplace)
         self.negative_slope = negative_slope
@@ -78,6 +100,12 @@ class LeakyReLU(_Elementwise):
 
 
 class ELU(_Elementwise):
+    """torch's ``nn.ELU(alpha=1.0, inplace=False)``.
+
+    Args:
+        alpha: the negative side's scale. inplace: ignored.
+    """
+
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__(inplace)
         self.alpha = alpha
@@ -90,6 +118,12 @@ class ELU(_Elementwise):
 
 
 class Softplus(Module):
+    """torch's ``nn.Softplus(beta=1.0, threshold=20.0)``.
+
+    Args:
+        beta: the sharpness. threshold: above ``beta * x > threshold`` the result is ``x``.
+    """
+
     def __init__(self, beta: float = 1.0, threshold: float = 20.0):
         super().__init__()
         self.beta, self.threshold = beta, threshold
@@ -107,6 +141,12 @@ def _legacy_softmax_dim(ndim: int) -> int:
 
 
 class Softmax(Module):
+    """torch's ``nn.Softmax(dim=None)`` (None: torch's legacy implicit dim).
+
+    Args:
+        dim: the dim normalised.
+    """
+
     def __init__(self, dim: int | None = None):
         super().__init__()
         self.dim = dim
@@ -120,6 +160,12 @@ class Softmax(Module):
 
 
 class LogSoftmax(Softmax):
+    """torch's ``nn.LogSoftmax(dim=None)``.
+
+    Args:
+        dim: the dim normalised.
+    """
+
     def forward(self, x):
         check_tensors("log_softmax", input=x)
         return ops.log_softmax(x, self.dim if self.dim is not None else _legacy_softmax_dim(x.ndim))

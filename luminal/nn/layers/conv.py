@@ -171,14 +171,36 @@ class _ConvNd(Module):
 
 
 class Conv1d(_ConvNd):
+    """torch's ``nn.Conv1d(in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+    bias=True, padding_mode='zeros')``; ``weight`` is (out_channels, in_channels/groups, kernel_size).
+
+    Args:
+        in_channels, out_channels, kernel_size, stride, padding (ints, 'same' or 'valid'), dilation,
+        groups, bias, padding_mode ('zeros' only), dtype: as torch's.
+    """
+
     _nd = 1
 
 
 class Conv2d(_ConvNd):
+    """torch's ``nn.Conv2d``; ``weight`` is (out_channels, in_channels/groups, kH, kW).
+
+    Args:
+        in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
+        dtype: as torch's.
+    """
+
     _nd = 2
 
 
 class Conv3d(_ConvNd):
+    """torch's ``nn.Conv3d``; ``weight`` is (out_channels, in_channels/groups, kD, kH, kW).
+
+    Args:
+        in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
+        dtype: as torch's.
+    """
+
     _nd = 3
 
 

@@ -29,6 +29,12 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
 
 
 class Dropout(Module):
+    """torch's ``nn.Dropout(p=0.5, inplace=False)``: ``dropout`` in training mode, the identity in eval mode.
+
+    Args:
+        p: the probability of an element being zeroed. inplace: ignored.
+    """
+
     def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
         if not 0.0 <= check_number("Dropout", "p", p) <= 1.0:

@@ -101,6 +101,12 @@ class Embedding(Module):
 
 
 class Flatten(Module):
+    """torch's ``nn.Flatten(start_dim=1, end_dim=-1)``.
+
+    Args:
+        start_dim, end_dim: the dims merged.
+    """
+
     def __init__(self, start_dim: int = 1, end_dim: int = -1):
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
@@ -114,6 +120,12 @@ class Flatten(Module):
 
 
 class Unflatten(Module):
+    """torch's ``nn.Unflatten(dim, unflattened_size)``.
+
+    Args:
+        dim: the dim split. unflattened_size: its new sizes.
+    """
+
     def __init__(self, dim: int, unflattened_size):
         super().__init__()
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)

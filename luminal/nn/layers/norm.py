@@ -53,6 +53,13 @@ class _TrailingNorm(Module):
 
 
 class LayerNorm(_TrailingNorm):
+    """torch's ``nn.LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True, bias=True)``.
+
+    Args:
+        normalized_shape: the trailing dims normalised. eps: added to the variance.
+        elementwise_affine: learn ``weight`` (and ``bias``). bias: learn the bias. dtype: their dtype.
+    """
+
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
                  dtype=None):
         super().__init__()
@@ -187,11 +194,20 @@ def _current(g, s):
 
 
 class BatchNorm1d(_BatchNorm):
+    """torch's ``nn.BatchNorm1d(num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+    *, bias=True)`` over (N, C) or (N, C, L).
+
+    Args:
+        num_features: C. eps, momentum, affine, track_running_stats, dtype, bias: as torch's.
+    """
+
     _ranks = (2, 3)
     _layout = "(N, {C}) or (N, {C}, L)"
 
 
 class BatchNorm2d(_BatchNorm):
+    """torch's ``nn.BatchNorm2d`` over (N, C, H, W) (arguments as BatchNorm1d)."""
+
     _ranks = (4,)
     _layout = "(N, {C}, H, W)"
 
