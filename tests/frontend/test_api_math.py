@@ -267,6 +267,13 @@ def test_topk(largest, backend):
           else torch.topk(t, 2, largest=largest, sorted=True), [x.astype(np.float64)], backend=backend)
 
 
+def test_scans_and_sorts_over_symbolic_dims(backend):
+    x = rand((3, 6), seed=37)
+    sym = [("B", "N")]
+    check(lambda t: (*t.sort(1, True), *t.topk(2, 1), *t.max(1), *t.cummin(1), t.logcumsumexp(1)), [x],
+          backend=backend, shapes=sym)
+
+
 def test_topk_k_out_of_range():
     g = lm.Graph()
     x = g.input("x", (3, 4))

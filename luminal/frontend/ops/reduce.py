@@ -582,7 +582,8 @@ def argsort(x: GraphTensor, dim: int = -1, descending: bool = False, stable: boo
 def topk(x: GraphTensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
     """The ``k`` largest (or smallest) elements along ``dim``: the named tuple ``(values, indices)``,
     in sorted order (also for ``sorted=False``, whose order torch leaves unspecified). ``k`` is a
-    static int; among equal values the earlier index comes first; NaN counts as the largest.
+    static int (over a symbolic dim, the run fails if the dim is below ``k``); among equal values the
+    earlier index comes first; NaN counts as the largest.
 
     Args:
         x: the input.
@@ -592,8 +593,8 @@ def topk(x: GraphTensor, k: int, dim: int = -1, largest: bool = True, sorted: bo
         sorted: accepted for torch's signature (the result is sorted either way)."""
     n = x.shape[x._axis(dim, "topk")] if x.ndim else 1
     require("topk", isinstance(k, int) and not isinstance(k, bool), f"k must be an int, got {k!r}", x)
-    require("topk", is_static(n) and 0 <= k <= n, f"k = {k} is out of range for a dim of size {n}", x,
-            kind=ValueError)
+    require("topk", 0 <= k and (not is_static(n) or k <= n), f"k = {k} is out of range for a dim of size {n}",
+            x, kind=ValueError)
     values, idx = sort(x, dim, descending=largest)
     if x.ndim == 0:
         return TopkResult(values, idx)
