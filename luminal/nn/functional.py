@@ -2,14 +2,11 @@
 namespace, with torch's names and signatures. The layers and these functions share one implementation
 (each lives beside its layer under ``luminal/nn/layers``); this module only gathers them.
 
-The losses (``F.cross_entropy``, ``F.mse_loss``, ...) are ``luminal.train``'s, which sits above ``nn``
-in the layering (``docs/architecture.md``): ``nn`` may not import it, so they are looked up by name on
-first use (``__getattr__``) from ``luminal.train.losses``, the same functions under the same names.
+The losses (``F.cross_entropy``, ``F.mse_loss``, ...) are ``luminal/nn/losses.py``'s, the same
+functions ``luminal.train`` exports.
 """
 
 from __future__ import annotations
-
-import importlib
 
 from luminal.frontend.ops import one_hot as _one_hot
 from luminal.nn.layers.activation import (
@@ -60,6 +57,18 @@ from luminal.nn.layers.pool_nd import (
     max_pool3d,
 )
 from luminal.nn.layers.sampling import interpolate, pad, pixel_shuffle, pixel_unshuffle
+from luminal.nn.losses import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    focal_loss,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+    smooth_l1_loss,
+)
 
 
 def one_hot(tensor, num_classes: int = -1):
@@ -81,19 +90,6 @@ def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_c
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
-_LOSSES = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "kl_div",
-           "l1_loss", "mse_loss", "nll_loss", "smooth_l1_loss"]
-
-
-def __getattr__(name: str):
-    """The losses, from ``luminal.train.losses`` on first use (see the module docstring)."""
-    if name in _LOSSES:
-        fn = getattr(importlib.import_module("luminal.train.losses"), name)
-        globals()[name] = fn
-        return fn
-    raise AttributeError(f"module 'luminal.nn.functional' has no attribute {name!r}")
-
-
 def __dir__():
     return sorted(__all__)
 
@@ -108,4 +104,6 @@ __all__ = [
     "relu6", "rms_norm", "scaled_dot_product_attention", "selu", "sigmoid", "silu", "softmax", "softplus",
     "softsign", "tanh", "upsample",
 ]
-__all__ += _LOSSES  # the losses, resolved by __getattr__
+__all__ += ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "focal_loss", "huber_loss",
+            "kl_div", "l1_loss", "mse_loss", "nll_loss", "smooth_l1_loss"]
+_LOSSES = tuple(n for n in __all__ if globals()[n].__module__ == "luminal.nn.losses")

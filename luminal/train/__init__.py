@@ -1,10 +1,7 @@
 """Training: autograd as a graph transform, losses, optimizers, schedulers, the train-step runner and
 checkpoints. Uses ``luminal.frontend`` and the core (safetensors I/O for checkpoints), and ``lm.compile``."""
 
-from luminal.train.amp import GradScaler, autocast
-from luminal.train.autograd import grad
-from luminal.train.checkpoint import load_checkpoint, save_checkpoint
-from luminal.train.losses import (
+from luminal.nn.losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
@@ -16,6 +13,9 @@ from luminal.train.losses import (
     nll_loss,
     smooth_l1_loss,
 )
+from luminal.train.amp import GradScaler, autocast
+from luminal.train.autograd import grad
+from luminal.train.checkpoint import load_checkpoint, save_checkpoint
 from luminal.train.optim import LAMB, SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
 from luminal.train.schedulers import (
     CosineAnnealingLR,

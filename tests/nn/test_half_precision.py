@@ -33,7 +33,7 @@ from parity import GRAD_TOLERANCE, TOLERANCE, TORCH_DTYPE, check, from_torch, ra
 import luminal as lm
 from luminal import train
 from luminal.nn import layers as L
-from luminal.train import losses as LS
+from luminal.nn import losses as LS
 
 F16, BF16, I32, BOOL = lm.float16, lm.bfloat16, lm.int32, lm.bool_
 HALF = pytest.mark.parametrize("dtype", [F16, BF16], ids=lambda d: d.name)

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from parity import check
 
 from luminal.nn import layers as NN
-from luminal.train import losses as L
+from luminal.nn import losses as L
 
 INF, NAN = math.inf, math.nan
 pytestmark = [pytest.mark.filterwarnings("ignore:reduction. 'mean' divides the total loss:UserWarning"),  # kl_div

@@ -1,4 +1,4 @@
-"""Parity with torch.nn.functional for luminal.train.losses: values, and gradients of the float inputs.
+"""Parity with torch.nn.functional for luminal.nn.losses: values, and gradients of the float inputs.
 
 Weights torch cannot differentiate (the class weights of cross_entropy/nll_loss, those of
 binary_cross_entropy[_with_logits] and pos_weight) are graph constants on our side and plain tensors on
@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from parity import check, rand
 
 import luminal as lm
-from luminal.train import losses as L
+from luminal.nn import losses as L
 
 C = 5
 LAYOUTS = {"1d": (C,), "2d": (4, C), "spatial": (3, C, 4)}  # input shapes; class dim 0 for 1-d, else 1
