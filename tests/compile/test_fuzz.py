@@ -339,7 +339,7 @@ class Program:
         elif kind in ("max", "min") and nonempty:
             if self.grad and not v.exact:
                 return
-            self.emit(f"{v.name}.{kind}({ax!r}, keepdim={keep})", exact=v.exact, bound=v.bound, err=v.err)
+            self.emit(f"{v.name}.a{kind}({ax!r}, keepdim={keep})", exact=v.exact, bound=v.bound, err=v.err)
         elif kind == "mean" and v.kind == "f":
             v = self.fit(v, 16.0)
             self.emit(f"{v.name}.mean({ax!r}, keepdim={keep})", exact=False, bound=v.bound,
