@@ -13,14 +13,16 @@ f32 = np.float32
 rng = np.random.default_rng(0)
 
 
-def test_single_output_returns_an_array(backend):
+def test_single_output_returns_an_array_and_a_list_a_tuple(backend):
     g = lm.Graph()
     x = g.input("x", (2, 3))
     f = lm.compile(x * 2, backend=backend)
     out = f(x=np.ones((2, 3), f32))
     assert type(out) is np.ndarray and out.shape == (2, 3) and out.dtype == f32
-    out = lm.compile([x * 2], backend=backend)(x=np.ones((2, 3), f32))  # a list of one: still an array
-    assert type(out) is np.ndarray
+    out = lm.compile([x * 2], backend=backend)(x=np.ones((2, 3), f32))  # a list of one: a tuple of one
+    assert type(out) is tuple and len(out) == 1 and type(out[0]) is np.ndarray and out[0].shape == (2, 3)
+    (y,) = lm.compile((x + 1,), backend=backend)(x=np.ones((2, 3), f32))  # any sequence
+    np.testing.assert_array_equal(y, np.full((2, 3), 2, f32))
 
 
 def test_several_outputs_return_a_tuple(backend):

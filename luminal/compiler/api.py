@@ -62,21 +62,23 @@ def _dim_checks(nodes, outputs, graph) -> dict:
 
 
 class Compiled:
-    """A compiled graph. Call it with inputs as keyword arguments; get one array per output
-    (a single array for a single output, else a tuple). Safe to call from several threads: calls
+    """A compiled graph. Call it with inputs as keyword arguments; get one array per output: a bare
+    array when ``compile`` was given a single GraphTensor, a tuple (of one array too) when it was given
+    a sequence, so ``(y,) = lm.compile([y])(...)`` and ``a, b = lm.compile([a, b])(...)`` read alike. Safe to call from several threads: calls
     run one at a time. Every input is checked, and every symbolic
     dim bound, before any work is done. States the graph reads are taken from their ``.data``;
     ``updates`` (the graph's own ``assign``s plus those given to ``compile``) are written back into
     the States after the run, all reads having seen the values from before it."""
 
-    def __init__(self, outputs, backend: str, updates=None, *, search=0, seed=0, budget=None, _guards=True):
+    def __init__(self, outputs, backend: str, updates=None, *, search=0, seed=0, budget=None, _guards=True,
+                 single: bool = False):
         self.graph = g = outputs[0].graph
         self.backend = backend
         impl = get_backend(backend)
         self.updates = list({**g.updates, **(updates or {})}.items()) if _guards else []
         every = outputs + [t for _, t in self.updates]
         self._n_out = len(outputs)
-        self._single = len(outputs) == 1
+        self._single = single  # compile(t) of one tensor: the array itself; compile([...]): a tuple
         self._out_shapes = [t.shape for t in outputs]
         if impl.level == "graph":
             self.runner, self._report = impl.interpret([(t.node, t.layout) for t in every], g.constants), None
@@ -174,12 +176,17 @@ def compile(outputs, backend: str = "cpu", updates=None, *, search: int = 0, see
             budget=None) -> Compiled:
     """Compile ``outputs`` (a GraphTensor or a sequence of them, from one graph) for ``backend``.
 
+    The result is called with the inputs by name. Given a single GraphTensor it returns that
+    output's array; given a sequence (a list of one included) it returns a tuple of arrays, one per
+    output, in order.
+
     ``updates``: ``{State: GraphTensor}`` written back after every run, in addition to the graph's
     own ``assign``s (see ``frontend/state.py``). ``search=N`` times up to N alternative programs the
     e-graph holds on this machine and keeps the fastest (default: the cost model's choice alone);
     ``seed`` makes that search reproducible; ``budget`` (``luminal.compiler.egraph.Budget``) bounds
     the rewrite search."""
-    if isinstance(outputs, GraphTensor):
+    single = isinstance(outputs, GraphTensor)
+    if single:
         outputs = [outputs]
     if isinstance(outputs, (str, bytes)) or not hasattr(outputs, "__iter__"):
         raise TypeError(f"compile: expected a GraphTensor or a non-empty sequence of GraphTensors, "
@@ -206,7 +213,7 @@ def compile(outputs, backend: str = "cpu", updates=None, *, search: int = 0, see
         raise TypeError(f"compile: budget must be a luminal.compiler.egraph.Budget (e.g. Budget(seconds=1)), "
                         f"got {type(budget).__name__}")
     return Compiled(outputs, backend, {st: cast(t, st.dtype) for st, t in (updates or {}).items()},
-                    search=search, seed=seed, budget=budget)
+                    search=search, seed=seed, budget=budget, single=single)
 
 
 def _state_name(graph, st) -> str:

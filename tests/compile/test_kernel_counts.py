@@ -15,7 +15,6 @@ def _compile(outs, **arrays):
     interp = ReferenceInterpreter([(t.node, t.layout) for t in outs], g.constants)
     ref = interp({**arrays, **{k: s.data for k, s in g.states.items()}}, {})
     got = f(**arrays)
-    got = [got] if len(outs) == 1 else list(got)
     for a, b in zip(got, ref, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     return f.report(show=False)

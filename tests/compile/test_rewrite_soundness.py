@@ -361,7 +361,7 @@ def test_true_division_special_values_match_torch(backend):
     b = np.array([1e-39, 1e-39, 1e-39, 1e-39, 3.0, 3e38, 1.0, INF, 5.0], np.float32)
     g = lm.Graph()
     x, y = g.input("a", a.shape), g.input("b", b.shape)
-    got = lm.compile([x / y], backend=backend)(a=a, b=b)
+    got = lm.compile(x / y, backend=backend)(a=a, b=b)
     want = (torch.from_numpy(a) / torch.from_numpy(b)).numpy()
     assert_bits(got, want, f"{backend} a / b vs torch")
 

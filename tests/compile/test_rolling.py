@@ -181,7 +181,7 @@ def test_graph_grows_after_a_rolled_compile():
     h = x
     for layer in layers:
         h = layer(h).relu()
-    first = lm.compile([h])
+    first = lm.compile(h)
     y = (h * 2.0).sum(1)  # new nodes after the compile
     second = lm.compile([h, y])
     a = np.random.default_rng(0).standard_normal((3, 16)).astype(np.float32)

@@ -350,7 +350,7 @@ def test_state_mutated_replaced_and_set_between_bindings(backend):
     st = State(np.ones((4, 3), f32), name="w")
     g = lm.Graph()
     x = g.input("x", ("B", 4))
-    f = lm.compile([x @ g.state(st)], backend=backend)
+    f = lm.compile(x @ g.state(st), backend=backend)
     X = {b: R(b, 4, seed=b) for b in (1, 2, 3)}
     for k, change in enumerate([lambda: None, lambda: st.data.__imul__(2), lambda: setattr(st, "data", st.data + 1),
                                 lambda: st.set(np.full((4, 3), -1.0)), lambda: st.data.fill(0.5)]):

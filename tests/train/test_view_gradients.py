@@ -305,7 +305,7 @@ def test_grad_output_with_values_and_views(seed_view, backend):
     xv, sv = rand((3, 6)), rand(shape, seed=4)
     xt = torch.tensor(xv, requires_grad=True)
     want, = torch.autograd.grad(f(xt), xt, grad_outputs=make(torch.tensor(sv)))
-    got = lm.compile([gx], backend=backend)(x=xv, s=sv)
+    got = lm.compile(gx, backend=backend)(x=xv, s=sv)
     close(got, want)
 
 
@@ -340,7 +340,7 @@ def test_losses_that_are_views(name, backend):
     xv, sv = rand((3, 4)), rand((7, 3), seed=1)
     xt = torch.tensor(xv, requires_grad=True)
     want, = torch.autograd.grad(f(xt), xt, grad_outputs=torch.tensor(sv) if seeded else None)
-    close(lm.compile([gx], backend=backend)(x=xv, s=sv), want)
+    close(lm.compile(gx, backend=backend)(x=xv, s=sv), want)
 
 
 @pytest.mark.parametrize("x_dtype,seed_dtype", [(lm.float32, lm.float64), (lm.float16, lm.float32)], ids=str)
@@ -367,7 +367,7 @@ def test_state_read_through_views(backend):
     ref = ((xt @ wt.flip(1)[:, ::2]).tanh().sum() + (wt.unfold(1, 3, 2) * wt[:, None, :3]).sum()
            + tF.pad(wt.T, (1, 0), value=1.0)[::2].pow(2).mean())
     want, = torch.autograd.grad(ref, wt)
-    close(lm.compile([gw], backend=backend)(x=xv), want)
+    close(lm.compile(gw, backend=backend)(x=xv), want)
 
 
 def test_allow_unused_with_views(backend):
