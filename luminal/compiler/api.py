@@ -64,8 +64,8 @@ def _dim_checks(nodes, outputs, graph) -> dict:
 class Compiled:
     """A compiled graph. Call it with inputs as keyword arguments; get one array per output: a bare
     array when ``compile`` was given a single GraphTensor, a tuple (of one array too) when it was given
-    a sequence, so ``(y,) = lm.compile([y])(...)`` and ``a, b = lm.compile([a, b])(...)`` read alike. Safe to call from several threads: calls
-    run one at a time. Every input is checked, and every symbolic
+    a sequence, so ``(y,) = lm.compile([y])(...)`` and ``a, b = lm.compile([a, b])(...)`` read alike.
+    Safe to call from several threads: calls run one at a time. Every input is checked, and every symbolic
     dim bound, before any work is done. States the graph reads are taken from their ``.data``;
     ``updates`` (the graph's own ``assign``s plus those given to ``compile``) are written back into
     the States after the run, all reads having seen the values from before it."""
