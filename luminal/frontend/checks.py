@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from luminal.core.errors import op_error, renamed
 from luminal.frontend.tensor import GraphTensor
@@ -32,12 +34,15 @@ def check_tensors(op: str, /, *, optional=(), **named) -> None:
             raise op_error(ValueError, op, "operands belong to different graphs", *ts)
 
 
-def tensor_op(name: str):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def tensor_op(name: str) -> Callable[[_F], _F]:
     """Decorator for a public op whose first argument is a tensor: that argument is checked on entry
     (``relu(None)`` says ``relu: input must be a GraphTensor``, not ``'NoneType' object has no attribute``),
     and errors of the ops it is built from are reported under ``name`` (``renamed``)."""
 
-    def deco(f):
+    def deco(f: _F) -> _F:
         first = inspect.unwrap(f).__code__.co_varnames[0]
         rename = renamed(name)
 
@@ -49,6 +54,6 @@ def tensor_op(name: str):
             with rename:
                 return f(*args, **kwargs)
 
-        return op
+        return op  # type: ignore[return-value]  # functools.wraps keeps f's signature
 
     return deco

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from luminal.core.symbolic import dims, shape_str, sizes
 from luminal.core.view import View
 from luminal.frontend.seed import default_rng
 from luminal.frontend.state import State
+
+if TYPE_CHECKING:
+    from luminal.frontend.tensor import GraphTensor
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,13 +117,19 @@ class Graph:
         number)``; equal numbers in two signatures mean equal views or shapes."""
         return list(self._signatures)
 
-    def tensor(self, node: Node, view: View | None = None):
+    def tensor(self, node: Node, view: View | None = None) -> GraphTensor:
+        """``node`` as a GraphTensor read through ``view`` (default: the whole node, contiguous).
+
+        Args:
+            node: a node of this graph.
+            view: how the tensor reads the node (``core/view.py``).
+        """
         from luminal.frontend.tensor import GraphTensor
 
         return GraphTensor(self, node, view or View.contiguous(node.shape))
 
     # leaves -----------------------------------------------------------------------------------
-    def input(self, name: str, shape, dtype=dt.float32):
+    def input(self, name: str, shape, dtype=dt.float32) -> GraphTensor:
         """A named input; ``shape`` entries are ints or symbolic dim names (``"B"``) or Syms."""
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"input name must be an identifier, got {name!r}")
@@ -133,7 +143,7 @@ class Graph:
         self.inputs[name] = node
         return self.tensor(node)
 
-    def state(self, s: State):
+    def state(self, s: State) -> GraphTensor:
         """``s`` as a tensor of this graph (one node per State; its value is read at run time)."""
         node = self._state_nodes.get(id(s))
         if node is None:
@@ -178,7 +188,7 @@ class Graph:
             raise op_error(TypeError, "guard", f"failed must be bool, got {failed.dtype.name}", failed)
         self.guards.append((failed, value, error, message))
 
-    def rand(self, shape):
+    def rand(self, shape) -> GraphTensor:
         """Uniform [0, 1) float32 noise of ``shape`` (may be symbolic), drawn from ``self.rng``
         afresh on every call of a compiled program (dropout masks)."""
         shape = sizes("rand", shape)
@@ -187,7 +197,7 @@ class Graph:
         self.random[name] = node
         return self.tensor(node)
 
-    def constant(self, value, dtype=None):
+    def constant(self, value, dtype=None) -> GraphTensor:
         """A literal tensor (copied now) or scalar. A symbolic dim becomes an int32 scalar whose
         value is bound at run time."""
         from luminal.core.symbolic import Sym

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from luminal.core import dtype as dt
 from luminal.core.errors import check_number, op_error, user_frame, where
 from luminal.core.symbolic import Dim, dims, exact_div, is_static, prod, shape_str
 from luminal.core.view import View
 
+_F = TypeVar("_F", bound=Callable[..., Any])
 
-def scalar_as_1d(op: str, dims=("dim",), tensors=(), result=None):
+
+def scalar_as_1d(op: str, dims=("dim",), tensors=(), result=None) -> Callable[[_F], _F]:
     """Decorator: an op taking a dim runs on 0-d operands as torch runs it.
 
     torch treats a 0-d tensor as a single element along dim 0 (or -1): ``softmax(0)`` of a scalar is
@@ -30,7 +34,7 @@ def scalar_as_1d(op: str, dims=("dim",), tensors=(), result=None):
     arguments by name) when given, else as 0-d when the first argument was 0-d. Operands that are not
     0-d take the op's own path untouched (one scan of the arguments)."""
 
-    def deco(fn):
+    def deco(fn: _F) -> _F:
         sig = inspect.signature(fn)
         first = next(iter(sig.parameters))
 
@@ -59,7 +63,7 @@ def scalar_as_1d(op: str, dims=("dim",), tensors=(), result=None):
                 return result(out, orig)
             return out.reshape(()) if x0 else out
 
-        return run
+        return run  # type: ignore[return-value]  # functools.wraps keeps fn's signature
 
     return deco
 
@@ -97,13 +101,13 @@ class GraphTensor:
     def dim(self) -> int:
         return self.ndim
 
-    def size(self, d: int | None = None):
+    def size(self, d: int | None = None) -> tuple | Dim:
         return self.shape if d is None else self.shape[self._axis(d, "size", scalar=False)]
 
     def numel(self) -> Dim:
         return prod(self.shape)
 
-    def __len__(self):
+    def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d tensor")
         n = self.shape[0]
@@ -111,13 +115,13 @@ class GraphTensor:
             raise TypeError(f"len() of a tensor whose first dim {n} is symbolic")
         return n
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"GraphTensor({shape_str(self.shape)}, {self.dtype.name}, node={self.node.op}#{self.node.id})"
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         raise TypeError("a GraphTensor is lazy and has no truth value; compile and run it first")
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[GraphTensor]:
         return (self[i] for i in range(len(self)))
 
     def _with_view(self, view: View) -> GraphTensor:
@@ -399,6 +403,96 @@ class GraphTensor:
     def tile(self, *dims) -> GraphTensor:
         dims = _shape_args(dims)
         return self.repeat(*((1,) * (self.ndim - len(dims)) + tuple(dims)))
+
+
+    if TYPE_CHECKING:
+        # The methods frontend/ops/__init__.py installs (``_install``), declared for type checkers and editors:
+        # what each returns (the op functions' return annotations; tests/test_api_types.py checks this list
+        # against the installed methods). Declared rather than assigned from the ops, which import this module:
+        # mypy cannot infer a decorated function's type across that import cycle.
+        add: Callable[..., GraphTensor]; sub: Callable[..., GraphTensor]; mul: Callable[..., GraphTensor]
+        div: Callable[..., GraphTensor]; neg: Callable[..., GraphTensor]; pow: Callable[..., GraphTensor]
+        fmod: Callable[..., GraphTensor]; remainder: Callable[..., GraphTensor]
+        floor_divide: Callable[..., GraphTensor]; maximum: Callable[..., GraphTensor]
+        minimum: Callable[..., GraphTensor]; clamp: Callable[..., GraphTensor]; clip: Callable[..., GraphTensor]
+        lerp: Callable[..., GraphTensor]; where: Callable[..., GraphTensor]; __add__: Callable[..., GraphTensor]
+        __radd__: Callable[..., GraphTensor]; __sub__: Callable[..., GraphTensor]
+        __rsub__: Callable[..., GraphTensor]; __mul__: Callable[..., GraphTensor]
+        __rmul__: Callable[..., GraphTensor]; __truediv__: Callable[..., GraphTensor]
+        __rtruediv__: Callable[..., GraphTensor]; __floordiv__: Callable[..., GraphTensor]
+        __rfloordiv__: Callable[..., GraphTensor]; __mod__: Callable[..., GraphTensor]
+        __rmod__: Callable[..., GraphTensor]; __pow__: Callable[..., GraphTensor]
+        __rpow__: Callable[..., GraphTensor]; __neg__: Callable[..., GraphTensor]
+        __pos__: Callable[..., GraphTensor]; __abs__: Callable[..., GraphTensor]
+        __matmul__: Callable[..., GraphTensor]; __rmatmul__: Callable[..., GraphTensor]
+        __lt__: Callable[..., GraphTensor]; __le__: Callable[..., GraphTensor]; __gt__: Callable[..., GraphTensor]
+        __ge__: Callable[..., GraphTensor]; __eq__: Callable[..., GraphTensor]; __ne__: Callable[..., GraphTensor]
+        __and__: Callable[..., GraphTensor]; __rand__: Callable[..., GraphTensor]
+        __or__: Callable[..., GraphTensor]; __ror__: Callable[..., GraphTensor]; __xor__: Callable[..., GraphTensor]
+        __rxor__: Callable[..., GraphTensor]; __invert__: Callable[..., GraphTensor]; lt: Callable[..., GraphTensor]
+        le: Callable[..., GraphTensor]; gt: Callable[..., GraphTensor]; ge: Callable[..., GraphTensor]
+        eq: Callable[..., GraphTensor]; ne: Callable[..., GraphTensor]; logical_and: Callable[..., GraphTensor]
+        logical_or: Callable[..., GraphTensor]; logical_not: Callable[..., GraphTensor]
+        logical_xor: Callable[..., GraphTensor]; isnan: Callable[..., GraphTensor]
+        isinf: Callable[..., GraphTensor]; isfinite: Callable[..., GraphTensor]; abs: Callable[..., GraphTensor]
+        sign: Callable[..., GraphTensor]; exp: Callable[..., GraphTensor]; exp2: Callable[..., GraphTensor]
+        log: Callable[..., GraphTensor]; log2: Callable[..., GraphTensor]; sqrt: Callable[..., GraphTensor]
+        rsqrt: Callable[..., GraphTensor]; sin: Callable[..., GraphTensor]; cos: Callable[..., GraphTensor]
+        tan: Callable[..., GraphTensor]; square: Callable[..., GraphTensor]; reciprocal: Callable[..., GraphTensor]
+        floor: Callable[..., GraphTensor]; ceil: Callable[..., GraphTensor]; round: Callable[..., GraphTensor]
+        trunc: Callable[..., GraphTensor]; erf: Callable[..., GraphTensor]; relu: Callable[..., GraphTensor]
+        leaky_relu: Callable[..., GraphTensor]; sigmoid: Callable[..., GraphTensor]
+        tanh: Callable[..., GraphTensor]; gelu: Callable[..., GraphTensor]; silu: Callable[..., GraphTensor]
+        softplus: Callable[..., GraphTensor]; elu: Callable[..., GraphTensor]; mish: Callable[..., GraphTensor]
+        sum: Callable[..., GraphTensor]; mean: Callable[..., GraphTensor]; var: Callable[..., GraphTensor]
+        std: Callable[..., GraphTensor]; max: Callable[..., GraphTensor | ValuesIndices]
+        min: Callable[..., GraphTensor | ValuesIndices]; amax: Callable[..., GraphTensor]
+        amin: Callable[..., GraphTensor]; prod: Callable[..., GraphTensor]; argmax: Callable[..., GraphTensor]
+        argmin: Callable[..., GraphTensor]; any: Callable[..., GraphTensor]; all: Callable[..., GraphTensor]
+        logsumexp: Callable[..., GraphTensor]; softmax: Callable[..., GraphTensor]
+        log_softmax: Callable[..., GraphTensor]; cumsum: Callable[..., GraphTensor]
+        cumprod: Callable[..., GraphTensor]; gather: Callable[..., GraphTensor]
+        take_along_dim: Callable[..., GraphTensor]; index_select: Callable[..., GraphTensor]
+        scatter: Callable[..., GraphTensor]; scatter_add: Callable[..., GraphTensor]
+        matmul: Callable[..., GraphTensor]; dot: Callable[..., GraphTensor]; tril: Callable[..., GraphTensor]
+        triu: Callable[..., GraphTensor]; split: Callable[..., tuple[GraphTensor, ...]]
+        chunk: Callable[..., tuple[GraphTensor, ...]]; __getitem__: Callable[..., GraphTensor]
+        to: Callable[..., GraphTensor]; cast: Callable[..., GraphTensor]; type: Callable[..., GraphTensor]
+        float: Callable[..., GraphTensor]; half: Callable[..., GraphTensor]; bfloat16: Callable[..., GraphTensor]
+        double: Callable[..., GraphTensor]; int: Callable[..., GraphTensor]; bool: Callable[..., GraphTensor]
+        log1p: Callable[..., GraphTensor]; expm1: Callable[..., GraphTensor]; log10: Callable[..., GraphTensor]
+        sinh: Callable[..., GraphTensor]; cosh: Callable[..., GraphTensor]; asinh: Callable[..., GraphTensor]
+        acosh: Callable[..., GraphTensor]; atanh: Callable[..., GraphTensor]; atan: Callable[..., GraphTensor]
+        asin: Callable[..., GraphTensor]; acos: Callable[..., GraphTensor]; atan2: Callable[..., GraphTensor]
+        arctan2: Callable[..., GraphTensor]; arcsin: Callable[..., GraphTensor]; arccos: Callable[..., GraphTensor]
+        arctan: Callable[..., GraphTensor]; nan_to_num: Callable[..., GraphTensor]
+        clone: Callable[..., GraphTensor]; masked_fill: Callable[..., GraphTensor]
+        addcmul: Callable[..., GraphTensor]; addcdiv: Callable[..., GraphTensor]; norm: Callable[..., GraphTensor]
+        var_mean: Callable[..., tuple[GraphTensor, GraphTensor]]
+        std_mean: Callable[..., tuple[GraphTensor, GraphTensor]]; cummax: Callable[..., ValuesIndices]
+        cummin: Callable[..., ValuesIndices]; logcumsumexp: Callable[..., GraphTensor]
+        sort: Callable[..., ValuesIndices]; argsort: Callable[..., GraphTensor]
+        topk: Callable[..., ValuesIndices]; long: Callable[..., GraphTensor]
+        bitwise_and: Callable[..., GraphTensor]; bitwise_or: Callable[..., GraphTensor]
+        bitwise_xor: Callable[..., GraphTensor]; bitwise_not: Callable[..., GraphTensor]
+        bitwise_left_shift: Callable[..., GraphTensor]; bitwise_right_shift: Callable[..., GraphTensor]
+        __lshift__: Callable[..., GraphTensor]; __rlshift__: Callable[..., GraphTensor]
+        __rshift__: Callable[..., GraphTensor]; __rrshift__: Callable[..., GraphTensor]
+        roll: Callable[..., GraphTensor]; narrow: Callable[..., GraphTensor]; select: Callable[..., GraphTensor]
+        unbind: Callable[..., tuple[GraphTensor, ...]]; movedim: Callable[..., GraphTensor]
+        moveaxis: Callable[..., GraphTensor]; repeat_interleave: Callable[..., GraphTensor]
+        diagonal: Callable[..., GraphTensor]; diag: Callable[..., GraphTensor]; trace: Callable[..., GraphTensor]
+        addmm: Callable[..., GraphTensor]; baddbmm: Callable[..., GraphTensor]; bmm: Callable[..., GraphTensor]
+        index_add: Callable[..., GraphTensor]; index_copy: Callable[..., GraphTensor]
+        index_put: Callable[..., GraphTensor]; scatter_reduce: Callable[..., GraphTensor]
+        __setitem__: Callable[..., None]
+
+class ValuesIndices(NamedTuple):
+    """A ``(values, indices)`` pair of tensors, as torch's ``torch.return_types``: the base of the
+    results of ``max``/``min`` over a dim, ``cummax``/``cummin``, ``sort`` and ``topk``."""
+
+    values: GraphTensor
+    indices: GraphTensor
 
 
 def _shape_args(args) -> tuple:

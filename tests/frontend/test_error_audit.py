@@ -98,7 +98,7 @@ def case(id_, fn, exc, pattern, at=True, bug=None):
 
 
 def _np_left(t):
-    return np.ones(3, f32) + t.v
+    return np.ones(4, f32) + t.v  # a numpy operand is a constant (test_factories_numpy.py); this one cannot broadcast
 
 
 def _two_graph_stack(t):
@@ -111,8 +111,9 @@ CASES = [
     # ---- elementwise / operators with non-tensors and wrong dtypes --------------------------------
     case("add-list", lambda t: t.v + [1.0, 2.0, 3.0], T, r"^add: .*list"),
     case("add-none", lambda t: t.v + None, T, r"^add: .*NoneType"),
-    case("add-ndarray", lambda t: t.v + np.ones(3, f32), T, r"^add: .*ndarray"),
-    case("radd-ndarray", _np_left, T, r"add"),
+    case("add-ndarray", lambda t: t.v + np.ones(4, f32), V, r"^add: .*cannot broadcast"),
+    case("add-ndarray-str", lambda t: t.v + np.array(["a", "b", "c"]), T, r"^add: .*numpy array of dtype"),
+    case("radd-ndarray", _np_left, V, r"add"),
     case("mul-str", lambda t: t.v * "a", T, r"^mul: .*str"),
     case("sub-bool", lambda t: t.b - t.b, T, r"^sub: .*bool"),
     case("sub-shapes-sym", lambda t: t.s - t.v, V, r"^sub: .*cannot broadcast"),

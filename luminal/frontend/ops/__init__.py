@@ -3,12 +3,15 @@ torch-named methods and operators."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from luminal.core import dtype as dt
 from luminal.frontend.graph import Graph
 from luminal.frontend.ops import activations, combine, creation, elementwise, indexing, linalg, reduce
 from luminal.frontend.ops.activations import elu, gelu, leaky_relu, mish, relu, sigmoid, silu, softplus, tanh
 from luminal.frontend.ops.combine import cat, chunk, hstack, row_stack, split, stack, vstack
 from luminal.frontend.ops.core import broadcast_shapes, cast
-from luminal.frontend.ops.creation import arange, eye, full, full_like, ones_like, tril, triu, zeros_like
+from luminal.frontend.ops.creation import arange, eye, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
 from luminal.frontend.ops.einsum import einsum, tensordot
 from luminal.frontend.ops.elementwise import (
     abs_ as abs,
@@ -152,39 +155,84 @@ _E = elementwise
 
 
 def _flip(f):
-    return lambda self, other: f(other, self)
+    """``f`` with its operands swapped: the reflected operator (``2 - x`` calls ``x.__rsub__(2)``)."""
 
+    def op(self: GraphTensor, other) -> GraphTensor:
+        return f(other, self)
 
-def _equality(f):
-    """``==``/``!=`` against something that is neither a tensor nor a number defers to Python
-    (``t == None`` is False, ``Ellipsis in (t,)`` works) instead of raising."""
-    import numbers
-
-    def op(self, other):
-        if not isinstance(other, (GraphTensor, numbers.Number)):
-            return NotImplemented
-        return f(self, other)
-
+    op.__name__ = op.__qualname__ = f"r{f.__name__}"
+    op.__doc__ = (f"``other {f.__name__} self``: the reflected form of :func:`{f.__name__}`, which Python calls "
+                  f"when the left operand (a number or a numpy array) does not handle the operator.\n\n"
+                  f"Args:\n    other: the left operand.")
     return op
 
 
-def _dtype_method(d):
-    return lambda self: cast(self, d)
+def _equality(f):
+    """``==``/``!=`` against something that is neither a tensor, a numpy array nor a number defers to
+    Python (``t == None`` is False, ``Ellipsis in (t,)`` works) instead of raising."""
+    import numbers
+
+    import numpy as np
+
+    def op(self: GraphTensor, other) -> GraphTensor:
+        if not isinstance(other, (GraphTensor, numbers.Number, np.ndarray)):
+            return NotImplemented
+        return f(self, other)
+
+    op.__name__ = op.__qualname__ = f"{f.__name__}_operator"
+    op.__doc__ = (f"``self {'==' if f.__name__ == 'eq' else '!='} other`` elementwise (:func:`{f.__name__}`); "
+                  "against anything but a tensor, a numpy array or a number Python's default applies "
+                  "(``t == None`` is False).\n\nArgs:\n    other: the tensor, array or number compared with.")
+    return op
+
+
+def _dtype_method(d, name: str) -> Callable[[GraphTensor], GraphTensor]:
+    """The ``Tensor.float()``-style method casting to ``d``."""
+
+    def method(self: GraphTensor) -> GraphTensor:
+        return cast(self, d)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"torch ``Tensor.{name}()``: ``self`` cast to {d.name} (``self.to(lm.{d.name})``)."
+    return method
+
+
+_float_method = _dtype_method(dt.float32, "float")
+_half_method = _dtype_method(dt.float16, "half")
+_bfloat16_method = _dtype_method(dt.bfloat16, "bfloat16")
+_double_method = _dtype_method(dt.float64, "double")
+_int_method = _dtype_method(dt.int32, "int")
+_bool_method = _dtype_method(dt.bool_, "bool")
+_long_method = _dtype_method(dt.int32, "long")
+
+
+def _where_method(self: GraphTensor, condition, other) -> GraphTensor:
+    """torch ``Tensor.where``: ``self`` where ``condition`` holds, else ``other`` (``where(condition,
+    self, other)``).
+
+    Args:
+        condition: a bool tensor, broadcast against ``self`` and ``other``.
+        other: the values taken where ``condition`` is False (a tensor, array or number).
+    """
+    return where(condition, self, other)
+
+
+def _pos(self: GraphTensor) -> GraphTensor:
+    """``+self``: the tensor itself."""
+    return self
 
 
 def _install():
-    from luminal.core import dtype as dt
-
     methods = {
         # arithmetic and operators
         "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg, "pow": pow, "fmod": fmod,
         "remainder": remainder, "floor_divide": floor_divide, "maximum": maximum, "minimum": minimum,
-        "clamp": clamp, "clip": clamp, "lerp": lerp, "where": lambda self, cond, other: where(cond, self, other),
+        "clamp": clamp, "clip": clamp, "lerp": lerp, "where": _where_method,
         "__add__": add, "__radd__": _flip(add), "__sub__": sub, "__rsub__": _flip(sub),
         "__mul__": mul, "__rmul__": _flip(mul), "__truediv__": div, "__rtruediv__": _flip(div),
         "__floordiv__": floor_divide, "__rfloordiv__": _flip(floor_divide), "__mod__": remainder,
         "__rmod__": _flip(remainder), "__pow__": pow, "__rpow__": _flip(pow), "__neg__": neg,
-        "__pos__": lambda self: self, "__abs__": abs, "__matmul__": matmul, "__rmatmul__": _flip(matmul),
+        "__pos__": _pos, "__abs__": abs, "__matmul__": matmul, "__rmatmul__": _flip(matmul),
         "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge, "__eq__": _equality(eq), "__ne__": _equality(ne),
         "__and__": _E.bitwise_and, "__rand__": _flip(_E.bitwise_and), "__or__": _E.bitwise_or,
         "__ror__": _flip(_E.bitwise_or), "__xor__": _E.bitwise_xor, "__rxor__": _flip(_E.bitwise_xor),
@@ -209,9 +257,9 @@ def _install():
         "scatter": scatter, "scatter_add": scatter_add, "matmul": matmul, "dot": dot,
         "tril": tril, "triu": triu, "split": split, "chunk": chunk, "__getitem__": indexing.getitem,
         # dtypes
-        "to": cast, "cast": cast, "type": cast, "float": _dtype_method(dt.float32),
-        "half": _dtype_method(dt.float16), "bfloat16": _dtype_method(dt.bfloat16),
-        "double": _dtype_method(dt.float64), "int": _dtype_method(dt.int32), "bool": _dtype_method(dt.bool_),
+        "to": cast, "cast": cast, "type": cast, "float": _float_method,
+        "half": _half_method, "bfloat16": _bfloat16_method,
+        "double": _double_method, "int": _int_method, "bool": _bool_method,
         # math, selection, scans and sorting (test_api_math.py)
         "log1p": log1p, "expm1": expm1, "log10": log10, "sinh": sinh, "cosh": cosh, "asinh": asinh,
         "acosh": acosh, "atanh": atanh, "atan": atan, "asin": asin, "acos": acos, "atan2": atan2,
@@ -219,7 +267,7 @@ def _install():
         "clone": clone, "masked_fill": masked_fill, "addcmul": addcmul, "addcdiv": addcdiv, "norm": norm,
         "var_mean": var_mean, "std_mean": std_mean, "cummax": cummax, "cummin": cummin,
         "logcumsumexp": logcumsumexp, "sort": sort, "argsort": argsort, "topk": topk,
-        "long": _dtype_method(dt.int32), "bitwise_and": bitwise_and, "bitwise_or": bitwise_or,
+        "long": _long_method, "bitwise_and": bitwise_and, "bitwise_or": bitwise_or,
         "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not, "bitwise_left_shift": bitwise_left_shift,
         "bitwise_right_shift": bitwise_right_shift, "__lshift__": bitwise_left_shift,
         "__rlshift__": _flip(bitwise_left_shift), "__rshift__": bitwise_right_shift,
@@ -235,9 +283,7 @@ def _install():
         setattr(GraphTensor, name, fn)
     GraphTensor.__hash__ = object.__hash__
     graph_methods = {
-        "arange": arange, "full": full, "eye": eye,
-        "zeros": lambda g, shape, dtype=dt.float32: full(g, shape, 0, dtype),
-        "ones": lambda g, shape, dtype=dt.float32: full(g, shape, 1, dtype),
+        "arange": arange, "full": full, "eye": eye, "zeros": zeros, "ones": ones,
     }
     for name, fn in graph_methods.items():
         setattr(Graph, name, fn)
@@ -245,6 +291,22 @@ def _install():
 
 _install()
 
-# The public ops: every function defined in this package's modules (re-exported as ``lm.<name>``).
-__all__ = sorted(n for n, v in globals().items() if not n.startswith("_") and callable(v)
-                 and getattr(v, "__module__", "").startswith(__name__ + "."))
+# The public ops (re-exported as ``lm.<name>``): every function defined in this package's modules,
+# written out so that type checkers and editors see them (tests/test_api_types.py checks the list).
+__all__ = [
+    "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "addmm", "all", "amax", "amin", "any", "arange", "argmax",
+    "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm", "bitwise_and", "bitwise_left_shift",
+    "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bmm", "broadcast_shapes", "cast", "cat",
+    "ceil", "chunk", "clamp", "clone", "cos", "cosh", "cummax", "cummin", "cumprod", "cumsum", "diag", "diagonal",
+    "div", "dot", "einsum", "elu", "eq", "erf", "exp", "exp2", "expm1", "eye", "flip", "floor", "floor_divide",
+    "fmod", "full", "full_like", "gather", "ge", "gelu", "gt", "hstack", "index_add", "index_copy", "index_put",
+    "index_select", "isfinite", "isinf", "isnan", "le", "leaky_relu", "lerp", "log", "log10", "log1p", "log2",
+    "log_softmax", "logcumsumexp", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt",
+    "masked_fill", "matmul", "max", "maximum", "mean", "meshgrid", "min", "minimum", "mish", "moveaxis", "movedim",
+    "mul", "nan_to_num", "narrow", "ne", "neg", "norm", "one_hot", "ones", "ones_like", "outer", "pow", "prod",
+    "reciprocal", "relu", "remainder", "repeat_interleave", "roll", "round", "row_stack", "rsqrt", "scatter",
+    "scatter_add", "scatter_reduce", "select", "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softplus",
+    "sort", "split", "sqrt", "square", "stack", "std", "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh",
+    "tensordot", "topk", "trace", "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack",
+    "where", "zeros", "zeros_like",
+]

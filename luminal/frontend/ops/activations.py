@@ -24,22 +24,23 @@ from luminal.frontend.ops.elementwise import (
     where,
 )
 from luminal.frontend.ops.elementwise import tanh_ as _tanh
+from luminal.frontend.tensor import GraphTensor
 
 
 @tensor_op("relu")
-def relu(x):
+def relu(x) -> GraphTensor:
     """torch's: NaN stays NaN, -0.0 stays -0.0; the gradient is 0 where x <= 0 and 1 elsewhere (NaN too)."""
     return where(le(x, 0), where(lt(x, 0), 0, x.detach()), x)
 
 
 @tensor_op("leaky_relu")
-def leaky_relu(x, negative_slope: float = 0.01):
+def leaky_relu(x, negative_slope: float = 0.01) -> GraphTensor:
     return where(gt(x, 0), x, mul(x, negative_slope))
 
 
 @tensor_op("sigmoid")
 @_opmath
-def sigmoid(x):
+def sigmoid(x) -> GraphTensor:
     """``1/(1+e)`` or ``e/(1+e)`` with ``e = exp(-|x|)`` <= 1: no overflow, so no inf * 0 in the gradient.
     ``-|x|`` is spelled as a ``where`` (not ``abs``, whose derivative at 0 is 0) so sigmoid'(0) = 1/4."""
     x = _float(x, "sigmoid")
@@ -50,13 +51,13 @@ def sigmoid(x):
 
 
 @tensor_op("tanh")
-def tanh(x):
+def tanh(x) -> GraphTensor:
     return _tanh(x)
 
 
 @tensor_op("gelu")
 @_opmath
-def gelu(x, approximate: str = "none"):
+def gelu(x, approximate: str = "none") -> GraphTensor:
     x = _float(x, "gelu")
     if approximate == "tanh":
         inner = mul(add(x, mul(mul(mul(x, x), x), 0.044715)), math.sqrt(2 / math.pi))
@@ -68,13 +69,13 @@ def gelu(x, approximate: str = "none"):
 
 @tensor_op("silu")
 @_opmath
-def silu(x):
+def silu(x) -> GraphTensor:
     return mul(x, sigmoid(x))
 
 
 @tensor_op("softplus")
 @_opmath
-def softplus(x, beta: float = 1.0, threshold: float = 20.0):
+def softplus(x, beta: float = 1.0, threshold: float = 20.0) -> GraphTensor:
     x = _float(x, "softplus")
     bx = mul(x, beta)
     linear = gt(bx, threshold)
@@ -86,7 +87,7 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0):
 
 @tensor_op("elu")
 @_opmath
-def elu(x, alpha: float = 1.0):
+def elu(x, alpha: float = 1.0) -> GraphTensor:
     x = _float(x, "elu")
     pos = gt(x, 0)
     # exp only of the negative side: exp(x) overflowing for large x would make the gradient NaN
@@ -95,5 +96,5 @@ def elu(x, alpha: float = 1.0):
 
 @tensor_op("mish")
 @_opmath
-def mish(x):
+def mish(x) -> GraphTensor:
     return mul(x, _tanh(softplus(x)))

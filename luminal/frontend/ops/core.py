@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from luminal.core import dtype as dt
 from luminal.core.errors import check_number, op_error
 from luminal.core.symbolic import is_static, shape_str, sizes
 from luminal.frontend.checks import check_tensors, tensor_op
+from luminal.frontend.graph import Graph
 from luminal.frontend.tensor import GraphTensor
 
 
@@ -51,10 +54,11 @@ def scalar(like: GraphTensor, value, dtype: dt.DType) -> GraphTensor:
 
 
 def coerce(op: str, *xs, dtype: dt.DType | None = None, min_kind: str | None = None) -> list[GraphTensor]:
-    """Turn a mix of tensors and Python scalars into tensors of one shape and one dtype.
+    """Turn a mix of tensors, numpy arrays and Python scalars into tensors of one shape and one dtype.
 
     The dtype follows the promotion rules (``dtype.py``) unless ``dtype`` is given; ``min_kind="f"``
-    lifts bool/int results to float32 (true division, float math).
+    lifts bool/int results to float32 (true division, float math). A numpy array becomes a constant
+    of the tensors' graph (``from_numpy``).
     """
     tensors = [x for x in xs if isinstance(x, GraphTensor)]
     if not tensors:
@@ -62,6 +66,9 @@ def coerce(op: str, *xs, dtype: dt.DType | None = None, min_kind: str | None = N
                        + " and ".join(type(x).__name__ for x in xs))
     if any(t.graph is not tensors[0].graph for t in tensors):
         raise op_error(ValueError, op, "operands belong to different graphs", *tensors)
+    if any(isinstance(x, np.ndarray) for x in xs):
+        xs = tuple(from_numpy(op, x, tensors[0]) if isinstance(x, np.ndarray) else x for x in xs)
+        tensors = [x for x in xs if isinstance(x, GraphTensor)]
     for x in xs:
         if not isinstance(x, GraphTensor):
             try:
@@ -89,6 +96,19 @@ def coerce(op: str, *xs, dtype: dt.DType | None = None, min_kind: str | None = N
     return out
 
 
+def from_numpy(op: str, a: np.ndarray, like: GraphTensor):
+    """A numpy array operand of ``op`` as torch takes ``torch.from_numpy(a)``: a constant of
+    ``like``'s graph whose dtype is the array's (float64 stays float64, so ``x + np.ones(3)`` of a
+    float32 ``x`` is float64, as in torch; integers become int32, luminal's one integer type), and a
+    0-d array as the Python scalar it holds (torch's 0-dim operands do not raise a tensor's dtype
+    within its kind: ``x + np.float64(2)`` stays float32)."""
+    if a.dtype.kind not in "biuf":
+        raise op_error(TypeError, op, f"cannot combine a tensor with a numpy array of dtype {a.dtype}", like)
+    if a.ndim == 0:
+        return a.item()
+    return like.graph.constant(a)
+
+
 def require(op: str, cond: bool, msg: str, *ts, kind=TypeError):
     if not cond:
         raise op_error(kind, op, msg, *ts)
@@ -105,7 +125,47 @@ def normalize_axes(x: GraphTensor, axis, op: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def full(g, shape, value, dtype=None) -> GraphTensor:
+def take_graph(factory: str, args: tuple, graph) -> tuple[Graph, tuple]:
+    """The graph a factory builds in, and the rest of its positional arguments.
+
+    A luminal tensor is a node of a :class:`Graph`, so a factory needs one: either as its first
+    positional argument (``lm.full(g, (2, 3), 1.0)``, which is also how ``g.full((2, 3), 1.0)`` calls
+    it) or as the ``graph=`` keyword (torch's spelling: ``lm.full((2, 3), 1.0, graph=g)``). Without
+    either it fails naming the factory."""
+    if args and isinstance(args[0], Graph):
+        if graph is not None and graph is not args[0]:
+            raise op_error(ValueError, factory, "got a graph both as the first argument and as graph=, and "
+                           "they differ")
+        return args[0], args[1:]
+    if graph is None:
+        raise op_error(TypeError, factory, f"needs a graph to build in: pass graph=g (lm.{factory}(..., graph=g)) "
+                       f"or call g.{factory}(...)")
+    if not isinstance(graph, Graph):
+        raise op_error(TypeError, factory, f"graph must be a luminal Graph, got {type(graph).__name__}")
+    return graph, args
+
+
+def full(*args, dtype=None, graph: Graph | None = None) -> GraphTensor:
+    """torch.full: a tensor of shape ``size`` filled with ``fill_value`` (a broadcast scalar: a view,
+    no storage).
+
+    Called as ``full(size, fill_value, dtype=None, *, graph=g)``, ``full(g, size, fill_value,
+    dtype=None)`` or ``g.full(size, fill_value, dtype=None)``.
+
+    Args:
+        size: the shape, a sequence of ints or symbolic dims (an int alone for 1-d).
+        fill_value: the value, a Python bool, int or float.
+        dtype: the dtype; by default the value's kind as torch takes it: bool, int32 (torch's
+            int64) or float32.
+        graph: the Graph to build in, when not given first.
+    """
+    g, args = take_graph("full", args, graph)
+    if len(args) == 3 and dtype is None:
+        args, dtype = args[:2], args[2]
+    if len(args) != 2:
+        raise op_error(TypeError, "full", f"expected size and fill_value (and dtype), got {len(args)} "
+                       "positional arguments after the graph")
+    shape, value = args
     shape = sizes("full", shape)
     check_number("full", "value", value)
     if dtype is None:
@@ -116,4 +176,11 @@ def full(g, shape, value, dtype=None) -> GraphTensor:
 
 @tensor_op("full_like")
 def full_like(x: GraphTensor, value, dtype=None) -> GraphTensor:
+    """torch.full_like: a tensor of ``x``'s shape (and graph) filled with ``value``.
+
+    Args:
+        x: the tensor whose shape and graph are used (its values are not read).
+        value: the fill value, a Python bool, int or float.
+        dtype: the result's dtype (default: ``x``'s).
+    """
     return full(x.graph, x.shape, value, x.dtype if dtype is None else dtype)

@@ -1,4 +1,9 @@
-"""Tensors made from nothing: arange, full, eye, and the triangular masks tril/triu."""
+"""Tensors made from nothing: arange, zeros, ones, full, eye (and the ``*_like`` forms), and the
+triangular masks tril/triu.
+
+A factory builds in a :class:`Graph`: given first (``lm.arange(g, 5)``, which is what ``g.arange(5)``
+calls) or as ``graph=g`` (torch's spelling, ``lm.arange(5, graph=g)``); the ``*_like`` ones take the
+graph from their tensor."""
 
 from __future__ import annotations
 
@@ -11,14 +16,41 @@ from luminal.core import dtype as dt
 from luminal.core.errors import op_error
 from luminal.core.symbolic import Sym, is_static, sizes, sym
 from luminal.frontend.checks import tensor_op
-from luminal.frontend.ops.core import cast, full, full_like  # noqa: F401 - creation ops, made in core
+from luminal.frontend.graph import Graph
+from luminal.frontend.ops.core import cast, full, full_like, take_graph  # noqa: F401 - creation ops, made in core
 from luminal.frontend.ops.elementwise import add, eq, ge, le, mul, sub, where
 from luminal.frontend.tensor import GraphTensor
 
 
-def arange(g, start, end=None, step=1, dtype=None) -> GraphTensor:
-    """torch.arange: ``start`` (and ``end``) may be symbolic sizes (names, Sym); bools count as 0 / 1,
-    as in torch (``arange(False, True, True)`` is ``[0]``)."""
+def arange(*args, end=None, step=None, dtype=None, graph: Graph | None = None) -> GraphTensor:
+    """torch.arange: the numbers from ``start`` (default 0) up to, not including, ``end``, ``step``
+    apart.
+
+    Called as ``arange(end)``, ``arange(start, end)`` or ``arange(start, end, step)`` with
+    ``graph=g``, or with the graph first (``arange(g, ...)``, ``g.arange(...)``). ``start`` and
+    ``end`` may be symbolic sizes (names, Sym); bools count as 0 / 1, as in torch
+    (``arange(False, True, True)`` is ``[0]``).
+
+    Args:
+        start: the first value (the only number given is ``end``, as in torch).
+        end: the bound, excluded.
+        step: the distance between values, non-zero (default 1).
+        dtype: the dtype; by default int32 (torch's int64) when every number is an int, else float32.
+        graph: the Graph to build in, when not given first.
+    """
+    g, args = take_graph("arange", args, graph)
+    if len(args) == 4 and dtype is None:  # the graph-first form's positional dtype
+        args, dtype = args[:3], args[3]
+    if not 1 <= len(args) + (end is not None) <= 3 or len(args) > 3:
+        raise op_error(TypeError, "arange", f"expected start, end and step, got {len(args)} positional arguments")
+    if step is not None and len(args) == 3:
+        raise op_error(TypeError, "arange", "step given both by position and as step=")
+    start = args[0] if args else 0
+    if end is None and len(args) >= 2:
+        end = args[1]
+    elif end is not None and len(args) >= 2:
+        raise op_error(TypeError, "arange", "end given both by position and as end=")
+    step = args[2] if len(args) == 3 else 1 if step is None else step
     if end is None:
         start, end = 0, start
     start, end, step = (_arange_bound(what, v) for what, v in (("start", start), ("end", end), ("step", step)))
@@ -59,13 +91,62 @@ def _arange_bound(what: str, v):
     raise op_error(TypeError, "arange", f"{what} must be {kind}, got {type(v).__name__} {v!r}")
 
 
+def _filled(factory: str, value, args: tuple, dtype, graph) -> GraphTensor:
+    """``zeros``/``ones``: torch's ``*size`` (ints, or one sequence) filled with ``value``."""
+    g, args = take_graph(factory, args, graph)
+    if len(args) == 2 and isinstance(args[0], (tuple, list)) and dtype is None:  # g.zeros(shape, dtype)
+        args, dtype = args[:1], args[1]
+    shape = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+    return full(g, tuple(shape), value, dt.float32 if dtype is None else dtype)
+
+
+def zeros(*size, dtype=None, graph: Graph | None = None) -> GraphTensor:
+    """torch.zeros: a tensor of zeros (a broadcast scalar: a view, no storage).
+
+    Called as ``zeros(2, 3, graph=g)``, ``zeros((2, 3), graph=g)``, ``zeros(g, 2, 3)`` or
+    ``g.zeros((2, 3), dtype)``.
+
+    Args:
+        size: the shape, as ints or symbolic dims, or one sequence of them.
+        dtype: the dtype (default float32, as torch's default dtype).
+        graph: the Graph to build in, when not given first.
+    """
+    return _filled("zeros", 0, size, dtype, graph)
+
+
+def ones(*size, dtype=None, graph: Graph | None = None) -> GraphTensor:
+    """torch.ones: a tensor of ones (a broadcast scalar: a view, no storage).
+
+    Called as ``ones(2, 3, graph=g)``, ``ones((2, 3), graph=g)``, ``ones(g, 2, 3)`` or
+    ``g.ones((2, 3), dtype)``.
+
+    Args:
+        size: the shape, as ints or symbolic dims, or one sequence of them.
+        dtype: the dtype (default float32, as torch's default dtype).
+        graph: the Graph to build in, when not given first.
+    """
+    return _filled("ones", 1, size, dtype, graph)
+
+
 @tensor_op("zeros_like")
 def zeros_like(x: GraphTensor, dtype=None) -> GraphTensor:
+    """torch.zeros_like: zeros of ``x``'s shape, in ``x``'s graph.
+
+    Args:
+        x: the tensor whose shape and graph are used (its values are not read).
+        dtype: the result's dtype (default: ``x``'s).
+    """
     return full_like(x, 0, dtype)
 
 
 @tensor_op("ones_like")
 def ones_like(x: GraphTensor, dtype=None) -> GraphTensor:
+    """torch.ones_like: ones of ``x``'s shape, in ``x``'s graph.
+
+    Args:
+        x: the tensor whose shape and graph are used (its values are not read).
+        dtype: the result's dtype (default: ``x``'s).
+    """
     return full_like(x, 1, dtype)
 
 
@@ -73,7 +154,25 @@ def _rows_cols(g, n, m):
     return g.arange(n).reshape(n, 1), g.arange(m).reshape(1, m)
 
 
-def eye(g, n, m=None, dtype=dt.float32) -> GraphTensor:
+def eye(*args, dtype=None, graph: Graph | None = None) -> GraphTensor:
+    """torch.eye: a 2-d tensor with ones on the diagonal and zeros elsewhere.
+
+    Called as ``eye(n, m=None, dtype=None, graph=g)`` or with the graph first (``eye(g, n)``,
+    ``g.eye(n)``).
+
+    Args:
+        n: the number of rows.
+        m: the number of columns (default ``n``).
+        dtype: the dtype (default float32).
+        graph: the Graph to build in, when not given first.
+    """
+    g, args = take_graph("eye", args, graph)
+    if len(args) == 3 and dtype is None:
+        args, dtype = args[:2], args[2]
+    if not 1 <= len(args) <= 2:
+        raise op_error(TypeError, "eye", f"expected n (and m), got {len(args)} positional arguments")
+    n, m = args[0], args[1] if len(args) == 2 else None
+    dtype = dt.float32 if dtype is None else dtype
     m = n if m is None else m
     sizes("eye", (n, m))
     r, c = _rows_cols(g, n, m)

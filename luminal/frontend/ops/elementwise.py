@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
@@ -41,6 +43,13 @@ def _inexact(v, d: dt.DType) -> bool:
         return float(dt.to_storage(np.asarray(float(v)), d).reshape(-1)[0]) != float(v)
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@overload
+def _opmath(f: _F) -> _F: ...
+@overload
+def _opmath(f: None = None, *, scalars_only: bool = False) -> Callable[[_F], _F]: ...
 def _opmath(f=None, *, scalars_only: bool = False):
     """Run a multi-primitive float composition on float16/bfloat16 operands in float32 and round
     once at the end, as torch's kernels do. Rounding after every primitive loses several ulps
@@ -484,46 +493,46 @@ def where(cond, a, b) -> GraphTensor:
 
 # unary math ---------------------------------------------------------------------------------
 @tensor_op("exp2")
-def exp2(x):
+def exp2(x) -> GraphTensor:
     return prim("Exp2", _float(x, "exp2"))
 
 
 @tensor_op("log2")
-def log2(x):
+def log2(x) -> GraphTensor:
     return prim("Log2", _float(x, "log2"))
 
 
 @tensor_op("exp")
 @_opmath
-def exp(x):
+def exp(x) -> GraphTensor:
     return exp2(mul(_float(x, "exp"), LOG2E))
 
 
 @tensor_op("log")
 @_opmath
-def log(x):
+def log(x) -> GraphTensor:
     return mul(log2(x), LN2)
 
 
 @tensor_op("sqrt")
-def sqrt(x):
+def sqrt(x) -> GraphTensor:
     return prim("Sqrt", _float(x, "sqrt"))
 
 
 @tensor_op("rsqrt")
 @_opmath
-def rsqrt(x):
+def rsqrt(x) -> GraphTensor:
     return reciprocal(sqrt(x))
 
 
 @tensor_op("sin")
-def sin(x):
+def sin(x) -> GraphTensor:
     return prim("Sin", _float(x, "sin"))
 
 
 @tensor_op("cos")
 @_opmath
-def cos(x):
+def cos(x) -> GraphTensor:
     """``1 - 2 sin(x/2)**2``: ``x/2`` is exact, so this stays accurate for large |x| (RoPE angles),
     where ``sin(x + pi/2)`` loses the rounding error of the sum (1e-4 at x = 4000 in float32)."""
     s = sin(mul(_float(x, "cos"), 0.5))
@@ -538,7 +547,7 @@ _TAN_REDUCE_BELOW = 2.0 ** 20  # |x| there: |n| < 2**20, the products above stay
 
 
 @tensor_op("tan")
-def tan(x):
+def tan(x) -> GraphTensor:
     """tan in float64, rounded once to the input's dtype, from ``r = x - n pi/2`` (``n`` the nearest
     integer to ``x / (pi/2)``, ``|r| <= pi/4``): ``sin(r) / cos(r)`` for even ``n``, ``-cos(r) / sin(r)``
     for odd ``n``. ``sin(x) / cos(x)`` as written loses cos's rounding error near the poles, where
@@ -563,25 +572,25 @@ def tan(x):
 
 
 @tensor_op("square")
-def square(x):
+def square(x) -> GraphTensor:
     return mul(x, x)
 
 
 @tensor_op("abs")
-def abs_(x):
+def abs_(x) -> GraphTensor:
     _not_bool(x, "abs")
     return maximum(x, neg(x))
 
 
 @tensor_op("sign")
-def sign(x):
+def sign(x) -> GraphTensor:
     """-1, 0 or 1; 0 for NaN, as torch (numpy gives NaN)."""
     _not_bool(x, "sign")
     return sub(cast(gt(x, 0), x.dtype), cast(lt(x, 0), x.dtype))
 
 
 @tensor_op("trunc")
-def trunc(x):
+def trunc(x) -> GraphTensor:
     """Exact: ``x - fmod(x, 1)`` for values that can have a fraction; larger ones are integral."""
     if not x.dtype.is_float:
         return x
@@ -590,7 +599,7 @@ def trunc(x):
 
 
 @tensor_op("floor")
-def floor(x):
+def floor(x) -> GraphTensor:
     if not x.dtype.is_float:
         return x
     t = trunc(x)
@@ -598,7 +607,7 @@ def floor(x):
 
 
 @tensor_op("ceil")
-def ceil(x):
+def ceil(x) -> GraphTensor:
     if not x.dtype.is_float:
         return x
     t = trunc(x)
@@ -606,7 +615,7 @@ def ceil(x):
 
 
 @tensor_op("round")
-def round_(x, decimals: int = 0):
+def round_(x, decimals: int = 0) -> GraphTensor:
     """Round half to even, as torch."""
     if not x.dtype.is_float:
         return x
@@ -654,7 +663,7 @@ _ERFCX_T = (0.25, 0.8)  # the t interval of the fit
 
 @tensor_op("erf")
 @_opmath
-def erf(x):
+def erf(x) -> GraphTensor:
     """Odd-extended from ``|x|``; below 0.5 in magnitude the Taylor series (exact to float64
     rounding), so that erf'(0) is 2/sqrt(pi); above it ``1 - erfc``: float32 and the 16-bit types use
     Abramowitz & Stegun 7.1.26 for erfc (|error| < 1.5e-7, a few float32 ulps), float64 a Chebyshev
@@ -706,7 +715,7 @@ def _erfcx64(a):
 LOG10_2 = 0.30102999566398120
 
 
-def _wide(f):
+def _wide(f: _F) -> _F:
     """Compute a float composition in float64 and round once to the input's dtype (float32 and the
     16-bit types; int and bool inputs give float32, as torch): the compositions below then keep
     float64's accuracy (and range: ``exp(89)`` overflows float32 where ``sinh(89)`` does not)."""
@@ -717,7 +726,7 @@ def _wide(f):
         out = f(cast(x, dt.float64), *args, **kw)
         return cast(out, x.dtype)
 
-    return run
+    return run  # type: ignore[return-value]  # functools.wraps keeps f's signature
 
 
 def _poly(z, coeffs):
@@ -735,7 +744,7 @@ def _neg_side(x):
 
 @tensor_op("log1p")
 @_opmath
-def log1p(x):
+def log1p(x) -> GraphTensor:
     """``log(1 + x)``, accurate near 0: for ``|x| < 1/2``, ``log(u) - ((u - 1) - x) / u`` with
     ``u = 1 + x`` rounded (``u - 1`` is exact; the second term restores what rounding ``1 + x`` lost,
     so tiny ``x`` gives ``x``); elsewhere ``log(1 + x)``, where that rounding is relatively small. Each
@@ -755,7 +764,7 @@ def _factorials(n, start):
 
 @tensor_op("expm1")
 @_wide
-def expm1(x):
+def expm1(x) -> GraphTensor:
     """``exp(x) - 1``, accurate near 0: for ``|x| < 1/2`` the Taylor series (18 terms, to float64
     rounding), whose derivative is that of exp; elsewhere ``exp(x) - 1``, which loses at most a bit
     there. Computed in float64, rounded once."""
@@ -768,7 +777,7 @@ def expm1(x):
 
 @tensor_op("log10")
 @_opmath
-def log10(x):
+def log10(x) -> GraphTensor:
     """``log2(x) * log10(2)``."""
     return mul(log2(_float(x, "log10")), LOG10_2)
 
@@ -785,7 +794,7 @@ _SERIES_BELOW = 0.5  # |x| where sinh/cosh switch from the Taylor series to expo
 
 @tensor_op("sinh")
 @_wide
-def sinh(x):
+def sinh(x) -> GraphTensor:
     """``(e**x - e**-x) / 2``; below 1/2 in magnitude the odd Taylor series (no cancellation; its
     derivative is cosh's series). Computed in float64, rounded once."""
     small = lt(abs_(x), _SERIES_BELOW)
@@ -800,7 +809,7 @@ def sinh(x):
 
 @tensor_op("cosh")
 @_wide
-def cosh(x):
+def cosh(x) -> GraphTensor:
     """``(e**x + e**-x) / 2``; below 1/2 in magnitude the even Taylor series (so that the gradient,
     sinh, has no cancellation). Computed in float64, rounded once."""
     small = lt(abs_(x), _SERIES_BELOW)
@@ -816,7 +825,7 @@ _HUGE = 2.0 ** 28  # above it, sqrt(x**2 +- 1) == |x| in float64
 
 @tensor_op("asinh")
 @_wide
-def asinh(x):
+def asinh(x) -> GraphTensor:
     """``sign(x) log1p(a + a**2 / (1 + sqrt(1 + a**2)))`` with ``a = |x|`` (no cancellation near 0),
     and ``log(a) + log(2)`` above 2**28. Computed in float64, rounded once."""
     neg_side = lt(x, 0)
@@ -830,7 +839,7 @@ def asinh(x):
 
 @tensor_op("acosh")
 @_wide
-def acosh(x):
+def acosh(x) -> GraphTensor:
     """``log1p(t + sqrt(t (t + 2)))`` with ``t = x - 1`` (exact near 1), ``log(x) + log(2)`` above
     2**28; NaN below 1. Computed in float64, rounded once."""
     huge = gt(x, _HUGE)
@@ -842,7 +851,7 @@ def acosh(x):
 
 @tensor_op("atanh")
 @_wide
-def atanh(x):
+def atanh(x) -> GraphTensor:
     """``sign(x) / 2 * log1p(2a / (1 - a))`` with ``a = |x|`` (fdlibm's form: ``2a + 2a**2 / (1 - a)``
     below 1/2); +-inf at +-1, NaN beyond. Computed in float64, rounded once."""
     neg_side = lt(x, 0)
@@ -892,7 +901,7 @@ def _atan_nonneg(a):
 
 @tensor_op("atan")
 @_wide
-def atan(x):
+def atan(x) -> GraphTensor:
     """Odd-extended fdlibm atan (range reduction + minimax polynomial), in float64, rounded once."""
     neg_side = lt(x, 0)
     r = _atan_nonneg(where(neg_side, neg(x), x))
@@ -902,7 +911,7 @@ def atan(x):
 _PI_HI, _PI_LO = 3.1415926535897931160e+00, 1.2246467991473531772e-16
 
 
-def atan2(input, other):  # noqa: A002 - torch's names
+def atan2(input, other) -> GraphTensor:  # noqa: A002 - torch's names
     """``atan2(input, other)``: the angle of the point ``(other, input)``, in (-pi, pi], with C's
     special values (signed zeros, infinities). ``atan`` of the ratio of the smaller to the larger
     magnitude (never above 1), then moved to its octant. Computed in float64, rounded once."""
@@ -924,7 +933,7 @@ def atan2(input, other):  # noqa: A002 - torch's names
 
 @tensor_op("asin")
 @_wide
-def asin(x):
+def asin(x) -> GraphTensor:
     """``atan(x / sqrt((1 - x)(1 + x)))`` (+-pi/2 at +-1, NaN beyond). In float64, rounded once."""
     s = sqrt(mul(sub(1.0, x), add(x, 1.0)))
     edge = eq(s, 0.0)
@@ -936,7 +945,7 @@ def asin(x):
 
 @tensor_op("acos")
 @_wide
-def acos(x):
+def acos(x) -> GraphTensor:
     """``2 atan(sqrt((1 - x) / (1 + x)))``, exact in its parts near both ends (pi at -1, NaN
     outside [-1, 1]). In float64, rounded once."""
     edge = eq(x, -1.0)
@@ -956,7 +965,7 @@ def _finite_max(d: dt.DType) -> float:
 
 
 @tensor_op("nan_to_num")
-def nan_to_num(x, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
+def nan_to_num(x, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> GraphTensor:
     """NaN replaced by ``nan``, +inf by ``posinf`` and -inf by ``neginf`` (default: the dtype's
     largest and smallest finite values). Integer and bool tensors are returned as they are. The
     gradient is 1 at the kept values and 0 at the replaced ones, as torch's."""
@@ -971,14 +980,14 @@ def nan_to_num(x, nan: float = 0.0, posinf: float | None = None, neginf: float |
 
 
 @tensor_op("clone")
-def clone(x):
+def clone(x) -> GraphTensor:
     """A copy of ``x`` (a ``Copy`` node; tensors are immutable, so this only materialises a view).
     Gradients flow through it."""
     return x.graph.tensor(x.graph.add("Copy", (x,), None, x.dtype, x.shape))
 
 
 @tensor_op("masked_fill")
-def masked_fill(x, mask, value):
+def masked_fill(x, mask, value) -> GraphTensor:
     """``value`` where the bool ``mask`` (broadcast to ``x``'s shape) is True, else ``x``; the result
     keeps ``x``'s dtype (a 0-d tensor ``value`` receives the gradient of the filled places)."""
     check_tensors("masked_fill", mask=mask)
@@ -996,13 +1005,13 @@ def masked_fill(x, mask, value):
 
 
 @tensor_op("addcmul")
-def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002 - torch's names
+def addcmul(input, tensor1, tensor2, *, value=1) -> GraphTensor:  # noqa: A002 - torch's names
     """``input + value * tensor1 * tensor2``."""
     return add(input, mul(mul(tensor1, tensor2), value) if value != 1 else mul(tensor1, tensor2))
 
 
 @tensor_op("addcdiv")
-def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002 - torch's names
+def addcdiv(input, tensor1, tensor2, *, value=1) -> GraphTensor:  # noqa: A002 - torch's names
     """``input + value * tensor1 / tensor2``."""
     q = div(tensor1, tensor2)
     return add(input, mul(q, value) if value != 1 else q)

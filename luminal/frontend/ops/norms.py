@@ -9,11 +9,12 @@ from luminal.frontend.checks import tensor_op
 from luminal.frontend.ops.core import cast, normalize_axes, require
 from luminal.frontend.ops.elementwise import _opmath, abs_, eq, ne, pow, sqrt, where
 from luminal.frontend.ops.reduce import amax, amin, sum
+from luminal.frontend.tensor import GraphTensor
 
 
 @tensor_op("vector_norm")
 @_opmath
-def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002 - torch's names
+def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> GraphTensor:  # noqa: A002 - torch's names
     """The vector norm of ``x`` over ``dim`` (all dims by default), as ``torch.linalg.vector_norm``:
     ``ord`` 2 (Euclidean), 1, ``inf`` (largest ``|x|``), ``-inf`` (smallest), 0 (the number of
     non-zeros, as a float) or any other number ``p``: ``sum(|x|**p) ** (1/p)``. The 2-norm of zeros
@@ -47,7 +48,7 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # no
 
 
 @tensor_op("norm")
-def norm(x, p="fro", dim=None, keepdim: bool = False, dtype=None):
+def norm(x, p="fro", dim=None, keepdim: bool = False, dtype=None) -> GraphTensor:
     """``torch.norm``: the vector ``p``-norm over ``dim`` (all dims by default); ``"fro"`` is the
     2-norm (of the flattened dims). Matrix norms (``"nuc"``) are not supported.
 

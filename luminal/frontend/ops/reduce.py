@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error
 from luminal.core.symbolic import is_static, prod
@@ -32,7 +30,7 @@ from luminal.frontend.ops.elementwise import (
     sub,
     where,
 )
-from luminal.frontend.tensor import GraphTensor, scalar_as_1d
+from luminal.frontend.tensor import GraphTensor, ValuesIndices, scalar_as_1d
 
 
 def _keep(x: GraphTensor, out: GraphTensor, axes, keepdim: bool) -> GraphTensor:
@@ -358,10 +356,10 @@ def cumprod(x: GraphTensor, axis=None, *, dim=None) -> GraphTensor:
 
 
 # value-and-index reductions, scans and sorting ---------------------------------------------------
-def _values_indices(name: str):
-    t = namedtuple(name, ("values", "indices"))
-    t.__doc__ = f"``{name}``'s result: ``values`` and their int32 ``indices`` (a tuple, as torch's)."
-    return t
+def _values_indices(name: str) -> type[ValuesIndices]:
+    """A ``(values, indices)`` named tuple class called ``name``, as torch's ``torch.return_types.<name>``."""
+    doc = f"``{name}``'s result: ``values`` and their int32 ``indices`` (a tuple, as torch's)."
+    return type(name, (ValuesIndices,), {"__doc__": doc, "__slots__": ()})
 
 
 MaxResult, MinResult = _values_indices("max"), _values_indices("min")
@@ -391,7 +389,7 @@ def _value_and_index(x: GraphTensor, dim, keepdim: bool, largest: bool, op: str,
 
 
 @tensor_op("max")
-def max_(x: GraphTensor, dim=None, keepdim: bool = False, *, axis=None):
+def max_(x: GraphTensor, dim=None, keepdim: bool = False, *, axis=None) -> GraphTensor | ValuesIndices:
     """torch.max: with no dim the largest value (a 0-d tensor); with ``dim`` the named tuple
     ``(values, indices)`` of the maxima along it (the first index among ties; NaN is the largest);
     with a tensor in place of ``dim``, the elementwise ``maximum``. ``amax`` gives the values alone
@@ -411,7 +409,7 @@ def max_(x: GraphTensor, dim=None, keepdim: bool = False, *, axis=None):
 
 
 @tensor_op("min")
-def min_(x: GraphTensor, dim=None, keepdim: bool = False, *, axis=None):
+def min_(x: GraphTensor, dim=None, keepdim: bool = False, *, axis=None) -> GraphTensor | ValuesIndices:
     """torch.min: with no dim the smallest value; with ``dim`` the named tuple ``(values, indices)``
     of the minima along it (first index among ties; NaN is the smallest); with a tensor in place of
     ``dim``, the elementwise ``minimum``. Arguments as ``max``."""
@@ -431,14 +429,16 @@ def _var_mean(op: str, x, dim, unbiased, keepdim, axis, correction, root: bool):
 
 
 @tensor_op("var_mean")
-def var_mean(x: GraphTensor, dim=None, unbiased=None, keepdim: bool = False, *, axis=None, correction=None):
+def var_mean(x: GraphTensor, dim=None, unbiased=None, keepdim: bool = False, *, axis=None,
+             correction=None) -> tuple[GraphTensor, GraphTensor]:
     """``(var(x, ...), mean(x, ...))`` over the same dims, as ``torch.var_mean`` (arguments as
     ``var``)."""
     return _var_mean("var_mean", x, dim, unbiased, keepdim, axis, correction, False)
 
 
 @tensor_op("std_mean")
-def std_mean(x: GraphTensor, dim=None, unbiased=None, keepdim: bool = False, *, axis=None, correction=None):
+def std_mean(x: GraphTensor, dim=None, unbiased=None, keepdim: bool = False, *, axis=None,
+             correction=None) -> tuple[GraphTensor, GraphTensor]:
     """``(std(x, ...), mean(x, ...))`` over the same dims, as ``torch.std_mean`` (arguments as
     ``var``)."""
     return _var_mean("std_mean", x, dim, unbiased, keepdim, axis, correction, True)
@@ -484,7 +484,7 @@ def _cum_extreme(x: GraphTensor, dim, largest: bool, op: str, result):
 
 
 @tensor_op("cummax")
-def cummax(x: GraphTensor, dim: int):
+def cummax(x: GraphTensor, dim: int) -> ValuesIndices:
     """Running maximum along ``dim``: the named tuple ``(values, indices)``, ``indices[i]`` the last
     position ``j <= i`` holding the maximum (torch's tie rule; a NaN stays the maximum from its
     position on). The gradient of ``values[i]`` goes to ``x[indices[i]]``, as torch's.
@@ -496,7 +496,7 @@ def cummax(x: GraphTensor, dim: int):
 
 
 @tensor_op("cummin")
-def cummin(x: GraphTensor, dim: int):
+def cummin(x: GraphTensor, dim: int) -> ValuesIndices:
     """Running minimum along ``dim``: ``(values, indices)`` as ``cummax``.
 
     Args:
@@ -547,7 +547,8 @@ def _sort(x: GraphTensor, dim: int, descending: bool, op: str):
 
 
 @tensor_op("sort")
-def sort(x: GraphTensor, dim: int = -1, descending: bool = False, stable: bool = False, *, axis=None):
+def sort(x: GraphTensor, dim: int = -1, descending: bool = False, stable: bool = False, *,
+         axis=None) -> ValuesIndices:
     """Sort along ``dim``: the named tuple ``(values, indices)``. Always stable (equal values keep
     their order, which is what ``stable=True`` asks of torch); NaN sorts as the largest value. The
     ranks come from an (n, n) comparison of the dim with itself: meant for the short dims users sort.
@@ -579,7 +580,8 @@ def argsort(x: GraphTensor, dim: int = -1, descending: bool = False, stable: boo
 
 
 @tensor_op("topk")
-def topk(x: GraphTensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
+def topk(x: GraphTensor, k: int, dim: int = -1, largest: bool = True,
+         sorted: bool = True) -> ValuesIndices:  # noqa: A002
     """The ``k`` largest (or smallest) elements along ``dim``: the named tuple ``(values, indices)``,
     in sorted order (also for ``sorted=False``, whose order torch leaves unspecified). ``k`` is a
     static int (over a symbolic dim, the run fails if the dim is below ``k``); among equal values the
