@@ -17,6 +17,16 @@ import numpy as np
 
 
 class DType:
+    """A tensor element type: ``lm.float32``, ``lm.float16``, ``lm.bfloat16``, ``lm.float64``,
+    ``lm.int32`` and ``lm.bool``, promoted by torch's rules. One instance per type (compare with ``is``).
+
+    Args:
+        name: the name (``"float32"``).
+        kind: ``"f"`` (float), ``"i"`` (int) or ``"b"`` (bool).
+        bits: the width in bits.
+        storage: the numpy dtype of the host arrays that carry it (bfloat16 travels as float32).
+    """
+
     __slots__ = ("name", "kind", "bits", "np")
 
     def __init__(self, name: str, kind: str, bits: int, storage):
@@ -30,10 +40,12 @@ class DType:
 
     @property
     def is_float(self) -> bool:
+        """Whether this is a floating-point dtype (float16, bfloat16, float32, float64)."""
         return self.kind == "f"
 
     @property
     def itemsize(self) -> int:
+        """The size of one element in bytes, as luminal counts it (bfloat16: 2, though carried in float32 arrays)."""
         return self.bits // 8
 
 

@@ -88,6 +88,11 @@ class Sym:
     # construction ---------------------------------------------------------------------------
     @staticmethod
     def var(name: str) -> Sym:
+        """A symbolic dim that is just the name ``name`` (what a name string in a shape becomes).
+
+        Args:
+            name: an identifier.
+        """
         if not _NAME.match(name):
             raise ValueError(_bad_name(name))
         return Sym({(Atom("var", (name,)),): 1})
@@ -160,6 +165,14 @@ class Sym:
     __repr__ = __str__
 
     def evaluate(self, env: dict[str, int]) -> int:
+        """The value of the expression with its names bound.
+
+        Args:
+            env: a value for every name the expression uses.
+
+        Returns:
+            An int.
+        """
         total = 0
         for m, c in self.terms:
             v = c

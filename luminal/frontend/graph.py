@@ -60,6 +60,14 @@ class Node:
 
 
 class Graph:
+    """A lazy computation: the nodes that tensors are read from, hash-consed (an op applied twice to
+    the same inputs is one node), with the graph's named inputs, States, constants and updates.
+
+    Make one, build tensors with ``input``, ``state``, ``constant`` and the factories (``g.arange``,
+    ``g.zeros``, ...; ``lm.zeros(..., graph=g)``), apply ops, and compile the outputs with
+    ``lm.compile``.
+    """
+
     def __init__(self):
         self.nodes: list[Node] = []
         self._index: dict[tuple, Node] = {}

@@ -12,6 +12,12 @@ _rng = np.random.default_rng()
 
 
 def manual_seed(seed: int) -> None:
+    """Reseed the global generator that parameter initialisation and new graphs' dropout draw from
+    (``torch.manual_seed``; the streams differ from torch's).
+
+    Args:
+        seed: the seed.
+    """
     global _rng
     _rng = np.random.default_rng(seed)
 

@@ -30,13 +30,16 @@ class State:
 
     @property
     def shape(self) -> tuple:
+        """The shape of the held array."""
         return self.data.shape
 
     @property
     def ndim(self) -> int:
+        """The number of dims of the held array."""
         return self.data.ndim
 
     def numel(self) -> int:
+        """The number of elements of the held array."""
         return int(self.data.size)
 
     def set(self, value) -> None:
@@ -56,6 +59,7 @@ class State:
         return dt.to_storage(arr, self.dtype)
 
     def describe(self) -> str:
+        """A short description for messages: the class, the name (or ``(unnamed)``), the shape and the dtype."""
         return f"{type(self).__name__} {self.name or '(unnamed)'} {tuple(self.shape)} {self.dtype.name}"
 
     def __repr__(self):

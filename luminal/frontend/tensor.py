@@ -77,6 +77,19 @@ def _dims_to_zero(d, x: GraphTensor, op: str):
 
 
 class GraphTensor:
+    """A lazy tensor: a node of a :class:`Graph` read through a view (shape, strides, offset, mask).
+
+    Building never computes: ops and operators (``x + 1``, ``x @ w``, ``x.relu()``, ``x[0]``) add
+    nodes or make views, with torch's names, signatures and semantics; ``lm.compile`` turns outputs
+    into a program over numpy arrays. A numpy array operand becomes a constant.
+
+    Args:
+        graph: the Graph the node belongs to.
+        node: the node read.
+        layout: the View through which it is read.
+        origin: where in user code it was made (for error messages; default: the caller's frame).
+    """
+
     __slots__ = ("graph", "node", "layout", "origin")
     __hash__ = object.__hash__
     __array_ufunc__ = None  # ``ndarray + tensor``: numpy defers to ``__radd__`` (and its checks)
@@ -88,23 +101,36 @@ class GraphTensor:
     # basic properties -------------------------------------------------------------------------
     @property
     def shape(self) -> tuple:
+        """The shape: a tuple of ints and symbolic dims (``Sym``), as torch's ``Tensor.shape``."""
         return self.layout.shape
 
     @property
     def dtype(self) -> dt.DType:
+        """The element type (an lm dtype: ``lm.float32``, ``lm.int32``, ...)."""
         return self.node.dtype
 
     @property
     def ndim(self) -> int:
+        """The number of dims."""
         return len(self.layout.shape)
 
     def dim(self) -> int:
+        """The number of dims (torch ``Tensor.dim()``, the same as ``ndim``)."""
         return self.ndim
 
     def size(self, d: int | None = None) -> tuple | Dim:
+        """torch ``Tensor.size``: the shape, or the size of one dim.
+
+        Args:
+            d: a dim (negative counts from the end); None for the whole shape.
+
+        Returns:
+            The shape tuple, or the dim's size (an int or a symbolic dim).
+        """
         return self.shape if d is None else self.shape[self._axis(d, "size", scalar=False)]
 
     def numel(self) -> Dim:
+        """The number of elements: the product of the shape (symbolic when a dim is)."""
         return prod(self.shape)
 
     def __len__(self) -> int:
@@ -152,6 +178,13 @@ class GraphTensor:
         return self.graph.tensor(self.graph.add("Copy", (self,), "detach", self.dtype, self.shape))
 
     def reshape(self, *shape) -> GraphTensor:
+        """torch ``Tensor.reshape``: the same elements in a new shape (a view when the layout allows,
+        else after a Copy).
+
+        Args:
+            shape: the new shape, as ints (``reshape(2, 3)``) or one sequence; one entry may be -1,
+                inferred from the element count.
+        """
         shape = _shape_args(shape)
         shape = self._infer_minus_one(shape, "reshape")
         if prod(shape) != self.numel():
@@ -163,6 +196,12 @@ class GraphTensor:
         return self._with_view(v)
 
     def view(self, *shape) -> GraphTensor:
+        """torch ``Tensor.view``: the same as ``reshape`` here (a lazy graph has no storage to share
+        or refuse to share).
+
+        Args:
+            shape: the new shape, as ints or one sequence; one entry may be -1.
+        """
         return self.reshape(*shape)
 
     def _infer_minus_one(self, shape, op, numel=None):
@@ -184,6 +223,11 @@ class GraphTensor:
         return tuple(shape)
 
     def permute(self, *dims) -> GraphTensor:
+        """torch ``Tensor.permute``: the dims reordered (a view).
+
+        Args:
+            dims: a permutation of the dims, as ints or one sequence.
+        """
         dims = [self._axis(d, "permute") for d in _shape_args(dims)]
         if sorted(dims) != list(range(self.ndim)):
             raise op_error(ValueError, "permute", f"dims {tuple(dims)} are not a permutation of "
@@ -192,6 +236,12 @@ class GraphTensor:
 
     @scalar_as_1d("transpose", dims=("d0", "d1"))
     def transpose(self, d0: int, d1: int) -> GraphTensor:
+        """torch ``Tensor.transpose`` (also ``swapaxes``): dims ``d0`` and ``d1`` swapped (a view).
+
+        Args:
+            d0: the first dim.
+            d1: the second dim.
+        """
         order = list(range(self.ndim))
         a, b = self._axis(d0, "transpose"), self._axis(d1, "transpose")
         order[a], order[b] = order[b], order[a]
@@ -201,13 +251,21 @@ class GraphTensor:
 
     @property
     def T(self) -> GraphTensor:
+        """All dims reversed (torch ``Tensor.T``; a 0-d or 1-d tensor is returned as is)."""
         return self.permute(*reversed(range(self.ndim))) if self.ndim else self
 
     @property
     def mT(self) -> GraphTensor:
+        """The last two dims swapped (torch ``Tensor.mT``): a batch of matrices transposed."""
         return self.transpose(-2, -1)
 
     def expand(self, *sizes) -> GraphTensor:
+        """torch ``Tensor.expand``: size-1 dims broadcast to ``sizes`` without copying (a view);
+        new leading dims may be added.
+
+        Args:
+            sizes: the target shape, as ints or one sequence; -1 keeps a dim's size.
+        """
         sizes = _shape_args(sizes)
         if len(sizes) < self.ndim:
             raise op_error(ValueError, "expand", f"target {shape_str(sizes)} has fewer dims than the tensor", self)
@@ -228,13 +286,29 @@ class GraphTensor:
         return t._with_view(t.layout.expand(tuple(target)))
 
     def broadcast_to(self, shape) -> GraphTensor:
+        """torch ``Tensor.broadcast_to``: ``expand`` to ``shape``.
+
+        Args:
+            shape: the target shape.
+        """
         return self.expand(*_shape_args((shape,)))
 
     def expand_as(self, other: GraphTensor) -> GraphTensor:
+        """torch ``Tensor.expand_as``: ``expand`` to ``other``'s shape.
+
+        Args:
+            other: the tensor whose shape is taken.
+        """
         return self.expand(*other.shape)
 
     @scalar_as_1d("squeeze")
     def squeeze(self, dim=None) -> GraphTensor:
+        """torch ``Tensor.squeeze``: size-1 dims removed (all of them, or those named; a named dim
+        whose size is not 1 is kept, as torch).
+
+        Args:
+            dim: None, a dim, or a sequence of dims.
+        """
         if dim is None:
             dims = [i for i, d in enumerate(self.shape) if is_static(d) and d == 1]
         else:
@@ -243,10 +317,22 @@ class GraphTensor:
         return self.reshape(tuple(d for i, d in enumerate(self.shape) if i not in dims))
 
     def unsqueeze(self, dim: int) -> GraphTensor:
+        """torch ``Tensor.unsqueeze``: a size-1 dim inserted at ``dim``.
+
+        Args:
+            dim: the position of the new dim, in ``[-ndim - 1, ndim]``.
+        """
         d = self._axis(dim, "unsqueeze", self.ndim + 1)
         return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> GraphTensor:
+        """torch ``Tensor.flatten``: dims ``start_dim`` to ``end_dim`` merged into one (a 0-d tensor
+        becomes 1-d).
+
+        Args:
+            start_dim: the first dim merged (default 0).
+            end_dim: the last dim merged (default -1).
+        """
         if self.ndim == 0:
             return self.reshape(1)
         s, e = self._axis(start_dim, "flatten"), self._axis(end_dim, "flatten")
@@ -255,6 +341,12 @@ class GraphTensor:
         return self.reshape(self.shape[:s] + (prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
 
     def unflatten(self, dim: int, sizes) -> GraphTensor:
+        """torch ``Tensor.unflatten``: dim ``dim`` split into ``sizes``.
+
+        Args:
+            dim: the dim to split.
+            sizes: the new dims, multiplying to the dim's size; one may be -1.
+        """
         d = self._axis(dim, "unflatten", scalar=False)
         sub = self._infer_minus_one(sizes, "unflatten", numel=self.shape[d])
         if prod(sub) != self.shape[d]:
@@ -401,6 +493,11 @@ class GraphTensor:
         return t.reshape(tuple(r * d for r, d in zip(sizes, t.shape[1::2])))
 
     def tile(self, *dims) -> GraphTensor:
+        """torch ``Tensor.tile``: ``repeat`` with ``dims`` padded with leading 1s to the tensor's rank.
+
+        Args:
+            dims: the repeat count per dim, as ints or one sequence.
+        """
         dims = _shape_args(dims)
         return self.repeat(*((1,) * (self.ndim - len(dims)) + tuple(dims)))
 

@@ -73,10 +73,32 @@ def _fan(p, mode: str) -> int:
 
 
 def uniform_(p, a: float = 0.0, b: float = 1.0, generator=None):
+    """torch's ``nn.init.uniform_``: fill ``p`` with draws from U(a, b).
+
+    Args:
+        p: the Parameter (or numpy array) to fill.
+        a: the lower bound.
+        b: the upper bound.
+        generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
+
+    Returns:
+        ``p``, filled in place.
+    """
     return _write(p, _rng(generator).uniform(a, b, size=p.shape))
 
 
 def normal_(p, mean: float = 0.0, std: float = 1.0, generator=None):
+    """torch's ``nn.init.normal_``: fill ``p`` with draws from N(mean, std**2).
+
+    Args:
+        p: the Parameter (or numpy array) to fill.
+        mean: the mean.
+        std: the standard deviation.
+        generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
+
+    Returns:
+        ``p``, filled in place.
+    """
     return _write(p, _rng(generator).normal(mean, std, size=p.shape))
 
 
@@ -92,18 +114,51 @@ def trunc_normal_(p, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: fl
 
 
 def constant_(p, val: float):
+    """torch's ``nn.init.constant_``: fill ``p`` with ``val``.
+
+    Args:
+        p: the Parameter (or numpy array) to fill.
+        val: the value.
+
+    Returns:
+        ``p``, filled in place.
+    """
     return _write(p, np.full(p.shape, val))
 
 
 def zeros_(p):
+    """torch's ``nn.init.zeros_``: fill ``p`` with 0.
+
+    Args:
+        p: the Parameter (or numpy array) to fill.
+
+    Returns:
+        ``p``, filled in place.
+    """
     return constant_(p, 0.0)
 
 
 def ones_(p):
+    """torch's ``nn.init.ones_``: fill ``p`` with 1.
+
+    Args:
+        p: the Parameter (or numpy array) to fill.
+
+    Returns:
+        ``p``, filled in place.
+    """
     return constant_(p, 1.0)
 
 
 def eye_(p):
+    """torch's ``nn.init.eye_``: fill the 2-d ``p`` with the identity (ones on the diagonal).
+
+    Args:
+        p: the Parameter (or numpy array) to fill.
+
+    Returns:
+        ``p``, filled in place.
+    """
     if len(p.shape) != 2:
         raise ValueError(f"eye_ needs a 2-d parameter, got shape {tuple(p.shape)}")
     return _write(p, np.eye(*p.shape))
@@ -119,6 +174,19 @@ def kaiming_uniform_(p, a: float = 0.0, mode: str = "fan_in", nonlinearity: str 
 
 
 def kaiming_normal_(p, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
+    """torch's ``nn.init.kaiming_normal_``: N(0, std**2) with ``std = gain / sqrt(fan)``, ``gain =
+    calculate_gain(nonlinearity, a)``. An empty ``p`` is left alone.
+
+    Args:
+        p: the Parameter (or numpy array) to fill.
+        a: the negative slope of a leaky_relu that follows (for the gain).
+        mode: ``"fan_in"`` (default; keeps the forward variance) or ``"fan_out"`` (the backward's).
+        nonlinearity: the nonlinearity's name, for ``calculate_gain``.
+        generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
+
+    Returns:
+        ``p``, filled in place.
+    """
     if 0 in p.shape:
         return p
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(p, mode))
@@ -133,6 +201,16 @@ def xavier_uniform_(p, gain: float = 1.0, generator=None):
 
 
 def xavier_normal_(p, gain: float = 1.0, generator=None):
+    """torch's ``nn.init.xavier_normal_``: N(0, std**2) with ``std = gain * sqrt(2 / (fan_in + fan_out))``.
+
+    Args:
+        p: the Parameter (or numpy array) to fill.
+        gain: the scale factor.
+        generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
+
+    Returns:
+        ``p``, filled in place.
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(p)
     return normal_(p, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
 

@@ -325,6 +325,15 @@ def _elementwise_weight(loss: str, x: GraphTensor, out: GraphTensor, weight, red
 @renamed("mse_loss")
 def mse_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean",  # noqa: A002
              weight: GraphTensor | None = None) -> GraphTensor:
+    """torch's ``F.mse_loss``: the squared error ``(input - target) ** 2``, reduced.
+
+    Args:
+        input: the predictions.
+        target: the targets, of ``input``'s shape.
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"`` (the per-element losses).
+        weight: an optional per-element weight of ``input``'s shape; a weighted mean divides by the
+            summed weight.
+    """
     _pair("mse_loss", input, target)
     _reduction("mse_loss", reduction, input)
     d = input - target
@@ -334,6 +343,15 @@ def mse_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean"
 @renamed("l1_loss")
 def l1_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean",  # noqa: A002
             weight: GraphTensor | None = None) -> GraphTensor:
+    """torch's ``F.l1_loss``: the absolute error ``|input - target|``, reduced.
+
+    Args:
+        input: the predictions.
+        target: the targets, of ``input``'s shape.
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"`` (the per-element losses).
+        weight: an optional per-element weight of ``input``'s shape; a weighted mean divides by the
+            summed weight.
+    """
     _pair("l1_loss", input, target)
     _reduction("l1_loss", reduction, input)
     return _elementwise_weight("l1_loss", input, ops.abs(input - target), weight, reduction, by_weight=True)

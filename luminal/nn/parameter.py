@@ -38,4 +38,9 @@ class Buffer(State):
         self.persistent = persistent
 
     def on(self, graph):
+        """This buffer as a tensor of ``graph`` (the same node every time).
+
+        Args:
+            graph: the Graph that reads it.
+        """
         return graph.state(self)

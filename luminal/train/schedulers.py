@@ -39,6 +39,12 @@ class LRScheduler:
         self._initial = False
 
     def get_lr(self) -> list[float]:
+        """The learning rates for epoch ``self.last_epoch`` (already advanced), one per param group; each
+        scheduler implements it (torch's chainable form: usually from the current ``group["lr"]``s).
+
+        Returns:
+            A list of floats.
+        """
         raise NotImplementedError
 
     def step(self) -> None:
@@ -49,6 +55,7 @@ class LRScheduler:
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
     def get_last_lr(self) -> list[float]:
+        """torch's ``get_last_lr``: the learning rates the last ``step`` set, one per param group."""
         return list(self._last_lr)
 
     def _lrs(self) -> list[float]:
@@ -59,6 +66,11 @@ class LRScheduler:
         return copy.deepcopy({k: v for k, v in vars(self).items() if k != "optimizer"})
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore what ``state_dict`` returned.
+
+        Args:
+            state_dict: a dict from ``state_dict``.
+        """
         self.__dict__.update(copy.deepcopy(state_dict))
 
     def __repr__(self):

@@ -269,6 +269,12 @@ class TrainStep:
         return sd
 
     def load_state_dict(self, sd: dict) -> None:
+        """Restore what ``state_dict`` returned, after checking all of it (``prepare_load``): nothing
+        changes when a check fails.
+
+        Args:
+            sd: a dict from ``state_dict``.
+        """
         self.prepare_load(sd)()
 
     def prepare_load(self, sd: dict):

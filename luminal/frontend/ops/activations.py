@@ -35,6 +35,12 @@ def relu(x) -> GraphTensor:
 
 @tensor_op("leaky_relu")
 def leaky_relu(x, negative_slope: float = 0.01) -> GraphTensor:
+    """torch's ``leaky_relu``: ``x`` where ``x > 0``, else ``negative_slope * x``.
+
+    Args:
+        x: the input tensor.
+        negative_slope: the slope of the negative side (default 0.01).
+    """
     return where(gt(x, 0), x, mul(x, negative_slope))
 
 
@@ -52,12 +58,25 @@ def sigmoid(x) -> GraphTensor:
 
 @tensor_op("tanh")
 def tanh(x) -> GraphTensor:
+    """The hyperbolic tangent, elementwise (torch.tanh). Int and bool inputs give float32.
+
+    Args:
+        x: the input tensor.
+    """
     return _tanh(x)
 
 
 @tensor_op("gelu")
 @_opmath
 def gelu(x, approximate: str = "none") -> GraphTensor:
+    """torch's ``gelu``: ``x * Phi(x)``, Phi the standard normal CDF, computed as
+    ``0.5 * x * (1 + erf(x / sqrt(2)))``; with ``approximate="tanh"`` the tanh approximation
+    ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``. 16-bit inputs compute in float32.
+
+    Args:
+        x: the input tensor.
+        approximate: ``"none"`` (exact, the default) or ``"tanh"``.
+    """
     x = _float(x, "gelu")
     if approximate == "tanh":
         inner = mul(add(x, mul(mul(mul(x, x), x), 0.044715)), math.sqrt(2 / math.pi))
@@ -70,12 +89,25 @@ def gelu(x, approximate: str = "none") -> GraphTensor:
 @tensor_op("silu")
 @_opmath
 def silu(x) -> GraphTensor:
+    """torch's ``silu`` (swish): ``x * sigmoid(x)``.
+
+    Args:
+        x: the input tensor.
+    """
     return mul(x, sigmoid(x))
 
 
 @tensor_op("softplus")
 @_opmath
 def softplus(x, beta: float = 1.0, threshold: float = 20.0) -> GraphTensor:
+    """torch's ``softplus``: ``log(1 + exp(beta * x)) / beta``, and ``x`` itself where
+    ``beta * x > threshold`` (linear there, as torch, so that exp cannot overflow).
+
+    Args:
+        x: the input tensor.
+        beta: the sharpness (default 1).
+        threshold: above this value of ``beta * x`` the result is ``x`` (default 20).
+    """
     x = _float(x, "softplus")
     bx = mul(x, beta)
     linear = gt(bx, threshold)
@@ -88,6 +120,12 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0) -> GraphTensor:
 @tensor_op("elu")
 @_opmath
 def elu(x, alpha: float = 1.0) -> GraphTensor:
+    """torch's ``elu``: ``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``.
+
+    Args:
+        x: the input tensor.
+        alpha: the scale of the negative side (default 1).
+    """
     x = _float(x, "elu")
     pos = gt(x, 0)
     # exp only of the negative side: exp(x) overflowing for large x would make the gradient NaN
@@ -97,4 +135,9 @@ def elu(x, alpha: float = 1.0) -> GraphTensor:
 @tensor_op("mish")
 @_opmath
 def mish(x) -> GraphTensor:
+    """torch's ``mish``: ``x * tanh(softplus(x))``.
+
+    Args:
+        x: the input tensor.
+    """
     return mul(x, _tanh(softplus(x)))

@@ -33,6 +33,13 @@ def _sequence(op: str, tensors) -> list[GraphTensor]:
 
 
 def cat(tensors, dim: int = 0) -> GraphTensor:
+    """torch.cat: the tensors joined along ``dim``; their shapes must agree in every other dim, and the
+    result takes their promoted dtype.
+
+    Args:
+        tensors: a non-empty sequence of tensors of one graph.
+        dim: the dim to join along (default 0).
+    """
     tensors = _sequence("cat", tensors)
     first = tensors[0]
     d = first._axis(dim, "cat")
@@ -56,6 +63,12 @@ def cat(tensors, dim: int = 0) -> GraphTensor:
 
 
 def stack(tensors, dim: int = 0) -> GraphTensor:
+    """torch.stack: the tensors (all of one shape) joined along a new dim ``dim``.
+
+    Args:
+        tensors: a non-empty sequence of tensors of one shape.
+        dim: where the new dim goes (default 0; up to ``ndim``).
+    """
     tensors = _sequence("stack", tensors)
     d = tensors[0]._axis(dim, "stack", tensors[0].ndim + 1)
     for t in tensors[1:]:
@@ -66,6 +79,18 @@ def stack(tensors, dim: int = 0) -> GraphTensor:
 
 @tensor_op("split")
 def split(x: GraphTensor, split_size_or_sections, dim: int = 0) -> tuple[GraphTensor, ...]:
+    """torch.split: views of ``x`` cut along ``dim``: pieces of ``split_size_or_sections`` elements
+    (the last one smaller when the size does not divide), or of the listed sizes.
+
+    Args:
+        x: the input tensor.
+        split_size_or_sections: an int (the size of each piece; needs a static dim) or a list of sizes
+            adding up to the dim's size.
+        dim: the dim to split (default 0).
+
+    Returns:
+        A tuple of tensors.
+    """
     d = x._axis(dim, "split", scalar=False)
     n = x.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -91,6 +116,17 @@ def split(x: GraphTensor, split_size_or_sections, dim: int = 0) -> tuple[GraphTe
 
 @tensor_op("chunk")
 def chunk(x: GraphTensor, chunks: int, dim: int = 0) -> tuple[GraphTensor, ...]:
+    """torch.chunk: ``x`` cut along ``dim`` into at most ``chunks`` pieces of ``ceil(n / chunks)``
+    elements (the last one smaller); the dim must be static.
+
+    Args:
+        x: the input tensor.
+        chunks: the number of pieces asked for.
+        dim: the dim to cut (default 0).
+
+    Returns:
+        A tuple of tensors.
+    """
     d = x._axis(dim, "chunk", scalar=False)
     n = x.shape[d]
     if not is_static(n) or chunks <= 0:

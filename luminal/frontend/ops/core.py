@@ -20,6 +20,13 @@ def prim(op: str, *srcs: GraphTensor, arg=None, dtype: dt.DType | None = None, s
 
 
 def cast(x: GraphTensor, dtype) -> GraphTensor:
+    """``x`` converted to ``dtype`` (torch ``Tensor.to(dtype)``); ``x`` itself when it already has it.
+    Float to int rounds toward zero; to bool, nonzero is True.
+
+    Args:
+        x: the input tensor.
+        dtype: an lm dtype, a numpy dtype or a name (``"float16"``).
+    """
     if not isinstance(x, GraphTensor):  # inline, not ``tensor_op``: every coerced operand passes here
         check_tensors("cast", input=x)
     dtype = dt.as_dtype(dtype)

@@ -91,6 +91,13 @@ def _opmath(f=None, *, scalars_only: bool = False):
 
 # arithmetic ---------------------------------------------------------------------------------
 def add(a, b, alpha=1) -> GraphTensor:
+    """torch.add: ``a + alpha * b``, elementwise, broadcast, in the promoted dtype of the operands.
+
+    Args:
+        a: a tensor, numpy array or number (one operand must be a tensor).
+        b: a tensor, numpy array or number.
+        alpha: the multiplier of ``b`` (default 1).
+    """
     if alpha != 1:
         b = mul(b, alpha)
     a, b = coerce("add", a, b)
@@ -99,17 +106,35 @@ def add(a, b, alpha=1) -> GraphTensor:
 
 @_opmath(scalars_only=True)
 def mul(a, b) -> GraphTensor:
+    """torch.mul: ``a * b``, elementwise, broadcast, in the promoted dtype of the operands.
+
+    Args:
+        a: a tensor, numpy array or number (one operand must be a tensor).
+        b: a tensor, numpy array or number.
+    """
     a, b = coerce("mul", a, b)
     return prim("Mul", a, b)
 
 
 @tensor_op("neg")
 def neg(x: GraphTensor) -> GraphTensor:
+    """``-x`` elementwise (torch.neg). Not defined for bool tensors, as in torch.
+
+    Args:
+        x: the input tensor.
+    """
     _not_bool(x, "neg")
     return mul(x, -1)
 
 
 def sub(a, b, alpha=1) -> GraphTensor:
+    """torch.sub: ``a - alpha * b``, elementwise, broadcast. Not defined for bool tensors.
+
+    Args:
+        a: a tensor, numpy array or number (one operand must be a tensor).
+        b: a tensor, numpy array or number.
+        alpha: the multiplier of ``b`` (default 1).
+    """
     a, b = coerce("sub", a, b)
     _not_bool(a, "sub")
     return add(a, neg(b) if alpha == 1 else mul(b, -alpha))
@@ -117,10 +142,24 @@ def sub(a, b, alpha=1) -> GraphTensor:
 
 @tensor_op("reciprocal")
 def reciprocal(x: GraphTensor) -> GraphTensor:
+    """``1 / x`` elementwise (torch.reciprocal). Int and bool inputs give float32.
+
+    Args:
+        x: the input tensor.
+    """
     return prim("Recip", _float(x, "reciprocal"))
 
 
 def div(a, b, rounding_mode=None) -> GraphTensor:
+    """torch.div: ``a / b``, elementwise, broadcast; true division (int operands give float32)
+    unless ``rounding_mode`` says otherwise.
+
+    Args:
+        a: the dividend (a tensor, numpy array or number).
+        b: the divisor.
+        rounding_mode: None (true division), ``"trunc"`` (round toward zero) or ``"floor"`` (round
+            down, as ``floor_divide``).
+    """
     if rounding_mode == "floor":
         return floor_divide(a, b)
     if rounding_mode == "trunc":
@@ -166,6 +205,13 @@ def _int_div(a: GraphTensor, b: GraphTensor, floor: bool) -> GraphTensor:
 
 
 def fmod(a, b) -> GraphTensor:
+    """torch.fmod: the remainder of ``a / b`` with the sign of the dividend ``a`` (C's fmod),
+    elementwise. Not defined for bool tensors.
+
+    Args:
+        a: the dividend.
+        b: the divisor.
+    """
     a, b = coerce("fmod", a, b)
     _not_bool(a, "fmod")
     return prim("Mod", a, b)
@@ -262,11 +308,23 @@ def _float_pow(a, b) -> GraphTensor:
 
 
 def maximum(a, b) -> GraphTensor:
+    """torch.maximum: the larger of ``a`` and ``b``, elementwise (NaN if either is NaN).
+
+    Args:
+        a: a tensor, numpy array or number (one operand must be a tensor).
+        b: a tensor, numpy array or number.
+    """
     a, b = coerce("maximum", a, b)
     return prim("Max", a, b)
 
 
 def minimum(a, b) -> GraphTensor:
+    """torch.minimum: the smaller of ``a`` and ``b``, elementwise (NaN if either is NaN).
+
+    Args:
+        a: a tensor, numpy array or number (one operand must be a tensor).
+        b: a tensor, numpy array or number.
+    """
     a, b = coerce("minimum", a, b)
     if a.dtype.is_float:
         return neg(prim("Max", neg(a), neg(b)))
@@ -308,16 +366,37 @@ def clamp(x: GraphTensor, min=None, max=None) -> GraphTensor:  # noqa: A002 - to
 @tensor_op("lerp")
 @_opmath
 def lerp(a, b, weight) -> GraphTensor:
+    """torch.lerp: the linear interpolation ``a + weight * (b - a)``, elementwise (broadcast).
+
+    Args:
+        a: the start (a tensor).
+        b: the end (a tensor or a number).
+        weight: the interpolation weight (a tensor or a number).
+    """
     return add(a, mul(weight, sub(b, a)))
 
 
 # comparison and logic -------------------------------------------------------------------------
 def lt(a, b) -> GraphTensor:
+    """torch.lt: ``a < b`` elementwise, broadcast, compared in the promoted dtype; a bool tensor
+    (IEEE: a comparison with NaN is False).
+
+    Args:
+        a: a tensor, numpy array or number (one operand must be a tensor).
+        b: a tensor, numpy array or number.
+    """
     a, b = coerce("lt", a, b)
     return prim("LessThan", a, b, dtype=dt.bool_)
 
 
 def gt(a, b) -> GraphTensor:
+    """torch.gt: ``a > b`` elementwise, broadcast, compared in the promoted dtype; a bool tensor
+    (IEEE: a comparison with NaN is False).
+
+    Args:
+        a: a tensor, numpy array or number (one operand must be a tensor).
+        b: a tensor, numpy array or number.
+    """
     a, b = coerce("gt", a, b)
     return prim("LessThan", b, a, dtype=dt.bool_)
 
@@ -332,6 +411,11 @@ def isnan(x: GraphTensor) -> GraphTensor:
 
 @tensor_op("isinf")
 def isinf(x: GraphTensor) -> GraphTensor:
+    """Whether each element is +inf or -inf (a bool tensor; always False for int and bool).
+
+    Args:
+        x: the input tensor.
+    """
     if not x.dtype.is_float:
         return _const_bool(x, False)
     return logical_or(eq(x, math.inf), eq(x, -math.inf))
@@ -339,12 +423,24 @@ def isinf(x: GraphTensor) -> GraphTensor:
 
 @tensor_op("isfinite")
 def isfinite(x: GraphTensor) -> GraphTensor:
+    """Whether each element is finite: neither inf nor NaN (a bool tensor; always True for int and bool).
+
+    Args:
+        x: the input tensor.
+    """
     if not x.dtype.is_float:
         return _const_bool(x, True)
     return logical_and(lt(x, math.inf), gt(x, -math.inf))
 
 
 def eq(a, b) -> GraphTensor:
+    """torch.eq: ``a == b`` elementwise, broadcast, compared in the promoted dtype; a bool tensor
+    (IEEE: a comparison with NaN is False).
+
+    Args:
+        a: a tensor, numpy array or number (one operand must be a tensor).
+        b: a tensor, numpy array or number.
+    """
     a, b = coerce("eq", a, b)
     out = logical_not(logical_or(prim("LessThan", a, b, dtype=dt.bool_), prim("LessThan", b, a, dtype=dt.bool_)))
     if a.dtype.is_float:
@@ -353,16 +449,37 @@ def eq(a, b) -> GraphTensor:
 
 
 def ne(a, b) -> GraphTensor:
+    """torch.ne: ``a != b`` elementwise, broadcast, compared in the promoted dtype; a bool tensor
+    (IEEE: a comparison with NaN is True).
+
+    Args:
+        a: a tensor, numpy array or number (one operand must be a tensor).
+        b: a tensor, numpy array or number.
+    """
     a, b = coerce("ne", a, b)
     return logical_not(eq(a, b))
 
 
 def le(a, b) -> GraphTensor:
+    """torch.le: ``a <= b`` elementwise, broadcast, compared in the promoted dtype; a bool tensor
+    (IEEE: a comparison with NaN is False).
+
+    Args:
+        a: a tensor, numpy array or number (one operand must be a tensor).
+        b: a tensor, numpy array or number.
+    """
     a, b = coerce("le", a, b)
     return logical_or(lt(a, b), eq(a, b))
 
 
 def ge(a, b) -> GraphTensor:
+    """torch.ge: ``a >= b`` elementwise, broadcast, compared in the promoted dtype; a bool tensor
+    (IEEE: a comparison with NaN is False).
+
+    Args:
+        a: a tensor, numpy array or number (one operand must be a tensor).
+        b: a tensor, numpy array or number.
+    """
     a, b = coerce("ge", a, b)
     return logical_or(gt(a, b), eq(a, b))
 
@@ -377,21 +494,47 @@ def _const_bool(like: GraphTensor, v: bool) -> GraphTensor:
 
 @tensor_op("logical_not")
 def logical_not(x: GraphTensor) -> GraphTensor:
+    """Elementwise logical NOT (torch.logical_not): True where ``x`` is zero/False; a bool tensor.
+
+    Args:
+        x: the input tensor.
+    """
     x = _bool(x)
     return prim("LessThan", x, _const_bool(x, True), dtype=dt.bool_)
 
 
 def logical_and(a, b) -> GraphTensor:
+    """torch.logical_and: elementwise logical AND of the operands read as booleans (nonzero is True);
+    a bool tensor.
+
+    Args:
+        a: a tensor or number (one operand must be a tensor).
+        b: a tensor or number.
+    """
     a, b = coerce("logical_and", a, b)
     return prim("Mul", _bool(a), _bool(b))
 
 
 def logical_or(a, b) -> GraphTensor:
+    """torch.logical_or: elementwise logical OR of the operands read as booleans (nonzero is True);
+    a bool tensor.
+
+    Args:
+        a: a tensor or number (one operand must be a tensor).
+        b: a tensor or number.
+    """
     a, b = coerce("logical_or", a, b)
     return prim("Max", _bool(a), _bool(b))
 
 
 def logical_xor(a, b) -> GraphTensor:
+    """torch.logical_xor: elementwise logical XOR of the operands read as booleans (nonzero is True);
+    a bool tensor.
+
+    Args:
+        a: a tensor or number (one operand must be a tensor).
+        b: a tensor or number.
+    """
     a, b = coerce("logical_xor", a, b)
     return ne(_bool(a), _bool(b))
 
@@ -476,6 +619,14 @@ def bitwise_right_shift(input, other) -> GraphTensor:  # noqa: A002 - torch's na
 
 
 def where(cond, a, b) -> GraphTensor:
+    """torch.where: ``a`` where ``cond`` holds, else ``b``, elementwise (all three broadcast).
+    Masked-out values never leak into the result, NaN included (``Where`` is a primitive).
+
+    Args:
+        cond: the condition, read as bool.
+        a: the values where ``cond`` is True (a tensor, numpy array or number).
+        b: the values where ``cond`` is False (a tensor, numpy array or number).
+    """
     t = [x for x in (a, b) if isinstance(x, GraphTensor)]
     like = t[0] if t else cond
     if t:
@@ -494,39 +645,74 @@ def where(cond, a, b) -> GraphTensor:
 # unary math ---------------------------------------------------------------------------------
 @tensor_op("exp2")
 def exp2(x) -> GraphTensor:
+    """``2 ** x`` elementwise (torch.exp2). Int and bool inputs give float32.
+
+    Args:
+        x: the input tensor.
+    """
     return prim("Exp2", _float(x, "exp2"))
 
 
 @tensor_op("log2")
 def log2(x) -> GraphTensor:
+    """The base-2 logarithm, elementwise (torch.log2). Int and bool inputs give float32.
+
+    Args:
+        x: the input tensor.
+    """
     return prim("Log2", _float(x, "log2"))
 
 
 @tensor_op("exp")
 @_opmath
 def exp(x) -> GraphTensor:
+    """``e ** x`` elementwise (torch.exp), as ``exp2(x * log2(e))``. Int and bool inputs give float32.
+
+    Args:
+        x: the input tensor.
+    """
     return exp2(mul(_float(x, "exp"), LOG2E))
 
 
 @tensor_op("log")
 @_opmath
 def log(x) -> GraphTensor:
+    """The natural logarithm, elementwise (torch.log), as ``log2(x) * ln(2)``. Int and bool inputs give float32.
+
+    Args:
+        x: the input tensor.
+    """
     return mul(log2(x), LN2)
 
 
 @tensor_op("sqrt")
 def sqrt(x) -> GraphTensor:
+    """The square root, elementwise (torch.sqrt); NaN for negative inputs. Int and bool inputs give float32.
+
+    Args:
+        x: the input tensor.
+    """
     return prim("Sqrt", _float(x, "sqrt"))
 
 
 @tensor_op("rsqrt")
 @_opmath
 def rsqrt(x) -> GraphTensor:
+    """``1 / sqrt(x)`` elementwise (torch.rsqrt).
+
+    Args:
+        x: the input tensor.
+    """
     return reciprocal(sqrt(x))
 
 
 @tensor_op("sin")
 def sin(x) -> GraphTensor:
+    """The sine, elementwise (torch.sin). Int and bool inputs give float32.
+
+    Args:
+        x: the input tensor.
+    """
     return prim("Sin", _float(x, "sin"))
 
 
@@ -573,11 +759,21 @@ def tan(x) -> GraphTensor:
 
 @tensor_op("square")
 def square(x) -> GraphTensor:
+    """``x * x`` elementwise (torch.square); keeps ``x``'s dtype.
+
+    Args:
+        x: the input tensor.
+    """
     return mul(x, x)
 
 
 @tensor_op("abs")
 def abs_(x) -> GraphTensor:
+    """The absolute value, elementwise (torch.abs, ``lm.abs``); keeps ``x``'s dtype. Not defined for bool.
+
+    Args:
+        x: the input tensor.
+    """
     _not_bool(x, "abs")
     return maximum(x, neg(x))
 
@@ -600,6 +796,11 @@ def trunc(x) -> GraphTensor:
 
 @tensor_op("floor")
 def floor(x) -> GraphTensor:
+    """Round down to an integer, elementwise (torch.floor); int and bool tensors are returned unchanged.
+
+    Args:
+        x: the input tensor.
+    """
     if not x.dtype.is_float:
         return x
     t = trunc(x)
@@ -608,6 +809,11 @@ def floor(x) -> GraphTensor:
 
 @tensor_op("ceil")
 def ceil(x) -> GraphTensor:
+    """Round up to an integer, elementwise (torch.ceil); int and bool tensors are returned unchanged.
+
+    Args:
+        x: the input tensor.
+    """
     if not x.dtype.is_float:
         return x
     t = trunc(x)

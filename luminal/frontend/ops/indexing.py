@@ -546,6 +546,13 @@ def _index_select_0d(out: GraphTensor, args) -> GraphTensor:
 
 @scalar_as_1d("index_select", tensors=("index",), result=_index_select_0d)
 def index_select(x: GraphTensor, dim: int, index: GraphTensor) -> GraphTensor:
+    """torch.index_select: the entries of ``x`` at ``index`` along ``dim`` (a Gather).
+
+    Args:
+        x: the input tensor.
+        dim: the dim indexed.
+        index: a 1-d integer tensor of positions along ``dim``.
+    """
     index = _index("index_select", index, input=x)
     d = x._axis(dim, "index_select")
     if index.ndim != 1:

@@ -36,10 +36,22 @@ def matmul(a: GraphTensor, b: GraphTensor) -> GraphTensor:
 
 
 def dot(a: GraphTensor, b: GraphTensor) -> GraphTensor:
+    """torch.dot: the inner product of two 1-d tensors (``matmul`` of the two vectors, a 0-d tensor).
+
+    Args:
+        a: the first vector.
+        b: the second vector.
+    """
     return matmul(a, b)
 
 
 def outer(a: GraphTensor, b: GraphTensor) -> GraphTensor:
+    """torch.outer: the outer product ``a[:, None] * b[None, :]`` of two 1-d tensors.
+
+    Args:
+        a: the first vector (rows).
+        b: the second vector (columns).
+    """
     check_tensors("outer", input=a, vec2=b)
     require("outer", a.ndim == 1 and b.ndim == 1, "both operands must be 1-d", a, b, kind=ValueError)
     return mul(a.unsqueeze(-1), b.unsqueeze(0))

@@ -56,6 +56,16 @@ def _reduce(x: GraphTensor, op: str, axes) -> GraphTensor:
 
 @tensor_op("sum")
 def sum(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, dtype=None) -> GraphTensor:  # noqa: A001
+    """torch.sum: the sum over ``axis`` (all dims by default). Bool inputs sum as int32, as torch
+    (which gives int64).
+
+    Args:
+        x: the input tensor.
+        axis: the dim or dims to reduce (None: all).
+        keepdim: keep the reduced dims as size 1.
+        dim: torch's name for ``axis``.
+        dtype: cast ``x`` to this dtype before summing.
+    """
     axes = normalize_axes(x, _axis_kw(axis, dim, "sum", x), "sum")
     if dtype is not None:
         x = cast(x, dtype)
@@ -72,6 +82,14 @@ def _count(x: GraphTensor, axes):
 @tensor_op("mean")
 @_opmath
 def mean(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
+    """torch.mean: the mean over ``axis`` (all dims by default); needs a float tensor, as torch.
+
+    Args:
+        x: the input tensor.
+        axis: the dim or dims to reduce (None: all).
+        keepdim: keep the reduced dims as size 1.
+        dim: torch's name for ``axis``.
+    """
     require("mean", x.dtype.is_float, f"needs a float tensor, got {x.dtype.name}", x)
     axes = normalize_axes(x, _axis_kw(axis, dim, "mean", x), "mean")
     n = _count(x, axes)
@@ -169,6 +187,14 @@ def _reverse_order(x: GraphTensor) -> GraphTensor:
 
 @tensor_op("min")
 def amin(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
+    """torch.amin: the smallest values over ``axis`` (all dims by default); NaN propagates.
+
+    Args:
+        x: the input tensor.
+        axis: the dim or dims to reduce (None: all).
+        keepdim: keep the reduced dims as size 1.
+        dim: torch's name for ``axis``.
+    """
     return _reverse_order(amax(_reverse_order(x), axis, keepdim, dim=dim))
 
 
@@ -183,6 +209,14 @@ def _amax_or(x: GraphTensor, axes, fill, keepdim: bool) -> GraphTensor:
 
 @tensor_op("any")
 def any_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
+    """torch.any: whether any element over ``axis`` is nonzero/True (a bool tensor; False over an empty dim).
+
+    Args:
+        x: the input tensor.
+        axis: the dim or dims to reduce (None: all).
+        keepdim: keep the reduced dims as size 1.
+        dim: torch's name for ``axis``.
+    """
     b = x if x.dtype.kind == "b" else cast(x, dt.bool_)
     axes = normalize_axes(x, _axis_kw(axis, dim, "any", x), "any")
     if any(is_static(x.shape[a]) and x.shape[a] == 0 for a in axes):
@@ -193,6 +227,14 @@ def any_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> Graph
 
 @tensor_op("all")
 def all_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
+    """torch.all: whether every element over ``axis`` is nonzero/True (a bool tensor; True over an empty dim).
+
+    Args:
+        x: the input tensor.
+        axis: the dim or dims to reduce (None: all).
+        keepdim: keep the reduced dims as size 1.
+        dim: torch's name for ``axis``.
+    """
     b = x if x.dtype.kind == "b" else cast(x, dt.bool_)
     return logical_not(any_(logical_not(b), axis, keepdim, dim=dim))
 
@@ -239,12 +281,30 @@ def _arg_extreme(x: GraphTensor, axis, keepdim: bool, largest: bool, op: str) ->
 @tensor_op("argmax")
 @scalar_as_1d("argmax", dims=("axis", "dim"))
 def argmax(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
+    """torch.argmax: the int32 index of the largest value along ``axis`` (of the flattened tensor when None);
+    the first index among ties, NaN counting as the largest.
+
+    Args:
+        x: the input tensor.
+        axis: the dim or dims to reduce (None: all).
+        keepdim: keep the reduced dims as size 1.
+        dim: torch's name for ``axis``.
+    """
     return _arg_extreme(x, _axis_kw(axis, dim, "argmax", x), keepdim, True, "argmax")
 
 
 @tensor_op("argmin")
 @scalar_as_1d("argmin", dims=("axis", "dim"))
 def argmin(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
+    """torch.argmin: the int32 index of the smallest value along ``axis`` (of the flattened tensor when None);
+    the first index among ties, NaN counting as the smallest.
+
+    Args:
+        x: the input tensor.
+        axis: the dim or dims to reduce (None: all).
+        keepdim: keep the reduced dims as size 1.
+        dim: torch's name for ``axis``.
+    """
     return _arg_extreme(x, _axis_kw(axis, dim, "argmin", x), keepdim, False, "argmin")
 
 

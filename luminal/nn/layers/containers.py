@@ -32,6 +32,14 @@ class Sequential(Module):
         return list(self._modules.values())[_index(idx, len(self))]
 
     def append(self, module: Module) -> Sequential:
+        """Add ``module`` at the end.
+
+        Args:
+            module: the module to append.
+
+        Returns:
+            This Sequential.
+        """
         self.add_module(str(len(self)), module)
         return self
 
@@ -64,15 +72,37 @@ class ModuleList(Module):
         self.add_module(str(_index(idx, len(self))), module)
 
     def append(self, module: Module) -> ModuleList:
+        """Add ``module`` at the end.
+
+        Args:
+            module: the module to append.
+
+        Returns:
+            This ModuleList.
+        """
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules) -> ModuleList:
+        """Append every module of ``modules``, in order.
+
+        Args:
+            modules: an iterable of modules.
+
+        Returns:
+            This ModuleList.
+        """
         for m in modules:
             self.append(m)
         return self
 
     def insert(self, index: int, module: Module) -> None:
+        """Insert ``module`` before position ``index`` (as ``list.insert``); the later modules are renumbered.
+
+        Args:
+            index: the position.
+            module: the module to insert.
+        """
         items = list(self._modules.values())
         items.insert(index, module)
         for name in list(self._modules):

@@ -140,6 +140,9 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-initialise as torch does: the weight kaiming-uniform with ``a = sqrt(5)``, the bias U(-b, b)
+        with ``b = 1 / sqrt(fan_in)``, ``fan_in = in_channels / groups * prod(kernel_size)``.
+        """
         init.kaiming_uniform_(self.weight, a=5 ** 0.5)
         if self.bias is not None:
             fan_in = self.weight.shape[1] * prod(self.kernel_size)

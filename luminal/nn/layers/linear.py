@@ -33,6 +33,9 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-initialise as torch does: the weight kaiming-uniform with ``a = sqrt(5)`` (U(-1/sqrt(in), 1/sqrt(in))),
+        the bias U(-1/sqrt(in_features), 1/sqrt(in_features)).
+        """
         init.kaiming_uniform_(self.weight, a=5 ** 0.5)
         if self.bias is not None:
             b = init.bias_bound(self.in_features)
@@ -75,12 +78,24 @@ class Embedding(Module):
             self.weight.set(_weight)
 
     def reset_parameters(self) -> None:
+        """Re-initialise as torch does: the weight N(0, 1), the ``padding_idx`` row zero."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
             self.weight.data[self.padding_idx] = 0
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx: int | None = None, dtype=None):
+        """torch's ``Embedding.from_pretrained``: an Embedding whose weight is ``embeddings``.
+
+        Args:
+            embeddings: a 2-d array (num_embeddings, embedding_dim).
+            freeze: when True (default) the weight gets no gradient and no update (``requires_grad=False``).
+            padding_idx: the row that gets no gradient, as in the constructor.
+            dtype: the weight's dtype (default float32).
+
+        Returns:
+            The Embedding.
+        """
         n, d = embeddings.shape
         return cls(n, d, padding_idx, _weight=embeddings, _freeze=freeze, dtype=dtype)
 

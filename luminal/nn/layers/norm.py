@@ -46,6 +46,7 @@ class _TrailingNorm(Module):
         return tuple(range(x.ndim - k, x.ndim))
 
     def reset_parameters(self) -> None:
+        """Re-initialise as torch does: the weight to ones, the bias (when there is one) to zeros."""
         if self.weight is not None:
             init.ones_(self.weight)
         if getattr(self, "bias", None) is not None:
@@ -131,12 +132,18 @@ class _BatchNorm(Module):
         self.reset_parameters()
 
     def reset_running_stats(self) -> None:
+        """torch's: the running mean to 0, the running variance to 1 and ``num_batches_tracked`` to 0
+        (when the layer tracks running statistics).
+        """
         if self.track_running_stats:
             self.running_mean.set(np.zeros(self.num_features))
             self.running_var.set(np.ones(self.num_features))
             self.num_batches_tracked.set(0)
 
     def reset_parameters(self) -> None:
+        """Re-initialise as torch does: the running statistics reset, the weight to ones and the bias to
+        zeros (when affine).
+        """
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)

@@ -184,14 +184,39 @@ class _AvgPoolNd(_PoolNd):
 
 
 class MaxPool1d(_MaxPoolNd):
+    """torch's ``nn.MaxPool1d(kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+    ceil_mode=False)`` over (N, C, L) or (C, L): the largest value of each window (padding reads -inf).
+
+    Args:
+        kernel_size, stride (default kernel_size), padding, dilation, ceil_mode: as torch's.
+        return_indices: also return the int32 flat index of each maximum within its input plane.
+    """
+
     _nd = 1
 
 
 class MaxPool2d(_MaxPoolNd):
+    """torch's ``nn.MaxPool2d(kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+    ceil_mode=False)`` over (N, C, H, W) or (C, H, W): the largest value of each window (padding reads -inf).
+
+    Args:
+        kernel_size, stride (default kernel_size), padding, dilation, ceil_mode: as torch's (an int or
+            one value per spatial dim).
+        return_indices: also return the int32 flat index of each maximum within its input plane.
+    """
+
     _nd = 2
 
 
 class AvgPool1d(_AvgPoolNd):
+    """torch's ``nn.AvgPool1d(kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True)``
+    over (N, C, L) or (C, L): the mean of each window.
+
+    Args:
+        kernel_size, stride (default kernel_size), padding, ceil_mode: as torch's.
+        count_include_pad: whether the zero padding counts in a window's divisor (default True).
+    """
+
     _nd = 1
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
@@ -199,6 +224,16 @@ class AvgPool1d(_AvgPoolNd):
 
 
 class AvgPool2d(_AvgPoolNd):
+    """torch's ``nn.AvgPool2d(kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+    divisor_override=None)`` over (N, C, H, W) or (C, H, W): the mean of each window.
+
+    Args:
+        kernel_size, stride (default kernel_size), padding, ceil_mode: as torch's (an int or one
+            value per spatial dim).
+        count_include_pad: whether the zero padding counts in a window's divisor (default True).
+        divisor_override: divide every window's sum by this instead.
+    """
+
     _nd = 2
 
 
@@ -238,8 +273,22 @@ class _AdaptiveAvgPoolNd(_PoolNd):
 
 
 class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    """torch's ``nn.AdaptiveAvgPool1d(output_size)`` over (N, C, L) or (C, L): the mean over windows
+    ``[floor(i * L / out), ceil((i + 1) * L / out))``, so the output has ``output_size`` positions.
+
+    Args:
+        output_size: the output length (None keeps the input's).
+    """
+
     _nd = 1
 
 
 class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    """torch's ``nn.AdaptiveAvgPool2d(output_size)`` over (N, C, H, W) or (C, H, W): the mean over
+    windows ``[floor(i * n / out), ceil((i + 1) * n / out))`` per spatial dim.
+
+    Args:
+        output_size: an int or ``(H_out, W_out)``; a None entry keeps the input's size.
+    """
+
     _nd = 2

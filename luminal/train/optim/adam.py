@@ -41,6 +41,9 @@ class Adam(Optimizer):
 
     @property
     def state_names(self) -> tuple[str, ...]:
+        """The per-parameter state: ``exp_avg`` and ``exp_avg_sq``, and ``max_exp_avg_sq`` when any group
+        uses AMSGrad.
+        """
         ams = any(g["amsgrad"] for g in self.param_groups)
         return ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if ams else ())
 

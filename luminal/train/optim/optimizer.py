@@ -25,6 +25,15 @@ from luminal.frontend.state import State, scalar_state
 
 
 class Optimizer:
+    """The optimizer base, as torch's: ``param_groups`` (dicts of parameters and hyperparameters),
+    per-parameter state as persistent States, and the update written as graph ops, so that
+    ``train.compile_step`` compiles forward, backward and update into one program.
+
+    Args:
+        params: an iterable of Parameters, or of param-group dicts (``{"params": [...], "lr": ...}``).
+        defaults: the hyperparameters a group takes when it does not set them.
+    """
+
     state_names: tuple[str, ...] = ()
 
     def __init__(self, params, defaults: dict):
@@ -45,6 +54,13 @@ class Optimizer:
         self.state: dict[int, dict[str, State]] = {}  # id(param) -> name -> State
 
     def add_param_group(self, group: dict) -> None:
+        """torch's ``Optimizer.add_param_group``: a new group of parameters with its own hyperparameters
+        (those not given take the optimizer's defaults). A subclass checks the values first.
+
+        Args:
+            group: a dict with ``"params"`` (a Parameter or an iterable of them, float, in no other
+                group) and any hyperparameters.
+        """
         group = dict(group)
         ps = group["params"]
         group["params"] = [ps] if isinstance(ps, State) else list(ps)
@@ -210,9 +226,33 @@ class Optimizer:
 
     # what subclasses write --------------------------------------------------------------------
     def scalars(self, group: dict, t: int) -> dict[str, float]:
+        """Every number the update of ``group`` reads at step ``t``: hyperparameters and host-computed
+        values (bias corrections). They reach the graph as 0-d runtime inputs, so changing
+        ``group["lr"]`` never recompiles. Each optimizer implements it.
+
+        Args:
+            group: the param group.
+            t: the step, 1-based.
+
+        Returns:
+            A dict name -> float, the keys ``update`` reads from ``s``.
+        """
         raise NotImplementedError
 
     def update(self, p, g, state: dict, s: dict, group: dict):
+        """The update of one parameter, as graph ops (torch's ``_single_tensor_*`` algorithm). Each
+        optimizer implements it.
+
+        Args:
+            p: the parameter's tensor.
+            g: its gradient.
+            state: its state tensors by name (``state_names``).
+            s: the scalar tensors, with the keys of ``scalars``.
+            group: the param group (a dict), for choices fixed when the graph is built.
+
+        Returns:
+            ``(new_p, new_state)``: the updated parameter and state tensors.
+        """
         raise NotImplementedError
 
     def __repr__(self):

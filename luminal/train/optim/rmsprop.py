@@ -25,6 +25,9 @@ class RMSprop(Optimizer):
 
     @property
     def state_names(self) -> tuple[str, ...]:
+        """The per-parameter state: ``square_avg``, plus ``momentum_buffer`` with momentum and
+        ``grad_avg`` when centered.
+        """
         names = ("square_avg",)
         if any(g["momentum"] > 0 for g in self.param_groups):
             names += ("momentum_buffer",)

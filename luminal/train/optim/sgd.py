@@ -28,6 +28,7 @@ class SGD(Optimizer):
 
     @property
     def state_names(self) -> tuple[str, ...]:
+        """The per-parameter state: ``momentum_buffer`` when any group has momentum, else none."""
         return ("momentum_buffer",) if any(g["momentum"] != 0 for g in self.param_groups) else ()
 
     def scalars(self, group: dict, t: int) -> dict[str, float]:
