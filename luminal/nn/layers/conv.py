@@ -113,6 +113,20 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: in
     return conv_nd(input, weight, bias, stride, padding, dilation, groups, "conv3d")
 
 
+def _channels(name: str, in_channels, out_channels, groups, padding_mode: str) -> tuple[int, int, int]:
+    """A convolution layer's channel counts and groups, checked (both counts divisible by groups), and
+    its padding mode, of which only torch's default 'zeros' is supported."""
+    in_channels = check_int(name, "in_channels", in_channels, 1)
+    out_channels = check_int(name, "out_channels", out_channels, 1)
+    groups = check_int(name, "groups", groups)
+    if groups <= 0 or in_channels % groups or out_channels % groups:
+        raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
+                         f"divisible by groups ({groups})")
+    if padding_mode != "zeros":
+        raise NotImplementedError(f"{name}: padding_mode={padding_mode!r} is not supported (only 'zeros')")
+    return in_channels, out_channels, groups
+
+
 class _ConvNd(Module):
     _nd = 0
 
@@ -120,14 +134,7 @@ class _ConvNd(Module):
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", dtype=None):
         super().__init__()
         nd, name = self._nd, type(self).__name__
-        in_channels = check_int(name, "in_channels", in_channels, 1)
-        out_channels = check_int(name, "out_channels", out_channels, 1)
-        groups = check_int(name, "groups", groups)
-        if groups <= 0 or in_channels % groups or out_channels % groups:
-            raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
-                             f"divisible by groups ({groups})")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"{name}: padding_mode={padding_mode!r} is not supported (only 'zeros')")
+        in_channels, out_channels, groups = _channels(name, in_channels, out_channels, groups, padding_mode)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = ntuple(kernel_size, nd, f"{name}: kernel_size", 1)
         self.stride = ntuple(stride, nd, f"{name}: stride", 1)
@@ -307,14 +314,7 @@ class _ConvTransposeNd(Module):
                  groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", dtype=None):
         super().__init__()
         nd, name = self._nd, type(self).__name__
-        in_channels = check_int(name, "in_channels", in_channels, 1)
-        out_channels = check_int(name, "out_channels", out_channels, 1)
-        groups = check_int(name, "groups", groups)
-        if groups <= 0 or in_channels % groups or out_channels % groups:
-            raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
-                             f"divisible by groups ({groups})")
-        if padding_mode != "zeros":
-            raise ValueError(f"{name}: only 'zeros' padding mode is supported, got {padding_mode!r}")
+        in_channels, out_channels, groups = _channels(name, in_channels, out_channels, groups, padding_mode)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = ntuple(kernel_size, nd, f"{name}: kernel_size", 1)
         self.stride = ntuple(stride, nd, f"{name}: stride", 1)
