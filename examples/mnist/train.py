@@ -28,7 +28,7 @@ from tqdm import tqdm
 import luminal as lm
 from luminal import nn, train
 from luminal.data import batches, load_mnist
-from luminal.train.step import NonFiniteLossError
+from luminal.train import NonFiniteLossError
 
 
 class MLP(nn.Module):
