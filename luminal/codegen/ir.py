@@ -1,0 +1,492 @@
+"""The kernel IR: one kernel as a grid of independent work items plus the code of one item.
+
+Every code-generating backend speaks it: the CPU target compiles it to machine code through LLVM
+(``codegen/llvm.py``), the CUDA target renders it to CUDA C and runs it on an emulator
+(``backends/cuda``). It is deliberately small, so a kernel prints as a page of readable text
+(:func:`show`) and each target is one walk over it.
+
+**Values** (:class:`V`) are expressions without side effects, shared freely (a DAG):
+
+| op          | args                    | arg                  | value
+|-------------|-------------------------|----------------------|------
+| ``const``   |                         | number               | the number, as ``dtype``
+| ``param``   |                         | name                 | a scalar kernel parameter (a symbolic dim), ``INDEX``
+| ``item``    |                         | axis                 | CPU: this work item's index along grid ``axis``
+| ``thread``  |                         | axis (0, 1, 2)       | GPU: ``threadIdx`` along ``axis``
+| ``block``   |                         | axis (0, 1, 2)       | GPU: ``blockIdx`` along ``axis``
+| ``var``     |                         | name                 | a loop variable or a register (see ``Assign``)
+| ``load``    | index [, valid]         | (buffer, pad)        | ``buffer[index]``; ``pad`` where ``valid`` is False
+|             |                         |                      | (nothing is read then: the index may be out of range)
+| ``cast``    | x                       |                      | ``x`` converted to ``dtype`` (the Cast primitive's rule)
+| ``shfl_xor``| x                       | lane mask            | GPU: ``x`` of lane ``lane ^ mask`` of this warp
+| primitive   | operands                |                      | an elementwise primitive of ``core/primitives.py``:
+|             |                         |                      | Log2 Exp2 Sin Sqrt Recip Add Mul Mod Max LessThan Where
+| ``Div``     | a, b                    |                      | integer floor division (index math: ``a >= 0``, ``b > 0``)
+| ``And``, ``Or`` | a, b (bool)         |                      | logical and / or (masks)
+| ``Not``     | a (bool)                |                      | logical not
+
+Dtype rule: a primitive's result dtype is the primitive record's (``like a``, ``bool``). A float16 or
+bfloat16 value is computed in float32 and rounded to its type once per operation, as the
+reference does, so every target gives the reference's bits for elementwise code. Index math uses
+``INDEX`` (64-bit signed integers).
+
+**Statements** run in order for each work item:
+
+| statement                         | effect
+|-----------------------------------|-------
+| ``Assign(name, value)``           | sets register ``name`` (its first assignment declares it, of ``value``'s dtype)
+| ``Store(buffer, index, value, valid)`` | ``buffer[index] = value`` where ``valid`` (None: always)
+| ``Loop(var, start, stop, body)``  | ``for var in range(start, stop)``: ``body`` (a tuple of statements)
+| ``If(cond, body)``                | ``body`` where ``cond``
+| ``Barrier()``                     | GPU: every thread of the block reaches this point before any goes on
+| ``AtomicAdd(buffer, index, value, valid)`` | ``buffer[index] += value`` atomically
+| ``Mma(d, a, b, c, dtype)``        | GPU: one warp's ``mma.sync.m16n8k16`` (``a``: 8, ``b``: 4, ``c``: 4 values per
+|                                   | lane in the PTX fragment layout, ``a``/``b`` of ``dtype`` (float16 / bfloat16),
+|                                   | ``c`` float32); registers ``d`` (4 names) receive ``a @ b + c``
+
+**Kernels** (:class:`Kernel`): ``buffers`` are pointer parameters (:class:`Buf`), ``params`` the
+scalar ones. A CPU kernel (``block == ()``) runs its ``body`` once per index of ``grid`` (the work
+items: independent, so a target may run them in any order, vectorise across the innermost axis and
+split the outermost over threads). A GPU kernel runs ``grid`` blocks of ``block`` threads; ``shared``
+declares its per-block shared memory. Barriers, shuffles and ``Mma`` exist only in GPU kernels.
+
+Buffer storage: a buffer holds its dtype's elements contiguously, except that CPU targets carry
+bfloat16 in float32 storage (numpy's convention in this project); GPU targets store 16 bits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from luminal.core import dtype as dt
+from luminal.core.primitives import ELEMENTWISE, PRIMITIVES
+
+INDEX = dt.DType("index", "i", 64, np.int64)  # index math: 64-bit, never a tensor's dtype
+
+PRIMITIVE_OPS = frozenset(ELEMENTWISE) - {"Copy", "Cast"}  # Copy is its operand; Cast is ``cast``
+INDEX_OPS = frozenset({"Div", "And", "Or", "Not"})
+VALUE_OPS = frozenset({"const", "param", "item", "thread", "block", "var", "load", "cast", "shfl_xor"}) \
+    | PRIMITIVE_OPS | INDEX_OPS
+GPU_OPS = frozenset({"thread", "block", "shfl_xor"})
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class V:
+    """A value: ``op`` over ``args`` (values) with ``arg`` (the table in the module docstring)."""
+
+    op: str
+    dtype: dt.DType
+    args: tuple = ()
+    arg: object = None
+
+    def __repr__(self):
+        return show_value(self)
+
+    # Operators build index math (INDEX operands, Python ints lifted): lowering code stays readable.
+    def __add__(self, o):
+        return add(self, o)
+
+    __radd__ = __add__
+
+    def __mul__(self, o):
+        return mul(self, o)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, o):
+        return div(self, o)
+
+    def __mod__(self, o):
+        return mod(self, o)
+
+    def __lt__(self, o):
+        return alu("LessThan", self, lift(o, self.dtype))
+
+
+# value constructors -------------------------------------------------------------------------------
+
+def const(value, dtype=INDEX) -> V:
+    return V("const", dtype, (), value)
+
+
+def lift(x, dtype=INDEX) -> V:
+    """``x`` as a value: a V unchanged, a number as a constant of ``dtype``."""
+    return x if isinstance(x, V) else const(x, dtype)
+
+
+def param(name: str) -> V:
+    return V("param", INDEX, (), name)
+
+
+def item(axis: int) -> V:
+    return V("item", INDEX, (), axis)
+
+
+def thread(axis: int = 0) -> V:
+    return V("thread", INDEX, (), axis)
+
+
+def block(axis: int = 0) -> V:
+    return V("block", INDEX, (), axis)
+
+
+def var(name: str, dtype=INDEX) -> V:
+    return V("var", dtype, (), name)
+
+
+def load(buffer: str, dtype, index, valid: V | None = None, pad=0) -> V:
+    args = (lift(index),) if valid is None else (lift(index), valid)
+    return V("load", dtype, args, (buffer, pad))
+
+
+def cast(x: V, dtype) -> V:
+    return x if x.dtype is dtype else V("cast", dtype, (x,))
+
+
+def shfl_xor(x: V, mask: int) -> V:
+    return V("shfl_xor", x.dtype, (x,), mask)
+
+
+def alu(op: str, *args) -> V:
+    """An elementwise primitive (or an index op) over ``args``, of the primitive's result dtype."""
+    if op not in PRIMITIVE_OPS and op not in INDEX_OPS:
+        raise ValueError(f"kernel IR: unknown operation {op!r}")
+    if op == "LessThan" or op in ("And", "Or", "Not"):
+        out = dt.bool_
+    elif op == "Where":
+        out = args[1].dtype
+    else:
+        out = args[0].dtype
+    return V(op, out, tuple(args))
+
+
+def _fold(op, a, b):
+    """Index math on constants folds here, so printed kernels show the numbers."""
+    if a.op == "const" and b.op == "const" and a.dtype is INDEX and b.dtype is INDEX:
+        x, y = a.arg, b.arg
+        return const({"Add": x + y, "Mul": x * y, "Div": x // y if y else None, "Mod": x % y if y else None}[op])
+    return None
+
+
+def add(a, b) -> V:
+    a, b = lift(a), lift(b)
+    if b.op == "const" and b.arg == 0:
+        return a
+    if a.op == "const" and a.arg == 0:
+        return b
+    return _fold("Add", a, b) or V("Add", a.dtype, (a, b))
+
+
+def mul(a, b) -> V:
+    a, b = lift(a), lift(b)
+    for x, y in ((a, b), (b, a)):
+        if y.op == "const" and y.arg == 1:
+            return x
+        if y.op == "const" and y.arg == 0 and x.dtype is INDEX:
+            return y
+    return _fold("Mul", a, b) or V("Mul", a.dtype, (a, b))
+
+
+def div(a, b) -> V:
+    a, b = lift(a), lift(b)
+    if b.op == "const" and b.arg == 1:
+        return a
+    return _fold("Div", a, b) or V("Div", a.dtype, (a, b))
+
+
+def mod(a, b) -> V:
+    a, b = lift(a), lift(b)
+    if b.op == "const" and b.arg == 1:
+        return const(0)
+    return _fold("Mod", a, b) or V("Mod", a.dtype, (a, b))
+
+
+def both(a: V | None, b: V | None) -> V | None:
+    """``a and b`` where None means True (masks)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return V("And", dt.bool_, (a, b))
+
+
+# statements ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class Assign:
+    name: str
+    value: V
+
+
+@dataclass(frozen=True, eq=False)
+class Store:
+    buffer: str
+    index: V
+    value: V
+    valid: V | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Loop:
+    var: str
+    start: V
+    stop: V
+    body: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class If:
+    cond: V
+    body: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class Barrier:
+    pass
+
+
+@dataclass(frozen=True, eq=False)
+class AtomicAdd:
+    buffer: str
+    index: V
+    value: V
+    valid: V | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Mma:
+    d: tuple  # 4 register names (float32)
+    a: tuple  # 8 values of ``dtype``
+    b: tuple  # 4 values of ``dtype``
+    c: tuple  # 4 float32 values
+    dtype: dt.DType  # float16 or bfloat16
+
+
+STATEMENTS = (Assign, Store, Loop, If, Barrier, AtomicAdd, Mma)
+GPU_STATEMENTS = (Barrier, Mma)
+
+
+# kernels ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Buf:
+    """A pointer parameter: ``name`` of ``dtype``; ``access`` "r", "w" or "rw" (what the code does)."""
+
+    name: str
+    dtype: dt.DType
+    access: str = "r"
+
+
+@dataclass(frozen=True)
+class Shared:
+    """A GPU kernel's per-block shared array of ``size`` elements."""
+
+    name: str
+    dtype: dt.DType
+    size: int
+
+
+@dataclass(eq=False)
+class Kernel:
+    name: str
+    buffers: tuple  # (Buf, ...): pointer parameters, in order
+    params: tuple  # (name, ...): INDEX scalar parameters, after the buffers
+    grid: tuple  # (V, ...): CPU: work items per axis; GPU: blocks per axis (x, y, z)
+    body: tuple  # (statement, ...)
+    block: tuple = ()  # GPU: threads per block (x, y, z); () for a CPU kernel
+    shared: tuple = ()  # (Shared, ...)
+    notes: dict = field(default_factory=dict)  # the lowering's choices (for the report), not semantics
+
+    @property
+    def gpu(self) -> bool:
+        return bool(self.block)
+
+    def text(self) -> str:
+        return show(self)
+
+
+# printing -----------------------------------------------------------------------------------------
+
+_INFIX = {"Add": "+", "Mul": "*", "Div": "//", "Mod": "%", "LessThan": "<", "And": "&&", "Or": "||"}
+
+
+def show_value(v: V, names: dict | None = None) -> str:
+    """``v`` as an expression (``names``: values already bound to a name, printed as the name)."""
+    if names is not None and id(v) in names:
+        return names[id(v)]
+    r = (lambda x: show_value(x, names))
+    if v.op == "const":
+        s = repr(v.arg) if not isinstance(v.arg, bool) else str(v.arg).lower()
+        return s if v.dtype is INDEX else f"{s}:{v.dtype.name}"
+    if v.op in ("param", "var"):
+        return str(v.arg)
+    if v.op == "item":
+        return f"item{v.arg}"
+    if v.op in ("thread", "block"):
+        return f"{v.op}.{'xyz'[v.arg]}"
+    if v.op == "load":
+        buf, pad = v.arg
+        at = f"{buf}[{r(v.args[0])}]"
+        return at if len(v.args) == 1 else f"({at} if {r(v.args[1])} else {pad!r})"
+    if v.op == "cast":
+        return f"{v.dtype.name}({r(v.args[0])})"
+    if v.op == "shfl_xor":
+        return f"shfl_xor({r(v.args[0])}, {v.arg})"
+    if v.op in _INFIX and len(v.args) == 2:
+        return f"({r(v.args[0])} {_INFIX[v.op]} {r(v.args[1])})"
+    return f"{v.op}({', '.join(r(a) for a in v.args)})"
+
+
+def _lines(body, depth, out):
+    pad = "  " * depth
+    for s in body:
+        if isinstance(s, Assign):
+            out.append(f"{pad}{s.name} = {show_value(s.value)}")
+        elif isinstance(s, (Store, AtomicAdd)):
+            op = "=" if isinstance(s, Store) else "+=(atomic)"
+            where = "" if s.valid is None else f" if {show_value(s.valid)}"
+            out.append(f"{pad}{s.buffer}[{show_value(s.index)}] {op} {show_value(s.value)}{where}")
+        elif isinstance(s, Loop):
+            out.append(f"{pad}for {s.var} in {show_value(s.start)}..{show_value(s.stop)}:")
+            _lines(s.body, depth + 1, out)
+        elif isinstance(s, If):
+            out.append(f"{pad}if {show_value(s.cond)}:")
+            _lines(s.body, depth + 1, out)
+        elif isinstance(s, Barrier):
+            out.append(f"{pad}barrier")
+        elif isinstance(s, Mma):
+            args = "; ".join(", ".join(show_value(x) for x in xs) for xs in (s.a, s.b, s.c))
+            out.append(f"{pad}{', '.join(s.d)} = mma.m16n8k16.{s.dtype.name}({args})")
+        else:
+            raise TypeError(f"kernel IR: not a statement: {s!r}")
+
+
+def show(k: Kernel) -> str:
+    """The kernel as text: signature, launch shape, then the code of one work item."""
+    bufs = ", ".join(f"{b.name}: {b.dtype.name}*{'' if b.access == 'r' else ' ' + b.access}" for b in k.buffers)
+    params = "".join(f", {p}" for p in k.params)
+    grid = ", ".join(show_value(g) for g in k.grid)
+    launch = f"grid ({grid})" + (f" block {tuple(k.block)}" if k.block else "")
+    out = [f"kernel {k.name}({bufs}{params})  {launch}"]
+    out += [f"  shared {s.name}: {s.dtype.name}[{s.size}]" for s in k.shared]
+    _lines(k.body, 1, out)
+    return "\n".join(out)
+
+
+# checking -----------------------------------------------------------------------------------------
+
+class IRError(ValueError):
+    """A malformed kernel (a bug in a lowering, reported with the kernel's name)."""
+
+
+def check(k: Kernel) -> Kernel:
+    """``k`` after checking that every name it reads is defined, every buffer declared, dtypes agree
+    where an operation needs them to, and GPU constructs appear only in GPU kernels."""
+    bufs = {b.name: b for b in k.buffers} | {s.name: s for s in k.shared}
+    params = set(k.params)
+
+    def fail(msg):
+        raise IRError(f"kernel {k.name}: {msg}")
+
+    def value(v: V, scope: set, seen: set):
+        if id(v) in seen:
+            return
+        seen.add(id(v))
+        if v.op not in VALUE_OPS:
+            fail(f"unknown value op {v.op!r}")
+        if v.op in GPU_OPS and not k.gpu:
+            fail(f"{v.op} in a CPU kernel")
+        if v.op == "item" and k.gpu:
+            fail("item in a GPU kernel (use thread/block)")
+        if v.op == "item" and not 0 <= v.arg < len(k.grid):
+            fail(f"item{v.arg} outside the grid's {len(k.grid)} axes")
+        if v.op == "param" and v.arg not in params:
+            fail(f"parameter {v.arg!r} not declared")
+        if v.op == "var" and v.arg not in scope:
+            fail(f"{v.arg!r} read before it is assigned")
+        if v.op == "load" and v.arg[0] not in bufs:
+            fail(f"load from undeclared buffer {v.arg[0]!r}")
+        if v.op in ("Add", "Mul", "Mod", "Max", "LessThan", "Div") and v.args[0].dtype is not v.args[1].dtype:
+            fail(f"{v.op} of {v.args[0].dtype.name} and {v.args[1].dtype.name}: {show_value(v)}")
+        for a in v.args:
+            value(a, scope, seen)
+
+    def block_(body, scope: set):
+        for s in body:
+            seen: set = set()
+            if isinstance(s, Assign):
+                value(s.value, scope, seen)
+                scope.add(s.name)
+            elif isinstance(s, (Store, AtomicAdd)):
+                if s.buffer not in bufs:
+                    fail(f"store to undeclared buffer {s.buffer!r}")
+                for v in (s.index, s.value) + (() if s.valid is None else (s.valid,)):
+                    value(v, scope, seen)
+            elif isinstance(s, Loop):
+                value(s.start, scope, seen)
+                value(s.stop, scope, seen)
+                block_(s.body, scope | {s.var})
+            elif isinstance(s, If):
+                value(s.cond, scope, seen)
+                inner = set(scope)
+                block_(s.body, inner)
+            elif isinstance(s, Barrier):
+                if not k.gpu:
+                    fail("barrier in a CPU kernel")
+            elif isinstance(s, Mma):
+                if not k.gpu:
+                    fail("mma in a CPU kernel")
+                if (len(s.d), len(s.a), len(s.b), len(s.c)) != (4, 8, 4, 4):
+                    fail("mma takes 8 a, 4 b, 4 c values and 4 d registers per lane")
+                for v in s.a + s.b + s.c:
+                    value(v, scope, seen)
+                scope.update(s.d)
+            else:
+                fail(f"not a statement: {s!r}")
+
+    for g in k.grid:
+        value(g, set(), set())
+    block_(k.body, set())
+    return k
+
+
+def walk_values(body):
+    """Every value the statements of ``body`` use, each once, operands before users."""
+    seen: set = set()
+    out: list = []
+
+    def visit(v):
+        stack = [(v, False)]
+        while stack:
+            x, done = stack.pop()
+            if done:
+                out.append(x)
+                continue
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            stack.append((x, True))
+            stack.extend((a, False) for a in reversed(x.args))
+
+    def stmts(body):
+        for s in body:
+            if isinstance(s, Assign):
+                visit(s.value)
+            elif isinstance(s, (Store, AtomicAdd)):
+                for v in (s.index, s.value) + (() if s.valid is None else (s.valid,)):
+                    visit(v)
+            elif isinstance(s, Loop):
+                visit(s.start)
+                visit(s.stop)
+                stmts(s.body)
+            elif isinstance(s, If):
+                visit(s.cond)
+                stmts(s.body)
+            elif isinstance(s, Mma):
+                for v in s.a + s.b + s.c:
+                    visit(v)
+
+    stmts(body)
+    return out
