@@ -36,7 +36,8 @@ reference does, so every target gives the reference's bits for elementwise code.
 |-----------------------------------|-------
 | ``Assign(name, value)``           | sets register ``name`` (its first assignment declares it, of ``value``'s dtype)
 | ``Store(buffer, index, value, valid)`` | ``buffer[index] = value`` where ``valid`` (None: always)
-| ``Loop(var, start, stop, body)``  | ``for var in range(start, stop)``: ``body`` (a tuple of statements)
+| ``Loop(var, start, stop, body, step)`` | ``for var in range(start, stop, step)``: ``body`` (a tuple of statements);
+|                                   | bounds may differ between GPU threads (each runs its own trips)
 | ``If(cond, body)``                | ``body`` where ``cond``
 | ``Barrier()``                     | GPU: every thread of the block reaches this point before any goes on
 | ``AtomicAdd(buffer, index, value, valid)`` | ``buffer[index] += value`` atomically
@@ -234,6 +235,7 @@ class Loop:
     start: V
     stop: V
     body: tuple
+    step: V = None  # None: 1 (a GPU thread-strided loop steps by its block's size)
 
 
 @dataclass(frozen=True, eq=False)
@@ -349,7 +351,8 @@ def _lines(body, depth, out):
             where = "" if s.valid is None else f" if {show_value(s.valid)}"
             out.append(f"{pad}{s.buffer}[{show_value(s.index)}] {op} {show_value(s.value)}{where}")
         elif isinstance(s, Loop):
-            out.append(f"{pad}for {s.var} in {show_value(s.start)}..{show_value(s.stop)}:")
+            step = "" if s.step is None else f" step {show_value(s.step)}"
+            out.append(f"{pad}for {s.var} in {show_value(s.start)}..{show_value(s.stop)}{step}:")
             _lines(s.body, depth + 1, out)
         elif isinstance(s, If):
             out.append(f"{pad}if {show_value(s.cond)}:")
@@ -425,8 +428,8 @@ def check(k: Kernel) -> Kernel:
                 for v in (s.index, s.value) + (() if s.valid is None else (s.valid,)):
                     value(v, scope, seen)
             elif isinstance(s, Loop):
-                value(s.start, scope, seen)
-                value(s.stop, scope, seen)
+                for v in (s.start, s.stop) + (() if s.step is None else (s.step,)):
+                    value(v, scope, seen)
                 block_(s.body, scope | {s.var})
             elif isinstance(s, If):
                 value(s.cond, scope, seen)
@@ -478,8 +481,8 @@ def walk_values(body):
                 for v in (s.index, s.value) + (() if s.valid is None else (s.valid,)):
                     visit(v)
             elif isinstance(s, Loop):
-                visit(s.start)
-                visit(s.stop)
+                for v in (s.start, s.stop) + (() if s.step is None else (s.step,)):
+                    visit(v)
                 stmts(s.body)
             elif isinstance(s, If):
                 visit(s.cond)
