@@ -17,11 +17,11 @@ Every code-generating backend speaks it: the CPU target compiles it to machine c
 | ``var``     |                         | name                 | a loop variable or a register (see ``Assign``)
 | ``load``    | index [, valid]         | (buffer, pad)        | ``buffer[index]``; ``pad`` where ``valid`` is False
 |             |                         |                      | (nothing is read then: the index may be out of range)
-| ``cast``    | x                       |                      | ``x`` converted to ``dtype`` (the Cast primitive's rule)
+| ``cast``    | x                       |                      | ``x`` as ``dtype`` (the Cast primitive's rule)
 | ``shfl_xor``| x                       | lane mask            | GPU: ``x`` of lane ``lane ^ mask`` of this warp
 | primitive   | operands                |                      | an elementwise primitive of ``core/primitives.py``:
 |             |                         |                      | Log2 Exp2 Sin Sqrt Recip Add Mul Mod Max LessThan Where
-| ``Div``     | a, b                    |                      | integer floor division (index math: ``a >= 0``, ``b > 0``)
+| ``Div``     | a, b                    |                      | integer floor division (``a >= 0``, ``b > 0``)
 | ``And``, ``Or`` | a, b (bool)         |                      | logical and / or (masks)
 | ``Not``     | a (bool)                |                      | logical not
 
@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from luminal.core import dtype as dt
-from luminal.core.primitives import ELEMENTWISE, PRIMITIVES
+from luminal.core.primitives import ELEMENTWISE
 
 INDEX = dt.DType("index", "i", 64, np.int64)  # index math: 64-bit, never a tensor's dtype
 

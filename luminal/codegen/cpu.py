@@ -1,0 +1,235 @@
+"""Lowering kernel-graph kernels to CPU kernels of the IR, for one binding of the symbolic dims.
+
+A CPU kernel is specialised to its binding: every size, stride and mask bound is a constant, so
+LLVM sees fixed trip counts and unit strides and vectorises the innermost loop. (Specialising costs
+one compile per binding; the disk cache makes a binding seen before free.)
+
+| kind        | grid (work items)           | code of one item
+|-------------|-----------------------------|-----------------
+| elementwise | the domain, with axes that  | every output Expr at the item's index, stored; the loads
+|             | every operand walks in step | are the views' reads (masked reads select the pad)
+|             | merged into one             |
+| reduce      | the output index            | a register from the reduction's identity, a loop nest over
+|             |                             | the reduced axes accumulating the prologue, then the epilogue
+|             |                             | outputs (``Acc`` = the register, rounded to its dtype)
+| matmul      | the output index            | the epilogue only (``epilogue``): the product itself is a
+|             |                             | BLAS call, whose result the epilogue reads as ``Acc``
+
+Float16 and bfloat16 accumulate in float32 and are rounded once at the end; a sum of products of
+16-bit loads multiplies in float32 (300 * 300 is inf in float16): both as the reference does.
+
+The caller says where buffers live: ``place(buf, view)`` gives the :class:`~luminal.codegen.lower.Placed`
+read of a kernel-graph view, ``place(buf, None)`` the placement of a whole output buffer (its
+strides say where each output index is stored: a backend may store a buffer permuted).
+"""
+
+from __future__ import annotations
+
+from luminal.codegen import ir
+from luminal.codegen.lower import Placed, Values, accumulate, read, reduce_identity
+from luminal.core import dtype as dt
+from luminal.core.kernel_graph import Expr
+from luminal.core.symbolic import evaluate
+
+HALF = (dt.float16, dt.bfloat16)
+
+
+class _Buffers:
+    """The IR buffer parameters a kernel uses, each once, with what it does to them."""
+
+    def __init__(self):
+        self.bufs: dict[str, ir.Buf] = {}
+
+    def use(self, p: Placed, access: str) -> None:
+        old = self.bufs.get(p.name)
+        if old is not None and old.access != access:
+            access = "rw"
+        self.bufs[p.name] = ir.Buf(p.name, p.dtype, access)
+
+    def params(self) -> tuple:
+        return tuple(self.bufs.values())
+
+
+def _store(p: Placed, idx, value: ir.V) -> ir.Store:
+    index = ir.const(p.offset)
+    for i, s in zip(idx, p.strides):
+        index = ir.add(index, ir.mul(i, s))
+    return ir.Store(p.name, index, ir.cast(value, p.dtype))
+
+
+def _merged_axes(shape: tuple, placements: list[Placed]) -> list[list[int]]:
+    """Groups of consecutive axes that every placement walks as one (each group's stride is the
+    stride of its last axis, its size the product): fewer, longer loops for the vectoriser. Axes of
+    size 1 join any group; an axis with a mask only its own."""
+    groups: list[list[int]] = []
+    for a in range(len(shape)):
+        if groups and _joins(groups[-1], a, shape, placements):
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    return groups
+
+
+def _joins(group, a, shape, placements) -> bool:
+    prev = group[-1]
+    if shape[a] == 1 or shape[prev] == 1:
+        return not any(p.box is not None and (p.box[a] != (0, shape[a]) or p.box[prev] != (0, shape[prev]))
+                       for p in placements)
+    for p in placements:
+        if p.box is not None and (p.box[a] != (0, shape[a]) or p.box[prev] != (0, shape[prev])):
+            return False
+        if p.strides[prev] != p.strides[a] * shape[a]:
+            return False
+    return True
+
+
+def _merge(p: Placed, groups, shape) -> Placed:
+    strides, box = [], None if p.box is None else []
+    for g in groups:
+        inner = [a for a in g if shape[a] != 1]
+        strides.append(p.strides[inner[-1]] if inner else 0)
+        if box is not None:
+            box.append((0, _size(g, shape)) if len(g) > 1 else p.box[g[0]])
+    return Placed(p.name, p.dtype, p.offset, tuple(strides), None if box is None else tuple(box), p.pad)
+
+
+def _size(group, shape) -> int:
+    n = 1
+    for a in group:
+        n *= shape[a]
+    return n
+
+
+def _has_reshape(exprs) -> bool:
+    stack, seen = list(exprs), set()
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if e.op == "Reshape":
+            return True
+        stack.extend(e.args)
+    return False
+
+
+def elementwise(k, env: dict, place, name: str) -> ir.Kernel:
+    """The elementwise kernel ``k`` as one pass over its domain."""
+    shape = tuple(evaluate(d, env) for d in k.domain)
+    ins = [place(b, v) for b, v in k.inputs]
+    outs = [(place(b, None), e) for b, e in k.outputs]
+    if not _has_reshape([e for _, e in k.outputs]):
+        groups = _merged_axes(shape, ins + [p for p, _ in outs])
+        ins = [_merge(p, groups, shape) for p in ins]
+        outs = [(_merge(p, groups, shape), e) for p, e in outs]
+        shape = tuple(_size(g, shape) for g in groups)
+    bufs = _Buffers()
+    idx = tuple(ir.item(a) for a in range(len(shape)))
+
+    def leaf(e, at):
+        p = ins[e.arg]
+        bufs.use(p, "r")
+        return read(p, at)
+
+    values = Values(leaf, lambda e: shape, env)
+    body = []
+    for p, e in outs:
+        v = values.at(e, idx if values.shape(e) is not None else ())
+        bufs.use(p, "w")
+        body.append(_store(p, idx, v))
+    return ir.check(ir.Kernel(name, bufs.params(), (), tuple(ir.const(n) for n in shape), tuple(body),
+                              notes={"fused": " ".join(k.fused)}))
+
+
+def _prologue_value(k, values, idx, acc_dtype) -> ir.V:
+    """The value summed or maxed at ``idx`` of the domain, in the accumulator's compute dtype."""
+    pro = k.prologue
+    if k.reduce_op == "sum" and acc_dtype in HALF and pro.op == "Mul" and all(a.op == "Load" for a in pro.args):
+        a, b = (ir.cast(values.at(x, idx), dt.float32) for x in pro.args)  # 16-bit products in float32
+        return ir.alu("Mul", a, b)
+    v = values.at(pro, idx if values.shape(pro) is not None else ())
+    return ir.cast(v, dt.float32) if acc_dtype in HALF else v
+
+
+def reduce(k, env: dict, place, name: str) -> ir.Kernel:
+    """The reduce kernel ``k`` (a matmul read as a sum of products too): one work item per output
+    element, the reduced axes as loops."""
+    domain = tuple(evaluate(d, env) for d in k.domain)
+    axes = tuple(k.axes)
+    if k.reduce_op == "max" and any(domain[a] == 0 for a in axes):
+        raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
+    kept = [a for a in range(len(domain)) if a not in axes]
+    out_shape = tuple(domain[a] for a in kept)
+    ins = [place(b, v) for b, v in k.inputs]
+    epi = [place(b, v) for b, v in k.epilogue_inputs]
+    bufs = _Buffers()
+    idx_out = tuple(ir.item(i) for i in range(len(kept)))
+    full = [None] * len(domain)
+    for i, a in enumerate(kept):
+        full[a] = idx_out[i]
+    for j, a in enumerate(axes):
+        full[a] = ir.var(f"r{j}")
+    idx_dom = tuple(full)
+
+    def pro_leaf(e, at):
+        p = ins[e.arg]
+        bufs.use(p, "r")
+        return read(p, at)
+
+    prologue = k.prologue
+    if k.kind == "matmul":
+        loads = tuple(Expr("Load", (), i, b.dtype) for i, (b, _) in enumerate(k.inputs))
+        prologue = Expr("Mul", loads, None, k.acc_dtype)
+    op = "sum" if k.kind == "matmul" else k.reduce_op
+    kk = _Reduction(prologue, op)
+    acc_dtype = k.acc_dtype
+    work = dt.float32 if acc_dtype in HALF else acc_dtype
+    values = Values(pro_leaf, lambda e: domain, env)
+    step = accumulate(op, ir.var("acc", work), _prologue_value(kk, values, idx_dom, acc_dtype))
+    inner: tuple = (ir.Assign("acc", step),)
+    for j in reversed(range(len(axes))):
+        inner = (ir.Loop(f"r{j}", ir.const(0), ir.const(domain[axes[j]]), inner),)
+    body = [ir.Assign("acc", reduce_identity(op, work)), *inner, ir.Assign("result", ir.cast(ir.var("acc", work),
+                                                                                            acc_dtype))]
+    body += _epilogue(k, env, epi, bufs, out_shape, idx_out, ir.var("result", acc_dtype), place)
+    return ir.check(ir.Kernel(name, bufs.params(), (), tuple(ir.const(n) for n in out_shape), tuple(body),
+                              notes={"fused": " ".join(k.fused)}))
+
+
+def epilogue(k, env: dict, place, acc: Placed, name: str) -> ir.Kernel:
+    """A matmul's epilogue as an elementwise pass over its output, reading the product (``Acc``)
+    that BLAS wrote to ``acc``."""
+    domain = tuple(evaluate(d, env) for d in k.domain)
+    out_shape = tuple(n for a, n in enumerate(domain) if a not in k.axes)
+    bufs = _Buffers()
+    idx = tuple(ir.item(i) for i in range(len(out_shape)))
+    bufs.use(acc, "r")
+    epi = [place(b, v) for b, v in k.epilogue_inputs]
+    body = _epilogue(k, env, epi, bufs, out_shape, idx, read(acc, idx), place)
+    return ir.check(ir.Kernel(name, bufs.params(), (), tuple(ir.const(n) for n in out_shape), tuple(body),
+                              notes={"fused": " ".join(k.fused)}))
+
+
+def _epilogue(k, env, epi, bufs, out_shape, idx, acc: ir.V, place) -> list:
+    def leaf(e, at):
+        if e.op == "Acc":
+            return acc
+        p = epi[e.arg]
+        bufs.use(p, "r")
+        return read(p, at)
+
+    values = Values(leaf, lambda e: out_shape, env)
+    body = []
+    for b, e in k.outputs:
+        p = place(b, None)
+        bufs.use(p, "w")
+        body.append(_store(p, idx, values.at(e, idx if values.shape(e) is not None else ())))
+    return body
+
+
+class _Reduction:
+    """The prologue and operation a reduction accumulates (a matmul's: the product of its loads)."""
+
+    def __init__(self, prologue, reduce_op):
+        self.prologue, self.reduce_op = prologue, reduce_op
+

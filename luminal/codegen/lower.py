@@ -1,0 +1,230 @@
+"""What every lowering into the kernel IR shares: symbolic dims as index values, a view's read as an
+index and a validity mask, and a kernel's ``Expr`` DAG as IR values at one index of its domain.
+
+The targets differ only in how work items map onto the machine (``codegen/cpu.py``: loops over a
+grid of items; ``backends/cuda/lower.py``: threads and blocks); the per-element code, its dtype rules
+and its masked reads are made here once, so the CPU and GPU targets cannot disagree on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from luminal.codegen import ir
+from luminal.core import dtype as dt
+from luminal.core.symbolic import Sym, evaluate, is_static
+
+
+def dim(d, env: dict | None = None) -> ir.V:
+    """The symbolic dim ``d`` as an ``INDEX`` value: a constant when ``env`` binds it (a CPU kernel is
+    specialised to one binding), else an expression over the kernel's ``param`` values (a GPU kernel
+    takes its dims as parameters)."""
+    if is_static(d):
+        return ir.const(int(d))
+    if env is not None:
+        return ir.const(evaluate(d, env))
+    out = ir.const(0)
+    for monomial, coeff in d.terms:
+        term = ir.const(coeff)
+        for atom in monomial:
+            term = ir.mul(term, _atom(atom))
+        out = ir.add(out, term)
+    return out
+
+
+def _atom(a) -> ir.V:
+    if a.kind == "var":
+        return ir.param(a.args[0])
+    x, y = (dim(v) for v in a.args)
+    if a.kind == "floordiv":
+        return ir.div(x, y)
+    if a.kind == "mod":
+        return ir.mod(x, y)
+    pick = ir.alu("LessThan", x, y)  # min / max of index values
+    return ir.V("Where", ir.INDEX, (pick, y, x) if a.kind == "max" else (pick, x, y))
+
+
+def dim_names(d) -> set:
+    """The parameter names ``dim(d)`` reads."""
+    return set() if is_static(d) or not isinstance(d, Sym) else set(_names(d))
+
+
+def _names(d):
+    for monomial, _ in d.terms:
+        for atom in monomial:
+            if atom.kind == "var":
+                yield atom.args[0]
+            else:
+                for v in atom.args:
+                    if isinstance(v, Sym):
+                        yield from _names(v)
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A view resolved against where its buffer lives: IR buffer ``name`` (of ``dtype``), the element
+    ``offset`` and ``strides`` into it, and per axis the valid ``box`` (None: every index valid) with
+    ``pad`` outside it. Offsets, strides and box bounds are ints or symbolic dims."""
+
+    name: str
+    dtype: dt.DType
+    offset: object
+    strides: tuple
+    box: tuple | None = None
+    pad: float = 0.0
+
+
+def placed(name: str, dtype, view, shape=None) -> Placed:
+    """A kernel-graph View over a contiguous buffer, as a Placed read of IR buffer ``name``."""
+    return Placed(name, dtype, view.offset, tuple(view.strides), view.mask, view.pad)
+
+
+def read(p: Placed, idx, env: dict | None = None) -> ir.V:
+    """The value ``p`` reads at the multi-index ``idx`` (IR values, one per axis)."""
+    index = dim(p.offset, env)
+    valid = None
+    for i, s, bounds in zip(idx, p.strides, p.box or [None] * len(idx)):
+        index = ir.add(index, ir.mul(i, dim(s, env)))
+        if bounds is not None:
+            lo, hi = bounds
+            if not (is_static(lo) and lo <= 0):
+                valid = ir.both(valid, ir.alu("Not", ir.alu("LessThan", i, dim(lo, env))))
+            valid = ir.both(valid, ir.alu("LessThan", i, dim(hi, env)))
+    pad = p.pad if p.dtype.is_float else (bool(p.pad) if p.dtype.kind == "b" else int(p.pad))
+    return ir.load(p.name, p.dtype, index, valid, pad)
+
+
+def contiguous_index(idx, shape, env: dict | None = None) -> ir.V:
+    """The row-major flat index of ``idx`` in ``shape`` (where a kernel writes its output)."""
+    index = ir.const(0)
+    for i, n in zip(idx, shape):
+        index = ir.add(ir.mul(index, dim(n, env)), i)
+    return index
+
+
+def unflatten(flat: ir.V, shape, env: dict | None = None) -> list:
+    """The multi-index of the row-major flat index ``flat`` in ``shape``."""
+    out = []
+    for n in reversed(shape):
+        size = dim(n, env)
+        out.append(ir.mod(flat, size))
+        flat = ir.div(flat, size)
+    return out[::-1]
+
+
+class Values:
+    """A kernel's ``Expr`` DAG as IR values at one index of its domain.
+
+    ``leaf(e, idx)`` gives the value of a ``Load`` or ``Acc`` leaf at ``idx``; ``shape_of(e)`` the
+    shape of a leaf (a Load: its view's; Acc: the output's). Values are shared per (Expr, index), so a
+    DAG stays a DAG. ``Reshape`` regroups the index (row-major flat index, then the operand's axes)."""
+
+    def __init__(self, leaf, leaf_shape, env: dict | None = None):
+        self.leaf, self.leaf_shape, self.env = leaf, leaf_shape, env
+        self._memo: dict = {}
+        self._shapes: dict = {}
+
+    def shape(self, e):
+        """The shape ``e`` is computed at (None: made of scalars alone, it broadcasts)."""
+        s = self._shapes.get(id(e), ())
+        if s != ():
+            return s
+        stack = [e]
+        while stack:  # iterative: fused regions may be thousands of operations deep
+            x = stack[-1]
+            if id(x) in self._shapes:
+                stack.pop()
+                continue
+            todo = [a for a in x.args if id(a) not in self._shapes]
+            if todo and x.op not in ("Load", "Acc", "Scalar", "Reshape"):
+                stack.extend(todo)
+                continue
+            stack.pop()
+            if x.op in ("Load", "Acc"):
+                out = tuple(self.leaf_shape(x))
+            elif x.op == "Scalar":
+                out = None
+            elif x.op == "Reshape":
+                out = tuple(x.arg)
+            else:
+                shapes = [self._shapes[id(a)] for a in x.args]
+                out = next((s for s in shapes if s is not None), None)
+            self._shapes[id(x)] = out
+        return self._shapes[id(e)]
+
+    def at(self, e, idx: tuple) -> ir.V:
+        """The value of ``e`` at ``idx`` (a tuple of IR values, one per axis of ``shape(e)``)."""
+        key = (id(e), tuple(id(i) for i in idx))
+        v = self._memo.get(key)
+        if v is not None:
+            return v
+        stack = [(e, idx)]
+        while stack:  # operands before users, iteratively
+            x, at = stack[-1]
+            k = (id(x), tuple(id(i) for i in at))
+            if k in self._memo:
+                stack.pop()
+                continue
+            needs = self._operands(x, at)
+            missing = [(a, i) for a, i in needs if (id(a), tuple(id(j) for j in i)) not in self._memo]
+            if missing:
+                stack.extend(missing)
+                continue
+            stack.pop()
+            self._memo[k] = self._node(x, at, [self._memo[(id(a), tuple(id(j) for j in i))] for a, i in needs])
+        return self._memo[key]
+
+    def _operands(self, x, at):
+        if x.op in ("Load", "Acc", "Scalar"):
+            return []
+        if x.op == "Reshape":
+            src = self.shape(x.args[0])
+            if src is None:
+                return [(x.args[0], ())]
+            flat = contiguous_index(at, x.arg, self.env)
+            return [(x.args[0], tuple(unflatten(flat, src, self.env)))]
+        return [(a, () if self.shape(a) is None else at) for a in x.args]
+
+    def _node(self, x, at, args) -> ir.V:
+        op = x.op
+        if op in ("Load", "Acc"):
+            return self.leaf(x, at)
+        if op == "Scalar":
+            return scalar(x.arg, x.dtype, self.env)
+        if op in ("Reshape", "Copy"):
+            return args[0]
+        if op == "Cast":
+            return ir.cast(args[0], x.dtype)
+        if op == "Where":
+            return ir.V("Where", x.dtype, tuple(args))
+        v = ir.alu(op, *args)
+        if v.dtype is not x.dtype:
+            raise ir.IRError(f"{op} of {[a.dtype.name for a in args]} gives {v.dtype.name}, "
+                             f"the kernel graph says {x.dtype.name}")
+        return v
+
+
+def scalar(value, dtype, env: dict | None = None) -> ir.V:
+    """A ``Scalar`` leaf: a number, or a symbolic dim converted to ``dtype``."""
+    if isinstance(value, Sym):
+        return ir.cast(dim(value, env), dtype)
+    if dtype.kind == "b":
+        return ir.const(bool(value), dtype)
+    if dtype.kind == "i":
+        return ir.const(int(value), dtype)
+    return ir.const(float(value), dtype)
+
+
+def reduce_identity(op: str, dtype) -> ir.V:
+    """Where an accumulator starts: a sum at +0.0 (so a sum of -0.0 is +0.0, as numpy's and torch's),
+    0 or False; a max at -inf, the least int32, or False."""
+    if dtype.kind == "b":
+        return ir.const(False, dt.bool_)
+    if op == "sum":
+        return ir.const(0.0 if dtype.is_float else 0, dtype)
+    return ir.const(float("-inf"), dtype) if dtype.is_float else ir.const(-(2 ** 31), dtype)
+
+
+def accumulate(op: str, acc: ir.V, x: ir.V) -> ir.V:
+    """One step of a sum (Add: ``or`` on bools) or max reduction."""
+    return ir.alu("Max" if op == "max" and acc.dtype.kind != "b" else "Add", acc, x)
