@@ -1,0 +1,667 @@
+"""The CPU target: kernel IR (``ir.py``) compiled to machine code in-process through LLVM (llvmlite).
+
+:func:`compile_kernels` builds one LLVM module for a list of CPU kernels (``kernel.block == ()``)
+with ``llvmlite.ir``, optimises it with LLVM's O3 pipeline (loop and SLP vectorisation) for the host
+CPU's name and features, and JITs it with MCJIT: one compile per program binding.
+
+**ABI.** Every kernel becomes ``void <name>(i8** bufs, i64* params, i64 start, i64 stop)``:
+``bufs[i]`` points at ``kernel.buffers[i]``, ``params[j]`` is ``kernel.params[j]``. It runs the work
+items whose grid axis-0 index lies in ``[start, stop)``, and every index of the other axes (nested
+loops, the last axis innermost: the loop LLVM vectorises). A caller splits axis 0 over threads
+(ctypes releases the GIL during the call) and keeps one prebuilt pointer array per call site.
+
+**Semantics** are the primitive table's (``core/primitives.py``), bit for bit as numpy computes them
+(``core/numpy_ops.py``) wherever the result is defined by correctly rounded arithmetic:
+
+- float16 and bfloat16 values live in ``float`` registers, rounded to their type after every
+  operation that can leave it (float16: ``fptrunc`` to ``half`` and back; bfloat16: the bit rounding of
+  ``dtype.round_bf16``, a NaN kept a NaN); buffers store float16 as ``half``, bfloat16 in float32, bool
+  as bytes (0/1). A float64 cast to float16/bfloat16 rounds to float32 first, as numpy_ops.cast does.
+- Log2, Exp2, Sin, Sqrt are ``llvm.log2/exp2/sin/sqrt`` (libm's, or a vector form LLVM picks); Sqrt
+  is correctly rounded, the other three agree with numpy's own SIMD implementations within an ulp or
+  two, not bit for bit (neither side is correctly rounded).
+- Recip is ``1/x``; Mod is ``frem`` (C fmod) / a guarded ``srem`` for int32 (``x % 0`` and
+  ``INT_MIN % -1`` are 0, as numpy's fmod gives, where LLVM's srem would be undefined); int32
+  Add/Mul wrap; on bool, Add/Max are or, Mul is and.
+- Max is NaN if either operand is, else ``a if a > b else b`` (numpy's float32 loop, which also
+  computes the half floats: ``max(-0.0, +0.0)`` is the second operand). LessThan is ``fcmp olt``
+  (False on NaN). Where is ``select``.
+- Cast: float -> int truncates toward zero; a NaN, an infinity or a value outside int32 gives
+  ``INT_MIN``, numpy's result on x86 (LLVM's ``fptosi`` would be poison there); -> bool is ``x != 0``
+  (``fcmp une``: NaN is True); int -> float is ``sitofp``; bool -> number is 0/1.
+- Index math (``ir.INDEX``) is i64 with ``nsw`` (offsets never overflow); ``Div``/``Mod`` are
+  ``sdiv``/``srem`` (floor division for the non-negative operands the IR promises).
+- A ``load`` with ``valid`` reads only where ``valid`` holds (a branch around the load, which the
+  vectoriser turns into a masked load), else gives ``pad``; a ``Store`` with ``valid`` likewise.
+
+No fast-math flags on elementwise code (NaN, inf and -0.0 behave as specified). The one exception is
+a reduction's accumulation: ``Assign(acc, Add(var acc, x))`` on float32/float64 inside a ``Loop`` gets
+``reassoc contract``, so LLVM vectorises the sum (the order of a float sum is unspecified: tests
+compare reductions with a tolerance), and ``Assign(acc, Max(var acc, x))`` there is ``llvm.maximum``
+(NaN-propagating, which the vectoriser reduces).
+
+Registers (``Assign``) are allocas in the entry block (mem2reg makes them SSA); loop variables are
+phis. Buffer pointers carry no ``noalias``: the cpu backend may read and write one buffer in one
+kernel (a state updated in place), so aliasing is left to LLVM's runtime checks before a vectorised
+loop.
+
+**Caching.** The object code is cached on disk under ``$LUMINAL_CACHE_DIR/llvm`` (default
+``~/.cache/luminal/llvm``), keyed by the sha256 of the module's IR text, the host CPU's name and
+features and the llvmlite version, and written atomically (a temp file, then ``os.replace``): a warm
+compile skips optimisation and code generation. The object is made with the target machine's
+``emit_object`` and loaded into an MCJIT engine with ``add_object_file`` (the cold path does the same,
+so both run the same code; MCJIT's own object-cache hooks would need the IR parsed on a warm start
+too). Modules are cached in-process by the same key. A :class:`Module` keeps its execution engine
+alive: keep it as long as its functions are called. Each engine owns a target machine of its own
+(llvmlite hands the one given to the engine, which frees it with itself).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import tempfile
+import threading
+
+import llvmlite
+import llvmlite.binding as llvm
+import llvmlite.ir as ll
+import numpy as np
+
+from luminal.codegen import ir
+from luminal.core import dtype as dt
+
+I1, I8, I32, I64 = ll.IntType(1), ll.IntType(8), ll.IntType(32), ll.IntType(64)
+F16, F32, F64 = ll.HalfType(), ll.FloatType(), ll.DoubleType()
+PTR = ll.PointerType()
+KERNEL_TYPE = ll.FunctionType(ll.VoidType(), (PTR, PTR, I64, I64))
+CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+REDUCE_FLAGS = ("reassoc", "contract")  # on a float sum's accumulation only (see the module docstring)
+_ROUNDED = frozenset({"Log2", "Exp2", "Sin", "Sqrt", "Recip", "Add", "Mul", "Mod"})  # may leave a half type
+_ALIGN = {I8: 1, F16: 2, I32: 4, F32: 4, I64: 8, F64: 8}  # natural alignment (numpy's arrays have it)
+_INTRINSIC = {"Log2": "llvm.log2", "Exp2": "llvm.exp2", "Sin": "llvm.sin", "Sqrt": "llvm.sqrt"}
+
+
+def value_type(d) -> ll.Type:
+    """The LLVM type a value of dtype ``d`` is computed in (half floats: ``float``)."""
+    if d is ir.INDEX:
+        return I64
+    if d.kind == "b":
+        return I1
+    if d.kind == "i":
+        return I32
+    return F64 if d is dt.float64 else F32
+
+
+def storage_type(d) -> ll.Type:
+    """The LLVM type of one element of a buffer of dtype ``d`` (bool: a byte; bfloat16: float32)."""
+    if d is ir.INDEX:
+        return I64
+    if d.kind == "b":
+        return I8
+    if d.kind == "i":
+        return I32
+    return {dt.float16: F16, dt.float64: F64}.get(d, F32)
+
+
+def _const(d, value) -> ll.Constant:
+    """``value`` as a constant of dtype ``d`` (half floats: the float of the rounded value)."""
+    if d.kind == "b":
+        return ll.Constant(I1, int(bool(value)))
+    if d.kind == "i":
+        bits = 64 if d is ir.INDEX else 32
+        v = int(value) & ((1 << bits) - 1)
+        return ll.Constant(I64 if bits == 64 else I32, v - (1 << bits) if v >> (bits - 1) else v)
+    if d is dt.float16:
+        value = float(np.float16(value))
+    elif d is dt.bfloat16:
+        value = float(dt.round_bf16(np.float32(value)))
+    elif d is not dt.float64:
+        value = float(np.float32(value))
+    return ll.Constant(value_type(d), float(value))
+
+
+# building -----------------------------------------------------------------------------------------
+
+class _Emitter:
+    """Builds one kernel's function: a walk over its statements, values emitted once per scope."""
+
+    def __init__(self, module: ll.Module, k: ir.Kernel):
+        self.m, self.k = module, k
+        self.fn = ll.Function(module, KERNEL_TYPE, name=k.name)
+        self.fn.attributes.add("nounwind")
+        self.b = ll.IRBuilder(self.fn.append_basic_block("entry"))
+        self.cache: dict = {}  # id(value) -> LLVM value, for the values that dominate the builder's position
+        self.deps: dict = {}  # id(value) -> registers it reads (frozenset)
+        self.readers: dict = {}  # register name -> ids of cached values reading it
+        self.log: list = [[]]  # per open scope: the ids cached in it (dropped when it closes)
+        self.loopvars: dict = {}  # name -> its phi, while inside the loop (and grid items)
+        self.items: list = []  # per grid axis: its index (a phi)
+        self.regs: dict = {}  # register name -> alloca
+        self.loops = 0  # IR loops (not grid loops) around the statement being built
+
+    # the function ---------------------------------------------------------------------------------
+    def build(self) -> None:
+        k, b = self.k, self.b
+        bufs, params, start, stop = self.fn.args
+        self.bufs = {}
+        for i, buf in enumerate(k.buffers):
+            slot = b.gep(bufs, [ll.Constant(I64, i)], inbounds=True, source_etype=PTR)
+            self.bufs[buf.name] = (b.load(slot, name=buf.name, typ=PTR, align=8), buf.dtype)
+        self.params = {}
+        for j, name in enumerate(k.params):
+            slot = b.gep(params, [ll.Constant(I64, j)], inbounds=True, source_etype=I64)
+            self.params[name] = b.load(slot, name=name, typ=I64, align=8)
+        for name, d in _registers(k.body).items():
+            self.regs[name] = b.alloca(value_type(d), name=name)
+        bounds = [(start, stop)] + [(ll.Constant(I64, 0), self.value(g)) for g in k.grid[1:]]
+        self._grid(bounds, 0)
+        self.b.ret_void()
+
+    def _grid(self, bounds, axis: int) -> None:
+        if axis == len(bounds):
+            self.block(self.k.body)
+            return
+        lo, hi = bounds[axis]
+
+        def body(i):
+            self.items.append(i)
+            self._grid(bounds, axis + 1)
+            self.items.pop()
+
+        self.loop(lo, hi, ll.Constant(I64, 1), body, f"item{axis}")
+
+    def loop(self, lo, hi, step, body, name: str) -> None:
+        """``for i in range(lo, hi, step)`` (``step`` > 0): ``body(i)`` builds one trip."""
+        b = self.b
+        pre = b.block
+        head = self.fn.append_basic_block(f"{name}.head")
+        inner = self.fn.append_basic_block(f"{name}.body")
+        done = self.fn.append_basic_block(f"{name}.end")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64, name=name)
+        i.add_incoming(lo, pre)
+        b.cbranch(b.icmp_signed("<", i, hi), inner, done)
+        b.position_at_end(inner)
+        self.open()
+        body(i)
+        self.close()
+        nxt = b.add(i, step, name=f"{name}.next", flags=("nsw",))
+        i.add_incoming(nxt, b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
+    # scopes: a value cached inside a loop or a branch does not dominate the code after it -----------
+    def open(self) -> None:
+        self.log.append([])
+
+    def close(self) -> None:
+        for key in self.log.pop():
+            self._forget(key)
+
+    def _forget(self, key) -> None:
+        if self.cache.pop(key, None) is not None:
+            for r in self.deps.pop(key):
+                self.readers[r].discard(key)
+
+    def _stale(self, register: str) -> None:
+        for key in list(self.readers.get(register, ())):
+            self._forget(key)
+
+    def _remember(self, v: ir.V, x) -> None:
+        key = id(v)
+        if v.op == "var" and v.arg in self.regs and v.arg not in self.loopvars:
+            deps = frozenset((v.arg,))
+        else:
+            deps = frozenset().union(*(self.deps[id(a)] for a in v.args)) if v.args else frozenset()
+        self.cache[key], self.deps[key] = x, deps
+        for r in deps:
+            self.readers.setdefault(r, set()).add(key)
+        self.log[-1].append(key)
+
+    # statements -----------------------------------------------------------------------------------
+    def block(self, body) -> None:
+        for s in body:
+            self.statement(s)
+
+    def statement(self, s) -> None:
+        b = self.b
+        if isinstance(s, ir.Assign):
+            x = self._accumulate(s) or self.value(s.value)
+            b.store(x, self.regs[s.name])
+            self._stale(s.name)  # values computed from its old value
+        elif isinstance(s, ir.Store):
+            ptr, d = self.bufs[s.buffer]
+            index, x = self.value(s.index), self.value(s.value)
+
+            def store():
+                at = b.gep(ptr, [index], inbounds=True, source_etype=storage_type(d))
+                b.store(self._to_storage(x, d), at, align=_ALIGN[storage_type(d)])
+
+            self._guarded(s.valid, store)
+        elif isinstance(s, ir.Loop):
+            lo, hi = self.value(s.start), self.value(s.stop)
+            step = ll.Constant(I64, 1) if s.step is None else self.value(s.step)
+
+            for r in _registers(s.body):  # a register the loop assigns changes between trips
+                self._stale(r)
+
+            def body(i):
+                saved = self.loopvars.get(s.var)
+                self.loopvars[s.var] = i
+                self.loops += 1
+                self.block(s.body)
+                self.loops -= 1
+                if saved is None:
+                    del self.loopvars[s.var]
+                else:
+                    self.loopvars[s.var] = saved
+
+            self.loop(lo, hi, step, body, s.var)
+        elif isinstance(s, ir.If):
+            self._guarded(s.cond, lambda: self.block(s.body))
+        elif isinstance(s, ir.AtomicAdd):
+            ptr, d = self.bufs[s.buffer]
+            if d not in (dt.float32, dt.float64, dt.int32, ir.INDEX):
+                raise NotImplementedError(f"llvm: AtomicAdd on {d.name} (kernel {self.k.name})")
+            index, x = self.value(s.index), self.value(s.value)
+
+            def add():
+                at = b.gep(ptr, [index], inbounds=True, source_etype=storage_type(d))
+                b.atomic_rmw("fadd" if d.is_float else "add", at, x, "monotonic")
+
+            self._guarded(s.valid, add)
+        else:
+            raise ir.IRError(f"kernel {self.k.name}: {type(s).__name__} in a CPU kernel")
+
+    def _guarded(self, cond, build) -> None:
+        """``build()`` where ``cond`` holds (None: always), in a scope of its own."""
+        if cond is None:
+            build()
+            return
+        b = self.b
+        c = self.value(cond)
+        then = self.fn.append_basic_block("then")
+        done = self.fn.append_basic_block("endif")
+        b.cbranch(c, then, done)
+        b.position_at_end(then)
+        self.open()
+        build()
+        self.close()
+        b.branch(done)
+        b.position_at_end(done)
+
+    def _accumulate(self, s: ir.Assign):
+        """A reduction's accumulation inside a loop (``acc = acc + x`` / ``max(acc, x)`` on float32 or
+        float64): the add with ``reassoc contract``, the max as ``llvm.maximum``; else None."""
+        v = s.value
+        if not self.loops or v.op not in ("Add", "Max") or v.dtype not in (dt.float32, dt.float64):
+            return None
+        own = [a.op == "var" and a.arg == s.name and a.arg not in self.loopvars for a in v.args]
+        if not any(own):
+            return None
+        acc = self.value(v.args[own.index(True)])
+        x = self.value(v.args[1 - own.index(True)])
+        if v.op == "Add":
+            return self.b.fadd(acc, x, flags=REDUCE_FLAGS)
+        return self.b.call(self._intrinsic("llvm.maximum", acc.type), [acc, x])
+
+    # values ---------------------------------------------------------------------------------------
+    def value(self, v: ir.V):
+        """The LLVM value of ``v`` at the builder's position (operands first; an iterative walk: an
+        expression may be thousands of operations deep)."""
+        cache = self.cache
+        got = cache.get(id(v))
+        if got is not None:
+            return got
+        stack = [(v, False)]
+        while stack:
+            x, ready = stack.pop()
+            if id(x) in cache:
+                continue
+            if ready:
+                self._remember(x, self._emit(x, [cache[id(a)] for a in x.args]))
+                continue
+            stack.append((x, True))
+            stack.extend((a, False) for a in reversed(x.args) if id(a) not in cache)
+        return cache[id(v)]
+
+    def _emit(self, v: ir.V, xs: list):
+        op, b = v.op, self.b
+        if op == "const":
+            return _const(v.dtype, v.arg)
+        if op == "param":
+            return self.params[v.arg]
+        if op == "item":
+            return self.items[v.arg]
+        if op == "var":
+            if v.arg in self.loopvars:
+                return self.loopvars[v.arg]
+            return b.load(self.regs[v.arg], typ=value_type(v.dtype))
+        if op == "load":
+            return self._load(v, xs)
+        if op == "cast":
+            return self._cast(xs[0], v.args[0].dtype, v.dtype)
+        if op in ("And", "Or", "Not"):
+            return {"And": b.and_, "Or": b.or_}[op](*xs) if op != "Not" else b.not_(xs[0])
+        if op == "Div":
+            return b.sdiv(*xs)
+        d = v.args[0].dtype if op != "Where" else v.dtype
+        if op == "Where":
+            return b.select(*xs)
+        if op == "LessThan":
+            return self._less(d, *xs)
+        x = self._float(op, d, xs) if d.is_float else self._int(op, d, xs)
+        return self.round(x, v.dtype) if op in _ROUNDED else x
+
+    def _float(self, op, d, xs):
+        b = self.b
+        if op in _INTRINSIC:
+            return b.call(self._intrinsic(_INTRINSIC[op], xs[0].type), xs)
+        if op == "Recip":
+            return b.fdiv(ll.Constant(xs[0].type, 1.0), xs[0])
+        if op == "Add":
+            return b.fadd(*xs)
+        if op == "Mul":
+            return b.fmul(*xs)
+        if op == "Mod":
+            return b.frem(*xs)
+        if op == "Max":
+            x, y = xs
+            bigger = b.select(b.fcmp_ordered(">", x, y), x, y)
+            return b.select(b.fcmp_unordered("uno", x, x), x, bigger)
+        raise NotImplementedError(f"llvm: {op} on {d.name}")
+
+    def _int(self, op, d, xs):
+        b = self.b
+        x, y = xs if len(xs) == 2 else (xs[0], None)
+        if d.kind == "b":
+            if op in ("Add", "Max"):
+                return b.or_(x, y)
+            if op == "Mul":
+                return b.and_(x, y)
+            raise NotImplementedError(f"llvm: {op} on bool")
+        flags = ("nsw",) if d is ir.INDEX else ()  # int32 wraps; index math never overflows
+        if op == "Add":
+            return b.add(x, y, flags=flags)
+        if op == "Mul":
+            return b.mul(x, y, flags=flags)
+        if op == "Max":
+            return b.select(b.icmp_signed(">", x, y), x, y)
+        if op == "Mod":
+            if d is ir.INDEX:
+                return b.srem(x, y)
+            zero, one = ll.Constant(x.type, 0), ll.Constant(x.type, 1)
+            trivial = b.or_(b.icmp_signed("==", y, zero), b.icmp_signed("==", y, ll.Constant(x.type, -1)))
+            return b.srem(x, b.select(trivial, one, y))  # x % 1 is 0: numpy's fmod by 0 and by -1
+        raise NotImplementedError(f"llvm: {op} on {d.name}")
+
+    def _less(self, d, x, y):
+        if d.is_float:
+            return self.b.fcmp_ordered("<", x, y)
+        if d.kind == "b":
+            return self.b.icmp_unsigned("<", x, y)
+        return self.b.icmp_signed("<", x, y)
+
+    def _intrinsic(self, name: str, t: ll.Type):
+        full = f"{name}.{'f64' if t == F64 else 'f32'}"
+        fn = self.m.globals.get(full)
+        if fn is None:
+            fn = ll.Function(self.m, ll.FunctionType(t, (t,) * (2 if name == "llvm.maximum" else 1)), name=full)
+        return fn
+
+    def _load(self, v: ir.V, xs: list):
+        """``buffer[index]``; with a ``valid`` operand, read only where it holds, else ``pad``."""
+        b = self.b
+        buf, pad = v.arg
+        ptr, d = self.bufs[buf]
+        st = storage_type(d)
+        align = _ALIGN[st]
+
+        def read():
+            at = b.gep(ptr, [xs[0]], inbounds=True, source_etype=st)
+            return self._from_storage(b.load(at, typ=st, align=align), d)
+
+        if len(xs) == 1:
+            return read()
+        pre = b.block
+        then = self.fn.append_basic_block(f"{buf}.read")
+        done = self.fn.append_basic_block(f"{buf}.join")
+        b.cbranch(xs[1], then, done)
+        b.position_at_end(then)
+        x = read()
+        then = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        phi = b.phi(x.type)
+        phi.add_incoming(x, then)
+        phi.add_incoming(_const(v.dtype, pad), pre)
+        return phi
+
+    def _from_storage(self, x, d):
+        if d.kind == "b":
+            return self.b.icmp_unsigned("!=", x, ll.Constant(I8, 0))
+        if d is dt.float16:
+            return self.b.fpext(x, F32)
+        return x
+
+    def _to_storage(self, x, d):
+        if d.kind == "b":
+            return self.b.zext(x, I8)
+        if d is dt.float16:
+            return self.b.fptrunc(x, F16)  # exact: the value is a float16 already
+        return x
+
+    # rounding and casts ---------------------------------------------------------------------------
+    def round(self, x, d):
+        """A float32 value rounded to ``d`` when ``d`` is a half float (kept in a float register)."""
+        b = self.b
+        if d is dt.float16:
+            return b.fpext(b.fptrunc(x, F16), F32)
+        if d is dt.bfloat16:  # dtype.round_bf16: to nearest even on the top 16 bits; a NaN stays itself
+            u = b.bitcast(x, I32)
+            odd = b.and_(b.lshr(u, ll.Constant(I32, 16)), ll.Constant(I32, 1))
+            r = b.and_(b.add(u, b.add(odd, ll.Constant(I32, 0x7FFF))), ll.Constant(I32, -65536))
+            return b.select(b.fcmp_unordered("uno", x, x), x, b.bitcast(r, F32))
+        return x
+
+    def _cast(self, x, src, dst):
+        b = self.b
+        if src is dst:
+            return x
+        t = value_type(dst)
+        if dst.kind == "b":
+            if src.is_float:
+                return b.fcmp_unordered("!=", x, ll.Constant(x.type, 0.0))
+            return b.icmp_unsigned("!=", x, ll.Constant(x.type, 0))
+        if src.kind == "b":
+            return b.zext(x, t) if dst.kind == "i" else b.uitofp(x, t)
+        if src.kind == "i" and dst.kind == "i":
+            if x.type.width == t.width:
+                return x
+            return b.trunc(x, t) if x.type.width > t.width else b.sext(x, t)
+        if src.kind == "i":  # -> float: one rounding to float32 (or float64), then to a half type
+            return self.round(b.sitofp(x, t), dst)
+        if dst.kind == "i":
+            return self._to_int(x, t)
+        if t == F64:
+            return x if x.type == F64 else b.fpext(x, F64)
+        if x.type == F64:
+            x = b.fptrunc(x, F32)  # float64 -> a half type rounds through float32, as numpy_ops.cast
+        return self.round(x, dst)
+
+    def _to_int(self, x, t):
+        """float -> int truncating toward zero; NaN, infinities and values out of range give the
+        smallest integer (x86's, which numpy returns there; ``fptosi`` alone would be poison)."""
+        b = self.b
+        bits = t.width
+        lo = -(2.0 ** (bits - 1))
+        if x.type == F64 and bits == 32:
+            fits = b.fcmp_ordered(">", x, ll.Constant(F64, lo - 1.0))
+        else:
+            fits = b.fcmp_ordered(">=", x, ll.Constant(x.type, lo))
+        fits = b.and_(fits, b.fcmp_ordered("<", x, ll.Constant(x.type, -lo)))
+        return b.select(fits, b.fptosi(x, t), ll.Constant(t, -(1 << (bits - 1))))
+
+
+def _registers(body) -> dict:
+    """{register name: dtype of its first assignment} over ``body`` (nested statements included)."""
+    out: dict = {}
+    stack = list(reversed(body))
+    while stack:
+        s = stack.pop()
+        if isinstance(s, ir.Assign):
+            out.setdefault(s.name, s.value.dtype)
+        elif isinstance(s, (ir.Loop, ir.If)):
+            stack.extend(reversed(s.body))
+    return out
+
+
+def build_module(kernels) -> ll.Module:
+    """The LLVM module (``llvmlite.ir``) of ``kernels``, for the host."""
+    m = ll.Module(name="luminal")
+    m.triple = llvm.get_process_triple()
+    m.data_layout = str(_target_data())
+    names = set()
+    for k in kernels:
+        if k.gpu:
+            raise ir.IRError(f"kernel {k.name}: a GPU kernel (block {k.block}) given to the CPU target")
+        if k.name in names:
+            raise ir.IRError(f"two kernels named {k.name!r} in one module")
+        names.add(k.name)
+        _Emitter(m, ir.check(k)).build()
+    return m
+
+
+# compiling ----------------------------------------------------------------------------------------
+
+_lock = threading.RLock()  # LLVM's global state (initialisation, the JIT) is not shared across threads
+_host: dict = {}
+_modules: dict = {}  # key -> Module (in-process cache)
+
+
+def _init():
+    if not _host:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+        _host.update(cpu=cpu, features=features, tm=_machine(cpu, features))
+    return _host
+
+
+def _machine(cpu, features):
+    """A target machine for the host (an execution engine takes ownership of the one it is given:
+    each gets its own, and ``_host["tm"]`` stays for optimising and code generation)."""
+    return llvm.Target.from_default_triple().create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
+
+
+def _target_data():
+    return _init()["tm"].target_data
+
+
+def cache_dir() -> str:
+    """Where compiled objects are kept: ``$LUMINAL_CACHE_DIR/llvm``, default ``~/.cache/luminal/llvm``."""
+    root = os.environ.get("LUMINAL_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "luminal")
+    return os.path.join(root, "llvm")
+
+
+def cache_key(text: str) -> str:
+    h = _init()
+    parts = (text, h["cpu"], h["features"], llvmlite.__version__)
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def optimise(mod) -> None:
+    """LLVM's O3 pipeline with loop and SLP vectorisation, for the host CPU, on a parsed module."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pb = llvm.create_pass_builder(_init()["tm"], pto)
+    pb.getModulePassManager().run(mod, pb)
+
+
+def _read(path: str):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _write(path: str, data: bytes) -> None:
+    """Write atomically (a temp file, then ``os.replace``); a cache that cannot be written is skipped."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+class Module:
+    """The compiled kernels of one :func:`compile_kernels` call (it owns the JIT's code)."""
+
+    def __init__(self, engine, names, key: str, cached: bool):
+        self._engine, self.names, self.key, self.from_cache = engine, tuple(names), key, cached
+        self._functions: dict = {}
+
+    def address(self, name: str) -> int:
+        if name not in self.names:
+            raise KeyError(f"no kernel {name!r} in this module")
+        return self._engine.get_function_address(name)
+
+    def function(self, name: str):
+        """The kernel as a ctypes function ``f(bufs, params, start, stop)`` (addresses as ints or
+        ctypes arrays)."""
+        f = self._functions.get(name)
+        if f is None:
+            f = self._functions[name] = CFUNC(self.address(name))
+        return f
+
+    def run(self, name: str, arrays, params=(), start: int = 0, stop: int | None = None) -> None:
+        """Run kernel ``name`` over numpy ``arrays`` (in buffer order) for axis-0 items ``[start, stop)``
+        (a convenience for tests and one-off calls: a hot caller prebuilds the pointer arrays)."""
+        ptrs = (ctypes.c_void_p * max(len(arrays), 1))(*(a.ctypes.data for a in arrays))
+        vals = (ctypes.c_int64 * max(len(params), 1))(*params)
+        if stop is None:
+            raise ValueError("stop: the end of the grid's axis 0 range")
+        self.function(name)(ctypes.addressof(ptrs), ctypes.addressof(vals), start, stop)
+
+
+def compile_kernels(kernels) -> Module:
+    """One JIT-compiled module of CPU ``kernels`` (``ir.Kernel``); see the module docstring."""
+    kernels = list(kernels)
+    with _lock:
+        text = str(build_module(kernels))
+        key = cache_key(text)
+        mod = _modules.get(key)
+        if mod is not None:
+            return mod
+        path = os.path.join(cache_dir(), key[:2], key + ".o")
+        obj = _read(path)
+        cached = obj is not None
+        if not cached:
+            parsed = llvm.parse_assembly(text)
+            parsed.verify()
+            optimise(parsed)
+            obj = _init()["tm"].emit_object(parsed)
+            _write(path, obj)
+        h = _init()
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _machine(h["cpu"], h["features"]))
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
+        mod = _modules[key] = Module(engine, [k.name for k in kernels], key, cached)
+        return mod
+
+
+def optimised_ir(kernels) -> str:
+    """The optimised LLVM IR of ``kernels`` as text (to check what LLVM made of them: vector types)."""
+    with _lock:
+        mod = llvm.parse_assembly(str(build_module(list(kernels))))
+        optimise(mod)
+        return str(mod)
