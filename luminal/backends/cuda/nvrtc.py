@@ -1,0 +1,222 @@
+"""CUDA C -> cubin with NVRTC, cached on disk.
+
+Why a cubin and not PTX: NVRTC 13.x emits a PTX ISA newer than the GPU machine's driver can JIT
+(``CUDA_ERROR_UNSUPPORTED_PTX_VERSION``); machine code for the device's exact arch needs no driver
+JIT (``shared/notes/cuda.md``). The compile runs without a GPU (CI checks that generated kernels
+compile and do not spill), and ptxas's ``-v`` report in NVRTC's log gives registers and spills.
+
+Options: ``--fmad=false`` because the IR rounds every operation (``a * b + c`` fused into one FMA
+would round once and differ from the reference); precise division, square root and denormals are
+NVRTC's defaults. The cache key is the sha256 of (source, arch, options, NVRTC version); each
+entry is one file written atomically (a temporary file, then ``os.replace``), so a crash never
+leaves a torn entry and concurrent processes at worst compile the same kernel twice.
+
+cuda-python is imported inside the functions: importing luminal never needs it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_ARCH = "sm_90"  # without a GPU: the H200 this project targets
+OPTIONS = ("--std=c++17", "--fmad=false", "--ptxas-options=-v")
+_CACHE_FORMAT = 1
+
+
+class CudaUnavailableError(RuntimeError):
+    """cuda-python or the NVRTC library is not installed."""
+
+
+class NvrtcError(RuntimeError):
+    """NVRTC rejected a kernel: the message holds the kernel's name, NVRTC's log and the numbered source."""
+
+
+@dataclass(frozen=True)
+class Cubin:
+    """A compiled kernel: machine code for ``arch`` plus ptxas's resource report.
+
+    ``registers``: registers per thread of the entry function (-1 if the log did not say);
+    ``spills``: bytes of spill stores plus spill loads, over every function of the module;
+    ``log``: NVRTC's whole log."""
+
+    data: bytes
+    arch: str
+    registers: int
+    spills: int
+    log: str
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as e:
+        raise CudaUnavailableError(
+            "the CUDA backend needs cuda-python and NVRTC: pip install 'luminal[cuda]' "
+            f"(cuda-python, nvidia-cuda-nvrtc); import failed: {e}") from e
+    return nvrtc
+
+
+def _check(nvrtc, result, what: str):
+    err = result[0]
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        _, msg = nvrtc.nvrtcGetErrorString(err)
+        raise NvrtcError(f"NVRTC {what} failed: {msg.decode() if isinstance(msg, bytes) else msg}")
+    return result[1:]
+
+
+_VERSION: str | None = None
+
+
+def nvrtc_version() -> str:
+    """NVRTC's version (``"13.5"``, plus the wheel's exact version when it is a pip package): part of
+    the cache key, since another compiler may emit other code for the same source."""
+    global _VERSION
+    if _VERSION is None:
+        nvrtc = _nvrtc()
+        try:
+            major, minor = _check(nvrtc, nvrtc.nvrtcVersion(), "nvrtcVersion")
+        except RuntimeError as e:  # the bindings load libnvrtc lazily: a missing library shows here
+            if isinstance(e, NvrtcError):
+                raise
+            raise CudaUnavailableError(
+                f"the NVRTC library is missing: pip install 'luminal[cuda]' (nvidia-cuda-nvrtc); {e}") from e
+        v = f"{major}.{minor}"
+        try:
+            from importlib.metadata import PackageNotFoundError, version
+            try:
+                v += f"/{version('nvidia-cuda-nvrtc')}"
+            except PackageNotFoundError:
+                pass
+        except ImportError:  # pragma: no cover - importlib.metadata is in every supported Python
+            pass
+        _VERSION = v
+    return _VERSION
+
+
+def cache_dir() -> Path:
+    """``$LUMINAL_CACHE_DIR/cuda``, else ``~/.cache/luminal/cuda`` (read at each call)."""
+    root = os.environ.get("LUMINAL_CACHE_DIR")
+    return (Path(root) if root else Path.home() / ".cache" / "luminal") / "cuda"
+
+
+def cache_key(source: str, arch: str, options=OPTIONS) -> str:
+    h = hashlib.sha256()
+    for part in (f"luminal-cubin-{_CACHE_FORMAT}", source, arch, "\0".join(options), nvrtc_version()):
+        h.update(part.encode())
+        h.update(b"\0\1\0")  # a separator no part contains
+    return h.hexdigest()
+
+
+def _read_cache(path: Path) -> Cubin | None:
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    head, sep, data = raw.partition(b"\n")
+    try:
+        meta = json.loads(head)
+        if not sep or len(data) != meta["size"]:
+            return None
+        return Cubin(data, meta["arch"], meta["registers"], meta["spills"], meta["log"])
+    except (ValueError, KeyError, TypeError):
+        return None  # not one of ours (or an older format): compile again and overwrite it
+
+
+def _write_cache(path: Path, cubin: Cubin):
+    meta = {"arch": cubin.arch, "registers": cubin.registers, "spills": cubin.spills, "log": cubin.log,
+            "size": len(cubin.data)}
+    blob = json.dumps(meta).encode() + b"\n" + cubin.data  # json escapes newlines: the first line is the header
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError:
+        pass  # a read-only or full cache only costs the next process a compile
+
+
+def parse_resources(log: str, name: str) -> tuple[int, int]:
+    """(registers of entry function ``name``, spill bytes stored + loaded over all functions) from
+    ptxas's ``-v`` report in NVRTC's log; registers -1 when the report is not there."""
+    registers = -1
+    entry = re.search(rf"Compiling entry function '{re.escape(name)}'", log)
+    if entry:
+        m = re.search(r"Used (\d+) registers", log[entry.end():])
+        if m:
+            registers = int(m.group(1))
+    spills = sum(int(s) + int(ld) for s, ld in
+                 re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log))
+    return registers, spills
+
+
+def numbered(source: str) -> str:
+    """``source`` with line numbers (NVRTC's log cites lines)."""
+    lines = source.splitlines()
+    width = len(str(len(lines)))
+    return "\n".join(f"{i:>{width}} | {line}" for i, line in enumerate(lines, 1))
+
+
+def default_arch() -> str:
+    """The GPU's arch (``sm_XY``) when a CUDA device answers, else ``sm_90``."""
+    from luminal.backends.cuda import driver
+
+    ok, _ = driver.device_status()
+    return driver.device_arch() if ok else DEFAULT_ARCH
+
+
+def compile_cubin(source: str, name: str, arch: str | None = None) -> Cubin:
+    """Compile CUDA C ``source`` (entry function ``name``) to a cubin for ``arch`` (default: the device's,
+    else sm_90), through the disk cache. Raises :class:`NvrtcError` with the log and numbered source."""
+    arch = arch or default_arch()
+    if not re.fullmatch(r"sm_\d+[a-z]?", arch):
+        raise ValueError(f"arch {arch!r}: expected a real architecture like 'sm_90' (a cubin, not PTX)")
+    path = cache_dir() / f"{cache_key(source, arch)}.cubin"
+    hit = _read_cache(path)
+    if hit is not None:
+        return hit
+    cubin = _compile(source, name, arch)
+    _write_cache(path, cubin)
+    return cubin
+
+
+def _compile(source: str, name: str, arch: str) -> Cubin:
+    nvrtc = _nvrtc()
+    try:
+        (prog,) = _check(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], []),
+                         "nvrtcCreateProgram")
+    except RuntimeError as e:
+        if isinstance(e, NvrtcError):
+            raise
+        raise CudaUnavailableError(
+            f"the NVRTC library is missing: pip install 'luminal[cuda]' (nvidia-cuda-nvrtc); {e}") from e
+    try:
+        opts = [f"--gpu-architecture={arch}".encode()] + [o.encode() for o in OPTIONS]
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        (size,) = _check(nvrtc, nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+        buf = b" " * size
+        _check(nvrtc, nvrtc.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
+        log = buf.rstrip(b"\0").decode(errors="replace").strip()
+        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise NvrtcError(f"NVRTC could not compile kernel {name} for {arch} ({result.name}):\n{log}\n\n"
+                             f"source:\n{numbered(source)}")
+        (size,) = _check(nvrtc, nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
+        data = b" " * size
+        _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, data), "nvrtcGetCUBIN")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    registers, spills = parse_resources(log, name)
+    return Cubin(bytes(data), arch, registers, spills, log)
