@@ -1,0 +1,143 @@
+"""What ``cpu_train.py`` and ``cpu_infer.py`` share: the machine header (CPU, cores, BLAS, versions,
+threads, load), the machine's measured sgemm rate and copy bandwidth (for the floors), and the timing
+loop that alternates the sides in blocks.
+
+Timing method (``alternate``): the sides take turns in ``rounds`` blocks; before each block a pause lets
+the previous side's thread pool stop spinning (OpenBLAS and OpenMP workers busy-wait after a call: on 2
+cores, alternating call by call timed each side against the other's spinning threads), then warm-up
+calls, then the timed samples. A sample is ``inner`` calls timed together, divided by ``inner``, so a
+call of a few microseconds is not measured at the resolution of the clock. Load from other processes
+on a shared machine hits every side alike; the spread (10th-90th percentile) shows how much there was.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from luminal.backends.cpu import blas
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def blas_name() -> str:
+    try:
+        b = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return f"{b.get('name')} {b.get('version')}"
+    except Exception:  # noqa: BLE001 - only a label
+        return "unknown"
+
+
+def blas_threads() -> int:
+    """Threads numpy's OpenBLAS uses (what luminal's cpu backend uses too), else the environment's count."""
+    n = blas.threads()
+    if n is not None:
+        return n
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def load_avg() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+
+
+def header(threads: int, what: str) -> str:
+    """One line: the machine, the libraries, the thread count and the load average."""
+    return (f"# {cpu_model()}, {os.cpu_count()} cores; BLAS {blas_name()}; numpy {np.__version__}; "
+            f"torch {torch.__version__}; {threads} thread(s) each (numpy BLAS = torch intra-op = luminal); "
+            f"{what}; load average {load_avg()}")
+
+
+def copy_bandwidth(nbytes: int = 256 << 20, repeats: int = 7) -> float:
+    """Bytes per second read + written by ``np.copyto`` of large float32 arrays (best of ``repeats``;
+    STREAM's convention: a copy of N bytes moves 2N)."""
+    src = np.ones(nbytes // 4, np.float32)
+    dst = np.empty_like(src)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * nbytes / best
+
+
+def sgemm_flops(m: int, k: int, n: int, repeats: int = 20, min_s: float = 0.3) -> float:
+    """FLOP/s of numpy's float32 ``(m, k) @ (k, n)`` into a preallocated output: the best of at least
+    ``repeats`` calls and ``min_s`` seconds of them (a peak rate, as a floor wants)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    out = np.empty((m, n), np.float32)
+    np.matmul(a, b, out=out)
+    best, calls, start = float("inf"), 0, time.perf_counter()
+    while calls < repeats or time.perf_counter() - start < min_s:
+        t0 = time.perf_counter()
+        np.matmul(a, b, out=out)
+        best = min(best, time.perf_counter() - t0)
+        calls += 1
+    return 2 * m * k * n / best
+
+
+def alternate(sides: dict, samples: int, rounds: int, warmup: int, pause_s: float, inner: int = 1,
+              args=None) -> dict:
+    """Time each side's ``fn(*args[i % len(args)])`` in alternating blocks (see the module docstring).
+
+    ``sides``: name -> fn; ``args``: name -> list of argument tuples the calls rotate over (default: no
+    arguments). Returns name -> array of seconds per call, ``samples`` of them (at least one per round)."""
+    args = args or {}
+    rounds = max(1, min(rounds, samples))
+    block = max(1, -(-samples // rounds))
+    times = {name: [] for name in sides}
+    for r in range(rounds):
+        for name, fn in sides.items():
+            data = args.get(name) or [()]
+            time.sleep(pause_s)
+            k = r * (warmup + block) * inner
+            for _ in range(warmup * inner):
+                fn(*data[k % len(data)])
+                k += 1
+            for _ in range(block):
+                t0 = time.perf_counter()
+                for _ in range(inner):
+                    fn(*data[k % len(data)])
+                    k += 1
+                times[name].append((time.perf_counter() - t0) / inner)
+    return {name: np.array(ts[:max(samples, rounds)]) for name, ts in times.items()}
+
+
+def calibrate_inner(fns, target_s: float) -> int:
+    """Calls per sample so that a sample of the slowest of ``fns`` (each called without arguments)
+    lasts about ``target_s``."""
+    slowest = 0.0
+    for fn in fns:
+        fn()
+        t0 = time.perf_counter()
+        for _ in range(3):
+            fn()
+        slowest = max(slowest, (time.perf_counter() - t0) / 3)
+    return max(1, int(target_s / max(slowest, 1e-9)))
+
+
+def pct(ts, scale: float = 1e3) -> np.ndarray:
+    """10th, 50th and 90th percentile of ``ts`` (seconds) times ``scale`` (default: milliseconds)."""
+    return np.percentile(np.asarray(ts) * scale, [10, 50, 90])
+
+
+def fmt(p, digits: int = 2) -> str:
+    """``median (p10-p90)``."""
+    return f"{p[1]:.{digits}f} ({p[0]:.{digits}f}-{p[2]:.{digits}f})"

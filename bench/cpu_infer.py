@@ -1,0 +1,202 @@
+"""Forward passes on the CPU: luminal ``backend="cpu"`` (``lm.compile``) vs PyTorch eager and ``torch.compile``.
+
+    python bench/cpu_infer.py                         # every row
+    python bench/cpu_infer.py --only encoder          # the two encoder rows (names or their prefixes)
+    python bench/cpu_infer.py --only mlp-b1,overhead --repeats 50
+    python bench/cpu_infer.py --quick                 # few samples, short pauses: checks that it runs
+    python bench/cpu_infer.py --no-compile            # torch eager only
+
+Rows (float32, static shapes, same weights and inputs on every side):
+
+- ``encoder-gelu``: a 4-layer transformer encoder, torch's ``nn.TransformerEncoder`` of post-norm
+  ``TransformerEncoderLayer``s (d_model 256, 4 heads, FFN 1024, exact (erf) GELU, dropout 0, eval mode,
+  batch first), on a (8, 128, 256) input; luminal's ``nn.TransformerEncoder`` / ``nn.TransformerEncoderLayer``
+  with the torch model's ``state_dict``. ``encoder-relu``: the same with ReLU.
+- ``mlp-b1`` and ``mlp-b1024``: the MNIST MLP of ``examples/mnist/train.py`` (784-256-10), forward only, at
+  batch 1 and 1024.
+- ``overhead``: ``x + 1`` on a one-element tensor, the per-call cost of each side (microseconds).
+
+Before timing, every side's output is checked against torch eager's (max abs difference <= 1e-4 of the
+output's largest magnitude, at least 1e-5). torch runs under ``torch.inference_mode()``, so its eager
+encoder takes its fused inference fast path (``torch._transformer_encoder_layer_fwd``), as a torch user
+would get it. The ``torch.compile`` side is ``torch.compile(model, dynamic=False)`` (default mode),
+compiled by its first call (``compile s``) and warmed up like the others.
+
+Timing follows ``bench/cpu_train.py`` (``benchlib.alternate``): the sides alternate in blocks, each
+after a pause and warm-up calls; a sample is as many calls as last about ``--sample-ms`` (so a call of a
+few microseconds is not timed at the clock's resolution) divided by their count, and calls rotate over
+four inputs. The table gives the median and the 10th-90th percentile of ``--repeats`` samples per side;
+ratios are luminal / torch (lower is better). Threads as in ``cpu_train.py``: torch gets as many as
+numpy's OpenBLAS has (``OPENBLAS_NUM_THREADS`` sets both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import alternate, blas_threads, calibrate_inner, fmt, header, load_avg, pct  # noqa: E402
+from cpu_train import TorchMLP, load_example  # noqa: E402
+
+import luminal as lm  # noqa: E402
+from luminal import nn  # noqa: E402
+
+ROUNDS = 5
+PAUSE_S = 0.2
+N_INPUTS = 4  # calls rotate over this many inputs
+ENCODER = dict(d_model=256, nhead=4, dim_feedforward=1024, layers=4, batch=8, seq=128)
+ROWS = ("encoder-gelu", "encoder-relu", "mlp-b1", "mlp-b1024", "overhead")
+
+
+def _inputs(shape, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape, dtype=np.float32) for _ in range(N_INPUTS)]
+
+
+def encoder_models(activation: str):
+    """(luminal encoder, torch encoder) with the same weights, both in eval mode."""
+    c = ENCODER
+    lm.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(c["d_model"], c["nhead"], dim_feedforward=c["dim_feedforward"],
+                                       dropout=0.0, activation=activation, batch_first=True)
+    model = nn.TransformerEncoder(layer, c["layers"])
+    tlayer = torch.nn.TransformerEncoderLayer(c["d_model"], c["nhead"], dim_feedforward=c["dim_feedforward"],
+                                              dropout=0.0, activation=activation, batch_first=True)
+    tmodel = torch.nn.TransformerEncoder(tlayer, c["layers"], enable_nested_tensor=False)
+    tmodel.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in model.state_dict().items()})
+    model.eval(), tmodel.eval()
+    return model, tmodel
+
+
+def mlp_models():
+    lm.manual_seed(0)
+    model = load_example().MLP()
+    tmodel = TorchMLP()
+    tmodel.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in model.state_dict().items()})
+    model.eval(), tmodel.eval()
+    return model, tmodel
+
+
+def add_one(x):
+    """torch's side of ``overhead``: a plain function (no module call in the way)."""
+    return x + 1
+
+
+def make_row(name: str):
+    """(luminal model or None for ``x + 1``, torch module or function, input shape, unit scale, unit)."""
+    if name.startswith("encoder-"):
+        model, tmodel = encoder_models(name.split("-", 1)[1])
+        c = ENCODER
+        return model, tmodel, (c["batch"], c["seq"], c["d_model"]), 1e3, "ms"
+    if name.startswith("mlp-b"):
+        model, tmodel = mlp_models()
+        return model, tmodel, (int(name[len("mlp-b"):]), 784), 1e3, "ms"
+    return None, add_one, (1,), 1e6, "us"
+
+
+def bench_row(name: str, samples: int, rounds: int, warmup: int, pause_s: float, sample_s: float,
+              with_compile: bool) -> dict:
+    model, tmodel, shape, scale, unit = make_row(name)
+    g = lm.Graph()
+    x = g.input("x", shape)
+    t0 = time.perf_counter()
+    f = lm.compile(model(x) if model is not None else x + 1, backend="cpu")
+    compile_s = {"luminal": time.perf_counter() - t0}
+    xs = _inputs(shape)
+    txs = [torch.from_numpy(a.copy()) for a in xs]
+    sides = {"luminal": lambda a: f(x=a), "torch": tmodel}
+    data = {"luminal": [(a,) for a in xs], "torch": [(a,) for a in txs]}
+    if with_compile:
+        sides["compile"] = torch.compile(tmodel, dynamic=False)
+        data["compile"] = data["torch"]
+    with torch.inference_mode():
+        ref = tmodel(txs[0]).numpy().copy()
+        tol, errs = max(1e-5, 1e-4 * float(np.abs(ref).max())), {}
+        for side, fn in sides.items():
+            t0 = time.perf_counter()
+            out = fn(*data[side][0])
+            if side == "compile":
+                compile_s[side] = time.perf_counter() - t0
+            out = np.asarray(out.numpy() if isinstance(out, torch.Tensor) else out)
+            assert out.shape == ref.shape, f"{name}: {side} gives shape {out.shape}, torch eager {ref.shape}"
+            errs[side] = float(np.abs(out - ref).max())
+            assert errs[side] <= tol, f"{name}: {side} differs from torch eager by {errs[side]} > {tol}"
+        inner = calibrate_inner([lambda fn=fn, s=side: fn(*data[s][0]) for side, fn in sides.items()], sample_s)
+        times = alternate(sides, samples, rounds, warmup, pause_s, inner=inner, args=data)
+    return {"row": name, "unit": unit, "inner": inner, "compile_s": compile_s, "errs": errs,
+            "stats": {side: pct(ts, scale) for side, ts in times.items()}}
+
+
+def print_table(rows):
+    print("| row | unit | luminal (p10-p90) | torch eager (p10-p90) | torch.compile (p10-p90) | luminal / eager | "
+          "luminal / compile | compile s (luminal, torch.compile) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        s = r["stats"]
+        d = 1 if r["unit"] == "us" else 3 if s["luminal"][1] < 1 else 2
+        if "compile" in s:
+            comp, cratio = fmt(s["compile"], d), f"{s['luminal'][1] / s['compile'][1]:.2f}"
+            cs = f"{r['compile_s']['luminal']:.2f}, {r['compile_s']['compile']:.1f}"
+        else:
+            comp, cratio, cs = "-", "-", f"{r['compile_s']['luminal']:.2f}, -"
+        print(f"| {r['row']} | {r['unit']} | {fmt(s['luminal'], d)} | {fmt(s['torch'], d)} | {comp} | "
+              f"{s['luminal'][1] / s['torch'][1]:.2f} | {cratio} | {cs} |")
+
+
+def select(only: str | None) -> list[str]:
+    """The rows ``--only`` names: each name given selects itself or the rows it is a prefix of (``encoder``)."""
+    if not only:
+        return list(ROWS)
+    picked = []
+    for word in only.split(","):
+        hits = [r for r in ROWS if r == word or r.startswith(word + "-")]
+        if not hits:
+            raise ValueError(f"--only: no row named {word!r}; rows: {', '.join(ROWS)}")
+        picked += [r for r in hits if r not in picked]
+    return [r for r in ROWS if r in picked]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--only", default=None, help=f"comma-separated rows or prefixes: {', '.join(ROWS)}")
+    p.add_argument("--repeats", type=int, default=None, help="timed samples per side (default 20; --quick: 4)")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up samples per block (default 2; --quick: 1)")
+    p.add_argument("--sample-ms", type=float, default=None, help="length of a sample (default 20; --quick: 2)")
+    p.add_argument("--quick", action="store_true", help="few short samples, 2 rounds, short pauses")
+    p.add_argument("--no-compile", dest="with_compile", action="store_false", help="no torch.compile column")
+    args = p.parse_args(argv)
+    try:
+        names = select(args.only)
+    except ValueError as e:
+        p.error(str(e))
+    samples = args.repeats or (4 if args.quick else 20)
+    warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
+    sample_s = (args.sample_ms if args.sample_ms is not None else (2.0 if args.quick else 20.0)) / 1e3
+    rounds, pause_s = (2, 0.05) if args.quick else (ROUNDS, PAUSE_S)
+
+    threads = blas_threads()
+    torch.set_num_threads(threads)
+    print(header(threads, "luminal backend=cpu vs torch eager" + (" and torch.compile" if args.with_compile else "")
+                 + "; forward only, float32, torch under inference_mode"))
+    g = lm.Graph()  # one-time process warm-up (imports, egglog start-up) kept out of "compile s"
+    lm.compile(g.input("w", (1,)) + 1, backend="cpu")
+    rows = []
+    for name in names:
+        r = bench_row(name, samples, rounds, warmup, pause_s, sample_s, args.with_compile)
+        rows.append(r)
+        errs = ", ".join(f"{side} {e:.1e}" for side, e in r["errs"].items() if side != "torch")
+        print(f"  {name}: {samples} samples per side of {r['inner']} call(s); max abs difference from torch "
+              f"eager: {errs}")
+    print(f"load average now {load_avg()}\n")
+    print_table(rows)
+    return rows
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)
