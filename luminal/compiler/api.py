@@ -11,7 +11,7 @@ from luminal.compiler.pipeline import compile_graph
 from luminal.core.backend import backend_names, get_backend
 from luminal.core.symbolic import evaluate, free_vars_in, nonnegative, shape_str, view_vars
 from luminal.core.walk import postorder
-from luminal.frontend.binding import bind
+from luminal.frontend.binding import as_is, bind, convert
 from luminal.frontend.tensor import GraphTensor
 
 
@@ -61,6 +61,36 @@ def _dim_checks(nodes, outputs, graph) -> dict:
     return out
 
 
+# Signatures a compiled callable remembers (``Compiled._signatures``); past this the oldest is dropped.
+# A program whose symbolic dims take many values (a growing sequence) stays bounded; each entry is a few
+# small tuples and dicts.
+MAX_SIGNATURES = 256
+
+
+def _signature(inputs: dict):
+    """What every check of a call's inputs depends on, when all of them are plain numpy arrays: per
+    keyword, in the order given, (name, shape, dtype, C-contiguous). None when some value is anything
+    else (a Python number or list, a numpy scalar, an ndarray subclass): such a call is bound anew."""
+    sig = []
+    for k, v in inputs.items():
+        if type(v) is not np.ndarray:
+            return None
+        sig.append((k, v.shape, v.dtype, v.flags.c_contiguous))
+    return tuple(sig)
+
+
+class _Seen:
+    """A signature (``_signature``) whose binding passed every check, and what its calls reuse: the
+    names of the arrays the program is handed (in ``bind``'s order), the inputs that ``convert``
+    redoes on every call (their values matter: an int64 array's range, a bfloat16 rounding, a copy of
+    a strided array), the dim binding, and the shapes of the random draws and of the outputs."""
+
+    __slots__ = ("names", "redo", "env", "draws", "wants")
+
+    def __init__(self, names, redo, env, draws, wants):
+        self.names, self.redo, self.env, self.draws, self.wants = names, redo, env, draws, wants
+
+
 class Compiled:
     """A compiled graph. Call it with inputs as keyword arguments; get one array per output: a bare
     array when ``compile`` was given a single GraphTensor, a tuple (of one array too) when it was given
@@ -103,6 +133,7 @@ class Compiled:
         self._program_nodes, self._every = program_nodes, every  # () -> the nodes the program reads
         self._checks: dict | None = None  # ``_dim_checks``, made on the first call (a pass over the nodes)
         self._checked: set = set()  # bindings that passed them
+        self._signatures: dict = {}  # _signature -> _Seen, for calls whose inputs passed every check
         self._user = [n for n in inputs if n.arg in g.inputs]
         self._states = [(n.arg, g.states[n.arg]) for n in inputs if n.arg in g.states]
         self._random = [n for n in inputs if n.arg in g.random]
@@ -110,7 +141,7 @@ class Compiled:
         # Calls from several threads run one at a time: a backend's program keeps its buffers between
         # calls (allocated once per binding), states are read and written back around a run, and the
         # graph's generator draws the random inputs. An uncontended acquire costs well under a
-        # microsecond (bench/call_overhead.py measures it), against tens of microseconds per call.
+        # microsecond (bench/call_overhead.py measures it), against several microseconds per call.
         self._lock = threading.Lock()
     def report(self, show: bool = True):
         """What the compiler did (see ``compile/report.py``); printed unless ``show=False``."""
@@ -130,9 +161,45 @@ class Compiled:
         if args:
             raise TypeError(f"compiled graph: give inputs by name ({', '.join(self.input_names) or 'none'}), "
                             f"got {len(args)} positional argument(s)")
+        sig = _signature(inputs)
+        seen = self._signatures.get(sig) if sig is not None else None
+        fresh = seen is None
+        if fresh:  # a new signature: every check, as ``bind`` and ``_dim_checks`` make them
+            arrays, seen = self._bind(inputs, sig)
+        else:  # the same names, shapes, dtypes and contiguity as a call that passed every check
+            arrays = {n: inputs[n] for n in seen.names}
+            for n, node in seen.redo:
+                arrays[n] = convert(n, inputs[n], node)
+        env = seen.env
+        with self._lock:  # one run at a time: the program's buffers, the states and the rng are shared
+            if fresh and sig is not None:  # under the lock: the oldest is dropped while no one else adds
+                if len(self._signatures) >= MAX_SIGNATURES:
+                    del self._signatures[next(iter(self._signatures))]
+                self._signatures[sig] = seen
+            for name, s in self._states:
+                arrays[name] = s.data
+            for name, shape in seen.draws:
+                arrays[name] = self.graph.rng.random(shape, dtype="float32")
+            if self._guard is not None:
+                self._guard(arrays, env)
+            results = self.runner(arrays, env)
+            outs, new_states = results[:self._n_out], results[self._n_out:]
+            for i, (o, want) in enumerate(zip(outs, seen.wants, strict=True)):
+                if o.shape != want:
+                    raise RuntimeError(f"backend {self.backend!r} returned shape {o.shape} for output {i}, "
+                                       f"expected {shape_str(self._out_shapes[i])} = {want}")
+            for (s, _), value in zip(self.updates, new_states, strict=True):
+                np.copyto(s.data, value)
+        return outs[0] if self._single else tuple(outs)
+
+    def _bind(self, inputs: dict, sig) -> tuple[dict, _Seen]:
+        """Check a call's inputs and bind the symbolic dims (``bind``), then check the binding against
+        the program's dims (``_dim_checks``, once per binding); the arrays, and what later calls of
+        the same signature ``sig`` reuse (a ``_Seen``; remembered by the caller, under the lock)."""
         given = [self.graph.inputs[k] for k in inputs if k in self.graph.inputs]
         extra = [n for n in given if n not in self._user]  # unread, but may bind dims
-        arrays, env = bind(self.graph, self._user + extra, inputs)
+        needed = self._user + extra
+        arrays, env = bind(self.graph, needed, inputs)
         unbound = sorted(self._dims - env.keys())
         if unbound:
             raise ValueError(f"symbolic dim(s) {unbound} are used by the graph but no input's shape "
@@ -147,23 +214,11 @@ class Compiled:
                     where = what if shape is None else f"a shape {shape_str(shape)} in the program ({what})"
                     raise ValueError(f"symbolic dim {d} is {evaluate(d, env)} with {bound}: {where}")
             self._checked.add(key)
-        with self._lock:  # one run at a time: the program's buffers, the states and the rng are shared
-            for name, s in self._states:
-                arrays[name] = s.data
-            for n in self._random:
-                arrays[n.arg] = self.graph.rng.random(tuple(evaluate(d, env) for d in n.shape), dtype="float32")
-            if self._guard is not None:
-                self._guard(arrays, env)
-            results = self.runner(arrays, env)
-            outs, new_states = results[:self._n_out], results[self._n_out:]
-            for i, (o, shape) in enumerate(zip(outs, self._out_shapes, strict=True)):
-                want = tuple(evaluate(d, env) for d in shape)
-                if o.shape != want:
-                    raise RuntimeError(f"backend {self.backend!r} returned shape {o.shape} for output {i}, "
-                                       f"expected {shape_str(shape)} = {want}")
-            for (s, _), value in zip(self.updates, new_states, strict=True):
-                np.copyto(s.data, value)
-        return outs[0] if self._single else tuple(outs)
+        # an input handed on as it is only if ``convert`` returned it itself and says no number in it matters
+        redo = [(n.arg, n) for n in needed if not (arrays[n.arg] is inputs[n.arg] and as_is(inputs[n.arg], n))]
+        draws = [(n.arg, tuple(evaluate(d, env) for d in n.shape)) for n in self._random]
+        wants = [tuple(evaluate(d, env) for d in shape) for shape in self._out_shapes]
+        return arrays, _Seen([n.arg for n in needed], redo, env, draws, wants)
 
     def __repr__(self):
         # nn modules record the train/eval mode they were called in (``graph.nn_modes``): fixed at build time
@@ -227,19 +282,34 @@ class _Guard:
     """The graph's guards (``Graph.guard``) whose inputs a program reads anyway, compiled as a small
     program of their own that runs before it on the same arrays (a guard reading an input the program
     does not read is left out: an eval program of a training graph needs no labels). It raises the
-    first failed guard's error; the main program has not run and no state has changed."""
+    first failed guard's error; the main program has not run and no state has changed.
+
+    It runs on every call, not once per input signature: what it checks is the numbers in the inputs
+    (class labels in range), which a call with the same shapes and dtypes may change, in a new array or
+    in place. So its steady cost is kept down instead: the program evaluates only the ``failed`` flags
+    (for a cross-entropy label check, two small kernels, about a quarter of the flags and the values
+    together); the ``value`` each message shows is computed, on the same arrays, only when a flag is set,
+    by a second program compiled at the first failure (an error path, where its compile does not matter,
+    and a compile of the guarded program pays for the flags alone)."""
 
     def __init__(self, graph, reads: set, backend: str):
         self.guards = [gd for gd in graph.guards if _inputs_read(gd[:2]) <= reads]
-        outs = [t for failed, value, *_ in self.guards for t in (failed, value)]
-        self.program = Compiled(outs, backend, _guards=False).runner if outs else None
+        self.backend = backend
+        flags = [failed for failed, *_ in self.guards]
+        self.program = Compiled(flags, backend, _guards=False).runner if flags else None
+        self._values = None  # the values' program, compiled at the first failed guard
 
     def __call__(self, arrays, env):
         if self.program is None:
             return
-        res = self.program(arrays, env)
-        for (_, _, error, message), failed, value in zip(self.guards, res[0::2], res[1::2], strict=True):
-            if bool(failed):
+        failed = self.program(arrays, env)
+        if not any(map(bool, failed)):
+            return
+        if self._values is None:
+            self._values = Compiled([value for _, value, *_ in self.guards], self.backend, _guards=False).runner
+        values = self._values(arrays, env)
+        for (_, _, error, message), bad, value in zip(self.guards, failed, values, strict=True):
+            if bool(bad):
                 raise error(message.replace("{value}", str(value.item())))
 
 
@@ -250,13 +320,18 @@ def _inputs_read(tensors) -> set:
 
 
 class _Reporting:
-    """A backend's program that tells the report each new binding (its memory plan's sizes)."""
+    """A backend's program that tells the report each new binding (its memory plan's sizes). Every call
+    of a remembered signature hands on the one ``env`` dict its first call made (``_Seen.env``), which no
+    one changes: when it is the dict of the call before, the comparison is skipped."""
 
     def __init__(self, program, report):
         self.program, self.report = program, report
+        self._env = None
 
     def __call__(self, arrays, env):
         results = self.program(arrays, env)
-        if self.report.memory.get("binding") != env:
-            self.report.bind(env)
+        if env is not self._env:
+            if self.report.memory.get("binding") != env:
+                self.report.bind(env)
+            self._env = env
         return results

@@ -10,7 +10,9 @@ from luminal.core.symbolic import evaluate, free_vars, shape_str, solve_linear, 
 _INT32 = (-2**31, 2**31 - 1)
 
 
-def _convert(name: str, value, node) -> np.ndarray:
+def convert(name: str, value, node) -> np.ndarray:
+    """One input's value as the array a program reads (its storage dtype, C-contiguous), or the error
+    that says what is wrong with it."""
     want: dt.DType = node.dtype
     if type(value) is int and want.kind == "i" and not _INT32[0] <= value <= _INT32[1]:
         raise ValueError(f"input {name!r}: integer value {value} does not fit in int32")
@@ -52,6 +54,19 @@ def _convert(name: str, value, node) -> np.ndarray:
     return out if out.flags.c_contiguous else np.ascontiguousarray(out)
 
 
+def as_is(value, node) -> bool:
+    """Whether ``convert`` hands ``value`` on unchanged whatever the numbers in it: a numpy array of
+    exactly ``ndarray`` type, already C-contiguous and of the input's storage dtype (not bfloat16,
+    which is rounded on every call). For such an array every check ``convert`` makes reads only its
+    type, dtype and number of dims (an int32 array always fits int32), so a call with an array of the
+    same type, dtype, shape and contiguity passes them too, and the compiled callable's per-signature
+    cache (``compiler/api.py``) skips them. Any other value (a copy, a rounding, a value-dependent
+    range check) is converted by ``convert`` again on every call. Keep in step with ``convert``."""
+    want = node.dtype
+    return (type(value) is np.ndarray and want is not dt.bfloat16 and value.dtype == want.np
+            and value.flags.c_contiguous)
+
+
 def bind(graph, needed: list, values: dict) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """Validate ``values`` for the ``needed`` input nodes; return converted arrays and dim bindings.
 
@@ -65,7 +80,7 @@ def bind(graph, needed: list, values: dict) -> tuple[dict[str, np.ndarray], dict
     missing = [n.arg for n in needed if n.arg not in values]
     if missing:
         raise TypeError(f"missing input(s) {missing}; this call needs {sorted(n.arg for n in needed)}")
-    arrays = {n.arg: _convert(n.arg, values[n.arg], n) for n in needed}
+    arrays = {n.arg: convert(n.arg, values[n.arg], n) for n in needed}
     env: dict[str, int] = {}
     source: dict[str, str] = {}
 
