@@ -13,10 +13,14 @@ loops, the last axis innermost: the loop LLVM vectorises). A caller splits axis 
 **Semantics** are the primitive table's (``core/primitives.py``), bit for bit as numpy computes them
 (``core/numpy_ops.py``) wherever the result is defined by correctly rounded arithmetic:
 
-- float16 and bfloat16 values live in ``float`` registers, rounded to their type after every
-  operation that can leave it (float16: ``fptrunc`` to ``half`` and back; bfloat16: the bit rounding of
-  ``dtype.round_bf16``, a NaN kept a NaN); buffers store float16 as ``half``, bfloat16 in float32, bool
-  as bytes (0/1). A float64 cast to float16/bfloat16 rounds to float32 first, as numpy_ops.cast does.
+- float16 values live in ``half`` registers: arithmetic widens its operands to float, computes and
+  rounds back (``fptrunc``); compares and selects work on the halves themselves. bfloat16 values live
+  in ``float`` registers, rounded after every operation that can leave the type (the bit rounding of
+  ``dtype.round_bf16``, a NaN kept a NaN). Buffers store float16 as ``half``, bfloat16 in float32,
+  bool as bytes (0/1). A float64 cast to float16/bfloat16 rounds to float32 first, as numpy_ops.cast
+  does. (float16 values were float registers first; LLVM 20 then shrank a ReLU's compares and
+  selects of widened halves back to half and folded ``select(x <= 0, select(x < 0, 0, x), x)`` into
+  ``select(x <= 0, 0, x)``, turning -0.0 into +0.0: halves compared and selected as halves keep it.)
 - Log2, Exp2, Sin, Sqrt are ``llvm.log2/exp2/sin/sqrt`` (libm's, or a vector form LLVM picks); Sqrt
   is correctly rounded, the other three agree with numpy's own SIMD implementations within an ulp or
   two, not bit for bit (neither side is correctly rounded).
@@ -85,14 +89,14 @@ _INTRINSIC = {"Log2": "llvm.log2", "Exp2": "llvm.exp2", "Sin": "llvm.sin", "Sqrt
 
 
 def value_type(d) -> ll.Type:
-    """The LLVM type a value of dtype ``d`` is computed in (half floats: ``float``)."""
+    """The LLVM type a value of dtype ``d`` lives in (float16: ``half``; bfloat16: ``float``)."""
     if d is ir.INDEX:
         return I64
     if d.kind == "b":
         return I1
     if d.kind == "i":
         return I32
-    return F64 if d is dt.float64 else F32
+    return {dt.float64: F64, dt.float16: F16}.get(d, F32)
 
 
 def storage_type(d) -> ll.Type:
@@ -354,6 +358,8 @@ class _Emitter:
             return b.select(*xs)
         if op == "LessThan":
             return self._less(d, *xs)
+        if d is dt.float16 and op in _ROUNDED:  # computed in float, rounded once
+            return self.round(self._float(op, d, [b.fpext(x, F32) for x in xs]), v.dtype)
         x = self._float(op, d, xs) if d.is_float else self._int(op, d, xs)
         return self.round(x, v.dtype) if op in _ROUNDED else x
 
@@ -407,7 +413,7 @@ class _Emitter:
         return self.b.icmp_signed("<", x, y)
 
     def _intrinsic(self, name: str, t: ll.Type):
-        full = f"{name}.{'f64' if t == F64 else 'f32'}"
+        full = f"{name}.{'f64' if t == F64 else 'f16' if t == F16 else 'f32'}"
         fn = self.m.globals.get(full)
         if fn is None:
             fn = ll.Function(self.m, ll.FunctionType(t, (t,) * (2 if name == "llvm.maximum" else 1)), name=full)
@@ -444,23 +450,20 @@ class _Emitter:
     def _from_storage(self, x, d):
         if d.kind == "b":
             return self.b.icmp_unsigned("!=", x, ll.Constant(I8, 0))
-        if d is dt.float16:
-            return self.b.fpext(x, F32)
         return x
 
     def _to_storage(self, x, d):
         if d.kind == "b":
             return self.b.zext(x, I8)
-        if d is dt.float16:
-            return self.b.fptrunc(x, F16)  # exact: the value is a float16 already
         return x
 
     # rounding and casts ---------------------------------------------------------------------------
     def round(self, x, d):
-        """A float32 value rounded to ``d`` when ``d`` is a half float (kept in a float register)."""
+        """A float32 value rounded to ``d`` when ``d`` is a half float (float16: a half register;
+        bfloat16: a float register)."""
         b = self.b
         if d is dt.float16:
-            return b.fpext(b.fptrunc(x, F16), F32)
+            return b.fptrunc(x, F16)
         if d is dt.bfloat16:  # dtype.round_bf16: to nearest even on the top 16 bits; a NaN stays itself
             u = b.bitcast(x, I32)
             odd = b.and_(b.lshr(u, ll.Constant(I32, 16)), ll.Constant(I32, 1))
@@ -484,7 +487,9 @@ class _Emitter:
                 return x
             return b.trunc(x, t) if x.type.width > t.width else b.sext(x, t)
         if src.kind == "i":  # -> float: one rounding to float32 (or float64), then to a half type
-            return self.round(b.sitofp(x, t), dst)
+            return self.round(b.sitofp(x, F64 if t == F64 else F32), dst)
+        if x.type == F16:
+            x = b.fpext(x, F32)
         if dst.kind == "i":
             return self._to_int(x, t)
         if t == F64:
@@ -520,6 +525,235 @@ def _registers(body) -> dict:
     return out
 
 
+
+# index simplification ----------------------------------------------------------------------------
+
+class _Index:
+    """Rewrites a CPU kernel's index math (``INDEX`` values) into sums of terms, then folds ``Div`` and
+    ``Mod`` by constants through them using the ranges of the work items and loop variables: a
+    row-major index taken apart again (``((i * 18 + j) // 18) % 16``, what a Reshape of a view reads)
+    becomes ``i % 16``. Every rewrite holds for the non-negative operands the IR promises; a
+    remainder that may be negative (an index outside a masked view's box) is left as written, so
+    even the values computed for unread lanes stay what the kernel says.
+
+    A linear form is ``({id(atom): (atom, coefficient)}, constant)``; atoms are the values that are not
+    sums or constant multiples (items, loop variables, parameters, quotients, remainders, products
+    of two unknowns)."""
+
+    def __init__(self, k: ir.Kernel):
+        self.ranges: dict = {}  # name -> (lo, hi) of a loop variable in scope
+        self.items = [(0, g.arg - 1) if g.op == "const" else (0, None) for g in k.grid]
+        self.memo: dict = {}  # id(value) -> simplified value (per loop scope: ranges differ)
+        self.lin: dict = {}  # id(simplified value) -> (the value, kept alive so its id stays its own; its linear form)
+
+    def kernel(self, k: ir.Kernel) -> ir.Kernel:
+        return ir.Kernel(k.name, k.buffers, k.params, k.grid, self.block(k.body), k.block, k.shared, k.notes)
+
+    def block(self, body) -> tuple:
+        out = []
+        for s in body:
+            if isinstance(s, ir.Assign):
+                out.append(ir.Assign(s.name, self.value(s.value)))
+            elif isinstance(s, (ir.Store, ir.AtomicAdd)):
+                valid = None if s.valid is None else self.value(s.valid)
+                out.append(type(s)(s.buffer, self.value(s.index), self.value(s.value), valid))
+            elif isinstance(s, ir.Loop):
+                start, stop = self.value(s.start), self.value(s.stop)
+                step = None if s.step is None else self.value(s.step)
+                lo, hi = self.range(start), self.range(stop)
+                saved, memo, lin = self.ranges.get(s.var), self.memo, self.lin
+                self.ranges[s.var] = (lo[0], None if hi[1] is None else hi[1] - 1) if step is None else (lo[0], None)
+                self.memo, self.lin = {}, {}
+                body = self.block(s.body)
+                self.memo, self.lin = memo, lin
+                if saved is None:
+                    del self.ranges[s.var]
+                else:
+                    self.ranges[s.var] = saved
+                out.append(ir.Loop(s.var, start, stop, body, step))
+            elif isinstance(s, ir.If):
+                out.append(ir.If(self.value(s.cond), self.block(s.body)))
+            else:
+                out.append(s)
+        return tuple(out)
+
+    def value(self, v: ir.V) -> ir.V:
+        memo = self.memo
+        stack = [(v, False)]
+        while stack:
+            x, ready = stack.pop()
+            if id(x) in memo:
+                continue
+            if not ready:
+                stack.append((x, True))
+                stack.extend((a, False) for a in x.args if id(a) not in memo)
+                continue
+            args = tuple(memo[id(a)] for a in x.args)
+            new = x if all(a is b for a, b in zip(args, x.args)) else ir.V(x.op, x.dtype, args, x.arg)
+            if x.dtype is ir.INDEX and x.op in ("Add", "Mul", "Div", "Mod"):
+                new = self.build(self.linear(new))
+            elif x.op in ("LessThan", "And", "Or", "Not", "Where"):
+                new = self.decide(new)
+            elif x.op == "load" and len(args) == 2 and args[1].op == "const":  # always or never read
+                new = ir.V("load", x.dtype, args[:1], x.arg) if args[1].arg else ir.const(x.arg[1], x.dtype)
+            memo[id(x)] = new
+        return memo[id(v)]
+
+    def decide(self, v: ir.V) -> ir.V:
+        """A mask's test whose outcome the ranges decide (an index compared with a bound it always or
+        never reaches), as a constant; and/or/not/select of such constants folded."""
+        a = v.args
+        if v.op == "LessThan":
+            if a[0].dtype is not ir.INDEX:
+                return v
+            lo, hi = self.range_of(_plus(self.linear(a[0]), _times(self.linear(a[1]), -1)))
+            if hi is not None and hi < 0:
+                return ir.const(True, dt.bool_)
+            if lo is not None and lo >= 0:
+                return ir.const(False, dt.bool_)
+            return v
+        known = [x.arg if x.op == "const" and x.dtype.kind == "b" else None for x in a]
+        if v.op == "Not":
+            return v if known[0] is None else ir.const(not known[0], dt.bool_)
+        if v.op == "Where":
+            return v if known[0] is None else a[1] if known[0] else a[2]
+        absorbing = v.op == "Or"  # x or True is True; x and False is False; the neutral one drops out
+        for i in (0, 1):
+            if known[i] is not None:
+                return ir.const(absorbing, dt.bool_) if bool(known[i]) == absorbing else a[1 - i]
+        return v
+
+    # linear forms ---------------------------------------------------------------------------------
+    def linear(self, v: ir.V):
+        got = self.lin.get(id(v))
+        if got is not None:
+            return got[1]
+        if v.op == "const":
+            out = ({}, v.arg)
+        elif v.op == "Add":
+            out = _plus(self.linear(v.args[0]), self.linear(v.args[1]))
+        elif v.op == "Mul" and (self.linear(v.args[0])[0] == {} or self.linear(v.args[1])[0] == {}):
+            (ta, ca), (tb, cb) = self.linear(v.args[0]), self.linear(v.args[1])
+            k, (t, c) = (ca, (tb, cb)) if not ta else (cb, (ta, ca))
+            out = ({key: (a, n * k) for key, (a, n) in t.items() if n * k}, c * k)
+        elif v.op in ("Div", "Mod") and self.linear(v.args[1])[0] == {} and self.linear(v.args[1])[1] > 0:
+            out = self.divmod_(v, self.linear(v.args[0]), self.linear(v.args[1])[1])
+        else:
+            out = ({id(v): (v, 1)}, 0)
+        self.lin[id(v)] = (v, out)
+        return out
+
+    def divmod_(self, v, x, k: int):
+        """``x // k`` or ``x % k`` (``v.op``) of the linear form ``x``."""
+        terms, c = x
+        whole = {key: (a, n // k) for key, (a, n) in terms.items() if n % k == 0}
+        part = {key: t for key, t in terms.items() if key not in whole}
+        cq, cr = divmod(c, k)
+        rest = (part, cr)
+        lo, hi = self.range_of(rest)
+        if lo is None or lo < 0:  # a remainder that may be negative: as written
+            if v.op == "Div" and not part and not whole and c >= 0:
+                return ({}, c // k)
+            return ({id(v): (v, 1)}, 0)
+        if v.op == "Mod":
+            if hi is not None and hi < k:
+                return rest
+            atom = ir.V("Mod", ir.INDEX, (self.build(rest), ir.const(k)))
+            return ({id(atom): (atom, 1)}, 0)
+        q = ({key: t for key, t in whole.items() if t[1]}, cq)
+        if hi is not None and hi < k:
+            return q
+        inner = self.build(rest)
+        if inner.op == "Div" and inner.args[1].op == "const" and self.range(inner.args[0])[0] is not None \
+                and self.range(inner.args[0])[0] >= 0:  # (y // a) // k is y // (a * k)
+            atom = ir.V("Div", ir.INDEX, (inner.args[0], ir.const(inner.args[1].arg * k)))
+        else:
+            atom = ir.V("Div", ir.INDEX, (inner, ir.const(k)))
+        self.lin[id(atom)] = (atom, ({id(atom): (atom, 1)}, 0))
+        return _plus(q, ({id(atom): (atom, 1)}, 0))
+
+    def build(self, form) -> ir.V:
+        terms, c = form
+        out = None
+        for a, n in terms.values():
+            t = a if n == 1 else ir.V("Mul", ir.INDEX, (a, ir.const(n)))
+            out = t if out is None else ir.V("Add", ir.INDEX, (out, t))
+        if out is None:
+            out = ir.const(c)
+        elif c:
+            out = ir.V("Add", ir.INDEX, (out, ir.const(c)))
+        self.lin[id(out)] = (out, form)
+        return out
+
+    # ranges -------------------------------------------------------------------------------------------
+    def range(self, v: ir.V):
+        """``(lo, hi)`` bounds of an INDEX value (None: unbounded)."""
+        if v.dtype is not ir.INDEX:
+            return (None, None)
+        if v.op in ("Add", "Mul", "Div", "Mod", "const"):
+            return self.range_of(self.linear(v))
+        return self.atom_range(v)
+
+    def atom_range(self, a: ir.V):
+        if a.op == "item":
+            return self.items[a.arg]
+        if a.op == "var":
+            return self.ranges.get(a.arg, (None, None))
+        if a.op == "param":
+            return (0, None)
+        if a.op == "const":
+            return (a.arg, a.arg)
+        if a.op in ("Div", "Mod") and a.args[1].op == "const" and a.args[1].arg > 0:
+            lo, hi = self.range(a.args[0])
+            if lo is None or lo < 0:
+                return (None, None)
+            k = a.args[1].arg
+            if a.op == "Mod":
+                return (0, k - 1 if hi is None else min(hi, k - 1))
+            return (lo // k, None if hi is None else hi // k)
+        if a.op == "Mul":
+            (la, ha), (lb, hb) = self.range(a.args[0]), self.range(a.args[1])
+            if None not in (la, lb) and la >= 0 and lb >= 0:
+                return (la * lb, None if None in (ha, hb) else ha * hb)
+        if a.op == "Where":
+            (la, ha), (lb, hb) = self.range(a.args[1]), self.range(a.args[2])
+            return (None if None in (la, lb) else min(la, lb), None if None in (ha, hb) else max(ha, hb))
+        return (None, None)
+
+    def range_of(self, form):
+        terms, c = form
+        lo = hi = c
+        for a, n in terms.values():
+            la, ha = self.atom_range(a)
+            if n < 0:
+                la, ha = (None if ha is None else ha * n), (None if la is None else la * n)
+            else:
+                la, ha = (None if la is None else la * n), (None if ha is None else ha * n)
+            lo = None if lo is None or la is None else lo + la
+            hi = None if hi is None or ha is None else hi + ha
+        return lo, hi
+
+
+def _times(x, k: int):
+    return {key: (a, n * k) for key, (a, n) in x[0].items()}, x[1] * k
+
+
+def _plus(x, y):
+    terms = dict(x[0])
+    for key, (a, n) in y[0].items():
+        m = terms[key][1] + n if key in terms else n
+        if m:
+            terms[key] = (a, m)
+        else:
+            terms.pop(key, None)
+    return terms, x[1] + y[1]
+
+
+def simplify_index(k: ir.Kernel) -> ir.Kernel:
+    """``k`` with its index math simplified (:class:`_Index`): the same values wherever the IR's
+    promises hold, fewer divisions."""
+    return _Index(k).kernel(k)
+
 def build_module(kernels) -> ll.Module:
     """The LLVM module (``llvmlite.ir``) of ``kernels``, for the host."""
     m = ll.Module(name="luminal")
@@ -532,7 +766,7 @@ def build_module(kernels) -> ll.Module:
         if k.name in names:
             raise ir.IRError(f"two kernels named {k.name!r} in one module")
         names.add(k.name)
-        _Emitter(m, ir.check(k)).build()
+        _Emitter(m, simplify_index(ir.check(k))).build()
     return m
 
 

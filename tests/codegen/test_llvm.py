@@ -453,3 +453,55 @@ def test_bfloat16_rounding_keeps_every_nan():
     got = run_elementwise("bfnan2", BF16, (BF16, BF16), lambda a, b: ir.alu("Add", a, b),
                           [x[:3].copy(), np.zeros(3, np.float32)])
     assert np.isnan(got).all()
+
+
+# index simplification --------------------------------------------------------------------------------
+
+def test_index_math_of_a_reshape_loses_its_divisions():
+    """A row-major index taken apart again (what a Reshape of a view reads) simplifies to the items
+    themselves (no division left in the LLVM IR), and a mask the ranges decide disappears; the values
+    are the same."""
+    i, j = ir.item(0), ir.item(1)
+    flat = (i * 18 + j) * 1
+    a, b = flat // 18, flat % 18  # i and j again
+    inside = ir.alu("LessThan", j, ir.const(20))  # always true: j < 18
+    k = ir.Kernel("rs", (ir.Buf("x", F32), ir.Buf("y", F32, "w")), (), (ir.const(5), ir.const(18)),
+                  (ir.Store("y", (a % 16) * 18 + b, ir.load("x", F32, (a * 18 + b) // 1, inside, 7.0)),))
+    text = str(llvm.build_module([k]))
+    assert "sdiv" not in text and "srem" not in text and ".read" not in text
+    x = np.arange(90, dtype=np.float32)
+    y = run(k, [x], [], 5, np.zeros(90, np.float32))
+    assert list(y) == list(x)
+
+
+def test_index_simplification_keeps_possibly_negative_remainders():
+    """(4i - j) // 2 with j in [0, 4): the remainder -j may be negative, so the division stays as
+    written (floor and the kernel's truncating division differ there); where the index is valid
+    (i >= 1) the values are exact, and the masked lanes (i = 0) read nothing."""
+    x = np.arange(40, dtype=np.float32)
+    i, j = ir.item(0), ir.item(1)
+    valid = ir.alu("Not", ir.alu("LessThan", i, ir.const(1)))
+    at = (i * 4 + j * (-1)) // 2
+    k = ir.Kernel("neg", (ir.Buf("x", F32), ir.Buf("y", F32, "w")), (), (ir.const(9), ir.const(4)),
+                  (ir.Store("y", i * 4 + j, ir.load("x", F32, at, valid, -1.0)),))
+    assert "sdiv" in str(llvm.build_module([k]))
+    y = run(k, [x], [], 9, np.zeros(36, np.float32)).reshape(9, 4)
+    assert (y[0] == -1).all() and all(y[a, b] == (4 * a - b) // 2 for a in range(1, 9) for b in range(4))
+
+
+@pytest.mark.parametrize("d", [F16, BF16, F32], ids=lambda d: d.name)
+def test_relu_composition_keeps_negative_zero(d):
+    """The frontend's ReLU, ``where(x <= 0, where(x < 0, 0, x), x)`` with ``x <= 0`` composed of LessThan
+    (not(x < 0 or 0 < x) and not isnan(x), or x < 0): ReLU(-0.0) is -0.0. LLVM 20 folded the float16
+    form into ``select(x <= 0, 0, x)`` (+0.0) until the widened halves went through a canonicalize."""
+    def relu(x):
+        zero = ir.const(0.0, d)
+        lt, gt = ir.alu("LessThan", x, zero), ir.alu("LessThan", zero, x)
+        finite = ir.alu("Or", ir.alu("LessThan", x, ir.const(np.inf, d)), ir.alu("LessThan", ir.const(-np.inf, d), x))
+        eq = ir.alu("And", ir.alu("Not", ir.alu("Or", lt, gt)), finite)
+        return ir.alu("Where", ir.alu("Or", lt, eq), ir.alu("Where", lt, zero, x), x)
+
+    x = dt.to_storage(np.array([-0.0, 0.0, -1.5, 2.0, np.nan, -np.inf, np.inf] * 5), d)
+    got = run_elementwise("relu", d, (d,), relu, [x])
+    want = np.where(x <= 0, np.where(x < 0, 0, x), x).astype(x.dtype)
+    assert same(got, want) and np.signbit(got[0])
