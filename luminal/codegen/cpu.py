@@ -26,7 +26,7 @@ strides say where each output index is stored: a backend may store a buffer perm
 from __future__ import annotations
 
 from luminal.codegen import ir
-from luminal.codegen.lower import Placed, Values, accumulate, read, reduce_identity
+from luminal.codegen.lower import Placed, Values, accumulate, contiguous_index, read, reduce_identity, unflatten
 from luminal.core import dtype as dt
 from luminal.core.kernel_graph import Expr
 from luminal.core.symbolic import evaluate
@@ -118,11 +118,15 @@ def elementwise(k, env: dict, place, name: str) -> ir.Kernel:
     shape = tuple(evaluate(d, env) for d in k.domain)
     ins = [place(b, v) for b, v in k.inputs]
     outs = [(place(b, None), e) for b, e in k.outputs]
-    if not _has_reshape([e for _, e in k.outputs]):
+    out_shapes = [tuple(evaluate(d, env) for d in b.shape) for b, _ in k.outputs]
+    regrouped = any(s != shape for s in out_shapes)  # an output stored in a shape of its own (same order)
+    view_shapes = [tuple(evaluate(d, env) for d in v.shape) for _, v in k.inputs]
+    if not regrouped and not _has_reshape([e for _, e in k.outputs]):
         groups = _merged_axes(shape, ins + [p for p, _ in outs])
         ins = [_merge(p, groups, shape) for p in ins]
         outs = [(_merge(p, groups, shape), e) for p, e in outs]
         shape = tuple(_size(g, shape) for g in groups)
+        view_shapes = [shape] * len(ins)  # every load reads the (merged) domain
     bufs = _Buffers()
     idx = tuple(ir.item(a) for a in range(len(shape)))
 
@@ -131,12 +135,14 @@ def elementwise(k, env: dict, place, name: str) -> ir.Kernel:
         bufs.use(p, "r")
         return read(p, at)
 
-    values = Values(leaf, lambda e: shape, env)
+    values = Values(leaf, lambda e: view_shapes[e.arg], env)  # a load has its view's shape
     body = []
-    for p, e in outs:
-        v = values.at(e, idx if values.shape(e) is not None else ())
+    flat = contiguous_index(idx, shape)
+    for (p, e), out_shape in zip(outs, out_shapes):
+        at = idx if out_shape == shape else tuple(unflatten(flat, out_shape))
+        v = values.at(e, at if values.shape(e) is not None else ())
         bufs.use(p, "w")
-        body.append(_store(p, idx, v))
+        body.append(_store(p, at, v))
     return ir.check(ir.Kernel(name, bufs.params(), (), tuple(ir.const(n) for n in shape), tuple(body),
                               notes={"fused": " ".join(k.fused)}))
 
@@ -184,7 +190,8 @@ def reduce(k, env: dict, place, name: str) -> ir.Kernel:
     kk = _Reduction(prologue, op)
     acc_dtype = k.acc_dtype
     work = dt.float32 if acc_dtype in HALF else acc_dtype
-    values = Values(pro_leaf, lambda e: domain, env)
+    view_shapes = [tuple(evaluate(d, env) for d in v.shape) for _, v in k.inputs]
+    values = Values(pro_leaf, lambda e: view_shapes[e.arg], env)
     step = accumulate(op, ir.var("acc", work), _prologue_value(kk, values, idx_dom, acc_dtype))
     inner: tuple = (ir.Assign("acc", step),)
     for j in reversed(range(len(axes))):
@@ -211,6 +218,11 @@ def epilogue(k, env: dict, place, acc: Placed, name: str) -> ir.Kernel:
 
 
 def _epilogue(k, env, epi, bufs, out_shape, idx, acc: ir.V, place) -> list:
+    """Stores of every output at the output index ``idx`` (of ``out_shape``, the domain without the
+    reduced axes). An output buffer (and the epilogue's views) may regroup those elements (a kept
+    axis of size 1): each output is evaluated at the same element's index in its own shape."""
+    shapes = [tuple(evaluate(d, env) for d in v.shape) for _, v in k.epilogue_inputs]
+
     def leaf(e, at):
         if e.op == "Acc":
             return acc
@@ -218,12 +230,15 @@ def _epilogue(k, env, epi, bufs, out_shape, idx, acc: ir.V, place) -> list:
         bufs.use(p, "r")
         return read(p, at)
 
-    values = Values(leaf, lambda e: out_shape, env)
+    values = Values(leaf, lambda e: out_shape if e.op == "Acc" else shapes[e.arg], env)
+    flat = contiguous_index(idx, out_shape)
     body = []
     for b, e in k.outputs:
         p = place(b, None)
         bufs.use(p, "w")
-        body.append(_store(p, idx, values.at(e, idx if values.shape(e) is not None else ())))
+        shape = tuple(evaluate(d, env) for d in b.shape)
+        at = idx if shape == out_shape else tuple(unflatten(flat, shape))
+        body.append(_store(p, at, values.at(e, at if values.shape(e) is not None else ())))
     return body
 
 

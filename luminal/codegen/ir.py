@@ -314,11 +314,17 @@ class Kernel:
 _INFIX = {"Add": "+", "Mul": "*", "Div": "//", "Mod": "%", "LessThan": "<", "And": "&&", "Or": "||"}
 
 
-def show_value(v: V, names: dict | None = None) -> str:
-    """``v`` as an expression (``names``: values already bound to a name, printed as the name)."""
+SHOW_DEPTH = 48  # operands deeper than this print as "...": a fused region may be thousands deep
+
+
+def show_value(v: V, names: dict | None = None, depth: int = SHOW_DEPTH) -> str:
+    """``v`` as an expression (``names``: values already bound to a name, printed as the name),
+    operands more than ``depth`` levels down written ``...``."""
     if names is not None and id(v) in names:
         return names[id(v)]
-    r = (lambda x: show_value(x, names))
+    if depth <= 0 and v.args:
+        return "..."
+    r = (lambda x: show_value(x, names, depth - 1))
     if v.op == "const":
         s = repr(v.arg) if not isinstance(v.arg, bool) else str(v.arg).lower()
         return s if v.dtype is INDEX else f"{s}:{v.dtype.name}"
@@ -393,28 +399,30 @@ def check(k: Kernel) -> Kernel:
     def fail(msg):
         raise IRError(f"kernel {k.name}: {msg}")
 
-    def value(v: V, scope: set, seen: set):
-        if id(v) in seen:
-            return
-        seen.add(id(v))
-        if v.op not in VALUE_OPS:
-            fail(f"unknown value op {v.op!r}")
-        if v.op in GPU_OPS and not k.gpu:
-            fail(f"{v.op} in a CPU kernel")
-        if v.op == "item" and k.gpu:
-            fail("item in a GPU kernel (use thread/block)")
-        if v.op == "item" and not 0 <= v.arg < len(k.grid):
-            fail(f"item{v.arg} outside the grid's {len(k.grid)} axes")
-        if v.op == "param" and v.arg not in params:
-            fail(f"parameter {v.arg!r} not declared")
-        if v.op == "var" and v.arg not in scope:
-            fail(f"{v.arg!r} read before it is assigned")
-        if v.op == "load" and v.arg[0] not in bufs:
-            fail(f"load from undeclared buffer {v.arg[0]!r}")
-        if v.op in ("Add", "Mul", "Mod", "Max", "LessThan", "Div") and v.args[0].dtype is not v.args[1].dtype:
-            fail(f"{v.op} of {v.args[0].dtype.name} and {v.args[1].dtype.name}: {show_value(v)}")
-        for a in v.args:
-            value(a, scope, seen)
+    def value(root: V, scope: set, seen: set):
+        stack = [root]  # iterative: fused regions may be thousands of operations deep
+        while stack:
+            v = stack.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if v.op not in VALUE_OPS:
+                fail(f"unknown value op {v.op!r}")
+            if v.op in GPU_OPS and not k.gpu:
+                fail(f"{v.op} in a CPU kernel")
+            if v.op == "item" and k.gpu:
+                fail("item in a GPU kernel (use thread/block)")
+            if v.op == "item" and not 0 <= v.arg < len(k.grid):
+                fail(f"item{v.arg} outside the grid's {len(k.grid)} axes")
+            if v.op == "param" and v.arg not in params:
+                fail(f"parameter {v.arg!r} not declared")
+            if v.op == "var" and v.arg not in scope:
+                fail(f"{v.arg!r} read before it is assigned")
+            if v.op == "load" and v.arg[0] not in bufs:
+                fail(f"load from undeclared buffer {v.arg[0]!r}")
+            if v.op in ("Add", "Mul", "Mod", "Max", "LessThan", "Div") and v.args[0].dtype is not v.args[1].dtype:
+                fail(f"{v.op} of {v.args[0].dtype.name} and {v.args[1].dtype.name}: {show_value(v)}")
+            stack.extend(v.args)
 
     def block_(body, scope: set):
         for s in body:
@@ -453,6 +461,76 @@ def check(k: Kernel) -> Kernel:
         value(g, set(), set())
     block_(k.body, set())
     return k
+
+
+def fingerprint(k: Kernel) -> str:
+    """The kernel's full code as text, every value once (numbered, operands first), whatever its
+    depth: what identifies a kernel (its name's digest, a compile cache's key), where ``show`` may
+    abbreviate deep operands."""
+    number: dict[int, int] = {}
+    lines: list[str] = []
+
+    def ref(v: V) -> str:
+        return f"%{number[id(v)]}"
+
+    def values(vs):
+        for v in walk_values_of(vs):
+            if id(v) not in number:
+                number[id(v)] = len(number)
+                operands = ", ".join(ref(a) for a in v.args)
+                lines.append(f"%{number[id(v)]} = {v.op}:{v.dtype.name}[{v.arg!r}]({operands})")
+
+    def stmts(body, depth):
+        pad = "  " * depth
+        for s in body:
+            if isinstance(s, Assign):
+                values([s.value])
+                lines.append(f"{pad}{s.name} := {ref(s.value)}")
+            elif isinstance(s, (Store, AtomicAdd)):
+                vs = [s.index, s.value] + ([] if s.valid is None else [s.valid])
+                values(vs)
+                lines.append(f"{pad}{type(s).__name__} {s.buffer} {' '.join(ref(v) for v in vs)}")
+            elif isinstance(s, Loop):
+                vs = [s.start, s.stop] + ([] if s.step is None else [s.step])
+                values(vs)
+                lines.append(f"{pad}loop {s.var} {' '.join(ref(v) for v in vs)}")
+                stmts(s.body, depth + 1)
+            elif isinstance(s, If):
+                values([s.cond])
+                lines.append(f"{pad}if {ref(s.cond)}")
+                stmts(s.body, depth + 1)
+            elif isinstance(s, Barrier):
+                lines.append(f"{pad}barrier")
+            elif isinstance(s, Mma):
+                vs = list(s.a + s.b + s.c)
+                values(vs)
+                lines.append(f"{pad}mma {s.dtype.name} {' '.join(s.d)} {' '.join(ref(v) for v in vs)}")
+
+    values(k.grid)
+    head = [f"bufs {[(b.name, b.dtype.name, b.access) for b in k.buffers]} params {list(k.params)}",
+            f"grid {[ref(g) for g in k.grid]} block {list(k.block)}",
+            f"shared {[(x.name, x.dtype.name, x.size) for x in k.shared]}"]
+    stmts(k.body, 0)
+    return "\n".join(head + lines)
+
+
+def walk_values_of(roots):
+    """Every value reachable from ``roots``, each once, operands before users (iteratively)."""
+    seen: set = set()
+    out: list = []
+    for root in roots:
+        stack = [(root, False)]
+        while stack:
+            x, done = stack.pop()
+            if done:
+                out.append(x)
+                continue
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            stack.append((x, True))
+            stack.extend((a, False) for a in reversed(x.args))
+    return out
 
 
 def walk_values(body):

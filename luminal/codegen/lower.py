@@ -105,10 +105,12 @@ def contiguous_index(idx, shape, env: dict | None = None) -> ir.V:
 def unflatten(flat: ir.V, shape, env: dict | None = None) -> list:
     """The multi-index of the row-major flat index ``flat`` in ``shape``."""
     out = []
-    for n in reversed(shape):
+    for n in reversed(shape[1:]):
         size = dim(n, env)
         out.append(ir.mod(flat, size))
         flat = ir.div(flat, size)
+    if shape:
+        out.append(flat)  # the outermost axis: no wrap (the flat index is in range)
     return out[::-1]
 
 
@@ -123,6 +125,8 @@ class Values:
         self.leaf, self.leaf_shape, self.env = leaf, leaf_shape, env
         self._memo: dict = {}
         self._shapes: dict = {}
+        self._regrouped: dict = {}  # (Reshape id, index key) -> its operand's index (made once)
+        self._alive: list = []  # every index whose ids are memo keys, kept alive so no id is reused
 
     def shape(self, e):
         """The shape ``e`` is computed at (None: made of scalars alone, it broadcasts)."""
@@ -158,6 +162,7 @@ class Values:
         v = self._memo.get(key)
         if v is not None:
             return v
+        self._alive.append(idx)
         stack = [(e, idx)]
         while stack:  # operands before users, iteratively
             x, at = stack[-1]
@@ -181,8 +186,13 @@ class Values:
             src = self.shape(x.args[0])
             if src is None:
                 return [(x.args[0], ())]
-            flat = contiguous_index(at, x.arg, self.env)
-            return [(x.args[0], tuple(unflatten(flat, src, self.env)))]
+            key = (id(x), tuple(id(i) for i in at))
+            inner = self._regrouped.get(key)
+            if inner is None:
+                flat = contiguous_index(at, x.arg, self.env)
+                inner = self._regrouped[key] = tuple(unflatten(flat, src, self.env))
+                self._alive.append(at)
+            return [(x.args[0], inner)]
         return [(a, () if self.shape(a) is None else at) for a in x.args]
 
     def _node(self, x, at, args) -> ir.V:

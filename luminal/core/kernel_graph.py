@@ -156,7 +156,14 @@ def expand_calls(kernels) -> list[Kernel]:
 
     A part of a pack becomes a Buffer of its own whose ``base`` is the pack (negative ids: the
     program's are not), one per part: the call writing it and the calls reading it share it."""
-    out = []
+    return [k if not links else relinked(k, links) for k, links in call_links(kernels)]
+
+
+def call_links(kernels):
+    """``(kernel, links)`` per kernel the program runs, in order: a call's body kernels with
+    ``links`` mapping the body's params, results and pack members to the call's buffers (``{}``
+    for a kernel outside any call). A backend that compiles a body's kernels once launches them
+    per call over the linked buffers; ``expand_calls`` copies them instead."""
     parts: dict = {}  # (pack, offset) -> the part's Buffer
     packs: set = set()  # the packs written so far
 
@@ -168,7 +175,7 @@ def expand_calls(kernels) -> list[Kernel]:
 
     for k in kernels:
         if k.kind != "call":
-            out.append(k)
+            yield k, {}
             continue
         r = k.body
         links = {p: part(b, v.offset, p) if b in packs else b for p, (b, v) in zip(r.params, k.inputs)}
@@ -177,8 +184,8 @@ def expand_calls(kernels) -> list[Kernel]:
         for pack, members in zip(bound[len(r.results):], r.packs):
             packs.add(pack)
             links.update((b, part(pack, off, b)) for b, off in members)
-        out += [relinked(x, links) for x in r.kernels]
-    return out
+        for x in r.kernels:
+            yield x, links
 
 
 def relinked(k: Kernel, links: dict) -> Kernel:
