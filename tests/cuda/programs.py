@@ -9,11 +9,22 @@ import numpy as np
 import luminal as lm
 from luminal import nn, train
 
-RNG = np.random.default_rng(0)
+_RNG = [np.random.default_rng(0)]
+
+
+def _fresh() -> None:
+    """Every builder draws the same numbers on every call (its inputs and its modules' weights), so
+    two compiles of one builder are the same program on the same data."""
+    _RNG[0] = np.random.default_rng(0)
+    lm.manual_seed(0)
 
 
 def _r(*shape, dtype=np.float32):
-    return RNG.standard_normal(shape).astype(dtype)
+    return _RNG[0].standard_normal(shape).astype(dtype)
+
+
+def _ints(high, shape):
+    return _RNG[0].integers(0, high, shape).astype(np.int32)
 
 
 def mlp_softmax():
@@ -45,7 +56,7 @@ def gather_scatter():
     idx = g.input("idx", (6, 4), dtype=lm.int32)
     src = g.input("src", (6, 4))
     out = [lm.gather(x, 1, idx), lm.scatter_add(x, 1, idx, src)]
-    return g, out, {"x": _r(6, 9), "idx": RNG.integers(0, 9, (6, 4)).astype(np.int32), "src": _r(6, 4)}
+    return g, out, {"x": _r(6, 9), "idx": _ints(9, (6, 4)), "src": _r(6, 4)}
 
 
 def rolled_layers():
@@ -63,6 +74,7 @@ BUILDERS = [mlp_softmax, half_matmuls, gemv_and_long_rows, gather_scatter, rolle
 
 def compiled(builder, backend="cuda-emulated"):
     """``(compiled function, inputs)`` of one of the programs above."""
+    _fresh()
     g, outs, inputs = builder()
     return lm.compile(outs, backend=backend), inputs
 
@@ -70,11 +82,11 @@ def compiled(builder, backend="cuda-emulated"):
 def train_step(backend="cuda-emulated"):
     """``(step, inputs, compiled)``: a 2-layer MLP's AdamW train step (matmuls, reductions, the
     optimizer update, a cross-entropy) and the Compiled that runs it."""
-    np.random.seed(1)
+    _fresh()
     model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 5))
     g = lm.Graph()
     x, y = g.input("x", (8, 12)), g.input("y", (8,), dtype=lm.int32)
     step = train.compile_step(train.cross_entropy(model(x), y), train.AdamW(model.parameters(), lr=1e-2),
                               backend=backend)
-    inputs = {"x": _r(8, 12), "y": RNG.integers(0, 5, 8).astype(np.int32)}
+    inputs = {"x": _r(8, 12), "y": _ints(5, 8)}
     return step, inputs, step._update
