@@ -143,14 +143,24 @@ class Compiled:
         # graph's generator draws the random inputs. An uncontended acquire costs well under a
         # microsecond (bench/call_overhead.py measures it), against several microseconds per call.
         self._lock = threading.Lock()
-    def report(self, show: bool = True):
-        """What the compiler did (see ``compile/report.py``); printed unless ``show=False``."""
+    def report(self, show: bool = True, code: bool = False):
+        """What the compiler did (see ``compile/report.py``); printed unless ``show=False``.
+
+        Args:
+            show: print it.
+            code: also print the generated code of a backend that generates code (each kernel's IR,
+                the shape its lowering chose among which alternatives, and what its compiler
+                reported, such as a GPU kernel's registers and spills).
+        """
         from luminal.compiler.report import Report
 
         r = self._report or Report(self._nodes, self._nodes, {}, {}, [], [], None, {})
         if show:
             note = "" if self._report else "\n  (backend 'reference' interprets the graph op by op: nothing compiled)"
             print(f"{r}{note}")
+            describe = getattr(getattr(self.runner, "program", None), "describe", None)
+            if code and describe is not None:
+                print(describe())
         return r
 
     @property

@@ -14,6 +14,9 @@ caller writes those back into the states, after every read has seen the old valu
   with ``id``, ``op``, ``arg``, ``srcs`` = [(node, View)], ``shape`` and ``dtype`` (the table in
   ``core/primitives.py``), and the graph's constant table; it imports no frontend class.
 
+A program may also have ``describe() -> str``: its generated code as text (each kernel's IR and what
+its compiler said), which ``compiled.report(code=True)`` prints.
+
 Registration: a backend package calls :func:`register_backend` when it is imported. The built-in
 ones are named in ``_BUILTIN`` (imported on first use, so ``import luminal`` stays light); a package
 outside this project registers through the ``luminal.backends`` entry-point group (``name =

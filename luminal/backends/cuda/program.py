@@ -79,6 +79,23 @@ class CudaProgram:
                 seen.setdefault(id(launch), launch)
         return list(seen.values())
 
+    def describe(self) -> str:
+        """Every kernel's IR, the lowering's choice among its alternatives, and, where NVRTC is
+        installed, the registers and spill bytes of its sm_90 cubin."""
+        from luminal.backends.cuda import nvrtc, render
+
+        out = []
+        for launch in self.launches():
+            k = launch.kernel
+            try:
+                cubin = nvrtc.compile_cubin(render.render(k), render.kernel_symbol(k))
+                compiled = f"; {cubin.arch}: {cubin.registers} registers, {cubin.spills} spill bytes"
+            except nvrtc.CudaUnavailableError as e:
+                compiled = f"; not compiled ({e})"
+            options = ", ".join(launch.choices) or launch.choice
+            out.append(f"# {k.name}: {launch.choice} (of: {options}){compiled}\n{k.text()}")
+        return "\n\n".join(out)
+
     def __call__(self, arrays: dict, env: dict) -> list:
         try:
             key = tuple(env[d] for d in self.dims)
