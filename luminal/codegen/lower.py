@@ -8,21 +8,39 @@ and its masked reads are made here once, so the CPU and GPU targets cannot disag
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from luminal.codegen import ir
 from luminal.core import dtype as dt
 from luminal.core.symbolic import Sym, evaluate, is_static
 
+DERIVED: dict[str, object] = {}  # parameter name -> the symbolic dim the host evaluates for it
+
+
+def derived_value(name: str, env: dict) -> int:
+    """The value of parameter ``name`` under the binding ``env``: a dim name's own, or a derived
+    dim's (``dim``) evaluated with Python's integer semantics."""
+    if name in env:
+        return env[name]
+    return evaluate(DERIVED[name], env)
+
 
 def dim(d, env: dict | None = None) -> ir.V:
     """The symbolic dim ``d`` as an ``INDEX`` value: a constant when ``env`` binds it (a CPU kernel is
     specialised to one binding), else an expression over the kernel's ``param`` values (a GPU kernel
-    takes its dims as parameters)."""
+    takes its dims as parameters). A polynomial in the dim names is computed in the kernel; a dim
+    with floor divisions, remainders, minima or maxima (a slice's clamped length) is a parameter of
+    its own whose value the host computes once per launch (``derived_value``): exact for negative
+    operands, and no per-thread arithmetic."""
     if is_static(d):
         return ir.const(int(d))
     if env is not None:
         return ir.const(evaluate(d, env))
+    if any(atom.kind != "var" for monomial, _ in d.terms for atom in monomial):
+        name = "d_" + hashlib.sha256(str(d).encode()).hexdigest()[:8]
+        DERIVED.setdefault(name, d)
+        return ir.param(name)
     out = ir.const(0)
     for monomial, coeff in d.terms:
         term = ir.const(coeff)
@@ -33,31 +51,7 @@ def dim(d, env: dict | None = None) -> ir.V:
 
 
 def _atom(a) -> ir.V:
-    if a.kind == "var":
-        return ir.param(a.args[0])
-    x, y = (dim(v) for v in a.args)
-    if a.kind == "floordiv":
-        return ir.div(x, y)
-    if a.kind == "mod":
-        return ir.mod(x, y)
-    pick = ir.alu("LessThan", x, y)  # min / max of index values
-    return ir.V("Where", ir.INDEX, (pick, y, x) if a.kind == "max" else (pick, x, y))
-
-
-def dim_names(d) -> set:
-    """The parameter names ``dim(d)`` reads."""
-    return set() if is_static(d) or not isinstance(d, Sym) else set(_names(d))
-
-
-def _names(d):
-    for monomial, _ in d.terms:
-        for atom in monomial:
-            if atom.kind == "var":
-                yield atom.args[0]
-            else:
-                for v in atom.args:
-                    if isinstance(v, Sym):
-                        yield from _names(v)
+    return ir.param(a.args[0])  # only dim names reach here: other atoms make a derived parameter
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Small programs that exercise every GPU kernel shape the lowering makes (elementwise, both
+"""Small programs that exercise every GPU kernel shape the lowering makes (elementwise, the three
 reductions, tiled / tensor-core / GEMV matmuls, gather, scatter-add, a rolled loop, a train step),
 shared by the NVRTC compile check and the device smoke test."""
 
@@ -50,6 +50,14 @@ def gemv_and_long_rows():
     return g, [v @ m, x.max(-1)[0], x.sum(-1)], {"v": _r(1, 300), "m": _r(300, 45), "x": _r(4, 5000)}
 
 
+def split_rows():
+    """Rows long enough, and few enough, that each is reduced by several blocks (the split path)."""
+    g = lm.Graph()
+    x = g.input("x", (2, 20000))
+    h = g.input("h", (17000,), dtype=lm.float16)
+    return g, [x.sum(-1), x.max(-1)[0], h.sum()], {"x": _r(2, 20000), "h": (_r(17000) / 64).astype(np.float16)}
+
+
 def gather_scatter():
     g = lm.Graph()
     x = g.input("x", (6, 9))
@@ -69,7 +77,7 @@ def rolled_layers():
     return g, [h], {"x": _r(5, 16)}
 
 
-BUILDERS = [mlp_softmax, half_matmuls, gemv_and_long_rows, gather_scatter, rolled_layers]
+BUILDERS = [mlp_softmax, half_matmuls, gemv_and_long_rows, split_rows, gather_scatter, rolled_layers]
 
 
 def compiled(builder, backend="cuda-emulated"):

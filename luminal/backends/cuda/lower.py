@@ -33,7 +33,7 @@ from luminal.codegen import ir
 from luminal.codegen.lower import Placed, Values, accumulate, contiguous_index, dim, read, reduce_identity, unflatten
 from luminal.core import dtype as dt
 from luminal.core.kernel_graph import Expr
-from luminal.core.symbolic import free_vars_in, is_static, prod
+from luminal.core.symbolic import is_static, prod
 
 ELEMENTWISE_THREADS = 256
 ROW_THREADS = 128
@@ -57,8 +57,9 @@ class Launch:
 
 
 def _name(kind: str, k: ir.Kernel) -> ir.Kernel:
-    """``k`` named by its kind and a digest of its text: the same code gets the same name in every
-    program (so the NVRTC cache hits), different code a different one."""
+    """``k`` with its parameters (the dims its code reads), named by its kind and a digest of its
+    code: the same code gets the same name in every program (so the NVRTC cache hits)."""
+    k.params = tuple(sorted({v.arg for v in ir.walk_values_of(k.grid) + ir.walk_values(k.body) if v.op == "param"}))
     digest = hashlib.sha256(ir.fingerprint(k).encode()).hexdigest()[:10]
     k.name = f"{kind}_{digest}"
     return ir.check(k)
@@ -113,8 +114,6 @@ class _Args:
         self.use(ERROR_FLAG, dt.int32, "w")
         return ERROR_FLAG
 
-    def params(self, *things) -> tuple:
-        return tuple(sorted(free_vars_in(list(things))))
 
 
 def _grid(n, threads: int):
@@ -127,26 +126,6 @@ def _gid(threads: int) -> ir.V:
 
 def _store_at(args: _Args, buf, index, value, valid=None) -> ir.Store:
     return ir.Store(args.output(buf), index, ir.cast(value, buf.dtype), valid)
-
-
-def _dims_of(k) -> list:
-    """Everything whose symbolic dims a kernel reads (its parameters)."""
-    return [k.domain, [b.shape for b, _ in k.outputs],
-            [(v.shape, v.strides, v.offset, v.mask) for _, v in list(k.inputs) + list(k.epilogue_inputs)],
-            _expr_dims([e for _, e in k.outputs if e is not None] + ([k.prologue] if k.prologue else []))]
-
-
-def _expr_dims(roots) -> list:
-    out, stack, seen = [], list(roots), set()
-    while stack:
-        e = stack.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        if e.op in ("Scalar", "Reshape") and not isinstance(e.arg, (int, float)):
-            out.append(e.arg)
-        stack.extend(e.args)
-    return out
 
 
 # elementwise --------------------------------------------------------------------------------------
@@ -166,7 +145,7 @@ def elementwise(k) -> list[Launch]:
         v = values.at(e, at if values.shape(e) is not None else ())
         stores.append(_store_at(a, b, ir.var("i"), v))
     body.append(ir.If(live, tuple(stores)))
-    kern = ir.Kernel("k", tuple(a.bufs.values()), a.params(_dims_of(k)), (_grid(n, ELEMENTWISE_THREADS),),
+    kern = ir.Kernel("k", tuple(a.bufs.values()), (), (_grid(n, ELEMENTWISE_THREADS),),
                      tuple(body), block=(ELEMENTWISE_THREADS,))
     return [Launch(_name("elementwise", kern), a.args, a.scratch, "thread per element", ("thread per element",))]
 
@@ -254,7 +233,7 @@ def reduce_thread(k) -> Launch:
         ir.Loop("r", ir.const(0), dim(prod(red_shape)), (ir.Assign("acc", step),)),
         ir.Assign("result", ir.cast(ir.var("acc", work), k.acc_dtype)),
         *_epilogue(k, a, out_idx, ir.var("result", k.acc_dtype)))))
-    kern = ir.Kernel("k", tuple(a.bufs.values()), a.params(_dims_of(k)), (_grid(m, ELEMENTWISE_THREADS),), body,
+    kern = ir.Kernel("k", tuple(a.bufs.values()), (), (_grid(m, ELEMENTWISE_THREADS),), body,
                      block=(ELEMENTWISE_THREADS,))
     return Launch(_name("reduce_thread", kern), a.args, a.scratch, "thread")
 
@@ -295,18 +274,71 @@ def reduce_row(k, tag="reduce_row") -> Launch:
             ir.Assign("result", ir.cast(ir.var("acc", work), k.acc_dtype)),
             ir.If(ir.alu("LessThan", ir.thread(0), ir.const(1)),
                   tuple(_epilogue(k, a, out_idx, ir.var("result", k.acc_dtype))))]
-    kern = ir.Kernel("k", tuple(a.bufs.values()), a.params(_dims_of(k)), (dim(prod(out_shape)),), tuple(body),
+    kern = ir.Kernel("k", tuple(a.bufs.values()), (), (dim(prod(out_shape)),), tuple(body),
                      block=(threads,), shared=(ir.Shared("partials", work, threads // WARP),))
     return Launch(_name(tag, kern), a.args, a.scratch, "row")
 
 
+SPLIT_ROW = 16384  # a static row at least this long, with few outputs, is split over several blocks
+SPLIT_OUTPUTS = 64  # ... when there are at most this many outputs (else every SM has rows already)
+SPLIT_PARTS = 32  # blocks per row (one warp finishes their partials)
+
+
+def reduce_split(k, parts: int = SPLIT_PARTS) -> list[Launch]:
+    """The multi-block path for long rows: ``parts`` blocks per output each reduce one chunk of its
+    row into a partial (float32 for 16-bit inputs), then a warp per output reduces its partials and
+    runs the epilogue. Two launches; the partials live in a scratch of the step."""
+    _, _, out_shape, red_shape = _split(k)
+    work, op = _work_dtype(k), _op(k)
+    m, r = prod(out_shape), prod(red_shape)
+    chunk = -(-r // parts)
+    threads = ROW_THREADS
+    a = _Args()
+    pro = _prologue(k, a, op, work)
+    part_name = a.new_scratch("partials", work, m * parts)
+    a.use(part_name, work, "w")
+    o, part = ir.div(ir.block(0), parts), ir.mod(ir.block(0), parts)
+    out_idx = tuple(unflatten(o, out_shape))
+    red_idx = tuple(unflatten(ir.var("r"), red_shape))
+    start = ir.add(ir.mul(part, chunk), ir.thread(0))
+    stop = ir.V("Where", ir.INDEX, (ir.alu("LessThan", ir.mul(ir.add(part, 1), chunk), ir.const(r)),
+                                    ir.mul(ir.add(part, 1), chunk), ir.const(r)))
+    step = accumulate(op, ir.var("acc", work), pro(_domain_index(k, out_idx, red_idx)))
+    body = [ir.Assign("acc", reduce_identity(op, work)),
+            ir.Loop("r", start, stop, (ir.Assign("acc", step),), ir.const(threads)),
+            *_block_reduce(op, work, threads),
+            ir.Store(part_name, ir.block(0), ir.var("acc", work), ir.alu("LessThan", ir.thread(0), ir.const(1)))]
+    first = ir.Kernel("k", tuple(a.bufs.values()), (), (ir.const(m * parts),), tuple(body), block=(threads,),
+                      shared=(ir.Shared("partials", work, threads // WARP),))
+    b = _Args()
+    b.args[part_name] = None
+    b.use(part_name, work, "r")
+    lane = ir.thread(0)
+    has = ir.alu("LessThan", lane, ir.const(parts))
+    finish = [ir.Assign("acc", ir.load(part_name, work, ir.add(ir.mul(ir.block(0), parts), lane), has,
+                                       reduce_identity(op, work).arg))]
+    for mask in (16, 8, 4, 2, 1):
+        finish.append(ir.Assign("acc", accumulate(op, ir.var("acc", work), ir.shfl_xor(ir.var("acc", work), mask))))
+    finish.append(ir.Assign("result", ir.cast(ir.var("acc", work), k.acc_dtype)))
+    out_idx = tuple(unflatten(ir.block(0), out_shape))
+    finish.append(ir.If(ir.alu("LessThan", lane, ir.const(1)),
+                        tuple(_epilogue(k, b, out_idx, ir.var("result", k.acc_dtype)))))
+    second = ir.Kernel("k", tuple(b.bufs.values()), (), (ir.const(m),), tuple(finish), block=(WARP,))
+    scratch = {part_name: (work, m * parts)}
+    return [Launch(_name("reduce_split", first), a.args, scratch, "split", ("split", "row")),
+            Launch(_name("reduce_split_finish", second), b.args, scratch, "split")]
+
+
 def reduce(k) -> list[Launch]:
     """The cost model: a block per row when rows are long or unknown (a block's 128 threads share the
-    row); a thread per output when rows are short (a block would idle most of its threads)."""
+    row); a thread per output when rows are short (a block would idle most of its threads); several
+    blocks per row when rows are very long and too few to fill the GPU."""
     _, _, out_shape, red_shape = _split(k)
-    r = prod(red_shape)
-    short = is_static(r) and (r <= 32 or (r <= 256 and is_static(prod(out_shape)) and prod(out_shape) >= 4096))
-    options = ("thread", "row") if short else ("row", "thread")
+    r, m = prod(red_shape), prod(out_shape)
+    if is_static(r) and is_static(m) and r >= SPLIT_ROW and m <= SPLIT_OUTPUTS:
+        return reduce_split(k)
+    short = is_static(r) and (r <= 32 or (r <= 256 and is_static(m) and m >= 4096))
+    options = ("thread", "row") if short else ("row", "thread", "split")
     first = reduce_thread(k) if short else reduce_row(k)
     first.choices = options
     return [first]
@@ -411,7 +443,7 @@ def matmul_tiled(k, axes) -> Launch:
     out_idx = _out_index(k, batch, row, col)
     body.append(ir.If(out_valid, tuple(_epilogue(k, a, out_idx, ir.var("result", k.acc_dtype)))))
     batches = prod(tuple(k.domain[i] for i in batch_axes)) if batch_axes else 1
-    kern = ir.Kernel("k", tuple(a.bufs.values()), a.params(_dims_of(k)),
+    kern = ir.Kernel("k", tuple(a.bufs.values()), (),
                      (_grid(n, TILE), _grid(m, TILE), dim(batches)), tuple(body), block=(TILE, TILE),
                      shared=(ir.Shared("tile_a", work, TILE * TILE), ir.Shared("tile_b", work, TILE * TILE)))
     return Launch(_name("matmul_tiled", kern), a.args, a.scratch, "tiled")
@@ -464,7 +496,7 @@ def matmul_mma(k, axes) -> Launch:
         body.append(ir.Assign(res, ir.cast(ir.var(d[i], dt.float32), k.acc_dtype)))
         body.append(ir.If(ok, tuple(_epilogue(k, a, _out_index(k, batch, r, c), ir.var(res, k.acc_dtype)))))
     batches = prod(tuple(k.domain[i] for i in batch_axes)) if batch_axes else 1
-    kern = ir.Kernel("k", tuple(a.bufs.values()), a.params(_dims_of(k)),
+    kern = ir.Kernel("k", tuple(a.bufs.values()), (),
                      (_grid(n, 8), _grid(m, 16), dim(batches)), tuple(body), block=(WARP,))
     return Launch(_name("matmul_mma", kern), a.args, a.scratch, "mma")
 
@@ -507,7 +539,7 @@ def gather(k) -> list[Launch]:
     flag = a.flag()
     body = (ir.Assign("i", gid), ir.If(ir.alu("LessThan", ir.var("i"), dim(n)), (
         *_report(flag, j, ok), _store_at(a, out, ir.var("i"), guarded))))
-    kern = ir.Kernel("k", tuple(a.bufs.values()), a.params(_dims_of(k)), (_grid(n, ELEMENTWISE_THREADS),), body,
+    kern = ir.Kernel("k", tuple(a.bufs.values()), (), (_grid(n, ELEMENTWISE_THREADS),), body,
                      block=(ELEMENTWISE_THREADS,))
     return [Launch(_name("gather", kern), a.args, a.scratch, "thread per element", ("thread per element",))]
 
@@ -538,7 +570,7 @@ def scatter_add(k) -> list[Launch]:
     idx = tuple(unflatten(ir.var("i"), k.domain))
     body = (ir.Assign("i", gid), ir.If(ir.alu("LessThan", ir.var("i"), dim(n_dst)), (
         ir.Store(acc_name, ir.var("i"), ir.cast(read(pd, idx), acc_dtype)),)))
-    kern = ir.Kernel("k", tuple(a.bufs.values()), a.params(_dims_of(k)), (_grid(n_dst, ELEMENTWISE_THREADS),), body,
+    kern = ir.Kernel("k", tuple(a.bufs.values()), (), (_grid(n_dst, ELEMENTWISE_THREADS),), body,
                      block=(ELEMENTWISE_THREADS,))
     launches.append(Launch(_name("scatter_init", kern), a.args, a.scratch, "thread per element"))
     # 2: atomic adds
@@ -561,7 +593,7 @@ def scatter_add(k) -> list[Launch]:
     body = (ir.Assign("i", gid), ir.If(ir.alu("LessThan", ir.var("i"), dim(n_src)), (
         *_report(flag, j, ok),
         ir.AtomicAdd(acc2, dst_index, ir.cast(read(ps, sidx), acc_dtype), ok))))
-    kern = ir.Kernel("k", tuple(a2.bufs.values()), a2.params(_dims_of(k), iv.shape),
+    kern = ir.Kernel("k", tuple(a2.bufs.values()), (),
                      (_grid(n_src, ELEMENTWISE_THREADS),), body, block=(ELEMENTWISE_THREADS,))
     launches.append(Launch(_name("scatter_add", kern), a2.args, {acc2: (acc_dtype, n_dst)} if not direct else {},
                            "atomics"))
@@ -573,7 +605,7 @@ def scatter_add(k) -> list[Launch]:
     a3.use(acc_name, acc_dtype, "r")
     body = (ir.Assign("i", gid), ir.If(ir.alu("LessThan", ir.var("i"), dim(n_dst)), (
         _store_at(a3, out, ir.var("i"), ir.load(acc_name, acc_dtype, ir.var("i"))),)))
-    kern = ir.Kernel("k", tuple(a3.bufs.values()), a3.params(_dims_of(k)), (_grid(n_dst, ELEMENTWISE_THREADS),),
+    kern = ir.Kernel("k", tuple(a3.bufs.values()), (), (_grid(n_dst, ELEMENTWISE_THREADS),),
                      body, block=(ELEMENTWISE_THREADS,))
     launches.append(Launch(_name("scatter_round", kern), a3.args, {acc_name: (acc_dtype, n_dst)}, "thread per element"))
     launches[0].scratch = {acc_name: (acc_dtype, n_dst)}
