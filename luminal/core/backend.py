@@ -33,7 +33,8 @@ import numpy as np
 
 from luminal.core.symbolic import evaluate
 
-_BUILTIN = {"reference": "luminal.backends.reference", "cpu": "luminal.backends.cpu"}
+_BUILTIN = {"reference": "luminal.backends.reference", "cpu": "luminal.backends.cpu",
+            "cuda-emulated": "luminal.backends.cuda"}
 _REGISTRY: dict[str, Backend] = {}
 
 

@@ -53,6 +53,7 @@ GRAD_TOL = {lm.float32: 1e-3, lm.float16: 3e-2, lm.bfloat16: 1e-1}  # relative t
 NAMES = ("B", "S")
 MAX_NUMEL = 512
 SCALE = float(os.environ.get("LUMINAL_FUZZ_EXAMPLES", "1"))
+CODEGEN_BACKENDS = ("cpu", "cuda-emulated")  # every program is checked on each code-generating backend
 FUZZ = settings(deadline=None, derandomize=True, print_blob=True, max_examples=max(1, int(100 * SCALE)),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -615,18 +616,19 @@ def check(p: Program, seed: int, grad: bool):
                         raise
     tensors = outs + [g for _, g in grads]
     reference = lm.compile(tensors, backend="reference")
-    compiled = lm.compile(tensors, backend="cpu")
     grad_tol = max(GRAD_TOL[v.dt] for v in p.pool if v.kind == "f") if grads else 0.0
-    for k, env in enumerate(p.envs):
-        arrays = p.arrays(env, seed + k)
-        want, got = reference(**arrays), compiled(**arrays)
-        want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
-        for i, v in enumerate(p.outputs):
-            _compare(got[i], want[i], v, f"output {v.name} under {env}")
-        for (name, _), w, gg in zip(grads, want[len(outs):], got[len(outs):]):
-            scale = max(1.0, float(np.nanmax(np.abs(w), initial=0.0)))
-            np.testing.assert_allclose(gg, w, rtol=grad_tol, atol=grad_tol * scale, equal_nan=True,
-                                       err_msg=f"gradient of {name} under {env}")
+    for backend in CODEGEN_BACKENDS:
+        compiled = lm.compile(tensors, backend=backend)
+        for k, env in enumerate(p.envs):
+            arrays = p.arrays(env, seed + k)
+            want, got = reference(**arrays), compiled(**arrays)
+            want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+            for i, v in enumerate(p.outputs):
+                _compare(got[i], want[i], v, f"{backend}: output {v.name} under {env}")
+            for (name, _), w, gg in zip(grads, want[len(outs):], got[len(outs):]):
+                scale = max(1.0, float(np.nanmax(np.abs(w), initial=0.0)))
+                np.testing.assert_allclose(gg, w, rtol=grad_tol, atol=grad_tol * scale, equal_nan=True,
+                                           err_msg=f"{backend}: gradient of {name} under {env}")
 
 
 def _run(seed: int, n_ops: int, grad: bool):

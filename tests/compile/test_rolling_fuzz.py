@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
-from test_fuzz import FUZZ, GRAD_TOL, SCALE, U_ACC, UNARY, Val, _compare
+from test_fuzz import CODEGEN_BACKENDS, FUZZ, GRAD_TOL, SCALE, U_ACC, UNARY, Val, _compare
 
 import luminal as lm
 from luminal import train
@@ -355,24 +355,26 @@ def check(stack: Stack, log=note):
             loss = term if loss is None else loss + term
         names = sorted(stack.params)
         tensors += list(train.grad(loss, [stack.params[n] for n in names], allow_unused=True))
-    compiled = lm.compile(tensors, backend="cpu")
     reference = lm.compile(tensors, backend="reference")
-    loops = compiled.report(show=False).loops
-    log(f"loops rolled: {loops}")
-    if should_roll(stack):
-        assert loops, f"a stack of {c.depth} trips of {stack.body_nodes} nodes did not roll"
-    for k, env in enumerate(stack.envs):
-        data = arrays(stack, env, k)
-        got, want = compiled(**data), reference(**data)
-        got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
-        for i, v in enumerate(stack.outputs):
-            _compare(got[i], want[i], v, f"output {i} (of {len(stack.outputs)}) under {env}")
-        tol = GRAD_TOL[lm.float32]
-        for name, gg, w in zip(names, got[len(stack.outputs):], want[len(stack.outputs):]):
-            assert gg.shape == w.shape, f"gradient of {name}: {gg.shape} vs reference {w.shape}"
-            assert np.isfinite(w).all(), f"the reference's gradient of {name} is not finite: fix the generator"
-            scale = max(1.0, float(np.max(np.abs(w), initial=0.0)))
-            np.testing.assert_allclose(gg, w, rtol=tol, atol=tol * scale, err_msg=f"gradient of {name} under {env}")
+    for backend in CODEGEN_BACKENDS:
+        compiled = lm.compile(tensors, backend=backend)
+        loops = compiled.report(show=False).loops
+        log(f"{backend}: loops rolled: {loops}")
+        if should_roll(stack):
+            assert loops, f"a stack of {c.depth} trips of {stack.body_nodes} nodes did not roll"
+        for k, env in enumerate(stack.envs):
+            data = arrays(stack, env, k)
+            got, want = compiled(**data), reference(**data)
+            got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+            for i, v in enumerate(stack.outputs):
+                _compare(got[i], want[i], v, f"{backend}: output {i} (of {len(stack.outputs)}) under {env}")
+            tol = GRAD_TOL[lm.float32]
+            for name, gg, w in zip(names, got[len(stack.outputs):], want[len(stack.outputs):]):
+                assert gg.shape == w.shape, f"gradient of {name}: {gg.shape} vs reference {w.shape}"
+                assert np.isfinite(w).all(), f"the reference's gradient of {name} is not finite: fix the generator"
+                scale = max(1.0, float(np.max(np.abs(w), initial=0.0)))
+                np.testing.assert_allclose(gg, w, rtol=tol, atol=tol * scale,
+                                           err_msg=f"{backend}: gradient of {name} under {env}")
 
 
 def _run(case: Case, log=note):
