@@ -18,3 +18,11 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The NVRTC check of every generated GPU kernel runs last, so it sees the kernels of every
+    ``cuda-emulated`` test before it (``tests/cuda/test_generated_kernels_compile.py``)."""
+    last = [i for i in items if i.nodeid.startswith("tests/cuda/test_generated_kernels_compile.py")]
+    if last:
+        items[:] = [i for i in items if i not in last] + last
