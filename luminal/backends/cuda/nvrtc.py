@@ -163,6 +163,18 @@ def parse_resources(log: str, name: str) -> tuple[int, int]:
     return registers, spills
 
 
+def entry_resources(log: str) -> dict[str, tuple[int, int]]:
+    """``{entry function: (registers, spill bytes stored + loaded)}`` from ptxas's ``-v`` report of a
+    program with several kernels (each entry's lines follow its "Compiling entry function")."""
+    out = {}
+    parts = re.split(r"Compiling entry function '([^']+)'", log)
+    for name, text in zip(parts[1::2], parts[2::2]):
+        regs = re.search(r"Used (\d+) registers", text)
+        spills = sum(int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text))
+        out[name] = (int(regs.group(1)) if regs else -1, spills)
+    return out
+
+
 def numbered(source: str) -> str:
     """``source`` with line numbers (NVRTC's log cites lines)."""
     lines = source.splitlines()

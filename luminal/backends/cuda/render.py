@@ -719,11 +719,18 @@ class _Renderer:
         grid = ", ".join(ir.show_value(g) for g in k.grid)
         out = [f"// luminal kernel {k.name}: grid ({grid}) block {tuple(k.block)}"
                " (backends/cuda/render.py, from the kernel IR)", ""]
-        for name in _HELPERS:
-            if name in self.helpers:
-                out.append(_HELPERS[name][1])
-        if self.helpers:
-            out.append("")
+        out += self.prelude()
+        out += self.function(threads, params, body_lines)
+        return "\n".join(out) + "\n"
+
+    def prelude(self) -> list:
+        """The helpers this kernel uses, in ``_HELPERS`` order (a blank line after them)."""
+        out = [_HELPERS[name][1] for name in _HELPERS if name in self.helpers]
+        return out + [""] if out else out
+
+    def function(self, threads, params, body_lines) -> list:
+        k = self.k
+        out = []
         out.append(f'extern "C" __global__ void __launch_bounds__({threads}) {kernel_symbol(k)}(')
         out.append("    " + ",\n    ".join(params) + ") {" if params else "    ) {")
         for s in k.shared:
@@ -733,7 +740,7 @@ class _Renderer:
             out.append(f"  {ctype(d)} {self.var_c(name)} = 0;")
         out += body_lines
         out.append("}")
-        return "\n".join(out) + "\n"
+        return out
 
     def _body(self) -> list:
         for s in self.k.shared:
@@ -743,6 +750,20 @@ class _Renderer:
             self.var_c(name)  # registers are named before locals and loop variables: stable names
         self.stmts(self.k.body)
         return self.lines
+
+
+def render_many(kernels) -> str:
+    """One translation unit holding every kernel of ``kernels`` (distinct names), each helper once:
+    NVRTC's cost is mostly per program, so checking thousands of kernels compiles them in batches."""
+    helpers: set = set()
+    functions: list = []
+    for k in kernels:
+        text = render(k)  # checks the kernel; its helpers are the lines before ``extern "C"``
+        head, _, fn = text.partition('extern "C"')
+        helpers.update(h for h in _HELPERS if _HELPERS[h][1] in head)
+        functions.append('extern "C"' + fn)
+    prelude = [_HELPERS[name][1] for name in _HELPERS if name in helpers]
+    return "\n".join(["// luminal kernels (backends/cuda/render.py, from the kernel IR)", *prelude, "", *functions])
 
 
 def render(kernel: ir.Kernel) -> str:
