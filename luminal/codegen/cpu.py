@@ -71,16 +71,14 @@ def _merged_axes(shape: tuple, placements: list[Placed]) -> list[list[int]]:
 
 
 def _joins(group, a, shape, placements) -> bool:
-    prev = group[-1]
-    if shape[a] == 1 or shape[prev] == 1:
-        return not any(p.box is not None and (p.box[a] != (0, shape[a]) or p.box[prev] != (0, shape[prev]))
-                       for p in placements)
-    for p in placements:
-        if p.box is not None and (p.box[a] != (0, shape[a]) or p.box[prev] != (0, shape[prev])):
-            return False
-        if p.strides[prev] != p.strides[a] * shape[a]:
-            return False
-    return True
+    """Whether axis ``a`` joins ``group``: every placement walks it on from the group's last axis of
+    size > 1 (size-1 axes have no stride of their own), and no mask cuts any of them."""
+    if any(p.box is not None and any(p.box[x] != (0, shape[x]) for x in (*group, a)) for p in placements):
+        return False
+    inner = [x for x in group if shape[x] != 1]
+    if shape[a] == 1 or not inner:
+        return True
+    return all(p.strides[inner[-1]] == p.strides[a] * shape[a] for p in placements)
 
 
 def _merge(p: Placed, groups, shape) -> Placed:
@@ -127,6 +125,7 @@ def elementwise(k, env: dict, place, name: str) -> ir.Kernel:
         outs = [(_merge(p, groups, shape), e) for p, e in outs]
         shape = tuple(_size(g, shape) for g in groups)
         view_shapes = [shape] * len(ins)  # every load reads the (merged) domain
+        out_shapes = [shape] * len(outs)  # and every output is stored over it
     bufs = _Buffers()
     idx = tuple(ir.item(a) for a in range(len(shape)))
 
