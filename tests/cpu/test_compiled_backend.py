@@ -1,9 +1,10 @@
 """The compiled CPU backend (``luminal/cpu/compiled.py``) on hand-built kernel graphs, against the
 reference interpreter on the equivalent frontend graphs.
 
-Elementwise kernels share the reference's per-op numpy implementations, so they must agree bit for
-bit (float16/bfloat16 rounding per node included); reductions and matmuls sum in a different order,
-so floats compare with a tolerance and ints/bools exactly.
+Elementwise kernels (generated code) must agree with the reference bit for bit (float16/bfloat16
+rounding per node included), except Log2, Exp2 and Sin, where libm and numpy's SIMD functions each
+round their own way (within 2 ulps: :func:`ulp_equal`); reductions and matmuls sum in a different
+order, so floats compare with a tolerance and ints/bools exactly.
 """
 
 from __future__ import annotations
@@ -17,6 +18,20 @@ from luminal.core.dtype import ALL
 
 FLOATS = [d for d in ALL if d.is_float]
 TOL = {lm.float64: 1e-9, lm.float32: 1e-5, lm.float16: 2e-3, lm.bfloat16: 1.6e-2}
+
+
+TRANSCENDENTAL = ("Log2", "Exp2", "Sin")
+
+
+def ulp_equal(got, want, ulps=2):
+    """Equal but for the last bits of float32/float64 transcendentals (NaN and infinities exactly);
+    bit for bit for the half types (both round the same float32 value) and everything else."""
+    if got.dtype not in (np.float32, np.float64):
+        np.testing.assert_array_equal(got, want)
+        return
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
+    np.testing.assert_array_equal(got[~np.isfinite(got)], want[~np.isfinite(want)])
+    np.testing.assert_array_max_ulp(got[np.isfinite(got)], want[np.isfinite(want)], ulps)
 
 
 def close(got, want, dtype):
@@ -66,12 +81,16 @@ def test_elementwise_every_op_every_dtype(d):
 
         (want,) = ref(build, {"x0": a, "x1": b})
         assert got.dtype == want.dtype, op
-        np.testing.assert_array_equal(got, want, err_msg=f"{op} {d.name}")
+        if op in TRANSCENDENTAL:
+            ulp_equal(got, want)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=f"{op} {d.name}")
 
 
 @pytest.mark.parametrize("d", FLOATS, ids=lambda d: d.name)
 def test_elementwise_chain_rounds_per_node(d):
-    """A fused chain gives exactly the reference's values: half floats round after every node."""
+    """A fused chain gives the reference's values: half floats round after every node (Exp2: see
+    :func:`ulp_equal`)."""
     shape = (3, 7)
     a, b = rand_array(shape, d, 3, 0.1, 3.0), rand_array(shape, d, 4, 0.1, 3.0)
     ab = E("Mul", L(0, d), L(1, d))
@@ -87,7 +106,7 @@ def test_elementwise_chain_rounds_per_node(d):
         ch = prim("Sqrt", prim("Add", xy, prim("Exp2", prim("Mul", x, c))))
         return [prim("Where", prim("LessThan", x, y, dtype=lm.bool), ch, prim("Recip", xy), dtype=d)]
 
-    np.testing.assert_array_equal(got, ref(build, {"x0": a, "x1": b})[0])
+    ulp_equal(got, ref(build, {"x0": a, "x1": b})[0])
 
 
 @pytest.mark.parametrize("src", ALL, ids=lambda d: d.name)
@@ -103,25 +122,6 @@ def test_cast_every_pair(src):
         (got,), _ = prog({"x0": a}, {})
         (want,) = ref(lambda g, dst=dst: [prim("Cast", g.input("x0", shape, src), arg=dst, dtype=dst)], {"x0": a})
         np.testing.assert_array_equal(got, want, err_msg=f"{src.name} -> {dst.name}")
-
-
-@pytest.mark.parametrize("d", [lm.float16, lm.bfloat16, lm.float32, lm.int32], ids=lambda d: d.name)
-def test_add_of_a_negation_is_one_subtraction(d):
-    """``a + b * -1`` runs as ``np.subtract`` (one pass) with the reference's exact bits."""
-    shape = (3, 5)
-    a, b = rand_array(shape, d, 1), rand_array(shape, d, 2)
-    if d.is_float:
-        a[0, :3], b[0, :3] = [0.0, -0.0, np.inf], [0.0, 0.0, np.inf]
-    else:
-        a[0, 0], b[0, 0] = 5, -2**31
-    expr = E("Add", E("Mul", L(1, d), S(-1, d)), L(0, d))
-    prog = ew_program(shape, [d, d], expr, d)
-    (got,), _ = prog({"x0": a, "x1": b}, {})
-    (want,) = ref(lambda g: [prim("Add", prim("Mul", g.input("x1", shape, d), g.constant(-1, d).expand(*shape)),
-                                  g.input("x0", shape, d))], {"x0": a, "x1": b})
-    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
-    calls = next(iter(prog._bindings.values())).calls
-    assert [getattr(getattr(fn, "func", fn), "__name__", "") for fn, _ in calls][0] == "subtract"
 
 
 def test_int32_wraps_and_fmod_sign():
@@ -187,9 +187,9 @@ def test_reshape_of_a_0d_value_keeps_its_scratch():
     np.testing.assert_array_equal(got, [np.exp2(a) + np.sin(a)])
 
 
-def test_broadcast_operands_computed_compactly():
-    """Arithmetic on broadcast loads runs at their own size; reshapes and reductions of such values
-    still see the full shape."""
+def test_broadcast_operands():
+    """Arithmetic on broadcast loads (stride 0); reshapes and reductions of such values see the full
+    shape."""
     f = lm.float32
     kg = KG()
     s, row, x = kg.input("s", ()), kg.input("row", (1, 5)), kg.input("x", (4, 5))
@@ -207,10 +207,8 @@ def test_broadcast_operands_computed_compactly():
     for _ in range(2):
         r1, r2, r3 = prog({"s": a, "row": r, "x": xx}, {})[0]
         np.testing.assert_allclose(r1, xx / np.float32(2), rtol=1e-6)
-        np.testing.assert_array_equal(r2, np.broadcast_to(np.exp2(r), (4, 5)).reshape(20))
+        ulp_equal(r2, np.broadcast_to(np.exp2(r), (4, 5)).reshape(20))
         np.testing.assert_allclose(r3, np.full(4, (a * r).sum()), rtol=1e-6)
-    b = next(iter(prog._bindings.values()))
-    assert any(fn is np.sqrt and args[0].shape == (1, 1) for fn, args in b.calls)
 
 
 # views -----------------------------------------------------------------------------------------------
@@ -245,9 +243,9 @@ def test_masked_views_pad_filled_once_valid_box_copied_every_run():
             np.testing.assert_array_equal(gv, wv)
 
 
-def test_kernels_reading_a_permuted_view_evaluate_in_its_order():
-    """Pooling-window style: a view whose axis order disagrees with the output's, read several times,
-    is walked in its own order (intermediates too); the output and a reduction still come out right."""
+def test_kernels_reading_a_permuted_view():
+    """Pooling-window style: a view whose axis order disagrees with the output's, read several times
+    by an elementwise kernel and a reduction."""
     f = lm.float32
     kg = KG()
     x, r = kg.input("x", (4, 2, 6)), kg.input("r", (4, 6))
@@ -264,10 +262,8 @@ def test_kernels_reading_a_permuted_view_evaluate_in_its_order():
     a, b = rand_array((4, 2, 6), f, 1), rand_array((4, 6), f, 2)
     r1, r2 = prog({"x": a, "r": b}, {})[0]
     xt, bb = a.transpose(0, 2, 1), b[:, :, None]
-    np.testing.assert_array_equal(r1, np.where(xt < bb, xt * xt, np.exp2(xt)))
+    ulp_equal(r1, np.where(xt < bb, xt * xt, np.exp2(xt)))
     np.testing.assert_array_equal(r2, (xt * bb + xt).max(axis=2))
-    calls = next(iter(prog._bindings.values())).calls
-    assert any(getattr(arg, "shape", None) == (4, 2, 6) for _, args in calls for arg in args)
 
 
 def test_scalar_only_output_with_a_size_one_axis():
@@ -300,7 +296,7 @@ def test_broadcast_and_strided_loads():
 
 # reductions ------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("n", [5, 20], ids=["unrolled", "ufunc_reduce"])  # <= SMALL_REDUCE: a chain of ufuncs
+@pytest.mark.parametrize("n", [5, 20], ids=["short", "long"])
 @pytest.mark.parametrize("d", ALL, ids=lambda d: d.name)
 @pytest.mark.parametrize("op", ["sum", "max"])
 def test_reduce_every_dtype(d, op, n):

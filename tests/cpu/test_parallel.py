@@ -1,11 +1,12 @@
-"""The compiled CPU backend's own threads (``luminal/cpu/parallel.py``, ``luminal/cpu/blas.py``).
+"""The compiled CPU backend's own threads (``luminal/cpu/parallel.py``, ``luminal/cpu/blas.py``, and
+generated kernels cut along their first grid axis in ``compiled.py``).
 
 Why: a run of row-wise calls is cut into row ranges that threads run at once, so a wrong cut (an
-array cut along the wrong axis, a reduction cut along its reduced axis, two arrays over the same
-memory cut with different row strides, a broadcast read of rows another thread writes) gives wrong
-numbers only sometimes. The default thresholds split only long runs of big calls, which the small
-programs of the other tests never make; here the ``forced`` fixture splits every run it can into
-three (an odd count, so the row ranges are uneven) and the program audit's whole-program cases and
+array cut along the wrong axis, two arrays over the same memory cut with different row strides, a
+broadcast read of rows another thread writes) gives wrong numbers only sometimes. The default
+thresholds split only long runs of big calls and big kernels, which the small programs of the other
+tests never make; here the ``forced`` fixture splits every run and every generated kernel it can
+into three (an odd count, so the ranges are uneven) and the program audit's whole-program cases and
 a convolutional training step run again against the reference interpreter.
 """
 
@@ -29,7 +30,7 @@ from test_program_audit import (  # noqa: F401
 
 import luminal as lm
 from luminal import nn, train
-from luminal.backends.cpu import blas, parallel
+from luminal.backends.cpu import blas, compiled, parallel
 from luminal.backends.cpu.parallel import Split, split_rows
 from luminal.core import numpy_ops as ops
 
@@ -52,9 +53,10 @@ FUZZ = _fuzz_module()
 
 @pytest.fixture(autouse=True)
 def forced(monkeypatch):
-    """Every run worth splitting, into ``THREADS`` parts."""
+    """Every run and every generated kernel worth splitting, into ``THREADS`` parts."""
     monkeypatch.setattr(parallel, "MIN_RUN_NS", 0)
     monkeypatch.setattr(parallel, "MIN_CALL_NS", 0)
+    monkeypatch.setattr(compiled, "SPLIT_NS", 0)
     monkeypatch.setenv("LUMINAL_NUM_THREADS", str(THREADS))
 
 
@@ -95,27 +97,16 @@ def _same_as_serial(make, exact=True):
     return split
 
 
-def test_elementwise_chain_splits_into_uneven_row_ranges():
+def test_a_run_of_copies_splits_into_uneven_row_ranges():
     def make():
         rng = np.random.default_rng(0)
-        a, b = rng.standard_normal((7, 5)), np.arange(5.0)
-        t, out = np.empty((7, 5)), np.empty((7, 5))
-        return [(np.multiply, (a, b, t)), (np.add, (t, 1.0, t)), (ops._maximum, (t, a, out))], [out]
+        a = rng.standard_normal((7, 5)).astype(np.float32)
+        t, out = np.empty((7, 5), np.float32), np.empty((7, 5), np.float32)
+        return [(np.copyto, (t, a)), (ops.round_bf16_, (t,)), (np.copyto, (out, t))], [out]
 
     split = _same_as_serial(make)
     (s,) = _splits(split)
     assert [part[0][1][0].shape[0] for part in s.parts] == [2, 2, 3]
-
-
-def test_reduction_is_cut_along_an_axis_it_keeps():
-    def make():
-        x = np.arange(4 * 6 * 5, dtype=np.float64).reshape(4, 6, 5)
-        out = np.empty((6,) + (5,))
-        return [(ops.reduce, ("sum", x, (0,), lm.float64, out))], [out]
-
-    split = _same_as_serial(make)
-    (s,) = _splits(split)
-    assert [p[0][1][1].shape for p in s.parts] == [(4, 2, 5), (4, 2, 5), (4, 2, 5)]
 
 
 def test_matmuls_cut_by_batch_rows_and_columns():
@@ -145,7 +136,7 @@ def test_rows_written_then_read_transposed_are_not_cut_together():
     def make():
         x = np.arange(36.0).reshape(6, 6)
         t, out = np.empty((6, 6)), np.empty((6, 6))
-        return [(np.add, (x, 1.0, t)), (np.multiply, (t.T, 2.0, out))], [out]
+        return [(np.copyto, (t, x)), (np.copyto, (out, t.T))], [out]
 
     split = _same_as_serial(make)
     assert len(_splits(split)) == 2  # one split per call: thread 0 would read rows thread 1 writes
@@ -155,7 +146,7 @@ def test_a_broadcast_read_of_written_memory_ends_the_run():
     def make():
         x = np.arange(12.0).reshape(6, 2)
         t, out = np.empty((6, 2)), np.empty((6, 2))
-        return [(np.add, (x, 1.0, t)), (np.multiply, (x, t[:1], out))], [out]
+        return [(np.copyto, (t, x)), (np.copyto, (out, t[:1]))], [out]
 
     split = _same_as_serial(make)
     assert [len(s.parts[0]) for s in _splits(split)] == [1, 1]
@@ -170,14 +161,14 @@ def test_overlapping_rows_of_one_output_are_never_cut():
 
 def test_calls_that_are_not_row_wise_stay_as_they_are():
     x, idx, out = np.arange(12.0).reshape(6, 2), np.zeros((6, 1), np.int32), np.empty((6, 1))
-    calls = [(ops.gather, (x, idx, 1, out)), (np.add, (x, 1.0, np.empty((6, 2))))]
+    calls = [(ops.gather, (x, idx, 1, out)), (np.copyto, (np.empty((6, 2)), x))]
     split = split_rows(calls, _Binding(), THREADS)
     assert split[0] == calls[0] and isinstance(split[1][0], Split)
 
 
 def test_small_runs_stay_serial_by_default(monkeypatch):
     monkeypatch.undo()
-    calls = [(np.add, (np.ones((64, 64)), 1.0, np.empty((64, 64))))]
+    calls = [(np.copyto, (np.empty((64, 64)), np.ones((64, 64))))]
     assert split_rows(calls, _Binding(), 2) == calls
     assert split_rows(calls, _Binding(), 1) == calls
 

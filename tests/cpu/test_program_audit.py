@@ -222,10 +222,11 @@ def test_bool_state_toggled_and_counted():
 
 # state updates written in place --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("n", [2, 4, 5])  # 2, 4: calls split along the inner axis (SPLIT_INNER), unless in place
+@pytest.mark.parametrize("n", [2, 4, 5])
 @pytest.mark.parametrize("dtype", [lm.float32, lm.float16, lm.bfloat16, lm.int32, lm.bool], ids=lambda d: d.name)
 def test_in_place_outer_product_of_a_row_and_a_column_of_itself(dtype, n):
-    """q <- outer(q[0], q[:, 1]): the update reads row 0 while writing every row."""
+    """q <- outer(q[0], q[:, 1]): the update reads row 0 while writing every row, so it is not
+    written in place (a work item would read elements that another one already wrote)."""
     def build(g, S):
         q = st(g, S, "q")
         return [g.constant(1.0) + 0], {S["q"]: q[0].reshape(n, 1) * q[:, 1]}
@@ -234,12 +235,11 @@ def test_in_place_outer_product_of_a_row_and_a_column_of_itself(dtype, n):
         to_storage(np.arange(n * n, dtype=np.float64).reshape(n, n) / 4 - 1, dtype) if dtype.is_float else \
         np.arange(1, n * n + 1, dtype=np.int32).reshape(n, n)
     f = _same_as_reference(build, {"q": init}, dtypes={"q": dtype}, tol=TOL[dtype])
-    assert _binding(f)._alias, "the update is no longer written in place: this test no longer tests that"
+    assert not _binding(f)._alias
 
 
 def test_in_place_transposed_self_times_column_shared_with_an_output():
-    """q <- q.T * c, and an output reading the same product: one kernel writes both; a broadcast column
-    keeps the evaluation order and splits the root's call into one call per column."""
+    """q <- q.T * c, and an output reading the same product: one kernel writes both."""
     def build(g, S):
         q, c, x = st(g, S, "q"), g.input("c", (3, 1)), g.input("x", (3, 3))
         return [x * x * x + q.transpose(0, 1) * c], {S["q"]: q.transpose(0, 1) * c}
@@ -250,17 +250,28 @@ def test_in_place_transposed_self_times_column_shared_with_an_output():
 
 
 def test_in_place_transposed_self_times_column_alone_is_right():
-    """The same update in a kernel of its own is evaluated in the view's order: one call, right."""
+    """The same update in a kernel of its own: it reads q transposed, so it is not written in place."""
     def build(g, S):
         q, c = st(g, S, "q"), g.input("c", (3, 1))
         return [c * 2], {S["q"]: q.transpose(0, 1) * c}
 
     f = _same_as_reference(build, {"q": np.arange(9, dtype=np.float32).reshape(3, 3)},
                            [{"c": np.array([[1.0], [2.0], [3.0]], np.float32)}] * 2)
+    assert not _binding(f)._alias
+
+
+def test_in_place_update_reading_its_own_elements():
+    """q <- q * c + q (every read of q at the element written): written in place, right on every call."""
+    def build(g, S):
+        q, c = st(g, S, "q"), g.input("c", (3, 1))
+        return [c * 2], {S["q"]: q * c + q}
+
+    f = _same_as_reference(build, {"q": np.arange(9, dtype=np.float32).reshape(3, 3)},
+                           [{"c": np.array([[1.0], [2.0], [3.0]], np.float32)}] * 3)
     assert _binding(f)._alias
 
 
-@pytest.mark.parametrize("other", ["x", "zero"])  # ops.where / ops.where_zero
+@pytest.mark.parametrize("other", ["x", "zero"])  # a select against another value / against zero
 @pytest.mark.parametrize("dtype", [lm.float32, lm.int32], ids=lambda d: d.name)
 def test_in_place_where_over_a_copy_of_its_transpose(dtype, other):
     """q <- where(x > 0, x or 0, q.T reshaped back): the reshape of a permuted view is a Copy."""
@@ -275,8 +286,7 @@ def test_in_place_where_over_a_copy_of_its_transpose(dtype, other):
 
 
 def test_in_place_relu_of_a_copy_of_its_transpose():
-    """The ReLU reads the Copy twice (comparison and select), so the emitter gathers it into a scratch
-    first: written in place and right."""
+    """The ReLU of a Copy of q's transpose, read twice (comparison and select): right."""
     def build(g, S):
         return [g.constant(1.0) + 0], {S["q"]: st(g, S, "q").transpose(0, 1).reshape(16).reshape(4, 4).relu()}
 
@@ -596,7 +606,7 @@ def test_rolled_stack_in_half_precision_under_many_bindings(dtype):
 @pytest.mark.parametrize("width", [2, 4, 5])
 @pytest.mark.parametrize("opt", [("SGD", dict(lr=0.05, momentum=0.9)), ("AdamW", dict(lr=1e-2))], ids=lambda o: o[0])
 def test_rolled_train_step_narrow_layers(width, opt):
-    """A residual stack of narrow Linear layers (inner dims at or under SPLIT_INNER), its forward and
+    """A residual stack of narrow Linear layers (inner dims of 2 to 5), its forward and
     backward rolled, trained with the update written in place; an output from the middle of the stack;
     batch sizes 3, 1, 5, 2, 3."""
     depth, sizes = 6, [3, 1, 5, 2, 3]

@@ -1,19 +1,21 @@
-"""``backend="cpu"``: a kernel graph run as a flat list of numpy calls (``compiled.CpuProgram``), with
-each primitive's numpy semantics from ``core/numpy_ops.py`` (shared with the reference interpreter)."""
+"""``backend="cpu"``: a kernel graph run as a flat list of calls (``compiled.CpuProgram``): generated
+machine code for elementwise and reduce kernels and matmul epilogues (``codegen/cpu.py`` lowered,
+``codegen/llvm.py`` compiled), BLAS for GEMMs, numpy for gather and scatter_add (``lowering.py`` says
+what runs where and why). Every primitive has the reference's semantics (``core/numpy_ops.py``)."""
 
 import time
 
 from luminal.backends.cpu.compiled import CpuProgram
-from luminal.backends.cpu.exprs import LOWERING
 from luminal.core.backend import Backend, register_backend, zero_inputs
+from luminal.core.primitives import ELEMENTWISE
 
 
 class Cpu(Backend):
     name = "cpu"
     level = "kernels"
-    # every primitive: the elementwise ones as Expr ops of a kernel (exprs.LOWERING), the others as kernels
-    # of their own kind (lowering.py: reduce, gather, scatter_add) or as buffers (input, const, iota)
-    primitives = frozenset(LOWERING) | {"SumReduce", "MaxReduce", "Gather", "ScatterAdd", "Input", "Constant", "Arange"}
+    # every primitive: the elementwise ones as Expr ops of a kernel (generated code: codegen/lower.py), the
+    # others as kernels of their own kind (lowering.py: reduce, gather, scatter_add) or as buffers
+    primitives = ELEMENTWISE | {"SumReduce", "MaxReduce", "Gather", "ScatterAdd", "Input", "Constant", "Arange"}
 
     def program(self, kernel_graph, plan):
         return _Run(kernel_graph, plan)

@@ -1,29 +1,35 @@
-"""The compiled CPU backend: runs a kernel graph with numpy as a flat list of precomputed calls.
+"""The compiled CPU backend: runs a kernel graph as a flat list of precomputed calls, most of them
+generated machine code.
 
 For each binding of the symbolic dims a :class:`Binding` allocates every buffer once (temps in the
-memory plan's slots), precomputes every view as a numpy strided array over those buffers and lowers
-every kernel (``lowering.py``) to ``(function, args)`` calls with ``out=`` arguments. A run is then
+memory plan's slots) and lowers every kernel (``lowering.py``): elementwise and reduce kernels, and
+matmul epilogues, to kernels of the IR (``codegen/cpu.py``), all of a binding's compiled as one LLVM
+module (``codegen/llvm.py``); GEMMs to BLAS through ``np.matmul``; gather and scatter_add to numpy. A
+generated kernel's call is its ctypes function with a prebuilt array of buffer pointers; a large one
+is cut along its first grid axis over the backend's threads (ctypes releases the GIL). A run is then
 ``for f, args in calls: f(*args)``: no graph walking, no allocation on the hot path. The kernel
 graph's calls of rolled loop bodies are expanded into their kernels first (once per program).
 
-Caller arrays (inputs, states, random draws) are read in place, not copied: the calls that read
-them hold :class:`InputView` placeholders, resolved into numpy views of the caller's array and
-patched into those calls only when a name's array object differs from the previous run's (a
-State's array stays the same object across steps, so in steady state nothing is rebuilt).
+Caller arrays (inputs, states, random draws) are read in place, not copied: the numpy calls that
+read them hold :class:`InputView` placeholders and the generated ones a slot of their pointer array,
+both patched only when a name's array object differs from the previous run's (a State's array stays
+the same object across steps, so in steady state nothing is rebuilt).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 from collections import OrderedDict
 
 import numpy as np
 
 from luminal.backends.cpu import blas, layout
-from luminal.backends.cpu.exprs import rewrite, shape_of, topo
 from luminal.backends.cpu.gemm import Strided
 from luminal.backends.cpu.lowering import lower
 from luminal.backends.cpu.parallel import Split, split_rows, thread_count
+from luminal.codegen import ir, llvm
+from luminal.codegen.lower import Placed
 from luminal.core import numpy_ops as ops
 from luminal.core.gc_paused import gc_paused
 from luminal.core.kernel_graph import MemoryPlan, dims_needed, expand_calls
@@ -32,6 +38,13 @@ from luminal.core.view import contiguous_strides
 
 CALLER_KINDS = ("input", "state", "random")
 MAX_BINDINGS = 8  # bindings kept per program (each holds all of its buffers)
+# A generated kernel is cut over threads when its estimated time is this long or more (handing the
+# work to another thread and back costs tens of microseconds on a busy 2-core machine); the estimate
+# counts the memory accesses of its work items and the calls of libm's functions (scalar calls)
+SPLIT_NS = 100_000
+NS_PER_ACCESS = 0.3
+NS_PER_CALL = 4.0
+_CALLS = frozenset({"Log2", "Exp2", "Sin", "Mod"})
 _NO_CONTEXT = contextlib.nullcontext()
 
 
@@ -103,6 +116,13 @@ class Binding:
         self._last: dict = {}  # name -> the array the views were last resolved over
         self._perm: dict = {}  # buffer id -> axis order of its storage, for the buffers stored permuted
         self._flat: dict = {}  # buffer id -> the buffer's storage as a 1-d array
+        self._gen: list = []  # (IR kernel, index of its call in self.calls) of each generated kernel
+        self._ir_names: dict = {}  # what an IR buffer points at -> its name in every generated kernel
+        self._sources: dict = {}  # IR buffer name -> its array, or the name of the caller array it is
+        self._slots: dict = {}  # caller array name -> [(pointer array, slot)] patched on rebind
+        self._held: dict = {}  # caller array name -> the array the pointers point into
+        self._module = None  # the generated kernels' compiled module (its functions live as long as it)
+        self._pointers: list = []  # the pointer arrays of the generated calls
         self._allocate(kg, plan, self._layouts(kg, kernels))
         self._allocate_parts(kernels)
         self._alias = self._in_place(kg, kernels)  # temp id -> name of the state array that holds it
@@ -112,7 +132,9 @@ class Binding:
             lower(k, self)
             for b, _ in k.outputs:
                 writes[b.id] = writes.get(b.id, 0) + 1
-        self.calls = split_rows(self.calls, self, thread_count())
+        threads = thread_count()
+        own = self._link(threads)
+        self.calls = split_rows(self.calls, self, threads, matmuls=own)
         self._threaded = any(isinstance(f, Split) for f, _ in self.calls)
         self.out_calls = [self._output(buf, v) for buf, v in kg.outputs]
         self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]
@@ -148,6 +170,11 @@ class Binding:
             self._last[n] = arrays[n] if arr is arrays[n] else None  # a converted copy is redone every run
             for ref in self._refs.get(n, ()):
                 ref.value = ref.resolve(arr)
+            slots = self._slots.get(n)
+            if slots:
+                self._held[n] = arr
+                for ptrs, i in slots:
+                    ptrs[i] = arr.ctypes.data
         seen = set()
         for n in names:
             for lst, i, (f, args) in self._deps.get(n, ()):
@@ -201,7 +228,8 @@ class Binding:
         straight into the state's array, which saves the caller's copy.
 
         Safe when nothing reads the state's old value afterwards (no later kernel, output or update;
-        within the writing kernel, every read comes before the write) and no kernel that can fail
+        within the writing kernel, each work item reads only the element it writes, and the
+        generated kernel stores it after every read: :func:`_stores_last`) and no kernel that can fail
         at run time (gather, scatter) comes after it: a failed run still leaves the states as they were."""
         ks = kernels
         writer = {b.id: i for i, k in enumerate(ks) for b, _ in k.outputs}
@@ -220,7 +248,7 @@ class Binding:
             if t.dtype is not st.dtype or self.shape(t.shape) != self.shape(st.shape) or \
                     tuple(view.shape) != tuple(t.shape) or not view.is_contiguous():
                 continue
-            if last_read.get(st.id, -1) <= i and st.id not in read_at_end and _reads_before_write(ks[i], st, t):
+            if last_read.get(st.id, -1) <= i and st.id not in read_at_end and _reads_in_step(ks[i], st, t):
                 alias[t.id] = name
         return alias
 
@@ -346,58 +374,6 @@ class Binding:
         self._loads[key] = value
         return value
 
-    def regroup(self, x, shape):
-        """``x`` reshaped to ``shape`` without a copy, or None when its strides do not allow it."""
-        if isinstance(x, np.ndarray):
-            try:
-                return np.reshape(x, shape, copy=False)
-            except ValueError:
-                return None
-        probe = np.lib.stride_tricks.as_strided(np.empty(1, x.dtype), x.shape, x.strides)  # strides only
-        try:
-            strides = np.reshape(probe, shape, copy=False).strides
-        except ValueError:
-            return None
-        return self.caller_view(x.name, shape, x.dtype, strides, x.offset)
-
-    def transpose(self, x, perm):
-        """``x`` with its axes in order ``perm`` (a scalar unchanged: the value of an expression of
-        scalars alone, which broadcasts to any shape, is 0-d)."""
-        if isinstance(x, np.ndarray):
-            return x.transpose(perm) if x.ndim else x
-        if not isinstance(x, InputView):
-            return x
-        return self.caller_view(x.name, tuple(x.shape[a] for a in perm), x.dtype, tuple(x.strides[a] for a in perm),
-                                x.offset)
-
-    def take(self, x, index: dict):
-        """``x`` with the axes in ``index`` fixed at the given positions (and removed)."""
-        if isinstance(x, np.ndarray):
-            return x[tuple(index.get(i, slice(None)) for i in range(x.ndim)) + (Ellipsis,)]  # a view, even 0-d
-        keep = [i for i in range(len(x.shape)) if i not in index]
-        return self.caller_view(x.name, tuple(x.shape[i] for i in keep), x.dtype, tuple(x.strides[i] for i in keep),
-                                x.offset + sum(j * x.strides[i] for i, j in index.items()))
-
-    def compact(self, v):
-        """``v`` read with size 1 along the axes it broadcasts along (stride 0)."""
-        strides = getattr(v, "strides", None)
-        if not strides or all(s != 0 or n <= 1 for n, s in zip(v.shape, strides)):
-            return v
-        if isinstance(v, np.ndarray):
-            return v[tuple(slice(0, 1) if s == 0 else slice(None) for s in strides)]
-        shape = tuple(1 if s == 0 else n for n, s in zip(v.shape, strides))
-        return self.caller_view(v.name, shape, v.dtype, v.strides, v.offset)
-
-    def expand(self, v, shape):
-        """A compact ``v`` broadcast (stride 0) back to ``shape``."""
-        shape = tuple(shape)
-        if shape_of(v) == shape:
-            return v
-        if isinstance(v, InputView):
-            strides = tuple(0 if n != m else s for n, m, s in zip(v.shape, shape, v.strides))
-            return self.caller_view(v.name, shape, v.dtype, strides, v.offset)
-        return np.broadcast_to(v, shape)
-
     def caller_view(self, name, shape, dtype, strides, offset) -> InputView:
         """A view (byte ``strides`` and ``offset``) of the caller array ``name``, resolved on every rebind."""
         ref = InputView(name, tuple(shape), dtype, tuple(strides), offset)
@@ -418,6 +394,99 @@ class Binding:
     def end_kernel(self) -> None:
         for arr in list(self._taken.values()):
             self.release(arr)
+
+    # generated code ---------------------------------------------------------------------------------
+    def kernel_name(self, prefix: str) -> str:
+        """A name for the next generated kernel (names follow the order of lowering, so the same
+        program and binding build the same module text: the disk cache's key)."""
+        return f"{prefix}{len(self._gen)}"
+
+    def place(self, buf, view) -> Placed:
+        """For ``codegen/cpu.py``: the :class:`Placed` read of a view of ``buf`` (remapped onto a
+        permuted storage, bounds-checked), or with ``view`` None the placement of the whole buffer
+        (indexed in its own shape)."""
+        name = self._ir_buffer(buf)
+        if view is None:
+            return Placed(name, buf.dtype, 0, self.strides_of(buf, self.shape(buf.shape)))
+        vshape, strides, offset, box = ops.bound_view(view, self.env)
+        inner = (vshape, offset) if box is None else ops.inner_box(strides, offset, box)
+        if inner is not None and 0 not in inner[0]:
+            valid = self.locate(buf, Strided(inner[0], strides, inner[1]))
+            ops.check_bounds(valid.shape, valid.strides, valid.offset, self._storage_size(buf))
+            lows = (0,) * len(vshape) if box is None else tuple(lo for lo, _ in box)
+            strides = valid.strides  # the valid part's, extended to the whole (masked) view
+            offset = valid.offset - sum(lo * s for lo, s in zip(lows, strides))
+        return Placed(name, buf.dtype, offset, tuple(strides), box, view.pad)
+
+    def strides_of(self, buf, shape) -> tuple:
+        """Element strides of ``buf``'s storage seen with ``shape`` (its own, or a regrouping of it:
+        permuted buffers only ever in their own)."""
+        if buf.id in self._perm and buf.id not in self._alias:
+            return tuple(layout.physical_strides(shape, self._perm[buf.id]))
+        return tuple(contiguous_strides(shape))
+
+    def scratch_name(self, arr: np.ndarray) -> str:
+        """The IR buffer name of a scratch array (a GEMM's product that an epilogue reads)."""
+        return self._ir_name(("scratch", id(arr)), arr)
+
+    def _ir_buffer(self, buf) -> str:
+        if buf.id in self._alias:
+            return self._ir_name(("caller", self._alias[buf.id]), self._alias[buf.id])
+        if buf.kind in CALLER_KINDS:
+            return self._ir_name(("caller", buf.name), buf.name)
+        arr = self._flat.get(buf.id)
+        return self._ir_name(("own", buf.id), arr if arr is not None else self._arrays[buf.id])
+
+    def _ir_name(self, key, source) -> str:
+        name = self._ir_names.get(key)
+        if name is None:
+            name = self._ir_names[key] = f"b{len(self._ir_names)}"
+            self._sources[name] = source
+        return name
+
+    def _storage_size(self, buf) -> int:
+        if buf.id in self._alias or buf.kind in CALLER_KINDS:
+            return prod(self._caller[self._alias.get(buf.id, buf.name)][0])
+        arr = self._flat.get(buf.id)
+        return (arr if arr is not None else self._arrays[buf.id]).size
+
+    def generate(self, kernel: ir.Kernel, k) -> None:
+        """Append a call of the generated ``kernel`` (made from kernel-graph kernel ``k``); it is
+        compiled with the binding's others when the binding is laid out (:meth:`_link`)."""
+        aliased = {self._ir_buffer(b) for b, _ in k.outputs if b.id in self._alias}
+        if aliased:
+            kernel = _stores_last(kernel, aliased)
+        self._gen.append((kernel, len(self.calls)))
+        self.calls.append(None)
+
+    def _link(self, threads: int) -> bool:
+        """Compile the generated kernels (one module) and put their calls in place; a kernel whose
+        estimated time is ``SPLIT_NS`` or more is cut along its first grid axis over ``threads``.
+        Returns whether any kernel was cut."""
+        if not self._gen:
+            return False
+        self._module = llvm.compile_kernels([kern for kern, _ in self._gen])
+        params = (ctypes.c_int64 * 1)()  # CPU kernels are specialised to the binding: no parameters
+        self._pointers.append(params)
+        cut = False
+        for kern, at in self._gen:
+            ptrs = (ctypes.c_void_p * max(1, len(kern.buffers)))()
+            for slot, b in enumerate(kern.buffers):
+                src = self._sources[b.name]
+                if isinstance(src, str):
+                    self._slots.setdefault(src, []).append((ptrs, slot))
+                else:
+                    ptrs[slot] = src.ctypes.data
+            self._pointers.append(ptrs)
+            f, p, q = self._module.function(kern.name), ctypes.addressof(ptrs), ctypes.addressof(params)
+            n = kern.grid[0].arg if kern.grid else 1
+            parts = _parts(n, _cost_ns(kern), threads)
+            if len(parts) == 1:
+                self.calls[at] = (f, (p, q, 0, n))
+            else:
+                self.calls[at] = (Split([[(f, (p, q, lo, hi))] for lo, hi in parts]), ())
+                cut = True
+        return cut
 
     # results --------------------------------------------------------------------------------------
     def _output(self, buf, view):
@@ -479,21 +548,63 @@ def _byte_strides(shape, dtype) -> tuple:
     return tuple(s * dtype.itemsize for s in contiguous_strides(shape))
 
 
-def _reads_before_write(k, st, t) -> bool:
-    """In elementwise kernel ``k`` (emitted in ``topo`` order of its outputs), every node reading
-    buffer ``st`` comes before the node writing ``t``, or is that node (numpy ufuncs handle an output
-    overlapping an input; the branch-free ``where`` does not). A Copy or Reshape of a load is a view
-    of the buffer, not a read: the node computing from it reads the buffer."""
-    roots = rewrite([(e, b) for b, e in k.outputs])  # as the emitter rewrites them
-    order = topo([e for e, _ in roots])
-    root = next(e for e, b in roots if b is t)
-    slots = {i for i, (b, _) in enumerate(k.inputs) if b is st}
-    views = set()  # ids of the exprs whose value is a view of ``st``
-    for e in order:
-        if (e.op == "Load" and e.arg in slots) or (e.op in ("Copy", "Reshape") and id(e.args[0]) in views):
-            views.add(id(e))
-    reads = [j for j, e in enumerate(order) if e.op not in ("Copy", "Reshape") and any(id(a) in views for a in e.args)]
-    if id(root) in views:  # the root is the old value itself, copied in place: a read at the root
-        reads.append(order.index(root))
-    last, at = max(reads, default=-1), order.index(root)
-    return last < at or (last == at and root.op != "Where")
+def _reads_in_step(k, st, t) -> bool:
+    """In elementwise kernel ``k``, every read of buffer ``st`` is its identity view over as many
+    elements as ``t`` has: each work item reads the element of ``st`` that it writes into ``t``'s place
+    (a Reshape of such a load reads it at the same flat index), so writing ``t`` over ``st`` in
+    place changes no element before the item that reads it."""
+    return all(v.is_contiguous() and prod(v.shape) == prod(t.shape) for b, v in k.inputs if b is st)
+
+
+def _stores_last(kernel: ir.Kernel, names: set) -> ir.Kernel:
+    """``kernel`` with its stores into ``names`` (state arrays written in place) moved after every
+    other statement, each value kept in a register where the store was: every read of those
+    arrays then comes before any write into them."""
+    body, late = [], []
+    for j, s in enumerate(kernel.body):
+        if isinstance(s, ir.Store) and s.buffer in names:
+            reg = f"_in_place{j}"
+            body.append(ir.Assign(reg, s.value))
+            late.append(ir.Store(s.buffer, s.index, ir.var(reg, s.value.dtype), s.valid))
+        else:
+            body.append(s)
+    return ir.Kernel(kernel.name, kernel.buffers, kernel.params, kernel.grid, tuple(body + late), kernel.block,
+                     kernel.shared, kernel.notes)
+
+
+def _cost_ns(kernel: ir.Kernel) -> float:
+    """Estimated time of a CPU kernel: its loads, stores and libm calls per work item (a loop's
+    body times its trip count, when constant), times the work items."""
+
+    def value_cost(vs) -> float:
+        return sum(NS_PER_ACCESS if v.op == "load" else NS_PER_CALL if v.op in _CALLS else 0.0
+                   for v in ir.walk_values(vs))
+
+    def block(body) -> float:
+        total = 0.0
+        for s in body:
+            if isinstance(s, ir.Loop):
+                trips = s.stop.arg - s.start.arg if s.stop.op == s.start.op == "const" else 1
+                total += max(trips, 0) * block(s.body)
+            elif isinstance(s, ir.If):
+                total += block(s.body)
+            elif isinstance(s, (ir.Store, ir.AtomicAdd)):
+                total += NS_PER_ACCESS + value_cost((ir.Assign("_", s.value),))
+            elif isinstance(s, ir.Assign):
+                total += value_cost((s,))
+        return total
+
+    items = 1
+    for g in kernel.grid:
+        items *= g.arg if g.op == "const" else 1
+    return items * block(kernel.body)
+
+
+def _parts(n: int, cost: float, threads: int) -> list:
+    """The ranges of axis 0 (of ``n`` items) to run on threads of their own: one range unless the
+    kernel takes ``SPLIT_NS`` or more, then up to ``threads``, each with half of that or more."""
+    if threads < 2 or n < 2 or cost < SPLIT_NS:
+        return [(0, n)]
+    t = min(threads, n, max(2, int(cost // (SPLIT_NS / 2))) if SPLIT_NS > 0 else threads)
+    bounds = [n * i // t for i in range(t + 1)]
+    return list(zip(bounds, bounds[1:]))

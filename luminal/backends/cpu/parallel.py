@@ -1,18 +1,18 @@
-"""Running the compiled CPU backend's row-by-row numpy calls on every core.
+"""Running the compiled CPU backend's calls on every core.
 
-numpy runs an elementwise call, a copy or a reduction on one thread. Most calls of a step compute
-row ``i`` of their outputs (along the first axis longer than 1: the batch, in a training step) from
-row ``i`` of their inputs only; a run of such calls can be cut into row ranges, one per thread, each
-thread making the same calls over its own rows. numpy releases the GIL inside its loops, so the
-threads run at once: a col2im or a pooling gradient gets nearly twice as fast on two cores, as
-torch's intra-op threads make its own. Matmuls are cut too (by batch, by the left operand's rows or
-by the right operand's columns), while BLAS runs on one thread (``blas.py``): two thread pools on the
-same cores would fight.
+Generated kernels are cut along their first grid axis by ``compiled.py`` (each part a ctypes call,
+which releases the GIL). This module cuts the numpy calls between them: matmuls (BLAS), the copies
+that lay their operands out, a half GEMM's bfloat16 rounding. Most such calls compute row ``i`` of
+their outputs (along the first axis longer than 1: the batch, in a training step) from row ``i`` of
+their inputs only; a run of them can be cut into row ranges, one per thread, each thread making the
+same calls over its own rows (numpy releases the GIL inside its loops). Matmuls are cut by batch,
+by the left operand's rows or by the right operand's columns, while BLAS runs on one thread
+(``blas.py``): two thread pools on the same cores would fight.
 
 A run is cut only where that is safe and worth it:
 
-- every call is a known row-wise function (a ufunc with ``out``, ``copyto``, ``where``, a cast, a
-  reduction along other axes, a matmul), and all of the run's outputs have the same number of rows;
+- every call is a known row-wise function (``copyto``, a bfloat16 rounding, a matmul), and all of the
+  run's outputs have the same number of rows;
 - no thread can touch memory another thread writes: every array that may share memory with an
   array the run writes is cut into rows with the same row stride, at least as wide as the rows of
   both (so row ``i`` of one overlaps row ``j != i`` of the other nowhere); a read of such memory
@@ -20,7 +20,8 @@ A run is cut only where that is safe and worth it:
 - the run takes about ``MIN_RUN_NS`` or more and its calls ``MIN_CALL_NS`` each on average (by a
   cost model of numpy and BLAS): handing the GIL from thread to thread costs tens of microseconds
   here, so short calls would spend more on handoffs than they save. A program is split at all only
-  if some run qualifies by its work outside matmuls: BLAS's own threads do as well for matmuls.
+  if some run qualifies by its work outside matmuls, or when generated kernels were cut (our threads
+  run anyway, with BLAS on one thread): otherwise BLAS's own threads do as well for matmuls.
 
 ``LUMINAL_NUM_THREADS`` sets the number of threads; by default the backend uses as many as numpy's
 OpenBLAS (one when numpy's BLAS is another library).
@@ -28,7 +29,6 @@ OpenBLAS (one when numpy's BLAS is another library).
 
 from __future__ import annotations
 
-import functools
 import os
 import queue
 import threading
@@ -48,15 +48,10 @@ NS_PER_STRIDED_ELEMENT = 0.6
 NS_PER_LOOP = 15.0
 NS_PER_MAC = 0.025
 
-# function -> (argument positions read, argument positions written), for the non-ufunc row-wise calls
+# function -> (argument positions read, argument positions written), for the row-wise calls but matmul
 _ROLES = {
     np.copyto: ((1,), (0,)),
-    ops._maximum: ((0, 1), (2,)),
-    ops.where_zero: ((0, 1), (2,)),
-    ops.where: ((0, 1, 2), (3, 4)),
-    ops.cast: ((0,), (3,)),
     ops.round_bf16_: ((), (0,)),
-    ops.reduce: ((1,), (4,)),
 }
 
 
@@ -87,10 +82,12 @@ class Split:
         _team(len(self.parts)).run(self.parts)
 
 
-def split_rows(calls: list, binding, threads: int) -> list:
+def split_rows(calls: list, binding, threads: int, matmuls: bool = False) -> list:
     """``calls`` with each long enough run of row-wise calls replaced by one :class:`Split` call;
     ``binding`` makes the row ranges of caller-array views. Unchanged (BLAS keeps its threads)
-    unless some run has enough work outside matmuls to gain from threads of our own."""
+    unless some run has enough work outside matmuls to gain from threads of our own, or
+    ``matmuls`` says our threads run anyway (generated kernels were cut over them, so BLAS runs on
+    one thread: its matmuls are cut too)."""
     if threads < 2:
         return calls
     runs: list = []  # _Run, or a call that is not row-wise
@@ -106,7 +103,7 @@ def split_rows(calls: list, binding, threads: int) -> list:
             runs.append(call)
     if run.calls:
         runs.append(run)
-    if not any(isinstance(r, _Run) and r.worth_it(r.other) for r in runs):
+    if not matmuls and not any(isinstance(r, _Run) and r.worth_it(r.other) for r in runs):
         return calls
     out: list = []
     for r in runs:
@@ -122,15 +119,9 @@ def split_rows(calls: list, binding, threads: int) -> list:
 def _roles(f, args):
     """``(positions read, positions written)`` if ``f(*args)`` computes each row of its outputs from the
     same row of its inputs (along some axis), else None."""
-    if isinstance(f, functools.partial) and not f.args and set(f.keywords) <= {"dtype"}:
-        f = f.func
     if f is np.matmul:  # (a vector operand has no rows to line up with the output's)
         return ((0, 1), (2,)) if len(args) == 3 and all(len(_shape(a)) >= 2 for a in args) else None
-    if isinstance(f, np.ufunc):
-        if f.signature is not None:
-            return None
-        return (tuple(range(f.nin)), (f.nin,)) if f.nout == 1 and len(args) == f.nin + 1 else None
-    roles = _ROLES.get(f)
+    roles = next((r for g, r in _ROLES.items() if g is f), None)  # by identity: ctypes functions do not hash
     if roles is None or len(args) <= max(roles[0] + roles[1]):
         return None
     return roles
@@ -171,8 +162,6 @@ def _row_call(f, args) -> _Rows | None:
             cut.append((i, a))
         else:
             return None
-    if f is ops.reduce and not cut[1:]:
-        return None
     return _Rows(n, cut, whole, writes, _cost(f, args, [i for i, _ in cut] + whole, writes))
 
 
@@ -180,9 +169,6 @@ def _input_axis(f, args, i: int, axis: int, ndim: int) -> int | None:
     """The axis of input ``args[i]`` that goes with output axis ``axis`` (negative or None: the input
     has none, it is read whole)."""
     shape = _shape(args[i])
-    if f is ops.reduce:  # the output's axes are the input's unreduced ones
-        kept = [a for a in range(len(shape)) if a not in args[2]]
-        return kept[axis] if len(kept) == ndim else -1
     if f is np.matmul and axis >= ndim - 2:  # rows of the left operand, or columns of the right one
         if len(shape) < 2:
             return -1
