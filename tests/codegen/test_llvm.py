@@ -505,3 +505,29 @@ def test_relu_composition_keeps_negative_zero(d):
     got = run_elementwise("relu", d, (d,), relu, [x])
     want = np.where(x <= 0, np.where(x < 0, 0, x), x).astype(x.dtype)
     assert same(got, want) and np.signbit(got[0])
+
+
+def test_a_split_index_put_back_together_is_the_index():
+    """``(f // 28) * 28 + f % 28`` (an output stored through its own shape's unflattened index) is ``f``."""
+    f = ir.item(0) * 1
+    k = ir.Kernel("rejoin", (ir.Buf("x", F32), ir.Buf("y", F32, "w")), (), (ir.const(56),),
+                  (ir.Store("y", (f // 28) * 28 + f % 28, ir.load("x", F32, ((f // 4) * 4 + f % 4) * 1)),))
+    text = str(llvm.build_module([k]))
+    assert "sdiv" not in text and "srem" not in text
+    x = np.arange(56, dtype=np.float32)
+    assert list(run(k, [x], [], 56, np.zeros(56, np.float32))) == list(x)
+
+
+def test_distinct_buffers_vectorise_short_inner_loops():
+    """A copy with a 14-wide inner loop (an im2col): with the caller's promise that its buffers are
+    distinct (scoped-noalias metadata) LLVM vectorises it (LLVM 20 left it scalar without: the overlap
+    checks cost more than 14 elements save)."""
+    i, j = ir.item(0), ir.item(1)
+    k = ir.Kernel("copy14", (ir.Buf("x", F32), ir.Buf("y", F32, "w")), (), (ir.const(50), ir.const(14)),
+                  (ir.Store("y", i * 14 + j, ir.load("x", F32, i * 18 + j)),))
+    assert "x float>" in llvm.optimised_ir([k], distinct=True)
+    assert "!noalias" in str(llvm.build_module([k], distinct=True)) and "!noalias" not in str(llvm.build_module([k]))
+    x = np.arange(50 * 18, dtype=np.float32)
+    y = np.zeros(50 * 14, np.float32)
+    llvm.compile_kernels([k], distinct=True).run("copy14", [x, y], [], 0, 50)
+    assert (y.reshape(50, 14) == x.reshape(50, 18)[:, :14]).all()

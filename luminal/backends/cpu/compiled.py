@@ -465,7 +465,11 @@ class Binding:
         Returns whether any kernel was cut."""
         if not self._gen:
             return False
-        self._module = llvm.compile_kernels([kern for kern, _ in self._gen])
+        # distinct: a kernel's buffers are separate allocations (the memory plan never places an output
+        # in the slot of an input of the same kernel; pack parts are disjoint ranges; a caller array
+        # overlapping a state written in place is read from a copy), but for a state written in place,
+        # which is one buffer read and written
+        self._module = llvm.compile_kernels([kern for kern, _ in self._gen], distinct=True)
         params = (ctypes.c_int64 * 1)()  # CPU kernels are specialised to the binding: no parameters
         self._pointers.append(params)
         cut = False
