@@ -246,3 +246,17 @@ def test_conv_training_step_on_three_threads_matches_the_reference():
     binding = next(iter(step._update.runner.program._bindings.values()))
     splits = _splits(binding.calls)
     assert splits and all(len(s.parts) == THREADS for s in splits)
+
+
+def test_a_matmul_into_a_permuted_output_is_cut_along_its_rows_in_memory():
+    """A batched product stored (M, batch, N) in memory: its batch rows interleave, so the cut goes
+    along M (the output axis of the largest stride), the left operand's rows with it."""
+    def make():
+        rng = np.random.default_rng(2)
+        a, w = rng.standard_normal((4, 6, 5)), rng.standard_normal((5, 3))
+        out = np.empty((6, 4, 3)).transpose(1, 0, 2)  # logical (4, 6, 3), stored (6, 4, 3)
+        return [(np.matmul, (a, np.broadcast_to(w, (4, 5, 3)), out))], [out]
+
+    split = _same_as_serial(make, exact=False)
+    (s,) = _splits(split)
+    assert [p[0][1][2].shape for p in s.parts] == [(4, 2, 3)] * 3

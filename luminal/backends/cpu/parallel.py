@@ -139,7 +139,9 @@ class _Rows:
 
 
 def _row_call(f, args) -> _Rows | None:
-    """The rows of a row-wise call: along the first axis of its outputs longer than 1."""
+    """The rows of a row-wise call: along the first axis of its outputs longer than 1 (a matmul: along
+    its output's axis of the largest stride, which is the first unless the output is stored permuted,
+    where the first axis's rows interleave in memory and cannot be handed to threads apart)."""
     roles = _roles(f, args)
     if roles is None:
         return None
@@ -149,6 +151,9 @@ def _row_call(f, args) -> _Rows | None:
         return None
     out = shapes[0]
     axis = next((a for a, d in enumerate(out) if d > 1), None)
+    if f is np.matmul and axis is not None:  # rows in memory: the output's axis of the largest stride
+        strides = args[writes[0]].strides
+        axis = max((a for a, d in enumerate(out) if d > 1), key=lambda a: (abs(strides[a]), -a))
     if axis is None:
         return None
     n, ndim = out[axis], len(out)
