@@ -483,28 +483,23 @@ def fingerprint(k: Kernel) -> str:
     def stmts(body, depth):
         pad = "  " * depth
         for s in body:
+            vs = operands(s)
+            values(vs)
+            refs = " ".join(ref(v) for v in vs)
             if isinstance(s, Assign):
-                values([s.value])
-                lines.append(f"{pad}{s.name} := {ref(s.value)}")
+                lines.append(f"{pad}{s.name} := {refs}")
             elif isinstance(s, (Store, AtomicAdd)):
-                vs = [s.index, s.value] + ([] if s.valid is None else [s.valid])
-                values(vs)
-                lines.append(f"{pad}{type(s).__name__} {s.buffer} {' '.join(ref(v) for v in vs)}")
+                lines.append(f"{pad}{type(s).__name__} {s.buffer} {refs}")
             elif isinstance(s, Loop):
-                vs = [s.start, s.stop] + ([] if s.step is None else [s.step])
-                values(vs)
-                lines.append(f"{pad}loop {s.var} {' '.join(ref(v) for v in vs)}")
-                stmts(s.body, depth + 1)
+                lines.append(f"{pad}loop {s.var} {refs}")
             elif isinstance(s, If):
-                values([s.cond])
-                lines.append(f"{pad}if {ref(s.cond)}")
-                stmts(s.body, depth + 1)
+                lines.append(f"{pad}if {refs}")
             elif isinstance(s, Barrier):
                 lines.append(f"{pad}barrier")
             elif isinstance(s, Mma):
-                vs = list(s.a + s.b + s.c)
-                values(vs)
-                lines.append(f"{pad}mma {s.dtype.name} {' '.join(s.d)} {' '.join(ref(v) for v in vs)}")
+                lines.append(f"{pad}mma {s.dtype.name} {' '.join(s.d)} {refs}")
+            if isinstance(s, (Loop, If)):
+                stmts(s.body, depth + 1)
 
     values(k.grid)
     head = [f"bufs {[(b.name, b.dtype.name, b.access) for b in k.buffers]} params {list(k.params)}",
@@ -533,41 +528,30 @@ def walk_values_of(roots):
     return out
 
 
+def operands(s) -> tuple:
+    """The values statement ``s`` itself uses (not those of the statements it contains)."""
+    if isinstance(s, Assign):
+        return (s.value,)
+    if isinstance(s, (Store, AtomicAdd)):
+        return (s.index, s.value) + (() if s.valid is None else (s.valid,))
+    if isinstance(s, Loop):
+        return (s.start, s.stop) + (() if s.step is None else (s.step,))
+    if isinstance(s, If):
+        return (s.cond,)
+    if isinstance(s, Mma):
+        return s.a + s.b + s.c
+    return ()
+
+
 def walk_values(body):
     """Every value the statements of ``body`` use, each once, operands before users."""
-    seen: set = set()
-    out: list = []
-
-    def visit(v):
-        stack = [(v, False)]
-        while stack:
-            x, done = stack.pop()
-            if done:
-                out.append(x)
-                continue
-            if id(x) in seen:
-                continue
-            seen.add(id(x))
-            stack.append((x, True))
-            stack.extend((a, False) for a in reversed(x.args))
+    roots: list = []
 
     def stmts(body):
         for s in body:
-            if isinstance(s, Assign):
-                visit(s.value)
-            elif isinstance(s, (Store, AtomicAdd)):
-                for v in (s.index, s.value) + (() if s.valid is None else (s.valid,)):
-                    visit(v)
-            elif isinstance(s, Loop):
-                for v in (s.start, s.stop) + (() if s.step is None else (s.step,)):
-                    visit(v)
+            roots.extend(operands(s))
+            if isinstance(s, (Loop, If)):
                 stmts(s.body)
-            elif isinstance(s, If):
-                visit(s.cond)
-                stmts(s.body)
-            elif isinstance(s, Mma):
-                for v in s.a + s.b + s.c:
-                    visit(v)
 
     stmts(body)
-    return out
+    return walk_values_of(roots)

@@ -45,13 +45,9 @@ def dim(d, env: dict | None = None) -> ir.V:
     for monomial, coeff in d.terms:
         term = ir.const(coeff)
         for atom in monomial:
-            term = ir.mul(term, _atom(atom))
+            term = ir.mul(term, ir.param(atom.args[0]))  # only dim names: other atoms returned above
         out = ir.add(out, term)
     return out
-
-
-def _atom(a) -> ir.V:
-    return ir.param(a.args[0])  # only dim names reach here: other atoms make a derived parameter
 
 
 @dataclass(frozen=True)
@@ -66,11 +62,6 @@ class Placed:
     strides: tuple
     box: tuple | None = None
     pad: float = 0.0
-
-
-def placed(name: str, dtype, view, shape=None) -> Placed:
-    """A kernel-graph View over a contiguous buffer, as a Placed read of IR buffer ``name``."""
-    return Placed(name, dtype, view.offset, tuple(view.strides), view.mask, view.pad)
 
 
 def read(p: Placed, idx, env: dict | None = None) -> ir.V:
