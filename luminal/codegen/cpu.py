@@ -168,7 +168,7 @@ def reduce(k, env: dict, place, name: str) -> ir.Kernel:
     ins = [place(b, v) for b, v in k.inputs]
     epi = [place(b, v) for b, v in k.epilogue_inputs]
     bufs = _Buffers()
-    idx_out = tuple(ir.item(i) for i in range(len(kept)))
+    grid, idx_out = _grid(out_shape)
     full = [None] * len(domain)
     for i, a in enumerate(kept):
         full[a] = idx_out[i]
@@ -198,8 +198,18 @@ def reduce(k, env: dict, place, name: str) -> ir.Kernel:
     body = [ir.Assign("acc", reduce_identity(op, work)), *inner, ir.Assign("result", ir.cast(ir.var("acc", work),
                                                                                             acc_dtype))]
     body += _epilogue(k, env, epi, bufs, out_shape, idx_out, ir.var("result", acc_dtype), place)
-    return ir.check(ir.Kernel(name, bufs.params(), (), tuple(ir.const(n) for n in out_shape), tuple(body),
-                              notes={"fused": " ".join(k.fused)}))
+    return ir.check(ir.Kernel(name, bufs.params(), (), grid, tuple(body), notes={"fused": " ".join(k.fused)}))
+
+
+def _grid(shape: tuple) -> tuple:
+    """``(grid, index)``: a kernel's work items over the axes of ``shape`` longer than 1 (the first is
+    the one a caller cuts over threads: a leading size-1 axis would leave nothing to cut), and the index
+    of each axis of ``shape`` in terms of them (0 for the others)."""
+    long = [a for a, n in enumerate(shape) if n != 1] or list(range(min(1, len(shape))))
+    index = [ir.const(0)] * len(shape)
+    for g, a in enumerate(long):
+        index[a] = ir.item(g)
+    return tuple(ir.const(shape[a]) for a in long), tuple(index)
 
 
 def epilogue(k, env: dict, place, acc: Placed, name: str) -> ir.Kernel:
@@ -208,12 +218,11 @@ def epilogue(k, env: dict, place, acc: Placed, name: str) -> ir.Kernel:
     domain = tuple(evaluate(d, env) for d in k.domain)
     out_shape = tuple(n for a, n in enumerate(domain) if a not in k.axes)
     bufs = _Buffers()
-    idx = tuple(ir.item(i) for i in range(len(out_shape)))
+    grid, idx = _grid(out_shape)
     bufs.use(acc, "r")
     epi = [place(b, v) for b, v in k.epilogue_inputs]
     body = _epilogue(k, env, epi, bufs, out_shape, idx, read(acc, idx), place)
-    return ir.check(ir.Kernel(name, bufs.params(), (), tuple(ir.const(n) for n in out_shape), tuple(body),
-                              notes={"fused": " ".join(k.fused)}))
+    return ir.check(ir.Kernel(name, bufs.params(), (), grid, tuple(body), notes={"fused": " ".join(k.fused)}))
 
 
 def _epilogue(k, env, epi, bufs, out_shape, idx, acc: ir.V, place) -> list:

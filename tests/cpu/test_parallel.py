@@ -260,3 +260,32 @@ def test_a_matmul_into_a_permuted_output_is_cut_along_its_rows_in_memory():
     split = _same_as_serial(make, exact=False)
     (s,) = _splits(split)
     assert [p[0][1][2].shape for p in s.parts] == [(4, 2, 3)] * 3
+
+
+def test_a_short_wide_matmul_is_cut_by_columns_in_a_run_of_its_own():
+    """A (16, K) @ (K, 4096) product cut by its 16 rows would have every thread pack the whole wide
+    operand: it is cut along the columns instead, alone (the column blocks interleave in memory, so no
+    other call may share its run), and the calls around it keep their own runs."""
+    def make():
+        rng = np.random.default_rng(3)
+        a, b = rng.standard_normal((16, 8)), rng.standard_normal((8, 4096))
+        x, t = rng.standard_normal((16, 4096)), np.empty((16, 4096))
+        out = np.empty((16, 4096))
+        return [(np.copyto, (t, x)), (np.matmul, (a, b, out))], [t, out]
+
+    split = _same_as_serial(make, exact=False)
+    copy, mm = _splits(split)
+    assert [p[0][1][0].shape for p in copy.parts] == [(5, 4096), (5, 4096), (6, 4096)]  # rows
+    assert [p[0][1][1].shape for p in mm.parts] == [(8, 1365), (8, 1365), (8, 1366)]  # columns of b
+    assert [p[0][1][0].shape for p in mm.parts] == [(16, 8)] * 3  # a read whole
+
+
+def test_a_short_matmul_is_cut_when_our_threads_run_anyway(monkeypatch):
+    """With generated kernels cut over our threads, BLAS runs on one thread: a matmul too short for a
+    run of its own by ``MIN_RUN_NS`` is still cut once it takes ``MIN_CALL_NS``, or it would use one core."""
+    monkeypatch.setattr(parallel, "MIN_RUN_NS", 10**12)
+    monkeypatch.setattr(parallel, "MIN_CALL_NS", 1000)
+    a, b, out = np.ones((64, 64, 64)), np.ones((64, 64, 64)), np.empty((64, 64, 64))
+    calls = [(np.matmul, (a, b, out))]
+    assert split_rows(calls, _Binding(), THREADS) == calls  # BLAS keeps its threads
+    assert len(_splits(split_rows(calls, _Binding(), THREADS, matmuls=True))) == 1

@@ -25,7 +25,7 @@ from collections import OrderedDict
 import numpy as np
 
 from luminal.backends.cpu import blas, layout
-from luminal.backends.cpu.gemm import Strided
+from luminal.backends.cpu.gemm import Strided, classify
 from luminal.backends.cpu.lowering import lower
 from luminal.backends.cpu.parallel import Split, split_rows, thread_count
 from luminal.codegen import ir, llvm
@@ -37,6 +37,8 @@ from luminal.core.symbolic import evaluate, prod
 from luminal.core.view import contiguous_strides
 
 CALLER_KINDS = ("input", "state", "random")
+# kernel kinds that write any storage order (generated code through strides, BLAS through its layout)
+_GENERATED = frozenset({"elementwise", "reduce", "matmul"})
 MAX_BINDINGS = 8  # bindings kept per program (each holds all of its buffers)
 # A generated kernel is cut over threads when its estimated time is this long or more (handing the
 # work to another thread and back costs tens of microseconds on a busy 2-core machine); the estimate
@@ -123,6 +125,7 @@ class Binding:
         self._held: dict = {}  # caller array name -> the array the pointers point into
         self._module = None  # the generated kernels' compiled module (its functions live as long as it)
         self._pointers: list = []  # the pointer arrays of the generated calls
+        self._acc_orders: dict = {}  # id(matmul kernel) -> storage order of its product's scratch
         self._allocate(kg, plan, self._layouts(kg, kernels))
         self._allocate_parts(kernels)
         self._alias = self._in_place(kg, kernels)  # temp id -> name of the state array that holds it
@@ -207,6 +210,7 @@ class Binding:
                 got[1] += 1
         perms: dict = {}
         decided: set = set()
+        self._gemm_layouts(kg, kernels, readers, perms, decided)
         for k in kernels:
             gemm = k.kind == "matmul" and all(v.mask is None for _, v in k.inputs)
             if not gemm:
@@ -222,6 +226,70 @@ class Binding:
             if order is not None:
                 perms[buf.id] = order
         return perms
+
+    def _gemm_layouts(self, kg, kernels, readers, perms, decided) -> None:
+        """Storage orders that make each GEMM one BLAS call per true batch (``layout.gemm_orders``):
+        for its operands and its result where the program owns their layout (temps that generated
+        kernels or GEMMs write, that no caller sees, whose every reader remaps), and for a product
+        kept in a scratch (``acc_order``). The first GEMM to have a choice about a buffer makes it."""
+        ends = {b.id for b, _ in kg.outputs} | {b.id for _, b, _ in kg.updates}
+        writers: dict = {}
+        for k in kernels:
+            for b, _ in k.outputs:
+                writers.setdefault(b.id, set()).add(k.kind)
+
+        def options(buf, shape, v, groups) -> list:
+            cur = perms.get(buf.id)
+            if buf is None or buf.id in decided or buf.kind != "temp" or buf.base is not None or buf.id in ends \
+                    or 0 in shape or not writers.get(buf.id, {"none"}) <= _GENERATED:
+                return [cur]
+            wish = layout.walk_order(v, shape, groups)
+            if wish is None or wish == cur:
+                return [cur]
+            for r, _ in readers.get(buf.id, {}).values():
+                part = self._valid_part(r)
+                if part is not None and layout.remap(part, shape, wish) is None:
+                    return [cur]
+            return [cur, wish]
+
+        for k in kernels:
+            if k.kind != "matmul" or any(v.mask is not None for _, v in k.inputs):
+                continue
+            domain = self.shape(k.domain)
+            if 0 in domain:
+                continue
+            (abuf, av), (bbuf, bv) = k.inputs
+            a, b = self.strided_view(av), self.strided_view(bv)
+            batch, m, n = classify(domain, k.axes, a.strides, b.strides)
+            ks = [i for i in k.axes if domain[i] != 1]
+            kept = [i for i in range(len(domain)) if i not in k.axes]
+            pos = {d: i for i, d in enumerate(kept)}
+            shape = tuple(domain[i] for i in kept)
+            acc = next((x for x, e in k.outputs if e.op == "Acc" and x.dtype is k.acc_dtype), None)
+            out_groups = [[pos[d] for d in g] for g in (batch, m, n)]
+            out = Strided(shape, tuple(contiguous_strides(shape)), 0)
+            ashape, bshape = self.shape(abuf.shape), self.shape(bbuf.shape)
+            ops_ = [(a, ashape, options(abuf, ashape, a, [batch, m, ks]) if abuf is not bbuf else [perms.get(abuf.id)]),
+                    (b, bshape, options(bbuf, bshape, b, [batch, ks, n]) if abuf is not bbuf else [perms.get(bbuf.id)])]
+            if acc is None:  # the product lives in a scratch that only the epilogue reads: any order
+                wish = layout.walk_order(out, shape, out_groups)
+                ops_.append((out, shape, [None] if wish is None else [None, wish]))
+            elif self.shape(acc.shape) == shape:
+                ops_.append((out, shape, options(acc, shape, out, out_groups)))
+            else:
+                ops_.append((out, shape, [perms.get(acc.id)]))
+            chosen = layout.gemm_orders(domain, k.axes, ops_)
+            for buf, (_, _, opts), order in zip((abuf, bbuf, acc), ops_, chosen):
+                if buf is not None and len(opts) > 1:
+                    decided.add(buf.id)
+                    if order is not None:
+                        perms[buf.id] = order
+            if acc is None and chosen[2] is not None:
+                self._acc_orders[id(k)] = chosen[2]
+
+    def acc_order(self, k) -> tuple | None:
+        """The storage order of matmul ``k``'s product when it is kept in a scratch (None: logical)."""
+        return self._acc_orders.get(id(k))
 
     def _in_place(self, kg, kernels) -> dict:
         """{temp id: state name} for the new values of states that an elementwise kernel can write

@@ -6,26 +6,37 @@ column-major output), while a reader that walks a buffer against its storage ord
 times slower (a weight gradient ``(in, out)`` read as ``(out, in)`` by the optimizer update).
 So a matmul's output buffer is stored permuted when its readers prefer it, and every view over it is
 remapped onto the permuted storage. Only views that stay inside the buffer's axes remap (each view
-axis walks one logical axis); when any reader's view does not, the buffer keeps its logical layout.
+axis walks one logical axis, or a run of them kept together); when any reader's view does not, the
+buffer keeps its logical layout.
+
+A GEMM's own operands and result are stored permuted too where that makes them one matrix per batch
+(``walk_order``): a convolution's im2col buffer ``(B, C*kh*kw, H*W)`` stored as ``(C*kh*kw, B, H*W)``
+lets the forward product be one GEMM with ``N = B*H*W`` instead of B small ones.
 
 Sizes, strides and offsets here are ints in elements (one binding of the symbolic dims).
 """
 
 from __future__ import annotations
 
-from luminal.backends.cpu.gemm import Strided
+from itertools import product
+
+from luminal.backends.cpu.gemm import Strided, classify, plan_gemm
 from luminal.core.view import contiguous_strides
 
 
 def axis_walk(v: Strided, shape: tuple):
-    """For each axis of ``v`` (over a contiguous buffer of ``shape``): ``(logical axis, step)``, or
-    None for a stride-0 axis; None overall when some axis does not walk a single logical axis."""
+    """For each axis of ``v`` (over a contiguous buffer of ``shape``): ``(run, step)``, or None for a
+    stride-0 axis. ``run`` is the logical axes the view axis walks: one axis (any ``step``), or a run
+    of consecutive axes that the view merged into one (``step`` 1, the whole run from its origin, walked
+    by no other view axis: a convolution's ``C*kh*kw`` of an im2col buffer). None overall when some axis
+    walks neither."""
     cs = contiguous_strides(shape)
     digits = _digits(v.offset, shape, cs)
     if digits is None:
         return None
     lo, hi = list(digits), list(digits)
     walk = []
+    merged: list = []  # the logical axes of the runs
     for n, s in zip(v.shape, v.strides):
         if s == 0 or n == 1:
             walk.append(None)
@@ -34,24 +45,82 @@ def axis_walk(v: Strided, shape: tuple):
         if a is None:
             return None
         step = s // cs[a]
+        if step == 1 and n > shape[a]:
+            run = _run(a, n, shape)
+            if run is None or any(digits[x] for x in run):
+                return None
+            merged.extend(run)
+            walk.append((run, 1))
+            continue
         lo[a] += min(0, (n - 1) * step)
         hi[a] += max(0, (n - 1) * step)
-        walk.append((a, step))
+        walk.append(((a,), step))
     if any(lo[a] < 0 or hi[a] >= max(shape[a], 1) for a in range(len(shape))):
         return None  # some axis carries into the next: not a view of the axes themselves
+    if merged and (len(set(merged)) < len(merged) or any(
+            w is not None and len(w[0]) == 1 and w[0][0] in merged for w in walk)):
+        return None  # a run's axes are walked twice
     return walk
+
+
+def _run(last: int, n: int, shape: tuple):
+    """The consecutive axes ending at ``last`` whose sizes multiply to ``n``, or None."""
+    size, first = 1, last
+    for a in range(last, -1, -1):
+        size *= shape[a]
+        first = a
+        if size >= n:
+            break
+    return tuple(range(first, last + 1)) if size == n else None
 
 
 def remap(v: Strided, shape: tuple, perm: tuple) -> Strided | None:
     """``v`` (a view of a contiguous buffer of ``shape``) as a view of the same elements stored in
-    axis order ``perm``, or None when it does not walk the axes one by one."""
+    axis order ``perm``, or None when it does not walk the axes one by one (or a run of them that
+    ``perm`` keeps together, in order)."""
     walk = axis_walk(v, shape)
     if walk is None:
         return None
     phys = physical_strides(shape, perm)
+    strides = []
+    for w in walk:
+        if w is None:
+            strides.append(0)
+            continue
+        run = [a for a in w[0] if shape[a] > 1]
+        if any(phys[x] != phys[y] * shape[y] for x, y in zip(run, run[1:])):
+            return None  # ``perm`` splits the run
+        strides.append(w[1] * phys[run[-1]])
     offset = sum(d * phys[a] for a, d in enumerate(_digits(v.offset, shape, contiguous_strides(shape))))
-    strides = tuple(0 if w is None else w[1] * phys[w[0]] for w in walk)
-    return Strided(v.shape, strides, offset)
+    return Strided(v.shape, tuple(strides), offset)
+
+
+def walk_order(v: Strided, shape: tuple, groups) -> tuple | None:
+    """A storage order of a buffer of ``shape`` in which each of ``groups`` (lists of axes of the view
+    ``v``, outermost group first) is laid out as one run, in its axes' order: a GEMM operand's batch,
+    row and column axes, so that BLAS reads it as one matrix per batch. Axes no view axis walks go
+    outermost. Of the two orders of the last two groups, the one nearer the logical order (fewer
+    inverted pairs of axes) is taken: other readers keep their locality. None when ``v`` does not walk
+    the axes one by one, or the logical order is it."""
+    walk = axis_walk(v, shape)
+    if walk is None:
+        return None
+
+    def axes_of(group) -> list:
+        return [a for x in group if walk[x] is not None for a in walk[x][0]]
+
+    best = None
+    heads, last = groups[:-2], groups[-2:]
+    for tail in (last, last[::-1]):
+        walked = [a for g in (*heads, *tail) for a in axes_of(g)]
+        if len(set(walked)) < len(walked):
+            return None  # two view axes walk one logical axis
+        order = tuple([a for a in range(len(shape)) if a not in walked] + walked)
+        # fewer inverted pairs; on a tie, the logical innermost axis innermost (a reader's unit stride)
+        key = (sum(x > y for i, x in enumerate(order) for y in order[i + 1:]), order[-1] != len(shape) - 1)
+        if best is None or key < best[0]:
+            best = (key, order)
+    return None if best[1] == tuple(range(len(shape))) else best[1]
 
 
 def physical_strides(shape: tuple, perm: tuple) -> tuple:
@@ -74,8 +143,9 @@ def preferred_order(views: list, shape: tuple) -> tuple | None:
             return None
         order = []
         for w in walk:
-            if w is not None and w[0] not in order:
-                order.append(w[0])
+            for a in () if w is None else w[0]:
+                if a not in order:
+                    order.append(a)
         order += [a for a in range(len(shape)) if a not in order]
         n = times
         for d in v.shape:
@@ -96,3 +166,33 @@ def _digits(offset: int, shape: tuple, cs: tuple):
         out.append(offset // s if n > 1 else 0)
         offset -= out[-1] * s
     return out if offset == 0 else None
+
+
+# A GEMM plan's cost in the units that matter here: each batch axis left is a loop of small BLAS calls
+# (a convolution's: one per image), each operand or result that is not one matrix is a copy.
+BATCH_COST = 2
+COPY_COST = 1
+
+
+def gemm_orders(domain: tuple, ks: tuple, operands: list) -> list:
+    """The storage orders of a GEMM's two operands and its result that make it the fewest, largest BLAS
+    calls. ``operands``: for ``a``, ``b`` and the result, ``(view, shape, options)``: the view over
+    the logical layout of a buffer of ``shape`` (the result's: its own shape, contiguous), and the
+    orders it may take (None: logical), its current one first. Returns one order (or None) each:
+    the cheapest combination by :func:`gemm_cost`, the current one on a tie."""
+    kept = [i for i in range(len(domain)) if i not in ks]
+    best = None
+    for combo in product(*(opts for _, _, opts in operands)):
+        placed = []
+        for (v, shape, _), order in zip(operands, combo):
+            placed.append(v if order is None else remap(v, shape, order))
+        if any(p is None for p in placed):
+            continue
+        a, b, out = placed
+        batch, _, _ = classify(domain, ks, a.strides, b.strides)
+        g = plan_gemm(domain, ks, a, b, dict(zip(kept, out.strides)))
+        cost = BATCH_COST * (len(g.batch) - len(batch)) + COPY_COST * sum(
+            x is None for x in (g.a2, g.b2, g.out2))
+        if best is None or cost < best[0]:
+            best = (cost, combo)
+    return list(best[1]) if best is not None else [opts[0] for _, _, opts in operands]

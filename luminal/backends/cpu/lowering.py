@@ -28,6 +28,7 @@ import dataclasses
 import numpy as np
 
 from luminal.backends.cpu.gemm import Strided, plan_gemm
+from luminal.backends.cpu.layout import physical_strides
 from luminal.codegen import cpu as gen
 from luminal.codegen.lower import Placed
 from luminal.core import dtype as dt
@@ -62,12 +63,16 @@ def _out_shape(k, b) -> tuple:
 
 def _accumulator(k, b, shape):
     """Where ``Acc`` lands: ``(array of the output shape, its buffer)``: the buffer of an output that is
-    just ``Acc``, else a scratch (buffer None)."""
+    just ``Acc``, else a scratch (buffer None), stored in the order the binding chose for the GEMM
+    (``Binding.acc_order``: the array is then a transposed view of it)."""
     for buf, e in k.outputs:
         if e.op == "Acc" and buf.dtype is k.acc_dtype:
             arr = b.array(buf)
             return (arr if arr.shape == shape else arr.reshape(shape)), buf
-    return b.scratch(shape, k.acc_dtype.np), None
+    order = b.acc_order(k)
+    if order is None:
+        return b.scratch(shape, k.acc_dtype.np), None
+    return b.scratch(tuple(shape[a] for a in order), k.acc_dtype.np).transpose(np.argsort(order)), None
 
 
 def _gemm(k, b, ins) -> None:
@@ -81,7 +86,12 @@ def _gemm(k, b, ins) -> None:
     a_sv, b_sv = b.locate(abuf, b.strided_view(av)), b.locate(bbuf, b.strided_view(bv))
     out_axes = [i for i in range(len(domain)) if i not in k.axes]
     acc, acc_buf = _accumulator(k, b, shape)
-    flat, ostr = (acc.reshape(-1), contiguous_strides(shape)) if acc_buf is None else b.storage(acc_buf, shape)
+    if acc_buf is None:  # a scratch: its storage is the array's base (``_accumulator``)
+        order = b.acc_order(k)
+        flat = (acc if order is None else acc.transpose(order)).reshape(-1)
+        ostr = contiguous_strides(shape) if order is None else physical_strides(shape, order)
+    else:
+        flat, ostr = b.storage(acc_buf, shape)
     g = plan_gemm(domain, k.axes, a_sv, b_sv, dict(zip(out_axes, ostr)))
     half = k.acc_dtype in (dt.float16, dt.bfloat16)
     cd = ops.compute_dtype(k.acc_dtype)
@@ -98,7 +108,7 @@ def _gemm(k, b, ins) -> None:
     if any(not (e.op == "Acc" and buf is acc_buf) for buf, e in k.outputs):
         # the product, indexed in the output shape (its buffer may group the same elements otherwise)
         if acc_buf is None:
-            where = Placed(b.scratch_name(acc), k.acc_dtype, 0, contiguous_strides(shape))
+            where = Placed(b.scratch_name(flat), k.acc_dtype, 0, ostr)
         else:
             where = Placed(b.place(acc_buf, None).name, k.acc_dtype, 0, b.strides_of(acc_buf, shape))
         rest = [(buf, e) for buf, e in k.outputs if not (e.op == "Acc" and buf is acc_buf)]

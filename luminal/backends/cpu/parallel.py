@@ -47,6 +47,7 @@ NS_PER_ELEMENT = 0.15
 NS_PER_STRIDED_ELEMENT = 0.6
 NS_PER_LOOP = 15.0
 NS_PER_MAC = 0.025
+FEW_ROWS = 256  # a matmul's output rows below which a much wider one is cut by columns
 
 # function -> (argument positions read, argument positions written), for the row-wise calls but matmul
 _ROLES = {
@@ -109,7 +110,8 @@ def split_rows(calls: list, binding, threads: int, matmuls: bool = False) -> lis
     for r in runs:
         if not isinstance(r, _Run):
             out.append(r)
-        elif r.worth_it(r.work):
+        elif r.worth_it(r.work) or (matmuls and r.work > r.other and r.worth_it(r.work, MIN_CALL_NS)):
+            # with our threads running, BLAS runs on one: a matmul left whole would use one core
             out.append((r.split(binding, r.threads(threads)), ()))
         else:
             out.extend(r.calls)
@@ -132,10 +134,11 @@ class _Rows:
     positions of the arrays read whole (broadcast along the rows) and of those written, and its
     estimated time (ns)."""
 
-    __slots__ = ("n", "cut", "whole", "written", "work")
+    __slots__ = ("n", "cut", "whole", "written", "work", "alone")
 
-    def __init__(self, n, cut, whole, written, work):
+    def __init__(self, n, cut, whole, written, work, alone=False):
         self.n, self.cut, self.whole, self.written, self.work = n, cut, whole, written, work
+        self.alone = alone  # cut along an axis whose parts interleave in memory: a run of its own
 
 
 def _row_call(f, args) -> _Rows | None:
@@ -151,9 +154,15 @@ def _row_call(f, args) -> _Rows | None:
         return None
     out = shapes[0]
     axis = next((a for a, d in enumerate(out) if d > 1), None)
+    alone = False
     if f is np.matmul and axis is not None:  # rows in memory: the output's axis of the largest stride
         strides = args[writes[0]].strides
         axis = max((a for a, d in enumerate(out) if d > 1), key=lambda a: (abs(strides[a]), -a))
+        other = len(out) - 1 if axis == len(out) - 2 else len(out) - 2 if axis == len(out) - 1 else None
+        if other is not None and out[axis] < FEW_ROWS and out[other] >= 4 * out[axis]:
+            # a short wide product: each thread would pack the whole wide operand; cut the long side
+            # (its parts interleave in memory, so the matmul is a run of its own)
+            axis, alone = other, True
     if axis is None:
         return None
     n, ndim = out[axis], len(out)
@@ -167,7 +176,7 @@ def _row_call(f, args) -> _Rows | None:
             cut.append((i, a))
         else:
             return None
-    return _Rows(n, cut, whole, writes, _cost(f, args, [i for i, _ in cut] + whole, writes))
+    return _Rows(n, cut, whole, writes, _cost(f, args, [i for i, _ in cut] + whole, writes), alone)
 
 
 def _input_axis(f, args, i: int, axis: int, ndim: int) -> int | None:
@@ -226,6 +235,11 @@ class _Run:
         """Take ``call`` into the run if it keeps every thread's writes apart; else leave the run as is."""
         if (self.n is not None and rows.n != self.n) or len(self.calls) >= self.MAX_CALLS:
             return False
+        if rows.alone or (self.rows and self.rows[0].alone):
+            if self.calls:
+                return False
+            self.calls, self.rows, self.n, self.work = [call], [rows], rows.n, rows.work  # its parts write apart
+            return True
         args = call[1]
         axes = dict(rows.cut)
         written = [e for e in (_extent(args[i], axes[i]) for i in rows.written) if e is not None]
@@ -248,9 +262,10 @@ class _Run:
         self.whole += whole
         return True
 
-    def worth_it(self, work: float) -> bool:
-        """Whether ``work`` (all of the run's, or its part outside matmuls) is worth the threads."""
-        return work >= MIN_RUN_NS and self.work >= MIN_CALL_NS * len(self.calls)
+    def worth_it(self, work: float, least: float | None = None) -> bool:
+        """Whether ``work`` (all of the run's, or its part outside matmuls) is worth the threads: ``least``
+        (default ``MIN_RUN_NS``) or more, and its calls ``MIN_CALL_NS`` each on average."""
+        return work >= (MIN_RUN_NS if least is None else least) and self.work >= MIN_CALL_NS * len(self.calls)
 
     def threads(self, most: int) -> int:
         """How many threads to share the run: up to ``most``, each with half of ``MIN_RUN_NS`` or more."""

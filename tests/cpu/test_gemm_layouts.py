@@ -1,0 +1,108 @@
+"""GEMM-friendly storage orders (``cpu/layout.py``'s ``walk_order`` and ``gemm_orders``): a temp that a
+GEMM reads or writes is stored so that its batch, row and column axes each form one run, so that a
+convolution-shaped product (a weight broadcast over images) is one BLAS call with ``N = B*H*W``
+instead of one per image. Results are checked against the reference interpreter and torch; the
+shape of the BLAS calls is checked on the binding (one thread, so no call is cut)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from parity import TOLERANCE, compare_outputs, rand, to_torch
+
+import luminal as lm
+from luminal.backends.cpu import layout
+from luminal.backends.cpu.gemm import Strided
+
+# name: (input shapes, op on luminal and torch tensors alike)
+CASES = {
+    # a weight times every image's columns: the im2col product of a convolution's forward pass
+    "conv_forward": ([("B", 3, 20), (6, 3)], lambda x, w: ((w @ (x * 2)).relu() + 1,)),
+    # the same, with the columns' rows a merged run of axes (channels x kernel taps)
+    "conv_forward_merged_rows": ([("B", 2, 3, 20), (4, 6)],
+                                 lambda x, w: (w @ (x * 2).reshape(x.shape[0], 6, 20) + 1,)),
+    # the input gradient: the weight transposed times every image's output gradient
+    "conv_input_grad": ([("B", 6, 20), (6, 3)], lambda dy, w: (w.transpose(0, 1) @ (dy * 2),)),
+    # the product read again by another GEMM and by an elementwise kernel
+    "chained": ([("B", 3, 20), (6, 3), (5, 6)], lambda x, w, v: (v @ (w @ (x - 1)), (w @ (x - 1)) * 3)),
+    # images are a true batch here (both operands move along it): stays a batched GEMM
+    "weight_grad": ([("B", 6, 20), ("B", 3, 20)], lambda dy, x: ((dy * 2) @ (x + 1).transpose(1, 2),)),
+}
+BINDINGS = ({"B": 3}, {"B": 1}, {"B": 0}, {"B": 4})
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_gemm_layouts_against_reference_and_torch(name, monkeypatch):
+    monkeypatch.setenv("LUMINAL_NUM_THREADS", "1")
+    shapes, op = CASES[name]
+    g = lm.Graph()
+    xs = [g.input(f"x{i}", s) for i, s in enumerate(shapes)]
+    outs = list(op(*xs))
+    cpu, ref = lm.compile(outs, backend="cpu"), lm.compile(outs, backend="reference")
+    for k, env in enumerate(BINDINGS):
+        arrays = [rand(tuple(env.get(d, d) for d in s), lm.float32, seed=10 * k + i, low=-3, high=3)
+                  for i, s in enumerate(shapes)]
+        inputs = {f"x{i}": a for i, a in enumerate(arrays)}
+        for _ in range(2):  # a second run over the same buffers
+            got, want = cpu(**inputs), ref(**inputs)
+            for a, b in zip(got, want, strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+        theirs = op(*[to_torch(a, lm.float32) for a in arrays])
+        rt, at = TOLERANCE[lm.float32]
+        compare_outputs(outs, got, theirs, rtol=rt * 10, atol=at * 10, where=f"{env}: ")
+
+
+def _matmuls(f) -> list:
+    """The operand shapes of every BLAS call of ``f``'s binding."""
+    b = next(iter(f.runner.program._bindings.values()))
+    return [[a.shape for a in args] for fn, args in b.calls if fn is np.matmul]
+
+
+@pytest.mark.parametrize("name,calls", [
+    ("conv_forward", [[(6, 3), (3, 100), (6, 100)]]),
+    ("conv_forward_merged_rows", [[(4, 6), (6, 100), (4, 100)]]),
+    ("conv_input_grad", [[(3, 6), (6, 100), (3, 100)]]),
+    ("weight_grad", [[(5, 6, 20), (5, 20, 3), (5, 6, 3)]]),
+])
+def test_a_weight_over_images_is_one_gemm(name, calls, monkeypatch):
+    monkeypatch.setenv("LUMINAL_NUM_THREADS", "1")
+    shapes, op = CASES[name]
+    g = lm.Graph()
+    xs = [g.input(f"x{i}", s) for i, s in enumerate(shapes)]
+    f = lm.compile(list(op(*xs)), backend="cpu")
+    f(**{f"x{i}": rand(tuple(5 if d == "B" else d for d in s), lm.float32, seed=i) for i, s in enumerate(shapes)})
+    assert _matmuls(f) == calls
+
+
+def test_walk_order_of_a_merged_run():
+    # an im2col buffer (B, C, kh, kw, H, W) read as (B, C*kh*kw, H*W): rows = the (C, kh, kw) run
+    shape = (4, 2, 3, 3, 5, 5)
+    v = Strided((4, 18, 25), (450, 25, 1), 0)
+    walk = layout.axis_walk(v, shape)
+    assert walk == [((0,), 1), ((1, 2, 3), 1), ((4, 5), 1)]
+    # N = (B, H*W) as one run, K = (C, kh, kw) outside it
+    order = layout.walk_order(v, shape, [[], [1], [0, 2]])
+    assert order == (1, 2, 3, 0, 4, 5)
+    moved = layout.remap(v, shape, order)
+    assert moved == Strided((4, 18, 25), (25, 100, 1), 0)
+    # an order that splits the run does not remap
+    assert layout.remap(v, shape, (2, 1, 3, 0, 4, 5)) is None
+
+
+def test_a_run_walked_twice_or_partly_is_no_walk():
+    shape = (2, 3, 4)
+    assert layout.axis_walk(Strided((12, 4), (1, 1), 0), shape) is None  # two axes over one run
+    assert layout.axis_walk(Strided((6,), (1,), 4), shape) is None  # a run from the middle of its axes
+    assert layout.axis_walk(Strided((12,), (1,), 0), shape) == [((1, 2), 1)]
+
+
+def test_gemm_orders_keeps_the_current_layout_on_a_tie():
+    # plain row-major operands are one GEMM as they are: nothing moves
+    out = Strided((4, 5), (5, 1), 0)
+    domain, ks = (4, 3, 5), (1,)
+    av = Strided(domain, (3, 1, 0), 0)
+    bv = Strided(domain, (0, 5, 1), 0)
+    chosen = layout.gemm_orders(domain, ks, [(av, (4, 3), [None, (1, 0)]), (bv, (3, 5), [None, (1, 0)]),
+                                             (out, (4, 5), [None, (1, 0)])])
+    assert chosen == [None, None, None]
+
