@@ -21,9 +21,15 @@ loops, the last axis innermost: the loop LLVM vectorises). A caller splits axis 
   does. (float16 values were float registers first; LLVM 20 then shrank a ReLU's compares and
   selects of widened halves back to half and folded ``select(x <= 0, select(x < 0, 0, x), x)`` into
   ``select(x <= 0, 0, x)``, turning -0.0 into +0.0: halves compared and selected as halves keep it.)
-- Log2, Exp2, Sin, Sqrt are ``llvm.log2/exp2/sin/sqrt`` (libm's, or a vector form LLVM picks); Sqrt
-  is correctly rounded, the other three agree with numpy's own SIMD implementations within an ulp or
-  two, not bit for bit (neither side is correctly rounded).
+- Sin and Sqrt are ``llvm.sin/sqrt`` (Sqrt correctly rounded; Sin a scalar libm call, which keeps
+  its loop scalar). Exp2 and Log2 are inline arithmetic (``_INLINE``: range reduction, a polynomial,
+  exponent bits set through integer ops, selects for the special values; no calls, so the loop
+  vectoriser widens them): float32 (and the half types, through float32) computed in double and
+  rounded once, within 1 ulp of the correctly rounded result, subnormals included; float64 within
+  0.65 ulp (exp2) and 0.85 ulp (log2, fdlibm's algorithm). Special values are numpy's (exp2: inf at
+  +inf and past the range, 0 at -inf and below it, 1 at +-0; log2: -inf at +-0, NaN below 0, +0 at 1).
+  Polynomials use ``llvm.fma`` where the host has FMA. numpy's float32 exp2/log2 are less accurate
+  (up to 3 and 2 ulps): the results agree with numpy's within a few ulps, not bit for bit.
 - Recip is ``1/x``; Mod is ``frem`` (C fmod) / a guarded ``srem`` for int32 (``x % 0`` and
   ``INT_MIN % -1`` are 0, as numpy's fmod gives, where LLVM's srem would be undefined); int32
   Add/Mul wrap; on bool, Add/Max are or, Mul is and.
@@ -51,8 +57,9 @@ loop.
 
 **Caching.** The object code is cached on disk under ``$LUMINAL_CACHE_DIR/llvm`` (default
 ``~/.cache/luminal/llvm``), keyed by the sha256 of the module's IR text, the host CPU's name and
-features and the llvmlite version, and written atomically (a temp file, then ``os.replace``): a warm
-compile skips optimisation and code generation. The object is made with the target machine's
+features, the llvmlite version and ``CODEGEN_VERSION`` (the code generator's, bumped when it emits other
+code for the same IR), and written atomically (a temp file, then ``os.replace``): a warm compile skips
+optimisation and code generation. The object is made with the target machine's
 ``emit_object`` and loaded into an MCJIT engine with ``add_object_file`` (the cold path does the same,
 so both run the same code; MCJIT's own object-cache hooks would need the IR parsed on a warm start
 too). Modules are cached in-process by the same key. A :class:`Module` keeps its execution engine
@@ -85,7 +92,8 @@ CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
 REDUCE_FLAGS = ("reassoc", "contract")  # on a float sum's accumulation only (see the module docstring)
 _ROUNDED = frozenset({"Log2", "Exp2", "Sin", "Sqrt", "Recip", "Add", "Mul", "Mod"})  # may leave a half type
 _ALIGN = {I8: 1, F16: 2, I32: 4, F32: 4, I64: 8, F64: 8}  # natural alignment (numpy's arrays have it)
-_INTRINSIC = {"Log2": "llvm.log2", "Exp2": "llvm.exp2", "Sin": "llvm.sin", "Sqrt": "llvm.sqrt"}
+_INTRINSIC = {"Sin": "llvm.sin", "Sqrt": "llvm.sqrt"}  # Exp2 and Log2: _INLINE (after the emitter)
+CODEGEN_VERSION = 2  # in the disk cache's key: bump when the code made for one IR text changes (2: inline exp2/log2)
 
 
 def value_type(d) -> ll.Type:
@@ -366,6 +374,8 @@ class _Emitter:
 
     def _float(self, op, d, xs):
         b = self.b
+        if op in _INLINE:
+            return _INLINE[op](b, xs[0])
         if op in _INTRINSIC:
             return b.call(self._intrinsic(_INTRINSIC[op], xs[0].type), xs)
         if op == "Recip":
@@ -530,6 +540,160 @@ class _Emitter:
             fits = b.fcmp_ordered(">=", x, ll.Constant(x.type, lo))
         fits = b.and_(fits, b.fcmp_ordered("<", x, ll.Constant(x.type, -lo)))
         return b.select(fits, b.fptosi(x, t), ll.Constant(t, -(1 << (bits - 1))))
+
+
+# Exp2 and Log2 as inline arithmetic -----------------------------------------------------------------
+#
+# LLVM lowers llvm.exp2/llvm.log2 to scalar libm calls, which keep a loop from being vectorised. These
+# are straight-line IR instead (range reduction, a polynomial, exponent bits set through integer ops;
+# selects for the special values, no calls, no branches, no fast-math), which the loop vectoriser widens.
+# float32 (and the half types, computed in float32) is computed in double and rounded once: within an
+# ulp of the correctly rounded result everywhere, subnormal results included (fptrunc rounds them).
+# float64 keeps its reduction exact and the last additions in double-double: under 0.65 ulp for exp2,
+# 0.85 for log2 (fdlibm's e_log2.c). Coefficients: near-minimax fits (Chebyshev-node interpolation
+# in 60-digit arithmetic), as hex floats.
+
+_ROUND = 6755399441055744.0  # 1.5 * 2**52: for |x| < 2**51, (x + _ROUND) - _ROUND is x rounded to an
+_ROUND_BITS = 0x4338000000000000  # integer (to nearest even), and the bits of x + _ROUND minus these are it
+_EXP2_Q32 = tuple(map(float.fromhex, (  # 2**r = 1 + r*q(r), |r| <= 1/2: error of q 1.7e-10
+    "0x1.62e42fefa39efp-1", "0x1.ebfbe045f4d3cp-3", "0x1.c6b08d883dca1p-5", "0x1.3b2a1b7152befp-7",
+    "0x1.5d879ead06a82p-10", "0x1.443fffc90db59p-13", "0x1.00a581594758ep-16")))
+_EXP2_Q64 = tuple(map(float.fromhex, (  # 2**r = 1 + ln2*r + r*r*Q(r), |r| <= 1/2: error of Q 1.2e-17
+    "0x1.ebfbdff82c58fp-3", "0x1.c6b08d704a0c2p-5", "0x1.3b2ab6fba4e78p-7", "0x1.5d87fe78a5276p-10",
+    "0x1.430912f86bf52p-13", "0x1.ffcbfc670dcd4p-17", "0x1.62c022401b97dp-20", "0x1.b524fae627834p-24",
+    "0x1.e4cf1cd08d4b8p-28", "0x1.e9d3fe3952179p-32", "0x1.c48f769ad2c46p-36")))
+_LN2_HI = float.fromhex("0x1.62e42f8p-1")  # ln 2 in 26 bits: its product with a 26-bit number is exact
+_LN2_LO = float.fromhex("0x1.be8e7bcd5e4f2p-27")  # ln 2 - _LN2_HI
+_HIGH26 = -(1 << 27)  # clears a double's low 27 mantissa bits (26 significant bits stay)
+_LOG2_R32 = tuple(map(float.fromhex, (  # ln(m) = 2s + s*z*R(z), s = (m-1)/(m+1), z = s*s <= 0.0295: 1.2e-9
+    "0x1.5555554bb2b2cp-1", "0x1.9999eb5d84f14p-2", "0x1.245c438323e9ap-2", "0x1.ddced7078dd3ap-3")))
+_LG = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01,  # fdlibm's Lg1-Lg7
+       2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01, 1.479819860511658591e-01)
+_IVLN2_HI = float.fromhex("0x1.7154765200000p+0")  # 1/ln 2 in 33 bits (fdlibm's ivln2hi) and the rest
+_IVLN2_LO = float.fromhex("0x1.705fc2eefa200p-33")
+_INVLN2 = float.fromhex("0x1.71547652b82fep+0")
+
+
+def _d(v: float) -> ll.Constant:
+    return ll.Constant(F64, v)
+
+
+def _q(v: int) -> ll.Constant:
+    return ll.Constant(I64, v)
+
+
+def _horner(b, coeffs, r):
+    """``sum(coeffs[j] * r**j)`` in Horner's order: with ``llvm.fma`` where the host has FMA (a fused
+    multiply-add, exactly specified: one rounding), else a multiply and an add."""
+    p = _d(coeffs[-1])
+    if "+fma" not in _init()["features"].split(","):
+        for c in reversed(coeffs[:-1]):
+            p = b.fadd(b.fmul(p, r), _d(c))
+        return p
+    fma = b.module.globals.get("llvm.fma.f64")
+    if fma is None:
+        fma = ll.Function(b.module, ll.FunctionType(F64, (F64, F64, F64)), name="llvm.fma.f64")
+    for c in reversed(coeffs[:-1]):
+        p = b.call(fma, [p, r, _d(c)])
+    return p
+
+
+def _pow2(b, n):
+    """2**n as a double, for an i64 ``n`` in [-1022, 1023]."""
+    return b.bitcast(b.shl(b.add(n, _q(1023)), _q(52)), F64)
+
+
+def _exp2_reduce(b, x, limit: float):
+    """``x`` (a double) clamped to [-limit, limit] (a NaN stays NaN), as ``n + r``: (n as an i64,
+    r = x - n exactly, |r| <= 1/2). A NaN gives a NaN ``r`` (and some ``n``), so the result is NaN."""
+    x = b.select(b.fcmp_ordered(">", x, _d(limit)), _d(limit), x)
+    x = b.select(b.fcmp_ordered("<", x, _d(-limit)), _d(-limit), x)
+    t = b.fadd(x, _d(_ROUND))
+    return b.sub(b.bitcast(t, I64), _q(_ROUND_BITS)), b.fsub(x, b.fsub(t, _d(_ROUND)))
+
+
+def _exp2_f32(b, x):
+    """exp2 of a float: in double, 2**n exact (|n| <= 200), one rounding to float at the end (below
+    2**-126 to a subnormal or 0, above 2**128 to inf)."""
+    n, r = _exp2_reduce(b, b.fpext(x, F64), 200.0)
+    p = b.fadd(_d(1.0), b.fmul(r, _horner(b, _EXP2_Q32, r)))
+    return b.fptrunc(b.fmul(p, _pow2(b, n)), F32)
+
+
+def _exp2_f64(b, x):
+    """exp2 of a double: 1 + ln2*r + r*r*Q(r) with ln2*r split exactly (26-bit halves) and added to 1
+    in double-double; 2**n applied in two exact-or-once-rounded steps (n in [-1100, 1100]: results
+    near and below 2**-1022 round once, to a subnormal or 0; above 2**1024 they overflow to inf)."""
+    n, r = _exp2_reduce(b, x, 1100.0)
+    r_hi = b.bitcast(b.and_(b.bitcast(r, I64), _q(_HIGH26)), F64)
+    r_lo = b.fsub(r, r_hi)
+    t = b.fmul(r_hi, _d(_LN2_HI))  # exact
+    tail = b.fadd(b.fadd(b.fmul(r_lo, _d(_LN2_HI)), b.fmul(r, _d(_LN2_LO))),
+                  b.fmul(b.fmul(r, r), _horner(b, _EXP2_Q64, r)))
+    s = b.fadd(_d(1.0), t)
+    e = b.fadd(b.fsub(_d(1.0), s), t)  # 1 + t - s exactly (|t| < 1)
+    p = b.fadd(s, b.fadd(e, tail))
+    n1 = b.ashr(n, _q(1))
+    return b.fmul(b.fmul(p, _pow2(b, n1)), _pow2(b, b.sub(n, n1)))
+
+
+def _log2_reduce(b, x):
+    """A positive normal double as 2**k * m, m in [sqrt(1/2), sqrt(2)): (k as an exact double, m - 1
+    exact) (fdlibm's branch-free normalisation)."""
+    bits = b.bitcast(x, I64)
+    k = b.sub(b.ashr(bits, _q(52)), _q(1023))
+    mant = b.and_(bits, _q((1 << 52) - 1))
+    i = b.and_(b.add(mant, _q(0x95F64 << 32)), _q(1 << 52))  # set where m >= sqrt(2) (then halve m)
+    m = b.bitcast(b.or_(mant, b.xor(i, _q(0x3FF << 52))), F64)
+    k = b.add(k, b.lshr(i, _q(52)))
+    y = b.fsub(b.bitcast(b.add(k, _q(_ROUND_BITS)), F64), _d(_ROUND))  # k as a double (|k| < 2**51)
+    return y, b.fsub(m, _d(1.0))
+
+
+def _log2_special(b, x, res):
+    """log2's special values over ``res``: +inf at +inf, -inf at +-0, NaN below 0 and at NaN."""
+    res = b.select(b.fcmp_ordered("==", x, _d(float("inf"))), x, res)
+    res = b.select(b.fcmp_ordered("==", x, _d(0.0)), _d(float("-inf")), res)
+    return b.select(b.fcmp_unordered("<", x, _d(0.0)), _d(float("nan")), res)
+
+
+def _log2_f32(b, x):
+    """log2 of a float: in double (a float32 subnormal is a normal double), rounded once."""
+    x = b.fpext(x, F64)
+    y, f = _log2_reduce(b, x)
+    s = b.fdiv(f, b.fadd(_d(2.0), f))
+    z = b.fmul(s, s)
+    ln = b.fadd(b.fmul(s, _d(2.0)), b.fmul(b.fmul(s, z), _horner(b, _LOG2_R32, z)))
+    return b.fptrunc(_log2_special(b, x, b.fadd(y, b.fmul(ln, _d(_INVLN2)))), F32)
+
+
+def _log2_f64(b, x):
+    """log2 of a double: fdlibm's e_log2.c (FreeBSD), branch-free: a subnormal scaled by 2**54 first,
+    f - f*f/2 split in halves and multiplied by 1/ln2 in pieces, k added in double-double."""
+    sub = b.icmp_signed("<", b.bitcast(x, I64), _q(1 << 52))  # below 2**-1022 (and 0, negatives)
+    y, f = _log2_reduce(b, b.select(sub, b.fmul(x, _d(2.0**54)), x))
+    y = b.fsub(y, b.select(sub, _d(54.0), _d(0.0)))
+    hfsq = b.fmul(b.fmul(_d(0.5), f), f)
+    s = b.fdiv(f, b.fadd(_d(2.0), f))
+    z = b.fmul(s, s)
+    w = b.fmul(z, z)
+    t1 = b.fmul(w, _horner(b, _LG[1::2], w))
+    t2 = b.fmul(z, _horner(b, _LG[0::2], w))
+    r = b.fmul(s, b.fadd(hfsq, b.fadd(t2, t1)))
+    hi = b.bitcast(b.and_(b.bitcast(b.fsub(f, hfsq), I64), _q(-(1 << 32))), F64)
+    lo = b.fadd(b.fsub(b.fsub(f, hi), hfsq), r)
+    v_hi = b.fmul(hi, _d(_IVLN2_HI))
+    v_lo = b.fadd(b.fmul(b.fadd(lo, hi), _d(_IVLN2_LO)), b.fmul(lo, _d(_IVLN2_HI)))
+    w = b.fadd(y, v_hi)
+    v_lo = b.fadd(v_lo, b.fadd(b.fsub(y, w), v_hi))
+    return _log2_special(b, x, b.fadd(v_lo, w))
+
+
+def _inline(f32, f64):
+    return lambda b, x: f64(b, x) if x.type == F64 else f32(b, x)
+
+
+_INLINE = {"Exp2": _inline(_exp2_f32, _exp2_f64), "Log2": _inline(_log2_f32, _log2_f64)}
 
 
 def _registers(body) -> dict:
@@ -845,7 +1009,7 @@ def cache_dir() -> str:
 
 def cache_key(text: str) -> str:
     h = _init()
-    parts = (text, h["cpu"], h["features"], llvmlite.__version__)
+    parts = (text, h["cpu"], h["features"], llvmlite.__version__, f"codegen {CODEGEN_VERSION}")
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
