@@ -51,3 +51,12 @@ def test_cpu_infer_prints_its_table():
     rows = _table_rows(out, "| row |")
     assert [r[:2] for r in rows] == [["overhead", "us"]], out
     assert float(rows[0][5]) > 0 and float(rows[0][6]) > 0, out  # luminal / eager and / torch.compile
+
+
+def test_compile_step_prints_its_table():
+    out = _run("bench/compile_step.py", "--rounds", "1")
+    assert out.startswith("# "), out
+    rows = _table_rows(out, "| case |")
+    assert [r[0] for r in rows] == ["cold", "warm", "warm, llvm only"], out
+    assert all(float(r[1].split()[0]) > 0 for r in rows), out
+    assert "from the compile cache" in out, out

@@ -56,23 +56,22 @@ kernel (a state updated in place), so aliasing is left to LLVM's runtime checks 
 loop.
 
 **Caching.** The object code is cached on disk under ``$LUMINAL_CACHE_DIR/llvm`` (default
-``~/.cache/luminal/llvm``), keyed by the sha256 of the module's IR text, the host CPU's name and
-features, the llvmlite version and ``CODEGEN_VERSION`` (the code generator's, bumped when it emits other
-code for the same IR), and written atomically (a temp file, then ``os.replace``): a warm compile skips
-optimisation and code generation. The object is made with the target machine's
-``emit_object`` and loaded into an MCJIT engine with ``add_object_file`` (the cold path does the same,
-so both run the same code; MCJIT's own object-cache hooks would need the IR parsed on a warm start
-too). Modules are cached in-process by the same key. A :class:`Module` keeps its execution engine
-alive: keep it as long as its functions are called. Each engine owns a target machine of its own
-(llvmlite hands the one given to the engine, which frees it with itself).
+``~/.cache/luminal/llvm``; ``core/disk_cache.py``: ``LUMINAL_CACHE``, the size cap), keyed by the sha256 of
+the module's IR text, the host CPU's name and features, the llvmlite version and ``CODEGEN_VERSION``
+(the code generator's, bumped when it emits other code for the same IR), and written atomically
+(a temp file, then ``os.replace``): a warm compile skips optimisation and code generation. The object
+is made with the target machine's ``emit_object`` and loaded into an MCJIT engine with
+``add_object_file`` (the cold path does the same, so both run the same code; MCJIT's own object-cache
+hooks would need the IR parsed on a warm start too). Modules are cached in-process by the same key.
+A :class:`Module` keeps its execution engine alive: keep it as long as its functions are called. Each
+engine owns a target machine of its own (llvmlite hands the one given to the engine, which frees it
+with itself).
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
-import os
-import tempfile
 import threading
 
 import llvmlite
@@ -82,6 +81,7 @@ import numpy as np
 
 from luminal.codegen import ir
 from luminal.core import dtype as dt
+from luminal.core.disk_cache import DiskCache
 
 I1, I8, I32, I64 = ll.IntType(1), ll.IntType(8), ll.IntType(32), ll.IntType(64)
 F16, F32, F64 = ll.HalfType(), ll.FloatType(), ll.DoubleType()
@@ -1001,10 +1001,13 @@ def _target_data():
     return _init()["tm"].target_data
 
 
+_DISK = DiskCache("llvm")
+
+
 def cache_dir() -> str:
-    """Where compiled objects are kept: ``$LUMINAL_CACHE_DIR/llvm``, default ``~/.cache/luminal/llvm``."""
-    root = os.environ.get("LUMINAL_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "luminal")
-    return os.path.join(root, "llvm")
+    """Where compiled objects are kept: ``$LUMINAL_CACHE_DIR/llvm``, default ``~/.cache/luminal/llvm``
+    (``core/disk_cache.py``: the root, the ``LUMINAL_CACHE`` switch and the size cap)."""
+    return str(_DISK.directory)
 
 
 def cache_key(text: str) -> str:
@@ -1022,24 +1025,6 @@ def optimise(mod) -> None:
     pb.getModulePassManager().run(mod, pb)
 
 
-def _read(path: str):
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def _write(path: str, data: bytes) -> None:
-    """Write atomically (a temp file, then ``os.replace``); a cache that cannot be written is skipped."""
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        pass
 
 
 class Module:
@@ -1086,15 +1071,15 @@ def compile_kernels(kernels, distinct: bool = False) -> Module:
         mod = _modules.get(key)
         if mod is not None:
             return mod
-        path = os.path.join(cache_dir(), key[:2], key + ".o")
-        obj = _read(path)
+        name = f"{key[:2]}/{key}.o"
+        obj = _DISK.read(name)
         cached = obj is not None
         if not cached:
             parsed = llvm.parse_assembly(text)
             parsed.verify()
             optimise(parsed)
             obj = _init()["tm"].emit_object(parsed)
-            _write(path, obj)
+            _DISK.write(name, obj)  # atomic; a cache that cannot be written is skipped
         h = _init()
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _machine(h["cpu"], h["features"]))
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))

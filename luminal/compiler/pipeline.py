@@ -1,5 +1,8 @@
 """The compile pipeline: frontend graph -> egglog (rolled, bounded) -> extracted terms -> kernel graph
--> memory plan. Each stage is timed for the report; stages that run past a second show progress."""
+-> memory plan. Each stage is timed for the report; stages that run past a second show progress.
+
+A program compiled before (by this process or an earlier one) comes from the compile cache
+(``cache.py``) instead: no stage runs, and egglog is not imported."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from contextlib import contextmanager
 
 from tqdm import tqdm
 
+from luminal.compiler import cache
 from luminal.compiler.errors import CompileError
 from luminal.compiler.kernels import build_kernels
 from luminal.compiler.memory import plan_memory
@@ -51,12 +55,30 @@ def compile_graph(graph, outputs, updates, *, search: int = 0, seed: int = 0, bu
     its memory plan, the report and the nodes the roots read (a ``rolling.Loops``: ``nodes()``,
     ``reads(node)``). ``timer(kernel_graph) -> seconds`` times a candidate for ``search``.
 
+    The result comes from the compile cache when it holds this program (``cache.py``: the key covers
+    the program, the options and luminal's source; a search timed on this machine is never cached);
+    the report then says so (``report.cache``, the stage times ``cache: key`` and ``cache: load``).
+
     The cyclic collector is off while compiling: the stages allocate many small objects and free
     few, so its passes would be wasted work. It comes back on only once ``_compile`` has returned and
     its intermediates (the linked terms, the rolling tables: most of what was allocated) are freed,
     so that its first pass walks the results alone."""
     with gc_paused():
-        return _compile(graph, outputs, updates, search=search, seed=seed, budget=budget, timer=timer)
+        program = None
+        if cache.usable(search, timer):
+            program = cache.describe(graph, outputs, updates, search=search, seed=seed, budget=budget)
+            hit = cache.load(program) if program is not None else None
+            if hit is not None:
+                return hit
+        t0 = time.perf_counter()
+        kg, plan, report, found = _compile(graph, outputs, updates, search=search, seed=seed, budget=budget,
+                                           timer=timer)
+        if program is not None:
+            t1 = time.perf_counter()
+            cache.store(program, kg, plan, report, found, t1 - t0)
+            report.times["cache: key"] = program.seconds
+            report.times["cache: store"] = time.perf_counter() - t1
+        return kg, plan, report, found
 
 
 def _compile(graph, outputs, updates, *, search, seed, budget, timer):

@@ -17,6 +17,10 @@ class Report:
     budget_hit: str | None
     times: dict  # stage -> seconds
     memory: dict = field(default_factory=dict)  # {"peak_bytes", "no_reuse_bytes", "binding"}
+    # {"hit": True, "key", "compile_s", "compile_times"} when the result came from the compile cache
+    # (``compiler/cache.py``): the stored statistics above, ``times`` this load's, ``compile_times`` the
+    # stages of the compile that stored it
+    cache: dict = field(default_factory=dict)
     _plan: object = None
     _buffers: object = None
 
@@ -46,6 +50,9 @@ class Report:
                  f"  nodes: {self.nodes_before} before -> {self.nodes_after} after",
                  f"  e-graph: {eg.get('enodes', '?')} e-nodes in {eg.get('eclasses', '?')} e-classes, "
                  f"{eg.get('choices', '?')} with a choice"]
+        if self.cache.get("hit"):
+            lines.append(f"  from the compile cache: entry {self.cache['key'][:16]} (stored by a compile of "
+                         f"{self.cache['compile_s'] * 1e3:.1f} ms; egglog did not run)")
         if self.budget_hit:
             lines.append(f"  budget hit: {self.budget_hit}")
         fired = {k: v for k, v in self.rules.items() if v}

@@ -145,6 +145,12 @@ class Sym:
     def __hash__(self):
         return self._hash
 
+    def __reduce__(self):
+        # Rebuilt from its terms, never from its slots: the cached ``_hash`` hashes names (strings), and
+        # string hashes differ between processes, so a copied one would break dicts in the process that
+        # loads it (the compile cache pickles kernel graphs full of Syms).
+        return (Sym, (dict(self.terms),))
+
     def __bool__(self):
         raise TypeError(f"the truth value of symbolic dim {self} is only known at run time")
 

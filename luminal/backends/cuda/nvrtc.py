@@ -8,8 +8,9 @@ compile and do not spill), and ptxas's ``-v`` report in NVRTC's log gives regist
 Options: ``--fmad=false`` because the IR rounds every operation (``a * b + c`` fused into one FMA
 would round once and differ from the reference); precise division, square root and denormals are
 NVRTC's defaults. The cache key is the sha256 of (source, arch, options, NVRTC version); each
-entry is one file written atomically (a temporary file, then ``os.replace``), so a crash never
-leaves a torn entry and concurrent processes at worst compile the same kernel twice.
+entry is one file written atomically (a temporary file, then ``os.replace``; ``core/disk_cache.py``, shared
+with the other caches), so a crash never leaves a torn entry and concurrent processes at worst compile
+the same kernel twice.
 
 cuda-python is imported inside the functions: importing luminal never needs it.
 """
@@ -18,11 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from luminal.core.disk_cache import DiskCache
 
 DEFAULT_ARCH = "sm_90"  # without a GPU: the H200 this project targets
 OPTIONS = ("--std=c++17", "--fmad=false", "--ptxas-options=-v")
@@ -99,10 +100,13 @@ def nvrtc_version() -> str:
     return _VERSION
 
 
+_DISK = DiskCache("cuda")
+
+
 def cache_dir() -> Path:
-    """``$LUMINAL_CACHE_DIR/cuda``, else ``~/.cache/luminal/cuda`` (read at each call)."""
-    root = os.environ.get("LUMINAL_CACHE_DIR")
-    return (Path(root) if root else Path.home() / ".cache" / "luminal") / "cuda"
+    """``$LUMINAL_CACHE_DIR/cuda``, else ``~/.cache/luminal/cuda`` (read at each call; ``core/disk_cache.py``:
+    the root, the ``LUMINAL_CACHE`` switch and the size cap)."""
+    return _DISK.directory
 
 
 def cache_key(source: str, arch: str, options=OPTIONS) -> str:
@@ -114,9 +118,8 @@ def cache_key(source: str, arch: str, options=OPTIONS) -> str:
 
 
 def _read_cache(path: Path) -> Cubin | None:
-    try:
-        raw = path.read_bytes()
-    except OSError:
+    raw = _DISK.read(path.name)
+    if raw is None:
         return None
     head, sep, data = raw.partition(b"\n")
     try:
@@ -132,21 +135,7 @@ def _write_cache(path: Path, cubin: Cubin):
     meta = {"arch": cubin.arch, "registers": cubin.registers, "spills": cubin.spills, "log": cubin.log,
             "size": len(cubin.data)}
     blob = json.dumps(meta).encode() + b"\n" + cubin.data  # json escapes newlines: the first line is the header
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-    except OSError:
-        pass  # a read-only or full cache only costs the next process a compile
+    _DISK.write(path.name, blob)  # atomic; a read-only or full cache only costs the next process a compile
 
 
 def parse_resources(log: str, name: str) -> tuple[int, int]:

@@ -7,10 +7,42 @@ text: ``rules/*.egg``) under bounded schedules (``schedule.py``, ``budget.py``),
 program with a DAG cost model (``egraph_read.py``, ``extract.py``, ``cost.py``) and, with
 ``search=N``, times neighbours of it (``search.py``).
 ``res.terms`` maps each root node id to its Term; ``res.stats`` explains the run (see ``optimize.py``).
+
+Importing this package does not import egglog (about a third of a second): ``optimize`` and ``Result``
+load ``optimize.py``, and egglog with it, when first asked for. ``lm.compile`` imports ``Budget`` from
+here on every compile, and a compile served by the compile cache (``compiler/cache.py``) must not pay
+for egglog. The package's ``optimize`` attribute is the function, as it always was: the import system
+sets a submodule as an attribute of its package when it loads it, so ``_Package`` stores the
+function in its place (the module stays in ``sys.modules`` as ``luminal.compiler.egraph.optimize``).
 """
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING
 
 from luminal.compiler.egraph.budget import Budget
 from luminal.compiler.egraph.cost import CPU, CostModel
-from luminal.compiler.egraph.optimize import Result, optimize
+
+if TYPE_CHECKING:  # what type checkers and editors see; at run time ``_Package.__getattr__``
+    from luminal.compiler.egraph.optimize import Result, optimize
+
+_LAZY = ("Result", "optimize")  # names of ``optimize.py``
+
+
+class _Package(types.ModuleType):
+    def __getattr__(self, name):
+        if name in _LAZY:
+            module = importlib.import_module(f"{__name__}.optimize")  # sets ``optimize`` (``__setattr__``)
+            return getattr(module, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __setattr__(self, name, value):
+        if name == "optimize" and isinstance(value, types.ModuleType):
+            value = value.optimize  # the submodule, loaded: the package exports its function
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = ["Budget", "CPU", "CostModel", "Result", "optimize"]
