@@ -1025,8 +1025,6 @@ def optimise(mod) -> None:
     pb.getModulePassManager().run(mod, pb)
 
 
-
-
 class Module:
     """The compiled kernels of one :func:`compile_kernels` call (it owns the JIT's code)."""
 
