@@ -106,3 +106,20 @@ def test_gemm_orders_keeps_the_current_layout_on_a_tie():
                                              (out, (4, 5), [None, (1, 0)])])
     assert chosen == [None, None, None]
 
+
+
+def test_a_sum_over_the_gemm_batch_is_one_gemm(monkeypatch):
+    """A convolution's weight gradient: a product per image summed over the images (and fused with an
+    update) is folded (``cpu/fold.py``) into one GEMM whose contraction runs over images and pixels."""
+    monkeypatch.setenv("LUMINAL_NUM_THREADS", "1")
+    g = lm.Graph()
+    dy, x, w = g.input("dy", ("B", 6, 20)), g.input("x", ("B", 3, 20)), g.input("w", (6, 3))
+    out = w - 0.1 * ((dy * 2) @ (x + 1).transpose(1, 2)).sum(0)
+    cpu, ref = lm.compile(out, backend="cpu"), lm.compile(out, backend="reference")
+    for k, env in enumerate(BINDINGS):
+        n = env["B"]
+        inputs = {"dy": rand((n, 6, 20), seed=k), "x": rand((n, 3, 20), seed=k + 1), "w": rand((6, 3), seed=k + 2)}
+        np.testing.assert_allclose(cpu(**inputs), ref(**inputs), rtol=1e-5, atol=1e-5)
+        want = inputs["w"] - 0.1 * np.einsum("bip,bjp->ij", inputs["dy"] * 2, inputs["x"] + 1)
+        np.testing.assert_allclose(cpu(**inputs), want, rtol=1e-4, atol=1e-4)
+    assert _matmuls(cpu) == [[(6, 60), (60, 3), (6, 3)]]  # K = 3 images x 20 pixels (the first binding)

@@ -25,6 +25,7 @@ from collections import OrderedDict
 import numpy as np
 
 from luminal.backends.cpu import blas, layout
+from luminal.backends.cpu.fold import fold_batch_sums
 from luminal.backends.cpu.gemm import Strided, classify
 from luminal.backends.cpu.lowering import lower
 from luminal.backends.cpu.parallel import Split, split_rows, thread_count
@@ -62,7 +63,7 @@ class CpuProgram:
     of internal buffers that the next run overwrites: copy them right away."""
 
     def __init__(self, kg, plan: MemoryPlan):
-        self.kg, self.plan = kg, plan
+        self.kg, self.plan = fold_batch_sums(kg), plan
         self.dims = tuple(kg.dims) or dims_needed(kg)
         self._bindings: OrderedDict = OrderedDict()
         self._kernels: list | None = None  # kg's kernels with the calls expanded, at the first binding
@@ -345,6 +346,8 @@ class Binding:
                 self._arrays[buf.id] = np.arange(shape[0], dtype=np.int32)
             elif buf.id in plan.slot_of:
                 raw = slots[plan.slot_of[buf.id]]
+                if raw.size < prod(shape) * dtype.itemsize:  # a product folded over an empty batch (fold.py)
+                    raw = np.empty(prod(shape) * dtype.itemsize, np.uint8)
                 flat = raw[:prod(shape) * dtype.itemsize].view(dtype)
                 perm = perms.get(buf.id)
                 if perm is None:

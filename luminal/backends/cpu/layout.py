@@ -102,7 +102,7 @@ def walk_order(v: Strided, shape: tuple, groups) -> tuple | None:
     outermost. Of the two orders of the last two groups, the one nearer the logical order (fewer
     inverted pairs of axes) is taken: other readers keep their locality. None when ``v`` does not walk
     the axes one by one, or the logical order is it."""
-    walk = axis_walk(v, shape)
+    walk = axis_walk(v, shape) if shape else None
     if walk is None:
         return None
 

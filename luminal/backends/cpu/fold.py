@@ -1,0 +1,76 @@
+"""A sum over a GEMM's batch folded into the GEMM: ``sum_b A_b @ B_b`` as one product over ``K = (b, k)``.
+
+A convolution's weight gradient is, per image, a product of the output gradient and the image's
+im2col columns; the kernel graph computes it as a batched matmul (one product per image) and a reduce
+kernel that sums the products over the images (fused with the optimizer's update of the weight). On
+the CPU, B small GEMMs and a pass over their B partial results cost several times one GEMM whose
+contraction runs over the images and the pixels together (``layout.py`` stores both operands so that
+those two axes merge). So the matmul takes the reduce's summed axes into its own and writes the sum;
+the reduce kernel then sums over size-1 axes, and its epilogue (the optimizer update) is unchanged.
+
+The folded product's buffer keeps its id (the memory plan's slot for the unfolded one is larger), so
+the program's memory plan still holds. Float16/bfloat16 products are left alone: the reference rounds
+each image's product before the sum, and so must they.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from luminal.core import dtype as dt
+from luminal.core.kernel_graph import KernelGraph
+from luminal.core.view import View
+
+_FLOATS = (dt.float32, dt.float64)
+
+
+def fold_batch_sums(kg: KernelGraph) -> KernelGraph:
+    """``kg`` with every matmul whose product only a plain sum reads (the product, summed over some of
+    its axes, is the reduce's whole prologue) computing that sum itself."""
+    readers: dict = {}
+    for j, k in enumerate(kg.kernels):
+        for buf, _ in k.inputs + k.epilogue_inputs:
+            readers.setdefault(buf.id, []).append(j)
+    ends = {b.id for b, _ in kg.outputs} | {b.id for _, b, _ in kg.updates}
+    kernels = list(kg.kernels)
+    buffers = {b.id: b for b in kg.buffers}
+    for i, m in enumerate(kernels):
+        folded = _fold(m, kernels, readers, ends)
+        if folded is None:
+            continue
+        j, m2, r2 = folded
+        kernels[i], kernels[j] = m2, r2
+        buf = m2.outputs[0][0]
+        buffers[buf.id] = buf
+    if all(a is b for a, b in zip(kernels, kg.kernels)):
+        return kg
+    return dataclasses.replace(kg, kernels=kernels, buffers=[buffers[b.id] for b in kg.buffers])
+
+
+def _fold(m, kernels, readers, ends):
+    """``(reader index, folded matmul, reduce over size-1 axes)``, or None when ``m`` does not qualify."""
+    if m.kind != "matmul" or m.epilogue_inputs or len(m.outputs) != 1 or m.acc_dtype not in _FLOATS:
+        return None
+    x, e = m.outputs[0]
+    if e.op != "Acc" or x.kind != "temp" or x.base is not None or x.dtype is not m.acc_dtype or x.id in ends:
+        return None
+    if any(v.mask is not None for _, v in m.inputs):
+        return None
+    reads = readers.get(x.id, ())
+    if len(reads) != 1:
+        return None
+    j = reads[0]
+    r = kernels[j]
+    if r.kind != "reduce" or r.reduce_op != "sum" or len(r.inputs) != 1 or r.acc_dtype is not m.acc_dtype:
+        return None
+    (buf, view), pro = r.inputs[0], r.prologue
+    if buf is not x or pro.op != "Load" or pro.arg != 0 or tuple(r.domain) != tuple(x.shape) \
+            or view != View.contiguous(x.shape) or not r.axes:
+        return None
+    kept = [a for a in range(len(m.domain)) if a not in m.axes]
+    summed = tuple(sorted((*m.axes, *(kept[a] for a in r.axes))))
+    x2 = dataclasses.replace(x, shape=tuple(d for a, d in enumerate(x.shape) if a not in r.axes))
+    m2 = dataclasses.replace(m, axes=summed, outputs=[(x2, e)])
+    domain = tuple(1 if a in r.axes else d for a, d in enumerate(r.domain))
+    r2 = dataclasses.replace(r, domain=domain, inputs=[(x2, View.contiguous(domain))])
+    return j, m2, r2
