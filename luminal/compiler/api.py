@@ -81,14 +81,14 @@ def _signature(inputs: dict):
 
 class _Seen:
     """A signature (``_signature``) whose binding passed every check, and what its calls reuse: the
-    names of the arrays the program is handed (in ``bind``'s order), the inputs that ``convert``
-    redoes on every call (their values matter: an int64 array's range, a bfloat16 rounding, a copy of
-    a strided array), the dim binding, and the shapes of the random draws and of the outputs."""
+    inputs that ``convert`` redoes on every call (their values matter: an int64 array's range, a
+    bfloat16 rounding, a copy of a strided array), the dim binding, and the shapes of the random draws
+    and of the outputs (checked against the program's at the signature's first call)."""
 
-    __slots__ = ("names", "redo", "env", "draws", "wants")
+    __slots__ = ("redo", "env", "draws", "wants")
 
-    def __init__(self, names, redo, env, draws, wants):
-        self.names, self.redo, self.env, self.draws, self.wants = names, redo, env, draws, wants
+    def __init__(self, redo, env, draws, wants):
+        self.redo, self.env, self.draws, self.wants = redo, env, draws, wants
 
 
 class Compiled:
@@ -172,35 +172,46 @@ class Compiled:
             raise TypeError(f"compiled graph: give inputs by name ({', '.join(self.input_names) or 'none'}), "
                             f"got {len(args)} positional argument(s)")
         sig = _signature(inputs)
-        seen = self._signatures.get(sig) if sig is not None else None
-        fresh = seen is None
-        if fresh:  # a new signature: every check, as ``bind`` and ``_dim_checks`` make them
+        seen = self._signatures.get(sig)  # (a None signature is never stored: it finds nothing)
+        if seen is None:  # a new signature: every check, as ``bind`` and ``_dim_checks`` make them
             arrays, seen = self._bind(inputs, sig)
+            with self._lock:  # one run at a time: the program's buffers, the states and the rng are shared
+                if sig is not None:  # under the lock: the oldest is dropped while no one else adds
+                    if len(self._signatures) >= MAX_SIGNATURES:
+                        del self._signatures[next(iter(self._signatures))]
+                    self._signatures[sig] = seen
+                results = self._run(arrays, seen, True)
         else:  # the same names, shapes, dtypes and contiguity as a call that passed every check
-            arrays = {n: inputs[n] for n in seen.names}
+            # ``inputs`` (a dict of this call's own) becomes the arrays the program is handed: it has
+            # the names ``bind`` read (every name given is a graph input, or ``bind`` refuses the call)
             for n, node in seen.redo:
-                arrays[n] = convert(n, inputs[n], node)
+                inputs[n] = convert(n, inputs[n], node)
+            with self._lock:
+                results = self._run(inputs, seen, False)
+        return results[0] if self._single else tuple(results[:self._n_out])
+
+    def _run(self, arrays: dict, seen: _Seen, check: bool) -> list:
+        """Run the program on ``arrays`` (the inputs by name) with the states and the random draws added,
+        and write the updates back into the states; the results (outputs first). ``check``: compare the
+        outputs' shapes with the binding's (a new signature's first call: a backend returns the same
+        shapes for every call of a binding). Called under the lock."""
         env = seen.env
-        with self._lock:  # one run at a time: the program's buffers, the states and the rng are shared
-            if fresh and sig is not None:  # under the lock: the oldest is dropped while no one else adds
-                if len(self._signatures) >= MAX_SIGNATURES:
-                    del self._signatures[next(iter(self._signatures))]
-                self._signatures[sig] = seen
-            for name, s in self._states:
-                arrays[name] = s.data
-            for name, shape in seen.draws:
-                arrays[name] = self.graph.rng.random(shape, dtype="float32")
-            if self._guard is not None:
-                self._guard(arrays, env)
-            results = self.runner(arrays, env)
-            outs, new_states = results[:self._n_out], results[self._n_out:]
-            for i, (o, want) in enumerate(zip(outs, seen.wants, strict=True)):
+        for name, s in self._states:
+            arrays[name] = s.data
+        for name, shape in seen.draws:
+            arrays[name] = self.graph.rng.random(shape, dtype="float32")
+        if self._guard is not None:
+            self._guard(arrays, env)
+        results = self.runner(arrays, env)
+        if check:
+            for i, (o, want) in enumerate(zip(results[:self._n_out], seen.wants, strict=True)):
                 if o.shape != want:
                     raise RuntimeError(f"backend {self.backend!r} returned shape {o.shape} for output {i}, "
                                        f"expected {shape_str(self._out_shapes[i])} = {want}")
-            for (s, _), value in zip(self.updates, new_states, strict=True):
+        if self.updates:
+            for (s, _), value in zip(self.updates, results[self._n_out:], strict=True):
                 np.copyto(s.data, value)
-        return outs[0] if self._single else tuple(outs)
+        return results
 
     def _bind(self, inputs: dict, sig) -> tuple[dict, _Seen]:
         """Check a call's inputs and bind the symbolic dims (``bind``), then check the binding against
@@ -228,7 +239,7 @@ class Compiled:
         redo = [(n.arg, n) for n in needed if not (arrays[n.arg] is inputs[n.arg] and as_is(inputs[n.arg], n))]
         draws = [(n.arg, tuple(evaluate(d, env) for d in n.shape)) for n in self._random]
         wants = [tuple(evaluate(d, env) for d in shape) for shape in self._out_shapes]
-        return arrays, _Seen([n.arg for n in needed], redo, env, draws, wants)
+        return arrays, _Seen(redo, env, draws, wants)
 
     def __repr__(self):
         # nn modules record the train/eval mode they were called in (``graph.nn_modes``): fixed at build time

@@ -38,9 +38,7 @@ class Cpu(Backend):
 class _Run(CpuProgram):
     """A CpuProgram under the protocol's call contract: the outputs, then the update values."""
 
-    def __call__(self, arrays, env):
-        outs, ups = super().__call__(arrays, env)
-        return [*outs, *ups]
+    _flat = True
 
 
 register_backend(Cpu())
