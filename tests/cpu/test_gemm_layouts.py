@@ -25,6 +25,9 @@ CASES = {
     "conv_input_grad": ([("B", 6, 20), (6, 3)], lambda dy, w: (w.transpose(0, 1) @ (dy * 2),)),
     # the product read again by another GEMM and by an elementwise kernel
     "chained": ([("B", 3, 20), (6, 3), (5, 6)], lambda x, w, v: (v @ (w @ (x - 1)), (w @ (x - 1)) * 3)),
+    # a caller's batch-major input read sequence-major (a transformer's (S, B, d) projection of a (B, S, d)
+    # input): its rows merge in memory order, (B, S), and the product is stored to match
+    "sequence_major_rows": ([("B", 4, 3), (3, 6)], lambda x, w: ((x.permute(1, 0, 2) @ w) + 1,)),
     # images are a true batch here (both operands move along it): stays a batched GEMM
     "weight_grad": ([("B", 6, 20), ("B", 3, 20)], lambda dy, x: ((dy * 2) @ (x + 1).transpose(1, 2),)),
 }
@@ -63,6 +66,7 @@ def _matmuls(f) -> list:
     ("conv_forward_merged_rows", [[(4, 6), (6, 100), (4, 100)]]),
     ("conv_input_grad", [[(3, 6), (6, 100), (3, 100)]]),
     ("weight_grad", [[(5, 6, 20), (5, 20, 3), (5, 6, 3)]]),
+    ("sequence_major_rows", [[(20, 3), (3, 6), (20, 6)]]),
 ])
 def test_a_weight_over_images_is_one_gemm(name, calls, monkeypatch):
     monkeypatch.setenv("LUMINAL_NUM_THREADS", "1")

@@ -26,7 +26,7 @@ import numpy as np
 
 from luminal.backends.cpu import blas, layout
 from luminal.backends.cpu.fold import fold_batch_sums
-from luminal.backends.cpu.gemm import Strided, classify
+from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
 from luminal.backends.cpu.lowering import lower
 from luminal.backends.cpu.parallel import Split, split_rows, thread_count
 from luminal.codegen import ir, llvm
@@ -292,19 +292,18 @@ class Binding:
             for b, _ in k.outputs:
                 writers.setdefault(b.id, set()).add(k.kind)
 
-        def options(buf, shape, v, groups) -> list:
+        def options(buf, shape, v, group_sets, prefer=None) -> list:
+            """The orders ``buf`` may take: the readers' preferred one (``prefer``, first: it wins a
+            tie), its current one, and the GEMM's wishes (one per way of grouping its axes), where
+            every reader remaps."""
             cur = perms.get(buf.id)
             if buf is None or buf.id in decided or buf.kind != "temp" or buf.base is not None or buf.id in ends \
                     or 0 in shape or not writers.get(buf.id, {"none"}) <= _GENERATED:
                 return [cur]
-            wish = layout.walk_order(v, shape, groups)
-            if wish is None or wish == cur:
-                return [cur]
-            for r, _ in readers.get(buf.id, {}).values():
-                part = self._valid_part(r)
-                if part is not None and layout.remap(part, shape, wish) is None:
-                    return [cur]
-            return [cur, wish]
+            parts = [p for p in (self._valid_part(r) for r, _ in readers.get(buf.id, {}).values()) if p is not None]
+            wishes = [w for w in (layout.walk_order(v, shape, groups) for groups in group_sets)
+                      if w is not None and all(layout.remap(p, shape, w) is not None for p in parts)]
+            return list(dict.fromkeys([*(() if prefer is None else (prefer,)), cur, *wishes]))
 
         for k in kernels:
             if k.kind != "matmul" or any(v.mask is not None for _, v in k.inputs):
@@ -323,13 +322,19 @@ class Binding:
             out_groups = [[pos[d] for d in g] for g in (batch, m, n)]
             out = Strided(shape, tuple(contiguous_strides(shape)), 0)
             ashape, bshape = self.shape(abuf.shape), self.shape(bbuf.shape)
-            ops_ = [(a, ashape, options(abuf, ashape, a, [batch, m, ks]) if abuf is not bbuf else [perms.get(abuf.id)]),
-                    (b, bshape, options(bbuf, bshape, b, [batch, ks, n]) if abuf is not bbuf else [perms.get(bbuf.id)])]
+            same = abuf is bbuf  # a product of a buffer with itself keeps its layout
+            ops_ = [(a, ashape, [perms.get(abuf.id)] if same else options(abuf, ashape, a, [[batch, m, ks]])),
+                    (b, bshape, [perms.get(bbuf.id)] if same else options(bbuf, bshape, b, [[batch, ks, n]]))]
+            # the result's rows merge in the order of a's strides as it is stored now (gemm.in_memory_order)
+            a_now = layout.remap(a, ashape, perms[abuf.id]) if abuf.id in perms else a
+            mem_groups = [[pos[d] for d in g] for g in (batch, in_memory_order(m, a_now.strides), n)]
             if acc is None:  # the product lives in a scratch that only the epilogue reads: any order
-                wish = layout.walk_order(out, shape, out_groups)
-                ops_.append((out, shape, [None] if wish is None else [None, wish]))
+                wishes = [layout.walk_order(out, shape, g) for g in (out_groups, mem_groups)]
+                ops_.append((out, shape, list(dict.fromkeys([None, *(w for w in wishes if w is not None)]))))
             elif self.shape(acc.shape) == shape:
-                ops_.append((out, shape, options(acc, shape, out, out_groups)))
+                views = [(self._valid_part(v), n) for v, n in readers.get(acc.id, {}).values()]
+                prefer = layout.preferred_order([(v, n) for v, n in views if v is not None], shape)
+                ops_.append((out, shape, options(acc, shape, out, [out_groups, mem_groups], prefer)))
             else:
                 ops_.append((out, shape, [perms.get(acc.id)]))
             chosen = layout.gemm_orders(domain, k.axes, ops_)

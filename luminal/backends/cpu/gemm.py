@@ -6,6 +6,8 @@ of a*b`` over a product domain, with ``a`` and ``b`` read through views. Every o
 moves). The plan arranges ``a`` as ``[batch..., M..., K...]``, ``b`` as ``[batch..., K..., N...]`` and
 the output as ``[batch..., M..., N...]``, and merges each of the M, N and K runs into one axis.
 
+The M axes are taken in the order of ``a``'s strides (N: ``b``'s; K: ``a``'s), largest first, so that
+axes a view walks in another order than memory (a sequence-major view of a batch-major input) merge.
 M axes that do not merge in ``a``'s strides (a convolution's batch axis next to its pixels) are not
 copied together: the largest run that merges stays M and the others become batch axes, along which
 ``b`` is broadcast (numpy's matmul loops over batch axes, stride 0 included). Likewise for N.
@@ -70,10 +72,10 @@ def plan_gemm(domain: tuple, ks: tuple, a: Strided, b: Strided, out_strides: dic
     """``a``, ``b``: the operand views at the product ``domain``; ``ks``: the summed axes;
     ``out_strides``: {domain axis: stride of the output} for every other axis (offset 0)."""
     batch, m, n = classify(domain, ks, a.strides, b.strides)
-    m, extra_m = _largest_run(m, domain, a.strides)
-    n, extra_n = _largest_run(n, domain, b.strides)
+    m, extra_m = _largest_run(in_memory_order(m, a.strides), domain, a.strides)
+    n, extra_n = _largest_run(in_memory_order(n, b.strides), domain, b.strides)
     batch = tuple(sorted(batch + extra_m + extra_n))
-    ks = tuple(i for i in ks if domain[i] != 1)
+    ks = tuple(in_memory_order([i for i in ks if domain[i] != 1], a.strides))
     size = lambda axes: _prod(domain[i] for i in axes)  # noqa: E731
 
     def arrange(view: Strided, axes) -> Strided:
@@ -85,6 +87,13 @@ def plan_gemm(domain: tuple, ks: tuple, a: Strided, b: Strided, out_strides: dic
     nb = len(batch)
     return GemmPlan(batch, m, n, ks, tuple(domain[i] for i in batch), size(m), size(n), size(ks), av, bv, ov,
                     _matrix(av, nb, len(m)), _matrix(bv, nb, len(ks)), _matrix(ov, nb, len(m)))
+
+
+def in_memory_order(axes, strides) -> list:
+    """``axes`` from the largest stride to the smallest (ties in their order): the order in which they
+    can merge into one run (a sequence-major view of a batch-major input, ``(S, B)``, merges as
+    ``(B, S)``). The result's rows follow the left operand's order, its columns the right one's."""
+    return sorted(axes, key=lambda i: -abs(strides[i]))
 
 
 def _largest_run(axes: list, domain: tuple, strides: tuple):
