@@ -26,7 +26,9 @@ a call; on 2 cores that made torch's MLP step tens of times slower). Steps rotat
 so no side times one cached input; the table reports the median and the 10th-90th percentile spread,
 and the header the load average (on a shared machine a wide spread means other work was running:
 compare medians of quiet runs only). Ratios are luminal / torch (lower is better); the goals (against
-torch eager) are MLP <= 1.0 and CNN <= 1.5. ``compile s`` is the one-time cost, not in the ratios.
+torch eager) are MLP <= 0.9, width-4096 MLP <= 1.0 and CNN <= 1.0. ``compile s`` is the one-time cost
+(luminal's: building the step and its first call, which compiles; torch.compile's: its first call), not
+in the ratios.
 
 The MLP rows also print the machine's **floor** for the step: the GEMM FLOPs of forward + backward
 (the two layers' forward products, both weight gradients and the hidden layer's input gradient; the
@@ -61,7 +63,7 @@ import luminal as lm  # noqa: E402
 from luminal import train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-GOALS = {"mlp": 1.0, "cnn": 1.5}  # luminal / torch eager
+GOALS = {"mlp": 0.9, "mlp4096": 1.0, "cnn": 1.0}  # luminal / torch eager (the Codegen issue's)
 HIDDEN = {"mlp": 256, "mlp4096": 4096}  # the MLP rows' hidden width (784-H-10)
 STEPS = {"mlp": 50, "mlp4096": 20, "cnn": 20}
 BATCH = 128
@@ -173,8 +175,8 @@ def bench(example, name: str, backend: str, steps: int, warmup: int, rounds: int
         for side, fn in sides.items():
             t0 = time.perf_counter()
             got[side] = fn(*data[side][k])
-            if k == 0 and side == "compile":
-                compile_s[side] = time.perf_counter() - t0
+            if k == 0 and side in ("compile", "luminal"):  # compile_step compiles at the first call
+                compile_s[side] = compile_s.get(side, 0.0) + time.perf_counter() - t0
         for side, v in got.items():
             ref = got["torch"]
             assert abs(v - ref) <= 1e-4 * max(1.0, abs(ref)), f"{name}: step {k + 1} loss {v} ({side}) vs {ref} (torch)"

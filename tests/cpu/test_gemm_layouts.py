@@ -117,13 +117,18 @@ def test_a_sum_over_the_gemm_batch_is_one_gemm(monkeypatch):
     update) is folded (``cpu/fold.py``) into one GEMM whose contraction runs over images and pixels."""
     monkeypatch.setenv("LUMINAL_NUM_THREADS", "1")
     g = lm.Graph()
-    dy, x, w = g.input("dy", ("B", 6, 20)), g.input("x", ("B", 3, 20)), g.input("w", (6, 3))
+    dy, x, w = g.input("dy", ("B", 64, 20)), g.input("x", ("B", 64, 20)), g.input("w", (64, 64))
     out = w - 0.1 * ((dy * 2) @ (x + 1).transpose(1, 2)).sum(0)
-    cpu, ref = lm.compile(out, backend="cpu"), lm.compile(out, backend="reference")
+    small = g.input("w2", (6, 3)) - ((dy[:, :6] * 2) @ (x[:, :3] + 1).transpose(1, 2)).sum(0)
+    cpu, ref = lm.compile([out, small], backend="cpu"), lm.compile([out, small], backend="reference")
     for k, env in enumerate(BINDINGS):
         n = env["B"]
-        inputs = {"dy": rand((n, 6, 20), seed=k), "x": rand((n, 3, 20), seed=k + 1), "w": rand((6, 3), seed=k + 2)}
-        np.testing.assert_allclose(cpu(**inputs), ref(**inputs), rtol=1e-5, atol=1e-5)
+        inputs = {"dy": rand((n, 64, 20), seed=k), "x": rand((n, 64, 20), seed=k + 1),
+                  "w": rand((64, 64), seed=k + 2), "w2": rand((6, 3), seed=k + 3)}
+        got = cpu(**inputs)
+        for a, b in zip(got, ref(**inputs), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-4)
         want = inputs["w"] - 0.1 * np.einsum("bip,bjp->ij", inputs["dy"] * 2, inputs["x"] + 1)
-        np.testing.assert_allclose(cpu(**inputs), want, rtol=1e-4, atol=1e-4)
-    assert _matmuls(cpu) == [[(6, 60), (60, 3), (6, 3)]]  # K = 3 images x 20 pixels (the first binding)
+        np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-3)
+    # K = 3 images x 20 pixels (the first binding) for the 64 x 64 product; the 6 x 3 one stays batched
+    assert _matmuls(cpu) == [[(64, 60), (60, 64), (64, 64)], [(3, 6, 20), (3, 20, 3), (3, 6, 3)]]

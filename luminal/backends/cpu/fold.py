@@ -8,6 +8,11 @@ contraction runs over the images and the pixels together (``layout.py`` stores b
 those two axes merge). So the matmul takes the reduce's summed axes into its own and writes the sum;
 the reduce kernel then sums over size-1 axes, and its epilogue (the optimizer update) is unchanged.
 
+A small product (fewer than ``MIN_FOLDED`` elements: the first convolution's 16 x 25 weight gradient
+over K = B*28*28) stays batched: one GEMM with a tiny output and a huge contraction runs far below
+BLAS's speed and cannot be cut over threads by its rows or columns, while the batched products and
+their sum can (measured on the MNIST CNN step: 5.6 ms folded against 1.4 ms batched for that one).
+
 The folded product's buffer keeps its id (the memory plan's slot for the unfolded one is larger), so
 the program's memory plan still holds. Float16/bfloat16 products are left alone: the reference rounds
 each image's product before the sum, and so must they.
@@ -22,6 +27,7 @@ from luminal.core.kernel_graph import KernelGraph
 from luminal.core.view import View
 
 _FLOATS = (dt.float32, dt.float64)
+MIN_FOLDED = 4096  # elements of a product worth folding (see the module docstring)
 
 
 def fold_batch_sums(kg: KernelGraph) -> KernelGraph:
@@ -68,6 +74,14 @@ def _fold(m, kernels, readers, ends):
             or view != View.contiguous(x.shape) or not r.axes:
         return None
     kept = [a for a in range(len(m.domain)) if a not in m.axes]
+    size = 1
+    for a, d in enumerate(x.shape):
+        if a not in r.axes:
+            if not isinstance(d, int):
+                return None  # a symbolic size: its binding decides, which a kernel graph pass cannot see
+            size *= d
+    if size < MIN_FOLDED:
+        return None
     summed = tuple(sorted((*m.axes, *(kept[a] for a in r.axes))))
     x2 = dataclasses.replace(x, shape=tuple(d for a, d in enumerate(x.shape) if a not in r.axes))
     m2 = dataclasses.replace(m, axes=summed, outputs=[(x2, e)])
