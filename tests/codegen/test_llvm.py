@@ -21,15 +21,6 @@ N = ir.param("n")
 IT = ir.item(0)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cache_dir(tmp_path_factory):
-    """A private disk cache: tests neither read nor fill the user's."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("LUMINAL_CACHE_DIR", str(tmp_path_factory.mktemp("llvm-cache")))
-    yield
-    mp.undo()
-
-
 # helpers --------------------------------------------------------------------------------------------
 
 def elementwise(name, out, ins, fn) -> ir.Kernel:

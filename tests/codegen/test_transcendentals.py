@@ -23,15 +23,6 @@ IT = ir.item(0)
 LONG = np.finfo(np.longdouble).nmant >= 63  # an 80-bit (or wider) long double: a float64 reference
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cache_dir(tmp_path_factory):
-    """A private disk cache: tests neither read nor fill the user's."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("LUMINAL_CACHE_DIR", str(tmp_path_factory.mktemp("llvm-cache")))
-    yield
-    mp.undo()
-
-
 def kernel(op: str, d) -> ir.Kernel:
     """``y[i] = op(x[i])`` over ``n`` items."""
     body = (ir.Store("y", IT, ir.alu(op, ir.load("x", d, IT))),)
