@@ -293,10 +293,10 @@ def test_one_module_per_binding(monkeypatch):
 def test_large_kernels_are_cut_over_threads(monkeypatch):
     monkeypatch.setenv("LUMINAL_NUM_THREADS", "3")
     g = lm.Graph()
-    big, small = g.input("big", (600, 1000)), g.input("small", (4, 5))
+    big, small = g.input("big", (2000, 1000)), g.input("small", (4, 5))
     f = lm.compile([(big * 3 + 1).sqrt(), small * 3, big.sum(1)], backend="cpu")
     rng = np.random.default_rng(1)
-    a, b = rng.uniform(0, 2, (600, 1000)).astype(np.float32), rng.normal(size=(4, 5)).astype(np.float32)
+    a, b = rng.uniform(0, 2, (2000, 1000)).astype(np.float32), rng.normal(size=(4, 5)).astype(np.float32)
     for _ in range(2):
         r1, r2, r3 = f(big=a, small=b)
         np.testing.assert_array_equal(r1, np.sqrt(a * np.float32(3) + np.float32(1)))
@@ -305,6 +305,22 @@ def test_large_kernels_are_cut_over_threads(monkeypatch):
     splits = [fn for fn, _ in _binding(f).calls if isinstance(fn, Split)]
     assert splits and all(generated(s) for s in splits) and len(splits[0].parts) == 3
     assert any(generated(fn) and not isinstance(fn, Split) for fn, _ in _binding(f).calls)  # the small one
+
+
+def test_a_program_with_little_to_cut_leaves_the_threads_to_blas(monkeypatch):
+    """Kernels worth cutting that add up to less than ``OWN_THREADS_NS`` run on one thread, and the
+    GEMMs keep BLAS's own threads (no split anywhere, BLAS not pinned to one thread)."""
+    monkeypatch.setenv("LUMINAL_NUM_THREADS", "2")
+    g = lm.Graph()
+    x, w = g.input("x", (300, 1000)), g.input("w", (1000, 64))
+    f = lm.compile([(x * 3 + 1).sqrt(), x @ w], backend="cpu")
+    rng = np.random.default_rng(2)
+    a, b = rng.uniform(0, 2, (300, 1000)).astype(np.float32), rng.normal(size=(1000, 64)).astype(np.float32)
+    r1, r2 = f(x=a, w=b)
+    np.testing.assert_array_equal(r1, np.sqrt(a * np.float32(3) + np.float32(1)))
+    np.testing.assert_allclose(r2, a @ b, rtol=1e-4, atol=1e-3)
+    binding = _binding(f)
+    assert not any(isinstance(fn, Split) for fn, _ in binding.calls) and not binding._threaded
 
 
 def test_caller_arrays_are_re_pointed_when_they_change():

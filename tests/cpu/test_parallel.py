@@ -57,6 +57,7 @@ def forced(monkeypatch):
     monkeypatch.setattr(parallel, "MIN_RUN_NS", 0)
     monkeypatch.setattr(parallel, "MIN_CALL_NS", 0)
     monkeypatch.setattr(compiled, "SPLIT_NS", 0)
+    monkeypatch.setattr(compiled, "OWN_THREADS_NS", 0)
     monkeypatch.setenv("LUMINAL_NUM_THREADS", str(THREADS))
 
 

@@ -43,11 +43,17 @@ _GENERATED = frozenset({"elementwise", "reduce", "matmul"})
 MAX_BINDINGS = 8  # bindings kept per program (each holds all of its buffers)
 # A generated kernel is cut over threads when its estimated time is this long or more (handing the
 # work to another thread and back costs tens of microseconds on a busy 2-core machine); the estimate
-# counts the memory accesses of its work items and the calls of libm's functions (scalar calls)
+# counts the memory accesses of its work items and its transcendental functions (tens of operations each)
 SPLIT_NS = 100_000
+# Our threads run a program only when its kernels worth cutting add up to this much: once they run,
+# BLAS runs on one thread and the GEMMs are cut over ours, which on a small program (the MNIST MLP
+# step: 0.3 ms of kernels to cut) cost more than the kernels gain (measured: 1.43 ms per step with our
+# threads, 0.95 ms with BLAS's own threads for the GEMMs and the kernels on one)
+OWN_THREADS_NS = 1_000_000
 NS_PER_ACCESS = 0.3
-NS_PER_CALL = 4.0
-_CALLS = frozenset({"Log2", "Exp2", "Sin", "Mod"})
+# ns per element of the operations that cost more than an access: Exp2/Log2 are inline polynomials
+# (codegen/llvm.py), Sin and a float Mod are libm calls
+_CALLS = {"Exp2": 1.0, "Log2": 1.0, "Sin": 4.0, "Mod": 4.0}
 _NO_CONTEXT = contextlib.nullcontext()
 _NONE = frozenset()
 
@@ -601,8 +607,11 @@ class Binding:
         self._module = llvm.compile_kernels([kern for kern, _ in self._gen], distinct=True)
         params = (ctypes.c_int64 * 1)()  # CPU kernels are specialised to the binding: no parameters
         self._pointers.append(params)
+        costs = [_cost_ns(kern) for kern, _ in self._gen]
+        if sum(c for c in costs if c >= SPLIT_NS) < OWN_THREADS_NS:
+            threads = 1  # too little to cut: BLAS keeps its own threads for the GEMMs
         cut = False
-        for kern, at in self._gen:
+        for (kern, at), cost in zip(self._gen, costs):
             ptrs = (ctypes.c_void_p * max(1, len(kern.buffers)))()
             for slot, b in enumerate(kern.buffers):
                 src = self._sources[b.name]
@@ -613,7 +622,7 @@ class Binding:
             self._pointers.append(ptrs)
             f, p, q = self._module.function(kern.name), ctypes.addressof(ptrs), ctypes.addressof(params)
             n = kern.grid[0].arg if kern.grid else 1
-            parts = _parts(n, _cost_ns(kern), threads)
+            parts = _parts(n, cost, threads)
             if len(parts) == 1:
                 self.calls[at] = (f, (p, q, 0, n))
             else:
@@ -727,31 +736,46 @@ def _stores_last(kernel: ir.Kernel, names: set) -> ir.Kernel:
 
 
 def _cost_ns(kernel: ir.Kernel) -> float:
-    """Estimated time of a CPU kernel: its loads, stores and libm calls per work item (a loop's
-    body times its trip count, when constant), times the work items."""
+    """Estimated time of a CPU kernel: per work item, its loads and stores of elements that change
+    with the item (a load at a constant index, a scalar parameter, is hoisted by LLVM: free) and its
+    transcendentals and float remainders (a loop's body times its trip count, when constant), times
+    the work items. Each value counts once per item, however many statements share it."""
 
-    def value_cost(vs) -> float:
-        return sum(NS_PER_ACCESS if v.op == "load" else NS_PER_CALL if v.op in _CALLS else 0.0
-                   for v in ir.walk_values(vs))
-
-    def block(body) -> float:
+    def block(body, seen: set) -> float:
         total = 0.0
         for s in body:
             if isinstance(s, ir.Loop):
                 trips = s.stop.arg - s.start.arg if s.stop.op == s.start.op == "const" else 1
-                total += max(trips, 0) * block(s.body)
-            elif isinstance(s, ir.If):
-                total += block(s.body)
-            elif isinstance(s, (ir.Store, ir.AtomicAdd)):
-                total += NS_PER_ACCESS + value_cost((ir.Assign("_", s.value),))
-            elif isinstance(s, ir.Assign):
-                total += value_cost((s,))
+                total += max(trips, 0) * block(s.body, set(seen))
+                continue
+            if isinstance(s, ir.If):
+                total += block(s.body, seen)
+                continue
+            if isinstance(s, (ir.Store, ir.AtomicAdd)):
+                total += NS_PER_ACCESS
+            for v in ir.walk_values_of(ir.operands(s)):
+                if id(v) in seen:
+                    continue
+                seen.add(id(v))
+                if v.op == "load" and _moves(v.args[0], moving):
+                    total += NS_PER_ACCESS
+                elif v.op in _CALLS and (v.op != "Mod" or v.dtype.is_float):
+                    total += _CALLS[v.op]
         return total
 
+    moving: dict = {}
     items = 1
     for g in kernel.grid:
         items *= g.arg if g.op == "const" else 1
-    return items * block(kernel.body)
+    return items * block(kernel.body, set())
+
+
+def _moves(index: ir.V, memo: dict) -> bool:
+    """Whether an index depends on the work item or a loop variable."""
+    got = memo.get(id(index))
+    if got is None:
+        got = memo[id(index)] = index.op in ("item", "var") or any(_moves(a, memo) for a in index.args)
+    return got
 
 
 def _parts(n: int, cost: float, threads: int) -> list:
