@@ -166,7 +166,6 @@ class Binding:
         threads = thread_count()
         own = self._link(threads)
         self.calls = split_rows(self.calls, self, threads, matmuls=own)
-        self.calls = [(f, _c_args(args)) if isinstance(f, llvm.CFUNC) else (f, args) for f, args in self.calls]
         self._threaded = any(isinstance(f, Split) for f, _ in self.calls)
         self.out_calls = [self._output(buf, v) for buf, v in kg.outputs]
         self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]
@@ -256,9 +255,11 @@ class Binding:
 
     # allocation -----------------------------------------------------------------------------------
     def _layouts(self, kg, kernels) -> dict:
-        """{buffer id: storage axis order} for GEMM results whose readers walk them permuted. (A
-        body's scratch is read by every call through the same view objects: each distinct view
-        is looked at once, weighted by how many times it is read, and each buffer decided once.)"""
+        """{buffer id: storage axis order} for the temps a GEMM reads or writes that are better stored
+        permuted: so that the GEMM is fewer, larger BLAS calls (``_gemm_layouts``), else, for a GEMM's
+        result, in the order its readers walk it. (A body's scratch is read by every call through the
+        same view objects: each distinct view is looked at once, weighted by how many times it is
+        read, and each buffer decided once.)"""
         readers: dict = {}  # buffer id -> {id(view): [view, reads]}
         reads = [(buf, v) for k in kernels for buf, v in k.inputs + k.epilogue_inputs]
         for buf, v in reads + kg.outputs + [(buf, v) for _, buf, v in kg.updates]:
@@ -281,11 +282,15 @@ class Binding:
                     or self.shape(buf.shape) != shape or 0 in shape:
                 continue
             decided.add(buf.id)
-            views = [(self._valid_part(v), n) for v, n in readers.get(buf.id, {}).values()]
-            order = layout.preferred_order([(v, n) for v, n in views if v is not None], shape)
+            order = self._readers_order(readers, buf, shape)
             if order is not None:
                 perms[buf.id] = order
         return perms
+
+    def _readers_order(self, readers, buf, shape) -> tuple | None:
+        """The storage order ``buf``'s readers walk it in (``layout.preferred_order``), or None."""
+        views = [(self._valid_part(v), times) for v, times in readers.get(buf.id, {}).values()]
+        return layout.preferred_order([(v, times) for v, times in views if v is not None], shape)
 
     def _gemm_layouts(self, kg, kernels, readers, perms, decided) -> None:
         """Storage orders that make each GEMM one BLAS call per true batch (``layout.gemm_orders``):
@@ -303,7 +308,7 @@ class Binding:
             tie), its current one, and the GEMM's wishes (one per way of grouping its axes), where
             every reader remaps."""
             cur = perms.get(buf.id)
-            if buf is None or buf.id in decided or buf.kind != "temp" or buf.base is not None or buf.id in ends \
+            if buf.id in decided or buf.kind != "temp" or buf.base is not None or buf.id in ends \
                     or 0 in shape or not writers.get(buf.id, {"none"}) <= _GENERATED:
                 return [cur]
             parts = [p for p in (self._valid_part(r) for r, _ in readers.get(buf.id, {}).values()) if p is not None]
@@ -338,8 +343,7 @@ class Binding:
                 wishes = [layout.walk_order(out, shape, g) for g in (out_groups, mem_groups)]
                 ops_.append((out, shape, list(dict.fromkeys([None, *(w for w in wishes if w is not None)]))))
             elif self.shape(acc.shape) == shape:
-                views = [(self._valid_part(v), n) for v, n in readers.get(acc.id, {}).values()]
-                prefer = layout.preferred_order([(v, n) for v, n in views if v is not None], shape)
+                prefer = self._readers_order(readers, acc, shape)
                 ops_.append((out, shape, options(acc, shape, out, [out_groups, mem_groups], prefer)))
             else:
                 ops_.append((out, shape, [perms.get(acc.id)]))
@@ -624,9 +628,9 @@ class Binding:
             n = kern.grid[0].arg if kern.grid else 1
             parts = _parts(n, cost, threads)
             if len(parts) == 1:
-                self.calls[at] = (f, (p, q, 0, n))
+                self.calls[at] = (f, _c_args(p, q, 0, n))
             else:
-                self.calls[at] = (Split([[(f, (p, q, lo, hi))] for lo, hi in parts]), ())
+                self.calls[at] = (Split([[(f, _c_args(p, q, lo, hi))] for lo, hi in parts]), ())
                 cut = True
         return cut
 
@@ -688,11 +692,10 @@ def _root(a) -> int:
 _fresh = np.ndarray.copy  # a C-contiguous copy (the method's default order), the caller's to keep
 
 
-def _c_args(args: tuple) -> tuple:
+def _c_args(p: int, q: int, lo: int, hi: int) -> tuple:
     """A generated kernel's arguments (pointer-array and parameter addresses, the axis-0 range) as ctypes
     objects of its argument types: ctypes then passes them as they are instead of converting four ints
     on every call (about 0.15 us of a 0.5 us call)."""
-    p, q, lo, hi = args
     return ctypes.c_void_p(p), ctypes.c_void_p(q), ctypes.c_int64(lo), ctypes.c_int64(hi)
 
 
@@ -740,6 +743,7 @@ def _cost_ns(kernel: ir.Kernel) -> float:
     with the item (a load at a constant index, a scalar parameter, is hoisted by LLVM: free) and its
     transcendentals and float remainders (a loop's body times its trip count, when constant), times
     the work items. Each value counts once per item, however many statements share it."""
+    moving: dict = {}  # id(index) -> whether it moves with the item (``_moves``)
 
     def block(body, seen: set) -> float:
         total = 0.0
@@ -763,7 +767,6 @@ def _cost_ns(kernel: ir.Kernel) -> float:
                     total += _CALLS[v.op]
         return total
 
-    moving: dict = {}
     items = 1
     for g in kernel.grid:
         items *= g.arg if g.op == "const" else 1

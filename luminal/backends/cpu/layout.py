@@ -178,8 +178,9 @@ def gemm_orders(domain: tuple, ks: tuple, operands: list) -> list:
     """The storage orders of a GEMM's two operands and its result that make it the fewest, largest BLAS
     calls. ``operands``: for ``a``, ``b`` and the result, ``(view, shape, options)``: the view over
     the logical layout of a buffer of ``shape`` (the result's: its own shape, contiguous), and the
-    orders it may take (None: logical), its current one first. Returns one order (or None) each:
-    the cheapest combination by :func:`gemm_cost`, the current one on a tie."""
+    orders it may take (None: logical). Returns one order (or None) each: the combination whose plan
+    (``gemm.plan_gemm``) has the fewest extra batch axes and copies (``BATCH_COST``, ``COPY_COST``),
+    the earliest options on a tie."""
     kept = [i for i in range(len(domain)) if i not in ks]
     best = None
     for combo in product(*(opts for _, _, opts in operands)):

@@ -62,17 +62,17 @@ def _out_shape(k, b) -> tuple:
 
 
 def _accumulator(k, b, shape):
-    """Where ``Acc`` lands: ``(array of the output shape, its buffer)``: the buffer of an output that is
-    just ``Acc``, else a scratch (buffer None), stored in the order the binding chose for the GEMM
-    (``Binding.acc_order``: the array is then a transposed view of it)."""
+    """Where ``Acc`` lands: ``(flat storage, element strides of the output shape, its buffer)``: the
+    buffer of an output that is just ``Acc``, else a scratch (buffer None) stored in the order the
+    binding chose for the GEMM (``Binding.acc_order``)."""
     for buf, e in k.outputs:
         if e.op == "Acc" and buf.dtype is k.acc_dtype:
-            arr = b.array(buf)
-            return (arr if arr.shape == shape else arr.reshape(shape)), buf
+            return (*b.storage(buf, shape), buf)
     order = b.acc_order(k)
     if order is None:
-        return b.scratch(shape, k.acc_dtype.np), None
-    return b.scratch(tuple(shape[a] for a in order), k.acc_dtype.np).transpose(np.argsort(order)), None
+        return b.scratch(shape, k.acc_dtype.np).reshape(-1), contiguous_strides(shape), None
+    stored = b.scratch(tuple(shape[a] for a in order), k.acc_dtype.np)
+    return stored.reshape(-1), physical_strides(shape, order), None
 
 
 def _gemm(k, b, ins) -> None:
@@ -85,13 +85,7 @@ def _gemm(k, b, ins) -> None:
     (abuf, av), (bbuf, bv) = ins
     a_sv, b_sv = b.locate(abuf, b.strided_view(av)), b.locate(bbuf, b.strided_view(bv))
     out_axes = [i for i in range(len(domain)) if i not in k.axes]
-    acc, acc_buf = _accumulator(k, b, shape)
-    if acc_buf is None:  # a scratch: its storage is the array's base (``_accumulator``)
-        order = b.acc_order(k)
-        flat = (acc if order is None else acc.transpose(order)).reshape(-1)
-        ostr = contiguous_strides(shape) if order is None else physical_strides(shape, order)
-    else:
-        flat, ostr = b.storage(acc_buf, shape)
+    flat, ostr, acc_buf = _accumulator(k, b, shape)
     g = plan_gemm(domain, k.axes, a_sv, b_sv, dict(zip(out_axes, ostr)))
     half = k.acc_dtype in (dt.float16, dt.bfloat16)
     cd = ops.compute_dtype(k.acc_dtype)
