@@ -8,6 +8,9 @@ caller writes those back into the states, after every read has seen the old valu
 - ``level = "kernels"``: the backend reads only the compiler's :class:`~luminal.core.kernel_graph.KernelGraph`
   and its :class:`~luminal.core.kernel_graph.MemoryPlan` (``program``), and may time a candidate
   kernel graph for ``search=N`` (``time``). Every code-generating backend is of this level.
+  ``program`` also gets the ``search=N`` of ``lm.compile``: a backend with alternatives of its own
+  (the cpu backend's threads, vector width, layouts) may time up to N of them on a binding's first
+  call and keep the fastest; one without ignores it.
 - ``level = "graph"``: the backend interprets the primitive graph itself, op by op (``interpret``):
   the reference interpreter, the ground truth every other backend is tested against, which must not
   depend on the compiler it checks. It gets the roots as (node, View) pairs, whose nodes are objects
@@ -51,8 +54,9 @@ class Backend:
         """Whether this backend runs the primitive named ``primitive``."""
         return primitive in self.primitives
 
-    def program(self, kernel_graph, plan):
-        """A program running ``kernel_graph`` with the temps placed as ``plan`` says (level "kernels")."""
+    def program(self, kernel_graph, plan, search: int = 0):
+        """A program running ``kernel_graph`` with the temps placed as ``plan`` says (level "kernels");
+        ``search``: how many of its own alternatives it may time (module docstring), 0 for none."""
         raise NotImplementedError(f"backend {self.name!r} does not run kernel graphs")
 
     def interpret(self, roots, constants):

@@ -17,8 +17,10 @@ class Cpu(Backend):
     # others as kernels of their own kind (lowering.py: reduce, gather, scatter_add) or as buffers
     primitives = ELEMENTWISE | {"SumReduce", "MaxReduce", "Gather", "ScatterAdd", "Input", "Constant", "Arange"}
 
-    def program(self, kernel_graph, plan):
-        return _Run(kernel_graph, plan)
+    def program(self, kernel_graph, plan, search: int = 0):
+        """``search``: each new binding is laid out under up to this many of the backend's own
+        alternatives (threads, kernel cuts, vector width, GEMM layouts) and the fastest kept (``tune.py``)."""
+        return _Run(kernel_graph, plan, search)
 
     def time(self, kernel_graph, plan) -> float:
         """Median seconds of five runs on zero-filled inputs, symbolic dims bound to 16, after one

@@ -1,0 +1,175 @@
+"""``search=N`` for the compiled CPU backend: time the backend's own alternatives for a binding and
+keep the fastest.
+
+How a binding is laid out (``compiled.py``) is decided by cost models and thresholds: whether our
+threads run the program (BLAS then on one thread) or BLAS keeps its own threads
+(``OWN_THREADS_NS``), which generated kernels are cut over the threads (``SPLIT_NS``), which
+temps a GEMM reads or writes are stored permuted (``layout.gemm_orders``), and the vector width LLVM
+vectorises with (``codegen/llvm.py``: on AVX-512 machines it prefers 256 bits). The models are
+estimates, measured on a few programs; :class:`Choices` names an alternative to each, its default
+being the models' choice. Under ``search=N`` the first call of a new binding lays it out under up
+to N choices, the default first, then alternatives that each change one choice of the fastest so
+far, likeliest wins first (:data:`STEPS`); each is timed on that call's arrays (:func:`measure`)
+and the fastest is kept (one other than the default after a rematch against it: :func:`search`).
+Alternatives that cannot differ are not timed: no vector widths without generated code or beyond
+the host's, no thread choices on one thread, no layout alternative where the default permutes
+nothing, and no layout identical to one timed already (:func:`_signature`).
+
+The runs read the caller's arrays but write copies of the states a binding writes in place
+(``Binding._written``): on the real arrays every timed run would apply the update (an optimizer
+step) again. Every other caller array is only read, so it is not copied (a model's weights may be
+gigabytes).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm import tqdm
+
+from luminal.backends.cpu.parallel import Split, thread_count
+from luminal.codegen import llvm
+
+
+@dataclass(frozen=True)
+class Choices:
+    """One way to lay a binding out.
+
+    ``threads``: "auto" (the cost model: our threads when the kernels worth cutting add up to
+    ``OWN_THREADS_NS``), "own" (ours always, BLAS on one thread) or "blas" (none of ours: BLAS keeps
+    its threads, generated code runs on one). ``split_scale``: times ``SPLIT_NS``, the estimated time
+    from which a generated kernel is cut over the threads. ``vector_width``: the vector width (bits)
+    LLVM should prefer, None for its default. ``gemm_layouts``: store GEMM operands and results
+    permuted where the layout model says; False keeps every temp in its logical order."""
+
+    threads: str = "auto"
+    split_scale: float = 1.0
+    vector_width: int | None = None
+    gemm_layouts: bool = True
+
+    def __str__(self):
+        changed = [f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self)
+                   if getattr(self, f.name) != f.default]
+        return ", ".join(changed) or "default"
+
+
+DEFAULT = Choices()
+# The alternatives in the order they are tried, each a change to the fastest choices so far. Likeliest
+# first: the thread choice moves a small program by tens of percent either way (compiled.py's
+# OWN_THREADS_NS note), 512-bit vectors help wide streaming kernels; cutting more or fewer kernels and
+# dropping the GEMM layouts are finer, and 128-bit vectors rarely win.
+STEPS = (("threads", "own"), ("threads", "blas"), ("vector_width", 512), ("split_scale", 0.25),
+         ("gemm_layouts", False), ("split_scale", 4.0), ("vector_width", 128))
+
+
+@dataclass
+class Search:
+    """What a search did for one binding: the choices timed with their seconds (in the order timed),
+    those skipped for laying the binding out as one timed already, the rematch of the fastest against
+    the default (their seconds, when the fastest was not the default) and the choices kept."""
+
+    env: dict
+    timed: list  # [(Choices, seconds)]
+    skipped: list  # [Choices]
+    rematch: tuple | None  # (default's seconds, the fastest's seconds)
+    chosen: Choices
+    seconds: float  # the whole search, layouts and LLVM compiles included
+
+    def __str__(self):
+        dims = ", ".join(f"{k}={v}" for k, v in self.env.items()) or "no symbolic dims"
+        lines = [f"cpu search, binding ({dims}): {len(self.timed)} candidates timed in {self.seconds:.2f} s, "
+                 f"kept: {self.chosen}"]
+        for c, s in self.timed:
+            lines.append(f"  {_took(s)}  {c}{'  <- kept' if c == self.chosen else ''}")
+        if self.skipped:
+            lines.append(f"  not timed (the same layout as one timed): {'; '.join(map(str, self.skipped))}")
+        if self.rematch is not None:
+            lines.append(f"  rematch against the default: {_took(self.rematch[1]).strip()} vs "
+                         f"{_took(self.rematch[0]).strip()}")
+        return "\n".join(lines)
+
+
+def _took(s: float) -> str:
+    return f"{s * 1e6:8.1f} us" if s < 1e-3 else f"{s * 1e3:8.2f} ms"
+
+
+def search(make, arrays: dict, n: int, env: dict) -> tuple:
+    """``(binding, Search)``: the fastest of up to ``n`` layouts of the binding ``env``, each made by
+    ``make(choices)`` and timed on ``arrays`` (by :func:`measure`).
+
+    A shared machine's other work can slow one candidate's runs many times over (on 2 busy cores, a
+    BLAS thread descheduled mid-GEMM made the MNIST MLP step's runs 40 ms instead of 1 ms for a
+    while), so a fastest other than the default must win a rematch, the default and it timed again
+    one after the other, before it is kept: a loss against the default costs every later call."""
+    t0 = time.perf_counter()
+    with tqdm(total=n + 1, desc="cpu search", unit="timing", delay=1.0, leave=False) as bar:  # +1: the rematch
+        default = best = make(DEFAULT)
+        trial = dict(arrays)
+        for name in best._written:  # states written in place: the same for every choice
+            trial[name] = np.array(arrays[name], copy=True)
+        best_s = measure(best, trial)
+        bar.update()
+        timed, skipped, tried, seen = [(DEFAULT, best_s)], [], {DEFAULT}, {_signature(best)}
+        for field, value in _steps(best):
+            if len(timed) >= n:
+                break
+            choices = dataclasses.replace(best.choices, **{field: value})
+            if choices in tried:
+                continue
+            tried.add(choices)
+            b = make(choices)
+            sig = _signature(b)
+            if sig in seen:
+                skipped.append(choices)
+                continue
+            seen.add(sig)
+            s = measure(b, trial)
+            timed.append((choices, s))
+            bar.update()
+            if s < best_s:
+                best, best_s = b, s
+        rematch = None
+        if best is not default:
+            rematch = measure(default, trial), measure(best, trial)
+            if rematch[1] >= rematch[0]:
+                best = default
+        bar.update(bar.total - bar.n)
+    return best, Search(dict(env), timed, skipped, rematch, best.choices, time.perf_counter() - t0)
+
+
+def measure(binding, arrays: dict) -> float:
+    """Median seconds of a run of ``binding`` on ``arrays``: five runs (three when one takes 0.1 s
+    or more) after a warm-up run, which also points the binding at the arrays."""
+    t0 = time.perf_counter()
+    binding.run(arrays)
+    repeats = 5 if time.perf_counter() - t0 < 0.1 else 3
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        binding.run(arrays)
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]
+
+
+def _steps(default) -> list:
+    """The :data:`STEPS` that can change the binding laid out as ``default`` on this machine: a
+    vector width of the host's, when it has more than one and there is generated code; thread
+    choices on more than one thread (cutting kernels: if there are generated ones); no GEMM layouts
+    where the default permutes some temp."""
+    threads = thread_count() > 1
+    widths = llvm.vector_widths() if default._gen else ()
+    ok = {"threads": threads, "split_scale": threads and bool(default._gen),
+          "gemm_layouts": bool(default._perm or default._acc_orders)}
+    return [(f, v) for f, v in STEPS if (v in widths and len(widths) > 1 if f == "vector_width" else ok[f])]
+
+
+def _signature(b) -> tuple:
+    """What of a binding's run its choices can change: its generated code's vector width, how its
+    calls are cut over threads, and the temps stored permuted. Two bindings with one signature run
+    the same code."""
+    cuts = tuple(len(f.parts) if isinstance(f, Split) else 0 for f, _ in b.calls)
+    return (b.choices.vector_width if b._gen else None, cuts, tuple(sorted(b._perm.items())),
+            tuple(sorted(b._acc_orders.items())))
