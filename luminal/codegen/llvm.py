@@ -140,10 +140,12 @@ def _const(d, value) -> ll.Constant:
 class _Emitter:
     """Builds one kernel's function: a walk over its statements, values emitted once per scope."""
 
-    def __init__(self, module: ll.Module, k: ir.Kernel, distinct: bool = False):
+    def __init__(self, module: ll.Module, k: ir.Kernel, distinct: bool = False, vector_width: int | None = None):
         self.m, self.k, self.distinct = module, k, distinct
         self.fn = ll.Function(module, KERNEL_TYPE, name=k.name)
         self.fn.attributes.add("nounwind")
+        if vector_width is not None:  # a string attribute, which llvmlite's checked ``add`` refuses
+            set.add(self.fn.attributes, f'"prefer-vector-width"="{vector_width}"')
         self.b = ll.IRBuilder(self.fn.append_basic_block("entry"))
         self.cache: dict = {}  # id(value) -> LLVM value, for the values that dominate the builder's position
         self.deps: dict = {}  # id(value) -> registers it reads (frozenset)
@@ -958,9 +960,9 @@ def simplify_index(k: ir.Kernel) -> ir.Kernel:
     promises hold, fewer divisions."""
     return _Index(k).kernel(k)
 
-def build_module(kernels, distinct: bool = False) -> ll.Module:
-    """The LLVM module (``llvmlite.ir``) of ``kernels``, for the host; ``distinct``: see
-    :func:`compile_kernels`."""
+def build_module(kernels, distinct: bool = False, vector_width: int | None = None) -> ll.Module:
+    """The LLVM module (``llvmlite.ir``) of ``kernels``, for the host; ``distinct`` and
+    ``vector_width``: see :func:`compile_kernels`."""
     m = ll.Module(name="luminal")
     m.triple = llvm.get_process_triple()
     m.data_layout = str(_target_data())
@@ -971,7 +973,7 @@ def build_module(kernels, distinct: bool = False) -> ll.Module:
         if k.name in names:
             raise ir.IRError(f"two kernels named {k.name!r} in one module")
         names.add(k.name)
-        _Emitter(m, simplify_index(ir.check(k)), distinct).build()
+        _Emitter(m, simplify_index(ir.check(k)), distinct, vector_width).build()
     return m
 
 
@@ -999,6 +1001,13 @@ def _machine(cpu, features):
 
 def _target_data():
     return _init()["tm"].target_data
+
+
+def vector_widths() -> tuple:
+    """The widths (bits) of the host's vector registers that LLVM may use: 128, 256 with AVX, 512
+    with AVX-512 (x86; 128 elsewhere)."""
+    on = {f[1:] for f in _init()["features"].split(",") if f.startswith("+")}
+    return (128,) + ((256,) if "avx" in on else ()) + ((512,) if "avx512f" in on else ())
 
 
 _DISK = DiskCache("llvm")
@@ -1055,16 +1064,28 @@ class Module:
         self.function(name)(ctypes.addressof(ptrs), ctypes.addressof(vals), start, stop)
 
 
-def compile_kernels(kernels, distinct: bool = False) -> Module:
+def compile_kernels(kernels, distinct: bool = False, vector_width: int | None = None) -> Module:
     """One JIT-compiled module of CPU ``kernels`` (``ir.Kernel``); see the module docstring.
 
     ``distinct``: the caller's promise that, within each kernel, different buffers never share memory
     that one of them writes (one buffer may be read and written: a state updated in place). The
     accesses then carry scoped-noalias metadata, so LLVM vectorises without runtime overlap checks
-    (which made it leave short inner loops scalar: a 14-wide im2col copy, 2-wide pooling windows)."""
+    (which made it leave short inner loops scalar: a 14-wide im2col copy, 2-wide pooling windows).
+
+    ``vector_width``: the widest vectors (bits) LLVM's vectorisers should use, as every kernel's
+    ``"prefer-vector-width"`` attribute; None leaves LLVM's choice for the host (on AVX-512 machines it
+    prefers 256-bit vectors: 512 is an alternative worth timing, ``backends/cpu/tune.py``). The
+    attribute is in the module's text, so each width has a cache key of its own."""
     kernels = list(kernels)
     with _lock:
-        text = str(build_module(kernels, distinct))
+        return compile_text(str(build_module(kernels, distinct, vector_width)), [k.name for k in kernels])
+
+
+def compile_text(text: str, names) -> Module:
+    """The module of LLVM IR ``text`` (whose functions ``names`` it serves), optimised and compiled for
+    the host through the in-process and disk caches (the key: the text, the host CPU and its features,
+    llvmlite's version, ``CODEGEN_VERSION``)."""
+    with _lock:
         key = cache_key(text)
         mod = _modules.get(key)
         if mod is not None:
@@ -1082,13 +1103,13 @@ def compile_kernels(kernels, distinct: bool = False) -> Module:
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _machine(h["cpu"], h["features"]))
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         engine.finalize_object()
-        mod = _modules[key] = Module(engine, [k.name for k in kernels], key, cached)
+        mod = _modules[key] = Module(engine, names, key, cached)
         return mod
 
 
-def optimised_ir(kernels, distinct: bool = False) -> str:
+def optimised_ir(kernels, distinct: bool = False, vector_width: int | None = None) -> str:
     """The optimised LLVM IR of ``kernels`` as text (to check what LLVM made of them: vector types)."""
     with _lock:
-        mod = llvm.parse_assembly(str(build_module(list(kernels), distinct)))
+        mod = llvm.parse_assembly(str(build_module(list(kernels), distinct, vector_width)))
         optimise(mod)
         return str(mod)

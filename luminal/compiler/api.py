@@ -127,7 +127,7 @@ class Compiled:
             program_nodes = live.nodes
             leaves = [*g.inputs.values(), *g.states_nodes(), *g.random.values()]
             inputs = sorted((n for n in leaves if live.reads(n)), key=lambda n: n.id)
-            self.runner = _Reporting(impl.program(kg, plan), self._report)
+            self.runner = _Reporting(impl.program(kg, plan, search=search), self._report)
             self._dims = set(kg.dims)  # the program's, the outputs' views included
             self._nodes = self._report.nodes_before
         self._program_nodes, self._every = program_nodes, every  # () -> the nodes the program reads
@@ -186,8 +186,12 @@ class Compiled:
             # the names ``bind`` read (every name given is a graph input, or ``bind`` refuses the call)
             for n, node in seen.redo:
                 inputs[n] = convert(n, inputs[n], node)
-            with self._lock:
+            lock = self._lock
+            lock.acquire()  # (not ``with``: its __enter__/__exit__ look-ups cost 80 ns of a 3 us call)
+            try:
                 results = self._run(inputs, seen, False)
+            finally:
+                lock.release()
         return results[0] if self._single else tuple(results[:self._n_out])
 
     def _run(self, arrays: dict, seen: _Seen, check: bool) -> list:
@@ -258,7 +262,9 @@ def compile(outputs, backend: str = "cpu", updates=None, *, search: int = 0, see
 
     ``updates``: ``{State: GraphTensor}`` written back after every run, in addition to the graph's
     own ``assign``s (see ``frontend/state.py``). ``search=N`` times up to N alternative programs the
-    e-graph holds on this machine and keeps the fastest (default: the cost model's choice alone);
+    e-graph holds on this machine and keeps the fastest (default: the cost model's choice alone), and
+    lets the backend time up to N of its own alternatives on each new binding's first call (the cpu
+    backend's threads, vector width and layouts; ``report(code=True)`` shows what it timed);
     ``seed`` makes that search reproducible; ``budget`` (``luminal.compiler.egraph.Budget``) bounds
     the rewrite search."""
     single = isinstance(outputs, GraphTensor)

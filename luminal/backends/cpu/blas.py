@@ -25,21 +25,46 @@ _NAMES = ("scipy_openblas_{}_num_threads64_", "scipy_openblas_{}_num_threads", "
           "openblas_{}_num_threads")
 
 
-def _functions():
-    """``(get, set)`` of numpy's bundled OpenBLAS, or None."""
+def _libraries():
+    """numpy's bundled OpenBLAS libraries (the PyPI wheels), loaded."""
     base = os.path.dirname(np.__file__)
     for path in glob.glob(os.path.join(base, "..", "numpy.libs", "*openblas*")) + \
             glob.glob(os.path.join(base, ".dylibs", "*openblas*")):
         try:
-            lib = ctypes.CDLL(path)
+            yield ctypes.CDLL(path)
         except OSError:
             continue
+
+
+def _functions():
+    """``(get, set)`` of numpy's bundled OpenBLAS, or None."""
+    for lib in _libraries():
         for name in _NAMES:
             get, put = getattr(lib, name.format("get"), None), getattr(lib, name.format("set"), None)
             if get is not None and put is not None:
                 put.argtypes, put.restype = [ctypes.c_int], None
                 return get, put
     return None
+
+
+_GEMMS = {np.dtype(np.float32): ("scipy_cblas_sgemm64_", "cblas_sgemm64_"),
+          np.dtype(np.float64): ("scipy_cblas_dgemm64_", "cblas_dgemm64_")}
+_gemms: dict = {}
+
+
+def gemms() -> dict:
+    """``{numpy dtype: address}`` of the ``cblas_?gemm`` functions (64-bit integers) of numpy's bundled
+    OpenBLAS: the GEMMs ``np.matmul`` runs, for the generated driver to call by their C symbols
+    (``driver.py``). Empty when numpy's BLAS is another library (its matmuls then stay numpy calls)."""
+    if "found" not in _gemms:
+        found = {}
+        for lib in _libraries():
+            for dtype, names in _GEMMS.items():
+                f = next((getattr(lib, n) for n in names if hasattr(lib, n)), None)
+                if f is not None and dtype not in found:
+                    found[dtype] = ctypes.cast(f, ctypes.c_void_p).value
+        _gemms["found"] = found
+    return _gemms["found"]
 
 
 _lock = threading.Lock()

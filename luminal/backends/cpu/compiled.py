@@ -24,7 +24,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from luminal.backends.cpu import blas, layout
+from luminal.backends.cpu import blas, driver, layout, tune
 from luminal.backends.cpu.fold import fold_batch_sums
 from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
 from luminal.backends.cpu.lowering import lower
@@ -56,6 +56,7 @@ NS_PER_ACCESS = 0.3
 _CALLS = {"Exp2": 1.0, "Log2": 1.0, "Sin": 4.0, "Mod": 4.0}
 _NO_CONTEXT = contextlib.nullcontext()
 _NONE = frozenset()
+_NATIVE = (llvm.CFUNC, driver.DRIVER)  # calls that run generated code only (and BLAS, the driver's)
 
 
 def storage_itemsize(dtype) -> int:
@@ -67,11 +68,17 @@ class CpuProgram:
     """``prog(arrays, env) -> (outputs, updates)``: ``arrays`` maps every input/state/random buffer's
     name to its array, ``env`` binds the symbolic dims. ``outputs`` are fresh C-contiguous arrays
     (the caller keeps them); ``updates`` are the values for ``kg.updates`` in order, possibly views
-    of internal buffers that the next run overwrites: copy them right away."""
+    of internal buffers that the next run overwrites: copy them right away.
 
-    def __init__(self, kg, plan: MemoryPlan):
+    ``search``: lay each new binding out under up to this many :class:`~luminal.backends.cpu.tune.Choices`
+    and keep the fastest on its first call's arrays (``tune.py``; 0 or 1: the cost models' choices).
+    Every new binding is searched: a program whose dims take many values pays it at each."""
+
+    def __init__(self, kg, plan: MemoryPlan, search: int = 0):
         self.kg, self.plan = fold_batch_sums(kg), plan
         self.dims = tuple(kg.dims) or dims_needed(kg)
+        self.search = search
+        self.searches: OrderedDict = OrderedDict()  # binding key -> its tune.Search, for the bindings kept
         self._bindings: OrderedDict = OrderedDict()
         self._kernels: list | None = None  # kg's kernels with the calls expanded, at the first binding
         self._recent: tuple = (None, None)  # (key, binding) of the last call: the newest in _bindings
@@ -79,17 +86,19 @@ class CpuProgram:
     _flat = False  # return one list, the outputs then the updates (the backend protocol's ``_Run``)
 
     def __call__(self, arrays: dict, env: dict) -> tuple[list, list]:
-        b = self.binding(env)
+        b = self._recent[1]
+        if b is None or self.dims:  # (a program without symbolic dims has one binding: no look-up)
+            b = self.binding(env, arrays)
         results = b.run(arrays)
         if self._flat:
             return results
         n = len(b.out_calls)
         return results[:n], results[n:]
 
-    def binding(self, env: dict) -> Binding:
-        """The :class:`Binding` of ``env``'s dims, laid out at the first call that binds them. Bindings
-        are kept most recently used last; a call with the dims of the call before finds its binding
-        there already (nothing to move)."""
+    def binding(self, env: dict, arrays: dict | None = None) -> Binding:
+        """The :class:`Binding` of ``env``'s dims, laid out at the first call that binds them (under
+        ``search``, the fastest layout on that call's ``arrays``). Bindings are kept most recently used
+        last; a call with the dims of the call before finds its binding there already (nothing to move)."""
         key = ()
         if self.dims:
             try:
@@ -104,14 +113,26 @@ class CpuProgram:
             with gc_paused():  # laying out a run allocates per kernel and frees next to nothing
                 if self._kernels is None:
                     self._kernels = expand_calls(self.kg.kernels)
-                b = Binding(self.kg, self._kernels, self.plan, dict(zip(self.dims, key)))
+                bound = dict(zip(self.dims, key))
+                if self.search > 1 and arrays is not None:
+                    b, self.searches[key] = tune.search(
+                        lambda c: Binding(self.kg, self._kernels, self.plan, bound, c), arrays, self.search, bound)
+                else:
+                    b = Binding(self.kg, self._kernels, self.plan, bound)
             self._bindings[key] = b
             if len(self._bindings) > MAX_BINDINGS:
-                self._bindings.popitem(last=False)
+                self.searches.pop(self._bindings.popitem(last=False)[0], None)
         else:
             self._bindings.move_to_end(key)
         self._recent = (key, b)
         return b
+
+    def describe(self) -> str:
+        """For ``report(code=True)``: what ``search`` timed for each binding kept, and what it chose."""
+        if not self.searches:
+            when = "at a new binding's first call" if self.search > 1 else "with search=2 or more"
+            return f"cpu: nothing timed (search={self.search}; layouts are timed {when})"
+        return "\n".join(str(s) for s in self.searches.values())
 
 
 class InputView:
@@ -131,10 +152,11 @@ class InputView:
 
 class Binding:
     """Everything about one binding of the symbolic dims: the arrays, the views and the calls.
-    ``kernels``: the kernel graph's, calls expanded (``kernel_graph.expand_calls``)."""
+    ``kernels``: the kernel graph's, calls expanded (``kernel_graph.expand_calls``); ``choices``: how
+    to lay it out where the cost models would decide (``tune.py``; the default: as they decide)."""
 
-    def __init__(self, kg, kernels, plan: MemoryPlan, env: dict):
-        self.env = env
+    def __init__(self, kg, kernels, plan: MemoryPlan, env: dict, choices: tune.Choices = tune.DEFAULT):
+        self.env, self.choices = env, choices
         self.calls: list = []
         self._pool: dict = {}  # (shape, dtype) -> free scratch arrays
         self._taken: dict = {}  # id -> scratch taken by the kernel being lowered
@@ -163,20 +185,27 @@ class Binding:
             lower(k, self)
             for b, _ in k.outputs:
                 writes[b.id] = writes.get(b.id, 0) + 1
-        threads = thread_count()
-        own = self._link(threads)
+        threads = 1 if choices.threads == "blas" else thread_count()
+        own = self._link(threads) or choices.threads == "own"
         self.calls = split_rows(self.calls, self, threads, matmuls=own)
         self._threaded = any(isinstance(f, Split) for f, _ in self.calls)
         self.out_calls = [self._output(buf, v) for buf, v in kg.outputs]
-        self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]
-        self._deps = self._index_input_views()
+        self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]  # (may add copies to calls)
+        # what a run executes: ``calls`` with each run of native calls one call of the generated driver
+        self._exec, tables = driver.build(self.calls, self.cell)
+        self._pointers += tables
+        self._deps, used = self._index_input_views()
         # A run of generated kernels and plain copies alone, on this thread, runs no numpy arithmetic
         # and no BLAS: it needs neither np.errstate (about a microsecond to enter and leave: numpy clears
         # the floating-point flags before each ufunc it runs, so what a generated kernel leaves in them
         # warns nowhere) nor BLAS on one thread. Threaded runs (long by construction) keep both.
-        self._plain = not self._threaded and all(isinstance(f, llvm.CFUNC) for f, _ in self.calls) and \
+        # (the driver's GEMMs are BLAS called directly: no numpy, no floating-point warnings)
+        self._plain = not self._threaded and all(isinstance(f, _NATIVE) for f, _ in self._exec) and \
             all(f is _fresh or f is _same for f, _ in self.out_calls + self.up_calls)
         self._names = tuple(self._caller)
+        # name -> (its InputViews that a run's calls still read, its pointer slots): what a rebind updates
+        self._targets = {n: (tuple(r for r in self._refs.get(n, ()) if id(r) in used),
+                             tuple(self._slots.get(n, ()))) for n in self._names}
 
     # running --------------------------------------------------------------------------------------
     def run(self, arrays: dict) -> list:
@@ -194,13 +223,13 @@ class Binding:
             self._rebind(changed, arrays)
         outs = []
         if self._plain:
-            for f, args in self.calls:
+            for f, args in self._exec:
                 f(*args)
             for f, args in self.out_calls:
                 outs.append(f(*args))
         else:
             with np.errstate(all="ignore"), blas.single_threaded() if self._threaded else _NO_CONTEXT:
-                for f, args in self.calls:
+                for f, args in self._exec:
                     f(*args)
                 for f, args in self.out_calls:
                     outs.append(f(*args))
@@ -209,6 +238,9 @@ class Binding:
         return outs
 
     def _rebind(self, names, arrays) -> None:
+        """Point the program at the caller arrays ``names`` (new objects since the last run): the
+        InputViews over them, the generated kernels' pointer slots, the numpy calls that read them.
+        Every array is checked (and converted where it must be) before anything changes."""
         written, caller = self._written, self._caller
         clash = _NONE
         if written:
@@ -216,22 +248,26 @@ class Binding:
                 names = list(dict.fromkeys([*names, *caller]))
             clash = _overlapping(names, written, arrays)
         new = []
-        for n in names:  # check every array before changing anything
+        for n in names:
             a = arrays[n]
             shape, dtype = caller[n]
-            arr = a if isinstance(a, np.ndarray) and a.dtype == dtype and a.flags.c_contiguous and n not in clash \
-                else np.array(a, dtype, order="C")
+            # (``is`` first: numpy's built-in dtypes are singletons, and ``==`` costs a call)
+            if type(a) is np.ndarray and (a.dtype is dtype or a.dtype == dtype) and a.flags.c_contiguous \
+                    and n not in clash:
+                arr = a
+            else:
+                arr = np.array(a, dtype, order="C")
             if arr.shape != shape:
                 raise ValueError(f"array {n!r} has shape {arr.shape}, expected {shape}")
             new.append((n, a, arr))
-        last, refs, slots_of = self._last, self._refs, self._slots
+        last, targets, held = self._last, self._targets, self._held
         for n, a, arr in new:
             last[n] = a if arr is a else None  # a converted copy is redone every run
-            for ref in refs.get(n, ()):
+            refs, slots = targets[n]
+            for ref in refs:
                 ref.value = ref.resolve(arr)
-            slots = slots_of.get(n)
             if slots:
-                self._held[n] = arr
+                held[n] = arr
                 address = _address(arr)
                 for ptrs, i in slots:
                     ptrs[i] = address
@@ -244,14 +280,19 @@ class Binding:
                         seen.add((id(lst), i))
                         lst[i] = (f, tuple(x.value if type(x) is InputView else x for x in args))
 
-    def _index_input_views(self) -> dict:
+    def _index_input_views(self) -> tuple[dict, set]:
+        """``{caller name: [(list, index, call)]}`` of the executed calls that read InputViews of the name
+        (rebuilt with the new views on a rebind), and the ids of every InputView those calls read."""
         deps: dict = {}
-        parts = [p for f, _ in self.calls if isinstance(f, Split) for p in f.parts]
-        for lst in (self.calls, self.out_calls, self.up_calls, *parts):
+        used: set = set()
+        parts = [p for f, _ in self._exec if isinstance(f, Split) for p in f.parts]
+        for lst in (self._exec, self.out_calls, self.up_calls, *parts):
             for i, (f, args) in enumerate(lst):
-                for n in {x.name for x in args if type(x) is InputView}:
+                views = [x for x in args if type(x) is InputView]
+                used.update(map(id, views))
+                for n in {x.name for x in views}:
                     deps.setdefault(n, []).append((lst, i, (f, args)))
-        return deps
+        return deps, used
 
     # allocation -----------------------------------------------------------------------------------
     def _layouts(self, kg, kernels) -> dict:
@@ -259,7 +300,9 @@ class Binding:
         permuted: so that the GEMM is fewer, larger BLAS calls (``_gemm_layouts``), else, for a GEMM's
         result, in the order its readers walk it. (A body's scratch is read by every call through the
         same view objects: each distinct view is looked at once, weighted by how many times it is
-        read, and each buffer decided once.)"""
+        read, and each buffer decided once.) None under ``choices.gemm_layouts=False``."""
+        if not self.choices.gemm_layouts:
+            return {}
         readers: dict = {}  # buffer id -> {id(view): [view, reads]}
         reads = [(buf, v) for k in kernels for buf, v in k.inputs + k.epilogue_inputs]
         for buf, v in reads + kg.outputs + [(buf, v) for _, buf, v in kg.updates]:
@@ -513,6 +556,19 @@ class Binding:
         self._loads[key] = value
         return value
 
+    def cell(self, x) -> tuple[int, int]:
+        """For the generated driver (``driver.py``): ``(address of a cell holding x's base address, byte
+        offset)`` of an array the program owns (a cell of its own, filled now) or of an InputView (a
+        pointer slot of its caller array, written on every rebind)."""
+        if type(x) is InputView:
+            cell = (ctypes.c_void_p * 1)()
+            self._slots.setdefault(x.name, []).append((cell, 0))
+            offset = x.offset
+        else:
+            cell, offset = (ctypes.c_void_p * 1)(x.ctypes.data), 0
+        self._pointers.append(cell)
+        return ctypes.addressof(cell), offset
+
     def caller_view(self, name, shape, dtype, strides, offset) -> InputView:
         """A view (byte ``strides`` and ``offset``) of the caller array ``name``, resolved on every rebind."""
         ref = InputView(name, tuple(shape), dtype, tuple(strides), offset)
@@ -600,19 +656,22 @@ class Binding:
 
     def _link(self, threads: int) -> bool:
         """Compile the generated kernels (one module) and put their calls in place; a kernel whose
-        estimated time is ``SPLIT_NS`` or more is cut along its first grid axis over ``threads``.
-        Returns whether any kernel was cut."""
+        estimated time is ``SPLIT_NS`` (times ``choices.split_scale``) or more is cut along its first
+        grid axis over ``threads``. Returns whether any kernel was cut."""
         if not self._gen:
             return False
         # distinct: a kernel's buffers are separate allocations (the memory plan never places an output
         # in the slot of an input of the same kernel; pack parts are disjoint ranges; a caller array
         # overlapping a state written in place is read from a copy), but for a state written in place,
         # which is one buffer read and written
-        self._module = llvm.compile_kernels([kern for kern, _ in self._gen], distinct=True)
+        choices = self.choices
+        self._module = llvm.compile_kernels([kern for kern, _ in self._gen], distinct=True,
+                                            vector_width=choices.vector_width)
         params = (ctypes.c_int64 * 1)()  # CPU kernels are specialised to the binding: no parameters
         self._pointers.append(params)
         costs = [_cost_ns(kern) for kern, _ in self._gen]
-        if sum(c for c in costs if c >= SPLIT_NS) < OWN_THREADS_NS:
+        split = SPLIT_NS * choices.split_scale
+        if choices.threads == "auto" and sum(c for c in costs if c >= split) < OWN_THREADS_NS:
             threads = 1  # too little to cut: BLAS keeps its own threads for the GEMMs
         cut = False
         for (kern, at), cost in zip(self._gen, costs):
@@ -626,7 +685,7 @@ class Binding:
             self._pointers.append(ptrs)
             f, p, q = self._module.function(kern.name), ctypes.addressof(ptrs), ctypes.addressof(params)
             n = kern.grid[0].arg if kern.grid else 1
-            parts = _parts(n, cost, threads)
+            parts = _parts(n, cost, threads, split)
             if len(parts) == 1:
                 self.calls[at] = (f, _c_args(p, q, 0, n))
             else:
@@ -781,11 +840,11 @@ def _moves(index: ir.V, memo: dict) -> bool:
     return got
 
 
-def _parts(n: int, cost: float, threads: int) -> list:
+def _parts(n: int, cost: float, threads: int, split: float) -> list:
     """The ranges of axis 0 (of ``n`` items) to run on threads of their own: one range unless the
-    kernel takes ``SPLIT_NS`` or more, then up to ``threads``, each with half of that or more."""
-    if threads < 2 or n < 2 or cost < SPLIT_NS:
+    kernel takes ``split`` ns or more, then up to ``threads``, each with half of that or more."""
+    if threads < 2 or n < 2 or cost < split:
         return [(0, n)]
-    t = min(threads, n, max(2, int(cost // (SPLIT_NS / 2))) if SPLIT_NS > 0 else threads)
+    t = min(threads, n, max(2, int(cost // (split / 2))) if split > 0 else threads)
     bounds = [n * i // t for i in range(t + 1)]
     return list(zip(bounds, bounds[1:]))

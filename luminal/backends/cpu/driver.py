@@ -1,0 +1,250 @@
+"""The generated driver: a binding's native calls, run in order by one native function.
+
+A binding's calls are a Python list, and each costs a trip through the interpreter and ctypes: about
+0.4 us for a generated kernel, 1-2 us for an ``np.matmul`` (argument parsing, its dispatch, its
+checks). Between the calls that need Python (numpy's copies, index checks, the hand-over of a
+``Split`` to the threads, whose parts get runs of their own), every run of native calls becomes one
+table that a single generated function walks
+(:data:`DRIVER_IR`: the same machine code for every program, compiled once and disk-cached like the
+kernels):
+
+- a **kernel** entry calls the generated kernel's function with its pointer array, its parameters
+  and its item range (``codegen/llvm.py``'s ABI);
+- a **GEMM** entry calls BLAS by its C symbol (OpenBLAS's ``cblas_sgemm`` / ``cblas_dgemm`` in
+  numpy's bundled library, 64-bit integers) once per batch, where ``np.matmul`` would have: a float32
+  or float64 product whose operands each have a unit stride along one of their two axes, and whose
+  batch axes merge into one.
+
+Operands are read through *cells*: a pointer-sized slot holding an array's base address, plus a byte
+offset. A caller array's cell is one of the binding's pointer slots, written by its rebind (as a
+kernel's pointer array is), so a new caller array changes no table.
+
+One entry is :data:`WORDS` 64-bit words:
+
+| kind      | words
+|-----------|------
+| 0 kernel  | kind, function, pointer array, parameters, start, stop
+| 1, 2 GEMM | kind (1: float32, 2: float64), cblas function, trans a, trans b, M, N, K,
+|           | a cell, a offset, lda, b cell, b offset, ldb, c cell, c offset, ldc,
+|           | batches, a batch stride, b batch stride, c batch stride (strides and offsets in bytes)
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from luminal.backends.cpu import blas
+from luminal.backends.cpu.parallel import Split
+from luminal.codegen import llvm
+
+WORDS = 20
+KERNEL, SGEMM, DGEMM = 0, 1, 2
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112  # CBLAS_ORDER, CBLAS_TRANSPOSE
+
+DRIVER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
+
+
+def _gemm_block(label: str, fp: str) -> str:
+    """The IR of a GEMM entry of ``fp`` (float or double): its batch loop around one cblas call."""
+    words = {n: i for i, n in enumerate(("kind", "fn", "ta", "tb", "m", "n", "k", "ac", "ao", "lda", "bc", "bo",
+                                         "ldb", "cc", "co", "ldc", "nb", "as", "bs", "cs"))}
+    loads = "\n".join(f"  %{label}.{n}.p = getelementptr i64, ptr %e, i64 {i}\n"
+                      f"  %{label}.{n} = load i64, ptr %{label}.{n}.p" for n, i in words.items() if n != "kind")
+    return f"""{label}:
+{loads}
+  %{label}.f = inttoptr i64 %{label}.fn to ptr
+  %{label}.ta32 = trunc i64 %{label}.ta to i32
+  %{label}.tb32 = trunc i64 %{label}.tb to i32
+  %{label}.acell = inttoptr i64 %{label}.ac to ptr
+  %{label}.bcell = inttoptr i64 %{label}.bc to ptr
+  %{label}.ccell = inttoptr i64 %{label}.cc to ptr
+  %{label}.abase = load i64, ptr %{label}.acell
+  %{label}.bbase = load i64, ptr %{label}.bcell
+  %{label}.cbase = load i64, ptr %{label}.ccell
+  %{label}.a0 = add i64 %{label}.abase, %{label}.ao
+  %{label}.b0 = add i64 %{label}.bbase, %{label}.bo
+  %{label}.c0 = add i64 %{label}.cbase, %{label}.co
+  br label %{label}.head
+{label}.head:
+  %{label}.j = phi i64 [ 0, %{label} ], [ %{label}.j1, %{label}.call ]
+  %{label}.more = icmp slt i64 %{label}.j, %{label}.nb
+  br i1 %{label}.more, label %{label}.call, label %next
+{label}.call:
+  %{label}.ao.j = mul i64 %{label}.j, %{label}.as
+  %{label}.bo.j = mul i64 %{label}.j, %{label}.bs
+  %{label}.co.j = mul i64 %{label}.j, %{label}.cs
+  %{label}.ai = add i64 %{label}.a0, %{label}.ao.j
+  %{label}.bi = add i64 %{label}.b0, %{label}.bo.j
+  %{label}.ci = add i64 %{label}.c0, %{label}.co.j
+  %{label}.ap = inttoptr i64 %{label}.ai to ptr
+  %{label}.bp = inttoptr i64 %{label}.bi to ptr
+  %{label}.cp = inttoptr i64 %{label}.ci to ptr
+  call void %{label}.f(i32 {ROW_MAJOR}, i32 %{label}.ta32, i32 %{label}.tb32, i64 %{label}.m, i64 %{label}.n, \
+i64 %{label}.k, {fp} 1.0, ptr %{label}.ap, i64 %{label}.lda, ptr %{label}.bp, i64 %{label}.ldb, {fp} 0.0, \
+ptr %{label}.cp, i64 %{label}.ldc)
+  %{label}.j1 = add i64 %{label}.j, 1
+  br label %{label}.head
+"""
+
+
+DRIVER_IR = f"""; luminal's generated driver (backends/cpu/driver.py): runs a table of kernel and GEMM entries
+define void @luminal_driver(ptr %table, i64 %count) {{
+entry:
+  br label %head
+head:
+  %i = phi i64 [ 0, %entry ], [ %i1, %next ]
+  %more = icmp slt i64 %i, %count
+  br i1 %more, label %body, label %exit
+body:
+  %at = mul i64 %i, {WORDS}
+  %e = getelementptr i64, ptr %table, i64 %at
+  %kind = load i64, ptr %e
+  switch i64 %kind, label %next [ i64 {KERNEL}, label %kernel
+                                  i64 {SGEMM}, label %sgemm
+                                  i64 {DGEMM}, label %dgemm ]
+kernel:
+  %kf.p = getelementptr i64, ptr %e, i64 1
+  %kf = load i64, ptr %kf.p
+  %kb.p = getelementptr i64, ptr %e, i64 2
+  %kb = load i64, ptr %kb.p
+  %kq.p = getelementptr i64, ptr %e, i64 3
+  %kq = load i64, ptr %kq.p
+  %klo.p = getelementptr i64, ptr %e, i64 4
+  %klo = load i64, ptr %klo.p
+  %khi.p = getelementptr i64, ptr %e, i64 5
+  %khi = load i64, ptr %khi.p
+  %kfp = inttoptr i64 %kf to ptr
+  %kbp = inttoptr i64 %kb to ptr
+  %kqp = inttoptr i64 %kq to ptr
+  call void %kfp(ptr %kbp, ptr %kqp, i64 %klo, i64 %khi)
+  br label %next
+{_gemm_block("sgemm", "float")}
+{_gemm_block("dgemm", "double")}
+next:
+  %i1 = add i64 %i, 1
+  br label %head
+exit:
+  ret void
+}}
+"""
+
+_driver: list = []  # the compiled driver (its module keeps the code alive), made on first use
+
+
+def driver():
+    """The driver as a ctypes function ``f(table address, entry count)`` (compiled on first use)."""
+    if not _driver:
+        mod = llvm.compile_text(DRIVER_IR, ["luminal_driver"])
+        _driver.extend((mod, DRIVER(mod.address("luminal_driver"))))
+    return _driver[1]
+
+
+def build(calls: list, cell) -> tuple[list, list]:
+    """``calls`` with each run of native calls (generated kernels, GEMMs the driver can call) replaced
+    by one call of the driver, within each thread's part of a :class:`Split` too, and the tables those
+    calls read (the caller keeps them alive).
+    ``cell(x)``: ``(cell address, byte offset)`` of an array or caller-array view ``x``."""
+    kernel_type, gemm_fns = llvm.CFUNC, blas.gemms()
+    out, tables, run = [], [], []
+
+    def close():
+        if run:
+            table = (ctypes.c_int64 * (WORDS * len(run)))(*(w for entry in run for w in entry))
+            tables.append(table)
+            out.append((driver(), (ctypes.c_void_p(ctypes.addressof(table)), ctypes.c_int64(len(run)))))
+            run.clear()
+
+    for f, args in calls:
+        entry = None
+        if isinstance(f, Split):  # each thread's part: runs of its own
+            close()
+            parts = []
+            for part in f.parts:
+                part_calls, part_tables = build(part, cell)
+                parts.append(part_calls)
+                tables += part_tables
+            out.append((Split(parts), args))
+            continue
+        if isinstance(f, kernel_type):
+            entry = _kernel_entry(f, args)
+        elif f is np.matmul and len(args) == 3:
+            entry = _gemm_entry(*args, gemm_fns, cell)
+        if entry is None:
+            close()
+            out.append((f, args))
+        elif entry:  # (an empty entry: a product with nothing to compute)
+            run.append(entry + [0] * (WORDS - len(entry)))
+    close()
+    return out, tables
+
+
+def _kernel_entry(f, args) -> list:
+    p, q, lo, hi = args
+    return [KERNEL, ctypes.cast(f, ctypes.c_void_p).value, p.value or 0, q.value or 0, lo.value, hi.value]
+
+
+def _matrix(rows: int, cols: int, sr: int, sc: int, item: int):
+    """``(transpose, leading dimension)`` for cblas (row-major) of a ``rows x cols`` matrix with byte
+    strides ``(sr, sc)``, or None when neither axis has a unit stride (or the other overlaps it).
+    A size-1 axis may have any stride."""
+    if (cols == 1 or sc == item) and (rows == 1 or (sr % item == 0 and sr // item >= cols)):
+        return NO_TRANS, sr // item if rows > 1 else max(1, cols)
+    if (rows == 1 or sr == item) and (cols == 1 or (sc % item == 0 and sc // item >= rows)):
+        return TRANS, sc // item if cols > 1 else max(1, rows)
+    return None
+
+
+def _batches(out_batch: tuple, strides: list):
+    """``(count, stride per operand)`` of the batch axes ``out_batch`` (each operand's byte strides
+    along them) merged into one, or None when they do not merge. Axes of size 1 drop out."""
+    axes = [i for i, n in enumerate(out_batch) if n != 1]
+    count = 1
+    for n in out_batch:
+        count *= n
+    if not axes:
+        return count, [0] * len(strides)
+    for i, j in zip(axes, axes[1:]):
+        if any(s[i] != s[j] * out_batch[j] for s in strides):
+            return None
+    return count, [s[axes[-1]] for s in strides]
+
+
+def _gemm_entry(a, b, c, gemm_fns, cell):
+    """The entry of ``np.matmul(a, b, out=c)``; ``[]`` when there is nothing to compute; None where the
+    driver cannot make this call (numpy keeps it): another dtype, no unit stride, an empty
+    contraction (numpy writes zeros), batch axes that do not merge."""
+    dtype = c.dtype
+    fn = gemm_fns.get(dtype)
+    if fn is None or a.dtype != dtype or b.dtype != dtype or len(a.shape) < 2 or len(b.shape) < 2:
+        return None
+    *batch, m, n = c.shape
+    k = a.shape[-1]
+    if 0 in c.shape:
+        return []
+    if k == 0:
+        return None
+    item = dtype.itemsize
+    strides = []
+    for x in (a, b, c):  # batch strides, right-aligned; a broadcast (size-1 or missing) axis reads stride 0
+        nb = len(x.shape) - 2
+        own = [0] * (len(batch) - nb) + [s if d != 1 else 0 for d, s in zip(x.shape[:nb], x.strides[:nb])]
+        strides.append(own)
+    merged = _batches(tuple(batch), strides)
+    if merged is None:
+        return None
+    count, (abs_, bbs, cbs) = merged
+    (asr, asc), (bsr, bsc), (csr, csc) = (x.strides[-2:] for x in (a, b, c))
+    out = _matrix(m, n, csr, csc, item)
+    if out is None:
+        return None
+    if out[0] == TRANS:  # a column-major result: compute its transpose, b.T @ a.T, row-major
+        (a, asr, asc, abs_), (b, bsr, bsc, bbs) = (b, bsc, bsr, bbs), (a, asc, asr, abs_)
+        m, n, csr, csc = n, m, csc, csr
+    la, lb, lc = _matrix(m, k, asr, asc, item), _matrix(k, n, bsr, bsc, item), _matrix(m, n, csr, csc, item)
+    if la is None or lb is None or lc is None or lc[0] != NO_TRANS:
+        return None
+    (ac, ao), (bc, bo), (cc, co) = cell(a), cell(b), cell(c)
+    return [SGEMM if dtype == np.float32 else DGEMM, fn, la[0], lb[0], m, n, k,
+            ac, ao, la[1], bc, bo, lb[1], cc, co, lc[1], count, abs_, bbs, cbs]

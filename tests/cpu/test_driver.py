@@ -1,0 +1,122 @@
+"""The generated driver (``backends/cpu/driver.py``): runs of generated kernels and BLAS GEMMs made one
+native call, GEMMs reached through cblas's C symbols. Each GEMM layout the driver accepts is checked
+against ``np.matmul`` (with tolerances: BLAS may block the sums differently for different layouts), and
+each one it must leave to numpy is checked to stay an ``np.matmul`` call."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+import luminal as lm
+from luminal.backends.cpu import blas, driver
+from luminal.backends.cpu.compiled import Binding
+
+pytestmark = pytest.mark.skipif(not blas.gemms(), reason="numpy's BLAS is not its bundled OpenBLAS: no cblas symbols")
+
+
+def _run_matmul(a, b, c):
+    """``np.matmul(a, b, out=c)`` through ``driver.build``; the calls it made."""
+    keep = []
+
+    def cell(x):
+        box = (ctypes.c_void_p * 1)(x.ctypes.data)
+        keep.append(box)
+        return ctypes.addressof(box), 0
+
+    calls, _tables = driver.build([(np.matmul, (a, b, c))], cell)
+    for f, args in calls:
+        f(*args)
+    return calls
+
+
+def _rand(rng, shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+LAYOUTS = {
+    "row-major": lambda r, d: (_rand(r, (5, 7), d), _rand(r, (7, 3), d), np.empty((5, 3), d)),
+    "a transposed": lambda r, d: (_rand(r, (7, 5), d).T, _rand(r, (7, 3), d), np.empty((5, 3), d)),
+    "b transposed": lambda r, d: (_rand(r, (5, 7), d), _rand(r, (3, 7), d).T, np.empty((5, 3), d)),
+    "out column-major": lambda r, d: (_rand(r, (5, 7), d), _rand(r, (7, 3), d), np.empty((3, 5), d).T),
+    "padded rows": lambda r, d: (_rand(r, (5, 9), d)[:, :7], _rand(r, (7, 6), d)[:, 1:4], np.empty((5, 8), d)[:, :3]),
+    "batched": lambda r, d: (_rand(r, (4, 5, 7), d), _rand(r, (4, 7, 3), d), np.empty((4, 5, 3), d)),
+    "batch broadcast": lambda r, d: (_rand(r, (1, 5, 7), d), _rand(r, (4, 7, 3), d), np.empty((4, 5, 3), d)),
+    "missing batch": lambda r, d: (_rand(r, (5, 7), d), _rand(r, (2, 3, 7, 3), d), np.empty((2, 3, 5, 3), d)),
+    "vector rows": lambda r, d: (_rand(r, (1, 7), d), _rand(r, (7, 3), d), np.empty((1, 3), d)),
+    "vector columns": lambda r, d: (_rand(r, (5, 7), d), _rand(r, (7, 1), d), np.empty((5, 1), d)),
+    "k of one": lambda r, d: (_rand(r, (5, 1), d), _rand(r, (1, 3), d), np.empty((5, 3), d)),
+    "odd sizes": lambda r, d: (_rand(r, (33, 65), d), _rand(r, (65, 17), d), np.empty((33, 17), d)),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_gemm_entries_match_numpy(layout, dtype):
+    a, b, c = LAYOUTS[layout](np.random.default_rng(0), dtype)
+    calls = _run_matmul(a, b, c)
+    assert [f for f, _ in calls] == [driver.driver()], "the driver should take this GEMM"
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(c, np.matmul(a, b), rtol=tol, atol=tol)
+
+
+LEFT_TO_NUMPY = {
+    "int32": lambda r: (np.arange(6, dtype=np.int32).reshape(2, 3), np.ones((3, 2), np.int32),
+                        np.empty((2, 2), np.int32)),
+    "mixed dtypes": lambda r: (_rand(r, (2, 3)), _rand(r, (3, 2), np.float64), np.empty((2, 2), np.float64)),
+    "no unit stride": lambda r: (_rand(r, (4, 6))[:, ::2], _rand(r, (3, 2)), np.empty((4, 2), np.float32)),
+    "empty contraction": lambda r: (_rand(r, (2, 0)), _rand(r, (0, 3)), np.full((2, 3), 7.0, np.float32)),
+    "batch axes that do not merge": lambda r: (_rand(r, (2, 3, 4, 5)), _rand(r, (2, 3, 5, 2)),
+                                               np.empty((3, 2, 4, 2), np.float32).transpose(1, 0, 2, 3)),
+}
+
+
+@pytest.mark.parametrize("case", list(LEFT_TO_NUMPY))
+def test_gemms_the_driver_cannot_call_stay_numpy(case):
+    a, b, c = LEFT_TO_NUMPY[case](np.random.default_rng(1))
+    calls = _run_matmul(a, b, c)
+    assert [f for f, _ in calls] == [np.matmul]
+    np.testing.assert_allclose(c, np.matmul(a, b), rtol=1e-5, atol=1e-5)
+
+
+def test_an_empty_product_is_no_call():
+    a, b, c = np.ones((0, 3), np.float32), np.ones((3, 4), np.float32), np.empty((0, 4), np.float32)
+    assert _run_matmul(a, b, c) == []
+
+
+def _binding(f) -> Binding:
+    return next(reversed(f.runner.program._bindings.values()))
+
+
+def test_a_program_runs_as_one_driver_call_and_follows_new_caller_arrays():
+    """An MLP forward (GEMMs reading the caller's input in place, generated epilogues) is one call of
+    the driver; a new input array each call is read where it is (its cell is rewritten on rebind)."""
+    rng = np.random.default_rng(2)
+    w1, w2 = _rand(rng, (16, 32)), _rand(rng, (32, 8))
+    g = lm.Graph()
+    x = g.input("x", (4, 16))
+    y = (x @ g.constant(w1)).relu() @ g.constant(w2)
+    f = lm.compile(y, backend="cpu")
+    for _ in range(3):
+        xv = _rand(rng, (4, 16))
+        np.testing.assert_allclose(f(x=xv), np.maximum(xv @ w1, 0) @ w2, rtol=1e-5, atol=1e-5)
+    b = _binding(f)
+    assert [fn for fn, _ in b._exec] == [driver.driver()]
+    assert any(fn is np.matmul for fn, _ in b.calls)  # ``calls``: the plan, kept for reading
+
+
+def test_numpy_calls_split_the_driver_runs():
+    """A call that needs Python (a gather's index check) ends a run: kernels before and after it are
+    driver calls of their own, and the results stay the reference's."""
+    g = lm.Graph()
+    x, i = g.input("x", (3, 5)), g.input("i", (3, 2), dtype=lm.int32)
+    y = (x.exp().gather(1, i) * 2.0).sum()
+    f = lm.compile(y, backend="cpu")
+    ref = lm.compile(y, backend="reference")
+    xv = np.random.default_rng(3).standard_normal((3, 5)).astype(np.float32)
+    iv = np.array([[0, 4], [1, 1], [2, 3]], np.int32)
+    np.testing.assert_allclose(f(x=xv, i=iv), ref(x=xv, i=iv), rtol=1e-5)
+    kinds = [fn is driver.driver() for fn, _ in _binding(f)._exec]
+    assert kinds.count(True) >= 1 and False in kinds
