@@ -70,15 +70,17 @@ LEFT_TO_NUMPY = {
     "empty contraction": lambda r: (_rand(r, (2, 0)), _rand(r, (0, 3)), np.full((2, 3), 7.0, np.float32)),
     "batch axes that do not merge": lambda r: (_rand(r, (2, 3, 4, 5)), _rand(r, (2, 3, 5, 2)),
                                                np.empty((3, 2, 4, 2), np.float32).transpose(1, 0, 2, 3)),
+    "output overlaps an operand": lambda r: (lambda a: (a, _rand(r, (70, 70)), a))(_rand(r, (70, 70))),
 }
 
 
 @pytest.mark.parametrize("case", list(LEFT_TO_NUMPY))
 def test_gemms_the_driver_cannot_call_stay_numpy(case):
     a, b, c = LEFT_TO_NUMPY[case](np.random.default_rng(1))
+    want = np.matmul(a, b)
     calls = _run_matmul(a, b, c)
     assert [f for f, _ in calls] == [np.matmul]
-    np.testing.assert_allclose(c, np.matmul(a, b), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)
 
 
 def test_an_empty_product_is_no_call():

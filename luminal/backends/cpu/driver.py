@@ -214,11 +214,13 @@ def _batches(out_batch: tuple, strides: list):
 def _gemm_entry(a, b, c, gemm_fns, cell):
     """The entry of ``np.matmul(a, b, out=c)``; ``[]`` when there is nothing to compute; None where the
     driver cannot make this call (numpy keeps it): another dtype, no unit stride, an empty
-    contraction (numpy writes zeros), batch axes that do not merge."""
+    contraction (numpy writes zeros), batch axes that do not merge, an output that overlaps an operand."""
     dtype = c.dtype
     fn = gemm_fns.get(dtype)
     if fn is None or a.dtype != dtype or b.dtype != dtype or len(a.shape) < 2 or len(b.shape) < 2:
         return None
+    if any(isinstance(x, np.ndarray) and np.may_share_memory(x, c) for x in (a, b)):
+        return None  # BLAS would read what it writes; np.matmul copies first (the memory plan never does this)
     *batch, m, n = c.shape
     k = a.shape[-1]
     if 0 in c.shape:
