@@ -14,6 +14,12 @@ one compile per binding; the disk cache makes a binding seen before free.)
 |             |                             | outputs (``Acc`` = the register, rounded to its dtype)
 | matmul      | the output index            | the epilogue only (``epilogue``): the product itself is a
 |             |                             | BLAS call, whose result the epilogue reads as ``Acc``
+| gather      | the output index            | the index loaded, checked, and the input read there
+| scatter_add | a line of the output along  | loops over the line: ``dst`` copied in, the index's line
+|             | the axis                    | added in order, the accumulator rounded out (16-bit)
+
+An index out of range (gather, scatter_add) reads and writes nothing and stores 1 in an error cell:
+a kernel cannot raise, so the caller checks the cell after the call.
 
 Float16 and bfloat16 accumulate in float32 and are rounded once at the end; a sum of products of
 16-bit loads multiplies in float32 (300 * 300 is inf in float16): both as the reference does.
@@ -26,7 +32,16 @@ strides say where each output index is stored: a backend may store a buffer perm
 from __future__ import annotations
 
 from luminal.codegen import ir
-from luminal.codegen.lower import Placed, Values, accumulate, contiguous_index, read, reduce_identity, unflatten
+from luminal.codegen.lower import (
+    Placed,
+    Values,
+    accumulate,
+    contiguous_index,
+    index_read,
+    read,
+    reduce_identity,
+    unflatten,
+)
 from luminal.core import dtype as dt
 from luminal.core.kernel_graph import Expr
 from luminal.core.symbolic import evaluate
@@ -50,11 +65,11 @@ class _Buffers:
         return tuple(self.bufs.values())
 
 
-def _store(p: Placed, idx, value: ir.V) -> ir.Store:
+def _store(p: Placed, idx, value: ir.V, valid: ir.V | None = None) -> ir.Store:
     index = ir.const(p.offset)
     for i, s in zip(idx, p.strides):
         index = ir.add(index, ir.mul(i, s))
-    return ir.Store(p.name, index, ir.cast(value, p.dtype))
+    return ir.Store(p.name, index, ir.cast(value, p.dtype), valid)
 
 
 def _merged_axes(shape: tuple, placements: list[Placed]) -> list[list[int]]:
@@ -248,6 +263,96 @@ def _epilogue(k, env, epi, bufs, out_shape, idx, acc: ir.V, place) -> list:
         at = idx if shape == out_shape else tuple(unflatten(flat, shape))
         body.append(_store(p, at, values.at(e, at if values.shape(e) is not None else ())))
     return body
+
+
+def gather(k, env: dict, place, flag: Placed, name: str) -> ir.Kernel:
+    """``out[i] = x[i with i[axis] := idx[i]]``, one work item per output element. A kernel cannot
+    raise: an index out of range reads nothing and stores 1 in ``flag`` (an int32 cell), which the
+    caller checks after the call to raise the reference's IndexError."""
+    axis = k.axes[0]
+    (xb, xv), (ib, iv) = k.inputs
+    shape = tuple(evaluate(d, env) for d in k.domain)
+    grid, idx = _grid(shape)
+    px, pi, out = place(xb, xv), place(ib, iv), place(k.outputs[0][0], None)
+    j, ok = index_read(pi, idx, evaluate(xv.shape[axis], env))
+    at = list(idx)
+    at[axis] = j
+    bufs = _Buffers()
+    for p, access in ((px, "r"), (pi, "r"), (out, "w"), (flag, "w")):
+        bufs.use(p, access)
+    body = (_report(flag, ok), _store(out, idx, read(px, tuple(at), extra=ok)))
+    return ir.check(ir.Kernel(name, bufs.params(), (), grid, body, notes={"fused": " ".join(k.fused)}))
+
+
+def scatter_add(k, env: dict, place, flag: Placed, acc: Placed | None, name: str) -> list[ir.Kernel]:
+    """``out = dst``, then ``src[i]`` added at ``i with i[axis] := idx[i]`` (on bools: or), repeated
+    indices in order as ``np.add.at`` adds them. No atomics: a work item owns a line of the output
+    along ``axis`` (its other coordinates) and loops over the same line of ``idx``, so items write
+    disjoint elements (and may run on any thread). ``acc`` (None: the output itself) is a float32
+    scratch where a float16/bfloat16 output accumulates, rounded once at the end, as the reference.
+    An index out of range adds nothing and sets ``flag`` (see :func:`gather`).
+
+    One kernel (copy ``dst``, add, round, line by line) when ``idx`` has every line of the output;
+    else three, the copy and the rounding over the whole output."""
+    axis = k.axes[0]
+    (db, dv), (ib, iv), (sb, sv) = k.inputs
+    shape = tuple(evaluate(d, env) for d in k.domain)
+    ishape = tuple(evaluate(d, env) for d in iv.shape)
+    pd, pi, ps, out = place(db, dv), place(ib, iv), place(sb, sv), place(k.outputs[0][0], None)
+    into = out if acc is None else acc
+    work = into.dtype
+
+    def copy(at):
+        return (_store(into, at, ir.cast(read(pd, at), work)),)
+
+    def add(at):
+        j, ok = index_read(pi, at, shape[axis])
+        to = tuple(j if a == axis else i for a, i in enumerate(at))
+        total = accumulate("sum", read(into, to, extra=ok), ir.cast(read(ps, at), work))
+        return _report(flag, ok), _store(into, to, total, ok)
+
+    def round_(at):
+        return (_store(out, at, read(acc, at)),)
+
+    steps = [(shape, copy, ((pd, "r"), (into, "w"))),
+             (ishape, add, ((pi, "r"), (ps, "r"), (into, "rw"), (flag, "w")))]
+    if acc is not None:
+        steps.append((shape, round_, ((acc, "r"), (out, "w"))))
+    notes = {"fused": " ".join(k.fused)}
+    if all(n == ishape[a] for a, n in enumerate(shape) if a != axis):
+        bufs = _Buffers()
+        grid, at = _lines(shape, axis)
+        body = []
+        for s, step, uses in steps:
+            for p, access in uses:
+                bufs.use(p, access)
+            body.append(ir.Loop("j", ir.const(0), ir.const(s[axis]), step(at)))
+        return [ir.check(ir.Kernel(name, bufs.params(), (), grid, tuple(body), notes=notes))]
+    kernels = []
+    for n, (s, step, uses) in enumerate(steps):
+        bufs = _Buffers()
+        for p, access in uses:
+            bufs.use(p, access)
+        if step is add:
+            grid, at = _lines(s, axis)
+            body = (ir.Loop("j", ir.const(0), ir.const(s[axis]), step(at)),)
+        else:
+            grid, at = _grid(s)
+            body = step(at)
+        kernels.append(ir.check(ir.Kernel(f"{name}_{n}", bufs.params(), (), grid, body, notes=notes)))
+    return kernels
+
+
+def _lines(shape: tuple, axis: int) -> tuple:
+    """``(grid, index)``: one work item per line of ``shape`` along ``axis``, the index of the line's
+    elements in terms of the item and the loop variable ``j`` (along ``axis``)."""
+    grid, idx = _grid(tuple(1 if a == axis else n for a, n in enumerate(shape)))
+    return grid, tuple(ir.var("j") if a == axis else i for a, i in enumerate(idx))
+
+
+def _report(flag: Placed, ok: ir.V) -> ir.Store:
+    """1 into the error cell ``flag`` where an index is out of range (``ok`` False)."""
+    return ir.Store(flag.name, ir.const(0), ir.const(1, dt.int32), ir.alu("Not", ok))
 
 
 class _Reduction:

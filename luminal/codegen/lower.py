@@ -64,8 +64,10 @@ class Placed:
     pad: float = 0.0
 
 
-def read(p: Placed, idx, env: dict | None = None) -> ir.V:
-    """The value ``p`` reads at the multi-index ``idx`` (IR values, one per axis)."""
+def read(p: Placed, idx, env: dict | None = None, extra: ir.V | None = None) -> ir.V:
+    """The value ``p`` reads at the multi-index ``idx`` (IR values, one per axis). Where ``extra`` (a
+    bool value) is False nothing is read either: a gather's position, loaded at run time, may be out
+    of range, and the load must not touch memory there."""
     index = dim(p.offset, env)
     valid = None
     for i, s, bounds in zip(idx, p.strides, p.box or [None] * len(idx)):
@@ -76,7 +78,16 @@ def read(p: Placed, idx, env: dict | None = None) -> ir.V:
                 valid = ir.both(valid, ir.alu("Not", ir.alu("LessThan", i, dim(lo, env))))
             valid = ir.both(valid, ir.alu("LessThan", i, dim(hi, env)))
     pad = p.pad if p.dtype.is_float else (bool(p.pad) if p.dtype.kind == "b" else int(p.pad))
-    return ir.load(p.name, p.dtype, index, valid, pad)
+    return ir.load(p.name, p.dtype, index, ir.both(valid, extra), pad)
+
+
+def index_read(p: Placed, idx, size, env: dict | None = None) -> tuple[ir.V, ir.V]:
+    """A gather's or scatter's position along its axis: the index tensor ``p`` read at ``idx``, as
+    ``INDEX``, and whether it lies in ``[0, size)`` (else the reference raises IndexError: a kernel
+    reads and writes nothing there and reports it)."""
+    j = ir.cast(read(p, idx, env), ir.INDEX)
+    ok = ir.both(ir.alu("Not", ir.alu("LessThan", j, ir.const(0))), ir.alu("LessThan", j, dim(size, env)))
+    return j, ok
 
 
 def contiguous_index(idx, shape, env: dict | None = None) -> ir.V:

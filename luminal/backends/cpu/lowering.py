@@ -9,8 +9,12 @@ BLAS where they do better or where the generated path does not reach.
 | matmul      | one ``np.matmul`` (BLAS) laid out by ``gemm.py``, operands copied first only where BLAS
 |             | cannot read them; then the epilogue as a generated kernel reading the product. A matmul
 |             | whose operands are masked views is no GEMM: a generated reduce (a sum of products)
-| gather,     | ``numpy_ops.gather`` / ``scatter_add`` on the input views (index checks with the
-| scatter_add | reference's errors; numpy's fancy indexing is as fast as a loop would be)
+| gather      | one generated kernel (``codegen/cpu.py``'s ``gather``): an item per output element
+| scatter_add | generated code (``codegen/cpu.py``'s ``scatter_add``): an item per line of the output
+|             | along the axis (``dst`` copied, the adds in order, a half float rounded once from a
+|             | float32 accumulator), so no atomics; one kernel when the index covers every line, else
+|             | three. Both flag an index out of range in an error cell; the call after them reads the
+|             | cell and raises the reference's IndexError (``numpy_ops.check_index``'s message)
 
 Why: generated code evaluates a fused region element by element in registers, one pass over memory,
 where numpy made one pass (and one scratch array) per operation; BLAS's GEMMs are faster than any
@@ -44,16 +48,53 @@ def lower(k, b) -> None:
         b.generate(gen.reduce(k, b.env, b.place, b.kernel_name(k.kind)), k)
     elif k.kind == "matmul":
         _gemm(k, b, k.inputs)
-    elif k.kind == "gather":
-        x, idx = (b.load(buf, v) for buf, v in k.inputs)
-        b.calls.append((ops.gather, (x, idx, k.axes[0], b.array(k.outputs[0][0]))))
-    elif k.kind == "scatter_add":
-        dst, idx, src = (b.load(buf, v) for buf, v in k.inputs)
-        out = k.outputs[0][0]
-        b.calls.append((ops.scatter_add, (dst, idx, src, k.axes[0], out.dtype, b.array(out))))
+    elif k.kind in ("gather", "scatter_add"):
+        _indexing(k, b)
     else:
         raise NotImplementedError(f"cpu backend: no lowering for kernel kind {k.kind!r}")
     b.end_kernel()
+
+
+def _indexing(k, b) -> None:
+    """A gather or scatter_add as generated kernels, then the check of their error cell (a kernel
+    cannot raise: it flags an index out of range there, and :func:`_check_index` raises the
+    reference's IndexError after the call)."""
+    cell = np.zeros(1, np.int32)
+    flag = Placed(b.scratch_name(cell), dt.int32, 0, ())
+    if k.kind == "gather":
+        kernels = [gen.gather(k, b.env, b.place, flag, b.kernel_name("gather"))]
+        size = b.shape(k.inputs[0][1].shape)[k.axes[0]]
+    else:
+        out = k.outputs[0][0]
+        acc = None
+        if out.dtype in (dt.float16, dt.bfloat16):  # accumulates in float32, rounded once at the end
+            shape = b.shape(k.domain)
+            acc = Placed(b.scratch_name(b.scratch(shape, np.float32)), dt.float32, 0, contiguous_strides(shape))
+        kernels = gen.scatter_add(k, b.env, b.place, flag, acc, b.kernel_name("scatter"))
+        size = b.shape(k.domain)[k.axes[0]]
+    for kernel in kernels:
+        b.generate(kernel, k)
+    ib, iv = k.inputs[1]
+    shape, strides, offset, box = ops.bound_view(iv, b.env)
+    inner = (shape, offset) if box is None else ops.inner_box(strides, offset, box)
+    src = None if inner is None else b.view(ib, Strided(inner[0], strides, inner[1]))
+    valid = None if box is None else tuple(slice(lo, hi) for lo, hi in box)
+    b.calls.append((_check_index, (cell, k.kind, size, src, shape, iv.pad, valid)))
+
+
+def _check_index(cell, op: str, size: int, src, shape, pad, valid) -> None:
+    """After a gather or scatter_add kernel: raise the reference's IndexError if the kernel flagged an
+    index out of range (the message names the first bad index, so it is found again here, in the
+    index view ``src``: the valid box ``valid`` of a padded view of ``shape``), and clear the flag."""
+    if cell[0]:
+        cell[0] = 0
+        idx = src
+        if valid is not None:
+            idx = np.full(shape, pad, np.int32)  # (index tensors are int32)
+            if src is not None:
+                idx[valid] = src
+        ops.check_index(np.asarray(idx), size, op)
+        raise AssertionError(f"{op}: the generated kernel flagged an index out of range, numpy finds none")
 
 
 def _out_shape(k, b) -> tuple:

@@ -30,7 +30,17 @@ import hashlib
 from dataclasses import dataclass, field
 
 from luminal.codegen import ir
-from luminal.codegen.lower import Placed, Values, accumulate, contiguous_index, dim, read, reduce_identity, unflatten
+from luminal.codegen.lower import (
+    Placed,
+    Values,
+    accumulate,
+    contiguous_index,
+    dim,
+    index_read,
+    read,
+    reduce_identity,
+    unflatten,
+)
 from luminal.core import dtype as dt
 from luminal.core.kernel_graph import Expr
 from luminal.core.symbolic import is_static, prod
@@ -507,9 +517,7 @@ def _index_read(a: _Args, buf, view, idx, size) -> tuple[ir.V, ir.V]:
     """The index read at ``idx`` (as INDEX) and whether it is in ``[0, size)``."""
     p = a.view(buf, view)
     a.use(p.name, p.dtype, "r")
-    j = ir.cast(read(p, idx), ir.INDEX)
-    ok = ir.both(ir.alu("Not", ir.alu("LessThan", j, ir.const(0))), ir.alu("LessThan", j, dim(size)))
-    return j, ok
+    return index_read(p, idx, size)
 
 
 def _report(flag: str, j: ir.V, ok: ir.V) -> tuple:
@@ -533,8 +541,7 @@ def gather(k) -> list[Launch]:
     at[axis] = j
     px = a.view(xb, xv)
     a.use(px.name, px.dtype, "r")
-    v = read(px, tuple(at))
-    guarded = ir.load(v.arg[0], v.dtype, v.args[0], ir.both(v.args[1] if len(v.args) > 1 else None, ok), v.arg[1])
+    guarded = read(px, tuple(at), extra=ok)
     out = k.outputs[0][0]
     flag = a.flag()
     body = (ir.Assign("i", gid), ir.If(ir.alu("LessThan", ir.var("i"), dim(n)), (
