@@ -425,8 +425,10 @@ def check(k: Kernel) -> Kernel:
             stack.extend(v.args)
 
     def block_(body, scope: set):
+        # values checked once per block: a block's scope only grows, so what passed at one statement
+        # passes at the later ones (a fused region's statements share most of a deep DAG of values)
+        seen: set = set()
         for s in body:
-            seen: set = set()
             if isinstance(s, Assign):
                 value(s.value, scope, seen)
                 scope.add(s.name)
@@ -473,8 +475,10 @@ def fingerprint(k: Kernel) -> str:
     def ref(v: V) -> str:
         return f"%{number[id(v)]}"
 
+    walked: set = set()
+
     def values(vs):
-        for v in walk_values_of(vs):
+        for v in walk_values_of(vs, walked):
             if id(v) not in number:
                 number[id(v)] = len(number)
                 operands = ", ".join(ref(a) for a in v.args)
@@ -509,9 +513,10 @@ def fingerprint(k: Kernel) -> str:
     return "\n".join(head + lines)
 
 
-def walk_values_of(roots):
-    """Every value reachable from ``roots``, each once, operands before users (iteratively)."""
-    seen: set = set()
+def walk_values_of(roots, seen: set | None = None):
+    """Every value reachable from ``roots``, each once, operands before users (iteratively); ``seen``:
+    ids of values walked before (by an earlier call sharing the set), left out and not walked again."""
+    seen = set() if seen is None else seen
     out: list = []
     for root in roots:
         stack = [(root, False)]

@@ -2,7 +2,8 @@
 
 :func:`compile_kernels` builds one LLVM module for a list of CPU kernels (``kernel.block == ()``)
 with ``llvmlite.ir``, optimises it with LLVM's O3 pipeline (loop and SLP vectorisation) for the host
-CPU's name and features, and JITs it with MCJIT: one compile per program binding.
+CPU's name and features, and JITs it with MCJIT: one engine per program binding, holding one object
+per kernel.
 
 **ABI.** Every kernel becomes ``void <name>(i8** bufs, i64* params, i64 start, i64 stop)``:
 ``bufs[i]`` points at ``kernel.buffers[i]``, ``params[j]`` is ``kernel.params[j]``. It runs the work
@@ -55,14 +56,19 @@ phis. Buffer pointers carry no ``noalias``: the cpu backend may read and write o
 kernel (a state updated in place), so aliasing is left to LLVM's runtime checks before a vectorised
 loop.
 
-**Caching.** The object code is cached on disk under ``$LUMINAL_CACHE_DIR/llvm`` (default
-``~/.cache/luminal/llvm``; ``core/disk_cache.py``: ``LUMINAL_CACHE``, the size cap), keyed by the sha256 of
-the module's IR text, the host CPU's name and features, the llvmlite version and ``CODEGEN_VERSION``
+**Caching.** Each kernel is compiled as a module of its own, and its object code is cached on disk
+under ``$LUMINAL_CACHE_DIR/llvm`` (default ``~/.cache/luminal/llvm``; ``core/disk_cache.py``:
+``LUMINAL_CACHE``, the size cap) and in-process (the most recent ``MAX_OBJECTS``), keyed by the sha256
+of the kernel module's IR text, the host CPU's name and features, the llvmlite version and ``CODEGEN_VERSION``
 (the code generator's, bumped when it emits other code for the same IR), and written atomically
 (a temp file, then ``os.replace``): a warm compile skips optimisation and code generation. The object
 is made with the target machine's ``emit_object`` and loaded into an MCJIT engine with
 ``add_object_file`` (the cold path does the same, so both run the same code; MCJIT's own object-cache
-hooks would need the IR parsed on a warm start too). Modules are cached in-process by the same key.
+hooks would need the IR parsed on a warm start too). Per kernel, because programs share most of
+their kernels: the candidates that ``search=N`` times, a program laid out for another binding of its
+dims, a model edited by one layer recompile only the kernels that differ (cold, a program's kernels
+compiled one by one take about 20% longer than as one module; the engine links the objects in
+milliseconds). Engines are cached in-process by the keys of their objects.
 A :class:`Module` keeps its execution engine alive: keep it as long as its functions are called. Each
 engine owns a target machine of its own (llvmlite hands the one given to the engine, which frees it
 with itself).
@@ -71,8 +77,10 @@ with itself).
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import hashlib
 import threading
+from collections import OrderedDict
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -982,6 +990,8 @@ def build_module(kernels, distinct: bool = False, vector_width: int | None = Non
 _lock = threading.RLock()  # LLVM's global state (initialisation, the JIT) is not shared across threads
 _host: dict = {}
 _modules: dict = {}  # key -> Module (in-process cache)
+_objects: OrderedDict = OrderedDict()  # object key -> object code, most recently used last
+MAX_OBJECTS = 4096
 
 
 def _init():
@@ -1035,16 +1045,18 @@ def optimise(mod) -> None:
 
 
 class Module:
-    """The compiled kernels of one :func:`compile_kernels` call (it owns the JIT's code)."""
+    """The compiled kernels of one :func:`compile_kernels` call (it owns the JIT's code): one engine, one
+    object per distinct kernel; ``from_cache``: no kernel of it had to be compiled."""
 
-    def __init__(self, engine, names, key: str, cached: bool):
-        self._engine, self.names, self.key, self.from_cache = engine, tuple(names), key, cached
+    def __init__(self, engine, symbols: dict, key: str, cached: bool):
+        self._engine, self._symbols, self.key, self.from_cache = engine, symbols, key, cached
+        self.names = tuple(symbols)  # the kernels' names (their functions' symbols hash their code)
         self._functions: dict = {}
 
     def address(self, name: str) -> int:
-        if name not in self.names:
+        if name not in self._symbols:
             raise KeyError(f"no kernel {name!r} in this module")
-        return self._engine.get_function_address(name)
+        return self._engine.get_function_address(self._symbols[name])
 
     def function(self, name: str):
         """The kernel as a ctypes function ``f(bufs, params, start, stop)`` (addresses as ints or
@@ -1078,7 +1090,32 @@ def compile_kernels(kernels, distinct: bool = False, vector_width: int | None = 
     attribute is in the module's text, so each width has a cache key of its own."""
     kernels = list(kernels)
     with _lock:
-        return compile_text(str(build_module(kernels, distinct, vector_width)), [k.name for k in kernels])
+        names = set()
+        for k in kernels:
+            if k.name in names:  # (build_module checks one module; each kernel is one here)
+                raise ir.IRError(f"two kernels named {k.name!r} in one module")
+            names.add(k.name)
+        symbols, found = {}, {}  # kernel name -> its function's symbol; symbol -> (key, object, cached)
+        for k in kernels:
+            symbol, text = _named_by_content(k, distinct, vector_width)
+            symbols[k.name] = symbol
+            if symbol not in found:  # (two kernels of the same code share one object)
+                found[symbol] = _object(text)
+        return _link([key for key, _, _ in found.values()], [obj for _, obj, _ in found.values()], symbols,
+                     all(cached for _, _, cached in found.values()))
+
+
+_PLACEHOLDER = "luminal_kernel"
+
+
+def _named_by_content(k: ir.Kernel, distinct: bool, vector_width) -> tuple[str, str]:
+    """``(symbol, module text)`` of kernel ``k`` compiled alone, its function named after a hash of its
+    code rather than its name in the program (``ew3``, ``epi12``: positions in the order of lowering),
+    so that the same code in another program, or at another position, is the same module text and
+    hits the caches."""
+    text = str(build_module([dataclasses.replace(k, name=_PLACEHOLDER)], distinct, vector_width))
+    symbol = "k" + hashlib.sha256(text.encode()).hexdigest()[:24]
+    return symbol, text.replace(f'@"{_PLACEHOLDER}"', f'@"{symbol}"')
 
 
 def compile_text(text: str, names) -> Module:
@@ -1086,25 +1123,46 @@ def compile_text(text: str, names) -> Module:
     the host through the in-process and disk caches (the key: the text, the host CPU and its features,
     llvmlite's version, ``CODEGEN_VERSION``)."""
     with _lock:
-        key = cache_key(text)
-        mod = _modules.get(key)
-        if mod is not None:
-            return mod
-        name = f"{key[:2]}/{key}.o"
-        obj = _DISK.read(name)
-        cached = obj is not None
-        if not cached:
-            parsed = llvm.parse_assembly(text)
-            parsed.verify()
-            optimise(parsed)
-            obj = _init()["tm"].emit_object(parsed)
-            _DISK.write(name, obj)  # atomic; a cache that cannot be written is skipped
-        h = _init()
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _machine(h["cpu"], h["features"]))
-        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-        engine.finalize_object()
-        mod = _modules[key] = Module(engine, names, key, cached)
+        key, obj, cached = _object(text)
+        return _link([key], [obj], {n: n for n in names}, cached)
+
+
+def _object(text: str) -> tuple[str, bytes, bool]:
+    """``(key, object code, whether it came from a cache)`` of one module's IR ``text``."""
+    key = cache_key(text)
+    obj = _objects.get(key)
+    if obj is not None:
+        _objects.move_to_end(key)
+        return key, obj, True
+    name = f"{key[:2]}/{key}.o"
+    obj = _DISK.read(name)
+    cached = obj is not None
+    if not cached:
+        parsed = llvm.parse_assembly(text)
+        parsed.verify()
+        optimise(parsed)
+        obj = _init()["tm"].emit_object(parsed)
+        _DISK.write(name, obj)  # atomic; a cache that cannot be written is skipped
+    _objects[key] = obj
+    if len(_objects) > MAX_OBJECTS:
+        _objects.popitem(last=False)
+    return key, obj, cached
+
+
+def _link(keys: list, objects: list, symbols: dict, cached: bool) -> Module:
+    """One engine holding ``objects``, whose functions are ``symbols`` (name -> symbol); the in-process
+    cache's, when the same objects were linked for the same names before."""
+    key = hashlib.sha256("\0".join([*keys, *(f"{n}={s}" for n, s in symbols.items())]).encode()).hexdigest()
+    mod = _modules.get(key)
+    if mod is not None:
         return mod
+    h = _init()
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _machine(h["cpu"], h["features"]))
+    for obj in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    mod = _modules[key] = Module(engine, symbols, key, cached)
+    return mod
 
 
 def optimised_ir(kernels, distinct: bool = False, vector_width: int | None = None) -> str:

@@ -1,7 +1,8 @@
-"""``backend="cpu"``: a kernel graph run as a flat list of calls (``compiled.CpuProgram``): generated
-machine code for elementwise and reduce kernels and matmul epilogues (``codegen/cpu.py`` lowered,
-``codegen/llvm.py`` compiled), BLAS for GEMMs, numpy for gather and scatter_add (``lowering.py`` says
-what runs where and why). Every primitive has the reference's semantics (``core/numpy_ops.py``)."""
+"""``backend="cpu"``: a kernel graph run as a short list of calls (``compiled.CpuProgram``): generated
+machine code for elementwise, reduce, gather and scatter_add kernels and matmul epilogues
+(``codegen/cpu.py`` lowered, ``codegen/llvm.py`` compiled), BLAS for GEMMs, runs of them made one
+call of the generated driver (``driver.py``); ``lowering.py`` says what runs where and why. Every
+primitive has the reference's semantics (``core/numpy_ops.py``)."""
 
 import time
 

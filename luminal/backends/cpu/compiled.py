@@ -1,21 +1,23 @@
-"""The compiled CPU backend: runs a kernel graph as a flat list of precomputed calls, most of them
-generated machine code.
+"""The compiled CPU backend: runs a kernel graph as a short list of precomputed calls, most of them
+one call of generated code.
 
 For each binding of the symbolic dims a :class:`Binding` allocates every buffer once (temps in the
-memory plan's slots) and lowers every kernel (``lowering.py``): elementwise and reduce kernels, and
-matmul epilogues, to kernels of the IR (``codegen/cpu.py``), all of a binding's compiled as one LLVM
-module (``codegen/llvm.py``); GEMMs to BLAS through ``np.matmul``; gather and scatter_add to numpy. A
-generated kernel's call is its ctypes function with a prebuilt array of buffer pointers; a large one
-is cut along its first grid axis over the backend's threads (ctypes releases the GIL). A run is then
-``for f, args in calls: f(*args)``: no graph walking, no allocation on the hot path. The kernel
-graph's calls of rolled loop bodies are expanded into their kernels first (once per program).
+memory plan's slots) and lowers every kernel (``lowering.py``): elementwise, reduce, gather and
+scatter_add kernels, and matmul epilogues, to kernels of the IR (``codegen/cpu.py``), all of a
+binding's compiled into one LLVM engine (``codegen/llvm.py``); GEMMs to BLAS. That makes ``calls``,
+the plan: a generated kernel's call is its ctypes function with a prebuilt array of buffer pointers
+(a large one cut along its first grid axis over the backend's threads: ctypes releases the GIL), a
+GEMM an ``np.matmul``. What a run executes is ``_exec``: the plan with each stretch of native calls
+made one call of the generated driver (``driver.py``: kernels and cblas GEMMs in order, in native
+code), so a run is ``for f, args in _exec: f(*args)`` over a handful of calls: no graph walking, no
+allocation on the hot path. The kernel graph's calls of rolled loop bodies are expanded into their
+kernels first (once per program).
 
 Caller arrays (inputs, states, random draws) are read in place, not copied: the numpy calls that
-read them hold :class:`InputView` placeholders and the generated ones a slot of their pointer array,
-both patched only when a name's array object differs from the previous run's (a State's array stays
-the same object across steps, so in steady state nothing is rebuilt).
+read them hold :class:`InputView` placeholders, the generated kernels a slot of their pointer array
+and the driver's GEMMs a cell, all patched only when a name's array object differs from the previous
+run's (a State's array stays the same object across steps, so in steady state nothing is rebuilt).
 """
-
 from __future__ import annotations
 
 import contextlib
@@ -816,10 +818,7 @@ def _cost_ns(kernel: ir.Kernel) -> float:
                 continue
             if isinstance(s, (ir.Store, ir.AtomicAdd)):
                 total += NS_PER_ACCESS
-            for v in ir.walk_values_of(ir.operands(s)):
-                if id(v) in seen:
-                    continue
-                seen.add(id(v))
+            for v in ir.walk_values_of(ir.operands(s), seen):  # (values seen before: neither counted nor walked)
                 if v.op == "load" and _moves(v.args[0], moving):
                     total += NS_PER_ACCESS
                 elif v.op in _CALLS and (v.op != "Mod" or v.dtype.is_float):
