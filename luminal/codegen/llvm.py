@@ -80,7 +80,6 @@ import ctypes
 import dataclasses
 import hashlib
 import threading
-from collections import OrderedDict
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -990,7 +989,7 @@ def build_module(kernels, distinct: bool = False, vector_width: int | None = Non
 _lock = threading.RLock()  # LLVM's global state (initialisation, the JIT) is not shared across threads
 _host: dict = {}
 _modules: dict = {}  # key -> Module (in-process cache)
-_objects: OrderedDict = OrderedDict()  # object key -> object code, most recently used last
+_objects: dict = {}  # object key -> object code, most recently used last (dicts keep insertion order)
 MAX_OBJECTS = 4096
 
 
@@ -1130,9 +1129,9 @@ def compile_text(text: str, names) -> Module:
 def _object(text: str) -> tuple[str, bytes, bool]:
     """``(key, object code, whether it came from a cache)`` of one module's IR ``text``."""
     key = cache_key(text)
-    obj = _objects.get(key)
+    obj = _objects.pop(key, None)
     if obj is not None:
-        _objects.move_to_end(key)
+        _objects[key] = obj  # (now the most recent)
         return key, obj, True
     name = f"{key[:2]}/{key}.o"
     obj = _DISK.read(name)
@@ -1145,7 +1144,7 @@ def _object(text: str) -> tuple[str, bytes, bool]:
         _DISK.write(name, obj)  # atomic; a cache that cannot be written is skipped
     _objects[key] = obj
     if len(_objects) > MAX_OBJECTS:
-        _objects.popitem(last=False)
+        del _objects[next(iter(_objects))]
     return key, obj, cached
 
 

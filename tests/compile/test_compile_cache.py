@@ -196,6 +196,7 @@ def test_off_writes_nothing(tmp_path, monkeypatch):
     assert not f.report(show=False).cache and not list(tmp_path.rglob("*"))
     monkeypatch.setenv("LUMINAL_CACHE", "llvm")  # a list of the kinds that are on
     monkeypatch.setattr(llvm, "_modules", {})  # no module from this process's memory either
+    monkeypatch.setattr(llvm, "_objects", {})  # (and no compiled object either)
     lm.compile(_outputs(_program()))(x=np.ones((2, 8), np.float32))
     assert _entries(tmp_path, "llvm") and not (tmp_path / "compile").exists()
 
