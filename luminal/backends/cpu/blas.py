@@ -15,6 +15,7 @@ one thread of its own unless ``LUMINAL_NUM_THREADS`` asks for more.
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import os
 import threading
@@ -49,22 +50,20 @@ def _functions():
 
 _GEMMS = {np.dtype(np.float32): ("scipy_cblas_sgemm64_", "cblas_sgemm64_"),
           np.dtype(np.float64): ("scipy_cblas_dgemm64_", "cblas_dgemm64_")}
-_gemms: dict = {}
 
 
+@functools.cache
 def gemms() -> dict:
     """``{numpy dtype: address}`` of the ``cblas_?gemm`` functions (64-bit integers) of numpy's bundled
     OpenBLAS: the GEMMs ``np.matmul`` runs, for the generated driver to call by their C symbols
     (``driver.py``). Empty when numpy's BLAS is another library (its matmuls then stay numpy calls)."""
-    if "found" not in _gemms:
-        found = {}
-        for lib in _libraries():
-            for dtype, names in _GEMMS.items():
-                f = next((getattr(lib, n) for n in names if hasattr(lib, n)), None)
-                if f is not None and dtype not in found:
-                    found[dtype] = ctypes.cast(f, ctypes.c_void_p).value
-        _gemms["found"] = found
-    return _gemms["found"]
+    found = {}
+    for lib in _libraries():
+        for dtype, names in _GEMMS.items():
+            f = next((getattr(lib, n) for n in names if hasattr(lib, n)), None)
+            if f is not None and dtype not in found:
+                found[dtype] = ctypes.cast(f, ctypes.c_void_p).value
+    return found
 
 
 _lock = threading.Lock()

@@ -32,6 +32,7 @@ One entry is :data:`WORDS` 64-bit words:
 from __future__ import annotations
 
 import ctypes
+import functools
 
 import numpy as np
 
@@ -39,7 +40,10 @@ from luminal.backends.cpu import blas
 from luminal.backends.cpu.parallel import Split
 from luminal.codegen import llvm
 
-WORDS = 20
+KERNEL_WORDS = ("kind", "fn", "ptrs", "params", "start", "stop")
+GEMM_WORDS = ("kind", "fn", "ta", "tb", "m", "n", "k", "ac", "ao", "lda", "bc", "bo", "ldb", "cc", "co", "ldc",
+              "nb", "as", "bs", "cs")  # the table above, one name per word (the IR loads them by these names)
+WORDS = max(len(KERNEL_WORDS), len(GEMM_WORDS))
 KERNEL, SGEMM, DGEMM = 0, 1, 2
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112  # CBLAS_ORDER, CBLAS_TRANSPOSE
 
@@ -48,10 +52,8 @@ DRIVER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
 
 def _gemm_block(label: str, fp: str) -> str:
     """The IR of a GEMM entry of ``fp`` (float or double): its batch loop around one cblas call."""
-    words = {n: i for i, n in enumerate(("kind", "fn", "ta", "tb", "m", "n", "k", "ac", "ao", "lda", "bc", "bo",
-                                         "ldb", "cc", "co", "ldc", "nb", "as", "bs", "cs"))}
     loads = "\n".join(f"  %{label}.{n}.p = getelementptr i64, ptr %e, i64 {i}\n"
-                      f"  %{label}.{n} = load i64, ptr %{label}.{n}.p" for n, i in words.items() if n != "kind")
+                      f"  %{label}.{n} = load i64, ptr %{label}.{n}.p" for i, n in enumerate(GEMM_WORDS) if i)
     return f"""{label}:
 {loads}
   %{label}.f = inttoptr i64 %{label}.fn to ptr
@@ -130,15 +132,16 @@ exit:
 }}
 """
 
-_driver: list = []  # the compiled driver (its module keeps the code alive), made on first use
-
-
 def driver():
     """The driver as a ctypes function ``f(table address, entry count)`` (compiled on first use)."""
-    if not _driver:
-        mod = llvm.compile_text(DRIVER_IR, ["luminal_driver"])
-        _driver.extend((mod, DRIVER(mod.address("luminal_driver"))))
-    return _driver[1]
+    return _compiled()[1]
+
+
+@functools.cache
+def _compiled() -> tuple:
+    """``(module, function)``: the module keeps the function's code alive."""
+    mod = llvm.compile_text(DRIVER_IR, ["luminal_driver"])
+    return mod, DRIVER(mod.address("luminal_driver"))
 
 
 def build(calls: list, cell) -> tuple[list, list]:
@@ -182,7 +185,13 @@ def build(calls: list, cell) -> tuple[list, list]:
 
 def _kernel_entry(f, args) -> list:
     p, q, lo, hi = args
-    return [KERNEL, ctypes.cast(f, ctypes.c_void_p).value, p.value or 0, q.value or 0, lo.value, hi.value]
+    return _words(KERNEL_WORDS, kind=KERNEL, fn=ctypes.cast(f, ctypes.c_void_p).value, ptrs=p.value or 0,
+                  params=q.value or 0, start=lo.value, stop=hi.value)
+
+
+def _words(names: tuple, **values) -> list:
+    """An entry's words in the order ``names`` gives them."""
+    return [values[n] for n in names]
 
 
 def _matrix(rows: int, cols: int, sr: int, sc: int, item: int):
@@ -248,5 +257,6 @@ def _gemm_entry(a, b, c, gemm_fns, cell):
     if la is None or lb is None or lc is None or lc[0] != NO_TRANS:
         return None
     (ac, ao), (bc, bo), (cc, co) = cell(a), cell(b), cell(c)
-    return [SGEMM if dtype == np.float32 else DGEMM, fn, la[0], lb[0], m, n, k,
-            ac, ao, la[1], bc, bo, lb[1], cc, co, lc[1], count, abs_, bbs, cbs]
+    return _words(GEMM_WORDS, kind=SGEMM if dtype == np.float32 else DGEMM, fn=fn, ta=la[0], tb=lb[0], m=m, n=n,
+                  k=k, ac=ac, ao=ao, lda=la[1], bc=bc, bo=bo, ldb=lb[1], cc=cc, co=co, ldc=lc[1], nb=count,
+                  **{"as": abs_}, bs=bbs, cs=cbs)
