@@ -35,18 +35,15 @@ reason (``tests/conftest.py``).
 Anything the encoder does not know (an arg of a new type) makes the program unkeyable: it compiles
 without the cache, never under a key that could be another program's.
 
-**The value** is a pickle of the kernel graph, the memory plan, the report's statistics and the
-positions of the nodes the program reads. Expression DAGs inside kernels can be thousands deep, past the
-pickler's recursion limit, so they are stored as a flat table (children before parents) and the kernel
-graph refers to rows of it (``_Pickler``). ``Sym`` rebuilds its cached hash when unpickled
-(``core/symbolic.py``): string hashes differ between processes.
+**The value** is the kernel graph, the memory plan, the report's statistics and the positions of the
+nodes the program reads, written as data (``cache_format.py``: JSON and the constants' raw bytes, never
+a pickle), so that reading an entry cannot run code: a damaged or hostile one at most fails to decode.
 
 **When it is not used:** ``search > 0`` with a timer (the choice is a timing of the moment), a
 result cut short by the time budget (the same: another run may get further), ``LUMINAL_CACHE=0`` or a
 ``LUMINAL_CACHE`` list without ``compile`` (``core/disk_cache.py``, which also holds the root
-directory, the atomic write and the size cap). An entry that cannot be read or unpickled, or whose
-stored key differs, is a miss and is overwritten by the recompile. Entries are pickles: the cache
-directory must be as trusted as the code (it is the user's own ``~/.cache``).
+directory, the atomic write and the size cap). An entry that cannot be read or decoded, or whose
+stored key differs, is a miss and is overwritten by the recompile.
 """
 
 from __future__ import annotations
@@ -54,10 +51,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import io
 import itertools
 import os
-import pickle
 import sys
 import time
 import warnings
@@ -65,16 +60,14 @@ from pathlib import Path
 
 import numpy as np
 
+from luminal.compiler import cache_format
 from luminal.compiler.report import Report
 from luminal.core.disk_cache import DiskCache
 from luminal.core.dtype import DType
-from luminal.core.kernel_graph import Expr
 from luminal.core.symbolic import Atom, Sym
 from luminal.core.view import View
 from luminal.frontend.graph import ConstKey
 
-FORMAT = 1  # bump when the entry's layout changes (the source digest covers the objects' classes)
-MAGIC = b"luminal-compile\0"
 DISK = DiskCache("compile")
 
 
@@ -95,7 +88,7 @@ class Program:
 
     @property
     def name(self) -> str:
-        return f"{self.key[:2]}/{self.key}.pkl"
+        return f"{self.key[:2]}/{self.key}.entry"
 
 
 def usable(search: int, timer) -> bool:
@@ -213,7 +206,7 @@ class _Encoder:
 def environment() -> bytes:
     """What besides the program decides the compile: luminal's source, egglog, numpy, Python (once per
     process; a few milliseconds: about 130 files, 1 MB)."""
-    h = hashlib.sha256(f"luminal-compile-cache {FORMAT}\n".encode())
+    h = hashlib.sha256(f"luminal-compile-cache {cache_format.FORMAT}\n".encode())
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for top, dirs, files in os.walk(package):  # os.walk, not Path.rglob: a fifth of the time
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
@@ -267,52 +260,6 @@ class Reached:
         return node.id in self._ids
 
 
-class _Pickler(pickle.Pickler):
-    """Pickles a kernel graph with every Expr replaced by its row in a flat table (``_expr_table``)."""
-
-    def __init__(self, f, rows: dict):
-        super().__init__(f, protocol=pickle.HIGHEST_PROTOCOL)
-        self.rows = rows
-
-    def persistent_id(self, obj):
-        if type(obj) is Expr:
-            return self.rows[id(obj)]
-        return None
-
-
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, f, exprs: list):
-        super().__init__(f)
-        self.exprs = exprs
-
-    def persistent_load(self, pid):
-        return self.exprs[pid]
-
-
-def _expr_table(kg) -> tuple[dict, list]:
-    """Every Expr of ``kg`` (its kernels', its bodies' kernels'), children first, without recursion:
-    ({id(expr): row}, [(op, arg, dtype, child rows)])."""
-    kernels = list(kg.kernels) + [k for b in kg.bodies() for k in b.kernels]
-    roots = [e for k in kernels for e in [k.prologue, *(e for _, e in k.outputs)] if e is not None]
-    rows: dict = {}
-    table: list = []
-    keep = []  # the Exprs, alive while their ids are keys
-    for r in roots:
-        stack = [(r, False)]
-        while stack:
-            e, done = stack.pop()
-            if id(e) in rows:
-                continue
-            if done:
-                rows[id(e)] = len(table)
-                table.append((e.op, e.arg, e.dtype, tuple(rows[id(a)] for a in e.args)))
-                keep.append(e)
-                continue
-            stack.append((e, True))
-            stack.extend((a, False) for a in reversed(e.args) if id(a) not in rows)
-    return rows, table
-
-
 def store(program: Program, kg, plan, report: Report, found, compile_s: float) -> bool:
     """Write the entry of ``program``. Not written (False): a result the time budget cut short, or
     nodes read that the key does not number."""
@@ -320,7 +267,7 @@ def store(program: Program, kg, plan, report: Report, found, compile_s: float) -
         return False
     pos = {n.id: i for i, n in enumerate(program.nodes)}
     try:
-        positions = np.array([pos[n.id] for n in found.nodes()], np.int64)
+        positions = [pos[n.id] for n in found.nodes()]
     except KeyError:
         return False
     stats = {"nodes_before": report.nodes_before, "nodes_after": report.nodes_after, "egraph": report.egraph,
@@ -328,39 +275,12 @@ def store(program: Program, kg, plan, report: Report, found, compile_s: float) -
     entry = {"kg": kg, "plan": plan, "stats": stats, "times": dict(report.times), "positions": positions,
              "compile_s": compile_s}
     try:
-        data = dumps(program.key, entry, kg)
-    except Exception as e:  # noqa: BLE001 - a result that does not pickle is a bug here, not the user's
+        data = cache_format.dumps(program.key, entry)
+    except Exception as e:  # noqa: BLE001 - a result the format cannot hold is a bug here, not the user's
         warnings.warn(f"compile cache: the result was not stored ({type(e).__name__}: {e})", RuntimeWarning,
                       stacklevel=2)
         return False
     return DISK.write(program.name, data)
-
-
-def dumps(key: str, entry, kg) -> bytes:
-    """An entry's bytes: ``MAGIC``, then a pickle of (``FORMAT``, ``key``, the Expr table of ``kg``),
-    then a pickle of ``entry`` (which holds ``kg``) referring to the table's rows."""
-    rows, table = _expr_table(kg)
-    buf = io.BytesIO()
-    buf.write(MAGIC)
-    pickle.dump((FORMAT, key, table), buf, protocol=pickle.HIGHEST_PROTOCOL)
-    _Pickler(buf, rows).dump(entry)
-    return buf.getvalue()
-
-
-def loads(data: bytes, key: str):
-    """The entry ``dumps`` wrote under ``key``; None when ``data`` is another format's or another key's.
-    Raises whatever unpickling a torn entry raises."""
-    if not data.startswith(MAGIC):
-        return None
-    f = io.BytesIO(data)
-    f.seek(len(MAGIC))
-    fmt, stored, table = pickle.load(f)
-    if fmt != FORMAT or stored != key:
-        return None
-    exprs: list = []
-    for op, arg, dtype, args in table:
-        exprs.append(Expr(op, tuple(exprs[i] for i in args), arg, dtype))
-    return _Unpickler(f, exprs).load()
 
 
 def load(program: Program):
@@ -371,19 +291,21 @@ def load(program: Program):
     if data is None:
         return None
     try:
-        entry = loads(data, program.key)
+        entry = cache_format.loads(data, program.key)
         if entry is None:
             return None
-        nodes = [program.nodes[i] for i in entry["positions"].tolist()]
+        n = len(program.nodes)
+        if not all(0 <= i < n for i in entry["positions"]):
+            return None
+        nodes = [program.nodes[i] for i in entry["positions"]]
         kg, plan = entry["kg"], entry["plan"]
         times = {"cache: key": program.seconds, "cache: load": time.perf_counter() - t0}
         report = Report.from_stats(entry["stats"], kg, plan, times)
-    except Exception:  # noqa: BLE001 - a torn or foreign entry is a miss; the recompile overwrites it
+    except Exception:  # noqa: BLE001 - a damaged or foreign entry is a miss; the recompile overwrites it
         return None
     report.cache = {"hit": True, "key": program.key, "compile_s": entry["compile_s"],
                     "compile_times": entry["times"]}
     return kg, plan, report, Reached(nodes)
 
 
-__all__ = ["Program", "Reached", "Unkeyable", "describe", "dumps", "environment", "load", "loads", "store",
-           "usable"]
+__all__ = ["Program", "Reached", "Unkeyable", "describe", "environment", "load", "store", "usable"]
