@@ -1,50 +1,99 @@
-"""The on-disk caches: where they live, whether they are on, atomic writes and a size cap.
+"""The on-disk caches: where they live, whether they are on and may be trusted, verified entries, atomic
+writes and a size cap.
 
 Three things are cached across processes, each in a directory of its own (a *kind*) under one root:
 compile results (``compile``: the compiler pipeline's kernel graph and memory plan, so a warm compile
 skips egglog), LLVM object code (``llvm``) and CUDA cubins (``cuda``). They share this one mechanism so
-that one variable moves them, one switches them off and one bounds them:
+that one variable moves them, one switches them off, one bounds them, and every entry is checked in
+one place:
 
 - ``LUMINAL_CACHE_DIR``: the root (default ``~/.cache/luminal``); kind ``k`` lives in ``<root>/<k>``.
   Read at every call, so a test (or a program) may point it elsewhere at any time.
 - ``LUMINAL_CACHE``: which kinds are on. Unset, empty or ``1``: all; ``0``: none (nothing is read or
   written); otherwise a comma-separated list of the kinds that are on (``llvm,cuda``: every cache but
-  the compile results). A cache that is off behaves as an empty one that cannot be written.
+  the compile results; a name that is no kind is a warning). A cache that is off behaves as an empty
+  one that cannot be written.
 - ``LUMINAL_CACHE_MAX_MB``: the size cap per kind, in MiB (default 1024). Past it the least recently
   used entries are deleted (a read of an entry marks it used: its modification time is set to now, since
   access times are often not kept) until the kind's directory is at most ``KEEP`` of the cap, so that a
-  full cache does not scan again at every write.
+  full cache does not scan again at every write. A value that is not a finite number >= 0 (``inf``,
+  ``nan``, ``1e400``, ``abc``, ``-5``) is a one-line warning and the default.
 
-Why these rules:
+**Trust.** An LLVM object from the cache is machine code that runs in this process, and the other
+kinds decide what the compiler runs: whoever can write the cache can run code as the user. So a
+cache directory is used only when nobody else can write it:
 
-- **Atomic writes** (a temporary file in the same directory, then ``os.replace``): a process killed
-  mid-write, or two processes writing the same entry, never leave a torn entry; readers see the old
-  file or the new one. A leftover temporary file (a killed writer's) is deleted by the next eviction scan
-  once it is an hour old.
+- the root and what luminal creates under it (the kind's directory, its two-character subdirectories,
+  and any missing directory above the root) are created 0700 (``mkdir`` then ``chmod``: the umask
+  cannot widen it); one that exists must be a real directory (not a symlink), owned by the user and
+  not writable by group or others;
+- every directory a lookup passes through above the root must be owned by the user or by root and
+  not writable by group or others unless sticky (``/tmp``), or another user could move the root aside
+  and put their own in its place. A symlink in the root's path is followed: the directories checked
+  are those it leads through and to (the real root), as well as those holding the links;
+- an entry is opened without following a symlink and used only when it is a regular file owned by
+  the user and not writable by group or others (a file planted while the directory was open).
+
+A directory that fails is refused for the rest of the process, with one warning naming it and why:
+compiling works as with that cache off.
+
+**Every entry is verified.** A file is a header line and the payload:
+``luminal-cache <FORMAT> <sha256 of the payload> <name>``. A read returns the payload only when the
+magic, the format, the name (the key the caller asks for) and the digest all match: an empty,
+truncated, bit-flipped or otherwise damaged file, or one that holds another entry (two swapped), is a
+miss, and the caller's recompile overwrites it. The digest is no signature (anyone can compute one):
+it defends against damage and mix-ups, the directory rules against planting.
+
+Why the other rules:
+
+- **Atomic, durable writes**: a temporary file in the same directory (``TMP_PREFIX``, the writer's pid
+  and host), written, flushed and fsynced, then ``os.replace``: a process killed mid-write, or two
+  processes writing the same entry, never leave a torn entry, and a crash cannot leave a renamed file
+  whose data never reached the disk (the directory itself is not fsynced: a rename lost in a crash is
+  only a miss). A temporary file left by a writer killed mid-write (SIGINT during a cold compile) is
+  deleted by the next writer in that directory (at its first write there in a process), or at an
+  eviction scan, once its writer's pid is gone from this host or it is ``STALE_TMP_S`` old.
+- **Eviction touches only luminal's files**: entries (regular files of the user's that start with the
+  header's magic) and luminal's temporary files. Anything else in a kind's directory (a
+  ``LUMINAL_CACHE_DIR`` that has an ``llvm`` folder of its own) is neither counted nor deleted.
 - **A cache is an optimisation**: a directory that cannot be read or written costs a recompile, never an
   error (every ``OSError`` is swallowed).
-- **Eviction is cheap**: the first write of a kind in a process scans its directory once (a stat per
-  entry) to learn its size; later writes add their own bytes to that count, and only a count past the
-  cap scans (and evicts) again. Other processes' writes are seen at their own scans, so the cap may be
-  passed by what several processes write at once, never for long.
+- **Eviction is cheap**: the first write of a kind in a process scans its directory once (a stat and
+  a 14-byte read per file) to learn its size; later writes add their own bytes to that count, and only
+  a count past the cap scans (and evicts) again. Other processes' writes are seen at their own scans, so
+  the cap may be passed by what several processes write at once, never for long.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import os
+import re
+import stat
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 
 KINDS = ("compile", "llvm", "cuda")
 DEFAULT_MAX_MB = 1024
 KEEP = 0.8  # an eviction deletes down to this share of the cap
-TMP_PREFIX = ".tmp-"
-STALE_TMP_S = 3600.0  # a temporary file this old belongs to a writer that died
+MAGIC = b"luminal-cache"
+FORMAT = 1  # the entry header's; bump when it changes
+TMP_PREFIX = ".tmp-luminal-"
+STALE_TMP_S = 300.0  # a temporary file this old belongs to a writer that died (a write takes milliseconds)
+
+_NAME = re.compile(r"[\w.-]+(/[\w.-]+)*")  # an entry's name: no space (the header) and no ``..`` (below)
+_TMP = re.compile(re.escape(TMP_PREFIX) + r"(\d+)-([0-9a-f]{8})-")
+_HOST = hashlib.sha256(os.uname().nodename.encode()).hexdigest()[:8]
 
 _lock = threading.Lock()
 _sizes: dict[str, int] = {}  # directory -> bytes known to be in it (from this process's scan and writes)
+_verdicts: dict[str, str | None] = {}  # kind directory -> why it is refused (None: trusted), once known
+_cleaned: set[str] = set()  # directories whose stale temporary files this process has deleted
+_warned: set[str] = set()
 
 
 def root() -> Path:
@@ -54,28 +103,47 @@ def root() -> Path:
 
 
 def enabled(kind: str) -> bool:
-    """Whether the cache ``kind`` is on (``LUMINAL_CACHE``; see the module docstring)."""
-    v = os.environ.get("LUMINAL_CACHE", "").strip().lower()
+    """Whether the cache ``kind`` is switched on (``LUMINAL_CACHE``; see the module docstring)."""
+    raw = os.environ.get("LUMINAL_CACHE", "")
+    v = raw.strip().lower()
     if v in ("", "1", "on", "true", "yes", "all"):
         return True
     if v in ("0", "off", "false", "no", "none"):
         return False
-    return kind in {k.strip() for k in v.split(",")}
+    named = {k.strip() for k in v.split(",") if k.strip()}
+    if named - set(KINDS):
+        _warn(f"LUMINAL_CACHE={raw!r}: {', '.join(sorted(named - set(KINDS)))} is no cache kind "
+              f"(the kinds: {', '.join(KINDS)}; 0 for none, 1 for all)")
+    return kind in named
 
 
 def max_bytes() -> int:
-    """The cap per kind (``LUMINAL_CACHE_MAX_MB``, default 1024 MiB)."""
-    v = os.environ.get("LUMINAL_CACHE_MAX_MB", "").strip()
+    """The cap per kind (``LUMINAL_CACHE_MAX_MB``, default 1024 MiB; a bad value warns, then the default)."""
+    raw = os.environ.get("LUMINAL_CACHE_MAX_MB", "")
+    if not raw.strip():
+        return DEFAULT_MAX_MB << 20
     try:
-        mb = float(v) if v else DEFAULT_MAX_MB
+        mb = float(raw)
     except ValueError:
-        mb = DEFAULT_MAX_MB
-    return max(0, int(mb * (1 << 20)))
+        mb = math.nan
+    if not 0 <= mb < math.inf:  # (NaN fails every comparison)
+        _warn(f"LUMINAL_CACHE_MAX_MB={raw!r} is not a finite number of MiB >= 0: using the default, "
+              f"{DEFAULT_MAX_MB}")
+        return DEFAULT_MAX_MB << 20
+    return int(mb * (1 << 20))
+
+
+def _warn(message: str) -> None:
+    """Warn once per process per message (the caches are asked at every compile)."""
+    if message not in _warned:
+        _warned.add(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 class DiskCache:
     """The cache of one kind: entries are files at relative paths (``ab/abcdef....o``) under
-    ``directory``. ``read`` and ``write`` are no-ops returning None when the kind is off."""
+    ``directory``. ``read`` and ``write`` are no-ops returning None / False when the kind is off or its
+    directory is not trusted."""
 
     def __init__(self, kind: str):
         if kind not in KINDS:
@@ -88,34 +156,46 @@ class DiskCache:
 
     @property
     def enabled(self) -> bool:
-        return enabled(self.kind)
+        """Switched on (``LUMINAL_CACHE``) and in a directory nobody else can write."""
+        return enabled(self.kind) and refusal(self.directory) is None
 
     def path(self, name: str) -> Path:
+        if not _NAME.fullmatch(name) or ".." in name.split("/"):
+            raise ValueError(f"cache entry name {name!r}: expected a relative path of letters, digits, '._-'")
         return self.directory / name
 
     def read(self, name: str) -> bytes | None:
-        """The entry's bytes (and marks it used), or None when absent, unreadable or the kind is off."""
+        """The entry's payload (and marks it used), or None when absent, not the user's, damaged, not
+        the entry ``name`` (module docstring), or the cache is off."""
         if not self.enabled:
             return None
         p = self.path(name)
-        try:
-            data = p.read_bytes()
-        except OSError:
+        data = _read_own(p)
+        if data is None:
             return None
+        head, sep, payload = data.partition(b"\n")
+        if not sep or head + sep != header(name, payload):
+            return None  # a miss: the caller's write replaces it
         try:
             os.utime(p)  # used now: the least recently used entries are evicted first
         except OSError:
             pass
-        return data
+        return payload
 
     def write(self, name: str, data: bytes) -> bool:
-        """Write the entry atomically; True when it was written. Evicts past the cap (module docstring)."""
+        """Write the entry (header and ``data``) atomically; True when it was written. Creates the
+        directories it needs 0700 (module docstring) and evicts past the cap."""
         if not self.enabled:
             return False
         p = self.path(name)
-        if not write_atomic(p, data):
+        why = _make_dirs(root(), p.parent)
+        if why is not None:
+            _refuse(self.directory, why)
             return False
-        self._account(len(data))
+        blob = header(name, data) + data
+        if not write_atomic(p, blob):
+            return False
+        self._account(len(blob))
         return True
 
     def _account(self, nbytes: int) -> None:
@@ -130,50 +210,242 @@ class DiskCache:
                 _sizes[d] = evict(self.directory, cap)
 
 
-def write_atomic(path: Path, data: bytes) -> bool:
-    """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``;
-    False (and nothing left behind) when it cannot be written."""
-    path = Path(path)
+def header(name: str, payload: bytes) -> bytes:
+    """The first line of entry ``name`` holding ``payload`` (module docstring)."""
+    return b"%s %d %s %s\n" % (MAGIC, FORMAT, hashlib.sha256(payload).hexdigest().encode(), name.encode())
+
+
+# trust ------------------------------------------------------------------------------------------------
+
+def refusal(directory: Path) -> str | None:
+    """Why the kind directory ``directory`` (``root() / kind``) may not be used, or None when it may
+    (module docstring). A refusal is final for the process and warns once; a directory found trusted
+    with every part existing is not checked again (only the user or root could change that)."""
+    key = str(directory)
+    if key in _verdicts:
+        return _verdicts[key]
+    why, complete = _check(Path(os.path.abspath(directory)))
+    if why is not None:
+        _refuse(directory, why)
+    elif complete:
+        _verdicts[key] = None
+    return why
+
+
+def _refuse(directory: Path, why: str) -> None:
+    _verdicts[str(directory)] = why
+    _warn(f"luminal: disk cache not used: {why} (it must be yours and writable by nobody else; "
+          f"compiling without it)")  # (``why`` names the directory: a root-level one warns once for every kind)
+
+
+def _check(directory: Path) -> tuple[str | None, bool]:
+    """``(why not, whether every directory exists)`` for the kind directory ``directory``: the
+    directories above its root by the shared rule, the root and the kind's own by the private one."""
+    complete = True
+    for d in sorted(_above(directory.parent)):
+        st = _lstat(d)
+        if st is None:
+            complete = False
+        elif (why := _shared_problem(d, st)) is not None:
+            return why, complete
+    real = Path(os.path.realpath(directory.parent))
+    for d in (real, real / directory.name):
+        st = _lstat(d)
+        if st is None:
+            complete = False
+        elif (why := _private_problem(d, st)) is not None:
+            return why, complete
+    return None, complete
+
+
+def _above(top: Path) -> set[Path]:
+    """The directories that resolving ``top`` passes through or holds a link in, the root excluded."""
+    out: set[Path] = set()
+    real_top = Path(os.path.realpath(top))
+    for i in range(1, len(top.parts) + 1):
+        real = Path(os.path.realpath(Path(*top.parts[:i])))
+        out.update(real.parents)
+        out.add(real)
+    out.discard(real_top)
+    return out
+
+
+def _lstat(d: Path) -> os.stat_result | None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TMP_PREFIX)
+        return os.lstat(d)
+    except FileNotFoundError:
+        return None
+
+
+def _shared_problem(d: Path, st: os.stat_result) -> str | None:
+    """A directory above the root: the user's or root's, writable by nobody else unless sticky."""
+    if stat.S_ISLNK(st.st_mode):
+        return None  # a link's target is checked as a directory of its own (``_above``)
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{d} is not a directory"
+    if st.st_uid not in (os.getuid(), 0):
+        return f"{d}, a directory above it, belongs to uid {st.st_uid} (you are {os.getuid()})"
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        return f"{d}, a directory above it, is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _private_problem(d: Path, st: os.stat_result) -> str | None:
+    """The root or a directory under it: a real directory of the user's that nobody else can write."""
+    if stat.S_ISLNK(st.st_mode):
+        return f"{d} is a symlink"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{d} is not a directory"
+    if st.st_uid != os.getuid():
+        return f"{d} belongs to uid {st.st_uid} (you are {os.getuid()})"
+    if st.st_mode & 0o022:
+        return f"{d} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _make_dirs(top: Path, leaf: Path) -> str | None:
+    """Create the missing directories from above the root ``top`` down to ``leaf`` (under it), 0700;
+    why one that exists (or appeared meanwhile) may not be used, or None."""
+    real = Path(os.path.realpath(top))
+    parts = leaf.relative_to(top).parts
+    chain = [(d, False) for d in reversed(real.parents)] + [(real.joinpath(*parts[:i]), True)
+                                                           for i in range(len(parts) + 1)]
+    for d, private in chain:
+        try:
+            st = _lstat(d)
+            if st is None:
+                try:
+                    os.mkdir(d, 0o700)
+                    os.chmod(d, 0o700)
+                    continue
+                except FileExistsError:
+                    st = os.lstat(d)
+        except OSError as e:
+            return f"cannot create {d}: {e.strerror}"
+        why = _private_problem(d, st) if private else _shared_problem(d, st)
+        if why is not None:
+            return why
+    return None
+
+
+def _read_own(p: Path) -> bytes | None:
+    """The bytes of ``p`` when it is a regular file of the user's that nobody else can write; else None
+    (a symlink is not followed; a planted FIFO does not block)."""
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+                return None
+            return f.read()
+    except OSError:
+        return None
+
+
+# writing and evicting ------------------------------------------------------------------------------
+
+def write_atomic(path: Path, data: bytes) -> bool:
+    """Write ``data`` to ``path`` (whose directory exists) through a temporary file in the same
+    directory, fsynced, then ``os.replace``; False (and nothing left behind) when it cannot be written.
+    The first write into a directory in a process deletes its dead writers' temporary files."""
+    path = Path(path)
+    if str(path.parent) not in _cleaned:
+        _cleaned.add(str(path.parent))
+        _clean_tmp(path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TMP_PREFIX}{os.getpid()}-{_HOST}-")
     except OSError:
         return False
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())  # the data is on disk before the name points at it
         os.replace(tmp, path)
         return True
     except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink(tmp)
         if isinstance(e, OSError):
             return False
         raise
 
 
+def _clean_tmp(directory: Path) -> None:
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    now = time.time()
+    for f in names:
+        if f.startswith(TMP_PREFIX):
+            p = os.path.join(directory, f)
+            if _dead_tmp(f, p, now):
+                _unlink(p)
+
+
+def _dead_tmp(name: str, p: str, now: float) -> bool:
+    """Whether ``p`` is a temporary file of luminal's (the user's, regular) whose writer is gone: its
+    pid is not alive on this host, or it is ``STALE_TMP_S`` old."""
+    try:
+        st = os.lstat(p)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+        return False
+    if now - st.st_mtime > STALE_TMP_S:
+        return True
+    m = _TMP.match(name)
+    if m is None or m.group(2) != _HOST or int(m.group(1)) == os.getpid():
+        return False
+    try:
+        os.kill(int(m.group(1)), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive (another user's pid), or a pid out of range
+        return False
+    return False
+
+
+def _is_entry(p: str, st: os.stat_result) -> bool:
+    """Whether ``p`` is an entry luminal wrote: a regular file of the user's that starts with the magic."""
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+        return False
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return os.read(fd, len(MAGIC) + 1) == MAGIC + b" "
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def evict(directory: Path, cap: int) -> int:
-    """Delete the least recently used entries under ``directory`` (by modification time) while it holds
-    more than ``cap`` bytes, down to ``KEEP * cap``; stale temporary files go first. Returns the bytes
-    left."""
+    """Delete the least recently used entries under ``directory`` (by modification time) while they
+    hold more than ``cap`` bytes, down to ``KEEP * cap``; dead writers' temporary files go first. Only
+    luminal's own files are counted or deleted (module docstring). Returns the entries' bytes left."""
     entries = []
     now = time.time()
     total = 0
     for dirpath, _, files in os.walk(directory):
         for f in files:
             p = os.path.join(dirpath, f)
-            try:
-                st = os.stat(p)
-            except OSError:
-                continue
             if f.startswith(TMP_PREFIX):
-                if now - st.st_mtime > STALE_TMP_S:
+                if _dead_tmp(f, p, now):
                     _unlink(p)
                 continue  # a writer's, still being written: not ours to count
-            entries.append((st.st_mtime, st.st_size, p))
-            total += st.st_size
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if _is_entry(p, st):
+                entries.append((st.st_mtime, st.st_size, p))
+                total += st.st_size
     if total <= cap:
         return total
     entries.sort()
@@ -186,7 +458,7 @@ def evict(directory: Path, cap: int) -> int:
     return total
 
 
-def _unlink(p: str) -> bool:
+def _unlink(p) -> bool:
     try:
         os.unlink(p)
         return True
@@ -194,4 +466,4 @@ def _unlink(p: str) -> bool:
         return False
 
 
-__all__ = ["DiskCache", "KINDS", "enabled", "evict", "max_bytes", "root", "write_atomic"]
+__all__ = ["DiskCache", "KINDS", "enabled", "evict", "header", "max_bytes", "refusal", "root", "write_atomic"]

@@ -1,0 +1,280 @@
+"""The disk caches' shared mechanism (``luminal/core/disk_cache.py``): who may own a cache directory,
+entries verified against their header, eviction of luminal's own files only, bad environment values,
+durable writes and a dead writer's temporary file. The cache as the compiler meets it (planted and
+damaged LLVM objects, in a process of their own) is ``tests/core/test_cache_trust.py``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import pytest
+
+from luminal.core import disk_cache
+
+NAME = "ab/" + "ab" * 32 + ".o"
+OTHER = "cd/" + "cd" * 32 + ".o"
+NOBODY = 65534
+as_root = pytest.mark.skipif(os.getuid() != 0, reason="giving a directory to another user needs root")
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    """A cache root in ``tmp_path`` (not made yet) and a process that has checked and warned nothing."""
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("LUMINAL_CACHE", "1")
+    monkeypatch.delenv("LUMINAL_CACHE_MAX_MB", raising=False)
+    for name, empty in (("_verdicts", {}), ("_warned", set()), ("_cleaned", set()), ("_sizes", {})):
+        monkeypatch.setattr(disk_cache, name, empty, raising=False)
+    return tmp_path / "cache"
+
+
+def _mode(p) -> int:
+    return stat.S_IMODE(os.lstat(p).st_mode)
+
+
+def _refused(d: disk_cache.DiskCache, *words) -> None:
+    """``d`` neither writes nor reads, with one warning (once) whose text has ``words``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert not d.write(NAME, b"payload") and d.read(NAME) is None and not d.enabled
+        assert not d.write(OTHER, b"payload")
+    assert len(caught) == 1, [str(w.message) for w in caught]
+    text = str(caught[0].message)
+    assert "disk cache not used" in text and all(w in text for w in words), text
+
+
+# who may own it -------------------------------------------------------------------------------------
+
+def test_the_default_root_and_what_luminal_creates_are_private(tmp_path, monkeypatch, fresh):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("LUMINAL_CACHE_DIR")
+    old = os.umask(0o022)  # the usual umask: a plain mkdir would make them 0755
+    try:
+        assert disk_cache.DiskCache("llvm").write(NAME, b"object")
+    finally:
+        os.umask(old)
+    made = [home / ".cache", home / ".cache/luminal", home / ".cache/luminal/llvm", home / ".cache/luminal/llvm/ab"]
+    assert [_mode(d) for d in made] == [0o700] * 4
+    assert _mode(home / ".cache/luminal/llvm" / NAME) == 0o600
+    assert disk_cache.DiskCache("llvm").read(NAME) == b"object"
+
+
+@pytest.mark.parametrize("how", ["0777", "group-writable", "nobody's", "a file", "kind dir a symlink"])
+def test_an_unsafe_root_turns_the_cache_off_with_one_warning(fresh, tmp_path, how):
+    d = disk_cache.DiskCache("llvm")
+    if how == "a file":
+        fresh.write_bytes(b"")
+        words = [str(fresh), "not a directory"]
+    else:
+        fresh.mkdir(0o700)
+        if how == "0777":
+            os.chmod(fresh, 0o777)
+            words = [str(fresh), "writable by group or others", "777"]
+        elif how == "group-writable":
+            os.chmod(fresh, 0o770)
+            words = [str(fresh), "writable by group or others"]
+        elif how == "nobody's":
+            if os.getuid() != 0:
+                pytest.skip("giving a directory to another user needs root")
+            os.chown(fresh, NOBODY, NOBODY)
+            words = [str(fresh), f"belongs to uid {NOBODY}"]
+        else:
+            (tmp_path / "elsewhere").mkdir(0o700)
+            (fresh / "llvm").symlink_to(tmp_path / "elsewhere")
+            words = [str(fresh / "llvm"), "symlink"]
+    _refused(d, *words)
+    assert not (tmp_path / "elsewhere").exists() or not list((tmp_path / "elsewhere").iterdir())
+
+
+def test_one_warning_for_every_kind_of_a_bad_root(fresh):
+    fresh.mkdir(0o777)
+    os.chmod(fresh, 0o777)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for kind in disk_cache.KINDS:
+            assert not disk_cache.DiskCache(kind).write(NAME, b"x")
+    assert len(caught) == 1
+
+
+def test_a_directory_above_the_root_that_others_can_write(tmp_path, monkeypatch, fresh):
+    """Another user could move the root aside and put their own there; a sticky one (``/tmp``) they cannot."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(shared / "cache"))
+    _refused(disk_cache.DiskCache("llvm"), str(shared), "above")
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(sticky / "cache"))
+    d = disk_cache.DiskCache("llvm")
+    assert d.write(NAME, b"x") and d.read(NAME) == b"x" and _mode(sticky / "cache") == 0o700
+
+
+def test_a_root_that_is_a_symlink_is_checked_where_it_leads(tmp_path, monkeypatch, fresh):
+    real = tmp_path / "real"
+    real.mkdir(0o700)
+    (tmp_path / "link").symlink_to(real)
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path / "link"))
+    d = disk_cache.DiskCache("llvm")
+    assert d.write(NAME, b"x") and (real / "llvm" / NAME).is_file()
+    os.chmod(real, 0o777)  # what the link leads to decides
+    monkeypatch.setattr(disk_cache, "_verdicts", {})
+    _refused(disk_cache.DiskCache("cuda"), str(real), "writable by group or others")
+
+
+@pytest.mark.parametrize("how", ["nobody's", "writable by others", "a symlink"])
+def test_an_entry_that_is_not_the_users_is_a_miss_and_is_replaced(fresh, tmp_path, how):
+    if how == "nobody's" and os.getuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    d = disk_cache.DiskCache("llvm")
+    assert d.write(NAME, b"planted")
+    p = d.path(NAME)
+    if how == "nobody's":
+        os.chown(p, NOBODY, NOBODY)
+    elif how == "writable by others":
+        os.chmod(p, 0o666)
+    else:  # a good entry of this name, kept elsewhere: a link to it is not followed
+        (tmp_path / "elsewhere.o").write_bytes(p.read_bytes())
+        p.unlink()
+        p.symlink_to(tmp_path / "elsewhere.o")
+    assert d.read(NAME) is None
+    assert d.write(NAME, b"mine") and d.read(NAME) == b"mine" and os.lstat(p).st_uid == os.getuid()
+
+
+# entries are verified -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "a flipped bit", "no header", "another format",
+                                    "swapped"])
+def test_a_damaged_or_misplaced_entry_is_a_miss_then_rewritten(fresh, damage):
+    d = disk_cache.DiskCache("compile")
+    payload = bytes(range(256)) * 40
+    assert d.write(NAME, payload) and d.write(OTHER, payload[::-1])
+    p = d.path(NAME)
+    good = p.read_bytes()
+    if damage == "swapped":
+        other = d.path(OTHER).read_bytes()
+        d.path(OTHER).write_bytes(good)
+        p.write_bytes(other)
+        assert d.read(OTHER) is None
+    else:
+        bad = {"empty": b"", "truncated": good[:-1], "no header": payload,
+               "a flipped bit": good[:5000] + bytes([good[5000] ^ 4]) + good[5001:],
+               "another format": good.replace(b"luminal-cache 1 ", b"luminal-cache 2 ", 1)}[damage]
+        p.write_bytes(bad)
+    assert d.read(NAME) is None
+    assert d.write(NAME, payload) and d.read(NAME) == payload and p.read_bytes() == good
+
+
+def test_entry_names_stay_inside_the_kind(fresh):
+    d = disk_cache.DiskCache("llvm")
+    for bad in ("../compile/x.pkl", "/etc/passwd", "a b.o", "a\n.o", ""):
+        with pytest.raises(ValueError, match="cache entry name"):
+            d.write(bad, b"x")
+
+
+# eviction --------------------------------------------------------------------------------------------
+
+def test_eviction_deletes_only_what_luminal_wrote(fresh, monkeypatch):
+    """A ``LUMINAL_CACHE_DIR`` with an ``llvm`` folder of its own: the user's files are neither evicted
+    nor counted (one large file of theirs does not empty luminal's entries either)."""
+    user = fresh / "llvm"
+    (user / "ab").mkdir(parents=True, mode=0o700)
+    os.chmod(fresh, 0o700)
+    mine = {"notes.txt": b"n" * 50_000, "ab/data.bin": b"d" * 1000, ".tmp-draft": b"t" * 100}
+    for rel, data in mine.items():
+        (user / rel).write_bytes(data)
+        os.utime(user / rel, (0, 0))  # older than any entry: the first an LRU would take
+    monkeypatch.setenv("LUMINAL_CACHE_MAX_MB", str(16384 / (1 << 20)))  # 16 KiB
+    d = disk_cache.DiskCache("llvm")
+    for i in range(40):
+        assert d.write(f"{i:02x}/" + f"{i:02x}" * 32 + ".o", bytes(1000))
+    assert {rel: (user / rel).read_bytes() for rel in mine} == mine
+    entries = [p for p in user.rglob("*.o")]
+    assert 8 <= len(entries) <= 16 and sum(p.stat().st_size for p in entries) <= 16384
+
+
+# environment values -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e400", "abc", "-5", "-inf"])
+def test_a_bad_size_cap_warns_once_and_means_the_default(fresh, monkeypatch, value):
+    monkeypatch.setenv("LUMINAL_CACHE_MAX_MB", value)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert disk_cache.max_bytes() == disk_cache.DEFAULT_MAX_MB << 20
+        d = disk_cache.DiskCache("llvm")
+        assert d.write(NAME, b"x") and d.write(OTHER, b"y")  # no error: a write reads the cap
+    assert len(caught) == 1
+    text = str(caught[0].message)
+    assert f"LUMINAL_CACHE_MAX_MB={value!r}" in text and "default" in text and "\n" not in text
+
+
+@pytest.mark.parametrize("value,mb", [("", 1024), (" 2 ", 2), ("0.5", 0.5), ("0", 0)])
+def test_good_size_caps_are_read_without_a_warning(fresh, monkeypatch, value, mb):
+    monkeypatch.setenv("LUMINAL_CACHE_MAX_MB", value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert disk_cache.max_bytes() == int(mb * (1 << 20))
+
+
+def test_an_unknown_kind_in_luminal_cache_warns(fresh, monkeypatch):
+    monkeypatch.setenv("LUMINAL_CACHE", "llvm,cdua")
+    with pytest.warns(RuntimeWarning, match="LUMINAL_CACHE='llvm,cdua': cdua is no cache kind"):
+        assert disk_cache.enabled("llvm") and not disk_cache.enabled("cuda")
+
+
+# writes -----------------------------------------------------------------------------------------------
+
+def test_a_write_is_fsynced_before_the_rename(fresh, monkeypatch):
+    calls = []  # (what, the file's inode)
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        calls.append(("fsync", os.fstat(fd).st_ino))
+        real_fsync(fd)
+
+    def replace(src, dst):
+        calls.append(("replace", os.stat(src).st_ino))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    assert disk_cache.DiskCache("llvm").write(NAME, b"object")
+    assert [c[0] for c in calls] == ["fsync", "replace"] and calls[0][1] == calls[1][1]  # its data, then its name
+
+
+KILLED_WRITER = textwrap.dedent("""
+    import os, signal, sys
+    from pathlib import Path
+    from luminal.core import disk_cache
+    def die(src, dst):  # killed between writing the temporary file and renaming it
+        os.kill(os.getpid(), signal.SIGKILL)
+    os.replace = die
+    disk_cache.write_atomic(Path(sys.argv[1]), b"x" * 4096)
+""")
+
+
+def test_a_killed_writers_temporary_file_is_cleaned_by_the_next_writer(fresh):
+    d = disk_cache.DiskCache("llvm")
+    assert d.write(NAME, b"first")
+    folder = d.path(NAME).parent
+    r = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(d.path(NAME))], timeout=120)
+    assert r.returncode == -signal.SIGKILL
+    (left,) = [p for p in folder.iterdir() if p.name.startswith(".tmp-")]  # fresh: its age says nothing
+    live = folder / f"{disk_cache.TMP_PREFIX}{os.getpid()}-{disk_cache._HOST}-busy"  # this process's: alive
+    live.write_bytes(b"being written")
+    theirs = folder / ".tmp-notes"  # not luminal's name
+    theirs.write_bytes(b"keep")
+    os.utime(theirs, (0, 0))
+    disk_cache._cleaned.clear()  # the next process
+    assert d.write(NAME, b"second")
+    assert not left.exists() and live.exists() and theirs.exists()
+    assert d.read(NAME) == b"second"
