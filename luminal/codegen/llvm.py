@@ -34,9 +34,8 @@ loops, the last axis innermost: the loop LLVM vectorises). A caller splits axis 
 - Recip is ``1/x``; Mod is ``frem`` (C fmod) / a guarded ``srem`` for int32 (``x % 0`` and
   ``INT_MIN % -1`` are 0, as numpy's fmod gives, where LLVM's srem would be undefined); int32
   Add/Mul wrap; on bool, Add/Max are or, Mul is and.
-- Max is NaN if either operand is, else ``a if a > b else b`` (numpy's float32 loop, which also
-  computes the half floats: ``max(-0.0, +0.0)`` is the second operand). LessThan is ``fcmp olt``
-  (False on NaN). Where is ``select``.
+- Max is ``llvm.maximum`` (IEEE 754-2019 maximum, the primitive's semantics: NaN if either operand
+  is, -0 < +0). LessThan is ``fcmp olt`` (False on NaN). Where is ``select``.
 - Cast: float -> int truncates toward zero; a NaN, an infinity or a value outside int32 gives
   ``INT_MIN``, numpy's result on x86 (LLVM's ``fptosi`` would be poison there); -> bool is ``x != 0``
   (``fcmp une``: NaN is True); int -> float is ``sitofp``; bool -> number is 0/1.
@@ -100,7 +99,7 @@ REDUCE_FLAGS = ("reassoc", "contract")  # on a float sum's accumulation only (se
 _ROUNDED = frozenset({"Log2", "Exp2", "Sin", "Sqrt", "Recip", "Add", "Mul", "Mod"})  # may leave a half type
 _ALIGN = {I8: 1, F16: 2, I32: 4, F32: 4, I64: 8, F64: 8}  # natural alignment (numpy's arrays have it)
 _INTRINSIC = {"Sin": "llvm.sin", "Sqrt": "llvm.sqrt"}  # Exp2 and Log2: _INLINE (after the emitter)
-CODEGEN_VERSION = 2  # in the disk cache's key: bump when the code made for one IR text changes (2: inline exp2/log2)
+CODEGEN_VERSION = 3  # in the disk cache's key: bump when the code made for one IR text changes (3: IEEE Max)
 
 
 def value_type(d) -> ll.Type:
@@ -395,10 +394,8 @@ class _Emitter:
             return b.fmul(*xs)
         if op == "Mod":
             return b.frem(*xs)
-        if op == "Max":
-            x, y = xs
-            bigger = b.select(b.fcmp_ordered(">", x, y), x, y)
-            return b.select(b.fcmp_unordered("uno", x, x), x, bigger)
+        if op == "Max":  # IEEE maximum, as the reductions' accumulation: NaN-propagating, -0 < +0
+            return b.call(self._intrinsic("llvm.maximum", xs[0].type), xs)
         raise NotImplementedError(f"llvm: {op} on {d.name}")
 
     def _int(self, op, d, xs):

@@ -24,7 +24,6 @@ from luminal.core.view import View
 
 UFUNCS = {n: p.ufunc for n, p in PRIMITIVES.items() if p.ufunc is not None}
 _BOOL = {n: p.bool_ufunc for n, p in PRIMITIVES.items() if p.bool_ufunc is not None}
-_maximum = UFUNCS["Max"]  # a wrapper, not a ufunc: the cpu backend's parallel.py lists its operand positions
 
 
 def compute_dtype(d: dt.DType) -> np.dtype:
@@ -78,10 +77,22 @@ def reduce(op: str, x: np.ndarray, axes: tuple, dtype: dt.DType, out=None):
     if op == "max":
         if any(x.shape[a] == 0 for a in axes):
             raise ValueError(f"MaxReduce over an empty axis (shape {x.shape}, axes {axes})")
-        return np.maximum.reduce(x, axes, None, out)
+        r = np.asarray(np.maximum.reduce(x, axes, None, out))  # (a numpy scalar for a full reduction)
+        if x.dtype.kind == "f":
+            _order_zeros(x, axes, r)
+        return r
     if dtype.kind == "b":
         return np.logical_or.reduce(x, axes, None, out)
     return np.add.reduce(x, axes, np.int32 if dtype.kind == "i" else None, out)
+
+
+def _order_zeros(x: np.ndarray, axes: tuple, r) -> None:
+    """The Max primitive's -0 < +0 in a max reduction ``r`` of ``x`` (numpy's loops return whichever
+    zero they met first): a zero maximum is +0 where the reduced elements hold a +0."""
+    zero = r == 0
+    if zero.any():
+        pos = np.logical_or.reduce((x == 0) & ~np.signbit(x), axes)
+        np.copyto(r, np.where(pos, 0.0, -0.0).astype(r.dtype), where=zero)
 
 
 # indexing -------------------------------------------------------------------------------------------

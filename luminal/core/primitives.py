@@ -19,11 +19,11 @@ node's dtype. The one table below is the whole semantics; backends implement exa
 | Add        | a, b (same dtype) | -        | ``a + b`` (int32 wraps; bool: logical or)
 | Mul        | a, b (same dtype) | -        | ``a * b`` (int32 wraps; bool: logical and)
 | Mod        | a, b (same dtype) | -        | C ``fmod``: remainder with the sign of ``a`` (int or float)
-| Max        | a, b (same dtype) | -        | elementwise maximum; NaN if either is NaN
+| Max        | a, b (same dtype) | -        | elementwise IEEE 754-2019 ``maximum``: NaN if either is NaN; -0 < +0
 | LessThan   | a, b (same dtype) | -        | bool ``a < b`` (False when either is NaN)
 | Where      | c (bool), a, b    | -        | ``a`` where ``c`` else ``b``; never mixes values of a and b
 | SumReduce  | x                 | axis     | sum over ``axis`` (removed); 0 over an empty axis
-| MaxReduce  | x                 | axis     | max over ``axis`` (removed); NaN if any is NaN; axis non-empty
+| MaxReduce  | x                 | axis     | max over ``axis`` (removed), as ``Max``: NaN if any is; axis non-empty
 | Gather     | x, idx (int32)    | axis     | ``out[i] = x[i with i[axis] := idx[i]]``; idx shape = out shape
 | ScatterAdd | dst, idx, src     | axis     | ``dst`` with ``src[i]`` added at ``i with i[axis] := idx[i]``
 
@@ -87,8 +87,22 @@ FUSION_KINDS = ("leaf", "elementwise", "reduce", "gather", "scatter_add")
 
 
 def _maximum(a, b, out=None, **kw):
-    """``np.maximum`` (NaN-propagating); numpy deprecates its ``out`` given by position."""
-    return np.maximum(a, b, out=out, **kw)
+    """IEEE 754-2019 ``maximum``: ``np.maximum`` (NaN-propagating), with zeros ordered -0 < +0, which
+    numpy leaves to its loops (the scalar loop returns the first of two equal operands, the SIMD loops
+    the second): a zero maximum is -0 only where both operands have the sign bit. Then ``abs`` as
+    ``max(x, -x)`` is +0 at either zero, and ``min`` as ``-max(-a, -b)`` is the IEEE minimum. (numpy
+    deprecates ``out`` given by position.)"""
+    r = np.maximum(a, b, out=out, **kw)
+    if r.dtype.kind != "f":
+        return r
+    zero = r == 0
+    if not zero.any():
+        return r
+    signed = np.where(np.signbit(a) & np.signbit(b), -0.0, 0.0).astype(r.dtype)
+    if not isinstance(r, np.ndarray):  # a numpy scalar (0-d operands)
+        return signed[()]
+    np.copyto(r, np.broadcast_to(signed, r.shape), where=zero)
+    return r
 
 
 @dataclass(frozen=True)
@@ -154,7 +168,7 @@ PRIMITIVES: dict[str, Primitive] = {p.name: p for p in (
     _binary("Add", np.add, "``a + b`` (int32 wraps; bool: logical or)", "_add", np.logical_or),
     _binary("Mul", np.multiply, "``a * b`` (int32 wraps; bool: logical and)", "_mul", np.logical_and),
     _binary("Mod", np.fmod, "C ``fmod``: remainder with the sign of ``a`` (int or float)", "_mod"),
-    _binary("Max", _maximum, "elementwise maximum; NaN if either is NaN", "_max"),
+    _binary("Max", _maximum, "elementwise IEEE 754-2019 ``maximum``: NaN if either is NaN; -0 < +0", "_max"),
     _binary("LessThan", np.less, "bool ``a < b`` (False when either is NaN)", None, dtype="bool"),
     Primitive("Where", ("c", "a", "b"), "c (bool), a, b", "-",
               "``a`` where ``c`` else ``b``; never mixes values of a and b",
@@ -162,7 +176,7 @@ PRIMITIVES: dict[str, Primitive] = {p.name: p for p in (
     Primitive("SumReduce", ("x",), "x", "axis", "sum over ``axis`` (removed); 0 over an empty axis",
               "like x", "reduce", "Red", "_sum", numpy_op="reduce"),
     Primitive("MaxReduce", ("x",), "x", "axis",
-              "max over ``axis`` (removed); NaN if any is NaN; axis non-empty",
+              "max over ``axis`` (removed), as ``Max``: NaN if any is; axis non-empty",
               "like x", "reduce", "Red", "_max_reduce", numpy_op="reduce"),
     Primitive("Gather", ("x", "idx"), "x, idx (int32)", "axis",
               "``out[i] = x[i with i[axis] := idx[i]]``; idx shape = out shape",

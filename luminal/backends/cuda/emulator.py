@@ -15,13 +15,14 @@ a ``Loop``, and the ranks of duplicate indices in a bfloat16 ``AtomicAdd``.
 float32 arrays that hold values already rounded to their type, INDEX is int64, bool is ``np.bool_``,
 and other dtypes are themselves. The elementwise primitives call the ufuncs of
 ``core/numpy_ops.py``, the primitive records' own, so the semantics match the reference interpreter
-exactly: Max propagates NaN, Mod is fmod, bool Add/Mul are or/and, int32 wraps. A 16-bit float result
-is computed in float32 and rounded once per op (bfloat16 to nearest even). ``cast`` is
-``numpy_ops.cast``, the Cast primitive's rule: float->int truncates toward zero and ->bool is
-``x != 0``. Converting a float that is out of range for an int, or NaN, is undefined, because numpy
-and the GPU give different results. ``Div`` is floor division. The IR only promises ``a >= 0, b > 0``
-for it, and there C's ``/`` agrees. Inactive lanes compute too, but their values are never observed:
-loads, stores and atomics skip them, and shuffles and ``Mma`` refuse to read them.
+exactly: Max is IEEE maximum (NaN-propagating, -0 < +0), Mod is fmod, bool Add/Mul are or/and,
+int32 wraps. A 16-bit float result is computed in float32 and rounded once per op (bfloat16 to
+nearest even). ``cast`` is ``numpy_ops.cast``, the Cast primitive's rule: float->int truncates toward
+zero and ->bool is ``x != 0``. Converting a float that is out of range for an int, or NaN, is
+undefined, because numpy and the GPU give different results. ``Div`` is floor division. The IR only
+promises ``a >= 0, b > 0`` for it, and there C's ``/`` agrees. Inactive lanes compute too, but their
+values are never observed: loads, stores and atomics skip them, and shuffles and ``Mma`` refuse to
+read them.
 
 **Storage.** A buffer is a flat 1-d array in the target's storage. On a GPU: float16 as
 ``np.float16``, bfloat16 as ``np.uint16`` bit patterns, and float32, float64, int32 and bool

@@ -12,8 +12,9 @@ The text needs no CUDA header at all (the NVRTC wheel ships none: ``shared/notes
 
 Semantics follow ``core/primitives.py`` exactly where C differs from it: int32 ``+``/``*`` wrap
 (computed unsigned, since signed overflow is undefined in C), ``Mod`` is C ``fmod`` (and 0 for an
-integer divisor of 0, as numpy gives), ``Max`` propagates NaN (``fmaxf`` would drop it), constants
-are written bit-exactly (hex floats, ``__int_as_float`` for NaN and infinities).
+integer divisor of 0, as numpy gives), ``Max`` is IEEE ``maximum`` (``fmaxf`` would drop a NaN, and
+does not order -0 < +0), constants are written bit-exactly (hex floats, ``__int_as_float`` for NaN
+and infinities).
 
 Values: every value used more than once in the kernel is computed once into a local ``vN`` (named
 in emission order, so the same IR gives the same text byte for byte) at its first use, and reused
@@ -133,8 +134,11 @@ _HELPERS = {
                 "}"),
     "rh": (("h2f", "f2h"), "__device__ __forceinline__ float lm_rh(float x) { return lm_h2f(lm_f2h(x)); }"),
     "rb": (("b2f", "f2b"), "__device__ __forceinline__ float lm_rb(float x) { return lm_b2f(lm_f2b(x)); }"),
-    "max": ((), "__device__ __forceinline__ float lm_max(float a, float b) { return (a > b || a != a) ? a : b; }\n"
-                "__device__ __forceinline__ double lm_max(double a, double b) { return (a > b || a != a) ? a : b; }\n"
+    # IEEE maximum: NaN-propagating, and of two equal operands the second where the first is -0
+    "max": ((), "__device__ __forceinline__ float lm_max(float a, float b) "
+                "{ return (a > b || a != a) ? a : (b > a || b != b || signbit(a)) ? b : a; }\n"
+                "__device__ __forceinline__ double lm_max(double a, double b) "
+                "{ return (a > b || a != a) ? a : (b > a || b != b || signbit(a)) ? b : a; }\n"
                 "__device__ __forceinline__ int lm_max(int a, int b) { return a > b ? a : b; }\n"
                 "__device__ __forceinline__ long long lm_max(long long a, long long b) { return a > b ? a : b; }"),
     "mod": ((), "__device__ __forceinline__ int lm_mod(int a, int b) "
