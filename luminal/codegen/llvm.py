@@ -60,7 +60,10 @@ under ``$LUMINAL_CACHE_DIR/llvm`` (default ``~/.cache/luminal/llvm``; ``core/dis
 ``LUMINAL_CACHE``, the size cap) and in-process (the most recent ``MAX_OBJECTS``), keyed by the sha256
 of the kernel module's IR text, the host CPU's name and features, the llvmlite version and ``CODEGEN_VERSION``
 (the code generator's, bumped when it emits other code for the same IR), and written atomically
-(a temp file, then ``os.replace``): a warm compile skips optimisation and code generation. The object
+(a temp file, then ``os.replace``): a warm compile skips optimisation and code generation. An object
+is machine code that runs in this process: ``DiskCache`` reads it only from a directory the user owns
+and nobody else can write, and only when its header's digest and name match (a damaged or swapped
+object is compiled again and rewritten, never handed to MCJIT; the generated driver's too). The object
 is made with the target machine's ``emit_object`` and loaded into an MCJIT engine with
 ``add_object_file`` (the cold path does the same, so both run the same code; MCJIT's own object-cache
 hooks would need the IR parsed on a warm start too). Per kernel, because programs share most of

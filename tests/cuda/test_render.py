@@ -315,6 +315,21 @@ def test_corrupt_cache_entry_is_recompiled(cache):
     assert entry.read_bytes().endswith(good.data)
 
 
+def test_swapped_cache_entries_are_recompiled(cache):
+    """Two entries swapped (a copy gone wrong): each file's header names the other entry, so each is a
+    miss compiled again, never another kernel's cubin under this one's key."""
+    _need_nvrtc()
+    kernels = [registers(), elementwise()]
+    good = [nvrtc.compile_cubin(render(k), kernel_symbol(k), "sm_90") for k in kernels]
+    a, b = (cache / f"{nvrtc.cache_key(render(k), 'sm_90')}.cubin" for k in kernels)
+    a_bytes, b_bytes = a.read_bytes(), b.read_bytes()
+    a.write_bytes(b_bytes)
+    b.write_bytes(a_bytes)
+    again = [nvrtc.compile_cubin(render(k), kernel_symbol(k), "sm_90") for k in kernels]
+    assert [c.data for c in again] == [c.data for c in good]
+    assert a.read_bytes().endswith(good[0].data) and b.read_bytes().endswith(good[1].data)  # rewritten
+
+
 def test_parse_resources():
     """Registers of the entry function; spills summed over every function in the report."""
     log = ("ptxas info    : Compiling entry function 'k' for 'sm_90'\n"

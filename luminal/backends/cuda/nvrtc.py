@@ -10,7 +10,10 @@ would round once and differ from the reference); precise division, square root a
 NVRTC's defaults. The cache key is the sha256 of (source, arch, options, NVRTC version); each
 entry is one file written atomically (a temporary file, then ``os.replace``; ``core/disk_cache.py``, shared
 with the other caches), so a crash never leaves a torn entry and concurrent processes at worst compile
-the same kernel twice.
+the same kernel twice. A cubin is code the GPU runs: ``DiskCache`` reads it only from a directory the
+user owns and nobody else can write, and only when its header's digest and name match (a damaged or
+swapped entry is compiled again). The entry's payload is a JSON line of what ptxas reported, then the
+cubin.
 
 cuda-python is imported inside the functions: importing luminal never needs it.
 """
@@ -121,19 +124,18 @@ def _read_cache(path: Path) -> Cubin | None:
     raw = _DISK.read(path.name)
     if raw is None:
         return None
-    head, sep, data = raw.partition(b"\n")
+    head, sep, data = raw.partition(b"\n")  # (the digest checked the bytes: this is the layout only)
     try:
         meta = json.loads(head)
-        if not sep or len(data) != meta["size"]:
+        if not sep:
             return None
         return Cubin(data, meta["arch"], meta["registers"], meta["spills"], meta["log"])
     except (ValueError, KeyError, TypeError):
-        return None  # not one of ours (or an older format): compile again and overwrite it
+        return None  # an older layout: compile again and overwrite it
 
 
 def _write_cache(path: Path, cubin: Cubin):
-    meta = {"arch": cubin.arch, "registers": cubin.registers, "spills": cubin.spills, "log": cubin.log,
-            "size": len(cubin.data)}
+    meta = {"arch": cubin.arch, "registers": cubin.registers, "spills": cubin.spills, "log": cubin.log}
     blob = json.dumps(meta).encode() + b"\n" + cubin.data  # json escapes newlines: the first line is the header
     _DISK.write(path.name, blob)  # atomic; a read-only or full cache only costs the next process a compile
 
