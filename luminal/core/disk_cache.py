@@ -224,7 +224,10 @@ def refusal(directory: Path) -> str | None:
     key = str(directory)
     if key in _verdicts:
         return _verdicts[key]
-    why, complete = _check(Path(os.path.abspath(directory)))
+    try:
+        why, complete = _check(Path(os.path.abspath(directory)))
+    except OSError as e:  # (a directory on the way that cannot be searched)
+        why, complete = f"cannot inspect {e.filename}: {e.strerror}", True
     if why is not None:
         _refuse(directory, why)
     elif complete:
@@ -284,9 +287,9 @@ def _shared_problem(d: Path, st: os.stat_result) -> str | None:
     if not stat.S_ISDIR(st.st_mode):
         return f"{d} is not a directory"
     if st.st_uid not in (os.getuid(), 0):
-        return f"{d}, a directory above it, belongs to uid {st.st_uid} (you are {os.getuid()})"
+        return f"{d}, above the cache, belongs to uid {st.st_uid} (you are {os.getuid()})"
     if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-        return f"{d}, a directory above it, is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+        return f"{d}, above the cache, is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
     return None
 
 

@@ -94,6 +94,27 @@ def test_an_unsafe_root_turns_the_cache_off_with_one_warning(fresh, tmp_path, ho
     assert not (tmp_path / "elsewhere").exists() or not list((tmp_path / "elsewhere").iterdir())
 
 
+def test_a_root_under_a_file_is_refused_not_an_error(tmp_path, monkeypatch, fresh):
+    (tmp_path / "afile").write_bytes(b"")
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path / "afile" / "cache"))
+    _refused(disk_cache.DiskCache("llvm"), str(tmp_path / "afile"), "not a directory")
+
+
+def test_a_directory_that_cannot_be_searched_is_refused_not_an_error(tmp_path, monkeypatch, fresh):
+    """(Another user's 0700 home on the way, as root cannot show: ``lstat`` is told to fail there.)"""
+    real_lstat, closed = os.lstat, str(tmp_path / "closed")
+
+    def lstat(p, *a, **kw):
+        if str(p).startswith(closed + "/"):
+            raise PermissionError(13, "Permission denied", str(p))
+        return real_lstat(p, *a, **kw)
+
+    (tmp_path / "closed").mkdir(0o700)
+    monkeypatch.setattr(os, "lstat", lstat)
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path / "closed" / "cache"))
+    _refused(disk_cache.DiskCache("llvm"), "cannot inspect", "Permission denied")
+
+
 def test_one_warning_for_every_kind_of_a_bad_root(fresh):
     fresh.mkdir(0o777)
     os.chmod(fresh, 0o777)
@@ -110,7 +131,7 @@ def test_a_directory_above_the_root_that_others_can_write(tmp_path, monkeypatch,
     shared.mkdir()
     os.chmod(shared, 0o777)
     monkeypatch.setenv("LUMINAL_CACHE_DIR", str(shared / "cache"))
-    _refused(disk_cache.DiskCache("llvm"), str(shared), "above")
+    _refused(disk_cache.DiskCache("llvm"), str(shared), "above the cache", "writable by others")
     sticky = tmp_path / "sticky"
     sticky.mkdir()
     os.chmod(sticky, 0o1777)
