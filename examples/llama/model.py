@@ -18,86 +18,18 @@ import contextlib
 import json
 import math
 import os
-from dataclasses import dataclass, field
+import sys
 from pathlib import Path
 
 import numpy as np
 
-import luminal as lm
-from luminal import nn
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from llama_config import LlamaConfig  # noqa: E402
 
-_DTYPES = {"float32": lm.float32, "float16": lm.float16, "bfloat16": lm.bfloat16, "float64": lm.float64}
+import luminal as lm  # noqa: E402
+from luminal import nn  # noqa: E402
 
-
-@dataclass
-class LlamaConfig:
-    """The fields of a Hugging Face ``config.json`` this model uses, with HF's defaults."""
-
-    vocab_size: int = 32000
-    hidden_size: int = 4096
-    intermediate_size: int = 11008
-    num_hidden_layers: int = 32
-    num_attention_heads: int = 32
-    num_key_value_heads: int | None = None
-    head_dim: int | None = None
-    rms_norm_eps: float = 1e-6
-    rope_theta: float = 10000.0
-    rope_scaling: dict | None = None
-    max_position_embeddings: int = 2048
-    tie_word_embeddings: bool = False
-    torch_dtype: str = "float32"
-    attention_bias: bool = False
-    mlp_bias: bool = False
-    bos_token_id: int | None = 1
-    eos_token_id: int | list | None = 2
-    extra: dict = field(default_factory=dict, repr=False)  # the rest of config.json, written back on save
-
-    def __post_init__(self):
-        if self.num_key_value_heads is None:
-            self.num_key_value_heads = self.num_attention_heads
-        if self.head_dim is None:
-            self.head_dim = self.hidden_size // self.num_attention_heads
-        if self.num_attention_heads % self.num_key_value_heads:
-            raise ValueError(f"config: num_attention_heads ({self.num_attention_heads}) must be a multiple of "
-                             f"num_key_value_heads ({self.num_key_value_heads})")
-        if self.head_dim % 2:
-            raise ValueError(f"config: head_dim ({self.head_dim}) must be even for rotary embeddings")
-        rope_type = self.rope_type
-        if rope_type not in ("default", "linear", "llama3"):
-            raise ValueError(f"config: rope_scaling type {rope_type!r} is not supported "
-                             f"(supported: default, linear, llama3)")
-
-    @property
-    def rope_type(self) -> str:
-        rs = self.rope_scaling or {}
-        return rs.get("rope_type", rs.get("type", "default"))
-
-    @classmethod
-    def from_dict(cls, d: dict) -> LlamaConfig:
-        known = {f for f in cls.__dataclass_fields__ if f != "extra"}
-        kw = {k: v for k, v in d.items() if k in known}
-        if "torch_dtype" not in d and isinstance(d.get("dtype"), str):  # newer transformers write "dtype"
-            kw["torch_dtype"] = d["dtype"]
-        return cls(**kw, extra={k: v for k, v in d.items() if k not in known})
-
-    @classmethod
-    def from_dir(cls, path) -> LlamaConfig:
-        f = Path(path) / "config.json"
-        if not f.is_file():
-            raise FileNotFoundError(f"{f}: no config.json in the model directory")
-        d = json.loads(f.read_text())
-        arch = d.get("architectures") or ["LlamaForCausalLM"]
-        if d.get("model_type", "llama") != "llama" and "LlamaForCausalLM" not in arch:
-            raise ValueError(f"{f}: model_type {d.get('model_type')!r} / architectures {arch} is not a Llama model")
-        return cls.from_dict(d)
-
-    def to_dict(self) -> dict:
-        d = dict(self.extra)
-        d.update({k: getattr(self, k) for k in self.__dataclass_fields__ if k != "extra"})
-        d.setdefault("architectures", ["LlamaForCausalLM"])
-        d.setdefault("model_type", "llama")
-        d.setdefault("hidden_act", "silu")
-        return d
+__all__ = ["KVCache", "Llama", "LlamaConfig", "Session", "generate", "inv_freq", "rope_tables", "sample"]
 
 
 def inv_freq(cfg: LlamaConfig) -> np.ndarray:
@@ -110,8 +42,8 @@ def inv_freq(cfg: LlamaConfig) -> np.ndarray:
     if cfg.rope_type == "linear":
         f = f / rs["factor"]
     elif cfg.rope_type == "llama3":
-        factor, lo, hi = rs["factor"], rs.get("low_freq_factor", 1.0), rs.get("high_freq_factor", 4.0)
-        old = rs.get("original_max_position_embeddings", 8192)
+        factor, lo, hi = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+        old = rs["original_max_position_embeddings"]
         wavelen = 2 * math.pi / f
         scaled = np.where(wavelen > old / lo, f / factor, f)
         smooth = (old / wavelen - lo) / (hi - lo)

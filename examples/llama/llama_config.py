@@ -1,0 +1,225 @@
+"""``LlamaConfig``: a Hugging Face ``config.json`` read so that nothing in it that changes the
+computation is ignored.
+
+transformers writes the rotary settings in two layouts: 4.x puts ``rope_theta`` at the top and the
+scaling in ``rope_scaling`` (its kind under ``rope_type``, or ``type`` in older files); 5.x puts all of
+it in ``rope_parameters``. Both are read. A config of either layout from a model this example does not
+implement (another activation, a sliding window, a quantized checkpoint, a rotary scaling it has no
+code for) would otherwise load and generate different logits from the first token on, with no sign of
+it. So every key of ``config.json`` is in one of three lists, and any other key is an error naming it:
+
+* :data:`MODEL_KEYS`: the sizes and options the model is built from (fields of :class:`LlamaConfig`);
+* :data:`FIXED`: keys that must hold the one value this model computes with (``hidden_act: silu``);
+* :data:`INERT`: keys that do not change the logits (token ids, dtype, bookkeeping, generation
+  defaults that ``generate.py`` takes from its own flags).
+
+The rotary settings are checked the same way, per kind (:data:`ROPE_KEYS`). A config written back by
+``save_pretrained`` uses the 4.x layout, which both transformers 4.x and 5.x read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MODEL_KEYS = frozenset({
+    "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "head_dim", "rms_norm_eps", "max_position_embeddings", "tie_word_embeddings",
+    "attention_bias", "mlp_bias", "bos_token_id", "eos_token_id", "torch_dtype",
+    "rope_theta", "rope_scaling", "rope_parameters",
+})
+ROPE_LAYOUT = frozenset({"rope_theta", "rope_scaling", "rope_parameters"})  # read by ``_rope``, either layout
+
+# key -> the values meaning what this model computes (HF's "swish" is its SiLU too; a dropout of the
+# attention weights changes training; a partial rotary factor rotates only part of each head)
+FIXED = {
+    "hidden_act": ("silu", "swish"),
+    "attention_dropout": (0, None),
+    "partial_rotary_factor": (1, None),
+    "pruned_heads": ({}, None),
+    "is_encoder_decoder": (False, None),
+    "add_cross_attention": (False, None),
+}
+
+INERT = frozenset({
+    "architectures", "model_type", "dtype", "transformers_version", "_name_or_path", "_commit_hash",
+    "_attn_implementation", "_attn_implementation_autoset", "use_cache", "initializer_range",
+    # token ids the forward pass does not read (HF's padding_idx only freezes that embedding row in training)
+    "pad_token_id", "sep_token_id", "decoder_start_token_id", "forced_bos_token_id", "forced_eos_token_id",
+    # tensor-parallel slicing of the same products in old transformers: the same computation
+    "pretraining_tp",
+    "tokenizer_class", "return_dict", "output_hidden_states", "output_attentions", "output_scores", "torchscript",
+    "use_bfloat16", "tf_legacy_loss", "chunk_size_feed_forward", "is_decoder", "tie_encoder_decoder",
+    "cross_attention_hidden_size", "finetuning_task", "id2label", "label2id", "num_labels", "problem_type",
+    "prefix", "task_specific_params",
+    # generation defaults (generate.py has its own flags)
+    "max_length", "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups",
+    "diversity_penalty", "temperature", "top_k", "top_p", "typical_p", "repetition_penalty", "length_penalty",
+    "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids", "num_return_sequences",
+    "return_dict_in_generate", "remove_invalid_values", "exponential_decay_length_penalty", "suppress_tokens",
+    "begin_suppress_tokens",
+})
+
+# rotary kind -> (keys it requires, keys it may have) besides rope_type / type, rope_theta and a
+# partial_rotary_factor of 1. ``dynamic`` (NTK), ``yarn``, ``longrope`` and the rest are not implemented.
+ROPE_KEYS = {
+    "default": (frozenset(), frozenset()),
+    "linear": (frozenset({"factor"}), frozenset()),
+    "llama3": (frozenset({"factor", "low_freq_factor", "high_freq_factor"}),
+               frozenset({"original_max_position_embeddings"})),  # default: max_position_embeddings (as 5.x)
+}
+
+
+def _same(a, b) -> bool:
+    """Equal as JSON values, 1 and 1.0 alike but True and 1 not."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return a == b
+
+
+@dataclass
+class LlamaConfig:
+    """The fields of a Hugging Face ``config.json`` this model uses, with HF's defaults. ``rope_scaling``
+    is None for plain RoPE, else a dict with ``rope_type`` (``linear`` or ``llama3``) and that kind's
+    parameters; :meth:`from_dict` fills it from either layout."""
+
+    vocab_size: int = 32000
+    hidden_size: int = 4096
+    intermediate_size: int = 11008
+    num_hidden_layers: int = 32
+    num_attention_heads: int = 32
+    num_key_value_heads: int | None = None
+    head_dim: int | None = None
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    rope_scaling: dict | None = None
+    max_position_embeddings: int = 2048
+    tie_word_embeddings: bool = False
+    torch_dtype: str = "float32"
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    bos_token_id: int | None = 1
+    eos_token_id: int | list | None = 2
+    extra: dict = field(default_factory=dict, repr=False)  # the INERT and FIXED keys, written back on save
+
+    def __post_init__(self):
+        if self.num_key_value_heads is None:
+            self.num_key_value_heads = self.num_attention_heads
+        if self.head_dim is None:
+            self.head_dim = self.hidden_size // self.num_attention_heads
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(f"config: num_attention_heads ({self.num_attention_heads}) must be a multiple of "
+                             f"num_key_value_heads ({self.num_key_value_heads})")
+        if self.head_dim % 2:
+            raise ValueError(f"config: head_dim ({self.head_dim}) must be even for rotary embeddings")
+        self.rope_scaling = _scaling(self.rope_scaling, self.max_position_embeddings, "rope_scaling")
+
+    @property
+    def rope_type(self) -> str:
+        return (self.rope_scaling or {}).get("rope_type", "default")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> LlamaConfig:
+        """Read a ``config.json`` dict of either layout; a key outside the three lists, a FIXED key with
+        another value or rotary settings this model does not implement is a ValueError naming it."""
+        for k, v in d.items():
+            if k in FIXED and not any(_same(v, ok) for ok in FIXED[k]):
+                raise ValueError(f"config: {k!r} = {v!r} is not implemented by this Llama (it computes with "
+                                 f"{k} = {FIXED[k][0]!r}); loading it would give other logits")
+            if k not in MODEL_KEYS and k not in FIXED and k not in INERT:
+                raise ValueError(f"config: key {k!r} = {v!r} is not understood by this Llama and may change what "
+                                 f"the model computes (understood: the model's sizes and options, the RoPE "
+                                 f"settings, and keys that do not change the logits: ids, dtype, bookkeeping; "
+                                 f"see examples/llama/llama_config.py)")
+        kw = {k: v for k, v in d.items() if k in MODEL_KEYS - ROPE_LAYOUT}
+        if "torch_dtype" not in d and isinstance(d.get("dtype"), str):  # transformers 5.x writes "dtype"
+            kw["torch_dtype"] = d["dtype"]
+        kw["rope_theta"], kw["rope_scaling"] = _rope(d)
+        return cls(**kw, extra={k: v for k, v in d.items() if k not in MODEL_KEYS and k != "dtype"})
+
+    @classmethod
+    def from_dir(cls, path) -> LlamaConfig:
+        f = Path(path) / "config.json"
+        if not f.is_file():
+            raise FileNotFoundError(f"{f}: no config.json in the model directory")
+        d = json.loads(f.read_text())
+        arch = d.get("architectures") or ["LlamaForCausalLM"]
+        if d.get("model_type", "llama") != "llama" and "LlamaForCausalLM" not in arch:
+            raise ValueError(f"{f}: model_type {d.get('model_type')!r} / architectures {arch} is not a Llama model")
+        try:
+            return cls.from_dict(d)
+        except ValueError as e:
+            raise ValueError(f"{f}: {e}") from None
+
+    def to_dict(self) -> dict:
+        """The config in transformers 4.x's layout (``rope_theta``, ``rope_scaling``), which 5.x reads too."""
+        d = dict(self.extra)
+        d.update({k: getattr(self, k) for k in self.__dataclass_fields__ if k != "extra"})
+        d.setdefault("architectures", ["LlamaForCausalLM"])
+        d.setdefault("model_type", "llama")
+        d.setdefault("hidden_act", "silu")
+        return d
+
+
+def _rope(d: dict) -> tuple[float, dict | None]:
+    """(rope_theta, rope_scaling) from either layout. Both layouts in one file must agree: a theta or a
+    scaling given twice with two values is an error, not a silent choice of one."""
+    params = d.get("rope_parameters")
+    if params is not None and not isinstance(params, dict):
+        raise ValueError(f"config: rope_parameters must be an object, got {params!r}")
+    params = dict(params or {})
+    theta = d.get("rope_theta")
+    if theta is not None and "rope_theta" in params and not _same(theta, params["rope_theta"]):
+        raise ValueError(f"config: rope_theta is {theta!r} at the top and {params['rope_theta']!r} in rope_parameters")
+    theta = params.pop("rope_theta", theta)
+    scaling = d.get("rope_scaling")
+    if scaling is not None:
+        if not isinstance(scaling, dict):
+            raise ValueError(f"config: rope_scaling must be an object or null, got {scaling!r}")
+        old = _scaling(scaling, d.get("max_position_embeddings", 2048), "rope_scaling")
+        new = _scaling(params, d.get("max_position_embeddings", 2048), "rope_parameters") if params else old
+        if old != new:
+            raise ValueError(f"config: rope_scaling {scaling!r} and rope_parameters {d['rope_parameters']!r} "
+                             f"disagree")
+        params = scaling
+    if theta is None:
+        theta = 10000.0
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
+        raise ValueError(f"config: rope_theta must be a positive number, got {theta!r}")
+    where = "rope_scaling" if scaling is not None else "rope_parameters"
+    return float(theta), _scaling(params, d.get("max_position_embeddings", 2048), where)
+
+
+def _scaling(params: dict | None, max_positions: int, where: str) -> dict | None:
+    """The rotary scaling ``params`` (without rope_theta) checked against :data:`ROPE_KEYS` and put in one
+    form: the kind under ``rope_type``, llama3's ``original_max_position_embeddings`` filled in; None
+    for plain RoPE."""
+    if not params:
+        return None
+    params = dict(params)
+    kind = params.pop("rope_type", None)
+    old = params.pop("type", None)
+    if kind is not None and old is not None and kind != old:
+        raise ValueError(f"config: {where} has rope_type {kind!r} and type {old!r}")
+    kind = kind or old or "default"
+    if kind not in ROPE_KEYS:
+        raise ValueError(f"config: {where} rope_type {kind!r} is not implemented by this Llama "
+                         f"(implemented: {', '.join(ROPE_KEYS)})")
+    factor = params.pop("partial_rotary_factor", None)
+    if not any(_same(factor, ok) for ok in FIXED["partial_rotary_factor"]):
+        raise ValueError(f"config: {where} 'partial_rotary_factor' = {factor!r} is not implemented by this Llama "
+                         f"(it rotates the whole head)")
+    required, optional = ROPE_KEYS[kind]
+    unknown, missing = sorted(params.keys() - required - optional), sorted(required - params.keys())
+    if unknown:
+        k = unknown[0]
+        raise ValueError(f"config: {where} key {k!r} = {params[k]!r} is not understood for rope_type {kind!r} "
+                         f"(understood: {', '.join(sorted(required | optional)) or 'none'})")
+    if missing:
+        raise ValueError(f"config: {where} of rope_type {kind!r} needs {missing[0]!r}")
+    if kind == "default":
+        return None
+    if kind == "llama3":
+        params.setdefault("original_max_position_embeddings", max_positions)
+    return {"rope_type": kind, **params}

@@ -1,0 +1,161 @@
+"""The Llama example reads both layouts of a Hugging Face ``config.json``: transformers 4.x's
+(``rope_theta`` and ``rope_scaling``) and 5.x's (``rope_parameters``), and agrees with transformers'
+logits on each (a llama3-scaled RoPE with another theta than the default, so that a config read
+wrongly shows from the second position on). A key that changes the computation and that the
+example does not implement is an error naming it, never ignored."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import transformers
+
+import luminal as lm
+
+LLAMA = Path(__file__).resolve().parents[2] / "examples" / "llama"
+sys.path.insert(0, str(LLAMA))
+from model import Llama, LlamaConfig  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+PROMPT = np.array([[1, 17, 250, 3, 99, 42, 7, 300, 12, 5, 77, 150]], np.int32)
+LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 16}
+
+
+@pytest.fixture(scope="module")
+def v5_dir(tmp_path_factory):
+    """A tiny random Llama written by transformers itself (5.x: ``rope_parameters``, ``dtype``, ...)."""
+    cfg = transformers.LlamaConfig(vocab_size=384, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                   max_position_embeddings=64, initializer_range=0.2, rms_norm_eps=1e-5,
+                                   rope_parameters={**LLAMA3, "rope_theta": 500000.0})
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(cfg)
+    with torch.no_grad():  # norm weights away from 1, so that a norm read from the wrong place shows
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.add_(0.1 * torch.randn_like(p))
+    path = tmp_path_factory.mktemp("v5")
+    model.save_pretrained(str(path))
+    return path
+
+
+def _config(path) -> dict:
+    return json.loads((Path(path) / "config.json").read_text())
+
+
+def _with_config(src: Path, dst: Path, edit) -> Path:
+    """A copy of the checkpoint ``src`` whose config.json is ``edit(config)``."""
+    shutil.copytree(src, dst)
+    (dst / "config.json").write_text(json.dumps(edit(_config(src)), indent=2))
+    return dst
+
+
+def _as_v4(cfg: dict) -> dict:
+    """The same model in transformers 4.x's layout: ``rope_theta`` at the top, the scaling in
+    ``rope_scaling``, ``torch_dtype``."""
+    cfg = dict(cfg)
+    rope = dict(cfg.pop("rope_parameters"))
+    cfg["rope_theta"] = rope.pop("rope_theta")
+    cfg["rope_scaling"] = rope
+    cfg["torch_dtype"] = cfg.pop("dtype", "float32")
+    cfg["transformers_version"] = "4.46.0"
+    return cfg
+
+
+def _ours(path, ids=PROMPT):
+    model = Llama.from_pretrained(path)
+    model.eval()
+    g = lm.Graph()
+    x = g.input("ids", ids.shape, dtype=lm.int32)
+    return lm.compile(model(x))(ids=ids)
+
+
+def _hf(path, ids=PROMPT):
+    hf = transformers.LlamaForCausalLM.from_pretrained(str(path), dtype=torch.float32)
+    hf.eval()
+    with torch.no_grad():
+        return hf(torch.from_numpy(ids).long()).logits.numpy()
+
+
+def test_transformers_5_layout_matches_transformers(v5_dir):
+    cfg = _config(v5_dir)
+    assert "rope_parameters" in cfg and "rope_theta" not in cfg and "rope_scaling" not in cfg
+    ours = LlamaConfig.from_dir(v5_dir)
+    assert (ours.rope_theta, ours.rope_type) == (500000.0, "llama3")
+    np.testing.assert_allclose(_ours(v5_dir), _hf(v5_dir), rtol=1e-4, atol=1e-4)
+
+
+def test_transformers_4_layout_matches_transformers(v5_dir, tmp_path):
+    v4 = _with_config(v5_dir, tmp_path / "v4", _as_v4)
+    assert "rope_parameters" not in _config(v4) and _config(v4)["rope_scaling"]["rope_type"] == "llama3"
+    np.testing.assert_allclose(_ours(v4), _hf(v4), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(_ours(v4), _hf(v5_dir), rtol=1e-4, atol=1e-4)  # the same model
+
+
+def test_old_type_key_and_linear_scaling(v5_dir, tmp_path):
+    """4.x configs from before ``rope_type`` name the kind ``type``; ``linear`` divides the frequencies."""
+    def linear(cfg):
+        cfg = _as_v4(cfg)
+        cfg["rope_scaling"] = {"type": "linear", "factor": 4.0}
+        return cfg
+
+    path = _with_config(v5_dir, tmp_path / "linear", linear)
+    np.testing.assert_allclose(_ours(path), _hf(path), rtol=1e-4, atol=1e-4)
+
+
+def test_saved_config_loads_in_transformers(v5_dir, tmp_path):
+    """What ``save_pretrained`` writes from a 5.x config keeps the RoPE settings (transformers reads it)."""
+    model = Llama.from_pretrained(v5_dir)
+    model.save_pretrained(tmp_path / "saved")
+    np.testing.assert_allclose(_hf(tmp_path / "saved"), _hf(v5_dir), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_ours(tmp_path / "saved"), _hf(v5_dir), rtol=1e-4, atol=1e-4)
+
+
+def _set(key, value):
+    return lambda cfg: {**cfg, key: value}
+
+
+def _rope(**changes):
+    return lambda cfg: {**cfg, "rope_parameters": {**cfg["rope_parameters"], **changes}}
+
+
+def _drop_rope(key):
+    return lambda cfg: {**cfg, "rope_parameters": {k: v for k, v in cfg["rope_parameters"].items() if k != key}}
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_set("hidden_act", "gelu"), r"'hidden_act' = 'gelu'"),
+    (_set("sliding_window", 32), r"'sliding_window' = 32"),
+    (_set("quantization_config", {"quant_method": "bitsandbytes"}), r"'quantization_config'"),
+    (_set("attention_dropout", 0.1), r"'attention_dropout' = 0\.1"),
+    (_set("partial_rotary_factor", 0.5), r"'partial_rotary_factor' = 0\.5"),
+    (_rope(rope_type="yarn"), r"rope_type 'yarn'"),
+    (_rope(rope_type="dynamic"), r"rope_type 'dynamic'"),
+    (_rope(partial_rotary_factor=0.5), r"'partial_rotary_factor' = 0\.5"),
+    (_rope(attention_factor=2.0), r"'attention_factor'"),
+    (_drop_rope("low_freq_factor"), r"'low_freq_factor'"),
+    (_set("rope_theta", 10000.0), r"rope_theta.*10000\.0.*500000\.0"),
+    (lambda cfg: {**_as_v4(cfg), "rope_scaling": {"rope_type": "longrope", "short_factor": [1.0]}},
+     r"rope_type 'longrope'"),
+    (lambda cfg: {**_as_v4(cfg), "rope_scaling": {**LLAMA3, "mscale": 1.0}}, r"'mscale'"),
+])
+def test_a_key_that_changes_the_math_is_an_error_naming_it(v5_dir, tmp_path, edit, message):
+    path = _with_config(v5_dir, tmp_path / "bad", edit)
+    with pytest.raises(ValueError, match=message) as e:
+        Llama.from_pretrained(path)
+    assert "config.json" in str(e.value)
+
+
+def test_keys_that_do_not_change_the_math_are_accepted(v5_dir, tmp_path):
+    extra = {"_name_or_path": "meta-llama/Llama-3.2-1B", "pad_token_id": 0, "use_cache": False,
+             "pretraining_tp": 1, "output_attentions": False, "tokenizer_class": "PreTrainedTokenizerFast"}
+    path = _with_config(v5_dir, tmp_path / "ok", lambda cfg: {**cfg, **extra})
+    np.testing.assert_allclose(_ours(path), _hf(v5_dir), rtol=1e-4, atol=1e-4)
