@@ -13,6 +13,7 @@ from luminal.frontend.ops.elementwise import (
     div,
     erf,
     exp,
+    expm1,
     gt,
     le,
     log,
@@ -20,7 +21,6 @@ from luminal.frontend.ops.elementwise import (
     mul,
     neg,
     reciprocal,
-    sub,
     where,
 )
 from luminal.frontend.ops.elementwise import tanh_ as _tanh
@@ -128,8 +128,9 @@ def elu(x, alpha: float = 1.0) -> GraphTensor:
     """
     x = _float(x, "elu")
     pos = gt(x, 0)
-    # exp only of the negative side: exp(x) overflowing for large x would make the gradient NaN
-    return where(pos, x, mul(sub(exp(where(pos, 0.0, x)), 1.0), alpha))
+    # expm1 only of the negative side: exp(x) overflowing for large x would make the gradient NaN; and
+    # expm1, not exp(x) - 1, which cancels near 0 (1% off at -1e-6 in float32) and loses -0.0's sign
+    return where(pos, x, mul(expm1(where(pos, 0.0, x)), alpha))
 
 
 @tensor_op("mish")

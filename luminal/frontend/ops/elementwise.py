@@ -236,7 +236,7 @@ def floor_divide(a, b) -> GraphTensor:
     q = div(sub(a, m), b)
     q = where(logical_and(ne(m, 0), ne(lt(b, 0), lt(m, 0))), sub(q, 1), q)
     f = floor(q)
-    q = where(gt(sub(q, f), 0.5), add(f, 1), f)
+    q = _zero_signed(div(a, b), where(gt(sub(q, f), 0.5), add(f, 1), f))  # (a zero has the quotient's sign)
     return where(eq(b, 0), div(a, b), q).detach()  # piecewise constant (a/b at b == 0): no gradient, as torch
 
 
@@ -600,20 +600,29 @@ def _shift_operands(op: str, a, b):
     return a, b
 
 
+def _shift_in_range(s: GraphTensor) -> GraphTensor:
+    """Where the shift amount is in [0, 31]. torch shifts out every bit for the others (negative
+    amounts included): ``<<`` gives 0, ``>>`` the sign (0 or -1), as a shift by 31 does."""
+    return logical_and(ge(s, 0), lt(s, 32))
+
+
 def bitwise_left_shift(input, other) -> GraphTensor:  # noqa: A002 - torch's names
-    """``input << other`` on int32, wrapping as torch (the shift amount in [0, 31]): a product by
-    ``2**(s // 2)`` and ``2**(s - s // 2)``, each within int32, whose int32 multiply wraps exactly."""
+    """``input << other`` on int32, wrapping as torch: a product by ``2**(s // 2)`` and
+    ``2**(s - s // 2)``, each within int32, whose int32 multiply wraps exactly; 0 for a shift
+    amount outside [0, 31] (``_shift_in_range``)."""
     a, s = _shift_operands("bitwise_left_shift", input, other)
-    s64 = cast(s, dt.float64)
+    inside = _shift_in_range(s)
+    s64 = cast(where(inside, s, 0), dt.float64)
     lo = floor(mul(s64, 0.5))
     f1, f2 = cast(exp2(lo), dt.int32), cast(exp2(sub(s64, lo)), dt.int32)
-    return prim("Mul", prim("Mul", a, f1), f2)
+    return where(inside, prim("Mul", prim("Mul", a, f1), f2), 0)
 
 
 def bitwise_right_shift(input, other) -> GraphTensor:  # noqa: A002 - torch's names
     """``input >> other`` on int32: arithmetic (sign-filling) shift, ``floor(input / 2**other)``,
-    exact in float64 (the shift amount in [0, 31])."""
+    exact in float64; a shift amount outside [0, 31] shifts by 31 (``_shift_in_range``)."""
     a, s = _shift_operands("bitwise_right_shift", input, other)
+    s = where(_shift_in_range(s), s, 31)
     q = floor(mul(cast(a, dt.float64), exp2(neg(cast(s, dt.float64)))))
     return cast(q, dt.int32)
 
@@ -785,13 +794,25 @@ def sign(x) -> GraphTensor:
     return sub(cast(gt(x, 0), x.dtype), cast(lt(x, 0), x.dtype))
 
 
+def _zero_signed(x, r):
+    """``r`` with each zero given the sign of ``x``, as IEEE and torch round: ``trunc(-0.3)``,
+    ``ceil(-0.5)``, ``round(-0.3)`` and all of them at -0.0 are -0.0, where the compositions give +0.0
+    (``x - fmod(x, 1)`` is ``x - x``, ``round`` adds 1 to -1); ``floor_divide`` passes the quotient.
+    ``x * 0`` is the zero of ``x``'s sign (``x`` is finite wherever these give a zero); a NaN ``r`` (a
+    NaN ``x``) takes that branch too and stays NaN."""
+    zero = logical_not(logical_or(lt(r, 0), gt(r, 0)))
+    return where(zero, mul(x, 0.0), r)
+
+
 @tensor_op("trunc")
 def trunc(x) -> GraphTensor:
-    """Exact: ``x - fmod(x, 1)`` for values that can have a fraction; larger ones are integral."""
+    """Exact: ``x - fmod(x, 1)`` for values that can have a fraction, its zeros signed as ``x``
+    (``_zero_signed``); larger ones are integral."""
     if not x.dtype.is_float:
         return x
     limit = 2.0 ** {16: 10, 32: 23, 64: 52}[x.dtype.bits]
-    return where(lt(abs_(x), limit), sub(x, fmod(x, 1.0)), x).detach()  # piecewise constant: no gradient
+    t = _zero_signed(x, sub(x, fmod(x, 1.0)))
+    return where(lt(abs_(x), limit), t, x).detach()  # piecewise constant: no gradient
 
 
 @tensor_op("floor")
@@ -822,7 +843,7 @@ def ceil(x) -> GraphTensor:
 
 @tensor_op("round")
 def round_(x, decimals: int = 0) -> GraphTensor:
-    """Round half to even, as torch."""
+    """Round half to even, as torch; a zero result has the sign of ``x`` (``round(-0.5)`` is -0.0)."""
     if not x.dtype.is_float:
         return x
     if decimals:
@@ -831,7 +852,7 @@ def round_(x, decimals: int = 0) -> GraphTensor:
     d = sub(x, f)
     odd = ne(fmod(f, 2.0), 0)
     up = logical_or(gt(d, 0.5), logical_and(eq(d, 0.5), odd))
-    return where(up, add(f, 1), f)
+    return _zero_signed(x, where(up, add(f, 1), f))
 
 
 @_opmath
@@ -840,17 +861,33 @@ def _round_decimals(x, decimals):
     return div(round_(mul(x, s)), s)
 
 
+# tanh's Taylor coefficients (2**(2n) (2**(2n) - 1) B_2n / (2n)!, from the Bernoulli numbers), for
+# x**2 below _TANH_SERIES_BELOW**2: 6 terms leave 2e-9 (relative) there, under float32's rounding, and
+# 12 terms none of float64's.
+_TANH_SERIES = (1.0, -0.3333333333333333, 0.13333333333333333, -0.05396825396825397, 0.021869488536155203,
+                -0.008863235529902197, 0.003592128036572481, -0.0014558343870513183, 0.000590027440945586,
+                -0.00023912911424355248, 9.691537956929451e-05, -3.927832388331683e-05)
+_TANH_SERIES_BELOW = 0.3
+
+
 @tensor_op("tanh")
 @_opmath
 def tanh_(x):
     """``(1 - e)/(1 + e)`` with ``e = exp(-2x)`` for x >= 0 and its mirror for x < 0, so no exp
     overflows (in either branch: an inf there would turn the gradient into inf * 0 = NaN), no abs
-    (whose zero derivative at 0 would lose tanh'(0) = 1), and NaN propagates (value and gradient)."""
+    (whose zero derivative at 0 would lose tanh'(0) = 1), and NaN propagates (value and gradient).
+    Below 0.3 in magnitude, where ``1 - e`` cancels (3% off at 1e-6 in float32, and 0 for smaller
+    values, -0.0 included), the odd Taylor series ``x P(x**2)``: exact to the dtype's rounding, the
+    sign of a zero kept, and tanh'(0) = 1."""
     x = _float(x, "tanh")
     neg_side = lt(x, 0)
     ep = exp(mul(where(neg_side, 0.0, x), -2.0))
     en = exp(mul(where(neg_side, x, 0.0), 2.0))
-    return where(neg_side, div(sub(en, 1.0), add(en, 1.0)), div(sub(1.0, ep), add(ep, 1.0)))
+    big = where(neg_side, div(sub(en, 1.0), add(en, 1.0)), div(sub(1.0, ep), add(ep, 1.0)))
+    small = lt(abs_(x), _TANH_SERIES_BELOW)
+    xs = where(small, x, 0.0)
+    terms = _TANH_SERIES if x.dtype is dt.float64 else _TANH_SERIES[:6]
+    return where(small, mul(xs, _poly(mul(xs, xs), terms)), big)
 
 
 # Chebyshev coefficients (the first halved) of erfcx(x) = erfc(x) exp(x**2) in t = 2 / (2 + x) over
