@@ -294,10 +294,10 @@ def load(program: Program):
         entry = cache_format.loads(data, program.key)
         if entry is None:
             return None
-        n = len(program.nodes)
-        if not all(0 <= i < n for i in entry["positions"]):
+        positions = entry["positions"]
+        if positions and not 0 <= min(positions) <= max(positions) < len(program.nodes):
             return None
-        nodes = [program.nodes[i] for i in entry["positions"]]
+        nodes = [program.nodes[i] for i in positions]
         kg, plan = entry["kg"], entry["plan"]
         times = {"cache: key": program.seconds, "cache: load": time.perf_counter() - t0}
         report = Report.from_stats(entry["stats"], kg, plan, times)

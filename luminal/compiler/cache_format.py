@@ -70,7 +70,7 @@ def dumps(key: str, entry: dict) -> bytes:
              "dims": w.value(tuple(kg.dims))}
     doc = {"key": key, "graph": graph, "plan": w.plan(plan), "values": w.values, "exprs": w.exprs,
            "buffers": w.buffers, "bodies": w.bodies, "stats": entry["stats"], "times": entry["times"],
-           "positions": [int(i) for i in entry["positions"]], "compile_s": float(entry["compile_s"])}
+           "positions": w.value(np.asarray(entry["positions"], np.int64)), "compile_s": float(entry["compile_s"])}
     text = json.dumps(doc, separators=(",", ":"), default=_not_json).encode()
     blob = b"".join(w.blob)
     return MAGIC + HEADER.pack(FORMAT, len(text), len(blob)) + text + blob
@@ -91,6 +91,7 @@ class _Writer:
         self.blob: list = []
         self.blob_size = 0
         self.rows: dict = {}  # a value (by id, or a scalar by type and value) -> its row in ``values``
+        self.equal: dict = {}  # a row (as a tuple) -> its number: equal values met as distinct objects
         self.expr_rows: dict = {}  # id(expr) -> row
         self.buffer_rows: dict = {}  # id(buffer) -> row
         self.body_rows: dict = {}  # id(body) -> row
@@ -107,8 +108,12 @@ class _Writer:
         r = self.rows.get(memo)
         if r is None:
             row = self._row(x, t)  # its children's rows first
-            r = self.rows[memo] = len(self.values)
-            self.values.append(row)
+            same = tuple([tuple(c) if type(c) is list else c for c in row])  # an equal value's row is the same
+            r = self.equal.get(same)
+            if r is None or t is np.ndarray:  # (an array's row names its own bytes)
+                r = self.equal[same] = len(self.values)
+                self.values.append(row)
+            self.rows[memo] = r
             self.keep.append(x)
         return r
 
@@ -206,9 +211,9 @@ class _Writer:
 # reading ----------------------------------------------------------------------------------------------
 
 def loads(data: bytes, key: str) -> dict | None:
-    """The entry ``dumps`` wrote under ``key``, as the dict it was given; None when ``data`` is of
-    another format or was written under another key. Raises DecodeError when it is damaged or holds
-    anything ``dumps`` does not write."""
+    """The entry ``dumps`` wrote under ``key``, as the dict it was given (``positions`` a list); None
+    when ``data`` is of another format or was written under another key. Raises DecodeError when it is
+    damaged or holds anything ``dumps`` does not write."""
     start = len(MAGIC) + HEADER.size
     if not data.startswith(MAGIC) or len(data) < start:
         return None
@@ -233,8 +238,11 @@ def loads(data: bytes, key: str) -> dict | None:
         raise DecodeError(f"the entry's {type(e).__name__}: {e}") from None
 
 
-def _is_dim(d) -> bool:
-    return type(d) is int or type(d) is Sym
+DIMS = frozenset((int, Sym))  # the types of the items of a tuple that is a shape
+INTS = frozenset((int,))
+STRS = frozenset((str,))
+TUPLES = frozenset((tuple,))
+NO_TUPLE = frozenset((object,))  # what ``_Reader.items`` has for a value that is no tuple
 
 
 def _check(ok: bool, what: str) -> None:
@@ -242,16 +250,17 @@ def _check(ok: bool, what: str) -> None:
         raise DecodeError(what)
 
 
-def _rows(x, what: str) -> list:
-    """``x``, a list of row numbers or of rows; no negative index (which would count from the end)."""
-    if type(x) is not list or (x and min(x) < 0):
+def _rows(refs, what: str) -> list:
+    """``refs``, a list of row numbers: ints, none negative (which would count from the table's end).
+    One past the table's end raises IndexError where it is looked up."""
+    if type(refs) is not list or (refs and min(refs) < 0):
         raise DecodeError(f"{what}: no list of rows")
-    return x
+    return refs
 
 
 class _Reader:
-    """Rebuilds an entry's objects from its tables, checking each field as it goes; a row refers only
-    to rows before it (``IndexError`` otherwise), so nothing is visited twice and nothing loops."""
+    """Rebuilds an entry's objects from its tables, checking each field as it goes. A row refers only to
+    rows before it (a later one is past the end of what is decoded: IndexError), so nothing loops."""
 
     def __init__(self, blob: memoryview):
         self.blob = blob
@@ -259,6 +268,7 @@ class _Reader:
         self.exprs: list = []
         self.buffers: list = []
         self.bodies: list = []
+        self.items: dict = {}  # id of each tuple of ``values`` -> the types of its items (checked once)
 
     def entry(self, doc: dict) -> dict:
         for table, decode, name in ((self.values, self._value, "values"), (self.exprs, self._expr, "exprs"),
@@ -266,12 +276,12 @@ class _Reader:
             rows = doc[name]
             _check(type(rows) is list, name)
             table.extend(map(decode, rows))  # each row sees the rows before it
-        stats, times, positions = doc["stats"], doc["times"], doc["positions"]
+        stats, times, positions = doc["stats"], doc["times"], self.value(doc["positions"])
         _check(type(stats) is dict and type(times) is dict and type(doc["compile_s"]) in (int, float), "statistics")
         _check(all(type(t) is str and type(x) in (int, float) for t, x in times.items()), "times")
-        _check(type(positions) is list and all(type(i) is int for i in positions), "positions")
+        _check(type(positions) is np.ndarray and positions.dtype == np.int64 and positions.ndim == 1, "positions")
         return {"kg": self._graph(doc["graph"]), "plan": self._plan(doc["plan"]), "stats": stats, "times": times,
-                "positions": positions, "compile_s": doc["compile_s"]}
+                "positions": positions.tolist(), "compile_s": doc["compile_s"]}
 
     # values
     def value(self, r):
@@ -291,16 +301,25 @@ class _Reader:
             raise DecodeError(f"{what}: a {type(x).__name__}, not a {t.__name__} or None")
         return x
 
-    def dims(self, r, what: str) -> tuple:
+    def tuple_of(self, r, types: frozenset, what: str) -> tuple:
+        """Value ``r``, a tuple whose items are all of ``types``."""
         x = self.value(r)
-        if type(x) is not tuple or not all(map(_is_dim, x)):
-            raise DecodeError(f"{what}: no tuple of dims")
+        if not self.items.get(id(x), NO_TUPLE) <= types:
+            raise DecodeError(f"{what}: no tuple of {' or '.join(sorted(t.__name__ for t in types))}")
         return x
 
     def _value(self, row):
-        if type(row) is not list or not row or type(row[0]) is not str or row[0] not in _VALUES:
+        if type(row) is not list or not row:
             raise DecodeError(f"a value row {row!r:.40}")
-        return _VALUES[row[0]](self, row)
+        if row[0] == "t":  # the commonest: shapes, strides, masks
+            vals = self.values
+            t = tuple([vals[r] for r in _rows(row[1:], "a tuple")])
+            self.items[id(t)] = frozenset(map(type, t))
+            return t
+        decode = _VALUES.get(row[0]) if type(row[0]) is str else None
+        if decode is None:
+            raise DecodeError(f"a value row of unknown tag {row[0]!r:.20}")
+        return decode(self, row)
 
     def _scalar(self, row, t):
         _check(len(row) == 2 and type(row[1]) is t, f"a {t.__name__} row")
@@ -314,9 +333,6 @@ class _Reader:
         _check(len(row) == 2 and type(row[1]) in (float, int), "a float row")
         return float(row[1])
 
-    def _tuple(self, row):
-        return tuple([self.value(r) for r in row[1:]])
-
     def _dtype(self, row):
         _check(len(row) == 2 and type(row[1]) is str and row[1] in DTYPES, "a dtype row")
         return DTYPES[row[1]]
@@ -325,7 +341,7 @@ class _Reader:
         kind = row[1] if len(row) > 1 and type(row[1]) is str else None
         _check(kind in ATOM_ARITY and len(row) == 2 + ATOM_ARITY[kind], "an atom row")
         args = tuple([self.value(r) for r in row[2:]])
-        _check(type(args[0]) is str if kind == "var" else all(map(_is_dim, args)), f"a {kind} atom's args")
+        _check(type(args[0]) is str if kind == "var" else all(type(a) in DIMS for a in args), f"a {kind} atom's args")
         return Atom(kind, args)
 
     def _sym(self, row):
@@ -336,12 +352,16 @@ class _Reader:
         return Sym(terms)
 
     def _view(self, row):
-        _check(len(row) == 6, "a view row")
-        shape, strides = self.dims(row[1], "a view's shape"), self.dims(row[2], "a view's strides")
-        offset, mask, pad = self.value(row[3]), self.value(row[4]), self.value(row[5])
-        _check(len(strides) == len(shape) and _is_dim(offset) and type(pad) in (float, int, bool), "a view's fields")
-        _check(mask is None or (type(mask) is tuple and len(mask) == len(shape) and all(
-            type(m) is tuple and len(m) == 2 and all(map(_is_dim, m)) for m in mask)), "a view's mask")
+        v, items = self.values, self.items
+        if len(row) != 6 or min(row[1:]) < 0:
+            raise DecodeError("a view row")
+        shape, strides, offset, mask, pad = v[row[1]], v[row[2]], v[row[3]], v[row[4]], v[row[5]]
+        if not (items.get(id(shape), NO_TUPLE) <= DIMS and items.get(id(strides), NO_TUPLE) <= DIMS
+                and len(strides) == len(shape) and type(offset) in DIMS and type(pad) in (float, int, bool)):
+            raise DecodeError("a view's shape, strides, offset or pad")
+        if mask is not None and not (items.get(id(mask), NO_TUPLE) <= TUPLES and len(mask) == len(shape)
+                                     and all(len(m) == 2 and items[id(m)] <= DIMS for m in mask)):
+            raise DecodeError("a view's mask")
         return View(shape, strides, offset, mask, pad)
 
     def _array(self, row):
@@ -360,76 +380,95 @@ class _Reader:
 
     # objects
     def _expr(self, row) -> Expr:
-        _check(len(_rows(row, "an expr")) >= 3, "an expr row")
-        v, exprs = self.values, self.exprs
+        if type(row) is not list or len(row) < 3 or min(row) < 0:
+            raise DecodeError("an expr row")
+        v = self.values
         op, dtype = v[row[0]], v[row[2]]
-        _check(type(op) is str and (dtype is None or type(dtype) is dt.DType), "an expr's op or dtype")
-        return Expr(op, tuple([exprs[i] for i in row[3:]]), v[row[1]], dtype)
-
-    def expr(self, r) -> Expr | None:
-        if r is None:
-            return None
-        _check(type(r) is int and r >= 0, "an expr row number")
-        return self.exprs[r]
+        if type(op) is not str or not (dtype is None or type(dtype) is dt.DType):
+            raise DecodeError("an expr's op or dtype")
+        return Expr(op, tuple(map(self.exprs.__getitem__, row[3:])), v[row[1]], dtype)
 
     def _buffer(self, row) -> Buffer:
-        _check(type(row) is list and len(row) == 8 and type(row[0]) is int, "a buffer row")
-        kind, offset = self.value(row[3]), self.value(row[7])
-        _check(kind in BUFFER_KINDS and _is_dim(offset), "a buffer's kind or offset")
-        base = None if row[6] is None else self.buffer(row[6])
-        return Buffer(row[0], self.dims(row[1], "a buffer's shape"), self.typed(row[2], dt.DType, "a buffer's dtype"),
-                      kind, self.maybe(row[4], str, "a buffer's name"),
-                      self.maybe(row[5], np.ndarray, "a buffer's value"), base, offset)
+        if type(row) is not list or len(row) != 8:
+            raise DecodeError("a buffer row")
+        i, shape, dtype, kind, name, value, base, offset = row
+        if type(i) is not int or min(shape, dtype, kind, name, value, offset) < 0:
+            raise DecodeError("a buffer row")
+        v = self.values
+        shape, dtype, kind, name, value, offset = v[shape], v[dtype], v[kind], v[name], v[value], v[offset]
+        if not (self.items.get(id(shape), NO_TUPLE) <= DIMS and type(dtype) is dt.DType and type(offset) in DIMS
+                and type(kind) is str and kind in BUFFER_KINDS and (name is None or type(name) is str)
+                and (value is None or type(value) is np.ndarray)):
+            raise DecodeError("a buffer's shape, dtype, kind, name, value or offset")
+        if base is not None:
+            base = self.buffers[_rows([base], "a buffer's base")[0]]
+        return Buffer(i, shape, dtype, kind, name, value, base, offset)
 
-    def buffer(self, r) -> Buffer:
-        _check(type(r) is int and r >= 0, "a buffer row number")
-        return self.buffers[r]
+    def _buffers(self, refs) -> list:
+        bufs = self.buffers
+        return [bufs[r] for r in _rows(refs, "buffers")]
 
-    def _buffers(self, rows) -> list:
-        return [self.buffers[r] for r in _rows(rows, "buffers")]
+    def _views(self, flat) -> list:
+        """``[(buffer, view)]`` from ``[buffer row, view row, ...]``."""
+        if len(_rows(flat, "views")) % 2:
+            raise DecodeError("views")
+        views = list(map(self.values.__getitem__, flat[1::2]))
+        if not all(type(v) is View for v in views):
+            raise DecodeError("views")
+        return list(zip(map(self.buffers.__getitem__, flat[::2]), views))
 
-    def _pairs(self, flat, second) -> list:
-        _check(type(flat) is list and len(flat) % 2 == 0, "pairs")
-        return [(self.buffer(b), second(x)) for b, x in zip(flat[::2], flat[1::2])]
-
-    def view(self, r) -> View:
-        return self.typed(r, View, "a view")
+    def _outputs(self, flat) -> list:
+        """``[(buffer, expr or None)]`` from ``[buffer row, expr row or null, ...]``."""
+        if type(flat) is not list or len(flat) % 2:
+            raise DecodeError("outputs")
+        exprs = self.exprs
+        rows = _rows([e for e in flat[1::2] if e is not None], "outputs")
+        if len(rows) == len(flat) // 2:  # (the usual case: no call kernel's None)
+            return list(zip(self._buffers(flat[::2]), map(exprs.__getitem__, rows)))
+        return [(b, None if e is None else exprs[e]) for b, e in zip(self._buffers(flat[::2]), flat[1::2])]
 
     def _kernel(self, row) -> Kernel:
-        _check(type(row) is list and len(row) == 11, "a kernel row")
-        kind, axes, fused = self.value(row[0]), self.typed(row[4], tuple, "axes"), self.typed(row[9], tuple, "fused")
-        _check(kind in KERNEL_KINDS and all(type(a) is int for a in axes) and all(type(f) is str for f in fused),
-               "a kernel's kind, axes or fused")
-        body = None
-        if row[10] is not None:
-            _check(type(row[10]) is int and row[10] >= 0, "a kernel's body")
-            body = self.bodies[row[10]]
-        return Kernel(kind, self.dims(row[1], "a kernel's domain"), self._pairs(row[2], self.view),
-                      self._pairs(row[3], self.expr), axes, self.maybe(row[5], str, "a kernel's reduce_op"),
-                      self.expr(row[6]), self.maybe(row[7], dt.DType, "a kernel's acc_dtype"),
-                      self._pairs(row[8], self.view), fused, body)
+        if type(row) is not list or len(row) != 11:
+            raise DecodeError("a kernel row")
+        kind, domain, inputs, outputs, axes, reduce_op, prologue, acc, epilogue_inputs, fused, body = row
+        v, items = self.values, self.items
+        if min(kind, domain, axes, reduce_op, acc, fused) < 0:
+            raise DecodeError("a kernel row")
+        kind, domain, axes, reduce_op, acc, fused = v[kind], v[domain], v[axes], v[reduce_op], v[acc], v[fused]
+        if not (type(kind) is str and kind in KERNEL_KINDS and items.get(id(domain), NO_TUPLE) <= DIMS
+                and items.get(id(axes), NO_TUPLE) <= INTS and items.get(id(fused), NO_TUPLE) <= STRS
+                and (reduce_op is None or type(reduce_op) is str) and (acc is None or type(acc) is dt.DType)):
+            raise DecodeError("a kernel's kind, domain, axes, reduce_op, acc_dtype or fused")
+        if prologue is not None:
+            prologue = self.exprs[_rows([prologue], "a prologue")[0]]
+        if body is not None:
+            body = self.bodies[_rows([body], "a body")[0]]
+        return Kernel(kind, domain, self._views(inputs), self._outputs(outputs), axes, reduce_op, prologue, acc,
+                      self._views(epilogue_inputs), fused, body)
 
     def _kernels(self, rows) -> list:
         _check(type(rows) is list, "kernels")
         return [self._kernel(k) for k in rows]
 
-    def dim(self, r):
-        d = self.value(r)
-        _check(_is_dim(d), "a dim")
-        return d
+    def _pack(self, flat) -> list:
+        """``[(buffer, element offset)]`` from ``[buffer row, offset row, ...]``."""
+        _check(len(_rows(flat, "a pack")) % 2 == 0, "a pack")
+        out = [(self.buffers[b], self.values[o]) for b, o in zip(flat[::2], flat[1::2])]
+        _check(all(type(o) in DIMS for _, o in out), "a pack's offsets")
+        return out
 
     def _body(self, row) -> Body:
         _check(type(row) is list and len(row) == 6 and type(row[5]) is list, "a body row")
         return Body(self.typed(row[0], str, "a body's name"), self._buffers(row[1]), self._buffers(row[2]),
-                    self._buffers(row[3]), self._kernels(row[4]), [self._pairs(p, self.dim) for p in row[5]])
+                    self._buffers(row[3]), self._kernels(row[4]), [self._pack(p) for p in row[5]])
 
     def _graph(self, g: dict) -> KernelGraph:
-        ups, dims = g["updates"], self.typed(g["dims"], tuple, "dims")
-        _check(type(ups) is list and len(ups) % 3 == 0 and all(type(d) is str for d in dims), "updates or dims")
-        updates = [(self.typed(n, str, "an update's name"), self.buffer(b), self.view(w))
-                   for n, b, w in zip(ups[::3], ups[1::3], ups[2::3])]
-        return KernelGraph(self._buffers(g["buffers"]), self._kernels(g["kernels"]),
-                           self._pairs(g["outputs"], self.view), updates, dims)
+        ups, dims = g["updates"], self.tuple_of(g["dims"], STRS, "dims")
+        _check(type(ups) is list and len(ups) % 3 == 0, "updates")
+        updates = [(self.typed(n, str, "an update's name"), self.buffers[b], self.typed(w, View, "an update's view"))
+                   for n, b, w in zip(ups[::3], _rows(ups[1::3], "updates"), ups[2::3])]
+        return KernelGraph(self._buffers(g["buffers"]), self._kernels(g["kernels"]), self._views(g["outputs"]),
+                           updates, dims)
 
     def _plan(self, p: dict) -> MemoryPlan:
         slot_of, calls = p["slot_of"], p["calls"]
@@ -449,7 +488,7 @@ def _numpy_dtype(s) -> np.dtype:
 
 
 _VALUES = {"N": _Reader._none, "b": lambda r, row: r._scalar(row, bool), "i": lambda r, row: r._scalar(row, int),
-           "f": _Reader._float, "s": lambda r, row: r._scalar(row, str), "t": _Reader._tuple, "D": _Reader._dtype,
-           "A": _Reader._atom, "Y": _Reader._sym, "V": _Reader._view, "a": _Reader._array, "g": _Reader._generic}
+           "f": _Reader._float, "s": lambda r, row: r._scalar(row, str), "D": _Reader._dtype, "A": _Reader._atom,
+           "Y": _Reader._sym, "V": _Reader._view, "a": _Reader._array, "g": _Reader._generic}
 
 __all__ = ["FORMAT", "MAGIC", "DecodeError", "dumps", "loads"]
