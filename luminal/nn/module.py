@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from luminal.core import dtype as dt
+from luminal.core.interrupts import interrupts_deferred
 from luminal.frontend.tensor import GraphTensor
 from luminal.nn.parameter import Buffer, Parameter
 
@@ -358,7 +359,8 @@ class Module:
     def load_state_dict(self, state_dict, strict: bool = True) -> tuple[list[str], list[str]]:
         """Copy values by name into the parameters and buffers, converting dtypes. Shapes must match;
         with ``strict``, names must match exactly. Every problem is listed in one error, and nothing is
-        changed unless every value loads. Returns (missing, unexpected) like torch."""
+        changed unless every value loads, and a Ctrl-C during the copy is raised after the last value.
+        Returns (missing, unexpected) like torch."""
         apply, missing, unexpected = self.prepare_load(state_dict, strict)
         apply()
         return missing, unexpected
@@ -390,8 +392,9 @@ class Module:
             raise ValueError(f"load_state_dict into {type(self).__name__}: " + " | ".join(problems))
 
         def apply():
-            for k, v in values.items():
-                np.copyto(own[k].data, v, casting="unsafe")
+            with interrupts_deferred():  # a Ctrl-C waits for the last value: no half-loaded model
+                for k, v in values.items():
+                    np.copyto(own[k].data, v, casting="unsafe")
 
         return apply, missing, unexpected
 

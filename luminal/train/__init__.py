@@ -1,6 +1,9 @@
 """Training: autograd as a graph transform, losses, optimizers, schedulers, the train-step runner and
-checkpoints. Uses ``luminal.frontend`` and the core (safetensors I/O for checkpoints), and ``lm.compile``."""
+checkpoints, and ``interrupts_deferred`` (a block of a training loop kept whole under Ctrl-C). Uses
+``luminal.frontend`` and the core (safetensors I/O for checkpoints, the deferred interrupt), and
+``lm.compile``."""
 
+from luminal.core.interrupts import interrupts_deferred
 from luminal.nn.losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -34,7 +37,7 @@ __all__ = [
     "MultiStepLR", "NonFiniteLossError", "OneCycleLR", "Optimizer", "RMSprop", "StepLR", "TrainStep",
     "autocast", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "clip_by_norm", "clip_by_value", "compile_step", "cross_entropy",
-    "focal_loss", "grad",
+    "focal_loss", "grad", "interrupts_deferred",
     "huber_loss", "kl_div", "l1_loss", "load_checkpoint", "mse_loss", "nll_loss", "save_checkpoint",
     "smooth_l1_loss",
 ]

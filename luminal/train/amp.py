@@ -30,6 +30,7 @@ import numbers
 import numpy as np
 
 from luminal.core import dtype as dt
+from luminal.core.interrupts import interrupts_deferred
 from luminal.core.primitives import LEAVES
 from luminal.frontend.ops import cast
 from luminal.frontend.state import scalar_state
@@ -177,13 +178,15 @@ class GradScaler:
         if not isinstance(tracker, numbers.Integral) or tracker < 0:
             raise ValueError(f"GradScaler.load_state_dict: growth_tracker must be an int >= 0, got {tracker!r}")
 
+        values = {"growth_tracker": int(tracker), "skipped": int(sd.get("skipped", self.skipped)),
+                  "growth_interval": int(sd.get("growth_interval", self.growth_interval)),
+                  **{k: float(sd.get(k, getattr(self, k))) for k in ("growth_factor", "backoff_factor")}}
+
         def apply():
-            self._set(float(scale))
-            self.growth_tracker = int(tracker)
-            self.skipped = int(sd.get("skipped", self.skipped))
-            for k in ("growth_factor", "backoff_factor"):
-                setattr(self, k, float(sd.get(k, getattr(self, k))))
-            self.growth_interval = int(sd.get("growth_interval", self.growth_interval))
+            with interrupts_deferred():
+                self._set(float(scale))
+                for k, v in values.items():
+                    setattr(self, k, v)
 
         return apply
 

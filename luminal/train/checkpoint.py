@@ -14,6 +14,7 @@ import numbers
 
 import numpy as np
 
+from luminal.core.interrupts import interrupts_deferred
 from luminal.core.safetensors_io import load_file, load_metadata, save_file
 
 FORMAT = "luminal-checkpoint/1"
@@ -126,8 +127,9 @@ def load_checkpoint(path, *, model=None, optimizer=None, scheduler=None, step=No
             raise ValueError(f"{path}: {e}") from None
     extra = _meta_json(path, meta, "extra", object)
     sched = _meta_json(path, meta, "scheduler") if scheduler is not None else None
-    for apply in applies:
-        apply()
-    if scheduler is not None:
-        scheduler.load_state_dict(sched)
+    with interrupts_deferred():  # every part or none: a Ctrl-C is raised after the last
+        for apply in applies:
+            apply()
+        if scheduler is not None:
+            scheduler.load_state_dict(sched)
     return extra

@@ -6,6 +6,11 @@ optimizer state are persistent States written back in place after each run; the 
 runtime scalars (learning rate, bias corrections) are refreshed from its param groups before each
 run, so a scheduler changing ``group["lr"]`` takes effect without recompiling.
 
+A call is whole under Ctrl-C: the generated code writes some States in place, the runner copies the
+others back and the step count follows in Python, so a KeyboardInterrupt between two of those would
+leave parameters, moments and count at different steps (and a checkpoint saved after catching it would
+keep that). A SIGINT during a call is raised once all of it is written (``core/interrupts.py``).
+
 ``check_finite=True`` guards against silent divergence (a learning rate far too large drives the
 loss to inf, then NaN, and every later step trains on NaN weights): the compiled update writes its
 new values only where the loss (and the gradient norm, when clipping by norm computes it) is
@@ -34,6 +39,7 @@ import numpy as np
 
 from luminal.compiler import compile as compile_graph
 from luminal.core import dtype as dt
+from luminal.core.interrupts import interrupts_deferred
 from luminal.frontend.ops import clamp, isfinite, logical_and, minimum, where, zeros_like
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
@@ -210,7 +216,9 @@ class TrainStep:
                                      updates={**graph_updates, **updates})
 
     def __call__(self, /, **batch):
-        with self._lock:  # a step is whole: its scalars, its program run and its counters, one thread at a time
+        # a step is whole: its scalars, its program run and its counters, one thread at a time, and a
+        # Ctrl-C during it is raised once all of it is written (``core/interrupts.py``)
+        with self._lock, interrupts_deferred():
             return self._step(batch)
 
     def _step(self, batch):
@@ -297,11 +305,12 @@ class TrainStep:
             else (lambda: None)
 
         def apply():
-            scaler_apply()
-            self.micro_step = micro
-            self.graph.rng.bit_generator.state = sd["rng"]
-            for a, v in values:
-                np.copyto(a.data, v, casting="unsafe")
+            with interrupts_deferred():
+                scaler_apply()
+                self.micro_step = micro
+                self.graph.rng.bit_generator.state = sd["rng"]
+                for a, v in values:
+                    np.copyto(a.data, v, casting="unsafe")
 
         return apply
 

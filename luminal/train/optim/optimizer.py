@@ -21,6 +21,7 @@ import numbers
 import numpy as np
 
 from luminal.core.errors import check_number
+from luminal.core.interrupts import interrupts_deferred
 from luminal.frontend.state import State, scalar_state
 
 
@@ -165,11 +166,13 @@ class Optimizer:
             raise ValueError(f"{name}: the checkpoint has state this optimizer does not: {', '.join(extra)}")
 
         def apply():
-            for g, saved in zip(self.param_groups, saved_groups):
-                g.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in saved.items() if k != "param_count"})
-            self.steps = steps
-            for st, v in values:
-                np.copyto(st.data, v, casting="unsafe")
+            with interrupts_deferred():  # all of it or, interrupted before it starts, none
+                for g, saved in zip(self.param_groups, saved_groups):
+                    g.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in saved.items()
+                              if k != "param_count"})
+                self.steps = steps
+                for st, v in values:
+                    np.copyto(st.data, v, casting="unsafe")
 
         return apply
 
