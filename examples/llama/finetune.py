@@ -10,6 +10,11 @@ program whose decoder layers are rolled (``--report`` prints its compile report)
 follows a cosine schedule from ``--lr`` to ``--min-lr`` over the run without recompiling (it is a
 runtime scalar). ``--save`` writes ``config.json`` + ``model.safetensors`` (float32; each file written
 atomically) and copies the tokenizer files, so ``generate.py`` and Hugging Face load the result.
+
+The training state (weights, AdamW moments, the schedule, the steps done) goes to ``--checkpoint``
+(written atomically) every ``--save-every`` steps and when the run is interrupted: Ctrl-C waits for the
+step under way to be applied entirely, saves, and exits with status 130. ``--resume FILE`` continues
+from such a file exactly as the run would have gone on (same batches, same schedule).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from model import Llama  # noqa: E402
 
 import luminal as lm  # noqa: E402
 from luminal import train  # noqa: E402
+from luminal.train import interrupts_deferred  # noqa: E402
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
                    "tokenizer.model")
@@ -90,7 +96,36 @@ def parse_args(argv=None):
     p.add_argument("--backend", default="cpu")
     p.add_argument("--save", type=Path, default=None, help="output directory (HF layout)")
     p.add_argument("--report", action="store_true", help="print the train step's compile report")
-    return p.parse_args(argv)
+    p.add_argument("--checkpoint", type=Path, default=Path("finetune-state.safetensors"),
+                   help="training state written every --save-every steps and on Ctrl-C (default: %(default)s)")
+    p.add_argument("--save-every", type=int, default=0, metavar="N", help="write --checkpoint every N steps")
+    p.add_argument("--resume", type=Path, default=None, help="a --checkpoint file to continue from")
+    args = p.parse_args(argv)
+    if args.save_every < 0:
+        p.error(f"--save-every must be >= 0, got {args.save_every}")
+    return args
+
+
+RUN_KEYS = ("steps", "batch_size", "seq_len", "seed")  # what fixes the batches and the schedule's length
+
+
+def save_state(path: Path, model, opt, sched, step, args, done: int) -> None:
+    """The training state after ``done`` steps, for ``--resume`` (one file, written atomically)."""
+    run = {k: getattr(args, k) for k in RUN_KEYS}
+    train.save_checkpoint(path, model=model, optimizer=opt, scheduler=sched, step=step,
+                          extra={"done": done, "run": run})
+
+
+def resume(path: Path, model, opt, sched, step, args) -> int:
+    """Load ``--resume``'s state; the steps it had done. A run of other steps, batch size, sequence
+    length or seed would not continue the same run (other batches, another schedule): refused."""
+    extra = train.load_checkpoint(path, model=model, optimizer=opt, scheduler=sched, step=step)
+    run = {k: getattr(args, k) for k in RUN_KEYS}
+    diff = [f"--{k.replace('_', '-')} {extra['run'][k]} there, {run[k]} here" for k in RUN_KEYS
+            if extra["run"].get(k) != run[k]]
+    if diff:
+        raise SystemExit(f"finetune.py: {path} is the state of another run ({'; '.join(diff)})")
+    return int(extra["done"])
 
 
 def main(argv=None) -> dict:
@@ -116,24 +151,40 @@ def main(argv=None) -> dict:
     if args.report:
         step.report()
 
+    done = 0
+    if args.resume is not None:
+        done = resume(args.resume, model, opt, sched, step, args)
+        print(f"resumed from {args.resume} after step {done}")
     losses = []
-    bar = tqdm(batches(data, args.batch_size, args.steps, args.seed), total=args.steps, unit="step",
-               file=sys.stdout, desc="finetune")
+    todo = batches(data, args.batch_size, args.steps, args.seed)[done:]
+    bar = tqdm(todo, total=args.steps, initial=done, unit="step", file=sys.stdout, desc="finetune")
     t_start, tokens = time.perf_counter(), 0
-    for b in bar:
-        losses.append(step(ids=b[:, :-1], targets=b[:, 1:]))
-        sched.step()
-        tokens += b[:, 1:].size
-        bar.set_postfix(loss=f"{losses[-1]:.4f}", lr=f"{opt.param_groups[0]['lr']:.2e}",
-                        tok_s=f"{tokens / (time.perf_counter() - t_start):.0f}")
+    try:
+        for b in bar:
+            with interrupts_deferred():  # the step, its schedule and its count: all three or none
+                losses.append(step(ids=b[:, :-1], targets=b[:, 1:]))
+                sched.step()
+                done += 1
+            tokens += b[:, 1:].size
+            bar.set_postfix(loss=f"{losses[-1]:.4f}", lr=f"{opt.param_groups[0]['lr']:.2e}",
+                            tok_s=f"{tokens / (time.perf_counter() - t_start):.0f}")
+            if args.save_every and done % args.save_every == 0:
+                save_state(args.checkpoint, model, opt, sched, step, args, done)
+    except KeyboardInterrupt:
+        bar.close()
+        save_state(args.checkpoint, model, opt, sched, step, args, done)
+        print(f"interrupted after step {done} of {args.steps}: saved {args.checkpoint}; "
+              f"continue with --resume {args.checkpoint}")
+        return {"losses": losses, "model": model, "interrupted": True, "done": done}
     bar.close()
-    k = max(1, len(losses) // 10)
-    print(f"loss: first {k} steps {np.mean(losses[:k]):.4f} -> last {k} steps {np.mean(losses[-k:]):.4f}")
+    if losses:
+        k = max(1, len(losses) // 10)
+        print(f"loss: first {k} steps {np.mean(losses[:k]):.4f} -> last {k} steps {np.mean(losses[-k:]):.4f}")
     if args.save is not None:
         save(model, args.model_dir, args.save)
         print(f"saved {args.save}")
-    return {"losses": losses, "model": model}
+    return {"losses": losses, "model": model, "interrupted": False, "done": done}
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(130 if main()["interrupted"] else 0)  # 130: the shell's status for a run stopped by Ctrl-C
