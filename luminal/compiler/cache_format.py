@@ -108,13 +108,18 @@ class _Writer:
         r = self.rows.get(memo)
         if r is None:
             row = self._row(x, t)  # its children's rows first
-            same = tuple([tuple(c) if type(c) is list else c for c in row])  # an equal value's row is the same
-            r = self.equal.get(same)
-            if r is None or t is np.ndarray:  # (an array's row names its own bytes)
-                r = self.equal[same] = len(self.values)
+            if type(memo) is tuple or t is np.ndarray:  # a scalar (``memo`` is its value), an array (its bytes)
+                r = len(self.values)
                 self.values.append(row)
+            else:  # an equal value met before as another object has the same row
+                same = tuple([tuple(c) if type(c) is list else c for c in row])  # (only ints and strs: exact)
+                r = self.equal.get(same)
+                if r is None:
+                    r = self.equal[same] = len(self.values)
+                    self.values.append(row)
+            if type(memo) is int:
+                self.keep.append(x)
             self.rows[memo] = r
-            self.keep.append(x)
         return r
 
     def _row(self, x, t) -> list:

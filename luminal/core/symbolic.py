@@ -148,7 +148,7 @@ class Sym:
     def __reduce__(self):
         # Rebuilt from its terms, never from its slots: the cached ``_hash`` hashes names (strings), and
         # string hashes differ between processes, so a copied one would break dicts in the process that
-        # loads it (the compile cache pickles kernel graphs full of Syms).
+        # loads it (a Sym pickled by a user, or sent to a worker process; the compile cache stores terms).
         return (Sym, (dict(self.terms),))
 
     def __bool__(self):

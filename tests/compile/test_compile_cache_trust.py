@@ -348,3 +348,64 @@ def _tiny() -> dict:
     x = g.input("x", (3,))
     kg, plan, _, _ = compile_graph(g, [((x * 2).node, (x * 2).layout)], [])
     return {"kg": kg, "plan": plan, "stats": {}, "times": {}, "positions": [], "compile_s": 0.0}
+
+
+def test_every_value_comes_back_exactly():
+    """Each kind of value an entry holds comes back of its type and bit for bit: signed zeros, NaN and
+    infinities, big ints, bools (not ints), numpy scalars, every symbolic atom, masked views and their
+    pads; equal values stay equal and unequal ones (-0.0, 0.0) stay apart."""
+    from luminal.core import dtype as dt
+    from luminal.core.kernel_graph import Buffer, Expr, Kernel, KernelGraph, MemoryPlan
+    from luminal.core.symbolic import Sym, dmax, dmin, floordiv, mod
+    from luminal.core.view import View
+
+    B, S = Sym.var("B"), Sym.var("S")
+    args = [float("nan"), float("inf"), float("-inf"), -0.0, 0.0, 5e-324, 1.5, 2**70, -(2**40), True, False, 1, 1.0,
+            np.float32(0.1), np.int32(-3), np.float16(2.5), np.bool_(True), B * S + 3, floordiv(S + 1, 2),
+            mod(S, B), dmax(B, S), dmin(B - 1, S), (B, 4, S * 2)]
+    leaves = [Expr("Scalar", (), a, dt.float32) for a in args]
+    b = Buffer(7, (B, 4), dt.bfloat16, "state", "w", np.arange(8, dtype=np.float32).reshape(2, 4), offset=S)
+    views = [View((B, 4), (4, 1), S, ((1, B), (0, 3)), pad) for pad in (-0.0, 0.0, float("nan"), True, 2)]
+    k = Kernel("reduce", (B, 4), [(b, v) for v in views], [(b, e) for e in leaves], (1,), "max", leaves[0],
+               dt.float32, [(b, views[0])], ("Max", "Add"))
+    kg = KernelGraph([b], [k], [(b, views[1])], [("w", b, views[2])], ("B", "S"))
+    entry = {"kg": kg, "plan": MemoryPlan({7: 0}, [[b]], [b], {7: 3}), "stats": {"loops": [{"trips": 2}]},
+             "times": {"x": 0.5}, "positions": [3, 1, 2], "compile_s": 0.25}
+    back = cache_format.loads(cache_format.dumps("k", entry), "k")
+    k2 = back["kg"].kernels[0]
+    for a, (_, e) in zip(args, k2.outputs):
+        got = e.arg
+        assert type(got) is type(a), (a, got)
+        if isinstance(a, (float, np.generic)):
+            assert np.asarray(got).tobytes() == np.asarray(a).tobytes(), (a, got)
+        else:
+            assert got == a, (a, got)
+    assert k2.prologue is k2.outputs[0][1] and k2.inputs[0][0] is back["kg"].buffers[0] is back["plan"].temps[0]
+    for v, (_, w) in zip(views, k2.inputs):
+        assert w == v and type(w.pad) is type(v.pad) and w.mask == v.mask and w.offset == v.offset
+    assert k2.inputs[0][1] != k2.inputs[1][1]  # the -0.0 pad and the 0.0 pad
+    b2 = back["kg"].buffers[0]
+    assert (b2.id, b2.shape, b2.dtype, b2.kind, b2.name, b2.offset) == (7, (B, 4), dt.bfloat16, "state", "w", S)
+    assert b2.value.dtype == np.float32 and b2.value.flags.writeable and np.array_equal(b2.value, b.value)
+    assert (k2.kind, k2.domain, k2.axes, k2.reduce_op, k2.acc_dtype, k2.fused) == \
+        ("reduce", (B, 4), (1,), "max", dt.float32, ("Max", "Add"))
+    assert back["kg"].updates[0][0] == "w" and back["kg"].dims == ("B", "S")
+    assert (back["plan"].slot_of, back["plan"].calls) == ({7: 0}, {7: 3})
+    assert (back["stats"], back["times"], back["positions"], back["compile_s"]) == \
+        (entry["stats"], entry["times"], [3, 1, 2], 0.25)
+
+
+def test_what_the_format_cannot_hold_is_not_stored():
+    """An object of a type the format does not know is a TypeError when writing (``cache.store`` then
+    warns and stores nothing), never stored some other way."""
+    from luminal.core import dtype as dt
+    from luminal.core.kernel_graph import Buffer, Expr, Kernel, KernelGraph, MemoryPlan
+    from luminal.core.view import View
+
+    b = Buffer(0, (2,), dt.float32)
+    for odd in (object(), [1, 2], {"a": 1}, np.array([object()]), 1j):
+        k = Kernel("elementwise", (2,), [], [(b, Expr("Scalar", (), odd, dt.float32))])
+        kg = KernelGraph([b], [k], [(b, View.contiguous((2,)))], [])
+        entry = {"kg": kg, "plan": MemoryPlan({}, [], []), "stats": {}, "times": {}, "positions": [], "compile_s": 0.0}
+        with pytest.raises(TypeError):
+            cache_format.dumps("k", entry)
