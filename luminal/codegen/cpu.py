@@ -22,7 +22,9 @@ An index out of range (gather, scatter_add) reads and writes nothing and stores 
 a kernel cannot raise, so the caller checks the cell after the call.
 
 Float16 and bfloat16 accumulate in float32 and are rounded once at the end; a sum of products of
-16-bit loads multiplies in float32 (300 * 300 is inf in float16): both as the reference does.
+16-bit loads multiplies in float32 (300 * 300 is inf in float16): both as the reference does. A
+float32 sum accumulates in float64 (``codegen.lower.accumulator``): LLVM vectorises it in any order
+(``reassoc``), and its error stays within 1e-6 of the sum up to 2**31 terms.
 
 The caller says where buffers live: ``place(buf, view)`` gives the :class:`~luminal.codegen.lower.Placed`
 read of a kernel-graph view, ``place(buf, None)`` the placement of a whole output buffer (its
@@ -36,6 +38,7 @@ from luminal.codegen.lower import (
     Placed,
     Values,
     accumulate,
+    accumulator,
     contiguous_index,
     index_read,
     read,
@@ -161,14 +164,14 @@ def elementwise(k, env: dict, place, name: str) -> ir.Kernel:
                               notes={"fused": " ".join(k.fused)}))
 
 
-def _prologue_value(k, values, idx, acc_dtype) -> ir.V:
-    """The value summed or maxed at ``idx`` of the domain, in the accumulator's compute dtype."""
+def _prologue_value(k, values, idx, acc_dtype, work) -> ir.V:
+    """The value summed or maxed at ``idx`` of the domain, in the accumulator's dtype ``work``."""
     pro = k.prologue
     if k.reduce_op == "sum" and acc_dtype in HALF and pro.op == "Mul" and all(a.op == "Load" for a in pro.args):
         a, b = (ir.cast(values.at(x, idx), dt.float32) for x in pro.args)  # 16-bit products in float32
-        return ir.alu("Mul", a, b)
+        return ir.cast(ir.alu("Mul", a, b), work)
     v = values.at(pro, idx if values.shape(pro) is not None else ())
-    return ir.cast(v, dt.float32) if acc_dtype in HALF else v
+    return ir.cast(v, work)
 
 
 def reduce(k, env: dict, place, name: str) -> ir.Kernel:
@@ -203,10 +206,10 @@ def reduce(k, env: dict, place, name: str) -> ir.Kernel:
     op = "sum" if k.kind == "matmul" else k.reduce_op
     kk = _Reduction(prologue, op)
     acc_dtype = k.acc_dtype
-    work = dt.float32 if acc_dtype in HALF else acc_dtype
+    work = accumulator(op, acc_dtype)
     view_shapes = [tuple(evaluate(d, env) for d in v.shape) for _, v in k.inputs]
     values = Values(pro_leaf, lambda e: view_shapes[e.arg], env)
-    step = accumulate(op, ir.var("acc", work), _prologue_value(kk, values, idx_dom, acc_dtype))
+    step = accumulate(op, ir.var("acc", work), _prologue_value(kk, values, idx_dom, acc_dtype, work))
     inner: tuple = (ir.Assign("acc", step),)
     for j in reversed(range(len(axes))):
         inner = (ir.Loop(f"r{j}", ir.const(0), ir.const(domain[axes[j]]), inner),)

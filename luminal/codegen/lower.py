@@ -231,6 +231,27 @@ def reduce_identity(op: str, dtype) -> ir.V:
     return ir.const(float("-inf"), dtype) if dtype.is_float else ir.const(-(2 ** 31), dtype)
 
 
+def accumulator(op: str, dtype) -> dt.DType:
+    """The dtype a reduction of ``dtype`` values accumulates in.
+
+    A float32 sum accumulates in float64. Its error then has a bound whatever order a target adds
+    in (LLVM's vectoriser reassociates a sum into many partial sums; a GPU block adds by threads,
+    then as a tree, a split row by blocks): at most ``(n - 1) * 2**-53`` times the sum of the
+    terms' magnitudes, 2.4e-7 for ``n = 2**31`` terms, and the one rounding to float32 adds 6e-8.
+    So a float32 sum stays within 1e-6 (relative, for terms of one sign) of the exact sum up to
+    2**31 terms, as numpy's pairwise sum does, where a float32 accumulator drifted (the mean of 2e7
+    copies of 0.1 was 6e-3 off; a float32 running sum stops growing at 2**24 times its terms).
+    Compensated (Kahan) float32 sums would bound it too, but their loop-carried compensation keeps
+    LLVM from vectorising the loop; a float64 add per term vectorises, and costs little where a
+    reduction is bound by memory (both targets' reductions are).
+
+    float16 and bfloat16 reductions accumulate in float32 (the reference's rule); a float32 max and
+    integer and float64 reductions in their own dtype (a max is exact)."""
+    if dtype in (dt.float16, dt.bfloat16):
+        return dt.float32
+    return dt.float64 if op == "sum" and dtype is dt.float32 else dtype
+
+
 def accumulate(op: str, acc: ir.V, x: ir.V) -> ir.V:
     """One step of a sum (Add: ``or`` on bools) or max reduction."""
     return ir.alu("Max" if op == "max" and acc.dtype.kind != "b" else "Add", acc, x)

@@ -9,8 +9,9 @@ reads it through its views (strides, offset, mask) and writes whole buffers in r
 | elementwise | one thread per element, ``ELEMENTWISE_THREADS`` per block, a masked tail
 | reduce      | ``row``: a block per output (threads stride the row, warp shuffles, then the warps'
 |             | partials through shared memory), or ``thread``: a thread per output looping over
-|             | its row (short rows, many outputs); prologue and epilogue fused either way; float32
-|             | accumulation for 16-bit inputs
+|             | its row (short rows, many outputs), or ``split``: blocks share a long row; prologue
+|             | and epilogue fused either way; float32 sums accumulate in float64, 16-bit inputs in
+|             | float32 (``codegen.lower.accumulator``)
 | matmul      | ``mma``: tensor cores (float16 / bfloat16 in, float32 accumulate), a warp per 16x8
 |             | tile, ``mma.sync.m16n8k16`` in the PTX fragment layout; ``tiled``: 16x16 tiles of
 |             | both operands through shared memory (float32/float64/int32 and the fallback);
@@ -34,6 +35,7 @@ from luminal.codegen.lower import (
     Placed,
     Values,
     accumulate,
+    accumulator,
     contiguous_index,
     dim,
     index_read,
@@ -193,7 +195,7 @@ def _prologue(k, a: _Args, op: str, work):
     def at(idx):
         if half_products:  # 16-bit products in float32, as the reference's contraction does
             x, y = (ir.cast(values.at(t, idx), dt.float32) for t in prologue.args)
-            return ir.alu("Mul", x, y)
+            return ir.cast(ir.alu("Mul", x, y), work)
         v = values.at(prologue, idx if values.shape(prologue) is not None else ())
         return ir.cast(v, work)
     return at
@@ -220,7 +222,10 @@ def _epilogue(k, a: _Args, out_idx, result: ir.V, valid=None) -> list:
 
 
 def _work_dtype(k):
-    return dt.float32 if k.acc_dtype in HALF else k.acc_dtype
+    """The dtype a reduction kernel accumulates in (``codegen.lower.accumulator``: float64 for a
+    float32 sum, float32 for 16-bit floats), in every thread's loop, the block's tree and the split's
+    partials alike."""
+    return accumulator(_op(k), k.acc_dtype)
 
 
 def _op(k) -> str:
@@ -420,11 +425,13 @@ def _operand(k, a: _Args, slot: int, fixed: dict, work, valid) -> ir.V:
 def matmul_tiled(k, axes) -> Launch:
     """A 16x16 block of threads per 16x16 output tile; each step of 16 along k loads one tile of each
     operand into shared memory (a thread an element), then every thread takes its dot product of the
-    two tiles. Operands multiply and accumulate in the accumulator's compute dtype."""
+    two tiles: its 16 products (float32 for 16-bit operands, else the operands' dtype) summed as a
+    pairwise tree (4 roundings deep), the tile's sum added into the accumulator (``_work_dtype``:
+    float64 for float32), so the error does not grow with k any faster than a sum's."""
     batch_axes, m_ax, n_ax, k_ax = axes
     sa, sb = _roles(k, axes)
     a = _Args()
-    work = _work_dtype(k)
+    compute, work = (dt.float32 if k.acc_dtype in HALF else k.acc_dtype), _work_dtype(k)
     m, n, kk = (k.domain[i] for i in (m_ax, n_ax, k_ax))
     tx, ty = ir.thread(0), ir.thread(1)
     row = ir.add(ir.mul(ir.block(1), TILE), ty)
@@ -437,16 +444,15 @@ def matmul_tiled(k, axes) -> Launch:
     b_fixed = {**batch, m_ax: ir.const(0), n_ax: col, k_ax: b_k}
     a_ok = ir.both(ir.alu("LessThan", row, dim(m)), ir.alu("LessThan", a_k, dim(kk)))
     b_ok = ir.both(ir.alu("LessThan", col, dim(n)), ir.alu("LessThan", b_k, dim(kk)))
-    a_val = _operand(k, a, sa, a_fixed, work, a_ok)
-    b_val = _operand(k, a, sb, b_fixed, work, b_ok)
+    a_val = _operand(k, a, sa, a_fixed, compute, a_ok)
+    b_val = _operand(k, a, sb, b_fixed, compute, b_ok)
     slot = ir.add(ir.mul(ty, TILE), tx)
-    j = ir.var("j")
-    dot = ir.alu("Mul", ir.load("tile_a", work, ir.add(ir.mul(ty, TILE), j)),
-                 ir.load("tile_b", work, ir.add(ir.mul(j, TILE), tx)))
+    dot = _pairwise([ir.alu("Mul", ir.load("tile_a", compute, ir.add(ir.mul(ty, TILE), j)),
+                             ir.load("tile_b", compute, ir.add(ir.mul(j, TILE), tx))) for j in range(TILE)])
     body = [ir.Assign("acc", reduce_identity("sum", work)),
             ir.Loop("t", ir.const(0), dim(kk), (
                 ir.Store("tile_a", slot, a_val), ir.Store("tile_b", slot, b_val), ir.Barrier(),
-                ir.Loop("j", ir.const(0), ir.const(TILE), (ir.Assign("acc", ir.alu("Add", ir.var("acc", work), dot)),)),
+                ir.Assign("acc", ir.alu("Add", ir.var("acc", work), ir.cast(dot, work))),
                 ir.Barrier()), ir.const(TILE)),
             ir.Assign("result", ir.cast(ir.var("acc", work), k.acc_dtype))]
     out_valid = ir.both(ir.alu("LessThan", row, dim(m)), ir.alu("LessThan", col, dim(n)))
@@ -455,8 +461,15 @@ def matmul_tiled(k, axes) -> Launch:
     batches = prod(tuple(k.domain[i] for i in batch_axes)) if batch_axes else 1
     kern = ir.Kernel("k", tuple(a.bufs.values()), (),
                      (_grid(n, TILE), _grid(m, TILE), dim(batches)), tuple(body), block=(TILE, TILE),
-                     shared=(ir.Shared("tile_a", work, TILE * TILE), ir.Shared("tile_b", work, TILE * TILE)))
+                     shared=(ir.Shared("tile_a", compute, TILE * TILE), ir.Shared("tile_b", compute, TILE * TILE)))
     return Launch(_name("matmul_tiled", kern), a.args, a.scratch, "tiled")
+
+
+def _pairwise(xs: list) -> ir.V:
+    """The sum of ``xs`` as a balanced tree: ``ceil(log2(len(xs)))`` roundings deep, not ``len(xs) - 1``."""
+    while len(xs) > 1:
+        xs = [ir.alu("Add", *xs[i:i + 2]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
+    return xs[0]
 
 
 def _out_index(k, batch: dict, row, col) -> tuple:
