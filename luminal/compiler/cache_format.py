@@ -14,9 +14,10 @@ JSON (UTF-8), the blob (each constant array's bytes, one after another). The JSO
   after the tag), ``t`` a tuple (its items' rows), ``D`` a DType (its name), ``A`` a symbolic Atom
   (its kind, its args' rows), ``Y`` a Sym (per term ``[coefficient, atom rows...]``), ``V`` a View
   (the rows of shape, strides, offset, mask, pad), ``a`` an array (dtype, shape, offset and length
-  in the blob), ``g`` a numpy scalar (dtype, its bytes in hex). A value met twice (the same object,
-  or an equal scalar) is one row: a deep graph shares a few hundred shapes and views among thousands
-  of kernels. Everything else below names values by row.
+  in the blob), ``g`` a numpy scalar (dtype, its bytes in hex). A value met twice, as the same object
+  or as an equal one (they are immutable: sharing one is safe), is one row: a deep graph's thousands
+  of kernels hold a hundred or so distinct shapes and views (as some thousand objects), and each is
+  decoded and checked once. Everything else below names values by row.
 - ``exprs``: every Expr as ``[op, arg, dtype, child rows...]``, children before parents (in this
   table's rows): an expression thousands deep is decoded without recursion, and a subexpression
   shared by several parents stays one object.
@@ -26,7 +27,7 @@ JSON (UTF-8), the blob (each constant array's bytes, one after another). The JSO
   (so a buffer shared by kernels, outputs and slots is one object again). A kernel is ``[kind,
   domain, inputs, outputs, axes, reduce_op, prologue, acc_dtype, epilogue_inputs, fused, body]``,
   its (buffer, view) and (buffer, expr) pairs flattened.
-- ``key``, ``stats``, ``times``, ``positions``, ``compile_s``: plain JSON.
+- ``key``, ``stats``, ``times``, ``compile_s``: plain JSON; ``positions``: the row of an int64 array.
 
 A ``Sym`` is rebuilt from its terms, so its cached hash is this process's (string hashes differ
 between processes).
@@ -229,8 +230,8 @@ def loads(data: bytes, key: str) -> dict | None:
         raise DecodeError(f"an entry of {len(data)} bytes whose header says {start + text_len + blob_len}")
     try:
         doc = json.loads(data[start:start + text_len])
-    except ValueError as e:  # UnicodeDecodeError is one too
-        raise DecodeError(f"the entry's JSON: {e}") from None
+    except (ValueError, RecursionError) as e:  # (UnicodeDecodeError is a ValueError; lists nested deep)
+        raise DecodeError(f"the entry's JSON: {type(e).__name__}: {e}") from None
     if type(doc) is not dict:
         raise DecodeError("the entry's JSON is no object")
     if doc.get("key") != key:

@@ -409,3 +409,14 @@ def test_what_the_format_cannot_hold_is_not_stored():
         entry = {"kg": kg, "plan": MemoryPlan({}, [], []), "stats": {}, "times": {}, "positions": [], "compile_s": 0.0}
         with pytest.raises(TypeError):
             cache_format.dumps("k", entry)
+
+
+def test_json_that_is_no_entry_does_not_decode():
+    """Text that is no entry's JSON (not JSON, not UTF-8, nested past the parser's recursion, not an
+    object) is a DecodeError, and so is a length that is not the header's."""
+    for text in (b"{", b"\xff\xfe", b"[" * 200_000 + b"]" * 200_000, b"[1, 2]", b'"key"'):
+        data = cache_format.MAGIC + cache_format.HEADER.pack(cache_format.FORMAT, len(text), 0) + text
+        with pytest.raises(DecodeError):
+            cache_format.loads(data, "k")
+        with pytest.raises(DecodeError):
+            cache_format.loads(data + b"\0", "k")
