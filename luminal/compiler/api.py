@@ -137,7 +137,7 @@ class Compiled:
         self._user = [n for n in inputs if n.arg in g.inputs]
         self._states = [(n.arg, g.states[n.arg]) for n in inputs if n.arg in g.states]
         self._random = [n for n in inputs if n.arg in g.random]
-        self._guard = _Guard(g, {n.arg for n in inputs}, backend) if _guards and g.guards else None
+        self._guard = _Guard(g, {n.arg for n in inputs}, every, backend) if _guards and g.guards else None
         # Calls from several threads run one at a time: a backend's program keeps its buffers between
         # calls (allocated once per binding), states are read and written back around a run, and the
         # graph's generator draws the random inputs. An uncontended acquire costs well under a
@@ -317,10 +317,15 @@ class _Guard:
     (for a cross-entropy label check, two small kernels, about a quarter of the flags and the values
     together); the ``value`` each message shows is computed, on the same arrays, only when a flag is set,
     by a second program compiled at the first failure (an error path, where its compile does not matter,
-    and a compile of the guarded program pays for the flags alone)."""
+    and a compile of the guarded program pays for the flags alone). A guard ``of`` a tensor is left out
+    too when the program does not compute that tensor (``computed``: the nodes ``outputs`` depend on)."""
 
-    def __init__(self, graph, reads: set, backend: str):
-        self.guards = [gd for gd in graph.guards if _inputs_read(gd[:2]) <= reads]
+    def __init__(self, graph, reads: set, outputs, backend: str):
+        computed = None
+        if any(gd[4] is not None for gd in graph.guards):
+            computed = {n.id for n in postorder([t.node for t in outputs], lambda n: [s for s, _ in n.srcs])}
+        self.guards = [gd for gd in graph.guards if _inputs_read(gd[:2]) <= reads
+                       and (gd[4] is None or gd[4].node.id in computed)]
         self.backend = backend
         flags = [failed for failed, *_ in self.guards]
         self.program = Compiled(flags, backend, _guards=False).runner if flags else None
@@ -335,7 +340,7 @@ class _Guard:
         if self._values is None:
             self._values = Compiled([value for _, value, *_ in self.guards], self.backend, _guards=False).runner
         values = self._values(arrays, env)
-        for (_, _, error, message), bad, value in zip(self.guards, failed, values, strict=True):
+        for (_, _, error, message, _), bad, value in zip(self.guards, failed, values, strict=True):
             if bool(bad):
                 raise error(message.replace("{value}", str(value.item())))
 

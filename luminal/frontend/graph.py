@@ -182,19 +182,21 @@ class Graph:
                            f"{shape_str(value.shape)}", value)
         self.updates[s] = value.cast(s.dtype)
 
-    def guard(self, failed, value, error: type, message: str) -> None:
+    def guard(self, failed, value, error: type, message: str, of=None) -> None:
         """Check values that only a run sees (class labels that arrive as an input): a program compiled
         from this graph that reads every input ``failed`` and ``value`` read evaluates them first, on
         the call's own inputs, and when ``failed`` (a bool scalar) is True raises ``error(message)``
         with ``{value}`` in ``message`` replaced by ``value`` (a scalar), before the program runs and
         before any state changes. A loss registers one where a bad value would otherwise surface as an
-        index error deep in the program, naming neither the loss nor the input."""
+        index error deep in the program, naming neither the loss nor the input. ``of``: the tensor the
+        check is about (an integer division's quotient); then only programs that compute it are
+        guarded (a program of the same graph that never divides must not fail on its divisor)."""
         for what, t in (("failed", failed), ("value", value)):
             if getattr(t, "graph", None) is not self or t.shape != ():
                 raise op_error(ValueError, "guard", f"{what} must be a scalar tensor of this graph")
         if failed.dtype is not dt.bool_:
             raise op_error(TypeError, "guard", f"failed must be bool, got {failed.dtype.name}", failed)
-        self.guards.append((failed, value, error, message))
+        self.guards.append((failed, value, error, message, of))
 
     def rand(self, shape) -> GraphTensor:
         """Uniform [0, 1) float32 noise of ``shape`` (may be symbolic), drawn from ``self.rng``

@@ -161,7 +161,7 @@ def div(a, b, rounding_mode=None) -> GraphTensor:
             down, as ``floor_divide``).
     """
     if rounding_mode == "floor":
-        return floor_divide(a, b)
+        return _floor_divide(a, b, "div")
     if rounding_mode == "trunc":
         return _trunc_div(a, b)
     if rounding_mode is not None:
@@ -183,7 +183,7 @@ def _trunc_div(a, b) -> GraphTensor:
     a, b = coerce("div", a, b)
     _not_bool(a, "div")
     if a.dtype.kind == "i":
-        return _int_div(a, b, floor=False)
+        return _divisor_checked("div", a, b, _int_div(a, b, floor=False))
     if a.dtype is dt.float32:
         return trunc(cast(_true_div(cast(a, dt.float64), cast(b, dt.float64)), dt.float32))
     q = _true_div(a, b)
@@ -195,12 +195,41 @@ def _trunc_div(a, b) -> GraphTensor:
 def _int_div(a: GraphTensor, b: GraphTensor, floor: bool) -> GraphTensor:
     """Exact int32 quotient (truncated or floored): ``a - fmod(a, b)`` is an exact multiple of ``b``,
     so its float64 quotient is within rounding of an integer and rounds to it. (``a * (1/b)`` alone
-    is not enough: ``49 * (1/49)`` is 0.9999999999999999 in float64.) Division by zero is undefined."""
+    is not enough: ``49 * (1/49)`` is 0.9999999999999999 in float64.) A zero divisor gives garbage:
+    callers check it (``_divisor_checked``)."""
     m = prim("Mod", a, b)
     q = mul(cast(sub(a, m), dt.float64), reciprocal(cast(b, dt.float64)))
     q = cast(round_(q), a.dtype)
     if floor:
         q = where(logical_and(ne(m, 0), ne(lt(m, 0), lt(b, 0))), sub(q, 1), q)
+    return q
+
+
+def _nonzero_constant(b: GraphTensor) -> bool:
+    """Whether ``b`` reads a constant without a zero (a Python number, a constant array)."""
+    n = b.node
+    if n.op != "Constant":
+        return False
+    if n.arg.scalar is not None:
+        return n.arg.digest != "sym" and n.arg.scalar != 0  # (a symbolic dim may be 0 at run time)
+    return bool(np.all(b.graph.constants[n.arg] != 0))
+
+
+def _divisor_checked(op: str, a: GraphTensor, b: GraphTensor, q: GraphTensor) -> GraphTensor:
+    """``q``, an integer quotient or remainder of ``a`` by ``b``, with a run-time check that no
+    divisor is zero (``Graph.guard``): torch raises ZeroDivisionError there, where the compositions
+    would silently give -2**31 or 0. The check runs before the program, on the run's own values, and
+    names ``op`` and the user's line; it reads the divisor broadcast to ``q`` (an empty quotient
+    divides nothing, as in torch), and costs nothing where ``b`` is a constant without a zero. Float
+    division by zero is IEEE's (inf, NaN) and is not checked."""
+    if _nonzero_constant(b):
+        return q
+    zero = eq(b, 0)
+    failed = (zero.expand(*q.shape) if tuple(zero.shape) != tuple(q.shape) else zero).any()
+    zeros = cast(zero, dt.int32).sum()
+    message = str(op_error(ZeroDivisionError, op, "integer division by zero: the divisor holds {value} zero(s)",
+                           a, b))
+    q.graph.guard(failed, zeros, ZeroDivisionError, message, of=q)
     return q
 
 
@@ -214,7 +243,8 @@ def fmod(a, b) -> GraphTensor:
     """
     a, b = coerce("fmod", a, b)
     _not_bool(a, "fmod")
-    return prim("Mod", a, b)
+    r = prim("Mod", a, b)
+    return _divisor_checked("fmod", a, b, r) if a.dtype.kind == "i" else r
 
 
 def remainder(a, b) -> GraphTensor:
@@ -223,15 +253,21 @@ def remainder(a, b) -> GraphTensor:
     _not_bool(a, "remainder")
     r = prim("Mod", a, b)
     fix = logical_and(ne(r, 0), ne(lt(r, 0), lt(b, 0)))
-    return where(fix, add(r, b), r)
+    r = where(fix, add(r, b), r)
+    return _divisor_checked("remainder", a, b, r) if a.dtype.kind == "i" else r
 
 
 def floor_divide(a, b) -> GraphTensor:
-    """torch ``//``: floor of the quotient. Integers divide exactly through float64."""
-    a, b = coerce("floor_divide", a, b)
-    _not_bool(a, "floor_divide")
+    """torch ``//``: floor of the quotient. Integers divide exactly through float64 (a zero integer
+    divisor raises ZeroDivisionError when the program runs, as torch)."""
+    return _floor_divide(a, b, "floor_divide")
+
+
+def _floor_divide(a, b, op: str) -> GraphTensor:
+    a, b = coerce(op, a, b)
+    _not_bool(a, op)
     if a.dtype.kind == "i":
-        return _int_div(a, b, floor=True)
+        return _divisor_checked(op, a, b, _int_div(a, b, floor=True))
     m = prim("Mod", a, b)
     q = div(sub(a, m), b)
     q = where(logical_and(ne(m, 0), ne(lt(b, 0), lt(m, 0))), sub(q, 1), q)
