@@ -136,9 +136,9 @@ _HELPERS = {
     "rb": (("b2f", "f2b"), "__device__ __forceinline__ float lm_rb(float x) { return lm_b2f(lm_f2b(x)); }"),
     # IEEE maximum: NaN-propagating, and of two equal operands the second where the first is -0
     "max": ((), "__device__ __forceinline__ float lm_max(float a, float b) "
-                "{ return (a > b || a != a) ? a : (b > a || b != b || signbit(a)) ? b : a; }\n"
+                "{ return (a > b || a != a) ? a : (b > a || b != b || __float_as_int(a) < 0) ? b : a; }\n"
                 "__device__ __forceinline__ double lm_max(double a, double b) "
-                "{ return (a > b || a != a) ? a : (b > a || b != b || signbit(a)) ? b : a; }\n"
+                "{ return (a > b || a != a) ? a : (b > a || b != b || __double_as_longlong(a) < 0) ? b : a; }\n"
                 "__device__ __forceinline__ int lm_max(int a, int b) { return a > b ? a : b; }\n"
                 "__device__ __forceinline__ long long lm_max(long long a, long long b) { return a > b ? a : b; }"),
     "mod": ((), "__device__ __forceinline__ int lm_mod(int a, int b) "
