@@ -30,7 +30,7 @@ from luminal.core.disk_cache import DiskCache
 
 DEFAULT_ARCH = "sm_90"  # without a GPU: the H200 this project targets
 OPTIONS = ("--std=c++17", "--fmad=false", "--ptxas-options=-v")
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2  # in the key (2: entries carry disk_cache's header; a luminal from before it never reads them)
 
 
 class CudaUnavailableError(RuntimeError):
