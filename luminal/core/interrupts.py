@@ -6,7 +6,9 @@ code, copied back by the compiled program's runner, counted by the step runner),
 tensor after tensor: an interrupt landing between two of those writes leaves some values at step
 k + 1 and others at k, and saving after catching the KeyboardInterrupt (the notebook habit) writes
 that mixed state to disk. Inside :class:`interrupts_deferred` a SIGINT is recorded instead, and
-raised as KeyboardInterrupt when the block ends, after its writes.
+raised as KeyboardInterrupt when the block ends, after its writes. A stretch of a block that writes
+nothing but may take seconds (a new binding's code generation at a step's first call) is marked
+:class:`interruptible`: a Ctrl-C there acts at once, so the user is never left waiting on a compile.
 
 One mechanism for every such block (``TrainStep.__call__``, ``load_state_dict`` of modules,
 optimizers, steps and scalers, ``load_checkpoint``): blocks nest, the outermost one raising. It
@@ -24,6 +26,8 @@ import signal
 import threading
 
 SIGINT = int(signal.SIGINT)
+_depth = 0  # deferred blocks open on the main thread (nested ones included), for ``interruptible``
+_installed: list = []  # the block whose recording handler is installed (at most one: the outermost)
 
 
 class interrupts_deferred:
@@ -35,20 +39,52 @@ class interrupts_deferred:
     __slots__ = ("_previous", "_received")
 
     def __enter__(self):
+        global _depth
         self._previous = None
         self._received = False
-        if _signal.getsignal(SIGINT) is signal.default_int_handler and \
-                threading.current_thread() is threading.main_thread():
-            self._previous = _signal.signal(SIGINT, self._record)
+        if threading.current_thread() is threading.main_thread():
+            _depth += 1
+            if _signal.getsignal(SIGINT) is signal.default_int_handler:
+                self._previous = _signal.signal(SIGINT, self._record)
+                _installed.append(self)
         return self
 
     def _record(self, signum, frame):
         self._received = True
 
     def __exit__(self, *exc):
+        global _depth
+        if threading.current_thread() is threading.main_thread():
+            _depth -= 1
         if self._previous is not None:
             _signal.signal(SIGINT, self._previous)
             self._previous = None
+            _installed.remove(self)
             if self._received:
                 raise KeyboardInterrupt
+        return False
+
+
+class interruptible:
+    """``with interruptible(): ...`` inside a deferred block: a stretch that writes nothing anyone
+    sees (the code generation of a program's new binding at its first call, which can take seconds),
+    where a Ctrl-C acts at once, as outside any block, instead of waiting for the block's end. Only
+    when the block is alone (not nested in a user's own block, which asked for all of it or none)
+    and nothing was recorded yet; anywhere else it changes nothing. So a long first step stays
+    interruptible, and the writes after the stretch still come whole."""
+
+    __slots__ = ("_block",)
+
+    def __enter__(self):
+        self._block = None
+        if _depth == 1 and _installed and not _installed[0]._received and \
+                threading.current_thread() is threading.main_thread():
+            self._block = _installed[0]
+            _signal.signal(SIGINT, signal.default_int_handler)
+        return self
+
+    def __exit__(self, *exc):
+        if self._block is not None:
+            _signal.signal(SIGINT, self._block._record)
+            self._block = None
         return False

@@ -66,3 +66,38 @@ def test_off_the_main_thread_nothing_changes():
     t.start()
     t.join()
     assert handlers == [signal.default_int_handler]
+
+
+def test_an_interruptible_stretch_acts_at_once_and_the_block_defers_again_after_it():
+    from luminal.core.interrupts import interruptible
+
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred():
+            with interruptible():
+                _ctrl_c()
+                done.append("went on after the signal")
+    assert done == []  # raised inside the stretch, at once
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred():
+            with interruptible():
+                pass
+            _ctrl_c()
+            done.append("after the stretch: deferred again")
+    assert done == ["after the stretch: deferred again"]
+
+
+def test_an_interruptible_stretch_inside_a_users_block_stays_deferred():
+    """A user's own block asked for all of it or none: a stretch nested in it changes nothing."""
+    from luminal.core.interrupts import interruptible
+
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred():
+            with interrupts_deferred():
+                with interruptible():
+                    _ctrl_c()
+                    done.append("the stretch went on")
+            done.append("the outer block went on")
+    assert done == ["the stretch went on", "the outer block went on"]

@@ -152,3 +152,30 @@ def test_an_interrupted_checkpoint_load_restores_all_of_it(tmp_path, monkeypatch
     assert sent
     _assert_same(_everything(model2, opt2), want)
     assert sched2.last_epoch == sched.last_epoch and opt2.param_groups[0]["lr"] == opt.param_groups[0]["lr"]
+
+
+def test_a_ctrl_c_during_the_first_calls_code_generation_acts_at_once(monkeypatch):
+    """A step's first call generates the code of its binding (seconds for a deep model): a Ctrl-C there
+    is raised at once, before anything is written, instead of after the whole step; the next call
+    compiles and trains as if it had never happened."""
+    from luminal.backends.cpu import compiled
+
+    model, opt, step = _trainer("cpu")
+    twin, twin_opt, twin_step = _trainer("cpu")
+    before = _everything(model, opt)
+    reached, binding = [], compiled.Binding
+
+    def interrupted_binding(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        reached.append("the layout went on after the signal")
+        return binding(*args, **kwargs)
+
+    monkeypatch.setattr(compiled, "Binding", interrupted_binding)
+    with pytest.raises(KeyboardInterrupt):
+        step(x=X, y=Y)
+    monkeypatch.undo()
+    assert reached == []
+    _assert_same(_everything(model, opt), before)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert step(x=X, y=Y) == pytest.approx(twin_step(x=X, y=Y), rel=1e-6)
+    _assert_same(_everything(model, opt), _everything(twin, twin_opt))

@@ -35,6 +35,7 @@ from luminal.codegen import ir, llvm
 from luminal.codegen.lower import Placed
 from luminal.core import numpy_ops as ops
 from luminal.core.gc_paused import gc_paused
+from luminal.core.interrupts import interruptible
 from luminal.core.kernel_graph import MemoryPlan, dims_needed, expand_calls
 from luminal.core.symbolic import evaluate, prod
 from luminal.core.view import contiguous_strides
@@ -112,7 +113,10 @@ class CpuProgram:
             return recent[1]
         b = self._bindings.get(key)
         if b is None:
-            with gc_paused():  # laying out a run allocates per kernel and frees next to nothing
+            # laying out a run allocates per kernel and frees next to nothing; it writes nothing a caller
+            # sees (``search`` times on copies), so a Ctrl-C during its code generation acts at once
+            # even inside a train step's deferred block (``core/interrupts.py``)
+            with gc_paused(), interruptible():
                 if self._kernels is None:
                     self._kernels = expand_calls(self.kg.kernels)
                 bound = dict(zip(self.dims, key))
