@@ -43,10 +43,12 @@ class interrupts_deferred:
         self._previous = None
         self._received = False
         if threading.current_thread() is threading.main_thread():
-            _depth += 1
+            # the recording handler first (and, at exit, restored last): a Ctrl-C meanwhile is recorded,
+            # never raised with the bookkeeping half done (a stale ``_installed`` or ``_depth``)
             if _signal.getsignal(SIGINT) is signal.default_int_handler:
                 self._previous = _signal.signal(SIGINT, self._record)
                 _installed.append(self)
+            _depth += 1
         return self
 
     def _record(self, signum, frame):
@@ -57,9 +59,9 @@ class interrupts_deferred:
         if threading.current_thread() is threading.main_thread():
             _depth -= 1
         if self._previous is not None:
-            _signal.signal(SIGINT, self._previous)
-            self._previous = None
             _installed.remove(self)
+            previous, self._previous = self._previous, None
+            _signal.signal(SIGINT, previous)
             if self._received:
                 raise KeyboardInterrupt
         return False
