@@ -20,6 +20,7 @@ The rotary settings are checked the same way, per kind (:data:`ROPE_KEYS`). A co
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +41,9 @@ FIXED = {
     "pruned_heads": ({}, None),
     "is_encoder_decoder": (False, None),
     "add_cross_attention": (False, None),
+    # nanotron's configs (SmolLM, SmolLM2) say which rotary layout their weights use: true would pair
+    # neighbouring channels (GPT-J style) instead of the two halves of each head as this model does
+    "rope_interleaved": (False, None),
 }
 
 INERT = frozenset({
@@ -49,6 +53,8 @@ INERT = frozenset({
     "pad_token_id", "sep_token_id", "decoder_start_token_id", "forced_bos_token_id", "forced_eos_token_id",
     # tensor-parallel slicing of the same products in old transformers: the same computation
     "pretraining_tp",
+    # nanotron's tag for "the Llama architecture" (SmolLM, SmolLM2): what architectures already says
+    "is_llama_config",
     "tokenizer_class", "return_dict", "output_hidden_states", "output_attentions", "output_scores", "torchscript",
     "use_bfloat16", "tf_legacy_loss", "chunk_size_feed_forward", "is_decoder", "tie_encoder_decoder",
     "cross_attention_hidden_size", "finetuning_task", "id2label", "label2id", "num_labels", "problem_type",
@@ -220,6 +226,31 @@ def _scaling(params: dict | None, max_positions: int, where: str) -> dict | None
         raise ValueError(f"config: {where} of rope_type {kind!r} needs {missing[0]!r}")
     if kind == "default":
         return None
+    _check_values(params, where, kind)
     if kind == "llama3":
         params.setdefault("original_max_position_embeddings", max_positions)
     return {"rope_type": kind, **params}
+
+
+def _check_values(params: dict, where: str, kind: str) -> None:
+    """The scaling's values, checked here: a factor written as the string "2" or a zero frequency factor
+    would otherwise load and fail later in ``inv_freq`` with an error that names no key, or give
+    infinite frequencies."""
+    def bad(key, what):
+        raise ValueError(f"config: {where} of rope_type {kind!r}: {key!r} must be {what}, got {params[key]!r}")
+
+    def number(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    if not (number(params["factor"]) and params["factor"] >= 1):
+        bad("factor", "a finite number >= 1")
+    if kind != "llama3":
+        return
+    for key in ("low_freq_factor", "high_freq_factor"):
+        if not (number(params[key]) and params[key] > 0):
+            bad(key, "a finite number > 0")
+    if not params["high_freq_factor"] > params["low_freq_factor"]:  # the blend divides by their difference
+        bad("high_freq_factor", f"greater than low_freq_factor ({params['low_freq_factor']!r})")
+    old = params.get("original_max_position_embeddings", 1)
+    if isinstance(old, bool) or not isinstance(old, int) or old < 1:
+        bad("original_max_position_embeddings", "a positive integer")

@@ -159,3 +159,95 @@ def test_keys_that_do_not_change_the_math_are_accepted(v5_dir, tmp_path):
              "pretraining_tp": 1, "output_attentions": False, "tokenizer_class": "PreTrainedTokenizerFast"}
     path = _with_config(v5_dir, tmp_path / "ok", lambda cfg: {**cfg, **extra})
     np.testing.assert_allclose(_ours(path), _hf(v5_dir), rtol=1e-4, atol=1e-4)
+
+
+# The config.json files of the model families the README names, as published on the Hugging Face hub
+# (written from those files: their keys and values, in their layout). Each must load as it is.
+_SMOL = {"architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+         "hidden_act": "silu", "is_llama_config": True, "model_type": "llama", "pretraining_tp": 1,
+         "rms_norm_eps": 1e-05, "rope_interleaved": False, "rope_scaling": None, "tie_word_embeddings": True,
+         "torch_dtype": "bfloat16", "use_cache": True, "vocab_size": 49152}
+PUBLISHED = {
+    "TinyLlama-1.1B-Chat-v1.0": {
+        "architectures": ["LlamaForCausalLM"], "attention_bias": False, "bos_token_id": 1, "eos_token_id": 2,
+        "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 5632,
+        "max_position_embeddings": 2048, "model_type": "llama", "num_attention_heads": 32,
+        "num_hidden_layers": 22, "num_key_value_heads": 4, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+        "rope_scaling": None, "rope_theta": 10000.0, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+        "transformers_version": "4.35.0", "use_cache": True, "vocab_size": 32000},
+    "Llama-2-7b-hf": {
+        "_name_or_path": "meta-llama/Llama-2-7b-hf", "architectures": ["LlamaForCausalLM"], "bos_token_id": 1,
+        "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+        "intermediate_size": 11008, "max_position_embeddings": 4096, "model_type": "llama",
+        "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 32, "pretraining_tp": 1,
+        "rms_norm_eps": 1e-05, "rope_scaling": None, "tie_word_embeddings": False, "torch_dtype": "float16",
+        "transformers_version": "4.31.0.dev0", "use_cache": True, "vocab_size": 32000},
+    "Meta-Llama-3-8B": {
+        "architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+        "bos_token_id": 128000, "eos_token_id": 128001, "hidden_act": "silu", "hidden_size": 4096,
+        "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 8192,
+        "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+        "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 500000.0,
+        "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.40.0.dev0",
+        "use_cache": True, "vocab_size": 128256},
+    "Llama-3.2-1B": {
+        "architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+        "bos_token_id": 128000, "eos_token_id": 128001, "head_dim": 64, "hidden_act": "silu", "hidden_size": 2048,
+        "initializer_range": 0.02, "intermediate_size": 8192, "max_position_embeddings": 131072,
+        "mlp_bias": False, "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 16,
+        "num_key_value_heads": 8, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+        "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                         "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+        "rope_theta": 500000.0, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+        "transformers_version": "4.45.0.dev0", "use_cache": True, "vocab_size": 128256},
+    "SmolLM2-135M": {
+        **_SMOL, "_name_or_path": "HuggingFaceTB/SmolLM2-135M", "bos_token_id": 0, "eos_token_id": 0,
+        "head_dim": 64, "hidden_size": 576, "initializer_range": 0.041666666666666664, "intermediate_size": 1536,
+        "max_position_embeddings": 2048, "mlp_bias": False, "num_attention_heads": 9, "num_hidden_layers": 30,
+        "num_key_value_heads": 3, "rope_theta": 100000, "transformers_version": "4.48.0"},
+    "SmolLM2-360M": {
+        **_SMOL, "bos_token_id": 0, "eos_token_id": 0, "hidden_size": 960, "initializer_range": 0.02,
+        "intermediate_size": 2560, "max_position_embeddings": 8192, "num_attention_heads": 15,
+        "num_hidden_layers": 32, "num_key_value_heads": 5, "rope_theta": 100000, "transformers_version": "4.40.1"},
+    "SmolLM2-1.7B": {
+        **_SMOL, "bos_token_id": 1, "eos_token_id": 2, "hidden_size": 2048, "initializer_range": 0.02,
+        "intermediate_size": 8192, "max_position_embeddings": 8192, "num_attention_heads": 32,
+        "num_hidden_layers": 24, "num_key_value_heads": 32, "pad_token_id": 2, "rope_theta": 130000,
+        "transformers_version": "4.42.3"},
+}
+
+
+@pytest.mark.parametrize("name", PUBLISHED)
+def test_published_configs_load(name):
+    d = PUBLISHED[name]
+    cfg = LlamaConfig.from_dict(d)
+    assert (cfg.hidden_size, cfg.num_hidden_layers, cfg.num_key_value_heads) == (
+        d["hidden_size"], d["num_hidden_layers"], d["num_key_value_heads"])
+    assert cfg.rope_theta == d.get("rope_theta", 10000.0)
+    assert cfg.rope_type == (d["rope_scaling"] or {}).get("rope_type", "default")
+    again = LlamaConfig.from_dict(cfg.to_dict())  # what save_pretrained writes loads again, the same
+    assert again.to_dict() == cfg.to_dict()
+
+
+def test_interleaved_rope_is_an_error_naming_it():
+    """nanotron's ``rope_interleaved: true`` rotates pairs of neighbouring channels: other logits."""
+    with pytest.raises(ValueError, match=r"'rope_interleaved' = True is not implemented"):
+        LlamaConfig.from_dict({**PUBLISHED["SmolLM2-135M"], "rope_interleaved": True})
+
+
+@pytest.mark.parametrize("scaling, key", [
+    ({"type": "linear", "factor": "2"}, "factor"),
+    ({"rope_type": "linear", "factor": 0.5}, "factor"),
+    ({"rope_type": "linear", "factor": float("nan")}, "factor"),
+    ({"rope_type": "linear", "factor": True}, "factor"),
+    ({**LLAMA3, "factor": None}, "factor"),
+    ({**LLAMA3, "low_freq_factor": 0.0}, "low_freq_factor"),
+    ({**LLAMA3, "high_freq_factor": "4"}, "high_freq_factor"),
+    ({**LLAMA3, "high_freq_factor": 1.0}, "high_freq_factor"),  # == low_freq_factor: the blend divides by 0
+    ({**LLAMA3, "original_max_position_embeddings": 16.5}, "original_max_position_embeddings"),
+    ({**LLAMA3, "original_max_position_embeddings": 0}, "original_max_position_embeddings"),
+])
+def test_a_scaling_value_of_the_wrong_type_or_range_is_an_error_naming_it(scaling, key):
+    for d in ({"rope_scaling": scaling}, {"rope_parameters": scaling}):
+        with pytest.raises(ValueError, match=rf"{next(iter(d))} of rope_type '\w+': '{key}' must be"):
+            LlamaConfig.from_dict(d)
