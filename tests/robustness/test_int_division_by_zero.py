@@ -101,3 +101,26 @@ def test_a_nonzero_constant_divisor_adds_no_guard():
     a = g.input("a", A.shape, dtype=lm.int32)
     _ = (a // 3, a % -2, lm.fmod(a, g.constant(np.array([1, 2, 3, 4, 5, 6], np.int32))))
     assert g.guards == []
+
+
+@pytest.mark.parametrize("how", ["setitem", "scatter_reduce_mean"])
+def test_divisions_whose_divisor_cannot_be_zero_add_no_guard(how):
+    """Writes through an index (a mean over repeated positions) and scatter_reduce's mean divide an
+    int tensor by a count clamped to at least 1: no run-time check (a second program on every call,
+    naming an op the user never wrote), and the values are still torch's."""
+    g = lm.Graph()
+    x = g.input("x", (4, 3), dtype=lm.int32)
+    i = g.input("i", (2, 3), dtype=lm.int32)
+    xs = np.arange(12, dtype=np.int32).reshape(4, 3)
+    idx = np.array([[0, 1, 0], [0, 3, 0]], np.int32)
+    src = np.array([[5, 6, 7], [9, 10, 11]], np.int32)
+    if how == "setitem":  # x[[0, 0, 3]] = [5, 7, 9]: position 0 written twice takes the mean, 6
+        y = x + 0
+        y[g.constant(np.array([0, 0, 3], np.int32))] = g.constant(np.array([[5] * 3, [7] * 3, [9] * 3], np.int32))
+        want = torch.tensor(xs)
+        want[[0, 3]] = torch.tensor([[6] * 3, [9] * 3], dtype=torch.int32)
+    else:
+        y = x.scatter_reduce(0, i, g.constant(src), "mean")
+        want = torch.tensor(xs).scatter_reduce(0, torch.tensor(idx, dtype=torch.int64), torch.tensor(src), "mean")
+    assert g.guards == []
+    np.testing.assert_array_equal(lm.compile(y, backend="cpu")(x=xs, i=idx), want.numpy())

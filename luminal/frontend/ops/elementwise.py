@@ -205,6 +205,13 @@ def _int_div(a: GraphTensor, b: GraphTensor, floor: bool) -> GraphTensor:
     return q
 
 
+def int_div_nonzero(a: GraphTensor, b: GraphTensor) -> GraphTensor:
+    """The floored integer quotient of ``a`` by ``b`` where the caller's construction keeps ``b``
+    nonzero (a count clamped to at least 1): no run-time zero check, which would run a second program
+    on every call and name an op the user never wrote."""
+    return _int_div(*coerce("floor_divide", a, b), floor=True)
+
+
 def _nonzero_constant(b: GraphTensor) -> bool:
     """Whether ``b`` reads a constant without a zero (a Python number, a constant array)."""
     n = b.node

@@ -12,7 +12,7 @@ from luminal.core.errors import check_number, op_error, renamed
 from luminal.core.symbolic import ceildiv, dmax, dmin, is_static, shape_str, sym
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.core import broadcast_shapes, cast, prim, require
-from luminal.frontend.ops.elementwise import add, div, eq, gt, lt, maximum, minimum, mul, where
+from luminal.frontend.ops.elementwise import add, div, eq, gt, int_div_nonzero, lt, maximum, minimum, mul, where
 from luminal.frontend.ops.reduce import amax, amin, prod_
 from luminal.frontend.tensor import GraphTensor, scalar_as_1d
 
@@ -305,7 +305,7 @@ def _overwrite(x: GraphTensor, d: int, index: GraphTensor, src: GraphTensor) -> 
     if x.dtype.kind == "f":
         total = div(total, cast(maximum(hits, 1), x.dtype))
     elif x.dtype.kind == "i":
-        total = div(total, maximum(hits, 1), rounding_mode="floor")
+        total = int_div_nonzero(total, maximum(hits, 1))
     return where(gt(hits, 0), total, x)
 
 
@@ -439,7 +439,7 @@ def scatter_reduce(input: GraphTensor, dim: int, index: GraphTensor, src: GraphT
         count = where(hit, count, 1)
         if x.dtype.is_float:
             return where(hit, div(total, cast(count, x.dtype)), x)
-        return where(hit, div(total, count, rounding_mode="floor"), x)
+        return where(hit, int_div_nonzero(total, count), x)
     # dense: positions (n) x index entries (m) along dim
     if not is_static(x.shape[d]):
         raise op_error(ValueError, "scatter_reduce", f"reduce={reduce!r} needs a static dim {d}, got {x.shape[d]}", x)
