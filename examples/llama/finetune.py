@@ -14,12 +14,15 @@ atomically) and copies the tokenizer files, so ``generate.py`` and Hugging Face 
 The training state (weights, AdamW moments, the schedule, the steps done) goes to ``--checkpoint``
 (written atomically) every ``--save-every`` steps and when the run is interrupted: Ctrl-C waits for the
 step under way to be applied entirely, saves, and exits with status 130. ``--resume FILE`` continues
-from such a file exactly as the run would have gone on (same batches, same schedule).
+from such a file exactly as the run would have gone on (same batches, same schedule); the file of
+another run (other ``--steps``, ``--batch-size``, ``--seq-len``, ``--seed`` or other ``--data`` bytes)
+is refused.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import shutil
 import sys
 import time
@@ -106,26 +109,55 @@ def parse_args(argv=None):
     return args
 
 
-RUN_KEYS = ("steps", "batch_size", "seq_len", "seed")  # what fixes the batches and the schedule's length
+RUN_KEYS = ("steps", "batch_size", "seq_len", "seed", "data")  # what fixes the batches and the schedule
 
 
-def save_state(path: Path, model, opt, sched, step, args, done: int) -> None:
+def data_id(path: Path) -> dict:
+    """What identifies ``--data``: its size and SHA-256 (the path only for messages: a moved file is the
+    same data, an edited one is not). Hashing a text file costs far less than one train step."""
+    raw = path.read_bytes()
+    return {"path": str(path), "bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
+
+
+def run_id(args, data: dict) -> dict:
+    """The run a training state belongs to: ``--resume`` continues only the same run."""
+    return {**{k: getattr(args, k) for k in RUN_KEYS if k != "data"}, "data": data}
+
+
+def save_state(path: Path, model, opt, sched, step, run: dict, done: int) -> None:
     """The training state after ``done`` steps, for ``--resume`` (one file, written atomically)."""
-    run = {k: getattr(args, k) for k in RUN_KEYS}
     train.save_checkpoint(path, model=model, optimizer=opt, scheduler=sched, step=step,
                           extra={"done": done, "run": run})
 
 
-def resume(path: Path, model, opt, sched, step, args) -> int:
+def _shown(key: str, value) -> str:
+    if key == "data" and isinstance(value, dict):
+        return f"{value.get('path')} ({value.get('bytes')} bytes, sha256 {str(value.get('sha256'))[:12]}...)"
+    return str(value)
+
+
+def _same_run(key: str, there, here) -> bool:
+    if key == "data":  # the same bytes, wherever the file now is
+        return isinstance(there, dict) and all(there.get(k) == here[k] for k in ("bytes", "sha256"))
+    return there == here
+
+
+def resume(path: Path, model, opt, sched, step, run: dict) -> int:
     """Load ``--resume``'s state; the steps it had done. A run of other steps, batch size, sequence
-    length or seed would not continue the same run (other batches, another schedule): refused."""
+    length, seed or data would not continue the same run (other batches, another schedule): refused."""
     extra = train.load_checkpoint(path, model=model, optimizer=opt, scheduler=sched, step=step)
-    run = {k: getattr(args, k) for k in RUN_KEYS}
-    diff = [f"--{k.replace('_', '-')} {extra['run'][k]} there, {run[k]} here" for k in RUN_KEYS
-            if extra["run"].get(k) != run[k]]
+    there = extra.get("run") if isinstance(extra, dict) else None
+    done = extra.get("done") if isinstance(extra, dict) else None
+    if not isinstance(there, dict) or isinstance(done, bool) or not isinstance(done, int) or done < 0:
+        has = f"keys {sorted(map(str, extra))}" if isinstance(extra, dict) else f"a JSON {type(extra).__name__}"
+        raise SystemExit(f"finetune.py: --resume {path} is a luminal checkpoint but not a finetune.py training "
+                         f"state (its extra values, {has}, lack the 'run' and 'done' that finetune.py writes): "
+                         f"give a --checkpoint file written by finetune.py")
+    diff = [f"--{k.replace('_', '-')} {_shown(k, there[k]) if k in there else 'not recorded'} there, "
+            f"{_shown(k, run[k])} here" for k in RUN_KEYS if not _same_run(k, there.get(k), run[k])]
     if diff:
         raise SystemExit(f"finetune.py: {path} is the state of another run ({'; '.join(diff)})")
-    return int(extra["done"])
+    return done
 
 
 def main(argv=None) -> dict:
@@ -140,6 +172,7 @@ def main(argv=None) -> dict:
     if ids.size and ids.max() >= cfg.vocab_size:
         raise SystemExit(f"finetune.py: the tokenizer gives id {ids.max()} >= vocab_size {cfg.vocab_size}")
     data = windows(ids, args.seq_len)
+    run = run_id(args, data_id(args.data))
     print(f"data: {args.data}: {len(ids):,} tokens, {len(data)} windows of {args.seq_len + 1}")
 
     t0 = time.perf_counter()
@@ -153,7 +186,7 @@ def main(argv=None) -> dict:
 
     done = 0
     if args.resume is not None:
-        done = resume(args.resume, model, opt, sched, step, args)
+        done = resume(args.resume, model, opt, sched, step, run)
         print(f"resumed from {args.resume} after step {done}")
     losses = []
     todo = batches(data, args.batch_size, args.steps, args.seed)[done:]
@@ -169,10 +202,10 @@ def main(argv=None) -> dict:
             bar.set_postfix(loss=f"{losses[-1]:.4f}", lr=f"{opt.param_groups[0]['lr']:.2e}",
                             tok_s=f"{tokens / (time.perf_counter() - t_start):.0f}")
             if args.save_every and done % args.save_every == 0:
-                save_state(args.checkpoint, model, opt, sched, step, args, done)
+                save_state(args.checkpoint, model, opt, sched, step, run, done)
     except KeyboardInterrupt:
         bar.close()
-        save_state(args.checkpoint, model, opt, sched, step, args, done)
+        save_state(args.checkpoint, model, opt, sched, step, run, done)
         print(f"interrupted after step {done} of {args.steps}: saved {args.checkpoint}; "
               f"continue with --resume {args.checkpoint}")
         return {"losses": losses, "model": model, "interrupted": True, "done": done}

@@ -131,3 +131,41 @@ def test_resume_of_another_run_is_refused(setup, tmp_path):
     args[args.index("--steps") + 1] = "7"
     with pytest.raises(SystemExit, match=r"another run \(--steps 5 there, 7 here\)"):
         _script().main(args)
+
+
+@pytest.fixture(scope="module")
+def finished(setup, tmp_path_factory):
+    """The state of a whole 5-step run on ``setup``'s data."""
+    ck = tmp_path_factory.mktemp("finished") / "state.safetensors"
+    _script().main(_args(setup, "--checkpoint", str(ck), "--save-every", "5"))
+    return ck
+
+
+def test_resume_on_other_data_is_refused(setup, finished, tmp_path):
+    other = tmp_path / "other.txt"
+    other.write_text(setup[1].read_text().replace("fox", "cat"))  # as many bytes, other text
+    args = _args((setup[0], other), "--resume", str(finished))
+    with pytest.raises(SystemExit, match=rf"another run \(--data {setup[1]} \(\d+ bytes, sha256 \w+\.\.\.\) there, "
+                                         rf"{other} \(\d+ bytes, sha256 \w+\.\.\.\) here\)"):
+        _script().main(args)
+
+
+def test_resume_on_the_same_data_moved_is_accepted(setup, finished, tmp_path):
+    moved = tmp_path / "moved.txt"
+    moved.write_bytes(setup[1].read_bytes())
+    rest = _script().main(_args((setup[0], moved), "--resume", str(finished)))
+    assert rest["done"] == 5 and rest["losses"] == []  # all 5 steps were done: nothing left to run
+
+
+@pytest.mark.parametrize("extra", [{"epoch": 3}, {"done": 2, "run": "steps=5"}, {"run": {"steps": 5}}, [1, 2]])
+def test_resume_of_a_checkpoint_not_written_by_finetune_is_refused(setup, tmp_path, extra):
+    """A luminal checkpoint of the same model written by another program: a message, not a KeyError."""
+    script = _script()
+    model = Llama.from_pretrained(setup[0])
+    step, opt = script.build_step(model, 1e-2, 0.0, 1.0, "cpu")
+    ck = tmp_path / "foreign.safetensors"
+    train.save_checkpoint(ck, model=model, optimizer=opt, scheduler=train.CosineAnnealingLR(opt, T_max=5),
+                          step=step, extra=extra)
+    with pytest.raises(SystemExit, match=rf"--resume {ck} is a luminal checkpoint but not a finetune\.py training "
+                                         rf"state"):
+        script.main(_args(setup, "--resume", str(ck)))
