@@ -23,19 +23,28 @@ one place:
 kinds decide what the compiler runs: whoever can write the cache can run code as the user. So a
 cache directory is used only when nobody else can write it:
 
-- the root and what luminal creates under it (the kind's directory, its two-character subdirectories,
-  and any missing directory above the root) are created 0700 (``mkdir`` then ``chmod``: the umask
-  cannot widen it); one that exists must be a real directory (not a symlink), owned by the user and
-  not writable by group or others;
-- every directory a lookup passes through above the root must be owned by the user or by root and
-  not writable by group or others unless sticky (``/tmp``), or another user could move the root aside
-  and put their own in its place. A symlink in the root's path is followed: the directories checked
-  are those it leads through and to (the real root), as well as those holding the links;
+- the root is resolved as the kernel resolves it (its links followed, a ``..`` taken after the link
+  before it, a relative one from the working directory) and entries are read and written under that
+  real path, never through the links: the directory checked is the one used. It is resolved and
+  checked once per value of ``LUMINAL_CACHE_DIR`` (and working directory, for a relative one);
+- the real root and what luminal creates under it (the kind's directory, its two-character
+  subdirectories, and any missing directory above the root) are created 0700 (``mkdir`` then
+  ``chmod``: the umask cannot widen it); the real root and the kind's directory, when they exist, must
+  be directories owned by the user and not writable by group or others (the kind's directory may not
+  be a symlink);
+- every directory a lookup passes through on the way to the real root (above it, and those holding
+  the links met) must be owned by the user or by root and not writable by group or others unless
+  sticky (``/tmp``), or another user could move the root aside and put their own in its place; every
+  link met must be the user's or root's (as the kernel's ``protected_symlinks`` asks in a sticky
+  directory), or its owner could point it elsewhere;
 - an entry is opened without following a symlink and used only when it is a regular file owned by
   the user and not writable by group or others (a file planted while the directory was open).
 
-A directory that fails is refused for the rest of the process, with one warning naming it and why:
-compiling works as with that cache off.
+A directory that fails is refused for the rest of the process, with one warning naming it, why, and
+for one writable by others the fix (``chmod go-w``: under umask 002, a ``~/.cache`` another tool made
+is 0775): compiling works as with that cache off. A real directory found trusted once every part
+exists is not checked again: it holds no link, and only the user or root can change it or what leads
+to it (a directory above it that others can write is sticky, so they cannot move what is not theirs).
 
 **Every entry is verified.** A file is a header line and the payload:
 ``luminal-cache <FORMAT> <sha256 of the payload> <name>``. A read returns the payload only when the
@@ -53,9 +62,13 @@ Why the other rules:
   only a miss). A temporary file left by a writer killed mid-write (SIGINT during a cold compile) is
   deleted by the next writer in that directory (at its first write there in a process), or at an
   eviction scan, once its writer's pid is gone from this host or it is ``STALE_TMP_S`` old.
-- **Eviction touches only luminal's files**: entries (regular files of the user's that start with the
-  header's magic) and luminal's temporary files. Anything else in a kind's directory (a
-  ``LUMINAL_CACHE_DIR`` that has an ``llvm`` folder of its own) is neither counted nor deleted.
+- **Eviction touches only luminal's files**: entries (regular files of the user's, writable by nobody
+  else, that start with the header's magic), luminal's temporary files, and files named as luminal
+  named its entries before they had a header (``<2 hex>/<64 hex>.pkl`` or ``.entry`` in ``compile``,
+  ``<2 hex>/<64 hex>.o`` in ``llvm``, ``<64 hex>.cubin`` in ``cuda``; the 2 hex the 64's first two):
+  never read again, they would otherwise stay forever, uncounted, after an upgrade. Anything else in
+  a kind's directory (a ``LUMINAL_CACHE_DIR`` that has an ``llvm`` folder of its own) is neither
+  counted nor deleted.
 - **A cache is an optimisation**: a directory that cannot be read or written costs a recompile, never an
   error (every ``OSError`` is swallowed).
 - **Eviction is cheap**: the first write of a kind in a process scans its directory once (a stat and
@@ -66,6 +79,7 @@ Why the other rules:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
 import os
@@ -86,12 +100,17 @@ TMP_PREFIX = ".tmp-luminal-"
 STALE_TMP_S = 300.0  # a temporary file this old belongs to a writer that died (a write takes milliseconds)
 
 _NAME = re.compile(r"[\w.-]+(/[\w.-]+)*")  # an entry's name: no space (the header) and no ``..`` (below)
-_TMP = re.compile(re.escape(TMP_PREFIX) + r"(\d+)-([0-9a-f]{8})-")
+_TMP = re.compile(re.escape(TMP_PREFIX) + r"([0-9]{1,10})-([0-9a-f]{8})-")  # (a pid has at most 10 digits)
+_OLD = {  # the names of luminal's entries before the header (module docstring), per kind
+    "compile": re.compile(r"([0-9a-f]{2})/\1[0-9a-f]{62}\.(pkl|entry)"),
+    "llvm": re.compile(r"([0-9a-f]{2})/\1[0-9a-f]{62}\.o"),
+    "cuda": re.compile(r"[0-9a-f]{64}\.cubin"),
+}
 _HOST = hashlib.sha256(os.uname().nodename.encode()).hexdigest()[:8]
 
 _lock = threading.Lock()
 _sizes: dict[str, int] = {}  # directory -> bytes known to be in it (from this process's scan and writes)
-_verdicts: dict[str, str | None] = {}  # kind directory -> why it is refused (None: trusted), once known
+_verdicts: dict[tuple[str, str], tuple[Path, str | None]] = {}  # (kind directory, cwd) -> (real one, why not)
 _cleaned: set[str] = set()  # directories whose stale temporary files this process has deleted
 _warned: set[str] = set()
 
@@ -152,24 +171,32 @@ class DiskCache:
 
     @property
     def directory(self) -> Path:
+        """``root() / kind``, as the root is set (entries are read and written under its real path)."""
         return root() / self.kind
 
     @property
     def enabled(self) -> bool:
         """Switched on (``LUMINAL_CACHE``) and in a directory nobody else can write."""
-        return enabled(self.kind) and refusal(self.directory) is None
+        return self._real() is not None
+
+    def _real(self) -> Path | None:
+        """The real path of the kind's directory when the kind is on and the directory trusted."""
+        if not enabled(self.kind):
+            return None
+        real, why = _place(self.directory)
+        return real if why is None else None
 
     def path(self, name: str) -> Path:
-        if not _NAME.fullmatch(name) or ".." in name.split("/"):
-            raise ValueError(f"cache entry name {name!r}: expected a relative path of letters, digits, '._-'")
-        return self.directory / name
+        """Where entry ``name`` is, under ``directory``."""
+        return self.directory / _checked(name)
 
     def read(self, name: str) -> bytes | None:
         """The entry's payload (and marks it used), or None when absent, not the user's, damaged, not
         the entry ``name`` (module docstring), or the cache is off."""
-        if not self.enabled:
+        real = self._real()
+        if real is None:
             return None
-        p = self.path(name)
+        p = real / _checked(name)
         data = _read_own(p)
         if data is None:
             return None
@@ -185,29 +212,38 @@ class DiskCache:
     def write(self, name: str, data: bytes) -> bool:
         """Write the entry (header and ``data``) atomically; True when it was written. Creates the
         directories it needs 0700 (module docstring) and evicts past the cap."""
-        if not self.enabled:
+        real = self._real()
+        if real is None:
             return False
-        p = self.path(name)
-        why = _make_dirs(root(), p.parent)
+        p = real / _checked(name)
+        why = _make_dirs(real.parent, p.parent)
         if why is not None:
             _refuse(self.directory, why)
             return False
+        _settle(self.directory, real)
         blob = header(name, data) + data
         if not write_atomic(p, blob):
             return False
-        self._account(len(blob))
+        self._account(real, len(blob))
         return True
 
-    def _account(self, nbytes: int) -> None:
-        """Count a write of ``nbytes``; scan and evict on the first write here or past the cap."""
-        d = str(self.directory)
+    def _account(self, real: Path, nbytes: int) -> None:
+        """Count a write of ``nbytes`` into ``real``; scan and evict on the first write there or past the cap."""
+        d = str(real)
         with _lock:
             known = _sizes.get(d)
             cap = max_bytes()
             if known is not None and known + nbytes <= cap:
                 _sizes[d] = known + nbytes
             else:  # the first write here in this process, or past the cap: scan (and evict)
-                _sizes[d] = evict(self.directory, cap)
+                _sizes[d] = evict(real, cap, self.kind)
+
+
+def _checked(name: str) -> str:
+    """``name``, when it is an entry's name: a relative path that stays inside the kind's directory."""
+    if not _NAME.fullmatch(name) or ".." in name.split("/"):
+        raise ValueError(f"cache entry name {name!r}: expected a relative path of letters, digits, '._-'")
+    return name
 
 
 def header(name: str, payload: bytes) -> bytes:
@@ -219,100 +255,149 @@ def header(name: str, payload: bytes) -> bytes:
 
 def refusal(directory: Path) -> str | None:
     """Why the kind directory ``directory`` (``root() / kind``) may not be used, or None when it may
-    (module docstring). A refusal is final for the process and warns once; a directory found trusted
-    with every part existing is not checked again (only the user or root could change that)."""
-    key = str(directory)
+    (module docstring)."""
+    return _place(directory)[1]
+
+
+def _place(directory: Path) -> tuple[Path, str | None]:
+    """``(where directory really is, why it may not be used or None)``: the path resolved as the kernel
+    resolves it, checked on the way, once per value of the root (and working directory, for a relative
+    one). Entries are read and written under the real path, never through the links that led to it, so
+    the directory checked is the one used. A refusal is final for the process and warns once; a real
+    directory found trusted with every part existing is not checked again: only the user or root could
+    change that (it holds no link, and a directory above it others can write is sticky, so they cannot
+    move what is in it)."""
+    key = _key(directory)
+    if key is None:
+        why = f"{directory} is relative and the working directory is gone"
+        _refuse(directory, why)
+        return directory, why
     if key in _verdicts:
         return _verdicts[key]
     try:
-        why, complete = _check(Path(os.path.abspath(directory)))
-    except OSError as e:  # (a directory on the way that cannot be searched)
-        why, complete = f"cannot inspect {e.filename}: {e.strerror}", True
+        real, why, complete = _check(directory, key[1])
+    except OSError as e:  # (a directory on the way that cannot be searched; a loop of links)
+        real, why, complete = directory, f"cannot inspect {e.filename}: {e.strerror}", True
     if why is not None:
         _refuse(directory, why)
     elif complete:
-        _verdicts[key] = None
-    return why
+        _verdicts[key] = (real, None)
+    return real, why
+
+
+def _key(directory: Path) -> tuple[str, str] | None:
+    """The directory as given, with the working directory when it is relative (None: there is none)."""
+    if directory.is_absolute():
+        return str(directory), ""
+    try:
+        return str(directory), os.getcwd()
+    except OSError:
+        return None
+
+
+def _settle(directory: Path, real: Path) -> None:
+    """``directory`` leads to ``real``, which now exists, checked (``_make_dirs``): it is used from now
+    on, even if a link that led to it is pointed elsewhere."""
+    key = _key(directory)
+    if key is not None:
+        _verdicts.setdefault(key, (real, None))
 
 
 def _refuse(directory: Path, why: str) -> None:
-    _verdicts[str(directory)] = why
+    key = _key(directory)
+    if key is not None:
+        _verdicts[key] = (directory, why)
     _warn(f"luminal: disk cache not used: {why} (it must be yours and writable by nobody else; "
           f"compiling without it)")  # (``why`` names the directory: a root-level one warns once for every kind)
 
 
-def _check(directory: Path) -> tuple[str | None, bool]:
-    """``(why not, whether every directory exists)`` for the kind directory ``directory``: the
-    directories above its root by the shared rule, the root and the kind's own by the private one."""
-    complete = True
-    for d in sorted(_above(directory.parent)):
+def _check(directory: Path, cwd: str) -> tuple[Path, str | None, bool]:
+    """``(the real kind directory, why not, whether every directory exists)`` for the kind directory
+    ``directory`` (from ``cwd`` when relative): the directories and links resolving its root passes
+    through by the shared rule, the root and the kind's own by the private one."""
+    top, why, complete = _resolve(os.path.join(cwd, directory.parent))
+    real = Path(top) / directory.name
+    if why is not None or not complete:
+        return real, why, complete
+    for d in (top, real):
         st = _lstat(d)
         if st is None:
-            complete = False
-        elif (why := _shared_problem(d, st)) is not None:
-            return why, complete
-    real = Path(os.path.realpath(directory.parent))
-    for d in (real, real / directory.name):
-        st = _lstat(d)
+            return real, None, False
+        if (why := _problem(d, st, private=True)) is not None:
+            return real, why, True
+    return real, None, True
+
+
+def _resolve(path: str) -> tuple[str, str | None, bool]:
+    """``(path resolved as the kernel resolves it, why not, whether it exists)``; a missing tail is kept
+    as written (as ``_make_dirs`` creates it). Every directory a lookup is made in must pass the shared
+    rule and every link met must be the user's or root's (as the kernel's ``protected_symlinks`` asks
+    in a sticky directory): another user's link could be pointed elsewhere at any time. ``..`` is taken
+    where the kernel takes it, after the link before it."""
+    todo = path.split("/")[::-1]
+    done, checked, links = "/", set(), 0
+    while todo:
+        part = todo.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            done = os.path.dirname(done)
+            continue
+        if done not in checked:  # a lookup in ``done``: whoever can write it can change what it finds
+            checked.add(done)
+            if (why := _problem(done, os.lstat(done), private=False)) is not None:
+                return done, why, True
+        step = os.path.join(done, part)
+        st = _lstat(step)
         if st is None:
-            complete = False
-        elif (why := _private_problem(d, st)) is not None:
-            return why, complete
-    return None, complete
+            return os.path.normpath(os.path.join(step, *todo[::-1])), None, False
+        if stat.S_ISLNK(st.st_mode):
+            if st.st_uid not in (os.getuid(), 0):
+                return step, f"{step}, a symlink on the way to the cache, belongs to uid {st.st_uid}", True
+            links += 1
+            if links > 40:
+                raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), path)
+            target = os.readlink(step)
+            if target.startswith("/"):
+                done = "/"
+            todo.extend(target.split("/")[::-1])
+            continue
+        done = step
+    return done, None, True
 
 
-def _above(top: Path) -> set[Path]:
-    """The directories that resolving ``top`` passes through or holds a link in, the root excluded."""
-    out: set[Path] = set()
-    real_top = Path(os.path.realpath(top))
-    for i in range(1, len(top.parts) + 1):
-        real = Path(os.path.realpath(Path(*top.parts[:i])))
-        out.update(real.parents)
-        out.add(real)
-    out.discard(real_top)
-    return out
-
-
-def _lstat(d: Path) -> os.stat_result | None:
+def _lstat(d) -> os.stat_result | None:
     try:
         return os.lstat(d)
     except FileNotFoundError:
         return None
 
 
-def _shared_problem(d: Path, st: os.stat_result) -> str | None:
-    """A directory above the root: the user's or root's, writable by nobody else unless sticky."""
+def _problem(d, st: os.stat_result, private: bool) -> str | None:
+    """What is wrong with the directory ``d``: a ``private`` one (the root or under it) must be a real
+    directory of the user's that nobody else can write; one above the root may be root's too, and
+    writable by others when sticky (``/tmp``: they cannot move what is not theirs)."""
     if stat.S_ISLNK(st.st_mode):
-        return None  # a link's target is checked as a directory of its own (``_above``)
+        return f"{d} is a symlink"  # (a link on the resolved path: the path changed since it was resolved)
     if not stat.S_ISDIR(st.st_mode):
         return f"{d} is not a directory"
-    if st.st_uid not in (os.getuid(), 0):
-        return f"{d}, above the cache, belongs to uid {st.st_uid} (you are {os.getuid()})"
-    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-        return f"{d}, above the cache, is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
-    return None
-
-
-def _private_problem(d: Path, st: os.stat_result) -> str | None:
-    """The root or a directory under it: a real directory of the user's that nobody else can write."""
-    if stat.S_ISLNK(st.st_mode):
-        return f"{d} is a symlink"
-    if not stat.S_ISDIR(st.st_mode):
-        return f"{d} is not a directory"
-    if st.st_uid != os.getuid():
-        return f"{d} belongs to uid {st.st_uid} (you are {os.getuid()})"
-    if st.st_mode & 0o022:
-        return f"{d} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    above = "" if private else ", above the cache,"
+    if st.st_uid != os.getuid() and (private or st.st_uid != 0):
+        return f"{d}{above} belongs to uid {st.st_uid} (you are {os.getuid()})"
+    if st.st_mode & 0o022 and (private or not st.st_mode & stat.S_ISVTX):
+        who = "group or others" if private else "others"
+        return (f"{d}{above} is writable by {who} (mode {stat.S_IMODE(st.st_mode):o}; "
+                f"`chmod go-w {d}` fixes that)")
     return None
 
 
 def _make_dirs(top: Path, leaf: Path) -> str | None:
-    """Create the missing directories from above the root ``top`` down to ``leaf`` (under it), 0700;
-    why one that exists (or appeared meanwhile) may not be used, or None."""
-    real = Path(os.path.realpath(top))
+    """Create the missing directories from above the real root ``top`` down to ``leaf`` (under it),
+    0700; why one that exists (or appeared meanwhile: a symlink there now is refused) may not be used,
+    or None."""
     parts = leaf.relative_to(top).parts
-    chain = [(d, False) for d in reversed(real.parents)] + [(real.joinpath(*parts[:i]), True)
-                                                           for i in range(len(parts) + 1)]
+    chain = [(d, False) for d in reversed(top.parents)] + [(top.joinpath(*parts[:i]), True)
+                                                          for i in range(len(parts) + 1)]
     for d, private in chain:
         try:
             st = _lstat(d)
@@ -325,27 +410,29 @@ def _make_dirs(top: Path, leaf: Path) -> str | None:
                     st = os.lstat(d)
         except OSError as e:
             return f"cannot create {d}: {e.strerror}"
-        why = _private_problem(d, st) if private else _shared_problem(d, st)
+        why = _problem(d, st, private)
         if why is not None:
             return why
     return None
 
 
-def _read_own(p: Path) -> bytes | None:
-    """The bytes of ``p`` when it is a regular file of the user's that nobody else can write; else None
-    (a symlink is not followed; a planted FIFO does not block)."""
+def _read_own(p, limit: int = -1) -> bytes | None:
+    """The bytes of ``p`` (the first ``limit``; all: -1) when it is a regular file of the user's that
+    nobody else can write; else None (a symlink is not followed; a planted FIFO does not block)."""
     try:
         fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
         with os.fdopen(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
-                return None
-            return f.read()
+            return f.read(limit) if _own(os.fstat(f.fileno())) else None
     except OSError:
         return None
+
+
+def _own(st: os.stat_result) -> bool:
+    """A regular file of the user's that nobody else can write."""
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 # writing and evicting ------------------------------------------------------------------------------
@@ -407,31 +494,17 @@ def _dead_tmp(name: str, p: str, now: float) -> bool:
         os.kill(int(m.group(1)), 0)
     except ProcessLookupError:
         return True
-    except OSError:  # alive (another user's pid), or a pid out of range
+    except (OSError, OverflowError):  # alive (another user's pid), or a pid out of range: left until stale
         return False
     return False
 
 
-def _is_entry(p: str, st: os.stat_result) -> bool:
-    """Whether ``p`` is an entry luminal wrote: a regular file of the user's that starts with the magic."""
-    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
-        return False
-    try:
-        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        return os.read(fd, len(MAGIC) + 1) == MAGIC + b" "
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
-def evict(directory: Path, cap: int) -> int:
+def evict(directory: Path, cap: int, kind: str | None = None) -> int:
     """Delete the least recently used entries under ``directory`` (by modification time) while they
     hold more than ``cap`` bytes, down to ``KEEP * cap``; dead writers' temporary files go first. Only
-    luminal's own files are counted or deleted (module docstring). Returns the entries' bytes left."""
+    luminal's own files are counted or deleted (module docstring): entries, and for a ``kind`` the
+    files named as luminal named its entries before they had a header. Returns the entries' bytes left."""
+    old, start = _OLD.get(kind), len(os.path.join(directory, ""))  # (a file's name from the kind's directory)
     entries = []
     now = time.time()
     total = 0
@@ -446,7 +519,10 @@ def evict(directory: Path, cap: int) -> int:
                 st = os.lstat(p)
             except OSError:
                 continue
-            if _is_entry(p, st):
+            if not _own(st):
+                continue
+            if (old is not None and old.fullmatch(p[start:]) is not None
+                    or _read_own(p, len(MAGIC) + 1) == MAGIC + b" "):
                 entries.append((st.st_mtime, st.st_size, p))
                 total += st.st_size
     if total <= cap:

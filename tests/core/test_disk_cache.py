@@ -42,7 +42,7 @@ def _refused(d: disk_cache.DiskCache, *words) -> None:
     """``d`` neither writes nor reads, with one warning (once) whose text has ``words``."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert not d.write(NAME, b"payload") and d.read(NAME) is None and not d.enabled
+        assert d.read(NAME) is None and not d.write(NAME, b"payload") and not d.enabled
         assert not d.write(OTHER, b"payload")
     assert len(caught) == 1, [str(w.message) for w in caught]
     text = str(caught[0].message)
@@ -299,3 +299,147 @@ def test_a_killed_writers_temporary_file_is_cleaned_by_the_next_writer(fresh):
     assert d.write(NAME, b"second")
     assert not left.exists() and live.exists() and theirs.exists()
     assert d.read(NAME) == b"second"
+
+
+def test_a_temporary_name_with_a_pid_out_of_range_is_no_error(fresh):
+    """``.tmp-luminal-<pid>-<host>-`` with a pid no process can have (past 2**31, or 20 digits): a write
+    and an eviction scan go on (a cache problem is never an error); such a file goes once it is old."""
+    d = disk_cache.DiskCache("llvm")
+    assert d.write(NAME, b"x")
+    folder = d.path(OTHER).parent
+    folder.mkdir(0o700)
+    odd = {(pid, age): folder / f"{disk_cache.TMP_PREFIX}{pid}-{disk_cache._HOST}-{age}"
+           for pid in ("9999999999", "9" * 20) for age in ("new", "old")}
+    for (_, age), p in odd.items():
+        p.write_bytes(b"")
+        if age == "old":
+            os.utime(p, (0, 0))
+    assert d.write(OTHER, b"y") and d.read(OTHER) == b"y"
+    assert disk_cache.evict(d.directory, 1 << 30) > 0
+    assert {k: p.exists() for k, p in odd.items()} == {k: k[1] == "new" for k in odd}
+
+
+def test_a_relative_root_is_checked_in_each_working_directory(fresh, tmp_path, monkeypatch):
+    """``LUMINAL_CACHE_DIR=cache`` names another directory after a ``chdir``: the one it names now is
+    checked (here one anybody can write, with an entry planted in it) and is not read."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir(0o700)
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", "cache")
+    monkeypatch.chdir(a)
+    d = disk_cache.DiskCache("llvm")
+    assert d.write(NAME, b"mine") and d.read(NAME) == b"mine" and (a / "cache/llvm" / NAME).is_file()
+    planted = b / "cache/llvm" / NAME
+    planted.parent.mkdir(parents=True)
+    planted.write_bytes(disk_cache.header(NAME, b"planted") + b"planted")
+    os.chmod(planted, 0o600)
+    os.chmod(b / "cache", 0o777)
+    monkeypatch.chdir(b)
+    _refused(d, str(b / "cache"), "writable by group or others")
+    monkeypatch.chdir(a)
+    assert d.read(NAME) == b"mine"
+
+
+@pytest.mark.parametrize("open_one", ["the one the kernel reaches", "the one the text names"])
+def test_a_root_through_a_link_and_dotdot_is_the_one_the_kernel_reaches(fresh, tmp_path, monkeypatch,
+                                                                        open_one):
+    """``<link>/../cache``: the kernel resolves the link, then ``..`` (``deep/cache``), where removing
+    ``link/..`` from the text gives ``cache``. The directory checked is the one read and written."""
+    (tmp_path / "deep/sub").mkdir(parents=True, mode=0o700)
+    (tmp_path / "link").symlink_to(tmp_path / "deep/sub")
+    reached, named = tmp_path / "deep/cache", tmp_path / "cache"
+    for d in (reached, named):
+        (d / "llvm/ab").mkdir(parents=True, mode=0o700)
+        os.chmod(d, 0o700)
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path / "link/../cache"))
+    d = disk_cache.DiskCache("llvm")
+    if open_one == "the one the kernel reaches":
+        planted = reached / "llvm" / NAME
+        planted.write_bytes(disk_cache.header(NAME, b"planted") + b"planted")
+        os.chmod(planted, 0o600)
+        os.chmod(reached, 0o777)
+        _refused(d, str(reached), "writable by group or others")
+    else:
+        os.chmod(named, 0o777)
+        assert d.write(NAME, b"x") and d.read(NAME) == b"x" and (reached / "llvm" / NAME).is_file()
+
+
+@as_root
+def test_a_link_on_the_way_must_be_the_users_or_roots(fresh, tmp_path, monkeypatch):
+    """A link in a sticky directory (``/tmp``) that another user owns: they may point it elsewhere at
+    any time (what the kernel's ``protected_symlinks`` guards against), so the cache is refused."""
+    sticky, mine = tmp_path / "sticky", tmp_path / "mine"
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    mine.mkdir(0o700)
+    link = sticky / "cache"
+    link.symlink_to(mine)
+    os.lchown(link, NOBODY, NOBODY)
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(link))
+    _refused(disk_cache.DiskCache("llvm"), str(link), f"uid {NOBODY}")
+    assert not list(mine.iterdir())
+
+
+def test_a_link_pointed_elsewhere_after_the_check_is_not_followed(fresh, tmp_path, monkeypatch):
+    """Once checked, the cache is read and written where the root's link led then: pointing the link
+    at a directory anybody can write (with an entry planted there) changes nothing."""
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    mine.mkdir(0o700)
+    (other / "llvm/cd").mkdir(parents=True)
+    planted = other / "llvm" / OTHER
+    planted.write_bytes(disk_cache.header(OTHER, b"planted") + b"planted")
+    os.chmod(planted, 0o600)
+    os.chmod(other, 0o777)
+    link = tmp_path / "link"
+    link.symlink_to(mine)
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(link))
+    d = disk_cache.DiskCache("llvm")
+    assert d.write(NAME, b"x")
+    link.unlink()
+    link.symlink_to(other)
+    assert d.read(OTHER) is None and d.read(NAME) == b"x"
+    assert d.write(OTHER, b"y") and (mine / "llvm" / OTHER).is_file() and planted.read_bytes().endswith(b"planted")
+
+
+@pytest.mark.parametrize("which", [".cache", ".cache/luminal"])
+def test_a_group_writable_directory_is_refused_with_the_fix(fresh, tmp_path, monkeypatch, which):
+    """Under umask 002 (a user-private group) another tool made ``~/.cache`` (or the root) 0775: refused
+    as any other, and the warning says how to make it private."""
+    home = tmp_path / "home"
+    (home / ".cache/luminal").mkdir(parents=True, mode=0o700)
+    os.chmod(home / ".cache", 0o700)
+    os.chmod(home / which, 0o775)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("LUMINAL_CACHE_DIR")
+    _refused(disk_cache.DiskCache("llvm"), f"chmod go-w {home / which}")
+
+
+HEX = "0123456789abcdef" * 4
+OLD_NAMES = {  # luminal's names before the entry header (git: 76778ab), per kind
+    "compile": ["ab/ab" + HEX[2:] + ".pkl", "cd/cd" + HEX[2:] + ".entry"],
+    "llvm": ["ab/ab" + HEX[2:] + ".o", "cd/cd" + HEX[2:] + ".o"],
+    "cuda": [HEX + ".cubin", HEX[::-1] + ".cubin"],
+}
+
+
+@pytest.mark.parametrize("kind", disk_cache.KINDS)
+def test_files_luminal_wrote_before_the_header_are_evicted(fresh, monkeypatch, kind):
+    """An upgraded user's old entries (never read: they have no header) are counted and evicted, oldest
+    first; a file of the user's that only looks like one stays."""
+    top = fresh / kind
+    old = OLD_NAMES[kind]
+    alike = ["ab/cd" + HEX[2:] + ".o", "ab/ab" + HEX[2:] + ".txt", HEX[:-1] + ".cubin", HEX + ".o",
+             "ab/AB" + HEX[2:] + ".pkl"]
+    for i, rel in enumerate(old + alike):
+        (top / rel).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        (top / rel).write_bytes(bytes(6000))
+        os.utime(top / rel, (i, i))  # older than any entry; the old names the oldest
+    os.chmod(fresh, 0o700)
+    monkeypatch.setenv("LUMINAL_CACHE_MAX_MB", str(16384 / (1 << 20)))  # 16 KiB
+    d = disk_cache.DiskCache(kind)
+    name = "ef/" + "ef" * 32 + ".x"
+    assert d.write(name, bytes(6000))
+    assert not (top / old[0]).exists() and (top / old[1]).exists()  # 18 KiB: down to 13 KiB
+    assert all((top / rel).exists() for rel in alike) and d.read(name) == bytes(6000)
+    assert disk_cache.evict(top, 0, kind) == 0 and not (top / old[1]).exists()
+    assert all((top / rel).exists() for rel in alike)
