@@ -46,3 +46,26 @@ def test_train_steps_on_the_device_match_the_emulator():
     for _ in range(3):
         le, ld = step_e(**inputs), step_d(**inputs)
         np.testing.assert_allclose(float(ld), float(le), rtol=1e-4, atol=1e-5)
+
+
+def test_signed_zeros_and_nan_on_the_device_match_the_emulator():
+    """Max as IEEE maximum (-0 < +0, NaN propagates) and the zero-signed roundings, as the device runs
+    them (``lm_max`` orders zeros by their sign bits): bit for bit the emulator's signs and NaNs."""
+    import luminal as lm
+
+    x = np.array([0.0, -0.0, -0.3, 0.3, -1e-30, np.nan, -2.5, 2.5], np.float32)
+
+    def build():
+        g = lm.Graph()
+        t, z = g.input("x", (x.size,)), g.input("z", (2,))
+        outs = [t.abs(), lm.maximum(t, -t), lm.minimum(t, t * 0), t.floor(), t.ceil(), t.round(), t.tanh(),
+                1 / t.abs(), z.amin(), z.amax()]
+        return lm.compile(outs, backend="cuda-emulated")
+
+    emulated, device = build(), _on_device(build())
+    for zeros in ([0.0, -0.0], [-0.0, 0.0]):
+        z = np.array(zeros, np.float32)
+        for k, (w, g) in enumerate(zip(emulated(x=x, z=z), device(x=x, z=z), strict=True)):
+            w, g = np.asarray(w), np.asarray(g)
+            np.testing.assert_array_equal(np.signbit(g), np.signbit(w), err_msg=f"output {k}, z={zeros}")
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=0, err_msg=f"output {k}, z={zeros}")
