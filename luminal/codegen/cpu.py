@@ -47,7 +47,7 @@ from luminal.codegen.lower import (
 )
 from luminal.core import dtype as dt
 from luminal.core.kernel_graph import Expr
-from luminal.core.symbolic import evaluate
+from luminal.core.symbolic import DimValue, evaluate, same
 
 HALF = (dt.float16, dt.bfloat16)
 
@@ -66,6 +66,14 @@ class _Buffers:
 
     def params(self) -> tuple:
         return tuple(self.bufs.values())
+
+
+def _kernel(name: str, bufs: _Buffers, grid: tuple, body, notes: dict) -> ir.Kernel:
+    """The checked kernel, its parameters the dims its code reads (sizes laid out as ``DimValue``s
+    become parameters: ``ir.const``)."""
+    k = ir.Kernel(name, bufs.params(), (), tuple(grid), tuple(body), notes=notes)
+    k.params = ir.used_params(k)
+    return ir.check(k)
 
 
 def _store(p: Placed, idx, value: ir.V, valid: ir.V | None = None) -> ir.Store:
@@ -91,22 +99,28 @@ def _merged_axes(shape: tuple, placements: list[Placed]) -> list[list[int]]:
 def _joins(group, a, shape, placements) -> bool:
     """Whether axis ``a`` joins ``group``: every placement walks it on from the group's last axis of
     size > 1 (size-1 axes have no stride of their own), and no mask cuts any of them."""
-    if any(p.box is not None and any(p.box[x] != (0, shape[x]) for x in (*group, a)) for p in placements):
+    if any(p.box is not None and any(not same(p.box[x], (0, shape[x])) for x in (*group, a)) for p in placements):
         return False
-    inner = [x for x in group if shape[x] != 1]
-    if shape[a] == 1 or not inner:
+    inner = [x for x in group if not _one(shape[x])]
+    if _one(shape[a]) or not inner:
         return True
-    return all(p.strides[inner[-1]] == p.strides[a] * shape[a] for p in placements)
+    return all(same(p.strides[inner[-1]], p.strides[a] * shape[a]) for p in placements)
 
 
 def _merge(p: Placed, groups, shape) -> Placed:
     strides, box = [], None if p.box is None else []
     for g in groups:
-        inner = [a for a in g if shape[a] != 1]
+        inner = [a for a in g if not _one(shape[a])]
         strides.append(p.strides[inner[-1]] if inner else 0)
         if box is not None:
             box.append((0, _size(g, shape)) if len(g) > 1 else p.box[g[0]])
     return Placed(p.name, p.dtype, p.offset, tuple(strides), None if box is None else tuple(box), p.pad)
+
+
+def _one(n) -> bool:
+    """Whether an axis of size ``n`` is left out of loops and strides: a size 1 that is no dim's value
+    (a dim bound to 1 keeps its axis, so the code stays the code of every binding of the dim)."""
+    return n == 1 and type(n) is not DimValue
 
 
 def _size(group, shape) -> int:
@@ -135,7 +149,7 @@ def elementwise(k, env: dict, place, name: str) -> ir.Kernel:
     ins = [place(b, v) for b, v in k.inputs]
     outs = [(place(b, None), e) for b, e in k.outputs]
     out_shapes = [tuple(evaluate(d, env) for d in b.shape) for b, _ in k.outputs]
-    regrouped = any(s != shape for s in out_shapes)  # an output stored in a shape of its own (same order)
+    regrouped = any(not same(s, shape) for s in out_shapes)  # an output stored in a shape of its own (same order)
     view_shapes = [tuple(evaluate(d, env) for d in v.shape) for _, v in k.inputs]
     if not regrouped and not _has_reshape([e for _, e in k.outputs]):
         groups = _merged_axes(shape, ins + [p for p, _ in outs])
@@ -156,12 +170,11 @@ def elementwise(k, env: dict, place, name: str) -> ir.Kernel:
     body = []
     flat = contiguous_index(idx, shape)
     for (p, e), out_shape in zip(outs, out_shapes):
-        at = idx if out_shape == shape else tuple(unflatten(flat, out_shape))
+        at = idx if same(out_shape, shape) else tuple(unflatten(flat, out_shape))
         v = values.at(e, at if values.shape(e) is not None else ())
         bufs.use(p, "w")
         body.append(_store(p, at, v))
-    return ir.check(ir.Kernel(name, bufs.params(), (), tuple(ir.const(n) for n in shape), tuple(body),
-                              notes={"fused": " ".join(k.fused)}))
+    return _kernel(name, bufs, tuple(ir.const(n) for n in shape), tuple(body), notes={"fused": " ".join(k.fused)})
 
 
 def _prologue_value(k, values, idx, acc_dtype, work) -> ir.V:
@@ -216,14 +229,14 @@ def reduce(k, env: dict, place, name: str) -> ir.Kernel:
     body = [ir.Assign("acc", reduce_identity(op, work)), *inner, ir.Assign("result", ir.cast(ir.var("acc", work),
                                                                                             acc_dtype))]
     body += _epilogue(k, env, epi, bufs, out_shape, idx_out, ir.var("result", acc_dtype), place)
-    return ir.check(ir.Kernel(name, bufs.params(), (), grid, tuple(body), notes={"fused": " ".join(k.fused)}))
+    return _kernel(name, bufs, grid, tuple(body), notes={"fused": " ".join(k.fused)})
 
 
 def _grid(shape: tuple) -> tuple:
     """``(grid, index)``: a kernel's work items over the axes of ``shape`` longer than 1 (the first is
     the one a caller cuts over threads: a leading size-1 axis would leave nothing to cut), and the index
     of each axis of ``shape`` in terms of them (0 for the others)."""
-    long = [a for a, n in enumerate(shape) if n != 1] or list(range(min(1, len(shape))))
+    long = [a for a, n in enumerate(shape) if not _one(n)] or list(range(min(1, len(shape))))
     index = [ir.const(0)] * len(shape)
     for g, a in enumerate(long):
         index[a] = ir.item(g)
@@ -240,7 +253,7 @@ def epilogue(k, env: dict, place, acc: Placed, name: str) -> ir.Kernel:
     bufs.use(acc, "r")
     epi = [place(b, v) for b, v in k.epilogue_inputs]
     body = _epilogue(k, env, epi, bufs, out_shape, idx, read(acc, idx), place)
-    return ir.check(ir.Kernel(name, bufs.params(), (), grid, tuple(body), notes={"fused": " ".join(k.fused)}))
+    return _kernel(name, bufs, grid, tuple(body), notes={"fused": " ".join(k.fused)})
 
 
 def _epilogue(k, env, epi, bufs, out_shape, idx, acc: ir.V, place) -> list:
@@ -263,7 +276,7 @@ def _epilogue(k, env, epi, bufs, out_shape, idx, acc: ir.V, place) -> list:
         p = place(b, None)
         bufs.use(p, "w")
         shape = tuple(evaluate(d, env) for d in b.shape)
-        at = idx if shape == out_shape else tuple(unflatten(flat, shape))
+        at = idx if same(shape, out_shape) else tuple(unflatten(flat, shape))
         body.append(_store(p, at, values.at(e, at if values.shape(e) is not None else ())))
     return body
 
@@ -284,7 +297,7 @@ def gather(k, env: dict, place, flag: Placed, name: str) -> ir.Kernel:
     for p, access in ((px, "r"), (pi, "r"), (out, "w"), (flag, "w")):
         bufs.use(p, access)
     body = (_report(flag, ok), _store(out, idx, read(px, tuple(at), extra=ok)))
-    return ir.check(ir.Kernel(name, bufs.params(), (), grid, body, notes={"fused": " ".join(k.fused)}))
+    return _kernel(name, bufs, grid, body, notes={"fused": " ".join(k.fused)})
 
 
 def scatter_add(k, env: dict, place, flag: Placed, acc: Placed | None, name: str) -> list[ir.Kernel]:
@@ -322,7 +335,7 @@ def scatter_add(k, env: dict, place, flag: Placed, acc: Placed | None, name: str
     if acc is not None:
         steps.append((shape, round_, ((acc, "r"), (out, "w"))))
     notes = {"fused": " ".join(k.fused)}
-    if all(n == ishape[a] for a, n in enumerate(shape) if a != axis):
+    if all(same(n, ishape[a]) for a, n in enumerate(shape) if a != axis):
         bufs = _Buffers()
         grid, at = _lines(shape, axis)
         body = []
@@ -330,7 +343,7 @@ def scatter_add(k, env: dict, place, flag: Placed, acc: Placed | None, name: str
             for p, access in uses:
                 bufs.use(p, access)
             body.append(ir.Loop("j", ir.const(0), ir.const(s[axis]), step(at)))
-        return [ir.check(ir.Kernel(name, bufs.params(), (), grid, tuple(body), notes=notes))]
+        return [_kernel(name, bufs, grid, tuple(body), notes=notes)]
     kernels = []
     for n, (s, step, uses) in enumerate(steps):
         bufs = _Buffers()
@@ -342,7 +355,7 @@ def scatter_add(k, env: dict, place, flag: Placed, acc: Placed | None, name: str
         else:
             grid, at = _grid(s)
             body = step(at)
-        kernels.append(ir.check(ir.Kernel(f"{name}_{n}", bufs.params(), (), grid, body, notes=notes)))
+        kernels.append(_kernel(f"{name}_{n}", bufs, grid, body, notes=notes))
     return kernels
 
 

@@ -57,12 +57,14 @@ bfloat16 in float32 storage (numpy's convention in this project); GPU targets st
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from luminal.core import dtype as dt
 from luminal.core.primitives import ELEMENTWISE
+from luminal.core.symbolic import DimValue, evaluate
 
 INDEX = dt.DType("index", "i", 64, np.int64)  # index math: 64-bit, never a tensor's dtype
 
@@ -109,7 +111,50 @@ class V:
 # value constructors -------------------------------------------------------------------------------
 
 def const(value, dtype=INDEX) -> V:
+    """A constant; a :class:`~luminal.core.symbolic.DimValue` (a size known for one binding, with the
+    dim it is the value of) becomes that dim's expression over the kernel's parameters instead
+    (:func:`dim`): code generated for one binding then runs for every binding of the same shape of code."""
+    if type(value) is DimValue:
+        v = dim(value.sym)
+        return v if dtype is INDEX else cast(v, dtype)
     return V("const", dtype, (), value)
+
+
+DERIVED: dict[str, object] = {}  # parameter name -> the symbolic dim the host evaluates for it
+
+
+def dim(d) -> V:
+    """The symbolic dim ``d`` as an ``INDEX`` value over the kernel's ``param`` values (a kernel takes
+    the dims it reads as parameters). A polynomial in the dim names is computed in the kernel; a dim
+    with floor divisions, remainders, minima or maxima (a slice's clamped length) is a parameter of
+    its own whose value the host computes once per call (``derived_value``): exact for negative
+    operands, and no per-item arithmetic."""
+    if isinstance(d, int):
+        return const(d)
+    if any(atom.kind != "var" for monomial, _ in d.terms for atom in monomial):
+        name = "d_" + hashlib.sha256(str(d).encode()).hexdigest()[:8]
+        DERIVED.setdefault(name, d)
+        return param(name)
+    out = const(0)
+    for monomial, coeff in d.terms:
+        term = const(coeff)
+        for atom in monomial:
+            term = mul(term, param(atom.args[0]))  # only dim names: other atoms returned above
+        out = add(out, term)
+    return out
+
+
+def derived_value(name: str, env: dict) -> int:
+    """The value of parameter ``name`` under the binding ``env``: a dim name's own, or a derived
+    dim's (:func:`dim`) evaluated with Python's integer semantics."""
+    if name in env:
+        return env[name]
+    return int(evaluate(DERIVED[name], env))
+
+
+def used_params(k) -> tuple:
+    """The names of the parameters kernel ``k``'s grid and body read, sorted (its ``params``)."""
+    return tuple(sorted({v.arg for v in walk_values_of(k.grid) + walk_values(k.body) if v.op == "param"}))
 
 
 def lift(x, dtype=INDEX) -> V:
@@ -465,10 +510,16 @@ def check(k: Kernel) -> Kernel:
     return k
 
 
-def fingerprint(k: Kernel) -> str:
+def fingerprint(k: Kernel, positional: bool = False) -> str:
     """The kernel's full code as text, every value once (numbered, operands first), whatever its
     depth: what identifies a kernel (its name's digest, a compile cache's key), where ``show`` may
-    abbreviate deep operands."""
+    abbreviate deep operands. ``positional``: buffers named by their position in ``k.buffers``, so
+    that kernels of the same code over other buffers (the trips of a rolled body) print the same."""
+    rename = {b.name: f"#{i}" for i, b in enumerate(k.buffers)} if positional else {}
+
+    def buf(name: str) -> str:
+        return rename.get(name, name)
+
     number: dict[int, int] = {}
     lines: list[str] = []
 
@@ -482,7 +533,8 @@ def fingerprint(k: Kernel) -> str:
             if id(v) not in number:
                 number[id(v)] = len(number)
                 operands = ", ".join(ref(a) for a in v.args)
-                lines.append(f"%{number[id(v)]} = {v.op}:{v.dtype.name}[{v.arg!r}]({operands})")
+                arg = (buf(v.arg[0]), v.arg[1]) if v.op == "load" else v.arg
+                lines.append(f"%{number[id(v)]} = {v.op}:{v.dtype.name}[{arg!r}]({operands})")
 
     def stmts(body, depth):
         pad = "  " * depth
@@ -493,7 +545,7 @@ def fingerprint(k: Kernel) -> str:
             if isinstance(s, Assign):
                 lines.append(f"{pad}{s.name} := {refs}")
             elif isinstance(s, (Store, AtomicAdd)):
-                lines.append(f"{pad}{type(s).__name__} {s.buffer} {refs}")
+                lines.append(f"{pad}{type(s).__name__} {buf(s.buffer)} {refs}")
             elif isinstance(s, Loop):
                 lines.append(f"{pad}loop {s.var} {refs}")
             elif isinstance(s, If):
@@ -506,7 +558,7 @@ def fingerprint(k: Kernel) -> str:
                 stmts(s.body, depth + 1)
 
     values(k.grid)
-    head = [f"bufs {[(b.name, b.dtype.name, b.access) for b in k.buffers]} params {list(k.params)}",
+    head = [f"bufs {[(buf(b.name), b.dtype.name, b.access) for b in k.buffers]} params {list(k.params)}",
             f"grid {[ref(g) for g in k.grid]} block {list(k.block)}",
             f"shared {[(x.name, x.dtype.name, x.size) for x in k.shared]}"]
     stmts(k.body, 0)

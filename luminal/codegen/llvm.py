@@ -57,7 +57,7 @@ loop.
 
 **Caching.** Each kernel is compiled as a module of its own, and its object code is cached on disk
 under ``$LUMINAL_CACHE_DIR/llvm`` (default ``~/.cache/luminal/llvm``; ``core/disk_cache.py``:
-``LUMINAL_CACHE``, the size cap) and in-process (the most recent ``MAX_OBJECTS``), keyed by the sha256
+``LUMINAL_CACHE``, the size cap) and in-process (the most recent ``MAX_OBJECT_BYTES``), keyed by the sha256
 of the kernel module's IR text, the host CPU's name and features, the llvmlite version and ``CODEGEN_VERSION``
 (the code generator's, bumped when it emits other code for the same IR), and written atomically
 (a temp file, then ``os.replace``): a warm compile skips optimisation and code generation. An object
@@ -70,8 +70,12 @@ hooks would need the IR parsed on a warm start too). Per kernel, because program
 their kernels: the candidates that ``search=N`` times, a program laid out for another binding of its
 dims, a model edited by one layer recompile only the kernels that differ (cold, a program's kernels
 compiled one by one take about 20% longer than as one module; the engine links the objects in
-milliseconds). Engines are cached in-process by the keys of their objects.
-A :class:`Module` keeps its execution engine alive: keep it as long as its functions are called. Each
+milliseconds). An engine belongs to the programs that use it: found in-process by the keys of its
+objects while one of them holds it, freed with the last (``_modules`` is weak; object code and module
+texts are kept under byte bounds, ``MAX_OBJECT_BYTES`` and ``MAX_TEXT_BYTES``). ``STATS`` counts
+objects compiled and reused and engines made (the compile report's code generation stage).
+A :class:`Module` keeps its execution engine alive, and each function it hands out keeps the Module
+alive; a raw ``address`` does not (keep the Module while code calls it). Each
 engine owns a target machine of its own (llvmlite hands the one given to the engine, which frees it
 with itself).
 """
@@ -82,6 +86,7 @@ import ctypes
 import dataclasses
 import hashlib
 import threading
+import weakref
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -173,7 +178,9 @@ class _Emitter:
         self.bufs = {}
         for i, buf in enumerate(k.buffers):
             slot = b.gep(bufs, [ll.Constant(I64, i)], inbounds=True, source_etype=PTR)
-            self.bufs[buf.name] = (b.load(slot, name=buf.name, typ=PTR, align=8), buf.dtype)
+            # (named by position, as the alias scopes are: a kernel's code is the same text whatever its
+            # buffers are called in the program, so the trips of a rolled body share one object)
+            self.bufs[buf.name] = (b.load(slot, name=f"buf{i}", typ=PTR, align=8), buf.dtype)
         self.scopes = self._alias_scopes() if self.distinct else {}
         self.params = {}
         for j, name in enumerate(k.params):
@@ -473,8 +480,8 @@ class _Emitter:
         buffer (in one domain per kernel), so that accesses to different buffers are known apart."""
         m = self.m
         domain = m.add_metadata([ll.MetaDataString(m, f"luminal.{self.k.name}")])
-        scopes = {b.name: m.add_metadata([ll.MetaDataString(m, f"luminal.{self.k.name}.{b.name}"), domain])
-                  for b in self.k.buffers}
+        scopes = {b.name: m.add_metadata([ll.MetaDataString(m, f"luminal.{self.k.name}.{i}"), domain])
+                  for i, b in enumerate(self.k.buffers)}
         return {n: (m.add_metadata([sc]), m.add_metadata([o for on, o in scopes.items() if on != n]))
                 for n, sc in scopes.items()}
 
@@ -989,9 +996,45 @@ def build_module(kernels, distinct: bool = False, vector_width: int | None = Non
 
 _lock = threading.RLock()  # LLVM's global state (initialisation, the JIT) is not shared across threads
 _host: dict = {}
-_modules: dict = {}  # key -> Module (in-process cache)
-_objects: dict = {}  # object key -> object code, most recently used last (dicts keep insertion order)
-MAX_OBJECTS = 4096
+class _Recent:
+    """A least-recently-used map bounded by the bytes of its values (``size(value)``): what a process
+    keeps of compiled code is bounded however many programs it compiles."""
+
+    def __init__(self, max_bytes: int, size):
+        self.max_bytes, self.size, self.bytes = max_bytes, size, 0
+        self._items: dict = {}  # most recently used last (dicts keep insertion order)
+
+    def get(self, key):
+        value = self._items.pop(key, None)
+        if value is not None:
+            self._items[key] = value
+        return value
+
+    def put(self, key, value) -> None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self.bytes -= self.size(old)
+        self._items[key] = value
+        self.bytes += self.size(value)
+        while self.bytes > self.max_bytes and len(self._items) > 1:
+            self.bytes -= self.size(self._items.pop(next(iter(self._items))))
+
+    def __len__(self):
+        return len(self._items)
+
+    def clear(self) -> None:
+        self._items.clear()
+        self.bytes = 0
+
+
+# Engines belong to the programs that use them: a Module (its engine and code) lives as long as a
+# binding holds it and is found here while it does (so programs of the same kernels share one); the
+# last one gone, the engine and its memory are freed. Object code and module texts are kept for
+# reuse under byte bounds (a later program of the same kernels links them without compiling).
+_modules: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # link key -> live Module
+MAX_OBJECT_BYTES = 32 << 20
+_objects = _Recent(MAX_OBJECT_BYTES, len)  # object key -> object code
+STATS = {"compiled": 0, "reused": 0, "engines": 0}  # objects compiled / found in a cache, engines made
 
 
 def _init():
@@ -1064,6 +1107,7 @@ class Module:
         f = self._functions.get(name)
         if f is None:
             f = self._functions[name] = CFUNC(self.address(name))
+            f.module = self  # a function keeps its code alive (engines are freed with their last user)
         return f
 
     def run(self, name: str, arrays, params=(), start: int = 0, stop: int | None = None) -> None:
@@ -1108,14 +1152,26 @@ def compile_kernels(kernels, distinct: bool = False, vector_width: int | None = 
 _PLACEHOLDER = "luminal_kernel"
 
 
+MAX_TEXT_BYTES = 32 << 20
+_texts = _Recent(MAX_TEXT_BYTES, lambda got: len(got[1]))  # digest of a kernel's positional fingerprint
+# and options -> (symbol, module text)
+
+
 def _named_by_content(k: ir.Kernel, distinct: bool, vector_width) -> tuple[str, str]:
     """``(symbol, module text)`` of kernel ``k`` compiled alone, its function named after a hash of its
-    code rather than its name in the program (``ew3``, ``epi12``: positions in the order of lowering),
-    so that the same code in another program, or at another position, is the same module text and
-    hits the caches."""
-    text = str(build_module([dataclasses.replace(k, name=_PLACEHOLDER)], distinct, vector_width))
-    symbol = "k" + hashlib.sha256(text.encode()).hexdigest()[:24]
-    return symbol, text.replace(f'@"{_PLACEHOLDER}"', f'@"{symbol}"')
+    code rather than its name in the program (``ew3``, ``epi12``: positions in the order of lowering)
+    and its buffers after their positions, so that the same code in another program, at another
+    position or over other buffers (each trip of a rolled body) is the same module text and hits the
+    caches. The text is made once per code in a process (building it through llvmlite costs
+    milliseconds; the kernel's fingerprint a fraction of that)."""
+    fp = hashlib.sha256(f"{ir.fingerprint(k, positional=True)}\0{distinct}\0{vector_width}".encode()).digest()
+    got = _texts.get(fp)
+    if got is None:
+        text = str(build_module([dataclasses.replace(k, name=_PLACEHOLDER)], distinct, vector_width))
+        symbol = "k" + hashlib.sha256(text.encode()).hexdigest()[:24]
+        got = symbol, text.replace(f'@"{_PLACEHOLDER}"', f'@"{symbol}"')
+        _texts.put(fp, got)
+    return got
 
 
 def compile_text(text: str, names) -> Module:
@@ -1130,9 +1186,9 @@ def compile_text(text: str, names) -> Module:
 def _object(text: str) -> tuple[str, bytes, bool]:
     """``(key, object code, whether it came from a cache)`` of one module's IR ``text``."""
     key = cache_key(text)
-    obj = _objects.pop(key, None)
+    obj = _objects.get(key)
     if obj is not None:
-        _objects[key] = obj  # (now the most recent)
+        STATS["reused"] += 1
         return key, obj, True
     name = f"{key[:2]}/{key}.o"
     obj = _DISK.read(name)
@@ -1143,10 +1199,19 @@ def _object(text: str) -> tuple[str, bytes, bool]:
         optimise(parsed)
         obj = _init()["tm"].emit_object(parsed)
         _DISK.write(name, obj)  # atomic; a cache that cannot be written is skipped
-    _objects[key] = obj
-    if len(_objects) > MAX_OBJECTS:
-        del _objects[next(iter(_objects))]
+    STATS["reused" if cached else "compiled"] += 1
+    _objects.put(key, obj)
     return key, obj, cached
+
+
+def forget() -> None:
+    """Empty this process's caches of compiled code (live modules found by key, object code, module
+    texts): the next compile reads the disk cache or compiles, as a new process would. Modules in
+    use keep working."""
+    with _lock:
+        _modules.clear()
+        _objects.clear()
+        _texts.clear()
 
 
 def _link(keys: list, objects: list, symbols: dict, cached: bool) -> Module:
@@ -1162,6 +1227,7 @@ def _link(keys: list, objects: list, symbols: dict, cached: bool) -> Module:
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     mod = _modules[key] = Module(engine, symbols, key, cached)
+    STATS["engines"] += 1
     return mod
 
 

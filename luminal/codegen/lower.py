@@ -8,46 +8,45 @@ and its masked reads are made here once, so the CPU and GPU targets cannot disag
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 from luminal.codegen import ir
 from luminal.core import dtype as dt
-from luminal.core.symbolic import Sym, evaluate, is_static
+from luminal.core.symbolic import DimValue, Sym, evaluate, is_static
 
-DERIVED: dict[str, object] = {}  # parameter name -> the symbolic dim the host evaluates for it
-
-
-def derived_value(name: str, env: dict) -> int:
-    """The value of parameter ``name`` under the binding ``env``: a dim name's own, or a derived
-    dim's (``dim``) evaluated with Python's integer semantics."""
-    if name in env:
-        return env[name]
-    return evaluate(DERIVED[name], env)
+DERIVED = ir.DERIVED
+derived_value = ir.derived_value
 
 
 def dim(d, env: dict | None = None) -> ir.V:
-    """The symbolic dim ``d`` as an ``INDEX`` value: a constant when ``env`` binds it (a CPU kernel is
-    specialised to one binding), else an expression over the kernel's ``param`` values (a GPU kernel
-    takes its dims as parameters). A polynomial in the dim names is computed in the kernel; a dim
-    with floor divisions, remainders, minima or maxima (a slice's clamped length) is a parameter of
-    its own whose value the host computes once per launch (``derived_value``): exact for negative
-    operands, and no per-thread arithmetic."""
+    """The symbolic dim ``d`` as an ``INDEX`` value: a constant when ``env`` binds it to plain ints (a
+    kernel specialised to one binding), else an expression over the kernel's ``param`` values
+    (``ir.dim``; a GPU kernel takes its dims as parameters, and a CPU kernel laid out with
+    ``DimValue`` sizes too, through ``ir.const``)."""
+    if type(d) is DimValue:
+        return ir.dim(d.sym)
     if is_static(d):
         return ir.const(int(d))
     if env is not None:
         return ir.const(evaluate(d, env))
-    if any(atom.kind != "var" for monomial, _ in d.terms for atom in monomial):
-        name = "d_" + hashlib.sha256(str(d).encode()).hexdigest()[:8]
-        DERIVED.setdefault(name, d)
-        return ir.param(name)
-    out = ir.const(0)
-    for monomial, coeff in d.terms:
-        term = ir.const(coeff)
-        for atom in monomial:
-            term = ir.mul(term, ir.param(atom.args[0]))  # only dim names: other atoms returned above
-        out = ir.add(out, term)
-    return out
+    return ir.dim(d)
+
+
+_INDEX_OPS = {"Add": lambda a, b: a + b, "Mul": lambda a, b: a * b, "Div": lambda a, b: a // b,
+              "Mod": lambda a, b: a % b, "Max": max}
+
+
+def index_value(v: ir.V, env: dict) -> int:
+    """The value of index math ``v`` (constants and parameters: a grid's extent, a loop's bound) under
+    the binding ``env``, as the kernel computes it (``Div``/``Mod`` on the non-negative values the IR
+    promises); ``ValueError`` for anything else (a loaded or per-item value)."""
+    if v.op == "const":
+        return int(v.arg)
+    if v.op == "param":
+        return derived_value(v.arg, env)
+    if v.op in _INDEX_OPS:
+        return _INDEX_OPS[v.op](*(index_value(a, env) for a in v.args))
+    raise ValueError(f"not a value known before the kernel runs: {v.op}")
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,7 @@ class Compiled:
             leaves = [*g.inputs.values(), *g.states_nodes(), *g.random.values()]
             inputs = sorted((n for n in leaves if live.reads(n)), key=lambda n: n.id)
             self.runner = _Reporting(impl.program(kg, plan, search=search), self._report)
+            self.runner.noted()
             self._dims = set(kg.dims)  # the program's, the outputs' views included
             self._nodes = self._report.nodes_before
         self._program_nodes, self._every = program_nodes, every  # () -> the nodes the program reads
@@ -162,6 +163,33 @@ class Compiled:
             if code and describe is not None:
                 print(describe())
         return r
+
+    def prepare(self, **shapes) -> None:
+        """Generate the program's code now for inputs of the given shapes, so that the first call with
+        them runs at once and ``report()`` counts the work (a backend that generates code per binding of
+        the symbolic dims does it at the first call of each binding otherwise).
+
+        Args:
+            **shapes: every input's shape, by name (a tuple of ints, or an array of that shape).
+        """
+        arrays = {}
+        for name, shape in shapes.items():
+            node = self.graph.inputs.get(name)
+            if node is None:
+                raise ValueError(f"prepare: {name!r} is not an input of the graph (inputs: {self.input_names})")
+            shape = np.shape(shape) if isinstance(shape, np.ndarray) else shape
+            if not isinstance(shape, (tuple, list)) or not all(isinstance(n, (int, np.integer)) and n >= 0
+                                                              for n in shape):
+                raise ValueError(f"prepare: the shape of {name!r} must be a tuple of non-negative ints, got {shape!r}")
+            arrays[name] = np.zeros(tuple(int(n) for n in shape), node.dtype.np)
+        _, seen = self._bind(arrays, None)
+        prepare = getattr(self.runner, "prepare", None)
+        if prepare is None:  # (the reference backend interprets the graph: nothing to generate)
+            return
+        with self._lock:
+            prepare(seen.env)
+            if self._guard is not None and self._guard.program is not None:
+                self._guard.program.prepare(seen.env)
 
     @property
     def input_names(self) -> list[str]:
@@ -253,7 +281,7 @@ class Compiled:
 
 
 def compile(outputs, backend: str = "cpu", updates=None, *, search: int = 0, seed: int = 0,  # noqa: A001
-            budget=None) -> Compiled:
+            budget=None, shapes: dict | None = None) -> Compiled:
     """Compile ``outputs`` (a GraphTensor or a sequence of them, from one graph) for ``backend``.
 
     The result is called with the inputs by name. Given a single GraphTensor it returns that
@@ -266,7 +294,8 @@ def compile(outputs, backend: str = "cpu", updates=None, *, search: int = 0, see
     lets the backend time up to N of its own alternatives on each new binding's first call (the cpu
     backend's threads, vector width and layouts; ``report(code=True)`` shows what it timed);
     ``seed`` makes that search reproducible; ``budget`` (``luminal.compiler.egraph.Budget``) bounds
-    the rewrite search."""
+    the rewrite search. ``shapes`` (``{input name: shape}``): generate the code for inputs of these
+    shapes now (``Compiled.prepare``), so the compile's time includes it and the first call only runs."""
     single = isinstance(outputs, GraphTensor)
     if single:
         outputs = [outputs]
@@ -294,8 +323,13 @@ def compile(outputs, backend: str = "cpu", updates=None, *, search: int = 0, see
     if budget is not None and not isinstance(budget, Budget):  # a dict would fail deep in optimize
         raise TypeError(f"compile: budget must be a luminal.compiler.egraph.Budget (e.g. Budget(seconds=1)), "
                         f"got {type(budget).__name__}")
-    return Compiled(outputs, backend, {st: cast(t, st.dtype) for st, t in (updates or {}).items()},
-                    search=search, seed=seed, budget=budget, single=single)
+    if shapes is not None and not isinstance(shapes, dict):
+        raise TypeError(f"compile: shapes must be a dict of input name -> shape, got {type(shapes).__name__}")
+    compiled = Compiled(outputs, backend, {st: cast(t, st.dtype) for st, t in (updates or {}).items()},
+                        search=search, seed=seed, budget=budget, single=single)
+    if shapes:
+        compiled.prepare(**shapes)
+    return compiled
 
 
 def _state_name(graph, st) -> str:
@@ -365,5 +399,19 @@ class _Reporting:
         if env is not self._env:
             if self.report.memory.get("binding") != env:
                 self.report.bind(env)
+            self.noted()
             self._env = env
         return results
+
+    def prepare(self, env: dict) -> None:
+        """Lay the program out for ``env`` now, where the backend generates code per binding."""
+        prepare = getattr(self.program, "prepare", None)
+        if prepare is not None:
+            prepare(env)
+            self.noted()
+
+    def noted(self) -> None:
+        """Hand the backend's code generation numbers to the report."""
+        codegen = getattr(self.program, "codegen", None)
+        if codegen is not None:
+            self.report.generated(codegen)

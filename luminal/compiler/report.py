@@ -21,6 +21,10 @@ class Report:
     # (``compiler/cache.py``): the stored statistics above, ``times`` this load's, ``compile_times`` the
     # stages of the compile that stored it
     cache: dict = field(default_factory=dict)
+    # the backend's code generation so far (bindings laid out, at their first call or ``prepare``): for
+    # the cpu backend ``{"bindings", "seconds", "calls", "kernels", "reused", "compiled", "cached"}``
+    # (calls of generated code; kernels generated and reused; LLVM objects compiled and from a cache)
+    codegen: dict = field(default_factory=dict)
     _plan: object = None
     _buffers: object = None
 
@@ -39,6 +43,11 @@ class Report:
             return
         self.memory = {"peak_bytes": int(self._plan.peak_bytes(env)),
                        "no_reuse_bytes": int(self._plan.no_reuse_bytes(env)), "binding": dict(env)}
+
+    def generated(self, codegen: dict) -> None:
+        """Take the backend's code generation numbers (``codegen``) and its time as a stage of its own."""
+        self.codegen = dict(codegen)
+        self.times["code generation"] = codegen["seconds"]
 
     @property
     def kernels_by_kind(self) -> dict:
@@ -74,6 +83,13 @@ class Report:
                          f"without{at}")
         else:
             lines.append("  memory: symbolic sizes; known after the first run")
+        c = self.codegen
+        if c.get("bindings"):
+            lines.append(f"  code generation: {c['bindings']} binding(s) laid out in {c['seconds'] * 1e3:.1f} ms, "
+                         f"{c['calls']} calls of generated code: {c['kernels']} kernels generated, {c['reused']} "
+                         f"reused; LLVM objects: {c['compiled']} compiled, {c['cached']} from a cache")
+        elif c:
+            lines.append("  code generation: none yet (at the first call of each binding, or prepare())")
         lines.append("  time per stage: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.times.items()))
         return "\n".join(lines)
 

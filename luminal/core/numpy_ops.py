@@ -143,8 +143,13 @@ def strided(flat: np.ndarray, shape: tuple, strides: tuple, offset: int) -> np.n
 
 def check_bounds(shape: tuple, strides: tuple, offset: int, size: int) -> None:
     """Raise unless the (non-empty) view stays inside a buffer of ``size`` elements."""
-    lo = offset + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
-    hi = offset + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides))
+    lo = hi = int(offset)  # (plain ints: a layout's sizes may be DimValues, whose arithmetic costs more)
+    for n, s in zip(shape, strides):
+        reach = (int(n) - 1) * int(s)
+        if reach < 0:
+            lo += reach
+        else:
+            hi += reach
     if lo < 0 or hi >= size:
         raise IndexError(f"view (shape {shape}, strides {strides}, offset {offset}) reads outside a buffer "
                          f"of {size} elements")

@@ -56,7 +56,11 @@ class Atom:
             return a // b
         if self.kind == "mod":
             return a % b
-        return max(a, b) if self.kind == "max" else min(a, b)
+        value = max(a, b) if self.kind == "max" else min(a, b)
+        if type(a) is DimValue or type(b) is DimValue:  # (the expression, not the operand that won)
+            sym = (dmax if self.kind == "max" else dmin)(sym_of(a), sym_of(b))
+            return value if isinstance(sym, int) else DimValue(value, sym)
+        return value
 
     def variables(self) -> set[str]:
         if self.kind == "var":
@@ -179,12 +183,18 @@ class Sym:
         Returns:
             An int.
         """
+        if type(env) is TrackedEnv:
+            got = env.known.get(self)
+            if got is not None:
+                return got
         total = 0
         for m, c in self.terms:
             v = c
             for a in m:
                 v *= a.evaluate(env)
             total += v
+        if type(env) is TrackedEnv:
+            env.known[self] = total
         return total
 
 
@@ -244,6 +254,116 @@ def dims(op: str, shape, *operands) -> tuple:
         return tuple(map(sym, shape))
     except (TypeError, ValueError) as e:  # ValueError: a string that is no name ("S+1")
         raise op_error(type(e), op, str(e), *operands) from None
+
+
+class DimValue(int):
+    """An int that remembers the symbolic dim it is the value of (``sym``: a Sym, or an int).
+
+    A backend that lays a program out for one binding evaluates its dims with these
+    (:func:`tracked`): arithmetic on them keeps the expression, so generated code can take a size,
+    stride or offset as an expression of its parameters where a plain int would be baked in as a
+    constant, while every decision the layout makes still compares plain values. An operation this
+    class does not carry (``**``, ``abs``, numpy's) gives a plain int: a constant in the code, right
+    for this binding alone. Equality and hashing are the int's."""
+
+    def __new__(cls, value: int, sym: Dim):
+        out = int.__new__(cls, value)
+        out.sym = sym
+        return out
+
+    def _with(self, other, op, sym_op, swap: bool = False):
+        if type(other) is not DimValue and type(other) is not int:
+            return op(other, int(self)) if swap else op(int(self), other)
+        a, b = (other, self) if swap else (self, other)
+        sa, sb = sym_of(a), sym_of(b)
+        key = (sym_op, sa, sb)
+        sym = _SYM_MEMO.get(key)
+        if sym is None:  # (laying a program out repeats the same few products thousands of times)
+            if len(_SYM_MEMO) > 65536:
+                _SYM_MEMO.clear()
+            sym = _SYM_MEMO[key] = sym_op(sa, sb)
+        value = op(int(a), int(b))
+        return value if isinstance(sym, int) else DimValue(value, sym)
+
+    def __add__(self, o):
+        return self._with(o, int.__add__, _sym_add)
+
+    def __radd__(self, o):
+        return self._with(o, int.__add__, _sym_add, True)
+
+    def __sub__(self, o):
+        return self._with(o, int.__sub__, _sym_sub)
+
+    def __rsub__(self, o):
+        return self._with(o, int.__sub__, _sym_sub, True)
+
+    def __mul__(self, o):
+        return self._with(o, int.__mul__, _sym_mul)
+
+    def __rmul__(self, o):
+        return self._with(o, int.__mul__, _sym_mul, True)
+
+    def __floordiv__(self, o):
+        return self._with(o, int.__floordiv__, floordiv)
+
+    def __rfloordiv__(self, o):
+        return self._with(o, int.__floordiv__, floordiv, True)
+
+    def __mod__(self, o):
+        return self._with(o, int.__mod__, mod)
+
+    def __rmod__(self, o):
+        return self._with(o, int.__mod__, mod, True)
+
+    def __neg__(self):
+        sym = -self.sym
+        return -int(self) if isinstance(sym, int) else DimValue(-int(self), sym)
+
+
+_SYM_MEMO: dict = {}  # (operation, a, b) -> its Sym, for DimValue arithmetic
+
+
+def sym_of(x) -> Dim:
+    """The expression a size stands for: a DimValue's, else the int itself."""
+    return x.sym if type(x) is DimValue else int(x)
+
+
+def _sym_add(a, b):
+    return a + b if isinstance(a, Sym) else b + a if isinstance(b, Sym) else a + b
+
+
+def _sym_sub(a, b):
+    return a - b if isinstance(a, Sym) else (-b) + a if isinstance(b, Sym) else a - b
+
+
+def _sym_mul(a, b):
+    return a * b if isinstance(a, Sym) else b * a if isinstance(b, Sym) else a * b
+
+
+def same(a, b) -> bool:
+    """Whether two sizes (or tuples of them) are equal in every binding where they are
+    :class:`DimValue` values (their expressions equal), else whether they are equal: code that a layout
+    generates on this answer holds for every binding of its dims."""
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if type(a) is DimValue or type(b) is DimValue:
+        return sym_of(a) == sym_of(b)
+    return a == b
+
+
+class TrackedEnv(dict):
+    """A binding whose values are :class:`DimValue` values of their names (:func:`tracked`); it keeps the
+    value of every expression evaluated under it (``known``): a layout evaluates the same few
+    thousand times, and each DimValue operation builds an expression."""
+
+    def __init__(self, values):
+        super().__init__(values)
+        self.known: dict = {}
+
+
+def tracked(env: dict[str, int]) -> TrackedEnv:
+    """``env`` with each value a :class:`DimValue` of its own name."""
+    return TrackedEnv({name: DimValue(value, Sym.var(name)) for name, value in env.items()})
 
 
 def is_static(d: Dim) -> bool:

@@ -115,12 +115,14 @@ class TrainStep:
         compute_dtype: None (compute as built) or ``lm.float16`` / ``lm.bfloat16``: mixed precision on
             float32 master weights (module docstring).
         scaler: a :class:`~luminal.train.amp.GradScaler` for dynamic loss scaling (float16), or None.
+        shapes: ``{input name: shape}``: generate the step's code for batches of these shapes now
+            (:meth:`prepare`), so that the compile's time includes it and the first step only runs.
     """
 
     def __init__(self, loss: GraphTensor, optimizer, backend: str = "cpu", outputs=(),
                  clip_grad_norm: float | None = None, clip_grad_value: float | None = None,
                  accumulate: int = 1, norm_type: float = 2.0, check_finite: bool = False,
-                 compute_dtype=None, scaler: GradScaler | None = None):
+                 compute_dtype=None, scaler: GradScaler | None = None, shapes: dict | None = None):
         if not isinstance(loss, GraphTensor):
             raise TypeError(f"compile_step: loss must be a GraphTensor, got {type(loss).__name__}")
         if not isinstance(accumulate, int) or accumulate < 1:
@@ -214,6 +216,19 @@ class TrainStep:
         self._has_norm = clip_grad_norm is not None
         self._update = compile_graph([loss, *self._outputs, *extra], backend=backend,
                                      updates={**graph_updates, **updates})
+        if shapes:
+            self.prepare(**shapes)
+
+    def prepare(self, **shapes) -> None:
+        """Generate the step's code now for a batch of these shapes (``Compiled.prepare``): the first
+        step with them then only runs.
+
+        Args:
+            **shapes: every input's shape, by name (a tuple of ints, or an array of that shape).
+        """
+        for program in (self._update, getattr(self, "_micro", None)):
+            if program is not None:
+                program.prepare(**shapes)
 
     def __call__(self, /, **batch):
         # a step is whole: its scalars, its program run and its counters, one thread at a time, and a
@@ -325,7 +340,8 @@ def compile_step(loss: GraphTensor, optimizer, backend: str = "cpu", **options) 
     and optimizer state as before that call; costs one select per updated tensor, see the module
     docstring), ``compute_dtype`` (``lm.float16``/``lm.bfloat16``: mixed precision on float32 master
     weights) and ``scaler`` (a :class:`~luminal.train.amp.GradScaler`: dynamic loss scaling, skipping
-    steps whose gradients overflow).
+    steps whose gradients overflow), ``shapes`` (``{input name: shape}``: generate the code for
+    batches of these shapes now, :meth:`TrainStep.prepare`).
 
     Args:
         loss: the scalar loss tensor.

@@ -416,8 +416,7 @@ def test_rejects_gpu_kernels_and_duplicate_names():
 
 def test_disk_cache_skips_optimisation(tmp_path, monkeypatch):
     monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(llvm, "_modules", {})
-    monkeypatch.setattr(llvm, "_objects", {})  # (and no compiled object either)
+    llvm.forget()
     calls = []
     real = llvm.optimise
     monkeypatch.setattr(llvm, "optimise", lambda mod: (calls.append(1), real(mod)))
@@ -426,8 +425,7 @@ def test_disk_cache_skips_optimisation(tmp_path, monkeypatch):
     assert calls == [1] and not first.from_cache
     assert llvm.compile_kernels([k]) is first  # in-process cache
     assert len(list((tmp_path / "llvm").rglob("*.o"))) == 1
-    monkeypatch.setattr(llvm, "_modules", {})  # a fresh process, as far as the caches go
-    monkeypatch.setattr(llvm, "_objects", {})  # (and no compiled object either)
+    llvm.forget()  # a fresh process, as far as the caches go
     second = llvm.compile_kernels([k])
     assert calls == [1] and second.from_cache and second is not first
     x, y = np.array([1.0, 2.0], np.float32), np.zeros(2, np.float32)

@@ -366,8 +366,7 @@ def test_state_written_in_place_is_stored_after_every_read():
 
 def test_warm_compile_reads_the_disk_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(llvm, "_modules", {})
-    monkeypatch.setattr(llvm, "_objects", {})  # (and no compiled object either)
+    llvm.forget()
     a = np.linspace(-2, 2, 20, dtype=np.float32).reshape(4, 5)
 
     def run():
@@ -377,8 +376,7 @@ def test_warm_compile_reads_the_disk_cache(tmp_path, monkeypatch):
         return f(x=a), _binding(f)._module
 
     cold, m1 = run()
-    monkeypatch.setattr(llvm, "_modules", {})
-    monkeypatch.setattr(llvm, "_objects", {})  # (and no compiled object either)
+    llvm.forget()
     warm, m2 = run()
     assert not m1.from_cache and m2.from_cache
     np.testing.assert_array_equal(cold, warm)

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import time
 from collections import OrderedDict
 
 import numpy as np
+from tqdm import tqdm
 
 from luminal.backends.cpu import blas, driver, layout, tune
 from luminal.backends.cpu.fold import fold_batch_sums
@@ -32,12 +34,12 @@ from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
 from luminal.backends.cpu.lowering import lower
 from luminal.backends.cpu.parallel import Split, split_rows, thread_count
 from luminal.codegen import ir, llvm
-from luminal.codegen.lower import Placed
+from luminal.codegen.lower import Placed, index_value
 from luminal.core import numpy_ops as ops
 from luminal.core.gc_paused import gc_paused
 from luminal.core.interrupts import interruptible
 from luminal.core.kernel_graph import MemoryPlan, dims_needed, expand_calls
-from luminal.core.symbolic import evaluate, prod
+from luminal.core.symbolic import evaluate, prod, tracked
 from luminal.core.view import contiguous_strides
 
 CALLER_KINDS = ("input", "state", "random")
@@ -84,6 +86,10 @@ class CpuProgram:
         self.searches: OrderedDict = OrderedDict()  # binding key -> its tune.Search, for the bindings kept
         self._bindings: OrderedDict = OrderedDict()
         self._kernels: list | None = None  # kg's kernels with the calls expanded, at the first binding
+        self._memo: dict = {}  # generated kernels by template and placements, for every binding (lowering.py)
+        # what laying bindings out cost (``_count``): bindings, seconds, calls of generated code, kernels
+        # generated and reused (``lowering._generate``), LLVM objects compiled and found in a cache
+        self.codegen = dict.fromkeys(("bindings", "seconds", "calls", "kernels", "reused", "compiled", "cached"), 0)
         self._recent: tuple = (None, None)  # (key, binding) of the last call: the newest in _bindings
 
     _flat = False  # return one list, the outputs then the updates (the backend protocol's ``_Run``)
@@ -113,6 +119,7 @@ class CpuProgram:
             return recent[1]
         b = self._bindings.get(key)
         if b is None:
+            t0, before = time.perf_counter(), dict(llvm.STATS)
             # laying out a run allocates per kernel and frees next to nothing; it writes nothing a caller
             # sees (``search`` times on copies), so a Ctrl-C during its code generation acts at once
             # even inside a train step's deferred block (``core/interrupts.py``)
@@ -122,9 +129,11 @@ class CpuProgram:
                 bound = dict(zip(self.dims, key))
                 if self.search > 1 and arrays is not None:
                     b, self.searches[key] = tune.search(
-                        lambda c: Binding(self.kg, self._kernels, self.plan, bound, c), arrays, self.search, bound)
+                        lambda c: Binding(self.kg, self._kernels, self.plan, bound, c, self._memo), arrays,
+                        self.search, bound)
                 else:
-                    b = Binding(self.kg, self._kernels, self.plan, bound)
+                    b = Binding(self.kg, self._kernels, self.plan, bound, memo=self._memo)
+            self._count(b, time.perf_counter() - t0, before)
             self._bindings[key] = b
             if len(self._bindings) > MAX_BINDINGS:
                 self.searches.pop(self._bindings.popitem(last=False)[0], None)
@@ -132,6 +141,22 @@ class CpuProgram:
             self._bindings.move_to_end(key)
         self._recent = (key, b)
         return b
+
+    def prepare(self, env: dict) -> None:
+        """Lay the program out for the binding ``env`` now (its code generated and compiled), so that
+        the first call with those dims only runs."""
+        self.binding(env)
+
+    def _count(self, b: Binding, seconds: float, before: dict) -> None:
+        """Add a new binding's layout to ``codegen``, what the compile report's code generation stage says."""
+        c = self.codegen
+        c["bindings"] += 1
+        c["seconds"] += seconds
+        c["calls"] += len(b._gen)
+        for k in ("kernels", "reused"):
+            c[k] += b.made[k]
+        c["compiled"] += llvm.STATS["compiled"] - before["compiled"]
+        c["cached"] += llvm.STATS["reused"] - before["reused"]
 
     def describe(self) -> str:
         """For ``report(code=True)``: what ``search`` timed for each binding kept, and what it chose."""
@@ -161,8 +186,12 @@ class Binding:
     ``kernels``: the kernel graph's, calls expanded (``kernel_graph.expand_calls``); ``choices``: how
     to lay it out where the cost models would decide (``tune.py``; the default: as they decide)."""
 
-    def __init__(self, kg, kernels, plan: MemoryPlan, env: dict, choices: tune.Choices = tune.DEFAULT):
-        self.env, self.choices = env, choices
+    def __init__(self, kg, kernels, plan: MemoryPlan, env: dict, choices: tune.Choices = tune.DEFAULT,
+                 memo: dict | None = None):
+        # sizes as DimValues: generated code reads the dims as parameters (``ir.const``), so another
+        # binding of them lays out the same code and reuses its compiled objects
+        self.values, self.env, self.choices = env, tracked(env), choices
+        self.memo = {} if memo is None else memo  # the program's generated kernels (``lowering._generate``)
         self.calls: list = []
         self._pool: dict = {}  # (shape, dtype) -> free scratch arrays
         self._taken: dict = {}  # id -> scratch taken by the kernel being lowered
@@ -174,7 +203,7 @@ class Binding:
         self._last: dict = {}  # name -> the array the views were last resolved over
         self._perm: dict = {}  # buffer id -> axis order of its storage, for the buffers stored permuted
         self._flat: dict = {}  # buffer id -> the buffer's storage as a 1-d array
-        self._gen: list = []  # (IR kernel, index of its call in self.calls) of each generated kernel
+        self._gen: list = []  # (IR kernel, index of its call in self.calls, the IR names of its buffers) per call
         self._ir_names: dict = {}  # what an IR buffer points at -> its name in every generated kernel
         self._sources: dict = {}  # IR buffer name -> its array, or the name of the caller array it is
         self._slots: dict = {}  # caller array name -> [(pointer array, slot)] patched on rebind
@@ -187,7 +216,9 @@ class Binding:
         self._alias = self._in_place(kg, kernels)  # temp id -> name of the state array that holds it
         self._written = set(self._alias.values())  # the states written in place
         writes = self._writes
-        for k in kernels:
+        self.made = {"kernels": 0, "reused": 0}  # generated kernels made and found in the memo (lowering.py)
+        for k in tqdm(kernels, desc=f"generating code: {len(kernels)} kernels", unit="kernel", delay=1.0,
+                      leave=False):
             lower(k, self)
             for b, _ in k.outputs:
                 writes[b.id] = writes.get(b.id, 0) + 1
@@ -597,11 +628,6 @@ class Binding:
             self.release(arr)
 
     # generated code ---------------------------------------------------------------------------------
-    def kernel_name(self, prefix: str) -> str:
-        """A name for the next generated kernel (names follow the order of lowering, so the same
-        program and binding build the same module text: the disk cache's key)."""
-        return f"{prefix}{len(self._gen)}"
-
     def place(self, buf, view) -> Placed:
         """For ``codegen/cpu.py``: the :class:`Placed` read of a view of ``buf`` (remapped onto a
         permuted storage, bounds-checked), or with ``view`` None the placement of the whole buffer
@@ -651,13 +677,15 @@ class Binding:
         arr = self._flat.get(buf.id)
         return (arr if arr is not None else self._arrays[buf.id]).size
 
-    def generate(self, kernel: ir.Kernel, k) -> None:
-        """Append a call of the generated ``kernel`` (made from kernel-graph kernel ``k``); it is
-        compiled with the binding's others when the binding is laid out (:meth:`_link`)."""
+    def generate(self, kernel: ir.Kernel, k, names: list) -> None:
+        """Append a call of the generated ``kernel`` (made from kernel-graph kernel ``k``) over the IR
+        buffers ``names`` (``names[i]`` is ``kernel.buffers[i]``); it is compiled with the binding's
+        others when the binding is laid out (:meth:`_link`)."""
         aliased = {self._ir_buffer(b) for b, _ in k.outputs if b.id in self._alias}
         if aliased:
-            kernel = _stores_last(kernel, aliased)
-        self._gen.append((kernel, len(self.calls)))
+            aliased = {buf.name for buf, n in zip(kernel.buffers, names) if n in aliased}
+            kernel = _stores_last(kernel, aliased, f"{kernel.name}_in_place{len(self._gen)}")
+        self._gen.append((kernel, len(self.calls), names))
         self.calls.append(None)
 
     def _link(self, threads: int) -> bool:
@@ -671,26 +699,28 @@ class Binding:
         # overlapping a state written in place is read from a copy), but for a state written in place,
         # which is one buffer read and written
         choices = self.choices
-        self._module = llvm.compile_kernels([kern for kern, _ in self._gen], distinct=True,
-                                            vector_width=choices.vector_width)
-        params = (ctypes.c_int64 * 1)()  # CPU kernels are specialised to the binding: no parameters
-        self._pointers.append(params)
-        costs = [_cost_ns(kern) for kern, _ in self._gen]
+        distinct = list({id(kern): kern for kern, _, _ in self._gen}.values())  # (a memo's kernel: many calls)
+        self._module = llvm.compile_kernels(distinct, distinct=True, vector_width=choices.vector_width)
+        known: dict = {}
+        costs = [known[id(kern)] if id(kern) in known else known.setdefault(id(kern), _cost_ns(kern, self.values))
+                 for kern, _, _ in self._gen]
         split = SPLIT_NS * choices.split_scale
         if choices.threads == "auto" and sum(c for c in costs if c >= split) < OWN_THREADS_NS:
             threads = 1  # too little to cut: BLAS keeps its own threads for the GEMMs
         cut = False
-        for (kern, at), cost in zip(self._gen, costs):
+        for (kern, at, names), cost in zip(self._gen, costs):
             ptrs = (ctypes.c_void_p * max(1, len(kern.buffers)))()
-            for slot, b in enumerate(kern.buffers):
-                src = self._sources[b.name]
+            for slot, name in enumerate(names):
+                src = self._sources[name]
                 if isinstance(src, str):
                     self._slots.setdefault(src, []).append((ptrs, slot))
                 else:
                     ptrs[slot] = src.ctypes.data
-            self._pointers.append(ptrs)
+            params = (ctypes.c_int64 * max(1, len(kern.params)))(
+                *(ir.derived_value(name, self.values) for name in kern.params))
+            self._pointers += (ptrs, params)
             f, p, q = self._module.function(kern.name), ctypes.addressof(ptrs), ctypes.addressof(params)
-            n = kern.grid[0].arg if kern.grid else 1
+            n = index_value(kern.grid[0], self.values) if kern.grid else 1
             parts = _parts(n, cost, threads, split)
             if len(parts) == 1:
                 self.calls[at] = (f, _c_args(p, q, 0, n))
@@ -787,10 +817,11 @@ def _reads_in_step(k, st, t) -> bool:
     return all(v.is_contiguous() and prod(v.shape) == prod(t.shape) for b, v in k.inputs if b is st)
 
 
-def _stores_last(kernel: ir.Kernel, names: set) -> ir.Kernel:
+def _stores_last(kernel: ir.Kernel, names: set, name: str) -> ir.Kernel:
     """``kernel`` with its stores into ``names`` (state arrays written in place) moved after every
     other statement, each value kept in a register where the store was: every read of those
-    arrays then comes before any write into them."""
+    arrays then comes before any write into them. Named ``name``: the kernel it is made from may be
+    called elsewhere in the program as it is."""
     body, late = [], []
     for j, s in enumerate(kernel.body):
         if isinstance(s, ir.Store) and s.buffer in names:
@@ -799,11 +830,11 @@ def _stores_last(kernel: ir.Kernel, names: set) -> ir.Kernel:
             late.append(ir.Store(s.buffer, s.index, ir.var(reg, s.value.dtype), s.valid))
         else:
             body.append(s)
-    return ir.Kernel(kernel.name, kernel.buffers, kernel.params, kernel.grid, tuple(body + late), kernel.block,
+    return ir.Kernel(name, kernel.buffers, kernel.params, kernel.grid, tuple(body + late), kernel.block,
                      kernel.shared, kernel.notes)
 
 
-def _cost_ns(kernel: ir.Kernel) -> float:
+def _cost_ns(kernel: ir.Kernel, env: dict) -> float:
     """Estimated time of a CPU kernel: per work item, its loads and stores of elements that change
     with the item (a load at a constant index, a scalar parameter, is hoisted by LLVM: free) and its
     transcendentals and float remainders (a loop's body times its trip count, when constant), times
@@ -814,7 +845,7 @@ def _cost_ns(kernel: ir.Kernel) -> float:
         total = 0.0
         for s in body:
             if isinstance(s, ir.Loop):
-                trips = s.stop.arg - s.start.arg if s.stop.op == s.start.op == "const" else 1
+                trips = index_value(s.stop, env) - index_value(s.start, env)
                 total += max(trips, 0) * block(s.body, set(seen))
                 continue
             if isinstance(s, ir.If):
@@ -831,7 +862,7 @@ def _cost_ns(kernel: ir.Kernel) -> float:
 
     items = 1
     for g in kernel.grid:
-        items *= g.arg if g.op == "const" else 1
+        items *= index_value(g, env)
     return items * block(kernel.body, set())
 
 

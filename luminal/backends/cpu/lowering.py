@@ -37,15 +37,18 @@ from luminal.codegen import cpu as gen
 from luminal.codegen.lower import Placed
 from luminal.core import dtype as dt
 from luminal.core import numpy_ops as ops
+from luminal.core.symbolic import sym_of
 from luminal.core.view import contiguous_strides
 
 
 def lower(k, b) -> None:
     """Append the calls computing kernel ``k`` to ``b.calls`` (``b``: the program's ``Binding``)."""
     if k.kind == "elementwise":
-        b.generate(gen.elementwise(k, b.env, b.place, b.kernel_name("ew")), k)
+        _generate(b, k, "ew", lambda place, name: [gen.elementwise(k, b.env, place, name)], _reads(k))
     elif k.kind == "reduce" or (k.kind == "matmul" and any(v.mask is not None for _, v in k.inputs)):
-        b.generate(gen.reduce(k, b.env, b.place, b.kernel_name(k.kind)), k)
+        if k.reduce_op == "max" and any(n == 0 for n in (b.shape(k.domain)[a] for a in k.axes)):
+            raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
+        _generate(b, k, k.kind, lambda place, name: [gen.reduce(k, b.env, place, name)], _reads(k))
     elif k.kind == "matmul":
         _gemm(k, b, k.inputs)
     elif k.kind in ("gather", "scatter_add"):
@@ -55,25 +58,78 @@ def lower(k, b) -> None:
     b.end_kernel()
 
 
+def _reads(k, inputs: bool = True) -> list:
+    """Every ``(buffer, view)`` a kernel's code places: its inputs (unless ``inputs`` is False: a GEMM's
+    epilogue reads the product instead), its epilogue's, and its outputs whole (view None)."""
+    return (list(k.inputs) if inputs else []) + list(k.epilogue_inputs) + [(buf, None) for buf, _ in k.outputs]
+
+
+def _template(k) -> tuple:
+    """What identifies kernel ``k``'s code apart from its buffers: the trips of a rolled body are copies
+    of one kernel over other buffers that share its domain, views and expressions (``relinked``), so
+    they have one template (the objects live as long as the program, whose memo this keys)."""
+    return (k.kind, id(k.domain), k.axes, k.reduce_op, id(k.prologue), k.acc_dtype,
+            tuple(id(v) for _, v in k.inputs), tuple(id(v) for _, v in k.epilogue_inputs),
+            tuple((id(e), b.dtype, tuple(b.shape)) for b, e in k.outputs))
+
+
+def _generate(b, k, prefix: str, make, reads, extra: dict | None = None) -> None:
+    """Generate kernel-graph kernel ``k``'s code (``make(place, name) -> [ir.Kernel]``) once per layout
+    of its buffers: the placements of ``reads`` and of the ``extra`` scratch (by name: a product, an
+    error cell, an accumulator, which ``make`` gets as ``place(None, name)``), their buffers named by
+    order of appearance, are the key of the program's memo (``b.memo``). So every trip of a rolled
+    body, and every binding that places the buffers alike (sizes are ``DimValue`` values: the key holds
+    their expressions, not their values), reuses the kernels made for the first. The memo's kernels
+    name their buffers ``p0, p1, ...``; ``b.generate`` is told which of the binding's each one is."""
+    extra = extra or {}
+    placed = [b.place(buf, view) for buf, view in reads] + list(extra.values())
+    canon: dict = {}
+    for p in placed:
+        if p.name not in canon:
+            canon[p.name] = f"p{len(canon)}"
+    key = (prefix, _template(k), tuple(extra), tuple(_placement_key(p, canon) for p in placed))
+    kernels = b.memo.get(key)
+    if kernels is None:
+        where = {(id(buf), id(view)): dataclasses.replace(p, name=canon[p.name]) for (buf, view), p in zip(reads, placed)}
+        named = {x: dataclasses.replace(p, name=canon[p.name]) for x, p in extra.items()}
+
+        def place(buf, view):
+            return named[view] if buf is None else where[(id(buf), id(view))]
+
+        kernels = b.memo[key] = make(place, f"{prefix}{len(b.memo)}")  # (unique in the program)
+        b.made["kernels"] += len(kernels)
+    else:
+        b.made["reused"] += len(kernels)
+    names = {c: n for n, c in canon.items()}
+    for kernel in kernels:
+        b.generate(kernel, k, [names[buf.name] for buf in kernel.buffers])
+
+
+def _placement_key(p: Placed, canon: dict) -> tuple:
+    """A placement as its code sees it: the buffer by order of appearance, sizes by their expressions."""
+    box = None if p.box is None else tuple((sym_of(lo), sym_of(hi)) for lo, hi in p.box)
+    return (canon[p.name], p.dtype, sym_of(p.offset), tuple(sym_of(s) for s in p.strides), box, p.pad)
+
+
 def _indexing(k, b) -> None:
     """A gather or scatter_add as generated kernels, then the check of their error cell (a kernel
     cannot raise: it flags an index out of range there, and :func:`_check_index` raises the
     reference's IndexError after the call)."""
     cell = np.zeros(1, np.int32)
-    flag = Placed(b.scratch_name(cell), dt.int32, 0, ())
+    extra = {"flag": Placed(b.scratch_name(cell), dt.int32, 0, ())}
     if k.kind == "gather":
-        kernels = [gen.gather(k, b.env, b.place, flag, b.kernel_name("gather"))]
+        _generate(b, k, "gather", lambda place, name: [gen.gather(k, b.env, place, place(None, "flag"), name)],
+                  _reads(k), extra)
         size = b.shape(k.inputs[0][1].shape)[k.axes[0]]
     else:
-        out = k.outputs[0][0]
-        acc = None
-        if out.dtype in (dt.float16, dt.bfloat16):  # accumulates in float32, rounded once at the end
+        if k.outputs[0][0].dtype in (dt.float16, dt.bfloat16):  # accumulates in float32, rounded once at the end
             shape = b.shape(k.domain)
-            acc = Placed(b.scratch_name(b.scratch(shape, np.float32)), dt.float32, 0, contiguous_strides(shape))
-        kernels = gen.scatter_add(k, b.env, b.place, flag, acc, b.kernel_name("scatter"))
+            extra["acc"] = Placed(b.scratch_name(b.scratch(shape, np.float32)), dt.float32, 0,
+                                  contiguous_strides(shape))
+        _generate(b, k, "scatter", lambda place, name: gen.scatter_add(
+            k, b.env, place, place(None, "flag"), place(None, "acc") if "acc" in extra else None, name),
+            _reads(k), extra)
         size = b.shape(k.domain)[k.axes[0]]
-    for kernel in kernels:
-        b.generate(kernel, k)
     ib, iv = k.inputs[1]
     shape, strides, offset, box = ops.bound_view(iv, b.env)
     inner = (shape, offset) if box is None else ops.inner_box(strides, offset, box)
@@ -148,7 +204,8 @@ def _gemm(k, b, ins) -> None:
             where = Placed(b.place(acc_buf, None).name, k.acc_dtype, 0, b.strides_of(acc_buf, shape))
         rest = [(buf, e) for buf, e in k.outputs if not (e.op == "Acc" and buf is acc_buf)]
         epi = dataclasses.replace(k, outputs=rest)  # the product's own buffer is BLAS's
-        b.generate(gen.epilogue(epi, b.env, b.place, where, b.kernel_name("epi")), k)
+        _generate(b, epi, "epi", lambda place, name: [gen.epilogue(epi, b.env, place, place(None, "acc"), name)],
+                  _reads(epi, inputs=False), {"acc": where})
 
 
 def _operand(b, buf, src: Strided, blas: Strided | None, shape, cd):

@@ -71,7 +71,7 @@ class Launch:
 def _name(kind: str, k: ir.Kernel) -> ir.Kernel:
     """``k`` with its parameters (the dims its code reads), named by its kind and a digest of its
     code: the same code gets the same name in every program (so the NVRTC cache hits)."""
-    k.params = tuple(sorted({v.arg for v in ir.walk_values_of(k.grid) + ir.walk_values(k.body) if v.op == "param"}))
+    k.params = ir.used_params(k)
     digest = hashlib.sha256(ir.fingerprint(k).encode()).hexdigest()[:10]
     k.name = f"{kind}_{digest}"
     return ir.check(k)
