@@ -177,6 +177,9 @@ def main(argv=None) -> dict:
 
     t0 = time.perf_counter()
     step, opt = build_step(model, args.lr, args.weight_decay, args.clip, args.backend)
+    everything = batches(data, args.batch_size, args.steps, args.seed)
+    for shape in {b[:, :-1].shape for b in everything}:  # the code for every batch shape of the run, now
+        step.prepare(ids=shape, targets=shape)
     sched = train.CosineAnnealingLR(opt, T_max=args.steps, eta_min=args.min_lr)
     print(f"model: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
           f"{sum(p.numel() for p in model.parameters()):,} parameters; AdamW lr={args.lr} cosine to {args.min_lr}, "
@@ -189,7 +192,7 @@ def main(argv=None) -> dict:
         done = resume(args.resume, model, opt, sched, step, run)
         print(f"resumed from {args.resume} after step {done}")
     losses = []
-    todo = batches(data, args.batch_size, args.steps, args.seed)[done:]
+    todo = everything[done:]
     bar = tqdm(todo, total=args.steps, initial=done, unit="step", file=sys.stdout, desc="finetune")
     t_start, tokens = time.perf_counter(), 0
     try:

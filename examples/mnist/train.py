@@ -102,6 +102,11 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
+def _sizes(n: int, batch_size: int) -> set:
+    """The batch sizes of an epoch of ``n`` examples: the full one and the last one's."""
+    return {min(n, batch_size), n % batch_size or min(n, batch_size)} - {0}
+
+
 def main(argv=None) -> dict:
     args = parse_args(argv)
     epochs = args.epochs if args.epochs is not None else (4 if args.model == "cnn" else 5)
@@ -121,8 +126,12 @@ def main(argv=None) -> dict:
     opt = OPTIMIZERS[args.optimizer](model.parameters(), lr=lr)
     t0 = time.perf_counter()
     step = train.compile_step(loss, opt, backend=args.backend, check_finite=args.check_finite)
+    for n in _sizes(len(xtr), args.batch_size):  # the code for every batch size an epoch has, now
+        step.prepare(x=(n, 784), y=(n,))
     model.eval()
     predict = lm.compile(model(x).argmax(-1), backend=args.backend)
+    for n in _sizes(len(xte), 500):
+        predict.prepare(x=(n, 784))
     print(f"model: {args.model} ({sum(p.numel() for p in model.parameters()):,} parameters), "
           f"{args.optimizer} lr={lr}, backend={args.backend}; compiled in {time.perf_counter() - t0:.1f} s")
 

@@ -124,6 +124,15 @@ class Sym:
         return (-self) + other
 
     def __mul__(self, other):
+        if type(other) is int:  # (the common case, a shape's product: no monomial changes, none reorders)
+            if other == 0:
+                return 0
+            if other == 1:
+                return self
+            out = Sym.__new__(Sym)
+            out.terms = tuple((m, c * other) for m, c in self.terms)
+            out._hash, out._vars = hash(out.terms), self._vars
+            return out
         t: dict[tuple, int] = {}
         for m1, c1 in self._lift(self).items():
             for m2, c2 in self._lift(other).items():

@@ -500,7 +500,7 @@ def test_matmul_in_a_layout_that_is_not_one_gemm_runs_as_a_batched_gemm():
     want = np.einsum("mk,bkn->bmn", a, x)
     np.testing.assert_allclose(r1, want, rtol=1e-5)
     np.testing.assert_allclose(r2, np.einsum("bmn,bkn->mk", want, x), rtol=1e-5, atol=1e-5)
-    calls = next(iter(prog._bindings.values())).calls
+    calls = next(iter(prog._bindings.values())).steps
     assert sum(fn is np.matmul for fn, _ in calls) == 2 and not any(fn is np.multiply for fn, _ in calls)
 
 

@@ -33,7 +33,7 @@ def _run(f, **arrays) -> list:
 
 def _calls(f):
     b = next(iter(f.runner.program._bindings.values()))
-    return [c for f_, args in b.calls for c in (f_.parts[0] if isinstance(f_, Split) else [(f_, args)])]
+    return [c for f_, args in b.steps for c in (f_.parts[0] if isinstance(f_, Split) else [(f_, args)])]
 
 
 def _no_numpy_indexing(f):
@@ -169,7 +169,7 @@ def test_strided_and_padded_views():
     np.testing.assert_array_equal(got[0], ops.gather(xr, ir_, 1))
     np.testing.assert_array_equal(got[1], ops.scatter_add(dr, ir_, sr, 1, f))
     b = next(iter(prog._bindings.values()))
-    assert not any(fn in (ops.gather, ops.scatter_add) for fn, _ in b.calls)
+    assert not any(fn in (ops.gather, ops.scatter_add) for fn, _ in b.steps)
     arrays["i"][2, 1] = 5
     with pytest.raises(IndexError) as e:
         prog(arrays, {})
@@ -201,7 +201,7 @@ def test_cut_over_threads(monkeypatch, axis):
     np.testing.assert_array_equal(g, ops.gather(x, i, axis))
     np.testing.assert_array_equal(s, ops.scatter_add(x, i, (x * 2).astype(np.float16), axis, lm.float16))
     b = next(iter(f.runner.program._bindings.values()))
-    assert any(isinstance(fn, Split) for fn, _ in b.calls)
+    assert any(isinstance(fn, Split) for fn, _ in b.steps)
     wrong = i.copy()
     wrong[6, 4], wrong[5, 0] = -3, 9
     with pytest.raises(IndexError) as e:

@@ -32,6 +32,7 @@ import luminal as lm
 from luminal import nn, train
 from luminal.backends.cpu import blas, compiled, parallel
 from luminal.backends.cpu.parallel import Split, split_rows
+from luminal.backends.cpu.steps import Copy, Gemm, Round
 from luminal.core import numpy_ops as ops
 
 THREADS = 3
@@ -103,7 +104,7 @@ def test_a_run_of_copies_splits_into_uneven_row_ranges():
         rng = np.random.default_rng(0)
         a = rng.standard_normal((7, 5)).astype(np.float32)
         t, out = np.empty((7, 5), np.float32), np.empty((7, 5), np.float32)
-        return [(np.copyto, (t, a)), (ops.round_bf16_, (t,)), (np.copyto, (out, t))], [out]
+        return [Copy(t, a), Round(t), Copy(out, t)], [out]
 
     split = _same_as_serial(make)
     (s,) = _splits(split)
@@ -117,7 +118,7 @@ def test_matmuls_cut_by_batch_rows_and_columns():
         a, b = rng.standard_normal((6, 3)), rng.standard_normal((3, 4))
         u, v = rng.standard_normal((1, 1, 3)), rng.standard_normal((3, 6))
         o1, o2, o3 = np.empty((6, 4, 5)), np.empty((6, 4)), np.empty((1, 1, 6))
-        return [(np.matmul, (w, x, o1)), (np.matmul, (a, b, o2)), (np.matmul, (u, v, o3))], [o1, o2, o3]
+        return [Gemm(w, x, o1), Gemm(a, b, o2), Gemm(u, v, o3)], [o1, o2, o3]
 
     split = _same_as_serial(make, exact=False)
     assert len(_splits(split)) == 1
@@ -129,7 +130,7 @@ def test_matmuls_cut_by_batch_rows_and_columns():
 
 def test_a_matmul_with_a_vector_operand_is_not_cut():
     a, v = np.ones((4, 4, 3)), np.ones(3)
-    calls = [(np.matmul, (a, v, np.empty((4, 4))))]  # out rows are a's batch, not a's rows
+    calls = [Gemm(a, v, np.empty((4, 4)))]  # out rows are a's batch, not a's rows
     assert split_rows(calls, _Binding(), THREADS) == calls
 
 
@@ -137,7 +138,7 @@ def test_rows_written_then_read_transposed_are_not_cut_together():
     def make():
         x = np.arange(36.0).reshape(6, 6)
         t, out = np.empty((6, 6)), np.empty((6, 6))
-        return [(np.copyto, (t, x)), (np.copyto, (out, t.T))], [out]
+        return [Copy(t, x), Copy(out, t.T)], [out]
 
     split = _same_as_serial(make)
     assert len(_splits(split)) == 2  # one split per call: thread 0 would read rows thread 1 writes
@@ -147,7 +148,7 @@ def test_a_broadcast_read_of_written_memory_ends_the_run():
     def make():
         x = np.arange(12.0).reshape(6, 2)
         t, out = np.empty((6, 2)), np.empty((6, 2))
-        return [(np.copyto, (t, x)), (np.copyto, (out, t[:1]))], [out]
+        return [Copy(t, x), Copy(out, t[:1])], [out]
 
     split = _same_as_serial(make)
     assert [len(s.parts[0]) for s in _splits(split)] == [1, 1]
@@ -156,20 +157,20 @@ def test_a_broadcast_read_of_written_memory_ends_the_run():
 def test_overlapping_rows_of_one_output_are_never_cut():
     x = np.zeros(10)
     rows = np.lib.stride_tricks.as_strided(x, (6, 5), (8, 8))  # row i overlaps row i + 1
-    calls = [(np.copyto, (rows, 1.0))]
+    calls = [Copy(rows, 1.0)]
     assert split_rows(calls, _Binding(), THREADS) == calls
 
 
 def test_calls_that_are_not_row_wise_stay_as_they_are():
     x, idx, out = np.arange(12.0).reshape(6, 2), np.zeros((6, 1), np.int32), np.empty((6, 1))
-    calls = [(ops.gather, (x, idx, 1, out)), (np.copyto, (np.empty((6, 2)), x))]
+    calls = [(ops.gather, (x, idx, 1, out)), Copy(np.empty((6, 2)), x)]
     split = split_rows(calls, _Binding(), THREADS)
     assert split[0] == calls[0] and isinstance(split[1][0], Split)
 
 
 def test_small_runs_stay_serial_by_default(monkeypatch):
     monkeypatch.undo()
-    calls = [(np.copyto, (np.empty((64, 64)), np.ones((64, 64))))]
+    calls = [Copy(np.empty((64, 64)), np.ones((64, 64)))]
     assert split_rows(calls, _Binding(), 2) == calls
     assert split_rows(calls, _Binding(), 1) == calls
 
@@ -183,7 +184,7 @@ def test_an_error_in_a_worker_part_is_raised_and_the_team_still_works():
     with pytest.raises(RuntimeError, match="boom in a worker"):
         split()
     out = np.zeros(3)
-    Split([[(np.copyto, (out[i:i + 1], float(i + 1)))] for i in range(3)])()
+    Split([[Copy(out[i:i + 1], float(i + 1))] for i in range(3)])()
     np.testing.assert_array_equal(out, [1, 2, 3])
 
 
@@ -245,7 +246,7 @@ def test_conv_training_step_on_three_threads_matches_the_reference():
     for k in want:
         np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-5, err_msg=k)
     binding = next(iter(step._update.runner.program._bindings.values()))
-    splits = _splits(binding.calls)
+    splits = _splits(binding.steps)
     assert splits and all(len(s.parts) == THREADS for s in splits)
 
 
@@ -256,7 +257,7 @@ def test_a_matmul_into_a_permuted_output_is_cut_along_its_rows_in_memory():
         rng = np.random.default_rng(2)
         a, w = rng.standard_normal((4, 6, 5)), rng.standard_normal((5, 3))
         out = np.empty((6, 4, 3)).transpose(1, 0, 2)  # logical (4, 6, 3), stored (6, 4, 3)
-        return [(np.matmul, (a, np.broadcast_to(w, (4, 5, 3)), out))], [out]
+        return [Gemm(a, np.broadcast_to(w, (4, 5, 3)), out)], [out]
 
     split = _same_as_serial(make, exact=False)
     (s,) = _splits(split)
@@ -272,7 +273,7 @@ def test_a_short_wide_matmul_is_cut_by_columns_in_a_run_of_its_own():
         a, b = rng.standard_normal((16, 8)), rng.standard_normal((8, 4096))
         x, t = rng.standard_normal((16, 4096)), np.empty((16, 4096))
         out = np.empty((16, 4096))
-        return [(np.copyto, (t, x)), (np.matmul, (a, b, out))], [t, out]
+        return [Copy(t, x), Gemm(a, b, out)], [t, out]
 
     split = _same_as_serial(make, exact=False)
     copy, mm = _splits(split)
@@ -287,6 +288,6 @@ def test_a_short_matmul_is_cut_when_our_threads_run_anyway(monkeypatch):
     monkeypatch.setattr(parallel, "MIN_RUN_NS", 10**12)
     monkeypatch.setattr(parallel, "MIN_CALL_NS", 1000)
     a, b, out = np.ones((64, 64, 64)), np.ones((64, 64, 64)), np.empty((64, 64, 64))
-    calls = [(np.matmul, (a, b, out))]
+    calls = [Gemm(a, b, out)]
     assert split_rows(calls, _Binding(), THREADS) == calls  # BLAS keeps its threads
     assert len(_splits(split_rows(calls, _Binding(), THREADS, matmuls=True))) == 1

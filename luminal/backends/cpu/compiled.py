@@ -4,14 +4,18 @@ one call of generated code.
 For each binding of the symbolic dims a :class:`Binding` allocates every buffer once (temps in the
 memory plan's slots) and lowers every kernel (``lowering.py``): elementwise, reduce, gather and
 scatter_add kernels, and matmul epilogues, to kernels of the IR (``codegen/cpu.py``), all of a
-binding's compiled into one LLVM engine (``codegen/llvm.py``); GEMMs to BLAS. That makes ``calls``,
-the plan: a generated kernel's call is its ctypes function with a prebuilt array of buffer pointers
-(a large one cut along its first grid axis over the backend's threads: ctypes releases the GIL), a
-GEMM an ``np.matmul``. What a run executes is ``_exec``: the plan with each stretch of native calls
-made one call of the generated driver (``driver.py``: kernels and cblas GEMMs in order, in native
-code), so a run is ``for f, args in _exec: f(*args)`` over a handful of calls: no graph walking, no
-allocation on the hot path. The kernel graph's calls of rolled loop bodies are expanded into their
-kernels first (once per program).
+binding's linked into one LLVM engine (``codegen/llvm.py``); GEMMs to BLAS. The kernels' code is
+generic in the symbolic dims (sizes laid out as ``DimValue`` values become kernel parameters) and made
+once per program for every binding and every trip of a rolled body that places its buffers alike
+(``lowering._generate``'s memo): a new binding compiles nothing it has compiled before. That makes
+``steps``, the binding's schedule as typed data (``steps.py``): a generated kernel's call with a
+prebuilt array of buffer pointers and of its dims' values (a large one cut along its first grid axis
+over the backend's threads: ctypes releases the GIL), a GEMM, a copy, an index check. What a run
+executes is ``_exec``: the steps with each stretch of native ones made one call of the generated
+driver (``driver.py``: kernels and cblas GEMMs in order, in native code), so a run is
+``for f, args in _exec: f(*args)`` over a handful of calls: no graph walking, no allocation on the
+hot path; :meth:`Binding.run_steps` runs the same steps from Python instead. The kernel graph's calls
+of rolled loop bodies are expanded into their kernels first (once per program).
 
 Caller arrays (inputs, states, random draws) are read in place, not copied: the numpy calls that
 read them hold :class:`InputView` placeholders, the generated kernels a slot of their pointer array
@@ -28,11 +32,12 @@ from collections import OrderedDict
 import numpy as np
 from tqdm import tqdm
 
-from luminal.backends.cpu import blas, driver, layout, tune
+from luminal.backends.cpu import blas, driver, layout, steps, tune
 from luminal.backends.cpu.fold import fold_batch_sums
 from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
 from luminal.backends.cpu.lowering import lower
 from luminal.backends.cpu.parallel import Split, split_rows, thread_count
+from luminal.backends.cpu.steps import Copy, InputView, Kernel
 from luminal.codegen import ir, llvm
 from luminal.codegen.lower import Placed, index_value
 from luminal.core import numpy_ops as ops
@@ -166,21 +171,6 @@ class CpuProgram:
         return "\n".join(str(s) for s in self.searches.values())
 
 
-class InputView:
-    """A strided view over a caller array, known by shape and strides before the array is."""
-
-    __slots__ = ("name", "shape", "dtype", "strides", "offset", "value")
-
-    def __init__(self, name, shape, dtype, strides, offset):
-        self.name, self.shape, self.dtype = name, shape, dtype
-        self.strides, self.offset, self.value = strides, offset, None  # bytes
-
-    def resolve(self, arr: np.ndarray) -> np.ndarray:
-        if any(n == 0 for n in self.shape):
-            return np.empty(self.shape, self.dtype)
-        return np.ndarray(self.shape, self.dtype, arr, self.offset, self.strides)
-
-
 class Binding:
     """Everything about one binding of the symbolic dims: the arrays, the views and the calls.
     ``kernels``: the kernel graph's, calls expanded (``kernel_graph.expand_calls``); ``choices``: how
@@ -192,7 +182,7 @@ class Binding:
         # binding of them lays out the same code and reuses its compiled objects
         self.values, self.env, self.choices = env, tracked(env), choices
         self.memo = {} if memo is None else memo  # the program's generated kernels (``lowering._generate``)
-        self.calls: list = []
+        self.steps: list = []  # what a run does, in order (``steps.py``): the schedule of this binding
         self._pool: dict = {}  # (shape, dtype) -> free scratch arrays
         self._taken: dict = {}  # id -> scratch taken by the kernel being lowered
         self._loads: dict = {}  # (buffer id, its writes so far, view) -> the value a kernel reads
@@ -224,12 +214,12 @@ class Binding:
                 writes[b.id] = writes.get(b.id, 0) + 1
         threads = 1 if choices.threads == "blas" else thread_count()
         own = self._link(threads) or choices.threads == "own"
-        self.calls = split_rows(self.calls, self, threads, matmuls=own)
-        self._threaded = any(isinstance(f, Split) for f, _ in self.calls)
+        self.steps = split_rows(self.steps, self, threads, matmuls=own)
+        self._threaded = any(isinstance(s, Split) for s in self.steps)
         self.out_calls = [self._output(buf, v) for buf, v in kg.outputs]
         self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]  # (may add copies to calls)
         # what a run executes: ``calls`` with each run of native calls one call of the generated driver
-        self._exec, tables = driver.build(self.calls, self.cell)
+        self._exec, tables = driver.build(self.steps, self.cell)
         self._pointers += tables
         self._deps, used = self._index_input_views()
         # A run of generated kernels and plain copies alone, on this thread, runs no numpy arithmetic
@@ -273,6 +263,21 @@ class Binding:
         for f, args in self.up_calls:
             outs.append(f(*args))
         return outs
+
+    def run_steps(self, arrays: dict) -> list:
+        """:meth:`run` through the Python path (``steps.run``): every step of ``steps`` called from
+        Python in order, no driver table; the same results (what tests compare the driver with)."""
+        self._last.clear()  # every caller array is bound anew, and every view of it resolved
+        self._rebind(list(self._names), arrays)
+        for n, refs in self._refs.items():
+            shape, dtype = self._caller[n]
+            arr = np.ascontiguousarray(arrays[n], dtype)
+            for ref in refs:
+                ref.value = ref.resolve(arr)
+        with np.errstate(all="ignore"):
+            steps.run(self.steps)
+            outs = [f(*args) for f, args in self.out_calls]
+        return outs + [f(*args) for f, args in self.up_calls]
 
     def _rebind(self, names, arrays) -> None:
         """Point the program at the caller arrays ``names`` (new objects since the last run): the
@@ -589,7 +594,7 @@ class Binding:
             inner = ops.inner_box(strides, offset, box)
             if inner is not None:
                 src = self.view(buf, Strided(inner[0], strides, inner[1]))
-                self.calls.append((np.copyto, (value[tuple(slice(lo, hi) for lo, hi in box)], src)))
+                self.steps.append(Copy(value[tuple(slice(lo, hi) for lo, hi in box)], src))
         self._loads[key] = value
         return value
 
@@ -685,8 +690,8 @@ class Binding:
         if aliased:
             aliased = {buf.name for buf, n in zip(kernel.buffers, names) if n in aliased}
             kernel = _stores_last(kernel, aliased, f"{kernel.name}_in_place{len(self._gen)}")
-        self._gen.append((kernel, len(self.calls), names))
-        self.calls.append(None)
+        self._gen.append((kernel, len(self.steps), names))
+        self.steps.append(None)
 
     def _link(self, threads: int) -> bool:
         """Compile the generated kernels (one module) and put their calls in place; a kernel whose
@@ -719,13 +724,13 @@ class Binding:
             params = (ctypes.c_int64 * max(1, len(kern.params)))(
                 *(ir.derived_value(name, self.values) for name in kern.params))
             self._pointers += (ptrs, params)
-            f, p, q = self._module.function(kern.name), ctypes.addressof(ptrs), ctypes.addressof(params)
+            f = self._module.function(kern.name)
             n = index_value(kern.grid[0], self.values) if kern.grid else 1
             parts = _parts(n, cost, threads, split)
             if len(parts) == 1:
-                self.calls[at] = (f, _c_args(p, q, 0, n))
+                self.steps[at] = Kernel(f, ptrs, params, 0, n, kern)
             else:
-                self.calls[at] = (Split([[(f, _c_args(p, q, lo, hi))] for lo, hi in parts]), ())
+                self.steps[at] = Split([[Kernel(f, ptrs, params, lo, hi, kern)] for lo, hi in parts])
                 cut = True
         return cut
 
@@ -785,13 +790,6 @@ def _root(a) -> int:
 
 
 _fresh = np.ndarray.copy  # a C-contiguous copy (the method's default order), the caller's to keep
-
-
-def _c_args(p: int, q: int, lo: int, hi: int) -> tuple:
-    """A generated kernel's arguments (pointer-array and parameter addresses, the axis-0 range) as ctypes
-    objects of its argument types: ctypes then passes them as they are instead of converting four ints
-    on every call (about 0.15 us of a 0.5 us call)."""
-    return ctypes.c_void_p(p), ctypes.c_void_p(q), ctypes.c_int64(lo), ctypes.c_int64(hi)
 
 
 def _fresh_masked(shape, pad, dtype, slices, src) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Lowering each kernel kind to the calls of a binding: generated code where it applies, numpy and
+"""Lowering each kernel kind to the steps of a binding (``steps.py``): generated code where it applies, numpy and
 BLAS where they do better or where the generated path does not reach.
 
 | kind        | runs as
@@ -33,6 +33,7 @@ import numpy as np
 
 from luminal.backends.cpu.gemm import Strided, plan_gemm
 from luminal.backends.cpu.layout import physical_strides
+from luminal.backends.cpu.steps import Copy, Gemm, IndexCheck, Round
 from luminal.codegen import cpu as gen
 from luminal.codegen.lower import Placed
 from luminal.core import dtype as dt
@@ -42,7 +43,7 @@ from luminal.core.view import contiguous_strides
 
 
 def lower(k, b) -> None:
-    """Append the calls computing kernel ``k`` to ``b.calls`` (``b``: the program's ``Binding``)."""
+    """Append the steps computing kernel ``k`` to ``b.steps`` (``b``: the program's ``Binding``)."""
     if k.kind == "elementwise":
         _generate(b, k, "ew", lambda place, name: [gen.elementwise(k, b.env, place, name)], _reads(k))
     elif k.kind == "reduce" or (k.kind == "matmul" and any(v.mask is not None for _, v in k.inputs)):
@@ -113,7 +114,7 @@ def _placement_key(p: Placed, canon: dict) -> tuple:
 
 def _indexing(k, b) -> None:
     """A gather or scatter_add as generated kernels, then the check of their error cell (a kernel
-    cannot raise: it flags an index out of range there, and :func:`_check_index` raises the
+    cannot raise: it flags an index out of range there, and ``steps.IndexCheck`` raises the
     reference's IndexError after the call)."""
     cell = np.zeros(1, np.int32)
     extra = {"flag": Placed(b.scratch_name(cell), dt.int32, 0, ())}
@@ -135,22 +136,7 @@ def _indexing(k, b) -> None:
     inner = (shape, offset) if box is None else ops.inner_box(strides, offset, box)
     src = None if inner is None else b.view(ib, Strided(inner[0], strides, inner[1]))
     valid = None if box is None else tuple(slice(lo, hi) for lo, hi in box)
-    b.calls.append((_check_index, (cell, k.kind, size, src, shape, iv.pad, valid)))
-
-
-def _check_index(cell, op: str, size: int, src, shape, pad, valid) -> None:
-    """After a gather or scatter_add kernel: raise the reference's IndexError if the kernel flagged an
-    index out of range (the message names the first bad index, so it is found again here, in the
-    index view ``src``: the valid box ``valid`` of a padded view of ``shape``), and clear the flag."""
-    if cell[0]:
-        cell[0] = 0
-        idx = src
-        if valid is not None:
-            idx = np.full(shape, pad, np.int32)  # (index tensors are int32)
-            if src is not None:
-                idx[valid] = src
-        ops.check_index(np.asarray(idx), size, op)
-        raise AssertionError(f"{op}: the generated kernel flagged an index out of range, numpy finds none")
+    b.steps.append(IndexCheck(cell, k.kind, size, src, shape, iv.pad, valid))
 
 
 def _out_shape(k, b) -> tuple:
@@ -189,13 +175,13 @@ def _gemm(k, b, ins) -> None:
     lhs = _operand(b, abuf, g.a, None if half else g.a2, g.bshape + (g.M, g.K), cd)
     rhs = _operand(b, bbuf, g.b, None if half else g.b2, g.bshape + (g.K, g.N), cd)
     if g.out2 is not None and not half:
-        b.calls.append((np.matmul, (lhs, rhs, b.over(flat, g.out2))))
+        b.steps.append(Gemm(lhs, rhs, b.over(flat, g.out2)))
     else:
         res = b.scratch(g.bshape + (g.M, g.N), cd)
-        b.calls.append((np.matmul, (lhs, rhs, res)))
+        b.steps.append(Gemm(lhs, rhs, res))
         if k.acc_dtype is dt.bfloat16:
-            b.calls.append((ops.round_bf16_, (res,)))
-        b.calls.append((np.copyto, (b.over(flat, g.out), res.reshape(g.out.shape))))
+            b.steps.append(Round(res))
+        b.steps.append(Copy(b.over(flat, g.out), res.reshape(g.out.shape)))
     if any(not (e.op == "Acc" and buf is acc_buf) for buf, e in k.outputs):
         # the product, indexed in the output shape (its buffer may group the same elements otherwise)
         if acc_buf is None:
@@ -214,5 +200,5 @@ def _operand(b, buf, src: Strided, blas: Strided | None, shape, cd):
     if blas is not None:
         return b.storage_view(buf, blas)
     tmp = b.scratch(shape, cd)
-    b.calls.append((np.copyto, (tmp.reshape(src.shape), b.storage_view(buf, src))))
+    b.steps.append(Copy(tmp.reshape(src.shape), b.storage_view(buf, src)))
     return tmp

@@ -36,6 +36,7 @@ import threading
 import numpy as np
 
 from luminal.backends.cpu import blas
+from luminal.backends.cpu.steps import Step
 from luminal.core import numpy_ops as ops
 
 MIN_RUN_NS = 1_000_000  # estimated time of a run worth splitting
@@ -69,21 +70,30 @@ def thread_count() -> int:
     return blas.threads() or 1
 
 
-class Split:
-    """A run of calls cut into row ranges: ``parts[t]`` is thread ``t``'s list of calls. Calling it
-    runs the parts at once and returns when all are done (re-raising the first error)."""
+class Split(Step):
+    """A run of steps cut into row ranges: ``parts[t]`` is thread ``t``'s list of steps (or, in a run's
+    table of calls, of ``(function, args)``). Calling it runs the parts at once and returns when all
+    are done (re-raising the first error). As a step it calls itself with no arguments."""
 
     __slots__ = ("parts",)
 
     def __init__(self, parts: list):
         self.parts = parts
 
+    @property
+    def fn(self):
+        return self
+
+    @property
+    def args(self) -> tuple:
+        return ()
+
     def __call__(self) -> None:
         _team(len(self.parts)).run(self.parts)
 
 
 def split_rows(calls: list, binding, threads: int, matmuls: bool = False) -> list:
-    """``calls`` with each long enough run of row-wise calls replaced by one :class:`Split` call;
+    """``calls`` (steps) with each long enough run of row-wise steps replaced by one :class:`Split`;
     ``binding`` makes the row ranges of caller-array views. Unchanged (BLAS keeps its threads)
     unless some run has enough work outside matmuls to gain from threads of our own, or
     ``matmuls`` says our threads run anyway (generated kernels were cut over them, so BLAS runs on
@@ -111,7 +121,7 @@ def split_rows(calls: list, binding, threads: int, matmuls: bool = False) -> lis
             out.append(r)
         elif r.worth_it(r.work) or (matmuls and r.work > r.other and r.worth_it(r.work, MIN_CALL_NS)):
             # with our threads running, BLAS runs on one: a matmul left whole would use one core
-            out.append((r.split(binding, r.threads(threads)), ()))
+            out.append(r.split(binding, r.threads(threads)))
         else:
             out.extend(r.calls)
     return out
@@ -281,10 +291,10 @@ class _Run:
         parts = []
         for lo, hi in zip(bounds, bounds[1:]):
             part = []
-            for (f, args), rows in zip(self.calls, self.rows):
+            for step, rows in zip(self.calls, self.rows):
                 cut = dict(rows.cut)
-                part.append((f, tuple(a if i not in cut else _rows_of(binding, a, cut[i], lo, hi)
-                                      for i, a in enumerate(args))))
+                part.append(step.with_args(tuple(a if i not in cut else _rows_of(binding, a, cut[i], lo, hi)
+                                                 for i, a in enumerate(step.args))))
             parts.append(part)
         return Split(parts)
 
@@ -313,7 +323,7 @@ def _extent(x, axis):
         return None
     if isinstance(x, np.ndarray):
         space, start, item = None, x.__array_interface__["data"][0], x.itemsize
-    else:  # a caller-array view (compiled.InputView): byte offset and strides into the named array
+    else:  # a caller-array view (steps.InputView): byte offset and strides into the named array
         space, start, item = x.name, x.offset, np.dtype(x.dtype).itemsize
     dims = [(n, s) for a, (n, s) in enumerate(zip(shape, x.strides)) if a != axis]
     lo = start + sum(min(0, (n - 1) * s) for n, s in dims)

@@ -170,6 +170,6 @@ def _signature(b) -> tuple:
     """What of a binding's run its choices can change: its generated code's vector width, how its
     calls are cut over threads, and the temps stored permuted. Two bindings with one signature run
     the same code."""
-    cuts = tuple(len(f.parts) if isinstance(f, Split) else 0 for f, _ in b.calls)
+    cuts = tuple(len(s.parts) if isinstance(s, Split) else 0 for s in b.steps)
     return (b.choices.vector_width if b._gen else None, cuts, tuple(sorted(b._perm.items())),
             tuple(sorted(b._acc_orders.items())))
