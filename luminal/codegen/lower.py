@@ -73,7 +73,7 @@ def read(p: Placed, idx, env: dict | None = None, extra: ir.V | None = None) -> 
         index = ir.add(index, ir.mul(i, dim(s, env)))
         if bounds is not None:
             lo, hi = bounds
-            if not (is_static(lo) and lo <= 0):
+            if not (is_static(lo) and type(lo) is not DimValue and lo <= 0):  # (a dim's value may change)
                 valid = ir.both(valid, ir.alu("Not", ir.alu("LessThan", i, dim(lo, env))))
             valid = ir.both(valid, ir.alu("LessThan", i, dim(hi, env)))
     pad = p.pad if p.dtype.is_float else (bool(p.pad) if p.dtype.kind == "b" else int(p.pad))

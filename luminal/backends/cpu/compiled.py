@@ -179,8 +179,9 @@ class Binding:
     def __init__(self, kg, kernels, plan: MemoryPlan, env: dict, choices: tune.Choices = tune.DEFAULT,
                  memo: dict | None = None):
         # sizes as DimValues: generated code reads the dims as parameters (``ir.const``), so another
-        # binding of them lays out the same code and reuses its compiled objects
-        self.values, self.env, self.choices = env, tracked(env), choices
+        # binding of them lays out the same code and reuses its compiled objects (unless the choices
+        # say to specialise: plain ints, every size a constant in the code)
+        self.values, self.env, self.choices = env, env if choices.specialise else tracked(env), choices
         self.memo = {} if memo is None else memo  # the program's generated kernels (``lowering._generate``)
         self.steps: list = []  # what a run does, in order (``steps.py``): the schedule of this binding
         self._pool: dict = {}  # (shape, dtype) -> free scratch arrays
@@ -201,7 +202,9 @@ class Binding:
         self._module = None  # the generated kernels' compiled module (its functions live as long as it)
         self._pointers: list = []  # the pointer arrays of the generated calls
         self._acc_orders: dict = {}  # id(matmul kernel) -> storage order of its product's scratch
-        self._allocate(kg, plan, self._layouts(kg, kernels))
+        with self.plain_sizes():  # (layouts compare sizes; no code is made from them)
+            layouts = self._layouts(kg, kernels)
+        self._allocate(kg, plan, layouts)
         self._allocate_parts(kernels)
         self._alias = self._in_place(kg, kernels)  # temp id -> name of the state array that holds it
         self._written = set(self._alias.values())  # the states written in place
@@ -526,6 +529,17 @@ class Binding:
                     self._flat[buf.id], self._arrays[buf.id] = flat, flat.reshape(shape)
 
     # what lowering uses ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def plain_sizes(self):
+        """Evaluate sizes as plain ints within: for work no generated code is made from (storage
+        orders, a GEMM's BLAS call), where DimValue arithmetic would only cost time."""
+        env, self.env = self.env, self.values
+        try:
+            yield
+        finally:
+            self.env = env
+
+
     def shape(self, dims) -> tuple:
         return tuple(evaluate(d, self.env) for d in dims)
 

@@ -88,7 +88,9 @@ def _generate(b, k, prefix: str, make, reads, extra: dict | None = None) -> None
     for p in placed:
         if p.name not in canon:
             canon[p.name] = f"p{len(canon)}"
-    key = (prefix, _template(k), tuple(extra), tuple(_placement_key(p, canon) for p in placed))
+    # (specialised code is made from the sizes' values: they are part of its key)
+    values = tuple(sorted(b.values.items())) if b.env is b.values else None
+    key = (prefix, _template(k), tuple(extra), tuple(_placement_key(p, canon) for p in placed), values)
     kernels = b.memo.get(key)
     if kernels is None:
         where = {(id(buf), id(view)): dataclasses.replace(p, name=canon[p.name]) for (buf, view), p in zip(reads, placed)}
@@ -163,13 +165,14 @@ def _gemm(k, b, ins) -> None:
     compiler's ``contraction`` rule makes MatMuls that the strict ``matmul`` rule would not) to one
     ``np.matmul``, copying an operand into a contiguous scratch first where BLAS cannot read it; then
     the epilogue outputs (all but the one the product was written into) as a generated kernel."""
-    domain = b.shape(k.domain)
     shape = _out_shape(k, b)
-    (abuf, av), (bbuf, bv) = ins
-    a_sv, b_sv = b.locate(abuf, b.strided_view(av)), b.locate(bbuf, b.strided_view(bv))
+    flat, ostr, acc_buf = _accumulator(k, b, shape)  # (sizes as DimValues: the epilogue's code reads them)
+    with b.plain_sizes():  # the GEMM's BLAS call: plain sizes
+        domain = b.shape(k.domain)
+        (abuf, av), (bbuf, bv) = ins
+        a_sv, b_sv = b.locate(abuf, b.strided_view(av)), b.locate(bbuf, b.strided_view(bv))
     out_axes = [i for i in range(len(domain)) if i not in k.axes]
-    flat, ostr, acc_buf = _accumulator(k, b, shape)
-    g = plan_gemm(domain, k.axes, a_sv, b_sv, dict(zip(out_axes, ostr)))
+    g = plan_gemm(domain, k.axes, a_sv, b_sv, dict(zip(out_axes, map(int, ostr))))
     half = k.acc_dtype in (dt.float16, dt.bfloat16)
     cd = ops.compute_dtype(k.acc_dtype)
     lhs = _operand(b, abuf, g.a, None if half else g.a2, g.bshape + (g.M, g.K), cd)

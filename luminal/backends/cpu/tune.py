@@ -13,7 +13,9 @@ far, likeliest wins first (:data:`STEPS`); each is timed on that call's arrays (
 and the fastest is kept (one other than the default after a rematch against it: :func:`search`).
 Alternatives that cannot differ are not timed: no vector widths without generated code or beyond
 the host's, no thread choices on one thread, no layout alternative where the default permutes
-nothing, and no layout identical to one timed already (:func:`_signature`).
+nothing, no specialised code where no kernel reads a dim, and no layout identical to one timed
+already (:func:`_signature`). A specialised layout's objects are compiled for its binding alone (and
+disk-cached per shape like any object); the default's serve every binding.
 
 The runs read the caller's arrays but write copies of the states a binding writes in place
 (``Binding._written``): on the real arrays every timed run would apply the update (an optimizer
@@ -43,12 +45,15 @@ class Choices:
     its threads, generated code runs on one). ``split_scale``: times ``SPLIT_NS``, the estimated time
     from which a generated kernel is cut over the threads. ``vector_width``: the vector width (bits)
     LLVM should prefer, None for its default. ``gemm_layouts``: store GEMM operands and results
-    permuted where the layout model says; False keeps every temp in its logical order."""
+    permuted where the layout model says; False keeps every temp in its logical order.
+    ``specialise``: generate code with the binding's dims as constants (fixed trip counts and strides
+    for LLVM, one set of objects per binding) instead of kernel parameters (one set for every binding)."""
 
     threads: str = "auto"
     split_scale: float = 1.0
     vector_width: int | None = None
     gemm_layouts: bool = True
+    specialise: bool = False
 
     def __str__(self):
         changed = [f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self)
@@ -62,7 +67,7 @@ DEFAULT = Choices()
 # OWN_THREADS_NS note), 512-bit vectors help wide streaming kernels; cutting more or fewer kernels and
 # dropping the GEMM layouts are finer, and 128-bit vectors rarely win.
 STEPS = (("threads", "own"), ("threads", "blas"), ("vector_width", 512), ("split_scale", 0.25),
-         ("gemm_layouts", False), ("split_scale", 4.0), ("vector_width", 128))
+         ("gemm_layouts", False), ("specialise", True), ("split_scale", 4.0), ("vector_width", 128))
 
 
 @dataclass
@@ -162,14 +167,15 @@ def _steps(default) -> list:
     threads = thread_count() > 1
     widths = llvm.vector_widths() if default._gen else ()
     ok = {"threads": threads, "split_scale": threads and bool(default._gen),
-          "gemm_layouts": bool(default._perm or default._acc_orders)}
+          "gemm_layouts": bool(default._perm or default._acc_orders),
+          "specialise": any(kern.params for kern, _, _ in default._gen)}
     return [(f, v) for f, v in STEPS if (v in widths and len(widths) > 1 if f == "vector_width" else ok[f])]
 
 
 def _signature(b) -> tuple:
-    """What of a binding's run its choices can change: its generated code's vector width, how its
-    calls are cut over threads, and the temps stored permuted. Two bindings with one signature run
-    the same code."""
+    """What of a binding's run its choices can change: its generated kernels and their vector width,
+    how its calls are cut over threads, and the temps stored permuted. Two bindings with one signature
+    run the same code."""
     cuts = tuple(len(s.parts) if isinstance(s, Split) else 0 for s in b.steps)
     return (b.choices.vector_width if b._gen else None, cuts, tuple(sorted(b._perm.items())),
-            tuple(sorted(b._acc_orders.items())))
+            tuple(sorted(b._acc_orders.items())), tuple(id(kern) for kern, _, _ in b._gen))
