@@ -1,8 +1,12 @@
-"""Lowering kernel-graph kernels to CPU kernels of the IR, for one binding of the symbolic dims.
+"""Lowering kernel-graph kernels to CPU kernels of the IR, laid out for a binding of the symbolic dims.
 
-A CPU kernel is specialised to its binding: every size, stride and mask bound is a constant, so
-LLVM sees fixed trip counts and unit strides and vectorises the innermost loop. (Specialising costs
-one compile per binding; the disk cache makes a binding seen before free.)
+Sizes, strides and mask bounds come in as the binding evaluates them: a static one is a constant
+in the code; one that depends on a symbolic dim is, when the binding gives it as a ``DimValue``
+(``backends/cpu/compiled.py`` does), an expression over the kernel's parameters (``ir.const``), so
+the code serves every binding of the dims. Whatever shapes code is decided on expressions
+(``symbolic.same``, and an axis dropped only when it is statically 1), never on a dim's value. Plain
+ints everywhere give code specialised to one binding (fixed trip counts for LLVM: an option the
+backend's search may time).
 
 | kind        | grid (work items)           | code of one item
 |-------------|-----------------------------|-----------------
