@@ -280,6 +280,9 @@ class DimValue(int):
         out.sym = sym
         return out
 
+    def __reduce__(self):  # (copy and pickle: the value and its expression)
+        return (DimValue, (int(self), self.sym))
+
     def _with(self, other, op, sym_op, swap: bool = False):
         if type(other) is not DimValue and type(other) is not int:
             return op(other, int(self)) if swap else op(int(self), other)

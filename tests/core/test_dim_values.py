@@ -207,3 +207,12 @@ def test_equality_and_hashing_are_the_ints():
     shape = np.zeros((b, 2)).shape
     assert shape == (5, 2) and all(type(n) is int for n in shape)
     assert str(b) == "5" and f"{b:>3}" == "  5"
+
+
+def test_copy_and_pickle_keep_value_and_expression():
+    import copy
+    import pickle
+
+    v = tracked({"B": 5, "S": 3})["B"] * 2 + 1
+    for w in (copy.copy(v), copy.deepcopy(v), pickle.loads(pickle.dumps(v))):
+        assert type(w) is type(v) and w == 11 and w.sym == v.sym

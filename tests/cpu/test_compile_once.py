@@ -264,3 +264,40 @@ def test_generic_kernels_give_the_references_values_for_every_binding(counting):
             kernels = p.codegen["kernels"]
         elif b >= 2 and s >= 2:
             assert p.codegen["kernels"] == kernels, (b, s)
+
+
+def test_attention_with_new_batch_and_sequence_compiles_nothing(counting):
+    """Multi-head attention stores its head split permuted (a GEMM layout): the strides of that
+    storage are expressions of B and S too, so new (B, S) bindings compile nothing (they baked each
+    binding's sizes before: one new object per call)."""
+    lm.manual_seed(0)
+    attn = nn.MultiheadAttention(8, 2, batch_first=True)
+    g = lm.Graph()
+    x = g.input("x", ("B", "S", 8))
+    y = attn(x, x, x, need_weights=False)[0]
+    f, ref = lm.compile(y, backend="cpu"), lm.compile(y, backend="reference")
+    f(x=_rand(2, 5, 8))
+    assert any(b._perm for b in f.runner.program._bindings.values()), "the case should store a buffer permuted"
+    before = llvm.STATS["compiled"]
+    for b, s in ((3, 5), (4, 5), (2, 6), (2, 7), (5, 3)):
+        a = _rand(b, s, 8, seed=b * 10 + s)
+        _close(f(x=a), ref(x=a), rtol=1e-4, atol=1e-5)
+    assert llvm.STATS["compiled"] == before
+
+
+def test_the_first_program_of_a_process_is_freed():
+    """egglog, imported lazily by the first compile, keeps the frame that defines its classes; the
+    import runs on a thread of its own so that frame has none of the compile's above it (it kept the
+    first program, graph and weights alive for the life of the process)."""
+    import subprocess
+    import sys
+
+    code = ("import gc, weakref, numpy as np, luminal as lm\n"
+            "def first():\n"
+            "    g = lm.Graph(); f = lm.compile([g.input('x', (4, 4)) * 2], backend='cpu')\n"
+            "    f(x=np.ones((4, 4), np.float32)); return weakref.ref(f)\n"
+            "r = first(); gc.collect(); print('alive' if r() is not None else 'freed')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "LUMINAL_CACHE": "0"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "freed"

@@ -570,7 +570,9 @@ class Binding:
         """``v`` (over the buffer's logical layout) as a view of its storage."""
         if buf.id not in self._perm:
             return v
-        out = layout.remap(v, self._arrays[buf.id].shape, self._perm[buf.id])
+        # (the buffer's shape as the binding evaluates it: strides stored permuted are then expressions
+        # of the dims, and code reading them serves every binding)
+        out = layout.remap(v, self.shape(buf.shape), self._perm[buf.id])
         assert out is not None, "a reader of a permuted buffer does not remap (checked when choosing)"
         return out
 

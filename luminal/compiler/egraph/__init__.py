@@ -18,6 +18,7 @@ function in its place (the module stays in ``sys.modules`` as ``luminal.compiler
 
 import importlib
 import sys
+import threading
 import types
 from typing import TYPE_CHECKING
 
@@ -30,10 +31,32 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``_Package.
 _LAZY = ("Result", "optimize")  # names of ``optimize.py``
 
 
+def _import_apart(name: str):
+    """Import module ``name`` on a thread of its own. egglog keeps the frame that defines its classes,
+    and a frame keeps its callers' frames: imported from inside the first ``lm.compile``, it kept that
+    compile's frames, and the program, graph and weights they held, for the life of the process. A
+    thread's import has none of our frames above it. (Never at import time of another module: a
+    compile asks for ``optimize``, so the main thread holds no import lock the thread could wait on.)"""
+    got: dict = {}
+
+    def work():
+        try:
+            got["module"] = importlib.import_module(name)
+        except BaseException as e:  # noqa: BLE001 - re-raised on the caller's thread
+            got["error"] = e
+
+    t = threading.Thread(target=work, name="luminal import")
+    t.start()
+    t.join()
+    if "error" in got:
+        raise got["error"]
+    return got["module"]
+
+
 class _Package(types.ModuleType):
     def __getattr__(self, name):
         if name in _LAZY:
-            module = importlib.import_module(f"{__name__}.optimize")  # sets ``optimize`` (``__setattr__``)
+            module = _import_apart(f"{__name__}.optimize")  # sets ``optimize`` (``__setattr__``)
             return getattr(module, name)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
