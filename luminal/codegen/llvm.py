@@ -92,8 +92,9 @@ import llvmlite
 import llvmlite.binding as llvm
 import llvmlite.ir as ll
 import numpy as np
+from tqdm import tqdm
 
-from luminal.codegen import ir
+from luminal.codegen import ir, llvm_workers
 from luminal.core import dtype as dt
 from luminal.core.disk_cache import DiskCache
 
@@ -1139,12 +1140,12 @@ def compile_kernels(kernels, distinct: bool = False, vector_width: int | None = 
             if k.name in names:  # (build_module checks one module; each kernel is one here)
                 raise ir.IRError(f"two kernels named {k.name!r} in one module")
             names.add(k.name)
-        symbols, found = {}, {}  # kernel name -> its function's symbol; symbol -> (key, object, cached)
+        symbols, texts = {}, {}  # kernel name -> its function's symbol; symbol -> module text
         for k in kernels:
             symbol, text = _named_by_content(k, distinct, vector_width)
             symbols[k.name] = symbol
-            if symbol not in found:  # (two kernels of the same code share one object)
-                found[symbol] = _object(text)
+            texts.setdefault(symbol, text)  # (two kernels of the same code share one object)
+        found = dict(zip(texts, _objects_of(list(texts.values()))))  # symbol -> (key, object, cached)
         return _link([key for key, _, _ in found.values()], [obj for _, obj, _ in found.values()], symbols,
                      all(cached for _, _, cached in found.values()))
 
@@ -1183,25 +1184,59 @@ def compile_text(text: str, names) -> Module:
         return _link([key], [obj], {n: n for n in names}, cached)
 
 
+PARALLEL_MIN = 24  # objects to compile at once from which worker processes share them (llvm_workers.py)
+
+
 def _object(text: str) -> tuple[str, bytes, bool]:
     """``(key, object code, whether it came from a cache)`` of one module's IR ``text``."""
-    key = cache_key(text)
-    obj = _objects.get(key)
-    if obj is not None:
-        STATS["reused"] += 1
-        return key, obj, True
-    name = f"{key[:2]}/{key}.o"
-    obj = _DISK.read(name)
-    cached = obj is not None
-    if not cached:
-        parsed = llvm.parse_assembly(text)
-        parsed.verify()
-        optimise(parsed)
-        obj = _init()["tm"].emit_object(parsed)
-        _DISK.write(name, obj)  # atomic; a cache that cannot be written is skipped
-    STATS["reused" if cached else "compiled"] += 1
-    _objects.put(key, obj)
-    return key, obj, cached
+    return _objects_of([text])[0]
+
+
+def _objects_of(texts: list) -> list:
+    """:func:`_object` of each of ``texts``: from the in-process or disk cache, else compiled, by the
+    worker processes when there are ``PARALLEL_MIN`` or more to compile (``llvm_workers.py``: a GPT's
+    77 objects, a fifth less code generation on 2 cores; a dozen, as an MLP's, would gain less than a
+    worker takes to start), else here; a progress bar when that takes over a second."""
+    out: list = [None] * len(texts)
+    todo = []  # (index, key) of the texts to compile
+    for i, text in enumerate(texts):
+        key = cache_key(text)
+        obj = _objects.get(key)
+        if obj is None:
+            obj = _DISK.read(f"{key[:2]}/{key}.o")
+        if obj is None:
+            todo.append((i, key))
+        else:
+            STATS["reused"] += 1
+            _objects.put(key, obj)
+            out[i] = (key, obj, True)
+    if not todo:
+        return out
+    with tqdm(total=len(todo), desc=f"compiling kernels: {len(todo)} objects", unit="object", delay=1.0,
+              leave=False) as bar:
+        sources = [texts[i] for i, _ in todo]
+        if len(todo) >= PARALLEL_MIN and llvm_workers.worker_count() > 1:
+            objects = llvm_workers.compile_all(sources, compile_text_to_object, lambda: bar.update())
+        else:
+            objects = []
+            for text in sources:
+                objects.append(compile_text_to_object(text))
+                bar.update()
+    for (i, key), obj in zip(todo, objects):
+        _DISK.write(f"{key[:2]}/{key}.o", obj)  # atomic; a cache that cannot be written is skipped
+        STATS["compiled"] += 1
+        _objects.put(key, obj)
+        out[i] = (key, obj, False)
+    return out
+
+
+def compile_text_to_object(text: str) -> bytes:
+    """The object code of module IR ``text`` for the host: parsed, verified, optimised (``optimise``)
+    and emitted (what a worker process does too, ``llvm_workers.py``)."""
+    parsed = llvm.parse_assembly(text)
+    parsed.verify()
+    optimise(parsed)
+    return _init()["tm"].emit_object(parsed)
 
 
 def forget() -> None:

@@ -1,0 +1,75 @@
+"""Worker processes compile many LLVM objects at once (``codegen/llvm_workers.py``): the same object
+code as this process makes, and the same result when a worker is gone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from luminal.codegen import ir, llvm, llvm_workers
+from luminal.core import dtype as dt
+
+
+def _texts(n: int) -> list:
+    """Module texts of ``n`` different small kernels: ``y[i] = x[i] * k + k``."""
+    out = []
+    for k in range(n):
+        x = ir.load("x", dt.float32, ir.item(0))
+        value = ir.alu("Add", ir.alu("Mul", x, ir.const(float(k), dt.float32)), ir.const(float(k), dt.float32))
+        kern = ir.Kernel(f"scale{k}", (ir.Buf("x", dt.float32), ir.Buf("y", dt.float32, "w")), (),
+                         (ir.const(64),), (ir.Store("y", ir.item(0), value),))
+        out.append(llvm._named_by_content(kern, False, None)[1])
+    return out
+
+
+@pytest.fixture
+def two_workers(monkeypatch):
+    monkeypatch.setenv("LUMINAL_COMPILE_WORKERS", "3")  # this process and two workers
+    yield
+    llvm_workers._stop()
+
+
+def test_workers_make_the_same_objects(two_workers):
+    texts = _texts(6)
+    done = []
+    got = llvm_workers.compile_all(texts, llvm.compile_text_to_object, lambda: done.append(1))
+    assert len(llvm_workers._workers) == 2 and len(done) == len(texts)
+    assert got == [llvm.compile_text_to_object(t) for t in texts]
+
+
+def test_a_worker_gone_leaves_its_texts_to_this_process(two_workers):
+    texts = _texts(5)
+    llvm_workers.compile_all(texts[:3], llvm.compile_text_to_object)  # starts the workers
+    for w in llvm_workers._workers:
+        w.proc.kill()
+        w.proc.wait()
+    got = llvm_workers.compile_all(texts, llvm.compile_text_to_object)
+    assert got == [llvm.compile_text_to_object(t) for t in texts]
+    assert not llvm_workers._workers  # (dropped; new ones start at the next call)
+
+
+def test_objects_from_workers_run(two_workers, monkeypatch):
+    """Through ``compile_kernels`` with the threshold lowered: the functions compute."""
+    monkeypatch.setattr(llvm, "PARALLEL_MIN", 2)
+    monkeypatch.setenv("LUMINAL_CACHE", "0")
+    llvm.forget()
+    before = llvm.STATS["compiled"]
+    kernels = []
+    for k in range(4):
+        x = ir.load("x", dt.float32, ir.item(0))
+        kernels.append(ir.Kernel(f"add{k}", (ir.Buf("x", dt.float32), ir.Buf("y", dt.float32, "w")), (),
+                                 (ir.const(8),), (ir.Store("y", ir.item(0), ir.alu("Add", x, ir.const(float(k + 1),
+                                                                                                   dt.float32))),)))
+    mod = llvm.compile_kernels(kernels)
+    assert llvm.STATS["compiled"] - before == 4
+    x = np.arange(8, dtype=np.float32)
+    for k in range(4):
+        y = np.zeros(8, np.float32)
+        mod.run(f"add{k}", [x, y], (), 0, 8)
+        np.testing.assert_array_equal(y, x + (k + 1))
+
+
+def test_bad_worker_count(monkeypatch):
+    monkeypatch.setenv("LUMINAL_COMPILE_WORKERS", "many")
+    with pytest.raises(ValueError, match="LUMINAL_COMPILE_WORKERS"):
+        llvm_workers.worker_count()
