@@ -21,8 +21,8 @@ result); LLVM objects stay cached as before (in this process: the first call is 
 ``lm.compile``, the first call (batch 16, float32; this is where the cpu backend lays out the program and
 LLVM compiles its kernels), and a call with a new batch size (24) right after; "first result" is compile
 + first call (``import luminal`` comes before it and is not counted). It counts the LLVM objects the
-process compiles (calls of ``luminal.codegen.llvm._object`` whose object came from no cache; "-" where
-that function is gone), during the first call and during the new-batch call. Goals: first result at
+process compiles (``luminal.codegen.llvm.STATS["compiled"]``: objects that came from no cache; "-" where
+that counter is gone), during the first call and during the new-batch call. Goals: first result at
 depth 32 / depth 2 <= 1.5; new batch size / first result at depth 32 <= 0.10. Medians over
 ``--repeats`` rounds, the depths alternating within a round. Python's bytecode is cached (a temporary
 ``PYTHONPYCACHEPREFIX``, primed by one run first), as ``compile_step.py`` does.
@@ -168,29 +168,26 @@ t0 = time.perf_counter()
 f = lm.compile(outs, backend="cpu")
 t_compile = time.perf_counter() - t0
 
-# Count the LLVM objects compiled (not found in a cache), wrapping the function that makes them. It is
-# wrapped after the compile and before the first call: the compile imports the backend (and this module)
-# in its timed region; a backend that no longer does is imported here, outside the timings, and said so.
-counts, counted, late_import = {"now": 0}, False, "luminal.codegen.llvm" not in sys.modules
+# Count the LLVM objects compiled (not found in a cache): ``luminal.codegen.llvm.STATS["compiled"]``, read
+# after the compile and around each call (the compile imports the backend, and this module, in its timed
+# region; a backend that no longer does is imported here, outside the timings, and said so).
+late_import = "luminal.codegen.llvm" not in sys.modules
 import luminal.codegen.llvm as _llvm
-_orig = getattr(_llvm, "_object", None)
-if callable(_orig):
-    def _counting(*a, **k):
-        r = _orig(*a, **k)
-        if isinstance(r, tuple) and len(r) == 3 and r[2] is False:
-            counts["now"] += 1
-        return r
-    _llvm._object, counted = _counting, True
+stats = getattr(_llvm, "STATS", None)
+counted = isinstance(stats, dict) and "compiled" in stats
+compiled = (lambda: stats["compiled"]) if counted else (lambda: 0)
+counts = {"now": compiled()}
 
 t0 = time.perf_counter()
 r16 = f(x=x16)
 loss16 = float(np.asarray(r16[0]))
 t_first = time.perf_counter() - t0
-first_objects, counts["now"] = counts["now"], 0
+first_objects, counts["now"] = compiled() - counts["now"], compiled()
 t0 = time.perf_counter()
 r24 = f(x=x24)
 loss24 = float(np.asarray(r24[0]))
 t_new = time.perf_counter() - t0
+counts["now"] = compiled() - counts["now"]
 print(json.dumps({"import": t_import, "compile": t_compile, "first": t_first, "new_batch": t_new,
                   "first_objects": first_objects if counted else None,
                   "new_objects": counts["now"] if counted else None, "late_import": late_import,
