@@ -1272,3 +1272,7 @@ def optimised_ir(kernels, distinct: bool = False, vector_width: int | None = Non
         mod = llvm.parse_assembly(str(build_module(list(kernels), distinct, vector_width)))
         optimise(mod)
         return str(mod)
+
+
+if __name__ == "__main__":  # a worker process of llvm_workers.py
+    llvm_workers.serve(compile_text_to_object)

@@ -6,7 +6,7 @@ cold program of many distinct kernels compiles them one after another on one cor
 this process alone, 2.4-2.7 s with one worker beside it (three alternating pairs; the worker's start
 included); its first step 4.3-4.9 s and 3.5-3.8 s.
 
-The workers are plain child processes running this module (``python -m luminal.codegen.llvm_workers``),
+The workers are plain child processes (``python -m luminal.codegen.llvm``, which runs :func:`serve`),
 not ``multiprocessing``'s: a spawned ``multiprocessing`` child imports the user's main script again,
 and runs whatever of it is not under ``if __name__ == "__main__"``. A worker reads a module's LLVM IR
 text from its stdin and writes the object code to its stdout, each framed by an 8-byte length, until
@@ -49,7 +49,7 @@ def worker_count() -> int:
 
 class _Worker:
     def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "luminal.codegen.llvm"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE)
 
     def compile(self, text: str) -> bytes:
@@ -146,11 +146,10 @@ def _stop() -> None:
         _workers.clear()
 
 
-def _serve() -> None:
-    """A worker's loop (``python -m luminal.codegen.llvm_workers``)."""
+def serve(compile_text) -> None:
+    """A worker's loop: ``python -m luminal.codegen.llvm`` runs it with ``compile_text``, the module's
+    IR text -> object code (that module imports this one, not the other way round)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from luminal.codegen.llvm import compile_text_to_object
-
     read, write = sys.stdin.buffer, sys.stdout.buffer
     while True:
         head = read.read(_LENGTH.size)
@@ -159,10 +158,6 @@ def _serve() -> None:
         (n,) = _LENGTH.unpack(head)
         if n == 0:
             return
-        obj = compile_text_to_object(read.read(n).decode())
+        obj = compile_text(read.read(n).decode())
         write.write(_LENGTH.pack(len(obj)) + obj)
         write.flush()
-
-
-if __name__ == "__main__":
-    _serve()

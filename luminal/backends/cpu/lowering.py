@@ -93,7 +93,8 @@ def _generate(b, k, prefix: str, make, reads, extra: dict | None = None) -> None
     key = (prefix, _template(k), tuple(extra), tuple(_placement_key(p, canon) for p in placed), values)
     kernels = b.memo.get(key)
     if kernels is None:
-        where = {(id(buf), id(view)): dataclasses.replace(p, name=canon[p.name]) for (buf, view), p in zip(reads, placed)}
+        where = {(id(buf), id(view)): dataclasses.replace(p, name=canon[p.name])
+                 for (buf, view), p in zip(reads, placed)}
         named = {x: dataclasses.replace(p, name=canon[p.name]) for x, p in extra.items()}
 
         def place(buf, view):
