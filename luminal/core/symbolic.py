@@ -10,6 +10,7 @@ time. An expression that reduces to a constant is returned as a plain ``int``.
 from __future__ import annotations
 
 import numbers
+import operator
 import re
 from typing import Union
 
@@ -298,22 +299,22 @@ class DimValue(int):
         return value if isinstance(sym, int) else DimValue(value, sym)
 
     def __add__(self, o):
-        return self._with(o, int.__add__, _sym_add)
+        return self._with(o, int.__add__, operator.add)
 
     def __radd__(self, o):
-        return self._with(o, int.__add__, _sym_add, True)
+        return self._with(o, int.__add__, operator.add, True)
 
     def __sub__(self, o):
-        return self._with(o, int.__sub__, _sym_sub)
+        return self._with(o, int.__sub__, operator.sub)
 
     def __rsub__(self, o):
-        return self._with(o, int.__sub__, _sym_sub, True)
+        return self._with(o, int.__sub__, operator.sub, True)
 
     def __mul__(self, o):
-        return self._with(o, int.__mul__, _sym_mul)
+        return self._with(o, int.__mul__, operator.mul)
 
     def __rmul__(self, o):
-        return self._with(o, int.__mul__, _sym_mul, True)
+        return self._with(o, int.__mul__, operator.mul, True)
 
     def __floordiv__(self, o):
         return self._with(o, int.__floordiv__, floordiv)
@@ -338,18 +339,6 @@ _SYM_MEMO: dict = {}  # (operation, a, b) -> its Sym, for DimValue arithmetic
 def sym_of(x) -> Dim:
     """The expression a size stands for: a DimValue's, else the int itself."""
     return x.sym if type(x) is DimValue else int(x)
-
-
-def _sym_add(a, b):
-    return a + b if isinstance(a, Sym) else b + a if isinstance(b, Sym) else a + b
-
-
-def _sym_sub(a, b):
-    return a - b if isinstance(a, Sym) else (-b) + a if isinstance(b, Sym) else a - b
-
-
-def _sym_mul(a, b):
-    return a * b if isinstance(a, Sym) else b * a if isinstance(b, Sym) else a * b
 
 
 def same(a, b) -> bool:
