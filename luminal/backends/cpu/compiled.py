@@ -172,7 +172,7 @@ class CpuProgram:
 
 
 class Binding:
-    """Everything about one binding of the symbolic dims: the arrays, the views and the calls.
+    """Everything about one binding of the symbolic dims: the arrays, the views and the steps.
     ``kernels``: the kernel graph's, calls expanded (``kernel_graph.expand_calls``); ``choices``: how
     to lay it out where the cost models would decide (``tune.py``; the default: as they decide)."""
 
@@ -194,7 +194,7 @@ class Binding:
         self._last: dict = {}  # name -> the array the views were last resolved over
         self._perm: dict = {}  # buffer id -> axis order of its storage, for the buffers stored permuted
         self._flat: dict = {}  # buffer id -> the buffer's storage as a 1-d array
-        self._gen: list = []  # (IR kernel, index of its call in self.calls, the IR names of its buffers) per call
+        self._gen: list = []  # (IR kernel, index of its step in self.steps, the IR names of its buffers) per call
         self._ir_names: dict = {}  # what an IR buffer points at -> its name in every generated kernel
         self._sources: dict = {}  # IR buffer name -> its array, or the name of the caller array it is
         self._slots: dict = {}  # caller array name -> [(pointer array, slot)] patched on rebind
@@ -220,8 +220,8 @@ class Binding:
         self.steps = split_rows(self.steps, self, threads, matmuls=own)
         self._threaded = any(isinstance(s, Split) for s in self.steps)
         self.out_calls = [self._output(buf, v) for buf, v in kg.outputs]
-        self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]  # (may add copies to calls)
-        # what a run executes: ``calls`` with each run of native calls one call of the generated driver
+        self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]  # (may add copies to steps)
+        # what a run executes: ``steps`` with each run of native ones one call of the generated driver
         self._exec, tables = driver.build(self.steps, self.cell)
         self._pointers += tables
         self._deps, used = self._index_input_views()
@@ -273,8 +273,7 @@ class Binding:
         self._last.clear()  # every caller array is bound anew, and every view of it resolved
         self._rebind(list(self._names), arrays)
         for n, refs in self._refs.items():
-            shape, dtype = self._caller[n]
-            arr = np.ascontiguousarray(arrays[n], dtype)
+            arr = np.ascontiguousarray(arrays[n], self._caller[n][1])
             for ref in refs:
                 ref.value = ref.resolve(arr)
         with np.errstate(all="ignore"):
@@ -539,7 +538,6 @@ class Binding:
         finally:
             self.env = env
 
-
     def shape(self, dims) -> tuple:
         return tuple(evaluate(d, self.env) for d in dims)
 
@@ -710,7 +708,7 @@ class Binding:
         self.steps.append(None)
 
     def _link(self, threads: int) -> bool:
-        """Compile the generated kernels (one module) and put their calls in place; a kernel whose
+        """Compile the generated kernels (one engine) and put their steps in place; a kernel whose
         estimated time is ``SPLIT_NS`` (times ``choices.split_scale``) or more is cut along its first
         grid axis over ``threads``. Returns whether any kernel was cut."""
         if not self._gen:
@@ -851,8 +849,9 @@ def _stores_last(kernel: ir.Kernel, names: set, name: str) -> ir.Kernel:
 def _cost_ns(kernel: ir.Kernel, env: dict) -> float:
     """Estimated time of a CPU kernel: per work item, its loads and stores of elements that change
     with the item (a load at a constant index, a scalar parameter, is hoisted by LLVM: free) and its
-    transcendentals and float remainders (a loop's body times its trip count, when constant), times
-    the work items. Each value counts once per item, however many statements share it."""
+    transcendentals and float remainders (a loop's body times its trip count), times the work items,
+    at the sizes of the binding ``env``. Each value counts once per item, however many statements
+    share it."""
     moving: dict = {}  # id(index) -> whether it moves with the item (``_moves``)
 
     def block(body, seen: set) -> float:

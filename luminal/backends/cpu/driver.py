@@ -145,9 +145,10 @@ def _compiled() -> tuple:
 
 
 def build(calls: list, cell) -> tuple[list, list]:
-    """``calls`` with each run of native calls (generated kernels, GEMMs the driver can call) replaced
-    by one call of the driver, within each thread's part of a :class:`Split` too, and the tables those
-    calls read (the caller keeps them alive).
+    """``calls`` (a binding's steps, ``steps.py``, each unpacking as ``(function, args)``) with each run
+    of native calls (generated kernels, GEMMs the driver can call) replaced by one call of the driver,
+    within each thread's part of a :class:`Split` too, and the tables those calls read (the caller
+    keeps them alive).
     ``cell(x)``: ``(cell address, byte offset)`` of an array or caller-array view ``x``."""
     kernel_type, gemm_fns = llvm.CFUNC, blas.gemms()
     out, tables, run = [], [], []
