@@ -2,7 +2,7 @@
 
 Sizes, strides and mask bounds come in as the binding evaluates them: a static one is a constant
 in the code; one that depends on a symbolic dim is, when the binding gives it as a ``DimValue``
-(``backends/cpu/compiled.py`` does), an expression over the kernel's parameters (``ir.const``), so
+(``backends/cpu/plan.py`` does), an expression over the kernel's parameters (``ir.const``), so
 the code serves every binding of the dims. Whatever shapes code is decided on expressions
 (``symbolic.same``, and an axis dropped only when it is statically 1), never on a dim's value. Plain
 ints everywhere give code specialised to one binding (fixed trip counts for LLVM: an option the

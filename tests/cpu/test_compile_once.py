@@ -235,10 +235,11 @@ def test_bindings_share_the_generated_kernels(counting):
     f(x=_rand(5, 8))
     p = f.runner.program
     first, second = p._bindings.values()
-    assert len(first._gen) == len(second._gen) > 0
-    assert all(a[0] is b[0] for a, b in zip(first._gen, second._gen))
-    assert any("B" in kern.params for kern, _, _ in first._gen)
-    assert p.codegen["reused"] >= len(first._gen) and p.codegen["kernels"] == len({id(k) for k, _, _ in first._gen})
+    made, again = first.schedule.generated, second.schedule.generated
+    assert len(made) == len(again) > 0
+    assert all(a[0] is b[0] for a, b in zip(made, again))
+    assert any("B" in kern.params for kern, _, _ in made)
+    assert p.codegen["reused"] >= len(made) and p.codegen["kernels"] == len({id(k) for k, _, _ in made})
 
 
 def _ops(g):
@@ -277,7 +278,7 @@ def test_attention_with_new_batch_and_sequence_compiles_nothing(counting):
     y = attn(x, x, x, need_weights=False)[0]
     f, ref = lm.compile(y, backend="cpu"), lm.compile(y, backend="reference")
     f(x=_rand(2, 5, 8))
-    assert any(b._perm for b in f.runner.program._bindings.values()), "the case should store a buffer permuted"
+    assert any(b.schedule.perms for b in f.runner.program._bindings.values()), "the case should store a buffer permuted"
     before = llvm.STATS["compiled"]
     for b, s in ((3, 5), (4, 5), (2, 6), (2, 7), (5, 3)):
         a = _rand(b, s, 8, seed=b * 10 + s)

@@ -471,7 +471,7 @@ def test_matmul_result_stored_in_its_readers_order():
     prog = kg.program()
     x, y, z = rand_array((5, 7), f, 1), rand_array((7, 3), f, 2), rand_array((3, 4), f, 3)
     r1, r2, r3 = prog({"a": x, "b": y, "w": z}, {})[0]
-    assert next(iter(prog._bindings.values()))._perm == {o1.id: (1, 0)}
+    assert next(iter(prog._bindings.values())).schedule.perms == {o1.id: (1, 0)}
     np.testing.assert_allclose(r1, (x @ y).T, rtol=1e-5)
     np.testing.assert_allclose(r2, np.exp2(x @ y), rtol=1e-5)
     np.testing.assert_allclose(r3, (x @ y) @ z, rtol=1e-5)
@@ -500,7 +500,7 @@ def test_matmul_in_a_layout_that_is_not_one_gemm_runs_as_a_batched_gemm():
     want = np.einsum("mk,bkn->bmn", a, x)
     np.testing.assert_allclose(r1, want, rtol=1e-5)
     np.testing.assert_allclose(r2, np.einsum("bmn,bkn->mk", want, x), rtol=1e-5, atol=1e-5)
-    calls = next(iter(prog._bindings.values())).steps
+    calls = next(iter(prog._bindings.values())).schedule.steps
     assert sum(fn is np.matmul for fn, _ in calls) == 2 and not any(fn is np.multiply for fn, _ in calls)
 
 

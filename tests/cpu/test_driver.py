@@ -106,7 +106,7 @@ def test_a_program_runs_as_one_driver_call_and_follows_new_caller_arrays():
         np.testing.assert_allclose(f(x=xv), np.maximum(xv @ w1, 0) @ w2, rtol=1e-5, atol=1e-5)
     b = _binding(f)
     assert [fn for fn, _ in b._exec] == [driver.driver()]
-    assert any(fn is np.matmul for fn, _ in b.steps)  # ``steps``: the schedule, kept for reading
+    assert any(fn is np.matmul for fn, _ in b.schedule.steps)  # ``steps``: the schedule, kept for reading
 
 
 def test_numpy_calls_split_the_driver_runs():

@@ -12,7 +12,7 @@ import pytest
 from kg_helpers import KG, E, L, View, rand_array
 
 import luminal as lm
-from luminal.backends.cpu import compiled
+from luminal.backends.cpu import plan
 from luminal.backends.cpu.parallel import Split
 from luminal.core import numpy_ops as ops
 
@@ -33,7 +33,7 @@ def _run(f, **arrays) -> list:
 
 def _calls(f):
     b = next(iter(f.runner.program._bindings.values()))
-    return [c for f_, args in b.steps for c in (f_.parts[0] if isinstance(f_, Split) else [(f_, args)])]
+    return [c for f_, args in b.schedule.steps for c in (f_.parts[0] if isinstance(f_, Split) else [(f_, args)])]
 
 
 def _no_numpy_indexing(f):
@@ -169,7 +169,7 @@ def test_strided_and_padded_views():
     np.testing.assert_array_equal(got[0], ops.gather(xr, ir_, 1))
     np.testing.assert_array_equal(got[1], ops.scatter_add(dr, ir_, sr, 1, f))
     b = next(iter(prog._bindings.values()))
-    assert not any(fn in (ops.gather, ops.scatter_add) for fn, _ in b.steps)
+    assert not any(fn in (ops.gather, ops.scatter_add) for fn, _ in b.schedule.steps)
     arrays["i"][2, 1] = 5
     with pytest.raises(IndexError) as e:
         prog(arrays, {})
@@ -190,8 +190,8 @@ def test_symbolic_dims():
 @pytest.mark.parametrize("axis", [0, 1])
 def test_cut_over_threads(monkeypatch, axis):
     """Every kernel cut over three threads (items write disjoint elements; any part may flag)."""
-    monkeypatch.setattr(compiled, "SPLIT_NS", 0)
-    monkeypatch.setattr(compiled, "OWN_THREADS_NS", 0)
+    monkeypatch.setattr(plan, "SPLIT_NS", 0)
+    monkeypatch.setattr(plan, "OWN_THREADS_NS", 0)
     monkeypatch.setenv("LUMINAL_NUM_THREADS", "3")
     x = rand_array((7, 5), lm.float16, 1)
     i = _index((7, 5), x.shape[axis], 2)
@@ -201,7 +201,7 @@ def test_cut_over_threads(monkeypatch, axis):
     np.testing.assert_array_equal(g, ops.gather(x, i, axis))
     np.testing.assert_array_equal(s, ops.scatter_add(x, i, (x * 2).astype(np.float16), axis, lm.float16))
     b = next(iter(f.runner.program._bindings.values()))
-    assert any(isinstance(fn, Split) for fn, _ in b.steps)
+    assert any(isinstance(fn, Split) for fn, _ in b.schedule.steps)
     wrong = i.copy()
     wrong[6, 4], wrong[5, 0] = -3, 9
     with pytest.raises(IndexError) as e:

@@ -58,7 +58,7 @@ def test_gemm_layouts_against_reference_and_torch(name, monkeypatch):
 def _matmuls(f) -> list:
     """The operand shapes of every BLAS call of ``f``'s binding."""
     b = next(iter(f.runner.program._bindings.values()))
-    return [[a.shape for a in args] for fn, args in b.steps if fn is np.matmul]
+    return [[a.shape for a in args] for fn, args in b.schedule.steps if fn is np.matmul]
 
 
 @pytest.mark.parametrize("name,calls", [

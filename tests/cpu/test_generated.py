@@ -28,7 +28,7 @@ def generated(f) -> bool:
 
 
 def _calls(prog):
-    return next(iter(prog._bindings.values())).steps
+    return next(iter(prog._bindings.values())).schedule.steps
 
 SPECIAL = [0.0, -0.0, 1.5, -1.5, np.inf, -np.inf, np.nan, 3.0]
 
@@ -43,7 +43,7 @@ def _compiled_pair(build, arrays):
         res = f(**arrays)
         out.append(res if isinstance(res, tuple) else (res,))
         if backend == "cpu":
-            calls = next(iter(f.runner.program._bindings.values())).steps
+            calls = next(iter(f.runner.program._bindings.values())).schedule.steps
     return out[0], out[1], calls
 
 
@@ -243,7 +243,7 @@ def test_what_runs_where_in_a_training_step():
     x, y = rng.normal(size=(8, 12)).astype(np.float32), rng.integers(0, 3, 8).astype(np.int32)
     losses = [float(step(x=x, y=y)) for _ in range(5)]
     assert losses[-1] < losses[0]
-    funcs = [f for b in _bindings_of(step) for f, _ in b.steps]
+    funcs = [f for b in _bindings_of(step) for f, _ in b.schedule.steps]
     kinds = {("generated" if generated(f) else getattr(f, "__name__", type(f).__name__)) for f in funcs}
     assert "generated" in kinds and "matmul" in kinds
     assert kinds <= {"generated", "matmul", "copyto", "check_index", "Split"}, kinds
@@ -303,9 +303,9 @@ def test_large_kernels_are_cut_over_threads(monkeypatch):
         np.testing.assert_array_equal(r1, np.sqrt(a * np.float32(3) + np.float32(1)))
         np.testing.assert_array_equal(r2, b * np.float32(3))
         np.testing.assert_allclose(r3, a.sum(1), rtol=1e-5)
-    splits = [fn for fn, _ in _binding(f).steps if isinstance(fn, Split)]
+    splits = [fn for fn, _ in _binding(f).schedule.steps if isinstance(fn, Split)]
     assert splits and all(generated(s) for s in splits) and len(splits[0].parts) == 3
-    assert any(generated(fn) and not isinstance(fn, Split) for fn, _ in _binding(f).steps)  # the small one
+    assert any(generated(fn) and not isinstance(fn, Split) for fn, _ in _binding(f).schedule.steps)  # the small one
 
 
 def test_a_program_with_little_to_cut_leaves_the_threads_to_blas(monkeypatch):
@@ -321,7 +321,7 @@ def test_a_program_with_little_to_cut_leaves_the_threads_to_blas(monkeypatch):
     np.testing.assert_array_equal(r1, np.sqrt(a * np.float32(3) + np.float32(1)))
     np.testing.assert_allclose(r2, a @ b, rtol=1e-4, atol=1e-3)
     binding = _binding(f)
-    assert not any(isinstance(fn, Split) for fn, _ in binding.steps) and not binding._threaded
+    assert not any(isinstance(fn, Split) for fn, _ in binding.schedule.steps) and not binding._threaded
 
 
 def test_caller_arrays_are_re_pointed_when_they_change():
@@ -373,7 +373,7 @@ def test_warm_compile_reads_the_disk_cache(tmp_path, monkeypatch):
         g = lm.Graph()
         x = g.input("x", (4, 5))
         f = lm.compile([x.sigmoid().sum(1)], backend="cpu")
-        return f(x=a), _binding(f)._module
+        return f(x=a), _binding(f).schedule.module
 
     cold, m1 = run()
     llvm.forget()

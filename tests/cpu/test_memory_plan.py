@@ -7,7 +7,7 @@ import numpy as np
 from kg_helpers import ACC, KG, E, L, S, View, sym
 
 import luminal as lm
-from luminal.backends.cpu.compiled import storage_itemsize
+from luminal.backends.cpu.plan import storage_itemsize
 from luminal.compiler.memory import lifetimes, plan_memory
 
 

@@ -1,5 +1,5 @@
 """The compiled CPU backend's own threads (``luminal/cpu/parallel.py``, ``luminal/cpu/blas.py``, and
-generated kernels cut along their first grid axis in ``compiled.py``).
+generated kernels cut along their first grid axis in ``plan.py``).
 
 Why: a run of row-wise calls is cut into row ranges that threads run at once, so a wrong cut (an
 array cut along the wrong axis, two arrays over the same memory cut with different row strides, a
@@ -30,7 +30,7 @@ from test_program_audit import (  # noqa: F401
 
 import luminal as lm
 from luminal import nn, train
-from luminal.backends.cpu import blas, compiled, parallel
+from luminal.backends.cpu import blas, parallel, plan
 from luminal.backends.cpu.parallel import Split, split_rows
 from luminal.backends.cpu.steps import Copy, Gemm, Round
 from luminal.core import numpy_ops as ops
@@ -57,16 +57,9 @@ def forced(monkeypatch):
     """Every run and every generated kernel worth splitting, into ``THREADS`` parts."""
     monkeypatch.setattr(parallel, "MIN_RUN_NS", 0)
     monkeypatch.setattr(parallel, "MIN_CALL_NS", 0)
-    monkeypatch.setattr(compiled, "SPLIT_NS", 0)
-    monkeypatch.setattr(compiled, "OWN_THREADS_NS", 0)
+    monkeypatch.setattr(plan, "SPLIT_NS", 0)
+    monkeypatch.setattr(plan, "OWN_THREADS_NS", 0)
     monkeypatch.setenv("LUMINAL_NUM_THREADS", str(THREADS))
-
-
-class _Binding:
-    """What ``split_rows`` asks of a program's binding, for calls over plain arrays."""
-
-    def caller_view(self, *a):
-        raise AssertionError("no caller views here")
 
 
 def _run(calls):
@@ -88,7 +81,7 @@ def _same_as_serial(make, exact=True):
     _run(calls)
     want = [o.copy() for o in outs]
     calls, outs = make()
-    split = split_rows(calls, _Binding(), THREADS)
+    split = split_rows(calls, THREADS)
     assert _splits(split), "nothing was split"
     _run(split)
     for w, o in zip(want, outs):
@@ -131,7 +124,7 @@ def test_matmuls_cut_by_batch_rows_and_columns():
 def test_a_matmul_with_a_vector_operand_is_not_cut():
     a, v = np.ones((4, 4, 3)), np.ones(3)
     calls = [Gemm(a, v, np.empty((4, 4)))]  # out rows are a's batch, not a's rows
-    assert split_rows(calls, _Binding(), THREADS) == calls
+    assert split_rows(calls, THREADS) == calls
 
 
 def test_rows_written_then_read_transposed_are_not_cut_together():
@@ -158,21 +151,21 @@ def test_overlapping_rows_of_one_output_are_never_cut():
     x = np.zeros(10)
     rows = np.lib.stride_tricks.as_strided(x, (6, 5), (8, 8))  # row i overlaps row i + 1
     calls = [Copy(rows, 1.0)]
-    assert split_rows(calls, _Binding(), THREADS) == calls
+    assert split_rows(calls, THREADS) == calls
 
 
 def test_calls_that_are_not_row_wise_stay_as_they_are():
     x, idx, out = np.arange(12.0).reshape(6, 2), np.zeros((6, 1), np.int32), np.empty((6, 1))
     calls = [(ops.gather, (x, idx, 1, out)), Copy(np.empty((6, 2)), x)]
-    split = split_rows(calls, _Binding(), THREADS)
+    split = split_rows(calls, THREADS)
     assert split[0] == calls[0] and isinstance(split[1][0], Split)
 
 
 def test_small_runs_stay_serial_by_default(monkeypatch):
     monkeypatch.undo()
     calls = [Copy(np.empty((64, 64)), np.ones((64, 64)))]
-    assert split_rows(calls, _Binding(), 2) == calls
-    assert split_rows(calls, _Binding(), 1) == calls
+    assert split_rows(calls, 2) == calls
+    assert split_rows(calls, 1) == calls
 
 
 def test_an_error_in_a_worker_part_is_raised_and_the_team_still_works():
@@ -246,7 +239,7 @@ def test_conv_training_step_on_three_threads_matches_the_reference():
     for k in want:
         np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-5, err_msg=k)
     binding = next(iter(step._update.runner.program._bindings.values()))
-    splits = _splits(binding.steps)
+    splits = _splits(binding.schedule.steps)
     assert splits and all(len(s.parts) == THREADS for s in splits)
 
 
@@ -289,5 +282,5 @@ def test_a_short_matmul_is_cut_when_our_threads_run_anyway(monkeypatch):
     monkeypatch.setattr(parallel, "MIN_CALL_NS", 1000)
     a, b, out = np.ones((64, 64, 64)), np.ones((64, 64, 64)), np.empty((64, 64, 64))
     calls = [Gemm(a, b, out)]
-    assert split_rows(calls, _Binding(), THREADS) == calls  # BLAS keeps its threads
-    assert len(_splits(split_rows(calls, _Binding(), THREADS, matmuls=True))) == 1
+    assert split_rows(calls, THREADS) == calls  # BLAS keeps its threads
+    assert len(_splits(split_rows(calls, THREADS, matmuls=True))) == 1

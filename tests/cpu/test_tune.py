@@ -14,6 +14,7 @@ from luminal import nn, train
 from luminal.backends.cpu import Cpu, _Run, tune
 from luminal.backends.cpu.compiled import Binding, CpuProgram
 from luminal.backends.cpu.parallel import thread_count
+from luminal.backends.cpu.plan import plan
 from luminal.codegen import llvm
 from luminal.core.kernel_graph import expand_calls
 from luminal.frontend.seed import manual_seed
@@ -33,7 +34,7 @@ def _conv_like():
 
 
 def _binding(prog: CpuProgram, choices) -> Binding:
-    return Binding(prog.kg, expand_calls(prog.kg.kernels), prog.plan, dict(ENV), choices)
+    return Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, dict(ENV), choices))
 
 
 def test_default_choices_lay_out_as_the_cost_models(monkeypatch):
@@ -47,9 +48,9 @@ def test_default_choices_lay_out_as_the_cost_models(monkeypatch):
         prog(arrays, ENV)
         (b,) = prog._bindings.values()
         assert b.choices == tune.DEFAULT == tune.Choices("auto", 1.0, None, True) and not prog.searches
-    kernels = list({id(k): k for k, _, _ in b._gen}.values())  # (a kernel the program calls twice: once)
-    assert kernels and b._perm  # the case has generated code and a permuted GEMM layout to choose about
-    assert b._module.key == llvm.compile_kernels(kernels, distinct=True).key
+    kernels = list({id(k): k for k, _, _ in b.schedule.generated}.values())  # (a kernel the program calls twice: once)
+    assert kernels and b.schedule.perms  # the case has generated code and a permuted GEMM layout to choose about
+    assert b.schedule.module.key == llvm.compile_kernels(kernels, distinct=True).key
     assert '"prefer-vector-width"' not in str(llvm.build_module(kernels, True))
     assert '"prefer-vector-width"="512"' in str(llvm.build_module(kernels, True, 512))
 
@@ -72,7 +73,7 @@ def test_every_alternative_computes_the_reference(choices):
     if choices.threads == "own" and thread_count() > 1:
         assert b._threaded
     if not choices.gemm_layouts:
-        assert b._perm == {} and b._acc_orders == {}
+        assert b.schedule.perms == {} and b.schedule.acc_orders == {}
     for _ in range(2):
         got = b.run(arrays)
         for a, w in zip(got, want, strict=True):
@@ -139,7 +140,7 @@ def test_train_step_under_search_updates_states_once_per_call(monkeypatch):
     copies = []
 
     def later_is_faster(b, arrays):
-        copies.extend(arrays[n] is not a for n, a in real_arrays.items() if n in b._written)
+        copies.extend(arrays[n] is not a for n, a in real_arrays.items() if n in b.schedule.written)
         real(b, arrays)
         return next(count)
 

@@ -149,7 +149,7 @@ def build(calls: list, cell) -> tuple[list, list]:
     of native calls (generated kernels, GEMMs the driver can call) replaced by one call of the driver,
     within each thread's part of a :class:`Split` too, and the tables those calls read (the caller
     keeps them alive).
-    ``cell(x)``: ``(cell address, byte offset)`` of an array or caller-array view ``x``."""
+    ``cell(x)``: ``(cell address, byte offset)`` of an operand ``x`` (a ``steps.Ref``, or an array)."""
     kernel_type, gemm_fns = llvm.CFUNC, blas.gemms()
     out, tables, run = [], [], []
 
@@ -221,6 +221,27 @@ def _batches(out_batch: tuple, strides: list):
     return count, [s[axes[-1]] for s in strides]
 
 
+def _shares(x, y) -> bool:
+    """Whether two operands (arrays, or ``steps.Ref`` views: of one space, byte ranges that meet) may
+    share memory."""
+    if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):
+        return np.may_share_memory(x, y)
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray) or x.space != y.space:
+        return False
+    return _span(x)[0] < _span(y)[1] and _span(y)[0] < _span(x)[1]
+
+
+def _span(r) -> tuple:
+    """``[first byte, end byte)`` of a Ref's elements within its space."""
+    lo = hi = r.offset
+    for n, s in zip(r.shape, r.strides):
+        if s < 0:
+            lo += (n - 1) * s
+        else:
+            hi += (n - 1) * s
+    return lo, hi + r.itemsize
+
+
 def _gemm_entry(a, b, c, gemm_fns, cell):
     """The entry of ``np.matmul(a, b, out=c)``; ``[]`` when there is nothing to compute; None where the
     driver cannot make this call (numpy keeps it): another dtype, no unit stride, an empty
@@ -229,7 +250,7 @@ def _gemm_entry(a, b, c, gemm_fns, cell):
     fn = gemm_fns.get(dtype)
     if fn is None or a.dtype != dtype or b.dtype != dtype or len(a.shape) < 2 or len(b.shape) < 2:
         return None
-    if any(isinstance(x, np.ndarray) and np.may_share_memory(x, c) for x in (a, b)):
+    if any(_shares(x, c) for x in (a, b)):
         return None  # BLAS would read what it writes; np.matmul copies first (the memory plan never does this)
     *batch, m, n = c.shape
     k = a.shape[-1]

@@ -19,7 +19,7 @@ BLAS where they do better or where the generated path does not reach.
 Why: generated code evaluates a fused region element by element in registers, one pass over memory,
 where numpy made one pass (and one scratch array) per operation; BLAS's GEMMs are faster than any
 loop nest we would generate. The generated kernels are collected per binding and compiled as one
-LLVM module (``Binding.generate``).
+LLVM module (``plan.Planner.generate``).
 
 Half floats (float16, bfloat16) accumulate in float32 and are rounded once into the accumulator,
 as the reference does (the GEMM into a float32 scratch, then rounded and copied).
@@ -38,12 +38,12 @@ from luminal.codegen import cpu as gen
 from luminal.codegen.lower import Placed
 from luminal.core import dtype as dt
 from luminal.core import numpy_ops as ops
-from luminal.core.symbolic import sym_of
+from luminal.core.symbolic import prod, sym_of
 from luminal.core.view import contiguous_strides
 
 
 def lower(k, b) -> None:
-    """Append the steps computing kernel ``k`` to ``b.steps`` (``b``: the program's ``Binding``)."""
+    """Append the steps computing kernel ``k`` to ``b.steps`` (``b``: the binding's ``plan.Planner``)."""
     if k.kind == "elementwise":
         _generate(b, k, "ew", lambda place, name: [gen.elementwise(k, b.env, place, name)], _reads(k))
     elif k.kind == "reduce" or (k.kind == "matmul" and any(v.mask is not None for _, v in k.inputs)):
@@ -119,7 +119,7 @@ def _indexing(k, b) -> None:
     """A gather or scatter_add as generated kernels, then the check of their error cell (a kernel
     cannot raise: it flags an index out of range there, and ``steps.IndexCheck`` raises the
     reference's IndexError after the call)."""
-    cell = np.zeros(1, np.int32)
+    cell = b.error_cell()
     extra = {"flag": Placed(b.scratch_name(cell), dt.int32, 0, ())}
     if k.kind == "gather":
         _generate(b, k, "gather", lambda place, name: [gen.gather(k, b.env, place, place(None, "flag"), name)],
@@ -150,15 +150,15 @@ def _out_shape(k, b) -> tuple:
 def _accumulator(k, b, shape):
     """Where ``Acc`` lands: ``(flat storage, element strides of the output shape, its buffer)``: the
     buffer of an output that is just ``Acc``, else a scratch (buffer None) stored in the order the
-    binding chose for the GEMM (``Binding.acc_order``)."""
+    binding chose for the GEMM (``plan.Planner.acc_order``)."""
     for buf, e in k.outputs:
         if e.op == "Acc" and buf.dtype is k.acc_dtype:
             return (*b.storage(buf, shape), buf)
     order = b.acc_order(k)
     if order is None:
-        return b.scratch(shape, k.acc_dtype.np).reshape(-1), contiguous_strides(shape), None
+        return b.scratch(shape, k.acc_dtype.np).reshape((prod(shape),)), contiguous_strides(shape), None
     stored = b.scratch(tuple(shape[a] for a in order), k.acc_dtype.np)
-    return stored.reshape(-1), physical_strides(shape, order), None
+    return stored.reshape((prod(shape),)), physical_strides(shape, order), None
 
 
 def _gemm(k, b, ins) -> None:

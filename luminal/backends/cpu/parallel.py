@@ -1,6 +1,6 @@
 """Running the compiled CPU backend's calls on every core.
 
-Generated kernels are cut along their first grid axis by ``compiled.py`` (each part a ctypes call,
+Generated kernels are cut along their first grid axis by ``plan.py`` (each part a ctypes call,
 which releases the GIL). This module cuts the numpy calls between them: matmuls (BLAS), the copies
 that lay their operands out, a half GEMM's bfloat16 rounding. Most such calls compute row ``i`` of
 their outputs (along the first axis longer than 1: the batch, in a training step) from row ``i`` of
@@ -92,9 +92,9 @@ class Split(Step):
         _team(len(self.parts)).run(self.parts)
 
 
-def split_rows(calls: list, binding, threads: int, matmuls: bool = False) -> list:
-    """``calls`` (steps) with each long enough run of row-wise steps replaced by one :class:`Split`;
-    ``binding`` makes the row ranges of caller-array views. Unchanged (BLAS keeps its threads)
+def split_rows(calls: list, threads: int, matmuls: bool = False) -> list:
+    """``calls`` (steps, over arrays or ``steps.Ref`` views) with each long enough run of row-wise steps
+    replaced by one :class:`Split`. Unchanged (BLAS keeps its threads)
     unless some run has enough work outside matmuls to gain from threads of our own, or
     ``matmuls`` says our threads run anyway (generated kernels were cut over them, so BLAS runs on
     one thread: its matmuls are cut too)."""
@@ -121,7 +121,7 @@ def split_rows(calls: list, binding, threads: int, matmuls: bool = False) -> lis
             out.append(r)
         elif r.worth_it(r.work) or (matmuls and r.work > r.other and r.worth_it(r.work, MIN_CALL_NS)):
             # with our threads running, BLAS runs on one: a matmul left whole would use one core
-            out.append(r.split(binding, r.threads(threads)))
+            out.append(r.split(r.threads(threads)))
         else:
             out.extend(r.calls)
     return out
@@ -286,14 +286,14 @@ class _Run:
         n = most if share <= 0 else max(2, min(most, int(self.work // share)))
         return min(n, self.n)
 
-    def split(self, binding, threads: int) -> Split:
+    def split(self, threads: int) -> Split:
         bounds = [self.n * t // threads for t in range(threads + 1)]
         parts = []
         for lo, hi in zip(bounds, bounds[1:]):
             part = []
             for step, rows in zip(self.calls, self.rows):
                 cut = dict(rows.cut)
-                part.append(step.with_args(tuple(a if i not in cut else _rows_of(binding, a, cut[i], lo, hi)
+                part.append(step.with_args(tuple(a if i not in cut else _rows_of(a, cut[i], lo, hi)
                                                  for i, a in enumerate(step.args))))
             parts.append(part)
         return Split(parts)
@@ -301,9 +301,9 @@ class _Run:
 
 # memory extents ------------------------------------------------------------------------------------
 # An array's extent: (space, first byte, end byte, first byte of row 0, end byte of row 0, row stride).
-# The space is None for memory the program owns (addresses are absolute) and a caller array's name
-# for views of caller arrays (offsets from its start); arrays in different spaces never overlap (the
-# program copies a caller array that overlaps a state it writes in place).
+# The space is a Ref's (a storage of the schedule, or a caller array's name: offsets from its start), or
+# None for a plain array (absolute addresses); different spaces never overlap (storages are separate
+# allocations, and the program copies a caller array that overlaps a state it writes in place).
 
 def _shape(x) -> tuple:
     return tuple(getattr(x, "shape", ()))
@@ -323,8 +323,8 @@ def _extent(x, axis):
         return None
     if isinstance(x, np.ndarray):
         space, start, item = None, x.__array_interface__["data"][0], x.itemsize
-    else:  # a caller-array view (steps.InputView): byte offset and strides into the named array
-        space, start, item = x.name, x.offset, np.dtype(x.dtype).itemsize
+    else:  # a steps.Ref: byte offset and strides into its space
+        space, start, item = x.space, x.offset, x.itemsize
     dims = [(n, s) for a, (n, s) in enumerate(zip(shape, x.strides)) if a != axis]
     lo = start + sum(min(0, (n - 1) * s) for n, s in dims)
     hi = start + sum(max(0, (n - 1) * s) for n, s in dims) + item
@@ -348,12 +348,12 @@ def _rows_clash(w, x) -> bool:
     return s <= 0 or x[5] != s or x[4] - w[3] > s or w[4] - x[3] > s
 
 
-def _rows_of(binding, x, axis: int, lo: int, hi: int):
-    """Rows ``lo:hi`` along ``axis`` of an array or caller-array view."""
+def _rows_of(x, axis: int, lo: int, hi: int):
+    """Rows ``lo:hi`` along ``axis`` of an array or a ``steps.Ref``."""
     if isinstance(x, np.ndarray):
         return x[(slice(None),) * axis + (slice(lo, hi),)]
-    shape = tuple(x.shape[:axis]) + (hi - lo,) + tuple(x.shape[axis + 1:])
-    return binding.caller_view(x.name, shape, x.dtype, x.strides, x.offset + lo * x.strides[axis])
+    return x.rows(axis, lo, hi)
+
 
 
 # the threads ---------------------------------------------------------------------------------------

@@ -1,12 +1,15 @@
-"""The steps of a laid-out CPU program: what one binding of the dims runs, in order, as typed data.
+"""The schedule of a CPU program: what one binding of the dims runs, in order, as typed data.
 
-Laying a binding out (``compiled.Binding``) makes a list of steps; two consumers run them:
+Planning (``plan.py``) makes it from the kernel graph and the binding's sizes, without touching
+memory: steps whose operands are :class:`Ref` s, views of memory known by shape, strides and offset
+before the memory is: either a caller array (by name) or one of the :class:`Storage` the schedule
+lists. A binding (``compiled.Binding``) allocates the storages and runs the steps two ways:
 
-- the generated driver (``driver.build``): each run of native steps (kernel calls, GEMMs it can
-  call through cblas) becomes one table walked by one native call; the other steps are called as
-  they are, from Python;
-- the Python path (:func:`run`): every step called from Python in order (a kernel through ctypes,
-  a GEMM through ``np.matmul``), the executable definition the driver must agree with.
+- through the generated driver (``driver.build``): each run of native steps (kernel calls, GEMMs it
+  can call through cblas) becomes one table walked by one native call; the other steps are called
+  as they are, from Python;
+- through the Python path (:func:`run`): every step called from Python in order (a kernel through
+  ctypes, a GEMM through ``np.matmul``), the executable definition the driver must agree with.
 
 | step          | does
 |---------------|-----
@@ -17,34 +20,110 @@ Laying a binding out (``compiled.Binding``) makes a list of steps; two consumers
 | ``IndexCheck``| raise the reference's IndexError if a gather/scatter kernel flagged an index
 | ``Split``     | (``parallel.py``) parts of steps, one per thread, run at once
 
-A step unpacks as the call it makes, ``function, args = step``, which is how the driver and the
-thread splitter read it. Operands may be :class:`InputView` placeholders for caller arrays (inputs,
-states, random draws), known by shape and strides before the arrays are: a rebind resolves them.
+A step unpacks as the call it makes, ``function, args = step`` (its operands still Refs), which is
+how the driver and the thread splitter read it.
 """
 
 from __future__ import annotations
 
-import ctypes
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from luminal.core import numpy_ops as ops
 
 
-class InputView:
-    """A strided view over a caller array, known by shape and strides before the array is."""
+class Ref:
+    """A strided view of memory that the schedule names but does not hold: ``space`` is a caller array's
+    name (an input, a state, a random draw: bound on every rebind) or the index of one of the schedule's
+    :class:`Storage` (allocated by the binding). Byte ``strides`` and ``offset``, as numpy's; plain ints.
+    It answers ``shape``, ``dtype``, ``strides`` and ``size`` as an array would, which is what the
+    driver and the thread splitter read."""
 
-    __slots__ = ("name", "shape", "dtype", "strides", "offset", "value")
+    __slots__ = ("space", "shape", "dtype", "strides", "offset")
 
-    def __init__(self, name, shape, dtype, strides, offset):
-        self.name, self.shape, self.dtype = name, shape, dtype
-        self.strides, self.offset, self.value = strides, offset, None  # bytes
+    def __init__(self, space, shape, dtype, strides, offset=0):
+        self.space, self.dtype = space, np.dtype(dtype)
+        self.shape, self.strides, self.offset = tuple(map(int, shape)), tuple(map(int, strides)), int(offset)
 
-    def resolve(self, arr: np.ndarray) -> np.ndarray:
-        if any(n == 0 for n in self.shape):
+    @classmethod
+    def contiguous(cls, space, shape, dtype, offset: int = 0) -> Ref:
+        dtype = np.dtype(dtype)
+        return cls(space, shape, dtype, _byte_strides(shape, dtype.itemsize), offset)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def caller(self) -> bool:
+        """Whether this views a caller array (bound anew on a rebind) rather than the program's own memory."""
+        return type(self.space) is str
+
+    def resolve(self, memory: np.ndarray) -> np.ndarray:
+        """The array this is a view of, over ``memory`` (its space's array, any dtype: read as bytes)."""
+        if 0 in self.shape:
             return np.empty(self.shape, self.dtype)
-        return np.ndarray(self.shape, self.dtype, arr, self.offset, self.strides)
+        return np.ndarray(self.shape, self.dtype, memory, self.offset, self.strides)
+
+    def view(self, shape, strides, offset) -> Ref:
+        """A view ``(shape, strides, offset)`` in elements over this one's memory, from its first element."""
+        item = self.dtype.itemsize
+        return Ref(self.space, shape, self.dtype, [int(s) * item for s in strides], self.offset + int(offset) * item)
+
+    def reshape(self, shape) -> Ref:
+        """The same elements in ``shape`` (this one C-contiguous)."""
+        assert self.strides == _byte_strides(self.shape, self.dtype.itemsize) or self.size <= 1, \
+            "reshape of a strided Ref"
+        return Ref.contiguous(self.space, shape, self.dtype, self.offset)
+
+    def box(self, box) -> Ref:
+        """The part ``[lo, hi)`` along each axis, ``box`` one ``(lo, hi)`` per axis."""
+        offset = self.offset + sum(int(lo) * s for (lo, _), s in zip(box, self.strides))
+        return Ref(self.space, [int(hi) - int(lo) for lo, hi in box], self.dtype, self.strides, offset)
+
+    def rows(self, axis: int, lo: int, hi: int) -> Ref:
+        """Rows ``lo:hi`` along ``axis``."""
+        box = [(0, n) for n in self.shape]
+        box[axis] = (lo, hi)
+        return self.box(box)
+
+    def __repr__(self):
+        return f"Ref({self.space!r}, {self.shape}, {self.dtype}, strides={self.strides}, offset={self.offset})"
+
+
+def _byte_strides(shape, item: int) -> tuple:
+    strides, step = [], item
+    for n in reversed(tuple(shape)):
+        strides.append(step)
+        step *= max(int(n), 1)
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True, eq=False)
+class Storage:
+    """Memory the program owns, one allocation per binding: ``nbytes`` zero bytes, or ``fill``'s
+    value in every element of ``dtype`` (a masked view's pad), or ``data`` itself (a constant, read
+    only: used in place, never copied)."""
+
+    nbytes: int
+    dtype: object = None
+    fill: object = None
+    data: object = None
+
+    def allocate(self) -> np.ndarray:
+        if self.data is not None:
+            return self.data
+        if self.fill is not None:  # (-0.0 and NaN pads too: numpy writes the value's own bits)
+            return np.full(self.nbytes // np.dtype(self.dtype).itemsize, self.fill, self.dtype)
+        return np.zeros(-(-self.nbytes // 8), np.float64).view(np.uint8)  # 8-byte aligned
 
 
 class Step:
@@ -70,30 +149,21 @@ class Step:
         """The same step over other operands (a thread's rows of them)."""
         return type(self)(*args)
 
-    def run(self) -> None:
-        """Call it from Python, caller-array views resolved to the arrays of the last rebind."""
-        self.fn(*(a.value if type(a) is InputView else a for a in self.args))
-
 
 @dataclass(eq=False)
 class Kernel(Step):
     """A call of generated kernel ``kernel`` (its IR) over axis-0 items ``[start, stop)``: ``function``
-    its compiled code, ``pointers`` its buffers' addresses (caller arrays' slots written on rebind),
-    ``params`` the values of the dims it reads."""
+    is its compiled code (``codegen/llvm.py``'s ABI), ``buffers`` where each of its buffers starts
+    (``kernel.buffers[i]`` at ``buffers[i]``: ``(space, byte offset)``, the space a caller array's
+    name or a Storage's index), ``params`` the values of the dims it reads. The binding makes the
+    pointer and parameter arrays the call takes (``compiled.Binding._arguments``)."""
 
     function: object
-    pointers: object  # ctypes array of void pointers
-    params: object  # ctypes array of int64
+    buffers: tuple
+    params: tuple
     start: int
     stop: int
     kernel: object = None  # the ir.Kernel (for inspection and the cost model)
-    _args: tuple = field(default=(), repr=False)
-
-    def __post_init__(self):
-        # ctypes objects of the argument types: ctypes then passes them as they are instead of
-        # converting four ints on every call (about 0.15 us of a 0.5 us call)
-        self._args = (ctypes.c_void_p(ctypes.addressof(self.pointers)), ctypes.c_void_p(ctypes.addressof(self.params)),
-                      ctypes.c_int64(self.start), ctypes.c_int64(self.stop))
 
     @property
     def fn(self):
@@ -101,10 +171,10 @@ class Kernel(Step):
 
     @property
     def args(self) -> tuple:
-        return self._args
+        return (self.buffers, self.params, self.start, self.stop)
 
     def with_range(self, start: int, stop: int) -> Kernel:
-        return Kernel(self.function, self.pointers, self.params, start, stop, self.kernel)
+        return Kernel(self.function, self.buffers, self.params, start, stop, self.kernel)
 
 
 @dataclass(eq=False)
@@ -185,13 +255,13 @@ def check_index(cell, op: str, size: int, src, shape, pad, valid) -> None:
         raise AssertionError(f"{op}: the generated kernel flagged an index out of range, numpy finds none")
 
 
-def run(steps: list) -> None:
-    """The Python path: every step called from Python, in order (a ``Split``'s parts one after the
-    other: they touch disjoint rows)."""
-    for s in steps:
-        parts = getattr(s, "parts", None)
+def run(calls: list) -> None:
+    """The Python path: every call ``(function, args)`` made from Python, in order (a ``Split``'s parts
+    one after the other: they touch disjoint rows)."""
+    for f, args in calls:
+        parts = getattr(f, "parts", None)
         if parts is not None:
             for part in parts:
                 run(part)
         else:
-            s.run()
+            f(*args)

@@ -1,7 +1,7 @@
 """``search=N`` for the compiled CPU backend: time the backend's own alternatives for a binding and
 keep the fastest.
 
-How a binding is laid out (``compiled.py``) is decided by cost models and thresholds: whether our
+How a binding is laid out (``plan.py``) is decided by cost models and thresholds: whether our
 threads run the program (BLAS then on one thread) or BLAS keeps its own threads
 (``OWN_THREADS_NS``), which generated kernels are cut over the threads (``SPLIT_NS``), which
 temps a GEMM reads or writes are stored permuted (``layout.gemm_orders``), and the vector width LLVM
@@ -18,7 +18,7 @@ already (:func:`_signature`). A specialised layout's objects are compiled for it
 disk-cached per shape like any object); the default's serve every binding.
 
 The runs read the caller's arrays but write copies of the states a binding writes in place
-(``Binding._written``): on the real arrays every timed run would apply the update (an optimizer
+(``Schedule.written``): on the real arrays every timed run would apply the update (an optimizer
 step) again. Every other caller array is only read, so it is not copied (a model's weights may be
 gigabytes).
 """
@@ -63,7 +63,7 @@ class Choices:
 
 DEFAULT = Choices()
 # The alternatives in the order they are tried, each a change to the fastest choices so far. Likeliest
-# first: the thread choice moves a small program by tens of percent either way (compiled.py's
+# first: the thread choice moves a small program by tens of percent either way (plan.py's
 # OWN_THREADS_NS note), 512-bit vectors help wide streaming kernels; cutting more or fewer kernels and
 # dropping the GEMM layouts are finer, and 128-bit vectors rarely win.
 STEPS = (("threads", "own"), ("threads", "blas"), ("vector_width", 512), ("split_scale", 0.25),
@@ -113,7 +113,7 @@ def search(make, arrays: dict, n: int, env: dict) -> tuple:
     with tqdm(total=n + 1, desc="cpu search", unit="timing", delay=1.0, leave=False) as bar:  # +1: the rematch
         default = best = make(DEFAULT)
         trial = dict(arrays)
-        for name in best._written:  # states written in place: the same for every choice
+        for name in best.schedule.written:  # states written in place: the same for every choice
             trial[name] = np.array(arrays[name], copy=True)
         best_s = measure(best, trial)
         bar.update()
@@ -164,11 +164,12 @@ def _steps(default) -> list:
     vector width of the host's, when it has more than one and there is generated code; thread
     choices on more than one thread (cutting kernels: if there are generated ones); no GEMM layouts
     where the default permutes some temp."""
+    s = default.schedule
     threads = thread_count() > 1
-    widths = llvm.vector_widths() if default._gen else ()
-    ok = {"threads": threads, "split_scale": threads and bool(default._gen),
-          "gemm_layouts": bool(default._perm or default._acc_orders),
-          "specialise": any(kern.params for kern, _, _ in default._gen)}
+    widths = llvm.vector_widths() if s.generated else ()
+    ok = {"threads": threads, "split_scale": threads and bool(s.generated),
+          "gemm_layouts": bool(s.perms or s.acc_orders),
+          "specialise": any(kern.params for kern, _, _ in s.generated)}
     return [(f, v) for f, v in STEPS if (v in widths and len(widths) > 1 if f == "vector_width" else ok[f])]
 
 
@@ -176,6 +177,7 @@ def _signature(b) -> tuple:
     """What of a binding's run its choices can change: its generated kernels and their vector width,
     how its calls are cut over threads, and the temps stored permuted. Two bindings with one signature
     run the same code."""
-    cuts = tuple(len(s.parts) if isinstance(s, Split) else 0 for s in b.steps)
-    return (b.choices.vector_width if b._gen else None, cuts, tuple(sorted(b._perm.items())),
-            tuple(sorted(b._acc_orders.items())), tuple(id(kern) for kern, _, _ in b._gen))
+    s = b.schedule
+    cuts = tuple(len(x.parts) if isinstance(x, Split) else 0 for x in s.steps)
+    return (s.choices.vector_width if s.generated else None, cuts, tuple(sorted(s.perms.items())),
+            tuple(sorted(s.acc_orders.items())), tuple(id(kern) for kern, _, _ in s.generated))

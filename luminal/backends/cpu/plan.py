@@ -1,0 +1,625 @@
+"""Planning a binding of a CPU program: ``plan(kernel graph, sizes) -> Schedule``, computed without
+touching memory.
+
+For one binding of the symbolic dims, planning decides everything a run does: the storage order of
+the temps a GEMM reads or writes (``layout.py``), which new state values are written in place, where
+each buffer lives (the memory plan's slots, scratch, constants: the schedule's :class:`Storage`
+list), each kernel's lowering (``lowering.py``: generated kernels, GEMMs, copies, index checks),
+the generated code (made once per program for every binding and every trip of a rolled body that
+places its buffers alike: ``lowering._generate``'s memo; compiled as one LLVM module), which kernels
+are cut over threads and which runs of numpy calls are split by rows (``parallel.py``). What it
+yields is a :class:`Schedule`: typed steps (``steps.py``) whose operands are :class:`Ref` views of a
+caller array or of a storage, by offset and strides. ``compiled.Binding`` allocates the storages and
+runs the steps; nothing in a schedule depends on where memory is.
+
+Sizes are ``DimValue`` values while code is made (``core/symbolic.py``): generated code reads the
+dims as parameters, so another binding lays out the same code and reuses its compiled objects
+(unless the choices specialise: plain ints, every size a constant in the code).
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm import tqdm
+
+from luminal.backends.cpu import layout, tune
+from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
+from luminal.backends.cpu.lowering import lower
+from luminal.backends.cpu.parallel import Split, split_rows, thread_count
+from luminal.backends.cpu.steps import Copy, Kernel, Ref, Storage
+from luminal.codegen import ir, llvm
+from luminal.codegen.lower import Placed, index_value
+from luminal.core import numpy_ops as ops
+from luminal.core.kernel_graph import MemoryPlan
+from luminal.core.symbolic import evaluate, prod, tracked
+from luminal.core.view import contiguous_strides
+
+CALLER_KINDS = ("input", "state", "random")
+# kernel kinds that write any storage order (generated code through strides, BLAS through its layout)
+_GENERATED = frozenset({"elementwise", "reduce", "matmul"})
+# A generated kernel is cut over threads when its estimated time is this long or more (handing the
+# work to another thread and back costs tens of microseconds on a busy 2-core machine); the estimate
+# counts the memory accesses of its work items and its transcendental functions (tens of operations each)
+SPLIT_NS = 100_000
+# Our threads run a program only when its kernels worth cutting add up to this much: once they run,
+# BLAS runs on one thread and the GEMMs are cut over ours, which on a small program (the MNIST MLP
+# step: 0.3 ms of kernels to cut) cost more than the kernels gain (measured: 1.43 ms per step with our
+# threads, 0.95 ms with BLAS's own threads for the GEMMs and the kernels on one)
+OWN_THREADS_NS = 1_000_000
+NS_PER_ACCESS = 0.3
+# ns per element of the operations that cost more than an access: Exp2/Log2 are inline polynomials
+# (codegen/llvm.py), Sin and a float Mod are libm calls
+_CALLS = {"Exp2": 1.0, "Log2": 1.0, "Sin": 4.0, "Mod": 4.0}
+
+
+def storage_itemsize(dtype) -> int:
+    """Bytes per element as stored (numpy keeps bfloat16 in float32)."""
+    return dtype.np.itemsize
+
+
+@dataclass(eq=False)
+class Schedule:
+    """What a binding runs, as data. ``steps`` in order; ``outputs`` and ``updates``: ``(function,
+    args)`` making each output (a fresh array) and each update's value after the steps; ``storages``:
+    the memory the program owns (a Ref's int space indexes it); ``callers``: name -> (shape, numpy
+    dtype) of each caller array; ``written``: the states written in place. The rest is for reading:
+    ``generated`` lists ``(ir kernel, step index before the thread cuts, buffer names)`` per call of
+    generated code, ``perms`` the temps stored permuted, ``acc_orders`` the storage order of GEMM
+    products kept in scratch, ``made`` the kernels generated and reused (``lowering._generate``);
+    ``module`` keeps the compiled code alive."""
+
+    env: dict
+    choices: tune.Choices
+    steps: list
+    outputs: list
+    updates: list
+    storages: list
+    callers: dict
+    written: frozenset
+    generated: list
+    perms: dict
+    acc_orders: dict
+    made: dict
+    module: object
+
+    @property
+    def threaded(self) -> bool:
+        """Whether some steps run on threads of our own."""
+        return any(isinstance(s, Split) for s in self.steps)
+
+
+def plan(kg, kernels, memory: MemoryPlan, env: dict, choices: tune.Choices = tune.DEFAULT,
+         memo: dict | None = None) -> Schedule:
+    """The :class:`Schedule` of kernel graph ``kg`` (``kernels``: its kernels with the calls expanded,
+    ``kernel_graph.expand_calls``) for the binding ``env`` of its dims, under ``choices`` (how to lay
+    it out where the cost models would decide: ``tune.py``). ``memo``: the program's generated
+    kernels, shared by its bindings (``lowering._generate``)."""
+    p = Planner(kg, kernels, memory, env, choices, {} if memo is None else memo)
+    return Schedule(env=dict(env), choices=choices, steps=p.steps, outputs=p.out_calls, updates=p.up_calls,
+                    storages=p.storages, callers=p.callers, written=frozenset(p.alias.values()),
+                    generated=p.generated, perms=p.perms, acc_orders=p.acc_orders, made=p.made, module=p.module)
+
+
+class Planner:
+    """The state of planning one binding; what ``lowering.py`` asks of it (``place``, ``load``,
+    ``view``, ``scratch``, ``steps``, ...)."""
+
+    def __init__(self, kg, kernels, memory: MemoryPlan, env: dict, choices: tune.Choices, memo: dict):
+        self.values, self.env, self.choices = env, env if choices.specialise else tracked(env), choices
+        self.memo = memo
+        self.steps: list = []
+        self.storages: list = []  # Storage by space index
+        self.callers: dict = {}  # name -> (shape, np dtype) of each caller array
+        self.generated: list = []  # (IR kernel, index of its step in self.steps, the IR names of its buffers)
+        self.perms: dict = {}  # buffer id -> axis order of its storage, for the buffers stored permuted
+        self.acc_orders: dict = {}  # id(matmul kernel) -> storage order of its product's scratch
+        self.module = None
+        self._pool: dict = {}  # (shape, dtype) -> free scratch Refs
+        self._taken: dict = {}  # space -> scratch Ref taken by the kernel being lowered
+        self._loads: dict = {}  # (buffer id, its writes so far, view) -> the value a kernel reads
+        self._writes: dict = {}  # buffer id -> kernels lowered so far that write it (a body's scratch: many)
+        self._flat: dict = {}  # buffer id -> the buffer's storage as a 1-d Ref
+        self._ir_names: dict = {}  # what an IR buffer points at -> its name in every generated kernel
+        self._sources: dict = {}  # IR buffer name -> the space it points at
+        with self.plain_sizes():  # (layouts compare sizes; no code is made from them)
+            self.perms = self._layouts(kg, kernels)
+        self._allocate(kg, memory)
+        self._allocate_parts(kernels)
+        self.alias = self._in_place(kg, kernels)  # temp id -> name of the state array that holds it
+        self.made = {"kernels": 0, "reused": 0}  # generated kernels made and found in the memo (lowering.py)
+        writes = self._writes
+        for k in tqdm(kernels, desc=f"generating code: {len(kernels)} kernels", unit="kernel", delay=1.0,
+                      leave=False):
+            lower(k, self)
+            for b, _ in k.outputs:
+                writes[b.id] = writes.get(b.id, 0) + 1
+        threads = 1 if choices.threads == "blas" else thread_count()
+        own = self._link(threads) or choices.threads == "own"
+        self.steps = split_rows(self.steps, threads, matmuls=own)
+        self.out_calls = [self._output(buf, v) for buf, v in kg.outputs]
+        self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]  # (may add copies to steps)
+
+
+    # layouts ------------------------------------------------------------------------------------
+    def _layouts(self, kg, kernels) -> dict:
+        """{buffer id: storage axis order} for the temps a GEMM reads or writes that are better stored
+        permuted: so that the GEMM is fewer, larger BLAS calls (``_gemm_layouts``), else, for a GEMM's
+        result, in the order its readers walk it. (A body's scratch is read by every call through the
+        same view objects: each distinct view is looked at once, weighted by how many times it is
+        read, and each buffer decided once.) None under ``choices.gemm_layouts=False``."""
+        if not self.choices.gemm_layouts:
+            return {}
+        readers: dict = {}  # buffer id -> {id(view): [view, reads]}
+        reads = [(buf, v) for k in kernels for buf, v in k.inputs + k.epilogue_inputs]
+        for buf, v in reads + kg.outputs + [(buf, v) for _, buf, v in kg.updates]:
+            seen = readers.setdefault(buf.id, {})
+            got = seen.get(id(v))
+            if got is None:
+                seen[id(v)] = [v, 1]
+            else:
+                got[1] += 1
+        perms: dict = {}
+        decided: set = set()
+        self._gemm_layouts(kg, kernels, readers, perms, decided)
+        for k in kernels:
+            gemm = k.kind == "matmul" and all(v.mask is None for _, v in k.inputs)
+            if not gemm:
+                continue
+            shape = tuple(d for i, d in enumerate(self.shape(k.domain)) if i not in k.axes)
+            buf = next((b for b, e in k.outputs if e.op == "Acc" and b.dtype is k.acc_dtype), None)
+            if buf is None or buf.id in decided or buf.kind != "temp" or buf.base is not None \
+                    or self.shape(buf.shape) != shape or 0 in shape:
+                continue
+            decided.add(buf.id)
+            order = self._readers_order(readers, buf, shape)
+            if order is not None:
+                perms[buf.id] = order
+        return perms
+
+    def _readers_order(self, readers, buf, shape) -> tuple | None:
+        """The storage order ``buf``'s readers walk it in (``layout.preferred_order``), or None."""
+        views = [(self._valid_part(v), times) for v, times in readers.get(buf.id, {}).values()]
+        return layout.preferred_order([(v, times) for v, times in views if v is not None], shape)
+
+    def _gemm_layouts(self, kg, kernels, readers, perms, decided) -> None:
+        """Storage orders that make each GEMM one BLAS call per true batch (``layout.gemm_orders``):
+        for its operands and its result where the program owns their layout (temps that generated
+        kernels or GEMMs write, that no caller sees, whose every reader remaps), and for a product
+        kept in a scratch (``acc_order``). The first GEMM to have a choice about a buffer makes it."""
+        ends = {b.id for b, _ in kg.outputs} | {b.id for _, b, _ in kg.updates}
+        writers: dict = {}
+        for k in kernels:
+            for b, _ in k.outputs:
+                writers.setdefault(b.id, set()).add(k.kind)
+
+        def options(buf, shape, v, group_sets, prefer=None) -> list:
+            """The orders ``buf`` may take: the readers' preferred one (``prefer``, first: it wins a
+            tie), its current one, and the GEMM's wishes (one per way of grouping its axes), where
+            every reader remaps."""
+            cur = perms.get(buf.id)
+            if buf.id in decided or buf.kind != "temp" or buf.base is not None or buf.id in ends \
+                    or 0 in shape or not writers.get(buf.id, {"none"}) <= _GENERATED:
+                return [cur]
+            parts = [p for p in (self._valid_part(r) for r, _ in readers.get(buf.id, {}).values()) if p is not None]
+            wishes = [w for w in (layout.walk_order(v, shape, groups) for groups in group_sets)
+                      if w is not None and all(layout.remap(p, shape, w) is not None for p in parts)]
+            return list(dict.fromkeys([*(() if prefer is None else (prefer,)), cur, *wishes]))
+
+        for k in kernels:
+            if k.kind != "matmul" or any(v.mask is not None for _, v in k.inputs):
+                continue
+            domain = self.shape(k.domain)
+            if 0 in domain:
+                continue
+            (abuf, av), (bbuf, bv) = k.inputs
+            a, b = self.strided_view(av), self.strided_view(bv)
+            batch, m, n = classify(domain, k.axes, a.strides, b.strides)
+            ks = [i for i in k.axes if domain[i] != 1]
+            kept = [i for i in range(len(domain)) if i not in k.axes]
+            pos = {d: i for i, d in enumerate(kept)}
+            shape = tuple(domain[i] for i in kept)
+            acc = next((x for x, e in k.outputs if e.op == "Acc" and x.dtype is k.acc_dtype), None)
+            out_groups = [[pos[d] for d in g] for g in (batch, m, n)]
+            out = Strided(shape, tuple(contiguous_strides(shape)), 0)
+            ashape, bshape = self.shape(abuf.shape), self.shape(bbuf.shape)
+            same = abuf is bbuf  # a product of a buffer with itself keeps its layout
+            ops_ = [(a, ashape, [perms.get(abuf.id)] if same else options(abuf, ashape, a, [[batch, m, ks]])),
+                    (b, bshape, [perms.get(bbuf.id)] if same else options(bbuf, bshape, b, [[batch, ks, n]]))]
+            # the result's rows merge in the order of a's strides as it is stored now (gemm.in_memory_order)
+            a_now = layout.remap(a, ashape, perms[abuf.id]) if abuf.id in perms else a
+            mem_groups = [[pos[d] for d in g] for g in (batch, in_memory_order(m, a_now.strides), n)]
+            if acc is None:  # the product lives in a scratch that only the epilogue reads: any order
+                wishes = [layout.walk_order(out, shape, g) for g in (out_groups, mem_groups)]
+                ops_.append((out, shape, list(dict.fromkeys([None, *(w for w in wishes if w is not None)]))))
+            elif self.shape(acc.shape) == shape:
+                prefer = self._readers_order(readers, acc, shape)
+                ops_.append((out, shape, options(acc, shape, out, [out_groups, mem_groups], prefer)))
+            else:
+                ops_.append((out, shape, [perms.get(acc.id)]))
+            chosen = layout.gemm_orders(domain, k.axes, ops_)
+            for buf, (_, _, opts), order in zip((abuf, bbuf, acc), ops_, chosen):
+                if buf is not None and len(opts) > 1:
+                    decided.add(buf.id)
+                    if order is not None:
+                        perms[buf.id] = order
+            if acc is None and chosen[2] is not None:
+                self.acc_orders[id(k)] = chosen[2]
+
+    def acc_order(self, k) -> tuple | None:
+        """The storage order of matmul ``k``'s product when it is kept in a scratch (None: logical)."""
+        return self.acc_orders.get(id(k))
+
+    def _in_place(self, kg, kernels) -> dict:
+        """{temp id: state name} for the new values of states that an elementwise kernel can write
+        straight into the state's array, which saves the caller's copy.
+
+        Safe when nothing reads the state's old value afterwards (no later kernel, output or update;
+        within the writing kernel, each work item reads only the element it writes, and the
+        generated kernel stores it after every read: :func:`_stores_last`) and no kernel that can fail
+        at run time (gather, scatter) comes after it: a failed run still leaves the states as they were."""
+        ks = kernels
+        writer = {b.id: i for i, k in enumerate(ks) for b, _ in k.outputs}
+        last_read: dict = {}
+        for i, k in enumerate(ks):
+            for b, _ in list(k.inputs) + list(k.epilogue_inputs):
+                last_read[b.id] = i
+        read_at_end = {b.id for b, _ in kg.outputs} | {b.id for _, b, _ in kg.updates}
+        last_fallible = max((i for i, k in enumerate(ks) if k.kind in ("gather", "scatter_add")), default=-1)
+        states = {b.name: b for b in kg.buffers if b.kind == "state"}
+        alias = {}
+        for name, t, view in kg.updates:
+            st, i = states.get(name), writer.get(t.id)
+            if st is None or t.kind != "temp" or i is None or ks[i].kind != "elementwise" or i < last_fallible:
+                continue
+            if t.dtype is not st.dtype or self.shape(t.shape) != self.shape(st.shape) or \
+                    tuple(view.shape) != tuple(t.shape) or not view.is_contiguous():
+                continue
+            if last_read.get(st.id, -1) <= i and st.id not in read_at_end and _reads_in_step(ks[i], st, t):
+                alias[t.id] = name
+        return alias
+
+    def _valid_part(self, view) -> Strided | None:
+        """The part of ``view`` that reads the buffer (its valid box), or None when it reads nothing."""
+        shape, strides, offset, box = ops.bound_view(view, self.env)
+        if box is not None:
+            inner = ops.inner_box(strides, offset, box)
+            if inner is None:
+                return None
+            shape, offset = inner
+        return Strided(shape, strides, offset)
+
+    # memory -----------------------------------------------------------------------------------------
+    def _storage(self, nbytes: int, **kw) -> int:
+        """A new storage of the schedule: its space (index)."""
+        self.storages.append(Storage(int(nbytes), **kw))
+        return len(self.storages) - 1
+
+    def _own(self, buf, space: int, shape, dtype) -> None:
+        """``buf`` lives at the start of ``space`` (in the axis order ``perms`` gives it)."""
+        self._flat[buf.id] = Ref.contiguous(space, (prod(shape),), dtype)
+
+    def _allocate(self, kg, memory: MemoryPlan) -> None:
+        slots = [self._storage(n) for n in memory.slot_bytes(self.values, storage_itemsize)]
+        for buf in kg.buffers + [b for r in kg.bodies() for b in r.scratch]:
+            shape = self.shape(buf.shape)
+            dtype = buf.dtype.np
+            if buf.kind in CALLER_KINDS:
+                self.callers[buf.name] = (tuple(map(int, shape)), dtype)
+            elif buf.kind in ("const", "iota"):
+                data = np.ascontiguousarray(buf.value, dtype).reshape(-1) if buf.kind == "const" else \
+                    np.arange(shape[0], dtype=np.int32)
+                self._own(buf, self._storage(data.nbytes, data=data), shape, dtype)
+            elif buf.id in memory.slot_of:
+                space = slots[memory.slot_of[buf.id]]
+                nbytes = prod(shape) * dtype.itemsize
+                if self.storages[space].nbytes < nbytes:  # a product folded over an empty batch (fold.py)
+                    space = self._storage(nbytes)
+                self._own(buf, space, shape, dtype)
+            else:  # a temp no kernel writes (the plan skips it): zeros of its own
+                self._own(buf, self._storage(prod(shape) * dtype.itemsize), shape, dtype)
+
+    def _allocate_parts(self, kernels) -> None:
+        """The parts of packs (``Buffer.base``, made by ``expand_calls``): views of their pack's storage
+        (a part is written by a kernel before any kernel reads it)."""
+        for k in kernels:
+            for buf, _ in k.outputs:
+                if buf.base is not None and buf.id not in self._flat:
+                    shape = self.shape(buf.shape)
+                    pack = self._flat[buf.base.id]
+                    self._flat[buf.id] = pack.view((prod(shape),), (1,), evaluate(buf.offset, self.values))
+
+    # what lowering uses ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def plain_sizes(self):
+        """Evaluate sizes as plain ints within: for work no generated code is made from (storage
+        orders, a GEMM's BLAS call), where DimValue arithmetic would only cost time."""
+        env, self.env = self.env, self.values
+        try:
+            yield
+        finally:
+            self.env = env
+
+    def shape(self, dims) -> tuple:
+        return tuple(evaluate(d, self.env) for d in dims)
+
+    def strided_view(self, view) -> Strided:
+        shape, strides, offset, box = ops.bound_view(view, self.env)
+        assert box is None, "strided_view of a masked view"
+        return Strided(shape, strides, offset)
+
+    def storage(self, buf, shape) -> tuple:
+        """``(flat storage, element stride of each axis)`` of a temp buffer seen with ``shape``."""
+        perm = self.perms.get(buf.id)
+        strides = contiguous_strides(shape) if perm is None else layout.physical_strides(shape, perm)
+        return self._flat[buf.id], strides
+
+    def view(self, buf, v: Strided) -> Ref:
+        """A view ``v`` of a buffer, bounds-checked."""
+        return self.storage_view(buf, self.locate(buf, v))
+
+    def locate(self, buf, v: Strided) -> Strided:
+        """``v`` (over the buffer's logical layout) as a view of its storage."""
+        if buf.id not in self.perms:
+            return v
+        # (the buffer's shape as the binding evaluates it: strides stored permuted are then expressions
+        # of the dims, and code reading them serves every binding)
+        out = layout.remap(v, self.shape(buf.shape), self.perms[buf.id])
+        assert out is not None, "a reader of a permuted buffer does not remap (checked when choosing)"
+        return out
+
+    def storage_view(self, buf, v: Strided) -> Ref:
+        """A view ``v`` of a buffer's storage (in elements), bounds-checked."""
+        if buf.id in self.alias or buf.kind in CALLER_KINDS:
+            name = self.alias.get(buf.id, buf.name)
+            shape, dtype = self.callers[name]
+            flat = Ref.contiguous(name, (prod(shape),), dtype)
+        else:
+            flat = self._flat[buf.id]
+        if 0 not in v.shape:
+            ops.check_bounds(v.shape, v.strides, v.offset, flat.shape[0])
+        return flat.view(v.shape, v.strides, v.offset)
+
+    def over(self, flat: Ref, v: Strided) -> Ref:
+        """A view ``v`` (written to) of a flat Ref of the program's memory."""
+        return flat.view(v.shape, v.strides, v.offset)
+
+    def load(self, buf, view) -> Ref:
+        """What a kernel reads through ``view``: a strided view, or for a masked view a dedicated
+        storage whose pad is filled when allocated and whose valid box is copied on every run (by the
+        first kernel that reads it: later readers share the copy until a kernel writes the buffer
+        again, as every call of a body writes its scratch)."""
+        key = (buf.id, self._writes.get(buf.id, 0), view)
+        if key in self._loads:
+            return self._loads[key]
+        shape, strides, offset, box = ops.bound_view(view, self.env)
+        if box is None:
+            value = self.view(buf, Strided(shape, strides, offset))
+        else:
+            dtype = buf.dtype.np
+            space = self._storage(prod(shape) * dtype.itemsize, dtype=dtype, fill=view.pad)
+            value = Ref.contiguous(space, shape, dtype)
+            inner = ops.inner_box(strides, offset, box)
+            if inner is not None:
+                src = self.view(buf, Strided(inner[0], strides, inner[1]))
+                self.steps.append(Copy(value.box(box), src))
+        self._loads[key] = value
+        return value
+
+    def scratch(self, shape, dtype) -> Ref:
+        """A scratch array (C-contiguous), the kernel's until it is released or the kernel ends."""
+        dtype = np.dtype(dtype)
+        key = (tuple(map(int, shape)), dtype)
+        free = self._pool.get(key)
+        ref = free.pop() if free else Ref.contiguous(self._storage(prod(shape) * dtype.itemsize), shape, dtype)
+        self._taken[ref.space] = ref
+        return ref
+
+    def error_cell(self) -> Ref:
+        """An int32 of its own, zero, where a gather or scatter kernel flags an index out of range."""
+        return Ref.contiguous(self._storage(4), (1,), np.int32)
+
+    def end_kernel(self) -> None:
+        for ref in self._taken.values():
+            self._pool.setdefault((ref.shape, ref.dtype), []).append(ref)
+        self._taken.clear()
+
+    # generated code ---------------------------------------------------------------------------------
+    def place(self, buf, view) -> Placed:
+        """For ``codegen/cpu.py``: the :class:`Placed` read of a view of ``buf`` (remapped onto a
+        permuted storage, bounds-checked), or with ``view`` None the placement of the whole buffer
+        (indexed in its own shape)."""
+        name = self._ir_buffer(buf)
+        if view is None:
+            return Placed(name, buf.dtype, 0, self.strides_of(buf, self.shape(buf.shape)))
+        vshape, strides, offset, box = ops.bound_view(view, self.env)
+        inner = (vshape, offset) if box is None else ops.inner_box(strides, offset, box)
+        if inner is not None and 0 not in inner[0]:
+            valid = self.locate(buf, Strided(inner[0], strides, inner[1]))
+            ops.check_bounds(valid.shape, valid.strides, valid.offset, self._storage_size(buf))
+            lows = (0,) * len(vshape) if box is None else tuple(lo for lo, _ in box)
+            strides = valid.strides  # the valid part's, extended to the whole (masked) view
+            offset = valid.offset - sum(lo * s for lo, s in zip(lows, strides))
+        return Placed(name, buf.dtype, offset, tuple(strides), box, view.pad)
+
+    def strides_of(self, buf, shape) -> tuple:
+        """Element strides of ``buf``'s storage seen with ``shape`` (its own, or a regrouping of it:
+        permuted buffers only ever in their own)."""
+        if buf.id in self.perms and buf.id not in self.alias:
+            return tuple(layout.physical_strides(shape, self.perms[buf.id]))
+        return tuple(contiguous_strides(shape))
+
+    def scratch_name(self, ref: Ref) -> str:
+        """The IR buffer name of a scratch array (a GEMM's product that an epilogue reads)."""
+        return self._ir_name(("scratch", ref.space, ref.offset), (ref.space, ref.offset))
+
+    def _ir_buffer(self, buf) -> str:
+        if buf.id in self.alias or buf.kind in CALLER_KINDS:
+            name = self.alias.get(buf.id, buf.name)
+            return self._ir_name(("caller", name), (name, 0))
+        flat = self._flat[buf.id]
+        return self._ir_name(("own", buf.id), (flat.space, flat.offset))
+
+    def _ir_name(self, key, source) -> str:
+        name = self._ir_names.get(key)
+        if name is None:
+            name = self._ir_names[key] = f"b{len(self._ir_names)}"
+            self._sources[name] = source
+        return name
+
+    def _storage_size(self, buf) -> int:
+        """Elements of ``buf``'s storage from its start."""
+        if buf.id in self.alias or buf.kind in CALLER_KINDS:
+            return prod(self.callers[self.alias.get(buf.id, buf.name)][0])
+        return self._flat[buf.id].shape[0]
+
+    def generate(self, kernel: ir.Kernel, k, names: list) -> None:
+        """Append a call of the generated ``kernel`` (made from kernel-graph kernel ``k``) over the IR
+        buffers ``names`` (``names[i]`` is ``kernel.buffers[i]``); it is compiled with the binding's
+        others when the binding is laid out (:meth:`_link`)."""
+        aliased = {self._ir_buffer(b) for b, _ in k.outputs if b.id in self.alias}
+        if aliased:
+            aliased = {buf.name for buf, n in zip(kernel.buffers, names) if n in aliased}
+            kernel = _stores_last(kernel, aliased, f"{kernel.name}_in_place{len(self.generated)}")
+        self.generated.append((kernel, len(self.steps), names))
+        self.steps.append(None)
+
+    def _link(self, threads: int) -> bool:
+        """Compile the generated kernels (one module) and put their steps in place; a kernel whose
+        estimated time is ``SPLIT_NS`` (times ``choices.split_scale``) or more is cut along its first
+        grid axis over ``threads``. Returns whether any kernel was cut."""
+        if not self.generated:
+            return False
+        # distinct: a kernel's buffers are separate allocations (the memory plan never places an output
+        # in the slot of an input of the same kernel; pack parts are disjoint ranges; a caller array
+        # overlapping a state written in place is read from a copy), but for a state written in place,
+        # which is one buffer read and written
+        choices = self.choices
+        distinct = list({id(kern): kern for kern, _, _ in self.generated}.values())  # (a memo's kernel: many calls)
+        self.module = llvm.compile_kernels(distinct, distinct=True, vector_width=choices.vector_width)
+        known: dict = {}
+        costs = [known[id(kern)] if id(kern) in known else known.setdefault(id(kern), _cost_ns(kern, self.values))
+                 for kern, _, _ in self.generated]
+        split = SPLIT_NS * choices.split_scale
+        if choices.threads == "auto" and sum(c for c in costs if c >= split) < OWN_THREADS_NS:
+            threads = 1  # too little to cut: BLAS keeps its own threads for the GEMMs
+        cut = False
+        for (kern, at, names), cost in zip(self.generated, costs):
+            buffers = tuple(self._sources[name] for name in names)
+            params = tuple(int(ir.derived_value(name, self.values)) for name in kern.params)
+            f = self.module.function(kern.name)
+            n = index_value(kern.grid[0], self.values) if kern.grid else 1
+            parts = _parts(n, cost, threads, split)
+            whole = Kernel(f, buffers, params, 0, n, kern)
+            if len(parts) == 1:
+                self.steps[at] = whole
+            else:
+                self.steps[at] = Split([[whole.with_range(lo, hi)] for lo, hi in parts])
+                cut = True
+        return cut
+
+    # results --------------------------------------------------------------------------------------
+    def _output(self, buf, view):
+        shape, strides, offset, box = ops.bound_view(view, self.env)
+        if box is None:
+            return fresh, (self.view(buf, Strided(shape, strides, offset)),)
+        inner = ops.inner_box(strides, offset, box)
+        src = None if inner is None else self.view(buf, Strided(inner[0], strides, inner[1]))
+        slices = tuple(slice(int(lo), int(hi)) for lo, hi in box)
+        return fresh_masked, (tuple(map(int, shape)), view.pad, buf.dtype.np, slices, src)
+
+    def _update(self, buf, view):
+        if buf.kind in CALLER_KINDS:  # another state's value from before the run: copy it now
+            return self._output(buf, view)
+        return same, (self.load(buf, view),)
+
+
+fresh = np.ndarray.copy  # a C-contiguous copy (the method's default order), the caller's to keep
+
+
+def fresh_masked(shape, pad, dtype, slices, src) -> np.ndarray:
+    out = np.full(shape, pad, dtype)
+    if src is not None:
+        out[slices] = src
+    return out
+
+
+def same(x):
+    return x
+
+
+def _reads_in_step(k, st, t) -> bool:
+    """In elementwise kernel ``k``, every read of buffer ``st`` is its identity view over as many
+    elements as ``t`` has: each work item reads the element of ``st`` that it writes into ``t``'s place
+    (a Reshape of such a load reads it at the same flat index), so writing ``t`` over ``st`` in
+    place changes no element before the item that reads it."""
+    return all(v.is_contiguous() and prod(v.shape) == prod(t.shape) for b, v in k.inputs if b is st)
+
+
+def _stores_last(kernel: ir.Kernel, names: set, name: str) -> ir.Kernel:
+    """``kernel`` with its stores into ``names`` (state arrays written in place) moved after every
+    other statement, each value kept in a register where the store was: every read of those
+    arrays then comes before any write into them. Named ``name``: the kernel it is made from may be
+    called elsewhere in the program as it is."""
+    body, late = [], []
+    for j, s in enumerate(kernel.body):
+        if isinstance(s, ir.Store) and s.buffer in names:
+            reg = f"_in_place{j}"
+            body.append(ir.Assign(reg, s.value))
+            late.append(ir.Store(s.buffer, s.index, ir.var(reg, s.value.dtype), s.valid))
+        else:
+            body.append(s)
+    return ir.Kernel(name, kernel.buffers, kernel.params, kernel.grid, tuple(body + late), kernel.block,
+                     kernel.shared, kernel.notes)
+
+
+def _cost_ns(kernel: ir.Kernel, env: dict) -> float:
+    """Estimated time of a CPU kernel: per work item, its loads and stores of elements that change
+    with the item (a load at a constant index, a scalar parameter, is hoisted by LLVM: free) and its
+    transcendentals and float remainders (a loop's body times its trip count), times the work items,
+    at the sizes of the binding ``env``. Each value counts once per item, however many statements
+    share it."""
+    moving: dict = {}  # id(index) -> whether it moves with the item (``_moves``)
+
+    def block(body, seen: set) -> float:
+        total = 0.0
+        for s in body:
+            if isinstance(s, ir.Loop):
+                trips = index_value(s.stop, env) - index_value(s.start, env)
+                total += max(trips, 0) * block(s.body, set(seen))
+                continue
+            if isinstance(s, ir.If):
+                total += block(s.body, seen)
+                continue
+            if isinstance(s, (ir.Store, ir.AtomicAdd)):
+                total += NS_PER_ACCESS
+            for v in ir.walk_values_of(ir.operands(s), seen):  # (values seen before: neither counted nor walked)
+                if v.op == "load" and _moves(v.args[0], moving):
+                    total += NS_PER_ACCESS
+                elif v.op in _CALLS and (v.op != "Mod" or v.dtype.is_float):
+                    total += _CALLS[v.op]
+        return total
+
+    items = 1
+    for g in kernel.grid:
+        items *= index_value(g, env)
+    return items * block(kernel.body, set())
+
+
+def _moves(index: ir.V, memo: dict) -> bool:
+    """Whether an index depends on the work item or a loop variable."""
+    got = memo.get(id(index))
+    if got is None:
+        got = memo[id(index)] = index.op in ("item", "var") or any(_moves(a, memo) for a in index.args)
+    return got
+
+
+def _parts(n: int, cost: float, threads: int, split: float) -> list:
+    """The ranges of axis 0 (of ``n`` items) to run on threads of their own: one range unless the
+    kernel takes ``split`` ns or more, then up to ``threads``, each with half of that or more."""
+    if threads < 2 or n < 2 or cost < split:
+        return [(0, n)]
+    t = min(threads, n, max(2, int(cost // (split / 2))) if split > 0 else threads)
+    bounds = [n * i // t for i in range(t + 1)]
+    return list(zip(bounds, bounds[1:]))
