@@ -8,6 +8,7 @@ from collections.abc import Callable
 from luminal.core import dtype as dt
 from luminal.frontend.graph import Graph
 from luminal.frontend.ops import activations, combine, creation, elementwise, indexing, linalg, reduce
+from luminal.frontend.ops import core as _core
 from luminal.frontend.ops.activations import elu, gelu, leaky_relu, mish, relu, sigmoid, silu, softplus, tanh
 from luminal.frontend.ops.combine import cat, chunk, hstack, row_stack, split, stack, vstack
 from luminal.frontend.ops.core import broadcast_shapes, cast
@@ -103,6 +104,7 @@ from luminal.frontend.ops.linalg import addmm, baddbmm, bmm, dot, matmul, outer
 from luminal.frontend.ops.movement import (
     diag,
     diagonal,
+    flatten,
     flip,
     meshgrid,
     moveaxis,
@@ -257,7 +259,7 @@ def _install():
         "scatter": scatter, "scatter_add": scatter_add, "matmul": matmul, "dot": dot,
         "tril": tril, "triu": triu, "split": split, "chunk": chunk, "__getitem__": indexing.getitem,
         # dtypes
-        "to": cast, "cast": cast, "type": cast, "float": _float_method,
+        "cast": cast, "type": cast, "float": _float_method,
         "half": _half_method, "bfloat16": _bfloat16_method,
         "double": _double_method, "int": _int_method, "bool": _bool_method,
         # math, selection, scans and sorting (test_api_math.py)
@@ -278,6 +280,9 @@ def _install():
         "trace": trace, "addmm": addmm, "baddbmm": baddbmm, "bmm": bmm, "index_add": index_add,
         "index_copy": index_copy, "index_put": index_put, "scatter_reduce": scatter_reduce,
         "__setitem__": indexing.setitem,
+        # dtype and factory methods with torch's names (test_torch_names.py)
+        "to": _core.to, "type_as": _core.type_as, "new_zeros": creation.new_zeros, "new_ones": creation.new_ones,
+        "new_full": creation.new_full,
     }
     for name, fn in methods.items():
         setattr(GraphTensor, name, fn)
@@ -296,17 +301,17 @@ _install()
 __all__ = [
     "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "addmm", "all", "amax", "amin", "any", "arange", "argmax",
     "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm", "bitwise_and", "bitwise_left_shift",
-    "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bmm", "broadcast_shapes", "cast", "cat",
-    "ceil", "chunk", "clamp", "clone", "cos", "cosh", "cummax", "cummin", "cumprod", "cumsum", "diag", "diagonal",
-    "div", "dot", "einsum", "elu", "eq", "erf", "exp", "exp2", "expm1", "eye", "flip", "floor", "floor_divide",
-    "fmod", "full", "full_like", "gather", "ge", "gelu", "gt", "hstack", "index_add", "index_copy", "index_put",
-    "index_select", "isfinite", "isinf", "isnan", "le", "leaky_relu", "lerp", "log", "log10", "log1p", "log2",
-    "log_softmax", "logcumsumexp", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt",
-    "masked_fill", "matmul", "max", "maximum", "mean", "meshgrid", "min", "minimum", "mish", "moveaxis", "movedim",
-    "mul", "nan_to_num", "narrow", "ne", "neg", "norm", "one_hot", "ones", "ones_like", "outer", "pow", "prod",
-    "reciprocal", "relu", "remainder", "repeat_interleave", "roll", "round", "row_stack", "rsqrt", "scatter",
-    "scatter_add", "scatter_reduce", "select", "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softplus",
-    "sort", "split", "sqrt", "square", "stack", "std", "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh",
-    "tensordot", "topk", "trace", "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack",
-    "where", "zeros", "zeros_like",
+    "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bmm", "broadcast_shapes", "cast", "cat", "ceil",
+    "chunk", "clamp", "clone", "cos", "cosh", "cummax", "cummin", "cumprod", "cumsum", "diag", "diagonal", "div", "dot",
+    "einsum", "elu", "eq", "erf", "exp", "exp2", "expm1", "eye", "flatten", "flip", "floor", "floor_divide", "fmod",
+    "full", "full_like", "gather", "ge", "gelu", "gt", "hstack", "index_add", "index_copy", "index_put", "index_select",
+    "isfinite", "isinf", "isnan", "le", "leaky_relu", "lerp", "log", "log10", "log1p", "log2", "log_softmax",
+    "logcumsumexp", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill",
+    "matmul", "max", "maximum", "mean", "meshgrid", "min", "minimum", "mish", "moveaxis", "movedim", "mul",
+    "nan_to_num", "narrow", "ne", "neg", "norm", "one_hot", "ones", "ones_like", "outer", "pow", "prod", "reciprocal",
+    "relu", "remainder", "repeat_interleave", "roll", "round", "row_stack", "rsqrt", "scatter", "scatter_add",
+    "scatter_reduce", "select", "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softplus", "sort", "split",
+    "sqrt", "square", "stack", "std", "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh", "tensordot", "topk",
+    "trace", "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack", "where", "zeros",
+    "zeros_like",
 ]

@@ -1,4 +1,4 @@
-"""Shape and layout ops with torch's names: flip, roll, narrow, select, unbind, movedim,
+"""Shape and layout ops with torch's names: flatten, flip, roll, narrow, select, unbind, movedim,
 repeat_interleave, diagonal, diag, trace, meshgrid.
 
 All are views where a view can express them (flip, narrow, select, unbind, movedim, diagonal);
@@ -18,6 +18,19 @@ from luminal.frontend.ops.indexing import index_select
 from luminal.frontend.ops.reduce import cumsum
 from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.tensor import GraphTensor
+
+
+@tensor_op("flatten")
+def flatten(input: GraphTensor, start_dim: int = 0, end_dim: int = -1) -> GraphTensor:  # noqa: A002 - torch's name
+    """torch.flatten: dims ``start_dim`` to ``end_dim`` merged into one (a view when the layout
+    allows; a 0-d tensor becomes 1-d). The function form of ``Tensor.flatten``.
+
+    Args:
+        input: the tensor.
+        start_dim: the first dim merged (default 0).
+        end_dim: the last dim merged (default -1).
+    """
+    return input.flatten(start_dim, end_dim)
 
 
 @tensor_op("flip")
