@@ -609,7 +609,10 @@ class GraphTensor:
         index_put: Callable[..., GraphTensor]; scatter_reduce: Callable[..., GraphTensor]
         __setitem__: Callable[..., None]; type_as: Callable[..., GraphTensor]
         new_zeros: Callable[..., GraphTensor]; new_ones: Callable[..., GraphTensor]
-        new_full: Callable[..., GraphTensor]
+        new_full: Callable[..., GraphTensor]; logaddexp: Callable[..., GraphTensor]
+        hypot: Callable[..., GraphTensor]; copysign: Callable[..., GraphTensor]; fmax: Callable[..., GraphTensor]
+        fmin: Callable[..., GraphTensor]; isclose: Callable[..., GraphTensor]; allclose: Callable[..., GraphTensor]
+        deg2rad: Callable[..., GraphTensor]; rad2deg: Callable[..., GraphTensor]
 
 class ValuesIndices(NamedTuple):
     """A ``(values, indices)`` pair of tensors, as torch's ``torch.return_types``: the base of the

@@ -117,6 +117,17 @@ from luminal.frontend.ops.movement import (
     unbind,
 )
 from luminal.frontend.ops.norms import norm, vector_norm
+from luminal.frontend.ops.pointwise import (
+    allclose,
+    copysign,
+    deg2rad,
+    fmax,
+    fmin,
+    hypot,
+    isclose,
+    logaddexp,
+    rad2deg,
+)
 from luminal.frontend.ops.reduce import (
     all_ as all,
 )
@@ -283,6 +294,9 @@ def _install():
         # dtype and factory methods with torch's names (test_torch_names.py)
         "to": _core.to, "type_as": _core.type_as, "new_zeros": creation.new_zeros, "new_ones": creation.new_ones,
         "new_full": creation.new_full,
+        # more elementwise math (pointwise.py)
+        "logaddexp": logaddexp, "hypot": hypot, "copysign": copysign, "fmax": fmax, "fmin": fmin,
+        "isclose": isclose, "allclose": allclose, "deg2rad": deg2rad, "rad2deg": rad2deg,
     }
     for name, fn in methods.items():
         setattr(GraphTensor, name, fn)
@@ -299,19 +313,19 @@ _install()
 # The public ops (re-exported as ``lm.<name>``): every function defined in this package's modules,
 # written out so that type checkers and editors see them (tests/test_api_types.py checks the list).
 __all__ = [
-    "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "addmm", "all", "amax", "amin", "any", "arange", "argmax",
-    "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm", "bitwise_and", "bitwise_left_shift",
-    "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bmm", "broadcast_shapes", "cast", "cat", "ceil",
-    "chunk", "clamp", "clone", "cos", "cosh", "cummax", "cummin", "cumprod", "cumsum", "diag", "diagonal", "div", "dot",
-    "einsum", "elu", "eq", "erf", "exp", "exp2", "expm1", "eye", "flatten", "flip", "floor", "floor_divide", "fmod",
-    "full", "full_like", "gather", "ge", "gelu", "gt", "hstack", "index_add", "index_copy", "index_put", "index_select",
-    "isfinite", "isinf", "isnan", "le", "leaky_relu", "lerp", "log", "log10", "log1p", "log2", "log_softmax",
-    "logcumsumexp", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill",
-    "matmul", "max", "maximum", "mean", "meshgrid", "min", "minimum", "mish", "moveaxis", "movedim", "mul",
-    "nan_to_num", "narrow", "ne", "neg", "norm", "one_hot", "ones", "ones_like", "outer", "pow", "prod", "reciprocal",
-    "relu", "remainder", "repeat_interleave", "roll", "round", "row_stack", "rsqrt", "scatter", "scatter_add",
-    "scatter_reduce", "select", "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softplus", "sort", "split",
-    "sqrt", "square", "stack", "std", "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh", "tensordot", "topk",
-    "trace", "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack", "where", "zeros",
-    "zeros_like",
+    "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "addmm", "all", "allclose", "amax", "amin", "any", "arange",
+    "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm", "bitwise_and",
+    "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bmm", "broadcast_shapes",
+    "cast", "cat", "ceil", "chunk", "clamp", "clone", "copysign", "cos", "cosh", "cummax", "cummin", "cumprod",
+    "cumsum", "deg2rad", "diag", "diagonal", "div", "dot", "einsum", "elu", "eq", "erf", "exp", "exp2", "expm1", "eye",
+    "flatten", "flip", "floor", "floor_divide", "fmax", "fmin", "fmod", "full", "full_like", "gather", "ge", "gelu",
+    "gt", "hstack", "hypot", "index_add", "index_copy", "index_put", "index_select", "isclose", "isfinite", "isinf",
+    "isnan", "le", "leaky_relu", "lerp", "log", "log10", "log1p", "log2", "log_softmax", "logaddexp", "logcumsumexp",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill", "matmul", "max",
+    "maximum", "mean", "meshgrid", "min", "minimum", "mish", "moveaxis", "movedim", "mul", "nan_to_num", "narrow", "ne",
+    "neg", "norm", "one_hot", "ones", "ones_like", "outer", "pow", "prod", "rad2deg", "reciprocal", "relu", "remainder",
+    "repeat_interleave", "roll", "round", "row_stack", "rsqrt", "scatter", "scatter_add", "scatter_reduce", "select",
+    "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softplus", "sort", "split", "sqrt", "square", "stack", "std",
+    "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh", "tensordot", "topk", "trace", "tril", "triu", "trunc",
+    "unbind", "var", "var_mean", "vector_norm", "vstack", "where", "zeros", "zeros_like",
 ]
