@@ -613,6 +613,9 @@ class GraphTensor:
         hypot: Callable[..., GraphTensor]; copysign: Callable[..., GraphTensor]; fmax: Callable[..., GraphTensor]
         fmin: Callable[..., GraphTensor]; isclose: Callable[..., GraphTensor]; allclose: Callable[..., GraphTensor]
         deg2rad: Callable[..., GraphTensor]; rad2deg: Callable[..., GraphTensor]
+        nansum: Callable[..., GraphTensor]; nanmean: Callable[..., GraphTensor]
+        count_nonzero: Callable[..., GraphTensor]; diff: Callable[..., GraphTensor]
+        rot90: Callable[..., GraphTensor]; cross: Callable[..., GraphTensor]; kron: Callable[..., GraphTensor]
 
 class ValuesIndices(NamedTuple):
     """A ``(values, indices)`` pair of tensors, as torch's ``torch.return_types``: the base of the

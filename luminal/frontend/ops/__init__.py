@@ -13,6 +13,7 @@ from luminal.frontend.ops.activations import elu, gelu, leaky_relu, mish, relu, 
 from luminal.frontend.ops.combine import cat, chunk, hstack, row_stack, split, stack, vstack
 from luminal.frontend.ops.core import broadcast_shapes, cast
 from luminal.frontend.ops.creation import arange, eye, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
+from luminal.frontend.ops.distance import cdist
 from luminal.frontend.ops.einsum import einsum, tensordot
 from luminal.frontend.ops.elementwise import (
     abs_ as abs,
@@ -100,10 +101,11 @@ from luminal.frontend.ops.indexing import (
     scatter_reduce,
     take_along_dim,
 )
-from luminal.frontend.ops.linalg import addmm, baddbmm, bmm, dot, matmul, outer
+from luminal.frontend.ops.linalg import addmm, baddbmm, bmm, cross, dot, kron, matmul, outer
 from luminal.frontend.ops.movement import (
     diag,
     diagonal,
+    diff,
     flatten,
     flip,
     meshgrid,
@@ -112,6 +114,7 @@ from luminal.frontend.ops.movement import (
     narrow,
     repeat_interleave,
     roll,
+    rot90,
     select,
     trace,
     unbind,
@@ -162,6 +165,8 @@ from luminal.frontend.ops.reduce import min_ as min
 from luminal.frontend.ops.reduce import (
     prod_ as prod,
 )
+from luminal.frontend.ops.reduce_extra import count_nonzero, nanmean, nansum
+from luminal.frontend.ops.search import bucketize, isin, searchsorted
 from luminal.frontend.tensor import GraphTensor
 
 _E = elementwise
@@ -297,6 +302,10 @@ def _install():
         # more elementwise math (pointwise.py)
         "logaddexp": logaddexp, "hypot": hypot, "copysign": copysign, "fmax": fmax, "fmin": fmin,
         "isclose": isclose, "allclose": allclose, "deg2rad": deg2rad, "rad2deg": rad2deg,
+        # more reductions (reduce_extra.py)
+        "nansum": nansum, "nanmean": nanmean, "count_nonzero": count_nonzero,
+        # shapes and products (movement.py, linalg.py)
+        "diff": diff, "rot90": rot90, "cross": cross, "kron": kron,
     }
     for name, fn in methods.items():
         setattr(GraphTensor, name, fn)
@@ -316,16 +325,17 @@ __all__ = [
     "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "addmm", "all", "allclose", "amax", "amin", "any", "arange",
     "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm", "bitwise_and",
     "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bmm", "broadcast_shapes",
-    "cast", "cat", "ceil", "chunk", "clamp", "clone", "copysign", "cos", "cosh", "cummax", "cummin", "cumprod",
-    "cumsum", "deg2rad", "diag", "diagonal", "div", "dot", "einsum", "elu", "eq", "erf", "exp", "exp2", "expm1", "eye",
-    "flatten", "flip", "floor", "floor_divide", "fmax", "fmin", "fmod", "full", "full_like", "gather", "ge", "gelu",
-    "gt", "hstack", "hypot", "index_add", "index_copy", "index_put", "index_select", "isclose", "isfinite", "isinf",
-    "isnan", "le", "leaky_relu", "lerp", "log", "log10", "log1p", "log2", "log_softmax", "logaddexp", "logcumsumexp",
-    "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill", "matmul", "max",
-    "maximum", "mean", "meshgrid", "min", "minimum", "mish", "moveaxis", "movedim", "mul", "nan_to_num", "narrow", "ne",
-    "neg", "norm", "one_hot", "ones", "ones_like", "outer", "pow", "prod", "rad2deg", "reciprocal", "relu", "remainder",
-    "repeat_interleave", "roll", "round", "row_stack", "rsqrt", "scatter", "scatter_add", "scatter_reduce", "select",
-    "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softplus", "sort", "split", "sqrt", "square", "stack", "std",
-    "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh", "tensordot", "topk", "trace", "tril", "triu", "trunc",
-    "unbind", "var", "var_mean", "vector_norm", "vstack", "where", "zeros", "zeros_like",
+    "bucketize", "cast", "cat", "cdist", "ceil", "chunk", "clamp", "clone", "copysign", "cos", "cosh", "count_nonzero",
+    "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "diag", "diagonal", "diff", "div", "dot", "einsum",
+    "elu", "eq", "erf", "exp", "exp2", "expm1", "eye", "flatten", "flip", "floor", "floor_divide", "fmax", "fmin",
+    "fmod", "full", "full_like", "gather", "ge", "gelu", "gt", "hstack", "hypot", "index_add", "index_copy",
+    "index_put", "index_select", "isclose", "isfinite", "isin", "isinf", "isnan", "kron", "le", "leaky_relu", "lerp",
+    "log", "log10", "log1p", "log2", "log_softmax", "logaddexp", "logcumsumexp", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill", "matmul", "max", "maximum", "mean", "meshgrid",
+    "min", "minimum", "mish", "moveaxis", "movedim", "mul", "nan_to_num", "nanmean", "nansum", "narrow", "ne", "neg",
+    "norm", "one_hot", "ones", "ones_like", "outer", "pow", "prod", "rad2deg", "reciprocal", "relu", "remainder",
+    "repeat_interleave", "roll", "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add", "scatter_reduce",
+    "searchsorted", "select", "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softplus", "sort", "split", "sqrt",
+    "square", "stack", "std", "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh", "tensordot", "topk", "trace",
+    "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack", "where", "zeros", "zeros_like",
 ]
