@@ -9,7 +9,19 @@ from luminal.core import dtype as dt
 from luminal.frontend.graph import Graph
 from luminal.frontend.ops import activations, combine, creation, elementwise, indexing, linalg, reduce
 from luminal.frontend.ops import core as _core
-from luminal.frontend.ops.activations import elu, gelu, leaky_relu, mish, relu, sigmoid, silu, softplus, tanh
+from luminal.frontend.ops.activations import (
+    elu,
+    gelu,
+    hardshrink,
+    leaky_relu,
+    mish,
+    relu,
+    sigmoid,
+    silu,
+    softplus,
+    tanh,
+    threshold,
+)
 from luminal.frontend.ops.combine import cat, chunk, hstack, row_stack, split, stack, vstack
 from luminal.frontend.ops.core import broadcast_shapes, cast
 from luminal.frontend.ops.creation import arange, eye, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
@@ -305,7 +317,7 @@ def _install():
         # more reductions (reduce_extra.py)
         "nansum": nansum, "nanmean": nanmean, "count_nonzero": count_nonzero,
         # shapes and products (movement.py, linalg.py)
-        "diff": diff, "rot90": rot90, "cross": cross, "kron": kron,
+        "diff": diff, "rot90": rot90, "cross": cross, "kron": kron, "hardshrink": hardshrink,
     }
     for name, fn in methods.items():
         setattr(GraphTensor, name, fn)
@@ -328,14 +340,15 @@ __all__ = [
     "bucketize", "cast", "cat", "cdist", "ceil", "chunk", "clamp", "clone", "copysign", "cos", "cosh", "count_nonzero",
     "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "diag", "diagonal", "diff", "div", "dot", "einsum",
     "elu", "eq", "erf", "exp", "exp2", "expm1", "eye", "flatten", "flip", "floor", "floor_divide", "fmax", "fmin",
-    "fmod", "full", "full_like", "gather", "ge", "gelu", "gt", "hstack", "hypot", "index_add", "index_copy",
-    "index_put", "index_select", "isclose", "isfinite", "isin", "isinf", "isnan", "kron", "le", "leaky_relu", "lerp",
-    "log", "log10", "log1p", "log2", "log_softmax", "logaddexp", "logcumsumexp", "logical_and", "logical_not",
-    "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill", "matmul", "max", "maximum", "mean", "meshgrid",
-    "min", "minimum", "mish", "moveaxis", "movedim", "mul", "nan_to_num", "nanmean", "nansum", "narrow", "ne", "neg",
-    "norm", "one_hot", "ones", "ones_like", "outer", "pow", "prod", "rad2deg", "reciprocal", "relu", "remainder",
-    "repeat_interleave", "roll", "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add", "scatter_reduce",
-    "searchsorted", "select", "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softplus", "sort", "split", "sqrt",
-    "square", "stack", "std", "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh", "tensordot", "topk", "trace",
-    "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack", "where", "zeros", "zeros_like",
+    "fmod", "full", "full_like", "gather", "ge", "gelu", "gt", "hardshrink", "hstack", "hypot", "index_add",
+    "index_copy", "index_put", "index_select", "isclose", "isfinite", "isin", "isinf", "isnan", "kron", "le",
+    "leaky_relu", "lerp", "log", "log10", "log1p", "log2", "log_softmax", "logaddexp", "logcumsumexp", "logical_and",
+    "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill", "matmul", "max", "maximum", "mean",
+    "meshgrid", "min", "minimum", "mish", "moveaxis", "movedim", "mul", "nan_to_num", "nanmean", "nansum", "narrow",
+    "ne", "neg", "norm", "one_hot", "ones", "ones_like", "outer", "pow", "prod", "rad2deg", "reciprocal", "relu",
+    "remainder", "repeat_interleave", "roll", "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add",
+    "scatter_reduce", "searchsorted", "select", "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softplus", "sort",
+    "split", "sqrt", "square", "stack", "std", "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh", "tensordot",
+    "threshold", "topk", "trace", "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack",
+    "where", "zeros", "zeros_like",
 ]
