@@ -74,15 +74,17 @@ def to(x: GraphTensor, *args, dtype=None, device=None, non_blocking: bool = Fals
     return x if dtype is None else cast(x, dtype)
 
 
+# torch's device types: a str naming one (``"cuda"``, ``"cuda:1"``) is a device, any other str a dtype name
+_DEVICE_TYPES = frozenset({"cpu", "cuda", "mps", "xpu", "hip", "meta", "xla", "hpu", "mtia", "lazy", "vulkan",
+                           "ipu", "maia", "privateuseone"})
+
+
 def _device_name(v) -> str | None:
-    """``v`` as a device name when it is one (not a dtype): a str that names no dtype, an int (torch's
-    CUDA ordinal), or an object with a str ``type`` (a ``torch.device``); else None."""
+    """``v`` as a device name when it is one (not a dtype): a str of a torch device type (with or
+    without an index), an int (torch's CUDA ordinal), or an object with a str ``type`` (a
+    ``torch.device``); else None."""
     if isinstance(v, str):
-        try:
-            dt.as_dtype(v)
-        except TypeError:
-            return v
-        return None
+        return v if v.partition(":")[0] in _DEVICE_TYPES else None
     if isinstance(v, int) and not isinstance(v, bool):
         return f"cuda:{v}"
     kind = getattr(v, "type", None)
@@ -97,8 +99,8 @@ def _check_device(x: GraphTensor, device) -> None:
     if name in ("cpu", "cpu:0"):
         return
     what = repr(device) if name is None else repr(name)
-    raise op_error(ValueError, "to", f"{what} is neither a dtype nor the device 'cpu': luminal has no per-tensor "
-                   f"device; it picks the backend when compiling, e.g. lm.compile(outputs, backend='cuda') "
+    raise op_error(ValueError, "to", f"device {what}: luminal has no per-tensor device ('cpu' is accepted and "
+                   f"changes nothing); it picks the backend when compiling, e.g. lm.compile(outputs, backend='cuda') "
                    f"(registered: {', '.join(backend_names())})", x)
 
 
