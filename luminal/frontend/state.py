@@ -42,6 +42,26 @@ class State:
         """The number of elements of the held array."""
         return int(self.data.size)
 
+    def dim(self) -> int:
+        """The number of dims (torch ``Tensor.dim()``: a torch Parameter is a tensor, so code written for
+        torch asks a parameter ``w.dim()``)."""
+        return self.data.ndim
+
+    def size(self, d: int | None = None) -> tuple | int:
+        """torch ``Tensor.size``: the shape, or the size of dim ``d`` (``fan_in = w.size(1)``).
+
+        Args:
+            d: a dim (negative counts from the end); None for the whole shape.
+        """
+        if d is None:
+            return self.shape
+        n = self.data.ndim
+        if isinstance(d, bool) or not isinstance(d, int):
+            raise TypeError(f"size: dim must be an int, got {d!r}, for {self.describe()}")
+        if not -n <= d < n:
+            raise ValueError(f"size: dim {d} is out of range for {self.describe()}")
+        return self.shape[d]
+
     def set(self, value) -> None:
         """Overwrite the value in place (shape must match), converting to the state's dtype."""
         np.copyto(self.data, self.prepared(value), casting="unsafe")

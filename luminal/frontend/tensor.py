@@ -10,12 +10,13 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
 from luminal.core import dtype as dt
 from luminal.core.errors import check_number, op_error, user_frame, where
 from luminal.core.symbolic import Dim, dims, exact_div, is_static, prod, shape_str
 from luminal.core.view import View
+from luminal.frontend.eager import COMPILE_TO_READ, TRAIN_STEP, eager_only
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -149,6 +150,30 @@ class GraphTensor:
 
     def __iter__(self) -> Iterator[GraphTensor]:
         return (self[i] for i in range(len(self)))
+
+    # eager-PyTorch habits: an error naming the lazy way (eager.py) ------------------------------------
+    def backward(self, *args, **kwargs) -> NoReturn:
+        """torch's ``loss.backward()``; raises :class:`~luminal.frontend.eager.EagerOnlyError`. Gradients
+        are graph outputs here, never stored on tensors or parameters: ``train.grad(loss, params)``
+        builds them, ``train.compile_step(loss, optimizer)`` builds them with the update."""
+        raise eager_only("backward", "gradients are graph outputs in luminal, not stored on tensors: "
+                         "train.grad(loss, params) builds them (compile them with lm.compile); "
+                         + TRAIN_STEP, self)
+
+    def item(self) -> NoReturn:
+        """torch's ``x.item()``; raises :class:`~luminal.frontend.eager.EagerOnlyError`: the tensor
+        has no value until compiled and run (``lm.compile([x])`` returns numpy arrays)."""
+        raise eager_only("item", COMPILE_TO_READ + " (a.item())", self)
+
+    def numpy(self) -> NoReturn:
+        """torch's ``x.numpy()``; raises :class:`~luminal.frontend.eager.EagerOnlyError`: the tensor
+        has no value until compiled and run (``lm.compile([x])`` returns numpy arrays)."""
+        raise eager_only("numpy", COMPILE_TO_READ, self)
+
+    def tolist(self) -> NoReturn:
+        """torch's ``x.tolist()``; raises :class:`~luminal.frontend.eager.EagerOnlyError`: the tensor
+        has no value until compiled and run (``lm.compile([x])`` returns numpy arrays)."""
+        raise eager_only("tolist", COMPILE_TO_READ + " (a.tolist())", self)
 
     def _with_view(self, view: View) -> GraphTensor:
         return GraphTensor(self.graph, self.node, view)
@@ -582,7 +607,16 @@ class GraphTensor:
         addmm: Callable[..., GraphTensor]; baddbmm: Callable[..., GraphTensor]; bmm: Callable[..., GraphTensor]
         index_add: Callable[..., GraphTensor]; index_copy: Callable[..., GraphTensor]
         index_put: Callable[..., GraphTensor]; scatter_reduce: Callable[..., GraphTensor]
-        __setitem__: Callable[..., None]
+        __setitem__: Callable[..., None]; type_as: Callable[..., GraphTensor]
+        new_zeros: Callable[..., GraphTensor]; new_ones: Callable[..., GraphTensor]
+        new_full: Callable[..., GraphTensor]; logaddexp: Callable[..., GraphTensor]
+        hypot: Callable[..., GraphTensor]; copysign: Callable[..., GraphTensor]; fmax: Callable[..., GraphTensor]
+        fmin: Callable[..., GraphTensor]; isclose: Callable[..., GraphTensor]; allclose: Callable[..., GraphTensor]
+        deg2rad: Callable[..., GraphTensor]; rad2deg: Callable[..., GraphTensor]
+        nansum: Callable[..., GraphTensor]; nanmean: Callable[..., GraphTensor]
+        count_nonzero: Callable[..., GraphTensor]; diff: Callable[..., GraphTensor]
+        rot90: Callable[..., GraphTensor]; cross: Callable[..., GraphTensor]; kron: Callable[..., GraphTensor]
+        hardshrink: Callable[..., GraphTensor]
 
 class ValuesIndices(NamedTuple):
     """A ``(values, indices)`` pair of tensors, as torch's ``torch.return_types``: the base of the

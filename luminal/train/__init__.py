@@ -22,18 +22,21 @@ from luminal.train.checkpoint import load_checkpoint, save_checkpoint
 from luminal.train.optim import LAMB, SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
 from luminal.train.schedulers import (
     CosineAnnealingLR,
+    CosineAnnealingWarmRestarts,
     ExponentialLR,
+    LambdaLR,
     LinearLR,
     LRScheduler,
     MultiStepLR,
     OneCycleLR,
+    SequentialLR,
     StepLR,
 )
 from luminal.train.step import NonFiniteLossError, TrainStep, clip_by_norm, clip_by_value, compile_step
 
 __all__ = [
-    "LAMB", "SGD", "Adagrad", "Adam", "AdamW", "CosineAnnealingLR", "ExponentialLR", "GradScaler", "LRScheduler",
-    "LinearLR",
+    "LAMB", "SGD", "Adagrad", "Adam", "AdamW", "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "ExponentialLR",
+    "GradScaler", "LRScheduler", "LambdaLR", "LinearLR", "SequentialLR",
     "MultiStepLR", "NonFiniteLossError", "OneCycleLR", "Optimizer", "RMSprop", "StepLR", "TrainStep",
     "autocast", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "clip_by_norm", "clip_by_value", "compile_step", "cross_entropy",

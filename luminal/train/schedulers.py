@@ -10,11 +10,14 @@ dict; restore the optimizer's state (its groups hold the current ``lr``) and the
 
 from __future__ import annotations
 
+import bisect
 import copy
 import math
 import numbers
+import types
 
-__all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR", "OneCycleLR"]
+__all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR", "OneCycleLR",
+           "LambdaLR", "SequentialLR", "CosineAnnealingWarmRestarts"]
 
 
 class LRScheduler:
@@ -34,9 +37,21 @@ class LRScheduler:
                                f"last_epoch={last_epoch} needs the optimizer's state restored first")
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self) -> None:
+        """The step a constructor performs (``_initial`` tells ``get_lr`` so: some keep the rates then).
+        SequentialLR repeats it for the scheduler that starts."""
         self._initial = True
-        self.step()
-        self._initial = False
+        try:
+            self.step()
+        finally:
+            self._initial = False
+
+    def _undo_initial_step(self) -> None:
+        """SequentialLR takes back the step each of its schedulers made when it was built (torch's
+        ``recursive_undo``)."""
+        self.last_epoch -= 1
 
     def get_lr(self) -> list[float]:
         """The learning rates for epoch ``self.last_epoch`` (already advanced), one per param group; each
@@ -49,8 +64,22 @@ class LRScheduler:
 
     def step(self) -> None:
         """Advance one epoch (or iteration) and write the new rates into the optimizer's groups."""
-        self.last_epoch += 1
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr(), strict=True):
+        self._update_lr()
+
+    def _update_lr(self, epoch: int | None = None) -> None:
+        """Advance one epoch, or (``epoch`` given: SequentialLR restarting this scheduler at a milestone)
+        jump to ``epoch``, by the closed form where the scheduler has one, as torch's ``_update_lr``."""
+        if epoch is None:
+            self.last_epoch += 1
+            lrs = self.get_lr()
+        else:
+            self.last_epoch = epoch
+            closed = getattr(self, "_closed_form_lr", None)
+            lrs = closed() if closed is not None else self.get_lr()
+        self._set_lrs(lrs)
+
+    def _set_lrs(self, lrs) -> None:
+        for group, lr in zip(self.optimizer.param_groups, lrs, strict=True):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
@@ -96,6 +125,9 @@ class StepLR(LRScheduler):
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
 
+    def _closed_form_lr(self):
+        return [base * self.gamma ** (self.last_epoch // self.step_size) for base in self.base_lrs]
+
 
 class MultiStepLR(LRScheduler):
     """Multiply the rate by ``gamma`` at each milestone epoch (a repeated milestone applies twice)."""
@@ -117,6 +149,9 @@ class MultiStepLR(LRScheduler):
             return self._lrs()
         return [lr * self.gamma**k for lr in self._lrs()]
 
+    def _closed_form_lr(self):
+        return [base * self.gamma ** bisect.bisect_right(self.milestones, self.last_epoch) for base in self.base_lrs]
+
 
 class ExponentialLR(LRScheduler):
     """Multiply the rate by ``gamma`` every epoch."""
@@ -129,6 +164,9 @@ class ExponentialLR(LRScheduler):
         if self._initial:
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
+
+    def _closed_form_lr(self):
+        return [base * self.gamma**self.last_epoch for base in self.base_lrs]
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -148,6 +186,10 @@ class CosineAnnealingLR(LRScheduler):
             return [lr + (base - lo) * (1 - math.cos(math.pi / T)) / 2 for lr, base in zip(self._lrs(), self.base_lrs)]
         ratio = (1 + math.cos(math.pi * e / T)) / (1 + math.cos(math.pi * (e - 1) / T))
         return [ratio * (lr - lo) + lo for lr in self._lrs()]
+
+    def _closed_form_lr(self):
+        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for base in self.base_lrs]
 
 
 class LinearLR(LRScheduler):
@@ -170,6 +212,11 @@ class LinearLR(LRScheduler):
         d = self.end_factor - self.start_factor
         factor = 1.0 + d / (self.total_iters * self.start_factor + (self.last_epoch - 1) * d)
         return [lr * factor for lr in self._lrs()]
+
+    def _closed_form_lr(self):
+        f = self.start_factor + (self.end_factor - self.start_factor) * min(self.total_iters, self.last_epoch) \
+            / self.total_iters
+        return [base * f for base in self.base_lrs]
 
 
 class OneCycleLR(LRScheduler):
@@ -259,3 +306,158 @@ def _per_group(name: str, value, groups) -> list:
             raise ValueError(f"OneCycleLR: {name} has {len(value)} values for {len(groups)} param groups")
         return list(value)
     return [value] * len(groups)
+
+
+class LambdaLR(LRScheduler):
+    """The base rate times ``lr_lambda(epoch)`` (one function, or one per param group).
+
+    ``state_dict`` holds the attributes of callable objects among the lambdas and None for plain
+    functions and lambdas, which cannot be saved (torch's rule): rebuild the scheduler with the same
+    functions, then load."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+        n = len(optimizer.param_groups) if hasattr(optimizer, "param_groups") else 0
+        if isinstance(lr_lambda, (list, tuple)):
+            if len(lr_lambda) != n:
+                raise ValueError(f"LambdaLR: expected {n} lr_lambdas (one per param group), got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        else:
+            self.lr_lambdas = [lr_lambda] * n
+        for f in self.lr_lambdas:
+            if not callable(f):
+                raise TypeError(f"LambdaLR: lr_lambda must be a function of the epoch, got {type(f).__name__} {f!r}")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [base * f(self.last_epoch) for f, base in zip(self.lr_lambdas, self.base_lrs, strict=True)]
+
+    def state_dict(self) -> dict:
+        """Everything but the optimizer; for each lambda, a callable object's attributes or None."""
+        sd = copy.deepcopy({k: v for k, v in vars(self).items() if k not in ("optimizer", "lr_lambdas")})
+        sd["lr_lambdas"] = [None if isinstance(f, types.FunctionType) else copy.deepcopy(vars(f))
+                            for f in self.lr_lambdas]
+        return sd
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore what ``state_dict`` returned (the lambdas stay this scheduler's; a callable object's
+        attributes are restored).
+
+        Args:
+            state_dict: a dict from ``state_dict``.
+        """
+        sd = copy.deepcopy(state_dict)
+        saved = sd.pop("lr_lambdas", [None] * len(self.lr_lambdas))
+        self.__dict__.update(sd)
+        for f, attrs in zip(self.lr_lambdas, saved):
+            if attrs is not None:
+                vars(f).update(attrs)
+
+
+class SequentialLR(LRScheduler):
+    """``schedulers[i]`` from ``milestones[i - 1]`` on: each takes over at its milestone from its own
+    epoch 0 (torch's semantics: the rate restarts at its closed form for epoch 0, from the base rate).
+
+    The schedulers are built on the same optimizer first (each performs its initial step); this
+    undoes those steps and starts the first one again, as torch does."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch: int = -1):
+        schedulers, milestones = list(schedulers), list(milestones)
+        if not schedulers:
+            raise ValueError("SequentialLR: expected at least one scheduler, got none")
+        for i, sch in enumerate(schedulers):
+            if not isinstance(sch, LRScheduler):
+                raise TypeError(f"SequentialLR: schedulers[{i}] must be a scheduler, got {type(sch).__name__}")
+            if sch.optimizer is not optimizer:
+                raise ValueError(f"SequentialLR: schedulers[{i}] ({type(sch).__name__}) belongs to another optimizer")
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(f"SequentialLR: expected {len(schedulers) - 1} milestones for {len(schedulers)} "
+                             f"schedulers, got {len(milestones)}")
+        for m in milestones:
+            _positive_int("SequentialLR", "each milestone", m, minimum=0)
+        self.optimizer, self._schedulers, self._milestones = optimizer, schedulers, milestones
+        self.last_epoch = last_epoch + 1
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        for sch in schedulers:
+            sch._undo_initial_step()
+        first = schedulers[bisect.bisect_right(milestones, 0)]
+        first._initial_step()
+        self._last_lr = first.get_last_lr()
+
+    def _undo_initial_step(self) -> None:
+        for sch in self._schedulers:
+            sch._undo_initial_step()
+
+    def step(self) -> None:
+        """Advance one epoch: the scheduler of this epoch's stretch steps, or restarts at its milestone."""
+        self.last_epoch += 1
+        i = bisect.bisect_right(self._milestones, self.last_epoch)
+        sch = self._schedulers[i]
+        if i > 0 and self._milestones[i - 1] == self.last_epoch:
+            sch._update_lr(0)
+        else:
+            sch.step()
+        self._last_lr = sch.get_last_lr()
+
+    def state_dict(self) -> dict:
+        """Everything but the optimizer, each scheduler's state in its place (plain, JSON-able values)."""
+        sd = copy.deepcopy({k: v for k, v in vars(self).items() if k not in ("optimizer", "_schedulers")})
+        sd["_schedulers"] = [sch.state_dict() for sch in self._schedulers]
+        return sd
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore what ``state_dict`` returned, the schedulers' states included.
+
+        Args:
+            state_dict: a dict from ``state_dict``.
+        """
+        sd = copy.deepcopy(state_dict)
+        for sch, saved in zip(self._schedulers, sd.pop("_schedulers"), strict=True):
+            sch.load_state_dict(saved)
+        self.__dict__.update(sd)
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """SGDR: cosine annealing from the base rate to ``eta_min`` over ``T_0`` epochs, then a restart at
+    the base rate, each period ``T_mult`` times the last. ``step(epoch)`` may jump to a fractional
+    epoch (``epoch + i / iters`` per batch), as torch's."""
+
+    def __init__(self, optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0, last_epoch: int = -1):  # noqa: N803
+        _positive_int("CosineAnnealingWarmRestarts", "T_0", T_0)
+        _positive_int("CosineAnnealingWarmRestarts", "T_mult", T_mult)
+        if isinstance(eta_min, bool) or not isinstance(eta_min, numbers.Real):
+            raise TypeError(f"CosineAnnealingWarmRestarts: eta_min must be a number, got {eta_min!r}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for base in self.base_lrs]
+
+    def step(self, epoch: float | None = None) -> None:
+        """Advance one epoch, or go to ``epoch`` (a number >= 0, fractional for steps within an epoch).
+
+        Args:
+            epoch: None (the next epoch) or the epoch to set.
+        """
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur += 1
+            if self.T_cur >= self.T_i:
+                self.T_cur, self.T_i = self.T_cur % self.T_i, self.T_i * self.T_mult
+        else:
+            if isinstance(epoch, bool) or not isinstance(epoch, numbers.Real) or epoch < 0:
+                raise ValueError(f"CosineAnnealingWarmRestarts: epoch must be a number >= 0, got {epoch!r}")
+            if epoch < self.T_0:
+                self.T_i, self.T_cur = self.T_0, epoch
+            elif self.T_mult == 1:
+                self.T_cur = epoch % self.T_0
+            else:
+                n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+                self.T_cur = epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1)
+                self.T_i = self.T_0 * self.T_mult**n
+        self.last_epoch = math.floor(epoch)
+        self._set_lrs(self.get_lr())

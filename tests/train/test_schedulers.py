@@ -64,6 +64,10 @@ CASES = [
                     "max_momentum": 0.9}, "AdamW", {}),
     ("OneCycleLR", {"max_lr": 0.1, "total_steps": 60, "cycle_momentum": False}, "Adagrad", {}),
     ("OneCycleLR", {"max_lr": 0.1, "total_steps": 50, "three_phase": True}, "RMSprop", {"momentum": 0.5}),
+    ("LambdaLR", {"lr_lambda": lambda e: 0.9**e}, "SGD", {}),
+    ("LambdaLR", {"lr_lambda": [lambda e: min(1.0, (e + 1) / 7), lambda e: 1 / (1 + 0.3 * e)]}, "Adam", {}),
+    ("CosineAnnealingWarmRestarts", {"T_0": 7}, "SGD", {}),
+    ("CosineAnnealingWarmRestarts", {"T_0": 3, "T_mult": 2, "eta_min": 1e-3}, "AdamW", {}),
 ]
 IDS = [f"{c[0]}-{c[2]}-{i}" for i, c in enumerate(CASES)]
 
@@ -149,3 +153,118 @@ def test_resume_needs_initial_lr():
     assert "initial_lr" not in o.param_groups[0]
     with pytest.raises(KeyError, match="initial_lr"):
         ours_sched.StepLR(o, step_size=2, last_epoch=4)
+
+
+class Warmup:
+    """A callable object as lr_lambda: its attributes are saved in ``state_dict`` (torch's rule)."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __call__(self, epoch):
+        return min(1.0, (epoch + 1) / self.n)
+
+
+def test_lambda_lr_saves_callable_objects_not_functions():
+    o, _ = make_optimizers("SGD")
+    s = ours_sched.LambdaLR(o, [Warmup(4), lambda e: 0.5**e])
+    for _ in range(3):
+        s.step()
+    sd = json.loads(json.dumps(s.state_dict()))
+    assert sd["lr_lambdas"] == [{"n": 4}, None]
+    o2, _ = make_optimizers("SGD")
+    w = Warmup(99)
+    s2 = ours_sched.LambdaLR(o2, [w, lambda e: 0.5**e])
+    o2.load_state_dict(copy.deepcopy(o.state_dict()))
+    s2.load_state_dict(sd)
+    assert w.n == 4 and s2.last_epoch == 3
+    s.step(), s2.step()
+    assert_close(s2.get_last_lr(), s.get_last_lr(), "LambdaLR resumed")
+    with pytest.raises(ValueError, match="expected 2 lr_lambdas"):
+        ours_sched.LambdaLR(o, [Warmup(3)])
+    with pytest.raises(TypeError, match="lr_lambda must be a function"):
+        ours_sched.LambdaLR(o, 0.5)
+
+
+SEQUENTIAL = {  # name -> (schedulers built on a module's classes and an optimizer, milestones)
+    "warmup-cosine": (lambda m, o: [m.LinearLR(o, start_factor=0.1, total_iters=5), m.CosineAnnealingLR(o, T_max=20)],
+                      [5]),
+    "three": (lambda m, o: [m.ExponentialLR(o, gamma=0.9), m.StepLR(o, step_size=3, gamma=0.5),
+                            m.LambdaLR(o, lambda e: 1 / (1 + e))], [4, 10]),
+    "restarts": (lambda m, o: [m.LinearLR(o, start_factor=0.5, total_iters=3),
+                               m.CosineAnnealingWarmRestarts(o, T_0=4, T_mult=2, eta_min=0.001)], [3]),
+    "multistep": (lambda m, o: [m.MultiStepLR(o, milestones=[0, 2], gamma=0.5), m.ExponentialLR(o, gamma=0.8)], [6]),
+    "milestone-0": (lambda m, o: [m.StepLR(o, step_size=2), m.ExponentialLR(o, gamma=0.7)], [0]),
+}
+
+
+def build_sequential(case, opt_name="SGD"):
+    make, milestones = SEQUENTIAL[case]
+    o, t = make_optimizers(opt_name)
+    tm = torch.optim.lr_scheduler
+    return (o, ours_sched.SequentialLR(o, make(ours_sched, o), milestones),
+            t, tm.SequentialLR(t, make(tm, t), milestones))
+
+
+@pytest.mark.parametrize("case", list(SEQUENTIAL))
+def test_sequential_lr_matches_torch(case):
+    o, s, t, ts = build_sequential(case, "Adam")
+    for i in range(30):
+        assert_close(snapshot(o), snapshot(t), f"SequentialLR {case} epoch {i}")
+        assert_close(s.get_last_lr(), ts.get_last_lr(), f"SequentialLR {case} get_last_lr epoch {i}")
+        t.step()
+        s.step(), ts.step()
+    assert s.last_epoch == ts.last_epoch
+
+
+@pytest.mark.parametrize("case", list(SEQUENTIAL))
+def test_sequential_lr_state_dict_resumes(case):
+    o, s, t, ts = build_sequential(case)
+    for _ in range(7):
+        t.step()
+        s.step(), ts.step()
+    opt_sd = copy.deepcopy(o.state_dict())
+    sched_sd = json.loads(json.dumps(s.state_dict()))
+    o2, s2, _, _ = build_sequential(case)
+    s2.step()
+    o2.load_state_dict(opt_sd)
+    s2.load_state_dict(sched_sd)
+    for i in range(7, 25):
+        t.step()
+        s2.step(), ts.step()
+        assert_close(snapshot(o2), snapshot(t), f"SequentialLR {case} resumed, epoch {i + 1}")
+
+
+def test_sequential_lr_validation():
+    o, _ = make_optimizers("SGD")
+    other, _ = make_optimizers("SGD")
+    a, b = ours_sched.StepLR(o, 2), ours_sched.ExponentialLR(o, 0.9)
+    with pytest.raises(ValueError, match="at least one scheduler"):
+        ours_sched.SequentialLR(o, [], [])
+    with pytest.raises(ValueError, match="expected 1 milestones for 2 schedulers, got 2"):
+        ours_sched.SequentialLR(o, [a, b], [3, 4])
+    with pytest.raises(ValueError, match=r"schedulers\[1\] \(StepLR\) belongs to another optimizer"):
+        ours_sched.SequentialLR(o, [a, ours_sched.StepLR(other, 2)], [3])
+    with pytest.raises(TypeError, match=r"schedulers\[0\] must be a scheduler"):
+        ours_sched.SequentialLR(o, [o, b], [3])
+
+
+@pytest.mark.parametrize("t_mult", [1, 2, 3])
+def test_warm_restarts_fractional_and_jumping_epochs(t_mult):
+    """``step(epoch + i / iters)`` per batch, jumps back and forth, then plain steps, as torch's."""
+    o, t = make_optimizers("SGD")
+    s = ours_sched.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=t_mult, eta_min=0.01)
+    ts = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(t, T_0=3, T_mult=t_mult, eta_min=0.01)
+    epochs = [e + i / 4 for e in range(12) for i in range(4)] + [26, 2.5, 40, 0]
+    for k, e in enumerate(epochs + [None] * 10):
+        t.step()
+        s.step(e)
+        ts.step(e)
+        assert_close(s.get_last_lr(), ts.get_last_lr(), f"T_mult={t_mult} call {k} epoch {e}")
+        assert (s.last_epoch, s.T_i) == (ts.last_epoch, ts.T_i)
+    with pytest.raises(ValueError, match="epoch must be a number >= 0"):
+        s.step(-1)
+    with pytest.raises(ValueError, match="T_mult must be a positive integer"):
+        ours_sched.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=0)
+    with pytest.raises(ValueError, match="T_0 must be a positive integer"):
+        ours_sched.CosineAnnealingWarmRestarts(o, T_0=2.5)

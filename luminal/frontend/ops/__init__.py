@@ -8,10 +8,24 @@ from collections.abc import Callable
 from luminal.core import dtype as dt
 from luminal.frontend.graph import Graph
 from luminal.frontend.ops import activations, combine, creation, elementwise, indexing, linalg, reduce
-from luminal.frontend.ops.activations import elu, gelu, leaky_relu, mish, relu, sigmoid, silu, softplus, tanh
+from luminal.frontend.ops import core as _core
+from luminal.frontend.ops.activations import (
+    elu,
+    gelu,
+    hardshrink,
+    leaky_relu,
+    mish,
+    relu,
+    sigmoid,
+    silu,
+    softplus,
+    tanh,
+    threshold,
+)
 from luminal.frontend.ops.combine import cat, chunk, hstack, row_stack, split, stack, vstack
 from luminal.frontend.ops.core import broadcast_shapes, cast
 from luminal.frontend.ops.creation import arange, eye, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
+from luminal.frontend.ops.distance import cdist
 from luminal.frontend.ops.einsum import einsum, tensordot
 from luminal.frontend.ops.elementwise import (
     abs_ as abs,
@@ -99,10 +113,12 @@ from luminal.frontend.ops.indexing import (
     scatter_reduce,
     take_along_dim,
 )
-from luminal.frontend.ops.linalg import addmm, baddbmm, bmm, dot, matmul, outer
+from luminal.frontend.ops.linalg import addmm, baddbmm, bmm, cross, dot, kron, matmul, outer
 from luminal.frontend.ops.movement import (
     diag,
     diagonal,
+    diff,
+    flatten,
     flip,
     meshgrid,
     moveaxis,
@@ -110,11 +126,23 @@ from luminal.frontend.ops.movement import (
     narrow,
     repeat_interleave,
     roll,
+    rot90,
     select,
     trace,
     unbind,
 )
 from luminal.frontend.ops.norms import norm, vector_norm
+from luminal.frontend.ops.pointwise import (
+    allclose,
+    copysign,
+    deg2rad,
+    fmax,
+    fmin,
+    hypot,
+    isclose,
+    logaddexp,
+    rad2deg,
+)
 from luminal.frontend.ops.reduce import (
     all_ as all,
 )
@@ -149,6 +177,8 @@ from luminal.frontend.ops.reduce import min_ as min
 from luminal.frontend.ops.reduce import (
     prod_ as prod,
 )
+from luminal.frontend.ops.reduce_extra import count_nonzero, nanmean, nansum
+from luminal.frontend.ops.search import bucketize, isin, searchsorted
 from luminal.frontend.tensor import GraphTensor
 
 _E = elementwise
@@ -257,7 +287,7 @@ def _install():
         "scatter": scatter, "scatter_add": scatter_add, "matmul": matmul, "dot": dot,
         "tril": tril, "triu": triu, "split": split, "chunk": chunk, "__getitem__": indexing.getitem,
         # dtypes
-        "to": cast, "cast": cast, "type": cast, "float": _float_method,
+        "cast": cast, "type": cast, "float": _float_method,
         "half": _half_method, "bfloat16": _bfloat16_method,
         "double": _double_method, "int": _int_method, "bool": _bool_method,
         # math, selection, scans and sorting (test_api_math.py)
@@ -278,6 +308,16 @@ def _install():
         "trace": trace, "addmm": addmm, "baddbmm": baddbmm, "bmm": bmm, "index_add": index_add,
         "index_copy": index_copy, "index_put": index_put, "scatter_reduce": scatter_reduce,
         "__setitem__": indexing.setitem,
+        # dtype and factory methods with torch's names (test_torch_names.py)
+        "to": _core.to, "type_as": _core.type_as, "new_zeros": creation.new_zeros, "new_ones": creation.new_ones,
+        "new_full": creation.new_full,
+        # more elementwise math (pointwise.py)
+        "logaddexp": logaddexp, "hypot": hypot, "copysign": copysign, "fmax": fmax, "fmin": fmin,
+        "isclose": isclose, "allclose": allclose, "deg2rad": deg2rad, "rad2deg": rad2deg,
+        # more reductions (reduce_extra.py)
+        "nansum": nansum, "nanmean": nanmean, "count_nonzero": count_nonzero,
+        # shapes and products (movement.py, linalg.py)
+        "diff": diff, "rot90": rot90, "cross": cross, "kron": kron, "hardshrink": hardshrink,
     }
     for name, fn in methods.items():
         setattr(GraphTensor, name, fn)
@@ -294,19 +334,21 @@ _install()
 # The public ops (re-exported as ``lm.<name>``): every function defined in this package's modules,
 # written out so that type checkers and editors see them (tests/test_api_types.py checks the list).
 __all__ = [
-    "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "addmm", "all", "amax", "amin", "any", "arange", "argmax",
-    "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm", "bitwise_and", "bitwise_left_shift",
-    "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bmm", "broadcast_shapes", "cast", "cat",
-    "ceil", "chunk", "clamp", "clone", "cos", "cosh", "cummax", "cummin", "cumprod", "cumsum", "diag", "diagonal",
-    "div", "dot", "einsum", "elu", "eq", "erf", "exp", "exp2", "expm1", "eye", "flip", "floor", "floor_divide",
-    "fmod", "full", "full_like", "gather", "ge", "gelu", "gt", "hstack", "index_add", "index_copy", "index_put",
-    "index_select", "isfinite", "isinf", "isnan", "le", "leaky_relu", "lerp", "log", "log10", "log1p", "log2",
-    "log_softmax", "logcumsumexp", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt",
-    "masked_fill", "matmul", "max", "maximum", "mean", "meshgrid", "min", "minimum", "mish", "moveaxis", "movedim",
-    "mul", "nan_to_num", "narrow", "ne", "neg", "norm", "one_hot", "ones", "ones_like", "outer", "pow", "prod",
-    "reciprocal", "relu", "remainder", "repeat_interleave", "roll", "round", "row_stack", "rsqrt", "scatter",
-    "scatter_add", "scatter_reduce", "select", "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softplus",
-    "sort", "split", "sqrt", "square", "stack", "std", "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh",
-    "tensordot", "topk", "trace", "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack",
+    "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "addmm", "all", "allclose", "amax", "amin", "any", "arange",
+    "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm", "bitwise_and",
+    "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bmm", "broadcast_shapes",
+    "bucketize", "cast", "cat", "cdist", "ceil", "chunk", "clamp", "clone", "copysign", "cos", "cosh", "count_nonzero",
+    "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "diag", "diagonal", "diff", "div", "dot", "einsum",
+    "elu", "eq", "erf", "exp", "exp2", "expm1", "eye", "flatten", "flip", "floor", "floor_divide", "fmax", "fmin",
+    "fmod", "full", "full_like", "gather", "ge", "gelu", "gt", "hardshrink", "hstack", "hypot", "index_add",
+    "index_copy", "index_put", "index_select", "isclose", "isfinite", "isin", "isinf", "isnan", "kron", "le",
+    "leaky_relu", "lerp", "log", "log10", "log1p", "log2", "log_softmax", "logaddexp", "logcumsumexp", "logical_and",
+    "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill", "matmul", "max", "maximum", "mean",
+    "meshgrid", "min", "minimum", "mish", "moveaxis", "movedim", "mul", "nan_to_num", "nanmean", "nansum", "narrow",
+    "ne", "neg", "norm", "one_hot", "ones", "ones_like", "outer", "pow", "prod", "rad2deg", "reciprocal", "relu",
+    "remainder", "repeat_interleave", "roll", "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add",
+    "scatter_reduce", "searchsorted", "select", "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softplus", "sort",
+    "split", "sqrt", "square", "stack", "std", "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh", "tensordot",
+    "threshold", "topk", "trace", "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack",
     "where", "zeros", "zeros_like",
 ]

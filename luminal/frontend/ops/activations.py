@@ -1,11 +1,14 @@
-"""Activation functions (torch.nn.functional names), composed from elementwise ops."""
+"""Activation functions (torch.nn.functional names), composed from elementwise ops; softmin and the
+shrinkage/threshold family (softshrink, hardshrink, tanhshrink, threshold) with torch's values at
+NaN and signed zeros and torch's gradients."""
 
 from __future__ import annotations
 
 import math
 
-from luminal.core.errors import op_error
+from luminal.core.errors import check_number, op_error
 from luminal.frontend.checks import tensor_op
+from luminal.frontend.ops.core import cast, require
 from luminal.frontend.ops.elementwise import (
     _float,
     _opmath,
@@ -14,16 +17,20 @@ from luminal.frontend.ops.elementwise import (
     erf,
     exp,
     expm1,
+    ge,
     gt,
     le,
     log,
+    logical_and,
     lt,
     mul,
     neg,
     reciprocal,
+    sub,
     where,
 )
 from luminal.frontend.ops.elementwise import tanh_ as _tanh
+from luminal.frontend.ops.reduce import softmax
 from luminal.frontend.tensor import GraphTensor
 
 
@@ -142,3 +149,78 @@ def mish(x) -> GraphTensor:
         x: the input tensor.
     """
     return mul(x, _tanh(softplus(x)))
+
+
+@tensor_op("softmin")
+def softmin(x, dim: int, dtype=None) -> GraphTensor:
+    """torch's ``F.softmin``: ``softmax(-x)`` along ``dim`` (``dtype``: cast the input to it first).
+
+    Args:
+        x: the input tensor.
+        dim: the dim normalised.
+        dtype: the dtype to compute in.
+    """
+    return softmax(neg(_float(x if dtype is None else cast(x, dtype), "softmin")), dim)
+
+
+def _lambd(op: str, x, lambd, nonnegative: bool):
+    require(op, x.dtype.is_float, f"needs a float tensor, got {x.dtype.name}", x)
+    check_number(op, "lambd", lambd, x)
+    if nonnegative and not lambd >= 0:
+        raise op_error(ValueError, op, f"lambd must be >= 0, got {lambd!r}", x)
+
+
+@tensor_op("softshrink")
+def softshrink(x, lambd: float = 0.5) -> GraphTensor:
+    """torch's ``F.softshrink``: ``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, and
+    ``x * 0`` between (a zero of ``x``'s sign, as torch's kernel; NaN stays NaN). The gradient is 1
+    outside ``[-lambd, lambd]`` (NaN included) and 0 inside, as torch's.
+
+    Args:
+        x: a float tensor.
+        lambd: the half-width of the zeroed band (>= 0).
+    """
+    _lambd("softshrink", x, lambd, True)
+    inside = logical_and(ge(x, -lambd), le(x, lambd))
+    return where(inside, mul(x, 0.0), where(gt(x, lambd), sub(x, lambd), add(x, lambd)))
+
+
+@tensor_op("hardshrink")
+def hardshrink(x, lambd: float = 0.5) -> GraphTensor:
+    """torch.hardshrink: ``x`` outside ``[-lambd, lambd]`` (NaN included), +0 inside; the gradient 1
+    outside and 0 inside, as torch's.
+
+    Args:
+        x: a float tensor.
+        lambd: the half-width of the zeroed band.
+    """
+    _lambd("hardshrink", x, lambd, False)
+    return where(logical_and(ge(x, -lambd), le(x, lambd)), 0.0, x)
+
+
+@tensor_op("tanhshrink")
+@_opmath
+def tanhshrink(x) -> GraphTensor:
+    """torch's ``F.tanhshrink``: ``x - tanh(x)`` (int and bool inputs give float32). Computed as torch
+    does, so it cancels near 0 as torch's does.
+
+    Args:
+        x: the input tensor.
+    """
+    x = _float(x, "tanhshrink")
+    return sub(x, _tanh(x))
+
+
+@tensor_op("threshold")
+def threshold(x, threshold: float, value: float) -> GraphTensor:
+    """torch.threshold: ``x`` where ``x > threshold`` (NaN included), else ``value`` (in ``x``'s
+    dtype); the gradient is 1 where ``x`` is kept, as torch's.
+
+    Args:
+        x: the input tensor.
+        threshold: the value ``x`` must exceed to be kept.
+        value: the replacement.
+    """
+    check_number("threshold", "threshold", threshold, x)
+    check_number("threshold", "value", value, x)
+    return where(le(x, threshold), x.graph.constant(value, x.dtype), x)

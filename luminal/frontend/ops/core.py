@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from luminal.core import dtype as dt
+from luminal.core.backend import backend_names
 from luminal.core.errors import check_number, op_error
 from luminal.core.symbolic import is_static, shape_str, sizes
 from luminal.frontend.checks import check_tensors, tensor_op
@@ -33,6 +34,86 @@ def cast(x: GraphTensor, dtype) -> GraphTensor:
     if x.dtype is dtype:
         return x
     return prim("Cast", x, arg=dtype, dtype=dtype)
+
+
+def to(x: GraphTensor, *args, dtype=None, device=None, non_blocking: bool = False, copy: bool = False) -> GraphTensor:
+    """torch ``Tensor.to``: ``to(dtype)``, ``to(device, dtype=None)`` or ``to(other)`` (``other``'s dtype).
+
+    A luminal graph runs where it is compiled (``lm.compile(outputs, backend=...)``), not where a
+    tensor was moved, so a device is only checked: ``"cpu"`` is accepted and changes nothing (code
+    written for torch's CPU runs as is), any other device is an error naming the backend to compile
+    for. Tensors are immutable, so ``non_blocking`` and ``copy`` change nothing either.
+
+    Args:
+        x: the input tensor.
+        args: a dtype, a device (``"cpu"``) and then perhaps a dtype, or another tensor.
+        dtype: the dtype to cast to (an lm dtype, a numpy dtype or a name).
+        device: ``"cpu"`` (or None).
+        non_blocking: accepted for torch's signature.
+        copy: accepted for torch's signature.
+    """
+    if not isinstance(x, GraphTensor):
+        check_tensors("to", input=x)
+    rest = list(args)
+    if rest and isinstance(rest[0], GraphTensor):
+        check_tensors("to", input=x, other=rest[0])
+        dtype = rest.pop(0).dtype
+    elif rest and not isinstance(rest[0], bool):
+        first = rest.pop(0)
+        if _device_name(first) is None:
+            dtype = first
+        else:
+            device = first
+            if rest and not isinstance(rest[0], bool):
+                dtype = rest.pop(0)
+    if len(rest) > 2 or not all(isinstance(v, bool) for v in rest):
+        raise op_error(TypeError, "to", f"expected a dtype, a device or a tensor (then non_blocking, copy), got "
+                       f"{', '.join(repr(a) for a in args)}", x)
+    if device is not None:
+        _check_device(x, device)
+    return x if dtype is None else cast(x, dtype)
+
+
+# torch's device types: a str naming one (``"cuda"``, ``"cuda:1"``) is a device, any other str a dtype name
+_DEVICE_TYPES = frozenset({"cpu", "cuda", "mps", "xpu", "hip", "meta", "xla", "hpu", "mtia", "lazy", "vulkan",
+                           "ipu", "maia", "privateuseone"})
+
+
+def _device_name(v) -> str | None:
+    """``v`` as a device name when it is one (not a dtype): a str of a torch device type (with or
+    without an index), an int (torch's CUDA ordinal), or an object with a str ``type`` (a
+    ``torch.device``); else None."""
+    if isinstance(v, str):
+        return v if v.partition(":")[0] in _DEVICE_TYPES else None
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"cuda:{v}"
+    kind = getattr(v, "type", None)
+    if isinstance(kind, str):
+        index = getattr(v, "index", None)
+        return kind if index is None else f"{kind}:{index}"
+    return None
+
+
+def _check_device(x: GraphTensor, device) -> None:
+    name = _device_name(device)
+    if name in ("cpu", "cpu:0"):
+        return
+    what = repr(device) if name is None else repr(name)
+    raise op_error(ValueError, "to", f"device {what}: luminal has no per-tensor device ('cpu' is accepted and "
+                   f"changes nothing); it picks the backend when compiling, e.g. lm.compile(outputs, backend='cuda') "
+                   f"(registered: {', '.join(backend_names())})", x)
+
+
+@tensor_op("type_as")
+def type_as(x: GraphTensor, other: GraphTensor) -> GraphTensor:
+    """torch ``Tensor.type_as``: ``x`` cast to ``other``'s dtype (``x`` itself when it has it).
+
+    Args:
+        x: the input tensor.
+        other: the tensor whose dtype is taken (its values are not read).
+    """
+    check_tensors("type_as", input=x, other=other)
+    return cast(x, other.dtype)
 
 
 def broadcast_shapes(op: str, *ts: GraphTensor, shapes=None) -> tuple:

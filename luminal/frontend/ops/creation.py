@@ -1,5 +1,5 @@
 """Tensors made from nothing: arange, zeros, ones, full, eye (and the ``*_like`` forms), and the
-triangular masks tril/triu.
+triangular masks tril/triu; ``Tensor.new_zeros``/``new_ones``/``new_full``.
 
 A factory builds in a :class:`Graph`: given first (``lm.arange(g, 5)``, which is what ``g.arange(5)``
 calls) or as ``graph=g`` (torch's spelling, ``lm.arange(5, graph=g)``); the ``*_like`` ones take the
@@ -148,6 +148,52 @@ def ones_like(x: GraphTensor, dtype=None) -> GraphTensor:
         dtype: the result's dtype (default: ``x``'s).
     """
     return full_like(x, 1, dtype)
+
+
+def _new_shape(op: str, size: tuple) -> tuple:
+    """torch's ``*size`` of the ``new_*`` methods: ints or symbolic dims, or one sequence of them."""
+    return sizes(op, size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size)
+
+
+@tensor_op("new_full")
+def new_full(x: GraphTensor, size, fill_value, *, dtype=None) -> GraphTensor:
+    """torch ``Tensor.new_full``: a tensor of shape ``size`` filled with ``fill_value``, in ``x``'s
+    graph and, unless ``dtype`` says otherwise, of ``x``'s dtype (not the value's, as torch): the
+    graph to build in is the one thing a luminal factory needs, and ``x`` has it.
+
+    Args:
+        x: the tensor whose graph and dtype are used (its values are not read).
+        size: the shape, a sequence of ints or symbolic dims.
+        fill_value: the value, a Python bool, int or float.
+        dtype: the dtype (default ``x``'s).
+    """
+    return full(x.graph, _new_shape("new_full", (size,)), fill_value, x.dtype if dtype is None else dtype)
+
+
+@tensor_op("new_zeros")
+def new_zeros(x: GraphTensor, *size, dtype=None) -> GraphTensor:
+    """torch ``Tensor.new_zeros``: zeros of shape ``size`` in ``x``'s graph, of ``x``'s dtype unless
+    ``dtype`` is given.
+
+    Args:
+        x: the tensor whose graph and dtype are used (its values are not read).
+        size: the shape, as ints or symbolic dims, or one sequence of them.
+        dtype: the dtype (default ``x``'s).
+    """
+    return full(x.graph, _new_shape("new_zeros", size), 0, x.dtype if dtype is None else dtype)
+
+
+@tensor_op("new_ones")
+def new_ones(x: GraphTensor, *size, dtype=None) -> GraphTensor:
+    """torch ``Tensor.new_ones``: ones of shape ``size`` in ``x``'s graph, of ``x``'s dtype unless
+    ``dtype`` is given.
+
+    Args:
+        x: the tensor whose graph and dtype are used (its values are not read).
+        size: the shape, as ints or symbolic dims, or one sequence of them.
+        dtype: the dtype (default ``x``'s).
+    """
+    return full(x.graph, _new_shape("new_ones", size), 1, x.dtype if dtype is None else dtype)
 
 
 def _rows_cols(g, n, m):

@@ -1,13 +1,16 @@
 """Matrix products as broadcast-multiply + sum (the form the compiler's matmul discovery matches):
-matmul, dot, outer, bmm, addmm, baddbmm (einsum and tensordot: ``einsum.py``)."""
+matmul, dot, outer, bmm, addmm, baddbmm (einsum and tensordot: ``einsum.py``); and the products
+torch has beside them: cross (of 3-vectors) and kron."""
 
 from __future__ import annotations
 
+from luminal.core import dtype as dt
 from luminal.core.errors import check_number, op_error, renamed
-from luminal.core.symbolic import shape_str
+from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend.checks import check_tensors
-from luminal.frontend.ops.core import broadcast_shapes, coerce, require
-from luminal.frontend.ops.elementwise import add, mul
+from luminal.frontend.ops.combine import cat
+from luminal.frontend.ops.core import broadcast_shapes, cast, coerce, require
+from luminal.frontend.ops.elementwise import add, mul, sub
 from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.tensor import GraphTensor
 
@@ -114,3 +117,54 @@ def baddbmm(input: GraphTensor, batch1: GraphTensor, batch2: GraphTensor, *, bet
     with renamed("baddbmm"):
         product = bmm(batch1, batch2)
     return _scaled_sum("baddbmm", input, product, beta, alpha)
+
+
+def cross(input: GraphTensor, other: GraphTensor, dim: int | None = None) -> GraphTensor:  # noqa: A002
+    """torch.cross: the cross product of 3-vectors along ``dim`` (operands broadcast), ``c_i =
+    a_(i+1) b_(i+2) - a_(i+2) b_(i+1)`` with indices mod 3. ``dim=None`` takes the first dim of size 3,
+    as torch.cross (``lm.linalg.cross`` defaults to the last dim, as torch.linalg.cross).
+
+    Args:
+        input: a tensor with a dim of size 3.
+        other: a tensor of the same size along ``dim``, broadcast against ``input``.
+        dim: the dim holding the vectors' 3 components.
+    """
+    check_tensors("cross", input=input, other=other)
+    if input.ndim != other.ndim:
+        raise op_error(ValueError, "cross", f"input and other must have the same number of dims, got {input.ndim} "
+                       f"and {other.ndim}", input, other)
+    a, b = coerce("cross", input, other)
+    require("cross", a.dtype.kind != "b", "bool operands are not supported", input, other)
+    if dim is None:
+        threes = [i for i, n in enumerate(a.shape) if is_static(n) and n == 3]
+        if not threes:
+            raise op_error(ValueError, "cross", f"no dim of size 3 in {shape_str(a.shape)}", input, other)
+        dim = threes[0]
+    d = a._axis(dim, "cross")
+    if not (is_static(a.shape[d]) and a.shape[d] == 3):
+        raise op_error(ValueError, "cross", f"dim {d} must have size 3, got {a.shape[d]}", input, other)
+
+    def comp(t: GraphTensor, i: int) -> GraphTensor:
+        return t._slice_dim(d, i % 3, 1, 1)
+
+    parts = [sub(mul(comp(a, i + 1), comp(b, i + 2)), mul(comp(a, i + 2), comp(b, i + 1))) for i in range(3)]
+    return cat(parts, d)
+
+
+def kron(input: GraphTensor, other: GraphTensor) -> GraphTensor:  # noqa: A002
+    """torch.kron: the Kronecker product: block ``i`` of the result is ``input[i] * other``, in every dim
+    (the operand with fewer dims gets leading 1s). One broadcast multiply over interleaved dims
+    ``(a0, b0, a1, b1, ...)``, then a reshape.
+
+    Args:
+        input: a tensor.
+        other: a tensor.
+    """
+    check_tensors("kron", input=input, other=other)
+    d = dt.promote(input.dtype, other.dtype)
+    n = max(input.ndim, other.ndim)
+    a = cast(input, d).reshape((1,) * (n - input.ndim) + input.shape)
+    b = cast(other, d).reshape((1,) * (n - other.ndim) + other.shape)
+    wide = mul(a.reshape(tuple(x for k in a.shape for x in (k, 1))),
+               b.reshape(tuple(x for k in b.shape for x in (1, k))))
+    return wide.reshape(tuple(p * q for p, q in zip(a.shape, b.shape)))

@@ -1,5 +1,5 @@
-"""Shape and layout ops with torch's names: flip, roll, narrow, select, unbind, movedim,
-repeat_interleave, diagonal, diag, trace, meshgrid.
+"""Shape and layout ops with torch's names: flatten, flip, rot90, roll, diff, narrow, select, unbind,
+movedim, repeat_interleave, diagonal, diag, trace, meshgrid.
 
 All are views where a view can express them (flip, narrow, select, unbind, movedim, diagonal);
 roll is two slices joined by ``cat``, ``repeat_interleave`` with a tensor of repeats is a Gather.
@@ -13,11 +13,24 @@ from luminal.core.symbolic import is_static
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.combine import _sequence, cat
 from luminal.frontend.ops.core import cast, require
-from luminal.frontend.ops.elementwise import eq, le, sub, where
+from luminal.frontend.ops.elementwise import eq, le, logical_xor, sub, where
 from luminal.frontend.ops.indexing import index_select
 from luminal.frontend.ops.reduce import cumsum
 from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.tensor import GraphTensor
+
+
+@tensor_op("flatten")
+def flatten(input: GraphTensor, start_dim: int = 0, end_dim: int = -1) -> GraphTensor:  # noqa: A002 - torch's name
+    """torch.flatten: dims ``start_dim`` to ``end_dim`` merged into one (a view when the layout
+    allows; a 0-d tensor becomes 1-d). The function form of ``Tensor.flatten``.
+
+    Args:
+        input: the tensor.
+        start_dim: the first dim merged (default 0).
+        end_dim: the last dim merged (default -1).
+    """
+    return input.flatten(start_dim, end_dim)
 
 
 @tensor_op("flip")
@@ -61,6 +74,69 @@ def roll(input: GraphTensor, shifts, dims=None) -> GraphTensor:  # noqa: A002
             continue
         s %= n
         x = cat([x._slice_dim(d, n - s, s, 1), x._slice_dim(d, 0, n - s, 1)], d)
+    return x
+
+
+@tensor_op("rot90")
+def rot90(input: GraphTensor, k: int = 1, dims=(0, 1)) -> GraphTensor:  # noqa: A002
+    """torch.rot90: ``k`` quarter turns in the plane of ``dims``, from the first dim towards the
+    second (a view: flips and a transpose, as torch composes it).
+
+    Args:
+        input: a tensor of at least 2 dims.
+        k: the number of turns (any int; negative turns the other way).
+        dims: the two dims of the plane.
+    """
+    x = input
+    k = check_int("rot90", "k", k)
+    dims = _dim_list(dims)
+    if len(dims) != 2:
+        raise op_error(ValueError, "rot90", f"dims must name 2 dims, got {dims}", x)
+    if x.ndim < 2:
+        raise op_error(ValueError, "rot90", f"needs a tensor of at least 2 dims, got {x.ndim}-d", x)
+    d0, d1 = (x._axis(d, "rot90") for d in dims)
+    if d0 == d1:
+        raise op_error(ValueError, "rot90", f"dims must differ, got {dims}", x)
+    k %= 4
+    if k == 1:
+        return x.flip(d1).transpose(d0, d1)
+    if k == 2:
+        return x.flip(d0, d1)
+    return x.flip(d0).transpose(d0, d1) if k == 3 else x
+
+
+@tensor_op("diff")
+def diff(input: GraphTensor, n: int = 1, dim: int = -1, prepend=None, append=None) -> GraphTensor:  # noqa: A002
+    """torch.diff: the ``n``-th forward difference along ``dim`` (``x[1:] - x[:-1]``, ``n`` times; for
+    bool, ``x[1:] != x[:-1]``), after joining ``prepend`` and ``append`` to ``input`` along ``dim``.
+    Each difference is one element shorter (empty once ``n`` reaches the length). The dim must be
+    static, so that the result's length is known.
+
+    Args:
+        input: a tensor of at least 1 dim.
+        n: how many times to difference (>= 0).
+        dim: the dim (default the last).
+        prepend: a tensor of ``input``'s dims, joined before it along ``dim``.
+        append: a tensor of ``input``'s dims, joined after it along ``dim``.
+    """
+    x = input
+    n = check_int("diff", "n", n, 0)
+    if x.ndim == 0:
+        raise op_error(ValueError, "diff", "needs a tensor of at least 1 dim, got a 0-d one", x)
+    d = x._axis(dim, "diff")
+    ends = {"prepend": prepend, "append": append}
+    check_tensors("diff", optional=tuple(ends), input=x, **ends)
+    for what, t in ends.items():
+        if t is not None and t.ndim != x.ndim:
+            raise op_error(ValueError, "diff", f"{what} must have input's {x.ndim} dims, got {t.ndim}", x, t)
+    if prepend is not None or append is not None:
+        x = cat([t for t in (prepend, x, append) if t is not None], d)
+    m = x.shape[d]
+    require("diff", is_static(m), f"dim {d} must be static, got {m}", x, kind=ValueError)
+    for _ in range(min(n, m)):
+        m -= 1
+        hi, lo = x._slice_dim(d, 1, m, 1), x._slice_dim(d, 0, m, 1)
+        x = logical_xor(hi, lo) if x.dtype.kind == "b" else sub(hi, lo)
     return x
 
 

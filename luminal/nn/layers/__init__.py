@@ -49,6 +49,7 @@ from luminal.nn.layers.sampling import (
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
 )
+from luminal.nn.layers.shrink import Hardshrink, Softmin, Softshrink, Tanhshrink, Threshold
 from luminal.nn.layers.transformer import (
     TransformerDecoder,
     TransformerDecoderLayer,
@@ -58,13 +59,14 @@ from luminal.nn.layers.transformer import (
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
-    "AvgPool3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "CELU", "Conv1d", "Conv2d", "Conv3d",
-    "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
-    "ELU", "Embedding", "Flatten", "GELU", "GLU", "GroupNorm", "Hardsigmoid", "Hardswish", "Hardtanh", "Identity",
+    "AvgPool3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "CELU", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+    "ConvTranspose2d", "ConvTranspose3d", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "ELU", "Embedding",
+    "Flatten", "GELU", "GLU", "GroupNorm", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "Identity",
     "LayerNorm", "LeakyReLU", "Linear", "LogSigmoid", "LogSoftmax", "MaxPool1d", "MaxPool2d", "MaxPool3d", "Mish",
     "ModuleDict", "ModuleList", "MultiheadAttention", "PReLU", "ParameterDict", "ParameterList", "PixelShuffle",
-    "PixelUnshuffle", "RMSNorm", "ReLU", "ReLU6", "SELU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softplus",
-    "Softsign", "Tanh", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
-    "TransformerEncoderLayer", "Unflatten", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
-    "conv1d", "conv2d", "conv3d", "conv_nd", "dropout", "scaled_dot_product_attention",
+    "PixelUnshuffle", "RMSNorm", "ReLU", "ReLU6", "SELU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softmin",
+    "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold", "TransformerDecoder",
+    "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten", "Upsample",
+    "UpsamplingBilinear2d", "UpsamplingNearest2d", "conv1d", "conv2d", "conv3d", "conv_nd", "dropout",
+    "scaled_dot_product_attention",
 ]

@@ -17,11 +17,13 @@ implements two methods:
 from __future__ import annotations
 
 import numbers
+from typing import NoReturn
 
 import numpy as np
 
 from luminal.core.errors import check_number
 from luminal.core.interrupts import interrupts_deferred
+from luminal.frontend.eager import TRAIN_STEP, eager_only
 from luminal.frontend.state import State, scalar_state
 
 
@@ -226,6 +228,29 @@ class Optimizer:
         if group["weight_decay"] != 0 and not group.get("decoupled_weight_decay", False):
             g = g + p * s["weight_decay"]
         return g
+
+    # eager-PyTorch habits: an error naming the lazy way (frontend/eager.py) ---------------------------
+    def zero_grad(self, set_to_none: bool = True) -> NoReturn:
+        """torch's ``opt.zero_grad()``; raises :class:`~luminal.frontend.eager.EagerOnlyError`. No gradient
+        is kept between steps here: ``train.compile_step`` computes them afresh on every call (and averages
+        ``accumulate`` calls' gradients when asked), so there is nothing to zero.
+
+        Args:
+            set_to_none: accepted for torch's signature.
+        """
+        raise eager_only(f"{type(self).__name__}.zero_grad", "luminal keeps no gradients between steps, so there "
+                         "is nothing to zero: " + TRAIN_STEP + " (accumulate=k averages k calls' gradients)")
+
+    def step(self, closure=None) -> NoReturn:
+        """torch's ``opt.step()``; raises :class:`~luminal.frontend.eager.EagerOnlyError`. The update is
+        graph ops compiled into the train step (``train.compile_step(loss, optimizer)``), which applies
+        it on every call.
+
+        Args:
+            closure: accepted for torch's signature.
+        """
+        raise eager_only(f"{type(self).__name__}.step", "the update is part of the compiled train step: "
+                         + TRAIN_STEP)
 
     # what subclasses write --------------------------------------------------------------------
     def scalars(self, group: dict, t: int) -> dict[str, float]:

@@ -1,0 +1,58 @@
+"""``cdist``: the p-norm distance between every row of one batch of points and every row of another."""
+
+from __future__ import annotations
+
+from luminal.core import dtype as dt
+from luminal.core.errors import check_number, op_error
+from luminal.frontend.checks import check_tensors
+from luminal.frontend.ops.core import broadcast_shapes, cast, require
+from luminal.frontend.ops.elementwise import add, gt, mul, sqrt, sub, where
+from luminal.frontend.ops.linalg import matmul
+from luminal.frontend.ops.norms import vector_norm
+from luminal.frontend.ops.reduce import sum as sum_
+from luminal.frontend.tensor import GraphTensor
+
+_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
+
+
+def cdist(x1: GraphTensor, x2: GraphTensor, p: float = 2.0,
+          compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> GraphTensor:
+    """torch.cdist: ``out[..., i, j] = ||x1[..., i, :] - x2[..., j, :]||_p`` (batch dims broadcast), for
+    any ``p >= 0`` (0 counts the differing coordinates, ``inf`` takes the largest difference).
+
+    The differences are formed directly, exact but ``P * R * M`` large; for ``p == 2``, as torch,
+    ``compute_mode`` may take ``|x|**2 + |y|**2 - 2 x.y`` instead (one matmul, ``P * R`` memory, with
+    cancellation for close points): always (``"use_mm_for_euclid_dist"``) or when ``P`` or ``R`` is
+    above 25 (the default; a symbolic ``P`` or ``R`` counts as above, the size being unknown until
+    run time). Either way a distance of 0 has gradient 0, as torch's.
+
+    Args:
+        x1: ``(..., P, M)`` float points.
+        x2: ``(..., R, M)`` float points.
+        p: the norm's order (>= 0).
+        compute_mode: one of torch's three modes (above).
+    """
+    check_tensors("cdist", x1=x1, x2=x2)
+    require("cdist", x1.dtype.is_float and x2.dtype.is_float,
+            f"needs float tensors, got {x1.dtype.name} and {x2.dtype.name}", x1, x2)
+    if x1.ndim < 2 or x2.ndim < 2:
+        raise op_error(ValueError, "cdist", f"needs tensors of at least 2 dims, got {x1.ndim}-d and {x2.ndim}-d",
+                       x1, x2)
+    if x1.shape[-1] != x2.shape[-1]:
+        raise op_error(ValueError, "cdist", f"the points' sizes differ: {x1.shape[-1]} vs {x2.shape[-1]}", x1, x2)
+    if not check_number("cdist", "p", p, x1, x2) >= 0:
+        raise op_error(ValueError, "cdist", f"p must be >= 0, got {p!r}", x1, x2)
+    if compute_mode not in _MODES:
+        raise op_error(ValueError, "cdist", f"compute_mode must be one of {', '.join(_MODES)}, got {compute_mode!r}",
+                       x1, x2)
+    batch = broadcast_shapes("cdist", x1, x2, shapes=[x1.shape[:-2], x2.shape[:-2]])
+    (P, M), (R, _) = x1.shape[-2:], x2.shape[-2:]
+    d = dt.promote(x1.dtype, x2.dtype)
+    a, b = cast(x1, d).expand(*batch, P, M), cast(x2, d).expand(*batch, R, M)
+    big = any(isinstance(n, int) and n > 25 for n in (P, R)) or not all(isinstance(n, int) for n in (P, R))
+    if p == 2 and (compute_mode == _MODES[1] or (compute_mode == _MODES[0] and big)):
+        sq = add(add(sum_(mul(a, a), -1, keepdim=True), sum_(mul(b, b), -1).unsqueeze(-2)),
+                 mul(matmul(a, b.mT), -2.0))
+        pos = gt(sq, 0)  # (rounding may leave a small negative; and sqrt's gradient at 0 is infinite)
+        return where(pos, sqrt(where(pos, sq, 1.0)), 0.0)
+    return vector_norm(sub(a.unsqueeze(-2), b.unsqueeze(-3)), p, -1)

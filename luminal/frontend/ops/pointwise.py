@@ -1,0 +1,211 @@
+"""More elementwise math with torch's names: logaddexp, hypot, copysign, fmax/fmin, isclose/allclose,
+deg2rad/rad2deg (``elementwise.py`` holds the core set these are built from).
+
+Each is written for torch's values at the edges (NaN, infinities, signed zeros) and for torch's
+gradients, which a textbook composition would get wrong: logaddexp never forms ``exp`` of a large
+number, hypot never overflows before its result does, fmax/fmin skip NaN and give a tie to ``input``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from luminal.core import dtype as dt
+from luminal.core.errors import check_number, op_error
+from luminal.frontend.checks import tensor_op
+from luminal.frontend.ops.core import cast, coerce, require
+from luminal.frontend.ops.elementwise import (
+    _neg_side,
+    _opmath,
+    abs_,
+    add,
+    div,
+    eq,
+    exp,
+    ge,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    log1p,
+    logical_and,
+    logical_or,
+    mul,
+    ne,
+    neg,
+    sqrt,
+    sub,
+    where,
+)
+from luminal.frontend.ops.reduce import all_
+from luminal.frontend.tensor import GraphTensor
+
+
+def _floats(op: str, a, b):
+    """The operands promoted together; float only, as torch (whose kernels refuse integer inputs)."""
+    a, b = coerce(op, a, b)
+    require(op, a.dtype.is_float, f"needs float tensors, got {a.dtype.name}", a, b)
+    return a, b
+
+
+@_opmath
+def logaddexp(input, other) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.logaddexp: ``log(exp(input) + exp(other))``, as ``hi + log1p(exp(lo - hi))`` with ``hi``
+    the larger operand: ``exp`` only sees numbers <= 0, so nothing overflows, and the gradients are
+    torch's ``sigmoid(input - other)`` and ``sigmoid(other - input)`` (1/2 each at a tie). Equal
+    infinities give that infinity (their difference would be NaN); NaN gives NaN.
+
+    Args:
+        input: a float tensor (or a number, with ``other`` a tensor).
+        other: a float tensor or a number.
+    """
+    a, b = _floats("logaddexp", input, other)
+    first = ge(a, b)
+    hi, lo = where(first, a, b), where(first, b, a)
+    same_inf = logical_and(isinf(a), eq(a, b))
+    out = add(hi, log1p(exp(where(same_inf, 0.0, sub(lo, hi)))))
+    return where(same_inf, a, out)
+
+
+def hypot(input, other) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.hypot: ``sqrt(input**2 + other**2)`` without overflow or underflow in between. float16,
+    bfloat16 and float32 square in float64 (whose range holds every square) and round once; float64
+    scales both by the larger magnitude first. An infinite operand gives +inf even beside a NaN (C's
+    rule, and torch's). The gradient is ``input / hypot`` (NaN at the origin, as torch's).
+
+    Args:
+        input: a float tensor (or a number, with ``other`` a tensor).
+        other: a float tensor or a number.
+    """
+    a, b = _floats("hypot", input, other)
+    if a.dtype is not dt.float64:
+        a64, b64 = cast(a, dt.float64), cast(b, dt.float64)
+        h = cast(sqrt(add(mul(a64, a64), mul(b64, b64))), a.dtype)
+    else:
+        m = where(ge(abs_(a), abs_(b)), abs_(a), abs_(b)).detach()  # (a scale: no gradient of its own)
+        s = where(logical_and(isfinite(m), ne(m, 0)), m, 1.0)
+        ra, rb = div(a, s), div(b, s)
+        h = mul(s, sqrt(add(mul(ra, ra), mul(rb, rb))))
+    return where(logical_or(isinf(a), isinf(b)), math.inf, h)
+
+
+def copysign(input, other) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.copysign: the magnitude of ``input`` with the sign of ``other``, signed zeros included
+    (``copysign(1, -0.0)`` is -1). Integer and bool operands give float32, as torch. The gradient is
+    ``+-1`` by ``input`` (0 where ``input`` is 0, as torch's) and none by ``other``.
+
+    A NaN ``other`` counts as positive: the sign bit of a NaN is not observable through the
+    primitives (torch reads it; NaNs made by invalid operations on x86, ``inf - inf``, carry a minus).
+
+    Args:
+        input: the magnitudes (a tensor, or a number with ``other`` a tensor).
+        other: the signs (a tensor or a number).
+    """
+    a, b = coerce("copysign", input, other, min_kind="f")
+    minus = _neg_side(b)
+    zero = where(minus, -0.0, 0.0)
+    return where(eq(a, 0), cast(zero, a.dtype), where(ne(_neg_side(a), minus), neg(a), a))
+
+
+def _nan_skipping(op: str, input, other, first_cmp) -> GraphTensor:
+    """``input`` where it wins by ``first_cmp`` or ``other`` is NaN, else ``other``: torch's fmax/fmin,
+    whose tie goes to ``input`` (value and gradient) and which is NaN only where both are."""
+    a, b = coerce(op, input, other)
+    take = first_cmp(a, b)
+    if a.dtype.is_float:
+        take = logical_or(take, isnan(b))
+    return where(take, a, b)
+
+
+def fmax(input, other) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.fmax: the larger of ``input`` and ``other``, skipping NaN (NaN only where both are; numpy's
+    fmax). A tie, ``-0.0`` against ``0.0`` included, takes ``input``, and so does its gradient, as torch.
+
+    Args:
+        input: a tensor (or a number, with ``other`` a tensor).
+        other: a tensor or a number.
+    """
+    return _nan_skipping("fmax", input, other, ge)
+
+
+def fmin(input, other) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.fmin: the smaller of ``input`` and ``other``, skipping NaN (NaN only where both are). A
+    tie takes ``input``, and so does its gradient, as torch.
+
+    Args:
+        input: a tensor (or a number, with ``other`` a tensor).
+        other: a tensor or a number.
+    """
+    return _nan_skipping("fmin", input, other, le)
+
+
+def _tolerances(op: str, rtol, atol, x) -> None:
+    for what, v in (("rtol", rtol), ("atol", atol)):
+        if not check_number(op, what, v, x) >= 0:
+            raise op_error(ValueError, op, f"{what} must be >= 0, got {v!r}", x)
+
+
+@tensor_op("isclose")
+def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> GraphTensor:  # noqa: A002
+    """torch.isclose: ``|input - other| <= atol + rtol * |other|`` elementwise (a bool tensor), and
+    True where they are equal (equal infinities) or, with ``equal_nan``, both NaN. As torch, two
+    tensors must have the same dtype (``other`` may be a number); integer differences are exact.
+
+    Args:
+        input: a tensor.
+        other: a tensor of the same dtype, or a number.
+        rtol: the relative tolerance (>= 0).
+        atol: the absolute tolerance (>= 0).
+        equal_nan: count NaN as close to NaN.
+    """
+    _tolerances("isclose", rtol, atol, input)
+    if isinstance(other, GraphTensor) and other.dtype is not input.dtype:
+        raise op_error(TypeError, "isclose", f"input and other must have the same dtype, got {input.dtype.name} "
+                       f"and {other.dtype.name}", input, other)
+    a, b = coerce("isclose", input, other, dtype=input.dtype)
+    close = eq(a, b)
+    if a.dtype.is_float and equal_nan:
+        close = logical_or(close, logical_and(isnan(a), isnan(b)))
+    if rtol == 0 and atol == 0:
+        return close
+    if a.dtype.kind == "b":
+        a, b = cast(a, dt.float32), cast(b, dt.float32)
+    err = abs_(sub(a, b))
+    allowed = add(abs_(mul(b, float(rtol))), float(atol))
+    return logical_or(close, logical_and(isfinite(err), le(err, allowed)))
+
+
+@tensor_op("allclose")
+def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> GraphTensor:  # noqa: A002
+    """torch.allclose, lazily: whether ``isclose`` holds everywhere, as a 0-d bool tensor (torch
+    returns a Python bool, which a lazy graph has only after it runs: compile it, and ``bool()`` the
+    result). Arguments as ``isclose``.
+
+    Args:
+        input: a tensor.
+        other: a tensor of the same dtype, or a number.
+        rtol: the relative tolerance (>= 0).
+        atol: the absolute tolerance (>= 0).
+        equal_nan: count NaN as close to NaN.
+    """
+    return all_(isclose(input, other, rtol, atol, equal_nan))
+
+
+@tensor_op("deg2rad")
+def deg2rad(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.deg2rad: degrees to radians, ``input * pi / 180`` (int and bool inputs give float32).
+
+    Args:
+        input: a tensor.
+    """
+    return mul(input if input.dtype.is_float else cast(input, dt.float32), math.pi / 180)
+
+
+@tensor_op("rad2deg")
+def rad2deg(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.rad2deg: radians to degrees, ``input * 180 / pi`` (int and bool inputs give float32).
+
+    Args:
+        input: a tensor.
+    """
+    return mul(input if input.dtype.is_float else cast(input, dt.float32), 180 / math.pi)

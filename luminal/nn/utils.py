@@ -1,0 +1,48 @@
+"""``nn.utils``: torch's gradient clipping names, pointing to where luminal clips.
+
+torch clips eagerly, in place, the ``.grad`` that ``backward()`` left on each parameter. luminal keeps
+no gradient on parameters: gradients are graph outputs of the compiled train step, which clips them
+itself when asked (``train.compile_step(loss, opt, clip_grad_norm=..., norm_type=...)`` or
+``clip_grad_value=...``), inside the same program as the update. Gradients built by hand with
+``train.grad`` are clipped by ``train.clip_by_norm`` / ``train.clip_by_value``, which return new
+tensors. So these functions have nothing to act on, and say where clipping goes instead.
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+from luminal.frontend.eager import eager_only
+
+
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                    foreach=None) -> NoReturn:
+    """torch's ``nn.utils.clip_grad_norm_``; raises :class:`~luminal.frontend.eager.EagerOnlyError`
+    naming luminal's way: ``train.compile_step(loss, opt, clip_grad_norm=max_norm, norm_type=norm_type)``
+    clips inside the compiled step (``step.last_grad_norm`` is the total norm torch returns), and
+    ``train.clip_by_norm(grads, max_norm, norm_type)`` clips gradients from ``train.grad``.
+
+    Args:
+        parameters, max_norm, norm_type, error_if_nonfinite, foreach: torch's arguments (for the message).
+    """
+    raise eager_only("clip_grad_norm_", "luminal keeps no gradients on parameters to clip in place: pass "
+                     f"clip_grad_norm={max_norm!r}, norm_type={norm_type!r} to "
+                     "train.compile_step(loss, optimizer, ...), "
+                     "which clips inside the compiled step (step.last_grad_norm is the total norm), or clip "
+                     "gradients from train.grad with train.clip_by_norm(grads, max_norm, norm_type), which returns "
+                     "(clipped gradients, total norm); compile_step's check_finite=True raises on a non-finite norm, "
+                     "as error_if_nonfinite does")
+
+
+def clip_grad_value_(parameters, clip_value: float, foreach=None) -> NoReturn:
+    """torch's ``nn.utils.clip_grad_value_``; raises :class:`~luminal.frontend.eager.EagerOnlyError`
+    naming luminal's way: ``train.compile_step(loss, opt, clip_grad_value=clip_value)``, or
+    ``train.clip_by_value(grads, clip_value)`` for gradients from ``train.grad``.
+
+    Args:
+        parameters, clip_value, foreach: torch's arguments (for the message).
+    """
+    raise eager_only("clip_grad_value_", "luminal keeps no gradients on parameters to clip in place: pass "
+                     f"clip_grad_value={clip_value!r} to train.compile_step(loss, optimizer, ...), which clips "
+                     "inside the compiled step, or clip gradients from train.grad with "
+                     "train.clip_by_value(grads, clip_value)")
