@@ -122,7 +122,7 @@ class Planner:
         self._writes: dict = {}  # buffer id -> kernels lowered so far that write it (a body's scratch: many)
         self._flat: dict = {}  # buffer id -> the buffer's storage as a 1-d Ref
         self._ir_names: dict = {}  # what an IR buffer points at -> its name in every generated kernel
-        self._sources: dict = {}  # IR buffer name -> the space it points at
+        self._sources: dict = {}  # IR buffer name -> (space, byte offset) where it starts
         with self.plain_sizes():  # (layouts compare sizes; no code is made from them)
             self.perms = self._layouts(kg, kernels)
         self._allocate(kg, memory)
@@ -140,7 +140,6 @@ class Planner:
         self.steps = split_rows(self.steps, threads, matmuls=own)
         self.out_calls = [self._output(buf, v) for buf, v in kg.outputs]
         self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]  # (may add copies to steps)
-
 
     # layouts ------------------------------------------------------------------------------------
     def _layouts(self, kg, kernels) -> dict:
