@@ -17,8 +17,9 @@ from luminal.backends.cpu.compiled import Binding
 pytestmark = pytest.mark.skipif(not blas.gemms(), reason="numpy's BLAS is not its bundled OpenBLAS: no cblas symbols")
 
 
-def _run_matmul(a, b, c):
-    """``np.matmul(a, b, out=c)`` through ``driver.build``; the calls it made."""
+def _run_matmul(a, b, c, kinds=None):
+    """``np.matmul(a, b, out=c)`` through ``driver.build``; the calls it made (and into ``kinds`` the
+    kind of each table entry)."""
     keep = []
 
     def cell(x):
@@ -26,7 +27,9 @@ def _run_matmul(a, b, c):
         keep.append(box)
         return ctypes.addressof(box), 0
 
-    calls, _tables = driver.build([(np.matmul, (a, b, c))], cell)
+    calls, tables = driver.build([(np.matmul, (a, b, c))], cell)
+    if kinds is not None:
+        kinds += [t[i] for t in tables for i in range(0, len(t), driver.WORDS)]
     for f, args in calls:
         f(*args)
     return calls
@@ -60,6 +63,53 @@ def test_gemm_entries_match_numpy(layout, dtype):
     assert [f for f, _ in calls] == [driver.driver()], "the driver should take this GEMM"
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(c, np.matmul(a, b), rtol=tol, atol=tol)
+
+
+# products with one row or one column: cblas_?gemv (OpenBLAS's GEMM runs them several times slower)
+VECTOR_LAYOUTS = {
+    "row": lambda r, d: (_rand(r, (1, 33), d), _rand(r, (33, 17), d), np.empty((1, 17), d)),
+    "row, b transposed": lambda r, d: (_rand(r, (1, 33), d), _rand(r, (17, 33), d).T, np.empty((1, 17), d)),
+    "row of a strided x": lambda r, d: (_rand(r, (1, 66), d)[:, ::2], _rand(r, (33, 17), d), np.empty((1, 17), d)),
+    "row, b with padded rows": lambda r, d: (_rand(r, (1, 33), d), _rand(r, (33, 20), d)[:, 2:19],
+                                             np.empty((1, 17), d)),
+    "column": lambda r, d: (_rand(r, (17, 33), d), _rand(r, (33, 1), d), np.empty((17, 1), d)),
+    "column, a transposed": lambda r, d: (_rand(r, (33, 17), d).T, _rand(r, (33, 1), d), np.empty((17, 1), d)),
+    "column of a strided b and c": lambda r, d: (_rand(r, (17, 33), d), _rand(r, (33, 3), d)[:, 1:2],
+                                                 np.empty((17, 4), d)[:, 2:3]),
+    "batched rows": lambda r, d: (_rand(r, (4, 1, 9), d), _rand(r, (4, 9, 5), d), np.empty((4, 1, 5), d)),
+    "broadcast matrix, batched rows": lambda r, d: (_rand(r, (6, 1, 9), d), _rand(r, (9, 5), d),
+                                                    np.empty((6, 1, 5), d)),
+    "one by one": lambda r, d: (_rand(r, (1, 9), d), _rand(r, (9, 1), d), np.empty((1, 1), d)),
+    "row into a column-major out": lambda r, d: (_rand(r, (5, 9), d), _rand(r, (9, 1), d), np.empty((1, 5), d).T),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", list(VECTOR_LAYOUTS))
+def test_products_with_one_row_or_column_are_gemv_entries(layout, dtype):
+    """Each is one GEMV entry of the driver, right whatever the strides, and writes every element of
+    its output (which may hold anything before: a reused slot, here NaN)."""
+    a, b, c = VECTOR_LAYOUTS[layout](np.random.default_rng(2), dtype)
+    c[...] = np.nan
+    kinds: list = []
+    calls = _run_matmul(a, b, c, kinds)
+    assert [f for f, _ in calls] == [driver.driver()], "the driver should take this product"
+    assert kinds == [driver.SGEMV if dtype == np.float32 else driver.DGEMV]
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(c, np.matmul(a, b), rtol=tol, atol=tol)
+
+
+def test_a_batch_one_linear_reads_its_weight_through_gemv():
+    """A batch-1 product of a compiled program (a decode step's shape) is the driver's GEMV."""
+    rng = np.random.default_rng(5)
+    w = _rand(rng, (24, 40))
+    g = lm.Graph()
+    x = g.input("x", (1, 24))
+    f = lm.compile(x @ g.constant(w), backend="cpu")
+    xv = _rand(rng, (1, 24))
+    np.testing.assert_allclose(f(x=xv), xv @ w, rtol=1e-5, atol=1e-5)
+    (table,) = _binding(f)._keep[-1:]
+    assert table[0] == driver.SGEMV
 
 
 LEFT_TO_NUMPY = {

@@ -19,6 +19,10 @@ Operands are read through *cells*: a pointer-sized slot holding an array's base 
 offset. A caller array's cell is one of the binding's pointer slots, written by its rebind (as a
 kernel's pointer array is), so a new caller array changes no table.
 
+- a **GEMV** entry calls ``cblas_?gemv`` for such a product with one row or one column (a batch-1
+  Linear, a decode step's products): OpenBLAS's GEMM runs those several times slower than its GEMV,
+  which is what ``np.matmul`` calls for them.
+
 One entry is :data:`WORDS` 64-bit words:
 
 | kind      | words
@@ -27,6 +31,9 @@ One entry is :data:`WORDS` 64-bit words:
 | 1, 2 GEMM | kind (1: float32, 2: float64), cblas function, trans a, trans b, M, N, K,
 |           | a cell, a offset, lda, b cell, b offset, ldb, c cell, c offset, ldc,
 |           | batches, a batch stride, b batch stride, c batch stride (strides and offsets in bytes)
+| 3, 4 GEMV | kind (3: float32, 4: float64), cblas function, trans, rows, columns, matrix cell, offset,
+|           | leading dimension, x cell, offset, increment, y cell, offset, increment,
+|           | batches, matrix batch stride, x batch stride, y batch stride
 """
 
 from __future__ import annotations
@@ -43,8 +50,10 @@ from luminal.codegen import llvm
 KERNEL_WORDS = ("kind", "fn", "ptrs", "params", "start", "stop")
 GEMM_WORDS = ("kind", "fn", "ta", "tb", "m", "n", "k", "ac", "ao", "lda", "bc", "bo", "ldb", "cc", "co", "ldc",
               "nb", "as", "bs", "cs")  # the table above, one name per word (the IR loads them by these names)
-WORDS = max(len(KERNEL_WORDS), len(GEMM_WORDS))
-KERNEL, SGEMM, DGEMM = 0, 1, 2
+GEMV_WORDS = ("kind", "fn", "trans", "m", "n", "ac", "ao", "lda", "xc", "xo", "incx", "yc", "yo", "incy",
+              "nb", "as", "xs", "ys")
+WORDS = max(len(KERNEL_WORDS), len(GEMM_WORDS), len(GEMV_WORDS))
+KERNEL, SGEMM, DGEMM, SGEMV, DGEMV = 0, 1, 2, 3, 4
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112  # CBLAS_ORDER, CBLAS_TRANSPOSE
 
 DRIVER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
@@ -91,6 +100,45 @@ ptr %{label}.cp, i64 %{label}.ldc)
 """
 
 
+def _gemv_block(label: str, fp: str) -> str:
+    """The IR of a GEMV entry of ``fp`` (float or double): its batch loop around one cblas call."""
+    loads = "\n".join(f"  %{label}.{n}.p = getelementptr i64, ptr %e, i64 {i}\n"
+                      f"  %{label}.{n} = load i64, ptr %{label}.{n}.p" for i, n in enumerate(GEMV_WORDS) if i)
+    return f"""{label}:
+{loads}
+  %{label}.f = inttoptr i64 %{label}.fn to ptr
+  %{label}.t32 = trunc i64 %{label}.trans to i32
+  %{label}.acell = inttoptr i64 %{label}.ac to ptr
+  %{label}.xcell = inttoptr i64 %{label}.xc to ptr
+  %{label}.ycell = inttoptr i64 %{label}.yc to ptr
+  %{label}.abase = load i64, ptr %{label}.acell
+  %{label}.xbase = load i64, ptr %{label}.xcell
+  %{label}.ybase = load i64, ptr %{label}.ycell
+  %{label}.a0 = add i64 %{label}.abase, %{label}.ao
+  %{label}.x0 = add i64 %{label}.xbase, %{label}.xo
+  %{label}.y0 = add i64 %{label}.ybase, %{label}.yo
+  br label %{label}.head
+{label}.head:
+  %{label}.j = phi i64 [ 0, %{label} ], [ %{label}.j1, %{label}.call ]
+  %{label}.more = icmp slt i64 %{label}.j, %{label}.nb
+  br i1 %{label}.more, label %{label}.call, label %next
+{label}.call:
+  %{label}.ao.j = mul i64 %{label}.j, %{label}.as
+  %{label}.xo.j = mul i64 %{label}.j, %{label}.xs
+  %{label}.yo.j = mul i64 %{label}.j, %{label}.ys
+  %{label}.ai = add i64 %{label}.a0, %{label}.ao.j
+  %{label}.xi = add i64 %{label}.x0, %{label}.xo.j
+  %{label}.yi = add i64 %{label}.y0, %{label}.yo.j
+  %{label}.ap = inttoptr i64 %{label}.ai to ptr
+  %{label}.xp = inttoptr i64 %{label}.xi to ptr
+  %{label}.yp = inttoptr i64 %{label}.yi to ptr
+  call void %{label}.f(i32 {ROW_MAJOR}, i32 %{label}.t32, i64 %{label}.m, i64 %{label}.n, {fp} 1.0, \
+ptr %{label}.ap, i64 %{label}.lda, ptr %{label}.xp, i64 %{label}.incx, {fp} 0.0, ptr %{label}.yp, i64 %{label}.incy)
+  %{label}.j1 = add i64 %{label}.j, 1
+  br label %{label}.head
+"""
+
+
 DRIVER_IR = f"""; luminal's generated driver (backends/cpu/driver.py): runs a table of kernel and GEMM entries
 define void @luminal_driver(ptr %table, i64 %count) {{
 entry:
@@ -105,7 +153,9 @@ body:
   %kind = load i64, ptr %e
   switch i64 %kind, label %next [ i64 {KERNEL}, label %kernel
                                   i64 {SGEMM}, label %sgemm
-                                  i64 {DGEMM}, label %dgemm ]
+                                  i64 {DGEMM}, label %dgemm
+                                  i64 {SGEMV}, label %sgemv
+                                  i64 {DGEMV}, label %dgemv ]
 kernel:
   %kf.p = getelementptr i64, ptr %e, i64 1
   %kf = load i64, ptr %kf.p
@@ -124,6 +174,8 @@ kernel:
   br label %next
 {_gemm_block("sgemm", "float")}
 {_gemm_block("dgemm", "double")}
+{_gemv_block("sgemv", "float")}
+{_gemv_block("dgemv", "double")}
 next:
   %i1 = add i64 %i, 1
   br label %head
@@ -150,7 +202,7 @@ def build(calls: list, cell) -> tuple[list, list]:
     within each thread's part of a :class:`Split` too, and the tables those calls read (the caller
     keeps them alive).
     ``cell(x)``: ``(cell address, byte offset)`` of an operand ``x`` (a ``steps.Ref``, or an array)."""
-    kernel_type, gemm_fns = llvm.CFUNC, blas.gemms()
+    kernel_type, fns = llvm.CFUNC, (blas.gemms(), blas.gemvs())
     out, tables, run = [], [], []
 
     def close():
@@ -174,7 +226,7 @@ def build(calls: list, cell) -> tuple[list, list]:
         if isinstance(f, kernel_type):
             entry = _kernel_entry(f, args)
         elif f is np.matmul and len(args) == 3:
-            entry = _gemm_entry(*args, gemm_fns, cell)
+            entry = _gemm_entry(*args, fns, cell)
         if entry is None:
             close()
             out.append((f, args))
@@ -242,12 +294,14 @@ def _span(r) -> tuple:
     return lo, hi + r.itemsize
 
 
-def _gemm_entry(a, b, c, gemm_fns, cell):
-    """The entry of ``np.matmul(a, b, out=c)``; ``[]`` when there is nothing to compute; None where the
-    driver cannot make this call (numpy keeps it): another dtype, no unit stride, an empty
-    contraction (numpy writes zeros), batch axes that do not merge, an output that overlaps an operand."""
+def _gemm_entry(a, b, c, fns, cell):
+    """The entry of ``np.matmul(a, b, out=c)`` (``fns``: the cblas GEMMs and GEMVs by dtype): a GEMV's
+    for a product with one row or one column, a GEMM's otherwise; ``[]`` when there is nothing to
+    compute; None where the driver cannot make this call (numpy keeps it): another dtype, no unit
+    stride, an empty contraction (numpy writes zeros), batch axes that do not merge, an output that
+    overlaps an operand."""
     dtype = c.dtype
-    fn = gemm_fns.get(dtype)
+    fn = fns[0].get(dtype)
     if fn is None or a.dtype != dtype or b.dtype != dtype or len(a.shape) < 2 or len(b.shape) < 2:
         return None
     if any(_shares(x, c) for x in (a, b)):
@@ -279,6 +333,19 @@ def _gemm_entry(a, b, c, gemm_fns, cell):
     if la is None or lb is None or lc is None or lc[0] != NO_TRANS:
         return None
     (ac, ao), (bc, bo), (cc, co) = cell(a), cell(b), cell(c)
+    gemv = fns[1].get(dtype)
+    if gemv is not None and (m == 1 or n == 1):
+        # y = op(matrix) @ x: one row of c is b's columns against a's row; one column, a's rows against b's
+        if m == 1:  # b is (k, n), stored as is (ld lb) or as its transpose (n, k)
+            matrix = (TRANS, k, n) if lb[0] == NO_TRANS else (NO_TRANS, n, k)
+            mat, x, y = (bc, bo, lb[1], bbs), (ac, ao, asc // item if k > 1 else 1, abs_), (cc, co, 1, cbs)
+        else:  # a is (m, k), stored as is or as its transpose (k, m)
+            matrix = (NO_TRANS, m, k) if la[0] == NO_TRANS else (TRANS, k, m)
+            mat, x, y = (ac, ao, la[1], abs_), (bc, bo, bsr // item if k > 1 else 1, bbs), (cc, co, csr // item, cbs)
+        (trans, rows, cols), (mc, mo, ld, ms), (xc, xo, incx, xs), (yc, yo, incy, ys) = matrix, mat, x, y
+        return _words(GEMV_WORDS, kind=SGEMV if dtype == np.float32 else DGEMV, fn=gemv, trans=trans, m=rows,
+                      n=cols, ac=mc, ao=mo, lda=ld, xc=xc, xo=xo, incx=incx, yc=yc, yo=yo, incy=incy, nb=count,
+                      **{"as": ms}, xs=xs, ys=ys)
     return _words(GEMM_WORDS, kind=SGEMM if dtype == np.float32 else DGEMM, fn=fn, ta=la[0], tb=lb[0], m=m, n=n,
                   k=k, ac=ac, ao=ao, lda=la[1], bc=bc, bo=bo, ldb=lb[1], cc=cc, co=co, ldc=lc[1], nb=count,
                   **{"as": abs_}, bs=bbs, cs=cbs)
