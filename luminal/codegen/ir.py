@@ -120,7 +120,19 @@ def const(value, dtype=INDEX) -> V:
     return V("const", dtype, (), value)
 
 
-DERIVED: dict[str, object] = {}  # parameter name -> the symbolic dim the host evaluates for it
+class DerivedDim(str):
+    """The name of a parameter whose value the host computes from the binding's dims (:func:`dim`),
+    carrying that dim (``.dim``): a kernel's ``params`` then say how to get every value they need,
+    with no table kept elsewhere. A ``str`` (its name, ``d_`` and a digest of the dim), so everything
+    that reads a parameter by name reads it alike."""
+
+    def __new__(cls, d):
+        name = super().__new__(cls, "d_" + hashlib.sha256(str(d).encode()).hexdigest()[:8])
+        name.dim = d
+        return name
+
+    def __reduce__(self):
+        return DerivedDim, (self.dim,)
 
 
 def dim(d) -> V:
@@ -132,9 +144,7 @@ def dim(d) -> V:
     if isinstance(d, int):
         return const(d)
     if any(atom.kind != "var" for monomial, _ in d.terms for atom in monomial):
-        name = "d_" + hashlib.sha256(str(d).encode()).hexdigest()[:8]
-        DERIVED.setdefault(name, d)
-        return param(name)
+        return param(DerivedDim(d))
     out = const(0)
     for monomial, coeff in d.terms:
         term = const(coeff)
@@ -145,11 +155,14 @@ def dim(d) -> V:
 
 
 def derived_value(name: str, env: dict) -> int:
-    """The value of parameter ``name`` under the binding ``env``: a dim name's own, or a derived
-    dim's (:func:`dim`) evaluated with Python's integer semantics."""
+    """The value of parameter ``name`` (one of a kernel's ``params``) under the binding ``env``: a dim
+    name's own, or a derived dim's (a :class:`DerivedDim`) evaluated with Python's integer semantics."""
     if name in env:
         return env[name]
-    return int(evaluate(DERIVED[name], env))
+    d = getattr(name, "dim", None)
+    if d is None:
+        raise KeyError(f"kernel parameter {name!r} is neither a dim of the binding ({sorted(env)}) nor a derived dim")
+    return int(evaluate(d, env))
 
 
 def used_params(k) -> tuple:

@@ -14,9 +14,6 @@ from luminal.codegen import ir
 from luminal.core import dtype as dt
 from luminal.core.symbolic import DimValue, Sym, evaluate, is_static
 
-DERIVED = ir.DERIVED
-derived_value = ir.derived_value
-
 
 def dim(d, env: dict | None = None) -> ir.V:
     """The symbolic dim ``d`` as an ``INDEX`` value: a constant when ``env`` binds it to plain ints (a
@@ -43,7 +40,7 @@ def index_value(v: ir.V, env: dict) -> int:
     if v.op == "const":
         return int(v.arg)
     if v.op == "param":
-        return derived_value(v.arg, env)
+        return ir.derived_value(v.arg, env)
     if v.op in _INDEX_OPS:
         return _INDEX_OPS[v.op](*(index_value(a, env) for a in v.args))
     raise ValueError(f"not a value known before the kernel runs: {v.op}")

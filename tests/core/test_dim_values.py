@@ -216,3 +216,23 @@ def test_copy_and_pickle_keep_value_and_expression():
     v = tracked({"B": 5, "S": 3})["B"] * 2 + 1
     for w in (copy.copy(v), copy.deepcopy(v), pickle.loads(pickle.dumps(v))):
         assert type(w) is type(v) and w == 11 and w.sym == v.sym
+
+
+def test_a_derived_parameter_carries_its_dim():
+    """A dim the kernel cannot compute per item (a floor division, a clamp) is a parameter of its own
+    whose name carries the dim (``ir.DerivedDim``): its value comes from the kernel's ``params`` alone,
+    with no process-wide table, and survives pickling (a kernel sent to another process)."""
+    import pickle
+
+    from luminal.codegen import ir
+
+    B = Sym.var("B")
+    d = (B + 3) // 4
+    v = ir.dim(d)
+    assert v.op == "param" and isinstance(v.arg, ir.DerivedDim) and v.arg.dim == d
+    assert ir.derived_value(v.arg, {"B": 10}) == 3 and ir.derived_value(v.arg, {"B": 13}) == 4
+    again = pickle.loads(pickle.dumps(v.arg))
+    assert again == v.arg and again.dim == d and ir.derived_value(again, {"B": 5}) == 2
+    assert ir.dim((B + 3) // 4).arg == v.arg  # the same dim, the same name
+    with pytest.raises(KeyError, match="neither a dim"):
+        ir.derived_value("d_unknown", {"B": 1})

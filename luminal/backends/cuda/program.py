@@ -19,7 +19,7 @@ import numpy as np
 
 from luminal.backends.cuda import emulator
 from luminal.backends.cuda.lower import ERROR_FLAG, Launch, lower_kernel
-from luminal.codegen.lower import derived_value
+from luminal.codegen import ir
 from luminal.core import numpy_ops as ops
 from luminal.core.kernel_graph import call_links, dims_needed, logical_itemsize
 from luminal.core.symbolic import evaluate, prod
@@ -235,7 +235,7 @@ class Arena:
                     else:
                         buffers[name] = self.flat(step.links.get(buf, buf))
                 self.flag[...] = 0
-                prog.launch(launch, buffers, {p: derived_value(p, env) for p in launch.kernel.params})
+                prog.launch(launch, buffers, {p: ir.derived_value(p, env) for p in launch.kernel.params})
                 if self.flag[0]:
                     k = step.kernel
                     size = evaluate(k.inputs[0][1].shape[k.axes[0]] if k.kind == "gather" else k.domain[k.axes[0]],
