@@ -107,7 +107,6 @@ CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
 REDUCE_FLAGS = ("reassoc", "contract")  # on a float sum's accumulation only (see the module docstring)
 _ROUNDED = frozenset({"Log2", "Exp2", "Sin", "Sqrt", "Recip", "Add", "Mul", "Mod"})  # may leave a half type
 _ALIGN = {I8: 1, F16: 2, I32: 4, F32: 4, I64: 8, F64: 8}  # natural alignment (numpy's arrays have it)
-_INTRINSIC = {"Sin": "llvm.sin", "Sqrt": "llvm.sqrt"}  # Exp2 and Log2: _INLINE (after the emitter)
 CODEGEN_VERSION = 3  # in the disk cache's key: bump when the code made for one IR text changes (3: IEEE Max;
 # it also keeps a luminal from before the cache entries' header from reading them as bare objects, which crashed it)
 
@@ -382,64 +381,15 @@ class _Emitter:
             return {"And": b.and_, "Or": b.or_}[op](*xs) if op != "Not" else b.not_(xs[0])
         if op == "Div":
             return b.sdiv(*xs)
-        d = v.args[0].dtype if op != "Where" else v.dtype
-        if op == "Where":
-            return b.select(*xs)
-        if op == "LessThan":
-            return self._less(d, *xs)
+        d = v.args[0].dtype if op != "Where" else v.args[1].dtype
+        table = op_table(d)
+        emit = table.get(op)
+        if emit is None:
+            raise NotImplementedError(f"llvm: {op} on {d.name}")
         if d is dt.float16 and op in _ROUNDED:  # computed in float, rounded once
-            return self.round(self._float(op, d, [b.fpext(x, F32) for x in xs]), v.dtype)
-        x = self._float(op, d, xs) if d.is_float else self._int(op, d, xs)
+            return self.round(emit(self, d, [b.fpext(x, F32) for x in xs]), v.dtype)
+        x = emit(self, d, xs)
         return self.round(x, v.dtype) if op in _ROUNDED else x
-
-    def _float(self, op, d, xs):
-        b = self.b
-        if op in _INLINE:
-            return _INLINE[op](b, xs[0])
-        if op in _INTRINSIC:
-            return b.call(self._intrinsic(_INTRINSIC[op], xs[0].type), xs)
-        if op == "Recip":
-            return b.fdiv(ll.Constant(xs[0].type, 1.0), xs[0])
-        if op == "Add":
-            return b.fadd(*xs)
-        if op == "Mul":
-            return b.fmul(*xs)
-        if op == "Mod":
-            return b.frem(*xs)
-        if op == "Max":  # IEEE maximum, as the reductions' accumulation: NaN-propagating, -0 < +0
-            return b.call(self._intrinsic("llvm.maximum", xs[0].type), xs)
-        raise NotImplementedError(f"llvm: {op} on {d.name}")
-
-    def _int(self, op, d, xs):
-        b = self.b
-        x, y = xs if len(xs) == 2 else (xs[0], None)
-        if d.kind == "b":
-            if op in ("Add", "Max"):
-                return b.or_(x, y)
-            if op == "Mul":
-                return b.and_(x, y)
-            raise NotImplementedError(f"llvm: {op} on bool")
-        flags = ("nsw",) if d is ir.INDEX else ()  # int32 wraps; index math never overflows
-        if op == "Add":
-            return b.add(x, y, flags=flags)
-        if op == "Mul":
-            return b.mul(x, y, flags=flags)
-        if op == "Max":
-            return b.select(b.icmp_signed(">", x, y), x, y)
-        if op == "Mod":
-            if d is ir.INDEX:
-                return b.srem(x, y)
-            zero, one = ll.Constant(x.type, 0), ll.Constant(x.type, 1)
-            trivial = b.or_(b.icmp_signed("==", y, zero), b.icmp_signed("==", y, ll.Constant(x.type, -1)))
-            return b.srem(x, b.select(trivial, one, y))  # x % 1 is 0: numpy's fmod by 0 and by -1
-        raise NotImplementedError(f"llvm: {op} on {d.name}")
-
-    def _less(self, d, x, y):
-        if d.is_float:
-            return self.b.fcmp_ordered("<", x, y)
-        if d.kind == "b":
-            return self.b.icmp_unsigned("<", x, y)
-        return self.b.icmp_signed("<", x, y)
 
     def _intrinsic(self, name: str, t: ll.Type):
         full = f"{name}.{'f64' if t == F64 else 'f16' if t == F16 else 'f32'}"
@@ -712,6 +662,63 @@ def _inline(f32, f64):
 
 
 _INLINE = {"Exp2": _inline(_exp2_f32, _exp2_f64), "Log2": _inline(_log2_f32, _log2_f64)}
+
+
+# The elementwise primitives (``core/primitives.py``'s records, by name) on each kind of operand, as
+# llvmlite builders ``emit(emitter, operand dtype, operand values)``; the coverage test
+# (``tests/core/test_primitive_records.py``) checks that every elementwise primitive has an entry for
+# every kind of operand it takes. The result of a float op on half floats is rounded by the emitter.
+def _mod_int(e, d, xs):
+    x, y = xs
+    if d is ir.INDEX:
+        return e.b.srem(x, y)
+    zero, one = ll.Constant(x.type, 0), ll.Constant(x.type, 1)
+    trivial = e.b.or_(e.b.icmp_signed("==", y, zero), e.b.icmp_signed("==", y, ll.Constant(x.type, -1)))
+    return e.b.srem(x, e.b.select(trivial, one, y))  # x % 1 is 0: numpy's fmod by 0 and by -1
+
+
+def _wrap(d) -> tuple:
+    return ("nsw",) if d is ir.INDEX else ()  # int32 wraps; index math never overflows
+
+
+def _select(e, d, xs):
+    return e.b.select(*xs)
+
+
+FLOAT_OPS = {
+    "Log2": lambda e, d, xs: _INLINE["Log2"](e.b, xs[0]),
+    "Exp2": lambda e, d, xs: _INLINE["Exp2"](e.b, xs[0]),
+    "Sin": lambda e, d, xs: e.b.call(e._intrinsic("llvm.sin", xs[0].type), xs),
+    "Sqrt": lambda e, d, xs: e.b.call(e._intrinsic("llvm.sqrt", xs[0].type), xs),
+    "Recip": lambda e, d, xs: e.b.fdiv(ll.Constant(xs[0].type, 1.0), xs[0]),
+    "Add": lambda e, d, xs: e.b.fadd(*xs),
+    "Mul": lambda e, d, xs: e.b.fmul(*xs),
+    "Mod": lambda e, d, xs: e.b.frem(*xs),
+    # IEEE maximum, as the reductions' accumulation: NaN-propagating, -0 < +0
+    "Max": lambda e, d, xs: e.b.call(e._intrinsic("llvm.maximum", xs[0].type), xs),
+    "LessThan": lambda e, d, xs: e.b.fcmp_ordered("<", *xs),
+    "Where": _select,
+}
+INT_OPS = {
+    "Add": lambda e, d, xs: e.b.add(*xs, flags=_wrap(d)),
+    "Mul": lambda e, d, xs: e.b.mul(*xs, flags=_wrap(d)),
+    "Mod": _mod_int,
+    "Max": lambda e, d, xs: e.b.select(e.b.icmp_signed(">", *xs), *xs),
+    "LessThan": lambda e, d, xs: e.b.icmp_signed("<", *xs),
+    "Where": _select,
+}
+BOOL_OPS = {
+    "Add": lambda e, d, xs: e.b.or_(*xs),
+    "Mul": lambda e, d, xs: e.b.and_(*xs),
+    "Max": lambda e, d, xs: e.b.or_(*xs),
+    "LessThan": lambda e, d, xs: e.b.icmp_unsigned("<", *xs),
+    "Where": _select,
+}
+
+
+def op_table(d) -> dict:
+    """The builders of the elementwise primitives on operands of dtype ``d`` (``Where``: its values')."""
+    return FLOAT_OPS if d.is_float else BOOL_OPS if d.kind == "b" else INT_OPS
 
 
 def _registers(body) -> dict:

@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 import luminal as lm
+from luminal.backends.cuda import render
 from luminal.backends.reference.interpreter import ReferenceInterpreter
+from luminal.codegen import llvm
 from luminal.compiler.egraph import fold, fusion, lower, schema
 from luminal.core import dtype as dt
 from luminal.core import numpy_ops as ops
@@ -52,6 +54,27 @@ def _grad_ok(name, p) -> bool:
     return rule is None if p.grad is None else rule is not None and rule.__name__ == p.grad
 
 
+def _operand_kinds(p) -> set:
+    """The kinds of operand (float, int, bool) an elementwise primitive takes: a float primitive floats;
+    the others ints too, and bools where their numpy semantics has them."""
+    if p.operands == "x (float)":
+        return {"f"}
+    types = getattr(p.ufunc, "types", None)  # (a numpy ufunc's loops; a function of our own takes any dtype)
+    bools = p.bool_ufunc is not None or types is None or any(t.startswith("??") for t in types)
+    return {"f", "i"} | ({"b"} if bools else set())
+
+
+def _op_tables(tables: dict):
+    """The facet of one target's op tables (``{kind: {primitive name: rendering}}``): every elementwise
+    primitive computed by value (not Copy, whose value is its operand's, nor Cast, a conversion of its
+    own) has an entry for each kind of operand it takes."""
+    def ok(n, p):
+        if p.fusion != "elementwise" or n in ("Copy", "Cast"):
+            return True
+        return all(n in tables[k] for k in _operand_kinds(p))
+    return ok
+
+
 def facet_gaps(records) -> dict[str, list[str]]:
     """Per facet, the names of the ``records`` it does not cover."""
     checks = {
@@ -64,6 +87,8 @@ def facet_gaps(records) -> dict[str, list[str]]:
         "egglog constructor": lambda n, p: p.egglog in schema.CONSTRUCTORS and ARITY.get(p.egglog) == len(p.inputs)
         and (p.egglog in lower._TERMS or p.egglog in lower._LEAVES),
         "gradient rule": _grad_ok,
+        "llvm op tables": _op_tables({"f": llvm.FLOAT_OPS, "i": llvm.INT_OPS, "b": llvm.BOOL_OPS}),
+        "cuda op tables": _op_tables({"f": render.FLOAT_C, "i": render.INT_C, "b": render.BOOL_C}),
     }
     gaps = {facet: [n for n, p in records.items() if not ok(n, p)] for facet, ok in checks.items()}
     for b in backend_names():
@@ -80,7 +105,8 @@ def test_a_primitive_added_as_a_record_alone_is_reported_missing():
     no lowering): every facet that needs an edit beyond the record names it."""
     tan = dataclasses.replace(P.PRIMITIVES["Sin"], name="Tan", ufunc=np.tan, grad="_tan")
     gaps = facet_gaps({"Tan": tan})
-    needs_edit = {"numpy_ops tables", "fusion ruleset", "gradient rule", *(f"backend {b!r}" for b in backend_names())}
+    needs_edit = {"numpy_ops tables", "fusion ruleset", "gradient rule", "llvm op tables", "cuda op tables",
+                  *(f"backend {b!r}" for b in backend_names())}
     assert {facet for facet, names in gaps.items() if names} == needs_edit
 
 

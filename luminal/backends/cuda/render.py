@@ -230,6 +230,67 @@ def eval_index(v: ir.V, params: dict) -> int:
     raise ValueError(f"cannot evaluate {v.op} in a launch shape: {ir.show_value(v)}")
 
 
+# the elementwise primitives ----------------------------------------------------------------------
+# ``core/primitives.py``'s elementwise records, by name, on each kind of operand, as C text
+# ``render(renderer, result dtype, operand texts)``; the coverage test
+# (``tests/core/test_primitive_records.py``) checks that every elementwise primitive has an entry for
+# every kind of operand it takes. Float results on 16-bit types are rounded once (``round16``).
+
+def _arith(sym: str):
+    def render(r, d, a):
+        if d is dt.int32:
+            return f"(int)((unsigned){a[0]} {sym} (unsigned){a[1]})"  # wraps, as int32 does
+        return r.round16(d, f"({a[0]} {sym} {a[1]})")
+    return render
+
+
+def _math(fn: str):
+    def render(r, d, a):
+        return r.round16(d, f"{fn}({a[0]})" if d is dt.float64 else f"{fn}f({a[0]})")
+    return render
+
+
+def _max(r, d, a):
+    r.use("max")
+    return f"lm_max({a[0]}, {a[1]})"  # exact on 16-bit values: no rounding
+
+
+def _int_mod(r, d, a):
+    if d is INDEX:
+        return f"({a[0]} % {a[1]})"
+    r.use("mod")
+    return f"lm_mod({a[0]}, {a[1]})"
+
+
+def _less(r, d, a):
+    return f"({a[0]} < {a[1]})"
+
+
+def _where(r, d, a):
+    return f"({a[0]} ? {a[1]} : {a[2]})"
+
+
+def _logical(sym: str):
+    return lambda r, d, a: f"({a[0]} {sym} {a[1]})"
+
+
+FLOAT_C = {
+    "Log2": _math("log2"), "Exp2": _math("exp2"), "Sin": _math("sin"), "Sqrt": _math("sqrt"),
+    "Recip": lambda r, d, a: r.round16(d, f"(1.0 / {a[0]})" if d is dt.float64 else f"(1.0f / {a[0]})"),
+    "Add": _arith("+"), "Mul": _arith("*"),
+    # fmod is exact: no rounding for 16-bit values
+    "Mod": lambda r, d, a: f"fmod({a[0]}, {a[1]})" if d is dt.float64 else f"fmodf({a[0]}, {a[1]})",
+    "Max": _max, "LessThan": _less, "Where": _where,
+}
+INT_C = {"Add": _arith("+"), "Mul": _arith("*"), "Mod": _int_mod, "Max": _max, "LessThan": _less, "Where": _where}
+BOOL_C = {"Add": _logical("||"), "Mul": _logical("&&"), "Max": _logical("||"), "LessThan": _less, "Where": _where}
+
+
+def op_table(d) -> dict:
+    """The C renderings of the elementwise primitives on operands of dtype ``d`` (``Where``: its values')."""
+    return FLOAT_C if d.kind == "f" else BOOL_C if d is dt.bool_ else INT_C
+
+
 # the renderer -------------------------------------------------------------------------------------
 
 def _count_uses(body) -> dict:
@@ -517,43 +578,11 @@ class _Renderer:
             return f"(!{a[0]})"
         if op == "Div":
             return f"({a[0]} / {a[1]})"
-        if op == "LessThan":
-            return f"({a[0]} < {a[1]})"
-        if op == "Where":
-            return f"({a[0]} ? {a[1]} : {a[2]})"
-        if op in ("Add", "Mul"):
-            sym = "+" if op == "Add" else "*"
-            if d is dt.bool_:
-                return f"({a[0]} {'||' if op == 'Add' else '&&'} {a[1]})"
-            if d is dt.int32:
-                return f"(int)((unsigned){a[0]} {sym} (unsigned){a[1]})"  # wraps, as int32 does
-            return self.round16(d, f"({a[0]} {sym} {a[1]})")
-        if op == "Max":
-            if d is dt.bool_:
-                return f"({a[0]} || {a[1]})"
-            self.use("max")
-            return f"lm_max({a[0]}, {a[1]})"  # exact on 16-bit values: no rounding
-        if op == "Mod":
-            if d is dt.int32:
-                self.use("mod")
-                return f"lm_mod({a[0]}, {a[1]})"
-            if d is INDEX:
-                return f"({a[0]} % {a[1]})"
-            if d is dt.float64:
-                return f"fmod({a[0]}, {a[1]})"
-            if d.kind == "f":
-                return f"fmodf({a[0]}, {a[1]})"  # exact: no rounding for 16-bit values
-            self.fail(f"Mod of {d.name}")
-        if op in ("Log2", "Exp2", "Sin", "Sqrt", "Recip"):
-            if d.kind != "f":
-                self.fail(f"{op} of {d.name} (a float primitive)")
-            if op == "Recip":
-                text = f"(1.0 / {a[0]})" if d is dt.float64 else f"(1.0f / {a[0]})"
-            else:
-                fn = {"Log2": "log2", "Exp2": "exp2", "Sin": "sin", "Sqrt": "sqrt"}[op]
-                text = f"{fn}({a[0]})" if d is dt.float64 else f"{fn}f({a[0]})"
-            return self.round16(d, text)
-        self.fail(f"value op {op!r} has no CUDA rendering")
+        operand = v.dtype if op == "Where" else v.args[0].dtype
+        render = op_table(operand).get(op)
+        if render is None:
+            self.fail(f"value op {op!r} on {operand.name} has no CUDA rendering")
+        return render(self, d, a)
 
     # statements
 
