@@ -185,8 +185,8 @@ class Conv1d(_ConvNd):
     bias=True, padding_mode='zeros')``; ``weight`` is (out_channels, in_channels/groups, kernel_size).
 
     Args:
-        in_channels, out_channels, kernel_size, stride, padding (ints, 'same' or 'valid'), dilation,
-        groups, bias, padding_mode ('zeros' only), dtype: as torch's.
+        in_channels, out_channels, kernel_size, stride, padding (ints, 'same' or 'valid'): as torch's.
+        dilation, groups, bias, padding_mode ('zeros' only), dtype: as torch's.
     """
 
     _nd = 1
@@ -196,8 +196,8 @@ class Conv2d(_ConvNd):
     """torch's ``nn.Conv2d``; ``weight`` is (out_channels, in_channels/groups, kH, kW).
 
     Args:
-        in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
-        dtype: as torch's.
+        in_channels, out_channels, kernel_size, stride, padding: as torch's.
+        dilation, groups, bias, padding_mode, dtype: as torch's.
     """
 
     _nd = 2
@@ -207,8 +207,8 @@ class Conv3d(_ConvNd):
     """torch's ``nn.Conv3d``; ``weight`` is (out_channels, in_channels/groups, kD, kH, kW).
 
     Args:
-        in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
-        dtype: as torch's.
+        in_channels, out_channels, kernel_size, stride, padding: as torch's.
+        dilation, groups, bias, padding_mode, dtype: as torch's.
     """
 
     _nd = 3
@@ -384,8 +384,8 @@ class ConvTranspose1d(_ConvTransposeNd):
     (in_channels, out_channels/groups, kernel_size). ``forward(input, output_size=None)``.
 
     Args:
-        in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
-        dilation, padding_mode ('zeros' only), dtype: as torch's.
+        in_channels, out_channels, kernel_size, stride, padding, output_padding: as torch's.
+        groups, bias, dilation, padding_mode ('zeros' only), dtype: as torch's.
     """
 
     _nd = 1
@@ -395,8 +395,8 @@ class ConvTranspose2d(_ConvTransposeNd):
     """torch's ``nn.ConvTranspose2d``; ``weight`` is (in_channels, out_channels/groups, kH, kW).
 
     Args:
-        in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
-        dilation, padding_mode ('zeros' only), dtype: as torch's.
+        in_channels, out_channels, kernel_size, stride, padding, output_padding: as torch's.
+        groups, bias, dilation, padding_mode ('zeros' only), dtype: as torch's.
     """
 
     _nd = 2
@@ -406,8 +406,8 @@ class ConvTranspose3d(_ConvTransposeNd):
     """torch's ``nn.ConvTranspose3d``; ``weight`` is (in_channels, out_channels/groups, kD, kH, kW).
 
     Args:
-        in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
-        dilation, padding_mode ('zeros' only), dtype: as torch's.
+        in_channels, out_channels, kernel_size, stride, padding, output_padding: as torch's.
+        groups, bias, dilation, padding_mode ('zeros' only), dtype: as torch's.
     """
 
     _nd = 3

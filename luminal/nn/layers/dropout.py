@@ -13,8 +13,10 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     on every call, so masks differ between runs and are reproducible by seeding that generator.
 
     Args:
-        input: the tensor. p: the probability of an element being zeroed. training: apply it (else
-        the input is returned). inplace: ignored (graphs have no in-place ops).
+        input: the tensor.
+        p: the probability of an element being zeroed.
+        training: apply it (else the input is returned).
+        inplace: ignored (graphs have no in-place ops).
     """
     x = input
     check_tensors("dropout", input=x)
@@ -71,8 +73,10 @@ def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
     """torch's ``F.dropout1d``: zero whole channels of an (N, C, L) or (C, L) input.
 
     Args:
-        input: the tensor. p: the probability of a channel being zeroed. training: apply it (else the
-        input is returned). inplace: ignored.
+        input: the tensor.
+        p: the probability of a channel being zeroed.
+        training: apply it (else the input is returned).
+        inplace: ignored.
     """
     return _channel_dropout(input, p, training, 1, "dropout1d")
 

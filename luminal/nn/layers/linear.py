@@ -157,8 +157,9 @@ def linear(input, weight, bias=None):  # noqa: A002
     """torch's ``F.linear``: ``input @ weight.T + bias``.
 
     Args:
-        input: (*, in_features). weight: (out_features, in_features) or (in_features,). bias: optional
-        (out_features,) or a scalar tensor.
+        input: (*, in_features).
+        weight: (out_features, in_features) or (in_features,).
+        bias: optional (out_features,) or a scalar tensor.
     """
     name = "linear"
     check_tensors(name, optional=("bias",), input=input, weight=weight, bias=bias)
@@ -193,8 +194,10 @@ def embedding(input, weight, padding_idx: int | None = None, max_norm=None, norm
     ``padding_idx`` row gets no gradient.
 
     Args:
-        input: int32 indices of any shape. weight: (num_embeddings, embedding_dim). padding_idx: a row
-        that receives no gradient. max_norm, scale_grad_by_freq, sparse: not supported.
+        input: int32 indices of any shape.
+        weight: (num_embeddings, embedding_dim).
+        padding_idx: a row that receives no gradient.
+        max_norm, scale_grad_by_freq, sparse: not supported.
     """
     name = "embedding"
     check_tensors(name, input=input, weight=weight)

@@ -286,8 +286,10 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     per channel.
 
     Args:
-        input: a float tensor (N, C, *). num_groups: a divisor of C. weight, bias: optional (C,)
-        tensors. eps: added to the variance.
+        input: a float tensor (N, C, *).
+        num_groups: a divisor of C.
+        weight, bias: optional (C,) tensors.
+        eps: added to the variance.
     """
     name = "group_norm"
     check_tensors(name, optional=("weight", "bias"), input=input, weight=weight, bias=bias)
@@ -319,8 +321,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     ``* weight + bias``.
 
     Args:
-        input: a float tensor. normalized_shape: the trailing dims' sizes. weight, bias: optional
-        tensors of that shape. eps: added to the variance.
+        input: a float tensor.
+        normalized_shape: the trailing dims' sizes.
+        weight, bias: optional tensors of that shape.
+        eps: added to the variance.
     """
     name = "layer_norm"
     check_tensors(name, optional=("weight", "bias"), input=input, weight=weight, bias=bias)
@@ -341,8 +345,10 @@ def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):  #
     ``eps=None`` is the input dtype's machine epsilon.
 
     Args:
-        input: a float tensor. normalized_shape: the trailing dims' sizes. weight: an optional tensor
-        of that shape. eps: added to the mean square.
+        input: a float tensor.
+        normalized_shape: the trailing dims' sizes.
+        weight: an optional tensor of that shape.
+        eps: added to the mean square.
     """
     name = "rms_norm"
     check_tensors(name, optional=("weight",), input=input, weight=weight)
@@ -366,10 +372,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     updates every run of the compiled program writes back (``graph.assign``), or None.
 
     Args:
-        input: a float tensor (N, C, *). running_mean, running_var: (C,) GraphTensors, Buffers, or None.
-        weight, bias: optional (C,) tensors. training: use batch statistics (and update the running ones).
+        input: a float tensor (N, C, *).
+        running_mean, running_var: (C,) GraphTensors, Buffers, or None.
+        weight, bias: optional (C,) tensors.
+        training: use batch statistics (and update the running ones).
         momentum: the running statistics' update factor (None: a cumulative average is not supported
-        here; give a number). eps: added to the variance.
+            here; give a number).
+        eps: added to the variance.
     """
     name = "batch_norm"
     check_tensors(name, optional=("weight", "bias"), input=input, weight=weight, bias=bias)

@@ -48,8 +48,8 @@ class AvgPool3d(_Pool3dCheck, _AvgPoolNd):
     divisor_override=None)`` over (N, C, D, H, W) or (C, D, H, W).
 
     Args:
-        kernel_size, stride (default kernel_size), padding, ceil_mode, count_include_pad,
-        divisor_override: as torch's.
+        kernel_size, stride (default kernel_size), padding: as torch's.
+        ceil_mode, count_include_pad, divisor_override: as torch's.
     """
 
 

@@ -34,10 +34,15 @@ class TransformerEncoderLayer(Module):
     residual connection and a LayerNorm (after it, or before it with ``norm_first``).
 
     Args:
-        d_model: the embedding size. nhead: attention heads. dim_feedforward: the hidden size of the
-        feed-forward block. dropout: the dropout probability (training mode). activation: 'relu',
-        'gelu' or a callable/module. layer_norm_eps: the norms' eps. batch_first: inputs are
-        (N, S, E) instead of (S, N, E). norm_first: pre-norm. bias: biases in the linears and norms.
+        d_model: the embedding size.
+        nhead: attention heads.
+        dim_feedforward: the hidden size of the feed-forward block.
+        dropout: the dropout probability (training mode).
+        activation: 'relu', 'gelu' or a callable/module.
+        layer_norm_eps: the norms' eps.
+        batch_first: inputs are (N, S, E) instead of (S, N, E).
+        norm_first: pre-norm.
+        bias: biases in the linears and norms.
         dtype: the parameters' dtype.
     """
 
@@ -84,8 +89,8 @@ class TransformerDecoderLayer(Module):
     feed-forward block, each with a residual connection and a LayerNorm.
 
     Args:
-        d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first,
-        bias, dtype: as ``TransformerEncoderLayer``.
+        d_model, nhead, dim_feedforward, dropout, activation: as ``TransformerEncoderLayer``.
+        layer_norm_eps, batch_first, norm_first, bias, dtype: as ``TransformerEncoderLayer``.
     """
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
