@@ -35,6 +35,7 @@ import re
 import numpy as np
 
 from luminal.codegen import ir
+from luminal.codegen.simplify import simplify_index
 from luminal.core import dtype as dt
 
 INDEX = ir.INDEX
@@ -807,4 +808,4 @@ def render(kernel: ir.Kernel) -> str:
     if not kernel.gpu:
         raise RenderError(f"kernel {kernel.name}: a CPU kernel (block == ()); the CUDA renderer takes GPU kernels")
     ir.check(kernel)
-    return _Renderer(kernel).render()
+    return _Renderer(simplify_index(kernel)).render()  # (the index math of every target: codegen/simplify.py)
