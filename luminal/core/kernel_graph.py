@@ -31,7 +31,7 @@ A rolled loop (``compiler/rolling/``) stays rolled here: its body's kernels are 
 unrolled program is left to the backend, which expands the calls (``expand_calls``) when it lays out
 its run; the memory plan places a body's ``scratch`` once, in slots every call reuses.
 
-Expr ops: every elementwise primitive of ``frontend/primitives.py`` (Log2, Exp2, Sin, Sqrt, Recip,
+Expr ops: every elementwise primitive of ``core/primitives.py`` (Log2, Exp2, Sin, Sqrt, Recip,
 Add, Mul, Mod, Max, LessThan, Where, Cast, and Copy, which is its operand's value; their dtype
 rules are the primitives'), plus leaves
 ``Load`` (``arg`` = input slot: reads ``inputs[arg]`` at the current index), ``Scalar`` (``arg`` = a

@@ -228,3 +228,22 @@ def test_folding_is_the_reference_bit_for_bit(name):
             folded = fold.evaluate(out.node, vals)
             ref = ReferenceInterpreter([(out.node, View.contiguous(()))], g.constants)({}, {})[0]
             assert folded.dtype == ref.dtype and folded.tobytes() == ref.tobytes(), (op, ins, arg, vals, folded, ref)
+
+
+def _names_in(text: str, after: str) -> set:
+    """The primitive names in the part of ``text`` from ``after`` to the next blank line or period."""
+    part = text[text.index(after) + len(after):]
+    part = re.split(r"\n\s*\n|\.\s", part, maxsplit=1)[0]
+    return {w for w in re.findall(r"\w+", part) if w in P.PRIMITIVES}
+
+
+def test_docstring_lists_of_elementwise_primitives_are_the_records():
+    """The modules that restate the elementwise primitives in prose name exactly the records' (so a
+    new primitive fails here until each says it too)."""
+    from luminal.codegen import ir
+    from luminal.core import kernel_graph
+
+    value_ops = P.ELEMENTWISE - {"Copy", "Cast"}  # (the IR has its own cast; Copy is its operand's value)
+    assert _names_in(ir.__doc__, "an elementwise primitive of ``core/primitives.py``:") == value_ops
+    assert _names_in(fusion.__doc__, "Elementwise =") - {"Gather", "ScatterAdd"} == P.ELEMENTWISE
+    assert _names_in(kernel_graph.__doc__, "Expr ops: every elementwise primitive") == P.ELEMENTWISE
