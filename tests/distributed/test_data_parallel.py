@@ -132,3 +132,28 @@ def test_mnist_example_on_two_ranks_prints_the_single_process_losses():
     assert len(want) == 2
     assert _epoch_lines(proc.stdout) == want  # printed by rank 0 alone: once each
     assert "2 ranks" in proc.stdout and proc.stdout.count("data: ") == 1
+
+
+@pytest.mark.slow
+def test_llama_finetune_on_two_ranks_prints_the_single_process_losses(tmp_path):
+    """Batches of 5 windows split 2 + 3; clipping by the global norm and the cosine schedule run as in
+    one process."""
+    pytest.importorskip("tokenizers")
+    sys.path.insert(0, str(ROOT / "examples" / "llama"))
+    import make_random
+
+    src = make_random.make_random(tmp_path / "src", layers=2, hidden=32, heads=2, kv_heads=1, intermediate=48,
+                                  vocab=320, max_positions=64)
+    data = tmp_path / "data.txt"
+    data.write_text("the quick brown fox jumps over the lazy dog. " * 20)
+    script = str(ROOT / "examples" / "llama" / "finetune.py")
+    flags = [str(src), "--data", str(data), "--steps", "6", "--batch-size", "5", "--seq-len", "8", "--lr", "1e-2"]
+    single = subprocess.run([sys.executable, script, *flags, "--checkpoint", str(tmp_path / "one.safetensors")],
+                            capture_output=True, text=True, timeout=180, cwd=ROOT,
+                            env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "LUMINAL_NUM_THREADS": "1"})
+    assert single.returncode == 0, single.stderr[-3000:]
+    proc = run_mpi([script, *flags, "--data-parallel", "--checkpoint", str(tmp_path / "two.safetensors")],
+                   timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    want = re.findall(r"loss: first \d+ steps [0-9.]+ -> last \d+ steps [0-9.]+", single.stdout)
+    assert len(want) == 1 and re.findall(r"loss: first .*", proc.stdout) == want
