@@ -27,8 +27,8 @@ import time
 
 LAUNCHER_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_SIZE")
 DEFAULT_TIMEOUT = 600.0
-SPIN_SECONDS = 0.05  # a wait tests without pause this long (a healthy collective ends sooner), then naps
 
+_yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))  # (no sched_yield on Windows)
 _comm = None  # COMM_WORLD once MPI is up
 _MPI = None  # the mpi4py.MPI module once imported
 
@@ -89,21 +89,20 @@ def timeout() -> float:
 
 def wait(requests: list, what: str) -> None:
     """Wait for ``requests`` (MPI requests), driving MPI's progress, at most ``timeout()`` seconds; then
-    abort the job, naming ``what`` was waited for. Spins first (``SPIN_SECONDS``), then naps up to a
-    millisecond between tests, so a rank far ahead of the others does not burn a core they need."""
+    abort the job, naming ``what`` was waited for. Between tests the rank yields its core (as MPI's own
+    blocking calls do): where ranks outnumber free cores, a waiting rank must not keep the one it waits
+    for off the CPU. It never sleeps: a large sum moves in chunks, each needing a test to go on."""
     test = _MPI.Request.Testall
     if test(requests):
         return
     start = time.monotonic()
-    spin_until, deadline, nap = start + SPIN_SECONDS, start + timeout(), 1e-5
+    deadline = start + timeout()
     while not test(requests):
+        _yield()
         now = time.monotonic()
         if now > deadline:
             _abort(f"waited {now - start:.0f} s in {what} for the other ranks: one of them has stopped or is "
                    f"stuck (LUMINAL_DIST_TIMEOUT={timeout():g} s)")
-        if now > spin_until:
-            time.sleep(nap)
-            nap = min(nap * 2, 1e-3)
 
 
 def _abort(why: str) -> None:
