@@ -34,7 +34,7 @@ def barrier() -> None:
 
 def _buffer(name: str, array) -> np.ndarray:
     """``array`` checked to be a buffer MPI can write in place."""
-    if type(array) is not np.ndarray:
+    if not isinstance(array, np.ndarray):
         raise TypeError(f"{name}: expected a numpy array (it is reduced in place), got {type(array).__name__}")
     if not (array.flags.c_contiguous and array.flags.writeable):
         raise ValueError(f"{name}: the array must be C-contiguous and writeable (it is written in place), got "

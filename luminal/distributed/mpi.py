@@ -24,13 +24,14 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import Any
 
 LAUNCHER_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_SIZE")
 DEFAULT_TIMEOUT = 600.0
 
 _yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))  # (no sched_yield on Windows)
-_comm = None  # COMM_WORLD once MPI is up
-_MPI = None  # the mpi4py.MPI module once imported
+_comm: Any = None  # COMM_WORLD once MPI is up
+_MPI: Any = None  # the mpi4py.MPI module once imported
 
 
 def launcher() -> str | None:

@@ -108,7 +108,8 @@ class DataParallel:
             self.start(step)
         final = step.micro_step + 1 == step.accumulate
         n = self._count(batch)
-        error, res = None, None
+        error: BaseException | None = None
+        res: tuple | None = None
         if n == 0:
             error = ValueError("its batch is empty (every rank needs at least one sample: shard global batches of "
                                "at least world_size samples)")
@@ -125,12 +126,12 @@ class DataParallel:
         counts = table[:, SAMPLES]
         total = int(counts.sum())
         if self.stat_buckets is not None and self.size > 1:
-            self._average_stats(n / total, f"train step call {step.calls}'s running statistics")
+            self._average_stats(self.stat_buckets, n / total, f"train step call {step.calls}'s running statistics")
         loss = float(np.dot(counts, table[:, LOSS]) / total)
         if step.check_finite and not math.isfinite(loss):
             bad = [r for r in range(self.size) if not math.isfinite(table[r, LOSS])]
             raise step._non_finite(loss, None, final, note=f"; non-finite on rank(s) {bad}", all_ranks=True)
-        extra = tuple(res[1:])
+        extra = tuple(res[1:]) if res is not None else ()  # (no rank failed: every rank has res)
         if not final:
             for a, g in zip(self.acc, self.grads):
                 a.data += g.data
@@ -162,15 +163,15 @@ class DataParallel:
         step.micro_step = 0
         return loss, extra
 
-    def _average_stats(self, weight: float, what: str) -> None:
+    def _average_stats(self, buckets: Buckets, weight: float, what: str) -> None:
         """Running statistics become the sample-weighted mean of the ranks', the same on every rank again:
         a running mean then follows the whole batch's mean, a running variance the mean of the ranks'
         variances (torch's DistributedDataParallel keeps rank 0's instead). The normalisation itself
         uses each rank's own batch statistics, so a BatchNorm model does not reproduce one process."""
-        for st, view in zip(self.stats, self.stat_buckets.arrays):
+        for st, view in zip(self.stats, buckets.arrays):
             np.multiply(st.data, weight, out=view, casting="unsafe")
-        self.stat_buckets.sum_over_ranks(what)
-        for st, view in zip(self.stats, self.stat_buckets.arrays):
+        buckets.sum_over_ranks(what)
+        for st, view in zip(self.stats, buckets.arrays):
             np.copyto(st.data, view)
 
     def _count(self, batch: dict) -> int:

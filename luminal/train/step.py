@@ -80,7 +80,10 @@ def clip_by_value(grads: list[GraphTensor], clip_value: float):
 class NonFiniteLossError(FloatingPointError):
     """The loss (or the gradient norm) of a train step was inf or NaN under ``check_finite=True``.
     ``call`` is the 1-based count of calls of the step that saw it, ``loss`` and ``grad_norm`` the
-    values; the bad call changed no parameter, optimizer state or accumulated gradient."""
+    values; the bad call changed no parameter, optimizer state or accumulated gradient. ``all_ranks``:
+    raised by every rank of a data-parallel step at the same call."""
+
+    all_ranks = False
 
     def __init__(self, msg: str, call: int, loss: float, grad_norm: float | None):
         super().__init__(msg)
@@ -176,11 +179,12 @@ class TrainStep:
         # (data parallel: the global loss is checked on the host, before the update program runs)
         loss_ok = isfinite(loss.float()) if check_finite and not data_parallel else None
         acc_grads = grads
+        dp: DataParallel | None = None
         self._dp = None
         if data_parallel:  # gradients into buckets, summed over the ranks; the update reads the sums
-            self._dp = DataParallel(self, used, grads, [loss, *self._outputs], graph_updates, backend)
-            self._acc = self._dp.acc
-            acc_grads = self._dp.reduced
+            self._dp = dp = DataParallel(self, used, grads, [loss, *self._outputs], graph_updates, backend)
+            self._acc = dp.acc
+            acc_grads = dp.reduced
         elif accumulate > 1:
             self._acc = [State(np.zeros(p.shape, p.data.dtype), p.dtype, f"{p.name or 'param'}.grad_acc")
                          for _, p in used]
@@ -232,9 +236,9 @@ class TrainStep:
         self._groups = sorted(scalars)
         self._n_extra = len(extra)
         self._has_norm = clip_grad_norm is not None
-        if data_parallel:  # no forward here: the graph's own updates are the gradients program's, kept as read
+        if dp is not None:  # no forward here: the graph's own updates are the gradients program's, kept as read
             keep = {st_: graph.state(st_) for st_ in graph.updates}
-            self._update = compile_graph([graph.state(self._dp.inv_total), *extra], backend=backend,
+            self._update = compile_graph([graph.state(dp.inv_total), *extra], backend=backend,
                                          updates={**keep, **updates})
         else:
             self._update = compile_graph([loss, *self._outputs, *extra], backend=backend,
