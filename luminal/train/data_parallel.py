@@ -77,7 +77,7 @@ class DataParallel:
         self.stat_buckets = Buckets([(st.shape, st.data.dtype) for st in self.stats]) if self.stats else None
         self.pending = 0  # samples of all ranks in this update's earlier micro-steps
         self.started = False
-        self._roots = [t.node for t in outputs] + [t.node for t in graph_updates.values()]
+        self._roots = [t.node for t in outputs] + [t.node for t in {**graph.updates, **graph_updates}.values()]
         self._used = used
         self._sample_input = _sample_input(graph)
 
