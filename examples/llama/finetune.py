@@ -2,6 +2,7 @@
 
     python examples/llama/finetune.py MODEL_DIR --data notes.txt --steps 200 --save tuned/
     python examples/llama/generate.py tuned/ --prompt "..."        # the saved directory loads like the original
+    mpiexec -n 2 python examples/llama/finetune.py MODEL_DIR --data notes.txt --data-parallel   # 2 processes
 
 The text is tokenized with the directory's ``tokenizer.json`` (the ``tokenizers`` package), one id
 stream cut into windows of ``--seq-len`` + 1 tokens, shuffled per epoch from ``--seed``. One step
@@ -17,6 +18,12 @@ step under way to be applied entirely, saves, and exits with status 130. ``--res
 from such a file exactly as the run would have gone on (same batches, same schedule); the file of
 another run (other ``--steps``, ``--batch-size``, ``--seq-len``, ``--seed`` or other ``--data`` bytes)
 is refused.
+
+``--data-parallel`` under ``mpiexec -n N`` (``pip install -e ".[distributed]"``): every rank cuts the same
+batches (``--batch-size`` stays the global count of windows) and trains on its share of each
+(``luminal.distributed.shard``); the step sums the gradients over the ranks, so the losses are those of
+one process with the same flags. Only rank 0 prints and writes ``--save`` and ``--checkpoint``; every
+rank resumes from the same ``--resume`` file.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from generate import load_tokenizer  # noqa: E402
 from model import Llama  # noqa: E402
 
 import luminal as lm  # noqa: E402
+from luminal import distributed as dist  # noqa: E402
 from luminal import train  # noqa: E402
 from luminal.train import interrupts_deferred  # noqa: E402
 
@@ -61,9 +69,10 @@ def batches(data: np.ndarray, batch_size: int, steps: int, seed: int):
     return out[:steps]
 
 
-def build_step(model: Llama, lr: float, weight_decay: float, clip: float, backend: str):
+def build_step(model: Llama, lr: float, weight_decay: float, clip: float, backend: str, data_parallel: bool = False):
     """(step, optimizer): ``step(ids=(B, S), targets=(B, S))`` -> mean token cross-entropy; B and S are
-    symbolic, so a last smaller batch runs the same program."""
+    symbolic, so a last smaller batch runs the same program. ``data_parallel``: each rank of an MPI job
+    calls it with its share of every batch."""
     model.train()
     g = lm.Graph()
     ids = g.input("ids", ("B", "S"), dtype=lm.int32)
@@ -71,7 +80,8 @@ def build_step(model: Llama, lr: float, weight_decay: float, clip: float, backen
     logits = model(ids)
     loss = train.cross_entropy(logits.reshape(-1, model.config.vocab_size), targets.reshape(-1))
     opt = train.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    step = train.compile_step(loss, opt, backend=backend, clip_grad_norm=clip if clip > 0 else None)
+    step = train.compile_step(loss, opt, backend=backend, clip_grad_norm=clip if clip > 0 else None,
+                              data_parallel=data_parallel)
     return step, opt
 
 
@@ -103,6 +113,8 @@ def parse_args(argv=None):
                    help="training state written every --save-every steps and on Ctrl-C (default: %(default)s)")
     p.add_argument("--save-every", type=int, default=0, metavar="N", help="write --checkpoint every N steps")
     p.add_argument("--resume", type=Path, default=None, help="a --checkpoint file to continue from")
+    p.add_argument("--data-parallel", action="store_true",
+                   help="under mpiexec -n N: each rank trains on its share of every batch")
     args = p.parse_args(argv)
     if args.save_every < 0:
         p.error(f"--save-every must be >= 0, got {args.save_every}")
@@ -162,6 +174,10 @@ def resume(path: Path, model, opt, sched, step, run: dict) -> int:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
+    dp = args.data_parallel
+    main_rank = not dp or dist.rank() == 0
+    say = print if main_rank else (lambda *a, **k: None)
+    mine = dist.shard if dp else (lambda b: b)  # this rank's windows of a batch
     tokenizer = load_tokenizer(args.model_dir, required=True)
     model = Llama.from_pretrained(args.model_dir)
     cfg = model.config
@@ -173,15 +189,15 @@ def main(argv=None) -> dict:
         raise SystemExit(f"finetune.py: the tokenizer gives id {ids.max()} >= vocab_size {cfg.vocab_size}")
     data = windows(ids, args.seq_len)
     run = run_id(args, data_id(args.data))
-    print(f"data: {args.data}: {len(ids):,} tokens, {len(data)} windows of {args.seq_len + 1}")
+    say(f"data: {args.data}: {len(ids):,} tokens, {len(data)} windows of {args.seq_len + 1}")
 
     t0 = time.perf_counter()
-    step, opt = build_step(model, args.lr, args.weight_decay, args.clip, args.backend)
+    step, opt = build_step(model, args.lr, args.weight_decay, args.clip, args.backend, dp)
     everything = batches(data, args.batch_size, args.steps, args.seed)
-    for shape in {b[:, :-1].shape for b in everything}:  # the code for every batch shape of the run, now
+    for shape in {mine(b)[:, :-1].shape for b in everything}:  # the code for every batch shape of the run, now
         step.prepare(ids=shape, targets=shape)
     sched = train.CosineAnnealingLR(opt, T_max=args.steps, eta_min=args.min_lr)
-    print(f"model: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
+    say(f"model: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, "
           f"{sum(p.numel() for p in model.parameters()):,} parameters; AdamW lr={args.lr} cosine to {args.min_lr}, "
           f"clip {args.clip}; backend {args.backend}; compiled in {time.perf_counter() - t0:.1f} s")
     if args.report:
@@ -190,33 +206,36 @@ def main(argv=None) -> dict:
     done = 0
     if args.resume is not None:
         done = resume(args.resume, model, opt, sched, step, run)
-        print(f"resumed from {args.resume} after step {done}")
+        say(f"resumed from {args.resume} after step {done}")
     losses = []
     todo = everything[done:]
-    bar = tqdm(todo, total=args.steps, initial=done, unit="step", file=sys.stdout, desc="finetune")
+    bar = tqdm(todo, total=args.steps, initial=done, unit="step", file=sys.stdout, desc="finetune",
+               disable=not main_rank)
     t_start, tokens = time.perf_counter(), 0
     try:
         for b in bar:
             with interrupts_deferred():  # the step, its schedule and its count: all three or none
-                losses.append(step(ids=b[:, :-1], targets=b[:, 1:]))
+                part = mine(b)
+                losses.append(step(ids=part[:, :-1], targets=part[:, 1:]))  # (data parallel: the whole batch's)
                 sched.step()
                 done += 1
             tokens += b[:, 1:].size
             bar.set_postfix(loss=f"{losses[-1]:.4f}", lr=f"{opt.param_groups[0]['lr']:.2e}",
                             tok_s=f"{tokens / (time.perf_counter() - t_start):.0f}")
-            if args.save_every and done % args.save_every == 0:
+            if args.save_every and done % args.save_every == 0 and main_rank:
                 save_state(args.checkpoint, model, opt, sched, step, run, done)
     except KeyboardInterrupt:
         bar.close()
-        save_state(args.checkpoint, model, opt, sched, step, run, done)
-        print(f"interrupted after step {done} of {args.steps}: saved {args.checkpoint}; "
+        if main_rank:
+            save_state(args.checkpoint, model, opt, sched, step, run, done)
+        say(f"interrupted after step {done} of {args.steps}: saved {args.checkpoint}; "
               f"continue with --resume {args.checkpoint}")
         return {"losses": losses, "model": model, "interrupted": True, "done": done}
     bar.close()
     if losses:
         k = max(1, len(losses) // 10)
-        print(f"loss: first {k} steps {np.mean(losses[:k]):.4f} -> last {k} steps {np.mean(losses[-k:]):.4f}")
-    if args.save is not None:
+        say(f"loss: first {k} steps {np.mean(losses[:k]):.4f} -> last {k} steps {np.mean(losses[-k:]):.4f}")
+    if args.save is not None and main_rank:
         save(model, args.model_dir, args.save)
         print(f"saved {args.save}")
     return {"losses": losses, "model": model, "interrupted": False, "done": done}

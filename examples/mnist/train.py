@@ -3,6 +3,7 @@
     python examples/mnist/train.py                      # MLP on the shipped 4,000/1,000 subset
     python examples/mnist/train.py --model cnn          # conv-pool-conv-pool-linear
     python examples/mnist/train.py --data ~/mnist       # the full dataset from its IDX files
+    mpiexec -n 2 python examples/mnist/train.py --data-parallel   # 2 processes, each half of every batch
 
 The whole train step (forward, backward, optimizer update) is one compiled program; the batch size
 is a symbolic dim, so the last, smaller batch of an epoch runs the same program. ``--save`` writes a
@@ -13,6 +14,12 @@ Each step checks that the loss is finite (``check_finite``; ``--no-check-finite`
 learning rate far too large makes the loss inf, then NaN, and without the check the run would go on
 training, and saving checkpoints of, NaN weights. With it the run stops at the first bad step, with
 the weights of the step before, and the last checkpoint written stays the last good one.
+
+``--data-parallel`` under ``mpiexec -n N`` (``pip install -e ".[distributed]"``): every rank draws the
+same global batches (``--batch-size`` stays the global size) and trains on its share of each
+(``luminal.distributed.shard``); the step sums the gradients over the ranks, so the run prints the
+losses and accuracy of a single process with the same flags. The held-out digits are shared out the
+same way. Only rank 0 prints and saves; every rank resumes from the same ``--resume`` file.
 """
 
 from __future__ import annotations
@@ -23,9 +30,11 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
 import luminal as lm
+from luminal import distributed as dist
 from luminal import nn, train
 from luminal.data import batches, load_mnist
 from luminal.train import NonFiniteLossError
@@ -99,6 +108,8 @@ def parse_args(argv=None):
                    help="use only the first N train and N//4 test digits")
     p.add_argument("--no-check-finite", dest="check_finite", action="store_false",
                    help="do not stop when the loss becomes inf or NaN")
+    p.add_argument("--data-parallel", action="store_true",
+                   help="under mpiexec -n N: each rank trains on its share of every batch")
     return p.parse_args(argv)
 
 
@@ -107,15 +118,23 @@ def _sizes(n: int, batch_size: int) -> set:
     return {min(n, batch_size), n % batch_size or min(n, batch_size)} - {0}
 
 
+def _local(n: int, dp: bool) -> int:
+    """This rank's share of a batch of ``n`` (all of it without data parallelism)."""
+    return len(dist.shard(range(n))) if dp else n
+
+
 def main(argv=None) -> dict:
     args = parse_args(argv)
+    dp = args.data_parallel
+    main_rank = not dp or dist.rank() == 0
+    say = print if main_rank else (lambda *a, **k: None)
     epochs = args.epochs if args.epochs is not None else (4 if args.model == "cnn" else 5)
     lr = args.lr if args.lr is not None else (0.05 if args.optimizer == "sgd" else 1e-3)
     data = load_mnist(args.data)
     xtr, ytr, xte, yte = data.train_images, data.train_labels, data.test_images, data.test_labels
     if args.limit:
         xtr, ytr, xte, yte = xtr[:args.limit], ytr[:args.limit], xte[:args.limit // 4], yte[:args.limit // 4]
-    print(f"data: {data.source}: {len(xtr)} train / {len(xte)} held-out digits")
+    say(f"data: {data.source}: {len(xtr)} train / {len(xte)} held-out digits")
 
     lm.manual_seed(args.seed)
     model = MODELS[args.model]()
@@ -125,20 +144,21 @@ def main(argv=None) -> dict:
     loss = train.cross_entropy(model(x), y)
     opt = OPTIMIZERS[args.optimizer](model.parameters(), lr=lr)
     t0 = time.perf_counter()
-    step = train.compile_step(loss, opt, backend=args.backend, check_finite=args.check_finite)
+    step = train.compile_step(loss, opt, backend=args.backend, check_finite=args.check_finite, data_parallel=dp)
     for n in _sizes(len(xtr), args.batch_size):  # the code for every batch size an epoch has, now
-        step.prepare(x=(n, 784), y=(n,))
+        step.prepare(x=(_local(n, dp), 784), y=(_local(n, dp),))
     model.eval()
     predict = lm.compile(model(x).argmax(-1), backend=args.backend)
     for n in _sizes(len(xte), 500):
-        predict.prepare(x=(n, 784))
-    print(f"model: {args.model} ({sum(p.numel() for p in model.parameters()):,} parameters), "
-          f"{args.optimizer} lr={lr}, backend={args.backend}; compiled in {time.perf_counter() - t0:.1f} s")
+        predict.prepare(x=(_local(n, dp), 784))
+    ranks = f", {dist.world_size()} ranks" if dp else ""
+    say(f"model: {args.model} ({sum(p.numel() for p in model.parameters()):,} parameters), "
+          f"{args.optimizer} lr={lr}, backend={args.backend}{ranks}; compiled in {time.perf_counter() - t0:.1f} s")
 
     start = 0
     if args.resume is not None:
         start = train.load_checkpoint(args.resume, model=model, optimizer=opt, step=step)["epoch"]
-        print(f"resumed from {args.resume} after epoch {start}")
+        say(f"resumed from {args.resume} after epoch {start}")
 
     history = []
     t_start = time.perf_counter()
@@ -147,25 +167,29 @@ def main(argv=None) -> dict:
         epoch_batches = batches((xtr, ytr), args.batch_size, shuffle=True, seed=[args.seed, epoch])
         n_batches = -(-len(xtr) // args.batch_size)
         bar = tqdm(epoch_batches, total=n_batches, desc=f"epoch {epoch + 1}/{epochs}",
-                   unit="batch", leave=True, file=sys.stdout)
+                   unit="batch", leave=True, file=sys.stdout, disable=not main_rank)
         seen, total, t_epoch = 0, 0.0, time.perf_counter()
         try:
             for xb, yb in bar:
-                total += step(x=xb, y=yb) * len(xb)
+                xs, ys = dist.shard(xb, yb) if dp else (xb, yb)
+                total += step(x=xs, y=ys) * len(xb)  # (data parallel: the loss of the whole batch)
                 seen += len(xb)
                 rate = seen / (time.perf_counter() - t_epoch)
                 bar.set_postfix(loss=f"{total / seen:.4f}", digits_per_s=f"{rate:.0f}")
         except NonFiniteLossError as e:  # stop before this epoch's save overwrites a good checkpoint
             kept = f"; {args.save} was not overwritten" if args.save is not None else ""
-            raise SystemExit(f"stopped in epoch {epoch + 1}: {e}{kept}") from None
+            raise SystemExit(f"stopped in epoch {epoch + 1}: {e}{kept}" if main_rank else 1) from None
         finally:
             bar.close()
-        correct = sum(int((predict(x=xb) == yb).sum()) for xb, yb in batches((xte, yte), 500))
+        correct = sum(int((predict(x=xb) == yb).sum()) for xb, yb in
+                      (dist.shard(*b) if dp else b for b in batches((xte, yte), 500)))
+        if dp:  # every rank counted its share of the held-out digits
+            correct = int(dist.all_reduce(np.array([correct], np.int64))[0])
         acc = correct / len(xte)
         history.append({"epoch": epoch + 1, "loss": total / seen, "accuracy": acc})
-        print(f"epoch {epoch + 1}: train loss {total / seen:.4f}, held-out accuracy {acc:.2%} "
+        say(f"epoch {epoch + 1}: train loss {total / seen:.4f}, held-out accuracy {acc:.2%} "
               f"({time.perf_counter() - t_start:.1f} s elapsed)")
-        if args.save is not None:
+        if args.save is not None and main_rank:
             train.save_checkpoint(args.save, model=model, optimizer=opt, step=step, extra={"epoch": epoch + 1})
     return {"history": history, "seconds": time.perf_counter() - t_start}
 

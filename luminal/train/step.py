@@ -27,6 +27,11 @@ parameter through its cast (in float32), and the optimizer updates the float32 m
 gradients back after it; a step whose gradients overflowed is skipped by the same in-program select as
 ``check_finite`` (every written State keeps its old value; the accumulated gradients are cleared) and
 the scaler backs off, without raising.
+
+Data parallel (``data_parallel=True``, see ``data_parallel.py``): the step runs on every rank of an MPI
+job on the rank's share of each global batch, split at the gradient boundary into a gradients program
+and an update program with the sum of the gradients over the ranks between them; the update is the
+one a single process makes from the whole batch.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 from luminal.train.amp import GradScaler, autocast
 from luminal.train.autograd import grad
+from luminal.train.data_parallel import DataParallel
 
 
 def clip_by_norm(grads: list[GraphTensor], max_norm: float, norm_type: float = 2.0):
@@ -74,7 +80,10 @@ def clip_by_value(grads: list[GraphTensor], clip_value: float):
 class NonFiniteLossError(FloatingPointError):
     """The loss (or the gradient norm) of a train step was inf or NaN under ``check_finite=True``.
     ``call`` is the 1-based count of calls of the step that saw it, ``loss`` and ``grad_norm`` the
-    values; the bad call changed no parameter, optimizer state or accumulated gradient."""
+    values; the bad call changed no parameter, optimizer state or accumulated gradient. ``all_ranks``:
+    raised by every rank of a data-parallel step at the same call."""
+
+    all_ranks = False
 
     def __init__(self, msg: str, call: int, loss: float, grad_norm: float | None):
         super().__init__(msg)
@@ -117,18 +126,23 @@ class TrainStep:
         scaler: a :class:`~luminal.train.amp.GradScaler` for dynamic loss scaling (float16), or None.
         shapes: ``{input name: shape}``: generate the step's code for batches of these shapes now
             (:meth:`prepare`), so that the compile's time includes it and the first step only runs.
+        data_parallel: average the gradients over the ranks of an MPI job (``luminal.distributed``),
+            each rank calling the step with its share of every global batch (module docstring).
     """
 
     def __init__(self, loss: GraphTensor, optimizer, backend: str = "cpu", outputs=(),
                  clip_grad_norm: float | None = None, clip_grad_value: float | None = None,
                  accumulate: int = 1, norm_type: float = 2.0, check_finite: bool = False,
-                 compute_dtype=None, scaler: GradScaler | None = None, shapes: dict | None = None):
+                 compute_dtype=None, scaler: GradScaler | None = None, shapes: dict | None = None,
+                 data_parallel: bool = False):
         if not isinstance(loss, GraphTensor):
             raise TypeError(f"compile_step: loss must be a GraphTensor, got {type(loss).__name__}")
         if not isinstance(accumulate, int) or accumulate < 1:
             raise ValueError(f"compile_step: accumulate must be a positive int, got {accumulate!r}")
         if not isinstance(check_finite, (bool, np.bool_)):
             raise TypeError(f"compile_step: check_finite must be True or False, got {check_finite!r}")
+        if not isinstance(data_parallel, (bool, np.bool_)):
+            raise TypeError(f"compile_step: data_parallel must be True or False, got {data_parallel!r}")
         clip_grad_norm = _positive("clip_grad_norm", clip_grad_norm)
         clip_grad_value = _positive("clip_grad_value", clip_grad_value)
         if scaler is not None and not isinstance(scaler, GradScaler):
@@ -151,6 +165,7 @@ class TrainStep:
         self.micro_step = 0  # calls since the last update (0 <= micro_step < accumulate)
         self.last_grad_norm: float | None = None
         self._outputs = outputs
+        self._clip = (clip_grad_norm, clip_grad_value, norm_type)
         used = [(gi, p) for gi, p in optimizer.params() if getattr(p, "requires_grad", True)
                 and graph.state_node(p) is not None]
         if not used:
@@ -161,9 +176,16 @@ class TrainStep:
 
         updates: dict[State, GraphTensor] = {}
         old: dict[State, GraphTensor] = {}  # what each written State holds before the call
-        loss_ok = isfinite(loss.float()) if check_finite else None
+        # (data parallel: the global loss is checked on the host, before the update program runs)
+        loss_ok = isfinite(loss.float()) if check_finite and not data_parallel else None
         acc_grads = grads
-        if accumulate > 1:
+        dp: DataParallel | None = None
+        self._dp = None
+        if data_parallel:  # gradients into buckets, summed over the ranks; the update reads the sums
+            self._dp = dp = DataParallel(self, used, grads, [loss, *self._outputs], graph_updates, backend)
+            self._acc = dp.acc
+            acc_grads = dp.reduced
+        elif accumulate > 1:
             self._acc = [State(np.zeros(p.shape, p.data.dtype), p.dtype, f"{p.name or 'param'}.grad_acc")
                          for _, p in used]
             acc_t = [graph.state(a) for a in self._acc]
@@ -191,7 +213,7 @@ class TrainStep:
             acc_grads, norm = clip_by_norm(acc_grads, clip_grad_norm, norm_type)
             extra.append(norm)
             if check_finite and scaler is None:  # with a scaler, overflowing gradients skip the step instead
-                ok = logical_and(ok, isfinite(norm.float()))
+                ok = isfinite(norm.float()) if ok is None else logical_and(ok, isfinite(norm.float()))
 
         t = optimizer.steps + 1
         scalars = {gi: {k: graph.state(s) for k, s in optimizer.scalar_states(gi, t).items()}
@@ -209,13 +231,18 @@ class TrainStep:
             acc_states = set(getattr(self, "_acc", []))
             updates = {st_: v if st_ in acc_states else where(grads_ok, v, old[st_]) for st_, v in updates.items()}
             extra.append(grads_ok)
-        if check_finite:  # a bad step writes back what was read: the update is undone inside the program
+        if check_finite and ok is not None:  # a bad step writes back what was read: undone inside the program
             updates = {st_: where(ok, v, old[st_]) for st_, v in updates.items()}
         self._groups = sorted(scalars)
         self._n_extra = len(extra)
         self._has_norm = clip_grad_norm is not None
-        self._update = compile_graph([loss, *self._outputs, *extra], backend=backend,
-                                     updates={**graph_updates, **updates})
+        if dp is not None:  # no forward here: the graph's own updates are the gradients program's, kept as read
+            keep = {st_: graph.state(st_) for st_ in graph.updates}
+            self._update = compile_graph([graph.state(dp.inv_total), *extra], backend=backend,
+                                         updates={**keep, **updates})
+        else:
+            self._update = compile_graph([loss, *self._outputs, *extra], backend=backend,
+                                         updates={**graph_updates, **updates})
         if shapes:
             self.prepare(**shapes)
 
@@ -226,6 +253,10 @@ class TrainStep:
         Args:
             **shapes: every input's shape, by name (a tuple of ints, or an array of that shape).
         """
+        if self._dp is not None:  # the update program reads no input
+            self._dp.program.prepare(**shapes)
+            self._update.prepare()
+            return
         for program in (self._update, getattr(self, "_micro", None)):
             if program is not None:
                 program.prepare(**shapes)
@@ -238,6 +269,9 @@ class TrainStep:
 
     def _step(self, batch):
         self.calls += 1
+        if self._dp is not None:
+            loss, extra = self._dp(self, batch)
+            return loss if not self._outputs else (loss, *extra)
         final = self.micro_step + 1 == self.accumulate
         if final:
             for gi in self._groups:  # lr & co. for this step, from the (possibly scheduled) groups
@@ -252,7 +286,7 @@ class TrainStep:
         found_inf = final and self.scaler is not None and not bool(res[-1])
         norm_bad = norm is not None and not math.isfinite(norm) and self.scaler is None
         if self.check_finite and (not math.isfinite(loss) or norm_bad):
-            self._non_finite(loss, norm, final)
+            raise self._non_finite(loss, norm, final)
         if final:
             if self.scaler is not None:  # a skipped step leaves the optimizer's step count as it was
                 self.scaler.update(found_inf)
@@ -267,24 +301,35 @@ class TrainStep:
             self.micro_step += 1
         return loss if not self._outputs else (loss, *res[1:])
 
-    def _non_finite(self, loss: float, norm: float | None, final: bool):
+    def _non_finite(self, loss: float, norm: float | None, final: bool, note: str = "",
+                    all_ranks: bool = False) -> NonFiniteLossError:
+        """The error of a call whose loss or gradient norm is not finite (``note``: where, for data
+        parallel; ``all_ranks``: every rank raises it at this call)."""
         what = f"the loss is {loss}" if not math.isfinite(loss) else f"the gradient norm is {norm} (loss {loss})"
         kind = f"optimizer step {self.optimizer.steps + 1}" if final else \
             f"micro-step {self.micro_step + 1} of {self.accumulate}"
-        raise NonFiniteLossError(
-            f"train step: {what} at call {self.calls} ({kind}); nothing was updated by this call (parameters, "
+        err = NonFiniteLossError(
+            f"train step: {what} at call {self.calls} ({kind}{note}); nothing was updated by this call (parameters, "
             f"optimizer state and accumulated gradients are as before it). Training has diverged or met a bad "
             f"batch: lower the learning rate, clip the gradients, or check the data "
             f"(check_finite=True raised this)", self.calls, loss, norm)
+        err.all_ranks = all_ranks
+        return err
 
     def report(self, show: bool = True):
         """The compile report of the update program (forward + backward + update), as
-        ``Compiled.report``: kernels, loops rolled, memory, time per stage."""
-        return self._update.report(show)
+        ``Compiled.report``: kernels, loops rolled, memory, time per stage. Data parallel: the
+        gradients program's (forward + backward; the update is a program of its own)."""
+        return (self._update if self._dp is None else self._dp.program).report(show)
 
     def state_dict(self) -> dict:
         """What a checkpoint needs beyond model and optimizer: the accumulation position, the
-        accumulated gradients and the graph's random generator (dropout masks)."""
+        accumulated gradients and the graph's random generator (dropout masks). A data-parallel step
+        is saved between updates only: mid-accumulation, each rank holds a part of the gradients."""
+        if self._dp is not None and self.micro_step:
+            raise ValueError(f"TrainStep.state_dict: a data-parallel step is saved between optimizer updates; it is "
+                             f"at micro-step {self.micro_step} of {self.accumulate}, whose gradients are spread over "
+                             f"the ranks (save when micro_step is 0)")
         arrays = {f"grad_acc.{i}": a.data for i, a in enumerate(getattr(self, "_acc", []))}
         sd = {"micro_step": self.micro_step, "rng": self.graph.rng.bit_generator.state, "arrays": arrays}
         if self.scaler is not None:
@@ -308,6 +353,9 @@ class TrainStep:
         if not 0 <= micro < self.accumulate:
             raise ValueError(f"TrainStep.load_state_dict: micro_step {micro} does not fit accumulate="
                              f"{self.accumulate} (the state comes from a step with another accumulate)")
+        if self._dp is not None and micro:
+            raise ValueError(f"TrainStep.load_state_dict: the state is at micro-step {micro} of an accumulation; a "
+                             f"data-parallel step resumes between optimizer updates only (micro_step 0)")
         acc = getattr(self, "_acc", [])
         want = {f"grad_acc.{i}" for i in range(len(acc))}
         if set(sd["arrays"]) != want:
@@ -341,7 +389,9 @@ def compile_step(loss: GraphTensor, optimizer, backend: str = "cpu", **options) 
     docstring), ``compute_dtype`` (``lm.float16``/``lm.bfloat16``: mixed precision on float32 master
     weights) and ``scaler`` (a :class:`~luminal.train.amp.GradScaler`: dynamic loss scaling, skipping
     steps whose gradients overflow), ``shapes`` (``{input name: shape}``: generate the code for
-    batches of these shapes now, :meth:`TrainStep.prepare`).
+    batches of these shapes now, :meth:`TrainStep.prepare`), ``data_parallel`` (each rank of an MPI job
+    calls the step with its share of every global batch; the update is the whole batch's, see
+    ``luminal/train/data_parallel.py``).
 
     Args:
         loss: the scalar loss tensor.

@@ -1,0 +1,286 @@
+"""``compile_step(..., data_parallel=True)``: one train step over many ranks, split at the gradients.
+
+Each rank runs the same step on its own share of a global batch. The step is two compiled programs
+with MPI between them:
+
+1. **gradients**: forward and backward on the rank's batch; each gradient, multiplied by the rank's
+   sample count ``n_r``, is written into its view of a flat bucket (``distributed/buckets.py``); the
+   graph's own updates (BatchNorm statistics) are applied here;
+2. **exchange**: every rank reports a small status row (failed?, ``n_r``, its loss, a digest of its
+   batch's dims), so that all ranks agree on what happens next; then the buckets are summed over
+   the ranks in place, a few large messages;
+3. **update**: gradients = bucket sums / total samples (``sum_r n_r g_r / sum_r n_r``: the gradient of
+   the mean loss over the whole global batch, whatever each rank's share), then scaler, clipping (the
+   global norm: every rank reads the same sums), ``check_finite`` and the optimizer's update, as in a
+   single process. Every rank computes the same update from the same sums, so parameters stay equal.
+
+This is the seam gradient accumulation already has (a program that produces gradients, then one that
+applies them); a rank accumulates its micro-steps locally and exchanges once, at the update. The loss a
+call returns is the global mean (weighted by sample counts); extra ``outputs`` are this rank's.
+
+The sample count of a call is the leading dim of its first input whose leading dim is symbolic (the
+batch dim). The loss must be a mean over samples (the losses' default), as for a single process whose
+gradient the sum reproduces.
+
+Agreement, not hope: at the first call the ranks compare a description of their programs (graph
+structure, parameters, optimizer, options) and then take rank 0's parameters and optimizer state;
+at every call they compare their batches' dims beyond the first. A rank that raises, or whose loss is
+not finite under ``check_finite``, makes every rank raise the same error at the same call (no rank is
+left waiting), with nothing updated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+
+import numpy as np
+
+from luminal import distributed
+from luminal.compiler import compile as compile_graph
+from luminal.core.walk import postorder
+from luminal.distributed import collectives, mpi
+from luminal.distributed.buckets import Buckets
+from luminal.distributed.errors import ProgramMismatchError, RankFailedError
+from luminal.frontend.state import State, scalar_state
+
+FAILED, SAMPLES, LOSS, DIGEST = range(4)  # the columns of a step's status row
+
+
+class DataParallel:
+    """The data-parallel part of a :class:`~luminal.train.step.TrainStep`: the gradient buffers and
+    program, the exchange and the first call's agreement. ``reduced`` are the tensors the update
+    program reads as gradients."""
+
+    def __init__(self, step, used, grads, outputs, graph_updates, backend: str):
+        graph = step.graph
+        self.size, self.rank = distributed.world_size(), distributed.rank()
+        self.buckets = Buckets([(p.shape, p.data.dtype) for _, p in used])
+        self.grads = []
+        for (_, p), view in zip(used, self.buckets.arrays):
+            st = State(np.zeros((), p.data.dtype), p.dtype, f"{p.name or 'param'}.grad")
+            st.data = view  # the compiled program writes into the bucket; MPI sums it there
+            self.grads.append(st)
+        self.samples = scalar_state(1.0, "dp.samples")
+        self.inv_total = scalar_state(1.0, "dp.inv_total_samples")
+        n = graph.state(self.samples)
+        writes = {st: g * n for st, g in zip(self.grads, grads)}
+        self.program = compile_graph(outputs, backend=backend, updates={**graph_updates, **writes})
+        inv = graph.state(self.inv_total)
+        self.reduced = [(graph.state(st) * inv).to(st.dtype) for st in self.grads]
+        self.acc = [State(np.zeros(p.shape, p.data.dtype), p.dtype, f"{p.name or 'param'}.grad_acc")
+                    for _, p in used] if step.accumulate > 1 else []
+        # the graph's own float updates (BatchNorm's running statistics) are each rank's until averaged
+        self.stats = [st for st in graph.updates if st.data.dtype.kind == "f"]
+        self.stat_buckets = Buckets([(st.shape, st.data.dtype) for st in self.stats]) if self.stats else None
+        self.pending = 0  # samples of all ranks in this update's earlier micro-steps
+        self.started = False
+        self._roots = [t.node for t in outputs] + [t.node for t in {**graph.updates, **graph_updates}.values()]
+        self._used = used
+        self._sample_input = _sample_input(graph)
+
+    # the first call -------------------------------------------------------------------------------
+    def start(self, step) -> None:
+        """Check that every rank runs the same program, then give every rank rank 0's parameters,
+        optimizer state and counters."""
+        mine = describe(step, self._used, self._roots)
+        theirs = [json.loads(b) for b in collectives.gather_bytes(json.dumps(mine).encode(),
+                                                                   "the first call's program check")]
+        for r, other in enumerate(theirs):
+            diff = _first_difference(theirs[0], other, r)
+            if diff is not None:
+                raise ProgramMismatchError(
+                    f"compile_step(data_parallel=True): rank {r} does not run rank 0's program ({diff}); every rank "
+                    f"must build the same model, loss, optimizer and compile_step options (this is rank {self.rank})")
+        if self.size > 1:
+            arrays = [s.data for s in _persistent(step, self)]
+            counters = np.array([step.optimizer.steps, step.micro_step], np.float64)
+            reqs = [collectives.start_broadcast(a) for a in arrays] + [collectives.start_broadcast(counters)]
+            mpi.wait(reqs, "the first call's broadcast of rank 0's parameters and optimizer state")
+            step.optimizer.steps, step.micro_step = int(counters[0]), int(counters[1])
+        self.started = True
+
+    # every call ---------------------------------------------------------------------------------
+    def __call__(self, step, batch: dict):
+        if not self.started:
+            self.start(step)
+        final = step.micro_step + 1 == step.accumulate
+        n = self._count(batch)
+        error: BaseException | None = None
+        res: tuple | None = None
+        if n == 0:
+            error = ValueError("its batch is empty (every rank needs at least one sample: shard global batches of "
+                               "at least world_size samples)")
+        else:
+            self.samples.set(n)
+            try:
+                res = self.program(**batch)
+            except Exception as e:  # reported to every rank below, then raised everywhere
+                error = e
+        loss_r = float(res[0]) if res is not None else math.nan
+        row = np.array([error is not None, n, loss_r, _batch_digest(batch)], np.float64)
+        table = collectives.gather_rows(row, f"train step call {step.calls}'s status exchange")
+        self._agree(step, table, error, batch)
+        counts = table[:, SAMPLES]
+        total = int(counts.sum())
+        if self.stat_buckets is not None and self.size > 1:
+            self._average_stats(self.stat_buckets, n / total, f"train step call {step.calls}'s running statistics")
+        loss = float(np.dot(counts, table[:, LOSS]) / total)
+        if step.check_finite and not math.isfinite(loss):
+            bad = [r for r in range(self.size) if not math.isfinite(table[r, LOSS])]
+            raise step._non_finite(loss, None, final, note=f"; non-finite on rank(s) {bad}", all_ranks=True)
+        extra = tuple(res[1:]) if res is not None else ()  # (no rank failed: every rank has res)
+        if not final:
+            for a, g in zip(self.acc, self.grads):
+                a.data += g.data
+            self.pending += total
+            step.micro_step += 1
+            return loss, extra
+        for a, g in zip(self.acc, self.grads):
+            g.data += a.data
+        self.buckets.sum_over_ranks(f"train step call {step.calls}'s gradient sum")
+        self.inv_total.set(1.0 / (self.pending + total))
+        for gi in step._groups:  # lr & co. for this step, from the (possibly scheduled) groups
+            step.optimizer.scalar_states(gi, step.optimizer.steps + 1)
+        out = step._update()
+        out = out if isinstance(out, tuple) else (out,)
+        norm = float(out[1]) if step._has_norm else None
+        found_inf = step.scaler is not None and not bool(out[-1])
+        if step.check_finite and norm is not None and not math.isfinite(norm) and step.scaler is None:
+            raise step._non_finite(loss, norm, final, all_ranks=True)  # the same sums: every rank sees it
+        if step.scaler is not None:
+            step.scaler.update(found_inf)
+            step.last_step_skipped = found_inf
+        if not found_inf:
+            step.optimizer.steps += 1
+        if step._has_norm:
+            step.last_grad_norm = norm
+        for a in self.acc:
+            a.data.fill(0)
+        self.pending = 0
+        step.micro_step = 0
+        return loss, extra
+
+    def _average_stats(self, buckets: Buckets, weight: float, what: str) -> None:
+        """Running statistics become the sample-weighted mean of the ranks', the same on every rank again:
+        a running mean then follows the whole batch's mean, a running variance the mean of the ranks'
+        variances (torch's DistributedDataParallel keeps rank 0's instead). The normalisation itself
+        uses each rank's own batch statistics, so a BatchNorm model does not reproduce one process."""
+        for st, view in zip(self.stats, buckets.arrays):
+            np.multiply(st.data, weight, out=view, casting="unsafe")
+        buckets.sum_over_ranks(what)
+        for st, view in zip(self.stats, buckets.arrays):
+            np.copyto(st.data, view)
+
+    def _count(self, batch: dict) -> int:
+        """The call's sample count: the leading dim of its batch input."""
+        name = self._sample_input
+        if name is None or name not in batch:
+            return 1
+        shape = np.shape(batch[name])
+        return int(shape[0]) if shape else 1
+
+    def _agree(self, step, table: np.ndarray, error, batch: dict) -> None:
+        """Raise on every rank when any rank failed or the ranks' batches differ beyond the sample dim."""
+        call = f"train step call {step.calls}"
+        failed = [r for r in range(self.size) if table[r, FAILED]]
+        if failed:
+            mine = f"{type(error).__name__}: {error}" if error is not None else ""
+            texts = [b.decode() for b in collectives.gather_bytes(mine.encode(), f"{call}'s error report")]
+            said = "; ".join(f"rank {r} raised {texts[r]}" for r in failed)
+            raise RankFailedError(f"{call}: {said}. Every rank stops at this call; nothing was updated "
+                                  f"(this is rank {self.rank})", failed, [texts[r] for r in failed]) from error
+        if len(set(table[:, DIGEST])) > 1:
+            texts = [b.decode() for b in collectives.gather_bytes(_batch_text(batch).encode(), f"{call}'s batch check")]
+            ranks = "; ".join(f"rank {r}: {t}" for r, t in enumerate(texts))
+            raise ProgramMismatchError(f"{call}: the ranks' batches differ beyond the first (sample) dim ({ranks}); "
+                                       f"ranks split a global batch along its first dim only")
+
+
+def _sample_input(graph) -> str | None:
+    """The input whose leading dim counts the samples: the first declared with a symbolic leading dim
+    (the batch dim), else the first with a leading dim (every rank's count is then the same)."""
+    shaped = [(name, node.shape) for name, node in graph.inputs.items() if node.shape]
+    for name, shape in shaped:
+        if not isinstance(shape[0], int):
+            return name
+    return shaped[0][0] if shaped else None
+
+
+def _batch_text(batch: dict) -> str:
+    return ", ".join(f"{k} {tuple(np.shape(v))}" for k, v in sorted(batch.items()))
+
+
+def _batch_digest(batch: dict) -> float:
+    """48 bits of a hash of the batch's names and dims beyond the first (exact as a float64)."""
+    text = ";".join(f"{k}{tuple(np.shape(v))[1:]}" for k, v in sorted(batch.items()))
+    return float(int.from_bytes(hashlib.blake2b(text.encode(), digest_size=6).digest(), "big"))
+
+
+def _persistent(step, dp: DataParallel) -> list[State]:
+    """The States rank 0 gives every rank at the first call: everything the step's graph reads but the
+    buffers of the exchange itself (parameters, frozen ones too, BatchNorm statistics, the loss scale,
+    runtime scalars), every optimizer parameter and its state, and the accumulated gradients."""
+    own = {id(s) for s in [*dp.grads, dp.samples, dp.inv_total]}
+    found: dict[int, State] = {}
+    for s in step.graph.states.values():
+        found.setdefault(id(s), s)
+    for _, p in step.optimizer.params():
+        found.setdefault(id(p), p)
+    for _, p in dp._used:
+        for s in step.optimizer.state_for(p).values():
+            found.setdefault(id(s), s)
+    for s in dp.acc:
+        found.setdefault(id(s), s)
+    return [s for k, s in found.items() if k not in own]
+
+
+def describe(step, used, roots) -> dict:
+    """What must be the same on every rank, as JSON: a digest of the graph's structure, the trained
+    parameters, the optimizer and the step's options."""
+    hyper = [_ADDRESS.sub("", f"group {i}: {k}={v!r}") for i, g in enumerate(step.optimizer.param_groups)
+             for k, v in sorted(g.items()) if k not in ("params", "_scalars")]
+    return {
+        "graph": _graph_digest(roots),
+        "parameters": [f"{p.name or '(unnamed)'} {tuple(p.shape)} {p.dtype.name} (group {gi})" for gi, p in used],
+        "optimizer": [type(step.optimizer).__name__, *hyper],
+        "options": [f"accumulate={step.accumulate}", f"check_finite={step.check_finite}",
+                    f"clip_grad_norm={step._clip[0]}", f"clip_grad_value={step._clip[1]}",
+                    f"norm_type={step._clip[2]}", f"compute_dtype={getattr(step.compute_dtype, 'name', None)}",
+                    f"scaler={step.scaler is not None}"],
+    }
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _graph_digest(roots) -> str:
+    """A sha256 of the nodes ``roots`` reach, in creation order, each as its op, argument, dtype, shape
+    and inputs (by position, with their views): equal exactly when two processes built the same graph."""
+    nodes = sorted(postorder(roots, lambda n: [s for s, _ in n.srcs]), key=lambda n: n.id)
+    pos = {n.id: i for i, n in enumerate(nodes)}
+    h = hashlib.sha256()
+    for n in nodes:
+        srcs = ";".join(f"{pos[s.id]}:{v!r}" for s, v in n.srcs)
+        h.update(_ADDRESS.sub("", f"{n.op} {n.arg!r} {n.dtype.name} {n.shape!r} [{srcs}]\n").encode())
+    return h.hexdigest()
+
+
+def _first_difference(a: dict, b: dict, r: int) -> str | None:
+    """The first entry where rank 0's description ``a`` and rank ``r``'s ``b`` differ, in words; None
+    when they agree."""
+    for key in a:
+        x, y = a[key], b.get(key)
+        if x == y:
+            continue
+        if key == "graph":
+            return "the loss's graph has another structure: another model, loss or input shapes"
+        if isinstance(x, list) and isinstance(y, list):
+            for u, v in zip(x, y):
+                if u != v:
+                    return f"{key}: {u!r} on rank 0, {v!r} on rank {r}"
+            return f"{key}: {len(x)} on rank 0, {len(y)} on rank {r}"
+        return f"{key}: {x!r} on rank 0, {y!r} on rank {r}"
+    return None

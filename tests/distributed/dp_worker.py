@@ -1,0 +1,206 @@
+"""Run under ``mpiexec -n 2`` by ``test_data_parallel.py``: every case in one launch (MPI start-up and
+luminal's import are paid once). Each rank runs each case and writes a JSON line to ``rank<r>.jsonl``
+in the directory given as the first argument (one file per rank: two ranks' lines on one stdout can
+interleave). A case compares the data-parallel step on this rank's shares of global batches with a
+single-process step on the whole batches, computed in this same process (cheap for these models).
+
+The failure cases raise errors that every rank agrees on, so the launch goes on to the next case.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import luminal as lm
+from luminal import distributed as dist
+from luminal import nn, train
+
+OPTIMIZERS = {
+    "sgd": lambda ps, lr=0.1: train.SGD(ps, lr=lr, momentum=0.9),
+    "adamw": lambda ps, lr=1e-2: train.AdamW(ps, lr=lr, weight_decay=0.01),
+    "lamb": lambda ps, lr=1e-2: train.LAMB(ps, lr=lr, weight_decay=0.01),
+}
+
+
+def build(opt="adamw", hidden=16, frozen=False, seq=False, batchnorm=False, seed=0, lr=None, **options):
+    """(model, optimizer, step): a small classifier of 12 features (``seq``: of (B, S, 12) sequences,
+    averaged over S) into 4 classes."""
+    lm.manual_seed(seed)
+    layers = [nn.Linear(12, hidden)] + ([nn.BatchNorm1d(hidden)] if batchnorm else []) + [nn.Tanh(),
+                                                                                           nn.Linear(hidden, 4)]
+    model = nn.Sequential(*layers)
+    if frozen:
+        model[0].bias.requires_grad_(False)
+    g = lm.Graph()
+    x = g.input("x", ("B", "S", 12) if seq else ("B", 12))
+    y = g.input("y", ("B",), dtype=lm.int32)
+    logits = model(x).mean(1) if seq else model(x)
+    optimizer = OPTIMIZERS[opt](model.parameters(), **({} if lr is None else {"lr": lr}))
+    step = train.compile_step(train.cross_entropy(logits, y), optimizer, **options)
+    return model, optimizer, step
+
+
+def batches(sizes, seq=None, seed=7):
+    rng = np.random.default_rng(seed)
+    shape = (12,) if seq is None else (seq, 12)
+    return [(rng.standard_normal((n, *shape)).astype(np.float32), rng.integers(0, 4, n).astype(np.int32))
+            for n in sizes]
+
+
+def params(model) -> dict:
+    return {k: np.array(v, copy=True) for k, v in model.state_dict().items()}
+
+
+def rel_diff(a: dict, b: dict) -> float:
+    return max(float(np.abs(a[k] - b[k]).max() / (np.abs(b[k]).max() + 1e-6)) for k in b)
+
+
+def spread(model) -> float:
+    """The largest difference of any parameter from its mean over the ranks (0: identical everywhere)."""
+    worst = 0.0
+    for v in model.state_dict().values():
+        v = np.array(v, np.float64)
+        mean = dist.all_reduce(v.copy(), "mean")
+        worst = max(worst, float(np.abs(v - mean).max()))
+    return worst
+
+
+def reference(data, **kw):
+    model, _, step = build(**kw)
+    losses = [step(x=x, y=y) for x, y in data]
+    return losses, params(model), step
+
+
+def parallel(data, **kw):
+    model, _, step = build(data_parallel=True, **kw)
+    losses = [step(**dict(zip(("x", "y"), dist.shard(x, y)))) for x, y in data]
+    return losses, model, step
+
+
+def equivalence(sizes=(8, 8, 8, 8), tol=1e-5, **kw):
+    data = batches(sizes)
+    ref_losses, ref_params, ref_step = reference(data, **kw)
+    losses, model, step = parallel(data, **kw)
+    out = {"loss_diff": max(abs(a - b) for a, b in zip(losses, ref_losses)), "param_diff": rel_diff(params(model),
+           ref_params), "spread": spread(model), "tol": tol, "losses": losses, "ref_losses": ref_losses}
+    if step.last_grad_norm is not None:
+        out["norm_diff"] = abs(step.last_grad_norm - ref_step.last_grad_norm)
+    return out
+
+
+def agreed_failure(bad_call, make_bad, **kw):
+    """Call 2 fails (on rank 1 only, by ``make_bad``); every rank must raise the same error there, change
+    nothing, and train on as a single process that skipped that batch."""
+    data = batches((8, 8, 8))
+    model, _, step = build(data_parallel=True, check_finite=True, **kw)
+    error = None
+    for i, (x, y) in enumerate(data):
+        xs, ys = dist.shard(x, y)
+        if i == bad_call:
+            xs, ys = make_bad(xs.copy(), ys.copy())
+            try:
+                step(x=xs, y=ys)
+            except (train.NonFiniteLossError, dist.DistributedError) as e:
+                error = f"{type(e).__name__}: {e}"
+            continue
+        step(x=xs, y=ys)
+    _, ref_params, _ = reference([d for i, d in enumerate(data) if i != bad_call], check_finite=True, **kw)
+    return {"error": error, "param_diff": rel_diff(params(model), ref_params), "spread": spread(model), "tol": 1e-5}
+
+
+def on_rank_1(change):
+    return lambda x, y: change(x, y) if dist.rank() == 1 else (x, y)
+
+
+def first_batch(seq=None) -> dict:
+    """This rank's share of a global batch of 8 (``seq``: of sequences that long)."""
+    return dict(zip("xy", dist.shard(*batches((8,), seq=seq)[0])))
+
+
+def expect_mismatch(first_call, **kw):
+    try:
+        model, _, step = build(data_parallel=True, **kw)
+        step(**first_call())
+    except dist.ProgramMismatchError as e:
+        return {"error": f"{type(e).__name__}: {e}"}
+    return {"error": None}
+
+
+def checkpoint(path):
+    data = batches((8, 8, 8, 8))
+    _, ref_params, _ = reference(data)
+    model, opt, step = build(data_parallel=True)
+    for x, y in data[:2]:
+        step(**dict(zip(("x", "y"), dist.shard(x, y))))
+    if dist.rank() == 0:
+        train.save_checkpoint(path, model=model, optimizer=opt, step=step)
+    dist.barrier()
+    model, opt, step = build(data_parallel=True, seed=1 + dist.rank())  # other weights: the load must replace them
+    train.load_checkpoint(path, model=model, optimizer=opt, step=step)
+    loaded_spread = spread(model)
+    for x, y in data[2:]:
+        step(**dict(zip(("x", "y"), dist.shard(x, y))))
+    return {"loaded_spread": loaded_spread, "param_diff": rel_diff(params(model), ref_params),
+            "spread": spread(model), "tol": 1e-5}
+
+
+def batchnorm():
+    data = batches((8, 8, 8))
+    model, _, step = build(data_parallel=True, batchnorm=True)
+    for x, y in data:
+        step(**dict(zip(("x", "y"), dist.shard(x, y))))
+    return {"spread": spread(model)}
+
+
+def collectives():
+    r, n = dist.rank(), dist.world_size()
+    a = np.full(3, r + 1, np.float32)
+    b = np.arange(4, dtype=np.int64) * (r + 1)
+    c = np.full(2, float(r), np.float64)
+    dist.all_reduce(a)
+    dist.all_reduce(b, op="sum")
+    m = dist.all_reduce(np.full(2, float(r), np.float32), op="mean")
+    dist.broadcast(c, root=1)
+    dist.barrier()
+    x, y = dist.shard(np.arange(5), np.arange(5) * 10)
+    return {"size": n, "sum": a.tolist(), "int_sum": b.tolist(), "mean": m.tolist(), "bcast": c.tolist(),
+            "shard": x.tolist(), "shard_y": y.tolist()}
+
+
+CASES = {
+    "sgd": lambda: equivalence(opt="sgd"),
+    "adamw": lambda: equivalence(opt="adamw"),
+    "lamb": lambda: equivalence(opt="lamb"),
+    "clip": lambda: equivalence(clip_grad_norm=0.05),
+    "clip_value": lambda: equivalence(opt="sgd", clip_grad_value=0.01),
+    "frozen": lambda: equivalence(frozen=True),
+    "uneven": lambda: equivalence(sizes=(8, 5, 3, 8)),
+    "accumulate": lambda: equivalence(sizes=(8, 8, 8, 8), accumulate=2),
+    "float16": lambda: equivalence(compute_dtype=lm.float16, tol=2e-2),
+    "nonfinite": lambda: agreed_failure(1, on_rank_1(lambda x, y: (np.full_like(x, np.nan), y))),
+    "raising": lambda: agreed_failure(1, on_rank_1(lambda x, y: (x, np.full_like(y, 99)))),
+    "mismatch_model": lambda: expect_mismatch(first_batch, hidden=16 + dist.rank()),
+    "mismatch_lr": lambda: expect_mismatch(first_batch, lr=1e-2 * (1 + dist.rank())),
+    "mismatch_dims": lambda: expect_mismatch(lambda: first_batch(seq=4 + dist.rank()), seq=True),
+    "checkpoint": lambda: checkpoint(str(Path(sys.argv[1]) / "checkpoint.safetensors")),
+    "batchnorm": batchnorm,
+    "collectives": collectives,
+}
+
+
+def main():
+    with open(Path(sys.argv[1]) / f"rank{dist.rank()}.jsonl", "w") as f:
+        for name, case in CASES.items():
+            out = case()
+            clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
+            f.write(json.dumps({"case": name, "rank": dist.rank(), **clean}) + "\n")
+            f.flush()
+
+
+if __name__ == "__main__":
+    main()
