@@ -15,5 +15,6 @@ from luminal.frontend.ops import *  # noqa: F403 - the public ops, listed once i
 from luminal.frontend.seed import manual_seed
 
 bool = bool_  # noqa: A001 - lm.bool, as torch.bool
+long = int32  # lm.long, as torch.long: int32, luminal's one integer type (``Tensor.long()`` casts to it too)
 
 __version__ = "0.1.0"

@@ -44,7 +44,17 @@ def shape_str(shape) -> str:
 
 
 def describe(t) -> str:
-    return f"{shape_str(t.shape)} {t.dtype.name}, made at {where(t.origin)}"
+    return f"{shape_str(t.shape)} {t.dtype.name}{_state_of(t)}, made at {where(t.origin)}"
+
+
+def _state_of(t) -> str:
+    """`` (Parameter fc.weight)`` when ``t`` reads a State (a module's parameter or buffer, which an op
+    may have read into its graph itself), so an error names it; else empty."""
+    node = t.node
+    if node.op != "Input":
+        return ""
+    s = getattr(t.graph, "states", {}).get(node.arg)
+    return "" if s is None else f" ({type(s).__name__} {s.name or str(node.arg).lstrip('$')})"
 
 
 def op_error(kind, op: str, msg: str, *operands):

@@ -168,6 +168,27 @@ class Sym:
     def __bool__(self):
         raise TypeError(f"the truth value of symbolic dim {self} is only known at run time")
 
+    # ``assert T <= block_size`` in torch code: no answer while the graph is built (a plain TypeError would
+    # name no dim and no line). The checks that matter are made when the program runs: a slice of a
+    # 16-long dim by T requires T <= 16 then (``GraphTensor._requires``).
+    def _compare(self, other, op: str):
+        raise op_error(TypeError, f"{self} {op} {other}", f"symbolic dim {self} has no value while the graph is "
+                       "built (it is bound from the inputs' shapes when a compiled program runs), so it cannot be "
+                       "compared here; size checks are made by the program when it runs (slicing a 16-long dim "
+                       "by T requires T <= 16 then)")
+
+    def __lt__(self, other):
+        self._compare(other, "<")
+
+    def __le__(self, other):
+        self._compare(other, "<=")
+
+    def __gt__(self, other):
+        self._compare(other, ">")
+
+    def __ge__(self, other):
+        self._compare(other, ">=")
+
     def __str__(self):
         parts = []
         for m, c in sorted(self.terms, key=lambda mc: (-len(mc[0]), mc[0])):

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from luminal.core.errors import op_error, renamed
+from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 
 
@@ -26,12 +27,20 @@ def check_tensors(op: str, /, *, optional=(), **named) -> None:
         if not isinstance(x, GraphTensor):
             if x is None and what in optional:
                 continue
-            raise op_error(TypeError, op, f"{what} must be a GraphTensor, got {type(x).__name__}")
+            raise op_error(TypeError, op, f"{what} must be a GraphTensor, got {got(x)}")
         if graph is None:
             graph = x.graph
         elif x.graph is not graph:
             ts = [t for t in named.values() if isinstance(t, GraphTensor)]
             raise op_error(ValueError, op, "operands belong to different graphs", *ts)
+
+
+def got(x) -> str:
+    """What a non-tensor argument is, for errors: its type; a Parameter or Buffer named, with how to read
+    it into a graph (the public ops do it themselves, ``frontend/join.py``; this is for what they reach)."""
+    if isinstance(x, State):
+        return f"{x.describe()} (read it into the graph with .on(graph))"
+    return type(x).__name__
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])

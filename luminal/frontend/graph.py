@@ -90,6 +90,9 @@ class Graph:
         # >= 0 once dims are bound, what breaks otherwise). A program reading a view of that node with
         # both dims (the window count and size, however permuted) checks it.
         self.requirements: dict[tuple, tuple] = {}
+        # A host graph (``frontend/host.py``) holds the tensors made outside any graph (``lm.ones(3)`` in a
+        # module's ``__init__``): constants whose values are known now, which join other graphs by value.
+        self.host = False
 
     def __repr__(self):
         return f"Graph({len(self.nodes)} nodes, inputs={list(self.inputs)})"

@@ -17,16 +17,34 @@ from luminal.core import dtype as dt
 
 
 class State:
-    """A named, typed host array. ``data`` is kept in the dtype's storage form (see ``dtype.py``)."""
+    """A named, typed host array. ``data`` is kept in the dtype's storage form (see ``dtype.py``).
+
+    ``data`` may be an array, another State (copied) or a tensor whose values are known now (a host
+    tensor, ``frontend/host.py``: ``nn.Parameter(torch.ones(3))``, ``nn.Parameter(w[:16])``), whose dtype
+    is kept. Used in an op, a State is read into the op's graph (``frontend/state_tensor.py``)."""
 
     def __init__(self, data, dtype=None, name: str | None = None):
         arr = np.asarray(data)
+        if dtype is None and isinstance(getattr(data, "dtype", None), dt.DType):
+            dtype = data.dtype  # a State or a tensor: its lm dtype (bfloat16 arrives as float32 storage)
         if dtype is None:
             dtype = dt.int32 if arr.dtype.kind in "iu" else arr.dtype  # one integer type, as for inputs
         d = dt.as_dtype(dtype)
         self.dtype: dt.DType = d
         self.data: np.ndarray = np.array(dt.to_storage(arr, d), order="C", copy=True)
         self.name = name
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        """The current values (``np.asarray(w)``; a copy when asked for one or for another dtype)."""
+        if dtype is not None and np.dtype(dtype) != self.data.dtype:
+            return self.data.astype(dtype)
+        return self.data.copy() if copy else self.data
+
+    @property
+    def device(self) -> str:
+        """``"cpu"``: the values live on the host whatever backend a graph is compiled for (torch code
+        passes ``w.device`` on to ``to``/factories, which accept ``"cpu"``)."""
+        return "cpu"
 
     @property
     def shape(self) -> tuple:

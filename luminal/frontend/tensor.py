@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
 from luminal.core import dtype as dt
 from luminal.core.errors import check_number, op_error, user_frame, where
-from luminal.core.symbolic import Dim, dims, exact_div, is_static, prod, shape_str
+from luminal.core.symbolic import Dim, dims, exact_div, is_static, nonnegative, prod, shape_str
 from luminal.core.view import View
 from luminal.frontend.eager import COMPILE_TO_READ, TRAIN_STEP, eager_only
 
@@ -118,6 +118,14 @@ class GraphTensor:
     def dim(self) -> int:
         """The number of dims (torch ``Tensor.dim()``, the same as ``ndim``)."""
         return self.ndim
+
+    @property
+    def device(self) -> str:
+        """``"cpu"``: a compiled program takes and returns host (numpy) arrays whatever backend runs it,
+        and the backend is chosen when compiling (``lm.compile(..., backend=...)``), not per tensor. torch
+        code passes ``x.device`` on (``torch.arange(t, device=x.device)``, ``y.to(x.device)``), and
+        those accept ``"cpu"``."""
+        return "cpu"
 
     def size(self, d: int | None = None) -> tuple | Dim:
         """torch ``Tensor.size``: the shape, or the size of one dim.
@@ -486,6 +494,19 @@ class GraphTensor:
 
     def _slice_dim(self, d, start, count, step) -> GraphTensor:
         return self._with_view(self.layout.slice(d, start, count, step))
+
+    def _requires(self, need, size, op: str, what: str) -> None:
+        """Record that ``need >= 0`` must hold when a program runs (a symbolic slice within its dim:
+        ``16 - T``); ``size`` is the size of the dim the slice makes, by which a program that reads the
+        slice is found (``graph.requirements``; the compiled call checks it before any work and fails
+        with ``what``, the op and the user's line; the first of several alike is kept). Nothing is recorded
+        when every binding satisfies it; a static violation fails now."""
+        if nonnegative(need):
+            return
+        if is_static(need):
+            raise op_error(IndexError, op, what, self)
+        message = f"{op}: {what}, at {where(user_frame())}"
+        self.graph.requirements.setdefault((self.node.id, size, size), (need, message))
 
     @scalar_as_1d("unfold", dims=("dimension",), result=lambda out, args: out.reshape(out.shape[1:]))
     def unfold(self, dimension: int, size: int, step: int) -> GraphTensor:

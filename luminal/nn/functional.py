@@ -4,10 +4,14 @@ namespace, with torch's names and signatures. The layers and these functions sha
 
 The losses (``F.cross_entropy``, ``F.mse_loss``, ...) are ``luminal/nn/losses.py``'s, the same
 functions ``luminal.train`` exports.
+
+Each is wrapped so that a Parameter or Buffer argument joins the graph of the call
+(``F.layer_norm(x, shape, self.weight, self.bias)``; ``luminal/frontend/join.py``).
 """
 
 from __future__ import annotations
 
+from luminal.frontend.join import joins_all as _joins_all
 from luminal.frontend.ops import one_hot as _one_hot
 from luminal.nn.layers.activation import (
     celu,
@@ -108,4 +112,7 @@ __all__ = [
 ]
 __all__ += ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "focal_loss", "huber_loss",
             "kl_div", "l1_loss", "mse_loss", "nll_loss", "smooth_l1_loss"]
+# (the running statistics stay States: batch_norm and instance_norm update them in place)
+_joins_all(globals(), __all__, keep={"batch_norm": ("running_mean", "running_var"),
+                                     "instance_norm": ("running_mean", "running_var")})
 _LOSSES = tuple(n for n in __all__ if globals()[n].__module__ == "luminal.nn.losses")

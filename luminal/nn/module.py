@@ -2,7 +2,10 @@
 
 A module holds its parameters as host arrays (:class:`Parameter`). Calling it on a GraphTensor builds
 graph ops in that tensor's graph; the parameters become persistent inputs of the graph, so a graph
-always computes with the module's current values and training updates them in place.
+always computes with the module's current values and training updates them in place. ``forward`` uses
+its parameters and buffers as tensors, as torch's does (``x * self.weight``, ``self.mask[:T, :T]``,
+``F.layer_norm(x, s, self.weight, self.bias)``): each joins the graph of the call
+(``frontend/join.py``, ``frontend/building.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from luminal.core import dtype as dt
+from luminal.core.errors import op_error
 from luminal.core.interrupts import interrupts_deferred
+from luminal.frontend import building
+from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 from luminal.nn.parameter import Buffer, Parameter
 
@@ -39,6 +45,11 @@ class Module:
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__}: call super().__init__() before assigning attributes")
+        if name in self._buffers and (isinstance(value, np.ndarray) or (isinstance(value, GraphTensor)
+                                                                        and value.graph.host)):
+            # torch: assigning a tensor to a buffer's name sets the buffer (``self.bias = self.bias[:, :, :n, :n]``
+            # when cropping a model); an array or a host tensor (its values known now) becomes the new value
+            value = Buffer(value, persistent=self._buffers[name].persistent)
         own = self._parameters if isinstance(value, Parameter) else self._buffers if isinstance(value, Buffer) \
             else self._modules if isinstance(value, Module) else None
         for table in (self._parameters, self._buffers, self._modules):
@@ -281,11 +292,11 @@ class Module:
         """``train(False)``: evaluation mode for graphs built from now on."""
         return self._set_mode(False)
 
-    def _record_graph(self, args, kwargs) -> None:
-        """Remember, for this module and its submodules, the graph it is being called in and the mode
-        each has (so a later mode change can warn, and ``Compiled``'s repr shows the mode)."""
-        g = next((a.graph for a in (*args, *kwargs.values()) if isinstance(a, GraphTensor)), None)
-        if g is None:
+    def _record_graph(self, g) -> None:
+        """Remember, for this module and its submodules, the graph ``g`` it is being called in and the
+        mode each has (so a later mode change can warn, and ``Compiled``'s repr shows the mode). A host
+        graph (``frontend/host.py``: a call on tensors whose values are known now) is not recorded."""
+        if g is None or g.host:
             return
         modes = g.__dict__.setdefault("nn_modes", {})
         for m in self.modules():
@@ -442,8 +453,19 @@ class Module:
     # calling ----------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         self._name_states()
-        self._record_graph(args, kwargs)
-        return self.forward(*args, **kwargs)
+        g = building.graph_in(args, kwargs)  # the graph this call builds in (frontend/building.py)
+        if g is None and building.current() is None and any(_data(a) for a in (*args, *kwargs.values())):
+            got = building.describe_args(args, kwargs)
+            raise op_error(TypeError, self._who(), f"called on no GraphTensor ({got}): a module builds graph ops; "
+                           f"call it on a graph's tensors (x = g.input('x', shape)), then compile its outputs with "
+                           f"lm.compile and run that on arrays")
+        self._record_graph(g)
+        with building.module_call(g, self._who, args, kwargs):
+            return self.forward(*args, **kwargs)
+
+    def _who(self) -> str:
+        """This module as errors name it: ``Linear(in_features=3, out_features=4, bias=True)``, ``GPT()``."""
+        return f"{type(self).__name__}({self.extra_repr()})"
 
     def forward(self, *args, **kwargs):
         """The computation; subclasses define it (calling the module runs it)."""
@@ -470,6 +492,17 @@ class Module:
             body = extra_lines[0] if len(extra_lines) == 1 and not child_lines else \
                 "\n  " + "\n  ".join(lines) + "\n"
         return f"{type(self).__name__}({body})"
+
+
+def _data(a, nested: bool = False) -> bool:
+    """Whether a module argument is data a graph would take as an input (an array, a State, a list of
+    numbers): a top-level call on no tensor but such data is an error saying to build a graph. A bare
+    number (a size, a flag) is not data."""
+    if isinstance(a, (list, tuple)):
+        return any(_data(b, True) for b in a)
+    if isinstance(a, (np.ndarray, State)):
+        return True
+    return nested and isinstance(a, (int, float)) and not isinstance(a, bool)
 
 
 def _addindent(s: str, n: int) -> str:

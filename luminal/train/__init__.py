@@ -4,7 +4,7 @@ checkpoints, and ``interrupts_deferred`` (a block of a training loop kept whole 
 ``lm.compile``."""
 
 from luminal.core.interrupts import interrupts_deferred
-from luminal.nn.losses import (
+from luminal.nn.functional import (  # F's: they take Parameters and Buffers (frontend/join.py)
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,

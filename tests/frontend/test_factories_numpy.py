@@ -58,11 +58,23 @@ def test_factories_every_spelling_matches_torch():
     lambda: lm.arange(5), lambda: lm.zeros(2, 3), lambda: lm.ones((2,)), lambda: lm.full((2,), 1.0),
     lambda: lm.eye(3),
 ], ids=["arange", "zeros", "ones", "full", "eye"])
-def test_a_factory_without_a_graph_fails_naming_itself(call):
-    name = {"arange", "zeros", "ones", "full", "eye"}
+def test_a_factory_without_a_graph(call):
+    """Outside any module call it makes a host tensor, whose values are known now (``nn.Parameter(
+    lm.ones(n))`` in a module's ``__init__``; tests/frontend/test_host_tensors.py); inside a module
+    called on no graph tensor it fails naming itself, the module, and ``graph=``."""
+    from luminal import nn
+
+    t = call()
+    assert t.graph.host and np.asarray(t).shape == t.shape
+
+    class Make(nn.Module):
+        def forward(self, n):
+            return call()
+
     with pytest.raises(TypeError, match="graph=") as e:
-        call()
-    assert str(e.value).split(":")[0] in name
+        Make()(3)
+    assert str(e.value).split(":")[0] in {"arange", "zeros", "ones", "full", "eye"}
+    assert "Make() was called on no GraphTensor (int 3)" in str(e.value)
 
 
 def test_factory_graph_given_twice_must_agree():

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from luminal.core import dtype as dt
+from luminal.frontend import host, state_tensor
 from luminal.frontend.graph import Graph
+from luminal.frontend.join import joins, joins_all, op_name
 from luminal.frontend.ops import activations, combine, creation, elementwise, indexing, linalg, reduce
 from luminal.frontend.ops import core as _core
 from luminal.frontend.ops.activations import (
@@ -319,8 +321,9 @@ def _install():
         # shapes and products (movement.py, linalg.py)
         "diff": diff, "rot90": rot90, "cross": cross, "kron": kron, "hardshrink": hardshrink,
     }
-    for name, fn in methods.items():
-        setattr(GraphTensor, name, fn)
+    for name, fn in methods.items():  # (a Parameter or Buffer argument joins the tensor's graph: join.py)
+        setattr(GraphTensor, name, joins(fn, op_name(name)))
+    GraphTensor.expand_as = joins(GraphTensor.expand_as)  # type: ignore[method-assign]  # (the class's one tensor-taking method)
     GraphTensor.__hash__ = object.__hash__
     graph_methods = {
         "arange": arange, "full": full, "eye": eye, "zeros": zeros, "ones": ones,
@@ -330,6 +333,8 @@ def _install():
 
 
 _install()
+state_tensor.install()  # Parameters and Buffers take GraphTensor's methods (state_tensor.py)
+host.install()  # np.asarray of a tensor made outside any graph (host.py)
 
 # The public ops (re-exported as ``lm.<name>``): every function defined in this package's modules,
 # written out so that type checkers and editors see them (tests/test_api_types.py checks the list).
@@ -352,3 +357,5 @@ __all__ = [
     "threshold", "topk", "trace", "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack",
     "where", "zeros", "zeros_like",
 ]
+
+joins_all(globals(), __all__)  # lm.<op>: Parameters, Buffers and host tensors join the op's graph (join.py)

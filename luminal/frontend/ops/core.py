@@ -7,9 +7,12 @@ import numpy as np
 from luminal.core import dtype as dt
 from luminal.core.backend import backend_names
 from luminal.core.errors import check_number, op_error
-from luminal.core.symbolic import is_static, shape_str, sizes
-from luminal.frontend.checks import check_tensors, tensor_op
+from luminal.core.symbolic import Sym, is_static, shape_str, sizes
+from luminal.frontend import building
+from luminal.frontend.checks import check_tensors, got, tensor_op
 from luminal.frontend.graph import Graph
+from luminal.frontend.host import host_graph
+from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 
 
@@ -154,15 +157,17 @@ def coerce(op: str, *xs, dtype: dt.DType | None = None, min_kind: str | None = N
                        + " and ".join(type(x).__name__ for x in xs))
     if any(t.graph is not tensors[0].graph for t in tensors):
         raise op_error(ValueError, op, "operands belong to different graphs", *tensors)
-    if any(isinstance(x, np.ndarray) for x in xs):
-        xs = tuple(from_numpy(op, x, tensors[0]) if isinstance(x, np.ndarray) else x for x in xs)
+    if any(isinstance(x, (np.ndarray, Sym)) for x in xs):  # a symbolic size: its int32 value at run time
+        xs = tuple(from_numpy(op, x, tensors[0]) if isinstance(x, np.ndarray) else
+                   tensors[0].graph.constant(x) if isinstance(x, Sym) else x for x in xs)
         tensors = [x for x in xs if isinstance(x, GraphTensor)]
     for x in xs:
         if not isinstance(x, GraphTensor):
             try:
                 dt.scalar_kind(x)
             except TypeError:
-                msg = f"cannot combine a tensor with {type(x).__name__} {x!r}"
+                msg = f"cannot combine a tensor with {got(x)}" if isinstance(x, State) else \
+                    f"cannot combine a tensor with {type(x).__name__} {x!r}"
                 raise op_error(TypeError, op, msg, *tensors) from None
     if dtype is None:
         dtype = tensors[0].dtype
@@ -216,24 +221,42 @@ def normalize_axes(x: GraphTensor, axis, op: str) -> tuple[int, ...]:
 def take_graph(factory: str, args: tuple, graph) -> tuple[Graph, tuple]:
     """The graph a factory builds in, and the rest of its positional arguments.
 
-    A luminal tensor is a node of a :class:`Graph`, so a factory needs one: either as its first
-    positional argument (``lm.full(g, (2, 3), 1.0)``, which is also how ``g.full((2, 3), 1.0)`` calls
-    it) or as the ``graph=`` keyword (torch's spelling: ``lm.full((2, 3), 1.0, graph=g)``). Without
-    either it fails naming the factory."""
+    A luminal tensor is a node of a :class:`Graph`, given as the factory's first positional argument
+    (``lm.full(g, (2, 3), 1.0)``, which is also how ``g.full((2, 3), 1.0)`` calls it) or as the
+    ``graph=`` keyword (torch's spelling: ``lm.full((2, 3), 1.0, graph=g)``). Without either, torch
+    code's factories still work: inside a module's forward (``torch.arange(0, t)``) the tensor is built
+    in the graph the module call builds in (``frontend/building.py``); outside any module call
+    (``nn.Parameter(torch.ones(n))`` in ``__init__``) it is a host tensor, whose values are known now
+    (``frontend/host.py``)."""
     if args and isinstance(args[0], Graph):
         if graph is not None and graph is not args[0]:
             raise op_error(ValueError, factory, "got a graph both as the first argument and as graph=, and "
                            "they differ")
         return args[0], args[1:]
     if graph is None:
-        raise op_error(TypeError, factory, f"needs a graph to build in: pass graph=g (lm.{factory}(..., graph=g)) "
-                       f"or call g.{factory}(...)")
+        ctx = building.current()
+        if isinstance(ctx, building.NoGraph):
+            raise op_error(TypeError, factory, f"has no graph to build in: {ctx.who} was called on no GraphTensor "
+                           f"({ctx.got}); call the module on a graph's tensors (x = g.input('x', shape)), or pass "
+                           f"graph=g (lm.{factory}(..., graph=g))")
+        return (ctx if ctx is not None else host_graph()), args
     if not isinstance(graph, Graph):
         raise op_error(TypeError, factory, f"graph must be a luminal Graph, got {type(graph).__name__}")
     return graph, args
 
 
-def full(*args, dtype=None, graph: Graph | None = None) -> GraphTensor:
+def check_device(factory: str, device) -> None:
+    """A factory's ``device=`` (torch's ``torch.arange(t, device=x.device)``): ``"cpu"`` (or None) is
+    accepted and changes nothing, as ``Tensor.to``'s; another device fails naming the backend option."""
+    if device is None or _device_name(device) in ("cpu", "cpu:0"):
+        return
+    what = repr(device) if _device_name(device) is None else repr(_device_name(device))
+    raise op_error(ValueError, factory, f"device {what}: luminal has no per-tensor device ('cpu' is accepted and "
+                   f"changes nothing); it picks the backend when compiling, e.g. lm.compile(outputs, "
+                   f"backend='cuda') (registered: {', '.join(backend_names())})")
+
+
+def full(*args, dtype=None, graph: Graph | None = None, device=None) -> GraphTensor:
     """torch.full: a tensor of shape ``size`` filled with ``fill_value`` (a broadcast scalar: a view,
     no storage).
 
@@ -245,8 +268,10 @@ def full(*args, dtype=None, graph: Graph | None = None) -> GraphTensor:
         fill_value: the value, a Python bool, int or float.
         dtype: the dtype; by default the value's kind as torch takes it: bool, int32 (torch's
             int64) or float32.
-        graph: the Graph to build in, when not given first.
+        graph: the Graph to build in, when not given first (``take_graph``).
+        device: ``"cpu"`` or None (``check_device``).
     """
+    check_device("full", device)
     g, args = take_graph("full", args, graph)
     if len(args) == 3 and dtype is None:
         args, dtype = args[:2], args[2]

@@ -17,12 +17,12 @@ from luminal.core.errors import op_error
 from luminal.core.symbolic import Sym, is_static, sizes, sym
 from luminal.frontend.checks import tensor_op
 from luminal.frontend.graph import Graph
-from luminal.frontend.ops.core import cast, full, full_like, take_graph  # noqa: F401 - creation ops, made in core
+from luminal.frontend.ops.core import cast, check_device, full, full_like, take_graph  # noqa: F401 - creation ops, made in core
 from luminal.frontend.ops.elementwise import add, eq, ge, le, mul, sub, where
 from luminal.frontend.tensor import GraphTensor
 
 
-def arange(*args, end=None, step=None, dtype=None, graph: Graph | None = None) -> GraphTensor:
+def arange(*args, end=None, step=None, dtype=None, graph: Graph | None = None, device=None) -> GraphTensor:
     """torch.arange: the numbers from ``start`` (default 0) up to, not including, ``end``, ``step``
     apart.
 
@@ -36,8 +36,11 @@ def arange(*args, end=None, step=None, dtype=None, graph: Graph | None = None) -
         end: the bound, excluded.
         step: the distance between values, non-zero (default 1).
         dtype: the dtype; by default int32 (torch's int64) when every number is an int, else float32.
-        graph: the Graph to build in, when not given first.
+        graph: the Graph to build in, when not given first (``ops/core.py``'s ``take_graph``: without one,
+            the graph of the enclosing module call, else a host tensor).
+        device: ``"cpu"`` or None (``check_device``).
     """
+    check_device("arange", device)
     g, args = take_graph("arange", args, graph)
     if len(args) == 4 and dtype is None:  # the graph-first form's positional dtype
         args, dtype = args[:3], args[3]
@@ -91,8 +94,9 @@ def _arange_bound(what: str, v):
     raise op_error(TypeError, "arange", f"{what} must be {kind}, got {type(v).__name__} {v!r}")
 
 
-def _filled(factory: str, value, args: tuple, dtype, graph) -> GraphTensor:
+def _filled(factory: str, value, args: tuple, dtype, graph, device) -> GraphTensor:
     """``zeros``/``ones``: torch's ``*size`` (ints, or one sequence) filled with ``value``."""
+    check_device(factory, device)
     g, args = take_graph(factory, args, graph)
     if len(args) == 2 and isinstance(args[0], (tuple, list)) and dtype is None:  # g.zeros(shape, dtype)
         args, dtype = args[:1], args[1]
@@ -100,7 +104,7 @@ def _filled(factory: str, value, args: tuple, dtype, graph) -> GraphTensor:
     return full(g, tuple(shape), value, dt.float32 if dtype is None else dtype)
 
 
-def zeros(*size, dtype=None, graph: Graph | None = None) -> GraphTensor:
+def zeros(*size, dtype=None, graph: Graph | None = None, device=None) -> GraphTensor:
     """torch.zeros: a tensor of zeros (a broadcast scalar: a view, no storage).
 
     Called as ``zeros(2, 3, graph=g)``, ``zeros((2, 3), graph=g)``, ``zeros(g, 2, 3)`` or
@@ -110,11 +114,12 @@ def zeros(*size, dtype=None, graph: Graph | None = None) -> GraphTensor:
         size: the shape, as ints or symbolic dims, or one sequence of them.
         dtype: the dtype (default float32, as torch's default dtype).
         graph: the Graph to build in, when not given first.
+        device: ``"cpu"`` or None.
     """
-    return _filled("zeros", 0, size, dtype, graph)
+    return _filled("zeros", 0, size, dtype, graph, device)
 
 
-def ones(*size, dtype=None, graph: Graph | None = None) -> GraphTensor:
+def ones(*size, dtype=None, graph: Graph | None = None, device=None) -> GraphTensor:
     """torch.ones: a tensor of ones (a broadcast scalar: a view, no storage).
 
     Called as ``ones(2, 3, graph=g)``, ``ones((2, 3), graph=g)``, ``ones(g, 2, 3)`` or
@@ -124,8 +129,9 @@ def ones(*size, dtype=None, graph: Graph | None = None) -> GraphTensor:
         size: the shape, as ints or symbolic dims, or one sequence of them.
         dtype: the dtype (default float32, as torch's default dtype).
         graph: the Graph to build in, when not given first.
+        device: ``"cpu"`` or None.
     """
-    return _filled("ones", 1, size, dtype, graph)
+    return _filled("ones", 1, size, dtype, graph, device)
 
 
 @tensor_op("zeros_like")
@@ -200,7 +206,7 @@ def _rows_cols(g, n, m):
     return g.arange(n).reshape(n, 1), g.arange(m).reshape(1, m)
 
 
-def eye(*args, dtype=None, graph: Graph | None = None) -> GraphTensor:
+def eye(*args, dtype=None, graph: Graph | None = None, device=None) -> GraphTensor:
     """torch.eye: a 2-d tensor with ones on the diagonal and zeros elsewhere.
 
     Called as ``eye(n, m=None, dtype=None, graph=g)`` or with the graph first (``eye(g, n)``,
@@ -211,7 +217,9 @@ def eye(*args, dtype=None, graph: Graph | None = None) -> GraphTensor:
         m: the number of columns (default ``n``).
         dtype: the dtype (default float32).
         graph: the Graph to build in, when not given first.
+        device: ``"cpu"`` or None.
     """
+    check_device("eye", device)
     g, args = take_graph("eye", args, graph)
     if len(args) == 3 and dtype is None:
         args, dtype = args[:2], args[2]

@@ -16,6 +16,7 @@ import numpy as np
 
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error
+from luminal.core.symbolic import Sym
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.core import broadcast_shapes, cast, coerce, full_like, prim, require
 from luminal.frontend.tensor import GraphTensor
@@ -1296,6 +1297,8 @@ def masked_fill(x, mask, value) -> GraphTensor:
         require("masked_fill", value.ndim == 0, f"value must be a 0-d tensor, got shape {value.shape}",
                 x, value, kind=ValueError)
         v = cast(value, x.dtype)
+    elif isinstance(value, Sym):  # a symbolic size (``x.masked_fill(m, T)``): its value at run time
+        v = cast(x.graph.constant(value), x.dtype)
     else:
         v = x.graph.constant(value, x.dtype)
     shape = broadcast_shapes("masked_fill", x, mask)

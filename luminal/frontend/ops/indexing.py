@@ -9,7 +9,7 @@ import numpy as np
 
 from luminal.core import dtype as dt
 from luminal.core.errors import check_number, op_error, renamed
-from luminal.core.symbolic import ceildiv, dmax, dmin, is_static, shape_str, sym
+from luminal.core.symbolic import Sym, ceildiv, dmax, dmin, is_static, shape_str, sym
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.core import broadcast_shapes, cast, prim, require
 from luminal.frontend.ops.elementwise import add, div, eq, gt, int_div_nonzero, lt, maximum, minimum, mul, where
@@ -17,16 +17,42 @@ from luminal.frontend.ops.reduce import amax, amin, prod_
 from luminal.frontend.tensor import GraphTensor, scalar_as_1d
 
 
-def _norm_slice(sl: slice, n, x, dim):
-    """Python slice semantics -> (start, count, step); clamped for static sizes."""
+def _norm_slice(sl: slice, n, x, dim, op: str = "getitem"):
+    """Python slice semantics -> (start, count, step); clamped for static sizes.
+
+    A bound may be symbolic (``x[:, :T]``, ``x[:T - 1]``). A symbolic bound past the end of the dim
+    would be clamped by Python, giving ``min(16, T)`` elements of a 16-long dim, a size no other shape
+    of the program has; so it is taken as is (``T`` elements) and required to lie within the dim when
+    the program runs (``GraphTensor._requires``: ``16 - T >= 0``, checked before any work), as a
+    torch model asserts ``T <= block_size`` before slicing its mask."""
     step = 1 if sl.step is None else sl.step
     if not isinstance(step, int) or step == 0:
-        raise op_error(ValueError, "getitem", f"slice step must be a non-zero int, got {sl.step!r}", x)
-    if is_static(n):
+        raise op_error(ValueError, op, f"slice step must be a non-zero int, got {sl.step!r}", x)
+    for v in (sl.start, sl.stop):
+        if not (v is None or isinstance(v, (int, Sym, str)) or hasattr(v, "__index__")):
+            raise op_error(TypeError, op, f"slice bounds must be ints or symbolic sizes, got {type(v).__name__} "
+                           f"{v!r}", x)
+    symbolic = isinstance(sl.start, (Sym, str)) or isinstance(sl.stop, (Sym, str))
+    if is_static(n) and not symbolic:
         start, stop, step = sl.indices(n)
         count = max(0, -(-(stop - start) // step)) if step > 0 else max(0, -(-(start - stop) // -step))
         return start, count, step
+    start, count, step = _symbolic_slice(sl, n, step)
+    far = sl.stop if step > 0 else sl.start  # the bound on the end side: Python would clamp it to the dim
+    if isinstance(far, (Sym, str)):
+        need = n - sym(far) if step > 0 else n - 1 - sym(far)
+        x._requires(need, count, op, f"slice [{_slice_str(sl)}] of dim {dim} (size {n}) of a "
+                    f"{shape_str(x.shape)} {x.dtype.name} tensor reads past the dim's end")
+    return start, count, step
 
+
+def _slice_str(sl: slice) -> str:
+    parts = ["" if v is None else str(v) for v in (sl.start, sl.stop)]
+    return ":".join(parts) + ("" if sl.step is None else f":{sl.step}")
+
+
+def _symbolic_slice(sl: slice, n, step):
+    """(start, count, step) of ``sl`` over a dim of size ``n`` when the dim or a bound is symbolic."""
     def bound(v, default):
         if v is None:
             return default

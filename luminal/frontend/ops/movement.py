@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from luminal.core import dtype as dt
 from luminal.core.errors import check_int, op_error
-from luminal.core.symbolic import is_static
+from luminal.core.symbolic import Dim, Sym, is_static, sym
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.combine import _sequence, cat
 from luminal.frontend.ops.core import cast, require
@@ -141,25 +141,42 @@ def diff(input: GraphTensor, n: int = 1, dim: int = -1, prepend=None, append=Non
 
 
 @tensor_op("narrow")
-def narrow(input: GraphTensor, dim: int, start: int, length: int) -> GraphTensor:  # noqa: A002
+def narrow(input: GraphTensor, dim: int, start: Dim, length: Dim) -> GraphTensor:  # noqa: A002
     """torch.narrow: the view ``input[..., start:start + length, ...]`` along ``dim``.
+
+    ``start`` and ``length`` may be symbolic sizes (``narrow(1, 0, T)``, ``T - 1``); one that may run
+    past the dim is checked when the program runs (``start + length <= size``), as a static one is now.
 
     Args:
         input: the tensor.
         dim: the dim to narrow.
-        start: the first index (negative counts from the end).
-        length: how many elements to keep.
+        start: the first index (negative counts from the end), an int or a symbolic size.
+        length: how many elements to keep, an int or a symbolic size.
     """
     x = input
     d = x._axis(dim, "narrow", scalar=False)
     n = x.shape[d]
-    start, length = check_int("narrow", "start", start), check_int("narrow", "length", length, 0)
-    if start < 0:
+    start, length = _size_arg("start", start, x), _size_arg("length", length, x, 0)
+    if is_static(start) and start < 0:
         require("narrow", is_static(n), f"a negative start needs a static dim, dim {d} is {n}", x, kind=ValueError)
         start += n
-    if start < 0 or (is_static(n) and start + length > n):
-        raise op_error(IndexError, "narrow", f"start {start} + length {length} exceeds dim {d} of size {n}", x)
+    if is_static(start) and start < 0:
+        raise op_error(IndexError, "narrow", f"start {start - n} is out of range for dim {d} of size {n}", x)
+    x._requires(n - (start + length), length, "narrow", f"start {start} + length {length} exceeds dim {d} of size {n}")
     return x._slice_dim(d, start, length, 1)
+
+
+def _size_arg(what: str, v, x: GraphTensor, minimum: int | None = None) -> Dim:
+    """An index or a length: an int (at least ``minimum``), or a symbolic size (a name or a ``Sym``)."""
+    if isinstance(v, (Sym, str)):
+        try:
+            return sym(v)
+        except ValueError as e:
+            raise op_error(ValueError, "narrow", f"{what}: {e}", x) from None
+    if isinstance(v, bool) or not hasattr(v, "__index__"):
+        raise op_error(TypeError, "narrow", f"{what} must be an int or a symbolic size, got {type(v).__name__} {v!r}",
+                       x)
+    return check_int("narrow", what, v, minimum)
 
 
 @tensor_op("select")

@@ -1,0 +1,160 @@
+"""Operands that join the graph an op builds in: Parameters, Buffers and host tensors.
+
+torch code passes a module's parameters to ops as tensors (``F.layer_norm(x, s, self.weight,
+self.bias)``, ``x * self.scale``, ``torch.cat([cls, x])``). Every public op, GraphTensor method and
+functional (``lm.*``, ``x.*``, ``F.*``) is wrapped by :func:`joins`: when an argument is a
+:class:`State` (``nn.Parameter``, ``nn.Buffer``) it is read into the graph the op builds in, as
+``s.on(graph)`` would (one node per State and graph, its value read on every run, its gradient
+reachable by ``train.grad``); a host tensor (``frontend/host.py``) of another graph becomes a constant
+of that graph. Arguments are looked at one level deep (the list given to ``cat``, an index tuple).
+
+The graph an op builds in is the graph of its first GraphTensor operand (not a host one), else the
+graph of the enclosing module call (``frontend/building.py``), else that of a host tensor operand.
+A State with none of these to join fails naming the op, the State and what to do.
+
+The check is an isinstance per argument, so ops on plain GraphTensors pay one scan of their arguments.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from luminal.core.errors import op_error
+from luminal.frontend import building
+from luminal.frontend.graph import Graph
+from luminal.frontend.host import host_graph, value
+from luminal.frontend.state import State
+from luminal.frontend.tensor import GraphTensor
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _foreign(a) -> bool:
+    """Whether ``a`` must join the op's graph: a State, or a host tensor (it may be another graph's)."""
+    if isinstance(a, GraphTensor):
+        return a.graph.host
+    return isinstance(a, State)
+
+
+def _needs_join(items) -> bool:
+    for a in items:
+        if isinstance(a, GraphTensor):
+            if a.graph.host:
+                return True
+        elif isinstance(a, State):
+            return True
+        elif isinstance(a, (list, tuple)) and any(_foreign(b) for b in a):
+            return True
+    return False
+
+
+def _flat(args, kwargs):
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, (list, tuple)):
+            yield from a
+        else:
+            yield a
+
+
+def target(op: str, args, kwargs, host_ok: bool = False) -> Graph:
+    """The graph ``op`` builds in (module docstring); ``host_ok``: with nothing to join, a new host
+    graph (a State read outside any graph: ``nn.Parameter(w[:16])``) instead of an error."""
+    items = list(_flat(args, kwargs))
+    host = None
+    for a in items:
+        if isinstance(a, GraphTensor):
+            if not a.graph.host:
+                return a.graph
+            host = host or a.graph
+    ctx = building.current()
+    if isinstance(ctx, Graph):
+        return ctx
+    if host is not None:
+        return host
+    if host_ok and ctx is None:
+        return host_graph()
+    states = [a for a in items if isinstance(a, State)]
+    raise no_graph(op, states)
+
+
+def no_graph(op: str, states) -> TypeError:
+    """The error for States with no graph to join: what was called on what, and what to do."""
+    what = " and ".join(s.describe() for s in states) or "a Parameter or Buffer"
+    ctx = building.current()
+    if isinstance(ctx, building.NoGraph):
+        msg = (f"{what} has no graph to join: {ctx.who} was called on no GraphTensor ({ctx.got}); call the "
+               f"module on a graph's tensors (x = g.input('x', shape)), then compile its outputs with lm.compile "
+               f"and run that on arrays")
+    else:
+        msg = (f"{what} has no graph to join: no operand is a graph's tensor and no module call is building a "
+               f"graph; use it with a graph's tensor (x * w), inside the forward of a module called on one, or "
+               f"read it into a graph with w.on(g)")
+    return op_error(TypeError, op, msg)
+
+
+def into(a, g: Graph):
+    """``a`` as an operand of an op building in ``g``: a State as its tensor there (a host graph takes its
+    current value as a constant), a host tensor of another graph as a constant; anything else as is."""
+    if isinstance(a, State):
+        return g.constant(a.data, a.dtype) if g.host else g.state(a)
+    if isinstance(a, GraphTensor) and a.graph is not g and a.graph.host:
+        return g.constant(value(a), a.dtype)
+    if isinstance(a, (list, tuple)) and any(_foreign(b) for b in a):
+        return type(a)(into(b, g) for b in a)
+    return a
+
+
+def join(op: str, args: tuple, kwargs: dict, keep: frozenset = frozenset()) -> tuple[tuple, dict]:
+    """``args`` and ``kwargs`` with every State and foreign host tensor joined into the op's graph; the
+    positions and names in ``keep`` are left as they are."""
+    g = target(op, args, kwargs)
+    return (tuple(a if i in keep else into(a, g) for i, a in enumerate(args)),
+            {k: v if k in keep else into(v, g) for k, v in kwargs.items()})
+
+
+def joins(fn: _F, op: str | None = None, keep: tuple[str, ...] = ()) -> _F:
+    """``fn`` (a public op, method or functional) taking States and host tensors as operands; ``op``
+    names it in errors (default: its ``__name__``). The parameters named in ``keep`` take a State as
+    itself (``F.batch_norm``'s running statistics, which it updates in place)."""
+    name = op or fn.__name__
+    kept: frozenset = frozenset()
+    if keep:
+        params = list(inspect.signature(fn).parameters)
+        kept = frozenset(keep) | {params.index(k) for k in keep}
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        if _needs_join(args) or (kwargs and _needs_join(kwargs.values())):
+            args, kwargs = join(name, args, kwargs, kept)
+        return fn(*args, **kwargs)
+
+    return run  # type: ignore[return-value]  # functools.wraps keeps fn's signature
+
+
+def op_name(method: str) -> str:
+    """The op a method name stands for in errors: ``__rmul__`` -> ``mul``, ``__getitem__`` -> ``getitem``."""
+    if not method.startswith("__"):
+        return method
+    base = method[2:-2]
+    if base.startswith("r") and base[1:] in _REFLECTED:
+        base = base[1:]
+    return _DUNDER_OPS.get(base, base)
+
+
+_REFLECTED = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift",
+              "rshift"}
+_DUNDER_OPS = {"truediv": "div", "floordiv": "floor_divide", "mod": "remainder", "and": "bitwise_and",
+               "or": "bitwise_or", "xor": "bitwise_xor", "lshift": "bitwise_left_shift",
+               "rshift": "bitwise_right_shift"}
+
+
+def joins_all(namespace: dict, names, keep: dict | None = None) -> None:
+    """Wrap each of ``names`` in ``namespace`` (a module's globals) with :func:`joins`, in place; ``keep``:
+    name -> the parameters that take a State as itself."""
+    for n in names:
+        f = namespace[n]
+        if callable(f) and not isinstance(f, type):
+            namespace[n] = joins(f, n, (keep or {}).get(n, ()))
