@@ -131,7 +131,7 @@ class _Index:
         back together) replaced by ``x * n`` (exact for any integers, floor or truncating alike)."""
         terms, _ = form
         for key, (a, n) in terms.items():
-            if a.op != "Div" or a.args[1].op != "const" or n % a.args[1].arg:
+            if a.op != "Div" or a.args[1].op != "const" or a.args[1].arg <= 0 or n % a.args[1].arg:
                 continue
             k, x = a.args[1].arg, a.args[0]
             for key2, (b, m) in terms.items():
@@ -162,8 +162,9 @@ class _Index:
         if hi is not None and hi < k:
             return q
         inner = self.build(rest)
-        if inner.op == "Div" and inner.args[1].op == "const" and self.range(inner.args[0])[0] is not None \
-                and self.range(inner.args[0])[0] >= 0:  # (y // a) // k is y // (a * k)
+        lo = self.range(inner.args[0])[0] if inner.op == "Div" else None
+        if inner.op == "Div" and inner.args[1].op == "const" and inner.args[1].arg > 0 and lo is not None and \
+                lo >= 0:  # (y // a) // k is y // (a * k)
             atom = ir.V("Div", ir.INDEX, (inner.args[0], ir.const(inner.args[1].arg * k)))
         else:
             atom = ir.V("Div", ir.INDEX, (inner, ir.const(k)))

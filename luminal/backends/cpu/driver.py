@@ -59,84 +59,55 @@ ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112  # CBLAS_ORDER, CBLAS_TRANSPOSE
 DRIVER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
 
 
-def _gemm_block(label: str, fp: str) -> str:
-    """The IR of a GEMM entry of ``fp`` (float or double): its batch loop around one cblas call."""
+def _batched_block(label: str, words: tuple, operands: tuple, before: str, call: str) -> str:
+    """The IR of a BLAS entry: its ``words`` loaded; each operand's start (``(name, cell word, offset
+    word, batch stride word)``: the address its cell holds plus its offset), ``before`` (the entry's
+    other set-up); then ``call`` once per batch, each operand advanced by its batch stride (the call
+    reads operand ``x`` as ``%{label}.xp``)."""
     loads = "\n".join(f"  %{label}.{n}.p = getelementptr i64, ptr %e, i64 {i}\n"
-                      f"  %{label}.{n} = load i64, ptr %{label}.{n}.p" for i, n in enumerate(GEMM_WORDS) if i)
+                      f"  %{label}.{n} = load i64, ptr %{label}.{n}.p" for i, n in enumerate(words) if i)
+    starts = "\n".join(f"  %{label}.{x}cell = inttoptr i64 %{label}.{cell} to ptr\n"
+                       f"  %{label}.{x}base = load i64, ptr %{label}.{x}cell\n"
+                       f"  %{label}.{x}0 = add i64 %{label}.{x}base, %{label}.{off}" for x, cell, off, _ in operands)
+    steps = "\n".join(f"  %{label}.{x}o.j = mul i64 %{label}.j, %{label}.{stride}\n"
+                      f"  %{label}.{x}i = add i64 %{label}.{x}0, %{label}.{x}o.j\n"
+                      f"  %{label}.{x}p = inttoptr i64 %{label}.{x}i to ptr" for x, _, _, stride in operands)
     return f"""{label}:
 {loads}
   %{label}.f = inttoptr i64 %{label}.fn to ptr
-  %{label}.ta32 = trunc i64 %{label}.ta to i32
-  %{label}.tb32 = trunc i64 %{label}.tb to i32
-  %{label}.acell = inttoptr i64 %{label}.ac to ptr
-  %{label}.bcell = inttoptr i64 %{label}.bc to ptr
-  %{label}.ccell = inttoptr i64 %{label}.cc to ptr
-  %{label}.abase = load i64, ptr %{label}.acell
-  %{label}.bbase = load i64, ptr %{label}.bcell
-  %{label}.cbase = load i64, ptr %{label}.ccell
-  %{label}.a0 = add i64 %{label}.abase, %{label}.ao
-  %{label}.b0 = add i64 %{label}.bbase, %{label}.bo
-  %{label}.c0 = add i64 %{label}.cbase, %{label}.co
+{before}
+{starts}
   br label %{label}.head
 {label}.head:
   %{label}.j = phi i64 [ 0, %{label} ], [ %{label}.j1, %{label}.call ]
   %{label}.more = icmp slt i64 %{label}.j, %{label}.nb
   br i1 %{label}.more, label %{label}.call, label %next
 {label}.call:
-  %{label}.ao.j = mul i64 %{label}.j, %{label}.as
-  %{label}.bo.j = mul i64 %{label}.j, %{label}.bs
-  %{label}.co.j = mul i64 %{label}.j, %{label}.cs
-  %{label}.ai = add i64 %{label}.a0, %{label}.ao.j
-  %{label}.bi = add i64 %{label}.b0, %{label}.bo.j
-  %{label}.ci = add i64 %{label}.c0, %{label}.co.j
-  %{label}.ap = inttoptr i64 %{label}.ai to ptr
-  %{label}.bp = inttoptr i64 %{label}.bi to ptr
-  %{label}.cp = inttoptr i64 %{label}.ci to ptr
-  call void %{label}.f(i32 {ROW_MAJOR}, i32 %{label}.ta32, i32 %{label}.tb32, i64 %{label}.m, i64 %{label}.n, \
-i64 %{label}.k, {fp} 1.0, ptr %{label}.ap, i64 %{label}.lda, ptr %{label}.bp, i64 %{label}.ldb, {fp} 0.0, \
-ptr %{label}.cp, i64 %{label}.ldc)
+{steps}
+  {call}
   %{label}.j1 = add i64 %{label}.j, 1
   br label %{label}.head
 """
+
+
+def _gemm_block(label: str, fp: str) -> str:
+    """The IR of a GEMM entry of ``fp`` (float or double): its batch loop around one cblas call."""
+    before = f"  %{label}.ta32 = trunc i64 %{label}.ta to i32\n  %{label}.tb32 = trunc i64 %{label}.tb to i32"
+    call = (f"call void %{label}.f(i32 {ROW_MAJOR}, i32 %{label}.ta32, i32 %{label}.tb32, i64 %{label}.m, "
+            f"i64 %{label}.n, i64 %{label}.k, {fp} 1.0, ptr %{label}.ap, i64 %{label}.lda, ptr %{label}.bp, "
+            f"i64 %{label}.ldb, {fp} 0.0, ptr %{label}.cp, i64 %{label}.ldc)")
+    operands = (("a", "ac", "ao", "as"), ("b", "bc", "bo", "bs"), ("c", "cc", "co", "cs"))
+    return _batched_block(label, GEMM_WORDS, operands, before, call)
 
 
 def _gemv_block(label: str, fp: str) -> str:
     """The IR of a GEMV entry of ``fp`` (float or double): its batch loop around one cblas call."""
-    loads = "\n".join(f"  %{label}.{n}.p = getelementptr i64, ptr %e, i64 {i}\n"
-                      f"  %{label}.{n} = load i64, ptr %{label}.{n}.p" for i, n in enumerate(GEMV_WORDS) if i)
-    return f"""{label}:
-{loads}
-  %{label}.f = inttoptr i64 %{label}.fn to ptr
-  %{label}.t32 = trunc i64 %{label}.trans to i32
-  %{label}.acell = inttoptr i64 %{label}.ac to ptr
-  %{label}.xcell = inttoptr i64 %{label}.xc to ptr
-  %{label}.ycell = inttoptr i64 %{label}.yc to ptr
-  %{label}.abase = load i64, ptr %{label}.acell
-  %{label}.xbase = load i64, ptr %{label}.xcell
-  %{label}.ybase = load i64, ptr %{label}.ycell
-  %{label}.a0 = add i64 %{label}.abase, %{label}.ao
-  %{label}.x0 = add i64 %{label}.xbase, %{label}.xo
-  %{label}.y0 = add i64 %{label}.ybase, %{label}.yo
-  br label %{label}.head
-{label}.head:
-  %{label}.j = phi i64 [ 0, %{label} ], [ %{label}.j1, %{label}.call ]
-  %{label}.more = icmp slt i64 %{label}.j, %{label}.nb
-  br i1 %{label}.more, label %{label}.call, label %next
-{label}.call:
-  %{label}.ao.j = mul i64 %{label}.j, %{label}.as
-  %{label}.xo.j = mul i64 %{label}.j, %{label}.xs
-  %{label}.yo.j = mul i64 %{label}.j, %{label}.ys
-  %{label}.ai = add i64 %{label}.a0, %{label}.ao.j
-  %{label}.xi = add i64 %{label}.x0, %{label}.xo.j
-  %{label}.yi = add i64 %{label}.y0, %{label}.yo.j
-  %{label}.ap = inttoptr i64 %{label}.ai to ptr
-  %{label}.xp = inttoptr i64 %{label}.xi to ptr
-  %{label}.yp = inttoptr i64 %{label}.yi to ptr
-  call void %{label}.f(i32 {ROW_MAJOR}, i32 %{label}.t32, i64 %{label}.m, i64 %{label}.n, {fp} 1.0, \
-ptr %{label}.ap, i64 %{label}.lda, ptr %{label}.xp, i64 %{label}.incx, {fp} 0.0, ptr %{label}.yp, i64 %{label}.incy)
-  %{label}.j1 = add i64 %{label}.j, 1
-  br label %{label}.head
-"""
+    before = f"  %{label}.t32 = trunc i64 %{label}.trans to i32"
+    call = (f"call void %{label}.f(i32 {ROW_MAJOR}, i32 %{label}.t32, i64 %{label}.m, i64 %{label}.n, {fp} 1.0, "
+            f"ptr %{label}.ap, i64 %{label}.lda, ptr %{label}.xp, i64 %{label}.incx, {fp} 0.0, ptr %{label}.yp, "
+            f"i64 %{label}.incy)")
+    operands = (("a", "ac", "ao", "as"), ("x", "xc", "xo", "xs"), ("y", "yc", "yo", "ys"))
+    return _batched_block(label, GEMV_WORDS, operands, before, call)
 
 
 DRIVER_IR = f"""; luminal's generated driver (backends/cpu/driver.py): runs a table of kernel and GEMM entries

@@ -10,7 +10,7 @@ from luminal.frontend.ops.elementwise import _opmath
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 from luminal.nn.layers._util import bad_input, check_float
-from luminal.nn.layers.norm import _current
+from luminal.nn.layers.norm import _current, normalise, running_stats
 
 
 def _running(name: str, what: str, s, use_input_stats: bool, momentum):
@@ -74,15 +74,9 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                 if st is not None:
                     batch = per.reshape(n, c).mean(0).detach()
                     g.assign(st, _current(g, st) * (1 - momentum) + batch.to(st.dtype) * momentum)
-        else:  # the running statistics get no gradient, as torch's
-            m, v = (s.on(g) if isinstance(s, State) else s.detach() for s in (rm, rv))
-            mean, var = m.to(x.dtype).reshape(per_channel), v.to(x.dtype).reshape(per_channel)
-        y = (x - mean) * (var + eps).rsqrt()
-        if weight is not None:
-            y = y * weight.to(y.dtype).reshape(per_channel)
-        if bias is not None:
-            y = y + bias.to(y.dtype).reshape(per_channel)
-        return y
+        else:
+            mean, var = running_stats(g, rm, rv, x.dtype, per_channel)
+        return normalise(x, mean, var, eps, weight, bias, per_channel)
 
     with renamed(name):
         return run(input)

@@ -195,6 +195,24 @@ class _BatchNorm(Module):
                 f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
+def running_stats(g, rm, rv, dtype, per_channel) -> tuple:
+    """The running statistics ``rm``, ``rv`` (States or GraphTensors) as per-channel tensors of
+    ``dtype`` in graph ``g``, with no gradient, as torch's (its norms do not differentiate them)."""
+    m, v = (s.on(g) if isinstance(s, State) else s.detach() for s in (rm, rv))
+    return m.to(dtype).reshape(per_channel), v.to(dtype).reshape(per_channel)
+
+
+def normalise(x, mean, var, eps, weight, bias, per_channel):
+    """``(x - mean) / sqrt(var + eps)``, then times ``weight`` and plus ``bias`` per channel (each
+    optional): what batch and instance norms share once they have their statistics."""
+    y = (x - mean) * (var + eps).rsqrt()
+    if weight is not None:
+        y = y * weight.to(y.dtype).reshape(per_channel)
+    if bias is not None:
+        y = y + bias.to(y.dtype).reshape(per_channel)
+    return y
+
+
 def _current(g, s):
     """The value ``s`` will have after this graph's updates registered so far (its value otherwise)."""
     return g.updates[s] if s in g.updates else s.on(g)
@@ -416,15 +434,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     if st is not None:
                         g.assign(st, _current(g, st) * (1 - momentum) + batch * momentum)
         else:
-            # running statistics get no gradient, as torch's (its batch_norm does not differentiate them)
-            m, v = (s.on(g) if isinstance(s, State) else s.detach() for s in (rm, rv))
-            mean, var = m.to(x.dtype).reshape(per_channel), v.to(x.dtype).reshape(per_channel)
-        y = (x - mean) * (var + eps).rsqrt()
-        if weight is not None:
-            y = y * weight.to(y.dtype).reshape(per_channel)
-        if bias is not None:
-            y = y + bias.to(y.dtype).reshape(per_channel)
-        return y
+            mean, var = running_stats(g, rm, rv, x.dtype, per_channel)
+        return normalise(x, mean, var, eps, weight, bias, per_channel)
 
     with renamed(name):
         return run(input)
