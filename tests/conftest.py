@@ -3,9 +3,11 @@ import shutil
 import tempfile
 
 import pytest
-from parity import BACKENDS
+import session_kernels
 
-_session_cache: str | None = None
+import luminal as lm
+
+_session_dir: str | None = None  # this session's scratch directory, made by the controller (or the only process)
 
 
 def pytest_configure(config):
@@ -16,25 +18,43 @@ def pytest_configure(config):
     The compile cache is off for the suite (``LUMINAL_CACHE=llvm,cuda``, unless ``LUMINAL_CACHE`` is
     set): tests spy on the compiler's stages (``monkeypatch`` on rolling, extraction, kernel building),
     and a program another test compiled earlier in the session would come from the cache without
-    running them. ``tests/compile/test_compile_cache.py`` turns it on where it tests it."""
-    global _session_cache
-    keep = os.environ.get("LUMINAL_TEST_CACHE_DIR")
-    if keep:
-        os.environ["LUMINAL_CACHE_DIR"] = keep
-    else:
-        _session_cache = tempfile.mkdtemp(prefix="luminal-test-cache-")
-        os.environ["LUMINAL_CACHE_DIR"] = _session_cache
+    running them. ``tests/compile/test_compile_cache.py`` turns it on where it tests it.
+
+    Under pytest-xdist (``addopts`` in ``pyproject.toml``) the controller makes the session's directory
+    and hands it to its workers (``pytest_configure_node``): they share one cache (its writes are atomic,
+    for processes side by side) and exchange the GPU kernels they lowered (``session_kernels.py``)."""
+    global _session_dir
+    shared = getattr(config, "workerinput", {}).get("luminal_session_dir")
+    if shared is None:  # the controller, or a session without workers
+        _session_dir = shared = tempfile.mkdtemp(prefix="luminal-test-session-")
+        os.mkdir(os.path.join(shared, "cache"), 0o700)
+    os.environ["LUMINAL_CACHE_DIR"] = os.environ.get("LUMINAL_TEST_CACHE_DIR") or os.path.join(shared, "cache")
     os.environ.setdefault("LUMINAL_CACHE", "llvm,cuda")
+    os.environ[session_kernels.DIR_ENV] = os.path.join(shared, "kernels")
+    session_kernels.announce()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """(xdist, in the controller) A worker is being started: it uses this session's directory."""
+    node.workerinput["luminal_session_dir"] = _session_dir
+
+
+def pytest_sessionfinish(session):
+    """(xdist, in a worker) Its last test is done: the GPU kernels it lowered, for the NVRTC check."""
+    if any(i.nodeid.startswith(session_kernels.CHECK) for i in session.items):
+        session_kernels.dump()
 
 
 def pytest_unconfigure(config):
-    if _session_cache is not None:
-        shutil.rmtree(_session_cache, ignore_errors=True)
+    if _session_dir is not None:
+        shutil.rmtree(_session_dir, ignore_errors=True)
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=lm.backend_names())
 def backend(request):
-    """Every parity test runs on every backend available."""
+    """Every parity test runs on every backend available (``parity.BACKENDS``; not imported from there,
+    so that pytest-xdist's controller, which runs no test, does not import torch)."""
     return request.param
 
 

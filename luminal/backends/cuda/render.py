@@ -789,11 +789,16 @@ class _Renderer:
 def render_many(kernels) -> str:
     """One translation unit holding every kernel of ``kernels`` (distinct names), each helper once:
     NVRTC's cost is mostly per program, so checking thousands of kernels compiles them in batches."""
+    return combine(render(k) for k in kernels)  # render checks each kernel
+
+
+def combine(sources) -> str:
+    """One translation unit from sources :func:`render` wrote (kernels of distinct names), each helper
+    once: :func:`render_many` for kernels rendered elsewhere (in another process)."""
     helpers: set = set()
     functions: list = []
-    for k in kernels:
-        text = render(k)  # checks the kernel; its helpers are the lines before ``extern "C"``
-        head, _, fn = text.partition('extern "C"')
+    for text in sources:
+        head, _, fn = text.partition('extern "C"')  # its helpers are the lines before ``extern "C"``
         helpers.update(h for h in _HELPERS if _HELPERS[h][1] in head)
         functions.append('extern "C"' + fn)
     prelude = [_HELPERS[name][1] for name in _HELPERS if name in helpers]
