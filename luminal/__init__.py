@@ -11,6 +11,7 @@ from luminal.core.safetensors_io import load_file as load_safetensors
 from luminal.core.safetensors_io import save_file as save_safetensors
 from luminal.frontend import DType, Graph, GraphTensor, Sym, bfloat16, float16, float32, float64, int32, sym
 from luminal.frontend.eager import no_grad
+from luminal.frontend.ops import __all__ as _ops_all
 from luminal.frontend.ops import *  # noqa: F403 - the public ops, listed once in frontend/ops
 from luminal.frontend.seed import manual_seed
 
@@ -18,3 +19,10 @@ bool = bool_  # noqa: A001 - lm.bool, as torch.bool
 long = int32  # lm.long, as torch.long: int32, luminal's one integer type (``Tensor.long()`` casts to it too)
 
 __version__ = "0.1.0"
+
+# what ``from luminal import *`` and type checkers see as public (pyright reads a py.typed package's
+# re-exports from ``__all__`` only, and follows ``+=`` of another module's ``__all__`` imported by name)
+__all__ = ["DType", "Graph", "GraphTensor", "Sym", "backend_names", "bfloat16", "bool", "bool_", "compile", "float16",
+           "float32", "float64", "int32", "linalg", "load_safetensors", "long", "manual_seed", "no_grad",
+           "register_backend", "save_safetensors", "sym"]
+__all__ += _ops_all

@@ -10,6 +10,7 @@ import inspect
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -93,14 +94,67 @@ reveal_type(x.sort(-1).values)
 '''
 
 
+CALLS_SCRIPT = '''
+import numpy as np
+import luminal as lm
+from luminal import nn, train
+
+g = lm.Graph()
+x = g.input("x", (3, 4))
+reveal_type(lm.compile(x * 2)(x=np.ones((3, 4), np.float32)))
+a, b = lm.compile([x, x + 1])(x=np.ones((3, 4), np.float32))
+reveal_type(b)
+model = nn.Linear(4, 1)
+loss = train.mse_loss(nn.functional.relu(x) @ model.weight.T, x[:, :1])
+opt = train.AdamW(model.parameters(), lr=0.1)
+reveal_type(train.compile_step(loss, opt)(x=np.ones((3, 4), np.float32)))
+'''
+CALLS_WANT = ["ndarray", "ndarray", "float"]  # a compiled call's arrays (one, or a tuple's), a step's loss
+
+
+def _revealed(text: str, pattern: str) -> list[str]:
+    return re.findall(pattern, text)
+
+
 @pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed (the test extra has it)")
-def test_mypy_sees_graph_tensor_flow_through_ops(tmp_path):
+def test_mypy_resolves_the_installed_package_and_sees_types(tmp_path):
+    """Run where nothing but the README's install (``pip install -e .``: a static path in site-packages,
+    which type checkers read; an import hook they would not follow) tells mypy where ``luminal`` is."""
+    res = {}
+    for name, script in (("user", USER_SCRIPT), ("calls", CALLS_SCRIPT)):
+        (tmp_path / f"{name}.py").write_text(script)
+        env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
+        res[name] = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent",
+                                    "--cache-dir", str(tmp_path / "cache"), f"{name}.py"],
+                                   capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    out = res["user"].stdout + res["user"].stderr
+    assert "import-not-found" not in out, out
+    revealed = _revealed(res["user"].stdout, r'Revealed type is "([^"]+)"')
+    assert len(revealed) == USER_SCRIPT.count("reveal_type"), out
+    assert all(r == "luminal.frontend.tensor.GraphTensor" for r in revealed), out
+    calls = _revealed(res["calls"].stdout, r'Revealed type is "(?:builtins\.|numpy\.)?(\w+)')
+    assert calls == CALLS_WANT, res["calls"].stdout + res["calls"].stderr
+    assert res["calls"].returncode == 0, res["calls"].stdout
+
+
+def _pyright():
+    """The pyright command (the test extra's ``pyright`` wheel carries pyright itself; it runs on a
+    ``node`` on PATH), or None."""
+    if importlib.util.find_spec("pyright") is None or shutil.which("node") is None:
+        return None
+    return [sys.executable, "-m", "pyright"]
+
+
+@pytest.mark.skipif(_pyright() is None, reason="pyright (the test extra) or node (the system's) is not installed")
+def test_pyright_resolves_the_installed_package_and_sees_types(tmp_path):
     script = tmp_path / "user.py"
-    script.write_text(USER_SCRIPT)
-    env = {**os.environ, "MYPYPATH": str(ROOT)}  # the editable install is an import hook mypy does not follow
-    res = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent",
-                          "--cache-dir", str(tmp_path / "cache"), str(script)],
+    script.write_text(USER_SCRIPT + CALLS_SCRIPT.split("\n", 3)[3])
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    res = subprocess.run([*_pyright(), "--pythonpath", sys.executable, str(script)],
                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
-    revealed = re.findall(r'Revealed type is "([^"]+)"', res.stdout)
-    assert len(revealed) == USER_SCRIPT.count("reveal_type"), res.stdout + res.stderr
-    assert all(r == "luminal.frontend.tensor.GraphTensor" for r in revealed), res.stdout
+    out = res.stdout + res.stderr
+    assert "could not be resolved" not in out and "is not exported" not in out, out
+    revealed = _revealed(res.stdout, r'Type of "[^\n]*" is "(\w+)')
+    n_user = USER_SCRIPT.count("reveal_type")
+    assert revealed == ["GraphTensor"] * n_user + CALLS_WANT, out
+    assert res.returncode == 0, out

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import threading
+import typing
+from collections.abc import Sequence
+from typing import Generic, TypeVar, overload
 
 import numpy as np
 
@@ -95,10 +98,15 @@ class _Seen:
         self.plain = plain
 
 
-class Compiled:
+Result = TypeVar("Result", covariant=True)  # what a call returns: an array, or a tuple of them
+
+
+class Compiled(Generic[Result]):
     """A compiled graph. Call it with inputs as keyword arguments; get one array per output: a bare
     array when ``compile`` was given a single GraphTensor, a tuple (of one array too) when it was given
-    a sequence, so ``(y,) = lm.compile([y])(...)`` and ``a, b = lm.compile([a, b])(...)`` read alike.
+    a sequence, so ``(y,) = lm.compile([y])(...)`` and ``a, b = lm.compile([a, b])(...)`` read alike
+(``Compiled[np.ndarray]`` and ``Compiled[tuple[np.ndarray, ...]]`` to a type checker: ``compile``'s
+overloads say which).
     Safe to call from several threads: calls run one at a time. Every input is checked, and every symbolic
     dim bound, before any work is done. States the graph reads are taken from their ``.data``;
     ``updates`` (the graph's own ``assign``s plus those given to ``compile``) are written back into
@@ -199,7 +207,7 @@ class Compiled:
     def input_names(self) -> list[str]:
         return [n.arg for n in self._user]
 
-    def __call__(self, /, *args, **inputs):  # positional-only self: an input may be named "self"
+    def __call__(self, /, *args, **inputs) -> Result:  # positional-only self: an input may be named "self"
         if args:
             raise TypeError(f"compiled graph: give inputs by name ({', '.join(self.input_names) or 'none'}), "
                             f"got {len(args)} positional argument(s)")
@@ -228,7 +236,7 @@ class Compiled:
                     results = self._run(inputs, seen, False)
             finally:
                 lock.release()
-        return results[0] if self._single else tuple(results[:self._n_out])
+        return typing.cast(Result, results[0] if self._single else tuple(results[:self._n_out]))
 
     def _run(self, arrays: dict, seen: _Seen, check: bool) -> list:
         """Run the program on ``arrays`` (the inputs by name) with the states and the random draws added,
@@ -288,6 +296,17 @@ class Compiled:
         modes = sorted(getattr(self.graph, "nn_modes", {}))
         mode = "" if not modes else ", mode=" + ("'mixed'" if len(modes) > 1 else "'train'" if modes[0] else "'eval'")
         return f"Compiled(backend={self.backend!r}, inputs={self.input_names}{mode})"
+
+
+@overload
+def compile(outputs: GraphTensor, backend: str = "cpu", updates: dict | None = None, *,  # noqa: A001
+            search: int = 0, seed: int = 0, budget=None, shapes: dict | None = None) -> Compiled[np.ndarray]: ...
+
+
+@overload
+def compile(outputs: Sequence[GraphTensor], backend: str = "cpu", updates: dict | None = None, *,  # noqa: A001
+            search: int = 0, seed: int = 0, budget=None,
+            shapes: dict | None = None) -> Compiled[tuple[np.ndarray, ...]]: ...
 
 
 def compile(outputs, backend: str = "cpu", updates=None, *, search: int = 0, seed: int = 0,  # noqa: A001

@@ -17,8 +17,12 @@ import linecache
 import numbers
 import os
 import sys
+import typing
+from collections.abc import Callable
 
 import numpy as np
+
+_F = typing.TypeVar("_F", bound=Callable)
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -96,13 +100,13 @@ class renamed:  # noqa: N801 - used like a function: ``@renamed("unflatten")``, 
         inner, msg, operands = tag
         raise op_error(kind, self.op, f"{inner}: {msg}", *operands) from err
 
-    def __call__(self, f):
+    def __call__(self, f: _F) -> _F:  # (typed: a decorated op keeps its signature for type checkers)
         @functools.wraps(f)
         def run(*args, **kwargs):
             with self:
                 return f(*args, **kwargs)
 
-        return run
+        return typing.cast(_F, run)
 
 
 def check_number(owner: str, what: str, v, *operands):

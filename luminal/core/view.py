@@ -38,8 +38,15 @@ class View:
     def __eq__(self, other):
         return isinstance(other, View) and self._key() == other._key()
 
-    def __hash__(self):
-        return hash(self._key())
+    def __hash__(self):  # cached: the graph hashes every operand's view of every op it adds
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash(self._key())
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self):  # (a copy in another process hashes its Syms' names anew)
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     @staticmethod
     def contiguous(shape) -> View:

@@ -106,7 +106,7 @@ class Graph:
                 raise op_error(ValueError, op, "operands belong to different graphs", *srcs)
         key_srcs = tuple((s.node, s.layout) for s in srcs)
         part = self._parts.setdefault
-        views = tuple(part(_exact(v), len(self._parts)) for _, v in key_srcs)
+        views = tuple(part(v, len(self._parts)) for _, v in key_srcs)  # (a View's == tells -0.0 pads apart)
         shape = tuple(shape)
         sig = (op, views, _exact(arg), dtype.name, part(shape, len(self._parts)))
         key = (self._signatures.setdefault(sig, len(self._signatures)), tuple(n.id for n, _ in key_srcs))

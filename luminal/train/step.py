@@ -39,6 +39,9 @@ from __future__ import annotations
 import math
 import numbers
 import threading
+import typing
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -102,11 +105,16 @@ def _positive(name: str, v) -> float | None:
     return float(v)
 
 
-class TrainStep:
+StepResult = TypeVar("StepResult", covariant=True)  # the loss (a float), or (loss, *output arrays)
+
+
+class TrainStep(Generic[StepResult]):
     """One optimizer update per call (every ``accumulate`` calls with gradient accumulation).
 
     ``step(**batch)`` returns the loss as a float, or ``(loss, *outputs)`` when extra outputs were
-    requested (as numpy arrays). ``last_grad_norm`` holds the total gradient norm when clipping by
+    requested (as numpy arrays): ``TrainStep[float]`` or ``TrainStep[tuple[Any, ...]]`` to a type
+    checker (``compile_step``'s overloads say which; not ``tuple[float, *tuple[np.ndarray, ...]]``,
+    which mypy refuses to unpack into ``loss, logits = step(...)``). ``last_grad_norm`` holds the total gradient norm when clipping by
     norm. ``calls`` counts the calls; with ``check_finite`` a non-finite loss raises
     :class:`NonFiniteLossError` naming the call, before anything is written. With a ``scaler``,
     ``last_step_skipped`` says whether the last optimizer step was skipped for overflowing gradients.
@@ -129,6 +137,14 @@ class TrainStep:
         data_parallel: average the gradients over the ranks of an MPI job (``luminal.distributed``),
             each rank calling the step with its share of every global batch (module docstring).
     """
+
+    @overload  # (the result's type, for type checkers: see compile_step)
+    def __init__(self: TrainStep[tuple[Any, ...]], loss: GraphTensor, optimizer,
+                 backend: str = "cpu", *, outputs: Sequence[GraphTensor], **options: Any) -> None: ...
+
+    @overload
+    def __init__(self: TrainStep[float], loss: GraphTensor, optimizer, backend: str = "cpu",
+                 **options: Any) -> None: ...
 
     def __init__(self, loss: GraphTensor, optimizer, backend: str = "cpu", outputs=(),
                  clip_grad_norm: float | None = None, clip_grad_value: float | None = None,
@@ -261,7 +277,7 @@ class TrainStep:
             if program is not None:
                 program.prepare(**shapes)
 
-    def __call__(self, /, **batch):
+    def __call__(self, /, **batch) -> StepResult:
         # a step is whole: its scalars, its program run and its counters, one thread at a time, and a
         # Ctrl-C during it is raised once all of it is written (``core/interrupts.py``)
         with self._lock, interrupts_deferred():
@@ -299,7 +315,7 @@ class TrainStep:
             res = res[:n_out]
         else:
             self.micro_step += 1
-        return loss if not self._outputs else (loss, *res[1:])
+        return typing.cast(StepResult, loss if not self._outputs else (loss, *res[1:]))
 
     def _non_finite(self, loss: float, norm: float | None, final: bool, note: str = "",
                     all_ranks: bool = False) -> NonFiniteLossError:
@@ -376,6 +392,15 @@ class TrainStep:
                     np.copyto(a.data, v, casting="unsafe")
 
         return apply
+
+
+@overload
+def compile_step(loss: GraphTensor, optimizer, backend: str = "cpu", *, outputs: Sequence[GraphTensor],
+                 **options: Any) -> TrainStep[tuple[Any, ...]]: ...
+
+
+@overload
+def compile_step(loss: GraphTensor, optimizer, backend: str = "cpu", **options: Any) -> TrainStep[float]: ...
 
 
 def compile_step(loss: GraphTensor, optimizer, backend: str = "cpu", **options) -> TrainStep:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import typing
+from collections.abc import Callable
 
 import numpy as np
 
@@ -39,7 +41,10 @@ def ntuple(x, n: int, name: str, minimum: int | None = None) -> tuple[int, ...]:
     return out
 
 
-def layer_forward(forward):
+_F = typing.TypeVar("_F", bound=Callable)
+
+
+def layer_forward(forward: _F) -> _F:
     """Decorator for a layer's ``forward(self, x, ...)``: ``x`` must be a GraphTensor, and errors of the
     ops the layer is built from are reported under the layer (``Linear(in_features=3, ...): matmul:
     ...``), the call the user wrote. Thin wrappers of one functional op (Softmax, Flatten) go without:
@@ -52,7 +57,7 @@ def layer_forward(forward):
         with renamed(name):
             return forward(self, x, *args, **kwargs)
 
-    return run
+    return typing.cast(_F, run)  # (a layer's forward keeps its signature for type checkers)
 
 
 def bad_input(layer, expected: str, x: GraphTensor, kind=ValueError):
