@@ -134,6 +134,7 @@ from luminal.frontend.ops.movement import (
     unbind,
 )
 from luminal.frontend.ops.norms import norm, vector_norm
+from luminal.frontend.ops.order_stats import kthvalue, median, nanmedian, nanquantile, quantile
 from luminal.frontend.ops.pointwise import (
     allclose,
     copysign,
@@ -320,6 +321,9 @@ def _install():
         "nansum": nansum, "nanmean": nanmean, "count_nonzero": count_nonzero,
         # shapes and products (movement.py, linalg.py)
         "diff": diff, "rot90": rot90, "cross": cross, "kron": kron, "hardshrink": hardshrink,
+        # order statistics (order_stats.py)
+        "median": median, "nanmedian": nanmedian, "kthvalue": kthvalue, "quantile": quantile,
+        "nanquantile": nanquantile,
     }
     for name, fn in methods.items():  # (a Parameter or Buffer argument joins the tensor's graph: join.py)
         setattr(GraphTensor, name, joins(fn, op_name(name)))
@@ -346,16 +350,16 @@ __all__ = [
     "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "diag", "diagonal", "diff", "div", "dot", "einsum",
     "elu", "eq", "erf", "exp", "exp2", "expm1", "eye", "flatten", "flip", "floor", "floor_divide", "fmax", "fmin",
     "fmod", "full", "full_like", "gather", "ge", "gelu", "gt", "hardshrink", "hstack", "hypot", "index_add",
-    "index_copy", "index_put", "index_select", "isclose", "isfinite", "isin", "isinf", "isnan", "kron", "le",
-    "leaky_relu", "lerp", "log", "log10", "log1p", "log2", "log_softmax", "logaddexp", "logcumsumexp", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill", "matmul", "max", "maximum", "mean",
-    "meshgrid", "min", "minimum", "mish", "moveaxis", "movedim", "mul", "nan_to_num", "nanmean", "nansum", "narrow",
-    "ne", "neg", "norm", "one_hot", "ones", "ones_like", "outer", "pow", "prod", "rad2deg", "reciprocal", "relu",
-    "remainder", "repeat_interleave", "roll", "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add",
-    "scatter_reduce", "searchsorted", "select", "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softplus", "sort",
-    "split", "sqrt", "square", "stack", "std", "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh", "tensordot",
-    "threshold", "topk", "trace", "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack",
-    "where", "zeros", "zeros_like",
+    "index_copy", "index_put", "index_select", "isclose", "isfinite", "isin", "isinf", "isnan", "kron", "kthvalue",
+    "le", "leaky_relu", "lerp", "log", "log10", "log1p", "log2", "log_softmax", "logaddexp", "logcumsumexp",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill", "matmul", "max",
+    "maximum", "mean", "median", "meshgrid", "min", "minimum", "mish", "moveaxis", "movedim", "mul", "nan_to_num",
+    "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "norm", "one_hot", "ones", "ones_like",
+    "outer", "pow", "prod", "quantile", "rad2deg", "reciprocal", "relu", "remainder", "repeat_interleave", "roll",
+    "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add", "scatter_reduce", "searchsorted", "select",
+    "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softplus", "sort", "split", "sqrt", "square", "stack", "std",
+    "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh", "tensordot", "threshold", "topk", "trace", "tril",
+    "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack", "where", "zeros", "zeros_like",
 ]
 
 joins_all(globals(), __all__)  # lm.<op>: Parameters, Buffers and host tensors join the op's graph (join.py)
