@@ -20,6 +20,7 @@ from luminal.frontend.ops.activations import (
     relu,
     sigmoid,
     silu,
+    softmin,
     softplus,
     tanh,
     threshold,
@@ -357,9 +358,10 @@ __all__ = [
     "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "norm", "one_hot", "ones", "ones_like",
     "outer", "pow", "prod", "quantile", "rad2deg", "reciprocal", "relu", "remainder", "repeat_interleave", "roll",
     "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add", "scatter_reduce", "searchsorted", "select",
-    "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softplus", "sort", "split", "sqrt", "square", "stack", "std",
-    "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh", "tensordot", "threshold", "topk", "trace", "tril",
-    "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack", "where", "zeros", "zeros_like",
+    "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softmin", "softplus", "sort", "split", "sqrt", "square",
+    "stack", "std", "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh", "tensordot", "threshold", "topk",
+    "trace", "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack", "where", "zeros",
+    "zeros_like",
 ]
 
 joins_all(globals(), __all__)  # lm.<op>: Parameters, Buffers and host tensors join the op's graph (join.py)
