@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 from parity import check, rand
+from sizes import check_sizes
 
 import luminal as lm
 
@@ -99,6 +100,11 @@ def test_quantile_shapes_nans_and_tensor_q():
     nans = np.array([[1.0, NAN, 3.0, 2.0], [NAN] * 4, [4.0, 1.0, 2.0, 3.0]], np.float32)
     for name in ("quantile", "nanquantile"):
         check(lambda t: getattr(t, name)(0.5, 1), [nans], grad="finite")
+
+
+def test_over_a_symbolic_dim():
+    check_sizes(lambda t: (*t.median(0), t.quantile(0.3, 0), t.nanmedian(), t.kthvalue(2, 0).values),
+                lambda n: [_distinct((n, 3), n)], [("B", 3)], backend="reference")
 
 
 def test_order_statistic_errors():
