@@ -264,7 +264,8 @@ def quantile(input: GraphTensor, q, dim=None, keepdim: bool = False, *, interpol
     Args:
         input: a float tensor.
         q: a number in [0, 1], a 1-d sequence of them, or a 0-d or 1-d tensor of the input's dtype
-            (whose values are not checked: one outside [0, 1] reads out of range when the program runs).
+            (not range-checked: one outside [0, 1] mostly reads past the sorted values, an
+            IndexError when the program runs).
         dim: the dim to reduce (an int), or None for all elements.
         keepdim: keep the reduced dim (or every dim, with ``dim=None``) as size 1.
         interpolation: 'linear', 'lower', 'higher', 'midpoint' or 'nearest' (rounding half to even).
