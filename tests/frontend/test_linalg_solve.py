@@ -42,8 +42,8 @@ def _inv_det_slogdet(t):
 
 
 def test_inv_det_slogdet_solve(backend):
-    a = _well_conditioned((2, 3, 3))
-    b = np.random.default_rng(2).normal(size=(2, 3, 2)).astype(np.float32)
+    a = _well_conditioned((2, 2, 2))  # small n: each step of the unrolled elimination is kernels to compile
+    b = np.random.default_rng(2).normal(size=(2, 2, 3)).astype(np.float32)
     check(lambda t, p: (*_inv_det_slogdet(t), _la(t).solve(t, p)), [a, b], backend=backend)
 
 
@@ -53,6 +53,7 @@ def test_cholesky(backend):
 
 def test_sizes_pivoting_and_views():
     check(_inv_det_slogdet, [_well_conditioned((1, 1))])
+    check(_inv_det_slogdet, [_well_conditioned((2, 3, 3))])
     check(_inv_det_slogdet, [_well_conditioned((4, 4), 5, np.float64)])
     check(_inv_det_slogdet, [NEEDS_PIVOT])
     check(lambda t: _la(t).slogdet(-t), [NEEDS_PIVOT.astype(np.float64)], pre=lambda t: t.transpose(-1, -2))
@@ -70,6 +71,8 @@ def test_cholesky_sizes_and_upper():
     for shape in [(1, 1), (4, 4)]:
         check(lambda t: _la(t).cholesky(t), [_spd(shape)])
     check(lambda t: _la(t).cholesky(t, upper=True), [_spd((3, 3), 1, np.float64)])
+    lower_only = np.tril(_spd((3, 3), 2)) + np.triu(np.ones((3, 3), np.float32), 1)  # the upper triangle unread
+    check(lambda t: _la(t).cholesky(t), [lower_only])
 
 
 @pytest.mark.filterwarnings("ignore:torch.cholesky is deprecated")

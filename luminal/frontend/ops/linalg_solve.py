@@ -18,7 +18,7 @@ from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.combine import cat, stack
 from luminal.frontend.ops.core import broadcast_shapes
 from luminal.frontend.ops.creation import eye
-from luminal.frontend.ops.elementwise import abs_, add, div, eq, gt, log, lt, mul, ne, sign, sqrt, sub, where
+from luminal.frontend.ops.elementwise import abs_, add, div, eq, ge, gt, log, lt, mul, ne, sign, sqrt, sub, where
 from luminal.frontend.ops.reduce import argmax
 from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.tensor import GraphTensor
@@ -168,8 +168,8 @@ def slogdet(A: GraphTensor) -> tuple[GraphTensor, GraphTensor]:  # noqa: N803 - 
 @tensor_op("cholesky")
 def cholesky(A: GraphTensor, upper: bool = False) -> GraphTensor:  # noqa: N803 - torch's name
     """torch.linalg.cholesky: the lower-triangular ``L`` with ``A = L @ L.mT`` (``upper``: ``L.mT``),
-    column by column (static size n). ``A`` is read as the symmetric ``(A + A.mT) / 2``, so the
-    gradient is symmetric, as torch's. A matrix that is not positive-definite gives NaN where torch
+    column by column (static size n). Only ``A``'s lower triangle is read, and the gradient is
+    symmetric, as torch's. A matrix that is not positive-definite gives NaN where torch
     raises.
 
     Args:
@@ -177,8 +177,11 @@ def cholesky(A: GraphTensor, upper: bool = False) -> GraphTensor:  # noqa: N803 
         upper: return the upper-triangular factor ``L.mT`` instead.
     """
     n = _square("cholesky", A)
-    s = div(add(A, A.transpose(-2, -1)), 2.0)
     rows = A.graph.arange(n)
+    # the values of A's lower triangle mirrored (torch reads only that), the gradient of (A + A.mT) / 2
+    lower = where(ge(rows.reshape(n, 1), rows), A, A.transpose(-2, -1))
+    half = div(add(A, A.transpose(-2, -1)), 2.0)
+    s = add(lower.detach(), sub(half, half.detach()))
     zero = A.graph.constant(0, A.dtype)
     cols: list[GraphTensor] = []
     for j in range(n):
