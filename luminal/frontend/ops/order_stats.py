@@ -156,17 +156,18 @@ def nanmedian(input: GraphTensor, dim=None, keepdim: bool = False) -> GraphTenso
 
 
 @tensor_op("kthvalue")
-def kthvalue(input: GraphTensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:  # noqa: A002
+def kthvalue(input: GraphTensor, k: int, dim: int | None = -1, keepdim: bool = False) -> ValuesIndices:  # noqa: A002
     """torch.kthvalue: the ``k``-th smallest element along ``dim`` (``k`` from 1), as the named tuple
     ``(values, indices)``; NaN counts as the largest value. The gradient goes to ``indices``.
 
     Args:
         input: the input tensor.
         k: which order statistic, 1 <= k <= the dim's size (a static int).
-        dim: the dim to search along (default the last).
+        dim: the dim to search along (default, or None: the last).
         keepdim: keep the reduced dim as size 1.
     """
     x = input
+    dim = -1 if dim is None else dim  # torch's None: the last dim
     require("kthvalue", isinstance(k, int) and not isinstance(k, bool), f"k must be an int, got {k!r}", x)
     if x.ndim == 0:
         x._axis(dim, "kthvalue")
