@@ -82,6 +82,16 @@ def test_torch_method_names():
     check(lambda t: (torch if isinstance(t, torch.Tensor) else lm).cholesky(t), [_spd((3, 3))])
 
 
+def test_parameters_join_the_graph():
+    w = lm.nn.Parameter(_well_conditioned((3, 3), 6))
+    g = lm.Graph()
+    b = g.input("b", (3,))
+    f = lm.compile([lm.linalg.solve(w, b), lm.linalg.det(w.on(g))], backend="reference")
+    x, d = f(b=np.ones(3, np.float32))
+    np.testing.assert_allclose(x, np.linalg.solve(w.data, np.ones(3)), rtol=1e-5)
+    np.testing.assert_allclose(d, np.linalg.det(w.data), rtol=1e-5)
+
+
 def test_linalg_errors():
     g = lm.Graph()
     with pytest.raises(ValueError, match=r"^inv: needs a static matrix size \(the algorithm is unrolled over n\)"):
