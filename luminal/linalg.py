@@ -1,9 +1,12 @@
-"""``lm.linalg``: the ``torch.linalg`` names luminal has (``vector_norm``, ``cross``)."""
+"""``lm.linalg``: the ``torch.linalg`` names luminal has: ``vector_norm``, ``cross``, and for static
+square sizes ``inv``, ``solve``, ``det``, ``slogdet`` and ``cholesky`` (``frontend/ops/linalg_solve.py``)."""
 
+from luminal.frontend.join import joins_all as _joins_all
 from luminal.frontend.ops import linalg as _ops
+from luminal.frontend.ops.linalg_solve import cholesky, det, inv, slogdet, solve
 from luminal.frontend.ops.norms import vector_norm
 
-__all__ = ["cross", "vector_norm"]
+__all__ = ["cholesky", "cross", "det", "inv", "slogdet", "solve", "vector_norm"]
 
 
 def cross(input, other, *, dim: int = -1):  # noqa: A002 - torch's names
@@ -16,3 +19,6 @@ def cross(input, other, *, dim: int = -1):  # noqa: A002 - torch's names
         dim: the dim of the vectors' components.
     """
     return _ops.cross(input, other, dim)
+
+
+_joins_all(globals(), __all__)  # a Parameter, Buffer or host tensor joins the other operand's graph (join.py)

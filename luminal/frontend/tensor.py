@@ -637,7 +637,11 @@ class GraphTensor:
         nansum: Callable[..., GraphTensor]; nanmean: Callable[..., GraphTensor]
         count_nonzero: Callable[..., GraphTensor]; diff: Callable[..., GraphTensor]
         rot90: Callable[..., GraphTensor]; cross: Callable[..., GraphTensor]; kron: Callable[..., GraphTensor]
-        hardshrink: Callable[..., GraphTensor]
+        hardshrink: Callable[..., GraphTensor]; median: Callable[..., GraphTensor | ValuesIndices]
+        nanmedian: Callable[..., GraphTensor | ValuesIndices]; kthvalue: Callable[..., ValuesIndices]
+        quantile: Callable[..., GraphTensor]; nanquantile: Callable[..., GraphTensor]
+        det: Callable[..., GraphTensor]; slogdet: Callable[..., tuple[GraphTensor, GraphTensor]]
+        inverse: Callable[..., GraphTensor]; cholesky: Callable[..., GraphTensor]
 
 class ValuesIndices(NamedTuple):
     """A ``(values, indices)`` pair of tensors, as torch's ``torch.return_types``: the base of the

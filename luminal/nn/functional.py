@@ -39,6 +39,8 @@ from luminal.nn.layers.activation import (
 from luminal.nn.layers.attention import scaled_dot_product_attention
 from luminal.nn.layers.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from luminal.nn.layers.dropout import dropout, dropout1d, dropout2d, dropout3d
+from luminal.nn.layers.fold import fold, unfold
+from luminal.nn.layers.grid_sample import grid_sample
 from luminal.nn.layers.instance_norm import instance_norm
 from luminal.nn.layers.linear import (
     bilinear,
@@ -104,11 +106,12 @@ __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "batch_norm", "bilinear", "celu", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "dropout", "dropout1d", "dropout2d", "dropout3d",
-    "elu", "embedding", "gelu", "glu", "group_norm", "hardshrink", "hardsigmoid", "hardswish", "hardtanh",
-    "instance_norm", "interpolate", "layer_norm", "leaky_relu", "linear", "log_softmax", "logsigmoid", "max_pool1d",
-    "max_pool2d", "max_pool3d", "mish", "normalize", "one_hot", "pad", "pairwise_distance", "pixel_shuffle",
-    "pixel_unshuffle", "prelu", "relu", "relu6", "rms_norm", "scaled_dot_product_attention", "selu", "sigmoid", "silu",
-    "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh", "tanhshrink", "threshold", "upsample",
+    "elu", "embedding", "fold", "gelu", "glu", "grid_sample", "group_norm", "hardshrink", "hardsigmoid", "hardswish",
+    "hardtanh", "instance_norm", "interpolate", "layer_norm", "leaky_relu", "linear", "log_softmax", "logsigmoid",
+    "max_pool1d", "max_pool2d", "max_pool3d", "mish", "normalize", "one_hot", "pad", "pairwise_distance",
+    "pixel_shuffle", "pixel_unshuffle", "prelu", "relu", "relu6", "rms_norm", "scaled_dot_product_attention", "selu",
+    "sigmoid", "silu", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh", "tanhshrink", "threshold",
+    "unfold", "upsample",
 ]
 __all__ += ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "focal_loss", "huber_loss",
             "kl_div", "l1_loss", "mse_loss", "nll_loss", "smooth_l1_loss"]

@@ -59,6 +59,8 @@ def test_softmin(dim, backend):
           [x], backend=backend)
     check(lambda t: _f(t).softmin(t, dim), [np.array([[1.0, math.inf], [-math.inf, 0.0]], np.float32)],
           backend=backend, grad=False)
+    if dim is not None:  # lm.softmin: torch has only the functional
+        check(lambda t: TF.softmin(t, dim) if isinstance(t, torch.Tensor) else lm.softmin(t, dim), [x], backend=backend)
 
 
 @pytest.mark.parametrize("make", [lambda ns: ns.Softmin(1), lambda ns: ns.Softshrink(0.4), lambda ns: ns.Hardshrink(),

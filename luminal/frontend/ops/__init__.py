@@ -20,6 +20,7 @@ from luminal.frontend.ops.activations import (
     relu,
     sigmoid,
     silu,
+    softmin,
     softplus,
     tanh,
     threshold,
@@ -116,6 +117,8 @@ from luminal.frontend.ops.indexing import (
     take_along_dim,
 )
 from luminal.frontend.ops.linalg import addmm, baddbmm, bmm, cross, dot, kron, matmul, outer
+from luminal.frontend.ops.linalg_solve import cholesky, det, slogdet
+from luminal.frontend.ops.linalg_solve import inv as inverse
 from luminal.frontend.ops.movement import (
     diag,
     diagonal,
@@ -134,6 +137,7 @@ from luminal.frontend.ops.movement import (
     unbind,
 )
 from luminal.frontend.ops.norms import norm, vector_norm
+from luminal.frontend.ops.order_stats import kthvalue, median, nanmedian, nanquantile, quantile
 from luminal.frontend.ops.pointwise import (
     allclose,
     copysign,
@@ -320,6 +324,11 @@ def _install():
         "nansum": nansum, "nanmean": nanmean, "count_nonzero": count_nonzero,
         # shapes and products (movement.py, linalg.py)
         "diff": diff, "rot90": rot90, "cross": cross, "kron": kron, "hardshrink": hardshrink,
+        # order statistics (order_stats.py)
+        "median": median, "nanmedian": nanmedian, "kthvalue": kthvalue, "quantile": quantile,
+        "nanquantile": nanquantile,
+        # square matrices (linalg_solve.py)
+        "det": det, "slogdet": slogdet, "inverse": inverse, "cholesky": cholesky,
     }
     for name, fn in methods.items():  # (a Parameter or Buffer argument joins the tensor's graph: join.py)
         setattr(GraphTensor, name, joins(fn, op_name(name)))
@@ -342,20 +351,21 @@ __all__ = [
     "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "addmm", "all", "allclose", "amax", "amin", "any", "arange",
     "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm", "bitwise_and",
     "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bmm", "broadcast_shapes",
-    "bucketize", "cast", "cat", "cdist", "ceil", "chunk", "clamp", "clone", "copysign", "cos", "cosh", "count_nonzero",
-    "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "diag", "diagonal", "diff", "div", "dot", "einsum",
-    "elu", "eq", "erf", "exp", "exp2", "expm1", "eye", "flatten", "flip", "floor", "floor_divide", "fmax", "fmin",
-    "fmod", "full", "full_like", "gather", "ge", "gelu", "gt", "hardshrink", "hstack", "hypot", "index_add",
-    "index_copy", "index_put", "index_select", "isclose", "isfinite", "isin", "isinf", "isnan", "kron", "le",
-    "leaky_relu", "lerp", "log", "log10", "log1p", "log2", "log_softmax", "logaddexp", "logcumsumexp", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill", "matmul", "max", "maximum", "mean",
-    "meshgrid", "min", "minimum", "mish", "moveaxis", "movedim", "mul", "nan_to_num", "nanmean", "nansum", "narrow",
-    "ne", "neg", "norm", "one_hot", "ones", "ones_like", "outer", "pow", "prod", "rad2deg", "reciprocal", "relu",
-    "remainder", "repeat_interleave", "roll", "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add",
-    "scatter_reduce", "searchsorted", "select", "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softplus", "sort",
-    "split", "sqrt", "square", "stack", "std", "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh", "tensordot",
-    "threshold", "topk", "trace", "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack",
-    "where", "zeros", "zeros_like",
+    "bucketize", "cast", "cat", "cdist", "ceil", "cholesky", "chunk", "clamp", "clone", "copysign", "cos", "cosh",
+    "count_nonzero", "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "det", "diag", "diagonal", "diff",
+    "div", "dot", "einsum", "elu", "eq", "erf", "exp", "exp2", "expm1", "eye", "flatten", "flip", "floor",
+    "floor_divide", "fmax", "fmin", "fmod", "full", "full_like", "gather", "ge", "gelu", "gt", "hardshrink", "hstack",
+    "hypot", "index_add", "index_copy", "index_put", "index_select", "inverse", "isclose", "isfinite", "isin", "isinf",
+    "isnan", "kron", "kthvalue", "le", "leaky_relu", "lerp", "log", "log10", "log1p", "log2", "log_softmax",
+    "logaddexp", "logcumsumexp", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt",
+    "masked_fill", "matmul", "max", "maximum", "mean", "median", "meshgrid", "min", "minimum", "mish", "moveaxis",
+    "movedim", "mul", "nan_to_num", "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "norm",
+    "one_hot", "ones", "ones_like", "outer", "pow", "prod", "quantile", "rad2deg", "reciprocal", "relu", "remainder",
+    "repeat_interleave", "roll", "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add", "scatter_reduce",
+    "searchsorted", "select", "sigmoid", "sign", "silu", "sin", "sinh", "slogdet", "softmax", "softmin", "softplus",
+    "sort", "split", "sqrt", "square", "stack", "std", "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh",
+    "tensordot", "threshold", "topk", "trace", "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm",
+    "vstack", "where", "zeros", "zeros_like",
 ]
 
 joins_all(globals(), __all__)  # lm.<op>: Parameters, Buffers and host tensors join the op's graph (join.py)

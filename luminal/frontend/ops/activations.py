@@ -152,8 +152,10 @@ def mish(x) -> GraphTensor:
 
 
 @tensor_op("softmin")
+@tensor_op("softmin")
 def softmin(x, dim: int, dtype=None) -> GraphTensor:
-    """torch's ``F.softmin``: ``softmax(-x)`` along ``dim`` (``dtype``: cast the input to it first).
+    """torch's ``F.softmin``: ``softmax(-x)`` along ``dim`` (``dtype``: cast the input to it first);
+    ``lm.softmin`` (torch has only the functional; ``F.softmin`` also takes torch's implicit dim).
 
     Args:
         x: the input tensor.

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from luminal.core import dtype as dt
 from luminal.core.errors import check_int, op_error
-from luminal.core.symbolic import Dim, Sym, is_static, sym
+from luminal.core.symbolic import Dim, Sym, is_static, shape_str, sym
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.combine import _sequence, cat
 from luminal.frontend.ops.core import cast, require
-from luminal.frontend.ops.elementwise import eq, le, logical_xor, sub, where
+from luminal.frontend.ops.elementwise import add, eq, le, logical_xor, lt, sub, where
 from luminal.frontend.ops.indexing import index_select
 from luminal.frontend.ops.reduce import cumsum
 from luminal.frontend.ops.reduce import sum as sum_
@@ -146,16 +146,21 @@ def narrow(input: GraphTensor, dim: int, start: Dim, length: Dim) -> GraphTensor
 
     ``start`` and ``length`` may be symbolic sizes (``narrow(1, 0, T)``, ``T - 1``); one that may run
     past the dim is checked when the program runs (``start + length <= size``), as a static one is now.
+    ``start`` may also be a 0-d integer tensor, as torch's: a start known only when the program runs;
+    the result is then a Gather of ``arange(length) + start`` (an index past the dim fails at run time).
 
     Args:
         input: the tensor.
         dim: the dim to narrow.
-        start: the first index (negative counts from the end), an int or a symbolic size.
+        start: the first index (negative counts from the end): an int, a symbolic size, or a 0-d
+            integer tensor.
         length: how many elements to keep, an int or a symbolic size.
     """
     x = input
     d = x._axis(dim, "narrow", scalar=False)
     n = x.shape[d]
+    if isinstance(start, GraphTensor):
+        return _narrow_at(x, d, start, _size_arg("length", length, x, 0))
     start, length = _size_arg("start", start, x), _size_arg("length", length, x, 0)
     if is_static(start) and start < 0:
         require("narrow", is_static(n), f"a negative start needs a static dim, dim {d} is {n}", x, kind=ValueError)
@@ -164,6 +169,21 @@ def narrow(input: GraphTensor, dim: int, start: Dim, length: Dim) -> GraphTensor
         raise op_error(IndexError, "narrow", f"start {start - n} is out of range for dim {d} of size {n}", x)
     x._requires(n - (start + length), length, "narrow", f"start {start} + length {length} exceeds dim {d} of size {n}")
     return x._slice_dim(d, start, length, 1)
+
+
+def _narrow_at(x: GraphTensor, d: int, start: GraphTensor, length: Dim) -> GraphTensor:
+    """``narrow`` at a start held by a 0-d integer tensor: the Gather of ``start + arange(length)``."""
+    check_tensors("narrow", input=x, start=start)
+    if start.ndim != 0 or start.dtype.kind != "i":
+        raise op_error(TypeError, "narrow", f"a tensor start must be a 0-d integer tensor, got "
+                       f"{shape_str(start.shape)} {start.dtype.name}", x, start)
+    n = x.shape[d]
+    if is_static(n) and is_static(length) and length > n:
+        raise op_error(IndexError, "narrow", f"length {length} exceeds dim {d} of size {n}", x)
+    s = cast(start, dt.int32)
+    size = n if is_static(n) else x.graph.constant(n)
+    s = where(lt(s, 0), add(s, size), s)  # negative counts from the end
+    return index_select(x, d, add(x.graph.arange(length), s))
 
 
 def _size_arg(what: str, v, x: GraphTensor, minimum: int | None = None) -> Dim:

@@ -38,6 +38,7 @@ from luminal.nn.layers.conv import (
     conv_nd,
 )
 from luminal.nn.layers.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, dropout
+from luminal.nn.layers.fold import Fold, Unfold
 from luminal.nn.layers.linear import Embedding, Flatten, Identity, Linear, Unflatten
 from luminal.nn.layers.norm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm
 from luminal.nn.layers.pool import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
@@ -61,12 +62,12 @@ __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
     "AvgPool3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "CELU", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
     "ConvTranspose2d", "ConvTranspose3d", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "ELU", "Embedding",
-    "Flatten", "GELU", "GLU", "GroupNorm", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "Identity",
+    "Flatten", "Fold", "GELU", "GLU", "GroupNorm", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "Identity",
     "LayerNorm", "LeakyReLU", "Linear", "LogSigmoid", "LogSoftmax", "MaxPool1d", "MaxPool2d", "MaxPool3d", "Mish",
     "ModuleDict", "ModuleList", "MultiheadAttention", "PReLU", "ParameterDict", "ParameterList", "PixelShuffle",
     "PixelUnshuffle", "RMSNorm", "ReLU", "ReLU6", "SELU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softmin",
     "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold", "TransformerDecoder",
-    "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten", "Upsample",
+    "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten", "Unfold", "Upsample",
     "UpsamplingBilinear2d", "UpsamplingNearest2d", "conv1d", "conv2d", "conv3d", "conv_nd", "dropout",
     "scaled_dot_product_attention",
 ]

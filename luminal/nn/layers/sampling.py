@@ -1,10 +1,11 @@
 """Resampling and reshaping layers and functionals: ``interpolate``/``Upsample`` (nearest, linear,
-bilinear, with ``align_corners``), ``pixel_shuffle``/``PixelShuffle``, ``pad`` (constant, reflect,
-replicate, circular), with torch's names, signatures and formulas.
+bilinear, bicubic, trilinear, area, with ``align_corners``), ``pixel_shuffle``/``PixelShuffle``,
+``pad`` (constant, reflect, replicate, circular), with torch's names, signatures and formulas.
 
 Interpolation is separable: each spatial dim is resampled by a constant (out, in) matrix (one 1 per
-row for nearest, two weights for linear), a matmul whose gradient is the transposed matrix. Non-constant
-padding modes are an ``index_select`` of each padded dim with constant indices."""
+row for nearest, two weights for linear, four for cubic, a window's mean for area), a matmul whose
+gradient is the transposed matrix. Non-constant padding modes are an ``index_select`` of each padded
+dim with constant indices."""
 
 from __future__ import annotations
 
@@ -19,13 +20,40 @@ from luminal.frontend.checks import check_tensors
 from luminal.nn.layers._util import check_float
 from luminal.nn.module import Module
 
-_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear")
-_MODE_RANK = {"linear": 1, "bilinear": 2, "trilinear": 3}
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
+_MODE_RANK = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+_CUBIC_A = -0.75  # torch's bicubic coefficient
+
+
+def _cubic_weights(t: np.ndarray) -> np.ndarray:
+    """(len(t), 4) weights of the 4 neighbours ``floor - 1 .. floor + 2`` at fraction ``t``: torch's
+    cubic convolution (Keys, A = -0.75)."""
+    a = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], axis=1)
+
+
+def _area_matrix(n: int, out: int) -> np.ndarray:
+    """(out, n) adaptive average pooling: output i averages inputs ``floor(i n / out)`` to
+    ``ceil((i + 1) n / out) - 1``, as torch's 'area' mode (``adaptive_avg_pool``)."""
+    m = np.zeros((out, n))
+    for i in range(out):
+        lo, hi = (i * n) // out, -((-(i + 1) * n) // out)
+        m[i, lo:hi] = 1.0 / (hi - lo)
+    return m
 
 
 def _resample_matrix(n: int, out: int, mode: str, align_corners: bool, scale: float | None) -> np.ndarray:
     """(out, n) weights: output position i of one spatial dim as a combination of the input's.
     ``scale`` is torch's in/out ratio for this dim (1/scale_factor when a scale factor was given)."""
+    if mode == "area":
+        return _area_matrix(n, out)
     m = np.zeros((out, n))
     ratio = (n / out) if scale is None else scale
     i = np.arange(out)
@@ -39,8 +67,16 @@ def _resample_matrix(n: int, out: int, mode: str, align_corners: bool, scale: fl
         return m
     if align_corners:
         pos = i * ((n - 1) / (out - 1)) if out > 1 else np.zeros(out)
+    elif mode == "bicubic":  # not clamped at 0, as torch's cubic source index
+        pos = (i + 0.5) * ratio - 0.5
     else:
         pos = np.maximum((i + 0.5) * ratio - 0.5, 0.0)
+    if mode == "bicubic":
+        base = np.floor(pos).astype(np.int64)
+        w = _cubic_weights(pos - base)
+        for t in range(4):  # the neighbours past an edge read the edge, as torch's
+            np.add.at(m, (i, np.clip(base - 1 + t, 0, n - 1)), w[:, t])
+        return m
     lo = np.minimum(np.floor(pos).astype(np.int64), n - 1)
     hi = np.minimum(lo + 1, n - 1)
     lam = pos - lo
@@ -57,8 +93,11 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
         input: a float tensor (N, C, L), (N, C, H, W) or (N, C, D, H, W).
         size: the output spatial size (an int or one per spatial dim), or None.
         scale_factor: a multiplier (one or per dim) instead of ``size``.
-        mode: 'nearest', 'nearest-exact', 'linear' (3-d input), 'bilinear' (4-d) or 'trilinear' (5-d).
-        align_corners: for the linear modes, align the corner pixels' centres (torch's default False).
+        mode: 'nearest', 'nearest-exact', 'linear' (3-d input), 'bilinear' or 'bicubic' (4-d; torch's
+            cubic convolution, A = -0.75, reading the edge past the borders), 'trilinear' (5-d), or
+            'area' (adaptive average pooling to the output size).
+        align_corners: for the linear and cubic modes, align the corner pixels' centres (torch's
+            default False).
         recompute_scale_factor: with a scale factor, compute the sampling ratio from the output size
             (True) or from the factor (False/None, torch's default).
         antialias: not supported (False).
@@ -77,7 +116,8 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
             raise op_error(ValueError, name, f"mode {mode!r} expects a {_MODE_RANK[mode] + 2}-d input, got "
                            f"{shape_str(x.shape)}", x)
         if align_corners is not None and mode not in _MODE_RANK:
-            raise op_error(ValueError, name, f"align_corners may only be set with the linear modes, not {mode!r}", x)
+            raise op_error(ValueError, name, f"align_corners may only be set with the linear and cubic modes, not "
+                           f"{mode!r}", x)
         if antialias:
             raise op_error(NotImplementedError, name, "antialias=True is not supported", x)
         spatial = tuple(x.shape[2:])
