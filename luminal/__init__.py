@@ -11,8 +11,8 @@ from luminal.core.safetensors_io import load_file as load_safetensors
 from luminal.core.safetensors_io import save_file as save_safetensors
 from luminal.frontend import DType, Graph, GraphTensor, Sym, bfloat16, float16, float32, float64, int32, sym
 from luminal.frontend.eager import no_grad
-from luminal.frontend.ops import __all__ as _ops_all
 from luminal.frontend.ops import *  # noqa: F403 - the public ops, listed once in frontend/ops
+from luminal.frontend.ops import __all__ as _ops_all
 from luminal.frontend.seed import manual_seed
 
 bool = bool_  # noqa: A001 - lm.bool, as torch.bool

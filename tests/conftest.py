@@ -70,9 +70,23 @@ def one_torch_thread():
     torch.set_num_threads(n)
 
 
+FULL_TIER_BACKENDS = ("cuda-emulated",)  # their parity tests run in the full tier (``slow``)
+
+
+@pytest.hookimpl(tryfirst=True)  # (before ``-m`` deselects by marker)
 def pytest_collection_modifyitems(config, items):
-    """The NVRTC check of every generated GPU kernel runs last, so it sees the kernels of every
-    ``cuda-emulated`` test before it (``tests/cuda/test_generated_kernels_compile.py``)."""
+    """Two tiers. ``python -m pytest`` (the README's command) runs the quick one: every test not marked
+    ``slow`` (``addopts``); ``python -m pytest -m slow`` runs the rest, and ``.ci/run`` runs both, so CI
+    runs every test. Here the tests on the GPU lowering's emulator (a ``backend`` parameter in
+    ``FULL_TIER_BACKENDS``: every parity test runs on the cpu and reference backends in the quick tier
+    too) are marked ``slow``, with the NVRTC check of every kernel they generated.
+
+    That check runs last, so it sees the kernels of every ``cuda-emulated`` test before it
+    (``tests/cuda/test_generated_kernels_compile.py``)."""
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        if spec is not None and spec.params.get("backend") in FULL_TIER_BACKENDS:
+            item.add_marker(pytest.mark.slow)
     last = [i for i in items if i.nodeid.startswith("tests/cuda/test_generated_kernels_compile.py")]
     if last:
         items[:] = [i for i in items if i not in last] + last

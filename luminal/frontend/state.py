@@ -11,12 +11,19 @@ from before the run; all writes happen after it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from luminal.core import dtype as dt
 
+if TYPE_CHECKING:  # a State takes GraphTensor's methods and operators (``state_tensor.py`` installs them)
+    from luminal.frontend.tensor import GraphTensor as _TensorMethods
+else:
+    _TensorMethods = object
 
-class State:
+
+class State(_TensorMethods):
     """A named, typed host array. ``data`` is kept in the dtype's storage form (see ``dtype.py``).
 
     ``data`` may be an array, another State (copied) or a tensor whose values are known now (a host

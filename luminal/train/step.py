@@ -114,8 +114,8 @@ class TrainStep(Generic[StepResult]):
     ``step(**batch)`` returns the loss as a float, or ``(loss, *outputs)`` when extra outputs were
     requested (as numpy arrays): ``TrainStep[float]`` or ``TrainStep[tuple[Any, ...]]`` to a type
     checker (``compile_step``'s overloads say which; not ``tuple[float, *tuple[np.ndarray, ...]]``,
-    which mypy refuses to unpack into ``loss, logits = step(...)``). ``last_grad_norm`` holds the total gradient norm when clipping by
-    norm. ``calls`` counts the calls; with ``check_finite`` a non-finite loss raises
+    which mypy refuses to unpack into ``loss, logits = step(...)``). ``last_grad_norm`` holds the total
+    gradient norm when clipping by norm. ``calls`` counts the calls; with ``check_finite`` a non-finite loss raises
     :class:`NonFiniteLossError` naming the call, before anything is written. With a ``scaler``,
     ``last_step_skipped`` says whether the last optimizer step was skipped for overflowing gradients.
 

@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
@@ -638,12 +639,14 @@ def _run(seed: int, n_ops: int, grad: bool):
     check(p, seed, grad)
 
 
+@pytest.mark.slow  # the full tier, as every fuzzer (the cases it found run in both)
 @FUZZ
 @given(seed=st.integers(0, 2**32 - 1), n_ops=st.integers(1, 12))
 def test_compiled_matches_reference(seed, n_ops):
     _run(seed, n_ops, grad=False)
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=max(1, int(40 * SCALE)))
 @given(seed=st.integers(0, 2**32 - 1), n_ops=st.integers(1, 10))
 def test_compiled_gradients_match_reference(seed, n_ops):

@@ -314,6 +314,7 @@ def test_compiled_stack_matches_reference():
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # the full tier: times the e-graph's alternatives
 def test_search_compiles_a_rolled_stack_end_to_end():
     """``search=N`` times whole rolled programs on the CPU backend (packs, calls and all) and keeps one
     that computes what the reference computes."""

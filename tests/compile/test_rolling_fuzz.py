@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from test_fuzz import CODEGEN_BACKENDS, FUZZ, GRAD_TOL, SCALE, U_ACC, UNARY, Val, _compare
@@ -396,12 +397,14 @@ def case(seed: int, depth: int, n_steps: int, grad: bool) -> Case:
 ARGS = dict(seed=st.integers(0, 2**32 - 1), depth=st.integers(0, 6).map(lambda k: 8 - k), n_steps=st.integers(1, 6))
 
 
+@pytest.mark.slow  # the full tier, as every fuzzer (the cases it found run in both)
 @settings(FUZZ, max_examples=max(1, int(100 * SCALE)))
 @given(**ARGS)
 def test_rolled_stack_matches_reference(seed, depth, n_steps):
     _run(case(seed, depth, n_steps, grad=False))
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=max(1, int(40 * SCALE)))
 @given(**ARGS)
 def test_rolled_stack_gradients_match_reference(seed, depth, n_steps):

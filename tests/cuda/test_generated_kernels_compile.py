@@ -10,6 +10,7 @@ run alone, it first lowers the shared example programs, so it never checks nothi
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 import session_kernels
 from programs import BUILDERS, compiled, train_step
 
@@ -22,6 +23,7 @@ REGISTER_BUDGET = 255  # what a thread can address at all on sm_90
 BATCH = 128  # kernels per NVRTC program (its cost is mostly per program)
 
 
+@pytest.mark.slow  # the full tier: it checks the kernels of the cuda-emulated parity tests, which run there
 def test_every_generated_kernel_compiles_to_a_cubin():
     for builder in BUILDERS:
         compiled(builder)

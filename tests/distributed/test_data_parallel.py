@@ -15,7 +15,7 @@ import sys
 import pytest
 from mpi_run import HERE, ROOT, requires_mpi, results, run_mpi
 
-pytestmark = requires_mpi
+pytestmark = [requires_mpi, pytest.mark.slow]  # the full tier: MPI jobs of several processes
 
 EQUIVALENT = ["sgd", "adamw", "lamb", "clip", "clip_value", "frozen", "uneven", "accumulate", "float16"]
 

@@ -56,6 +56,7 @@ def _load(setup, path):
     return model, opt, extra["done"]
 
 
+@pytest.mark.slow  # the full tier: a training process interrupted and restarted
 def test_ctrl_c_saves_the_steps_done_and_exits_cleanly(setup, tmp_path):
     ck = tmp_path / "state.safetensors"
     args = _args(setup, "--checkpoint", str(ck), "--save-every", "1")
