@@ -71,21 +71,24 @@ def one_torch_thread():
 
 
 FULL_TIER_BACKENDS = ("cuda-emulated",)  # their parity tests run in the full tier (``slow``)
+FULL_TIER_DIRS = ("tests/cuda/",)  # and every test of the GPU lowering: the NVRTC check sees all their kernels
 
 
 @pytest.hookimpl(tryfirst=True)  # (before ``-m`` deselects by marker)
 def pytest_collection_modifyitems(config, items):
     """Two tiers. ``python -m pytest`` (the README's command) runs the quick one: every test not marked
     ``slow`` (``addopts``); ``python -m pytest -m slow`` runs the rest, and ``.ci/run`` runs both, so CI
-    runs every test. Here the tests on the GPU lowering's emulator (a ``backend`` parameter in
-    ``FULL_TIER_BACKENDS``: every parity test runs on the cpu and reference backends in the quick tier
-    too) are marked ``slow``, with the NVRTC check of every kernel they generated.
+    runs every test. Here the tests of the GPU lowering are marked ``slow``: those in ``FULL_TIER_DIRS``
+    and the parity tests on its emulator (a ``backend`` parameter in ``FULL_TIER_BACKENDS``: each runs
+    on the cpu and reference backends in the quick tier too), with the NVRTC check of every kernel
+    they generate.
 
     That check runs last, so it sees the kernels of every ``cuda-emulated`` test before it
     (``tests/cuda/test_generated_kernels_compile.py``)."""
     for item in items:
         spec = getattr(item, "callspec", None)
-        if spec is not None and spec.params.get("backend") in FULL_TIER_BACKENDS:
+        on_emulator = spec is not None and spec.params.get("backend") in FULL_TIER_BACKENDS
+        if item.nodeid.startswith(FULL_TIER_DIRS) or on_emulator:
             item.add_marker(pytest.mark.slow)
     last = [i for i in items if i.nodeid.startswith("tests/cuda/test_generated_kernels_compile.py")]
     if last:
