@@ -42,7 +42,7 @@ import numpy as np
 from luminal.core.symbolic import evaluate
 
 _BUILTIN = {"reference": "luminal.backends.reference", "cpu": "luminal.backends.cpu",
-            "cuda-emulated": "luminal.backends.cuda"}
+            "cuda-emulated": "luminal.backends.cuda", "cuda": "luminal.backends.cuda"}
 _REGISTRY: dict[str, Backend] = {}
 
 

@@ -27,6 +27,10 @@ class DeviceError(RuntimeError):
     """A device operation failed or broke the driver's rules (the message names the call and why)."""
 
 
+class NoDeviceError(DeviceError):
+    """There is no CUDA device to run on (the message says why: no cuda-python, no driver, no GPU)."""
+
+
 @dataclass(frozen=True, eq=False)
 class ArgBlock:
     """One launch's arguments, packed once per launch and binding: the kernel's buffer pointers (device

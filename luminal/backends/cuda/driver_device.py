@@ -16,7 +16,7 @@ import ctypes
 import numpy as np
 
 from luminal.backends.cuda import driver as drv
-from luminal.backends.cuda.device import ArgBlock, Device, DeviceError
+from luminal.backends.cuda.device import ArgBlock, Device, DeviceError, NoDeviceError
 
 
 class DriverDevice(Device):
@@ -27,7 +27,7 @@ class DriverDevice(Device):
     def __init__(self):
         ok, why = drv.device_status()
         if not ok:
-            raise DeviceError(why)
+            raise NoDeviceError(why)
         self.d = drv._driver()
         drv._context(self.d)
         self.arch = drv.device_arch(0)
