@@ -19,6 +19,8 @@ values into the host array, synchronously) and ``release()`` (free it).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
@@ -26,7 +28,7 @@ class Mirrored:
     """The host side of a value that a device may hold a copy of (module docstring)."""
 
     _host: np.ndarray
-    _device_copy = None  # the device copy, or None
+    _device_copy: Any = None  # the device copy, or None
     _host_current = True  # the host array holds the latest values
     _device_current = False  # the device copy holds the latest values
 

@@ -100,7 +100,12 @@ def test_a_bfloat16_state_round_trips_through_its_device_bits():
     np.testing.assert_array_equal(s.data, [6.0, -9.0, 12.0])
 
 
-def test_an_index_error_commits_nothing():
+@pytest.mark.parametrize("sync", [False, True], ids=["graphs", "LUMINAL_CUDA_SYNC"])
+def test_an_index_error_commits_nothing(sync, monkeypatch):
+    """The flags are read before the commit (with graphs: once per call; synchronized: after each
+    launch), so a bad index leaves every State as it was."""
+    if sync:
+        monkeypatch.setenv("LUMINAL_CUDA_SYNC", "1")
     s = State(np.zeros(3, np.float32), name="s")
     g = lm.Graph()
     x, i = g.input("x", (4,)), g.input("i", (2,), dtype=lm.int32)

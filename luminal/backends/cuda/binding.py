@@ -69,9 +69,15 @@ class DeviceBinding:
             if b.kind == "iota":
                 n = evaluate(prod(b.shape), env)
                 dev.upload(self.base + lay.offset[b.id], np.arange(n, dtype=np.int32))
-        self.out_staging = None  # pinned: the flags, then every buffer a call reads back (``_pack``)
-        self._packed = None  # (the State addresses they were packed for, arg blocks, commit copies, reads)
-        self._graphs = None  # (run, commit) once captured
+        # what every call stages: each input's part of the staging buffer; each State's bytes
+        self.inputs = [(b.name, self.in_staging[lay.offset[b.id] - lo:lay.offset[b.id] - lo + buffer_bytes(b, env)]
+                        .view(storage(b.dtype)), b.dtype) for b in kg.buffers if b.kind in ("input", "random")]
+        self.states = [(name, b, buffer_bytes(b, env)) for name, b in program.state_buffers.items()]
+        # pinned: the flags, then every buffer a call reads back (grown by ``_pack``)
+        self.out_staging: np.ndarray = self._pinned(8 * len(self.runs))
+        self._packed: tuple | None = None  # (the State addresses they were packed for, blocks, commits, reads)
+        self._graphs: tuple | None = None  # (run, commit) once captured
+        self._plain: dict[int, int] = {}  # State buffer id -> memory of a State handed as a plain array
         self.calls = 0
 
     def _pinned(self, nbytes: int) -> np.ndarray:
@@ -132,10 +138,9 @@ class DeviceBinding:
         for b in reads:
             read_at.append((b, at, self.address(b, states)))
             at += (buffer_bytes(b, self.env) + 7) // 8 * 8
-        if self.out_staging is None or len(self.out_staging) < at:
-            if self.out_staging is not None:
-                self.pinned.remove(self.out_staging)
-                self.runtime.release(self.out_staging, "pinned")
+        if len(self.out_staging) < at:
+            self.pinned = [h for h in self.pinned if h is not self.out_staging]
+            self.runtime.release(self.out_staging, "pinned")
             self.out_staging = self._pinned(at)
         self.read_at = {b.id: at for b, at, _ in read_at}
         return tuple(sorted(states.items())), blocks, staged + commits, read_at
@@ -143,40 +148,39 @@ class DeviceBinding:
     # a call ---------------------------------------------------------------------------------------
 
     def __call__(self, arrays: dict) -> list:
-        kg, dev, lay = self.program.kg, self.runtime.device, self.layout
-        lo = lay.regions["inputs"][0]
-        for buf in kg.buffers:
-            if buf.kind in ("input", "random"):
-                at = lay.offset[buf.id] - lo
-                st = storage(buf.dtype)
-                stage(self.in_staging[at:at + buffer_bytes(buf, self.env)].view(st), arrays[buf.name], buf.dtype)
+        dev = self.runtime.device
+        for name, out, dtype in self.inputs:
+            stage(out, arrays[name], dtype)
         states, resident = {}, set()
-        for name, buf in self.program.state_buffers.items():
+        for name, buf, nbytes in self.states:
             value = arrays[name]
             if isinstance(value, Mirrored):
-                states[buf.id] = self.runtime.resident(value, buf, self.env)
+                states[buf.id] = self.runtime.resident(value, nbytes, buf.dtype)
                 resident.add(name)
-        for name, buf in self.program.state_buffers.items():
+        for name, buf, _ in self.states:
             if name not in resident:  # a plain array: staged here, like an input
                 states[buf.id] = self._plain_copy(buf, arrays[name])
         key = tuple(sorted(states.items()))
-        if self._packed is None or self._packed[0] != key:
+        packed = self._packed
+        if packed is None or packed[0] != key:
             self._drop_graphs()
-            self._packed = self._pack(states, resident)
-        _, blocks, commits, reads = self._packed
+            packed = self._packed = self._pack(states, resident)
+        _, blocks, commits, reads = packed
         self.calls += 1
-        mode = "sync" if sync_mode() else "eager" if self.calls == 1 else "graph"
-        if mode == "graph" and self._graphs is None:
-            self._graphs = (self._capture(lambda: self._run(blocks, reads)),
-                            self._capture(lambda: self._commit_ops(commits)))
-        if mode == "graph":
-            dev.replay(self._graphs[0])
+        graphs = None
+        if not sync_mode() and self.calls > 1:
+            graphs = self._graphs
+            if graphs is None:
+                graphs = self._graphs = (self._capture(lambda: self._run(blocks, reads)),
+                                         self._capture(lambda: self._commit_ops(commits)))
+        if graphs is not None:
+            dev.replay(graphs[0])
         else:
-            self._run(blocks, reads, checked=mode == "sync")
+            self._run(blocks, reads, checked=sync_mode())
         dev.synchronize()
         self._check_flags()
-        if mode == "graph":
-            dev.replay(self._graphs[1])
+        if graphs is not None:
+            dev.replay(graphs[1])
         else:
             self._commit_ops(commits)
         return self._results(arrays, resident)
@@ -248,7 +252,7 @@ class DeviceBinding:
         cannot copy, written here from the host: the next call uploads it)."""
         kg = self.program.kg
         outs = [self._read(buf, view) for buf, view in kg.outputs]
-        ups = []
+        ups: list = []
         for name, buf, view in kg.updates:
             if name not in resident:
                 ups.append(self._read(buf, view))
@@ -268,12 +272,9 @@ class DeviceBinding:
         return np.array(ops.read(host, view, self.env), order="C")  # (ascontiguousarray makes 0-d 1-d)
 
     def _plain_copy(self, buf, value) -> int:
-        plain = getattr(self, "_plain", None)
-        if plain is None:
-            plain = self._plain = {}
-        ptr = plain.get(buf.id)
+        ptr = self._plain.get(buf.id)
         if ptr is None:
-            ptr = plain[buf.id] = self.runtime.device.alloc(buffer_bytes(buf, self.env))
+            ptr = self._plain[buf.id] = self.runtime.device.alloc(buffer_bytes(buf, self.env))
         staged = np.empty(buffer_bytes(buf, self.env) // storage(buf.dtype).itemsize, storage(buf.dtype))
         stage(staged, value, buf.dtype)
         self.runtime.device.upload(ptr, staged)
@@ -298,7 +299,7 @@ class DeviceBinding:
         """Free the arena, the staging and the graphs (queued while the device captures)."""
         self._drop_graphs()
         self.runtime.release(self.base)
-        for ptr in getattr(self, "_plain", {}).values():
+        for ptr in self._plain.values():
             self.runtime.release(ptr)
         for host in self.pinned:
             self.runtime.release(host, "pinned")

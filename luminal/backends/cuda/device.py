@@ -66,6 +66,10 @@ class Device:
 
     name: str = ""
 
+    def use(self) -> None:
+        """Make the device current for the calling thread (the driver's context is per thread): at the
+        start of every call, download and free."""
+
     def function(self, kernel: ir.Kernel):
         raise NotImplementedError
 

@@ -39,11 +39,13 @@ class DriverDevice(Device):
     def _call(self, result, what: str):
         return drv._check(self.d, result, what)
 
+    def use(self) -> None:
+        drv._context(self.d)
+
     def function(self, kernel):
         from luminal.backends.cuda import nvrtc, render
 
         cubin = nvrtc.compile_cubin(render.render(kernel), render.kernel_symbol(kernel), self.arch)
-        drv._context(self.d)
         return drv._function(self.d, cubin.data, render.kernel_symbol(kernel))
 
     def alloc(self, nbytes: int) -> int:

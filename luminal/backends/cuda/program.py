@@ -108,6 +108,7 @@ class CudaProgram:
         except KeyError as e:
             raise ValueError(f"symbolic dim {e.args[0]!r} has no value bound") from None
         with self.runtime.lock:
+            self.runtime.device.use()
             self.runtime.flush()
             binding = self._bindings.get(key)
             if binding is None:

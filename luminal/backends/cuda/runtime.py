@@ -23,7 +23,6 @@ import weakref
 import numpy as np
 
 from luminal.backends.cuda import emulator
-from luminal.backends.cuda.arena import buffer_bytes
 from luminal.backends.cuda.device import Device
 
 
@@ -60,6 +59,7 @@ class DeviceState:
         """The device values into ``host`` in place (synchronous: waits for the stream)."""
         with self.runtime.lock:
             dev = self.runtime.device
+            dev.use()
             st = storage(self.dtype)
             if host.flags.c_contiguous and host.dtype == st:
                 dev.download(host, self.ptr)
@@ -83,25 +83,24 @@ class Runtime:
         self.lock = threading.RLock()
         self._frees: list = []  # (kind, handle) waiting for a moment the driver allows
 
-    def resident(self, state, buf, env) -> int:
+    def resident(self, state, nbytes: int, dtype) -> int:
         """The device address of ``state``'s copy (made, or remade for a new size, and uploaded when
-        the host holds the latest values), for kernel-graph buffer ``buf``."""
-        nbytes = buffer_bytes(buf, env)
-        host = state.host_array() if not state.device_current else None
-        if host is not None and host.size * max(buf.dtype.itemsize, 1) != nbytes:
-            raise ValueError(f"{state.describe()}: the program reads it as {buf.shape} {buf.dtype.name}")
+        the host holds the latest values), read by a program as ``nbytes`` of ``dtype``."""
         copy = state.device_copy
+        if state.device_current and copy.nbytes == nbytes and copy.runtime is self:
+            return copy.ptr  # the steady state: nothing to do
+        host = state.host_array()
+        if host.size * dtype.itemsize != nbytes or state.dtype.name != dtype.name:
+            raise ValueError(f"{state.describe()}: a program reads it as {nbytes} bytes of {dtype.name}")
         if not isinstance(copy, DeviceState) or copy.runtime is not self or copy.nbytes != nbytes:
-            copy = DeviceState(self, nbytes, buf.dtype)
+            copy = DeviceState(self, nbytes, dtype)
             state.mirror(copy)
             weakref.finalize(state, copy.release)
-            host = state.host_array()
-        if host is not None:
-            copy.upload(host)
-            state.uploaded()
+        copy.upload(host)
+        state.uploaded()
         return copy.ptr
 
-    def release(self, ptr: int, kind: str = "memory") -> None:
+    def release(self, ptr, kind: str = "memory") -> None:
         """Free ``ptr`` (device memory, a pinned array with kind "pinned", a graph with kind "graph")
         now, or at the next ``flush`` while the device is capturing."""
         if ptr is None or (kind == "memory" and not ptr):
@@ -115,6 +114,8 @@ class Runtime:
 
     def flush(self) -> None:
         """Do the frees that waited (at the start of a call)."""
+        if self._frees:
+            self.device.use()
         while self._frees:
             kind, handle = self._frees.pop()
             if kind == "memory":
