@@ -172,17 +172,17 @@ class DeviceBinding:
             graphs = self._graphs
             if graphs is None:
                 graphs = self._graphs = (self._capture(lambda: self._run(blocks, reads)),
-                                         self._capture(lambda: self._commit_ops(commits)))
+                                         self._capture(lambda: self._commit_ops(commits)) if commits else None)
         if graphs is not None:
             dev.replay(graphs[0])
         else:
             self._run(blocks, reads, checked=sync_mode())
         dev.synchronize()
         self._check_flags()
-        if graphs is not None:
-            dev.replay(graphs[1])
-        else:
+        if graphs is None:
             self._commit_ops(commits)
+        elif graphs[1] is not None:
+            dev.replay(graphs[1])
         return self._results(arrays, resident)
 
     def _capture(self, enqueue):
@@ -292,7 +292,8 @@ class DeviceBinding:
     def _drop_graphs(self) -> None:
         if self._graphs is not None:
             for g in self._graphs:
-                self.runtime.release(g, "graph")
+                if g is not None:
+                    self.runtime.release(g, "graph")
             self._graphs = None
 
     def release(self) -> None:
