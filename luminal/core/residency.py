@@ -58,10 +58,12 @@ class Mirrored:
 
     @property
     def device_copy(self):
+        """The device copy a backend keeps of these values (None: only the host holds them)."""
         return self._device_copy
 
     @property
     def device_current(self) -> bool:
+        """Whether the device copy holds the latest values (a program may read it without an upload)."""
         return self._device_copy is not None and self._device_current
 
     def mirror(self, copy) -> None:
