@@ -31,3 +31,21 @@ def test_replay_gives_what_launch_by_launch_gives(monkeypatch):
     assert graph_losses == eager_losses  # the same kernels in the same order: bit for bit
     for a, b in zip(graph_params, eager_params, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_timed_replay_runs_the_graph_and_changes_no_state(monkeypatch):
+    """``time_run`` (what the ``cuda`` backend's timer measures with device events) replays the run
+    graph alone: the launches run again, the States stay as the last call left them."""
+    monkeypatch.delenv("LUMINAL_CUDA_SYNC", raising=False)
+    step, inputs, update = train_step()
+    for _ in range(2):
+        step(**inputs)
+    (binding,) = update.runner.program._bindings.values()
+    params = [np.array(p.data) for p in step.optimizer.param_groups[0]["params"]]
+    dev = rt.simulated().device
+    launches = dev.launches
+    times = binding.time_run(2)
+    assert len(times) == 2 and all(t > 0 for t in times)
+    assert dev.launches - launches == 2 * len(binding.runs)
+    for p, before in zip(step.optimizer.param_groups[0]["params"], params, strict=True):
+        np.testing.assert_array_equal(p.data, before)

@@ -185,6 +185,22 @@ class DeviceBinding:
             dev.replay(graphs[1])
         return self._results(arrays, resident)
 
+    def time_run(self, repeats: int) -> list[float]:
+        """Seconds of each of ``repeats`` replays of the run graph alone (inputs as last staged, no
+        commit: no State changes), measured by device events around it. After two calls (the graph
+        is captured at the second)."""
+        if self._graphs is None:
+            raise RuntimeError("time_run: the binding has no captured graph yet (call it twice first)")
+        dev, out = self.runtime.device, []
+        for _ in range(repeats):
+            start, end = dev.event(), dev.event()
+            dev.record(start)
+            dev.replay(self._graphs[0])
+            dev.record(end)
+            dev.synchronize()
+            out.append(dev.elapsed_ms(start, end) / 1e3)
+        return out
+
     def _capture(self, enqueue):
         dev = self.runtime.device
         dev.begin_capture()
