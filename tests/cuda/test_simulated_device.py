@@ -114,3 +114,27 @@ def test_fresh_device_memory_is_not_zero_and_memset_fills_it():
     dev.memset(a, 0, 16)
     dev.download(got, a)
     assert (got == 0).all()
+
+
+def test_the_stream_runs_at_synchronize_as_late_as_a_gpu_may():
+    """A download into pinned memory lands only at synchronize, and a pinned upload's source is read
+    then too, so a runtime that reads or rewrites staging memory too early fails here as on a GPU; a
+    copy from pageable memory takes its bytes at once and one into pageable memory returns finished,
+    as the driver does."""
+    dev = SimulatedDevice()
+    a = dev.alloc(16)
+    pinned = dev.alloc_pinned(16)
+    pinned[...] = 1
+    dev.upload(a, pinned)
+    pinned[...] = 2  # rewritten before the stream ran: the device gets 2s
+    got = dev.alloc_pinned(16)
+    dev.download(got, a)
+    assert (got == 0).all()  # not there yet
+    dev.synchronize()
+    assert (got == 2).all()
+    pageable = np.full(16, 3, np.uint8)
+    dev.upload(a, pageable)
+    pageable[...] = 4  # too late: the bytes were taken when enqueued
+    out = np.zeros(16, np.uint8)
+    dev.download(out, a)  # pageable: returns finished
+    assert (out == 3).all()

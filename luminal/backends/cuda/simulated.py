@@ -4,11 +4,15 @@ so the runtime that drives a GPU runs unchanged, and strictly checked, in CI.
 Device memory is one numpy byte array per allocation at a fake 256-aligned address (addresses are
 never reused, so a stale pointer cannot land in a newer allocation); a launch runs the IR kernel on
 the emulator over typed views of the bytes its pointer arguments address (each pointer and its
-extent must lie inside one live allocation). The stream runs each operation when it is enqueued,
-which is one order the real stream may take (it is in order; the host may not read a download before
-``synchronize``, which the simulator cannot catch and the runtime must respect). A capture records
-the operations instead of running them, and a replay runs the records again, reading pinned sources
-at that time, as a CUDA graph's memcpy node does.
+extent must lie inside one live allocation).
+
+**Stream order.** Operations are checked when enqueued and run, in order, at ``synchronize``: the
+latest moment the real stream may take. So a host that reads a download into pinned memory before
+synchronizing reads stale bytes, and one that rewrites a pinned upload's source before synchronizing
+sends the new bytes, as on a GPU, and the tests see it. As the driver does, a copy from pageable
+memory takes its bytes when enqueued, a copy into pageable memory returns finished (it drains the
+stream), and a free waits for the stream. A capture records the operations instead, and a replay
+enqueues the records again, reading pinned sources when they run, as a CUDA graph's memcpy node does.
 
 The driver's rules it enforces (``DeviceError``): no allocation, free or synchronize while capturing
 (CUDA invalidates the capture), a captured host copy only to or from pinned memory, every pointer
@@ -57,6 +61,7 @@ class SimulatedDevice(Device):
         self._pinned: dict[int, np.ndarray] = {}  # data address -> pinned array
         self._capture: list | None = None
         self._touched: set = set()
+        self._queue: list = []  # enqueued operations, run at ``synchronize``
         self.launches = 0
         self.replays = 0
 
@@ -79,6 +84,7 @@ class SimulatedDevice(Device):
 
     def free(self, ptr: int) -> None:
         self._no_capture("cuMemFree")
+        self._drain()
         if self._memory.pop(ptr, None) is None:
             raise DeviceError(f"cuMemFree({ptr:#x}): not the address of a live allocation")
         self._starts.remove(ptr)
@@ -91,6 +97,7 @@ class SimulatedDevice(Device):
 
     def free_pinned(self, host: np.ndarray) -> None:
         self._no_capture("cuMemFreeHost")
+        self._drain()
         if self._pinned.pop(host.ctypes.data, None) is None:
             raise DeviceError("cuMemFreeHost: not a pinned allocation of this device")
 
@@ -107,16 +114,17 @@ class SimulatedDevice(Device):
                 return mem[ptr - start:ptr - start + nbytes]
         raise DeviceError(f"device address {ptr:#x} (+{nbytes} bytes) is not inside a live allocation")
 
-    def _pinned_of(self, host: np.ndarray, what: str) -> None:
-        if self._capture is None:
-            return
+    def _is_pinned(self, host: np.ndarray, what: str) -> bool:
+        """Whether ``host`` lies in a pinned allocation (DeviceError if not, while capturing)."""
         base = host
         while isinstance(base.base, np.ndarray):
             base = base.base
         start = base.ctypes.data
         pin = self._pinned.get(start)
-        if pin is None or not (start <= host.ctypes.data and host.ctypes.data + host.nbytes <= start + pin.nbytes):
+        pinned = pin is not None and start <= host.ctypes.data and host.ctypes.data + host.nbytes <= start + pin.nbytes
+        if not pinned and self._capture is not None:
             raise DeviceError(f"{what}: a captured host copy must use pinned memory (cuMemHostAlloc)")
+        return pinned
 
     @staticmethod
     def _raw(host: np.ndarray) -> np.ndarray:
@@ -127,15 +135,19 @@ class SimulatedDevice(Device):
     # the stream -----------------------------------------------------------------------------------
 
     def _enqueue(self, op, *args) -> None:
-        if self._capture is not None:
-            op(*args, check_only=True)  # addresses are checked now, as the driver does at capture
-            self._capture.append((op, args))
-        else:
+        op(*args, check_only=True)  # addresses are checked now, as the driver does
+        (self._queue if self._capture is None else self._capture).append((op, args))
+
+    def _drain(self) -> None:
+        queue, self._queue = self._queue, []
+        for op, args in queue:
             op(*args)
 
     def upload(self, dst: int, src: np.ndarray) -> None:
-        self._pinned_of(src, "cuMemcpyHtoDAsync")
-        self._enqueue(self._upload, dst, src)
+        if self._is_pinned(src, "cuMemcpyHtoDAsync"):
+            self._enqueue(self._upload, dst, src)
+        else:  # pageable: the driver copies the bytes before it returns
+            self._enqueue(self._upload, dst, np.array(self._raw(src)))
 
     def _upload(self, dst, src, check_only=False):
         raw = self._raw(src)
@@ -144,8 +156,10 @@ class SimulatedDevice(Device):
             out[...] = raw
 
     def download(self, dst: np.ndarray, src: int) -> None:
-        self._pinned_of(dst, "cuMemcpyDtoHAsync")
+        pinned = self._is_pinned(dst, "cuMemcpyDtoHAsync")
         self._enqueue(self._download, dst, src)
+        if not pinned:  # pageable: the driver returns when the copy (and the stream before it) is done
+            self._drain()
 
     def _download(self, dst, src, check_only=False):
         raw = self._raw(dst)
@@ -210,6 +224,7 @@ class SimulatedDevice(Device):
 
     def synchronize(self) -> None:
         self._no_capture("cuStreamSynchronize")
+        self._drain()
 
     # graphs ---------------------------------------------------------------------------------------
 
@@ -236,8 +251,7 @@ class SimulatedDevice(Device):
         if gone:
             raise DeviceError(f"cuGraphLaunch: the graph uses freed memory at {gone[0]:#x}")
         self.replays += 1
-        for op, args in graph.ops:
-            op(*args)
+        self._queue.extend(graph.ops)
 
     def destroy_graph(self, graph: _Graph) -> None:
         graph.alive = False
