@@ -260,7 +260,8 @@ class DeviceBinding:
     def _index_error(self, i: int, flag) -> None:
         k, env = self.runs[i][0].kernel, self.env
         size = evaluate(k.inputs[0][1].shape[k.axes[0]] if k.kind == "gather" else k.domain[k.axes[0]], env)
-        raise IndexError(f"{k.kind}: index {int(flag[1])} is out of range for a dim of size {size}")
+        raise IndexError(f"{k.kind}: index {int(flag[1])} is out of range for a dim of size {size} "
+                         f"(kernel {self.runs[i][1].kernel.name}, of the kernel graph's {k})")
 
     def _results(self, arrays: dict, resident: set) -> list:
         """The outputs, then per update: None where the commit wrote the State's device copy, else its
