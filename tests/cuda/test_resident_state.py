@@ -132,3 +132,21 @@ def test_a_collected_program_and_state_free_their_device_memory():
     gc.collect()
     rt.simulated().flush()
     assert dev.allocated_bytes() == before
+
+
+def test_a_small_state_the_host_sets_every_call_goes_up_inside_the_replayed_graph(monkeypatch):
+    """A learning rate set before every step reaches the device through the run's pinned slot, captured
+    in its graph: each replay sees the new value, and no upload of its own is made."""
+    lr = State(np.float32(0.5), name="lr")
+    g = lm.Graph()
+    x = g.input("x", (3,))
+    f = lm.compile([x * g.state(lr)], backend="cuda-emulated")
+    uploads = []
+    upload = rt.DeviceState.upload
+    monkeypatch.setattr(rt.DeviceState, "upload", lambda self, host: (uploads.append(1), upload(self, host))[1])
+    dev = rt.simulated().device
+    replays = dev.replays
+    for k in range(5):
+        lr.set(np.float32(k))
+        np.testing.assert_array_equal(f(x=np.ones(3, np.float32))[0], np.full(3, k, np.float32))
+    assert uploads == [] and dev.replays - replays == 4  # calls 2 to 5: one run graph each

@@ -37,6 +37,7 @@ from luminal.core.residency import Mirrored
 from luminal.core.symbolic import evaluate, prod
 
 POISON = 0xFF  # temps and scratch are filled with it before use on the simulated device (NaN, -1)
+SMALL_STATE = 256  # bytes: a State this small that the host wrote is uploaded inside the run (its graph)
 
 
 def sync_mode() -> bool:
@@ -73,9 +74,18 @@ class DeviceBinding:
         self.inputs = [(b.name, self.in_staging[lay.offset[b.id] - lo:lay.offset[b.id] - lo + buffer_bytes(b, env)]
                         .view(storage(b.dtype)), b.dtype) for b in kg.buffers if b.kind in ("input", "random")]
         self.states = [(name, b, buffer_bytes(b, env)) for name, b in program.state_buffers.items()]
+        # a small State the host wrote (a learning rate, a bias correction: set before every step)
+        # goes up through a pinned slot inside the run, captured with it, not as a copy of its own
+        small = [(name, b, n) for name, b, n in self.states if n <= SMALL_STATE]
+        small_staging = self._pinned(sum((n + 7) // 8 * 8 for _, _, n in small))
+        self.slots: dict = {}
+        at = 0
+        for name, b, n in small:
+            self.slots[name] = small_staging[at:at + n].view(storage(b.dtype))
+            at += (n + 7) // 8 * 8
         # pinned: the flags, then every buffer a call reads back (grown by ``_pack``)
         self.out_staging: np.ndarray = self._pinned(8 * len(self.runs))
-        self._packed: tuple | None = None  # (the State addresses they were packed for, blocks, commits, reads)
+        self._packed: tuple | None = None  # (the key it was packed for, blocks, commits, reads, uploads)
         self._graphs: tuple | None = None  # (run, commit) once captured
         self._plain: dict[int, int] = {}  # State buffer id -> memory of a State handed as a plain array
         self.calls = 0
@@ -97,10 +107,11 @@ class DeviceBinding:
             return self.consts[buf.id]
         return self.base + self.layout.offset[buf.id]
 
-    def _pack(self, states: dict, resident: set):
-        """The argument blocks of every launch, the commit's copies and the buffers a call reads back
-        (outputs; updates that the commit cannot copy), for State addresses ``states`` (``resident``:
-        the names of the States that are device copies)."""
+    def _pack(self, states: dict, resident: set, staged: list):
+        """The argument blocks of every launch, the commit's copies, the buffers a call reads back
+        (outputs; updates that the commit cannot copy) and the small States' uploads, for State
+        addresses ``states`` (``resident``: the names of the States that are device copies; ``staged``:
+        those uploaded from their slots)."""
         blocks = []
         for i, (step, launch) in enumerate(self.runs):
             ptrs, extents = [], []
@@ -119,7 +130,7 @@ class DeviceBinding:
                     ptrs.append(self.address(kbuf, states))
                     extents.append(buffer_bytes(kbuf, self.env))
             blocks.append(ArgBlock.pack(launch.kernel, ptrs, extents, self.params[i]))
-        staged, commits = [], []
+        before, commits = [], []  # the commit: State-to-State values set aside first, then the copies
         kg = self.program.kg
         reads = [b for b, _ in kg.outputs]
         for i, (name, buf, view) in enumerate(kg.updates):
@@ -129,7 +140,7 @@ class DeviceBinding:
             sid = self.program.state_buffers[name].id
             src, n = self.address(buf, states), buffer_bytes(buf, self.env)
             if i in self.layout.commit:  # another State's copy: taken before any write of the commit
-                staged.append((self.base + self.layout.commit[i], src, n))
+                before.append((self.base + self.layout.commit[i], src, n))
                 src = self.base + self.layout.commit[i]
             if src != states[sid]:
                 commits.append((states[sid], src, n))
@@ -143,7 +154,8 @@ class DeviceBinding:
             self.runtime.release(self.out_staging, "pinned")
             self.out_staging = self._pinned(at)
         self.read_at = {b.id: at for b, at, _ in read_at}
-        return tuple(sorted(states.items())), blocks, staged + commits, read_at
+        uploads = [(states[self.program.state_buffers[name].id], self.slots[name]) for name in staged]
+        return blocks, before + commits, read_at, uploads
 
     # a call ---------------------------------------------------------------------------------------
 
@@ -151,32 +163,39 @@ class DeviceBinding:
         dev = self.runtime.device
         for name, out, dtype in self.inputs:
             stage(out, arrays[name], dtype)
-        states, resident = {}, set()
+        states, resident, staged = {}, set(), []
         for name, buf, nbytes in self.states:
             value = arrays[name]
             if isinstance(value, Mirrored):
-                states[buf.id] = self.runtime.resident(value, nbytes, buf.dtype)
+                slot = self.slots.get(name)
+                if slot is not None and not value.device_current:
+                    states[buf.id] = self.runtime.resident(value, nbytes, buf.dtype, into=slot)
+                    staged.append(name)
+                else:
+                    states[buf.id] = self.runtime.resident(value, nbytes, buf.dtype)
                 resident.add(name)
         for name, buf, _ in self.states:
             if name not in resident:  # a plain array: staged here, like an input
                 states[buf.id] = self._plain_copy(buf, arrays[name])
-        key = tuple(sorted(states.items()))
+        key = (tuple(sorted(states.items())), tuple(staged))
         packed = self._packed
         if packed is None or packed[0] != key:
             self._drop_graphs()
-            packed = self._packed = self._pack(states, resident)
-        _, blocks, commits, reads = packed
+            packed = self._packed = (key, *self._pack(states, resident, staged))
+        _, blocks, commits, reads, uploads = packed
         self.calls += 1
         graphs = None
         if not sync_mode() and self.calls > 1:
             graphs = self._graphs
             if graphs is None:
-                graphs = self._graphs = (self._capture(lambda: self._run(blocks, reads)),
+                graphs = self._graphs = (self._capture(lambda: self._run(blocks, reads, uploads)),
                                          self._capture(lambda: self._commit_ops(commits)) if commits else None)
         if graphs is not None:
             dev.replay(graphs[0])
         else:
-            self._run(blocks, reads, checked=sync_mode())
+            self._run(blocks, reads, uploads, checked=sync_mode())
+        for name in staged:  # (their uploads are on the stream, ahead of every launch)
+            arrays[name].uploaded()
         dev.synchronize()
         self._check_flags()
         if graphs is None:
@@ -211,11 +230,13 @@ class DeviceBinding:
             raise
         return dev.end_capture()
 
-    def _run(self, blocks, reads, checked: bool = False) -> None:
+    def _run(self, blocks, reads, uploads, checked: bool = False) -> None:
         dev, lay = self.runtime.device, self.layout
         lo, hi = lay.regions["inputs"]
         if hi > lo:
             dev.upload(self.base + lo, self.in_staging)
+        for ptr, slot in uploads:
+            dev.upload(ptr, slot)
         dev.memset(self.base + lay.flags_at, 0, 8 * len(self.runs))
         if self.poison:
             dev.memset(self.base, POISON, lay.regions["temps"][1])

@@ -83,9 +83,11 @@ class Runtime:
         self.lock = threading.RLock()
         self._frees: list = []  # (kind, handle) waiting for a moment the driver allows
 
-    def resident(self, state, nbytes: int, dtype) -> int:
+    def resident(self, state, nbytes: int, dtype, into: np.ndarray | None = None) -> int:
         """The device address of ``state``'s copy (made, or remade for a new size, and uploaded when
-        the host holds the latest values), read by a program as ``nbytes`` of ``dtype``."""
+        the host holds the latest values), read by a program as ``nbytes`` of ``dtype``. With ``into``
+        (pinned staging of the State's storage), the host values are written there instead, for the
+        caller to upload in its run and then mark the State uploaded."""
         copy = state.device_copy
         if state.device_current and copy.nbytes == nbytes and copy.runtime is self:
             return copy.ptr  # the steady state: nothing to do
@@ -96,6 +98,9 @@ class Runtime:
             copy = DeviceState(self, nbytes, dtype)
             state.mirror(copy)
             weakref.finalize(state, copy.release)
+        if into is not None:
+            stage(into, host, dtype)
+            return copy.ptr
         copy.upload(host)
         state.uploaded()
         return copy.ptr
