@@ -138,3 +138,22 @@ def test_the_stream_runs_at_synchronize_as_late_as_a_gpu_may():
     out = np.zeros(16, np.uint8)
     dev.download(out, a)  # pageable: returns finished
     assert (out == 3).all()
+
+
+def test_one_launch_through_the_layer_matches_numpy_and_writes_back_in_place():
+    """``oneshot.launch_once`` (the path of the one-kernel GPU tests) on the simulated device: float16
+    and bfloat16 results back in the caller's arrays (bfloat16 as float32), the masked tail untouched."""
+    from test_render import elementwise
+
+    from luminal.backends.cuda.oneshot import launch_once
+
+    rng = np.random.default_rng(0)
+    n = 100
+    x = rng.standard_normal(n).astype(np.float16)
+    y = dt.round_bf16(rng.standard_normal(n).astype(np.float32))
+    o, ob = np.full(n + 24, 7, np.float16), np.full(n + 24, 7, np.float32)
+    launch_once(SimulatedDevice(), elementwise(), {"x": x, "y": y, "o": o, "ob": ob}, {"n": n})
+    s = x.astype(np.float32) + y
+    np.testing.assert_array_equal(o[:n], (s * s).astype(np.float16))
+    np.testing.assert_array_equal(ob[:n], dt.round_bf16(dt.round_bf16(x.astype(np.float32)) + y))
+    assert (o[n:] == 7).all() and (ob[n:] == 7).all()
