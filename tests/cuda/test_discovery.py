@@ -31,3 +31,16 @@ def test_compiling_for_cuda_without_a_device_names_cuda_emulated():
     x = g.input("x", (3,))
     with pytest.raises(NoDeviceError, match=r"backend 'cuda' needs a CUDA device: no CUDA device: .*'cuda-emulated'"):
         lm.compile(x * 2, backend="cuda")
+
+
+def test_only_the_driver_and_nvrtc_modules_import_cuda_python():
+    """The device layer is narrow: cuda-python is imported by ``driver.py`` (the checked driver calls
+    the layer's driver half is built on) and ``nvrtc.py`` (the compiler) alone, so the simulated
+    device stands in for everything else."""
+    import re
+    from pathlib import Path
+
+    root = Path(lm.__file__).parent
+    pattern = re.compile(r"^\s*(from\s+cuda[\s.]|import\s+cuda\b)", re.M)
+    users = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if pattern.search(p.read_text()))
+    assert users == ["backends/cuda/driver.py", "backends/cuda/nvrtc.py"]
