@@ -3,7 +3,7 @@
 ``Graph`` builds lazy ``GraphTensor``s; ``compile`` turns outputs into a callable on numpy arrays.
 """
 
-from luminal import linalg  # lm.linalg.vector_norm
+from luminal import cuda, linalg  # lm.cuda.is_available(), lm.linalg.vector_norm
 from luminal.compiler import compile
 from luminal.core.backend import backend_names, register_backend
 from luminal.core.dtype import bool_

@@ -51,7 +51,12 @@ def pytest_unconfigure(config):
         shutil.rmtree(_session_dir, ignore_errors=True)
 
 
-@pytest.fixture(params=lm.backend_names())
+def available_backends() -> list[str]:
+    """Every registered backend that can run here: ``cuda`` only where a GPU is (``lm.cuda``)."""
+    return [b for b in lm.backend_names() if b != "cuda" or lm.cuda.is_available()]
+
+
+@pytest.fixture(params=available_backends())
 def backend(request):
     """Every parity test runs on every backend available (``parity.BACKENDS``; not imported from there,
     so that pytest-xdist's controller, which runs no test, does not import torch)."""

@@ -149,6 +149,9 @@ overloads say which).
         self._signatures: dict = {}  # _signature -> _Seen, for calls whose inputs passed every check
         self._user = [n for n in inputs if n.arg in g.inputs]
         self._states = [(n.arg, g.states[n.arg]) for n in inputs if n.arg in g.states]
+        # a program that keeps States on a device takes the States themselves, and returns None for an
+        # update it applied there (``core/backend.py``)
+        self._takes_states = bool(getattr(getattr(self.runner, "program", None), "takes_states", False))
         self._random = [n for n in inputs if n.arg in g.random]
         self._guard = _Guard(g, {n.arg for n in inputs}, every, backend) if _guards and g.guards else None
         # Calls from several threads run one at a time: a backend's program keeps its buffers between
@@ -245,7 +248,7 @@ overloads say which).
         shapes for every call of a binding). Called under the lock."""
         env = seen.env
         for name, s in self._states:
-            arrays[name] = s.data
+            arrays[name] = s if self._takes_states else s.data
         for name, shape in seen.draws:
             arrays[name] = self.graph.rng.random(shape, dtype="float32")
         if self._guard is not None:
@@ -258,7 +261,8 @@ overloads say which).
                                        f"expected {shape_str(self._out_shapes[i])} = {want}")
         if self.updates:
             for (s, _), value in zip(self.updates, results[self._n_out:], strict=True):
-                np.copyto(s.data, value)
+                if value is not None:
+                    np.copyto(s.data, value)
         return results
 
     def _bind(self, inputs: dict, sig) -> tuple[dict, _Seen]:

@@ -17,6 +17,11 @@ caller writes those back into the states, after every read has seen the old valu
   with ``id``, ``op``, ``arg``, ``srcs`` = [(node, View)], ``shape`` and ``dtype`` (the table in
   ``core/primitives.py``), and the graph's constant table; it imports no frontend class.
 
+A program that keeps States on a device says so with ``takes_states = True``: it is then handed each
+State itself (a ``core.residency.Mirrored``) instead of its array, keeps the State's device copy, and
+returns None in place of an update it applied to that copy (the State is then marked written on the
+device, and reading its ``data`` brings the values back).
+
 A program may also have ``describe() -> str``: its generated code as text (each kernel's IR and what
 its compiler said), which ``compiled.report(code=True)`` prints.
 
@@ -37,7 +42,7 @@ import numpy as np
 from luminal.core.symbolic import evaluate
 
 _BUILTIN = {"reference": "luminal.backends.reference", "cpu": "luminal.backends.cpu",
-            "cuda-emulated": "luminal.backends.cuda"}
+            "cuda-emulated": "luminal.backends.cuda", "cuda": "luminal.backends.cuda"}
 _REGISTRY: dict[str, Backend] = {}
 
 

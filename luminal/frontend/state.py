@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from luminal.core import dtype as dt
+from luminal.core.residency import Mirrored
 
 if TYPE_CHECKING:  # a State takes GraphTensor's methods and operators (``state_tensor.py`` installs them)
     from luminal.frontend.tensor import GraphTensor as _TensorMethods
@@ -23,12 +24,15 @@ else:
     _TensorMethods = object
 
 
-class State(_TensorMethods):
+class State(Mirrored, _TensorMethods):
     """A named, typed host array. ``data`` is kept in the dtype's storage form (see ``dtype.py``).
 
     ``data`` may be an array, another State (copied) or a tensor whose values are known now (a host
     tensor, ``frontend/host.py``: ``nn.Parameter(torch.ones(3))``, ``nn.Parameter(w[:16])``), whose dtype
-    is kept. Used in an op, a State is read into the op's graph (``frontend/state_tensor.py``)."""
+    is kept. Used in an op, a State is read into the op's graph (``frontend/state_tensor.py``).
+
+    A device backend may hold a copy of the values between calls (``core/residency.py``): reading
+    ``data`` brings them back, and writing into it reaches the device at the next call."""
 
     def __init__(self, data, dtype=None, name: str | None = None):
         arr = np.asarray(data)
@@ -38,14 +42,14 @@ class State(_TensorMethods):
             dtype = dt.int32 if arr.dtype.kind in "iu" else arr.dtype  # one integer type, as for inputs
         d = dt.as_dtype(dtype)
         self.dtype: dt.DType = d
-        self.data: np.ndarray = np.array(dt.to_storage(arr, d), order="C", copy=True)
+        self.data = np.array(dt.to_storage(arr, d), order="C", copy=True)
         self.name = name
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         """The current values (``np.asarray(w)``; a copy when asked for one or for another dtype)."""
-        if dtype is not None and np.dtype(dtype) != self.data.dtype:
-            return self.data.astype(dtype)
-        return self.data.copy() if copy else self.data
+        if dtype is not None and np.dtype(dtype) != self._host.dtype:
+            return self.host_array().astype(dtype)
+        return self.host_array().copy() if copy else self.data
 
     @property
     def device(self) -> str:
@@ -56,21 +60,21 @@ class State(_TensorMethods):
     @property
     def shape(self) -> tuple:
         """The shape of the held array."""
-        return self.data.shape
+        return self._host.shape
 
     @property
     def ndim(self) -> int:
         """The number of dims of the held array."""
-        return self.data.ndim
+        return self._host.ndim
 
     def numel(self) -> int:
         """The number of elements of the held array."""
-        return int(self.data.size)
+        return int(self._host.size)
 
     def dim(self) -> int:
         """The number of dims (torch ``Tensor.dim()``: a torch Parameter is a tensor, so code written for
         torch asks a parameter ``w.dim()``)."""
-        return self.data.ndim
+        return self._host.ndim
 
     def size(self, d: int | None = None) -> tuple | int:
         """torch ``Tensor.size``: the shape, or the size of dim ``d`` (``fan_in = w.size(1)``).
@@ -80,7 +84,7 @@ class State(_TensorMethods):
         """
         if d is None:
             return self.shape
-        n = self.data.ndim
+        n = self._host.ndim
         if isinstance(d, bool) or not isinstance(d, int):
             raise TypeError(f"size: dim must be an int, got {d!r}, for {self.describe()}")
         if not -n <= d < n:
@@ -88,16 +92,18 @@ class State(_TensorMethods):
         return self.shape[d]
 
     def set(self, value) -> None:
-        """Overwrite the value in place (shape must match), converting to the state's dtype."""
-        np.copyto(self.data, self.prepared(value), casting="unsafe")
+        """Overwrite the value in place (shape must match), converting to the state's dtype (a device
+        copy is not read back first: every element is replaced)."""
+        np.copyto(self._host, self.prepared(value), casting="unsafe")
+        self.host_overwritten()
 
     def prepared(self, value) -> np.ndarray:
         """``value`` checked and converted as ``set`` would store it, changing nothing yet (so that a
         load can check every value before it writes any)."""
         arr = np.asarray(value)
-        if arr.shape != self.data.shape:
+        if arr.shape != self._host.shape:
             raise ValueError(f"{self.describe()}: cannot set a value of shape {arr.shape}; "
-                             f"expected {self.data.shape}")
+                             f"expected {self._host.shape}")
         if self.dtype.kind == "i" and arr.dtype.kind in "iu" and arr.size and (
                 arr.min() < -2**31 or arr.max() >= 2**31):
             raise ValueError(f"{self.describe()}: values in [{arr.min()}, {arr.max()}] do not fit in int32")

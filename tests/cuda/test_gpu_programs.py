@@ -1,9 +1,10 @@
 """On a GPU (marked ``gpu``; skipped without one): the kernels the GPU lowering generates for whole
 programs, compiled by NVRTC and launched through the driver, give what the emulator gives.
 
-The same program is compiled twice for ``cuda-emulated``; the second copy's launches are swapped for
-the device's (``DeviceProgram``), so everything but the launches (lowering, arena layout, poisoning,
-read-back) is shared and the comparison isolates the device. Transcendentals (exp2, log2, sin) are
+The same program is compiled twice for ``cuda-emulated``; the second copy's program is swapped for
+the device's (``DeviceProgram``: the same runtime over the driver instead of the simulated device), so
+everything but the device (lowering, arena layout, staging, read-back) is shared and the comparison
+isolates it. Transcendentals (exp2, log2, sin) are
 not correctly rounded in CUDA's libm, and tensor cores accumulate in their own order: a tolerance."""
 
 import numpy as np

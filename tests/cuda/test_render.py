@@ -368,9 +368,12 @@ def _gpu():
 
 
 def _run(k, buffers, params):
+    from luminal.backends.cuda import runtime
+    from luminal.backends.cuda.oneshot import launch_once
+
     cubin = nvrtc.compile_cubin(render(k), kernel_symbol(k))  # the device's arch
     assert cubin.spills == 0
-    driver.launch(cubin, k, buffers, params)
+    launch_once(runtime.gpu().device, k, buffers, params)
 
 
 def _bf16(a):

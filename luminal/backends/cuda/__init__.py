@@ -1,14 +1,19 @@
 """The CUDA target: the GPU lowering of a kernel graph into the kernel IR (``lower.py``), the
 emulator that runs that IR on the CPU (``emulator.py``), the CUDA C renderer (``render.py``), the
-NVRTC compiler (``nvrtc.py``) and the driver launcher (``driver.py``).
+NVRTC compiler (``nvrtc.py``), and the runtime (``program.py``, ``binding.py``, ``runtime.py``) over
+the narrow device layer (``device.py``: the driver in ``driver_device.py``, a simulated device in
+``simulated.py``).
 
-``backend="cuda-emulated"`` is the whole pipeline but the driver: the program's kernels lowered for
-the GPU and run by the emulator over a host copy of the device arena. Every GPU kernel it generates
-is also rendered and compiled with NVRTC by the test suite, so CI proves the CUDA path without a GPU.
+Two backends, one runtime: ``backend="cuda"`` runs on device 0 through the driver; ``backend=
+"cuda-emulated"`` runs on the simulated device, whose launches the emulator carries out, so CI covers
+the runtime (resident States, staging, graphs, error flags) without a GPU. Every GPU kernel the suite
+generates is also rendered and compiled with NVRTC by the test suite. Both are always registered;
+importing them needs no CUDA package (cuda-python is imported when a device is first used).
 """
 
-from luminal.backends.cuda.program import EmulatedProgram
-from luminal.core.backend import Backend, register_backend
+from luminal.backends.cuda.device import NoDeviceError
+from luminal.backends.cuda.program import DeviceProgram, EmulatedProgram
+from luminal.core.backend import Backend, register_backend, zero_inputs
 from luminal.core.primitives import PRIMITIVES
 
 
@@ -23,6 +28,36 @@ class CudaEmulated(Backend):
         return EmulatedProgram(kernel_graph, plan)  # (nothing of its own to time: ``search`` is ignored)
 
 
-register_backend(CudaEmulated())
+class Cuda(Backend):
+    """Device 0 through the driver. Without one, compiling for it raises :class:`NoDeviceError` saying
+    why, and naming ``cuda-emulated``, which runs the same programs without a GPU."""
 
-__all__ = ["CudaEmulated"]
+    name = "cuda"
+    level = "kernels"
+    primitives = frozenset(PRIMITIVES)
+
+    def program(self, kernel_graph, plan, search: int = 0):
+        try:
+            return DeviceProgram(kernel_graph, plan)
+        except NoDeviceError as e:
+            why = str(e).rstrip(".")
+            raise NoDeviceError(f"backend 'cuda' needs a CUDA device: {why}; backend='cuda-emulated' runs the same "
+                                "programs (the same runtime, on a simulated device) without one") from None
+
+    def time(self, kernel_graph, plan) -> float:
+        """Median seconds of five replays of the candidate's run on the device (CUDA events around
+        each), on zero-filled inputs with symbolic dims bound to 16, after the two calls that lay the
+        binding out and capture its graph."""
+        env = dict.fromkeys(kernel_graph.dims, 16)
+        prog = self.program(kernel_graph, plan)
+        arrays = zero_inputs(kernel_graph, env)
+        for _ in range(2):
+            prog(arrays, env)
+        times = next(iter(prog._bindings.values())).time_run(5)
+        return sorted(times)[len(times) // 2]
+
+
+register_backend(CudaEmulated())
+register_backend(Cuda())
+
+__all__ = ["Cuda", "CudaEmulated", "NoDeviceError"]

@@ -1,10 +1,7 @@
-"""Running a compiled kernel on the GPU through the CUDA driver API (``cuda.bindings.driver``).
-
-This is the plain path, for tests and for one-off launches: the device's primary context,
-``cuModuleLoadData`` of the cubin (no PTX: the driver need not JIT), one ``cuMemAlloc`` per buffer,
-synchronous copies, ``cuLaunchKernel`` with every argument typed (pointers as 64-bit device
-addresses, parameters as int64, the C types :mod:`render` declares: an untyped Python number would
-be packed with the wrong size), and the outputs copied back into the caller's arrays in place.
+"""The CUDA driver API (``cuda.bindings.driver``) at its lowest: whether a device answers
+(:func:`device_status`), its architecture, device 0's primary context, modules loaded from cubins
+(``cuModuleLoadData``: no PTX, the driver need not JIT) once per process, checked calls, and a
+kernel's launch shape. The device layer's driver half (``driver_device.py``) is built on these.
 
 Every binding returns ``(CUresult, *outputs)`` and raises nothing on CUDA errors, so each result is
 checked (:class:`CudaError` names the call and the error). Without libcuda every call raises
@@ -16,11 +13,8 @@ from __future__ import annotations
 
 import hashlib
 
-import numpy as np
-
-from luminal.backends.cuda.render import eval_index, kernel_symbol
+from luminal.backends.cuda.render import eval_index
 from luminal.codegen import ir
-from luminal.core import dtype as dt
 
 
 class CudaError(RuntimeError):
@@ -119,31 +113,6 @@ def _function(driver, data: bytes, symbol: str):
     return f
 
 
-def _staging(b: ir.Buf, arr) -> np.ndarray:
-    """The bytes the device holds for host array ``arr`` of buffer ``b`` (bfloat16: float32 on the host,
-    its 16 high bits on the device; raw uint16 bits are taken as they are)."""
-    if not isinstance(arr, np.ndarray):
-        raise TypeError(f"buffer {b.name!r}: expected a numpy array, got {type(arr).__name__}")
-    if not arr.flags.c_contiguous:
-        raise ValueError(f"buffer {b.name!r}: the array must be C-contiguous (outputs are written back in place)")
-    if b.dtype is dt.bfloat16:
-        if arr.dtype == np.uint16:
-            return arr
-        if arr.dtype != np.float32:
-            raise TypeError(f"buffer {b.name!r} (bfloat16): expected float32 (or uint16 bits), got {arr.dtype}")
-        return (dt.round_bf16(arr).view(np.uint32) >> 16).astype(np.uint16)
-    want = np.dtype(np.int64) if b.dtype is ir.INDEX else b.dtype.np
-    if arr.dtype != want:
-        raise TypeError(f"buffer {b.name!r} ({b.dtype.name}): expected {want}, got {arr.dtype}")
-    return arr
-
-
-def _write_back(b: ir.Buf, arr: np.ndarray, staged: np.ndarray):
-    if staged is arr:
-        return
-    arr[...] = (staged.astype(np.uint32) << 16).view(np.float32).reshape(arr.shape)
-
-
 def launch_shape(kernel: ir.Kernel, params: dict) -> tuple[tuple, tuple]:
     """((grid x, y, z), (block x, y, z)) of ``kernel`` with ``params``: its grid values evaluated."""
     grid = [eval_index(g, params) for g in kernel.grid]
@@ -155,45 +124,3 @@ def launch_shape(kernel: ir.Kernel, params: dict) -> tuple[tuple, tuple]:
     if any(g < 0 for g in grid) or grid[0] >= 2**31 or grid[1] > 65535 or grid[2] > 65535:
         raise ValueError(f"kernel {kernel.name}: grid {tuple(grid)} outside CUDA's limits")
     return tuple(grid), tuple(block)
-
-
-def launch(cubin, kernel: ir.Kernel, buffers: dict, params: dict) -> None:
-    """Run ``kernel`` (compiled to ``cubin``, see :func:`luminal.backends.cuda.nvrtc.compile_cubin`) once
-    on device 0 over the host arrays ``buffers`` (name -> C-contiguous numpy array of the buffer's
-    storage dtype; bfloat16 as float32) with scalar ``params`` (name -> int). Every buffer is copied
-    to the device; those the kernel writes (access "w"/"rw") are copied back into their arrays in place.
-    Synchronous: returns when the kernel has finished, raising :class:`CudaError` if it failed."""
-    missing = [b.name for b in kernel.buffers if b.name not in buffers]
-    if missing:
-        raise KeyError(f"kernel {kernel.name}: no array for buffers {missing}")
-    grid, block = launch_shape(kernel, params)
-    staged = [_staging(b, buffers[b.name]) for b in kernel.buffers]
-    values = [int(params[p]) for p in kernel.params]  # KeyError names the parameter
-    driver = _driver()
-    _context(driver)
-    f = _function(driver, cubin.data, kernel_symbol(kernel))
-    ptrs = []
-    try:
-        for host in staged:
-            nbytes = max(4, -(-host.nbytes // 4) * 4)  # >0, whole words: 16-bit atomics CAS 32-bit words
-            ptr = _check(driver, driver.cuMemAlloc(nbytes), "cuMemAlloc")
-            ptrs.append(ptr)
-            if host.nbytes:
-                _check(driver, driver.cuMemcpyHtoD(ptr, host.ctypes.data, host.nbytes), "cuMemcpyHtoD")
-        if min(grid) > 0:
-            # kernelParams: an array of pointers, each to one argument of exactly its C type
-            holders = [np.array([int(p)], dtype=np.uint64) for p in ptrs]
-            holders += [np.array([v], dtype=np.int64) for v in values]
-            argv = np.array([h.ctypes.data for h in holders], dtype=np.uint64)
-            _check(driver, driver.cuLaunchKernel(f, *grid, *block, 0, driver.CUstream(0),
-                                                 argv.ctypes.data if holders else 0, 0),
-                   f"cuLaunchKernel({kernel.name})")
-            _check(driver, driver.cuCtxSynchronize(), f"kernel {kernel.name}")
-        for b, host, ptr in zip(kernel.buffers, staged, ptrs):
-            if b.access != "r" and host.nbytes:
-                out = host if host is buffers[b.name] else np.empty_like(host)
-                _check(driver, driver.cuMemcpyDtoH(out.ctypes.data, ptr, host.nbytes), "cuMemcpyDtoH")
-                _write_back(b, buffers[b.name], out)
-    finally:
-        for ptr in ptrs:
-            driver.cuMemFree(ptr)

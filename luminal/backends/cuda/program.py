@@ -1,10 +1,10 @@
-"""A kernel graph as a CUDA program: every kernel lowered once (``lower.py``), every binding of the
-dims laid out as one device arena, and a run as the launches in order.
+"""A kernel graph as a CUDA program: every kernel lowered once (``lower.py``), and every binding of
+the dims run on a device by the runtime (``binding.py``: one arena per binding laid out by the memory
+plan, States resident on the device, launches replayed as CUDA graphs after the first call).
 
-``EmulatedProgram`` runs the launches on the emulator (``backend="cuda-emulated"``): the whole CUDA
-pipeline but the driver. The arena is a flat host byte array laid out as the device's would be
-(temps in the memory plan's slots, every buffer at a 256-byte aligned offset, bfloat16 as 16-bit
-patterns), temps poisoned with 0xFF bytes (NaN) before every run so nothing passes on zeros.
+``EmulatedProgram`` runs on the simulated device (``backend="cuda-emulated"``: the whole CUDA runtime
+but the driver, the kernels run by the emulator, temps and scratch poisoned with 0xFF bytes before
+use so nothing passes on zeros); ``DeviceProgram`` on device 0 through the driver.
 
 Every kernel lowered in this process is remembered (:func:`generated_kernels`), so one test can
 render and compile each distinct kernel the suite generated with NVRTC.
@@ -13,18 +13,17 @@ render and compile each distinct kernel the suite generated with NVRTC.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 
 import numpy as np
 
-from luminal.backends.cuda import emulator
-from luminal.backends.cuda.lower import ERROR_FLAG, Launch, lower_kernel
-from luminal.codegen import ir
-from luminal.core import numpy_ops as ops
-from luminal.core.kernel_graph import call_links, dims_needed, logical_itemsize
-from luminal.core.symbolic import evaluate, prod
+from luminal.backends.cuda import runtime as rt
+from luminal.backends.cuda.arena import aligned
+from luminal.backends.cuda.binding import DeviceBinding
+from luminal.backends.cuda.lower import Launch, lower_kernel
+from luminal.core.kernel_graph import call_links, dims_needed
 
-ALIGN = 256
 MAX_BINDINGS = 8
 _SEEN: dict[str, object] = {}  # kernel name -> ir.Kernel, every kernel lowered in this process
 _SEEN_LOCK = threading.Lock()
@@ -42,11 +41,6 @@ def _remember(launches) -> None:
             _SEEN.setdefault(launch.kernel.name, launch.kernel)
 
 
-def _storage(dtype) -> np.dtype:
-    """The element type of a device buffer of ``dtype`` (bfloat16: its 16-bit patterns)."""
-    return np.dtype(np.uint16) if dtype.name == "bfloat16" else dtype.np
-
-
 class Step:
     """One kernel-graph kernel: its launches and the links of the call it runs in (``{}``: none)."""
 
@@ -57,10 +51,15 @@ class Step:
 
 
 class CudaProgram:
-    """``prog(arrays, env) -> [*outputs, *updates]`` over a kernel graph, the backend protocol's call."""
+    """``prog(arrays, env) -> [*outputs, *updates]`` over a kernel graph, the backend protocol's call.
+    It takes States (``takes_states``): each is read from its device copy, and an update the device
+    applied is None in the results (``core/backend.py``)."""
 
-    def __init__(self, kg, plan):
-        self.kg, self.plan = kg, plan
+    takes_states = True
+    poison = False  # fill temps and scratch with 0xFF before use (the simulated device: nothing passes on zeros)
+
+    def __init__(self, kg, plan, runtime: rt.Runtime):
+        self.kg, self.plan, self.runtime = kg, plan, runtime
         self.dims = tuple(kg.dims) or dims_needed(kg)
         lowered: dict[int, list[Launch]] = {}  # a body's kernels are lowered once, launched per call
         self.steps: list[Step] = []
@@ -70,7 +69,13 @@ class CudaProgram:
                 launches = lowered[id(k)] = lower_kernel(k)
                 _remember(launches)
             self.steps.append(Step(k, launches, links))
+        self.state_buffers = {b.name: b for b in kg.buffers if b.kind == "state"}
+        self._functions: dict = {}  # kernel name -> the device's function
+        self._consts: dict | None = None  # const buffer id -> device address (one allocation, made once)
         self._bindings: OrderedDict = OrderedDict()
+        owned: list = []  # device memory this program holds, freed when it is collected
+        self._owned = owned
+        weakref.finalize(self, _release, runtime, self._bindings, owned)
 
     def launches(self) -> list[Launch]:
         """Every distinct launch of the program, in first-use order."""
@@ -102,151 +107,62 @@ class CudaProgram:
             key = tuple(env[d] for d in self.dims)
         except KeyError as e:
             raise ValueError(f"symbolic dim {e.args[0]!r} has no value bound") from None
-        arena = self._bindings.get(key)
-        if arena is None:
-            arena = self._bindings[key] = Arena(self.kg, self.plan, dict(zip(self.dims, key)))
-            if len(self._bindings) > MAX_BINDINGS:
-                self._bindings.popitem(last=False)
-        self._bindings.move_to_end(key)
-        return arena.run(self, arrays)
+        with self.runtime.lock:
+            self.runtime.device.use()
+            self.runtime.flush()
+            binding = self._bindings.get(key)
+            if binding is None:
+                binding = DeviceBinding(weakref.proxy(self), self.runtime, dict(zip(self.dims, key)), self.consts())
+                self._bindings[key] = binding
+                if len(self._bindings) > MAX_BINDINGS:
+                    self._bindings.popitem(last=False)[1].release()
+            self._bindings.move_to_end(key)
+            return binding(arrays)
 
-    def launch(self, launch: Launch, buffers: dict, params: dict) -> None:
-        raise NotImplementedError
+    def function(self, launch: Launch):
+        """The device's loaded code of ``launch``'s kernel (loaded once per program)."""
+        f = self._functions.get(launch.kernel.name)
+        if f is None:
+            f = self._functions[launch.kernel.name] = self.runtime.device.function(launch.kernel)
+        return f
+
+    def consts(self) -> dict:
+        """The device address of every const buffer: one allocation per program, uploaded once."""
+        if self._consts is None:
+            consts = [b for b in self.kg.buffers if b.kind == "const"]
+            sizes = [aligned(np.asarray(b.value).size * b.dtype.itemsize) for b in consts]
+            base = self.runtime.device.alloc(sum(sizes))
+            self._owned.append(base)
+            self._consts, at = {}, base
+            for b, n in zip(consts, sizes):
+                staged = np.empty(np.asarray(b.value).size, rt.storage(b.dtype))
+                rt.stage(staged, b.value, b.dtype)
+                self.runtime.device.upload(at, staged)
+                self._consts[b.id] = at
+                at += n
+        return self._consts
+
+
+def _release(runtime: rt.Runtime, bindings: OrderedDict, owned: list) -> None:
+    """Free what a collected program held on the device."""
+    for b in bindings.values():
+        b.release()
+    for ptr in owned:
+        runtime.release(ptr)
 
 
 class EmulatedProgram(CudaProgram):
-    """The launches run on the emulator."""
+    """The program on the process's simulated device (the emulator runs the kernels)."""
 
-    def launch(self, launch: Launch, buffers: dict, params: dict) -> None:
-        emulator.run(launch.kernel, buffers, params)
+    poison = True
+
+    def __init__(self, kg, plan):
+        super().__init__(kg, plan, rt.simulated())
 
 
 class DeviceProgram(CudaProgram):
-    """The launches run on the GPU: each kernel rendered to CUDA C, compiled by NVRTC for the
-    device's architecture (cached on disk) and launched through the driver over the arena's arrays
-    (copied to the device and back around every launch: a correctness path for comparing the
-    device with the emulator, not the runtime; a resident arena and CUDA graphs come with that)."""
+    """The program on device 0 through the driver (each kernel rendered to CUDA C and compiled by
+    NVRTC for the device's architecture, through the disk cache)."""
 
     def __init__(self, kg, plan):
-        super().__init__(kg, plan)
-        from luminal.backends.cuda import nvrtc, render
-
-        self._cubins = {launch.kernel.name: nvrtc.compile_cubin(render.render(launch.kernel),
-                                                                 render.kernel_symbol(launch.kernel))
-                        for launch in self.launches()}
-
-    def launch(self, launch: Launch, buffers: dict, params: dict) -> None:
-        from luminal.backends.cuda import driver
-
-        driver.launch(self._cubins[launch.kernel.name], launch.kernel, buffers, params)
-
-
-class Arena:
-    """One binding's device memory: every buffer's flat array at its offset in one byte arena."""
-
-    def __init__(self, kg, plan, env: dict):
-        self.env = env
-        self.kg = kg
-        for k in kg.kernels + [k for body in kg.bodies() for k in body.kernels]:
-            if k.kind == "reduce" and k.reduce_op == "max" and any(evaluate(k.domain[a], env) == 0 for a in k.axes):
-                raise ValueError(f"MaxReduce over an empty axis (kernel {k}, binding {env})")
-        offsets: dict[int, int] = {}
-        size = 0
-
-        def place(nbytes: int) -> int:
-            nonlocal size
-            at = size
-            size += (nbytes + ALIGN - 1) // ALIGN * ALIGN
-            return at
-
-        def nbytes(buf) -> int:
-            return evaluate(prod(buf.shape), env) * logical_itemsize(buf.dtype)
-
-        slot_at = [place(n) for n in plan.slot_bytes(env)]
-        self.temp_end = size
-        for buf in kg.buffers:
-            if buf.kind == "temp":
-                offsets[buf.id] = slot_at[plan.slot_of[buf.id]]
-            else:
-                offsets[buf.id] = place(nbytes(buf))
-        for body in kg.bodies():
-            for buf in body.scratch:
-                offsets[buf.id] = slot_at[plan.slot_of[buf.id]]
-        self.flag_at = place(8)
-        self.bytes = np.empty(size, np.uint8)
-        self._offsets = offsets
-        self._flat: dict[int, np.ndarray] = {}
-        for buf in kg.buffers:
-            if buf.kind == "const":
-                self.flat(buf)[...] = emulator.device_array(np.asarray(buf.value).reshape(-1), buf.dtype)
-            elif buf.kind == "iota":
-                self.flat(buf)[...] = np.arange(self.count(buf), dtype=np.int32)
-        self.flag = self.bytes[self.flag_at:self.flag_at + 8].view(np.int32)
-        self._scratch: dict = {}
-
-    def count(self, buf) -> int:
-        return evaluate(prod(buf.shape), self.env)
-
-    def flat(self, buf) -> np.ndarray:
-        """The device storage of ``buf`` as a flat typed array (a part of a pack: inside its pack)."""
-        arr = self._flat.get(buf.id)
-        if arr is not None:
-            return arr
-        st = _storage(buf.dtype)
-        n = self.count(buf)
-        if buf.base is not None:
-            base = self.flat(buf.base)
-            off = evaluate(buf.offset, self.env)
-            arr = base[off:off + n]
-        else:
-            at = self._offsets[buf.id]
-            arr = self.bytes[at:at + n * st.itemsize].view(st)
-        self._flat[buf.id] = arr
-        return arr
-
-    def scratch(self, name: str, dtype, count) -> np.ndarray:
-        n = evaluate(count, self.env)
-        key = (name, dtype.name, n)
-        arr = self._scratch.get(key)
-        if arr is None:
-            arr = self._scratch[key] = np.empty(n, _storage(dtype))
-        arr.view(np.uint8)[...] = 0xFF
-        return arr
-
-    def run(self, prog: CudaProgram, arrays: dict) -> list:
-        self.bytes[:self.temp_end] = 0xFF  # poison every temp: a kernel that skips an element shows NaN
-        for buf in self.kg.buffers:
-            if buf.kind in ("input", "state", "random"):
-                a = np.asarray(arrays[buf.name])
-                self.flat(buf)[...] = emulator.device_array(a.reshape(-1), buf.dtype)
-        env = self.env
-        for step in prog.steps:
-            scratch: dict = {}
-            for launch in step.launches:
-                buffers = {}
-                for name, buf in launch.args.items():
-                    if buf is None:
-                        if name not in scratch:
-                            dtype, count = launch.scratch[name]
-                            scratch[name] = self.scratch(name, dtype, count)
-                        buffers[name] = scratch[name]
-                    elif buf == ERROR_FLAG:
-                        buffers[name] = self.flag
-                    else:
-                        buffers[name] = self.flat(step.links.get(buf, buf))
-                self.flag[...] = 0
-                prog.launch(launch, buffers, {p: ir.derived_value(p, env) for p in launch.kernel.params})
-                if self.flag[0]:
-                    k = step.kernel
-                    size = evaluate(k.inputs[0][1].shape[k.axes[0]] if k.kind == "gather" else k.domain[k.axes[0]],
-                                    env)
-                    raise IndexError(f"{k.kind}: index {int(self.flag[1])} is out of range for a dim of size {size}")
-        outs = [self.read(buf, view) for buf, view in self.kg.outputs]
-        ups = [self.read(buf, view) for _, buf, view in self.kg.updates]
-        return [*outs, *ups]
-
-    def read(self, buf, view) -> np.ndarray:
-        """``view`` of ``buf`` copied back to the host (a fresh array the caller keeps)."""
-        shape = tuple(evaluate(d, self.env) for d in buf.shape)
-        host = emulator.host_array(self.flat(buf), buf.dtype, shape)
-        return np.array(ops.read(host, view, self.env), order="C")  # (ascontiguousarray makes 0-d 1-d)
+        super().__init__(kg, plan, rt.gpu())

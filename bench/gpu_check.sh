@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The GPU check (issue 31, "On a lent GPU"): whoever is lent a GPU runs this first. Each stage runs
+# under its own timeout and the markdown summary (gpu_check.md) is rewritten after every stage, so
+# a run cut short still leaves what it found; the whole check fits in 5 minutes so a rerun fits too.
+#
+#   bench/gpu_check.sh [--dry] [OUTDIR]     (OUTDIR: default $OUT, else ./gpu-check)
+#
+# Stages: probe the device (driver, arch, the runtime's first launch), `pytest -m gpu -x`, the GPU
+# benches in quick mode. --dry: the simulated device (cuda-emulated) and tiny sizes, for CI and for
+# trying the script without a GPU (tests/test_gpu_check.py runs it). The device machine has no package
+# registry: ../shared/device/wheels.sh fetches the wheels to carry, and prints the line to start with.
+set -uo pipefail
+dry=0
+out="${OUT:-gpu-check}"
+for arg in "$@"; do
+  case "$arg" in
+    --dry) dry=1 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) out="$arg" ;;
+  esac
+done
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+mkdir -p "$out"
+summary="$out/gpu_check.md"
+py="${PYTHON:-python3}"
+rows=()
+details=()
+failed=0
+
+write_summary() {
+  {
+    echo "# GPU check ($( [ $dry = 1 ] && echo "dry run: simulated device" || echo "device" )), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo
+    echo "| stage | status | seconds |"
+    echo "|---|---|---|"
+    printf '%s\n' "${rows[@]}"
+    echo
+    printf '%s\n' "${details[@]}"
+  } > "$summary"
+}
+
+# stage NAME TIMEOUT_S COMMAND...: runs it, logs to $out/NAME.log, adds a row and the log's tail
+stage() {
+  local name="$1" limit="$2"; shift 2
+  local start=$SECONDS status
+  timeout --kill-after=10 "$limit" "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  case $rc in
+    0) status=ok ;;
+    124|137) status="timed out after ${limit}s"; failed=1 ;;
+    *) status="failed (exit $rc)"; failed=1 ;;
+  esac
+  rows+=("| $name | $status | $((SECONDS - start)) |")
+  details+=("## $name" "" '```' "$(tail -n 40 "$out/$name.log")" '```' "")
+  write_summary
+  echo "$name: $status"
+}
+
+if [ $dry = 1 ]; then
+  stage probe 60 "$py" -c "
+import numpy as np, luminal as lm
+from luminal.backends.cuda import runtime as rt
+print('cuda:', lm.cuda.status())
+g = lm.Graph(); x = g.input('x', (8,))
+f = lm.compile(x * 2.0, backend='cuda-emulated')
+assert (f(x=np.ones(8, np.float32)) == 2).all()
+print('simulated device: first launch ok,', rt.simulated().device.launches, 'launch(es)')"
+  stage tests 120 "$py" -m pytest -p no:cacheprovider -n 0 -q -x tests/cuda/test_simulated_device.py
+  stage benches 120 "$py" bench/gpu_step.py --dry
+else
+  stage probe 90 "$py" -c "
+import numpy as np, luminal as lm
+from luminal.backends.cuda import driver, runtime as rt
+ok, why = lm.cuda.status(); print('cuda:', ok, why)
+assert ok, why
+print('arch:', driver.device_arch(0))
+g = lm.Graph(); x = g.input('x', (8,))
+f = lm.compile(x * 2.0, backend='cuda')
+assert (f(x=np.ones(8, np.float32)) == 2).all() and (f(x=np.ones(8, np.float32)) == 2).all()
+print('runtime: launch by launch and replayed, ok')"
+  stage tests 150 "$py" -m pytest -p no:cacheprovider -n 0 -q -x -m gpu tests/cuda tests/codegen
+  stage benches 90 "$py" bench/gpu_step.py --quick
+fi
+echo "summary: $summary"
+exit $failed

@@ -1,0 +1,27 @@
+"""``bench/gpu_check.sh --dry`` (the GPU check on the simulated device, tiny sizes) runs every stage and
+leaves its markdown summary in the directory it is given, so the script a lent GPU runs first is known
+to work before device time is spent on it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+def test_the_dry_run_passes_every_stage_and_writes_the_summary(tmp_path):
+    env = dict(os.environ, PYTHON=sys.executable, OPENBLAS_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(["bash", "bench/gpu_check.sh", "--dry", str(tmp_path)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    summary = (tmp_path / "gpu_check.md").read_text()
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{summary}"
+    for stage in ("probe", "tests", "benches"):
+        assert f"| {stage} | ok |" in summary
+    assert "| MLP AdamW step, batch 8 |" in summary and "simulated device: first launch ok" in summary
