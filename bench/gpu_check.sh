@@ -66,7 +66,7 @@ g = lm.Graph(); x = g.input('x', (8,))
 f = lm.compile(x * 2.0, backend='cuda-emulated')
 assert (f(x=np.ones(8, np.float32)) == 2).all()
 print('simulated device: first launch ok,', rt.simulated().device.launches, 'launch(es)')"
-  stage tests 120 "$py" -m pytest -p no:cacheprovider -n 0 -q -x tests/cuda/test_simulated_device.py
+  stage tests 120 "$py" -m pytest -p no:cacheprovider -n 0 -q -x -m "" tests/cuda/test_simulated_device.py  # (-m "": both tiers)
   stage benches 120 "$py" bench/gpu_step.py --dry
 else
   stage probe 90 "$py" -c "
