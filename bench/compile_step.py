@@ -10,7 +10,7 @@ Models (``--models``, default both):
 
 - ``mlp``: ``bench/cpu_train.py``'s ``mlp`` (``examples/mnist/train.py``'s MLP 784-256-10, cross-entropy,
   AdamW(lr=1e-3), ``train.compile_step``, batch 128 of random digits);
-- ``gpt``: a 6-layer GPT of width 384 (``GPT`` in ``CHILD``): token embedding (vocabulary 512) plus a
+- ``gpt``: a 6-layer GPT of width 384 (``bench/gpt.py``): token embedding (vocabulary 512) plus a
   learned position embedding, 6 pre-norm blocks (``nn.MultiheadAttention(384, 6, batch_first=True)``,
   causal through ``is_causal=True`` as ``compile_time.py``'s ``Block``, and a 4x GELU MLP, both
   residual), a final LayerNorm and a Linear head; cross-entropy of each position's logits against the
@@ -59,7 +59,8 @@ MODELS = {  # name -> (title, its cases)
 }
 GOALS = {("mlp", "cold"): 1.0, ("mlp", "warm"): 0.2, ("gpt", "cold"): 3.0, ("gpt", "warm"): 0.5}
 
-# One case in a new process: argv[1] the model, argv[2] examples/mnist/train.py. Prints one JSON line last.
+# One case in a new process: argv[1] the model, argv[2] examples/mnist/train.py, argv[3] bench/gpt.py.
+# Prints one JSON line last.
 CHILD = r"""
 import importlib.util, json, sys, time
 t0 = time.perf_counter()
@@ -69,33 +70,9 @@ from luminal import nn, train
 t_import = time.perf_counter() - t0
 which = sys.argv[1]
 
-
-class Block(nn.Module):
-    def __init__(self, d, heads):
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
-        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-    def forward(self, x):
-        h = self.ln1(x)
-        x = x + self.attn(h, h, h, need_weights=False, is_causal=True)[0]
-        return x + self.fc2(self.fc1(self.ln2(x)).gelu())
-
-
-class GPT(nn.Module):
-    def __init__(self, vocab=512, seq=64, d=384, heads=6, layers=6):
-        super().__init__()
-        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
-        self.blocks = nn.ModuleList([Block(d, heads) for _ in range(layers)])
-        self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
-
-    def forward(self, ids):
-        x = self.tok(ids) + self.pos(ids.graph.arange(ids.shape[1]))
-        for b in self.blocks:
-            x = b(x)
-        return self.head(self.ln(x))
-
+spec = importlib.util.spec_from_file_location("bench_gpt", sys.argv[3])
+gpt = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gpt)
 
 rng = np.random.default_rng(0)
 if which == "mlp":
@@ -114,11 +91,9 @@ if which == "mlp":
     model.train()
     loss = train.cross_entropy(model(x), y)
 else:
-    model = GPT()
-    ids = g.input("ids", ("B", 64), dtype=lm.int32)
+    model = gpt.GPT(d=384, heads=6, layers=6)
     model.train()
-    logits = model(ids)
-    loss = train.cross_entropy(logits[:, :-1].reshape(-1, 512), ids[:, 1:].reshape(-1))
+    loss = gpt.next_token_loss(model, g)
 t1 = time.perf_counter()
 step = train.compile_step(loss, train.AdamW(model.parameters(), lr=1e-3), backend="cpu")
 t2 = time.perf_counter()
@@ -135,7 +110,8 @@ print(json.dumps({"import": t_import, "build": t1 - t0, "compile_step": t2 - t1,
 
 def run_case(model: str, cache_dir: str, env: dict, compile_cache: bool) -> dict:
     env = {**env, "LUMINAL_CACHE_DIR": cache_dir, "LUMINAL_CACHE": "1" if compile_cache else "llvm,cuda"}
-    proc = subprocess.run([sys.executable, "-c", CHILD, model, str(ROOT / "examples" / "mnist" / "train.py")],
+    proc = subprocess.run([sys.executable, "-c", CHILD, model, str(ROOT / "examples" / "mnist" / "train.py"),
+                           str(ROOT / "bench" / "gpt.py")],
                           env=env, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
         raise RuntimeError(f"the measured process ({model}) failed:\n{proc.stderr[-3000:]}")

@@ -47,7 +47,7 @@ LINKS = {"10 Gbit/s": 1.25e9, "100 Gbit/s": 12.5e9}
 def build(which: str):
     """(loss, model, the global batch) of one model."""
     import luminal as lm
-    from luminal import nn, train
+    from luminal import train
 
     rng = np.random.default_rng(0)
     lm.manual_seed(0)
@@ -61,35 +61,11 @@ def build(which: str):
         batch = {"x": rng.random((128, 784), dtype=np.float32), "y": rng.integers(0, 10, 128).astype(np.int32)}
         return train.cross_entropy(model(x), y), model, batch
 
-    class Block(nn.Module):
-        def __init__(self, d, heads):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
-            self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-        def forward(self, x):
-            h = self.ln1(x)
-            x = x + self.attn(h, h, h, need_weights=False, is_causal=True)[0]
-            return x + self.fc2(self.fc1(self.ln2(x)).gelu())
-
-    class GPT(nn.Module):
-        def __init__(self, vocab=512, seq=64, d=256, heads=4, layers=4):
-            super().__init__()
-            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
-            self.blocks = nn.ModuleList([Block(d, heads) for _ in range(layers)])
-            self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
-
-        def forward(self, ids):
-            x = self.tok(ids) + self.pos(ids.graph.arange(ids.shape[1]))
-            for b in self.blocks:
-                x = b(x)
-            return self.head(self.ln(x))
-
-    model = GPT()
-    ids = g.input("ids", ("B", 64), dtype=lm.int32)
-    logits = model(ids)
-    loss = train.cross_entropy(logits[:, :-1].reshape(-1, 512), ids[:, 1:].reshape(-1))
+    spec = importlib.util.spec_from_file_location("bench_gpt", ROOT / "bench" / "gpt.py")
+    gpt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpt)
+    model = gpt.GPT()
+    loss = gpt.next_token_loss(model, g)
     return loss, model, {"ids": rng.integers(0, 512, (8, 64)).astype(np.int32)}
 
 
