@@ -4,12 +4,18 @@ Nothing is computed while the graph is built; ``lm.compile`` returns a callable 
 (Training: see examples/mnist/train.py.)
 """
 
+import argparse
+
 import numpy as np
 
 import luminal as lm
 
 
-def main():
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--backend", choices=lm.backend_names(), default="cpu", help="where the program runs")
+    args = p.parse_args(argv)
     rng = np.random.default_rng(0)
     g = lm.Graph()
     x = g.input("x", ("B", 16))                       # "B" is bound when the graph runs
@@ -20,7 +26,7 @@ def main():
     probs = logits.softmax(-1)
     top = logits.argmax(-1)
     stats = lm.stack([h.mean(), h.std(), h.abs().max()])
-    f = lm.compile([probs, top, stats], backend="cpu")
+    f = lm.compile([probs, top, stats], backend=args.backend)
     print(f"graph: {len(g.nodes)} primitive nodes; inputs {f.input_names}")
     for batch in (3, 5):
         p, t, s = f(x=rng.normal(size=(batch, 16)).astype(np.float32))

@@ -95,7 +95,8 @@ def save(model: Llama, src: Path, out: Path) -> None:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("model_dir", type=Path)
     p.add_argument("--data", type=Path, required=True, help="a UTF-8 text file")
     p.add_argument("--steps", type=int, default=100)

@@ -66,19 +66,20 @@ def eos_ids(cfg, tokenizer) -> set[int]:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("model_dir", type=Path)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--prompt", help="text, tokenized with the directory's tokenizer.json")
     src.add_argument("--ids", help="comma-separated token ids (no tokenizer needed)")
     p.add_argument("--max-new-tokens", type=int, default=32)
-    p.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default)")
+    p.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
     p.add_argument("--top-k", type=int, default=0, help="sample among the k most likely (0: all)")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backend", default="cpu")
     p.add_argument("--context", type=int, default=None,
-                   help="KV cache capacity (default: prompt + new tokens, at most max_position_embeddings)")
+                   help="KV cache capacity; None: prompt + new tokens, at most max_position_embeddings")
     p.add_argument("--ignore-eos", action="store_true", help="do not stop at an end-of-sequence token")
     p.add_argument("--report", action="store_true", help="print the compile reports of prefill and decode")
     return p.parse_args(argv)

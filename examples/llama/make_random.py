@@ -133,13 +133,14 @@ def make_random(out, *, layers: int = 2, hidden: int = 64, heads: int = 4, kv_he
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("out", type=Path)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--kv-heads", type=int, default=2)
-    p.add_argument("--intermediate", type=int, default=None, help="default: 2 x hidden")
+    p.add_argument("--intermediate", type=int, default=None, help="None: 2 x hidden")
     p.add_argument("--vocab", type=int, default=512)
     p.add_argument("--head-dim", type=int, default=None)
     p.add_argument("--max-positions", type=int, default=256)
@@ -148,7 +149,7 @@ def main(argv=None):
     p.add_argument("--bias", action="store_true", help="attention_bias and mlp_bias")
     p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
     p.add_argument("--sharded", type=int, nargs="?", const=3, default=1, metavar="N",
-                   help="write N shards (default 3) and model.safetensors.index.json")
+                   help="write N shards (3 when N is left out) and model.safetensors.index.json; 1: one file")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
     out = make_random(a.out, layers=a.layers, hidden=a.hidden, heads=a.heads, kv_heads=a.kv_heads,

@@ -93,19 +93,23 @@ def _positive_float(text: str) -> float:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", choices=MODELS, default="mlp")
-    p.add_argument("--epochs", type=_int_at_least(1), default=None, help="default: 5 (mlp), 4 (cnn)")
-    p.add_argument("--batch-size", type=_int_at_least(1), default=64)
-    p.add_argument("--lr", type=_positive_float, default=None, help="default: 1e-3 (adam/adamw), 0.05 (sgd)")
-    p.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
-    p.add_argument("--backend", choices=lm.backend_names(), default="cpu")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data", type=Path, default=None, help="directory with the MNIST IDX files")
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--model", choices=MODELS, default="mlp", help="the network to train")
+    p.add_argument("--epochs", type=_int_at_least(1), default=None,
+                   help="passes over the data; None: 5 (mlp), 4 (cnn)")
+    p.add_argument("--batch-size", type=_int_at_least(1), default=64, help="digits per step")
+    p.add_argument("--lr", type=_positive_float, default=None,
+                   help="learning rate; None: 1e-3 (adam/adamw), 0.05 (sgd)")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw", help="the update rule")
+    p.add_argument("--backend", choices=lm.backend_names(), default="cpu", help="where the programs run")
+    p.add_argument("--seed", type=int, default=0, help="initial weights and data order")
+    p.add_argument("--data", type=Path, default=None,
+                   help="directory with the MNIST IDX files; None: the shipped 4,000/1,000 subset")
     p.add_argument("--save", type=Path, default=None, help="checkpoint written after every epoch")
     p.add_argument("--resume", type=Path, default=None, help="checkpoint to continue from")
     p.add_argument("--limit", type=_int_at_least(4), default=None,
-                   help="use only the first N train and N//4 test digits")
+                   help="use only the first N train and N//4 test digits; None: all")
     p.add_argument("--no-check-finite", dest="check_finite", action="store_false",
                    help="do not stop when the loss becomes inf or NaN")
     p.add_argument("--data-parallel", action="store_true",

@@ -215,10 +215,17 @@ def _read_header(path, f=None) -> tuple[dict, dict, int]:
     size = os.fstat(f.fileno()).st_size
     if size < 8:
         raise ValueError(f"{path}: not a safetensors file: {size} bytes, shorter than the 8-byte header length")
-    n = int.from_bytes(f.read(8), "little")
+    length = f.read(8)
+    n = int.from_bytes(length, "little")
+    first = f.read(1)
+    if n == 0 or first not in (b"{", b"[", b" ", b"\t", b"\r", b"\n"):  # a header is JSON (an object: below)
+        raise ValueError(f"{path}: not a safetensors file (the format of luminal's checkpoints, save_safetensors "
+                         f"and Hugging Face weights), which starts with an 8-byte header length and a JSON object; "
+                         f"this one starts {(length + first + f.read(7))!r}")
     if 8 + n > size:
-        raise ValueError(f"{path}: header length {n} runs past the end of the file ({size} bytes)")
-    raw = f.read(n)
+        raise ValueError(f"{path}: header length {n} runs past the end of the file ({size} bytes): "
+                         f"a truncated or corrupt safetensors file")
+    raw = first + f.read(n - 1)
     try:
         header = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
     except ValueError as e:  # also JSONDecodeError and UnicodeDecodeError

@@ -22,6 +22,7 @@ from luminal.core import dtype as dt
 from luminal.core.errors import op_error
 from luminal.core.interrupts import interrupts_deferred
 from luminal.frontend import building
+from luminal.frontend.graph import Graph
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 from luminal.nn.parameter import Buffer, Parameter
@@ -33,13 +34,25 @@ class Module:
     ``__init__`` (after ``super().__init__()``) and define ``forward``; calling a module on a
     GraphTensor builds graph ops in that tensor's graph."""
 
-    training: bool
-
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_modules", OrderedDict())
-        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_training", True)
+
+    @property
+    def training(self) -> bool:
+        """Whether graphs built from now on use training mode (``train()``/``eval()``). A read while a
+        graph is being built (Dropout, BatchNorm, a user's ``forward``) marks that graph as depending
+        on this module's mode: changing the mode later warns only for such graphs."""
+        g = building.current()
+        if isinstance(g, Graph):
+            g.__dict__.setdefault("nn_mode_reads", set()).add(id(self))
+        return self.__dict__["_training"]
+
+    @training.setter
+    def training(self, mode: bool) -> None:
+        self.__dict__["_training"] = bool(mode)
 
     # registration -----------------------------------------------------------------------------
     def __setattr__(self, name, value):
@@ -271,14 +284,15 @@ class Module:
     def _set_mode(self, mode: bool, stacklevel: int = 3) -> Module:
         stale = []
         for name, m in self.named_modules():
-            if m.training == mode:  # unchanged: nothing to warn about
+            if m.__dict__["_training"] == mode:  # unchanged: nothing to warn about
                 continue
             for ref, built in m.__dict__.get("_graph_modes", {}).values():
-                if ref() is not None and built != mode:
+                g = ref()  # a live graph built in the other mode whose ops read this module's mode
+                if g is not None and built != mode and id(m) in g.__dict__.get("nn_mode_reads", ()):
                     stale.append((name, built))
                     break
         for m in self.modules():
-            object.__setattr__(m, "training", mode)
+            m.__dict__["_training"] = mode
         if stale:
             name, built = stale[0]
             who = type(self).__name__ + (f" (submodule {name!r})" if name else "")
@@ -306,10 +320,10 @@ class Module:
                 object.__setattr__(m, "_graph_modes", table)
             entry = table.get(id(g))
             if entry is None or entry[0]() is not g:
-                table[id(g)] = (weakref.ref(g), m.training)
+                table[id(g)] = (weakref.ref(g), m.__dict__["_training"])
                 for k in [k for k, (r, _) in table.items() if r() is None]:
                     del table[k]
-            modes[m.training] = modes.get(m.training, 0) + 1
+            modes[m.__dict__["_training"]] = modes.get(m.__dict__["_training"], 0) + 1
 
     def _live_graphs(self) -> list:
         """The graphs built from this module (or a submodule) that are still alive."""

@@ -572,6 +572,35 @@ def test_to_dtype():
         lin.to(lm.int32)
 
 
+def test_mode_change_warns_only_where_a_graph_read_the_mode():
+    """Switching to eval after building a train step is the normal pattern (the MNIST example): a graph
+    whose ops never read a module's mode (no Dropout, no BatchNorm, no ``self.training`` in a user's
+    forward) is the same in both modes, so nothing warns; one that read it does."""
+    mlp = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 1))
+    g = lm.Graph()
+    prog = lm.compile(mlp(g.input("x", (2, 3))), backend="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mlp.eval()
+        mlp.train()
+
+    class Scaled(nn.Module):  # a user's module whose forward reads its mode
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            y = self.lin(x)
+            return y * 0.5 if self.training else y
+
+    m = Scaled()
+    g2 = lm.Graph()
+    prog2 = lm.compile(m(g2.input("x", (2, 3))), backend="cpu")
+    with pytest.warns(UserWarning, match=r"Scaled: set to eval mode after a graph was built from it in train mode"):
+        m.eval()
+    del prog, prog2, g, g2
+
+
 def test_mode_change_after_build_warns():
     m = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5))
     g = lm.Graph()

@@ -268,6 +268,8 @@ MALFORMED = {
     "truncated length": (b"\x10\x00\x00", "shorter than the 8-byte header length"),
     "header length beyond file": (_file({"x": _ent()}, b"\0" * 8, n=10_000), "header length 10000 runs past"),
     "huge header length": (b"\xff" * 8 + b"{}", "runs past the end of the file"),
+    "not a safetensors file": (b"PK\x03\x04 a zip, not a checkpoint" * 4, "not a safetensors file .*this one starts"),
+    "zero header length": (b"\0" * 8 + b"{}", "not a safetensors file"),
     "bad json": (_file(b'{"x": {"dtype": "F32",', b"\0" * 8), "not valid JSON"),
     "not utf-8": (_file(b'{"\xff": 1}'), "not valid JSON"),
     "json list": (_file([1, 2]), "must be a JSON object"),

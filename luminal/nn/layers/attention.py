@@ -209,7 +209,7 @@ class MultiheadAttention(Module):
             kpm = _float_mask(key_padding_mask, q).reshape(n, 1, 1, n_k)
             mask = kpm if mask is None else mask + kpm
         w = _attention_scores(q, k, mask, False, None, False, name).softmax(-1)
-        if self.training and self.dropout > 0.0:
+        if self.dropout > 0.0 and self.training:  # (reads the mode only where it matters)
             w = dropout(w, self.dropout)
         out = (w @ v).permute(2, 0, 1, 3).reshape(n_q, n, self.embed_dim)  # (L, N, E)
         out = self.out_proj(out)
