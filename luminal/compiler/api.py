@@ -12,6 +12,7 @@ import numpy as np
 from luminal.compiler.memory import plan_memory
 from luminal.compiler.pipeline import compile_graph
 from luminal.core.backend import backend_names, get_backend
+from luminal.core.errors import user_frame, where
 from luminal.core.symbolic import evaluate, free_vars_in, nonnegative, shape_str, view_vars
 from luminal.core.walk import postorder
 from luminal.frontend.binding import as_is, bind, convert
@@ -217,7 +218,10 @@ overloads say which).
         sig = _signature(inputs)
         seen = self._signatures.get(sig)  # (a None signature is never stored: it finds nothing)
         if seen is None:  # a new signature: every check, as ``bind`` and ``_dim_checks`` make them
-            arrays, seen = self._bind(inputs, sig)
+            try:
+                arrays, seen = self._bind(inputs, sig)
+            except (ValueError, TypeError) as e:
+                raise _called_at(e) from e.__cause__
             with self._lock:  # one run at a time: the program's buffers, the states and the rng are shared
                 if sig is not None:  # under the lock: the oldest is dropped while no one else adds
                     if len(self._signatures) >= MAX_SIGNATURES:
@@ -227,8 +231,11 @@ overloads say which).
         else:  # the same names, shapes, dtypes and contiguity as a call that passed every check
             # ``inputs`` (a dict of this call's own) becomes the arrays the program is handed: it has
             # the names ``bind`` read (every name given is a graph input, or ``bind`` refuses the call)
-            for n, node in seen.redo:
-                inputs[n] = convert(n, inputs[n], node)
+            try:
+                for n, node in seen.redo:
+                    inputs[n] = convert(n, inputs[n], node)
+            except (ValueError, TypeError) as e:
+                raise _called_at(e) from e.__cause__
             lock = self._lock
             lock.acquire()  # (not ``with``: its __enter__/__exit__ look-ups cost 80 ns of a 3 us call)
             try:
@@ -300,6 +307,14 @@ overloads say which).
         modes = sorted(getattr(self.graph, "nn_modes", {}))
         mode = "" if not modes else ", mode=" + ("'mixed'" if len(modes) > 1 else "'train'" if modes[0] else "'eval'")
         return f"Compiled(backend={self.backend!r}, inputs={self.input_names}{mode})"
+
+
+def _called_at(e: Exception) -> Exception:
+    """A data error of a call (an input's shape, dtype or values) with the user's line that made the
+    call: where the mistake is, not where the program was compiled."""
+    if e.args and isinstance(e.args[0], str) and "\n  called at " not in e.args[0]:
+        e.args = (f"{e.args[0]}\n  called at {where(user_frame())}", *e.args[1:])
+    return e
 
 
 @overload

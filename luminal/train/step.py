@@ -277,9 +277,13 @@ class TrainStep(Generic[StepResult]):
             if program is not None:
                 program.prepare(**shapes)
 
-    def __call__(self, /, **batch) -> StepResult:
+    def __call__(self, /, *args, **batch) -> StepResult:
         # a step is whole: its scalars, its program run and its counters, one thread at a time, and a
         # Ctrl-C during it is raised once all of it is written (``core/interrupts.py``)
+        if args:
+            names = (self._dp.program if self._dp is not None else self._update).input_names
+            raise TypeError(f"train step: give the batch by name, as step({', '.join(f'{n}=...' for n in names)}); "
+                            f"got {len(args)} positional argument(s)")
         with self._lock, interrupts_deferred():
             return self._step(batch)
 

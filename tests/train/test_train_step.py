@@ -190,3 +190,20 @@ def test_batchnorm_running_stats_update_during_training(backend):
         tb(torch.tensor(xb))
     np.testing.assert_allclose(bn.running_mean.data, tb.running_mean.numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(bn.running_var.data, tb.running_var.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_call_errors_name_the_inputs_and_the_users_line():
+    """A batch given positionally is refused naming the inputs; a data error names the call that made
+    it (the user's line), not where the step was compiled."""
+    import inspect
+
+    g = lm.Graph()
+    x, y = g.input("x", ("B", 4)), g.input("y", ("B",), dtype=lm.int32)
+    m = nn.Linear(4, 3)
+    step = train.compile_step(train.cross_entropy(m(x), y), train.SGD(m.parameters(), lr=0.1))
+    with pytest.raises(TypeError, match=r"give the batch by name, as step\(x=\.\.\., y=\.\.\.\); got 2 positional"):
+        step(np.ones((2, 4), np.float32), np.zeros(2, np.int32))
+    with pytest.raises(ValueError, match=r"input 'x': dim 1 should be 4") as e:
+        line = inspect.currentframe().f_lineno + 1
+        step(x=np.ones((2, 5), np.float32), y=np.zeros(2, np.int32))
+    assert f"called at {__file__}:{line}: step(x=np.ones((2, 5)" in str(e.value)
