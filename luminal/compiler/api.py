@@ -106,8 +106,8 @@ class Compiled(Generic[Result]):
     """A compiled graph. Call it with inputs as keyword arguments; get one array per output: a bare
     array when ``compile`` was given a single GraphTensor, a tuple (of one array too) when it was given
     a sequence, so ``(y,) = lm.compile([y])(...)`` and ``a, b = lm.compile([a, b])(...)`` read alike
-(``Compiled[np.ndarray]`` and ``Compiled[tuple[np.ndarray, ...]]`` to a type checker: ``compile``'s
-overloads say which).
+    (``Compiled[np.ndarray]`` and ``Compiled[tuple[np.ndarray, ...]]`` to a type checker: ``compile``'s
+    overloads say which).
     Safe to call from several threads: calls run one at a time. Every input is checked, and every symbolic
     dim bound, before any work is done. States the graph reads are taken from their ``.data``;
     ``updates`` (the graph's own ``assign``s plus those given to ``compile``) are written back into
