@@ -47,24 +47,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from gpt import Block  # bench/gpt.py: run as a script, this file's folder is on sys.path
+
 import luminal as lm
-from luminal import nn, train
+from luminal import train
 from luminal.core import disk_cache
-
-
-class Block(nn.Module):
-    """Pre-norm transformer block: causal multi-head attention and a GELU MLP, both residual."""
-
-    def __init__(self, d, heads):
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
-        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-    def forward(self, x):
-        h = self.ln1(x)
-        x = x + self.attn(h, h, h, need_weights=False, is_causal=True)[0]
-        return x + self.fc2(self.fc1(self.ln2(x)).gelu())
 
 
 def stack(depth: int, backward: bool, d: int = 16, heads: int = 2, seq: int = 8):

@@ -1,7 +1,8 @@
-"""The small GPT that the training benches build (``bench/compile_step.py``, ``bench/data_parallel.py``):
-pre-norm blocks of causal ``nn.MultiheadAttention`` and a 4x GELU MLP, token and learned position
-embeddings, and the next-token cross-entropy of a batch of ids. Loaded from its path by the benches (their
-children run as scripts), so it imports nothing of ``bench/``."""
+"""The small GPT that the training benches build (``bench/compile_step.py``, ``bench/data_parallel.py``)
+and its block (``bench/compile_time.py``): pre-norm blocks of causal ``nn.MultiheadAttention`` and a 4x
+GELU MLP, token and learned position embeddings, and the next-token cross-entropy of a batch of ids.
+The benches import it from their own folder (or load it by path, in a child run with ``-c``), so it
+imports nothing of ``bench/``."""
 
 from __future__ import annotations
 

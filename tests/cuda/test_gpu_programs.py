@@ -11,17 +11,9 @@ import numpy as np
 import pytest
 from programs import BUILDERS, compiled, train_step
 
-from luminal.backends.cuda import driver
 from luminal.backends.cuda.program import DeviceProgram
 
-pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture(scope="module", autouse=True)
-def device():
-    ok, why = driver.device_status()
-    if not ok:
-        pytest.skip(why)
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_device")]  # (tests/cuda/conftest.py)
 
 
 def _on_device(f):

@@ -7,17 +7,9 @@ import pytest
 from programs import train_step
 
 import luminal as lm
-from luminal.backends.cuda import driver
 from luminal.core.backend import get_backend
 
-pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture(scope="module", autouse=True)
-def device():
-    ok, why = driver.device_status()
-    if not ok:
-        pytest.skip(why)
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_device")]  # (tests/cuda/conftest.py)
 
 
 def test_train_steps_on_cuda_match_cuda_emulated_with_states_on_the_device():
