@@ -106,9 +106,13 @@ def wait(requests: list, what: str) -> None:
                    f"stuck (LUMINAL_DIST_TIMEOUT={timeout():g} s)")
 
 
+ABORT_GRACE_S = 0.5  # mpiexec forwards a rank's output as it reads it: lines written just before Abort can be lost
+
+
 def _abort(why: str) -> None:
     print(f"luminal.distributed: rank {_comm.Get_rank()} of {_comm.Get_size()}: {why}; aborting all ranks",
           file=sys.stderr, flush=True)
+    time.sleep(ABORT_GRACE_S)  # (the job is ending: let the launcher pass on this rank's last lines first)
     _comm.Abort(1)
 
 
