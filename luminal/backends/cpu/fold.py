@@ -32,25 +32,39 @@ MIN_FOLDED = 4096  # elements of a product worth folding (see the module docstri
 
 def fold_batch_sums(kg: KernelGraph) -> KernelGraph:
     """``kg`` with every matmul whose product only a plain sum reads (the product, summed over some of
-    its axes, is the reduce's whole prologue) computing that sum itself."""
+    its axes, is the reduce's whole prologue) computing that sum itself, in the program and in every
+    rolled loop's body (a transformer block's weight gradients are products in its body)."""
+    bodies = {}
+    for body in kg.bodies():
+        ends = {b.id for b in body.results} | {b.id for members in body.packs for b, _ in members}
+        kernels, folded = _fold_all(body.kernels, ends)
+        if folded:
+            scratch = [folded.get(b.id, b) for b in body.scratch]
+            bodies[id(body)] = dataclasses.replace(body, kernels=kernels, scratch=scratch)
+    kernels, folded = _fold_all(kg.kernels, {b.id for b, _ in kg.outputs} | {b.id for _, b, _ in kg.updates})
+    if not folded and not bodies:
+        return kg
+    kernels = [dataclasses.replace(k, body=bodies[id(k.body)]) if k.kind == "call" and id(k.body) in bodies else k
+               for k in kernels]
+    return dataclasses.replace(kg, kernels=kernels, buffers=[folded.get(b.id, b) for b in kg.buffers])
+
+
+def _fold_all(kernels: list, ends: set) -> tuple[list, dict]:
+    """``kernels`` (a program's or a body's, in order) with their matmuls folded, and the folded
+    products' buffers by id. ``ends``: the ids of buffers read after ``kernels`` (results)."""
     readers: dict = {}
-    for j, k in enumerate(kg.kernels):
+    for j, k in enumerate(kernels):
         for buf, _ in k.inputs + k.epilogue_inputs:
             readers.setdefault(buf.id, []).append(j)
-    ends = {b.id for b, _ in kg.outputs} | {b.id for _, b, _ in kg.updates}
-    kernels = list(kg.kernels)
-    buffers = {b.id: b for b in kg.buffers}
+    kernels, folded = list(kernels), {}
     for i, m in enumerate(kernels):
-        folded = _fold(m, kernels, readers, ends)
-        if folded is None:
-            continue
-        j, m2, r2 = folded
-        kernels[i], kernels[j] = m2, r2
-        buf = m2.outputs[0][0]
-        buffers[buf.id] = buf
-    if all(a is b for a, b in zip(kernels, kg.kernels)):
-        return kg
-    return dataclasses.replace(kg, kernels=kernels, buffers=[buffers[b.id] for b in kg.buffers])
+        f = _fold(m, kernels, readers, ends)
+        if f is not None:
+            j, m2, r2 = f
+            kernels[i], kernels[j] = m2, r2
+            buf = m2.outputs[0][0]
+            folded[buf.id] = buf
+    return kernels, folded
 
 
 def _fold(m, kernels, readers, ends):
