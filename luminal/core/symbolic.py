@@ -454,6 +454,8 @@ def exact_div(a: Dim, b: Dim) -> Dim | None:
         if all(c % b == 0 for _, c in a.terms):
             return _norm(Sym({m: c // b for m, c in a.terms}))
         return None
+    if isinstance(a, int) and a == 0:
+        return 0  # zero is every polynomial's multiple (``0 // (16*B)`` is 0: a view at offset 0)
     if len(b.terms) != 1:
         return 1 if a == b else None  # only the trivial case for sums
     (bm, bc), = b.terms

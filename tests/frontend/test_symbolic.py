@@ -97,6 +97,7 @@ def test_exact_div():
     assert exact_div(7, 2) is None
     assert exact_div(S, 0) is None
     assert exact_div(4, S) is None
+    assert exact_div(0, 16 * S) == 0 and exact_div(0, S + 1) == 0  # zero: every polynomial's multiple
 
 
 def test_floordiv_and_mod_simplify_when_exact():
