@@ -4,10 +4,13 @@ all-reduce cost model predicts for more ranks.
     python bench/data_parallel.py                    # the MNIST MLP and CNN and a small GPT (a few minutes)
     python bench/data_parallel.py --models mlp       # one model
     python bench/data_parallel.py --steps 50         # timed steps per case (default: 200 mlp, 20 cnn and gpt)
+    python bench/data_parallel.py --rounds 5         # 1-rank and 2-rank runs alternating, 5 of each (default 3)
 
 Strong scaling: the global batch stays the same (MLP and CNN 128 digits, GPT 8 x 64 tokens) and 2 ranks take
 half each. 1 rank is the plain ``compile_step`` in a process alone (what one would run without MPI);
-2 ranks are ``mpiexec -n 2`` with ``data_parallel=True``. Every process has one thread
+2 ranks are ``mpiexec -n 2`` with ``data_parallel=True``. The two alternate, a new process (or pair) per
+round, and the tables give each side's median step time (the spread of the rounds in brackets): on a
+shared VM one run of a side alone moved by 20% from one minute to the next. Every process has one thread
 (``LUMINAL_NUM_THREADS=1``, ``OPENBLAS_NUM_THREADS=1``). In the 2-rank run the gradient buckets' sum is
 also timed alone (``all-reduce``, as the bus bandwidth ``2(N-1)/N * bytes / time``) against MPI's own
 point-to-point bandwidth on the same bytes (a ping-pong between the two ranks).
@@ -144,6 +147,11 @@ def machine() -> str:
     return f"{name}, {os.cpu_count()} cores, load average {load}"
 
 
+def _median_run(runs: list) -> dict:
+    """The run with the median step time (the lower middle one of an even count)."""
+    return sorted(runs, key=lambda r: r["step_s"])[(len(runs) - 1) // 2]
+
+
 def predict(t1: float, nbytes: int, bandwidth: float, n: int) -> float:
     """The speed-up of ``n`` ranks by the ring all-reduce model."""
     return t1 / (t1 / n + 2 * (n - 1) / n * nbytes / bandwidth)
@@ -153,25 +161,29 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", choices=list(STEPS), default=list(STEPS))
     ap.add_argument("--steps", type=int, default=None, help="timed steps per case (default: STEPS)")
+    ap.add_argument("--rounds", type=int, default=3, help="1-rank and 2-rank runs per model, alternating")
     ap.add_argument("--child", choices=list(STEPS), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return child(args.child, args.steps)
-    results = {}
+    results, spread = {}, {}
     for m in dict.fromkeys(args.models):
         steps = args.steps or STEPS[m]
-        results[m] = (run(m, 1, steps), run(m, 2, steps))
+        rounds = [(run(m, 1, steps), run(m, 2, steps)) for _ in range(max(1, args.rounds))]
+        results[m] = tuple(_median_run([r[side] for r in rounds]) for side in (0, 1))
+        rates = [[1 / r[side]["step_s"] for r in rounds] for side in (0, 1)]
+        spread[m] = [f"{min(x):.1f}-{max(x):.1f}" for x in rates]
     print(f"data-parallel train steps, one thread per rank; {machine()}")
     print()
-    print("| model | gradients | 1 rank steps/s | 2 ranks steps/s | 2 ranks / 1 rank | all-reduce ms (bus GB/s) | "
-          "p2p GB/s | model predicts (2 ranks) |")
+    print("| model | gradients | 1 rank steps/s (rounds) | 2 ranks steps/s (rounds) | 2 ranks / 1 rank | "
+          "all-reduce ms (bus GB/s) | p2p GB/s | model predicts (2 ranks) |")
     print("|---|---|---|---|---|---|---|---|")
     for m, (one, two) in results.items():
         nbytes, t1 = two["bucket_bytes"], one["step_s"]
         bus = nbytes / two["allreduce_s"]  # 2(N-1)/N = 1 at N = 2
         p2p = nbytes / two["p2p_s"]
-        print(f"| {m} | {nbytes / 2**20:.2f} MiB in {two['buckets']} bucket(s) | {1 / t1:.1f} | "
-              f"{1 / two['step_s']:.1f} | {t1 / two['step_s']:.2f}x | {two['allreduce_s'] * 1e3:.2f} "
+        print(f"| {m} | {nbytes / 2**20:.2f} MiB in {two['buckets']} bucket(s) | {1 / t1:.1f} ({spread[m][0]}) | "
+              f"{1 / two['step_s']:.1f} ({spread[m][1]}) | {t1 / two['step_s']:.2f}x | {two['allreduce_s'] * 1e3:.2f} "
               f"({bus / 1e9:.2f}) | {p2p / 1e9:.2f} | {predict(t1, nbytes, p2p, 2):.2f}x |")
     print()
     print("Speed-up the ring all-reduce model predicts (t(1) measured above; bandwidth: this machine's "
