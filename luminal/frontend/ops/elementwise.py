@@ -918,16 +918,12 @@ _TANH_SERIES_BELOW = 0.3
 @_opmath
 def tanh_(x):
     """``(1 - e)/(1 + e)`` with ``e = exp(-2x)`` for x >= 0 and its mirror for x < 0, so no exp
-    overflows, no abs, and NaN propagates. Below 0.3 in magnitude, where ``1 - e`` cancels (3% off at
-    1e-6 in float32, and 0 for smaller values, -0.0 included), the odd Taylor series ``x P(x**2)``:
-    exact to the dtype's rounding and the sign of a zero kept. The gradient is ``1 - tanh**2`` of the
-    value (:func:`_exact_gradient`, on ``x`` clamped to [-20, 20], past which tanh is +-1 in float64
-    and its derivative 0): differentiating the formula kept 15 of its values for the backward pass."""
+    overflows (in either branch: an inf there would turn the gradient into inf * 0 = NaN), no abs
+    (whose zero derivative at 0 would lose tanh'(0) = 1), and NaN propagates (value and gradient).
+    Below 0.3 in magnitude, where ``1 - e`` cancels (3% off at 1e-6 in float32, and 0 for smaller
+    values, -0.0 included), the odd Taylor series ``x P(x**2)``: exact to the dtype's rounding, the
+    sign of a zero kept, and tanh'(0) = 1."""
     x = _float(x, "tanh")
-    return _exact_gradient(x, 20.0, _tanh_value, lambda x, v: sub(1.0, mul(v, v)))
-
-
-def _tanh_value(x):
     neg_side = lt(x, 0)
     ep = exp(mul(where(neg_side, 0.0, x), -2.0))
     en = exp(mul(where(neg_side, x, 0.0), 2.0))
@@ -936,22 +932,6 @@ def _tanh_value(x):
     xs = where(small, x, 0.0)
     terms = _TANH_SERIES if x.dtype is dt.float64 else _TANH_SERIES[:6]
     return where(small, mul(xs, _poly(mul(xs, xs), terms)), big)
-
-
-def _exact_gradient(x, edge: float, value_of, slope_of):
-    """``value_of(x)`` whose gradient is ``slope_of(x, value)`` (both evaluated on ``x`` detached):
-    ``value - (c' - c) * slope``, with ``c`` = ``x`` clamped to [-edge, edge] (the gradient is 0
-    past it) and ``c'`` the same detached, so the subtracted term is +0 (finite ``c`` and slope: the
-    sign of a zero value is kept; a NaN ``x`` stays NaN) and its gradient is ``slope`` times the
-    clamp's. For a function built from a long chain of primitives (a rational, a series, an exp
-    formula), autograd would differentiate the chain and keep each of its partial values alive for
-    the backward pass, a buffer of the input's size each once the forward and backward passes are
-    different kernels; with this, the backward pass reads the slope alone (and the clamp's mask).
-    ``slope_of`` must be finite wherever ``x`` is not NaN."""
-    xd = x.detach()
-    value = value_of(xd)
-    c = minimum(maximum(x, -edge), edge)
-    return sub(value, mul(sub(c.detach(), c), slope_of(xd, value)))
 
 
 # Chebyshev coefficients (the first halved) of erfcx(x) = erfc(x) exp(x**2) in t = 2 / (2 + x) over
@@ -991,21 +971,21 @@ def erf(x) -> GraphTensor:
     Taylor series (exact to float64 rounding), above it ``1 - erfc`` with ``erfc(x) exp(x**2)`` a
     Chebyshev expansion (``_ERFCX_CHEB``).
 
-    The gradient is the exact derivative, ``2/sqrt(pi) exp(-x**2)``, as torch's (:func:`_exact_gradient`,
-    on ``x`` clamped to [-4, 4], float64 [-6, 6]; past the clamp it is 0, where the true value is under
-    1.3e-7, resp. 2.6e-16): differentiating the rational kept its ~20 Horner steps for the backward
-    pass (a GPT block's forward GELU kernel wrote 20 buffers of its FFN's width, its backward read
-    them). ``|x|`` and the sign of the float64 path are ``where``s on ``x < 0``."""
+    The gradient is the exact derivative, ``2/sqrt(pi) exp(-x**2)``, on ``x`` clamped to [-4, 4]
+    (float64: [-6, 6]; past the clamp it is 0, where the true value is under 1.3e-7, resp. 2.6e-16),
+    as torch's. The value is computed on a detached ``x`` and the gradient rides on a term that is zero
+    (``erf - (c' - c) * derivative``, ``c'`` the clamped ``x`` detached, so ``c' - c`` is +0 and the
+    sign of a zero result is kept): autograd then needs the derivative alone from the forward pass,
+    not the ~20 partial values of the rational's Horner steps that differentiating the rational would
+    keep (a GPT block's GELU stored 20 buffers of its FFN's width for its backward pass). The clamps
+    are ``maximum``/``minimum``; ``|x|`` and the sign of the float64 path are ``where``s on ``x < 0``."""
     x = _float(x, "erf")
-    if x.dtype is dt.float64:
-        return _exact_gradient(x, 6.0, _erf64, _erf_slope)
-    return _exact_gradient(x, _ERF32_EDGE, lambda xd: _erf32(minimum(maximum(xd, -_ERF32_EDGE), _ERF32_EDGE)),
-                           _erf_slope)
-
-
-def _erf_slope(x, value):
-    """erf's derivative, 2/sqrt(pi) exp(-x**2)."""
-    return mul(exp(neg(mul(x, x))), 2 / math.sqrt(math.pi))
+    edge = _ERF32_EDGE if x.dtype is not dt.float64 else 6.0
+    c = minimum(maximum(x, -edge), edge)  # carries the gradient: finite, whatever x is (NaN stays NaN)
+    cd = c.detach()
+    value = _erf32(cd) if x.dtype is not dt.float64 else _erf64(x.detach())
+    slope = mul(exp(neg(mul(cd, cd))), 2 / math.sqrt(math.pi))
+    return sub(value, mul(sub(cd, c), slope))
 
 
 def _erf32(c):
