@@ -90,6 +90,9 @@ class Graph:
         # >= 0 once dims are bound, what breaks otherwise). A program reading a view of that node with
         # both dims (the window count and size, however permuted) checks it.
         self.requirements: dict[tuple, tuple] = {}
+        # Gradients given by formula (``custom_vjp``): node id -> (rule, inputs as (Node, View)). Autograd
+        # sends such a node's adjoint to the inputs by the rule instead of through the node's own chain.
+        self.vjps: dict[int, tuple] = {}
         # A host graph (``frontend/host.py``) holds the tensors made outside any graph (``lm.ones(3)`` in a
         # module's ``__init__``): constants whose values are known now, which join other graphs by value.
         self.host = False
@@ -127,6 +130,25 @@ class Graph:
         """Every signature, indexed by its number: ``(op, view numbers, exact arg, dtype name, shape
         number)``; equal numbers in two signatures mean equal views or shapes."""
         return list(self._signatures)
+
+    def custom_vjp(self, out: GraphTensor, inputs, rule) -> GraphTensor:
+        """Give ``out`` (a whole node) the gradient ``rule(out, adjoint, *inputs) -> [gradient per
+        input]`` with respect to ``inputs`` (tensors it was computed from), in place of differentiating
+        the primitives that compute it; returns ``out``.
+
+        For a function that a long chain of primitives computes (a rational approximation, a series,
+        an exp formula): differentiating the chain keeps each of its partial values for the backward
+        pass, a buffer of the input's size each once the forward and backward passes are different
+        kernels, and yields the chain's derivative, not the function's. The rule is built of ops on the
+        inputs (or ``out``), so a gradient of the gradient differentiates it in turn.
+        """
+        from luminal.frontend.tensor import GraphTensor
+
+        if not (isinstance(out, GraphTensor) and out.graph is self and out.layout.is_contiguous()
+                and tuple(out.shape) == tuple(out.node.shape)):
+            raise ValueError("custom_vjp: out must be a whole node of this graph")
+        self.vjps[out.node.id] = (rule, tuple((t.node, t.layout) for t in inputs))
+        return out
 
     def tensor(self, node: Node, view: View | None = None) -> GraphTensor:
         """``node`` as a GraphTensor read through ``view`` (default: the whole node, contiguous).

@@ -3,7 +3,11 @@
 ``grad(loss, wrt)`` appends the backward graph to ``loss``'s graph and returns one gradient tensor per
 requested tensor or parameter. Gradients come from one rule per primitive (``RULES``) and one rule
 for views (``view_grad``), so every high-level op, being a composition of primitives and views,
-differentiates without a rule of its own.
+differentiates without a rule of its own. The exception is a function that a long chain of
+primitives approximates (erf's rational, tanh's exp formula): ``Graph.custom_vjp`` gives its output
+node the function's own derivative, built of ops (so gradients of gradients work), and autograd sends
+the adjoint to its inputs by that rule instead of through the chain, whose partial values would
+otherwise all be kept for the backward pass.
 
 Some edges carry no gradient: comparisons (``LessThan``), a ``Where``'s condition, indices of
 ``Gather``/``ScatterAdd``, casts to int/bool, ``detach()`` (a ``Copy`` with arg ``"detach"``, which
@@ -133,10 +137,20 @@ RULES = {
 _NO_GRAD_EDGES = {("Where", 0), ("Gather", 1), ("ScatterAdd", 1), ("LessThan", 0), ("LessThan", 1)}
 
 
-def _carries_grad(n, i: int) -> bool:
+def _carries_grad(n, i: int, graph=None) -> bool:
+    """Whether a gradient flows along input ``i`` of ``n`` (of ``_grad_srcs(n, graph)``)."""
+    if graph is not None and n.id in graph.vjps:
+        return n.dtype.is_float and graph.vjps[n.id][1][i][0].dtype.is_float
     src = n.srcs[i][0]
     return (n.dtype.is_float and src.dtype.is_float and (n.op, i) not in _NO_GRAD_EDGES
             and not (n.op == "Copy" and n.arg == "detach"))
+
+
+def _grad_srcs(n, graph) -> tuple:
+    """The inputs a gradient flows back to from ``n``: those of its ``Graph.custom_vjp`` rule if it has
+    one (the primitives computing it are not differentiated), else its own."""
+    custom = graph.vjps.get(n.id)
+    return custom[1] if custom is not None else n.srcs
 
 
 # the transform ------------------------------------------------------------------------------
@@ -165,7 +179,8 @@ def grad(loss: GraphTensor, wrt, grad_output: GraphTensor | None = None, allow_u
     carries: set[int] = set()
     for nid in sorted(ancestors):
         n = graph.nodes[nid]
-        if nid in wanted or any(s.id in carries and _carries_grad(n, i) for i, (s, _) in enumerate(n.srcs)):
+        if nid in wanted or any(s.id in carries and _carries_grad(n, i, graph)
+                                for i, (s, _) in enumerate(_grad_srcs(n, graph))):
             carries.add(nid)
 
     to_loss = _reaching(loss.node, graph, ancestors)
@@ -184,10 +199,12 @@ def grad(loss: GraphTensor, wrt, grad_output: GraphTensor | None = None, allow_u
         n = graph.nodes[nid]
         if a is None or not n.srcs:
             continue
-        xs = [graph.tensor(s, v) for s, v in n.srcs]
-        outs = RULES[n.op](n, graph.tensor(n), a, xs)
-        for i, ((s, v), gi) in enumerate(zip(n.srcs, outs)):
-            if gi is None or s.id not in carries or not _carries_grad(n, i):
+        srcs = _grad_srcs(n, graph)
+        xs = [graph.tensor(s, v) for s, v in srcs]
+        custom = graph.vjps.get(nid)
+        outs = custom[0](graph.tensor(n), a, *xs) if custom is not None else RULES[n.op](n, graph.tensor(n), a, xs)
+        for i, ((s, v), gi) in enumerate(zip(srcs, outs)):
+            if gi is None or s.id not in carries or not _carries_grad(n, i, graph):
                 continue
             gb = view_grad(gi, v, s.shape)
             prev = adjoint.get(s.id)
@@ -250,8 +267,8 @@ def _reaching(target, graph, ancestors) -> set[int]:
     for nid in sorted(ancestors, reverse=True):
         if nid in live:
             m = graph.nodes[nid]
-            for i, (s, _) in enumerate(m.srcs):
-                if _carries_grad(m, i):
+            for i, (s, _) in enumerate(_grad_srcs(m, graph)):
+                if _carries_grad(m, i, graph):
                     live.add(s.id)
     return live
 
@@ -269,9 +286,9 @@ def _no_path_error(t, n, loss, graph, ancestors):
     live = {n.id}  # reached from n along gradient-carrying edges
     for nid in sorted(i for i in ancestors if i > n.id):
         m = graph.nodes[nid]
-        for i, (s, _) in enumerate(m.srcs):
+        for i, (s, _) in enumerate(_grad_srcs(m, graph)):
             if s.id in live:
-                if _carries_grad(m, i):
+                if _carries_grad(m, i, graph):
                     live.add(nid)
                 elif (what := _no_grad_reason(m, i)) not in blocking:
                     blocking.append(what)

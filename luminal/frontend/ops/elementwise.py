@@ -921,8 +921,9 @@ def tanh_(x):
     overflows (in either branch: an inf there would turn the gradient into inf * 0 = NaN), no abs
     (whose zero derivative at 0 would lose tanh'(0) = 1), and NaN propagates (value and gradient).
     Below 0.3 in magnitude, where ``1 - e`` cancels (3% off at 1e-6 in float32, and 0 for smaller
-    values, -0.0 included), the odd Taylor series ``x P(x**2)``: exact to the dtype's rounding, the
-    sign of a zero kept, and tanh'(0) = 1."""
+    values, -0.0 included), the odd Taylor series ``x P(x**2)``: exact to the dtype's rounding and the
+    sign of a zero kept. The gradient is ``1 - tanh**2`` (``Graph.custom_vjp``), as torch's:
+    differentiating the formula kept 15 of its values for the backward pass."""
     x = _float(x, "tanh")
     neg_side = lt(x, 0)
     ep = exp(mul(where(neg_side, 0.0, x), -2.0))
@@ -931,7 +932,8 @@ def tanh_(x):
     small = lt(abs_(x), _TANH_SERIES_BELOW)
     xs = where(small, x, 0.0)
     terms = _TANH_SERIES if x.dtype is dt.float64 else _TANH_SERIES[:6]
-    return where(small, mul(xs, _poly(mul(xs, xs), terms)), big)
+    out = where(small, mul(xs, _poly(mul(xs, xs), terms)), big)
+    return x.graph.custom_vjp(out, [x], lambda y, a, x: [mul(a, sub(1.0, mul(y, y)))])
 
 
 # Chebyshev coefficients (the first halved) of erfcx(x) = erfc(x) exp(x**2) in t = 2 / (2 + x) over
@@ -967,25 +969,32 @@ def erf(x) -> GraphTensor:
     to [-4, 4] (``_ERF32_P``), the result clamped to [-1, 1]: odd by construction, so erf'(0) =
     2/sqrt(pi) and the sign of zero is kept, NaN propagates, +-inf give +-1, and no branch is computed
     and thrown away (about 30 operations per element, no exp: the exact GELU's cost is mostly its erf).
-    Values are within 9 float32 ulps of erf. The gradient is the rational's own derivative, evaluated
-    in float32: within 2e-6 of 2/sqrt(pi) exp(-x**2) everywhere, so relatively good where that is
-    large (1e-6 relative at 0, 0.5% at |x| = 2.5) and mere noise past |x| = 3.5, where the true value
-    is under 1e-5 (it may even come out slightly negative there; torch's is exact). float64 needs 16 digits:
+    Values are within 9 float32 ulps of erf. The gradient is the exact derivative, 2/sqrt(pi) exp(-x**2),
+    as torch's (``Graph.custom_vjp``): differentiating the rational gave its own derivative (noise past
+    |x| = 3.5) and kept its ~20 Horner steps for the backward pass (a GPT block's forward GELU kernel
+    wrote 20 buffers of its FFN's width, its backward read them). float64 needs 16 digits:
     odd-extended from ``|x|``, below 0.5 in magnitude the Taylor series (exact to float64 rounding),
     above it ``1 - erfc`` with ``erfc(x) exp(x**2)`` a Chebyshev expansion (``_ERFCX_CHEB``).
 
-    The clamp is ``maximum``/``minimum`` (their gradient 1 inside); ``|x|`` and the sign of the float64
-    path are ``where``s on ``x < 0``, not ``abs``/``sign``, whose zero derivatives at 0 would make
-    erf'(0) = 0. float64's ``|x|`` is capped at 6 (erfc(6) = 2e-17 is below half an ulp of 1 and the
-    expansion ends there), so ``exp(-x*x)`` never underflows against an infinite ``x`` (a 0 * inf = NaN
-    gradient); likewise the series only sees the small inputs."""
+    The clamp is ``maximum``/``minimum``; ``|x|`` and the sign of the float64 path are ``where``s on
+    ``x < 0``. float64's ``|x|`` is capped at 6 (erfc(6) = 2e-17 is below half an ulp of 1 and the
+    expansion ends there) and the series only sees the small inputs."""
     x = _float(x, "erf")
-    if x.dtype is not dt.float64:
-        c = minimum(maximum(x, -_ERF32_EDGE), _ERF32_EDGE)
-        z = mul(c, c)
-        # (float32 rounding takes the rational up to 1.0000005 past |x| = 3.6: clamped to [-1, 1], so
-        # 1 - erf never goes negative and gelu(-6) is -0)
-        return minimum(maximum(mul(c, div(_poly(z, _ERF32_P), _poly(z, _ERF32_Q))), -1.0), 1.0)
+    out = _erf32(x) if x.dtype is not dt.float64 else _erf64(x)
+    return x.graph.custom_vjp(out, [x], lambda y, a, x: [mul(a, mul(exp(neg(mul(x, x))), 2 / math.sqrt(math.pi)))])
+
+
+def _erf32(x):
+    """The float32 value: the clamped rational."""
+    c = minimum(maximum(x, -_ERF32_EDGE), _ERF32_EDGE)
+    z = mul(c, c)
+    # (float32 rounding takes the rational up to 1.0000005 past |x| = 3.6: clamped to [-1, 1], so
+    # 1 - erf never goes negative and gelu(-6) is -0)
+    return minimum(maximum(mul(c, div(_poly(z, _ERF32_P), _poly(z, _ERF32_Q))), -1.0), 1.0)
+
+
+def _erf64(x):
+    """The float64 value: the series below 0.5 in magnitude, ``1 - erfc`` above, odd-extended."""
     neg_side = lt(x, 0)
     a = minimum(where(neg_side, neg(x), x), 6.0)
     y = sub(1.0, mul(_erfcx64(a), exp(neg(mul(a, a)))))
