@@ -785,6 +785,14 @@ _TWO_OVER_PI = 0.6366197723675814
 _TAN_REDUCE_BELOW = 2.0 ** 20  # |x| there: |n| < 2**20, the products above stay exact
 
 
+def _derivative(out, x, slope):
+    """``out`` (computed from ``x`` by a chain of primitives) with the gradient ``adjoint * slope(x,
+    out)`` (``Graph.custom_vjp``): the function's own derivative, torch's formula, instead of the
+    chain's, whose partial values autograd would keep for the backward pass (10 to 32 of them for
+    the functions here)."""
+    return x.graph.custom_vjp(out, [x], lambda y, a, x: [mul(a, slope(x, y))])
+
+
 @tensor_op("tan")
 def tan(x) -> GraphTensor:
     """tan in float64, rounded once to the input's dtype, from ``r = x - n pi/2`` (``n`` the nearest
@@ -807,7 +815,7 @@ def tan(x) -> GraphTensor:
     xb = where(big, wide, 1.0)
     num = where(big, sin(xb), where(odd, neg(c), s))
     den = where(big, cos(xb), where(odd, s, c))
-    return cast(div(num, den), x.dtype)
+    return cast(_derivative(div(num, den), wide, lambda x, y: add(mul(y, y), 1.0)), x.dtype)
 
 
 @tensor_op("square")
@@ -933,7 +941,7 @@ def tanh_(x):
     xs = where(small, x, 0.0)
     terms = _TANH_SERIES if x.dtype is dt.float64 else _TANH_SERIES[:6]
     out = where(small, mul(xs, _poly(mul(xs, xs), terms)), big)
-    return x.graph.custom_vjp(out, [x], lambda y, a, x: [mul(a, sub(1.0, mul(y, y)))])
+    return _derivative(out, x, lambda x, y: sub(1.0, mul(y, y)))
 
 
 # Chebyshev coefficients (the first halved) of erfcx(x) = erfc(x) exp(x**2) in t = 2 / (2 + x) over
@@ -981,7 +989,7 @@ def erf(x) -> GraphTensor:
     expansion ends there) and the series only sees the small inputs."""
     x = _float(x, "erf")
     out = _erf32(x) if x.dtype is not dt.float64 else _erf64(x)
-    return x.graph.custom_vjp(out, [x], lambda y, a, x: [mul(a, mul(exp(neg(mul(x, x))), 2 / math.sqrt(math.pi)))])
+    return _derivative(out, x, lambda x, y: mul(exp(neg(mul(x, x))), 2 / math.sqrt(math.pi)))
 
 
 def _erf32(x):
@@ -1065,7 +1073,8 @@ def log1p(x) -> GraphTensor:
     u = add(xs, 1.0)
     near = sub(log(u), div(sub(sub(u, 1.0), xs), u))
     far = log(add(where(small, 1.0, x), 1.0))
-    return where(eq(x, 0), x, where(small, near, far))  # (-0.0 stays -0.0)
+    out = where(eq(x, 0), x, where(small, near, far))  # (-0.0 stays -0.0)
+    return _derivative(out, x, lambda x, y: reciprocal(add(x, 1.0)))
 
 
 def _factorials(n, start):
@@ -1082,7 +1091,8 @@ def expm1(x) -> GraphTensor:
     small = lt(abs_(x), 0.5)
     xs = where(small, x, 0.0)
     series = mul(xs, _poly(xs, [1.0 / math.factorial(k) for k in range(1, n)]))
-    return where(small, series, sub(exp(where(small, 0.0, x)), 1.0))
+    out = where(small, series, sub(exp(where(small, 0.0, x)), 1.0))
+    return _derivative(out, x, lambda x, y: add(y, 1.0))
 
 
 @tensor_op("log10")
@@ -1114,7 +1124,7 @@ def sinh(x) -> GraphTensor:
     a = where(small, 1.0, where(neg_side, neg(x), x))
     up, down = _exp_parts(a)
     big = sub(up, down)
-    return where(small, series, where(neg_side, neg(big), big))
+    return _derivative(where(small, series, where(neg_side, neg(big), big)), x, lambda x, y: cosh(x))
 
 
 @tensor_op("cosh")
@@ -1127,7 +1137,7 @@ def cosh(x) -> GraphTensor:
     series = _poly(mul(xs, xs), _factorials(24, 0))
     a = where(small, 1.0, where(lt(x, 0), neg(x), x))
     up, down = _exp_parts(a)
-    return where(small, series, add(up, down))
+    return _derivative(where(small, series, add(up, down)), x, lambda x, y: sinh(x))
 
 
 _HUGE = 2.0 ** 28  # above it, sqrt(x**2 +- 1) == |x| in float64
@@ -1144,7 +1154,8 @@ def asinh(x) -> GraphTensor:
     s = where(huge, 1.0, a)
     mid = log1p(add(s, div(mul(s, s), add(sqrt(add(mul(s, s), 1.0)), 1.0))))
     r = where(huge, add(log(where(huge, a, 1.0)), LN2), mid)
-    return where(eq(x, 0), x, where(neg_side, neg(r), r))  # (-0.0 stays -0.0)
+    out = where(eq(x, 0), x, where(neg_side, neg(r), r))  # (-0.0 stays -0.0)
+    return _derivative(out, x, lambda x, y: reciprocal(sqrt(add(mul(x, x), 1.0))))
 
 
 @tensor_op("acosh")
@@ -1156,7 +1167,8 @@ def acosh(x) -> GraphTensor:
     t = sub(where(huge, 1.0, x), 1.0)
     below = lt(x, 1.0)  # (t (t + 2) is positive again below -1)
     mid = log1p(add(t, sqrt(mul(t, add(where(below, -1.0, t), 2.0)))))
-    return where(below, math.nan, where(huge, add(log(where(huge, x, 1.0)), LN2), mid))
+    out = where(below, math.nan, where(huge, add(log(where(huge, x, 1.0)), LN2), mid))
+    return _derivative(out, x, lambda x, y: reciprocal(sqrt(sub(mul(x, x), 1.0))))
 
 
 @tensor_op("atanh")
@@ -1172,7 +1184,8 @@ def atanh(x) -> GraphTensor:
     t = add(a, a)
     r = mul(log1p(where(small, add(t, div(mul(t, a), d)), div(t, d))), 0.5)
     r = where(one, math.inf, r)
-    return where(eq(x, 0), x, where(neg_side, neg(r), r))  # (-0.0 stays -0.0)
+    out = where(eq(x, 0), x, where(neg_side, neg(r), r))  # (-0.0 stays -0.0)
+    return _derivative(out, x, lambda x, y: reciprocal(sub(1.0, mul(x, x))))
 
 
 # fdlibm's atan (s_atan.c): breakpoints, atan at them in two parts, and the odd minimax polynomial
@@ -1215,7 +1228,8 @@ def atan(x) -> GraphTensor:
     """Odd-extended fdlibm atan (range reduction + minimax polynomial), in float64, rounded once."""
     neg_side = lt(x, 0)
     r = _atan_nonneg(where(neg_side, neg(x), x))
-    return where(eq(x, 0), x, where(neg_side, neg(r), r))  # (-0.0 stays -0.0)
+    out = where(eq(x, 0), x, where(neg_side, neg(r), r))  # (-0.0 stays -0.0)
+    return _derivative(out, x, lambda x, y: reciprocal(add(mul(x, x), 1.0)))
 
 
 _PI_HI, _PI_LO = 3.1415926535897931160e+00, 1.2246467991473531772e-16
@@ -1250,7 +1264,8 @@ def asin(x) -> GraphTensor:
     neg_side = lt(x, 0)
     r = _atan_nonneg(where(edge, 0.0, div(where(neg_side, neg(x), x), where(edge, 1.0, s))))
     r = where(edge, _PI_HI / 2, r)
-    return where(eq(x, 0), x, where(neg_side, neg(r), r))  # (-0.0 stays -0.0)
+    out = where(eq(x, 0), x, where(neg_side, neg(r), r))  # (-0.0 stays -0.0)
+    return _derivative(out, x, lambda x, y: reciprocal(sqrt(sub(1.0, mul(x, x)))))
 
 
 @tensor_op("acos")
@@ -1261,7 +1276,7 @@ def acos(x) -> GraphTensor:
     edge = eq(x, -1.0)
     q = div(sub(1.0, x), add(where(edge, 0.0, x), 1.0))
     r = mul(_atan_nonneg(sqrt(q)), 2.0)
-    return where(edge, _PI_HI, r)
+    return _derivative(where(edge, _PI_HI, r), x, lambda x, y: neg(reciprocal(sqrt(sub(1.0, mul(x, x))))))
 
 
 # cleaning, selecting, fused multiply-adds --------------------------------------------------------
