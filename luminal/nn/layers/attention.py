@@ -97,6 +97,11 @@ def _float_mask(mask, like):
     return mask.to(like.dtype)
 
 
+def _same(a, b) -> bool:
+    """``a`` and ``b`` read the same elements the same way (one tensor passed twice)."""
+    return a is b or (a.node is b.node and a.layout == b.layout)
+
+
 class NonDynamicallyQuantizableLinear(Linear):
     """torch's class of ``MultiheadAttention.out_proj``: a ``Linear`` (the name keeps reprs identical)."""
 
@@ -142,15 +147,17 @@ class MultiheadAttention(Module):
             init.zeros_(self.in_proj_bias)
             init.zeros_(self.out_proj.bias)
 
-    def _project(self, x, i: int):
-        """The i-th (q, k, v) input projection: rows [i*E, (i+1)*E) of the packed weight and bias."""
+    def _project(self, x, i: int | None):
+        """The i-th (q, k, v) input projection: rows [i*E, (i+1)*E) of the packed weight and bias; with
+        ``i=None`` all three at once (the packed weight's rows: q, k and v side by side)."""
         g, e = x.graph, self.embed_dim
+        rows = slice(None) if i is None else slice(i * e, (i + 1) * e)
         if self.in_proj_weight is not None:
-            w = self.in_proj_weight.on(g)[i * e:(i + 1) * e]
+            w = self.in_proj_weight.on(g)[rows]
         else:
             w = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)[i].on(g)
         y = x @ w.T
-        return y + self.in_proj_bias.on(g)[i * e:(i + 1) * e] if self.in_proj_bias is not None else y
+        return y + self.in_proj_bias.on(g)[rows] if self.in_proj_bias is not None else y
 
     def _check(self, name, query, key, value):
         check_tensors(name, query=query, key=key, value=value)
@@ -175,6 +182,8 @@ class MultiheadAttention(Module):
                 average_attn_weights: bool = True, is_causal: bool = False):
         name = layer_name(self)
         self._check(name, query, key, value)
+        # self-attention (one tensor as query, key and value): one product with the packed weight
+        packed = self.in_proj_weight is not None and _same(query, key) and _same(key, value)
         unbatched = query.ndim == 2
         if unbatched:
             query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -188,9 +197,13 @@ class MultiheadAttention(Module):
         def heads(t, length):  # (len, N, E) -> (N, H, len, hd)
             return t.reshape(length, n, h, hd).permute(1, 2, 0, 3)
 
-        q = heads(self._project(query, 0), n_q)
-        k = heads(self._project(key, 1), n_k)
-        v = heads(self._project(value, 2), n_k)
+        if packed:  # (L, N, 3E): one GEMM with N = 3E instead of three with N = E (and one in each backward product)
+            qkv = self._project(query, None)
+            q, k, v = (heads(qkv[..., i * self.embed_dim:(i + 1) * self.embed_dim], n_q) for i in range(3))
+        else:
+            q = heads(self._project(query, 0), n_q)
+            k = heads(self._project(key, 1), n_k)
+            v = heads(self._project(value, 2), n_k)
         mask = None
         want = {2: (n_q, n_k), 3: (n * h, n_q, n_k)}
         if attn_mask is not None and tuple(attn_mask.shape) != want.get(attn_mask.ndim):
