@@ -357,7 +357,10 @@ def test_outputs_only_later_calls_read_are_packed():
 def test_rolled_program_fuses_nearly_like_the_unrolled_one(monkeypatch, backward):
     """A body's inputs and outputs are buffers (its kernels are built once, called per trip), so a value
     crossing a trip boundary is stored where the unrolled program may have recomputed it in its
-    readers: at most one more elementwise kernel per trip, and never another reduction or matmul."""
+    readers: a few more elementwise kernels per trip, never another reduction or matmul. (Measured on
+    this stack with the backward: 73 rolled against 68 unrolled elementwise kernels while self-attention
+    projected q, k and v apart; 64 against 56 with the packed projection, which took kernels off both,
+    more off the unrolled one: its three slices' gradients fuse across blocks there.)"""
     g, roots = transformer_stack(3, backward)
     outs = [g.tensor(r) for r in roots]
     rolled = lm.compile(outs, backend="cpu").report(show=False)
@@ -366,7 +369,7 @@ def test_rolled_program_fuses_nearly_like_the_unrolled_one(monkeypatch, backward
     assert rolled.loops and not unrolled.loops
     trips = sum(lp["trips"] for lp in rolled.loops)
     for kind, n in unrolled.kernels_by_kind.items():
-        assert rolled.kernels_by_kind[kind] <= n + (trips if kind == "elementwise" else 0), kind
+        assert rolled.kernels_by_kind[kind] <= n + (2 * trips if kind == "elementwise" else 0), kind
     assert set(rolled.kernels_by_kind) == set(unrolled.kernels_by_kind)
 
 
