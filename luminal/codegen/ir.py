@@ -36,8 +36,9 @@ reference does, so every target gives the reference's bits for elementwise code.
 |-----------------------------------|-------
 | ``Assign(name, value)``           | sets register ``name`` (its first assignment declares it, of ``value``'s dtype)
 | ``Store(buffer, index, value, valid)`` | ``buffer[index] = value`` where ``valid`` (None: always)
-| ``Loop(var, start, stop, body, step)`` | ``for var in range(start, stop, step)``: ``body`` (a tuple of statements);
-|                                   | bounds may differ between GPU threads (each runs its own trips)
+| ``Loop(var, start, stop, body, step, ordered)`` | ``for var in range(start, stop, step)``: ``body`` (a tuple of
+|                                   | statements); bounds may differ between GPU threads (each runs its own trips);
+|                                   | ``ordered``: float sums in it add in trip order (not reassociated across trips)
 | ``If(cond, body)``                | ``body`` where ``cond``
 | ``Barrier()``                     | GPU: every thread of the block reaches this point before any goes on
 | ``AtomicAdd(buffer, index, value, valid)`` | ``buffer[index] += value`` atomically
@@ -294,6 +295,9 @@ class Loop:
     stop: V
     body: tuple
     step: V = None  # None: 1 (a GPU thread-strided loop steps by its block's size)
+    # float sums accumulated in the loop keep trip order: a target vectorises across the independent
+    # accumulators of one trip (a block of columns) rather than across trips (strided gathers)
+    ordered: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -416,6 +420,7 @@ def _lines(body, depth, out):
             out.append(f"{pad}{s.buffer}[{show_value(s.index)}] {op} {show_value(s.value)}{where}")
         elif isinstance(s, Loop):
             step = "" if s.step is None else f" step {show_value(s.step)}"
+            step += " (ordered)" if s.ordered else ""
             out.append(f"{pad}for {s.var} in {show_value(s.start)}..{show_value(s.stop)}{step}:")
             _lines(s.body, depth + 1, out)
         elif isinstance(s, If):
@@ -560,7 +565,7 @@ def fingerprint(k: Kernel, positional: bool = False) -> str:
             elif isinstance(s, (Store, AtomicAdd)):
                 lines.append(f"{pad}{type(s).__name__} {buf(s.buffer)} {refs}")
             elif isinstance(s, Loop):
-                lines.append(f"{pad}loop {s.var} {refs}")
+                lines.append(f"{pad}loop{' ordered' if s.ordered else ''} {s.var} {refs}")
             elif isinstance(s, If):
                 lines.append(f"{pad}if {refs}")
             elif isinstance(s, Barrier):

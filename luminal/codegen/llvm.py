@@ -47,7 +47,8 @@ loops, the last axis innermost: the loop LLVM vectorises). A caller splits axis 
 No fast-math flags on elementwise code (NaN, inf and -0.0 behave as specified). The one exception is
 a reduction's accumulation: ``Assign(acc, Add(var acc, x))`` on float32/float64 inside a ``Loop`` gets
 ``reassoc contract``, so LLVM vectorises the sum (the order of a float sum is unspecified: tests
-compare reductions with a tolerance), and ``Assign(acc, Max(var acc, x))`` there is ``llvm.maximum``
+compare reductions with a tolerance), except inside an ordered loop (``ir.Loop.ordered``: a block of
+column sums, vectorised across its accumulators instead), and ``Assign(acc, Max(var acc, x))`` there is ``llvm.maximum``
 (NaN-propagating, which the vectoriser reduces).
 
 Registers (``Assign``) are allocas in the entry block (mem2reg makes them SSA); loop variables are
@@ -171,6 +172,7 @@ class _Emitter:
         self.items: list = []  # per grid axis: its index (a phi)
         self.regs: dict = {}  # register name -> alloca
         self.loops = 0  # IR loops (not grid loops) around the statement being built
+        self.ordered = 0  # of them, ordered loops (``ir.Loop.ordered``: sums without reassociation)
 
     # the function ---------------------------------------------------------------------------------
     def build(self) -> None:
@@ -286,7 +288,9 @@ class _Emitter:
                 saved = self.loopvars.get(s.var)
                 self.loopvars[s.var] = i
                 self.loops += 1
+                self.ordered += s.ordered
                 self.block(s.body)
+                self.ordered -= s.ordered
                 self.loops -= 1
                 if saved is None:
                     del self.loopvars[s.var]
@@ -339,7 +343,7 @@ class _Emitter:
         acc = self.value(v.args[own.index(True)])
         x = self.value(v.args[1 - own.index(True)])
         if v.op == "Add":
-            return self.b.fadd(acc, x, flags=REDUCE_FLAGS)
+            return self.b.fadd(acc, x, flags=() if self.ordered else REDUCE_FLAGS)
         return self.b.call(self._intrinsic("llvm.maximum", acc.type), [acc, x])
 
     # values ---------------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ class _Index:
                     del self.ranges[s.var]
                 else:
                     self.ranges[s.var] = saved
-                out.append(ir.Loop(s.var, start, stop, body, step))
+                out.append(ir.Loop(s.var, start, stop, body, step, s.ordered))
             elif isinstance(s, ir.If):
                 out.append(ir.If(self.value(s.cond), self.block(s.body)))
             else:
