@@ -32,16 +32,20 @@ def _ancestors(node) -> dict:
     return seen
 
 
-@pytest.mark.parametrize("name", list(DOMAINS))
-def test_the_backward_pass_keeps_few_forward_values(name):
+@pytest.mark.parametrize("dtype", [lm.float32, lm.float64], ids=lambda d: d.name)
+@pytest.mark.parametrize("name", [*DOMAINS, "gelu"])
+def test_the_backward_pass_keeps_few_forward_values(name, dtype):
+    """GELU's gradient reads erf's input and value, not the rational's Horner steps: differentiating the
+    rational (the float64 series) kept 21 (43) values of the forward pass alive for the backward pass,
+    each a buffer of the activation's size once the two are different kernels (a transformer's)."""
     g = lm.Graph()
-    x = g.input("x", ("B", 8))
+    x = g.input("x", ("B", 8), dtype=dtype)
     y = getattr(x, name)()
     (dx,) = train.grad(y.sum(), [x])
     forward = _ancestors(y.node)
     backward = [n for i, n in _ancestors(dx.node).items() if i not in forward]
     kept = {s.id for n in backward for s, _ in n.srcs if s.id in forward and s.op not in ("Input", "Constant")}
-    assert len(kept) <= 6, len(kept)
+    assert len(kept) <= (3 if name == "gelu" else 6), len(kept)
 
 
 @pytest.mark.parametrize("dtype", [lm.float32, lm.float64], ids=lambda d: d.name)
