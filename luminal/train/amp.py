@@ -45,7 +45,7 @@ def autocast(tensors: list[GraphTensor], dtype) -> list[GraphTensor]:
     parameter still arrive in float32); every float32 op is rebuilt in ``dtype`` over its rewritten
     operands, through the same views; a Cast to float32 becomes a Cast to ``dtype``. Integer and bool
     computations are kept. The new nodes are added to the same graph (the original ones stay, so the
-    graph can still compile a float32 program).
+    graph can still compile a float32 program); a node with a ``Graph.custom_vjp`` keeps its rule.
 
     Args:
         tensors: tensors of one graph (a loss, extra outputs, State update values).
@@ -82,6 +82,10 @@ def autocast(tensors: list[GraphTensor], dtype) -> list[GraphTensor]:
             new[nid] = n  # nothing float32 upstream: the node as it was
         else:
             new[nid] = graph.add(n.op, srcs, arg, out_dtype, n.shape)
+            custom = graph.vjps.get(nid)
+            if custom is not None:  # the rewritten node differentiates by the same formula
+                rule, inputs = custom
+                graph.vjps[new[nid].id] = (rule, tuple((new[s.id], v) for s, v in inputs))
     return [graph.tensor(new[t.node.id], t.layout) for t in tensors]
 
 

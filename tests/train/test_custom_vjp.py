@@ -71,3 +71,23 @@ def test_custom_vjp_needs_a_whole_node():
     x = g.input("x", (2, 3))
     with pytest.raises(ValueError, match="whole node"):
         g.custom_vjp(x.exp().T, [x], lambda y, a, x: [a])
+
+
+def test_autocast_keeps_the_rules():
+    """``compile_step(compute_dtype=...)`` rewrites the loss graph in 16 bits: the rewritten erf keeps its
+    rule, so its backward pass still reads the slope alone (not the 16-bit rational's steps)."""
+    from luminal.train.amp import autocast
+
+    g = lm.Graph()
+    x = g.input("x", ("B", 8))
+    (y,) = autocast([x.gelu()], lm.float16)
+    (dx,) = train.grad(y.sum(), [x])
+    forward = _ancestors(y.node)
+    backward = [n for i, n in _ancestors(dx.node).items() if i not in forward]
+    kept = {s.id for n in backward for s, _ in n.srcs if s.id in forward and s.op not in ("Input", "Constant")}
+    assert len(kept) <= 6, len(kept)
+    xs = np.linspace(-3, 3, 16, dtype=np.float32).reshape(2, 8)
+    got = lm.compile(dx, backend="cpu")(x=xs)
+    t = torch.tensor(xs, requires_grad=True)
+    (want,) = torch.autograd.grad(torch.nn.functional.gelu(t).sum(), [t])
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-2, atol=1e-2)  # (16-bit compute)
