@@ -48,8 +48,8 @@ No fast-math flags on elementwise code (NaN, inf and -0.0 behave as specified). 
 a reduction's accumulation: ``Assign(acc, Add(var acc, x))`` on float32/float64 inside a ``Loop`` gets
 ``reassoc contract``, so LLVM vectorises the sum (the order of a float sum is unspecified: tests
 compare reductions with a tolerance), except inside an ordered loop (``ir.Loop.ordered``: a block of
-column sums, vectorised across its accumulators instead), and ``Assign(acc, Max(var acc, x))`` there is ``llvm.maximum``
-(NaN-propagating, which the vectoriser reduces).
+column sums, vectorised across its accumulators instead), and ``Assign(acc, Max(var acc, x))`` there
+is ``llvm.maximum`` (NaN-propagating, which the vectoriser reduces).
 
 Registers (``Assign``) are allocas in the entry block (mem2reg makes them SSA); loop variables are
 phis. Buffer pointers carry no ``noalias``: the cpu backend may read and write one buffer in one

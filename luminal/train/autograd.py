@@ -137,9 +137,9 @@ RULES = {
 _NO_GRAD_EDGES = {("Where", 0), ("Gather", 1), ("ScatterAdd", 1), ("LessThan", 0), ("LessThan", 1)}
 
 
-def _carries_grad(n, i: int, graph=None) -> bool:
+def _carries_grad(n, i: int, graph) -> bool:
     """Whether a gradient flows along input ``i`` of ``n`` (of ``_grad_srcs(n, graph)``)."""
-    if graph is not None and n.id in graph.vjps:
+    if n.id in graph.vjps:
         return n.dtype.is_float and graph.vjps[n.id][1][i][0].dtype.is_float
     src = n.srcs[i][0]
     return (n.dtype.is_float and src.dtype.is_float and (n.op, i) not in _NO_GRAD_EDGES
