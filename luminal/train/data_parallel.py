@@ -3,20 +3,24 @@
 Each rank runs the same step on its own share of a global batch. The step is two compiled programs
 with MPI between them:
 
-1. **gradients**: forward and backward on the rank's batch; each gradient, multiplied by the rank's
-   sample count ``n_r``, is written into its view of a flat bucket (``distributed/buckets.py``); the
-   graph's own updates (BatchNorm statistics) are applied here;
-2. **exchange**: every rank reports a small status row (failed?, ``n_r``, its loss, a digest of its
-   batch's dims), so that all ranks agree on what happens next; then the buckets are summed over
-   the ranks in place, a few large messages;
-3. **update**: gradients = bucket sums / total samples (``sum_r n_r g_r / sum_r n_r``: the gradient of
-   the mean loss over the whole global batch, whatever each rank's share), then scaler, clipping (the
-   global norm: every rank reads the same sums), ``check_finite`` and the optimizer's update, as in a
-   single process. Every rank computes the same update from the same sums, so parameters stay equal.
+1. **batch exchange**: every rank reports its sample count ``n_r`` and a digest of its batch's dims, so
+   that all ranks know the global batch ``T = sum_r n_r`` (and agree that the batches fit) before
+   anything runs;
+2. **gradients**: forward and backward of the rank's loss weighted by ``n_r / T`` (one scalar at the
+   seed of the backward pass, so the weighting costs nothing per gradient); each gradient is written
+   into its view of a flat bucket (``distributed/buckets.py``); the graph's own updates (BatchNorm
+   statistics) are applied here;
+3. **status exchange**: every rank reports whether it failed and its loss; then the buckets are summed
+   over the ranks in place, a few large messages. The sum is ``sum_r n_r g_r / T``: the gradient of the
+   mean loss over the whole global batch, whatever each rank's share;
+4. **update**: scaler, clipping (the global norm: every rank reads the same sums), ``check_finite`` and
+   the optimizer's update read the summed buckets, as in a single process. Every rank computes the
+   same update from the same sums, so parameters stay equal.
 
 This is the seam gradient accumulation already has (a program that produces gradients, then one that
-applies them); a rank accumulates its micro-steps locally and exchanges once, at the update. The loss a
-call returns is the global mean (weighted by sample counts); extra ``outputs`` are this rank's.
+applies them); a rank accumulates its micro-steps locally (each call's gradients weighted back to
+sums over its samples) and exchanges once, at the update. The loss a call returns is the global mean
+(weighted by sample counts); extra ``outputs`` are this rank's.
 
 The sample count of a call is the leading dim of its first input whose leading dim is symbolic (the
 batch dim). The loss must be a mean over samples (the losses' default), as for a single process whose
@@ -46,7 +50,8 @@ from luminal.distributed.buckets import Buckets
 from luminal.distributed.errors import ProgramMismatchError, RankFailedError
 from luminal.frontend.state import State, scalar_state
 
-FAILED, SAMPLES, LOSS, DIGEST = range(4)  # the columns of a step's status row
+FAILED, SAMPLES, DIGEST = range(3)  # the columns of a call's batch row (before the program runs)
+LOSS = 1  # the status row after it: FAILED, LOSS
 
 
 class DataParallel:
@@ -54,7 +59,7 @@ class DataParallel:
     program, the exchange and the first call's agreement. ``reduced`` are the tensors the update
     program reads as gradients."""
 
-    def __init__(self, step, used, grads, outputs, graph_updates, backend: str):
+    def __init__(self, step, used, grads, outputs, graph_updates, backend: str, weight: State):
         graph = step.graph
         self.size, self.rank = distributed.world_size(), distributed.rank()
         self.buckets = Buckets([(p.shape, p.data.dtype) for _, p in used])
@@ -63,13 +68,10 @@ class DataParallel:
             st = State(np.zeros((), p.data.dtype), p.dtype, f"{p.name or 'param'}.grad")
             st.data = view  # the compiled program writes into the bucket; MPI sums it there
             self.grads.append(st)
-        self.samples = scalar_state(1.0, "dp.samples")
-        self.inv_total = scalar_state(1.0, "dp.inv_total_samples")
-        n = graph.state(self.samples)
-        writes = {st: g * n for st, g in zip(self.grads, grads)}
+        self.weight = weight  # n_r / T: the loss's weight, which the gradients carry (``loss_weight``)
+        writes = dict(zip(self.grads, grads))
         self.program = compile_graph(outputs, backend=backend, updates={**graph_updates, **writes})
-        inv = graph.state(self.inv_total)
-        self.reduced = [(graph.state(st) * inv).to(st.dtype) for st in self.grads]
+        self.reduced = [graph.state(st) for st in self.grads]
         self.acc = [State(np.zeros(p.shape, p.data.dtype), p.dtype, f"{p.name or 'param'}.grad_acc")
                     for _, p in used] if step.accumulate > 1 else []
         # the graph's own float updates (BatchNorm's running statistics) are each rank's until averaged
@@ -80,6 +82,14 @@ class DataParallel:
         self._roots = [t.node for t in outputs] + [t.node for t in {**graph.updates, **graph_updates}.values()]
         self._used = used
         self._sample_input = _sample_input(graph)
+
+    @staticmethod
+    def loss_weight(loss) -> State:
+        """The runtime scalar a rank's loss is multiplied by before it is differentiated: ``n_r / T``,
+        the rank's share of the global batch, set at every call. The backward pass carries it from its
+        seed into every gradient, so the ranks' gradients add up to the global batch's mean gradient
+        with no pass over the gradients (as the loss scale of ``GradScaler`` is carried)."""
+        return scalar_state(1.0, "dp.loss_weight", loss.dtype)
 
     # the first call -------------------------------------------------------------------------------
     def start(self, step) -> None:
@@ -107,41 +117,47 @@ class DataParallel:
         if not self.started:
             self.start(step)
         final = step.micro_step + 1 == step.accumulate
+        call = f"train step call {step.calls}"
         n = self._count(batch)
-        error: BaseException | None = None
-        res: tuple | None = None
-        if n == 0:
-            error = ValueError("its batch is empty (every rank needs at least one sample: shard global batches of "
-                               "at least world_size samples)")
-        else:
-            self.samples.set(n)
-            try:
-                res = self.program(**batch)
-            except Exception as e:  # reported to every rank below, then raised everywhere
-                error = e
-        loss_r = float(res[0]) if res is not None else math.nan
-        row = np.array([error is not None, n, loss_r, _batch_digest(batch)], np.float64)
-        table = collectives.gather_rows(row, f"train step call {step.calls}'s status exchange")
-        self._agree(step, table, error, batch)
+        empty = ValueError("its batch is empty (every rank needs at least one sample: shard global batches of "
+                           "at least world_size samples)") if n == 0 else None
+        table = collectives.gather_rows(np.array([empty is not None, n, _batch_digest(batch)], np.float64),
+                                        f"{call}'s batch exchange")
+        self._raise_failed(call, table[:, FAILED], empty)
+        self._check_batches(call, table[:, DIGEST], batch)
         counts = table[:, SAMPLES]
         total = int(counts.sum())
+        self.weight.set(n / total)
+        error: BaseException | None = None
+        res: tuple | None = None
+        try:
+            res = self.program(**batch)
+        except Exception as e:  # reported to every rank below, then raised everywhere
+            error = e
+        loss_r = float(res[0]) if res is not None else math.nan
+        status = collectives.gather_rows(np.array([error is not None, loss_r], np.float64),
+                                         f"{call}'s status exchange")
+        self._raise_failed(call, status[:, FAILED], error)
         if self.stat_buckets is not None and self.size > 1:
-            self._average_stats(self.stat_buckets, n / total, f"train step call {step.calls}'s running statistics")
-        loss = float(np.dot(counts, table[:, LOSS]) / total)
+            self._average_stats(self.stat_buckets, n / total, f"{call}'s running statistics")
+        loss = float(np.dot(counts, status[:, LOSS]) / total)
         if step.check_finite and not math.isfinite(loss):
-            bad = [r for r in range(self.size) if not math.isfinite(table[r, LOSS])]
+            bad = [r for r in range(self.size) if not math.isfinite(status[r, LOSS])]
             raise step._non_finite(loss, None, final, note=f"; non-finite on rank(s) {bad}", all_ranks=True)
         extra = tuple(res[1:]) if res is not None else ()  # (no rank failed: every rank has res)
-        if not final:
+        if not final:  # kept as sums over this rank's samples, weighted again at the update
             for a, g in zip(self.acc, self.grads):
-                a.data += g.data
+                a.data += g.data * total
             self.pending += total
             step.micro_step += 1
             return loss, extra
-        for a, g in zip(self.acc, self.grads):
-            g.data += a.data
-        self.buckets.sum_over_ranks(f"train step call {step.calls}'s gradient sum")
-        self.inv_total.set(1.0 / (self.pending + total))
+        if self.acc:  # (the sum over the update's micro-steps and samples) / all their samples
+            inv = 1.0 / (self.pending + total)
+            for a, g in zip(self.acc, self.grads):
+                g.data *= total
+                g.data += a.data
+                g.data *= inv
+        self.buckets.sum_over_ranks(f"{call}'s gradient sum")
         for gi in step._groups:  # lr & co. for this step, from the (possibly scheduled) groups
             step.optimizer.scalar_states(gi, step.optimizer.steps + 1)
         out = step._update()
@@ -182,17 +198,21 @@ class DataParallel:
         shape = np.shape(batch[name])
         return int(shape[0]) if shape else 1
 
-    def _agree(self, step, table: np.ndarray, error, batch: dict) -> None:
-        """Raise on every rank when any rank failed or the ranks' batches differ beyond the sample dim."""
-        call = f"train step call {step.calls}"
-        failed = [r for r in range(self.size) if table[r, FAILED]]
-        if failed:
-            mine = f"{type(error).__name__}: {error}" if error is not None else ""
-            texts = [b.decode() for b in collectives.gather_bytes(mine.encode(), f"{call}'s error report")]
-            said = "; ".join(f"rank {r} raised {texts[r]}" for r in failed)
-            raise RankFailedError(f"{call}: {said}. Every rank stops at this call; nothing was updated "
-                                  f"(this is rank {self.rank})", failed, [texts[r] for r in failed]) from error
-        if len(set(table[:, DIGEST])) > 1:
+    def _raise_failed(self, call: str, failed_column: np.ndarray, error) -> None:
+        """Raise on every rank when any rank failed (``failed_column``: each rank's flag; ``error``: this
+        rank's exception or None)."""
+        failed = [r for r in range(self.size) if failed_column[r]]
+        if not failed:
+            return
+        mine = f"{type(error).__name__}: {error}" if error is not None else ""
+        texts = [b.decode() for b in collectives.gather_bytes(mine.encode(), f"{call}'s error report")]
+        said = "; ".join(f"rank {r} raised {texts[r]}" for r in failed)
+        raise RankFailedError(f"{call}: {said}. Every rank stops at this call; nothing was updated "
+                              f"(this is rank {self.rank})", failed, [texts[r] for r in failed]) from error
+
+    def _check_batches(self, call: str, digests: np.ndarray, batch: dict) -> None:
+        """Raise on every rank when the ranks' batches differ beyond the sample dim."""
+        if len(set(digests)) > 1:
             texts = [b.decode() for b in collectives.gather_bytes(_batch_text(batch).encode(), f"{call}'s batch check")]
             ranks = "; ".join(f"rank {r}: {t}" for r, t in enumerate(texts))
             raise ProgramMismatchError(f"{call}: the ranks' batches differ beyond the first (sample) dim ({ranks}); "
@@ -223,7 +243,7 @@ def _persistent(step, dp: DataParallel) -> list[State]:
     """The States rank 0 gives every rank at the first call: everything the step's graph reads but the
     buffers of the exchange itself (parameters, frozen ones too, BatchNorm statistics, the loss scale,
     runtime scalars), every optimizer parameter and its state, and the accumulated gradients."""
-    own = {id(s) for s in [*dp.grads, dp.samples, dp.inv_total]}
+    own = {id(s) for s in [*dp.grads, dp.weight]}
     found: dict[int, State] = {}
     for s in step.graph.states.values():
         found.setdefault(id(s), s)

@@ -188,6 +188,9 @@ class TrainStep(Generic[StepResult]):
             raise ValueError("compile_step: the loss's graph reads none of the optimizer's parameters "
                              "(was the model called on a tensor of this graph?)")
         scaled = loss * graph.state(scaler._scale) if scaler is not None else loss
+        dp_weight = DataParallel.loss_weight(loss) if data_parallel else None
+        if dp_weight is not None:
+            scaled = scaled * graph.state(dp_weight)
         grads = grad(scaled, [p for _, p in used], allow_unused=True)
 
         updates: dict[State, GraphTensor] = {}
@@ -198,7 +201,7 @@ class TrainStep(Generic[StepResult]):
         dp: DataParallel | None = None
         self._dp = None
         if data_parallel:  # gradients into buckets, summed over the ranks; the update reads the sums
-            self._dp = dp = DataParallel(self, used, grads, [loss, *self._outputs], graph_updates, backend)
+            self._dp = dp = DataParallel(self, used, grads, [loss, *self._outputs], graph_updates, backend, dp_weight)
             self._acc = dp.acc
             acc_grads = dp.reduced
         elif accumulate > 1:
@@ -254,7 +257,7 @@ class TrainStep(Generic[StepResult]):
         self._has_norm = clip_grad_norm is not None
         if dp is not None:  # no forward here: the graph's own updates are the gradients program's, kept as read
             keep = {st_: graph.state(st_) for st_ in graph.updates}
-            self._update = compile_graph([graph.state(dp.inv_total), *extra], backend=backend,
+            self._update = compile_graph([graph.state(dp.weight), *extra], backend=backend,
                                          updates={**keep, **updates})
         else:
             self._update = compile_graph([loss, *self._outputs, *extra], backend=backend,

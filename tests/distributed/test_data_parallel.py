@@ -107,11 +107,11 @@ def test_uncaught_exception_on_one_rank_ends_the_job():
 
 
 def test_a_rank_leaving_quietly_ends_the_job_at_the_deadline():
-    """Rank 1 exits with status 0 between steps: rank 0's wait in the next step's exchange ends at
+    """Rank 1 exits with status 0 between steps: rank 0's wait in the next step's first exchange (the batch's) ends at
     LUMINAL_DIST_TIMEOUT with a message naming it."""
     proc = run_mpi([str(HERE / "dp_abort_worker.py"), "exit"], timeout=60, env={"LUMINAL_DIST_TIMEOUT": "3"})
     assert proc.returncode != 0
-    assert "rank 0 of 2: waited 3 s in train step call 2's status exchange" in proc.stderr, proc.stderr
+    assert "rank 0 of 2: waited 3 s in train step call 2's batch exchange" in proc.stderr, proc.stderr
     assert "rank 0 was not stopped" not in proc.stdout
 
 

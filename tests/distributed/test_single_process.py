@@ -133,3 +133,15 @@ def test_data_parallel_state_is_saved_between_updates_only():
         step.state_dict()
     with pytest.raises(TypeError, match="data_parallel must be True or False"):
         _run("yes")
+
+
+def test_the_update_is_one_kernel_per_parameter_reading_the_summed_gradients():
+    """A rank's share of the global batch weights its loss (a scalar at the seed of the backward pass),
+    so the update reads the summed buckets as they are: no pass to scale them, and AdamW's moments
+    and value for a parameter are one kernel (its scalar divisions stay scalars)."""
+    _, params, step = _run(True)
+    kernels = step._update.runner.program.kg.kernels
+    tensor_sized = [k for k in kernels if any(np.prod(b.shape, dtype=np.int64) > 1 for b, _ in k.outputs)]
+    assert len(tensor_sized) == len(params), [(k.kind, [b.shape for b, _ in k.outputs]) for k in kernels]
+    assert all(len(k.outputs) == 3 for k in tensor_sized)  # exp_avg, exp_avg_sq and the parameter
+    assert step._dp.weight.data == 1.0  # a process alone holds the whole batch

@@ -17,10 +17,36 @@ from luminal.frontend.tensor import GraphTensor
 
 
 def prim(op: str, *srcs: GraphTensor, arg=None, dtype: dt.DType | None = None, shape=None) -> GraphTensor:
-    """Add a primitive node reading ``srcs`` and return it as a contiguous tensor."""
+    """Add a primitive node reading ``srcs`` and return it as a contiguous tensor.
+
+    A unary elementwise op on a broadcast (``Recip`` of a scalar expanded to a parameter's shape, as
+    ``x / lr`` makes) runs on the values under the broadcast and is broadcast after: one element's
+    work instead of a tensor's, and no tensor-sized term for the compiler to store and share."""
     g = srcs[0].graph
+    if len(srcs) == 1 and op in _UNARY and shape is None:
+        under = _under_broadcast(srcs[0])
+        if under is not None:
+            return prim(op, under, arg=arg, dtype=dtype)._with_view(srcs[0].layout)
     node = g.add(op, srcs, arg, dtype or srcs[0].dtype, srcs[0].shape if shape is None else shape)
     return g.tensor(node)
+
+
+_UNARY = frozenset({"Log2", "Exp2", "Sin", "Sqrt", "Recip", "Cast"})  # (not Copy: it materialises the view)
+
+
+def _under_broadcast(x: GraphTensor) -> GraphTensor | None:
+    """The whole node ``x`` reads, when ``x`` is a broadcast of fewer elements (an unmasked view that
+    repeats them); else None."""
+    view, node = x.layout, x.node
+    if view.mask is not None or not all(is_static(d) for d in node.shape):
+        return None
+    n = int(np.prod(node.shape, dtype=np.int64))
+    if n == 1 and any(s == 0 for s in view.strides):
+        return x.graph.tensor(node)
+    if all(is_static(d) for d in view.shape) and n < int(np.prod(view.shape, dtype=np.int64)) \
+            and any(s == 0 for s in view.strides):
+        return x.graph.tensor(node)
+    return None
 
 
 def cast(x: GraphTensor, dtype) -> GraphTensor:
