@@ -152,3 +152,35 @@ def test_a_sum_over_the_gemm_batch_in_a_rolled_body_is_one_gemm(monkeypatch):
     assert any(lp["trips"] >= 9 for lp in cpu.report(show=False).loops), "the stack did not roll"
     calls = _matmuls(cpu)  # the first binding's (B = 3): K = 3 images x 20 pixels, per trip
     assert calls.count([(64, 60), (60, 64), (64, 64)]) == 10 and [(3, 64, 20), (3, 20, 64), (3, 64, 64)] not in calls
+
+
+def _kinds(f) -> list:
+    """The kinds of ``f``'s kernels after the fold, rolled bodies' kernels included."""
+    kg = f.runner.program.kg
+    return [k.kind for k in kg.kernels] + [k.kind for body in kg.bodies() for k in body.kernels]
+
+
+def test_a_folded_sum_with_nothing_after_it_is_written_by_the_gemm(monkeypatch):
+    """A weight gradient taken as it is (a data-parallel step writes it into its bucket): after the fold
+    the sum kernel would only copy the product over size-1 axes, so the GEMM writes the sum's buffer
+    and no reduce kernel is left, in the program and in a rolled body. A transposed reader (the
+    gradient of ``x @ w.T``) then reads it in the order the GEMM was free to store it in."""
+    monkeypatch.setenv("LUMINAL_NUM_THREADS", "1")
+    g = lm.Graph()
+    dy, x = g.input("dy", ("B", 64, 20)), g.input("x", ("B", 64, 20))
+    grad = ((dy * 2) @ (x + 1).transpose(1, 2)).sum(0)
+    outs = [grad, grad.T * 1.0]
+    h = x
+    for i in range(10):  # a stack that rolls, each trip with a weight gradient of its own
+        y = g.input(f"w{i}", (64, 64))
+        outs.append(((h * 2) @ (h + 1).transpose(1, 2)).sum(0).T * 1.0)
+        h = (y @ h) * 0.05
+    cpu, ref = lm.compile(outs, backend="cpu"), lm.compile(outs, backend="reference")
+    for k, env in enumerate(BINDINGS):
+        n = env["B"]
+        inputs = {"dy": rand((n, 64, 20), seed=k), "x": rand((n, 64, 20), seed=k + 1),
+                  **{f"w{i}": rand((64, 64), seed=k + i + 2) for i in range(10)}}
+        for a, b in zip(cpu(**inputs), ref(**inputs), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(b).max())))
+    assert any(lp["trips"] >= 9 for lp in cpu.report(show=False).loops), "the stack did not roll"
+    assert "matmul" in _kinds(cpu) and "reduce" not in _kinds(cpu), _kinds(cpu)

@@ -57,7 +57,7 @@ class CpuProgram:
     Every new binding is searched: a program whose dims take many values pays it at each."""
 
     def __init__(self, kg, plan: MemoryPlan, search: int = 0):
-        self.kg, self.plan = fold_batch_sums(kg), plan
+        self.kg, self.plan = fold_batch_sums(kg, plan.slot_of), plan
         self.dims = tuple(kg.dims) or dims_needed(kg)
         self.search = search
         self.searches: OrderedDict = OrderedDict()  # binding key -> its tune.Search, for the bindings kept
