@@ -81,16 +81,28 @@ _workers: list = []  # started on first use, kept for the process
 _lock = threading.Lock()
 
 
+def _start(n: int) -> None:
+    """Up to ``n`` workers running (call with ``_lock`` held); a worker that cannot start is left out."""
+    while len(_workers) < n:
+        try:
+            _workers.append(_Worker())
+        except OSError:
+            break
+
+
+def prestart() -> None:
+    """Start the workers now, without waiting for them: a worker takes about half a second to start
+    (Python, luminal and LLVM), which then passes while the caller does other work (the compile
+    pipeline) instead of while the first objects wait."""
+    with _lock:
+        _start(worker_count() - 1)
+
+
 def compile_all(texts: list, compile_here, done=None) -> list:
     """The object code of each of ``texts`` (module IR), compiled by the workers, ``compile_here(text)``
     for any a worker could not do; ``done()`` after each one (a progress bar)."""
     with _lock:
-        want = worker_count() - 1  # (this process compiles too, on a thread of its own)
-        while len(_workers) < min(want, len(texts) - 1):
-            try:
-                _workers.append(_Worker())
-            except OSError:
-                break
+        _start(min(worker_count() - 1, len(texts) - 1))  # (this process compiles too, on a thread of its own)
         workers = list(_workers)
     out: list = [None] * len(texts)
     todo: queue.SimpleQueue = queue.SimpleQueue()

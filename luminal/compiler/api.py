@@ -136,7 +136,8 @@ class Compiled(Generic[Result]):
             if search and impl.can_time():
                 timer = lambda kg: impl.time(kg, plan_memory(kg))  # noqa: E731
             kg, plan, self._report, live = compile_graph(g, [(t.node, t.layout) for t in outputs], ups,
-                                                          search=search, seed=seed, budget=budget, timer=timer)
+                                                          search=search, seed=seed, budget=budget, timer=timer,
+                                                          on_miss=lambda: impl.expect_code(len(g.nodes)))
             program_nodes = live.nodes
             leaves = [*g.inputs.values(), *g.states_nodes(), *g.random.values()]
             inputs = sorted((n for n in leaves if live.reads(n)), key=lambda n: n.id)

@@ -50,10 +50,12 @@ class _Stages:
         self.bar.close()
 
 
-def compile_graph(graph, outputs, updates, *, search: int = 0, seed: int = 0, budget=None, timer=None):
+def compile_graph(graph, outputs, updates, *, search: int = 0, seed: int = 0, budget=None, timer=None,
+                  on_miss=None):
     """``outputs``: [(Node, View)]; ``updates``: [(state name, Node, View)]. Returns the kernel graph,
     its memory plan, the report and the nodes the roots read (a ``rolling.Loops``: ``nodes()``,
-    ``reads(node)``). ``timer(kernel_graph) -> seconds`` times a candidate for ``search``.
+    ``reads(node)``). ``timer(kernel_graph) -> seconds`` times a candidate for ``search``;
+    ``on_miss()`` is called before the stages run (the program was not in the compile cache).
 
     The result comes from the compile cache when it holds this program (``cache.py``: the key covers
     the program, the options and luminal's source; a search timed on this machine is never cached);
@@ -70,6 +72,8 @@ def compile_graph(graph, outputs, updates, *, search: int = 0, seed: int = 0, bu
             hit = cache.load(program) if program is not None else None
             if hit is not None:
                 return hit
+        if on_miss is not None:
+            on_miss()
         t0 = time.perf_counter()
         kg, plan, report, found = _compile(graph, outputs, updates, search=search, seed=seed, budget=budget,
                                            timer=timer)

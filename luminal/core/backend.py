@@ -75,6 +75,11 @@ class Backend:
     def can_time(self) -> bool:
         return type(self).time is not Backend.time
 
+    def expect_code(self, nodes: int) -> None:
+        """The compile of a program of a graph of ``nodes`` nodes missed the compile cache: the pipeline
+        runs now and the program's code is generated soon after. A backend whose code generation can
+        start work ahead (the cpu backend's LLVM worker processes) starts it here; by default nothing."""
+
     def __repr__(self):
         return f"<backend {self.name!r} ({self.level})>"
 

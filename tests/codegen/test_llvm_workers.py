@@ -73,3 +73,28 @@ def test_bad_worker_count(monkeypatch):
     monkeypatch.setenv("LUMINAL_COMPILE_WORKERS", "many")
     with pytest.raises(ValueError, match="LUMINAL_COMPILE_WORKERS"):
         llvm_workers.worker_count()
+
+
+def test_a_large_compile_that_misses_the_cache_starts_the_workers_ahead(two_workers, monkeypatch, tmp_path):
+    """``Cpu.expect_code``: a program of ``PRESTART_NODES`` graph nodes or more starts the workers when its
+    compile misses the cache (their start-up then runs beside the pipeline); a small one, or one from
+    the cache, does not."""
+    import luminal as lm
+    from luminal.backends import cpu
+
+    llvm_workers._stop()
+    monkeypatch.setenv("LUMINAL_CACHE", "0")
+    g = lm.Graph()
+    x = g.input("x", (4,))
+    lm.compile([x * 2 + 1])
+    assert not llvm_workers._workers
+    monkeypatch.setattr(cpu, "PRESTART_NODES", 3)
+    lm.compile([x * 3 + 1])
+    assert len(llvm_workers._workers) == 2
+    assert all(w.proc.poll() is None for w in llvm_workers._workers)  # started, not waited for
+    monkeypatch.setenv("LUMINAL_CACHE", "1")
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
+    lm.compile([x * 4 + 1])  # stored in the compile cache
+    llvm_workers._stop()
+    assert lm.compile([x * 4 + 1]).report(show=False).cache.get("hit")
+    assert not llvm_workers._workers

@@ -7,8 +7,11 @@ primitive has the reference's semantics (``core/numpy_ops.py``)."""
 import time
 
 from luminal.backends.cpu.compiled import CpuProgram
+from luminal.codegen import llvm_workers
 from luminal.core.backend import Backend, register_backend, zero_inputs
 from luminal.core.primitives import ELEMENTWISE
+
+PRESTART_NODES = 1000  # a 4-block GPT's train step has 2,000 nodes and 60 distinct kernels; the MNIST CNN's 400
 
 
 class Cpu(Backend):
@@ -22,6 +25,14 @@ class Cpu(Backend):
         """``search``: each new binding is laid out under up to this many of the backend's own
         alternatives (threads, kernel cuts, vector width, GEMM layouts) and the fastest kept (``tune.py``)."""
         return _Run(kernel_graph, plan, search)
+
+    def expect_code(self, nodes: int) -> None:
+        """Start the LLVM worker processes (``codegen/llvm_workers.py``) for a large program (``PRESTART_NODES``
+        graph nodes or more: a transformer's train step, whose dozens of distinct kernels the workers
+        compile), so that their half second of start-up runs beside the pipeline rather than before the
+        first objects."""
+        if nodes >= PRESTART_NODES:
+            llvm_workers.prestart()
 
     def time(self, kernel_graph, plan) -> float:
         """Median seconds of five runs on zero-filled inputs, symbolic dims bound to 16, after one
