@@ -71,7 +71,11 @@ hooks would need the IR parsed on a warm start too). Per kernel, because program
 their kernels: the candidates that ``search=N`` times, a program laid out for another binding of its
 dims, a model edited by one layer recompile only the kernels that differ (cold, a program's kernels
 compiled one by one take about 20% longer than as one module; the engine links the objects in
-milliseconds). An engine belongs to the programs that use it: found in-process by the keys of its
+milliseconds). A warm start does not even build a kernel's IR text (a GPT step's 60 modules take
+0.2 s to build): an index entry, keyed by the kernel's IR fingerprint, the options, the host,
+llvmlite's version and a digest of the code generator's own source (``_index_key``), names the
+kernel's symbol and its object's key (``_indexed``), written when the object is made. An engine
+belongs to the programs that use it: found in-process by the keys of its
 objects while one of them holds it, freed with the last (``_modules`` is weak; object code and module
 texts are kept under byte bounds, ``MAX_OBJECT_BYTES`` and ``MAX_TEXT_BYTES``). ``STATS`` counts
 objects compiled and reused and engines made (the compile report's code generation stage).
@@ -85,7 +89,10 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import hashlib
+import os
+import re
 import threading
 import weakref
 
@@ -905,11 +912,25 @@ def compile_kernels(kernels, distinct: bool = False, vector_width: int | None = 
                 raise ir.IRError(f"two kernels named {k.name!r} in one module")
             names.add(k.name)
         symbols, texts = {}, {}  # kernel name -> its function's symbol; symbol -> module text
+        found = {}  # symbol -> (key, object, cached)
+        index = {}  # symbol -> the index key of a kernel whose text was built
         for k in kernels:
-            symbol, text = _named_by_content(k, distinct, vector_width)
+            fp = _fingerprint(k, distinct, vector_width)
+            hit = _indexed(fp)
+            if hit is not None:
+                symbol, key, obj = hit
+                symbols[k.name] = symbol
+                found.setdefault(symbol, (key, obj, True))
+                continue
+            symbol, text = _named_by_content(k, distinct, vector_width, fp)
             symbols[k.name] = symbol
-            texts.setdefault(symbol, text)  # (two kernels of the same code share one object)
-        found = dict(zip(texts, _objects_of(list(texts.values()))))  # symbol -> (key, object, cached)
+            if symbol not in found:
+                texts.setdefault(symbol, text)  # (two kernels of the same code share one object)
+                index.setdefault(symbol, fp)
+        made = dict(zip(texts, _objects_of(list(texts.values()))))
+        for symbol, (key, _, _) in made.items():
+            _index_put(index[symbol], symbol, key)
+        found.update(made)
         return _link([key for key, _, _ in found.values()], [obj for _, obj, _ in found.values()], symbols,
                      all(cached for _, _, cached in found.values()))
 
@@ -922,14 +943,79 @@ _texts = _Recent(MAX_TEXT_BYTES, lambda got: len(got[1]))  # digest of a kernel'
 # and options -> (symbol, module text)
 
 
-def _named_by_content(k: ir.Kernel, distinct: bool, vector_width) -> tuple[str, str]:
+def _fingerprint(k: ir.Kernel, distinct: bool, vector_width) -> bytes:
+    """A digest of kernel ``k``'s code with its buffers named by position, and the options: equal for
+    kernels whose module text is equal (``_named_by_content``)."""
+    return hashlib.sha256(f"{ir.fingerprint(k, positional=True)}\0{distinct}\0{vector_width}".encode()).digest()
+
+
+_INDEXED = _Recent(4 << 20, lambda got: 128)  # index key -> (symbol, object key)
+_SYMBOL_TEXT = re.compile(r"k[0-9a-f]{24} [0-9a-f]{64}")
+
+
+@functools.lru_cache(maxsize=1)
+def _generator_digest() -> bytes:
+    """A digest of the source that turns a kernel into module text (this package and the dtypes): an
+    index entry made by other code is never found."""
+    h = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = sorted(os.path.join(here, n) for n in os.listdir(here) if n.endswith(".py")) + [dt.__file__]
+    for path in paths:
+        with open(path, "rb") as f:
+            h.update(os.path.basename(path).encode() + b"\0" + f.read() + b"\0")
+    return h.digest()
+
+
+def _index_key(fp: bytes) -> str:
+    h = _init()
+    parts = (fp.hex(), h["cpu"], h["features"], llvmlite.__version__, f"codegen {CODEGEN_VERSION}",
+             _generator_digest().hex())
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _indexed(fp: bytes) -> tuple[str, str, bytes] | None:
+    """``(symbol, object key, object code)`` of the kernel of fingerprint ``fp`` from the index and the
+    object caches (in-process, then disk), without building its text; None when any is missing."""
+    ix = _index_key(fp)
+    got = _INDEXED.get(ix)
+    if got is None:
+        raw = _DISK.read(f"{ix[:2]}/{ix}.ix")
+        if raw is None:
+            return None
+        try:
+            text = raw.decode("ascii")
+        except UnicodeDecodeError:
+            return None
+        if not _SYMBOL_TEXT.fullmatch(text):  # (verified by its digest; still only data of this form)
+            return None
+        got = tuple(text.split(" "))
+    symbol, key = got
+    obj = _objects.get(key)
+    if obj is None:
+        obj = _DISK.read(f"{key[:2]}/{key}.o")
+        if obj is None:
+            return None
+        _objects.put(key, obj)
+    _INDEXED.put(ix, got)
+    STATS["reused"] += 1
+    return symbol, key, obj
+
+
+def _index_put(fp: bytes, symbol: str, key: str) -> None:
+    ix = _index_key(fp)
+    if _INDEXED.get(ix) != (symbol, key):
+        _INDEXED.put(ix, (symbol, key))
+        _DISK.write(f"{ix[:2]}/{ix}.ix", f"{symbol} {key}".encode("ascii"))
+
+
+def _named_by_content(k: ir.Kernel, distinct: bool, vector_width, fp: bytes | None = None) -> tuple[str, str]:
     """``(symbol, module text)`` of kernel ``k`` compiled alone, its function named after a hash of its
     code rather than its name in the program (``ew3``, ``epi12``: positions in the order of lowering)
     and its buffers after their positions, so that the same code in another program, at another
     position or over other buffers (each trip of a rolled body) is the same module text and hits the
     caches. The text is made once per code in a process (building it through llvmlite costs
     milliseconds; the kernel's fingerprint a fraction of that)."""
-    fp = hashlib.sha256(f"{ir.fingerprint(k, positional=True)}\0{distinct}\0{vector_width}".encode()).digest()
+    fp = _fingerprint(k, distinct, vector_width) if fp is None else fp
     got = _texts.get(fp)
     if got is None:
         text = str(build_module([dataclasses.replace(k, name=_PLACEHOLDER)], distinct, vector_width))
@@ -1011,6 +1097,7 @@ def forget() -> None:
         _modules.clear()
         _objects.clear()
         _texts.clear()
+        _INDEXED.clear()
 
 
 def _link(keys: list, objects: list, symbols: dict, cached: bool) -> Module:

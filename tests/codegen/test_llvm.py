@@ -435,6 +435,34 @@ def test_disk_cache_skips_optimisation(tmp_path, monkeypatch):
     assert not llvm.compile_kernels([other]).from_cache and calls == [1, 1]  # another IR text, another key
 
 
+def test_a_warm_start_finds_objects_without_building_module_text(tmp_path, monkeypatch):
+    """The disk index (kernel fingerprint -> symbol and object key): a fresh process compiling kernels
+    it compiled before builds no LLVM IR at all, and runs the same code; a damaged index entry is a
+    miss (the text is built and the entry written again)."""
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
+    llvm.forget()
+    built = []
+    real = llvm.build_module
+    monkeypatch.setattr(llvm, "build_module", lambda *a, **kw: (built.append(1), real(*a, **kw))[1])
+    ks = [elementwise(f"ix{i}", F32, (F32,), lambda x, i=i: ir.alu("Mul", x, ir.const(i + 2.0, F32))) for i in range(3)]
+    llvm.compile_kernels(ks)
+    assert len(built) == 3 and len(list((tmp_path / "llvm").rglob("*.ix"))) == 3
+    llvm.forget()
+    mod = llvm.compile_kernels(ks)
+    assert len(built) == 3 and mod.from_cache
+    x, y = np.array([1.0, 2.0], np.float32), np.zeros(2, np.float32)
+    mod.run("ix1", [x, y], [2], 0, 2)
+    assert list(y) == [3.0, 6.0]
+    entry = next((tmp_path / "llvm").rglob("*.ix"))
+    entry.write_bytes(entry.read_bytes()[:-3] + b"zzz")  # its digest no longer matches
+    llvm.forget()
+    mod = llvm.compile_kernels(ks)
+    assert len(built) == 4 and mod.from_cache  # one text built again; its object was on disk
+    llvm.forget()
+    llvm.compile_kernels(ks)
+    assert len(built) == 4  # and its entry is whole again
+
+
 def test_bfloat16_rounding_keeps_every_nan():
     """NaNs whose payload sits in the low 16 bits: the bit rounding alone would make them inf
     (0x7F800001) or -0.0 (0xFFFFFFFF); bfloat16 keeps them NaN."""
