@@ -15,6 +15,11 @@ shared VM one run of a side alone moved by 20% from one minute to the next. Ever
 also timed alone (``all-reduce``, as the bus bandwidth ``2(N-1)/N * bytes / time``) against MPI's own
 point-to-point bandwidth on the same bytes (a ping-pong between the two ranks).
 
+The header states the machine's own 2-process ceiling (``ceiling``): a fixed single-threaded GEMM run by
+two processes at once against one, which on a shared VM was anywhere from 1.3x to 2.0x within an
+hour (two busy vCPUs sharing a physical core, or clocked down together); no data-parallel step on
+such a machine can scale past it.
+
 The model table applies ``t(N) = t(1)/N + 2(N-1)/N * bytes / bandwidth`` with the measured one-rank
 step time, gradient bytes and point-to-point bandwidth (and, for machines joined by a network, 10 and
 100 Gbit/s): perfect scaling of the compute, nothing overlapped, latency ignored.
@@ -157,6 +162,38 @@ def predict(t1: float, nbytes: int, bandwidth: float, n: int) -> float:
     return t1 / (t1 / n + 2 * (n - 1) / n * nbytes / bandwidth)
 
 
+# One process's share of the calibration: a fixed float32 GEMM, single-threaded, timed in a loop.
+GEMM_CHILD = r"""
+import time, numpy as np
+a = np.random.default_rng(0).random((512, 1024), dtype=np.float32)
+b = np.random.default_rng(1).random((1024, 256), dtype=np.float32)
+c = np.empty((512, 256), np.float32)
+for _ in range(5):
+    np.matmul(a, b, out=c)
+t0 = time.perf_counter()
+for _ in range(60):
+    np.matmul(a, b, out=c)
+print(time.perf_counter() - t0)
+"""
+
+
+def ceiling(rounds: int) -> list:
+    """The machine's own 2-process speed-up on compute-bound work, per round: one process running a
+    fixed single-threaded GEMM loop alone, then two running it at once (throughput of two / of one).
+    On a shared VM two busy vCPUs can run well below twice one (siblings of one physical core, or a
+    lower clock with both busy): a data-parallel step cannot scale past this, so each table states it."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    out = []
+    for _ in range(max(1, rounds)):
+        one = float(subprocess.run([sys.executable, "-c", GEMM_CHILD], env=env, capture_output=True, text=True,
+                                   check=True).stdout)
+        procs = [subprocess.Popen([sys.executable, "-c", GEMM_CHILD], env=env, stdout=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+        two = max(float(p.communicate()[0]) for p in procs)
+        out.append(2 * one / two)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", choices=list(STEPS), default=list(STEPS))
@@ -173,7 +210,12 @@ def main():
         results[m] = tuple(_median_run([r[side] for r in rounds]) for side in (0, 1))
         rates = [[1 / r[side]["step_s"] for r in rounds] for side in (0, 1)]
         spread[m] = [f"{min(x):.1f}-{max(x):.1f}" for x in rates]
+    limit = ceiling(args.rounds)
     print(f"data-parallel train steps, one thread per rank; {machine()}")
+    print()
+    print(f"This machine's 2-process ceiling (a single-threaded GEMM in 2 processes at once against 1, "
+          f"{len(limit)} rounds): median {sorted(limit)[(len(limit) - 1) // 2]:.2f}x "
+          f"({min(limit):.2f}-{max(limit):.2f})")
     print()
     print("| model | gradients | 1 rank steps/s (rounds) | 2 ranks steps/s (rounds) | 2 ranks / 1 rank | "
           "all-reduce ms (bus GB/s) | p2p GB/s | model predicts (2 ranks) |")
