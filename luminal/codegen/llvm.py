@@ -913,7 +913,7 @@ def compile_kernels(kernels, distinct: bool = False, vector_width: int | None = 
             names.add(k.name)
         symbols, texts = {}, {}  # kernel name -> its function's symbol; symbol -> module text
         found = {}  # symbol -> (key, object, cached)
-        index = {}  # symbol -> the index key of a kernel whose text was built
+        index: dict = {}  # symbol -> the fingerprints of the kernels whose text was built
         for k in kernels:
             fp = _fingerprint(k, distinct, vector_width)
             hit = _indexed(fp)
@@ -924,12 +924,15 @@ def compile_kernels(kernels, distinct: bool = False, vector_width: int | None = 
                 continue
             symbol, text = _named_by_content(k, distinct, vector_width, fp)
             symbols[k.name] = symbol
-            if symbol not in found:
-                texts.setdefault(symbol, text)  # (two kernels of the same code share one object)
-                index.setdefault(symbol, fp)
+            if symbol in found:  # (the same text as an indexed kernel's, from another fingerprint)
+                _index_put(fp, symbol, found[symbol][0])
+                continue
+            texts.setdefault(symbol, text)  # (two kernels of the same code share one object)
+            index.setdefault(symbol, []).append(fp)
         made = dict(zip(texts, _objects_of(list(texts.values()))))
         for symbol, (key, _, _) in made.items():
-            _index_put(index[symbol], symbol, key)
+            for fp in index[symbol]:
+                _index_put(fp, symbol, key)
         found.update(made)
         return _link([key for key, _, _ in found.values()], [obj for _, obj, _ in found.values()], symbols,
                      all(cached for _, _, cached in found.values()))
