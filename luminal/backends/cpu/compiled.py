@@ -32,6 +32,7 @@ import numpy as np
 
 from luminal.backends.cpu import blas, driver, steps, tune
 from luminal.backends.cpu.fold import fold_batch_sums
+from luminal.backends.cpu.outer import outer_products
 from luminal.backends.cpu.parallel import Split
 from luminal.backends.cpu.plan import Schedule, fresh, plan, same
 from luminal.backends.cpu.steps import Kernel, Ref
@@ -57,7 +58,7 @@ class CpuProgram:
     Every new binding is searched: a program whose dims take many values pays it at each."""
 
     def __init__(self, kg, plan: MemoryPlan, search: int = 0):
-        self.kg, self.plan = fold_batch_sums(kg, plan.slot_of), plan
+        self.kg, self.plan = outer_products(fold_batch_sums(kg, plan.slot_of)), plan
         self.dims = tuple(kg.dims) or dims_needed(kg)
         self.search = search
         self.searches: OrderedDict = OrderedDict()  # binding key -> its tune.Search, for the bindings kept

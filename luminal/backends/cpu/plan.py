@@ -560,17 +560,56 @@ def _stores_last(kernel: ir.Kernel, names: set, name: str) -> ir.Kernel:
     """``kernel`` with its stores into ``names`` (state arrays written in place) moved after every
     other statement, each value kept in a register where the store was: every read of those
     arrays then comes before any write into them. Named ``name``: the kernel it is made from may be
-    called elsewhere in the program as it is."""
+    called elsewhere in the program as it is.
+
+    A value that is the element itself where a condition says so, ``Where(c, x, old)`` (or
+    ``Where(c, old, x)``) with ``old`` the element read where it is stored, is stored only where it
+    changes: ``if c: a[i] = x``. A Llama step's KV-cache update is such a select over the whole cache;
+    it then reads and writes only the rows of the step."""
     body, late = [], []
     for j, s in enumerate(kernel.body):
         if isinstance(s, ir.Store) and s.buffer in names:
             reg = f"_in_place{j}"
+            kept = _changed_where(s)
+            if kept is not None:
+                cond, value = kept
+                body += [ir.Assign(f"{reg}_if", cond), ir.Assign(reg, value)]
+                late.append(ir.If(ir.var(f"{reg}_if", cond.dtype),
+                                  (ir.Store(s.buffer, s.index, ir.var(reg, value.dtype), s.valid),)))
+                continue
             body.append(ir.Assign(reg, s.value))
             late.append(ir.Store(s.buffer, s.index, ir.var(reg, s.value.dtype), s.valid))
         else:
             body.append(s)
     return ir.Kernel(name, kernel.buffers, kernel.params, kernel.grid, tuple(body + late), kernel.block,
                      kernel.shared, kernel.notes)
+
+
+def _changed_where(s: ir.Store) -> tuple | None:
+    """``(condition, new value)`` when store ``s`` writes ``Where`` of its own element and a new value
+    (``Where(c, x, old)``: c, x; ``Where(c, old, x)``: not c, x), else None."""
+    v = s.value
+    if v.op != "Where":
+        return None
+    c, a, b = v.args
+
+    def own(x) -> bool:
+        return x.op == "load" and x.arg[0] == s.buffer and len(x.args) == 1 and _same_value(x.args[0], s.index)
+
+    if own(b) and not own(a):
+        return c, a
+    if own(a) and not own(b):
+        return ir.alu("Not", c), b
+    return None
+
+
+def _same_value(a: ir.V, b: ir.V) -> bool:
+    """Whether two IR values are the same expression (index math built apart)."""
+    if a is b:
+        return True
+    if a.op != b.op or a.dtype is not b.dtype or a.arg != b.arg or len(a.args) != len(b.args):
+        return False
+    return all(_same_value(x, y) for x, y in zip(a.args, b.args))
 
 
 def _cost_ns(kernel: ir.Kernel, env: dict) -> float:
