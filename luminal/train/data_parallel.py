@@ -88,7 +88,9 @@ class DataParallel:
         """The runtime scalar a rank's loss is multiplied by before it is differentiated: ``n_r / T``,
         the rank's share of the global batch, set at every call. The backward pass carries it from its
         seed into every gradient, so the ranks' gradients add up to the global batch's mean gradient
-        with no pass over the gradients (as the loss scale of ``GradScaler`` is carried)."""
+        with no pass over the gradients (as the loss scale of ``GradScaler`` is carried). Like a loss
+        scale of ``n_r / T`` (about 1/N on N ranks), it shrinks a float16 backward pass's values: at many
+        ranks, float16 compute wants a ``GradScaler``, whose dynamic scale makes up for it."""
         return scalar_state(1.0, "dp.loss_weight", loss.dtype)
 
     # the first call -------------------------------------------------------------------------------
