@@ -14,6 +14,12 @@ Rows (float32, static shapes, same weights and inputs on every side):
   with the torch model's ``state_dict``. ``encoder-relu``: the same with ReLU.
 - ``mlp-b1`` and ``mlp-b1024``: the MNIST MLP of ``examples/mnist/train.py`` (784-256-10), forward only, at
   batch 1 and 1024.
+- ``linear-b1-IxO``: one token through a bias-free ``nn.Linear(I, O)`` at TinyLlama's shapes (2048x2048,
+  2048x5632, 5632x2048, 2048x32000): a decode step's products, which must stream the weights at the
+  memory's read bandwidth. Under the table each such row's weight bytes over each side's median time are
+  given against the machine's read bandwidth (``read_bandwidth``: torch summing a 512 MB array with the
+  same threads); goal: luminal <= 1.0x torch eager and at least 80% of that bandwidth. (Weights that
+  fit in the last-level cache, as the calls repeat, are read faster than memory allows: above 100%.)
 - ``overhead``: ``x + 1`` on a one-element tensor, the per-call cost of each side (microseconds).
 
 Before timing, every side's output is checked against torch eager's (max abs difference <= 1e-4 of the
@@ -51,8 +57,12 @@ ROUNDS = 5
 PAUSE_S = 0.2
 N_INPUTS = 4  # calls rotate over this many inputs
 ENCODER = dict(d_model=256, nhead=4, dim_feedforward=1024, layers=4, batch=8, seq=128)
-ROWS = ("encoder-gelu", "encoder-relu", "mlp-b1", "mlp-b1024", "overhead")
-GOALS = {"encoder": 1.0, "overhead": 1.0}  # luminal / torch eager, by row prefix (the Codegen issue's)
+LINEAR_B1 = ((2048, 2048), (2048, 5632), (5632, 2048), (2048, 32000))  # (in, out) of TinyLlama's products
+ROWS = ("encoder-gelu", "encoder-relu", "mlp-b1", "mlp-b1024", *(f"linear-b1-{i}x{o}" for i, o in LINEAR_B1),
+        "overhead")
+# luminal / torch eager, by row prefix (the Codegen issue's; linear-b1: the Schedules issue's)
+GOALS = {"encoder": 1.0, "linear-b1": 1.0, "overhead": 1.0}
+READ_BANDWIDTH_GOAL = 0.8  # linear-b1: the share of the machine's read bandwidth luminal should reach
 
 
 def _inputs(shape, seed: int = 0):
@@ -89,8 +99,35 @@ def add_one(x):
     return x + 1
 
 
+def linear_models(n_in: int, n_out: int):
+    """(luminal Linear, torch Linear) without bias, with the same weights."""
+    lm.manual_seed(0)
+    model = nn.Linear(n_in, n_out, bias=False)
+    tmodel = torch.nn.Linear(n_in, n_out, bias=False)
+    with torch.no_grad():
+        tmodel.weight.copy_(torch.from_numpy(np.array(model.weight.data)))
+    return model, tmodel
+
+
+def read_bandwidth(threads: int, nbytes: int = 512 << 20, repeats: int = 5) -> float:
+    """Bytes per second torch reads summing a float32 array of ``nbytes`` with ``threads`` threads (the
+    best of ``repeats``): what a product that streams its weights once can reach."""
+    torch.set_num_threads(threads)
+    a = torch.ones(nbytes // 4, dtype=torch.float32)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a.sum()
+        best = min(best, time.perf_counter() - t0)
+    return nbytes / best
+
+
 def make_row(name: str):
     """(luminal model or None for ``x + 1``, torch module or function, input shape, unit scale, unit)."""
+    if name.startswith("linear-b1-"):
+        n_in, n_out = (int(d) for d in name[len("linear-b1-"):].split("x"))
+        model, tmodel = linear_models(n_in, n_out)
+        return model, tmodel, (1, n_in), 1e3, "ms"
     if name.startswith("encoder-"):
         model, tmodel = encoder_models(name.split("-", 1)[1])
         c = ENCODER
@@ -199,6 +236,21 @@ def main(argv=None):
               f"eager: {errs}")
     print(f"load average now {load_avg()}\n")
     print_table(rows)
+    linear = [r for r in rows if r["row"].startswith("linear-b1-")]
+    if linear:
+        bw = read_bandwidth(threads)
+        print(f"\nbatch-1 products against this machine's read bandwidth, {bw / 1e9:.1f} GB/s (torch summing 512 MB, "
+              f"{threads} thread(s); goal: luminal at {READ_BANDWIDTH_GOAL:.0%} or more):\n")
+        print("| row | weights MB | luminal GB/s (share) | torch eager GB/s (share) | goal |")
+        print("|---|---|---|---|---|")
+        for r in linear:
+            n_in, n_out = (int(d) for d in r["row"][len("linear-b1-"):].split("x"))
+            nbytes = 4 * n_in * n_out
+            rates = {side: nbytes / (r["stats"][side][1] / 1e3) for side in ("luminal", "torch")}
+            share = rates["luminal"] / bw
+            print(f"| {r['row']} | {nbytes / 1e6:.0f} | {rates['luminal'] / 1e9:.1f} ({share:.0%}) | "
+                  f"{rates['torch'] / 1e9:.1f} ({rates['torch'] / bw:.0%}) | "
+                  f"{'met' if share >= READ_BANDWIDTH_GOAL else 'not met'} |")
     return rows
 
 
