@@ -53,6 +53,14 @@ def test_cpu_infer_prints_its_table():
     assert float(rows[0][5]) > 0 and float(rows[0][6]) > 0, out  # luminal / eager and / torch.compile
 
 
+def test_cpu_infer_gives_a_batch_1_products_bandwidth():
+    out = _run("bench/cpu_infer.py", "--quick", "--only", "linear-b1-2048x2048", "--repeats", "2", "--sample-ms", "1",
+               "--no-compile")
+    rows = _table_rows(out, "| row | weights MB |")
+    assert [r[:2] for r in rows] == [["linear-b1-2048x2048", "17"]], out
+    assert rows[0][2].endswith("%)") and rows[0][4] in ("met", "not met"), out
+
+
 def test_compile_step_prints_its_table():
     out = _run("bench/compile_step.py", "--rounds", "1", "--models", "mlp")  # (the GPT takes a minute)
     assert out.startswith("# "), out
