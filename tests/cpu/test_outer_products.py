@@ -32,6 +32,20 @@ def test_an_outer_product_is_elementwise(dtype):
     assert "matmul" not in _kinds(cpu), _kinds(cpu)
 
 
+def test_an_outer_product_of_padded_and_strided_operands():
+    """Operands read through views with a validity mask (a pad) and reversed or broadcast strides keep
+    them as elementwise reads: the padded elements are the pad's value times the other operand."""
+    g = lm.Graph()
+    a, b = g.input("a", (6, 1)), g.input("b", (1, 4))
+    padded = a.pad((0, 0, 2, 1))  # (9, 1): two rows of zeros before, one after
+    outs = [padded @ b.flip(-1), (padded.T.T @ b) * 2.0 + b.expand(9, 4)]
+    cpu, ref = lm.compile(outs, backend="cpu"), lm.compile(outs, backend="reference")
+    inputs = {"a": rand((6, 1), seed=3), "b": rand((1, 4), seed=4)}
+    for got, want in zip(cpu(**inputs), ref(**inputs), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    assert "matmul" not in _kinds(cpu), _kinds(cpu)
+
+
 def test_a_select_of_a_states_own_elements_stores_only_the_changed_ones():
     """A KV-cache write as the Llama example makes it: the one-hot map of the step's row times the
     step's values, selected where the row is written, else the cache. The in-place kernel stores under
