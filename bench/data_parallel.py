@@ -16,7 +16,7 @@ also timed alone (``all-reduce``, as the bus bandwidth ``2(N-1)/N * bytes / time
 point-to-point bandwidth on the same bytes (a ping-pong between the two ranks).
 
 The header states the machine's own 2-process ceiling (``ceiling``): a fixed single-threaded GEMM run by
-two processes at once against one, which on a shared VM was anywhere from 1.3x to 2.0x within an
+two processes at once against one, which on a shared VM was anywhere from 1.1x to 2.0x within an
 hour (two busy vCPUs sharing a physical core, or clocked down together); no data-parallel step on
 such a machine can scale past it.
 
