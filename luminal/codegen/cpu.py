@@ -87,6 +87,32 @@ def _store(p: Placed, idx, value: ir.V, valid: ir.V | None = None) -> ir.Store:
     return ir.Store(p.name, index, ir.cast(value, p.dtype), valid)
 
 
+def _store_order(shape: tuple, out: Placed) -> tuple | None:
+    """The order of the domain's axes that walks output ``out`` in its memory order (strides from the
+    largest down; size-1 axes first), when it is not the domain's own; else None. An output the layout
+    planner stored in another order (an im2col matrix, whose image axis the GEMM wants inside the
+    channel and window axes) was written in runs of one row's width scattered over the whole matrix;
+    walked in its own order, it is written front to back."""
+    if not all(isinstance(st, int) for st in out.strides):
+        return None
+    def key(a):
+        return (False, 0) if _one(shape[a]) else (True, -out.strides[a])
+
+    order = tuple(sorted(range(len(shape)), key=key))
+    return None if order == tuple(range(len(shape))) or _walks_in_order(shape, out) else order
+
+
+def _walks_in_order(shape: tuple, out: Placed) -> bool:
+    """Whether the domain's own order already walks ``out`` with strides that never grow inward."""
+    strides = [st for n, st in zip(shape, out.strides) if not _one(n)]
+    return all(a >= b for a, b in zip(strides, strides[1:]))
+
+
+def _permuted(p: Placed, order: tuple) -> Placed:
+    return Placed(p.name, p.dtype, p.offset, tuple(p.strides[a] for a in order),
+                  None if p.box is None else tuple(p.box[a] for a in order), p.pad)
+
+
 def _merged_axes(shape: tuple, placements: list[Placed]) -> list[list[int]]:
     """Groups of consecutive axes that every placement walks as one (each group's stride is the
     stride of its last axis, its size the product): fewer, longer loops for the vectoriser. Axes of
@@ -156,6 +182,11 @@ def elementwise(k, env: dict, place, name: str) -> ir.Kernel:
     regrouped = any(not same(s, shape) for s in out_shapes)  # an output stored in a shape of its own (same order)
     view_shapes = [tuple(evaluate(d, env) for d in v.shape) for _, v in k.inputs]
     if not regrouped and not _has_reshape([e for _, e in k.outputs]):
+        order = _store_order(shape, outs[0][0]) if len(outs) == 1 else None
+        if order is not None:  # walk the output in its memory order
+            shape = tuple(shape[a] for a in order)
+            ins = [_permuted(p, order) for p in ins]
+            outs = [(_permuted(p, order), e) for p, e in outs]
         groups = _merged_axes(shape, ins + [p for p, _ in outs])
         ins = [_merge(p, groups, shape) for p in ins]
         outs = [(_merge(p, groups, shape), e) for p, e in outs]

@@ -184,3 +184,27 @@ def test_a_folded_sum_with_nothing_after_it_is_written_by_the_gemm(monkeypatch):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(b).max())))
     assert any(lp["trips"] >= 9 for lp in cpu.report(show=False).loops), "the stack did not roll"
     assert "matmul" in _kinds(cpu) and "reduce" not in _kinds(cpu), _kinds(cpu)
+
+
+def test_an_im2col_matrix_stored_for_its_gemm_is_written_front_to_back(monkeypatch):
+    """The layout planner stores a convolution's im2col matrix with the image axis inside the channel
+    and window axes (one GEMM over all images); the copy that fills it then walks it in that memory
+    order (``codegen/cpu.py``'s ``_store_order``) instead of the logical (image, channel, window, pixel)
+    order, which wrote one row's 14 floats at a time all over the matrix. Values as the reference's."""
+    monkeypatch.setenv("LUMINAL_NUM_THREADS", "1")
+    from luminal import nn
+    from luminal.codegen import cpu as cpu_codegen
+
+    orders = []
+    real = cpu_codegen._store_order
+    monkeypatch.setattr(cpu_codegen, "_store_order", lambda shape, out: orders.append(real(shape, out)) or orders[-1])
+    lm.manual_seed(0)
+    conv = nn.Conv2d(3, 8, 5, padding=2)
+    g = lm.Graph()
+    x = g.input("x", ("B", 3, 14, 14))
+    y = conv(x)
+    cpu, ref = lm.compile([y], backend="cpu"), lm.compile([y], backend="reference")
+    for n in (4, 1):
+        inputs = {"x": rand((n, 3, 14, 14), seed=n)}
+        np.testing.assert_allclose(cpu(**inputs)[0], ref(**inputs)[0], rtol=1e-4, atol=1e-4)
+    assert any(o is not None and o[0] != 0 for o in orders), orders  # some copy walks another axis outermost
