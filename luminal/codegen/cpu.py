@@ -87,19 +87,26 @@ def _store(p: Placed, idx, value: ir.V, valid: ir.V | None = None) -> ir.Store:
     return ir.Store(p.name, index, ir.cast(value, p.dtype), valid)
 
 
+MIN_OUTER = 16  # a reordered kernel's outermost axis, which threads cut (``parallel.py``), has this many items
+
+
 def _store_order(shape: tuple, out: Placed) -> tuple | None:
     """The order of the domain's axes that walks output ``out`` in its memory order (strides from the
-    largest down; size-1 axes first), when it is not the domain's own; else None. An output the layout
-    planner stored in another order (an im2col matrix, whose image axis the GEMM wants inside the
-    channel and window axes) was written in runs of one row's width scattered over the whole matrix;
-    walked in its own order, it is written front to back."""
+    largest down; size-1 axes first), when it is not the domain's own and its outermost axis still has
+    ``MIN_OUTER`` items for the threads to share; else None. An output the layout planner stored in
+    another order (an im2col matrix, whose image axis the GEMM wants inside the channel and window
+    axes) was written in runs of one row's width scattered over the whole matrix; walked in its own
+    order, it is written front to back."""
     if not all(isinstance(st, int) for st in out.strides):
         return None
     def key(a):
         return (False, 0) if _one(shape[a]) else (True, -out.strides[a])
 
     order = tuple(sorted(range(len(shape)), key=key))
-    return None if order == tuple(range(len(shape))) or _walks_in_order(shape, out) else order
+    if order == tuple(range(len(shape))) or _walks_in_order(shape, out):
+        return None
+    outer = next((shape[a] for a in order if not _one(shape[a])), None)
+    return order if isinstance(outer, int) and outer >= MIN_OUTER else None
 
 
 def _walks_in_order(shape: tuple, out: Placed) -> bool:

@@ -199,12 +199,12 @@ def test_an_im2col_matrix_stored_for_its_gemm_is_written_front_to_back(monkeypat
     real = cpu_codegen._store_order
     monkeypatch.setattr(cpu_codegen, "_store_order", lambda shape, out: orders.append(real(shape, out)) or orders[-1])
     lm.manual_seed(0)
-    conv = nn.Conv2d(3, 8, 5, padding=2)
+    conv = nn.Conv2d(16, 8, 5, padding=2)  # 16 channels: the reordered copy's outermost axis (MIN_OUTER)
     g = lm.Graph()
-    x = g.input("x", ("B", 3, 14, 14))
+    x = g.input("x", ("B", 16, 14, 14))
     y = conv(x)
     cpu, ref = lm.compile([y], backend="cpu"), lm.compile([y], backend="reference")
     for n in (4, 1):
-        inputs = {"x": rand((n, 3, 14, 14), seed=n)}
+        inputs = {"x": rand((n, 16, 14, 14), seed=n)}
         np.testing.assert_allclose(cpu(**inputs)[0], ref(**inputs)[0], rtol=1e-4, atol=1e-4)
     assert any(o is not None and o[0] != 0 for o in orders), orders  # some copy walks another axis outermost
