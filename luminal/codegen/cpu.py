@@ -97,14 +97,13 @@ def _store_order(shape: tuple, out: Placed) -> tuple | None:
     another order (an im2col matrix, whose image axis the GEMM wants inside the channel and window
     axes) was written in runs of one row's width scattered over the whole matrix; walked in its own
     order, it is written front to back."""
-    if not all(isinstance(st, int) for st in out.strides):
+    if not all(isinstance(st, int) for st in out.strides) or _walks_in_order(shape, out):
         return None
+
     def key(a):
         return (False, 0) if _one(shape[a]) else (True, -out.strides[a])
 
     order = tuple(sorted(range(len(shape)), key=key))
-    if order == tuple(range(len(shape))) or _walks_in_order(shape, out):
-        return None
     outer = next((shape[a] for a in order if not _one(shape[a])), None)
     return order if isinstance(outer, int) and outer >= MIN_OUTER else None
 
