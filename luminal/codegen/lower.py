@@ -1,9 +1,10 @@
 """What every lowering into the kernel IR shares: symbolic dims as index values, a view's read as an
 index and a validity mask, and a kernel's ``Expr`` DAG as IR values at one index of its domain.
 
-The targets differ only in how work items map onto the machine (``codegen/cpu.py``: loops over a
-grid of items; ``backends/cuda/lower.py``: threads and blocks); the per-element code, its dtype rules
-and its masked reads are made here once, so the CPU and GPU targets cannot disagree on them.
+The one lowering (``codegen/lowering/``) builds every kernel kind on these for every target; targets
+differ only in their ``Target`` record (how work items map onto the machine: loops over a grid of
+items, or threads and blocks), so the per-element code, its dtype rules and its masked reads cannot
+disagree between them.
 """
 
 from __future__ import annotations

@@ -43,8 +43,9 @@ def _check(got, exact, what: str) -> None:
     assert rel <= RTOL, f"{what}: relative error {rel:.2e} > {RTOL:.0e}"
 
 
-# the GPU lowering a shape gets (cuda/lower.py's cost model): (shape, reduced axis, the terms' value);
-# the values are ones whose float32 running sums drift most over the terms each thread adds
+# the GPU lowering a shape gets (``codegen/lowering/reduce.py``'s options on the CUDA target): (shape,
+# reduced axis, the terms' value); the values are ones whose float32 running sums drift most over the
+# terms each thread adds
 PATHS = {
     "split": ((N,), 0, None),  # one long row: 32 blocks share it, their partials finished by a warp
     "row": ((80, 2 ** 16), 1, 0.43),  # 80 long rows: a block per row, 512 terms per thread

@@ -534,7 +534,7 @@ def _f16ish(d, vals):
 
 
 SHARED_PRODUCT = pytest.mark.xfail(strict=True, reason=(
-    "codegen/cpu.py _prologue_value casts a 16-bit Mul(Load, Load) prologue to float32 (products unrounded) even "
+    "codegen/lowering/reduce.py prologue casts a 16-bit Mul(Load, Load) prologue to float32 (products unrounded) even "
     "when that Mul is also read elsewhere; the reference (and torch) then round each product to the 16-bit "
     "dtype: float16 [300*300, 300*-300, 1] sums to NaN (inf - inf), cpu gives 1, and 1e-4*1e-4 underflows to "
     "0 (cpu 6e-8); bfloat16 sums differ by the skipped product rounding (cpu 2.994e-34, reference 3.009e-34)"))

@@ -1,4 +1,4 @@
-"""Column sums (``codegen/cpu.py``'s ``_column_block``): a reduction over the rows of a row-major array
+"""Column sums (``codegen/lowering/reduce.py``'s ``_column_block``): a reduction over the rows of a row-major array
 (a bias's or a LayerNorm weight's gradient) takes a block of 16 or 8 consecutive columns per work
 item in an ordered loop, so LLVM vectorises across the columns instead of gathering down each column.
 Checked against the reference interpreter and numpy on shapes that take each block width and none,

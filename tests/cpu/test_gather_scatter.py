@@ -1,4 +1,4 @@
-"""Gather and scatter_add as generated code on the CPU backend (``codegen/cpu.py``'s ``gather`` and
+"""Gather and scatter_add as generated code on the CPU backend (``codegen/lowering/indexing.py``'s ``gather`` and
 ``scatter_add``, lowered by ``lowering.py``), checked against ``numpy_ops`` (the reference's
 implementation): every dtype, the index dtypes a caller passes, repeated indices (accumulated in
 order, half floats rounded once), indices out of range (the reference's IndexError, raised after the

@@ -189,11 +189,12 @@ def test_a_folded_sum_with_nothing_after_it_is_written_by_the_gemm(monkeypatch):
 def test_an_im2col_matrix_stored_for_its_gemm_is_written_front_to_back(monkeypatch):
     """The layout planner stores a convolution's im2col matrix with the image axis inside the channel
     and window axes (one GEMM over all images); the copy that fills it then walks it in that memory
-    order (``codegen/cpu.py``'s ``_store_order``) instead of the logical (image, channel, window, pixel)
-    order, which wrote one row's 14 floats at a time all over the matrix. Values as the reference's."""
+    order (``codegen/lowering/elementwise.py``'s ``_store_order``) instead of the logical (image,
+    channel, window, pixel) order, which wrote one row's 14 floats at a time all over the matrix.
+    Values as the reference's."""
     monkeypatch.setenv("LUMINAL_NUM_THREADS", "1")
     from luminal import nn
-    from luminal.codegen import cpu as cpu_codegen
+    from luminal.codegen.lowering import elementwise as cpu_codegen
 
     orders = []
     real = cpu_codegen._store_order

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from programs import BUILDERS, compiled
 
-from luminal.backends.cuda import emulator
-from luminal.codegen import ir
+from luminal.codegen import emulator, ir
 from luminal.codegen.simplify import simplify_index
 from luminal.core import dtype as dt
 

@@ -1,6 +1,6 @@
 """``backend="cpu"``: a kernel graph run as a short list of calls (``compiled.CpuProgram``): generated
 machine code for elementwise, reduce, gather and scatter_add kernels and matmul epilogues
-(``codegen/cpu.py`` lowered, ``codegen/llvm.py`` compiled), BLAS for GEMMs, runs of them made one
+(``codegen/lowering`` with the ``CPU`` target, ``codegen/llvm.py`` compiled), BLAS for GEMMs, runs of them made one
 call of the generated driver (``driver.py``); ``lowering.py`` says what runs where and why. Every
 primitive has the reference's semantics (``core/numpy_ops.py``)."""
 

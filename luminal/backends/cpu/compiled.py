@@ -3,7 +3,7 @@ one call of generated code.
 
 For each binding of the symbolic dims, planning (``plan.py``) makes the binding's schedule without
 touching memory: every kernel lowered (``lowering.py``: elementwise, reduce, gather and scatter_add
-kernels and matmul epilogues to kernels of the IR, ``codegen/cpu.py``, compiled by
+kernels and matmul epilogues to kernels of the IR, ``codegen/lowering``, compiled by
 ``codegen/llvm.py``; GEMMs to BLAS), typed steps (``steps.py``) over views of caller arrays and of the
 storages it lists. The kernels' code is generic in the symbolic dims and made once per program for
 every binding and every trip of a rolled body that places its buffers alike, so a new binding

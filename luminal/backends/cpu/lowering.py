@@ -3,14 +3,14 @@ BLAS where they do better or where the generated path does not reach.
 
 | kind        | runs as
 |-------------|--------
-| elementwise | one generated kernel (``codegen/cpu.py``'s ``elementwise``): every output in one pass
-| reduce      | one generated kernel (``codegen/cpu.py``'s ``reduce``): prologue, accumulation and
-|             | epilogue fused, one work item per output element
+| elementwise | one generated kernel (``codegen/lowering``'s ``elementwise``): every output in one pass
+| reduce      | one generated kernel (``codegen/lowering``'s ``reduce.thread``): prologue,
+|             | accumulation and epilogue fused, one work item per output element
 | matmul      | one ``np.matmul`` (BLAS) laid out by ``gemm.py``, operands copied first only where BLAS
 |             | cannot read them; then the epilogue as a generated kernel reading the product. A matmul
 |             | whose operands are masked views is no GEMM: a generated reduce (a sum of products)
-| gather      | one generated kernel (``codegen/cpu.py``'s ``gather``): an item per output element
-| scatter_add | generated code (``codegen/cpu.py``'s ``scatter_add``): an item per line of the output
+| gather      | one generated kernel (``codegen/lowering``'s ``gather``): an item per output element
+| scatter_add | generated code (``codegen/lowering``'s ``lines``): an item per line of the output
 |             | along the axis (``dst`` copied, the adds in order, a half float rounded once from a
 |             | float32 accumulator), so no atomics; one kernel when the index covers every line, else
 |             | three. Both flag an index out of range in an error cell; the call after them reads the
@@ -34,28 +34,50 @@ import numpy as np
 from luminal.backends.cpu.gemm import Strided, plan_gemm
 from luminal.backends.cpu.layout import physical_strides
 from luminal.backends.cpu.steps import Copy, Gemm, IndexCheck, Round
-from luminal.codegen import cpu as gen
+from luminal.codegen import lowering
 from luminal.codegen.lower import Placed
+from luminal.codegen.target import CPU
 from luminal.core import dtype as dt
 from luminal.core import numpy_ops as ops
 from luminal.core.symbolic import prod, sym_of
 from luminal.core.view import contiguous_strides
 
 
+class _Memory:
+    """The binding's placements as the one lowering asks for them (``codegen/lowering/work.py``):
+    ``place(buf, view)`` the read of a view, ``place(buf, None)`` a whole output (stored in the
+    layout the planner chose: strides, not row-major), ``place(None, tag)`` a scratch the planner
+    laid out before (an error cell, an accumulator, a product)."""
+
+    contiguous_outputs = False
+
+    def __init__(self, env, place):
+        self.env, self._place = env, place
+
+    def read(self, buf, view) -> Placed:
+        return self._place(buf, view)
+
+    def output(self, buf) -> Placed:
+        return self._place(buf, None)
+
+    def scratch(self, tag: str, dtype, shape) -> Placed:
+        p = self._place(None, tag)
+        if p.dtype is not dtype:
+            raise TypeError(f"cpu lowering: scratch {tag!r} is {p.dtype.name}, the kernel wants {dtype.name}")
+        return p
+
+
 def lower(k, b) -> None:
     """Append the steps computing kernel ``k`` to ``b.steps`` (``b``: the binding's ``plan.Planner``)."""
-    if k.kind == "elementwise":
-        _generate(b, k, "ew", lambda place, name: [gen.elementwise(k, b.env, place, name)], _reads(k))
-    elif k.kind == "reduce" or (k.kind == "matmul" and any(v.mask is not None for _, v in k.inputs)):
-        if k.reduce_op == "max" and any(n == 0 for n in (b.shape(k.domain)[a] for a in k.axes)):
-            raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
-        _generate(b, k, k.kind, lambda place, name: [gen.reduce(k, b.env, place, name)], _reads(k))
-    elif k.kind == "matmul":
+    if k.kind == "matmul" and lowering.options(k, CPU, _Memory(b.env, None))[0] == "library":
         _gemm(k, b, k.inputs)
     elif k.kind in ("gather", "scatter_add"):
         _indexing(k, b)
     else:
-        raise NotImplementedError(f"cpu backend: no lowering for kernel kind {k.kind!r}")
+        if k.kind == "reduce" and k.reduce_op == "max" and any(n == 0 for n in (b.shape(k.domain)[a] for a in k.axes)):
+            raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
+        prefix = "ew" if k.kind == "elementwise" else k.kind
+        _generate(b, k, prefix, lambda memory, name: lowering.lower(k, CPU, memory, name), _reads(k))
     b.end_kernel()
 
 
@@ -75,7 +97,7 @@ def _template(k) -> tuple:
 
 
 def _generate(b, k, prefix: str, make, reads, extra: dict | None = None) -> None:
-    """Generate kernel-graph kernel ``k``'s code (``make(place, name) -> [ir.Kernel]``) once per layout
+    """Generate kernel-graph kernel ``k``'s code (``make(memory, name) -> [ir.Kernel]``) once per layout
     of its buffers: the placements of ``reads`` and of the ``extra`` scratch (by name: a product, an
     error cell, an accumulator, which ``make`` gets as ``place(None, name)``), their buffers named by
     order of appearance, are the key of the program's memo (``b.memo``). So every trip of a rolled
@@ -100,7 +122,7 @@ def _generate(b, k, prefix: str, make, reads, extra: dict | None = None) -> None
         def place(buf, view):
             return named[view] if buf is None else where[(id(buf), id(view))]
 
-        kernels = b.memo[key] = make(place, f"{prefix}{len(b.memo)}")  # (unique in the program)
+        kernels = b.memo[key] = make(_Memory(b.env, place), f"{prefix}{len(b.memo)}")  # (unique in the program)
         b.made["kernels"] += len(kernels)
     else:
         b.made["reused"] += len(kernels)
@@ -120,19 +142,16 @@ def _indexing(k, b) -> None:
     cannot raise: it flags an index out of range there, and ``steps.IndexCheck`` raises the
     reference's IndexError after the call)."""
     cell = b.error_cell()
-    extra = {"flag": Placed(b.scratch_name(cell), dt.int32, 0, ())}
+    extra = {"flag": Placed(b.scratch_name(cell), dt.int32, 0, (1,))}
     if k.kind == "gather":
-        _generate(b, k, "gather", lambda place, name: [gen.gather(k, b.env, place, place(None, "flag"), name)],
-                  _reads(k), extra)
+        _generate(b, k, "gather", lambda memory, name: lowering.lower(k, CPU, memory, name), _reads(k), extra)
         size = b.shape(k.inputs[0][1].shape)[k.axes[0]]
     else:
         if k.outputs[0][0].dtype in (dt.float16, dt.bfloat16):  # accumulates in float32, rounded once at the end
             shape = b.shape(k.domain)
             extra["acc"] = Placed(b.scratch_name(b.scratch(shape, np.float32)), dt.float32, 0,
                                   contiguous_strides(shape))
-        _generate(b, k, "scatter", lambda place, name: gen.scatter_add(
-            k, b.env, place, place(None, "flag"), place(None, "acc") if "acc" in extra else None, name),
-            _reads(k), extra)
+        _generate(b, k, "scatter", lambda memory, name: lowering.lower(k, CPU, memory, name), _reads(k), extra)
         size = b.shape(k.domain)[k.axes[0]]
     ib, iv = k.inputs[1]
     shape, strides, offset, box = ops.bound_view(iv, b.env)
@@ -194,8 +213,8 @@ def _gemm(k, b, ins) -> None:
             where = Placed(b.place(acc_buf, None).name, k.acc_dtype, 0, b.strides_of(acc_buf, shape))
         rest = [(buf, e) for buf, e in k.outputs if not (e.op == "Acc" and buf is acc_buf)]
         epi = dataclasses.replace(k, outputs=rest)  # the product's own buffer is BLAS's
-        _generate(b, epi, "epi", lambda place, name: [gen.epilogue(epi, b.env, place, place(None, "acc"), name)],
-                  _reads(epi, inputs=False), {"acc": where})
+        _generate(b, epi, "epi", lambda memory, name: lowering.epilogue(epi, CPU, memory, memory.scratch(
+            "acc", k.acc_dtype, None), name), _reads(epi, inputs=False), {"acc": where})
 
 
 def _operand(b, buf, src: Strided, blas: Strided | None, shape, cd):

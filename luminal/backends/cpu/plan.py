@@ -416,8 +416,9 @@ class Planner:
         return ref
 
     def error_cell(self) -> Ref:
-        """An int32 of its own, zero, where a gather or scatter kernel flags an index out of range."""
-        return Ref.contiguous(self._storage(4), (1,), np.int32)
+        """Two int32 of its own, zero, where a gather or scatter kernel flags an index out of range (the
+        flag, then the index)."""
+        return Ref.contiguous(self._storage(8), (2,), np.int32)
 
     def end_kernel(self) -> None:
         for ref in self._taken.values():
@@ -426,7 +427,7 @@ class Planner:
 
     # generated code ---------------------------------------------------------------------------------
     def place(self, buf, view) -> Placed:
-        """For ``codegen/cpu.py``: the :class:`Placed` read of a view of ``buf`` (remapped onto a
+        """For the lowering (``codegen/lowering``): the :class:`Placed` read of a view of ``buf`` (remapped onto a
         permuted storage, bounds-checked), or with ``view`` None the placement of the whole buffer
         (indexed in its own shape)."""
         name = self._ir_buffer(buf)

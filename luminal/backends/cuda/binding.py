@@ -25,13 +25,12 @@ import os
 
 import numpy as np
 
-from luminal.backends.cuda import emulator
 from luminal.backends.cuda.arena import ArenaLayout, buffer_bytes
 from luminal.backends.cuda.device import ArgBlock, DeviceError
 from luminal.backends.cuda.driver import launch_shape
-from luminal.backends.cuda.lower import ERROR_FLAG
+from luminal.backends.cuda.launches import ERROR_FLAG
 from luminal.backends.cuda.runtime import Runtime, stage, storage
-from luminal.codegen import ir
+from luminal.codegen import emulator, ir
 from luminal.core import numpy_ops as ops
 from luminal.core.residency import Mirrored
 from luminal.core.symbolic import evaluate, prod

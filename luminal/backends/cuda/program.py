@@ -21,7 +21,7 @@ import numpy as np
 from luminal.backends.cuda import runtime as rt
 from luminal.backends.cuda.arena import aligned
 from luminal.backends.cuda.binding import DeviceBinding
-from luminal.backends.cuda.lower import Launch, lower_kernel
+from luminal.backends.cuda.launches import Launch, lower_kernel
 from luminal.core.kernel_graph import call_links, dims_needed
 
 MAX_BINDINGS = 8

@@ -22,8 +22,8 @@ import weakref
 
 import numpy as np
 
-from luminal.backends.cuda import emulator
 from luminal.backends.cuda.device import Device
+from luminal.codegen import emulator
 
 
 def storage(dtype) -> np.dtype:

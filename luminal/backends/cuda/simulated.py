@@ -26,10 +26,9 @@ import time
 
 import numpy as np
 
-from luminal.backends.cuda import emulator
 from luminal.backends.cuda.device import ArgBlock, Device, DeviceError
 from luminal.backends.cuda.driver import launch_shape
-from luminal.codegen import ir
+from luminal.codegen import emulator, ir
 
 _BASE = 1 << 40  # where fake addresses start (far from 0: a null or small integer is never valid)
 ALIGN = 256

@@ -1,4 +1,4 @@
-"""The GPU emulator (``backends/cuda/emulator.py``) against numpy, on hand-built kernels of the kernel IR.
+"""The GPU emulator (``codegen/emulator.py``) against numpy, on hand-built kernels of the kernel IR.
 
 The emulator defines what a kernel means. The CUDA C renderer is checked against it, and CI (no GPU)
 runs generated kernels through it. So each test builds a kernel by hand, runs it, and compares real
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from luminal.backends.cuda import emulator as em
+from luminal.codegen import emulator as em
 from luminal.codegen import ir
 from luminal.core import dtype as dt
 from luminal.core import numpy_ops

@@ -1,0 +1,204 @@
+"""Products: ``sum over k of a * b`` with an epilogue. The schedules:
+
+| option  | targets          | work
+|---------|------------------|-----------------------------------------------------------------------
+| library | ``library_gemm`` | a library call the backend makes (BLAS), then the epilogue as a kernel
+|         |                  | of its own (``epilogue.epilogue``)
+| gemv    | cooperative      | a product with one output row or column (decode-shaped): a block per
+|         |                  | output, its threads on the dot product (``reduce.row``)
+| mma     | ``mma`` shapes   | tensor cores: a warp per 16x8 tile, ``mma.sync.m16n8k16`` in the PTX
+|         |                  | fragment layout, float32 accumulation
+| tiled   | shared memory    | 16x16 tiles of both operands through shared memory, a thread per output
+| thread  | every target     | a sum of products, as a reduction (``reduce.thread``); also ``row``
+|         |                  | where the operands are masked or the roles unclear
+"""
+
+from __future__ import annotations
+
+from luminal.codegen import ir
+from luminal.codegen.lower import accumulator, dim, read, reduce_identity, unflatten
+from luminal.codegen.lowering import reduce
+from luminal.codegen.lowering.epilogue import epilogue_stores
+from luminal.codegen.lowering.work import HALF, Uses, Work, blocks, kernel, sizes
+from luminal.core import dtype as dt
+from luminal.core.symbolic import is_static, prod
+
+
+def options(k, target, memory) -> tuple:
+    """The schedules product ``k`` may take on ``target``, the cost model's pick first."""
+    domain = sizes(memory, k.domain)
+    masked = any(v.mask is not None for _, v in k.inputs)
+    if target.library_gemm and not masked:
+        return ("library", "thread")
+    axes = matmul_axes(k)
+    if target.tile and axes is not None and not masked and _roles(k, axes) is not None:
+        _, m_ax, n_ax, _ = axes
+        if any(is_static(domain[a]) and domain[a] == 1 for a in (m_ax, n_ax)):
+            return ("gemv", "tiled")
+        a, b = (buf.dtype for buf, _ in k.inputs)
+        if a is b and a in HALF and target.mma_for(a) is not None:
+            return ("mma", "tiled")
+        return ("tiled", "thread")
+    if not target.warp:
+        return ("thread",)
+    r = prod(reduce.split_axes(k, domain)[3])
+    return ("row", "thread") if not is_static(r) or r > 32 else ("thread", "row")
+
+
+def lower(k, target, memory, name: str, option: str) -> list[ir.Kernel]:
+    """Product ``k`` in schedule ``option`` (``library``: the backend's call, not a kernel)."""
+    if option == "library":
+        raise ValueError("a library product is the backend's call; its epilogue is epilogue.epilogue")
+    if option == "gemv":
+        return reduce.row(k, target, memory, name)
+    if option in ("thread", "row", "split"):
+        return reduce.lower(k, target, memory, name, option)
+    axes = matmul_axes(k)
+    return {"mma": _mma, "tiled": _tiled}[option](k, target, memory, name, axes)
+
+
+def matmul_axes(k):
+    """``(batch axes, m axis, n axis, k axis)`` of the domain, or None when the product has fewer than
+    two output axes or more than one reduced axis (then it is a reduction)."""
+    kept = [i for i in range(len(k.domain)) if i not in k.axes]
+    if len(k.axes) != 1 or len(kept) < 2:
+        return None
+    return tuple(kept[:-2]), kept[-2], kept[-1], k.axes[0]
+
+
+def _roles(k, axes):
+    """``(slot of A, slot of B)``: A is the operand constant along the n axis (stride 0, or the axis
+    has one element: a decode-shaped product's row), B along m."""
+    _, m_ax, n_ax, _ = axes
+
+    def constant(slot, ax):
+        n = k.domain[ax]
+        return k.inputs[slot][1].strides[ax] == 0 or (is_static(n) and n == 1)
+
+    if constant(0, n_ax) and constant(1, m_ax):
+        return 0, 1
+    if constant(1, n_ax) and constant(0, m_ax):
+        return 1, 0
+    return None
+
+
+def _batch_index(domain, batch_axes, b: ir.V) -> dict:
+    shape = tuple(domain[i] for i in batch_axes)
+    return dict(zip(batch_axes, unflatten(b, shape))) if batch_axes else {}
+
+
+def _operand(k, memory, uses: Uses, slot: int, fixed: dict, dtype, valid) -> ir.V:
+    """Operand ``slot`` of the product at the domain index ``fixed``, as ``dtype``; 0 where ``valid``
+    is False (a tile's edge)."""
+    buf, view = k.inputs[slot]
+    p = uses.use(memory.read(buf, view), "r")
+    v = read(p, tuple(fixed[i] for i in range(len(k.domain))))
+    index, guard = v.args[0], v.args[1] if len(v.args) > 1 else None
+    return ir.cast(ir.load(p.name, p.dtype, index, ir.both(guard, valid), 0), dtype)
+
+
+def _out_index(k, batch: dict, row, col) -> tuple:
+    kept = [i for i in range(len(k.domain)) if i not in k.axes]
+    _, m_ax, n_ax, _ = matmul_axes(k)
+    at = {**batch, m_ax: row, n_ax: col}
+    return tuple(at[i] for i in kept)
+
+
+def _pairwise(xs: list) -> ir.V:
+    """The sum of ``xs`` as a balanced tree: ``ceil(log2(len(xs)))`` roundings deep, not ``len(xs) - 1``."""
+    while len(xs) > 1:
+        xs = [ir.alu("Add", *xs[i:i + 2]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
+    return xs[0]
+
+
+def _tiled(k, target, memory, name: str, axes) -> list[ir.Kernel]:
+    """A ``tile x tile`` block of threads per output tile; each step of ``tile`` along k loads one
+    tile of each operand into shared memory (a thread an element), then every thread takes its dot
+    product of the two tiles: its products (float32 for 16-bit operands, else the operands' dtype)
+    summed as a pairwise tree, the tile's sum added into the accumulator (float64 for float32), so
+    the error does not grow with k any faster than a sum's."""
+    batch_axes, m_ax, n_ax, k_ax = axes
+    sa, sb = _roles(k, axes)
+    domain = sizes(memory, k.domain)
+    t = target.tile
+    uses = Uses()
+    compute = dt.float32 if k.acc_dtype in HALF else k.acc_dtype
+    work_dtype = accumulator("sum", k.acc_dtype)
+    m, n, kk = (domain[i] for i in (m_ax, n_ax, k_ax))
+    tx, ty = ir.thread(0), ir.thread(1)
+    row = ir.add(ir.mul(ir.block(1), t), ty)
+    col = ir.add(ir.mul(ir.block(0), t), tx)
+    batch = _batch_index(domain, batch_axes, ir.block(2))
+    step = ir.var("t")
+    a_k, b_k = ir.add(step, tx), ir.add(step, ty)  # tile loads: A[row, t + tx], B[t + ty, col]
+    a_ok = ir.both(ir.alu("LessThan", row, dim(m)), ir.alu("LessThan", a_k, dim(kk)))
+    b_ok = ir.both(ir.alu("LessThan", col, dim(n)), ir.alu("LessThan", b_k, dim(kk)))
+    a_val = _operand(k, memory, uses, sa, {**batch, m_ax: row, n_ax: ir.const(0), k_ax: a_k}, compute, a_ok)
+    b_val = _operand(k, memory, uses, sb, {**batch, m_ax: ir.const(0), n_ax: col, k_ax: b_k}, compute, b_ok)
+    slot = ir.add(ir.mul(ty, t), tx)
+    dot = _pairwise([ir.alu("Mul", ir.load("tile_a", compute, ir.add(ir.mul(ty, t), j)),
+                             ir.load("tile_b", compute, ir.add(ir.mul(j, t), tx))) for j in range(t)])
+    body = [ir.Assign("acc", reduce_identity("sum", work_dtype)),
+            ir.Loop("t", ir.const(0), dim(kk), (
+                ir.Store("tile_a", slot, a_val), ir.Store("tile_b", slot, b_val), ir.Barrier(),
+                ir.Assign("acc", ir.alu("Add", ir.var("acc", work_dtype), ir.cast(dot, work_dtype))),
+                ir.Barrier()), ir.const(t)),
+            ir.Assign("result", ir.cast(ir.var("acc", work_dtype), k.acc_dtype))]
+    out_valid = ir.both(ir.alu("LessThan", row, dim(m)), ir.alu("LessThan", col, dim(n)))
+    out_shape = reduce.split_axes(k, domain)[2]
+    body.append(ir.If(out_valid, tuple(epilogue_stores(k, memory, uses, out_shape, _out_index(k, batch, row, col),
+                                                       ir.var("result", k.acc_dtype)))))
+    batches = prod(tuple(domain[i] for i in batch_axes)) if batch_axes else 1
+    work = Work((blocks(n, t), blocks(m, t), dim(batches)), (t, t), ())
+    return [kernel(name, uses, work, body, notes={"fused": " ".join(k.fused), "schedule": "tiled"},
+                   shared=(ir.Shared("tile_a", compute, t * t), ir.Shared("tile_b", compute, t * t)))]
+
+
+def _mma(k, target, memory, name: str, axes) -> list[ir.Kernel]:
+    """Tensor cores: a warp per 16x8 output tile, ``mma.sync.m16n8k16`` per step of 16 along k, with
+    the operands loaded straight into the PTX fragment layout (groupID = lane / 4, tig = lane % 4):
+    a_i at row groupID + 8 * (i // 2 % 2), col tig * 2 + i % 2 + 8 * (i // 4); b_i at row
+    tig * 2 + i % 2 + 8 * (i // 2), col groupID; c_i / d_i at row groupID + 8 * (i // 2), col
+    tig * 2 + i % 2. Edges load zeros; float32 accumulation, rounded once into the output dtype."""
+    batch_axes, m_ax, n_ax, k_ax = axes
+    sa, sb = _roles(k, axes)
+    domain = sizes(memory, k.domain)
+    shape = target.mma_for(k.inputs[0][0].dtype)
+    if (shape.m, shape.n, shape.k) != (16, 8, 16):
+        raise NotImplementedError(f"mma: the fragment layout is m16n8k16's, the target has {shape}")
+    uses = Uses()
+    ab = k.inputs[0][0].dtype
+    m, n, kk = (domain[i] for i in (m_ax, n_ax, k_ax))
+    lane = ir.thread(0)
+    group, tig = ir.div(lane, 4), ir.mod(lane, 4)
+    row0, col0 = ir.mul(ir.block(1), shape.m), ir.mul(ir.block(0), shape.n)
+    batch = _batch_index(domain, batch_axes, ir.block(2))
+    t = ir.var("t")
+    a_vals, b_vals = [], []
+    for i in range(8):
+        r = ir.add(row0, ir.add(group, 8 * (i // 2 % 2)))
+        c = ir.add(t, ir.add(ir.mul(tig, 2), i % 2 + 8 * (i // 4)))
+        ok = ir.both(ir.alu("LessThan", r, dim(m)), ir.alu("LessThan", c, dim(kk)))
+        a_vals.append(_operand(k, memory, uses, sa, {**batch, m_ax: r, n_ax: ir.const(0), k_ax: c}, ab, ok))
+    for i in range(4):
+        r = ir.add(t, ir.add(ir.mul(tig, 2), i % 2 + 8 * (i // 2)))
+        c = ir.add(col0, group)
+        ok = ir.both(ir.alu("LessThan", r, dim(kk)), ir.alu("LessThan", c, dim(n)))
+        b_vals.append(_operand(k, memory, uses, sb, {**batch, m_ax: ir.const(0), n_ax: c, k_ax: r}, ab, ok))
+    d = tuple(f"d{i}" for i in range(4))
+    body = [*(ir.Assign(x, ir.const(0.0, dt.float32)) for x in d),
+            ir.Loop("t", ir.const(0), dim(kk), (
+                ir.Mma(d, tuple(a_vals), tuple(b_vals), tuple(ir.var(x, dt.float32) for x in d), ab),),
+                ir.const(shape.k))]
+    out_shape = reduce.split_axes(k, domain)[2]
+    for i in range(4):
+        r = ir.add(row0, ir.add(group, 8 * (i // 2)))
+        c = ir.add(col0, ir.add(ir.mul(tig, 2), i % 2))
+        ok = ir.both(ir.alu("LessThan", r, dim(m)), ir.alu("LessThan", c, dim(n)))
+        res = f"result{i}"
+        body.append(ir.Assign(res, ir.cast(ir.var(d[i], dt.float32), k.acc_dtype)))
+        body.append(ir.If(ok, tuple(epilogue_stores(k, memory, uses, out_shape, _out_index(k, batch, r, c),
+                                                    ir.var(res, k.acc_dtype)))))
+    batches = prod(tuple(domain[i] for i in batch_axes)) if batch_axes else 1
+    work = Work((blocks(n, shape.n), blocks(m, shape.m), dim(batches)), (target.warp,), ())
+    return [kernel(name, uses, work, body, notes={"fused": " ".join(k.fused), "schedule": "mma"})]

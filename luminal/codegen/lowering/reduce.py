@@ -1,0 +1,234 @@
+"""Reductions (and products read as sums of products): a prologue accumulated over the reduced axes,
+then the epilogue's outputs. Three schedules:
+
+| option  | targets        | work
+|---------|----------------|------------------------------------------------------------------------
+| thread  | every target   | one work item per output, a loop per reduced axis; on a loop target with
+|         |                | column blocks a column sum takes 16 or 8 consecutive columns per item
+| row     | cooperative    | a block per output: its threads stride the row, then shuffles within
+|         | (warp, shared) | each warp and the warps' partials through shared memory
+| split   | cooperative    | a long row shared by several blocks, each a partial; a warp per output
+|         |                | finishes them (two kernels, the partials in a scratch)
+
+Float32 sums accumulate in float64, 16-bit inputs in float32 (``codegen.lower.accumulator``), in
+every schedule alike; a sum of products of 16-bit loads multiplies in float32, as the reference.
+"""
+
+from __future__ import annotations
+
+from luminal.codegen import ir
+from luminal.codegen.lower import Values, accumulate, accumulator, dim, reduce_identity, unflatten
+from luminal.codegen.lowering.elementwise import has_reshape
+from luminal.codegen.lowering.epilogue import epilogue_stores
+from luminal.codegen.lowering.work import HALF, Uses, Work, items, kernel, reader, sizes
+from luminal.core import dtype as dt
+from luminal.core.kernel_graph import Expr
+from luminal.core.symbolic import is_static, prod
+
+
+def options(k, target, memory) -> tuple:
+    """The schedules reduction ``k`` may take on ``target``, the cost model's pick first: on a
+    cooperative target a block per row when rows are long or unknown (a block's threads share the
+    row), a thread per output when rows are short (a block would idle most of its threads), several
+    blocks per row when rows are very long and too few to fill the device."""
+    if not target.warp:
+        return ("thread",)
+    _, _, out_shape, red_shape = split_axes(k, sizes(memory, k.domain))
+    r, m = prod(red_shape), prod(out_shape)
+    if is_static(r) and is_static(m) and r >= target.split_row and m <= target.split_outputs:
+        return ("split", "row")
+    short = is_static(r) and (r <= 32 or (r <= 256 and is_static(m) and m >= 4096))
+    return ("thread", "row") if short else ("row", "thread", "split")
+
+
+def lower(k, target, memory, name: str, option: str) -> list[ir.Kernel]:
+    """Reduction ``k`` (or a product, as a sum of products) in schedule ``option``."""
+    return {"thread": thread, "row": row, "split": split}[option](k, target, memory, name)
+
+
+def split_axes(k, domain) -> tuple:
+    """``(kept axes, reduced axes, the output's shape, the reduced shape)`` of ``domain``."""
+    kept = [i for i in range(len(domain)) if i not in k.axes]
+    red = list(k.axes)
+    return kept, red, tuple(domain[i] for i in kept), tuple(domain[i] for i in red)
+
+
+def _domain_index(domain, kept, red, out_idx, red_idx) -> tuple:
+    full = [None] * len(domain)
+    for i, a in enumerate(kept):
+        full[a] = out_idx[i]
+    for i, a in enumerate(red):
+        full[a] = red_idx[i]
+    return tuple(full)
+
+
+def _op(k) -> str:
+    return "sum" if k.kind == "matmul" else k.reduce_op
+
+
+def prologue(k, memory, uses: Uses, work_dtype):
+    """``at(domain index) -> IR value in work_dtype``: what ``k`` reduces there (a product's: the
+    product of its two loads; 16-bit products in float32, as the reference's contraction)."""
+    ins = [memory.read(b, v) for b, v in k.inputs]
+    shapes = [sizes(memory, v.shape) for _, v in k.inputs]
+    pro = k.prologue
+    if k.kind == "matmul":
+        pro = Expr("Mul", tuple(Expr("Load", (), i, b.dtype) for i, (b, _) in enumerate(k.inputs)), None, k.acc_dtype)
+    values = Values(reader(ins, uses), lambda e: shapes[e.arg], memory.env)
+    half_products = _op(k) == "sum" and k.acc_dtype in HALF and pro.op == "Mul" and \
+        all(x.op == "Load" for x in pro.args)
+
+    def at(idx):
+        if half_products:
+            a, b = (ir.cast(values.at(x, idx), dt.float32) for x in pro.args)
+            return ir.cast(ir.alu("Mul", a, b), work_dtype)
+        return ir.cast(values.at(pro, idx if values.shape(pro) is not None else ()), work_dtype)
+    return at, ins
+
+
+def thread(k, target, memory, name: str) -> list[ir.Kernel]:
+    """One work item per output element, a loop per reduced axis (in order: the sum's rounding does
+    not depend on the target)."""
+    domain = sizes(memory, k.domain)
+    axes = tuple(k.axes)
+    if k.reduce_op == "max" and any(domain[a] == 0 for a in axes):
+        raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
+    kept, red, out_shape, _ = split_axes(k, domain)
+    uses = Uses()
+    op, acc_dtype = _op(k), k.acc_dtype
+    work_dtype = accumulator(op, acc_dtype)
+    pro, ins = prologue(k, memory, uses, work_dtype)
+    width = _column_block(k, target, domain, axes, kept, ins)
+    if width > 1:  # each work item sums ``width`` consecutive columns, its rows' loads one vector each
+        work = items(target, out_shape[:-1] + (out_shape[-1] // width,), "o")
+        idx_outs = [work.index[:-1] + (ir.add(ir.mul(work.index[-1], width), j),) for j in range(width)]
+        flats = [None] * width
+    else:
+        work = items(target, out_shape, "o")
+        idx_outs, flats = [work.index], [work.flat]
+    accs = [f"acc{c}" if width > 1 else "acc" for c in range(width)]
+    inner: tuple = tuple(ir.Assign(a, accumulate(op, ir.var(a, work_dtype), pro(_domain_index(
+        domain, kept, red, idx, tuple(ir.var(f"r{j}") for j in range(len(axes)))))))
+        for a, idx in zip(accs, idx_outs))
+    for j in reversed(range(len(axes))):
+        inner = (ir.Loop(f"r{j}", ir.const(0), dim(domain[axes[j]]), inner, ordered=width > 1),)
+    body = [*(ir.Assign(a, reduce_identity(op, work_dtype)) for a in accs), *inner]
+    for a, idx, flat in zip(accs, idx_outs, flats):
+        result = "result" + a[3:]
+        body.append(ir.Assign(result, ir.cast(ir.var(a, work_dtype), acc_dtype)))
+        body += epilogue_stores(k, memory, uses, out_shape, idx, ir.var(result, acc_dtype), flat=flat)
+    notes = {"fused": " ".join(k.fused), "schedule": "thread"}
+    if width > 1:
+        notes["columns"] = width
+    return [kernel(name, uses, work, body, notes=notes)]
+
+
+def _column_block(k, target, domain, axes, kept, ins) -> int:
+    """How many consecutive output columns one work item of reduce ``k`` sums (1: one).
+
+    A sum over rows of a row-major array (a bias's gradient, a LayerNorm weight's: the columns
+    contiguous, the reduced axes strided) as one work item per column is a loop of strided scalar
+    loads per column, which LLVM vectorises across rows with gathers if at all (a GPT's bias gradient,
+    512 rows of 1024: 1.7 ms). With several columns per item, each row's loads are consecutive and
+    their accumulators independent: in an ordered loop (``ir.Loop.ordered``: no reassociation, so the
+    loop vectoriser leaves it) the SLP vectoriser makes one vector load and add of them (0.3 ms).
+    Each column sums its rows in row order."""
+    if not target.column_blocks or k.kind != "reduce" or not kept or not ins or has_reshape([k.prologue]):
+        return 1
+    last = kept[-1]
+    n = domain[last]
+    if type(n) is not int or any(len(p.strides) != len(domain) or p.box is not None or p.strides[last] != 1
+                                 for p in ins):
+        return 1  # (every input read at the domain's index, the columns contiguous, nothing masked)
+    return next((w for w in target.column_blocks if n % w == 0 and n >= w), 1)
+
+
+def _butterfly(target, op: str, work_dtype, lanes: int | None = None) -> list:
+    """Statements reducing register ``acc`` over a warp's lanes by shuffles (xor masks from half the
+    warp down to 1; ``lanes``: only the masks below it, when fewer lanes hold values)."""
+    acc = ir.var("acc", work_dtype)
+    masks = [target.warp >> s for s in range(1, target.warp.bit_length())]
+    return [ir.Assign("acc", accumulate(op, acc, ir.shfl_xor(acc, m))) for m in masks if lanes is None or m < lanes]
+
+
+def block_reduce(target, op: str, work_dtype, threads: int) -> list:
+    """Statements reducing register ``acc`` over a block into ``acc`` of thread 0: a butterfly of
+    shuffles in each warp, the warps' partials through shared memory, a butterfly again in warp 0."""
+    warps = threads // target.warp
+    out = _butterfly(target, op, work_dtype)
+    if warps == 1:
+        return out
+    lane, w = ir.mod(ir.thread(0), target.warp), ir.div(ir.thread(0), target.warp)
+    out.append(ir.If(ir.alu("LessThan", lane, ir.const(1)), (ir.Store("partials", w, ir.var("acc", work_dtype)),)))
+    out.append(ir.Barrier())
+    has = ir.alu("LessThan", lane, ir.const(warps))
+    out.append(ir.Assign("acc", ir.load("partials", work_dtype, lane, has, reduce_identity(op, work_dtype).arg)))
+    return out + _butterfly(target, op, work_dtype, warps)
+
+
+def row(k, target, memory, name: str) -> list[ir.Kernel]:
+    """A block per output element: its threads stride the row, then reduce as a block."""
+    domain = sizes(memory, k.domain)
+    kept, red, out_shape, red_shape = split_axes(k, domain)
+    uses = Uses()
+    op = _op(k)
+    work_dtype = accumulator(op, k.acc_dtype)
+    pro, _ = prologue(k, memory, uses, work_dtype)
+    threads = target.row_threads
+    out_idx = tuple(unflatten(ir.block(0), out_shape))
+    red_idx = tuple(unflatten(ir.var("r"), red_shape))
+    step = accumulate(op, ir.var("acc", work_dtype), pro(_domain_index(domain, kept, red, out_idx, red_idx)))
+    body = [ir.Assign("acc", reduce_identity(op, work_dtype)),
+            ir.Loop("r", ir.thread(0), dim(prod(red_shape)), (ir.Assign("acc", step),), ir.const(threads)),
+            *block_reduce(target, op, work_dtype, threads),
+            ir.Assign("result", ir.cast(ir.var("acc", work_dtype), k.acc_dtype)),
+            ir.If(ir.alu("LessThan", ir.thread(0), ir.const(1)),
+                  tuple(epilogue_stores(k, memory, uses, out_shape, out_idx, ir.var("result", k.acc_dtype))))]
+    work = Work((dim(prod(out_shape)),), (threads,), out_idx)
+    return [kernel(name, uses, work, body, shared=(ir.Shared("partials", work_dtype, threads // target.warp),),
+                   notes={"fused": " ".join(k.fused), "schedule": "row"})]
+
+
+def split(k, target, memory, name: str) -> list[ir.Kernel]:
+    """The multi-block path for long rows: ``split_parts`` blocks per output each reduce one chunk
+    of its row into a partial (float32 for 16-bit inputs), then a warp per output reduces its
+    partials and runs the epilogue. Two kernels; the partials live in a scratch."""
+    domain = sizes(memory, k.domain)
+    kept, red, out_shape, red_shape = split_axes(k, domain)
+    op = _op(k)
+    work_dtype = accumulator(op, k.acc_dtype)
+    parts, threads, warp = target.split_parts, target.row_threads, target.warp
+    m, r = prod(out_shape), prod(red_shape)
+    chunk = -(-r // parts)
+    uses = Uses()
+    pro, _ = prologue(k, memory, uses, work_dtype)
+    partials = uses.use(memory.scratch("partials", work_dtype, (m * parts,)), "w")
+    o, part = ir.div(ir.block(0), parts), ir.mod(ir.block(0), parts)
+    out_idx = tuple(unflatten(o, out_shape))
+    red_idx = tuple(unflatten(ir.var("r"), red_shape))
+    start = ir.add(ir.mul(part, chunk), ir.thread(0))
+    stop = ir.V("Where", ir.INDEX, (ir.alu("LessThan", ir.mul(ir.add(part, 1), chunk), ir.const(r)),
+                                    ir.mul(ir.add(part, 1), chunk), ir.const(r)))
+    step = accumulate(op, ir.var("acc", work_dtype), pro(_domain_index(domain, kept, red, out_idx, red_idx)))
+    body = [ir.Assign("acc", reduce_identity(op, work_dtype)),
+            ir.Loop("r", start, stop, (ir.Assign("acc", step),), ir.const(threads)),
+            *block_reduce(target, op, work_dtype, threads),
+            ir.Store(partials.name, ir.block(0), ir.var("acc", work_dtype),
+                     ir.alu("LessThan", ir.thread(0), ir.const(1)))]
+    notes = {"fused": " ".join(k.fused), "schedule": "split"}
+    first = kernel(name, uses, Work((ir.const(m * parts),), (threads,), ()), body,
+                   shared=(ir.Shared("partials", work_dtype, threads // warp),), notes=notes)
+    finish_uses = Uses()
+    finish_uses.use(partials, "r")
+    lane = ir.thread(0)
+    has = ir.alu("LessThan", lane, ir.const(parts))
+    finish = [ir.Assign("acc", ir.load(partials.name, work_dtype, ir.add(ir.mul(ir.block(0), parts), lane), has,
+                                       reduce_identity(op, work_dtype).arg))]
+    finish += _butterfly(target, op, work_dtype)
+    finish.append(ir.Assign("result", ir.cast(ir.var("acc", work_dtype), k.acc_dtype)))
+    out_idx = tuple(unflatten(ir.block(0), out_shape))
+    finish.append(ir.If(ir.alu("LessThan", lane, ir.const(1)),
+                        tuple(epilogue_stores(k, memory, finish_uses, out_shape, out_idx,
+                                              ir.var("result", k.acc_dtype)))))
+    second = kernel(f"{name}_finish", finish_uses, Work((ir.const(m),), (warp,), ()), finish, notes=notes)
+    return [first, second]

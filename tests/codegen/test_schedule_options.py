@@ -1,0 +1,100 @@
+"""Every schedule the one lowering offers (``codegen/lowering``'s ``options``) computes the reference's
+values, on both targets: the CPU's generated code and the CUDA kernels on the emulator. Each program
+is compiled once per rotation of every kernel's option list, so the option built is the default, then
+each alternative in turn; the test then checks that every option a kernel was offered was built and
+run at least once (a new option cannot hide behind the cost model)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import luminal as lm
+import luminal.backends.cuda  # noqa: F401  (registers cuda-emulated)
+from luminal.codegen import lowering
+from luminal.codegen.lowering import work
+
+RNG = np.random.default_rng(5)
+
+
+def _r(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def reductions(g):
+    x, h = g.input("x", (5, 37)), g.input("h", (3, 1, 41), dtype=lm.float16)
+    return [x.sum(1), x.softmax(-1), x.max(0)[0], (x * x).mean(-1, keepdim=True), h.sum(-1), h.float().max(-1)[0]], \
+        {"x": _r(5, 37), "h": _r(3, 1, 41, dtype=np.float16)}
+
+
+def long_rows(g):
+    x = g.input("x", (2, 17001))
+    return [x.sum(-1), x.max(-1)[0]], {"x": _r(2, 17001) / 16}
+
+
+def products(g):
+    a, b = g.input("a", (7, 19)), g.input("b", (19, 5))
+    c, d = g.input("c", (3, 5, 17)), g.input("d", (3, 17, 6))
+    v = g.input("v", (1, 23))
+    w = g.input("w", (23, 7))
+    p, q = g.input("p", (5, 33), dtype=lm.float16), g.input("q", (33, 9), dtype=lm.float16)
+    e, long = g.input("e", (21, 4)), g.input("l", (40, 3))
+    padded = [a.pad((0, 2)) @ e, a.pad((0, 21)) @ long]  # masked operands: sums of products on every target
+    return [a @ b, (c @ d).relu() + 1.0, v @ w, p @ q, *padded], \
+        {"a": _r(7, 19), "b": _r(19, 5), "c": _r(3, 5, 17), "d": _r(3, 17, 6), "v": _r(1, 23), "w": _r(23, 7),
+         "p": _r(5, 33, dtype=np.float16), "q": _r(33, 9, dtype=np.float16), "e": _r(21, 4),
+         "l": _r(40, 3)}
+
+
+def indexing(g):
+    x = g.input("x", (6, 9))
+    i = g.input("i", (6, 4), dtype=lm.int32)
+    s, h = g.input("s", (6, 4)), g.input("h", (6, 9), dtype=lm.float16)
+    few = g.input("f", (2, 4), dtype=lm.int32)  # an index with fewer lines than the output
+    return [lm.gather(x, 1, i), lm.scatter_add(x, 1, i, s), lm.scatter_add(h, 1, i, s.half()),
+            lm.scatter_add(x, 0, few, s[:2])], \
+        {"x": _r(6, 9), "i": np.int32([[0, 3, 3, 8]] * 6), "s": _r(6, 4), "h": _r(6, 9, dtype=np.float16),
+         "f": np.int32([[5, 0, 5, 2], [1, 1, 4, 0]])}
+
+
+PROGRAMS = [reductions, long_rows, products, indexing]
+BACKENDS = {"cpu": "cpu", "cuda": "cuda-emulated"}
+
+
+@pytest.mark.parametrize("target", BACKENDS)
+def test_every_option_of_every_kernel_computes_the_reference(target, monkeypatch):
+    offered, built = set(), set()
+    real_options, real_lower = lowering.options, lowering.lower
+    shift = [0]
+
+    def rotated(k, t, memory):
+        opts = real_options(k, t, memory)
+        for o in opts:
+            offered.add((k.kind, o))
+        n = shift[0] % len(opts)
+        return opts[n:] + opts[:n]
+
+    def recording(k, t, memory, name, option=None):
+        kernels = real_lower(k, t, memory, name, option)
+        built.add((k.kind, option or rotated(k, t, memory)[0]))
+        return kernels
+
+    monkeypatch.setattr(lowering, "options", rotated)
+    monkeypatch.setattr(lowering, "lower", recording)
+    monkeypatch.setenv("LUMINAL_CACHE", "0")
+    for program in PROGRAMS:
+        g = lm.Graph()
+        outs, inputs = program(g)
+        want = lm.compile(outs, backend="reference")(**inputs)
+        for n in range(3):
+            shift[0] = n
+            got = lm.compile(outs, backend=BACKENDS[target])(**inputs)
+            for o, (a, b) in enumerate(zip(got, want)):
+                a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+                tol = 2e-2 if program is products or outs[o].dtype in work.HALF else 1e-5
+                np.testing.assert_allclose(a, b, rtol=tol, atol=tol,
+                                           err_msg=f"{program.__name__} output {o}, rotation {n} on {target}")
+    built.discard(("matmul", "library"))  # the backend's BLAS call: its epilogue is built, not the product
+    missing = {o for o in offered if o != ("matmul", "library")} - built
+    assert not missing, f"options offered but never built on {target}: {sorted(missing)}"
+    assert len(offered) >= (4 if target == "cpu" else 10), sorted(offered)
