@@ -3,9 +3,9 @@ writes and a size cap.
 
 Three things are cached across processes, each in a directory of its own (a *kind*) under one root:
 compile results (``compile``: the compiler pipeline's kernel graph and memory plan, so a warm compile
-skips egglog), LLVM object code (``llvm``) and CUDA cubins (``cuda``). They share this one mechanism so
-that one variable moves them, one switches them off, one bounds them, and every entry is checked in
-one place:
+skips egglog), LLVM object code (``llvm``) and CUDA cubins and schedule-search winners (``cuda``). They
+share this one mechanism so that one variable moves them, one switches them off, one bounds them, and
+every entry is checked in one place:
 
 - ``LUMINAL_CACHE_DIR``: the root (default ``~/.cache/luminal``); kind ``k`` lives in ``<root>/<k>``.
   Read at every call, so a test (or a program) may point it elsewhere at any time.

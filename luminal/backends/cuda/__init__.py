@@ -1,5 +1,6 @@
-"""The CUDA target: the GPU lowering of a kernel graph into the kernel IR (``lower.py``), the
-emulator that runs that IR on the CPU (``emulator.py``), the CUDA C renderer (``render.py``), the
+"""The CUDA target: kernel-graph kernels as GPU launches (``launches.py``: the one lowering,
+``codegen/lowering``, with the ``CUDA`` target record), the emulator that runs the IR on the CPU
+(``codegen/emulator.py``), the CUDA C renderer (``render.py``), the
 NVRTC compiler (``nvrtc.py``), and the runtime (``program.py``, ``binding.py``, ``runtime.py``) over
 the narrow device layer (``device.py``: the driver in ``driver_device.py``, a simulated device in
 ``simulated.py``).
@@ -21,11 +22,13 @@ class CudaEmulated(Backend):
     name = "cuda-emulated"
     level = "kernels"
     # every primitive: elementwise ones as IR values (codegen.lower.Values), reductions, gather and
-    # scatter_add as kernels of their own (lower.py), leaves as arena buffers
+    # scatter_add as kernels of their own (codegen/lowering), leaves as arena buffers
     primitives = frozenset(PRIMITIVES)
 
     def program(self, kernel_graph, plan, search: int = 0):
-        return EmulatedProgram(kernel_graph, plan)  # (nothing of its own to time: ``search`` is ignored)
+        """``search`` >= 2 times each kernel's schedules on the simulated device (``schedules.py``:
+        the mechanism, whose emulator timings mean nothing for a GPU)."""
+        return EmulatedProgram(kernel_graph, plan, search)
 
 
 class Cuda(Backend):
@@ -37,8 +40,10 @@ class Cuda(Backend):
     primitives = frozenset(PRIMITIVES)
 
     def program(self, kernel_graph, plan, search: int = 0):
+        """``search`` >= 2 times each kernel's schedules on the device after the first call and keeps
+        the fastest (``schedules.py``); ``search`` > 0 takes cached winners."""
         try:
-            return DeviceProgram(kernel_graph, plan)
+            return DeviceProgram(kernel_graph, plan, search)
         except NoDeviceError as e:
             why = str(e).rstrip(".")
             raise NoDeviceError(f"backend 'cuda' needs a CUDA device: {why}; backend='cuda-emulated' runs the same "

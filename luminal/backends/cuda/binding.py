@@ -176,6 +176,7 @@ class DeviceBinding:
         for name, buf, _ in self.states:
             if name not in resident:  # a plain array: staged here, like an input
                 states[buf.id] = self._plain_copy(buf, arrays[name])
+        self.states_at = states  # (for ``schedules.search``: where the States were for this call)
         key = (tuple(sorted(states.items())), tuple(staged))
         packed = self._packed
         if packed is None or packed[0] != key:

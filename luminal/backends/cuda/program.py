@@ -1,10 +1,13 @@
-"""A kernel graph as a CUDA program: every kernel lowered once (``lower.py``), and every binding of
+"""A kernel graph as a CUDA program: every kernel lowered once (``launches.py``), and every binding of
 the dims run on a device by the runtime (``binding.py``: one arena per binding laid out by the memory
 plan, States resident on the device, launches replayed as CUDA graphs after the first call).
 
 ``EmulatedProgram`` runs on the simulated device (``backend="cuda-emulated"``: the whole CUDA runtime
 but the driver, the kernels run by the emulator, temps and scratch poisoned with 0xFF bytes before
 use so nothing passes on zeros); ``DeviceProgram`` on device 0 through the driver.
+
+``search=N`` (``schedules.py``) times each kernel's schedules on the device after the first call and
+keeps the fastest; with ``search`` > 0 a kernel whose winner is cached takes it at once.
 
 Every kernel lowered in this process is remembered (:func:`generated_kernels`), so one test can
 render and compile each distinct kernel the suite generated with NVRTC.
@@ -19,6 +22,7 @@ from collections import OrderedDict
 import numpy as np
 
 from luminal.backends.cuda import runtime as rt
+from luminal.backends.cuda import schedules
 from luminal.backends.cuda.arena import aligned
 from luminal.backends.cuda.binding import DeviceBinding
 from luminal.backends.cuda.launches import Launch, lower_kernel
@@ -58,17 +62,22 @@ class CudaProgram:
     takes_states = True
     poison = False  # fill temps and scratch with 0xFF before use (the simulated device: nothing passes on zeros)
 
-    def __init__(self, kg, plan, runtime: rt.Runtime):
-        self.kg, self.plan, self.runtime = kg, plan, runtime
+    def __init__(self, kg, plan, runtime: rt.Runtime, search: int = 0):
+        self.kg, self.plan, self.runtime, self.search = kg, plan, runtime, search
         self.dims = tuple(kg.dims) or dims_needed(kg)
+        arch = getattr(runtime.device, "arch", "unknown")
         lowered: dict[int, list[Launch]] = {}  # a body's kernels are lowered once, launched per call
         self.steps: list[Step] = []
         for k, links in call_links(kg.kernels):
             launches = lowered.get(id(k))
             if launches is None:
                 launches = lowered[id(k)] = lower_kernel(k)
+                won = schedules.cached(launches, arch) if search > 0 else None
+                if won is not None and won != launches[0].choice:
+                    launches = lowered[id(k)] = lower_kernel(k, won)
                 _remember(launches)
             self.steps.append(Step(k, launches, links))
+        self.searched = search < 2  # (search=0 or 1: the cost model's schedules, or cached winners)
         self.state_buffers = {b.name: b for b in kg.buffers if b.kind == "state"}
         self._functions: dict = {}  # kernel name -> the device's function
         self._consts: dict | None = None  # const buffer id -> device address (one allocation, made once)
@@ -117,7 +126,28 @@ class CudaProgram:
                 if len(self._bindings) > MAX_BINDINGS:
                     self._bindings.popitem(last=False)[1].release()
             self._bindings.move_to_end(key)
-            return binding(arrays)
+            out = binding(arrays)
+            if not self.searched:
+                self.searched = True
+                self.relower(schedules.search(self, binding, self.search))
+            return out
+
+    def relower(self, options: dict) -> None:
+        """Run the kernels in ``options`` (``{id(kernel-graph kernel): schedule}``) in those schedules;
+        the bindings are laid out again at their next call."""
+        if not options:
+            return
+        made: dict = {}
+        for step in self.steps:
+            option = options.get(id(step.kernel))
+            if option is not None:
+                if id(step.kernel) not in made:
+                    made[id(step.kernel)] = lower_kernel(step.kernel, option)
+                    _remember(made[id(step.kernel)])
+                step.launches = made[id(step.kernel)]
+        for b in self._bindings.values():
+            b.release()
+        self._bindings.clear()
 
     def function(self, launch: Launch):
         """The device's loaded code of ``launch``'s kernel (loaded once per program)."""
@@ -156,13 +186,13 @@ class EmulatedProgram(CudaProgram):
 
     poison = True
 
-    def __init__(self, kg, plan):
-        super().__init__(kg, plan, rt.simulated())
+    def __init__(self, kg, plan, search: int = 0):
+        super().__init__(kg, plan, rt.simulated(), search)
 
 
 class DeviceProgram(CudaProgram):
     """The program on device 0 through the driver (each kernel rendered to CUDA C and compiled by
     NVRTC for the device's architecture, through the disk cache)."""
 
-    def __init__(self, kg, plan):
-        super().__init__(kg, plan, rt.gpu())
+    def __init__(self, kg, plan, search: int = 0):
+        super().__init__(kg, plan, rt.gpu(), search)

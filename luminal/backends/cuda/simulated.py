@@ -52,6 +52,7 @@ class SimulatedDevice(Device):
     included) and ``replays`` graphs replayed: what tests look at to tell the two paths apart."""
 
     name = "simulated"
+    arch = "emulated"  # (what a schedule search's cached winners are keyed by: never a GPU's)
 
     def __init__(self):
         self._memory: dict[int, np.ndarray] = {}  # address -> bytes of each live allocation
