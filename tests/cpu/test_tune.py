@@ -16,6 +16,7 @@ from luminal.backends.cpu.compiled import Binding, CpuProgram
 from luminal.backends.cpu.parallel import thread_count
 from luminal.backends.cpu.plan import plan
 from luminal.codegen import llvm
+from luminal.core import disk_cache
 from luminal.core.kernel_graph import expand_calls
 from luminal.frontend.seed import manual_seed
 
@@ -192,8 +193,46 @@ def test_report_shows_the_candidates(capsys):
 
 
 def test_backends_without_alternatives_take_search():
-    """The protocol's ``search`` reaches every kernel-level backend; one with nothing to time ignores it."""
+    """The protocol's ``search`` reaches every kernel-level backend (``cuda-emulated`` times its kernels'
+    schedules on the simulated device: ``tests/cuda/test_schedule_search.py``)."""
     outs, arrays = _conv_like()
     got = lm.compile(outs, backend="cuda-emulated", search=2)(**arrays)
     want = lm.compile(outs, backend="reference")(**arrays)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+
+
+def test_a_search_is_cached_and_the_next_process_times_nothing(monkeypatch, tmp_path):
+    """The kept choices are written to the disk cache (kind ``compile``) under the default layout's
+    program, binding and machine; a new program of the same graph lays them out at once, timing
+    nothing; a damaged or foreign entry is a miss (it is parsed against the fields and the values a
+    search tries, never evaluated)."""
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("LUMINAL_CACHE", "compile,llvm")
+    monkeypatch.setattr(tune, "STEPS", (("vector_width", 512), ("gemm_layouts", False)))
+    kept = tune.Choices(gemm_layouts=False)
+    times = {tune.DEFAULT: 3.0, tune.Choices(vector_width=512): 4.0, kept: 1.0}
+    seen = _fake_times(monkeypatch, times)
+    outs, arrays = _conv_like()
+    f = lm.compile(outs, backend="cpu")
+
+    def searched():
+        prog = CpuProgram(f.runner.program.kg, f.runner.program.plan, search=3)
+        got, _ = prog(arrays, ENV)
+        (record,) = prog.searches.values()
+        return prog, record, got
+
+    prog, record, _ = searched()
+    assert record.chosen == kept and not record.cached and len(seen) == 5  # 3 timed, then the rematch
+    seen.clear()
+    prog, record, got = searched()
+    assert record.cached and record.chosen == kept == prog.binding(ENV).choices and not seen
+    assert "found in the cache" in prog.describe()
+    want = lm.compile(outs, backend="reference")(**arrays)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)
+    (entry,) = (tmp_path / "compile" / "search").iterdir()
+    for payload in (b"threads='own';__import__('os')", b"vector_width=999;threads='auto';split_scale=1.0;"
+                    b"gemm_layouts=True;specialise=False"):
+        entry.write_bytes(disk_cache.header(f"search/{entry.name}", payload) + payload)
+        seen.clear()
+        _, record, _ = searched()
+        assert not record.cached and len(seen) == 5, payload  # timed again, and the entry rewritten

@@ -17,6 +17,12 @@ nothing, no specialised code where no kernel reads a dim, and no layout identica
 already (:func:`_signature`). A specialised layout's objects are compiled for its binding alone (and
 disk-cached per shape like any object); the default's serve every binding.
 
+Winners are cached on disk (the ``compile`` kind, entry ``search/<digest>``): the digest of the default
+layout's program (every generated kernel's code, every step's operands), the binding, the host CPU,
+its features and the thread count. A later search of the same binding on the same machine lays out
+the cached choices at once and times nothing. An entry is data: ``field=value`` pairs parsed against
+:class:`Choices`' fields and the values a search can try; anything else is a miss.
+
 The runs read the caller's arrays but write copies of the states a binding writes in place
 (``Schedule.written``): on the real arrays every timed run would apply the update (an optimizer
 step) again. Every other caller array is only read, so it is not copied (a model's weights may be
@@ -26,6 +32,7 @@ gigabytes).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 from dataclasses import dataclass
 
@@ -33,7 +40,9 @@ import numpy as np
 from tqdm import tqdm
 
 from luminal.backends.cpu.parallel import Split, thread_count
-from luminal.codegen import llvm
+from luminal.backends.cpu.steps import Kernel, Ref
+from luminal.codegen import ir, llvm
+from luminal.core.disk_cache import DiskCache
 
 
 @dataclass(frozen=True)
@@ -82,9 +91,12 @@ class Search:
     rematch: tuple | None  # (default's seconds, the fastest's seconds)
     chosen: Choices
     seconds: float  # the whole search, layouts and LLVM compiles included
+    cached: bool = False  # the choices came from the disk cache: nothing was timed
 
     def __str__(self):
         dims = ", ".join(f"{k}={v}" for k, v in self.env.items()) or "no symbolic dims"
+        if self.cached:
+            return f"cpu search, binding ({dims}): kept {self.chosen}, found in the cache (nothing timed)"
         lines = [f"cpu search, binding ({dims}): {len(self.timed)} candidates timed in {self.seconds:.2f} s, "
                  f"kept: {self.chosen}"]
         for c, s in self.timed:
@@ -110,8 +122,14 @@ def search(make, arrays: dict, n: int, env: dict) -> tuple:
     while), so a fastest other than the default must win a rematch, the default and it timed again
     one after the other, before it is kept: a loss against the default costs every later call."""
     t0 = time.perf_counter()
+    default = make(DEFAULT)
+    key = _key(default)
+    known = _cached(key)
+    if known is not None:
+        best = default if known == DEFAULT else make(known)
+        return best, Search(dict(env), [], [], None, best.choices, time.perf_counter() - t0, cached=True)
     with tqdm(total=n + 1, desc="cpu search", unit="timing", delay=1.0, leave=False) as bar:  # +1: the rematch
-        default = best = make(DEFAULT)
+        best = default
         trial = dict(arrays)
         for name in best.schedule.written:  # states written in place: the same for every choice
             trial[name] = np.array(arrays[name], copy=True)
@@ -142,7 +160,67 @@ def search(make, arrays: dict, n: int, env: dict) -> tuple:
             if rematch[1] >= rematch[0]:
                 best = default
         bar.update(bar.total - bar.n)
+    _DISK.write(key, _encode(best.choices))
     return best, Search(dict(env), timed, skipped, rematch, best.choices, time.perf_counter() - t0)
+
+
+SEARCH_VERSION = 1
+_DISK = DiskCache("compile")
+_VALUES = {"threads": {"auto", "own", "blas"}, "gemm_layouts": {True, False}, "specialise": {True, False}}
+for _f, _v in STEPS:
+    _VALUES.setdefault(_f, {getattr(DEFAULT, _f)}).add(_v)
+
+
+def _key(default) -> str:
+    """The cache entry of a search whose default layout is ``default``: its program (each generated
+    kernel's code, each step's kind and operands), its binding and the machine (module docstring)."""
+    host = llvm._init()
+    h = hashlib.sha256(repr((SEARCH_VERSION, host["cpu"], host["features"], thread_count(),
+                             sorted(default.schedule.env.items()))).encode())
+    for step in default.schedule.steps:
+        h.update(_describe(step).encode())
+    return f"search/{h.hexdigest()}"
+
+
+def _describe(x) -> str:
+    """A step or operand as text that another process writes alike for the same program."""
+    if isinstance(x, Kernel):
+        code = hashlib.sha256(ir.fingerprint(x.kernel, positional=True).encode()).hexdigest()
+        return f"Kernel({code}, {x.buffers!r}, {x.params!r}, {x.start}, {x.stop})"
+    if isinstance(x, Split):
+        return "Split[" + "; ".join(", ".join(_describe(s) for s in part) for part in x.parts) + "]"
+    if isinstance(x, Ref):
+        return f"Ref({x.space!r}, {x.shape}, {x.dtype.str}, {x.strides}, {x.offset})"
+    if isinstance(x, np.ndarray):
+        return f"array({x.shape}, {x.dtype.str}, {x.strides})"
+    if isinstance(x, (tuple, list)):
+        return "(" + ", ".join(_describe(a) for a in x) + ")"
+    if isinstance(x, (int, float, str, bool, type(None))):
+        return repr(x)
+    if hasattr(x, "args") and not callable(x.args):
+        return f"{type(x).__name__}{_describe(tuple(x.args))}"
+    return type(x).__name__
+
+
+def _encode(choices: Choices) -> bytes:
+    return ";".join(f"{f.name}={getattr(choices, f.name)!r}" for f in dataclasses.fields(choices)).encode()
+
+
+def _cached(key: str) -> Choices | None:
+    """The choices cached under ``key``, when the entry names every field of :class:`Choices` once
+    with a value a search can try (else a miss: data from disk is never evaluated)."""
+    raw = _DISK.read(key)
+    if raw is None:
+        return None
+    fields = {f.name for f in dataclasses.fields(Choices)}
+    values = {}
+    for part in raw.decode("ascii", "replace").split(";"):
+        name, _, text = part.partition("=")
+        allowed = {repr(v): v for v in _VALUES.get(name, ())}
+        if name not in fields or name in values or text not in allowed:
+            return None
+        values[name] = allowed[text]
+    return Choices(**values) if set(values) == fields else None
 
 
 def measure(binding, arrays: dict) -> float:
