@@ -6,7 +6,7 @@
 #   bench/gpu_check.sh [--dry] [OUTDIR]     (OUTDIR: default $OUT, else ./gpu-check)
 #
 # Stages: probe the device (driver, arch, the runtime's first launch), `pytest -m gpu -x`, the GPU
-# benches in quick mode. --dry: the simulated device (cuda-emulated) and tiny sizes, for CI and for
+# benches in quick mode, each kernel's schedules timed on the device (bench/gpu_schedules.py). --dry: the simulated device (cuda-emulated) and tiny sizes, for CI and for
 # trying the script without a GPU (tests/test_gpu_check.py runs it). The device machine has no package
 # registry: ../shared/device/wheels.sh fetches the wheels to carry, and prints the line to start with.
 set -uo pipefail
@@ -68,6 +68,7 @@ assert (f(x=np.ones(8, np.float32)) == 2).all()
 print('simulated device: first launch ok,', rt.simulated().device.launches, 'launch(es)')"
   stage tests 120 "$py" -m pytest -p no:cacheprovider -n 0 -q -x -m "" tests/cuda/test_simulated_device.py  # (-m "": both tiers)
   stage benches 120 "$py" bench/gpu_step.py --dry
+  stage schedules 60 "$py" bench/gpu_schedules.py --dry
 else
   stage probe 90 "$py" -c "
 import numpy as np, luminal as lm
@@ -81,6 +82,7 @@ assert (f(x=np.ones(8, np.float32)) == 2).all() and (f(x=np.ones(8, np.float32))
 print('runtime: launch by launch and replayed, ok')"
   stage tests 150 "$py" -m pytest -p no:cacheprovider -n 0 -q -x -m gpu tests/cuda tests/codegen
   stage benches 90 "$py" bench/gpu_step.py --quick
+  stage schedules 60 "$py" bench/gpu_schedules.py
 fi
 echo "summary: $summary"
 exit $failed

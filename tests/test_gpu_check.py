@@ -22,6 +22,7 @@ def test_the_dry_run_passes_every_stage_and_writes_the_summary(tmp_path):
                           capture_output=True, text=True, timeout=300)
     summary = (tmp_path / "gpu_check.md").read_text()
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{summary}"
-    for stage in ("probe", "tests", "benches"):
+    for stage in ("probe", "tests", "benches", "schedules"):
         assert f"| {stage} | ok |" in summary
     assert "| MLP AdamW step, batch 8 |" in summary and "simulated device: first launch ok" in summary
+    assert "| batch-1 product | matmul 1x300x150 | gemv " in summary  # a schedule search's row

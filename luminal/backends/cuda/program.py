@@ -78,6 +78,7 @@ class CudaProgram:
                 _remember(launches)
             self.steps.append(Step(k, launches, links))
         self.searched = search < 2  # (search=0 or 1: the cost model's schedules, or cached winners)
+        self.timings: list = []  # (kernel-graph kernel, {schedule: seconds}, the kept one) per kernel timed
         self.state_buffers = {b.name: b for b in kg.buffers if b.kind == "state"}
         self._functions: dict = {}  # kernel name -> the device's function
         self._consts: dict | None = None  # const buffer id -> device address (one allocation, made once)
@@ -109,6 +110,9 @@ class CudaProgram:
                 compiled = f"; not compiled ({e})"
             options = ", ".join(launch.choices) or launch.choice
             out.append(f"# {k.name}: {launch.choice} (of: {options}){compiled}\n{k.text()}")
+        for k, times, kept in self.timings:
+            timed = ", ".join(f"{o} {s * 1e3:.3f} ms" for o, s in times.items())
+            out.append(f"# schedule search, {k.kind} kernel {k}: {timed}; kept {kept}")
         return "\n\n".join(out)
 
     def __call__(self, arrays: dict, env: dict) -> list:

@@ -75,6 +75,7 @@ def search(program, binding, n: int) -> dict:
                 else lower_kernel(k, option)
             times[option] = time_launches(program, binding, step, launches)
         best = min(times, key=times.get)
+        program.timings.append((k, times, best))
         remember(base, arch, best)
         if best != running:
             changed[id(k)] = best
