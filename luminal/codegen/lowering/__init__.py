@@ -9,8 +9,8 @@ pick first; each is data (a name), and every one of them can be built, so a sear
 | kind        | options (``cpu``)                | options (``cuda``)
 |-------------|----------------------------------|----------------------------------------------
 | elementwise | items                            | items
-| reduce      | thread                           | row / thread / split (``reduce.options``)
-| matmul      | library, thread (masked: thread) | gemv / mma / tiled / thread / row
+| reduce      | thread                           | row / warp / thread / split (``reduce.options``)
+| matmul      | library, thread (masked: thread) | gemv / warp / mma / tiled / thread / row
 | gather      | items                            | items
 | scatter_add | lines                            | atomics, lines
 

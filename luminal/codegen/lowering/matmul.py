@@ -5,7 +5,8 @@
 | library | ``library_gemm`` | a library call the backend makes (BLAS), then the epilogue as a kernel
 |         |                  | of its own (``epilogue.epilogue``)
 | gemv    | cooperative      | a product with one output row or column (decode-shaped): a block per
-|         |                  | output, its threads on the dot product (``reduce.row``)
+|         |                  | output, its threads on the dot product (``reduce.row``); ``warp``: a
+|         |                  | warp per output (``reduce.warp``)
 | mma     | ``mma`` shapes   | tensor cores: a warp per 16x8 tile, ``mma.sync.m16n8k16`` in the PTX
 |         |                  | fragment layout, float32 accumulation
 | tiled   | shared memory    | 16x16 tiles of both operands through shared memory, a thread per output
@@ -34,7 +35,7 @@ def options(k, target, memory) -> tuple:
     if target.tile and axes is not None and not masked and _roles(k, axes) is not None:
         _, m_ax, n_ax, _ = axes
         if any(is_static(domain[a]) and domain[a] == 1 for a in (m_ax, n_ax)):
-            return ("gemv", "tiled")
+            return ("gemv", "warp", "tiled")
         a, b = (buf.dtype for buf, _ in k.inputs)
         if a is b and a in HALF and target.mma_for(a) is not None:
             return ("mma", "tiled")
@@ -51,7 +52,7 @@ def lower(k, target, memory, name: str, option: str) -> list[ir.Kernel]:
         raise ValueError("a library product is the backend's call; its epilogue is epilogue.epilogue")
     if option == "gemv":
         return reduce.row(k, target, memory, name)
-    if option in ("thread", "row", "split"):
+    if option in ("thread", "row", "split", "warp"):
         return reduce.lower(k, target, memory, name, option)
     axes = matmul_axes(k)
     return {"mma": _mma, "tiled": _tiled}[option](k, target, memory, name, axes)

@@ -9,6 +9,8 @@ then the epilogue's outputs. Three schedules:
 |         | (warp, shared) | each warp and the warps' partials through shared memory
 | split   | cooperative    | a long row shared by several blocks, each a partial; a warp per output
 |         |                | finishes them (two kernels, the partials in a scratch)
+| warp    | cooperative    | a warp per output: its lanes stride the row, a butterfly of shuffles
+|         |                | (no shared memory, no barrier; several outputs per block)
 
 Float32 sums accumulate in float64, 16-bit inputs in float32 (``codegen.lower.accumulator``), in
 every schedule alike; a sum of products of 16-bit loads multiplies in float32, as the reference.
@@ -20,7 +22,7 @@ from luminal.codegen import ir
 from luminal.codegen.lower import Values, accumulate, accumulator, dim, reduce_identity, unflatten
 from luminal.codegen.lowering.elementwise import has_reshape
 from luminal.codegen.lowering.epilogue import epilogue_stores
-from luminal.codegen.lowering.work import HALF, Uses, Work, items, kernel, reader, sizes
+from luminal.codegen.lowering.work import HALF, Uses, Work, blocks, items, kernel, reader, sizes
 from luminal.core import dtype as dt
 from luminal.core.kernel_graph import Expr
 from luminal.core.symbolic import is_static, prod
@@ -36,14 +38,14 @@ def options(k, target, memory) -> tuple:
     _, _, out_shape, red_shape = split_axes(k, sizes(memory, k.domain))
     r, m = prod(red_shape), prod(out_shape)
     if is_static(r) and is_static(m) and r >= target.split_row and m <= target.split_outputs:
-        return ("split", "row")
+        return ("split", "row", "warp")
     short = is_static(r) and (r <= 32 or (r <= 256 and is_static(m) and m >= 4096))
-    return ("thread", "row") if short else ("row", "thread", "split")
+    return ("thread", "warp", "row") if short else ("row", "warp", "thread", "split")
 
 
 def lower(k, target, memory, name: str, option: str) -> list[ir.Kernel]:
     """Reduction ``k`` (or a product, as a sum of products) in schedule ``option``."""
-    return {"thread": thread, "row": row, "split": split}[option](k, target, memory, name)
+    return {"thread": thread, "row": row, "split": split, "warp": warp}[option](k, target, memory, name)
 
 
 def split_axes(k, domain) -> tuple:
@@ -187,6 +189,37 @@ def row(k, target, memory, name: str) -> list[ir.Kernel]:
     work = Work((dim(prod(out_shape)),), (threads,), out_idx)
     return [kernel(name, uses, work, body, shared=(ir.Shared("partials", work_dtype, threads // target.warp),),
                    notes={"fused": " ".join(k.fused), "schedule": "row"})]
+
+
+def warp(k, target, memory, name: str) -> list[ir.Kernel]:
+    """A warp per output element: its lanes stride the row, then a butterfly of shuffles leaves the
+    sum in every lane and lane 0 runs the epilogue. A block holds ``row_threads / warp`` outputs; a
+    warp's lanes are all in or all out of range, so every shuffle reads an active lane. For rows too
+    short to keep a block of ``row`` busy, and many of them (a GEMV's outputs)."""
+    domain = sizes(memory, k.domain)
+    kept, red, out_shape, red_shape = split_axes(k, domain)
+    uses = Uses()
+    op = _op(k)
+    work_dtype = accumulator(op, k.acc_dtype)
+    pro, _ = prologue(k, memory, uses, work_dtype)
+    per = target.row_threads // target.warp
+    lane = ir.mod(ir.thread(0), target.warp)
+    o = ir.var("o")
+    out_idx = tuple(unflatten(o, out_shape))
+    red_idx = tuple(unflatten(ir.var("r"), red_shape))
+    step = accumulate(op, ir.var("acc", work_dtype), pro(_domain_index(domain, kept, red, out_idx, red_idx)))
+    m = prod(out_shape)
+    body = [ir.Assign("o", ir.add(ir.mul(ir.block(0), per), ir.div(ir.thread(0), target.warp))),
+            ir.If(ir.alu("LessThan", o, dim(m)), (
+                ir.Assign("acc", reduce_identity(op, work_dtype)),
+                ir.Loop("r", lane, dim(prod(red_shape)), (ir.Assign("acc", step),), ir.const(target.warp)),
+                *_butterfly(target, op, work_dtype),
+                ir.Assign("result", ir.cast(ir.var("acc", work_dtype), k.acc_dtype)),
+                ir.If(ir.alu("LessThan", lane, ir.const(1)),
+                      tuple(epilogue_stores(k, memory, uses, out_shape, out_idx, ir.var("result", k.acc_dtype),
+                                            flat=o)))))]
+    work = Work((blocks(m, per),), (per * target.warp,), out_idx)
+    return [kernel(name, uses, work, body, notes={"fused": " ".join(k.fused), "schedule": "warp"})]
 
 
 def split(k, target, memory, name: str) -> list[ir.Kernel]:
