@@ -73,6 +73,7 @@ class _DeviceMemory:
 
 _TAGS = {("reduce", "thread"): "reduce_thread", ("reduce", "row"): "reduce_row", ("reduce", "split"): "reduce_split",
          ("matmul", "gemv"): "gemv", ("matmul", "mma"): "matmul_mma", ("matmul", "tiled"): "matmul_tiled",
+         ("matmul", "blocked"): "matmul_blocked",
          ("reduce", "warp"): "reduce_warp", ("matmul", "warp"): "gemv_warp",
          ("matmul", "thread"): "reduce_thread", ("matmul", "row"): "reduce_row", ("scatter_add", "atomics"): "scatter",
          ("scatter_add", "lines"): "scatter_lines"}

@@ -10,7 +10,7 @@ pick first; each is data (a name), and every one of them can be built, so a sear
 |-------------|----------------------------------|----------------------------------------------
 | elementwise | items                            | items
 | reduce      | thread                           | row / warp / thread / split (``reduce.options``)
-| matmul      | library, thread (masked: thread) | gemv / warp / mma / tiled / thread / row
+| matmul      | library, thread (masked: thread) | gemv / warp / mma / tiled / blocked / thread / row
 | gather      | items                            | items
 | scatter_add | lines                            | atomics, lines
 

@@ -10,6 +10,9 @@
 | mma     | ``mma`` shapes   | tensor cores: a warp per 16x8 tile, ``mma.sync.m16n8k16`` in the PTX
 |         |                  | fragment layout, float32 accumulation
 | tiled   | shared memory    | 16x16 tiles of both operands through shared memory, a thread per output
+| blocked | shared memory    | 64x64 output tiles, 16 along k through shared memory, each of 256 threads
+|         |                  | holding a 4x4 block of outputs in registers (strided by 16: conflict-free
+|         |                  | shared reads, coalesced stores): 16 products per 8 shared loads, not 2
 | thread  | every target     | a sum of products, as a reduction (``reduce.thread``); also ``row``
 |         |                  | where the operands are masked or the roles unclear
 """
@@ -38,8 +41,8 @@ def options(k, target, memory) -> tuple:
             return ("gemv", "warp", "tiled")
         a, b = (buf.dtype for buf, _ in k.inputs)
         if a is b and a in HALF and target.mma_for(a) is not None:
-            return ("mma", "tiled")
-        return ("tiled", "thread")
+            return ("mma", "tiled", "blocked")
+        return ("tiled", "blocked", "thread")
     if not target.warp:
         return ("thread",)
     r = prod(reduce.split_axes(k, domain)[3])
@@ -55,7 +58,7 @@ def lower(k, target, memory, name: str, option: str) -> list[ir.Kernel]:
     if option in ("thread", "row", "split", "warp"):
         return reduce.lower(k, target, memory, name, option)
     axes = matmul_axes(k)
-    return {"mma": _mma, "tiled": _tiled}[option](k, target, memory, name, axes)
+    return {"mma": _mma, "tiled": _tiled, "blocked": _blocked}[option](k, target, memory, name, axes)
 
 
 def matmul_axes(k):
@@ -153,6 +156,66 @@ def _tiled(k, target, memory, name: str, axes) -> list[ir.Kernel]:
     work = Work((blocks(n, t), blocks(m, t), dim(batches)), (t, t), ())
     return [kernel(name, uses, work, body, notes={"fused": " ".join(k.fused), "schedule": "tiled"},
                    shared=(ir.Shared("tile_a", compute, t * t), ir.Shared("tile_b", compute, t * t)))]
+
+
+BLOCK_TILE, BLOCK_K, MICRO = 64, 16, 4  # the blocked schedule: output tile edge, k step, outputs per thread per axis
+
+
+def _blocked(k, target, memory, name: str, axes) -> list[ir.Kernel]:
+    """A 64x64 output tile per block of 16x16 threads. Each step of 16 along k stages a 64x16 tile of
+    A and a 16x64 tile of B in shared memory (four elements per thread each, zeros past the edges);
+    thread (tx, ty) then holds outputs (ty + 16 i, tx + 16 j), i, j < 4, in registers: per k it reads
+    4 values of A and 4 of B and makes 16 products. Numerics as ``tiled``: each output's 16 products
+    of a step summed as a pairwise tree in the compute dtype, that sum added into its float64 (for
+    float32) accumulator."""
+    batch_axes, m_ax, n_ax, k_ax = axes
+    sa, sb = _roles(k, axes)
+    domain = sizes(memory, k.domain)
+    t, bk, mt = BLOCK_TILE, BLOCK_K, MICRO
+    side = t // mt  # threads per axis of the block
+    uses = Uses()
+    compute = dt.float32 if k.acc_dtype in HALF else k.acc_dtype
+    work_dtype = accumulator("sum", k.acc_dtype)
+    m, n, kk = (domain[i] for i in (m_ax, n_ax, k_ax))
+    tx, ty = ir.thread(0), ir.thread(1)
+    flat = ir.add(ir.mul(ty, side), tx)
+    row0, col0 = ir.mul(ir.block(1), t), ir.mul(ir.block(0), t)
+    batch = _batch_index(domain, batch_axes, ir.block(2))
+    step = ir.var("t")
+    stage = []
+    for q in range(t * bk // (side * side)):  # each thread's share of a tile
+        e = ir.add(flat, side * side * q)
+        r, c = ir.div(e, bk), ir.mod(e, bk)  # A tile: t rows of bk
+        a_row, a_k = ir.add(row0, r), ir.add(step, c)
+        ok = ir.both(ir.alu("LessThan", a_row, dim(m)), ir.alu("LessThan", a_k, dim(kk)))
+        stage.append(ir.Store("tile_a", e, _operand(k, memory, uses, sa,
+                                                    {**batch, m_ax: a_row, n_ax: ir.const(0), k_ax: a_k}, compute, ok)))
+        r, c = ir.div(e, t), ir.mod(e, t)  # B tile: bk rows of t
+        b_k, b_col = ir.add(step, r), ir.add(col0, c)
+        ok = ir.both(ir.alu("LessThan", b_col, dim(n)), ir.alu("LessThan", b_k, dim(kk)))
+        stage.append(ir.Store("tile_b", e, _operand(k, memory, uses, sb,
+                                                    {**batch, m_ax: ir.const(0), n_ax: b_col, k_ax: b_k}, compute, ok)))
+    rows = [ir.add(ty, side * i) for i in range(mt)]
+    cols = [ir.add(tx, side * j) for j in range(mt)]
+    a = [[ir.load("tile_a", compute, ir.add(ir.mul(rows[i], bk), x)) for x in range(bk)] for i in range(mt)]
+    b = [[ir.load("tile_b", compute, ir.add(ir.mul(x, t), cols[j])) for x in range(bk)] for j in range(mt)]
+    accs = {(i, j): f"acc{i}{j}" for i in range(mt) for j in range(mt)}
+    update = tuple(ir.Assign(v, ir.alu("Add", ir.var(v, work_dtype), ir.cast(_pairwise(
+        [ir.alu("Mul", a[i][x], b[j][x]) for x in range(bk)]), work_dtype))) for (i, j), v in accs.items())
+    body = [*(ir.Assign(v, reduce_identity("sum", work_dtype)) for v in accs.values()),
+            ir.Loop("t", ir.const(0), dim(kk), (*stage, ir.Barrier(), *update, ir.Barrier()), ir.const(bk))]
+    out_shape = reduce.split_axes(k, domain)[2]
+    for (i, j), v in accs.items():
+        row, col = ir.add(row0, rows[i]), ir.add(col0, cols[j])
+        res = f"result{i}{j}"
+        body.append(ir.Assign(res, ir.cast(ir.var(v, work_dtype), k.acc_dtype)))
+        ok = ir.both(ir.alu("LessThan", row, dim(m)), ir.alu("LessThan", col, dim(n)))
+        body.append(ir.If(ok, tuple(epilogue_stores(k, memory, uses, out_shape, _out_index(k, batch, row, col),
+                                                    ir.var(res, k.acc_dtype)))))
+    batches = prod(tuple(domain[i] for i in batch_axes)) if batch_axes else 1
+    work = Work((blocks(n, t), blocks(m, t), dim(batches)), (side, side), ())
+    return [kernel(name, uses, work, body, notes={"fused": " ".join(k.fused), "schedule": "blocked"},
+                   shared=(ir.Shared("tile_a", compute, t * bk), ir.Shared("tile_b", compute, bk * t)))]
 
 
 def _mma(k, target, memory, name: str, axes) -> list[ir.Kernel]:
