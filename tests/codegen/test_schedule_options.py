@@ -98,3 +98,35 @@ def test_every_option_of_every_kernel_computes_the_reference(target, monkeypatch
     missing = {o for o in offered if o != ("matmul", "library")} - built
     assert not missing, f"options offered but never built on {target}: {sorted(missing)}"
     assert len(offered) >= (4 if target == "cpu" else 10), sorted(offered)
+
+
+def _kernels(outs):
+    f = lm.compile(outs, backend="cuda-emulated")
+    return [s.kernel for s in f.runner.program.steps]
+
+
+def test_the_cost_models_defaults_on_cuda():
+    """The default of each shape class, as ``reduce.options`` and ``matmul.options`` document them: long
+    or unknown rows a block per row, short rows a thread per output, few very long rows split over
+    blocks; a batch-1 product a GEMV, 16-bit products tensor cores, others shared-memory tiles."""
+    from luminal.backends.cuda.launches import _DeviceMemory
+    from luminal.codegen.target import CUDA
+
+    g = lm.Graph()
+    cases = {"row": g.input("a", ("B", 300)).sum(-1), "thread": g.input("b", (5000, 8)).sum(-1),
+             "split": g.input("c", (2, 40000)).sum(-1), "gemv": g.input("v", (1, 40)) @ g.input("w", (40, 9)),
+             "mma": g.input("h", (9, 40), dtype=lm.float16) @ g.input("k", (40, 9), dtype=lm.float16),
+             "tiled": g.input("p", (9, 40)) @ g.input("q", (40, 9))}
+    for want, out in cases.items():
+        (k,) = _kernels([out])
+        options = lowering.options(k, CUDA, _DeviceMemory())
+        assert options[0] == want and len(set(options)) == len(options) > 1, (want, options)
+
+
+def test_a_schedule_the_kernel_does_not_have_is_a_clear_error():
+    from luminal.backends.cuda.launches import lower_kernel
+
+    g = lm.Graph()
+    (k,) = _kernels([g.input("x", (4, 6)).sum(-1)])
+    with pytest.raises(ValueError, match=r"cuda: a reduce kernel has no schedule 'mma' here \(options: "):
+        lower_kernel(k, "mma")
