@@ -1,9 +1,10 @@
 """Elementwise kernels: every output ``Expr`` at each index of the domain, stored.
 
-On a loop target (the CPU) the domain is laid out first: axes every operand walks in step merge into
-one (fewer, longer loops for the vectoriser), and a single output stored in another order than the
-domain's (an im2col matrix) is walked in its own memory order. On a thread target each thread takes
-one element by its flat index.
+The domain is laid out first: axes every operand walks in step merge into one (on a loop target,
+fewer and longer loops for the vectoriser; on a thread target, fewer divisions and remainders to
+turn a thread's flat index into the operands' offsets), and on a loop target a single output stored
+in another order than the domain's (an im2col matrix) is walked in its own memory order. On a thread
+target each thread takes one element by its flat index.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ def elementwise(k, target, memory, name: str) -> list[ir.Kernel]:
     out_shapes = [sizes(memory, b.shape) for b, _ in k.outputs]
     view_shapes = [sizes(memory, v.shape) for _, v in k.inputs]
     regrouped = any(not same(s, shape) for s in out_shapes)  # an output stored in a shape of its own (same order)
-    if not target.threads and not regrouped and not has_reshape([e for _, e in k.outputs]):
-        order = _store_order(shape, outs[0][0]) if len(outs) == 1 else None
+    if not regrouped and not has_reshape([e for _, e in k.outputs]):
+        # (a thread target stores row-major: its outputs are already walked in their memory order)
+        order = _store_order(shape, outs[0][0]) if len(outs) == 1 and not target.threads else None
         if order is not None:  # walk the output in its memory order
             shape = tuple(shape[a] for a in order)
             ins = [_permuted(p, order) for p in ins]
