@@ -18,7 +18,8 @@ The record says how work items map onto the machine and what the lowering may us
 | tile           | -                             | 16x16 tiles of a product's operands
 | library_gemm   | yes: BLAS, then an epilogue   | no (cuBLASLt is not yet an option)
 | column_blocks  | 16, 8 columns per column sum  | none
-| split_*        | -                             | when a long row is shared by several blocks
+| split_*        | rows of 2**16 or more, at most| rows of 16384 or more, at most 64 outputs,
+|                | 4 outputs: 16 parts           | shared by 32 blocks
 
 The cost-model fields (``split_*``) are data too, so a search can vary them.
 """
@@ -68,7 +69,8 @@ class Target:
         return next((s for s in self.mma if dtype in s.dtypes), None)
 
 
-CPU = Target("cpu", block=None, library_gemm=True, column_blocks=(16, 8))
+CPU = Target("cpu", block=None, library_gemm=True, column_blocks=(16, 8),
+             split_row=1 << 16, split_outputs=4, split_parts=16)
 
 CUDA = Target("cuda", block=256, row_threads=128, warp=32, shared_memory=True, atomics=True,
               mma=(MmaShape(16, 8, 16, (dt.float16, dt.bfloat16)),), tile=16,

@@ -5,7 +5,9 @@ BLAS where they do better or where the generated path does not reach.
 |-------------|--------
 | elementwise | one generated kernel (``codegen/lowering``'s ``elementwise``): every output in one pass
 | reduce      | one generated kernel (``codegen/lowering``'s ``reduce.thread``): prologue,
-|             | accumulation and epilogue fused, one work item per output element
+|             | accumulation and epilogue fused, one work item per output element; a long row
+|             | with few outputs (a sum to a scalar) as two (``reduce.split_loops``): partials of
+|             | chunks of the row, which the threads share, then their sum in order
 | matmul      | one ``np.matmul`` (BLAS) laid out by ``gemm.py``, operands copied first only where BLAS
 |             | cannot read them; then the epilogue as a generated kernel reading the product. A matmul
 |             | whose operands are masked views is no GEMM: a generated reduce (a sum of products)
@@ -35,7 +37,8 @@ from luminal.backends.cpu.gemm import Strided, plan_gemm
 from luminal.backends.cpu.layout import physical_strides
 from luminal.backends.cpu.steps import Copy, Gemm, IndexCheck, Round
 from luminal.codegen import lowering
-from luminal.codegen.lower import Placed
+from luminal.codegen.lower import Placed, accumulator
+from luminal.codegen.lowering.reduce import loop_parts
 from luminal.codegen.target import CPU
 from luminal.core import dtype as dt
 from luminal.core import numpy_ops as ops
@@ -77,7 +80,13 @@ def lower(k, b) -> None:
         if k.kind == "reduce" and k.reduce_op == "max" and any(n == 0 for n in (b.shape(k.domain)[a] for a in k.axes)):
             raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
         prefix = "ew" if k.kind == "elementwise" else k.kind
-        _generate(b, k, prefix, lambda memory, name: lowering.lower(k, CPU, memory, name), _reads(k))
+        extra = None
+        if k.kind == "reduce" and lowering.options(k, CPU, _Memory(b.env, None))[0] == "split":
+            outputs = prod(_out_shape(k, b))
+            work = accumulator(k.reduce_op, k.acc_dtype)  # the partials, as the accumulator holds them
+            parts = loop_parts(tuple(b.shape(k.domain)[a] for a in k.axes), CPU)
+            extra = {"partials": Placed(b.scratch_name(b.scratch((parts * outputs,), work.np)), work, 0, (1,))}
+        _generate(b, k, prefix, lambda memory, name: lowering.lower(k, CPU, memory, name), _reads(k), extra)
     b.end_kernel()
 
 

@@ -9,7 +9,7 @@ pick first; each is data (a name), and every one of them can be built, so a sear
 | kind        | options (``cpu``)                | options (``cuda``)
 |-------------|----------------------------------|----------------------------------------------
 | elementwise | items                            | items
-| reduce      | thread                           | row / warp / thread / split (``reduce.options``)
+| reduce      | thread, split                    | row / warp / thread / split (``reduce.options``)
 | matmul      | library, thread (masked: thread) | gemv / warp / mma / tiled / blocked / thread / row
 | gather      | items                            | items
 | scatter_add | lines                            | atomics, lines

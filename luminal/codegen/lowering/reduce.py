@@ -7,8 +7,10 @@ then the epilogue's outputs. Three schedules:
 |         |                | column blocks a column sum takes 16 or 8 consecutive columns per item
 | row     | cooperative    | a block per output: its threads stride the row, then shuffles within
 |         | (warp, shared) | each warp and the warps' partials through shared memory
-| split   | cooperative    | a long row shared by several blocks, each a partial; a warp per output
-|         |                | finishes them (two kernels, the partials in a scratch)
+| split   | every target   | a long row shared by several work items, each a partial, finished in
+|         |                | order per output (two kernels, the partials in a scratch): on a
+|         |                | cooperative target blocks and a warp per output; on a loop target chunks
+|         |                | of the first reduced axis, so the threads share a sum to a scalar
 | warp    | cooperative    | a warp per output: its lanes stride the row, a butterfly of shuffles
 |         |                | (no shared memory, no barrier; several outputs per block)
 
@@ -19,7 +21,7 @@ every schedule alike; a sum of products of 16-bit loads multiplies in float32, a
 from __future__ import annotations
 
 from luminal.codegen import ir
-from luminal.codegen.lower import Values, accumulate, accumulator, dim, reduce_identity, unflatten
+from luminal.codegen.lower import Values, accumulate, accumulator, contiguous_index, dim, reduce_identity, unflatten
 from luminal.codegen.lowering.elementwise import has_reshape
 from luminal.codegen.lowering.epilogue import epilogue_stores
 from luminal.codegen.lowering.work import HALF, Uses, Work, blocks, items, kernel, reader, sizes
@@ -33,10 +35,13 @@ def options(k, target, memory) -> tuple:
     cooperative target a block per row when rows are long or unknown (a block's threads share the
     row), a thread per output when rows are short (a block would idle most of its threads), several
     blocks per row when rows are very long and too few to fill the device."""
-    if not target.warp:
-        return ("thread",)
     _, _, out_shape, red_shape = split_axes(k, sizes(memory, k.domain))
     r, m = prod(red_shape), prod(out_shape)
+    if not target.warp:
+        if not _splits(red_shape, target):
+            return ("thread",)
+        few = is_static(r) and is_static(m) and r >= target.split_row and m <= target.split_outputs
+        return ("split", "thread") if few else ("thread", "split")
     if is_static(r) and is_static(m) and r >= target.split_row and m <= target.split_outputs:
         return ("split", "row", "warp")
     short = is_static(r) and (r <= 32 or (r <= 256 and is_static(m) and m >= 4096))
@@ -45,7 +50,68 @@ def options(k, target, memory) -> tuple:
 
 def lower(k, target, memory, name: str, option: str) -> list[ir.Kernel]:
     """Reduction ``k`` (or a product, as a sum of products) in schedule ``option``."""
+    if option == "split" and not target.warp:
+        return split_loops(k, target, memory, name)
     return {"thread": thread, "row": row, "split": split, "warp": warp}[option](k, target, memory, name)
+
+
+def _splits(red_shape, target) -> bool:
+    """Whether a loop target can split the reduced shape (:func:`loop_parts`)."""
+    return loop_parts(red_shape, target) > 1
+
+
+def loop_parts(red_shape, target) -> int:
+    """How many equal chunks a loop target's split cuts the first reduced axis into: the most, up to
+    ``split_parts`` and at least 4, that divide it (equal trip counts: the loops stay the ones the
+    vectoriser and the cost model know); 1: no split."""
+    if not red_shape or not is_static(red_shape[0]) or type(red_shape[0]) is not int:
+        return 1
+    n = red_shape[0]
+    return next((p for p in range(target.split_parts, 3, -1) if n % p == 0 and n // p >= 2), 1)
+
+
+def split_loops(k, target, memory, name: str) -> list[ir.Kernel]:
+    """A loop target's split: ``loop_parts`` work items per output each reduce an equal chunk of the
+    first reduced axis (the others whole, in order) into a partial; a second kernel adds each output's
+    partials in order and runs the epilogue. The threads cut the first kernel's items, so a sum to a
+    scalar runs on all of them. Partials accumulate as the ``thread`` schedule does (float64 for a
+    float32 sum): the same bound, another order."""
+    domain = sizes(memory, k.domain)
+    if k.reduce_op == "max" and any(domain[a] == 0 for a in k.axes):
+        raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
+    kept, red, out_shape, red_shape = split_axes(k, domain)
+    op = _op(k)
+    work_dtype = accumulator(op, k.acc_dtype)
+    parts = loop_parts(red_shape, target)
+    chunk = red_shape[0] // parts
+    m = prod(out_shape)
+    uses = Uses()
+    pro, _ = prologue(k, memory, uses, work_dtype)
+    partials = uses.use(memory.scratch("partials", work_dtype, (m * parts,)), "w")
+    work = items(target, (parts, m))  # (the parts first: the axis the threads cut)
+    part, o = work.index
+    out_idx = tuple(unflatten(o, out_shape))
+    red_idx = (ir.add(ir.mul(part, chunk), ir.var("r0")), *(ir.var(f"r{j}") for j in range(1, len(red))))
+    inner: tuple = (ir.Assign("acc", accumulate(op, ir.var("acc", work_dtype),
+                                                pro(_domain_index(domain, kept, red, out_idx, red_idx)))),)
+    for j in reversed(range(1, len(red))):
+        inner = (ir.Loop(f"r{j}", ir.const(0), dim(red_shape[j]), inner),)
+    body = [ir.Assign("acc", reduce_identity(op, work_dtype)), ir.Loop("r0", ir.const(0), ir.const(chunk), inner),
+            ir.Store(partials.name, ir.add(ir.mul(o, parts), part), ir.var("acc", work_dtype))]
+    notes = {"fused": " ".join(k.fused), "schedule": "split"}
+    first_kernel = kernel(name, uses, work, body, notes=notes)
+    uses = Uses()
+    uses.use(partials, "r")
+    work = items(target, out_shape, "o")
+    flat = work.flat if work.flat is not None else contiguous_index(work.index, out_shape)
+    finish = [ir.Assign("acc", reduce_identity(op, work_dtype)),
+              ir.Loop("p", ir.const(0), ir.const(parts), (ir.Assign("acc", accumulate(
+                  op, ir.var("acc", work_dtype),
+                  ir.load(partials.name, work_dtype, ir.add(ir.mul(flat, parts), ir.var("p"))))),)),
+              ir.Assign("result", ir.cast(ir.var("acc", work_dtype), k.acc_dtype)),
+              *epilogue_stores(k, memory, uses, out_shape, work.index, ir.var("result", k.acc_dtype),
+                               flat=work.flat)]
+    return [first_kernel, kernel(f"{name}_finish", uses, work, finish, notes=notes)]
 
 
 def split_axes(k, domain) -> tuple:

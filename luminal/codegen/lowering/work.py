@@ -116,7 +116,8 @@ def store(memory, p: Placed, idx, shape, value: ir.V, valid: ir.V | None = None,
     if memory.contiguous_outputs:
         if flat is None:
             flat = contiguous_index(idx, shape)
-        if not same(tuple(p.strides), tuple(contiguous_strides(shape))):
+        row_major = contiguous_strides(shape)
+        if not all(one(n) or same(s, r) for n, s, r in zip(shape, p.strides, row_major)):
             raise ir.IRError(f"store into {p.name}: strides {p.strides} are not row-major over {shape}")
         index = flat if same(p.offset, 0) else ir.add(dim(p.offset), flat)
         return ir.Store(p.name, index, ir.cast(value, p.dtype), valid)
