@@ -76,25 +76,20 @@ def split_loops(k, target, memory, name: str) -> list[ir.Kernel]:
     partials in order and runs the epilogue. The threads cut the first kernel's items, so a sum to a
     scalar runs on all of them. Partials accumulate as the ``thread`` schedule does (float64 for a
     float32 sum): the same bound, another order."""
-    domain = sizes(memory, k.domain)
-    if k.reduce_op == "max" and any(domain[a] == 0 for a in k.axes):
+    st = _Start(k, memory)
+    uses, op, work_dtype, out_shape, red_shape = st.uses, st.op, st.work_dtype, st.out_shape, st.red_shape
+    if k.reduce_op == "max" and any(n == 0 for n in red_shape):
         raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
-    kept, red, out_shape, red_shape = split_axes(k, domain)
-    op = _op(k)
-    work_dtype = accumulator(op, k.acc_dtype)
     parts = loop_parts(red_shape, target)
     chunk = red_shape[0] // parts
     m = prod(out_shape)
-    uses = Uses()
-    pro, _ = prologue(k, memory, uses, work_dtype)
     partials = uses.use(memory.scratch("partials", work_dtype, (m * parts,)), "w")
     work = items(target, (parts, m))  # (the parts first: the axis the threads cut)
     part, o = work.index
     out_idx = tuple(unflatten(o, out_shape))
-    red_idx = (ir.add(ir.mul(part, chunk), ir.var("r0")), *(ir.var(f"r{j}") for j in range(1, len(red))))
-    inner: tuple = (ir.Assign("acc", accumulate(op, ir.var("acc", work_dtype),
-                                                pro(_domain_index(domain, kept, red, out_idx, red_idx)))),)
-    for j in reversed(range(1, len(red))):
+    red_idx = (ir.add(ir.mul(part, chunk), ir.var("r0")), *(ir.var(f"r{j}") for j in range(1, len(red_shape))))
+    inner: tuple = (ir.Assign("acc", accumulate(op, ir.var("acc", work_dtype), st.at(out_idx, red_idx))),)
+    for j in reversed(range(1, len(red_shape))):
         inner = (ir.Loop(f"r{j}", ir.const(0), dim(red_shape[j]), inner),)
     body = [ir.Assign("acc", reduce_identity(op, work_dtype)), ir.Loop("r0", ir.const(0), ir.const(chunk), inner),
             ir.Store(partials.name, ir.add(ir.mul(o, parts), part), ir.var("acc", work_dtype))]
@@ -154,19 +149,33 @@ def prologue(k, memory, uses: Uses, work_dtype):
     return at, ins
 
 
+class _Start:
+    """What every schedule of reduction ``k`` starts from: the domain as the code sees it, its kept and
+    reduced axes and shapes, the buffers used so far, the operation, the accumulator's dtype and the
+    prologue (``at(domain index)``, reading ``ins``)."""
+
+    def __init__(self, k, memory):
+        self.domain = sizes(memory, k.domain)
+        self.kept, self.red, self.out_shape, self.red_shape = split_axes(k, self.domain)
+        self.uses = Uses()
+        self.op = _op(k)
+        self.work_dtype = accumulator(self.op, k.acc_dtype)
+        self.pro, self.ins = prologue(k, memory, self.uses, self.work_dtype)
+
+    def at(self, out_idx, red_idx) -> ir.V:
+        """The prologue's value at the output index ``out_idx`` and reduced index ``red_idx``."""
+        return self.pro(_domain_index(self.domain, self.kept, self.red, out_idx, red_idx))
+
+
 def thread(k, target, memory, name: str) -> list[ir.Kernel]:
     """One work item per output element, a loop per reduced axis (in order: the sum's rounding does
     not depend on the target)."""
-    domain = sizes(memory, k.domain)
-    axes = tuple(k.axes)
-    if k.reduce_op == "max" and any(domain[a] == 0 for a in axes):
+    st = _Start(k, memory)
+    domain, axes, kept, out_shape = st.domain, tuple(k.axes), st.kept, st.out_shape
+    if k.reduce_op == "max" and any(n == 0 for n in st.red_shape):
         raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
-    kept, red, out_shape, _ = split_axes(k, domain)
-    uses = Uses()
-    op, acc_dtype = _op(k), k.acc_dtype
-    work_dtype = accumulator(op, acc_dtype)
-    pro, ins = prologue(k, memory, uses, work_dtype)
-    width = _column_block(k, target, domain, axes, kept, ins)
+    uses, op, acc_dtype, work_dtype = st.uses, st.op, k.acc_dtype, st.work_dtype
+    width = _column_block(k, target, domain, axes, kept, st.ins)
     if width > 1:  # each work item sums ``width`` consecutive columns, its rows' loads one vector each
         work = items(target, out_shape[:-1] + (out_shape[-1] // width,), "o")
         idx_outs = [work.index[:-1] + (ir.add(ir.mul(work.index[-1], width), j),) for j in range(width)]
@@ -175,9 +184,8 @@ def thread(k, target, memory, name: str) -> list[ir.Kernel]:
         work = items(target, out_shape, "o")
         idx_outs, flats = [work.index], [work.flat]
     accs = [f"acc{c}" if width > 1 else "acc" for c in range(width)]
-    inner: tuple = tuple(ir.Assign(a, accumulate(op, ir.var(a, work_dtype), pro(_domain_index(
-        domain, kept, red, idx, tuple(ir.var(f"r{j}") for j in range(len(axes)))))))
-        for a, idx in zip(accs, idx_outs))
+    inner: tuple = tuple(ir.Assign(a, accumulate(op, ir.var(a, work_dtype), st.at(
+        idx, tuple(ir.var(f"r{j}") for j in range(len(axes)))))) for a, idx in zip(accs, idx_outs))
     for j in reversed(range(len(axes))):
         inner = (ir.Loop(f"r{j}", ir.const(0), dim(domain[axes[j]]), inner, ordered=width > 1),)
     body = [*(ir.Assign(a, reduce_identity(op, work_dtype)) for a in accs), *inner]
@@ -236,16 +244,11 @@ def block_reduce(target, op: str, work_dtype, threads: int) -> list:
 
 def row(k, target, memory, name: str) -> list[ir.Kernel]:
     """A block per output element: its threads stride the row, then reduce as a block."""
-    domain = sizes(memory, k.domain)
-    kept, red, out_shape, red_shape = split_axes(k, domain)
-    uses = Uses()
-    op = _op(k)
-    work_dtype = accumulator(op, k.acc_dtype)
-    pro, _ = prologue(k, memory, uses, work_dtype)
+    st = _Start(k, memory)
+    uses, op, work_dtype, out_shape, red_shape = st.uses, st.op, st.work_dtype, st.out_shape, st.red_shape
     threads = target.row_threads
     out_idx = tuple(unflatten(ir.block(0), out_shape))
-    red_idx = tuple(unflatten(ir.var("r"), red_shape))
-    step = accumulate(op, ir.var("acc", work_dtype), pro(_domain_index(domain, kept, red, out_idx, red_idx)))
+    step = accumulate(op, ir.var("acc", work_dtype), st.at(out_idx, tuple(unflatten(ir.var("r"), red_shape))))
     body = [ir.Assign("acc", reduce_identity(op, work_dtype)),
             ir.Loop("r", ir.thread(0), dim(prod(red_shape)), (ir.Assign("acc", step),), ir.const(threads)),
             *block_reduce(target, op, work_dtype, threads),
@@ -262,18 +265,13 @@ def warp(k, target, memory, name: str) -> list[ir.Kernel]:
     sum in every lane and lane 0 runs the epilogue. A block holds ``row_threads / warp`` outputs; a
     warp's lanes are all in or all out of range, so every shuffle reads an active lane. For rows too
     short to keep a block of ``row`` busy, and many of them (a GEMV's outputs)."""
-    domain = sizes(memory, k.domain)
-    kept, red, out_shape, red_shape = split_axes(k, domain)
-    uses = Uses()
-    op = _op(k)
-    work_dtype = accumulator(op, k.acc_dtype)
-    pro, _ = prologue(k, memory, uses, work_dtype)
+    st = _Start(k, memory)
+    uses, op, work_dtype, out_shape, red_shape = st.uses, st.op, st.work_dtype, st.out_shape, st.red_shape
     per = target.row_threads // target.warp
     lane = ir.mod(ir.thread(0), target.warp)
     o = ir.var("o")
     out_idx = tuple(unflatten(o, out_shape))
-    red_idx = tuple(unflatten(ir.var("r"), red_shape))
-    step = accumulate(op, ir.var("acc", work_dtype), pro(_domain_index(domain, kept, red, out_idx, red_idx)))
+    step = accumulate(op, ir.var("acc", work_dtype), st.at(out_idx, tuple(unflatten(ir.var("r"), red_shape))))
     m = prod(out_shape)
     body = [ir.Assign("o", ir.add(ir.mul(ir.block(0), per), ir.div(ir.thread(0), target.warp))),
             ir.If(ir.alu("LessThan", o, dim(m)), (
@@ -292,23 +290,18 @@ def split(k, target, memory, name: str) -> list[ir.Kernel]:
     """The multi-block path for long rows: ``split_parts`` blocks per output each reduce one chunk
     of its row into a partial (float32 for 16-bit inputs), then a warp per output reduces its
     partials and runs the epilogue. Two kernels; the partials live in a scratch."""
-    domain = sizes(memory, k.domain)
-    kept, red, out_shape, red_shape = split_axes(k, domain)
-    op = _op(k)
-    work_dtype = accumulator(op, k.acc_dtype)
+    st = _Start(k, memory)
+    uses, op, work_dtype, out_shape, red_shape = st.uses, st.op, st.work_dtype, st.out_shape, st.red_shape
     parts, threads, warp = target.split_parts, target.row_threads, target.warp
     m, r = prod(out_shape), prod(red_shape)
     chunk = -(-r // parts)
-    uses = Uses()
-    pro, _ = prologue(k, memory, uses, work_dtype)
     partials = uses.use(memory.scratch("partials", work_dtype, (m * parts,)), "w")
     o, part = ir.div(ir.block(0), parts), ir.mod(ir.block(0), parts)
     out_idx = tuple(unflatten(o, out_shape))
-    red_idx = tuple(unflatten(ir.var("r"), red_shape))
     start = ir.add(ir.mul(part, chunk), ir.thread(0))
     stop = ir.V("Where", ir.INDEX, (ir.alu("LessThan", ir.mul(ir.add(part, 1), chunk), ir.const(r)),
                                     ir.mul(ir.add(part, 1), chunk), ir.const(r)))
-    step = accumulate(op, ir.var("acc", work_dtype), pro(_domain_index(domain, kept, red, out_idx, red_idx)))
+    step = accumulate(op, ir.var("acc", work_dtype), st.at(out_idx, tuple(unflatten(ir.var("r"), red_shape))))
     body = [ir.Assign("acc", reduce_identity(op, work_dtype)),
             ir.Loop("r", start, stop, (ir.Assign("acc", step),), ir.const(threads)),
             *block_reduce(target, op, work_dtype, threads),
