@@ -39,11 +39,12 @@ def products(g):
     w = g.input("w", (23, 7))
     p, q = g.input("p", (5, 33), dtype=lm.float16), g.input("q", (33, 9), dtype=lm.float16)
     e, long = g.input("e", (21, 4)), g.input("l", (40, 3))
+    big_a, big_b = g.input("ba", (70, 130)), g.input("bb", (130, 66))  # several 64x64 tiles, ragged edges
     padded = [a.pad((0, 2)) @ e, a.pad((0, 21)) @ long]  # masked operands: sums of products on every target
-    return [a @ b, (c @ d).relu() + 1.0, v @ w, p @ q, *padded], \
+    return [a @ b, (c @ d).relu() + 1.0, v @ w, p @ q, *padded, big_a @ big_b], \
         {"a": _r(7, 19), "b": _r(19, 5), "c": _r(3, 5, 17), "d": _r(3, 17, 6), "v": _r(1, 23), "w": _r(23, 7),
          "p": _r(5, 33, dtype=np.float16), "q": _r(33, 9, dtype=np.float16), "e": _r(21, 4),
-         "l": _r(40, 3)}
+         "l": _r(40, 3), "ba": _r(70, 130), "bb": _r(130, 66)}
 
 
 def indexing(g):
