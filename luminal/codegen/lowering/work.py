@@ -9,8 +9,8 @@ CPU's ``backends/cpu/lowering.py``, the GPU's ``backends/cuda/launches.py``):
   dim as a parameter), see :func:`sizes`;
 - ``read(buf, view)``: the :class:`~luminal.codegen.lower.Placed` read of a view of ``buf``;
 - ``output(buf)``: the placement of a whole output buffer, indexed in its own shape;
-- ``scratch(tag, dtype, count)``: memory of the kernel's own (``"flag"``: the error cell, two int32;
-  ``"acc"``: an accumulator; ``"partials"``: a split row's partial results);
+- ``scratch(tag, dtype, shape)``: memory of the kernel's own, row-major over ``shape`` (``"flag"``:
+  the error cell, two int32; ``"acc"``: an accumulator; ``"partials"``: a split row's partial results);
 - ``contiguous_outputs``: True when every output is stored row-major from its start (then a store
   is at the element's flat index, which a thread already has, not a sum over strides).
 """
