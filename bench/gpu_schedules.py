@@ -53,7 +53,10 @@ def main() -> None:
     args = p.parse_args()
     os.environ["LUMINAL_CACHE"] = "llvm,compile"  # (not cuda: every kernel is timed, none taken from the cache)
     backend = "cuda-emulated" if args.dry else "cuda"
-    print(f"# schedules on {'the simulated device' if args.dry else 'the GPU'} (search={args.search})\n")
+    ok, why = lm.cuda.status()
+    if not args.dry and not ok:
+        raise SystemExit(f"no GPU: {why} (--dry runs on the simulated device)")
+    print(f"# schedules, search={args.search}; device: {'simulated (cuda-emulated)' if args.dry else why}\n")
     print("| program | kernel | schedules (ms) | default | kept |")
     print("|---|---|---|---|---|")
     for name, build in programs(args.dry).items():

@@ -166,9 +166,15 @@ def search(make, arrays: dict, n: int, env: dict) -> tuple:
 
 SEARCH_VERSION = 1
 _DISK = DiskCache("compile")
-_VALUES = {"threads": {"auto", "own", "blas"}, "gemm_layouts": {True, False}, "specialise": {True, False}}
-for _f, _v in STEPS:
-    _VALUES.setdefault(_f, {getattr(DEFAULT, _f)}).add(_v)
+
+
+def _searchable() -> dict:
+    """{field of :class:`Choices`: the values a search can give it} (what a cache entry may name)."""
+    values = {f.name: {getattr(DEFAULT, f.name)} for f in dataclasses.fields(Choices)}
+    for field, value in (("threads", "own"), ("threads", "blas"), ("gemm_layouts", False), ("specialise", True),
+                         *STEPS):
+        values[field].add(value)
+    return values
 
 
 def _key(default) -> str:
@@ -216,7 +222,7 @@ def _cached(key: str) -> Choices | None:
     values = {}
     for part in raw.decode("ascii", "replace").split(";"):
         name, _, text = part.partition("=")
-        allowed = {repr(v): v for v in _VALUES.get(name, ())}
+        allowed = {repr(v): v for v in _searchable().get(name, ())}
         if name not in fields or name in values or text not in allowed:
             return None
         values[name] = allowed[text]
