@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 
 import luminal as lm
-from luminal.backends.cpu import blas, driver
+from luminal.backends.cpu import blas, driver, generated_gemm
 from luminal.backends.cpu.compiled import Binding
 
 pytestmark = pytest.mark.skipif(not blas.gemms(), reason="numpy's BLAS is not its bundled OpenBLAS: no cblas symbols")
 
 
-def _run_matmul(a, b, c, kinds=None):
-    """``np.matmul(a, b, out=c)`` through ``driver.build``; the calls it made (and into ``kinds`` the
-    kind of each table entry)."""
+def _run_matmul(a, b, c, kinds=None, gemm="blas", fns=None):
+    """``np.matmul(a, b, out=c)`` through ``driver.build`` with GEMMs ``gemm``; the calls it made (and
+    into ``kinds`` the kind of each table entry, into ``fns`` its function's address)."""
     keep = []
 
     def cell(x):
@@ -27,9 +27,11 @@ def _run_matmul(a, b, c, kinds=None):
         keep.append(box)
         return ctypes.addressof(box), 0
 
-    calls, tables = driver.build([(np.matmul, (a, b, c))], cell)
+    calls, tables = driver.build([(np.matmul, (a, b, c))], cell, gemm)
     if kinds is not None:
         kinds += [t[i] for t in tables for i in range(0, len(t), driver.WORDS)]
+    if fns is not None:
+        fns += [t[i + 1] for t in tables for i in range(0, len(t), driver.WORDS)]
     for f, args in calls:
         f(*args)
     return calls
@@ -55,12 +57,19 @@ LAYOUTS = {
 }
 
 
+@pytest.mark.parametrize("gemm", ["blas", "generated"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("layout", list(LAYOUTS))
-def test_gemm_entries_match_numpy(layout, dtype):
+def test_gemm_entries_match_numpy(layout, dtype, gemm):
+    """Each layout, as BLAS's GEMM and as the generated one (``generated_gemm.py``): the entry calls
+    the GEMM asked for (a product with one row or column: BLAS's GEMV either way)."""
     a, b, c = LAYOUTS[layout](np.random.default_rng(0), dtype)
-    calls = _run_matmul(a, b, c)
+    c[...] = np.nan  # (a reused slot holds anything: every element must be written)
+    kinds, fns = [], []
+    calls = _run_matmul(a, b, c, kinds, gemm, fns)
     assert [f for f, _ in calls] == [driver.driver()], "the driver should take this GEMM"
+    if kinds[0] in (driver.SGEMM, driver.DGEMM):
+        assert (fns[0] == generated_gemm.gemm(dtype)) == (gemm == "generated")
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(c, np.matmul(a, b), rtol=tol, atol=tol)
 
@@ -172,3 +181,22 @@ def test_numpy_calls_split_the_driver_runs():
     np.testing.assert_allclose(f(x=xv, i=iv), ref(x=xv, i=iv), rtol=1e-5)
     kinds = [fn is driver.driver() for fn, _ in _binding(f)._exec]
     assert kinds.count(True) >= 1 and False in kinds
+
+
+def test_auto_takes_the_generated_gemm_where_the_cost_model_prefers_it():
+    """``gemm="auto"``: a convolution-shaped product (16 rows) is the generated GEMM's on one BLAS
+    thread and BLAS's where BLAS has several; a large square one stays BLAS's."""
+    rng = np.random.default_rng(4)
+    a, b, c = _rand(rng, (16, 25)), _rand(rng, (25, 300)), np.empty((16, 300), np.float32)
+    gen = generated_gemm.gemm(np.float32)
+    for threads, want in ((1, True), (2, False)):
+        keep = []
+
+        def cell(x):
+            box = (ctypes.c_void_p * 1)(x.ctypes.data)
+            keep.append(box)
+            return ctypes.addressof(box), 0
+
+        _, tables = driver.build([(np.matmul, (a, b, c))], cell, "auto", threads)
+        assert (tables[0][1] == gen) == want
+    assert not generated_gemm.preferred(np.float32, 512, 512, 512, 1)

@@ -160,7 +160,10 @@ class Binding:
         self._held: dict = {}  # caller array name -> the array bound now
         self._last: dict = {}  # name -> the caller's array object of the last rebind (None: converted)
         # what a run executes: the steps with each run of native ones one call of the generated driver
-        calls, tables = driver.build([self._call(s) for s in schedule.steps], self._cell)
+        # (a threaded run has BLAS on one thread: blas.py)
+        blas_threads = 1 if schedule.threaded else blas.threads() or 1
+        calls, tables = driver.build([self._call(s) for s in schedule.steps], self._cell, self.choices.gemm,
+                                     blas_threads)
         self._keep += tables
         self._exec = self._bind(calls)
         self.out_calls = self._bind(schedule.outputs)

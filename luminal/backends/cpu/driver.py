@@ -11,9 +11,10 @@ kernels):
 - a **kernel** entry calls the generated kernel's function with its pointer array, its parameters
   and its item range (``codegen/llvm.py``'s ABI);
 - a **GEMM** entry calls BLAS by its C symbol (OpenBLAS's ``cblas_sgemm`` / ``cblas_dgemm`` in
-  numpy's bundled library, 64-bit integers) once per batch, where ``np.matmul`` would have: a float32
-  or float64 product whose operands each have a unit stride along one of their two axes, and whose
-  batch axes merge into one.
+  numpy's bundled library, 64-bit integers), or the generated GEMM of the same signature
+  (``generated_gemm.py``: which one is a schedule choice, :func:`build`), once per batch, where
+  ``np.matmul`` would have: a float32 or float64 product whose operands each have a unit stride
+  along one of their two axes, and whose batch axes merge into one.
 
 Operands are read through *cells*: a pointer-sized slot holding an array's base address, plus a byte
 offset. A caller array's cell is one of the binding's pointer slots, written by its rebind (as a
@@ -43,7 +44,7 @@ import functools
 
 import numpy as np
 
-from luminal.backends.cpu import blas
+from luminal.backends.cpu import blas, generated_gemm
 from luminal.backends.cpu.parallel import Split
 from luminal.codegen import llvm
 
@@ -167,12 +168,15 @@ def _compiled() -> tuple:
     return mod, DRIVER(mod.address("luminal_driver"))
 
 
-def build(calls: list, cell) -> tuple[list, list]:
+def build(calls: list, cell, gemm: str = "auto", blas_threads: int = 1) -> tuple[list, list]:
     """``calls`` (a binding's steps, ``steps.py``, each unpacking as ``(function, args)``) with each run
     of native calls (generated kernels, GEMMs the driver can call) replaced by one call of the driver,
     within each thread's part of a :class:`Split` too, and the tables those calls read (the caller
     keeps them alive).
-    ``cell(x)``: ``(cell address, byte offset)`` of an operand ``x`` (a ``steps.Ref``, or an array)."""
+    ``cell(x)``: ``(cell address, byte offset)`` of an operand ``x`` (a ``steps.Ref``, or an array).
+    ``gemm``: which GEMM a product calls: "blas", "generated" (``generated_gemm.py``) or "auto" (its
+    cost model, per product: ``generated_gemm.preferred``); ``blas_threads``: the threads BLAS runs
+    on outside the parts of a Split (which run on one each)."""
     kernel_type, fns = llvm.CFUNC, (blas.gemms(), blas.gemvs())
     out, tables, run = [], [], []
 
@@ -189,7 +193,7 @@ def build(calls: list, cell) -> tuple[list, list]:
             close()
             parts = []
             for part in f.parts:
-                part_calls, part_tables = build(part, cell)
+                part_calls, part_tables = build(part, cell, gemm, 1)
                 parts.append(part_calls)
                 tables += part_tables
             out.append((Split(parts), args))
@@ -197,7 +201,7 @@ def build(calls: list, cell) -> tuple[list, list]:
         if isinstance(f, kernel_type):
             entry = _kernel_entry(f, args)
         elif f is np.matmul and len(args) == 3:
-            entry = _gemm_entry(*args, fns, cell)
+            entry = _gemm_entry(*args, fns, cell, gemm, blas_threads)
         if entry is None:
             close()
             out.append((f, args))
@@ -265,15 +269,15 @@ def _span(r) -> tuple:
     return lo, hi + r.itemsize
 
 
-def _gemm_entry(a, b, c, fns, cell):
+def _gemm_entry(a, b, c, fns, cell, gemm: str = "auto", blas_threads: int = 1):
     """The entry of ``np.matmul(a, b, out=c)`` (``fns``: the cblas GEMMs and GEMVs by dtype): a GEMV's
-    for a product with one row or one column, a GEMM's otherwise; ``[]`` when there is nothing to
-    compute; None where the driver cannot make this call (numpy keeps it): another dtype, no unit
-    stride, an empty contraction (numpy writes zeros), batch axes that do not merge, an output that
-    overlaps an operand."""
+    for a product with one row or one column, a GEMM's otherwise (BLAS's or the generated one, as
+    ``gemm`` says: see :func:`build`); ``[]`` when there is nothing to compute; None where the driver
+    cannot make this call (numpy keeps it): another dtype, no unit stride, an empty contraction (numpy
+    writes zeros), batch axes that do not merge, an output that overlaps an operand."""
     dtype = c.dtype
-    fn = fns[0].get(dtype)
-    if fn is None or a.dtype != dtype or b.dtype != dtype or len(a.shape) < 2 or len(b.shape) < 2:
+    if dtype not in generated_gemm.DTYPES or a.dtype != dtype or b.dtype != dtype or len(a.shape) < 2 \
+            or len(b.shape) < 2:
         return None
     if any(_shares(x, c) for x in (a, b)):
         return None  # BLAS would read what it writes; np.matmul copies first (the memory plan never does this)
@@ -305,7 +309,9 @@ def _gemm_entry(a, b, c, fns, cell):
         return None
     (ac, ao), (bc, bo), (cc, co) = cell(a), cell(b), cell(c)
     gemv = fns[1].get(dtype)
-    if gemv is not None and (m == 1 or n == 1):
+    if m == 1 or n == 1:
+        if gemv is None:
+            return None  # (numpy runs it as a GEMV of its own BLAS: the generated GEMM is built for blocks)
         # y = op(matrix) @ x: one row of c is b's columns against a's row; one column, a's rows against b's
         if m == 1:  # b is (k, n), stored as is (ld lb) or as its transpose (n, k)
             matrix = (TRANS, k, n) if lb[0] == NO_TRANS else (NO_TRANS, n, k)
@@ -317,6 +323,10 @@ def _gemm_entry(a, b, c, fns, cell):
         return _words(GEMV_WORDS, kind=SGEMV if dtype == np.float32 else DGEMV, fn=gemv, trans=trans, m=rows,
                       n=cols, ac=mc, ao=mo, lda=ld, xc=xc, xo=xo, incx=incx, yc=yc, yo=yo, incy=incy, nb=count,
                       **{"as": ms}, xs=xs, ys=ys)
+    generated = gemm == "generated" or (gemm == "auto" and generated_gemm.preferred(dtype, m, n, k, blas_threads))
+    if not generated and dtype not in fns[0]:
+        return None  # (numpy calls its own BLAS)
+    fn = generated_gemm.gemm(dtype) if generated else fns[0][dtype]
     return _words(GEMM_WORDS, kind=SGEMM if dtype == np.float32 else DGEMM, fn=fn, ta=la[0], tb=lb[0], m=m, n=n,
                   k=k, ac=ac, ao=ao, lda=la[1], bc=bc, bo=bo, ldb=lb[1], cc=cc, co=co, ldc=lc[1], nb=count,
                   **{"as": abs_}, bs=bbs, cs=cbs)

@@ -4,8 +4,9 @@ keep the fastest.
 How a binding is laid out (``plan.py``) is decided by cost models and thresholds: whether our
 threads run the program (BLAS then on one thread) or BLAS keeps its own threads
 (``OWN_THREADS_NS``), which generated kernels are cut over the threads (``SPLIT_NS``), which
-temps a GEMM reads or writes are stored permuted (``layout.gemm_orders``), and the vector width LLVM
-vectorises with (``codegen/llvm.py``: on AVX-512 machines it prefers 256 bits). The models are
+temps a GEMM reads or writes are stored permuted (``layout.gemm_orders``), the vector width LLVM
+vectorises with (``codegen/llvm.py``: on AVX-512 machines it prefers 256 bits), and which GEMM each
+product calls, BLAS's or the generated one (``generated_gemm.preferred``). The models are
 estimates, measured on a few programs; :class:`Choices` names an alternative to each, its default
 being the models' choice. Under ``search=N`` the first call of a new binding lays it out under up
 to N choices, the default first, then alternatives that each change one choice of the fastest so
@@ -13,9 +14,10 @@ far, likeliest wins first (:data:`STEPS`); each is timed on that call's arrays (
 and the fastest is kept (one other than the default after a rematch against it: :func:`search`).
 Alternatives that cannot differ are not timed: no vector widths without generated code or beyond
 the host's, no thread choices on one thread, no layout alternative where the default permutes
-nothing, no specialised code where no kernel reads a dim, and no layout identical to one timed
-already (:func:`_signature`). A specialised layout's objects are compiled for its binding alone (and
-disk-cached per shape like any object); the default's serve every binding.
+nothing, no GEMM choice without a product, no specialised code where no kernel reads a dim, and no
+layout identical to one timed already (:func:`_signature`). A specialised layout's objects are
+compiled for its binding alone (and disk-cached per shape like any object); the default's serve
+every binding.
 
 Winners are cached on disk (the ``compile`` kind, entry ``search/<digest>``): the digest of the default
 layout's program (every generated kernel's code, every step's operands), the binding, the host CPU,
@@ -40,7 +42,7 @@ import numpy as np
 from tqdm import tqdm
 
 from luminal.backends.cpu.parallel import Split, thread_count
-from luminal.backends.cpu.steps import Kernel, Ref
+from luminal.backends.cpu.steps import Gemm, Kernel, Ref
 from luminal.codegen import ir, llvm
 from luminal.core.disk_cache import DiskCache
 
@@ -56,13 +58,16 @@ class Choices:
     LLVM should prefer, None for its default. ``gemm_layouts``: store GEMM operands and results
     permuted where the layout model says; False keeps every temp in its logical order.
     ``specialise``: generate code with the binding's dims as constants (fixed trip counts and strides
-    for LLVM, one set of objects per binding) instead of kernel parameters (one set for every binding)."""
+    for LLVM, one set of objects per binding) instead of kernel parameters (one set for every binding).
+    ``gemm``: which GEMM the products call: "auto" (the cost model per product,
+    ``generated_gemm.preferred``), "blas" or "generated" (``generated_gemm.py``)."""
 
     threads: str = "auto"
     split_scale: float = 1.0
     vector_width: int | None = None
     gemm_layouts: bool = True
     specialise: bool = False
+    gemm: str = "auto"
 
     def __str__(self):
         changed = [f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self)
@@ -75,8 +80,9 @@ DEFAULT = Choices()
 # first: the thread choice moves a small program by tens of percent either way (plan.py's
 # OWN_THREADS_NS note), 512-bit vectors help wide streaming kernels; cutting more or fewer kernels and
 # dropping the GEMM layouts are finer, and 128-bit vectors rarely win.
-STEPS = (("threads", "own"), ("threads", "blas"), ("vector_width", 512), ("split_scale", 0.25),
-         ("gemm_layouts", False), ("specialise", True), ("split_scale", 4.0), ("vector_width", 128))
+STEPS = (("threads", "own"), ("threads", "blas"), ("vector_width", 512), ("gemm", "generated"), ("gemm", "blas"),
+         ("split_scale", 0.25), ("gemm_layouts", False), ("specialise", True), ("split_scale", 4.0),
+         ("vector_width", 128))
 
 
 @dataclass
@@ -164,7 +170,7 @@ def search(make, arrays: dict, n: int, env: dict) -> tuple:
     return best, Search(dict(env), timed, skipped, rematch, best.choices, time.perf_counter() - t0)
 
 
-SEARCH_VERSION = 1
+SEARCH_VERSION = 2  # 2: the gemm choice
 _DISK = DiskCache("compile")
 
 
@@ -253,7 +259,7 @@ def _steps(default) -> list:
     widths = llvm.vector_widths() if s.generated else ()
     ok = {"threads": threads, "split_scale": threads and bool(s.generated),
           "gemm_layouts": bool(s.perms or s.acc_orders),
-          "specialise": any(kern.params for kern, _, _ in s.generated)}
+          "specialise": any(kern.params for kern, _, _ in s.generated), "gemm": _has_gemm(s.steps)}
     return [(f, v) for f, v in STEPS if (v in widths and len(widths) > 1 if f == "vector_width" else ok[f])]
 
 
@@ -264,4 +270,11 @@ def _signature(b) -> tuple:
     s = b.schedule
     cuts = tuple(len(x.parts) if isinstance(x, Split) else 0 for x in s.steps)
     return (s.choices.vector_width if s.generated else None, cuts, tuple(sorted(s.perms.items())),
-            tuple(sorted(s.acc_orders.items())), tuple(id(kern) for kern, _, _ in s.generated))
+            tuple(sorted(s.acc_orders.items())), tuple(id(kern) for kern, _, _ in s.generated),
+            s.choices.gemm if _has_gemm(s.steps) else None)
+
+
+def _has_gemm(steps) -> bool:
+    """Whether ``steps`` (a Split's parts included) make a product that BLAS or the generated GEMM runs."""
+    return any(_has_gemm([x for part in st.parts for x in part]) if isinstance(st, Split) else isinstance(st, Gemm)
+               for st in steps)
