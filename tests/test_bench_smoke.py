@@ -68,3 +68,12 @@ def test_compile_step_prints_its_table():
     assert [r[0] for r in rows] == ["cold", "warm", "warm, llvm only"], out
     assert all(float(r[1].split()[0]) > 0 for r in rows), out
     assert "from the compile cache" in out, out
+
+
+@pytest.mark.skipif(not __import__("luminal.backends.cpu.blas", fromlist=["gemms"]).gemms(),
+                    reason="numpy's BLAS is not its bundled OpenBLAS: no cblas_sgemm to compare against")
+def test_cpu_gemm_prints_its_table():
+    out = _run("bench/cpu_gemm.py", "--quick", "--only", "conv1 forward")
+    rows = _table_rows(out, "| product |")
+    assert [r[0] for r in rows] == ["cnn conv1 forward"] and rows[0][3] == "generated", out
+    assert float(rows[0][-1]) > 0, out

@@ -49,8 +49,8 @@ def _tolerance(dtype, k):
     return 4 * eps * np.sqrt(max(k, 1)) * 8  # |sum| of k unit normals' products: about sqrt(k)
 
 
-SHAPES = [(1, 1, 1), (5, 40, 0), (3, 5, 7), (8, 32, 16), (13, 33, 300), (25, 70, 513), (12, 32, 256), (40, 200, 17), (16, 50, 25),
-          (29, 257, 130), (4, 16, 1)]
+SHAPES = [(1, 1, 1), (5, 40, 0), (3, 5, 7), (8, 32, 16), (13, 33, 300), (25, 70, 513), (12, 32, 256), (40, 200, 17),
+          (16, 50, 25), (29, 257, 130), (4, 16, 1)]  # (k = 0: C = beta * C)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

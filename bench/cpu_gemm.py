@@ -1,0 +1,118 @@
+"""The generated GEMM (``luminal/backends/cpu/generated_gemm.py``) against BLAS on the products this
+project's models make: luminal's generated ``cblas_sgemm`` against numpy's OpenBLAS ``cblas_sgemm``
+called the same way (the two GEMMs the driver chooses between), and torch's ``mm`` (MKL, as the
+torch side of every other bench runs), each on one thread, with the cost model's pick.
+
+Rows: the MNIST CNN's products per thread as the CPU backend cuts them (convolution 1 and 2
+forward, 2's data and weight gradients, 1's batched weight gradient), the transformer encoder's
+(``cpu_infer.py``: Q/K/V and the MLP, batch x sequence split over two threads) and a TinyLlama-shaped
+prefill product. ``--pair`` runs two products at once, one per thread, as the backend's threads do
+(on a 2-vCPU machine the two share a core). Sides alternate in blocks (``benchlib.alternate``); the
+table gives GFLOP/s (median, p10-p90) and generated / OpenBLAS time.
+
+    python bench/cpu_gemm.py            # every row, one product at a time
+    python bench/cpu_gemm.py --pair     # two at once, one per thread
+    python bench/cpu_gemm.py --quick    # a few samples: does it run?
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import threading
+
+import numpy as np
+import torch
+from benchlib import alternate, header, pct
+from threadpoolctl import threadpool_limits
+
+from luminal.backends.cpu import blas, generated_gemm
+
+N, T = 111, 112  # CBLAS_TRANSPOSE
+# name -> (m, n, k, a transposed, b transposed)
+ROWS = {
+    "cnn conv1 forward": (16, 50176, 25, False, False),
+    "cnn conv2 forward": (32, 12544, 400, False, False),
+    "cnn conv2 data gradient": (400, 12544, 32, True, False),
+    "cnn conv2 weight gradient": (32, 200, 25088, False, True),
+    "cnn conv1 weight gradient": (16, 25, 784, False, True),
+    "encoder q/k/v (512x256 @ 256x256)": (512, 256, 256, False, False),
+    "encoder mlp up (512x256 @ 256x1024)": (512, 1024, 256, False, False),
+    "encoder mlp down (512x1024 @ 1024x256)": (512, 256, 1024, False, False),
+    "encoder scores (128x64 @ 64x128)": (128, 128, 64, False, True),
+    "tinyllama prefill (64x2048 @ 2048x5632)": (64, 5632, 2048, False, False),
+}
+_SGEMM = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_int64, ctypes.c_int64,
+                          ctypes.c_int64, ctypes.c_float, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                          ctypes.c_int64, ctypes.c_float, ctypes.c_void_p, ctypes.c_int64)
+
+
+def _problem(rng, m, n, k, ta, tb):
+    a = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
+    b = rng.standard_normal((n, k) if tb else (k, n), dtype=np.float32)
+    return a, b, np.empty((m, n), np.float32)
+
+
+def _cblas(fn, m, n, k, ta, tb):
+    def run(a, b, c):
+        fn(101, T if ta else N, T if tb else N, m, n, k, 1.0, a.ctypes.data, a.shape[1], b.ctypes.data, b.shape[1],
+           0.0, c.ctypes.data, n)
+    return run
+
+
+def _torch(m, n, k, ta, tb):
+    def run(a, b, c):
+        x, y = torch.from_numpy(a), torch.from_numpy(b)
+        torch.mm(x.T if ta else x, y.T if tb else y, out=torch.from_numpy(c))
+    return run
+
+
+def _paired(run, problems):
+    """``run`` on each of ``problems`` at once, a thread each (ctypes and torch release the GIL)."""
+    def both():
+        threads = [threading.Thread(target=run, args=p) for p in problems[1:]]
+        for t in threads:
+            t.start()
+        run(*problems[0])
+        for t in threads:
+            t.join()
+    return both
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--pair", action="store_true", help="two products at once, one per thread")
+    p.add_argument("--quick", action="store_true", help="a few samples per side")
+    p.add_argument("--only", default=None, help="rows whose name contains this")
+    args = p.parse_args(argv)
+    if not blas.gemms():
+        raise SystemExit("numpy's BLAS is not its bundled OpenBLAS: no cblas_sgemm to compare against")
+    torch.set_num_threads(1)
+    gen, ob = _SGEMM(generated_gemm.gemm(np.float32)), _SGEMM(blas.gemms()[np.dtype(np.float32)])
+    copies = 2 if args.pair else 1
+    print(header(1, f"float32 GEMMs, {'two at once' if args.pair else 'one at a time'}; GFLOP/s per side, all copies"))
+    print("\n| product | m x n x k | a, b | cost model | generated | OpenBLAS | torch (MKL) | generated / OpenBLAS |")
+    print("|---|---|---|---|---|---|---|---|")
+    rng = np.random.default_rng(0)
+    for name, (m, n, k, ta, tb) in ROWS.items():
+        if args.only and args.only not in name:
+            continue
+        problems = [_problem(rng, m, n, k, ta, tb) for _ in range(copies)]
+        sides = {"generated": _cblas(gen, m, n, k, ta, tb), "openblas": _cblas(ob, m, n, k, ta, tb),
+                 "torch": _torch(m, n, k, ta, tb)}
+        sides = {s: _paired(f, problems) for s, f in sides.items()}
+        with threadpool_limits(1, user_api="blas"):
+            times = alternate(sides, samples=4 if args.quick else 30, rounds=2 if args.quick else 5, warmup=1,
+                              pause_s=0.05)
+        flops = 2 * m * n * k * copies
+        rate = {s: pct(flops / ts, 1e-9) for s, ts in times.items()}
+        cell = {s: f"{r[1]:.0f} ({r[0]:.0f}-{r[2]:.0f})" for s, r in rate.items()}
+        pick = "generated" if generated_gemm.preferred(np.float32, m, n, k, 1) else "BLAS"
+        ratio = np.median(times["generated"]) / np.median(times["openblas"])
+        layout = f"{'T' if ta else 'N'}{'T' if tb else 'N'}"
+        print(f"| {name} | {m} x {n} x {k} | {layout} | {pick} | {cell['generated']} | {cell['openblas']} | "
+              f"{cell['torch']} | {ratio:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
