@@ -5,10 +5,12 @@ torch side of every other bench runs), each on one thread, with the cost model's
 
 Rows: the MNIST CNN's products per thread as the CPU backend cuts them (convolution 1 and 2
 forward, 2's data and weight gradients, 1's batched weight gradient), the transformer encoder's
-(``cpu_infer.py``: Q/K/V and the MLP, batch x sequence split over two threads) and a TinyLlama-shaped
-prefill product. ``--pair`` runs two products at once, one per thread, as the backend's threads do
-(on a 2-vCPU machine the two share a core). Sides alternate in blocks (``benchlib.alternate``); the
-table gives GFLOP/s (median, p10-p90) and generated / OpenBLAS time.
+(``cpu_infer.py``: Q/K/V and the MLP, batch x sequence split over two threads), a TinyLlama-shaped
+prefill product and its decode products (one row: the generated GEMV against OpenBLAS's ``cblas_sgemv``;
+GB/s of the weight read are the GFLOP/s times 2). ``--pair`` runs two products at once, one per
+thread, as the backend's threads do (on a 2-vCPU machine the two share a core). Sides alternate in
+blocks (``benchlib.alternate``); the table gives GFLOP/s (median, p10-p90) and generated / OpenBLAS
+time.
 
     python bench/cpu_gemm.py            # every row, one product at a time
     python bench/cpu_gemm.py --pair     # two at once, one per thread
@@ -26,7 +28,7 @@ import torch
 from benchlib import alternate, header, pct
 from threadpoolctl import threadpool_limits
 
-from luminal.backends.cpu import blas, generated_gemm
+from luminal.backends.cpu import blas, generated_gemm, generated_gemv
 
 N, T = 111, 112  # CBLAS_TRANSPOSE
 # name -> (m, n, k, a transposed, b transposed)
@@ -41,7 +43,15 @@ ROWS = {
     "encoder mlp down (512x1024 @ 1024x256)": (512, 256, 1024, False, False),
     "encoder scores (128x64 @ 64x128)": (128, 128, 64, False, True),
     "tinyllama prefill (64x2048 @ 2048x5632)": (64, 5632, 2048, False, False),
+    # batch-1 products (decode): GEMVs, the weight stored (in, out) as a Linear's, or (out, in)
+    "decode 1x2048 @ 2048x5632": (1, 5632, 2048, False, False),
+    "decode 1x5632 @ 5632x2048": (1, 2048, 5632, False, False),
+    "decode 1x2048 @ 2048x32000": (1, 32000, 2048, False, False),
+    "decode 1x2048 @ (5632x2048).T": (1, 5632, 2048, False, True),
 }
+_SGEMV = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_float,
+                          ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_float,
+                          ctypes.c_void_p, ctypes.c_int64)
 _SGEMM = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_int64, ctypes.c_int64,
                           ctypes.c_int64, ctypes.c_float, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                           ctypes.c_int64, ctypes.c_float, ctypes.c_void_p, ctypes.c_int64)
@@ -57,6 +67,15 @@ def _cblas(fn, m, n, k, ta, tb):
     def run(a, b, c):
         fn(101, T if ta else N, T if tb else N, m, n, k, 1.0, a.ctypes.data, a.shape[1], b.ctypes.data, b.shape[1],
            0.0, c.ctypes.data, n)
+    return run
+
+
+def _gemv(fn, n, k, tb):
+    """A one-row product ``x @ B`` as the driver makes it: ``B.T @ x`` for a B stored (k, n), ``B @ x``
+    for one stored (n, k)."""
+    def run(a, b, c):
+        fn(101, N if tb else T, *((n, k) if tb else (k, n)), 1.0, b.ctypes.data, b.shape[1], a.ctypes.data, 1, 0.0,
+           c.ctypes.data, 1)
     return run
 
 
@@ -89,6 +108,7 @@ def main(argv=None):
         raise SystemExit("numpy's BLAS is not its bundled OpenBLAS: no cblas_sgemm to compare against")
     torch.set_num_threads(1)
     gen, ob = _SGEMM(generated_gemm.gemm(np.float32)), _SGEMM(blas.gemms()[np.dtype(np.float32)])
+    gen_v, ob_v = _SGEMV(generated_gemv.gemv(np.float32)), _SGEMV(blas.gemvs()[np.dtype(np.float32)])
     copies = 2 if args.pair else 1
     print(header(1, f"float32 GEMMs, {'two at once' if args.pair else 'one at a time'}; GFLOP/s per side, all copies"))
     print("\n| product | m x n x k | a, b | cost model | generated | OpenBLAS | torch (MKL) | generated / OpenBLAS |")
@@ -98,8 +118,11 @@ def main(argv=None):
         if args.only and args.only not in name:
             continue
         problems = [_problem(rng, m, n, k, ta, tb) for _ in range(copies)]
-        sides = {"generated": _cblas(gen, m, n, k, ta, tb), "openblas": _cblas(ob, m, n, k, ta, tb),
-                 "torch": _torch(m, n, k, ta, tb)}
+        if m == 1:
+            sides = {"generated": _gemv(gen_v, n, k, tb), "openblas": _gemv(ob_v, n, k, tb)}
+        else:
+            sides = {"generated": _cblas(gen, m, n, k, ta, tb), "openblas": _cblas(ob, m, n, k, ta, tb)}
+        sides["torch"] = _torch(m, n, k, ta, tb)
         sides = {s: _paired(f, problems) for s, f in sides.items()}
         with threadpool_limits(1, user_api="blas"):
             times = alternate(sides, samples=4 if args.quick else 30, rounds=2 if args.quick else 5, warmup=1,
@@ -107,7 +130,7 @@ def main(argv=None):
         flops = 2 * m * n * k * copies
         rate = {s: pct(flops / ts, 1e-9) for s, ts in times.items()}
         cell = {s: f"{r[1]:.0f} ({r[0]:.0f}-{r[2]:.0f})" for s, r in rate.items()}
-        pick = "generated" if generated_gemm.preferred(np.float32, m, n, k, 1) else "BLAS"
+        pick = "generated" if m > 1 and generated_gemm.preferred(np.float32, m, n, k, 1) else "BLAS"
         ratio = np.median(times["generated"]) / np.median(times["openblas"])
         layout = f"{'T' if ta else 'N'}{'T' if tb else 'N'}"
         print(f"| {name} | {m} x {n} x {k} | {layout} | {pick} | {cell['generated']} | {cell['openblas']} | "

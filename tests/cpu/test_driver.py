@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import luminal as lm
-from luminal.backends.cpu import blas, driver, generated_gemm
+from luminal.backends.cpu import blas, driver, generated_gemm, generated_gemv
 from luminal.backends.cpu.compiled import Binding
 
 pytestmark = pytest.mark.skipif(not blas.gemms(), reason="numpy's BLAS is not its bundled OpenBLAS: no cblas symbols")
@@ -93,17 +93,20 @@ VECTOR_LAYOUTS = {
 }
 
 
+@pytest.mark.parametrize("gemm", ["blas", "generated"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("layout", list(VECTOR_LAYOUTS))
-def test_products_with_one_row_or_column_are_gemv_entries(layout, dtype):
-    """Each is one GEMV entry of the driver, right whatever the strides, and writes every element of
-    its output (which may hold anything before: a reused slot, here NaN)."""
+def test_products_with_one_row_or_column_are_gemv_entries(layout, dtype, gemm):
+    """Each is one GEMV entry of the driver (BLAS's or the generated one, as asked), right whatever
+    the strides, and writes every element of its output (which may hold anything before: a reused
+    slot, here NaN)."""
     a, b, c = VECTOR_LAYOUTS[layout](np.random.default_rng(2), dtype)
     c[...] = np.nan
-    kinds: list = []
-    calls = _run_matmul(a, b, c, kinds)
+    kinds, fns = [], []
+    calls = _run_matmul(a, b, c, kinds, gemm, fns)
     assert [f for f, _ in calls] == [driver.driver()], "the driver should take this product"
     assert kinds == [driver.SGEMV if dtype == np.float32 else driver.DGEMV]
+    assert (fns[0] == generated_gemv.gemv(dtype)) == (gemm == "generated")
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(c, np.matmul(a, b), rtol=tol, atol=tol)
 

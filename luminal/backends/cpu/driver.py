@@ -22,7 +22,8 @@ kernel's pointer array is), so a new caller array changes no table.
 
 - a **GEMV** entry calls ``cblas_?gemv`` for such a product with one row or one column (a batch-1
   Linear, a decode step's products): OpenBLAS's GEMM runs those several times slower than its GEMV,
-  which is what ``np.matmul`` calls for them.
+  which is what ``np.matmul`` calls for them. With ``gemm="generated"`` it calls the generated GEMV
+  (``generated_gemv.py``) instead.
 
 One entry is :data:`WORDS` 64-bit words:
 
@@ -44,7 +45,7 @@ import functools
 
 import numpy as np
 
-from luminal.backends.cpu import blas, generated_gemm
+from luminal.backends.cpu import blas, generated_gemm, generated_gemv
 from luminal.backends.cpu.parallel import Split
 from luminal.codegen import llvm
 
@@ -308,10 +309,10 @@ def _gemm_entry(a, b, c, fns, cell, gemm: str = "auto", blas_threads: int = 1):
     if la is None or lb is None or lc is None or lc[0] != NO_TRANS:
         return None
     (ac, ao), (bc, bo), (cc, co) = cell(a), cell(b), cell(c)
-    gemv = fns[1].get(dtype)
-    if m == 1 or n == 1:
+    if m == 1 or n == 1:  # a GEMV: BLAS's, or the generated one where asked (no cost model: they tie)
+        gemv = generated_gemv.gemv(dtype) if gemm == "generated" else fns[1].get(dtype)
         if gemv is None:
-            return None  # (numpy runs it as a GEMV of its own BLAS: the generated GEMM is built for blocks)
+            return None  # (numpy calls its own BLAS)
         # y = op(matrix) @ x: one row of c is b's columns against a's row; one column, a's rows against b's
         if m == 1:  # b is (k, n), stored as is (ld lb) or as its transpose (n, k)
             matrix = (TRANS, k, n) if lb[0] == NO_TRANS else (NO_TRANS, n, k)

@@ -17,8 +17,9 @@ The algorithm (the classic register-blocked GEMM, in one function):
   (read in place, either layout) against the ``NV`` vectors of the packed row: ``MR * NV`` fused
   multiply-adds per ``NV`` loads;
 - the block is then added into C: ``alpha * acc + beta * C`` for the first k block (C not read where
-  ``beta`` is 0: it may hold anything), ``C + alpha * acc`` for later ones. A block's rows past M read
-  A's last row and are not stored; its columns past N are stored under a mask.
+  ``beta`` is 0: it may hold anything), ``C + alpha * acc`` for later ones; its columns past N are
+  stored under a mask. Rows go in blocks of ``MR``, then of 8 and 4 and single rows, so no row is
+  computed and dropped.
 
 Each output is a float32 (float64) sum in k order within a block, blocks added in order: what BLAS
 does, with fused multiply-adds. The code is generic in every size and stride (one object per dtype
@@ -34,10 +35,9 @@ from dataclasses import dataclass
 import llvmlite.ir as ll
 import numpy as np
 
+from luminal.backends.cpu.vector_ir import I32, I64, PTR, Builder
 from luminal.codegen import llvm
 
-I32, I64, I1 = ll.IntType(32), ll.IntType(64), ll.IntType(1)
-PTR = ll.PointerType()
 NO_TRANS = 111  # CBLAS_TRANSPOSE (driver.py's constants; row-major only)
 
 
@@ -70,61 +70,6 @@ def function_name(dtype, shape: Shape) -> str:
     return f"luminal_gemm_{np.dtype(dtype).name}_{shape.w}x{shape.mr}x{shape.nv}_{shape.kc}_{shape.panels}"
 
 
-class _Builder:
-    """An ``ll.IRBuilder`` with counted loops and typed helpers."""
-
-    def __init__(self, fn, t, w: int):
-        self.b = ll.IRBuilder(fn.append_basic_block("entry"))
-        self.t, self.w = t, w
-
-    def i(self, v: int) -> ll.Constant:
-        return ll.Constant(I64, v)
-
-    def min(self, x, y):
-        return self.b.select(self.b.icmp_signed("<", x, y), x, y)
-
-    def max(self, x, y):
-        return self.b.select(self.b.icmp_signed(">", x, y), x, y)
-
-    def loop(self, lo, hi, step, name: str, body, carried=()):
-        """``for v in range(lo, hi, step): carried = body(v, carried)``; returns the final ``carried``."""
-        b = self.b
-        pre = b.block
-        head, inner, out = (b.append_basic_block(f"{name}.{s}") for s in ("head", "body", "out"))
-        b.branch(head)
-        b.position_at_end(head)
-        v = b.phi(I64, name)
-        v.add_incoming(lo, pre)
-        phis = []
-        for c in carried:
-            p = b.phi(c.type)
-            p.add_incoming(c, pre)
-            phis.append(p)
-        b.cbranch(b.icmp_signed("<", v, hi), inner, out)
-        b.position_at_end(inner)
-        new = body(v, tuple(phis))
-        for p, c in zip(phis, new):
-            p.add_incoming(c, b.block)
-        v.add_incoming(b.add(v, step), b.block)
-        b.branch(head)
-        b.position_at_end(out)
-        return tuple(phis)
-
-    def each(self, lo, hi, name: str, body) -> None:
-        """``for v in range(lo, hi): body(v)``."""
-        self.loop(lo, hi, self.i(1), name, lambda v, _: body(v) or ())
-
-    def at(self, base, index):
-        return self.b.gep(base, [index], source_etype=self.t)
-
-    def splat(self, x):
-        """A vector of ``w`` copies of scalar ``x``."""
-        vt = ll.VectorType(x.type, self.w)
-        one = self.b.insert_element(ll.Constant(vt, ll.Undefined), x, ll.Constant(I32, 0))
-        return self.b.shuffle_vector(one, ll.Constant(vt, ll.Undefined),
-                                     ll.Constant(ll.VectorType(I32, self.w), [0] * self.w))
-
-
 def _module(dtype, s: Shape) -> str:
     t = ll.FloatType() if np.dtype(dtype) == np.float32 else ll.DoubleType()
     vt = ll.VectorType(t, s.w)
@@ -132,18 +77,12 @@ def _module(dtype, s: Shape) -> str:
     fty = ll.FunctionType(ll.VoidType(), (I32, I32, I32, I64, I64, I64, t, PTR, I64, PTR, I64, t, PTR, I64))
     fn = ll.Function(mod, fty, function_name(dtype, s))
     _, ta, tb, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc = fn.args
-    suffix = f"v{s.w}f{t.intrinsic_name[1:]}"
-    fma = ll.Function(mod, ll.FunctionType(vt, (vt, vt, vt)), f"llvm.fma.{suffix}")
-    mask_t = ll.VectorType(I1, s.w)
-    mload = ll.Function(mod, ll.FunctionType(vt, (PTR, I32, mask_t, vt)), f"llvm.masked.load.{suffix}.p0")
-    mstore = ll.Function(mod, ll.FunctionType(ll.VoidType(), (vt, PTR, I32, mask_t)), f"llvm.masked.store.{suffix}.p0")
-    g = _Builder(fn, t, s.w)
+    g = Builder(fn, t, s.w)
+    fma, mload, mstore = g.intrinsics(mod)
     b = g.b
     nr, nc = s.nr, s.nr * s.panels
     item = np.dtype(dtype).itemsize
-    space = b.alloca(t, size=g.i(s.kc * nc), name="pack")
-    space.align = 64
-    pack = b.inttoptr(b.ptrtoint(space, I64), PTR)  # opaque, as every other pointer here (LLVM folds the pair)
+    pack = g.opaque_alloca(s.kc * nc, "pack")
     zero_v = ll.Constant(vt, [0.0] * s.w)
     # A(i, k) = a[i * sam + k * sak], B(k, j) = b[k * sbk + j * sbn]: the transposes as strides
     a_trans, b_trans = (b.icmp_signed("!=", x, ll.Constant(I32, NO_TRANS)) for x in (ta, tb))
@@ -320,9 +259,8 @@ def _store(g, s, mr, accs, c, ldc, n, m0, col0, first, beta_zero, alpha_v, beta_
     b = g.b
     vt = ll.VectorType(g.t, s.w)
     zero_v = ll.Constant(vt, [0.0] * s.w)
-    lanes = ll.Constant(ll.VectorType(I64, s.w), list(range(s.w)))
     left = b.sub(n, col0)
-    masks = [b.icmp_signed("<", lanes, g.splat(b.sub(left, g.i(j * s.w)))) for j in range(s.nv)]
+    masks = [g.lanes_below(b.sub(left, g.i(j * s.w))) for j in range(s.nv)]
     fresh = b.and_(first, beta_zero)  # C is only written: not read (it may hold anything)
     write, update, done = (b.append_basic_block(x) for x in ("c.write", "c.update", "c.done"))
     b.cbranch(fresh, write, update)

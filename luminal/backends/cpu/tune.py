@@ -60,7 +60,8 @@ class Choices:
     ``specialise``: generate code with the binding's dims as constants (fixed trip counts and strides
     for LLVM, one set of objects per binding) instead of kernel parameters (one set for every binding).
     ``gemm``: which GEMM the products call: "auto" (the cost model per product,
-    ``generated_gemm.preferred``), "blas" or "generated" (``generated_gemm.py``)."""
+    ``generated_gemm.preferred``; BLAS's GEMVs), "blas" or "generated" (``generated_gemm.py`` and
+    ``generated_gemv.py``)."""
 
     threads: str = "auto"
     split_scale: float = 1.0
