@@ -1,6 +1,7 @@
 """Each kernel's schedules timed on the GPU (``search=N``: ``backends/cuda/schedules.py``): which of the
-one lowering's options wins for reductions, softmax rows, products and a batch-1 product, and by how
-much over the cost model's default. The data the cost model's thresholds should be set from.
+one lowering's options wins for reductions, products and a batch-1 product, and by how much over the
+cost model's default. The data the cost model's thresholds should be set from. (A softmax runs as one
+single-pass launch, ``codegen/lowering/rows.py``, which has no alternative to time yet.)
 
 Prints a markdown table: per program and kernel, every schedule's median milliseconds (device events
 around runs of that kernel alone), the default (the cost model's pick) and the one kept.
@@ -64,7 +65,7 @@ def main() -> None:
         outs, inputs = build(g)
         inputs = {k: v if v.dtype == np.float16 else v.astype(np.float32) for k, v in inputs.items()}
         f = lm.compile(outs, backend=backend, search=args.search)
-        defaults = {id(s.kernel): s.launches[0].choice for s in f.runner.program.steps}
+        defaults = {id(s.kernel): s.launches[0].choice for s in f.runner.program.steps if s.launches}
         f(**inputs)
         for k, times, kept in f.runner.program.timings:
             timed = ", ".join(f"{o} {s * 1e3:.3f}" for o, s in sorted(times.items(), key=lambda kv: kv[1]))

@@ -45,7 +45,8 @@ def test_products_match_float64(shape, trans, dtype, bits):
             f(101, TRANS if trans else NO_TRANS, m, n, alpha, a.ctypes.data, n + 2, x.ctypes.data, inc, beta,
               y.ctypes.data, inc)
             want = alpha * (op @ x[::inc].astype(np.float64)) + (beta * y0[::inc] if beta else 0.0)
-            tol = (1e-5 if dtype == np.float32 else 1e-12) * np.sqrt(max(op.shape[1], 1)) * (1 + np.abs(want).max(initial=0))
+            scale = np.sqrt(max(op.shape[1], 1)) * (1 + np.abs(want).max(initial=0))
+            tol = (1e-5 if dtype == np.float32 else 1e-12) * scale
             np.testing.assert_allclose(y[::inc], want, rtol=0, atol=tol)
             if inc > 1:  # the elements between the increments are not touched
                 np.testing.assert_array_equal(y.reshape(-1, inc)[:, 1:], y0.reshape(-1, inc)[:, 1:])

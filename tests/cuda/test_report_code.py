@@ -15,7 +15,7 @@ def test_report_shows_each_kernels_ir_choice_and_resources(capsys):
     f.report(code=True)
     text = capsys.readouterr().out
     kernels = [line for line in text.splitlines() if line.startswith("kernel ")]
-    assert len(kernels) >= 3  # max, sum, normalise
+    assert len(kernels) >= 2  # two single-pass rows: max with exp(2x - max), its sum with the division
     assert "block (" in text and "for r" in text  # a GPU launch shape, a reduction loop
     assert "sm_90:" in text and "registers, 0 spill bytes" in text
     assert "(of: " in text

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from luminal.codegen import ir, lowering
 from luminal.codegen.lower import Placed
+from luminal.codegen.lowering import rows
 from luminal.codegen.target import CUDA
 from luminal.core.symbolic import prod
 from luminal.core.view import contiguous_strides
@@ -87,6 +88,14 @@ def lower_kernel(k, option: str | None = None) -> list[Launch]:
     option = choices[0] if option is None else option
     kernels = lowering.lower(k, CUDA, memory, _TAGS.get((k.kind, option), k.kind), option)
     return [Launch(_named(kern), memory.args, memory.scratches, option, choices) for kern in kernels]
+
+
+def lower_run(run: list) -> list[Launch]:
+    """The launches computing a run of kernel-graph kernels in one pass over their rows
+    (``codegen/lowering/rows.py``: softmax, LayerNorm, RMSNorm)."""
+    memory = _DeviceMemory()
+    return [Launch(_named(kern), memory.args, memory.scratches, "rows", ("rows",))
+            for kern in rows.lower(run, CUDA, memory, "rows")]
 
 
 def _named(k: ir.Kernel) -> ir.Kernel:

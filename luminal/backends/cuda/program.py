@@ -25,7 +25,8 @@ from luminal.backends.cuda import runtime as rt
 from luminal.backends.cuda import schedules
 from luminal.backends.cuda.arena import aligned
 from luminal.backends.cuda.binding import DeviceBinding
-from luminal.backends.cuda.launches import Launch, lower_kernel
+from luminal.backends.cuda.launches import Launch, lower_kernel, lower_run
+from luminal.codegen.lowering import rows
 from luminal.core.kernel_graph import call_links, dims_needed
 
 MAX_BINDINGS = 8
@@ -68,9 +69,25 @@ class CudaProgram:
         arch = getattr(runtime.device, "arch", "unknown")
         lowered: dict[int, list[Launch]] = {}  # a body's kernels are lowered once, launched per call
         self.steps: list[Step] = []
-        for k, links in call_links(kg.kernels):
+        pairs = list(call_links(kg.kernels))
+        kernels = [k for k, _ in pairs]
+        # single-pass rows: a run's first kernel launches the whole run, the others nothing
+        same_call = lambda i: pairs[i][1] is pairs[i - 1][1] or not (pairs[i][1] or pairs[i - 1][1])  # noqa: E731
+        found = rows.runs(kernels, same_call)
+        # (a body's run is one in every call, or in none: its kernels are lowered once)
+        unsafe = {id(kernels[a]) for a, b in found if rows.overlaps(kernels[a:b], plan.slot_of, pairs[a][1])}
+        in_run: dict[int, list] = {}
+        for start, stop in found:
+            if id(kernels[start]) not in unsafe:
+                in_run.setdefault(id(kernels[start]), kernels[start:stop])
+                for x in kernels[start + 1:stop]:
+                    lowered[id(x)] = []
+        for k, links in pairs:
             launches = lowered.get(id(k))
-            if launches is None:
+            if launches is None and id(k) in in_run:
+                launches = lowered[id(k)] = lower_run(in_run[id(k)])
+                _remember(launches)
+            elif launches is None:
                 launches = lowered[id(k)] = lower_kernel(k)
                 won = schedules.cached(launches, arch) if search > 0 else None
                 if won is not None and won != launches[0].choice:

@@ -64,7 +64,7 @@ def search(program, binding, n: int) -> dict:
     changed, seen = {}, set()
     for step in program.steps:
         k = step.kernel
-        if id(k) in seen or len(step.launches[0].choices) < 2:
+        if id(k) in seen or not step.launches or len(step.launches[0].choices) < 2:  # (a run's later kernels: none)
             continue
         seen.add(id(k))
         base = lower_kernel(k)  # the cost model's: the cache's key

@@ -116,7 +116,7 @@ def split_axes(k, domain) -> tuple:
     return kept, red, tuple(domain[i] for i in kept), tuple(domain[i] for i in red)
 
 
-def _domain_index(domain, kept, red, out_idx, red_idx) -> tuple:
+def domain_index(domain, kept, red, out_idx, red_idx) -> tuple:
     full = [None] * len(domain)
     for i, a in enumerate(kept):
         full[a] = out_idx[i]
@@ -129,15 +129,19 @@ def _op(k) -> str:
     return "sum" if k.kind == "matmul" else k.reduce_op
 
 
-def prologue(k, memory, uses: Uses, work_dtype):
+def prologue(k, memory, uses: Uses, work_dtype, registers: dict | None = None):
     """``at(domain index) -> IR value in work_dtype``: what ``k`` reduces there (a product's: the
-    product of its two loads; 16-bit products in float32, as the reference's contraction)."""
+    product of its two loads; 16-bit products in float32, as the reference's contraction).
+    ``registers``: {input slot: the value every element reads there} (a row's value held in a
+    register, ``rows.py``): those slots are not loaded."""
     ins = [memory.read(b, v) for b, v in k.inputs]
     shapes = [sizes(memory, v.shape) for _, v in k.inputs]
     pro = k.prologue
     if k.kind == "matmul":
         pro = Expr("Mul", tuple(Expr("Load", (), i, b.dtype) for i, (b, _) in enumerate(k.inputs)), None, k.acc_dtype)
-    values = Values(reader(ins, uses), lambda e: shapes[e.arg], memory.env)
+    load = reader(ins, uses)
+    held = registers or {}
+    values = Values(lambda e, at: held[e.arg] if e.arg in held else load(e, at), lambda e: shapes[e.arg], memory.env)
     half_products = _op(k) == "sum" and k.acc_dtype in HALF and pro.op == "Mul" and \
         all(x.op == "Load" for x in pro.args)
 
@@ -164,7 +168,7 @@ class _Start:
 
     def at(self, out_idx, red_idx) -> ir.V:
         """The prologue's value at the output index ``out_idx`` and reduced index ``red_idx``."""
-        return self.pro(_domain_index(self.domain, self.kept, self.red, out_idx, red_idx))
+        return self.pro(domain_index(self.domain, self.kept, self.red, out_idx, red_idx))
 
 
 def thread(k, target, memory, name: str) -> list[ir.Kernel]:
@@ -219,27 +223,28 @@ def _column_block(k, target, domain, axes, kept, ins) -> int:
     return next((w for w in target.column_blocks if n % w == 0 and n >= w), 1)
 
 
-def _butterfly(target, op: str, work_dtype, lanes: int | None = None) -> list:
-    """Statements reducing register ``acc`` over a warp's lanes by shuffles (xor masks from half the
+def _butterfly(target, op: str, work_dtype, lanes: int | None = None, reg: str = "acc") -> list:
+    """Statements reducing register ``reg`` over a warp's lanes by shuffles (xor masks from half the
     warp down to 1; ``lanes``: only the masks below it, when fewer lanes hold values)."""
-    acc = ir.var("acc", work_dtype)
+    acc = ir.var(reg, work_dtype)
     masks = [target.warp >> s for s in range(1, target.warp.bit_length())]
-    return [ir.Assign("acc", accumulate(op, acc, ir.shfl_xor(acc, m))) for m in masks if lanes is None or m < lanes]
+    return [ir.Assign(reg, accumulate(op, acc, ir.shfl_xor(acc, m))) for m in masks if lanes is None or m < lanes]
 
 
-def block_reduce(target, op: str, work_dtype, threads: int) -> list:
-    """Statements reducing register ``acc`` over a block into ``acc`` of thread 0: a butterfly of
-    shuffles in each warp, the warps' partials through shared memory, a butterfly again in warp 0."""
+def block_reduce(target, op: str, work_dtype, threads: int, scratch: str = "partials", reg: str = "acc") -> list:
+    """Statements reducing register ``reg`` over a block into ``reg`` of thread 0: a butterfly of
+    shuffles in each warp, the warps' partials through the shared array ``scratch``, a butterfly
+    again."""
     warps = threads // target.warp
-    out = _butterfly(target, op, work_dtype)
+    out = _butterfly(target, op, work_dtype, reg=reg)
     if warps == 1:
         return out
     lane, w = ir.mod(ir.thread(0), target.warp), ir.div(ir.thread(0), target.warp)
-    out.append(ir.If(ir.alu("LessThan", lane, ir.const(1)), (ir.Store("partials", w, ir.var("acc", work_dtype)),)))
+    out.append(ir.If(ir.alu("LessThan", lane, ir.const(1)), (ir.Store(scratch, w, ir.var(reg, work_dtype)),)))
     out.append(ir.Barrier())
     has = ir.alu("LessThan", lane, ir.const(warps))
-    out.append(ir.Assign("acc", ir.load("partials", work_dtype, lane, has, reduce_identity(op, work_dtype).arg)))
-    return out + _butterfly(target, op, work_dtype, warps)
+    out.append(ir.Assign(reg, ir.load(scratch, work_dtype, lane, has, reduce_identity(op, work_dtype).arg)))
+    return out + _butterfly(target, op, work_dtype, warps, reg)
 
 
 def row(k, target, memory, name: str) -> list[ir.Kernel]:

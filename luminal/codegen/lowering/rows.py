@@ -1,0 +1,199 @@
+"""Single-pass rows: a run of kernel-graph kernels that reduce the same rows and then use the results
+on those rows, lowered as one kernel, a block of threads per row, on a cooperative target (GPU).
+
+Softmax, LayerNorm and RMSNorm reach the kernel graph as such runs: reductions over one domain and
+the same axes (softmax: the row's max, then the sum of ``exp(x - max)``; LayerNorm: the mean, then
+the variance of ``x - mean``), each later one reading the earlier results, and an elementwise kernel
+over the domain reading them all. Each reads its per-row inputs through a *row view*: every element
+of a row sees that row's value (stride 0 along the reduced axes). Lowered kernel by kernel that is
+a launch per kernel, each reading the whole input from device memory, and the per-row results
+stored and read back. Here one block takes a row through every phase: each reduction strides the
+row with the block's threads, reduces in the block (``reduce.block_reduce``) and hands the result to
+every thread through shared memory, into a register; later phases read registers where the
+separate kernels read memory. The per-row results are still stored (thread 0), as the kernels
+would: another kernel (a backward pass) may read them. The same values, in the same order per row
+as the ``row`` schedule's: only launches and memory traffic go.
+
+:func:`runs` finds the runs in a list of kernels; :func:`lower` builds one.
+"""
+
+from __future__ import annotations
+
+from luminal.codegen import ir
+from luminal.codegen.lower import Values, accumulate, accumulator, dim, reduce_identity, unflatten
+from luminal.codegen.lowering.elementwise import has_reshape
+from luminal.codegen.lowering.reduce import block_reduce, domain_index, prologue, split_axes
+from luminal.codegen.lowering.work import Uses, Work, kernel, one, reader, sizes, store
+from luminal.core.symbolic import is_static, prod, same
+from luminal.core.view import contiguous_strides
+
+
+def runs(kernels: list, together=None) -> list[tuple[int, int]]:
+    """``[(start, stop)]``: the runs ``kernels[start:stop]`` that :func:`lower` takes (at least one
+    reduction, then one elementwise kernel); ``together(i)``: whether kernels ``i - 1`` and ``i`` may
+    join one run (the same call of a rolled body)."""
+    out, i = [], 0
+    while i < len(kernels):
+        j = i
+        while j < len(kernels) and kernels[j].kind == "reduce" and _same_rows(kernels[i], kernels[j]) and \
+                (j == i or together is None or together(j)):
+            j += 1
+        if j > i and j < len(kernels) and (together is None or together(j)) and \
+                _fits(kernels[i:j], kernels[j]):
+            out.append((i, j + 1))
+            i = j + 1
+        else:
+            i = max(j, i + 1)
+    return out
+
+
+def overlaps(run: list, slot_of: dict, links: dict) -> bool:
+    """Whether the memory plan (``slot_of``: buffer id -> its storage slot) puts a buffer the run
+    writes in the storage of another that it reads (``links``: a call's buffers for a body's). The
+    plan lets a kernel's output take the storage of what only earlier kernels read; one pass over
+    the rows runs every kernel of the run at once, so such a run must stay kernel by kernel."""
+    def slot(b):
+        return slot_of.get(links.get(b, b).id)
+
+    written = {slot(b) for k in run for b, _ in k.outputs} - {None}
+    for k in run:
+        for b, _ in [*k.inputs, *k.epilogue_inputs]:
+            if slot(b) in written and not any(links.get(b, b) is links.get(o, o) for x in run for o, _ in x.outputs):
+                return True
+    return False
+
+
+def _same_rows(a, b) -> bool:
+    return tuple(a.axes) == tuple(b.axes) and len(a.domain) == len(b.domain) and \
+        all(same(x, y) for x, y in zip(a.domain, b.domain))
+
+
+def _fits(reduces: list, last) -> bool:
+    """Whether ``reduces`` and the elementwise ``last`` form a run: ``last`` over the reductions'
+    domain, storing whole outputs of it; every read of a reduction's output by a later kernel of the
+    run a row view (in a prologue or ``last``) or the output itself (in an epilogue); and the run
+    uses at least one result."""
+    first = reduces[0]
+    if last.kind != "elementwise" or len(last.domain) != len(first.domain) or \
+            not all(same(x, y) for x, y in zip(last.domain, first.domain)) or has_reshape([e for _, e in last.outputs]):
+        return False
+    if not all(len(b.shape) == len(first.domain) and all(same(x, y) for x, y in zip(b.shape, first.domain))
+               for b, _ in last.outputs):
+        return False
+    made: set = set()
+    used = False
+    for k in [*reduces, last]:
+        for b, v in k.inputs:
+            if id(b) in made:
+                if not _row_view(v, first):
+                    return False
+                used = True
+        for b, v in (k.epilogue_inputs if k.kind == "reduce" else ()):
+            if id(b) in made:
+                if not _own_view(v, first):
+                    return False
+                used = True
+        if k.kind == "reduce":
+            made.update(id(b) for b, _ in k.outputs)
+    return used
+
+
+def _out_shape(k) -> tuple:
+    return tuple(n for a, n in enumerate(k.domain) if a not in k.axes)
+
+
+def _row_view(v, k) -> bool:
+    """Whether view ``v`` (of ``k``'s domain) reads, at every element, the element of a row-major
+    array of the output shape at that element's row."""
+    if v.mask is not None or not same(v.offset, 0) or len(v.strides) != len(k.domain):
+        return False
+    kept = [a for a in range(len(k.domain)) if a not in k.axes]
+    want = dict(zip(kept, contiguous_strides(_out_shape(k))))
+    return all(one(n) or same(s, 0 if a in k.axes else want[a]) for a, (n, s) in enumerate(zip(k.domain, v.strides)))
+
+
+def _own_view(v, k) -> bool:
+    """Whether view ``v`` (of the output shape) reads a row-major array of that shape in order."""
+    shape = _out_shape(k)
+    return v.mask is None and same(v.offset, 0) and len(v.strides) == len(shape) and \
+        all(one(n) or same(s, r) for n, s, r in zip(shape, v.strides, contiguous_strides(shape)))
+
+
+def lower(run: list, target, memory, name: str) -> list[ir.Kernel]:
+    """The run (reductions, then an elementwise kernel) as one kernel of a block per row."""
+    first = run[0]
+    domain = sizes(memory, first.domain)
+    kept, red, out_shape, red_shape = split_axes(first, domain)
+    threads = target.row_threads
+    uses = Uses()
+    row = tuple(unflatten(ir.block(0), out_shape))
+    registers: dict[int, ir.V] = {}  # id(output buffer of a reduction) -> the register holding this row's value
+    body, shared = [], []
+    thread0 = ir.alu("LessThan", ir.thread(0), ir.const(1))
+    for phase, k in enumerate(run[:-1]):
+        op = k.reduce_op
+        if op == "max" and any(is_static(n) and n == 0 for n in red_shape):
+            raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
+        work_dtype = accumulator(op, k.acc_dtype)
+        slots = {i: registers[id(b)] for i, (b, _) in enumerate(k.inputs) if id(b) in registers}
+        pro, _ = prologue(k, memory, uses, work_dtype, slots)
+        r = ir.var(f"r{phase}")
+        at = domain_index(domain, kept, red, row, tuple(unflatten(r, red_shape)))
+        # the block's reduction leaves the row's value in thread 0, which hands it to every thread
+        # through shared memory (the barrier also keeps the next phase from writing the partials
+        # before every warp has read them)
+        acc = f"sum{phase}"  # (a register has one dtype: one per phase)
+        body += [ir.Assign(acc, reduce_identity(op, work_dtype)),
+                 ir.Loop(f"r{phase}", ir.thread(0), dim(prod(red_shape)),
+                         (ir.Assign(acc, accumulate(op, ir.var(acc, work_dtype), pro(at))),), ir.const(threads)),
+                 *block_reduce(target, op, work_dtype, threads, f"partials_{work_dtype.name}", acc),
+                 ir.If(thread0, (ir.Store(f"row{phase}", ir.const(0), ir.var(acc, work_dtype)),)), ir.Barrier(),
+                 ir.Assign(f"acc{phase}", ir.cast(ir.load(f"row{phase}", work_dtype, ir.const(0)), k.acc_dtype))]
+        shared.append(ir.Shared(f"row{phase}", work_dtype, 1))
+        body += _epilogue(k, memory, uses, out_shape, row, ir.var(f"acc{phase}", k.acc_dtype), registers, phase,
+                          thread0)
+    r = ir.var("r")
+    at = domain_index(domain, kept, red, row, tuple(unflatten(r, red_shape)))
+    last = run[-1]
+    ins = [memory.read(b, v) for b, v in last.inputs]
+    base = reader(ins, uses)
+    slots = {i: registers[id(b)] for i, (b, _) in enumerate(last.inputs) if id(b) in registers}
+    values = Values(lambda e, idx: slots[e.arg] if e.arg in slots else base(e, idx), lambda e: domain, memory.env)
+    stores = []
+    for b, e in last.outputs:
+        p = uses.use(memory.output(b), "w")
+        stores.append(store(memory, p, at, domain, values.at(e, at if values.shape(e) is not None else ())))
+    body.append(ir.Loop("r", ir.thread(0), dim(prod(red_shape)), tuple(stores), ir.const(threads)))
+    work = Work((dim(prod(out_shape)),), (threads,), row)
+    work_dtypes = {accumulator(k.reduce_op, k.acc_dtype).name: accumulator(k.reduce_op, k.acc_dtype) for k in run[:-1]}
+    shared += [ir.Shared(f"partials_{n}", d, max(1, threads // target.warp)) for n, d in work_dtypes.items()]
+    fused = " ".join(x for k in run for x in k.fused)
+    return [kernel(name, uses, work, body, shared=tuple(shared), notes={"fused": fused, "schedule": "rows"})]
+
+
+def _epilogue(k, memory, uses, out_shape, row, acc, registers: dict, phase: int, thread0) -> list:
+    """Reduction ``k``'s outputs at ``row``: every thread computes each into a register (what later
+    phases read), thread 0 stores it."""
+    epi = [memory.read(b, v) for b, v in k.epilogue_inputs]
+    shapes = [sizes(memory, v.shape) for _, v in k.epilogue_inputs]
+    base = reader(epi, uses)
+    own = {i: registers[id(b)] for i, (b, _) in enumerate(k.epilogue_inputs) if id(b) in registers}
+
+    def leaf(e, idx):
+        if e.op == "Acc":
+            return acc
+        return own[e.arg] if e.arg in own else base(e, idx)
+
+    values = Values(leaf, lambda e: out_shape if e.op == "Acc" else shapes[e.arg], memory.env)
+    body, stores = [], []
+    for j, (b, e) in enumerate(k.outputs):
+        # (evaluated at the row's index in the output's own shape, which may regroup the output
+        # shape's elements: a kept axis of size 1; as epilogue.epilogue_stores)
+        shape = sizes(memory, b.shape)
+        at = row if same(shape, out_shape) else tuple(unflatten(ir.block(0), shape))
+        name = f"out{phase}_{j}"
+        body.append(ir.Assign(name, ir.cast(values.at(e, at if values.shape(e) is not None else ()), b.dtype)))
+        registers[id(b)] = ir.var(name, b.dtype)
+        p = uses.use(memory.output(b), "w")
+        stores.append(store(memory, p, at, shape, ir.var(name, b.dtype)))
+    return body + [ir.If(thread0, tuple(stores))]

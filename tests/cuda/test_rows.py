@@ -1,0 +1,89 @@
+"""Single-pass rows on the GPU (``codegen/lowering/rows.py``): softmax, log-softmax, LayerNorm and
+RMSNorm run as one launch of a block per row instead of a launch per kernel, on the simulated device,
+and give the reference's values: rows shorter and longer than a block, 16-bit inputs, a symbolic
+batch, a backward pass that reads the per-row statistics the run stores. A run whose buffers the
+memory plan lets share storage stays kernel by kernel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import luminal as lm
+from luminal.codegen.lowering import rows
+from luminal.nn import functional as F
+from luminal.train import grad
+
+
+def _programs(y, inputs: dict):
+    f = lm.compile(y, backend="cuda-emulated")
+    want = lm.compile(y, backend="reference")(**inputs)
+    return f, f(**inputs), want
+
+
+def _schedules(f) -> list:
+    return [(s.kernel.kind, [x.choice for x in s.launches]) for s in f.runner.program.steps]
+
+
+NORMS = {
+    "softmax": lambda x: x.softmax(-1),
+    "log_softmax": lambda x: x.log_softmax(-1),
+    "layer_norm": lambda x: F.layer_norm(x, (x.shape[-1],), eps=1e-5),
+    "rms_norm": lambda x: F.rms_norm(x, (x.shape[-1],), eps=1e-6),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("shape", [(6, 37), (3, 1000), (2, 3, 130)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("norm", list(NORMS))
+def test_norms_run_as_one_launch_per_run_and_match_the_reference(norm, shape, dtype):
+    g = lm.Graph()
+    x = g.input("x", shape, dtype=getattr(lm, dtype))
+    a = np.random.default_rng(1).standard_normal(shape).astype(dtype)
+    f, got, want = _programs(NORMS[norm](x), {"x": a})
+    tol = 2e-6 if dtype == "float32" else 2e-3
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=tol, atol=tol)
+    sched = _schedules(f)
+    assert any(choices == ["rows"] for _, choices in sched), sched
+    assert sum(len(c) for _, c in sched) < len(sched), "the run's later kernels should launch nothing"
+
+
+def test_a_symbolic_batch_runs_every_binding():
+    g = lm.Graph()
+    x = g.input("x", ("B", 40))
+    f = lm.compile(F.layer_norm(x.softmax(-1) * 3.0, (40,)), backend="cuda-emulated")
+    ref = lm.compile(F.layer_norm(x.softmax(-1) * 3.0, (40,)), backend="reference")
+    for b in (1, 7, 300):
+        a = np.random.default_rng(b).standard_normal((b, 40)).astype(np.float32)
+        np.testing.assert_allclose(f(x=a), ref(x=a), rtol=1e-5, atol=1e-5)
+
+
+def test_a_backward_pass_reads_the_statistics_the_run_stores():
+    """LayerNorm's gradient reads the forward's per-row mean and scale: the run stores them."""
+    g = lm.Graph()
+    x, w = g.input("x", (5, 33)), g.input("w", (5, 33))
+    loss = (F.layer_norm(x, (33,)) * w).sum()
+    (dx,) = grad(loss, [x])
+    rng = np.random.default_rng(3)
+    inputs = {n: rng.standard_normal((5, 33)).astype(np.float32) for n in ("x", "w")}
+    f, got, want = _programs([loss, dx], inputs)
+    for gv, wv in zip(got, want):
+        np.testing.assert_allclose(gv, wv, rtol=1e-4, atol=1e-5)
+    assert any(choices == ["rows"] for _, choices in _schedules(f))
+
+
+def test_a_run_whose_outputs_may_share_storage_with_its_reads_is_unsafe():
+    """``overlaps``: the plan lets a kernel's output take the storage of what only earlier kernels read;
+    one pass would write it while other rows still read it."""
+    g = lm.Graph()
+    x = g.input("x", (4, 9))
+    f = lm.compile((x * 2.0).softmax(-1), backend="cuda-emulated")
+    f(x=np.ones((4, 9), np.float32))
+    program = f.runner.program
+    kernels = [s.kernel for s in program.steps]
+    start, stop = rows.runs(kernels)[-1]  # (exp(2x - max) is a temp of its own: two runs)
+    run = kernels[start:stop]
+    assert not rows.overlaps(run, program.plan.slot_of, {})
+    read = next(b for b, _ in run[0].inputs if b.kind == "temp")
+    written = run[-1].outputs[0][0]
+    assert rows.overlaps(run, {**program.plan.slot_of, written.id: program.plan.slot_of[read.id]}, {})
