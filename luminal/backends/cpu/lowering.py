@@ -38,6 +38,7 @@ from luminal.backends.cpu.layout import physical_strides
 from luminal.backends.cpu.steps import Copy, Gemm, IndexCheck, Round
 from luminal.codegen import lowering
 from luminal.codegen.lower import Placed, accumulator
+from luminal.codegen.lowering import rows
 from luminal.codegen.lowering.reduce import loop_parts
 from luminal.codegen.target import CPU
 from luminal.core import dtype as dt
@@ -90,6 +91,14 @@ def lower(k, b) -> None:
     b.end_kernel()
 
 
+def lower_run(run: list, b) -> None:
+    """Append the one generated kernel computing a run of kernels in a pass over their rows
+    (``codegen/lowering/rows.py``: softmax, LayerNorm, RMSNorm) to ``b.steps``."""
+    reads = list({(id(buf), id(view)): (buf, view) for k in run for buf, view in _reads(k)}.values())
+    _generate(b, run, "rows", lambda memory, name: rows.lower(run, CPU, memory, name), reads)
+    b.end_kernel()
+
+
 def _reads(k, inputs: bool = True) -> list:
     """Every ``(buffer, view)`` a kernel's code places: its inputs (unless ``inputs`` is False: a GEMM's
     epilogue reads the product instead), its epilogue's, and its outputs whole (view None)."""
@@ -106,9 +115,10 @@ def _template(k) -> tuple:
 
 
 def _generate(b, k, prefix: str, make, reads, extra: dict | None = None) -> None:
-    """Generate kernel-graph kernel ``k``'s code (``make(memory, name) -> [ir.Kernel]``) once per layout
-    of its buffers: the placements of ``reads`` and of the ``extra`` scratch (by name: a product, an
-    error cell, an accumulator, which ``make`` gets as ``place(None, name)``), their buffers named by
+    """Generate kernel-graph kernel ``k``'s code (``k``: a list, for a run of kernels lowered as one)
+    (``make(memory, name) -> [ir.Kernel]``) once per layout of its buffers: the placements of
+    ``reads`` and of the ``extra`` scratch (by name: a product, an error cell, an accumulator, which
+    ``make`` gets as ``place(None, name)``), their buffers named by
     order of appearance, are the key of the program's memo (``b.memo``). So every trip of a rolled
     body, and every binding that places the buffers alike (sizes are ``DimValue`` values: the key holds
     their expressions, not their values), reuses the kernels made for the first. The memo's kernels
@@ -121,7 +131,8 @@ def _generate(b, k, prefix: str, make, reads, extra: dict | None = None) -> None
             canon[p.name] = f"p{len(canon)}"
     # (specialised code is made from the sizes' values: they are part of its key)
     values = tuple(sorted(b.values.items())) if b.env is b.values else None
-    key = (prefix, _template(k), tuple(extra), tuple(_placement_key(p, canon) for p in placed), values)
+    template = tuple(map(_template, k)) if isinstance(k, list) else _template(k)  # (a run: every kernel's)
+    key = (prefix, template, tuple(extra), tuple(_placement_key(p, canon) for p in placed), values)
     kernels = b.memo.get(key)
     if kernels is None:
         where = {(id(buf), id(view)): dataclasses.replace(p, name=canon[p.name])

@@ -26,11 +26,12 @@ from tqdm import tqdm
 
 from luminal.backends.cpu import layout, tune
 from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
-from luminal.backends.cpu.lowering import lower
+from luminal.backends.cpu.lowering import lower, lower_run
 from luminal.backends.cpu.parallel import Split, split_rows, thread_count
 from luminal.backends.cpu.steps import Copy, Kernel, Ref, Storage
 from luminal.codegen import ir, llvm
 from luminal.codegen.lower import Placed, index_value
+from luminal.codegen.lowering import rows
 from luminal.core import numpy_ops as ops
 from luminal.core.kernel_graph import MemoryPlan
 from luminal.core.symbolic import evaluate, prod, tracked
@@ -130,16 +131,37 @@ class Planner:
         self.alias = self._in_place(kg, kernels)  # temp id -> name of the state array that holds it
         self.made = {"kernels": 0, "reused": 0}  # generated kernels made and found in the memo (lowering.py)
         writes = self._writes
-        for k in tqdm(kernels, desc=f"generating code: {len(kernels)} kernels", unit="kernel", delay=1.0,
-                      leave=False):
-            lower(k, self)
-            for b, _ in k.outputs:
-                writes[b.id] = writes.get(b.id, 0) + 1
+        runs = self._runs(kernels, memory)
+        skip = 0
+        for i, k in enumerate(tqdm(kernels, desc=f"generating code: {len(kernels)} kernels", unit="kernel",
+                                   delay=1.0, leave=False)):
+            if i < skip:  # (a kernel of the run lowered at its start)
+                continue
+            if i in runs:
+                skip = runs[i]
+                lower_run(kernels[i:skip], self)
+            else:
+                lower(k, self)
+            for x in kernels[i:max(skip, i + 1)]:
+                for b, _ in x.outputs:
+                    writes[b.id] = writes.get(b.id, 0) + 1
         threads = 1 if choices.threads == "blas" else thread_count()
         own = self._link(threads) or choices.threads == "own"
         self.steps = split_rows(self.steps, threads, matmuls=own)
         self.out_calls = [self._output(buf, v) for buf, v in kg.outputs]
         self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]  # (may add copies to steps)
+
+    def _runs(self, kernels, memory: MemoryPlan) -> dict:
+        """``{start: stop}`` of the runs of kernels lowered as one pass over their rows
+        (``codegen/lowering/rows.py``), but those whose buffers the memory plan lets share storage
+        and those writing a state in place (whose stores must come last in their kernel)."""
+        found = {}
+        for start, stop in rows.runs(kernels):
+            run = kernels[start:stop]
+            if not rows.overlaps(run, memory.slot_of, {}) and \
+                    not any(b.id in self.alias for k in run for b, _ in k.outputs):
+                found[start] = stop
+        return found
 
     # layouts ------------------------------------------------------------------------------------
     def _layouts(self, kg, kernels) -> dict:
@@ -478,7 +500,8 @@ class Planner:
         """Append a call of the generated ``kernel`` (made from kernel-graph kernel ``k``) over the IR
         buffers ``names`` (``names[i]`` is ``kernel.buffers[i]``); it is compiled with the binding's
         others when the binding is laid out (:meth:`_link`)."""
-        aliased = {self._ir_buffer(b) for b, _ in k.outputs if b.id in self.alias}
+        outputs = [o for x in (k if isinstance(k, list) else [k]) for o in x.outputs]  # (a run: a list)
+        aliased = {self._ir_buffer(b) for b, _ in outputs if b.id in self.alias}
         if aliased:
             aliased = {buf.name for buf, n in zip(kernel.buffers, names) if n in aliased}
             kernel = _stores_last(kernel, aliased, f"{kernel.name}_in_place{len(self.generated)}")

@@ -14,6 +14,10 @@ pick first; each is data (a name), and every one of them can be built, so a sear
 | gather      | items                            | items
 | scatter_add | lines                            | atomics, lines
 
+A run of kernels over the same rows (reductions, then the elementwise kernel using their results:
+softmax, LayerNorm, RMSNorm) may instead be lowered as one kernel, ``rows.lower``, which each backend
+does where ``rows.runs`` finds one and its memory plan allows.
+
 The per-element code, its dtype rules and masked reads are ``codegen/lower.py``'s, shared by every
 schedule; a target differs in its record, its op table and its renderer, never in a lowering.
 """

@@ -20,10 +20,10 @@ as the ``row`` schedule's: only launches and memory traffic go.
 from __future__ import annotations
 
 from luminal.codegen import ir
-from luminal.codegen.lower import Values, accumulate, accumulator, dim, reduce_identity, unflatten
+from luminal.codegen.lower import Values, accumulate, accumulator, contiguous_index, dim, reduce_identity, unflatten
 from luminal.codegen.lowering.elementwise import has_reshape
 from luminal.codegen.lowering.reduce import block_reduce, domain_index, prologue, split_axes
-from luminal.codegen.lowering.work import Uses, Work, kernel, one, reader, sizes, store
+from luminal.codegen.lowering.work import Uses, Work, items, kernel, one, reader, sizes, store
 from luminal.core.symbolic import is_static, prod, same
 from luminal.core.view import contiguous_strides
 
@@ -48,17 +48,21 @@ def runs(kernels: list, together=None) -> list[tuple[int, int]]:
 
 
 def overlaps(run: list, slot_of: dict, links: dict) -> bool:
-    """Whether the memory plan (``slot_of``: buffer id -> its storage slot) puts a buffer the run
-    writes in the storage of another that it reads (``links``: a call's buffers for a body's). The
-    plan lets a kernel's output take the storage of what only earlier kernels read; one pass over
-    the rows runs every kernel of the run at once, so such a run must stay kernel by kernel."""
-    def slot(b):
-        return slot_of.get(links.get(b, b).id)
+    """Whether the memory plan (``slot_of``: buffer id -> its storage slot) puts two buffers the run
+    touches in one storage (``links``: a call's buffers for a body's). The plan lets a kernel's output
+    take the storage of what only earlier kernels used; one kernel for the run would touch both at
+    once (and a generated kernel's buffers are promised not to alias, so even a store that comes
+    later in its code may be moved), so such a run stays kernel by kernel."""
+    def storage(b):  # (a part of a pack: the pack's; two parts of one pack count as one storage)
+        b = links.get(b, b)
+        return b if b.base is None else b.base
 
-    written = {slot(b) for k in run for b, _ in k.outputs} - {None}
+    seen: dict = {}  # slot -> id of the storage in it
     for k in run:
-        for b, _ in [*k.inputs, *k.epilogue_inputs]:
-            if slot(b) in written and not any(links.get(b, b) is links.get(o, o) for x in run for o, _ in x.outputs):
+        for b, _ in [*k.inputs, *k.epilogue_inputs, *k.outputs]:
+            b = storage(b)
+            slot = slot_of.get(b.id)
+            if slot is not None and seen.setdefault(slot, id(b)) != id(b):
                 return True
     return False
 
@@ -120,16 +124,37 @@ def _own_view(v, k) -> bool:
 
 
 def lower(run: list, target, memory, name: str) -> list[ir.Kernel]:
-    """The run (reductions, then an elementwise kernel) as one kernel of a block per row."""
+    """The run (reductions, then an elementwise kernel) as one kernel: on a cooperative target a block
+    per row, its threads striding the row in every phase; on a loop target a work item per row, a
+    loop per reduced axis in every phase (the reductions' order is the ``thread`` schedule's)."""
     first = run[0]
     domain = sizes(memory, first.domain)
     kept, red, out_shape, red_shape = split_axes(first, domain)
-    threads = target.row_threads
     uses = Uses()
-    row = tuple(unflatten(ir.block(0), out_shape))
+    block = bool(target.warp)
+    if block:
+        threads = target.row_threads
+        work = Work((dim(prod(out_shape)),), (threads,), tuple(unflatten(ir.block(0), out_shape)))
+        flat, guard = ir.block(0), ir.alu("LessThan", ir.thread(0), ir.const(1))
+    else:
+        work = items(target, out_shape, "o")
+        flat, guard = contiguous_index(work.index, out_shape), None
+    row = work.index
+
+    def over_row(tag: str, statements) -> tuple:
+        """``statements(domain index)`` for each element of the row: the block's threads striding it,
+        or a loop per reduced axis."""
+        if block:
+            at = domain_index(domain, kept, red, row, tuple(unflatten(ir.var(tag), red_shape)))
+            return (ir.Loop(tag, ir.thread(0), dim(prod(red_shape)), tuple(statements(at)), ir.const(threads)),)
+        at = domain_index(domain, kept, red, row, tuple(ir.var(f"{tag}_{j}") for j in range(len(red_shape))))
+        inner = tuple(statements(at))
+        for j in reversed(range(len(red_shape))):
+            inner = (ir.Loop(f"{tag}_{j}", ir.const(0), dim(red_shape[j]), inner),)
+        return inner
+
     registers: dict[int, ir.V] = {}  # id(output buffer of a reduction) -> the register holding this row's value
     body, shared = [], []
-    thread0 = ir.alu("LessThan", ir.thread(0), ir.const(1))
     for phase, k in enumerate(run[:-1]):
         op = k.reduce_op
         if op == "max" and any(is_static(n) and n == 0 for n in red_shape):
@@ -137,43 +162,39 @@ def lower(run: list, target, memory, name: str) -> list[ir.Kernel]:
         work_dtype = accumulator(op, k.acc_dtype)
         slots = {i: registers[id(b)] for i, (b, _) in enumerate(k.inputs) if id(b) in registers}
         pro, _ = prologue(k, memory, uses, work_dtype, slots)
-        r = ir.var(f"r{phase}")
-        at = domain_index(domain, kept, red, row, tuple(unflatten(r, red_shape)))
-        # the block's reduction leaves the row's value in thread 0, which hands it to every thread
-        # through shared memory (the barrier also keeps the next phase from writing the partials
-        # before every warp has read them)
         acc = f"sum{phase}"  # (a register has one dtype: one per phase)
         body += [ir.Assign(acc, reduce_identity(op, work_dtype)),
-                 ir.Loop(f"r{phase}", ir.thread(0), dim(prod(red_shape)),
-                         (ir.Assign(acc, accumulate(op, ir.var(acc, work_dtype), pro(at))),), ir.const(threads)),
-                 *block_reduce(target, op, work_dtype, threads, f"partials_{work_dtype.name}", acc),
-                 ir.If(thread0, (ir.Store(f"row{phase}", ir.const(0), ir.var(acc, work_dtype)),)), ir.Barrier(),
-                 ir.Assign(f"acc{phase}", ir.cast(ir.load(f"row{phase}", work_dtype, ir.const(0)), k.acc_dtype))]
-        shared.append(ir.Shared(f"row{phase}", work_dtype, 1))
-        body += _epilogue(k, memory, uses, out_shape, row, ir.var(f"acc{phase}", k.acc_dtype), registers, phase,
-                          thread0)
-    r = ir.var("r")
-    at = domain_index(domain, kept, red, row, tuple(unflatten(r, red_shape)))
+                 *over_row(f"r{phase}", lambda at, k=k, acc=acc, pro=pro, op=op, wd=work_dtype: (
+                     ir.Assign(acc, accumulate(op, ir.var(acc, wd), pro(at))),))]
+        if block:
+            # the block's reduction leaves the row's value in thread 0, which hands it to every thread
+            # through shared memory (the barrier also keeps the next phase from writing the partials
+            # before every warp has read them)
+            scratch = f"partials_{work_dtype.name}"
+            body += [*block_reduce(target, op, work_dtype, threads, scratch, acc),
+                     ir.If(guard, (ir.Store(f"row{phase}", ir.const(0), ir.var(acc, work_dtype)),)), ir.Barrier(),
+                     ir.Assign(acc, ir.load(f"row{phase}", work_dtype, ir.const(0)))]
+            shared += [ir.Shared(f"row{phase}", work_dtype, 1),
+                       ir.Shared(scratch, work_dtype, max(1, threads // target.warp))]
+        body.append(ir.Assign(f"acc{phase}", ir.cast(ir.var(acc, work_dtype), k.acc_dtype)))
+        body += _epilogue(k, memory, uses, out_shape, row, flat, ir.var(f"acc{phase}", k.acc_dtype), registers,
+                          phase, guard)
     last = run[-1]
     ins = [memory.read(b, v) for b, v in last.inputs]
     base = reader(ins, uses)
     slots = {i: registers[id(b)] for i, (b, _) in enumerate(last.inputs) if id(b) in registers}
     values = Values(lambda e, idx: slots[e.arg] if e.arg in slots else base(e, idx), lambda e: domain, memory.env)
-    stores = []
-    for b, e in last.outputs:
-        p = uses.use(memory.output(b), "w")
-        stores.append(store(memory, p, at, domain, values.at(e, at if values.shape(e) is not None else ())))
-    body.append(ir.Loop("r", ir.thread(0), dim(prod(red_shape)), tuple(stores), ir.const(threads)))
-    work = Work((dim(prod(out_shape)),), (threads,), row)
-    work_dtypes = {accumulator(k.reduce_op, k.acc_dtype).name: accumulator(k.reduce_op, k.acc_dtype) for k in run[:-1]}
-    shared += [ir.Shared(f"partials_{n}", d, max(1, threads // target.warp)) for n, d in work_dtypes.items()]
+    outs = [(uses.use(memory.output(b), "w"), e) for b, e in last.outputs]
+    body += over_row("r", lambda at: [store(memory, p, at, domain, values.at(e, at if values.shape(e) is not None
+                                                                               else ())) for p, e in outs])
+    shared = list({x.name: x for x in shared}.values())  # (one scratch per accumulator dtype)
     fused = " ".join(x for k in run for x in k.fused)
     return [kernel(name, uses, work, body, shared=tuple(shared), notes={"fused": fused, "schedule": "rows"})]
 
 
-def _epilogue(k, memory, uses, out_shape, row, acc, registers: dict, phase: int, thread0) -> list:
-    """Reduction ``k``'s outputs at ``row``: every thread computes each into a register (what later
-    phases read), thread 0 stores it."""
+def _epilogue(k, memory, uses, out_shape, row, flat, acc, registers: dict, phase: int, guard) -> list:
+    """Reduction ``k``'s outputs at ``row`` (``flat``: its row-major index): each into a register (what
+    later phases read) and stored (where ``guard``: thread 0 of a block)."""
     epi = [memory.read(b, v) for b, v in k.epilogue_inputs]
     shapes = [sizes(memory, v.shape) for _, v in k.epilogue_inputs]
     base = reader(epi, uses)
@@ -190,10 +211,10 @@ def _epilogue(k, memory, uses, out_shape, row, acc, registers: dict, phase: int,
         # (evaluated at the row's index in the output's own shape, which may regroup the output
         # shape's elements: a kept axis of size 1; as epilogue.epilogue_stores)
         shape = sizes(memory, b.shape)
-        at = row if same(shape, out_shape) else tuple(unflatten(ir.block(0), shape))
+        at = row if same(shape, out_shape) else tuple(unflatten(flat, shape))
         name = f"out{phase}_{j}"
         body.append(ir.Assign(name, ir.cast(values.at(e, at if values.shape(e) is not None else ()), b.dtype)))
         registers[id(b)] = ir.var(name, b.dtype)
         p = uses.use(memory.output(b), "w")
-        stores.append(store(memory, p, at, shape, ir.var(name, b.dtype)))
-    return body + [ir.If(thread0, tuple(stores))]
+        stores.append(store(memory, p, at, shape, ir.var(name, b.dtype), flat=flat if same(shape, out_shape) else None))
+    return body + ([ir.If(guard, tuple(stores))] if guard is not None else stores)

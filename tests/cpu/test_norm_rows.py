@@ -1,0 +1,78 @@
+"""Single-pass rows on the CPU (``codegen/lowering/rows.py``): softmax, log-softmax, LayerNorm and
+RMSNorm as one generated kernel, a work item per row (the threads share the rows), each phase a loop
+over the row; the reference's values for rows of every length, 16-bit inputs, a symbolic batch, many
+rows cut over threads, and a backward pass that reads the per-row statistics the run stores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import luminal as lm
+from luminal.nn import functional as F
+from luminal.train import grad
+
+NORMS = {
+    "softmax": lambda x: x.softmax(-1),
+    "log_softmax": lambda x: x.log_softmax(-1),
+    "layer_norm": lambda x: F.layer_norm(x, (x.shape[-1],), eps=1e-5),
+    "rms_norm": lambda x: F.rms_norm(x, (x.shape[-1],), eps=1e-6),
+}
+
+
+def _kernels(f) -> list:
+    binding = next(reversed(f.runner.program._bindings.values()))
+    return [s.kernel.name for s in binding.schedule.steps if getattr(s, "kernel", None) is not None]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(6, 37), (3, 1000), (2, 3, 130), (2048, 64)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("norm", list(NORMS))
+def test_norms_are_one_kernel_and_match_the_reference(norm, shape, dtype):
+    g = lm.Graph()
+    x = g.input("x", shape, dtype=getattr(lm, dtype))
+    y = NORMS[norm](x)
+    a = np.random.default_rng(1).standard_normal(shape).astype(np.float16 if dtype == "float16" else np.float32)
+    f, ref = lm.compile(y, backend="cpu"), lm.compile(y, backend="reference")  # (bfloat16: float32 arrays)
+    got, want = f(x=a), ref(x=a)
+    tol = 2e-6 if dtype == "float32" else 2e-2
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=tol, atol=tol)
+    assert any(name.startswith("rows") for name in _kernels(f)), _kernels(f)
+
+
+def test_a_symbolic_batch_runs_every_binding():
+    g = lm.Graph()
+    x = g.input("x", ("B", 40))
+    y = F.layer_norm(x.softmax(-1) * 3.0, (40,))
+    f, ref = lm.compile(y, backend="cpu"), lm.compile(y, backend="reference")
+    for b in (1, 7, 300):
+        a = np.random.default_rng(b).standard_normal((b, 40)).astype(np.float32)
+        np.testing.assert_allclose(f(x=a), ref(x=a), rtol=1e-5, atol=1e-5)
+
+
+def test_a_backward_pass_reads_the_statistics_the_run_stores():
+    g = lm.Graph()
+    x, w = g.input("x", (5, 33)), g.input("w", (5, 33))
+    loss = (F.layer_norm(x, (33,)) * w).sum()
+    (dx,) = grad(loss, [x])
+    rng = np.random.default_rng(3)
+    inputs = {n: rng.standard_normal((5, 33)).astype(np.float32) for n in ("x", "w")}
+    f, ref = lm.compile([loss, dx], backend="cpu"), lm.compile([loss, dx], backend="reference")
+    for got, want in zip(f(**inputs), ref(**inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    assert any(name.startswith("rows") for name in _kernels(f))
+
+
+def test_a_run_whose_buffers_share_storage_stays_kernel_by_kernel():
+    """nanmean and its gradient: the memory plan gives the gradient the storage of the sum, which only
+    the mean read. One kernel would store both there (and its buffers are promised not to alias, so
+    the order of those stores is LLVM's): the run must stay kernel by kernel, and the values right."""
+    x0 = np.random.default_rng(0).standard_normal((4, 3, 5)).astype(np.float32)
+    x0.reshape(-1)[::3] = np.nan
+    g = lm.Graph()
+    x = g.input("x", x0.shape)
+    y = x.nanmean()
+    (dx,) = grad(y, [x])
+    f, ref = lm.compile([y, dx], backend="cpu"), lm.compile([y, dx], backend="reference")
+    for got, want in zip(f(x=x0), ref(x=x0)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
