@@ -110,7 +110,7 @@ def test_the_cost_models_defaults_on_cuda():
     """The default of each shape class, as ``reduce.options`` and ``matmul.options`` document them: long
     or unknown rows a block per row, short rows a thread per output, few very long rows split over
     blocks; a batch-1 product a GEMV, 16-bit products tensor cores, others shared-memory tiles."""
-    from luminal.backends.cuda.launches import _DeviceMemory
+    from luminal.backends.cuda.launches import DeviceMemory
     from luminal.codegen.target import CUDA
 
     g = lm.Graph()
@@ -120,7 +120,7 @@ def test_the_cost_models_defaults_on_cuda():
              "tiled": g.input("p", (9, 40)) @ g.input("q", (40, 9))}
     for want, out in cases.items():
         (k,) = _kernels([out])
-        options = lowering.options(k, CUDA, _DeviceMemory())
+        options = lowering.options(k, CUDA, DeviceMemory())
         assert options[0] == want and len(set(options)) == len(options) > 1, (want, options)
 
 

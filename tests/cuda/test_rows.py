@@ -11,6 +11,7 @@ import pytest
 
 import luminal as lm
 from luminal.codegen.lowering import rows
+from luminal.codegen.target import CUDA
 from luminal.nn import functional as F
 from luminal.train import grad
 
@@ -87,3 +88,15 @@ def test_a_run_whose_outputs_may_share_storage_with_its_reads_is_unsafe():
     read = next(b for b, _ in run[0].inputs if b.kind == "temp")
     written = run[-1].outputs[0][0]
     assert rows.overlaps(run, {**program.plan.slot_of, written.id: program.plan.slot_of[read.id]}, {})
+
+
+@pytest.mark.parametrize("shape", [(64, 16), (2, CUDA.split_row)], ids=["short rows", "few long rows"])
+def test_rows_the_cost_model_runs_otherwise_stay_kernel_by_kernel(shape):
+    """Short rows (a thread per row) and a few very long ones (split over many blocks): one block per
+    row would idle most of a block, or most of the device."""
+    g = lm.Graph()
+    x = g.input("x", shape)
+    a = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    f, got, want = _programs(x.softmax(-1), {"x": a})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    assert all(choices != ["rows"] for _, choices in _schedules(f)), _schedules(f)

@@ -47,7 +47,7 @@ from luminal.core.symbolic import prod, sym_of
 from luminal.core.view import contiguous_strides
 
 
-class _Memory:
+class Memory:
     """The binding's placements as the one lowering asks for them (``codegen/lowering/work.py``):
     ``place(buf, view)`` the read of a view, ``place(buf, None)`` a whole output (stored in the
     layout the planner chose: strides, not row-major), ``place(None, tag)`` a scratch the planner
@@ -73,7 +73,7 @@ class _Memory:
 
 def lower(k, b) -> None:
     """Append the steps computing kernel ``k`` to ``b.steps`` (``b``: the binding's ``plan.Planner``)."""
-    if k.kind == "matmul" and lowering.options(k, CPU, _Memory(b.env, None))[0] == "library":
+    if k.kind == "matmul" and lowering.options(k, CPU, Memory(b.env, None))[0] == "library":
         _gemm(k, b, k.inputs)
     elif k.kind in ("gather", "scatter_add"):
         _indexing(k, b)
@@ -82,7 +82,7 @@ def lower(k, b) -> None:
             raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
         prefix = "ew" if k.kind == "elementwise" else k.kind
         extra = None
-        if k.kind == "reduce" and lowering.options(k, CPU, _Memory(b.env, None))[0] == "split":
+        if k.kind == "reduce" and lowering.options(k, CPU, Memory(b.env, None))[0] == "split":
             outputs = prod(_out_shape(k, b))
             work = accumulator(k.reduce_op, k.acc_dtype)  # the partials, as the accumulator holds them
             parts = loop_parts(tuple(b.shape(k.domain)[a] for a in k.axes), CPU)
@@ -142,7 +142,7 @@ def _generate(b, k, prefix: str, make, reads, extra: dict | None = None) -> None
         def place(buf, view):
             return named[view] if buf is None else where[(id(buf), id(view))]
 
-        kernels = b.memo[key] = make(_Memory(b.env, place), f"{prefix}{len(b.memo)}")  # (unique in the program)
+        kernels = b.memo[key] = make(Memory(b.env, place), f"{prefix}{len(b.memo)}")  # (unique in the program)
         b.made["kernels"] += len(kernels)
     else:
         b.made["reused"] += len(kernels)

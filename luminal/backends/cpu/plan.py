@@ -26,12 +26,13 @@ from tqdm import tqdm
 
 from luminal.backends.cpu import layout, tune
 from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
-from luminal.backends.cpu.lowering import lower, lower_run
+from luminal.backends.cpu.lowering import Memory, lower, lower_run
 from luminal.backends.cpu.parallel import Split, split_rows, thread_count
 from luminal.backends.cpu.steps import Copy, Kernel, Ref, Storage
 from luminal.codegen import ir, llvm
 from luminal.codegen.lower import Placed, index_value
 from luminal.codegen.lowering import rows
+from luminal.codegen.target import CPU
 from luminal.core import numpy_ops as ops
 from luminal.core.kernel_graph import MemoryPlan
 from luminal.core.symbolic import evaluate, prod, tracked
@@ -153,12 +154,13 @@ class Planner:
 
     def _runs(self, kernels, memory: MemoryPlan) -> dict:
         """``{start: stop}`` of the runs of kernels lowered as one pass over their rows
-        (``codegen/lowering/rows.py``), but those whose buffers the memory plan lets share storage
-        and those writing a state in place (whose stores must come last in their kernel)."""
+        (``codegen/lowering/rows.py``), but those whose buffers the memory plan lets share storage,
+        those whose rows the cost model would split, and those writing a state in place (whose
+        stores must come last in their kernel)."""
         found = {}
         for start, stop in rows.runs(kernels):
             run = kernels[start:stop]
-            if not rows.overlaps(run, memory.slot_of, {}) and \
+            if not rows.overlaps(run, memory.slot_of, {}) and rows.worth_it(run, CPU, Memory(self.env, None)) and \
                     not any(b.id in self.alias for k in run for b, _ in k.outputs):
                 found[start] = stop
         return found

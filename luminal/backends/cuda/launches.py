@@ -37,7 +37,7 @@ class Launch:
     choices: tuple = ()
 
 
-class _DeviceMemory:
+class DeviceMemory:
     """Buffers as the device lays them out (``codegen/lowering/work.py``'s protocol): every buffer
     whole and row-major from its start, named ``b0, b1, ...`` in a kernel-graph kernel's launches."""
 
@@ -83,7 +83,7 @@ _TAGS = {("reduce", "thread"): "reduce_thread", ("reduce", "row"): "reduce_row",
 def lower_kernel(k, option: str | None = None) -> list[Launch]:
     """The launches computing kernel-graph kernel ``k`` in schedule ``option`` (None: the cost
     model's). Not a call: a program lowers a body's kernels once and launches them per call."""
-    memory = _DeviceMemory()
+    memory = DeviceMemory()
     choices = lowering.options(k, CUDA, memory)
     option = choices[0] if option is None else option
     kernels = lowering.lower(k, CUDA, memory, _TAGS.get((k.kind, option), k.kind), option)
@@ -93,7 +93,7 @@ def lower_kernel(k, option: str | None = None) -> list[Launch]:
 def lower_run(run: list) -> list[Launch]:
     """The launches computing a run of kernel-graph kernels in one pass over their rows
     (``codegen/lowering/rows.py``: softmax, LayerNorm, RMSNorm)."""
-    memory = _DeviceMemory()
+    memory = DeviceMemory()
     return [Launch(_named(kern), memory.args, memory.scratches, "rows", ("rows",))
             for kern in rows.lower(run, CUDA, memory, "rows")]
 

@@ -25,8 +25,9 @@ from luminal.backends.cuda import runtime as rt
 from luminal.backends.cuda import schedules
 from luminal.backends.cuda.arena import aligned
 from luminal.backends.cuda.binding import DeviceBinding
-from luminal.backends.cuda.launches import Launch, lower_kernel, lower_run
+from luminal.backends.cuda.launches import DeviceMemory, Launch, lower_kernel, lower_run
 from luminal.codegen.lowering import rows
+from luminal.codegen.target import CUDA
 from luminal.core.kernel_graph import call_links, dims_needed
 
 MAX_BINDINGS = 8
@@ -75,7 +76,8 @@ class CudaProgram:
         same_call = lambda i: pairs[i][1] is pairs[i - 1][1] or not (pairs[i][1] or pairs[i - 1][1])  # noqa: E731
         found = rows.runs(kernels, same_call)
         # (a body's run is one in every call, or in none: its kernels are lowered once)
-        unsafe = {id(kernels[a]) for a, b in found if rows.overlaps(kernels[a:b], plan.slot_of, pairs[a][1])}
+        unsafe = {id(kernels[a]) for a, b in found if rows.overlaps(kernels[a:b], plan.slot_of, pairs[a][1])
+                  or not rows.worth_it(kernels[a:b], CUDA, DeviceMemory())}
         in_run: dict[int, list] = {}
         for start, stop in found:
             if id(kernels[start]) not in unsafe:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from luminal.codegen import ir
 from luminal.codegen.lower import Values, accumulate, accumulator, contiguous_index, dim, reduce_identity, unflatten
+from luminal.codegen.lowering import reduce
 from luminal.codegen.lowering.elementwise import has_reshape
 from luminal.codegen.lowering.reduce import block_reduce, domain_index, prologue, split_axes
 from luminal.codegen.lowering.work import Uses, Work, items, kernel, one, reader, sizes, store
@@ -45,6 +46,14 @@ def runs(kernels: list, together=None) -> list[tuple[int, int]]:
         else:
             i = max(j, i + 1)
     return out
+
+
+def worth_it(run: list, target, memory) -> bool:
+    """Whether the cost model would run the run's rows as the run's kernel does: its first reduction's
+    default schedule is a block per row (cooperative target) or a work item per row (loop target).
+    Not for a few very long rows, which the reductions' split schedule spreads over many blocks or
+    threads, nor (on a GPU) for short rows, a thread per row."""
+    return reduce.options(run[0], target, memory)[0] == ("row" if target.warp else "thread")
 
 
 def overlaps(run: list, slot_of: dict, links: dict) -> bool:
