@@ -1,7 +1,7 @@
 """Single-pass rows on the CPU (``codegen/lowering/rows.py``): softmax, log-softmax, LayerNorm and
 RMSNorm as one generated kernel, a work item per row (the threads share the rows), each phase a loop
-over the row; the reference's values for rows of every length, 16-bit inputs, a symbolic batch, many
-rows cut over threads, and a backward pass that reads the per-row statistics the run stores."""
+over the row; the reference's values for rows of every length, 16-bit inputs and many rows cut over
+threads. (A symbolic batch and a backward pass: ``tests/codegen/test_row_runs.py``.)"""
 
 from __future__ import annotations
 
@@ -38,29 +38,6 @@ def test_norms_are_one_kernel_and_match_the_reference(norm, shape, dtype):
     tol = 2e-6 if dtype == "float32" else 2e-2
     np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=tol, atol=tol)
     assert any(name.startswith("rows") for name in _kernels(f)), _kernels(f)
-
-
-def test_a_symbolic_batch_runs_every_binding():
-    g = lm.Graph()
-    x = g.input("x", ("B", 40))
-    y = F.layer_norm(x.softmax(-1) * 3.0, (40,))
-    f, ref = lm.compile(y, backend="cpu"), lm.compile(y, backend="reference")
-    for b in (1, 7, 300):
-        a = np.random.default_rng(b).standard_normal((b, 40)).astype(np.float32)
-        np.testing.assert_allclose(f(x=a), ref(x=a), rtol=1e-5, atol=1e-5)
-
-
-def test_a_backward_pass_reads_the_statistics_the_run_stores():
-    g = lm.Graph()
-    x, w = g.input("x", (5, 33)), g.input("w", (5, 33))
-    loss = (F.layer_norm(x, (33,)) * w).sum()
-    (dx,) = grad(loss, [x])
-    rng = np.random.default_rng(3)
-    inputs = {n: rng.standard_normal((5, 33)).astype(np.float32) for n in ("x", "w")}
-    f, ref = lm.compile([loss, dx], backend="cpu"), lm.compile([loss, dx], backend="reference")
-    for got, want in zip(f(**inputs), ref(**inputs)):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
-    assert any(name.startswith("rows") for name in _kernels(f))
 
 
 def test_a_run_whose_buffers_share_storage_stays_kernel_by_kernel():
