@@ -21,6 +21,10 @@ The algorithm (the classic register-blocked GEMM, in one function):
   stored under a mask. Rows go in blocks of ``MR``, then of 8 and 4 and single rows, so no row is
   computed and dropped.
 
+The packed panel lives on the calling thread's stack: ``KC * NC`` elements, 32 to 128 KiB by vector
+width, well within a thread's default stack (8 MiB on Linux; the backend's own threads are Python
+threads with it).
+
 Each output is a float32 (float64) sum in k order within a block, blocks added in order: what BLAS
 does, with fused multiply-adds. The code is generic in every size and stride (one object per dtype
 and shape of the microkernel, disk-cached like every kernel); the microkernel's shape follows the
