@@ -132,19 +132,14 @@ class Planner:
         self.alias = self._in_place(kg, kernels)  # temp id -> name of the state array that holds it
         self.made = {"kernels": 0, "reused": 0}  # generated kernels made and found in the memo (lowering.py)
         writes = self._writes
-        runs = self._runs(kernels, memory)
-        skip = 0
-        for i, k in enumerate(tqdm(kernels, desc=f"generating code: {len(kernels)} kernels", unit="kernel",
-                                   delay=1.0, leave=False)):
-            if i < skip:  # (a kernel of the run lowered at its start)
-                continue
-            if i in runs:
-                skip = runs[i]
-                lower_run(kernels[i:skip], self)
+        for unit in tqdm(self._units(kernels, memory), desc=f"generating code: {len(kernels)} kernels",
+                         unit="kernel", delay=1.0, leave=False):
+            if len(unit) > 1:
+                lower_run(unit, self)
             else:
-                lower(k, self)
-            for x in kernels[i:max(skip, i + 1)]:
-                for b, _ in x.outputs:
+                lower(unit[0], self)
+            for k in unit:
+                for b, _ in k.outputs:
                     writes[b.id] = writes.get(b.id, 0) + 1
         threads = 1 if choices.threads == "blas" else thread_count()
         own = self._link(threads) or choices.threads == "own"
@@ -152,18 +147,19 @@ class Planner:
         self.out_calls = [self._output(buf, v) for buf, v in kg.outputs]
         self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]  # (may add copies to steps)
 
-    def _runs(self, kernels, memory: MemoryPlan) -> dict:
-        """``{start: stop}`` of the runs of kernels lowered as one pass over their rows
-        (``codegen/lowering/rows.py``), but those whose buffers the memory plan lets share storage,
-        those whose rows the cost model would split, and those writing a state in place (whose
-        stores must come last in their kernel)."""
-        found = {}
-        for start, stop in rows.runs(kernels):
-            run = kernels[start:stop]
-            if not rows.overlaps(run, memory.slot_of, {}) and rows.worth_it(run, CPU, Memory(self.env, None)) and \
-                    not any(b.id in self.alias for k in run for b, _ in k.outputs):
-                found[start] = stop
-        return found
+    def _units(self, kernels, memory: MemoryPlan) -> list[list]:
+        """``kernels`` in the units they are lowered in: a run lowered as one pass over its rows
+        (``codegen/lowering/rows.py``, where :func:`rows.fits` and it writes no state in place, whose
+        stores must come last in their kernel), every other kernel alone."""
+        runs = {start: stop for start, stop in rows.runs(kernels)
+                if rows.fits(kernels[start:stop], CPU, Memory(self.env, None), memory.slot_of, {})
+                and not any(b.id in self.alias for k in kernels[start:stop] for b, _ in k.outputs)}
+        units, i = [], 0
+        while i < len(kernels):
+            stop = runs.get(i, i + 1)
+            units.append(kernels[i:stop])
+            i = stop
+        return units
 
     # layouts ------------------------------------------------------------------------------------
     def _layouts(self, kg, kernels) -> dict:

@@ -76,8 +76,8 @@ class CudaProgram:
         same_call = lambda i: pairs[i][1] is pairs[i - 1][1] or not (pairs[i][1] or pairs[i - 1][1])  # noqa: E731
         found = rows.runs(kernels, same_call)
         # (a body's run is one in every call, or in none: its kernels are lowered once)
-        unsafe = {id(kernels[a]) for a, b in found if rows.overlaps(kernels[a:b], plan.slot_of, pairs[a][1])
-                  or not rows.worth_it(kernels[a:b], CUDA, DeviceMemory())}
+        unsafe = {id(kernels[a]) for a, b in found
+                  if not rows.fits(kernels[a:b], CUDA, DeviceMemory(), plan.slot_of, pairs[a][1])}
         in_run: dict[int, list] = {}
         for start, stop in found:
             if id(kernels[start]) not in unsafe:

@@ -14,7 +14,8 @@ separate kernels read memory. The per-row results are still stored (thread 0), a
 would: another kernel (a backward pass) may read them. The same values, in the same order per row
 as the ``row`` schedule's: only launches and memory traffic go.
 
-:func:`runs` finds the runs in a list of kernels; :func:`lower` builds one.
+:func:`runs` finds the runs in a list of kernels, :func:`fits` says whether a backend may take one
+(given its memory plan), :func:`lower` builds one.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ def runs(kernels: list, together=None) -> list[tuple[int, int]]:
         else:
             i = max(j, i + 1)
     return out
+
+
+def fits(run: list, target, memory, slot_of: dict, links: dict) -> bool:
+    """Whether a run :func:`runs` found is lowered as one kernel here: the cost model runs its rows so
+    (:func:`worth_it`) and the memory plan keeps its buffers apart (:func:`overlaps`)."""
+    return worth_it(run, target, memory) and not overlaps(run, slot_of, links)
 
 
 def worth_it(run: list, target, memory) -> bool:
