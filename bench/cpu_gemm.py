@@ -26,7 +26,6 @@ import threading
 import numpy as np
 import torch
 from benchlib import alternate, header, pct
-from threadpoolctl import threadpool_limits
 
 from luminal.backends.cpu import blas, generated_gemm, generated_gemv
 
@@ -124,7 +123,7 @@ def main(argv=None):
             sides = {"generated": _cblas(gen, m, n, k, ta, tb), "openblas": _cblas(ob, m, n, k, ta, tb)}
         sides["torch"] = _torch(m, n, k, ta, tb)
         sides = {s: _paired(f, problems) for s, f in sides.items()}
-        with threadpool_limits(1, user_api="blas"):
+        with blas.single_threaded():
             times = alternate(sides, samples=4 if args.quick else 30, rounds=2 if args.quick else 5, warmup=1,
                               pause_s=0.05)
         flops = 2 * m * n * k * copies
