@@ -844,17 +844,23 @@ def cache_dir() -> str:
     return str(_DISK.directory)
 
 
-def cache_key(text: str) -> str:
+def cache_key(text: str, vectorised: bool = False) -> str:
     h = _init()
     parts = (text, h["cpu"], h["features"], llvmlite.__version__, f"codegen {CODEGEN_VERSION}")
+    if vectorised:  # (another pipeline, another object)
+        parts += ("pipeline: vectorised by hand",)
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def optimise(mod) -> None:
-    """LLVM's O3 pipeline with loop and SLP vectorisation, for the host CPU, on a parsed module."""
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
+def optimise(mod, vectorised: bool = False) -> None:
+    """LLVM's O3 pipeline with loop and SLP vectorisation, for the host CPU, on a parsed module; for a
+    module ``vectorised`` by hand (``backends/cpu/generated_gemm.py``: its vector code is written out,
+    register by register), O1 without the vectorisers. Measured on the 12x32 AVX-512 GEMM (162 kB of
+    IR): O3 with vectorisers 1.13 s to compile, O1 0.37 s, and its products as fast (six shapes,
+    alternating; O2 was slower on three: it unrolls what the text already unrolled)."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=1 if vectorised else 3)
+    pto.loop_vectorization = not vectorised
+    pto.slp_vectorization = not vectorised
     pb = llvm.create_pass_builder(_init()["tm"], pto)
     pb.getModulePassManager().run(mod, pb)
 
@@ -1028,32 +1034,29 @@ def _named_by_content(k: ir.Kernel, distinct: bool, vector_width, fp: bytes | No
     return got
 
 
-def compile_text(text: str, names) -> Module:
-    """The module of LLVM IR ``text`` (whose functions ``names`` it serves), optimised and compiled for
-    the host through the in-process and disk caches (the key: the text, the host CPU and its features,
-    llvmlite's version, ``CODEGEN_VERSION``)."""
+def compile_text(text: str, names, vectorised: bool = False) -> Module:
+    """The module of LLVM IR ``text`` (whose functions ``names`` it serves), optimised (``optimise``:
+    ``vectorised`` by hand or not) and compiled for the host through the in-process and disk caches
+    (the key: the text, the pipeline, the host CPU and its features, llvmlite's version,
+    ``CODEGEN_VERSION``)."""
     with _lock:
-        key, obj, cached = _object(text)
+        key, obj, cached = _objects_of([text], vectorised)[0]
         return _link([key], [obj], {n: n for n in names}, cached)
 
 
 PARALLEL_MIN = 24  # objects to compile at once from which worker processes share them (llvm_workers.py)
 
 
-def _object(text: str) -> tuple[str, bytes, bool]:
-    """``(key, object code, whether it came from a cache)`` of one module's IR ``text``."""
-    return _objects_of([text])[0]
-
-
-def _objects_of(texts: list) -> list:
-    """:func:`_object` of each of ``texts``: from the in-process or disk cache, else compiled, by the
+def _objects_of(texts: list, vectorised: bool = False) -> list:
+    """``(key, object code, whether it came from a cache)`` of each of ``texts`` (module IR, optimised
+    as ``vectorised`` says): from the in-process or disk cache, else compiled, by the
     worker processes when there are ``PARALLEL_MIN`` or more to compile (``llvm_workers.py``: a GPT's
     77 objects, a fifth less code generation on 2 cores; a dozen, as an MLP's, would gain less than a
     worker takes to start), else here; a progress bar when that takes over a second."""
     out: list = [None] * len(texts)
     todo = []  # (index, key) of the texts to compile
     for i, text in enumerate(texts):
-        key = cache_key(text)
+        key = cache_key(text, vectorised)
         obj = _objects.get(key)
         if obj is None:
             obj = _DISK.read(f"{key[:2]}/{key}.o")
@@ -1068,12 +1071,12 @@ def _objects_of(texts: list) -> list:
     with tqdm(total=len(todo), desc=f"compiling kernels: {len(todo)} objects", unit="object", delay=1.0,
               leave=False) as bar:
         sources = [texts[i] for i, _ in todo]
-        if len(todo) >= PARALLEL_MIN and llvm_workers.worker_count() > 1:
+        if len(todo) >= PARALLEL_MIN and not vectorised and llvm_workers.worker_count() > 1:
             objects = llvm_workers.compile_all(sources, compile_text_to_object, lambda: bar.update())
         else:
             objects = []
             for text in sources:
-                objects.append(compile_text_to_object(text))
+                objects.append(compile_text_to_object(text, vectorised))
                 bar.update()
     for (i, key), obj in zip(todo, objects):
         _DISK.write(f"{key[:2]}/{key}.o", obj)  # atomic; a cache that cannot be written is skipped
@@ -1083,12 +1086,12 @@ def _objects_of(texts: list) -> list:
     return out
 
 
-def compile_text_to_object(text: str) -> bytes:
+def compile_text_to_object(text: str, vectorised: bool = False) -> bytes:
     """The object code of module IR ``text`` for the host: parsed, verified, optimised (``optimise``)
-    and emitted (what a worker process does too, ``llvm_workers.py``)."""
+    and emitted (what a worker process does too, ``llvm_workers.py``, for kernels: not ``vectorised``)."""
     parsed = llvm.parse_assembly(text)
     parsed.verify()
-    optimise(parsed)
+    optimise(parsed, vectorised)
     return _init()["tm"].emit_object(parsed)
 
 

@@ -319,5 +319,5 @@ def gemm(dtype, vector_bits: int | None = None) -> int:
 def _compiled(dtype: str, vector_bits: int | None) -> tuple:
     """``(module, address)``: the module keeps the function's code alive."""
     s = shape_for(dtype, vector_bits) if vector_bits else _shape(dtype)
-    mod = llvm.compile_text(_module(dtype, s), [function_name(dtype, s)])
+    mod = llvm.compile_text(_module(dtype, s), [function_name(dtype, s)], vectorised=True)
     return mod, mod.address(function_name(dtype, s))

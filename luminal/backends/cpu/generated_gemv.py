@@ -220,5 +220,5 @@ def gemv(dtype, vector_bits: int | None = None) -> int:
 def _compiled(dtype: str, vector_bits: int | None) -> tuple:
     """``(module, address)``: the module keeps the function's code alive."""
     w = (vector_bits or max(llvm.vector_widths())) // (8 * np.dtype(dtype).itemsize)
-    mod = llvm.compile_text(_module(dtype, w), [function_name(dtype, w)])
+    mod = llvm.compile_text(_module(dtype, w), [function_name(dtype, w)], vectorised=True)
     return mod, mod.address(function_name(dtype, w))
