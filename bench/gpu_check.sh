@@ -76,6 +76,8 @@ from luminal.backends.cuda import driver, runtime as rt
 ok, why = lm.cuda.status(); print('cuda:', ok, why)
 assert ok, why
 print('arch:', driver.device_arch(0))
+from luminal.backends.cuda import cublaslt
+print('cuBLASLt:', 'loaded' if cublaslt.load() is not None else 'not found (products run as own kernels): ' + cublaslt.why())
 g = lm.Graph(); x = g.input('x', (8,))
 f = lm.compile(x * 2.0, backend='cuda')
 assert (f(x=np.ones(8, np.float32)) == 2).all() and (f(x=np.ones(8, np.float32)) == 2).all()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 
 import numpy as np
 
@@ -24,7 +25,7 @@ def programs(dry: bool) -> dict:
     """name -> (outputs, inputs) built on a fresh graph each."""
     n = 4 if dry else 1
     rows, cols = (6, 300) if dry else (4096, 4096)
-    m = 16 if dry else 1024 // n
+    m = 16 if dry else 4096 // n
     rng = np.random.default_rng(0)
 
     def reductions(g):
@@ -36,9 +37,11 @@ def programs(dry: bool) -> dict:
     def products(g):
         a, b = g.input("a", (m, m)), g.input("b", (m, m))
         h, k = g.input("h", (m, m), dtype=lm.float16), g.input("k", (m, m), dtype=lm.float16)
-        return [a @ b, h @ k], {"a": rng.standard_normal((m, m)), "b": rng.standard_normal((m, m)),
-                                "h": rng.standard_normal((m, m)).astype(np.float16),
-                                "k": rng.standard_normal((m, m)).astype(np.float16)}
+        p, q = g.input("p", (m, m), dtype=lm.bfloat16), g.input("q", (m, m), dtype=lm.bfloat16)
+        return [a @ b, h @ k, p @ q], {"a": rng.standard_normal((m, m)), "b": rng.standard_normal((m, m)),
+                                       "h": rng.standard_normal((m, m)).astype(np.float16),
+                                       "k": rng.standard_normal((m, m)).astype(np.float16),
+                                       "p": rng.standard_normal((m, m)), "q": rng.standard_normal((m, m))}
 
     def decode(g):
         v, w = g.input("v", (1, cols)), g.input("w", (cols, cols // 2))
@@ -50,7 +53,8 @@ def programs(dry: bool) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dry", action="store_true", help="the simulated device, tiny sizes")
-    p.add_argument("--search", type=int, default=3, help="schedules timed per kernel")
+    p.add_argument("--search", type=int, default=4,
+                   help="schedules timed per kernel (a product: cuBLASLt and three own kernels)")
     args = p.parse_args()
     os.environ["LUMINAL_CACHE"] = "llvm,compile"  # (not cuda: every kernel is timed, none taken from the cache)
     backend = "cuda-emulated" if args.dry else "cuda"
@@ -60,6 +64,7 @@ def main() -> None:
     print(f"# schedules, search={args.search}; device: {'simulated (cuda-emulated)' if args.dry else why}\n")
     print("| program | kernel | schedules (ms) | default | kept |")
     print("|---|---|---|---|---|")
+    products: list = []  # (kernel, its schedules' times) of the square products, for the torch table
     for name, build in programs(args.dry).items():
         g = lm.Graph()
         outs, inputs = build(g)
@@ -71,6 +76,49 @@ def main() -> None:
             timed = ", ".join(f"{o} {s * 1e3:.3f}" for o, s in sorted(times.items(), key=lambda kv: kv[1]))
             shape = "x".join(str(d) for d in k.domain)
             print(f"| {name} | {k.kind} {shape} | {timed} | {defaults[id(k)]} | {kept} |")
+            if k.kind == "matmul" and k.domain[0] > 1:
+                products.append((k, times))
+    torch_products(products, args.dry)
+
+
+def torch_products(products: list, dry: bool) -> None:
+    """Each timed square product against ``torch.matmul`` on the same device and dtype (device events
+    around it; the median of 10 after a warm-up; the CPU when --dry): TFLOP/s per side."""
+    try:
+        import torch
+    except ImportError:
+        print("\n(no torch: no reference column)")
+        return
+    device = "cpu" if dry else "cuda"
+    print("\n| product | dtype | library | own kernels (best) | torch.matmul | library / torch (time) |")
+    print("|---|---|---|---|---|---|")
+    for k, times in products:
+        m, n, kk = (int(d) for d in k.domain)
+        dtype = k.inputs[0][0].dtype.name
+        a = torch.randn(m, kk, device=device, dtype=getattr(torch, dtype))
+        b = torch.randn(kk, n, device=device, dtype=getattr(torch, dtype))
+        for _ in range(3):
+            torch.matmul(a, b)
+        runs = []
+        for _ in range(10):
+            if dry:
+                t = time.perf_counter()
+                torch.matmul(a, b)
+                runs.append(time.perf_counter() - t)
+            else:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                torch.matmul(a, b)
+                end.record()
+                torch.cuda.synchronize()
+                runs.append(start.elapsed_time(end) / 1e3)
+        theirs = float(np.median(runs))
+        flops = 2.0 * m * n * kk
+        rate = lambda s: f"{s * 1e3:.3f} ms, {flops / s / 1e12:.1f} TFLOP/s"  # noqa: E731
+        lib = times.get("library")
+        own = min((s for o, s in times.items() if o != "library"), default=None)
+        print(f"| {m}x{n}x{kk} | {dtype} | {rate(lib) if lib else '-'} | {rate(own) if own else '-'} | "
+              f"{rate(theirs)} | {f'{lib / theirs:.2f}' if lib else '-'} |")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ The record says how work items map onto the machine and what the lowering may us
 | atomics        | no: a scatter owns lines      | yes: one atomic add per scattered element
 | mma            | none                          | m16n8k16 on float16 / bfloat16
 | tile           | -                             | 16x16 tiles of a product's operands
-| library_gemm   | yes: BLAS, then an epilogue   | no (cuBLASLt is not yet an option)
+| library_gemm   | yes: BLAS, then an epilogue   | ``CUDA_LIBRARY``: cuBLASLt, then an epilogue,
+|                |                               | where the device has it (``CUDA``: own kernels)
 | column_blocks  | 16, 8 columns per column sum  | none
 | split_*        | rows of 2**16 or more, at most| rows of 16384 or more, at most 64 outputs,
 |                | 4 outputs: 16 parts           | shared by 32 blocks
@@ -26,7 +27,7 @@ The cost-model fields (``split_*``) are data too, so a search can vary them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from luminal.core import dtype as dt
 
@@ -75,3 +76,5 @@ CPU = Target("cpu", block=None, library_gemm=True, column_blocks=(16, 8),
 CUDA = Target("cuda", block=256, row_threads=128, warp=32, shared_memory=True, atomics=True,
               mma=(MmaShape(16, 8, 16, (dt.float16, dt.bfloat16)),), tile=16,
               split_row=16384, split_outputs=64, split_parts=32)
+# a device whose runtime has a GEMM library (cuBLASLt; the simulated device's numpy stand-in)
+CUDA_LIBRARY = replace(CUDA, library_gemm=True)

@@ -70,6 +70,10 @@ class Device:
         """Make the device current for the calling thread (the driver's context is per thread): at the
         start of every call, download and free."""
 
+    def gemm_library(self) -> bool:
+        """Whether the device runs library products (``library.LibraryGemm``: cuBLASLt)."""
+        return False
+
     def function(self, kernel: ir.Kernel):
         raise NotImplementedError
 

@@ -1,7 +1,8 @@
 """The CUDA driver API (``cuda.bindings.driver``) at its lowest: whether a device answers
 (:func:`device_status`), its architecture, device 0's primary context, modules loaded from cubins
-(``cuModuleLoadData``: no PTX, the driver need not JIT) once per process, checked calls, and a
-kernel's launch shape. The device layer's driver half (``driver_device.py``) is built on these.
+(``cuModuleLoadData``: no PTX, the driver need not JIT) once per process, checked calls, a kernel's
+launch shape, and where NVIDIA's other libraries are (:func:`nvidia_library`). The device layer's
+driver half (``driver_device.py``) is built on these.
 
 Every binding returns ``(CUresult, *outputs)`` and raises nothing on CUDA errors, so each result is
 checked (:class:`CudaError` names the call and the error). Without libcuda every call raises
@@ -28,6 +29,15 @@ def _driver():
         raise RuntimeError("the CUDA backend needs cuda-python: pip install 'luminal[cuda]'; "
                            f"import failed: {e}") from e
     return driver
+
+
+def nvidia_library(name: str) -> str:
+    """The path of NVIDIA's shared library ``name`` (``"cublasLt"``), loaded by cuda-python's own
+    finder (``cuda.pathfinder``: the ``nvidia-*`` wheels, then a CUDA toolkit); an exception saying why
+    when there is none."""
+    from cuda.pathfinder import load_nvidia_dynamic_lib
+
+    return load_nvidia_dynamic_lib(name).abs_path
 
 
 def _check(driver, result, what: str):

@@ -35,6 +35,7 @@ class DriverDevice(Device):
         self.stream = self._call(self.d.cuStreamCreate(flags), "cuStreamCreate")
         self._pinned: dict[int, int] = {}  # data address of a pinned array -> its cuMemHostAlloc pointer
         self.capturing = False
+        self._lt = None  # cuBLASLt on this device, made on first use (cublaslt.py)
 
     def _call(self, result, what: str):
         return drv._check(self.d, result, what)
@@ -42,8 +43,16 @@ class DriverDevice(Device):
     def use(self) -> None:
         drv._context(self.d)
 
+    def gemm_library(self) -> bool:
+        from luminal.backends.cuda import cublaslt
+
+        return cublaslt.load() is not None
+
     def function(self, kernel):
-        from luminal.backends.cuda import nvrtc, render
+        from luminal.backends.cuda import library, nvrtc, render
+
+        if isinstance(kernel, library.LibraryGemm):
+            return kernel  # (cuBLASLt is the code: ``launch`` calls it)
 
         cubin = nvrtc.compile_cubin(render.render(kernel), render.kernel_symbol(kernel), self.arch)
         return drv._function(self.d, cubin.data, render.kernel_symbol(kernel))
@@ -90,6 +99,16 @@ class DriverDevice(Device):
             self._call(self.d.cuMemsetD8Async(self.d.CUdeviceptr(ptr), byte, nbytes, self.stream), "cuMemsetD8Async")
 
     def launch(self, function, grid: tuple, block: tuple, args: ArgBlock) -> None:
+        from luminal.backends.cuda import library
+
+        if isinstance(function, library.LibraryGemm):
+            if self._lt is None:
+                from luminal.backends.cuda.cublaslt import CublasLt
+
+                self._lt = CublasLt(self.alloc)
+            params = dict(zip(function.params, (int(v) for v in args.params)))
+            self._lt.matmul(function.call(args.pointers, params), self.stream)
+            return
         if min(grid) == 0:
             return  # an empty grid is an error to the driver and nothing to do
         self._call(self.d.cuLaunchKernel(function, *grid, *block, 0, self.stream,

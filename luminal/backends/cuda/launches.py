@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from luminal.backends.cuda import library
 from luminal.codegen import ir, lowering
 from luminal.codegen.lower import Placed
 from luminal.codegen.lowering import rows
@@ -74,20 +75,37 @@ class DeviceMemory:
 
 _TAGS = {("reduce", "thread"): "reduce_thread", ("reduce", "row"): "reduce_row", ("reduce", "split"): "reduce_split",
          ("matmul", "gemv"): "gemv", ("matmul", "mma"): "matmul_mma", ("matmul", "tiled"): "matmul_tiled",
-         ("matmul", "blocked"): "matmul_blocked",
+         ("matmul", "blocked"): "matmul_blocked", ("matmul", "library"): "matmul_library",
          ("reduce", "warp"): "reduce_warp", ("matmul", "warp"): "gemv_warp",
          ("matmul", "thread"): "reduce_thread", ("matmul", "row"): "reduce_row", ("scatter_add", "atomics"): "scatter",
          ("scatter_add", "lines"): "scatter_lines"}
 
 
-def lower_kernel(k, option: str | None = None) -> list[Launch]:
+def lower_kernel(k, option: str | None = None, target=CUDA) -> list[Launch]:
     """The launches computing kernel-graph kernel ``k`` in schedule ``option`` (None: the cost
-    model's). Not a call: a program lowers a body's kernels once and launches them per call."""
+    model's) on ``target`` (``CUDA``, or ``CUDA_LIBRARY`` where the device has cuBLASLt: products it
+    takes as they lie are library calls, ``library.py``). Not a call: a program lowers a body's
+    kernels once and launches them per call."""
     memory = DeviceMemory()
-    choices = lowering.options(k, CUDA, memory)
+    choices = options(k, target, memory)
     option = choices[0] if option is None else option
-    kernels = lowering.lower(k, CUDA, memory, _TAGS.get((k.kind, option), k.kind), option)
+    if option not in choices:
+        raise ValueError(f"cuda: a {k.kind} kernel has no schedule {option!r} here (options: {choices})")
+    tag = _TAGS.get((k.kind, option), k.kind)
+    if option == "library":
+        kernels = library.lower(k, target, memory, tag)
+    else:
+        kernels = lowering.lower(k, target, memory, tag, option)
     return [Launch(_named(kern), memory.args, memory.scratches, option, choices) for kern in kernels]
+
+
+def options(k, target, memory) -> tuple:
+    """The one lowering's schedules of ``k`` on ``target``, less ``library`` where cuBLASLt cannot
+    read the operands as they lie (``library.layout``)."""
+    choices = lowering.options(k, target, memory)
+    if "library" in choices and library.layout(k, memory) is None:
+        choices = tuple(c for c in choices if c != "library")
+    return choices
 
 
 def lower_run(run: list) -> list[Launch]:
@@ -98,7 +116,8 @@ def lower_run(run: list) -> list[Launch]:
             for kern in rows.lower(run, CUDA, memory, "rows")]
 
 
-def _named(k: ir.Kernel) -> ir.Kernel:
-    """``k`` named by its schedule and a digest of its code."""
-    k.name = f"{k.name}_{hashlib.sha256(ir.fingerprint(k).encode()).hexdigest()[:10]}"
+def _named(k):
+    """``k`` (an IR kernel, or a library product) named by its schedule and a digest of its code."""
+    code = ir.fingerprint(k) if isinstance(k, ir.Kernel) else k.text()
+    k.name = f"{k.name}_{hashlib.sha256(code.encode()).hexdigest()[:10]}"
     return k

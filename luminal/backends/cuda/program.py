@@ -26,8 +26,9 @@ from luminal.backends.cuda import schedules
 from luminal.backends.cuda.arena import aligned
 from luminal.backends.cuda.binding import DeviceBinding
 from luminal.backends.cuda.launches import DeviceMemory, Launch, lower_kernel, lower_run
+from luminal.codegen import ir
 from luminal.codegen.lowering import rows
-from luminal.codegen.target import CUDA
+from luminal.codegen.target import CUDA, CUDA_LIBRARY
 from luminal.core.kernel_graph import call_links, dims_needed
 
 MAX_BINDINGS = 8
@@ -44,7 +45,8 @@ def generated_kernels() -> list:
 def _remember(launches) -> None:
     with _SEEN_LOCK:
         for launch in launches:
-            _SEEN.setdefault(launch.kernel.name, launch.kernel)
+            if isinstance(launch.kernel, ir.Kernel):  # (a library product has no code of ours)
+                _SEEN.setdefault(launch.kernel.name, launch.kernel)
 
 
 class Step:
@@ -68,6 +70,8 @@ class CudaProgram:
         self.kg, self.plan, self.runtime, self.search = kg, plan, runtime, search
         self.dims = tuple(kg.dims) or dims_needed(kg)
         arch = getattr(runtime.device, "arch", "unknown")
+        # products as library calls where the device has cuBLASLt (library.py), else own kernels
+        self.target = CUDA_LIBRARY if runtime.device.gemm_library() else CUDA
         lowered: dict[int, list[Launch]] = {}  # a body's kernels are lowered once, launched per call
         self.steps: list[Step] = []
         pairs = list(call_links(kg.kernels))
@@ -90,10 +94,10 @@ class CudaProgram:
                 launches = lowered[id(k)] = lower_run(in_run[id(k)])
                 _remember(launches)
             elif launches is None:
-                launches = lowered[id(k)] = lower_kernel(k)
+                launches = lowered[id(k)] = lower_kernel(k, target=self.target)
                 won = schedules.cached(launches, arch) if search > 0 else None
                 if won is not None and won != launches[0].choice:
-                    launches = lowered[id(k)] = lower_kernel(k, won)
+                    launches = lowered[id(k)] = lower_kernel(k, won, self.target)
                 _remember(launches)
             self.steps.append(Step(k, launches, links))
         self.searched = search < 2  # (search=0 or 1: the cost model's schedules, or cached winners)
@@ -122,6 +126,9 @@ class CudaProgram:
         out = []
         for launch in self.launches():
             k = launch.kernel
+            if not isinstance(k, ir.Kernel):
+                out.append(f"# {k.name}: {launch.choice} (of: {', '.join(launch.choices)})\n{k.text()}")
+                continue
             try:
                 cubin = nvrtc.compile_cubin(render.render(k), render.kernel_symbol(k))
                 compiled = f"; {cubin.arch}: {cubin.registers} registers, {cubin.spills} spill bytes"
@@ -165,7 +172,7 @@ class CudaProgram:
             option = options.get(id(step.kernel))
             if option is not None:
                 if id(step.kernel) not in made:
-                    made[id(step.kernel)] = lower_kernel(step.kernel, option)
+                    made[id(step.kernel)] = lower_kernel(step.kernel, option, self.target)
                     _remember(made[id(step.kernel)])
                 step.launches = made[id(step.kernel)]
         for b in self._bindings.values():

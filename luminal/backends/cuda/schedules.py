@@ -67,12 +67,12 @@ def search(program, binding, n: int) -> dict:
         if id(k) in seen or not step.launches or len(step.launches[0].choices) < 2:  # (a run's later kernels: none)
             continue
         seen.add(id(k))
-        base = lower_kernel(k)  # the cost model's: the cache's key
+        base = lower_kernel(k, target=program.target)  # the cost model's: the cache's key
         running = step.launches[0].choice
         times = {}
         for option in base[0].choices[:max(n, 1)]:
             launches = step.launches if option == running else base if option == base[0].choice \
-                else lower_kernel(k, option)
+                else lower_kernel(k, option, program.target)
             times[option] = time_launches(program, binding, step, launches)
         best = min(times, key=times.get)
         program.timings.append((k, times, best))

@@ -4,7 +4,9 @@ so the runtime that drives a GPU runs unchanged, and strictly checked, in CI.
 Device memory is one numpy byte array per allocation at a fake 256-aligned address (addresses are
 never reused, so a stale pointer cannot land in a newer allocation); a launch runs the IR kernel on
 the emulator over typed views of the bytes its pointer arguments address (each pointer and its
-extent must lie inside one live allocation).
+extent must lie inside one live allocation). A library product (``library.LibraryGemm``: cuBLASLt on a
+GPU) is computed by numpy from the descriptor cuBLASLt would get (``library.simulate``), its operands
+checked to lie inside their buffers.
 
 **Stream order.** Operations are checked when enqueued and run, in order, at ``synchronize``: the
 latest moment the real stream may take. So a host that reads a download into pinned memory before
@@ -26,6 +28,7 @@ import time
 
 import numpy as np
 
+from luminal.backends.cuda import library
 from luminal.backends.cuda.device import ArgBlock, Device, DeviceError
 from luminal.backends.cuda.driver import launch_shape
 from luminal.codegen import emulator, ir
@@ -183,6 +186,9 @@ class SimulatedDevice(Device):
         if not check_only:
             out.fill(byte)
 
+    def gemm_library(self) -> bool:
+        return True  # (library.simulate: cuBLASLt's descriptor, computed by numpy)
+
     def function(self, kernel: ir.Kernel):
         if not kernel.gpu:
             raise DeviceError(f"kernel {kernel.name} is a CPU kernel (no block shape)")
@@ -196,6 +202,18 @@ class SimulatedDevice(Device):
         if launch_shape(kernel, params) != (grid, block):
             raise DeviceError(f"kernel {kernel.name}: launched over {grid} x {block}, "
                               f"its IR says {launch_shape(kernel, params)}")
+        if isinstance(kernel, library.LibraryGemm):
+            try:
+                call = kernel.call(args.pointers, params)
+            except library.LibraryError as e:
+                raise DeviceError(f"cublasLtMatmul: {e}") from None
+            for x, extent, ptr in zip((call.b, call.a, call.c), args.extents, args.pointers):
+                if x.ptr + x.span(call.batch) > int(ptr) + extent:  # (within its buffer, not just an allocation)
+                    raise DeviceError(f"cublasLtMatmul {kernel.name}: an operand reaches past its buffer")
+            if not check_only:
+                self.launches += 1
+            library.simulate(call, self.bytes_at, check_only)
+            return
         buffers = {}
         for b, ptr, extent in zip(kernel.buffers, args.pointers, args.extents, strict=True):
             st = _storage(b.dtype)

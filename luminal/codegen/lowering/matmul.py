@@ -2,8 +2,10 @@
 
 | option  | targets          | work
 |---------|------------------|-----------------------------------------------------------------------
-| library | ``library_gemm`` | a library call the backend makes (BLAS), then the epilogue as a kernel
-|         |                  | of its own (``epilogue.epilogue``)
+| library | ``library_gemm`` | a library call the backend makes (the CPU: BLAS; CUDA: cuBLASLt, where
+|         |                  | ``backends/cuda/library.py`` takes the operands as they lie), then the
+|         |                  | epilogue as a kernel of its own (``epilogue.epilogue``); on a GPU the
+|         |                  | default, the own kernels below its alternatives
 | gemv    | cooperative      | a product with one output row or column (decode-shaped): a block per
 |         |                  | output, its threads on the dot product (``reduce.row``); ``warp``: a
 |         |                  | warp per output (``reduce.warp``)
@@ -30,12 +32,16 @@ from luminal.core.symbolic import is_static, prod
 
 def options(k, target, memory) -> tuple:
     """The schedules product ``k`` may take on ``target``, the cost model's pick first."""
-    domain = sizes(memory, k.domain)
     masked = any(v.mask is not None for _, v in k.inputs)
-    if target.library_gemm and not masked:
-        return ("library", "thread")
+    own = _own_options(k, target, memory, masked)
+    return ("library", *own) if target.library_gemm and not masked else own
+
+
+def _own_options(k, target, memory, masked: bool) -> tuple:
+    """The schedules of the target's own kernels, the cost model's pick first."""
+    domain = sizes(memory, k.domain)
     axes = matmul_axes(k)
-    if target.tile and axes is not None and not masked and _roles(k, axes) is not None:
+    if target.tile and axes is not None and not masked and roles(k, axes) is not None:
         _, m_ax, n_ax, _ = axes
         if any(is_static(domain[a]) and domain[a] == 1 for a in (m_ax, n_ax)):
             return ("gemv", "warp", "tiled")
@@ -70,7 +76,7 @@ def matmul_axes(k):
     return tuple(kept[:-2]), kept[-2], kept[-1], k.axes[0]
 
 
-def _roles(k, axes):
+def roles(k, axes):
     """``(slot of A, slot of B)``: A is the operand constant along the n axis (stride 0, or the axis
     has one element: a decode-shaped product's row), B along m."""
     _, m_ax, n_ax, _ = axes
@@ -122,7 +128,7 @@ def _tiled(k, target, memory, name: str, axes) -> list[ir.Kernel]:
     summed as a pairwise tree, the tile's sum added into the accumulator (float64 for float32), so
     the error does not grow with k any faster than a sum's."""
     batch_axes, m_ax, n_ax, k_ax = axes
-    sa, sb = _roles(k, axes)
+    sa, sb = roles(k, axes)
     domain = sizes(memory, k.domain)
     t = target.tile
     uses = Uses()
@@ -169,7 +175,7 @@ def _blocked(k, target, memory, name: str, axes) -> list[ir.Kernel]:
     of a step summed as a pairwise tree in the compute dtype, that sum added into its float64 (for
     float32) accumulator."""
     batch_axes, m_ax, n_ax, k_ax = axes
-    sa, sb = _roles(k, axes)
+    sa, sb = roles(k, axes)
     domain = sizes(memory, k.domain)
     t, bk, mt = BLOCK_TILE, BLOCK_K, MICRO
     side = t // mt  # threads per axis of the block
@@ -225,7 +231,7 @@ def _mma(k, target, memory, name: str, axes) -> list[ir.Kernel]:
     tig * 2 + i % 2 + 8 * (i // 2), col groupID; c_i / d_i at row groupID + 8 * (i // 2), col
     tig * 2 + i % 2. Edges load zeros; float32 accumulation, rounded once into the output dtype."""
     batch_axes, m_ax, n_ax, k_ax = axes
-    sa, sb = _roles(k, axes)
+    sa, sb = roles(k, axes)
     domain = sizes(memory, k.domain)
     shape = target.mma_for(k.inputs[0][0].dtype)
     if (shape.m, shape.n, shape.k) != (16, 8, 16):
