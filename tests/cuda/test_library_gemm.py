@@ -81,6 +81,33 @@ def test_a_product_the_library_cannot_read_keeps_the_own_kernels():
     assert all(isinstance(x.kernel, ir.Kernel) for x in own)
 
 
+@pytest.mark.parametrize("case", ["flipped", "sliding windows"])
+def test_views_no_leading_dimension_describes_run_as_own_kernels(case):
+    """Reversed rows (a negative stride) and overlapping windows (rows 1 apart, 3 long): no leading
+    dimension describes them, so the product keeps the own kernels."""
+    make, ref = {
+        "flipped": (lambda x, w: x.flip(0) @ w, lambda x, w: np.flip(x, 0) @ w),
+        "sliding windows": (lambda x, w: x[0].unfold(0, 3, 1) @ w[:3],
+                            lambda x, w: np.lib.stride_tricks.sliding_window_view(x[0], 3) @ w[:3]),
+    }[case]
+    shapes = {"x": (4, 6), "w": (6, 3)}
+    f = _compile(shapes, make, "float32")
+    arrays = {n: _values(s, "float32", i) for i, (n, s) in enumerate(shapes.items())}
+    np.testing.assert_allclose(f(**arrays), ref(*arrays.values()), rtol=1e-5, atol=1e-5)
+    assert "library" not in _schedules(f)
+
+
+def test_an_empty_sum_is_zeros_and_an_empty_product_nothing():
+    g = lm.Graph()
+    y = g.input("a", (2, "K")) @ g.input("b", ("K", 3))
+    f = lm.compile(y, backend="cuda-emulated")
+    for k in (4, 0):
+        a, b = _values((2, k), "float32", 1), _values((k, 3), "float32", 2)
+        for _ in range(2):
+            np.testing.assert_allclose(f(a=a, b=b), a @ b, rtol=1e-5, atol=1e-6)
+    assert "library" in _schedules(f)
+
+
 def test_a_symbolic_batch_binds_anew_without_lowering_again():
     g = lm.Graph()
     y = g.input("a", ("B", 4, 6)) @ g.input("b", (6, 5))

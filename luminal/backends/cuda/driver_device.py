@@ -107,7 +107,11 @@ class DriverDevice(Device):
 
                 self._lt = CublasLt(self.alloc)
             params = dict(zip(function.params, (int(v) for v in args.params)))
-            self._lt.matmul(function.call(args.pointers, params), self.stream)
+            call = function.call(args.pointers, params)
+            if call.k == 0:  # an empty sum: zeros (C is stored whole, row-major: one range of bytes)
+                self.memset(call.c.ptr, 0, call.c.span(call.batch))
+            else:
+                self._lt.matmul(call, self.stream)
             return
         if min(grid) == 0:
             return  # an empty grid is an error to the driver and nothing to do

@@ -35,7 +35,7 @@ from luminal.codegen.lowering import matmul
 from luminal.codegen.lowering.epilogue import epilogue
 from luminal.codegen.lowering.work import one, sizes
 from luminal.core import dtype as dt
-from luminal.core.symbolic import prod, same
+from luminal.core.symbolic import nonnegative, prod, same
 from luminal.core.view import contiguous_strides
 
 DTYPES = (dt.float16, dt.bfloat16, dt.float32)  # what cuBLASLt multiplies here (all operands alike)
@@ -146,7 +146,9 @@ class LibraryGemm:
     def _operand(self, what: str, dtype, ptr: int, rows: int, cols: int, sr: int, sc: int, sb: int):
         """``(transposed, Matrix)``: the row-major ``rows x cols`` operand (strides ``sr``, ``sc``)
         as cuBLASLt reads its transpose: stored row-major it is the transpose as it lies (no op);
-        stored column-major, it is read with ``CUBLAS_OP_T``."""
+        stored column-major, it is read with ``CUBLAS_OP_T``. An empty one is read not at all."""
+        if rows == 0 or cols == 0:
+            return False, Matrix(ptr, dtype, cols, rows, max(cols, 1), 0)
         if sc == 1 or cols == 1:
             ld = sr if rows > 1 else max(cols, 1)
             if ld >= max(cols, 1):
@@ -173,14 +175,24 @@ def layout(k, memory):
     (sa, sb) = roles
     pa, pb = (memory.read(*k.inputs[s]) for s in roles)
     for p, rows, cols in ((pa, r, kx), (pb, kx, c)):
-        if _batch_stride(p.strides, batch_axes, domain) is None:
+        stride = _batch_stride(p.strides, batch_axes, domain)
+        if stride is None or not nonnegative(stride):
             return None
-        sr, sc = p.strides[rows], p.strides[cols]
-        if not (one(domain[cols]) or same(sc, 1) or one(domain[rows]) or same(sr, 1)):
+        if not _matrix_layout(domain[rows], domain[cols], p.strides[rows], p.strides[cols]):
             return None
-        if (same(sr, 0) and not one(domain[rows])) or (same(sc, 0) and not one(domain[cols])):
-            return None  # (a broadcast inside the matrix: no leading dimension covers it)
     return sa, sb, axes
+
+
+def _matrix_layout(rows, cols, sr, sc) -> bool:
+    """Whether a ``rows x cols`` operand with strides ``(sr, sc)`` is, for every binding, row-major
+    (unit column stride, a row stride covering the columns) or column-major (the other way round):
+    what a leading dimension describes. Not for overlapping rows (a sliding window's), reversed
+    strides (a flip) or a broadcast inside the matrix."""
+    def covers(ld, extent):
+        return nonnegative(ld - extent)  # (an empty extent: an empty product, read not at all)
+
+    return ((one(cols) or same(sc, 1)) and (one(rows) or covers(sr, cols))) or \
+        ((one(rows) or same(sr, 1)) and (one(cols) or covers(sc, rows)))
 
 
 def _batch_stride(strides, batch_axes, domain):
