@@ -419,7 +419,7 @@ def test_disk_cache_skips_optimisation(tmp_path, monkeypatch):
     llvm.forget()
     calls = []
     real = llvm.optimise
-    monkeypatch.setattr(llvm, "optimise", lambda mod: (calls.append(1), real(mod)))
+    monkeypatch.setattr(llvm, "optimise", lambda mod, *rest: (calls.append(1), real(mod, *rest)))
     k = elementwise("cached", F32, (F32,), lambda x: ir.alu("Add", x, ir.const(0.25, F32)))
     first = llvm.compile_kernels([k])
     assert calls == [1] and not first.from_cache
@@ -433,6 +433,22 @@ def test_disk_cache_skips_optimisation(tmp_path, monkeypatch):
     assert list(y) == [1.25, 2.25]
     other = elementwise("cached", F32, (F32,), lambda x: ir.alu("Add", x, ir.const(0.5, F32)))
     assert not llvm.compile_kernels([other]).from_cache and calls == [1, 1]  # another IR text, another key
+
+
+def test_hand_vectorised_text_takes_the_light_pipeline_under_a_key_of_its_own(tmp_path, monkeypatch):
+    """``compile_text(..., vectorised=True)`` (the generated GEMM and GEMV: vector code written out)
+    runs O1 without LLVM's vectorisers, and its object is cached apart from the same text's at O3."""
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
+    llvm.forget()
+    seen = []
+    real = llvm.optimise
+    monkeypatch.setattr(llvm, "optimise", lambda mod, light=False: (seen.append(light), real(mod, light)))
+    text = "define i64 @twice(i64 %x) {\n  %y = add i64 %x, %x\n  ret i64 %y\n}\n"
+    light, full = llvm.compile_text(text, ["twice"], vectorised=True), llvm.compile_text(text, ["twice"])
+    assert seen == [True, False] and light.key != full.key
+    assert llvm.cache_key(text, vectorised=True) != llvm.cache_key(text)
+    fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)
+    assert fn(light.address("twice"))(21) == fn(full.address("twice"))(21) == 42
 
 
 def test_a_warm_start_finds_objects_without_building_module_text(tmp_path, monkeypatch):
