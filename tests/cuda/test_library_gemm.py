@@ -99,12 +99,14 @@ def test_views_no_leading_dimension_describes_run_as_own_kernels(case):
 
 def test_an_empty_sum_is_zeros_and_an_empty_product_nothing():
     g = lm.Graph()
-    y = g.input("a", (2, "K")) @ g.input("b", ("K", 3))
+    y = g.input("a", (2, "K")) @ g.input("b", ("K", "N"))
     f = lm.compile(y, backend="cuda-emulated")
-    for k in (4, 0):
-        a, b = _values((2, k), "float32", 1), _values((k, 3), "float32", 2)
+    for k, n in ((4, 3), (0, 3), (4, 0), (0, 0)):
+        a, b = _values((2, k), "float32", 1), _values((k, n), "float32", 2)
         for _ in range(2):
-            np.testing.assert_allclose(f(a=a, b=b), a @ b, rtol=1e-5, atol=1e-6)
+            got = f(a=a, b=b)
+            assert got.shape == (2, n)
+            np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-6)
     assert "library" in _schedules(f)
 
 

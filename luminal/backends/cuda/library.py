@@ -138,8 +138,8 @@ class LibraryGemm:
         tb, mb = self._operand("B", b.dtype, pb + bo * b.dtype.itemsize, k, n, br, bc, bb)
         ta, ma = self._operand("A", a.dtype, pa + ao * a.dtype.itemsize, m, k, ar, ac, ab)
         ldc = cr if m > 1 else max(n, 1)
-        mc = Matrix(pc + co * c.dtype.itemsize, c.dtype, n, m, ldc, cb)
-        if ldc < max(n, 1):
+        mc = Matrix(pc + co * c.dtype.itemsize, c.dtype, n, m, max(ldc, 1), cb)
+        if min(m, n, batch) > 0 and ldc < n:  # (an empty product writes nothing)
             raise LibraryError(f"{self.name}: C's rows overlap (row stride {cr} for {n} columns)")
         return GemmCall(self.name, tb, ta, n, m, k, batch, mb, ma, mc)
 
