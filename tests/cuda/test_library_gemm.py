@@ -173,6 +173,29 @@ def test_the_simulated_library_follows_the_descriptor_batches_and_broadcasts():
     np.testing.assert_allclose(got, a @ b, rtol=1e-6, atol=1e-6)
 
 
+def test_a_gpu_without_cublaslt_keeps_the_own_kernels(monkeypatch):
+    """The driver's device asks for cuBLASLt once (library, handle, workspace); where that fails the
+    products are the own kernels and the reason is kept, and a library launch says why it cannot run."""
+    from luminal.backends.cuda import cublaslt
+    from luminal.backends.cuda.device import DeviceError
+    from luminal.backends.cuda.driver_device import DriverDevice
+
+    tries = []
+
+    def missing(alloc):
+        tries.append(1)
+        raise DeviceError("cuBLASLt is not available (no libcublasLt here)")
+
+    monkeypatch.setattr(cublaslt, "CublasLt", missing)
+    dev = object.__new__(DriverDevice)  # (no GPU here: only the library's bookkeeping is exercised)
+    dev._lt, dev.library_error = None, None
+    assert not dev.gemm_library() and not dev.gemm_library() and tries == [1]
+    assert "no libcublasLt" in dev.library_error
+    gemm = _gemm(((0, 5, 1, 0), (0, 4, 1, 0), (0, 4, 1, 0)))
+    with pytest.raises(DeviceError, match="no cuBLASLt"):
+        dev.launch(gemm, (1, 1, 1), (1, 1, 1), None)
+
+
 @pytest.mark.gpu
 def test_cublaslt_equals_the_own_kernels_on_a_gpu():
     ok, why = driver.device_status()

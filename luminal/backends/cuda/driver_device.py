@@ -35,7 +35,8 @@ class DriverDevice(Device):
         self.stream = self._call(self.d.cuStreamCreate(flags), "cuStreamCreate")
         self._pinned: dict[int, int] = {}  # data address of a pinned array -> its cuMemHostAlloc pointer
         self.capturing = False
-        self._lt = None  # cuBLASLt on this device, made on first use (cublaslt.py)
+        self._lt = None  # cuBLASLt on this device (cublaslt.py), made when a program first asks
+        self.library_error: str | None = None  # why there is none, once that was found
 
     def _call(self, result, what: str):
         return drv._check(self.d, result, what)
@@ -44,9 +45,17 @@ class DriverDevice(Device):
         drv._context(self.d)
 
     def gemm_library(self) -> bool:
-        from luminal.backends.cuda import cublaslt
+        """Whether cuBLASLt runs here: the library loads and its handle and workspace are made (now,
+        outside any capture; a failure leaves the products to the own kernels, ``library_error``
+        saying why)."""
+        if self._lt is None and self.library_error is None:
+            from luminal.backends.cuda.cublaslt import CublasLt
 
-        return cublaslt.load() is not None
+            try:
+                self._lt = CublasLt(self.alloc)
+            except (DeviceError, drv.CudaError) as e:
+                self.library_error = str(e)
+        return self._lt is not None
 
     def function(self, kernel):
         from luminal.backends.cuda import library, nvrtc, render
@@ -102,10 +111,8 @@ class DriverDevice(Device):
         from luminal.backends.cuda import library
 
         if isinstance(function, library.LibraryGemm):
-            if self._lt is None:
-                from luminal.backends.cuda.cublaslt import CublasLt
-
-                self._lt = CublasLt(self.alloc)
+            if not self.gemm_library():
+                raise DeviceError(f"{function.name}: a library product, but no cuBLASLt ({self.library_error})")
             params = dict(zip(function.params, (int(v) for v in args.params)))
             call = function.call(args.pointers, params)
             if call.k == 0:  # an empty sum: zeros (C is stored whole, row-major: one range of bytes)
