@@ -7,21 +7,26 @@ CUDA toolkit, found by ``cuda.pathfinder`` (cuda-python's own finder: ``driver.n
 nothing is loaded by path guessing. Without it the device has no library (:func:`load` is None) and
 products run as the project's own kernels.
 
-One handle and one workspace per device; per call geometry (``GemmCall.key``) one plan: the matmul
-descriptor (``CUBLAS_COMPUTE_32F``, float32 scale, the transposes), the three matrix layouts (type,
-rows, columns, leading dimension, batch count and stride) and the algorithm cuBLASLt's heuristic
-picks for that workspace, made once and reused by every launch, so a captured graph replays the
-same call. Scalars are host pointers (alpha 1, beta 0), read when the call is enqueued or captured.
-The enum values are cublasLt.h's.
+One handle and one workspace per device; per call geometry (``GemmCall.key``) and operand
+alignment one plan: the matmul descriptor (``CUBLAS_COMPUTE_32F``, float32 scale, the transposes),
+the three matrix layouts (type, rows, columns, leading dimension, batch count and stride) and the
+algorithm cuBLASLt's heuristic picks for that workspace and for operands aligned as these are (a
+view's offset or a batch stride may leave a pointer aligned to less than the 256 bytes the
+heuristic assumes by default, and an algorithm that needs more fails or faults), made once and
+reused by every launch, so a captured graph replays the same call. At most ``MAX_PLANS`` are kept
+(the least recently used destroyed: a decode loop makes a new geometry per length). Scalars are host
+pointers (alpha 1, beta 0), read when the call is enqueued or captured. The enum values are
+cublasLt.h's.
 """
 
 from __future__ import annotations
 
 import ctypes
+from collections import OrderedDict
 
 from luminal.backends.cuda import driver
 from luminal.backends.cuda.device import DeviceError
-from luminal.backends.cuda.library import GemmCall
+from luminal.backends.cuda.library import GemmCall, Matrix
 from luminal.core import dtype as dt
 
 WORKSPACE_BYTES = 32 << 20  # cuBLASLt's scratch (what its heuristic may use; Hopper's kernels want MBs)
@@ -30,7 +35,18 @@ _COMPUTE_32F = 68  # cublasComputeType_t CUBLAS_COMPUTE_32F
 _DESC_TRANSA, _DESC_TRANSB = 3, 4  # cublasLtMatmulDescAttributes_t
 _LAYOUT_BATCH_COUNT, _LAYOUT_BATCH_STRIDE = 5, 6  # cublasLtMatrixLayoutAttribute_t
 _PREF_MAX_WORKSPACE = 1  # cublasLtMatmulPreferenceAttributes_t
+_PREF_MIN_ALIGNMENT = (5, 6, 7, 8)  # ... A, B, C, D bytes (uint32)
+MAX_PLANS = 256
 _OP_N, _OP_T = 0, 1
+
+
+def alignment(x: Matrix, batch: int) -> int:
+    """The bytes every one of ``x``'s matrices is aligned to (its address, and each batch's after it),
+    at most 256: what cuBLASLt's heuristic must be told."""
+    n = x.ptr | 256
+    if batch > 1 and x.batch_stride:
+        n |= x.batch_stride * x.dtype.itemsize
+    return n & -n
 
 
 class _Heuristic(ctypes.Structure):
@@ -66,6 +82,8 @@ def _declare(lib):
         "cublasLtMatmulPreferenceCreate": (p,),
         "cublasLtMatmulPreferenceSetAttribute": (p, i, p, size),
         "cublasLtMatmulPreferenceDestroy": (p,),
+        "cublasLtMatmulDescDestroy": (p,),
+        "cublasLtMatrixLayoutDestroy": (p,),
         "cublasLtMatmulAlgoGetHeuristic": (p, p, p, p, p, p, p, i, p, p),
         "cublasLtMatmul": (p, p, p, p, p, p, p, p, p, p, p, p, p, p, size, p),
     }
@@ -92,7 +110,7 @@ class CublasLt:
         self._check(lib.cublasLtCreate(ctypes.addressof(handle)), "cublasLtCreate")
         self.handle = handle
         self.workspace = alloc(WORKSPACE_BYTES)
-        self._plans: dict = {}
+        self._plans: OrderedDict = OrderedDict()
         self._alpha, self._beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
 
     def _check(self, status: int, what: str) -> None:
@@ -110,13 +128,24 @@ class CublasLt:
             call.c.ptr, lc, addr(algo), self.workspace, WORKSPACE_BYTES, int(stream)), f"cublasLtMatmul ({call.name})")
 
     def _plan(self, call: GemmCall):
-        key = call.key()
+        aligned = tuple(alignment(x, call.batch) for x in (call.a, call.b, call.c))
+        key = (call.key(), aligned)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = self._make(call)
+            plan = self._plans[key] = self._make(call, aligned)
+            if len(self._plans) > MAX_PLANS:
+                self._destroy(self._plans.popitem(last=False)[1])
+        else:
+            self._plans.move_to_end(key)
         return plan
 
-    def _make(self, call: GemmCall):
+    def _destroy(self, plan) -> None:
+        desc, la, lb, lc, _ = plan
+        self.lib.cublasLtMatmulDescDestroy(desc)
+        for layout in (la, lb, lc):
+            self.lib.cublasLtMatrixLayoutDestroy(layout)
+
+    def _make(self, call: GemmCall, aligned: tuple):
         lib = self.lib
         desc = ctypes.c_void_p()
         self._check(lib.cublasLtMatmulDescCreate(ctypes.addressof(desc), _COMPUTE_32F, _CUDA_TYPE[dt.float32]),
@@ -141,6 +170,10 @@ class CublasLt:
         ws = ctypes.c_uint64(WORKSPACE_BYTES)
         self._check(lib.cublasLtMatmulPreferenceSetAttribute(pref, _PREF_MAX_WORKSPACE, ctypes.addressof(ws),
                                                              ctypes.sizeof(ws)), "cublasLtMatmulPreferenceSetAttribute")
+        for attr, n in zip(_PREF_MIN_ALIGNMENT, (*aligned, aligned[2])):  # (D is C)
+            v = ctypes.c_uint32(n)
+            self._check(lib.cublasLtMatmulPreferenceSetAttribute(pref, attr, ctypes.addressof(v), ctypes.sizeof(v)),
+                        "cublasLtMatmulPreferenceSetAttribute")
         result, found = _Heuristic(), ctypes.c_int(0)
         la, lb, lc = layouts
         asked = lib.cublasLtMatmulAlgoGetHeuristic(self.handle, desc, la, lb, lc, lc, pref, 1, ctypes.addressof(result),

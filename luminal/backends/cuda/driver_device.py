@@ -52,6 +52,7 @@ class DriverDevice(Device):
             from luminal.backends.cuda.cublaslt import CublasLt
 
             try:
+                self.use()  # (the workspace is device memory: the context must be current)
                 self._lt = CublasLt(self.alloc)
             except (DeviceError, drv.CudaError) as e:
                 self.library_error = str(e)
@@ -114,7 +115,10 @@ class DriverDevice(Device):
             if not self.gemm_library():
                 raise DeviceError(f"{function.name}: a library product, but no cuBLASLt ({self.library_error})")
             params = dict(zip(function.params, (int(v) for v in args.params)))
-            call = function.call(args.pointers, params)
+            try:
+                call = function.call(args.pointers, params)
+            except library.LibraryError as e:
+                raise DeviceError(f"cublasLtMatmul: {e}") from None
             if call.k == 0:  # an empty sum: zeros (C is stored whole, row-major: one range of bytes)
                 self.memset(call.c.ptr, 0, call.c.span(call.batch))
             else:

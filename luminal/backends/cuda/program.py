@@ -71,7 +71,9 @@ class CudaProgram:
         self.dims = tuple(kg.dims) or dims_needed(kg)
         arch = getattr(runtime.device, "arch", "unknown")
         # products as library calls where the device has cuBLASLt (library.py), else own kernels
-        self.target = CUDA_LIBRARY if runtime.device.gemm_library() else CUDA
+        with runtime.lock:
+            runtime.device.use()
+            self.target = CUDA_LIBRARY if runtime.device.gemm_library() else CUDA
         lowered: dict[int, list[Launch]] = {}  # a body's kernels are lowered once, launched per call
         self.steps: list[Step] = []
         pairs = list(call_links(kg.kernels))
