@@ -209,6 +209,35 @@ def test_cublaslt_is_told_how_each_operand_is_aligned():
     assert alignment(m(1 << 20, 70), 1) == 256  # (one batch: the stride is never used)
 
 
+def test_the_real_cublaslt_reads_back_the_descriptors_it_was_given():
+    """Where libcublasLt is installed (the ``cuda`` extra's ``nvidia-cublas``; it loads without a
+    GPU), the matmul descriptor and layouts made for a call hold what the call says: the transposes,
+    the compute type, each matrix's type, rows, columns, leading dimension, batch count and stride."""
+    import ctypes
+
+    from luminal.backends.cuda import cublaslt
+
+    lib = cublaslt.load()
+    if lib is None:
+        pytest.skip(f"no libcublasLt: {cublaslt.why()}")
+    call = library.GemmCall("t", True, False, 3, 4, 6, 2, library.Matrix(0, dt.float16, 6, 3, 8, 24),
+                            library.Matrix(0, dt.float16, 6, 4, 6, 0), library.Matrix(0, dt.float16, 3, 4, 3, 12))
+    desc, *layouts = cublaslt.descriptors(lib, call)
+
+    def get(fn, obj, attr, ctype):
+        v, written = ctype(), ctypes.c_size_t()
+        assert fn(obj, attr, ctypes.addressof(v), ctypes.sizeof(v), ctypes.addressof(written)) == 0
+        return v.value
+
+    i32, i64, u64 = ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64
+    assert [get(lib.cublasLtMatmulDescGetAttribute, desc, a, i32) for a in (0, 3, 4)] == [68, 1, 0]
+    for layout, x in zip(layouts, (call.a, call.b, call.c)):
+        got = [get(lib.cublasLtMatrixLayoutGetAttribute, layout, a, t)
+               for a, t in ((0, i32), (2, u64), (3, u64), (4, i64), (5, i32), (6, i64))]
+        assert got == [2, x.rows, x.cols, x.ld, call.batch, x.batch_stride]
+    lib.cublasLtMatmulPreferenceDestroy(cublaslt.preference(lib, (256, 4, 2)))
+
+
 @pytest.mark.gpu
 def test_cublaslt_equals_the_own_kernels_on_a_gpu():
     ok, why = driver.device_status()

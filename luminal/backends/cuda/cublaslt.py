@@ -79,6 +79,8 @@ def _declare(lib):
         "cublasLtMatmulDescSetAttribute": (p, i, p, size),
         "cublasLtMatrixLayoutCreate": (p, i, u64, u64, i64),
         "cublasLtMatrixLayoutSetAttribute": (p, i, p, size),
+        "cublasLtMatrixLayoutGetAttribute": (p, i, p, size, p),
+        "cublasLtMatmulDescGetAttribute": (p, i, p, size, p),
         "cublasLtMatmulPreferenceCreate": (p,),
         "cublasLtMatmulPreferenceSetAttribute": (p, i, p, size),
         "cublasLtMatmulPreferenceDestroy": (p,),
@@ -98,6 +100,47 @@ def why() -> str:
     return _lib_state.get("why", "")
 
 
+def _check(status: int, what: str) -> None:
+    if status != 0:
+        raise DeviceError(f"{what} failed: cublasStatus_t {status}")
+
+
+def descriptors(lib, call: GemmCall) -> tuple:
+    """``(matmul descriptor, A, B and C layouts)`` of ``call`` (host objects: no device involved)."""
+    desc = ctypes.c_void_p()
+    _check(lib.cublasLtMatmulDescCreate(ctypes.addressof(desc), _COMPUTE_32F, _CUDA_TYPE[dt.float32]),
+           "cublasLtMatmulDescCreate")
+    for attr, trans in ((_DESC_TRANSA, call.transa), (_DESC_TRANSB, call.transb)):
+        op = ctypes.c_int32(_OP_T if trans else _OP_N)
+        _check(lib.cublasLtMatmulDescSetAttribute(desc, attr, ctypes.addressof(op), ctypes.sizeof(op)),
+               "cublasLtMatmulDescSetAttribute")
+    layouts = []
+    for x in (call.a, call.b, call.c):
+        layout = ctypes.c_void_p()
+        _check(lib.cublasLtMatrixLayoutCreate(ctypes.addressof(layout), _CUDA_TYPE[x.dtype], x.rows, x.cols, x.ld),
+               "cublasLtMatrixLayoutCreate")
+        if call.batch > 1:
+            count, stride = ctypes.c_int32(call.batch), ctypes.c_int64(x.batch_stride)
+            for attr, v in ((_LAYOUT_BATCH_COUNT, count), (_LAYOUT_BATCH_STRIDE, stride)):
+                _check(lib.cublasLtMatrixLayoutSetAttribute(layout, attr, ctypes.addressof(v), ctypes.sizeof(v)),
+                       "cublasLtMatrixLayoutSetAttribute")
+        layouts.append(layout)
+    return (desc, *layouts)
+
+
+def preference(lib, aligned: tuple):
+    """The heuristic's search preference: the workspace it may use, and the alignment (bytes) of A,
+    B and C (D is C)."""
+    pref = ctypes.c_void_p()
+    _check(lib.cublasLtMatmulPreferenceCreate(ctypes.addressof(pref)), "cublasLtMatmulPreferenceCreate")
+    settings = [(_PREF_MAX_WORKSPACE, ctypes.c_uint64(WORKSPACE_BYTES))]
+    settings += [(attr, ctypes.c_uint32(n)) for attr, n in zip(_PREF_MIN_ALIGNMENT, (*aligned, aligned[2]))]
+    for attr, v in settings:
+        _check(lib.cublasLtMatmulPreferenceSetAttribute(pref, attr, ctypes.addressof(v), ctypes.sizeof(v)),
+               "cublasLtMatmulPreferenceSetAttribute")
+    return pref
+
+
 class CublasLt:
     """cuBLASLt on one device: a handle, a workspace (``alloc``: the device's allocator) and the plans."""
 
@@ -114,8 +157,7 @@ class CublasLt:
         self._alpha, self._beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
 
     def _check(self, status: int, what: str) -> None:
-        if status != 0:
-            raise DeviceError(f"{what} failed: cublasStatus_t {status}")
+        _check(status, what)
 
     def matmul(self, call: GemmCall, stream) -> None:
         """Enqueue ``call`` on ``stream`` (a ``CUstream``)."""
@@ -147,35 +189,9 @@ class CublasLt:
 
     def _make(self, call: GemmCall, aligned: tuple):
         lib = self.lib
-        desc = ctypes.c_void_p()
-        self._check(lib.cublasLtMatmulDescCreate(ctypes.addressof(desc), _COMPUTE_32F, _CUDA_TYPE[dt.float32]),
-                    "cublasLtMatmulDescCreate")
-        for attr, trans in ((_DESC_TRANSA, call.transa), (_DESC_TRANSB, call.transb)):
-            op = ctypes.c_int32(_OP_T if trans else _OP_N)
-            self._check(lib.cublasLtMatmulDescSetAttribute(desc, attr, ctypes.addressof(op), ctypes.sizeof(op)),
-                        "cublasLtMatmulDescSetAttribute")
-        layouts = []
-        for x in (call.a, call.b, call.c):
-            layout = ctypes.c_void_p()
-            made = lib.cublasLtMatrixLayoutCreate(ctypes.addressof(layout), _CUDA_TYPE[x.dtype], x.rows, x.cols, x.ld)
-            self._check(made, "cublasLtMatrixLayoutCreate")
-            if call.batch > 1:
-                count, stride = ctypes.c_int32(call.batch), ctypes.c_int64(x.batch_stride)
-                for attr, v in ((_LAYOUT_BATCH_COUNT, count), (_LAYOUT_BATCH_STRIDE, stride)):
-                    done = lib.cublasLtMatrixLayoutSetAttribute(layout, attr, ctypes.addressof(v), ctypes.sizeof(v))
-                    self._check(done, "cublasLtMatrixLayoutSetAttribute")
-            layouts.append(layout)
-        pref = ctypes.c_void_p()
-        self._check(lib.cublasLtMatmulPreferenceCreate(ctypes.addressof(pref)), "cublasLtMatmulPreferenceCreate")
-        ws = ctypes.c_uint64(WORKSPACE_BYTES)
-        self._check(lib.cublasLtMatmulPreferenceSetAttribute(pref, _PREF_MAX_WORKSPACE, ctypes.addressof(ws),
-                                                             ctypes.sizeof(ws)), "cublasLtMatmulPreferenceSetAttribute")
-        for attr, n in zip(_PREF_MIN_ALIGNMENT, (*aligned, aligned[2])):  # (D is C)
-            v = ctypes.c_uint32(n)
-            self._check(lib.cublasLtMatmulPreferenceSetAttribute(pref, attr, ctypes.addressof(v), ctypes.sizeof(v)),
-                        "cublasLtMatmulPreferenceSetAttribute")
+        desc, la, lb, lc = descriptors(lib, call)
+        pref = preference(lib, aligned)
         result, found = _Heuristic(), ctypes.c_int(0)
-        la, lb, lc = layouts
         asked = lib.cublasLtMatmulAlgoGetHeuristic(self.handle, desc, la, lb, lc, lc, pref, 1, ctypes.addressof(result),
                                                    ctypes.addressof(found))
         self._check(asked, f"cublasLtMatmulAlgoGetHeuristic ({call.name})")
