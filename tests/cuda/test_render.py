@@ -285,6 +285,26 @@ def test_compile_error_shows_numbered_source(cache):
     assert "2 |   o[0] = undefined_thing;" in msg
 
 
+def test_fma_contraction_is_on_unless_asked_off(cache, monkeypatch):
+    """NVRTC fuses ``a * b + c`` by default (``--fmad=true``); ``LUMINAL_CUDA_FMAD=0`` rounds every
+    operation as the IR does. The two are different cubins under different cache keys; a value
+    that is neither is refused by name (it changes the math)."""
+    _need_nvrtc()
+    monkeypatch.delenv("LUMINAL_CUDA_FMAD", raising=False)
+    assert "--fmad=true" in nvrtc.options()
+    k = elementwise()
+    src = render(k)
+    fused = nvrtc.compile_cubin(src, kernel_symbol(k), "sm_90")
+    monkeypatch.setenv("LUMINAL_CUDA_FMAD", "0")
+    assert "--fmad=false" in nvrtc.options()
+    exact = nvrtc.compile_cubin(src, kernel_symbol(k), "sm_90")
+    assert nvrtc.cache_key(src, "sm_90") != nvrtc.cache_key(src, "sm_90", nvrtc.options()[:-1] + ("--fmad=true",))
+    assert len(list(cache.glob("*.cubin"))) == 2 and fused.data and exact.data
+    monkeypatch.setenv("LUMINAL_CUDA_FMAD", "yes")
+    with pytest.raises(ValueError, match="LUMINAL_CUDA_FMAD must be 0"):
+        nvrtc.options()
+
+
 def test_cache_returns_same_bytes_without_nvrtc(cache, monkeypatch):
     """The second compile of a source is a file read: NVRTC is not called (a raising stand-in proves it)."""
     _need_nvrtc()

@@ -5,9 +5,13 @@ Why a cubin and not PTX: NVRTC 13.x emits a PTX ISA newer than the GPU machine's
 JIT (``shared/notes/cuda.md``). The compile runs without a GPU (CI checks that generated kernels
 compile and do not spill), and ptxas's ``-v`` report in NVRTC's log gives registers and spills.
 
-Options: ``--fmad=false`` because the IR rounds every operation (``a * b + c`` fused into one FMA
-would round once and differ from the reference); precise division, square root and denormals are
-NVRTC's defaults. The cache key is the sha256 of (source, arch, options, NVRTC version); each
+Options (:func:`options`): FMA contraction on (``--fmad=true``, NVRTC's default): ``a * b + c``
+becomes one fused multiply-add, rounded once, which is faster and no less accurate, but can differ
+in the last bit from the reference and the emulator, which round every operation as the IR says.
+``LUMINAL_CUDA_FMAD=0`` turns it off (``--fmad=false``): the device then rounds as the IR does.
+Precise division, square root and denormals are NVRTC's defaults.
+
+The cache key is the sha256 of (source, arch, options, NVRTC version); each
 entry is one file written atomically (a temporary file, then ``os.replace``; ``core/disk_cache.py``, shared
 with the other caches), so a crash never leaves a torn entry and concurrent processes at worst compile
 the same kernel twice. A cubin is code the GPU runs: ``DiskCache`` reads it only from a directory the
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +34,17 @@ from pathlib import Path
 from luminal.core.disk_cache import DiskCache
 
 DEFAULT_ARCH = "sm_90"  # without a GPU: the H200 this project targets
-OPTIONS = ("--std=c++17", "--fmad=false", "--ptxas-options=-v")
+_BASE_OPTIONS = ("--std=c++17", "--ptxas-options=-v")
+
+
+def options() -> tuple:
+    """NVRTC's options now: FMA contraction on unless ``LUMINAL_CUDA_FMAD=0`` (module docstring); any
+    other value than 0 or 1 is an error (it changes the math: never guessed)."""
+    value = os.environ.get("LUMINAL_CUDA_FMAD", "1").strip() or "1"
+    if value not in ("0", "1"):
+        raise ValueError(f"LUMINAL_CUDA_FMAD must be 0 (round every operation, as the reference) or 1 (fused "
+                         f"multiply-adds, the default), got {value!r}")
+    return (*_BASE_OPTIONS, f"--fmad={'true' if value == '1' else 'false'}")
 _CACHE_FORMAT = 2  # in the key (2: entries carry disk_cache's header; a luminal from before it never reads them)
 
 
@@ -112,9 +127,12 @@ def cache_dir() -> Path:
     return _DISK.directory
 
 
-def cache_key(source: str, arch: str, options=OPTIONS) -> str:
+def cache_key(source: str, arch: str, opts: tuple | None = None) -> str:
+    """The cubin's cache key: the source, the arch, NVRTC's options (None: :func:`options`' now) and
+    NVRTC's version."""
+    opts = options() if opts is None else opts
     h = hashlib.sha256()
-    for part in (f"luminal-cubin-{_CACHE_FORMAT}", source, arch, "\0".join(options), nvrtc_version()):
+    for part in (f"luminal-cubin-{_CACHE_FORMAT}", source, arch, "\0".join(opts), nvrtc_version()):
         h.update(part.encode())
         h.update(b"\0\1\0")  # a separator no part contains
     return h.hexdigest()
@@ -187,16 +205,17 @@ def compile_cubin(source: str, name: str, arch: str | None = None) -> Cubin:
     arch = arch or default_arch()
     if not re.fullmatch(r"sm_\d+[a-z]?", arch):
         raise ValueError(f"arch {arch!r}: expected a real architecture like 'sm_90' (a cubin, not PTX)")
-    path = cache_dir() / f"{cache_key(source, arch)}.cubin"
+    opts = options()
+    path = cache_dir() / f"{cache_key(source, arch, opts)}.cubin"
     hit = _read_cache(path)
     if hit is not None:
         return hit
-    cubin = _compile(source, name, arch)
+    cubin = _compile(source, name, arch, opts)
     _write_cache(path, cubin)
     return cubin
 
 
-def _compile(source: str, name: str, arch: str) -> Cubin:
+def _compile(source: str, name: str, arch: str, opts: tuple) -> Cubin:
     nvrtc = _nvrtc()
     try:
         (prog,) = _check(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], []),
@@ -207,8 +226,8 @@ def _compile(source: str, name: str, arch: str) -> Cubin:
         raise CudaUnavailableError(
             f"the NVRTC library is missing: pip install 'luminal[cuda]' (nvidia-cuda-nvrtc); {e}") from e
     try:
-        opts = [f"--gpu-architecture={arch}".encode()] + [o.encode() for o in OPTIONS]
-        (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        args = [f"--gpu-architecture={arch}".encode()] + [o.encode() for o in opts]
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(args), args)
         (size,) = _check(nvrtc, nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
         buf = b" " * size
         _check(nvrtc, nvrtc.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
