@@ -150,14 +150,11 @@ class CublasLt:
             raise DeviceError(f"cuBLASLt is not available ({why()})")
         self.lib = lib
         handle = ctypes.c_void_p()
-        self._check(lib.cublasLtCreate(ctypes.addressof(handle)), "cublasLtCreate")
+        _check(lib.cublasLtCreate(ctypes.addressof(handle)), "cublasLtCreate")
         self.handle = handle
         self.workspace = alloc(WORKSPACE_BYTES)
         self._plans: OrderedDict = OrderedDict()
         self._alpha, self._beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
-
-    def _check(self, status: int, what: str) -> None:
-        _check(status, what)
 
     def matmul(self, call: GemmCall, stream) -> None:
         """Enqueue ``call`` on ``stream`` (a ``CUstream``)."""
@@ -165,7 +162,7 @@ class CublasLt:
             return
         desc, la, lb, lc, algo = self._plan(call)
         addr = ctypes.addressof
-        self._check(self.lib.cublasLtMatmul(
+        _check(self.lib.cublasLtMatmul(
             self.handle, desc, addr(self._alpha), call.a.ptr, la, call.b.ptr, lb, addr(self._beta), call.c.ptr, lc,
             call.c.ptr, lc, addr(algo), self.workspace, WORKSPACE_BYTES, int(stream)), f"cublasLtMatmul ({call.name})")
 
@@ -194,7 +191,7 @@ class CublasLt:
         result, found = _Heuristic(), ctypes.c_int(0)
         asked = lib.cublasLtMatmulAlgoGetHeuristic(self.handle, desc, la, lb, lc, lc, pref, 1, ctypes.addressof(result),
                                                    ctypes.addressof(found))
-        self._check(asked, f"cublasLtMatmulAlgoGetHeuristic ({call.name})")
+        _check(asked, f"cublasLtMatmulAlgoGetHeuristic ({call.name})")
         lib.cublasLtMatmulPreferenceDestroy(pref)
         if found.value < 1:
             raise DeviceError(f"cuBLASLt has no algorithm for {call.name} ({call.key()})")

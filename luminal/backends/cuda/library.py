@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from luminal.backends.cuda.device import DeviceError
 from luminal.codegen import emulator, ir
 from luminal.codegen.lower import Placed, dim
 from luminal.codegen.lowering import matmul
@@ -41,9 +42,9 @@ from luminal.core.view import contiguous_strides
 DTYPES = (dt.float16, dt.bfloat16, dt.float32)  # what cuBLASLt multiplies here (all operands alike)
 
 
-class LibraryError(RuntimeError):
+class LibraryError(DeviceError):
     """A library product whose numbers, for this binding, are not a matrix cuBLASLt takes (the message
-    names the kernel and the operand)."""
+    names the kernel and the operand): a device error, as cuBLASLt's refusal would be."""
 
 
 @dataclass(frozen=True)
