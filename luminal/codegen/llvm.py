@@ -751,8 +751,8 @@ def build_module(kernels, distinct: bool = False, vector_width: int | None = Non
     """The LLVM module (``llvmlite.ir``) of ``kernels``, for the host; ``distinct`` and
     ``vector_width``: see :func:`compile_kernels`."""
     m = ll.Module(name="luminal")
-    m.triple = llvm.get_process_triple()
-    m.data_layout = str(_target_data())
+    m.triple = _init()["triple"]
+    m.data_layout = _init()["layout"]
     names = set()
     for k in kernels:
         if k.gpu:
@@ -814,7 +814,10 @@ def _init():
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-        _host.update(cpu=cpu, features=features, tm=_machine(cpu, features))
+        # (the triple and data layout once: every llvmlite call takes llvmlite's one lock, which a
+        # compile on another thread holds for most of its time, so asking per module would wait for it)
+        tm = _machine(cpu, features)
+        _host.update(cpu=cpu, features=features, tm=tm, triple=llvm.get_process_triple(), layout=str(tm.target_data))
     return _host
 
 
@@ -822,10 +825,6 @@ def _machine(cpu, features):
     """A target machine for the host (an execution engine takes ownership of the one it is given:
     each gets its own, and ``_host["tm"]`` stays for optimising and code generation)."""
     return llvm.Target.from_default_triple().create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
-
-
-def _target_data():
-    return _init()["tm"].target_data
 
 
 def vector_widths() -> tuple:
@@ -898,7 +897,7 @@ class Module:
         self.function(name)(ctypes.addressof(ptrs), ctypes.addressof(vals), start, stop)
 
 
-def compile_kernels(kernels, distinct: bool = False, vector_width: int | None = None) -> Module:
+def compile_kernels(kernels, distinct: bool = False, vector_width: int | None = None, also=()) -> Module:
     """One JIT-compiled module of CPU ``kernels`` (``ir.Kernel``); see the module docstring.
 
     ``distinct``: the caller's promise that, within each kernel, different buffers never share memory
@@ -909,7 +908,11 @@ def compile_kernels(kernels, distinct: bool = False, vector_width: int | None = 
     ``vector_width``: the widest vectors (bits) LLVM's vectorisers should use, as every kernel's
     ``"prefer-vector-width"`` attribute; None leaves LLVM's choice for the host (on AVX-512 machines it
     prefers 256-bit vectors: 512 is an alternative worth timing, ``backends/cpu/tune.py``). The
-    attribute is in the module's text, so each width has a cache key of its own."""
+    attribute is in the module's text, so each width has a cache key of its own.
+
+    ``also``: ``(module text, vectorised)`` of modules the caller will :func:`compile_text` soon (the
+    driver, the generated GEMM): where kernels are compiled, their objects are made in the same batch,
+    beside the kernels' on this process and the workers, into the caches; they are not linked here."""
     kernels = list(kernels)
     with _lock:
         names = set()
@@ -917,12 +920,18 @@ def compile_kernels(kernels, distinct: bool = False, vector_width: int | None = 
             if k.name in names:  # (build_module checks one module; each kernel is one here)
                 raise ir.IRError(f"two kernels named {k.name!r} in one module")
             names.add(k.name)
-        symbols, texts = {}, {}  # kernel name -> its function's symbol; symbol -> module text
-        found = {}  # symbol -> (key, object, cached)
+        fps = [_fingerprint(k, distinct, vector_width) for k in kernels]
+        hits = [_indexed(fp) for fp in fps]
+        misses = sum(hit is None for hit in hits)
+        # the objects of the texts built below, compiled as they come (on the workers where there are
+        # many), the companions first (the longest: the generated GEMM)
+        objects = _Objects(expected=misses + len(also) if misses else 0)
+        for text, vectorised in also if misses else ():  # (no kernel to compile: nothing to overlap)
+            objects.want(text, vectorised)
+        symbols = {}  # kernel name -> its function's symbol
+        found = {}  # symbol -> (key, object, cached), or the object key of a text being compiled
         index: dict = {}  # symbol -> the fingerprints of the kernels whose text was built
-        for k in kernels:
-            fp = _fingerprint(k, distinct, vector_width)
-            hit = _indexed(fp)
+        for k, fp, hit in zip(kernels, fps, hits):
             if hit is not None:
                 symbol, key, obj = hit
                 symbols[k.name] = symbol
@@ -930,16 +939,19 @@ def compile_kernels(kernels, distinct: bool = False, vector_width: int | None = 
                 continue
             symbol, text = _named_by_content(k, distinct, vector_width, fp)
             symbols[k.name] = symbol
-            if symbol in found:  # (the same text as an indexed kernel's, from another fingerprint)
-                _index_put(fp, symbol, found[symbol][0])
+            if symbol in found:  # (the same text as another kernel's: one object)
+                if isinstance(found[symbol], tuple):  # (an indexed kernel's, from another fingerprint)
+                    _index_put(fp, symbol, found[symbol][0])
+                else:
+                    index[symbol].append(fp)
                 continue
-            texts.setdefault(symbol, text)  # (two kernels of the same code share one object)
-            index.setdefault(symbol, []).append(fp)
-        made = dict(zip(texts, _objects_of(list(texts.values()))))
-        for symbol, (key, _, _) in made.items():
-            for fp in index[symbol]:
-                _index_put(fp, symbol, key)
-        found.update(made)
+            found[symbol] = objects.want(text)
+            index[symbol] = [fp]
+        made = objects.finish()
+        for symbol, fps_of in index.items():
+            found[symbol] = made[found[symbol]]
+            for fp in fps_of:
+                _index_put(fp, symbol, found[symbol][0])
         return _link([key for key, _, _ in found.values()], [obj for _, obj, _ in found.values()], symbols,
                      all(cached for _, _, cached in found.values()))
 
@@ -1040,50 +1052,74 @@ def compile_text(text: str, names, vectorised: bool = False) -> Module:
     (the key: the text, the pipeline, the host CPU and its features, llvmlite's version,
     ``CODEGEN_VERSION``)."""
     with _lock:
-        key, obj, cached = _objects_of([text], vectorised)[0]
+        objects = _Objects(expected=1)
+        wanted = objects.want(text, vectorised)
+        key, obj, cached = objects.finish()[wanted]
         return _link([key], [obj], {n: n for n in names}, cached)
 
 
 PARALLEL_MIN = 24  # objects to compile at once from which worker processes share them (llvm_workers.py)
 
 
-def _objects_of(texts: list, vectorised: bool = False) -> list:
-    """``(key, object code, whether it came from a cache)`` of each of ``texts`` (module IR, optimised
-    as ``vectorised`` says): from the in-process or disk cache, else compiled, by the
-    worker processes when there are ``PARALLEL_MIN`` or more to compile (``llvm_workers.py``: a GPT's
-    77 objects, a fifth less code generation on 2 cores; a dozen, as an MLP's, would gain less than a
-    worker takes to start), else here; a progress bar when that takes over a second."""
-    out: list = [None] * len(texts)
-    todo = []  # (index, key) of the texts to compile
-    for i, text in enumerate(texts):
+class _Objects:
+    """The object code of module texts, each looked up in the in-process and disk caches as it comes
+    (:meth:`want`) and the rest compiled: where ``expected`` (texts that may need compiling) is
+    ``PARALLEL_MIN`` or more (a GPT's 77 objects, a fifth less code generation on 2 cores; a dozen, as
+    an MLP's, would gain less than a worker takes to start), by the worker processes and a thread here
+    as they come, while the caller builds the next texts (``llvm_workers.Batch``); else here, one after
+    another, at :meth:`finish`. A progress bar when compiling takes over a second."""
+
+    def __init__(self, expected: int):
+        self._expected = expected
+        self._parallel = expected >= PARALLEL_MIN and llvm_workers.worker_count() > 1
+        self._out: dict = {}  # object key -> (key, object code, whether it came from a cache)
+        self._todo: dict = {}  # object key -> (text, vectorised), in the order wanted
+        self._batch = None
+        self._bar = None
+
+    def want(self, text: str, vectorised: bool = False) -> str:
+        """Ask for the object of ``text`` (optimised as ``vectorised`` says); its key in :meth:`finish`."""
         key = cache_key(text, vectorised)
+        if key in self._out or key in self._todo:
+            return key
         obj = _objects.get(key)
         if obj is None:
             obj = _DISK.read(f"{key[:2]}/{key}.o")
-        if obj is None:
-            todo.append((i, key))
-        else:
+        if obj is not None:
             STATS["reused"] += 1
             _objects.put(key, obj)
-            out[i] = (key, obj, True)
-    if not todo:
-        return out
-    with tqdm(total=len(todo), desc=f"compiling kernels: {len(todo)} objects", unit="object", delay=1.0,
-              leave=False) as bar:
-        sources = [texts[i] for i, _ in todo]
-        if len(todo) >= PARALLEL_MIN and not vectorised and llvm_workers.worker_count() > 1:
-            objects = llvm_workers.compile_all(sources, compile_text_to_object, lambda: bar.update())
+            self._out[key] = (key, obj, True)
+            return key
+        self._todo[key] = (text, vectorised)
+        if self._parallel:
+            if self._batch is None:
+                self._bar = tqdm(total=0, desc="compiling kernels", unit="object", delay=1.0, leave=False)
+                self._batch = llvm_workers.Batch(compile_text_to_object, self._bar.update, self._expected)
+            self._bar.total += 1
+            self._batch.submit(text, vectorised)
+        return key
+
+    def finish(self) -> dict:
+        """``{object key: (key, object code, whether it came from a cache)}`` of every text wanted; the
+        compiled ones written to the caches."""
+        if self._batch is not None:
+            objects = self._batch.results()
+            self._bar.close()
+        elif self._todo:
+            objects = []
+            with tqdm(total=len(self._todo), desc=f"compiling kernels: {len(self._todo)} objects", unit="object",
+                      delay=1.0, leave=False) as bar:
+                for text, vectorised in self._todo.values():
+                    objects.append(compile_text_to_object(text, vectorised))
+                    bar.update()
         else:
             objects = []
-            for text in sources:
-                objects.append(compile_text_to_object(text, vectorised))
-                bar.update()
-    for (i, key), obj in zip(todo, objects):
-        _DISK.write(f"{key[:2]}/{key}.o", obj)  # atomic; a cache that cannot be written is skipped
-        STATS["compiled"] += 1
-        _objects.put(key, obj)
-        out[i] = (key, obj, False)
-    return out
+        for key, obj in zip(self._todo, objects, strict=True):
+            _DISK.write(f"{key[:2]}/{key}.o", obj)  # atomic; a cache that cannot be written is skipped
+            STATS["compiled"] += 1
+            _objects.put(key, obj)
+            self._out[key] = (key, obj, False)
+        return self._out
 
 
 def compile_text_to_object(text: str, vectorised: bool = False) -> bytes:

@@ -9,8 +9,9 @@ included); its first step 4.3-4.9 s and 3.5-3.8 s.
 The workers are plain child processes (``python -m luminal.codegen.llvm``, which runs :func:`serve`),
 not ``multiprocessing``'s: a spawned ``multiprocessing`` child imports the user's main script again,
 and runs whatever of it is not under ``if __name__ == "__main__"``. A worker reads a module's LLVM IR
-text from its stdin and writes the object code to its stdout, each framed by an 8-byte length, until
-it reads a length of 0 or the end of its input (its parent gone); it ignores Ctrl-C, which reaches the
+text from its stdin (an 8-byte length, a byte saying whether it is vectorised by hand, the text) and
+writes the object code to its stdout (an 8-byte length, the object), until it reads a length of 0 or
+the end of its input (its parent gone); it ignores Ctrl-C, which reaches the
 whole process group: the parent stops at the interrupt and the workers finish their one text. A
 worker that fails (it exits, or its output is cut) is dropped and its texts compiled in the parent:
 the result never depends on the workers, only the time does.
@@ -52,9 +53,9 @@ class _Worker:
         self.proc = subprocess.Popen([sys.executable, "-m", "luminal.codegen.llvm"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE)
 
-    def compile(self, text: str) -> bytes:
+    def compile(self, text: str, vectorised: bool = False) -> bytes:
         data = text.encode()
-        self.proc.stdin.write(_LENGTH.pack(len(data)) + data)
+        self.proc.stdin.write(_LENGTH.pack(len(data)) + bytes([vectorised]) + data)
         self.proc.stdin.flush()
         head = self.proc.stdout.read(_LENGTH.size)
         if len(head) != _LENGTH.size:
@@ -98,56 +99,64 @@ def prestart() -> None:
         _start(worker_count() - 1)
 
 
-def compile_all(texts: list, compile_here, done=None) -> list:
-    """The object code of each of ``texts`` (module IR), compiled by the workers, ``compile_here(text)``
-    for any a worker could not do; ``done()`` after each one (a progress bar)."""
-    with _lock:
-        _start(min(worker_count() - 1, len(texts) - 1))  # (this process compiles too, on a thread of its own)
-        workers = list(_workers)
-    out: list = [None] * len(texts)
-    todo: queue.SimpleQueue = queue.SimpleQueue()
-    for i in range(len(texts)):
-        todo.put(i)
+class Batch:
+    """Module texts compiled as they are submitted (while the caller builds the next ones): by the
+    workers, each fed by a thread of this process, and by one more thread here (llvmlite's calls
+    release the GIL); ``compile_here(text, vectorised)`` makes this process's objects, and those of
+    any text a worker could not do. ``done()`` after each one (a progress bar). :meth:`results` waits
+    for them all."""
 
-    def serve(w: _Worker):
-        while True:
+    def __init__(self, compile_here, done=None, expected: int | None = None):
+        with _lock:  # (this process compiles too: one worker fewer than the count; none past the texts)
+            _start(worker_count() - 1 if expected is None else min(worker_count() - 1, expected - 1))
+            workers = list(_workers)
+        self._compile_here, self._done = compile_here, done
+        self._texts: list = []  # (text, vectorised) by index
+        self._out: list = []
+        self._todo: queue.SimpleQueue = queue.SimpleQueue()  # indexes, then one None per thread
+        self._threads = [threading.Thread(target=self._feed, args=(w,), daemon=True) for w in workers]
+        self._threads.append(threading.Thread(target=self._here, daemon=True))
+        for t in self._threads:
+            t.start()
+
+    def submit(self, text: str, vectorised: bool = False) -> int:
+        """Queue ``text`` (optimised as ``vectorised`` says: ``llvm.optimise``); its index in :meth:`results`."""
+        self._texts.append((text, vectorised))
+        self._out.append(None)
+        self._todo.put(len(self._texts) - 1)
+        return len(self._texts) - 1
+
+    def results(self) -> list:
+        """The object code of every text submitted, by index, once all are compiled."""
+        for _ in self._threads:
+            self._todo.put(None)
+        for t in self._threads:
+            t.join()
+        for i, obj in enumerate(self._out):
+            if obj is None:  # (a worker's, gone before it answered)
+                self._out[i] = self._compile_here(*self._texts[i])
+                if self._done is not None:
+                    self._done()
+        return self._out
+
+    def _feed(self, w: _Worker) -> None:
+        while (i := self._todo.get()) is not None:
             try:
-                i = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                out[i] = w.compile(texts[i])
+                self._out[i] = w.compile(*self._texts[i])
             except OSError:  # dropped; the others take the rest, and what is left when all are gone, we do
                 with _lock:
                     if w in _workers:
                         _workers.remove(w)
                 w.proc.kill()
                 return
-            if done is not None:
-                done()
+            if self._done is not None:
+                self._done()
 
-    def here():  # (llvmlite's calls release the GIL: this runs beside the threads feeding workers)
-        while True:
-            try:
-                i = todo.get_nowait()
-            except queue.Empty:
-                return
-            out[i] = compile_here(texts[i])
-            if done is not None:
-                done()
-
-    threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in workers]
-    threads.append(threading.Thread(target=here, daemon=True))
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for i, obj in enumerate(out):
-        if obj is None:
-            out[i] = compile_here(texts[i])
-            if done is not None:
-                done()
-    return out
+    def _here(self) -> None:
+        while (i := self._todo.get()) is not None:
+            self._out[i] = self._compile_here(*self._texts[i])
+            if self._done is not None:
+                self._done()
 
 
 @atexit.register
@@ -160,7 +169,8 @@ def _stop() -> None:
 
 def serve(compile_text) -> None:
     """A worker's loop: ``python -m luminal.codegen.llvm`` runs it with ``compile_text``, the module's
-    IR text -> object code (that module imports this one, not the other way round)."""
+    IR text and whether it is vectorised by hand -> object code (that module imports this one, not the
+    other way round)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     read, write = sys.stdin.buffer, sys.stdout.buffer
     while True:
@@ -170,6 +180,7 @@ def serve(compile_text) -> None:
         (n,) = _LENGTH.unpack(head)
         if n == 0:
             return
-        obj = compile_text(read.read(n).decode())
+        vectorised = read.read(1) == b"\x01"
+        obj = compile_text(read.read(n).decode(), vectorised)
         write.write(_LENGTH.pack(len(obj)) + obj)
         write.flush()

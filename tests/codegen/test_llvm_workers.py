@@ -10,6 +10,14 @@ from luminal.codegen import ir, llvm, llvm_workers
 from luminal.core import dtype as dt
 
 
+def _compile(texts: list, done=None) -> list:
+    """The objects of ``texts`` through a :class:`llvm_workers.Batch`."""
+    batch = llvm_workers.Batch(llvm.compile_text_to_object, done)
+    for text in texts:
+        batch.submit(text)
+    return batch.results()
+
+
 def _texts(n: int) -> list:
     """Module texts of ``n`` different small kernels: ``y[i] = x[i] * k + k``."""
     out = []
@@ -32,18 +40,18 @@ def two_workers(monkeypatch):
 def test_workers_make_the_same_objects(two_workers):
     texts = _texts(6)
     done = []
-    got = llvm_workers.compile_all(texts, llvm.compile_text_to_object, lambda: done.append(1))
+    got = _compile(texts, lambda: done.append(1))
     assert len(llvm_workers._workers) == 2 and len(done) == len(texts)
     assert got == [llvm.compile_text_to_object(t) for t in texts]
 
 
 def test_a_worker_gone_leaves_its_texts_to_this_process(two_workers):
     texts = _texts(5)
-    llvm_workers.compile_all(texts[:3], llvm.compile_text_to_object)  # starts the workers
+    _compile(texts[:3])  # starts the workers
     for w in llvm_workers._workers:
         w.proc.kill()
         w.proc.wait()
-    got = llvm_workers.compile_all(texts, llvm.compile_text_to_object)
+    got = _compile(texts)
     assert got == [llvm.compile_text_to_object(t) for t in texts]
     assert not llvm_workers._workers  # (dropped; new ones start at the next call)
 
@@ -98,3 +106,43 @@ def test_a_large_compile_that_misses_the_cache_starts_the_workers_ahead(two_work
     llvm_workers._stop()
     assert lm.compile([x * 4 + 1]).report(show=False).cache.get("hit")
     assert not llvm_workers._workers
+
+
+def test_a_worker_compiles_texts_vectorised_by_hand():
+    """A text submitted ``vectorised`` is optimised so on the worker too: the same object as here."""
+    from luminal.backends.cpu import generated_gemm
+
+    text = generated_gemm.module_text(np.float32)[0]
+    w = llvm_workers._Worker()
+    try:
+        assert w.compile(text, True) == llvm.compile_text_to_object(text, True)
+        assert w.compile(_texts(1)[0]) == llvm.compile_text_to_object(_texts(1)[0])
+    finally:
+        w.close()
+
+
+def test_companion_modules_are_compiled_with_the_kernels(two_workers, monkeypatch, tmp_path):
+    """``compile_kernels(also=...)``: a module the caller compiles next (the generated GEMM, vectorised
+    by hand) is compiled in the kernels' batch, into the caches, so its ``compile_text`` compiles
+    nothing; with nothing of the kernels' to compile, it is left for later."""
+    from luminal.backends.cpu import generated_gemm
+
+    monkeypatch.setattr(llvm, "PARALLEL_MIN", 2)
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("LUMINAL_CACHE", "1")
+    llvm.forget()
+    text, name = generated_gemm.module_text(np.float32)
+    kernels = []
+    for k in range(3):
+        x = ir.load("x", dt.float32, ir.item(0))
+        kernels.append(ir.Kernel(f"c{k}", (ir.Buf("x", dt.float32), ir.Buf("y", dt.float32, "w")), (),
+                                 (ir.const(8),), (ir.Store("y", ir.item(0), ir.alu("Add", x, ir.const(k + 0.5,
+                                                                                                   dt.float32))),)))
+    before = llvm.STATS["compiled"]
+    llvm.compile_kernels(kernels[:2], also=[(text, True)])
+    assert llvm.STATS["compiled"] - before == 3
+    llvm.forget()  # (from the disk cache now)
+    mod = llvm.compile_text(text, [name], vectorised=True)
+    assert llvm.STATS["compiled"] - before == 3 and mod.address(name)
+    llvm.compile_kernels(kernels[:2], also=[("; not even a module\n", False)])  # (every kernel indexed)
+    assert llvm.STATS["compiled"] - before == 3

@@ -203,3 +203,26 @@ def test_auto_takes_the_generated_gemm_where_the_cost_model_prefers_it():
         _, tables = driver.build([(np.matmul, (a, b, c))], cell, "auto", threads)
         assert (tables[0][1] == gen) == want
     assert not generated_gemm.preferred(np.float32, 512, 512, 512, 1)
+
+
+def test_companions_name_the_modules_build_may_call():
+    """``driver.companions``: the driver's module always; the generated GEMM for a product its cost
+    model prefers on one BLAS thread (either orientation) or under ``gemm="generated"``, never under
+    ``"blas"`` nor for a large square product; the generated GEMV for a one-row product only under
+    ``"generated"``. What it names is what ``build`` then calls."""
+    from luminal.backends.cpu.steps import Gemm, Ref
+
+    def gemm(m, k, n, dtype=np.float32):
+        a, b = Ref.contiguous(0, (m, k), dtype), Ref.contiguous(1, (k, n), dtype)
+        return Gemm(a, b, Ref.contiguous(2, (m, n), dtype))
+
+    gemm_text, gemv_text = generated_gemm.module_text(np.float32)[0], generated_gemv.module_text(np.float32)[0]
+    conv, tall, square, row = gemm(16, 25, 300), gemm(300, 25, 16), gemm(512, 512, 512), gemm(1, 64, 96)
+    assert driver.companions([conv], "auto") == [(driver.DRIVER_IR, False), (gemm_text, True)]
+    assert driver.companions([tall], "auto") == [(driver.DRIVER_IR, False), (gemm_text, True)]
+    assert driver.companions([square, row], "auto") == [(driver.DRIVER_IR, False)]
+    assert driver.companions([conv, row], "blas") == [(driver.DRIVER_IR, False)]
+    assert driver.companions([square, row], "generated") == [(driver.DRIVER_IR, False), (gemm_text, True),
+                                                             (gemv_text, True)]
+    assert driver.companions([gemm(16, 25, 300, np.float64)], "auto")[1] == \
+        (generated_gemm.module_text(np.float64)[0], True)

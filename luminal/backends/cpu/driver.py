@@ -47,6 +47,7 @@ import numpy as np
 
 from luminal.backends.cpu import blas, generated_gemm, generated_gemv
 from luminal.backends.cpu.parallel import Split
+from luminal.backends.cpu.steps import Gemm
 from luminal.codegen import llvm
 
 KERNEL_WORDS = ("kind", "fn", "ptrs", "params", "start", "stop")
@@ -167,6 +168,29 @@ def _compiled() -> tuple:
     """``(module, function)``: the module keeps the function's code alive."""
     mod = llvm.compile_text(DRIVER_IR, ["luminal_driver"])
     return mod, DRIVER(mod.address("luminal_driver"))
+
+
+def companions(steps: list, gemm: str = "auto") -> list[tuple[str, bool]]:
+    """``(module IR text, vectorised by hand)`` of the modules a binding's driver tables may call
+    (:func:`build`, over ``steps``, the plan's steps before they are cut over threads): the driver's
+    own, and the generated GEMM or GEMV per dtype where :func:`_gemm_entry` may choose it (the GEMM's
+    cost model asked as for one BLAS thread, where it takes the most; a product's transpose too).
+    Compiled on first use, each would wait for the kernels' objects and then take its own turn (the
+    float32 GEMM: 0.4 s); a cold program's planner has them compiled beside the kernels instead
+    (``llvm.compile_kernels``' ``also``). A prediction: one missed is compiled at its first use as
+    before, one not used cost CPU time beside the kernels and is cached."""
+    out = {DRIVER_IR: False}
+    for step in steps:
+        if not isinstance(step, Gemm) or step.out.dtype not in generated_gemm.DTYPES or len(step.out.shape) < 2:
+            continue
+        dtype, (m, n), k = step.out.dtype, step.out.shape[-2:], step.a.shape[-1]
+        if m == 1 or n == 1:
+            if gemm == "generated":
+                out[generated_gemv.module_text(dtype)[0]] = True
+        elif gemm == "generated" or (gemm == "auto" and (generated_gemm.preferred(dtype, m, n, k, 1) or
+                                                         generated_gemm.preferred(dtype, n, m, k, 1))):
+            out[generated_gemm.module_text(dtype)[0]] = True
+    return list(out.items())
 
 
 def build(calls: list, cell, gemm: str = "auto", blas_threads: int = 1) -> tuple[list, list]:

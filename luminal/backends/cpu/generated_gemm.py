@@ -316,8 +316,18 @@ def gemm(dtype, vector_bits: int | None = None) -> int:
 
 
 @functools.cache
+def module_text(dtype, vector_bits: int | None = None) -> tuple[str, str]:
+    """``(module IR text, function name)`` of the generated ``cblas_?gemm`` for ``dtype`` on the host's
+    widest vectors (or ``vector_bits``): what :func:`gemm` compiles (and a cold program's planner asks
+    to be compiled beside its kernels: ``driver.companions``)."""
+    dtype = np.dtype(dtype).name
+    s = shape_for(dtype, vector_bits) if vector_bits else _shape(dtype)
+    return _module(dtype, s), function_name(dtype, s)
+
+
+@functools.cache
 def _compiled(dtype: str, vector_bits: int | None) -> tuple:
     """``(module, address)``: the module keeps the function's code alive."""
-    s = shape_for(dtype, vector_bits) if vector_bits else _shape(dtype)
-    mod = llvm.compile_text(_module(dtype, s), [function_name(dtype, s)], vectorised=True)
-    return mod, mod.address(function_name(dtype, s))
+    text, name = module_text(dtype, vector_bits)
+    mod = llvm.compile_text(text, [name], vectorised=True)
+    return mod, mod.address(name)

@@ -217,8 +217,18 @@ def gemv(dtype, vector_bits: int | None = None) -> int:
 
 
 @functools.cache
+def module_text(dtype, vector_bits: int | None = None) -> tuple[str, str]:
+    """``(module IR text, function name)`` of the generated ``cblas_?gemv`` for ``dtype`` on the host's
+    widest vectors (or ``vector_bits``): what :func:`gemv` compiles (and a cold program's planner asks
+    to be compiled beside its kernels: ``driver.companions``)."""
+    dtype = np.dtype(dtype).name
+    w = (vector_bits or max(llvm.vector_widths())) // (8 * np.dtype(dtype).itemsize)
+    return _module(dtype, w), function_name(dtype, w)
+
+
+@functools.cache
 def _compiled(dtype: str, vector_bits: int | None) -> tuple:
     """``(module, address)``: the module keeps the function's code alive."""
-    w = (vector_bits or max(llvm.vector_widths())) // (8 * np.dtype(dtype).itemsize)
-    mod = llvm.compile_text(_module(dtype, w), [function_name(dtype, w)], vectorised=True)
-    return mod, mod.address(function_name(dtype, w))
+    text, name = module_text(dtype, vector_bits)
+    mod = llvm.compile_text(text, [name], vectorised=True)
+    return mod, mod.address(name)

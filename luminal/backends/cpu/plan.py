@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from luminal.backends.cpu import layout, tune
+from luminal.backends.cpu import driver, layout, tune
 from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
 from luminal.backends.cpu.lowering import Memory, lower, lower_run
 from luminal.backends.cpu.parallel import Split, split_rows, thread_count
@@ -518,7 +518,8 @@ class Planner:
         # which is one buffer read and written
         choices = self.choices
         distinct = list({id(kern): kern for kern, _, _ in self.generated}.values())  # (a memo's kernel: many calls)
-        self.module = llvm.compile_kernels(distinct, distinct=True, vector_width=choices.vector_width)
+        self.module = llvm.compile_kernels(distinct, distinct=True, vector_width=choices.vector_width,
+                                           also=driver.companions(self.steps, choices.gemm))
         known: dict = {}
         costs = [known[id(kern)] if id(kern) in known else known.setdefault(id(kern), _cost_ns(kern, self.values))
                  for kern, _, _ in self.generated]
