@@ -1,4 +1,5 @@
-"""The compiled callable's per-signature cache (``compiler/api.py``: ``_signature``, ``_Seen``): a call
+"""The compiled callable's per-signature cache (``compiler/api.py``: the call's signature, ``_Seen``,
+and for a program without symbolic dims the backend's ``run_exact``): a call
 whose inputs have the names, shapes, dtypes and contiguity of a call that passed every check skips the
 binding and the checks. These tests run one sequence of calls twice, on a compiled function that keeps
 its cache and on one whose cache is emptied before every call (every check made anew, as before the
@@ -36,6 +37,7 @@ def _same_as_uncached(make, calls, backend="cpu"):
     for call in calls:
         call = call() if callable(call) else call
         uncached._signatures.clear()
+        uncached._exact = None
         want = _outcome(uncached, call)
         have = _outcome(cached, call)
         assert have[0] == want[0], (call, have, want)
@@ -102,6 +104,62 @@ def test_same_results_and_errors_as_binding_every_call(backend):
     # one entry per plain-array signature that passed: (2,3) (in two keyword orders), (4,5), an int64 y,
     # a non-contiguous x (Fortran order and strided alike), (0,3)
     assert len(f._signatures) == 6
+
+
+def test_a_static_program_takes_the_exact_path_and_leaves_it_for_anything_else():
+    """A program without symbolic dims, once a plain call passed every check, runs calls of the same
+    arrays' names, shapes, dtypes and contiguity through the backend's ``run_exact`` (no signature);
+    every other call falls through to the checks, with the same results and errors as binding every
+    call (an array reshaped or retyped in place after a call included)."""
+    def make():
+        g = lm.Graph()
+        x, y = g.input("x", (2, 3)), g.input("y", (2,), dtype=lm.int32)
+        return [x.sum(-1) * 2 + y.float(), (y + 1) * 3]
+
+    held, labels, flat = _r(2, 3, seed=1), np.array([1, 2], np.int32), _r(6, seed=7)
+    exact_calls = []
+
+    def reshaped():  # the object of an earlier call, given another shape in place
+        held.shape = (3, 2)
+        return {"x": held, "y": labels}
+
+    def restored():
+        held.shape = (2, 3)
+        return {"x": held, "y": labels}
+
+    calls = [
+        {"x": held, "y": labels},
+        {"x": held, "y": labels},  # exact from here
+        {"x": _r(2, 3, seed=2), "y": np.array([0, 5], np.int32)},
+        {"y": labels, "x": held},
+        reshaped,  # refused: the shape is checked on every call, the same object or not
+        restored,
+        {"x": held.astype(np.float64), "y": labels},  # refused: another dtype
+        {"x": np.asfortranarray(_r(2, 3, seed=4)), "y": labels},  # copied
+        {"x": flat.reshape(2, 3), "y": labels},
+        {"x": held, "y": labels.astype(np.int64)},  # converted
+        {"x": held, "y": np.array([1, 2**40], np.int64)},  # refused: out of int32
+        {"x": held},  # missing input
+        {"x": held, "y": labels, "z": held},  # unknown input
+        {"x": held.tolist(), "y": [1, 2]},
+        {"x": held, "y": labels},
+    ]
+    f, got = _same_as_uncached(make, calls)
+    assert [i for i, o in enumerate(got) if o[0] == "error"] == [4, 6, 10, 11, 12], got
+    assert f._exact is not None
+    program = f.runner.program
+    original = program.run_exact
+
+    def counting(arrays):
+        out = original(arrays)
+        exact_calls.append(out is not None)
+        return out
+
+    f._exact = counting
+    fortran = np.asfortranarray(held)
+    for call in ({"x": held, "y": labels}, {"x": _r(2, 3, seed=9), "y": labels}, {"x": fortran, "y": labels}):
+        f(**call)
+    assert exact_calls == [True, True, False]
 
 
 @BACKENDS
