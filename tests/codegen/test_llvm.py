@@ -437,7 +437,8 @@ def test_disk_cache_skips_optimisation(tmp_path, monkeypatch):
 
 def test_hand_vectorised_text_takes_the_light_pipeline_under_a_key_of_its_own(tmp_path, monkeypatch):
     """``compile_text(..., vectorised=True)`` (the generated GEMM and GEMV: vector code written out)
-    runs O1 without LLVM's vectorisers, and its object is cached apart from the same text's at O3."""
+    runs O1 without LLVM's vectorisers, and its object is cached apart from the same text's as a
+    kernel (``KERNEL_SPEED`` with them)."""
     monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
     llvm.forget()
     seen = []
