@@ -104,6 +104,7 @@ from tqdm import tqdm
 
 from luminal.codegen import ir, llvm_workers
 from luminal.codegen.simplify import simplify_index
+from luminal.core import disk_cache
 from luminal.core import dtype as dt
 from luminal.core.disk_cache import DiskCache
 
@@ -1035,7 +1036,7 @@ def _index_put(fp: bytes, symbol: str, key: str) -> None:
     ix = _index_key(fp)
     if _INDEXED.get(ix) != (symbol, key):
         _INDEXED.put(ix, (symbol, key))
-        _DISK.write(f"{ix[:2]}/{ix}.ix", f"{symbol} {key}".encode("ascii"))
+        _DISK.write_behind(f"{ix[:2]}/{ix}.ix", f"{symbol} {key}".encode("ascii"))  # (kept in _INDEXED)
 
 
 def _named_by_content(k: ir.Kernel, distinct: bool, vector_width, fp: bytes | None = None) -> tuple[str, str]:
@@ -1124,7 +1125,9 @@ class _Objects:
         else:
             objects = []
         for key, obj in zip(self._todo, objects, strict=True):
-            _DISK.write(f"{key[:2]}/{key}.o", obj)  # atomic; a cache that cannot be written is skipped
+            # (atomic, on the writer thread; kept in _objects meanwhile; a cache that cannot be written
+            # is skipped)
+            _DISK.write_behind(f"{key[:2]}/{key}.o", obj)
             STATS["compiled"] += 1
             _objects.put(key, obj)
             self._out[key] = (key, obj, False)
@@ -1144,6 +1147,7 @@ def forget() -> None:
     """Empty this process's caches of compiled code (live modules found by key, object code, module
     texts): the next compile reads the disk cache or compiles, as a new process would. Modules in
     use keep working."""
+    disk_cache.flush()  # (what this process wrote is on disk for the next compile to read)
     with _lock:
         _modules.clear()
         _objects.clear()

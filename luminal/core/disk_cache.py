@@ -79,10 +79,12 @@ Why the other rules:
 
 from __future__ import annotations
 
+import atexit
 import errno
 import hashlib
 import math
 import os
+import queue
 import re
 import stat
 import tempfile
@@ -213,14 +215,27 @@ class DiskCache:
         """Write the entry (header and ``data``) atomically; True when it was written. Creates the
         directories it needs 0700 (module docstring) and evicts past the cap."""
         real = self._real()
-        if real is None:
-            return False
-        p = real / _checked(name)
+        return real is not None and self._write(self.directory, real, _checked(name), data)
+
+    def write_behind(self, name: str, data: bytes) -> None:
+        """:meth:`write` on the process's writer thread, for an entry the caller keeps in memory
+        meanwhile (a cold compile's objects and index entries: each write's fsync off its path, 135 of
+        them 0.17 s of a cold GPT step on a 2-vCPU EPYC). The directory is the one set now; every
+        entry queued is written before the process exits (:func:`flush` waits for them sooner)."""
+        real = self._real()
+        if real is not None:
+            _behind.put((self, self.directory, real, _checked(name), data))
+            _start_writer()
+
+    def _write(self, directory: Path, real: Path, name: str, data: bytes) -> bool:
+        """Write entry ``name`` into ``real``, the real path of ``directory`` (both as they were when
+        the write was asked for)."""
+        p = real / name
         why = _make_dirs(real.parent, p.parent)
         if why is not None:
-            _refuse(self.directory, why)
+            _refuse(directory, why)
             return False
-        _settle(self.directory, real)
+        _settle(directory, real)
         blob = header(name, data) + data
         if not write_atomic(p, blob):
             return False
@@ -437,6 +452,39 @@ def _own(st: os.stat_result) -> bool:
 
 # writing and evicting ------------------------------------------------------------------------------
 
+_behind: queue.SimpleQueue = queue.SimpleQueue()  # (cache, directory, its real path, name, data), or an Event
+_writer: list = []  # the writer thread, once started
+
+
+def _start_writer() -> None:
+    with _lock:
+        if not _writer:
+            _writer.append(threading.Thread(target=_write_behind, name="luminal-cache-writer", daemon=True))
+            _writer[0].start()
+
+
+def _write_behind() -> None:
+    while True:
+        item = _behind.get()
+        if isinstance(item, threading.Event):
+            item.set()
+            continue
+        cache, directory, real, name, data = item
+        try:
+            cache._write(directory, real, name, data)
+        except Exception:  # noqa: BLE001 - a cache that cannot be written is skipped (write swallows OSError)
+            pass
+
+
+@atexit.register
+def flush() -> None:
+    """Wait until every entry queued by :meth:`DiskCache.write_behind` is written (at exit too)."""
+    if _writer and _writer[0].is_alive():
+        done = threading.Event()
+        _behind.put(done)
+        done.wait()
+
+
 def write_atomic(path: Path, data: bytes) -> bool:
     """Write ``data`` to ``path`` (whose directory exists) through a temporary file in the same
     directory, fsynced, then ``os.replace``; False (and nothing left behind) when it cannot be written.
@@ -545,4 +593,4 @@ def _unlink(p) -> bool:
         return False
 
 
-__all__ = ["DiskCache", "KINDS", "enabled", "evict", "header", "max_bytes", "refusal", "root", "write_atomic"]
+__all__ = ["DiskCache", "KINDS", "enabled", "evict", "flush", "header", "max_bytes", "refusal", "root", "write_atomic"]

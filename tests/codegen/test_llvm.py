@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from luminal.codegen import ir, llvm
+from luminal.core import disk_cache
 from luminal.core import dtype as dt
 from luminal.core import numpy_ops as ops
 from luminal.core.primitives import PRIMITIVES
@@ -424,6 +425,7 @@ def test_disk_cache_skips_optimisation(tmp_path, monkeypatch):
     first = llvm.compile_kernels([k])
     assert calls == [1] and not first.from_cache
     assert llvm.compile_kernels([k]) is first  # in-process cache
+    disk_cache.flush()  # (objects are written behind the compile)
     assert len(list((tmp_path / "llvm").rglob("*.o"))) == 1
     llvm.forget()  # a fresh process, as far as the caches go
     second = llvm.compile_kernels([k])
@@ -463,6 +465,7 @@ def test_a_warm_start_finds_objects_without_building_module_text(tmp_path, monke
     monkeypatch.setattr(llvm, "build_module", lambda *a, **kw: (built.append(1), real(*a, **kw))[1])
     ks = [elementwise(f"ix{i}", F32, (F32,), lambda x, i=i: ir.alu("Mul", x, ir.const(i + 2.0, F32))) for i in range(3)]
     llvm.compile_kernels(ks)
+    disk_cache.flush()  # (index entries are written behind the compile)
     assert len(built) == 3 and len(list((tmp_path / "llvm").rglob("*.ix"))) == 3
     llvm.forget()
     mod = llvm.compile_kernels(ks)

@@ -1,6 +1,6 @@
 """The disk caches' shared mechanism (``luminal/core/disk_cache.py``): who may own a cache directory,
 entries verified against their header, eviction of luminal's own files only, bad environment values,
-durable writes and a dead writer's temporary file. The cache as the compiler meets it (planted and
+durable writes (on the caller's thread or written behind) and a dead writer's temporary file. The cache as the compiler meets it (planted and
 damaged LLVM objects, in a process of their own) is ``tests/core/test_cache_trust.py``."""
 
 from __future__ import annotations
@@ -270,6 +270,34 @@ def test_a_write_is_fsynced_before_the_rename(fresh, monkeypatch):
     monkeypatch.setattr(os, "replace", replace)
     assert disk_cache.DiskCache("llvm").write(NAME, b"object")
     assert [c[0] for c in calls] == ["fsync", "replace"] and calls[0][1] == calls[1][1]  # its data, then its name
+
+
+def test_a_write_behind_goes_to_the_directory_set_when_it_was_asked(fresh, tmp_path, monkeypatch):
+    """``write_behind``: written on the writer thread (fsynced before its rename, as ``write``), into the
+    directory of when it was queued even if ``LUMINAL_CACHE_DIR`` changes meanwhile; ``flush`` waits."""
+    d = disk_cache.DiskCache("llvm")
+    d.write_behind(NAME, b"behind")
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path / "elsewhere"))
+    d.write_behind(OTHER, b"other")
+    disk_cache.flush()
+    assert d.read(OTHER) == b"other" and d.read(NAME) is None
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(fresh))
+    assert d.read(NAME) == b"behind" and d.read(OTHER) is None
+
+
+WRITER_AT_EXIT = textwrap.dedent("""
+    import sys
+    from luminal.core import disk_cache
+    for i in range(50):
+        disk_cache.DiskCache("llvm").write_behind(f"{i:02x}/" + f"{i:02x}" * 32 + ".o", bytes(100_000))
+""")
+
+
+def test_entries_written_behind_are_written_before_the_process_exits(fresh):
+    r = subprocess.run([sys.executable, "-c", WRITER_AT_EXIT], timeout=120)
+    assert r.returncode == 0
+    d = disk_cache.DiskCache("llvm")
+    assert all(d.read(f"{i:02x}/" + f"{i:02x}" * 32 + ".o") == bytes(100_000) for i in range(50))
 
 
 KILLED_WRITER = textwrap.dedent("""
