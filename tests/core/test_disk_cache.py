@@ -1,7 +1,8 @@
 """The disk caches' shared mechanism (``luminal/core/disk_cache.py``): who may own a cache directory,
 entries verified against their header, eviction of luminal's own files only, bad environment values,
-durable writes (on the caller's thread or written behind) and a dead writer's temporary file. The cache as the compiler meets it (planted and
-damaged LLVM objects, in a process of their own) is ``tests/core/test_cache_trust.py``."""
+durable writes (on the caller's thread or written behind) and a dead writer's temporary file. The
+cache as the compiler meets it (planted and damaged LLVM objects, in a process of their own) is
+``tests/core/test_cache_trust.py``."""
 
 from __future__ import annotations
 

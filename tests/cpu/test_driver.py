@@ -207,22 +207,31 @@ def test_auto_takes_the_generated_gemm_where_the_cost_model_prefers_it():
 
 def test_companions_name_the_modules_build_may_call():
     """``driver.companions``: the driver's module always; the generated GEMM for a product its cost
-    model prefers on one BLAS thread (either orientation) or under ``gemm="generated"``, never under
-    ``"blas"`` nor for a large square product; the generated GEMV for a one-row product only under
-    ``"generated"``. What it names is what ``build`` then calls."""
+    model prefers as BLAS sees it (a column-major result is its transpose's product) on the given BLAS
+    threads, or for a part of a product a threaded run may cut, or under ``gemm="generated"``; never
+    under ``"blas"``, for a large square product or where BLAS has threads of its own; the generated
+    GEMV for a one-row product only under ``"generated"``."""
     from luminal.backends.cpu.steps import Gemm, Ref
 
-    def gemm(m, k, n, dtype=np.float32):
+    def gemm(m, k, n, dtype=np.float32, out_columns=False):
         a, b = Ref.contiguous(0, (m, k), dtype), Ref.contiguous(1, (k, n), dtype)
-        return Gemm(a, b, Ref.contiguous(2, (m, n), dtype))
+        out = Ref.contiguous(2, (m, n), dtype)
+        if out_columns:  # (m, n) stored column-major
+            out = Ref(2, (m, n), dtype, (np.dtype(dtype).itemsize, m * np.dtype(dtype).itemsize))
+        return Gemm(a, b, out)
 
-    gemm_text, gemv_text = generated_gemm.module_text(np.float32)[0], generated_gemv.module_text(np.float32)[0]
-    conv, tall, square, row = gemm(16, 25, 300), gemm(300, 25, 16), gemm(512, 512, 512), gemm(1, 64, 96)
-    assert driver.companions([conv], "auto") == [(driver.DRIVER_IR, False), (gemm_text, True)]
-    assert driver.companions([tall], "auto") == [(driver.DRIVER_IR, False), (gemm_text, True)]
-    assert driver.companions([square, row], "auto") == [(driver.DRIVER_IR, False)]
-    assert driver.companions([conv, row], "blas") == [(driver.DRIVER_IR, False)]
-    assert driver.companions([square, row], "generated") == [(driver.DRIVER_IR, False), (gemm_text, True),
-                                                             (gemv_text, True)]
+    plain = [(driver.DRIVER_IR, False)]
+    with_gemm = plain + [(generated_gemm.module_text(np.float32)[0], True)]
+    conv, square, row = gemm(16, 25, 300), gemm(512, 512, 512), gemm(1, 64, 96)
+    assert driver.companions([conv], "auto") == with_gemm
+    assert driver.companions([gemm(300, 25, 16)], "auto") == plain  # BLAS's: 16 columns
+    assert driver.companions([gemm(300, 25, 16, out_columns=True)], "auto") == with_gemm  # its transpose
+    assert driver.companions([conv], "auto", blas_threads=2) == plain
+    assert driver.companions([gemm(128, 128, 256)], "auto") == plain
+    assert driver.companions([gemm(128, 128, 256)], "auto", parts=2) == with_gemm  # 64 rows a part
+    assert driver.companions([square, row], "auto") == plain
+    assert driver.companions([conv, row], "blas") == plain
+    assert driver.companions([square, row], "generated") == with_gemm + [
+        (generated_gemv.module_text(np.float32)[0], True)]
     assert driver.companions([gemm(16, 25, 300, np.float64)], "auto")[1] == \
         (generated_gemm.module_text(np.float64)[0], True)

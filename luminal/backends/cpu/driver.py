@@ -170,11 +170,12 @@ def _compiled() -> tuple:
     return mod, DRIVER(mod.address("luminal_driver"))
 
 
-def companions(steps: list, gemm: str = "auto") -> list[tuple[str, bool]]:
+def companions(steps: list, gemm: str = "auto", blas_threads: int = 1, parts: int = 1) -> list[tuple[str, bool]]:
     """``(module IR text, vectorised by hand)`` of the modules a binding's driver tables may call
     (:func:`build`, over ``steps``, the plan's steps before they are cut over threads): the driver's
-    own, and the generated GEMM or GEMV per dtype where :func:`_gemm_entry` may choose it (the GEMM's
-    cost model asked as for one BLAS thread, where it takes the most; a product's transpose too).
+    own, and the generated GEMM or GEMV per dtype where :func:`_gemm_entry` would choose it, each
+    product as BLAS sees it (a column-major result: its transpose), on ``blas_threads``; with
+    ``parts`` > 1 (a threaded run, whose products may be cut by rows or columns), each part's too.
     Compiled on first use, each would wait for the kernels' objects and then take its own turn (the
     float32 GEMM: 0.4 s); a cold program's planner has them compiled beside the kernels instead
     (``llvm.compile_kernels``' ``also``). A prediction: one missed is compiled at its first use as
@@ -183,12 +184,20 @@ def companions(steps: list, gemm: str = "auto") -> list[tuple[str, bool]]:
     for step in steps:
         if not isinstance(step, Gemm) or step.out.dtype not in generated_gemm.DTYPES or len(step.out.shape) < 2:
             continue
-        dtype, (m, n), k = step.out.dtype, step.out.shape[-2:], step.a.shape[-1]
+        c, dtype, k = step.out, step.out.dtype, step.a.shape[-1]
+        (m, n), (csr, csc) = c.shape[-2:], c.strides[-2:]
+        layout = _matrix(m, n, csr, csc, dtype.itemsize)
+        if layout is None or 0 in c.shape or k == 0:
+            continue  # (numpy's call, or nothing to compute)
+        if layout[0] == TRANS:
+            m, n = n, m
         if m == 1 or n == 1:
             if gemm == "generated":
                 out[generated_gemv.module_text(dtype)[0]] = True
-        elif gemm == "generated" or (gemm == "auto" and (generated_gemm.preferred(dtype, m, n, k, 1) or
-                                                         generated_gemm.preferred(dtype, n, m, k, 1))):
+            continue
+        shapes = [(m, n)] + ([(-(-m // parts), n), (m, -(-n // parts))] if parts > 1 else [])
+        if gemm == "generated" or (gemm == "auto" and any(generated_gemm.preferred(dtype, mm, nn, k, blas_threads)
+                                                           for mm, nn in shapes)):
             out[generated_gemm.module_text(dtype)[0]] = True
     return list(out.items())
 

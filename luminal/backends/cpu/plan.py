@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from luminal.backends.cpu import driver, layout, tune
+from luminal.backends.cpu import blas, driver, layout, tune
 from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
 from luminal.backends.cpu.lowering import Memory, lower, lower_run
 from luminal.backends.cpu.parallel import Split, split_rows, thread_count
@@ -517,28 +517,31 @@ class Planner:
         # overlapping a state written in place is read from a copy), but for a state written in place,
         # which is one buffer read and written
         choices = self.choices
-        distinct = list({id(kern): kern for kern, _, _ in self.generated}.values())  # (a memo's kernel: many calls)
-        self.module = llvm.compile_kernels(distinct, distinct=True, vector_width=choices.vector_width,
-                                           also=driver.companions(self.steps, choices.gemm))
         known: dict = {}
         costs = [known[id(kern)] if id(kern) in known else known.setdefault(id(kern), _cost_ns(kern, self.values))
                  for kern, _, _ in self.generated]
         split = SPLIT_NS * choices.split_scale
         if choices.threads == "auto" and sum(c for c in costs if c >= split) < OWN_THREADS_NS:
             threads = 1  # too little to cut: BLAS keeps its own threads for the GEMMs
-        cut = False
-        for (kern, at, names), cost in zip(self.generated, costs):
+        sizes = [index_value(kern.grid[0], self.values) if kern.grid else 1 for kern, _, _ in self.generated]
+        cuts = [_parts(n, cost, threads, split) for n, cost in zip(sizes, costs)]
+        cut = any(len(parts) > 1 for parts in cuts)
+        # (the driver's modules the binding will call, compiled with the kernels: on threads of our
+        # own, BLAS runs on one thread and the products may be cut; else on its own threads)
+        own = cut or choices.threads == "own"
+        also = driver.companions(self.steps, choices.gemm, 1 if own else blas.threads() or 1,
+                                 thread_count() if own else 1)
+        distinct = list({id(kern): kern for kern, _, _ in self.generated}.values())  # (a memo's kernel: many calls)
+        self.module = llvm.compile_kernels(distinct, distinct=True, vector_width=choices.vector_width, also=also)
+        for (kern, at, names), n, parts in zip(self.generated, sizes, cuts):
             buffers = tuple(self._sources[name] for name in names)
             params = tuple(int(ir.derived_value(name, self.values)) for name in kern.params)
             f = self.module.function(kern.name)
-            n = index_value(kern.grid[0], self.values) if kern.grid else 1
-            parts = _parts(n, cost, threads, split)
             whole = Kernel(f, buffers, params, 0, n, kern)
             if len(parts) == 1:
                 self.steps[at] = whole
             else:
                 self.steps[at] = Split([[whole.with_range(lo, hi)] for lo, hi in parts])
-                cut = True
         return cut
 
     # results --------------------------------------------------------------------------------------
