@@ -1069,19 +1069,22 @@ def compile_text(text: str, names, vectorised: bool = False) -> Module:
 
 
 PARALLEL_MIN = 24  # objects to compile at once from which worker processes share them (llvm_workers.py)
+PARALLEL_RUNNING = 4  # ... when the workers are running already (started ahead: ``Cpu.expect_code``)
 
 
 class _Objects:
     """The object code of module texts, each looked up in the in-process and disk caches as it comes
     (:meth:`want`) and the rest compiled: where ``expected`` (texts that may need compiling) is
     ``PARALLEL_MIN`` or more (a GPT's 77 objects, a fifth less code generation on 2 cores; a dozen, as
-    an MLP's, would gain less than a worker takes to start), by the worker processes and a thread here
-    as they come, while the caller builds the next texts (``llvm_workers.Batch``); else here, one after
-    another, at :meth:`finish`. A progress bar when compiling takes over a second."""
+    an MLP's, would gain less than a worker takes to start), or ``PARALLEL_RUNNING`` with the workers
+    started already, by the worker processes and a thread here as they come, while the caller builds
+    the next texts (``llvm_workers.Batch``); else here, one after another, at :meth:`finish`. A
+    progress bar when compiling takes over a second."""
 
     def __init__(self, expected: int):
         self._expected = expected
-        self._parallel = expected >= PARALLEL_MIN and llvm_workers.worker_count() > 1
+        self._parallel = llvm_workers.worker_count() > 1 and (
+            expected >= PARALLEL_MIN or (expected >= PARALLEL_RUNNING and llvm_workers.running() > 0))
         self._out: dict = {}  # object key -> (key, object code, whether it came from a cache)
         self._todo: dict = {}  # object key -> (text, vectorised), in the order wanted
         self._batch = None

@@ -91,6 +91,12 @@ def _start(n: int) -> None:
             break
 
 
+def running() -> int:
+    """How many workers are running (started, not yet dropped)."""
+    with _lock:
+        return sum(w.proc.poll() is None for w in _workers)
+
+
 def prestart() -> None:
     """Start the workers now, without waiting for them: a worker takes about half a second to start
     (Python, luminal and LLVM), which then passes while the caller does other work (the compile

@@ -146,3 +146,38 @@ def test_companion_modules_are_compiled_with_the_kernels(two_workers, monkeypatc
     assert llvm.STATS["compiled"] - before == 3 and mod.address(name)
     llvm.compile_kernels(kernels[:2], also=[("; not even a module\n", False)])  # (every kernel indexed)
     assert llvm.STATS["compiled"] - before == 3
+
+
+def test_a_few_objects_go_to_workers_already_running(two_workers, monkeypatch):
+    """Under ``PARALLEL_MIN`` objects, the workers take a batch only when they are running already
+    (started ahead for a train step's graph): ``PARALLEL_RUNNING`` objects then share them."""
+    monkeypatch.setenv("LUMINAL_CACHE", "0")
+    batches = []
+    real = llvm_workers.Batch
+
+    def recording(*a, **kw):
+        batches.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(llvm_workers, "Batch", recording)
+
+    def kernels(tag):
+        out = []
+        for k in range(llvm.PARALLEL_RUNNING):
+            x = ir.load("x", dt.float32, ir.item(0))
+            value = ir.alu("Add", x, ir.const(float(k) + tag, dt.float32))
+            out.append(ir.Kernel(f"few{k}", (ir.Buf("x", dt.float32), ir.Buf("y", dt.float32, "w")), (),
+                                 (ir.const(8),), (ir.Store("y", ir.item(0), value),)))
+        return out
+
+    llvm_workers._stop()
+    llvm.forget()
+    llvm.compile_kernels(kernels(0.25))
+    assert not batches and llvm_workers.running() == 0
+    llvm_workers.prestart()
+    assert llvm_workers.running() == 2
+    mod = llvm.compile_kernels(kernels(0.5))
+    assert batches == [1]
+    x, y = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    mod.run("few3", [x, y], (), 0, 8)
+    np.testing.assert_array_equal(y, x + 3.5)
