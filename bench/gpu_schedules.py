@@ -43,9 +43,11 @@ def programs(dry: bool) -> dict:
                                        "k": rng.standard_normal((m, m)).astype(np.float16),
                                        "p": rng.standard_normal((m, m)), "q": rng.standard_normal((m, m))}
 
-    def decode(g):
+    def decode(g):  # weights stored (in, out), and (out, in) as nn.Linear keeps them (``wide`` applies)
         v, w = g.input("v", (1, cols)), g.input("w", (cols, cols // 2))
-        return [v @ w], {"v": rng.standard_normal((1, cols)), "w": rng.standard_normal((cols, cols // 2))}
+        wt = g.input("wt", (cols // 2, cols))
+        return [v @ w, v @ wt.T], {"v": rng.standard_normal((1, cols)), "w": rng.standard_normal((cols, cols // 2)),
+                                   "wt": rng.standard_normal((cols // 2, cols))}
 
     return {"reductions": reductions, "products": products, "batch-1 product": decode}
 

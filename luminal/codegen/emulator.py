@@ -41,6 +41,8 @@ nondeterministic. Each one raises :class:`EmulatorError`, which names the kernel
 - A barrier reached by only part of a block (divergent; undefined on a GPU).
 - A shuffle whose source lane is inactive, or in a block whose thread count is not a multiple of
   32. An ``Mma`` run by part of a warp.
+- A ``WideLoad`` whose address (the buffer array's, plus the index's bytes) is not 16-byte aligned:
+  a GPU faults on it (device buffers start 256-byte aligned, ``backends/cuda/arena.py``).
 - **Races.** Lockstep execution would hide a missing barrier, so every written buffer and every
   shared array records who last wrote each element and who has read it since, and in which phase
   (a stretch of one block between two barriers). A read and a write of one element by different
@@ -673,6 +675,8 @@ class _Run:
                     self.barrier(mask)
                 elif isinstance(s, ir.Mma):
                     self.mma(s, mask, declared)
+                elif isinstance(s, ir.WideLoad):
+                    self.wide(s, mask, declared)
                 else:
                     raise self.error(f"not a statement: {s!r}")
         finally:
@@ -729,6 +733,29 @@ class _Run:
             if name in self.shared and full.size == self.nblocks:
                 tr.pending.clear()
                 tr.pending_size = 0
+
+    def wide(self, s: ir.WideLoad, mask: np.ndarray, declared: list):
+        """A 16-byte load into ``WIDE_LANES`` registers: refused (as a GPU faults) where its address
+        (the buffer's array's, plus the index's bytes) is not 16-byte aligned."""
+        if s.dtype is not dt.float32 or len(s.d) != ir.WIDE_LANES:
+            raise self.error(f"a wide load is {ir.WIDE_LANES} float32 registers, got {len(s.d)} of {s.dtype.name}")
+        self._buffer(s.buffer, s.dtype, False, "a wide load")
+        idx = self.value(s.index, {}, mask)
+        if idx.dtype.kind not in "iu":
+            raise self.error(f"index into {s.buffer!r} is {idx.dtype}, not an integer")
+        lanes = self.lanes if mask.all() else np.flatnonzero(mask)
+        i = idx if len(lanes) == self.n else idx[lanes]
+        address = self.bufs[s.buffer].ctypes.data + i * self.bufs[s.buffer].itemsize
+        if (address % 16).any():
+            j = int(np.argmax(address % 16 != 0))
+            raise self.error(f"wide load of {s.buffer!r} at index {int(i[j])}: not 16-byte aligned", lanes[j])
+        for e, name in enumerate(s.d):
+            out = np.zeros(self.n, np.float32)
+            if lanes.size:
+                pos = self._positions(s.buffer, idx + e, lanes)
+                self._read(s.buffer, pos, lanes)
+                out[lanes] = _from_storage(self.bufs[s.buffer][pos], s.dtype, self.gpu)
+            self.assign(name, dt.float32, out, mask, declared)
 
     def mma(self, s: ir.Mma, mask: np.ndarray, declared: list):
         self._need_warps("mma")

@@ -45,12 +45,14 @@ reference does, so every target gives the reference's bits for elementwise code.
 | ``Mma(d, a, b, c, dtype)``        | GPU: one warp's ``mma.sync.m16n8k16`` (``a``: 8, ``b``: 4, ``c``: 4 values per
 |                                   | lane in the PTX fragment layout, ``a``/``b`` of ``dtype`` (float16 / bfloat16),
 |                                   | ``c`` float32); registers ``d`` (4 names) receive ``a @ b + c``
+| ``WideLoad(d, buffer, dtype, index)`` | GPU: registers ``d`` (4 names) receive ``buffer[index + i]``, one 16-byte
+|                                   | load of float32 (``index`` a multiple of 4: buffers start 16-byte aligned)
 
 **Kernels** (:class:`Kernel`): ``buffers`` are pointer parameters (:class:`Buf`), ``params`` the
 scalar ones. A CPU kernel (``block == ()``) runs its ``body`` once per index of ``grid`` (the work
 items: independent, so a target may run them in any order, vectorise across the innermost axis and
 split the outermost over threads). A GPU kernel runs ``grid`` blocks of ``block`` threads; ``shared``
-declares its per-block shared memory. Barriers, shuffles and ``Mma`` exist only in GPU kernels.
+declares its per-block shared memory. Barriers, shuffles, ``Mma`` and ``WideLoad`` exist only in GPU kernels.
 
 Buffer storage: a buffer holds its dtype's elements contiguously, except that CPU targets carry
 bfloat16 in float32 storage (numpy's convention in this project); GPU targets store 16 bits.
@@ -328,8 +330,18 @@ class Mma:
     dtype: dt.DType  # float16 or bfloat16
 
 
-STATEMENTS = (Assign, Store, Loop, If, Barrier, AtomicAdd, Mma)
-GPU_STATEMENTS = (Barrier, Mma)
+@dataclass(frozen=True, eq=False)
+class WideLoad:
+    d: tuple  # WIDE_LANES register names, of ``dtype``
+    buffer: str
+    dtype: dt.DType  # float32
+    index: V  # of the first element: a multiple of WIDE_LANES
+
+
+WIDE_LANES = 4  # float32 elements of one 16-byte load
+
+STATEMENTS = (Assign, Store, Loop, If, Barrier, AtomicAdd, Mma, WideLoad)
+GPU_STATEMENTS = (Barrier, Mma, WideLoad)
 
 
 # kernels ------------------------------------------------------------------------------------------
@@ -431,6 +443,8 @@ def _lines(body, depth, out):
         elif isinstance(s, Mma):
             args = "; ".join(", ".join(show_value(x) for x in xs) for xs in (s.a, s.b, s.c))
             out.append(f"{pad}{', '.join(s.d)} = mma.m16n8k16.{s.dtype.name}({args})")
+        elif isinstance(s, WideLoad):
+            out.append(f"{pad}{', '.join(s.d)} = wide {s.buffer}[{show_value(s.index)}]:{s.dtype.name}")
         else:
             raise TypeError(f"kernel IR: not a statement: {s!r}")
 
@@ -519,6 +533,15 @@ def check(k: Kernel) -> Kernel:
                 for v in s.a + s.b + s.c:
                     value(v, scope, seen)
                 scope.update(s.d)
+            elif isinstance(s, WideLoad):
+                if not k.gpu:
+                    fail("wide load in a CPU kernel")
+                if s.dtype is not dt.float32 or len(s.d) != WIDE_LANES:
+                    fail(f"a wide load is {WIDE_LANES} float32 registers, got {len(s.d)} of {s.dtype.name}")
+                if s.buffer not in {b.name for b in k.buffers}:
+                    fail(f"wide load from {s.buffer!r}, not a buffer of the kernel's (shared arrays: no)")
+                value(s.index, scope, seen)
+                scope.update(s.d)
             else:
                 fail(f"not a statement: {s!r}")
 
@@ -572,6 +595,8 @@ def fingerprint(k: Kernel, positional: bool = False) -> str:
                 lines.append(f"{pad}barrier")
             elif isinstance(s, Mma):
                 lines.append(f"{pad}mma {s.dtype.name} {' '.join(s.d)} {refs}")
+            elif isinstance(s, WideLoad):
+                lines.append(f"{pad}wide {s.dtype.name} {' '.join(s.d)} {buf(s.buffer)} {refs}")
             if isinstance(s, (Loop, If)):
                 stmts(s.body, depth + 1)
 
@@ -615,6 +640,8 @@ def operands(s) -> tuple:
         return (s.cond,)
     if isinstance(s, Mma):
         return s.a + s.b + s.c
+    if isinstance(s, WideLoad):
+        return (s.index,)
     return ()
 
 

@@ -61,14 +61,22 @@ class Placed:
     pad: float = 0.0
 
 
+def address(p: Placed, idx, env: dict | None = None) -> ir.V:
+    """The element of ``p``'s buffer at the multi-index ``idx``: its offset plus the index times its
+    strides (no bounds: :func:`read`'s ``valid`` says where it may be read)."""
+    index = dim(p.offset, env)
+    for i, s in zip(idx, p.strides):
+        index = ir.add(index, ir.mul(i, dim(s, env)))
+    return index
+
+
 def read(p: Placed, idx, env: dict | None = None, extra: ir.V | None = None) -> ir.V:
     """The value ``p`` reads at the multi-index ``idx`` (IR values, one per axis). Where ``extra`` (a
     bool value) is False nothing is read either: a gather's position, loaded at run time, may be out
     of range, and the load must not touch memory there."""
-    index = dim(p.offset, env)
+    index = address(p, idx, env)
     valid = None
-    for i, s, bounds in zip(idx, p.strides, p.box or [None] * len(idx)):
-        index = ir.add(index, ir.mul(i, dim(s, env)))
+    for i, bounds in zip(idx, p.box or [None] * len(idx)):
         if bounds is not None:
             lo, hi = bounds
             if not (is_static(lo) and type(lo) is not DimValue and lo <= 0):  # (a dim's value may change)

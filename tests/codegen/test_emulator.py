@@ -461,6 +461,55 @@ def test_mma_needs_a_whole_warp():
         em.run(k, arrays)
 
 
+# wide loads -------------------------------------------------------------------------------------
+
+def _wide_kernel(n_groups: int, start: int = 0) -> ir.Kernel:
+    """Thread ``t`` loads x[start + 4t .. start + 4t + 3] with one WideLoad and stores them reversed
+    into y[4t ..]; threads past ``n_groups`` do nothing."""
+    t = gid(32)
+    names = tuple(f"w{i}" for i in range(ir.WIDE_LANES))
+    body = (ir.If(t < n_groups, (ir.WideLoad(names, "x", F32, t * 4 + start),
+                                 *(ir.Store("y", t * 4 + (3 - i), ir.var(nm, F32)) for i, nm in enumerate(names)))),)
+    return ir.Kernel("wide", (ir.Buf("x", F32), ir.Buf("y", F32, "w")), (), (ir.const(1),), body, block=(32,))
+
+
+def test_a_wide_load_reads_four_consecutive_elements():
+    x = RNG.standard_normal(64).astype(np.float32)
+    y = poison(40, F32)
+    em.run(_wide_kernel(10), {"x": x, "y": y})
+    np.testing.assert_array_equal(y, x[:40].reshape(10, 4)[:, ::-1].ravel())
+
+
+def test_a_wide_load_off_16_bytes_is_an_error_as_on_a_gpu():
+    """An index that is not a multiple of 4 from an aligned array, or a multiple of 4 from an array that
+    starts 4 bytes past an alignment (a view), faults on a GPU: the emulator refuses both, naming the
+    index; past the end it reports the range."""
+    x = np.zeros(80, np.float32)
+    assert x.ctypes.data % 16 == 0
+    with pytest.raises(em.EmulatorError, match="wide.*wide load of 'x' at index 2: not 16-byte aligned"):
+        em.run(_wide_kernel(4, start=2), {"x": x, "y": poison(16, F32)})
+    with pytest.raises(em.EmulatorError, match="at index 0: not 16-byte aligned"):
+        em.run(_wide_kernel(4), {"x": x[1:], "y": poison(16, F32)})
+    with pytest.raises(em.EmulatorError, match="index 80 out of range for 'x'"):
+        em.run(_wide_kernel(21), {"x": x, "y": poison(84, F32)})
+
+
+def test_wide_loads_are_float32_gpu_statements_of_a_kernel_buffer():
+    k = _wide_kernel(1)
+    cpu = ir.Kernel("cpu_wide", k.buffers, (), (ir.const(1),),
+                    (ir.WideLoad(("a", "b", "c", "d"), "x", F32, ir.item(0) * 4),))
+    with pytest.raises(ir.IRError, match="wide load in a CPU kernel"):
+        ir.check(cpu)
+    three = ir.Kernel("three", k.buffers, (), k.grid, (ir.WideLoad(("a", "b", "c"), "x", F32, ir.const(0)),),
+                      block=(32,))
+    with pytest.raises(ir.IRError, match="4 float32 registers, got 3 of float32"):
+        ir.check(three)
+    shared = ir.Kernel("shared", k.buffers, (), k.grid, (ir.WideLoad(("a", "b", "c", "d"), "s", F32, ir.const(0)),),
+                       block=(32,), shared=(ir.Shared("s", F32, 8),))
+    with pytest.raises(ir.IRError, match="wide load from 's', not a buffer of the kernel's"):
+        ir.check(shared)
+
+
 # errors -----------------------------------------------------------------------------------------
 
 def test_out_of_bounds_accesses_are_reported():

@@ -41,10 +41,14 @@ def products(g):
     e, long = g.input("e", (21, 4)), g.input("l", (40, 3))
     big_a, big_b = g.input("ba", (70, 130)), g.input("bb", (130, 66))  # several 64x64 tiles, ragged edges
     padded = [a.pad((0, 2)) @ e, a.pad((0, 21)) @ long]  # masked operands: sums of products on every target
-    return [a @ b, (c @ d).relu() + 1.0, v @ w, p @ q, *padded, big_a @ big_b], \
+    # decode-shaped products over weights stored (out, in), rows 16-byte aligned (CUDA's ``wide``): 30
+    # of each row of 40 (two past the last group of 4), and 36 from the fifth element on
+    u, wp = g.input("u", (1, 36)), g.input("wp", (11, 40))
+    rows = [u[:, :30] @ wp[:, :30].T, (u @ wp[:, 4:].T).relu()]
+    return [a @ b, (c @ d).relu() + 1.0, v @ w, p @ q, *padded, big_a @ big_b, *rows], \
         {"a": _r(7, 19), "b": _r(19, 5), "c": _r(3, 5, 17), "d": _r(3, 17, 6), "v": _r(1, 23), "w": _r(23, 7),
          "p": _r(5, 33, dtype=np.float16), "q": _r(33, 9, dtype=np.float16), "e": _r(21, 4),
-         "l": _r(40, 3), "ba": _r(70, 130), "bb": _r(130, 66)}
+         "l": _r(40, 3), "ba": _r(70, 130), "bb": _r(130, 66), "u": _r(1, 36), "wp": _r(11, 40)}
 
 
 def indexing(g):

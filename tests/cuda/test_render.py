@@ -152,9 +152,22 @@ def registers():
     return ir.Kernel("registers", (ir.Buf("out", f32, "w"),), (), (ir.const(1),), body, block=(1,))
 
 
+def wide():
+    """Thread ``t`` of ``n / 4``: one 16-byte load of x[4t .. 4t + 3] (``ld.global.v4.f32``), stored
+    reversed and scaled, so that each register's lane and the load's reach show."""
+    t = ir.block(0) * 64 + ir.thread(0)
+    ok = t < ir.param("groups")
+    names = ("w0", "w1", "w2", "w3")
+    body = (ir.If(ok, (ir.WideLoad(names, "x", f32, t * 4),
+                       *(ir.Store("out", t * 4 + (3 - i), ir.alu("Mul", ir.var(nm, f32), ir.const(float(i + 1), f32)))
+                         for i, nm in enumerate(names)))),)
+    return ir.Kernel("wide", (ir.Buf("x", f32), ir.Buf("out", f32, "w")), ("groups",),
+                     ((ir.param("groups") + 63) // 64,), body, block=(64,))
+
+
 KERNELS = {"elementwise": elementwise, "all_ops": all_ops, "warp_sum": warp_sum, "block_sum": block_sum,
            "atomics": atomics, "mma_f16": lambda: mma(f16), "mma_bf16": lambda: mma(bf16),
-           "registers": registers}
+           "registers": registers, "wide": wide}
 
 
 @pytest.fixture
@@ -481,6 +494,29 @@ def test_gpu_warp_sum(cache):
     out = np.zeros(rows, np.float32)
     _run(warp_sum(), {"x": x, "out": out}, {"rows": rows, "cols": cols})
     np.testing.assert_array_equal(out, x.reshape(rows, cols).sum(1))
+
+
+def test_a_wide_load_renders_as_one_vector_load():
+    src = render(wide())
+    assert src.count("reinterpret_cast<const float4*>") == 1
+    assert all(f"= w0.{c};" in src or f".{c};" in src for c in "xyzw")
+
+
+@pytest.mark.gpu
+def test_gpu_wide_load(cache):
+    """The four registers of a 16-byte load are the four elements in order; the emulator agrees."""
+    _gpu()
+    from luminal.codegen import emulator
+
+    groups = 37
+    x = np.arange(4 * groups, dtype=np.float32) * 0.5
+    out, em_out = np.zeros(4 * groups, np.float32), np.zeros(4 * groups, np.float32)
+    _run(wide(), {"x": x, "out": out}, {"groups": groups})
+    emulator.run(wide(), {"x": x, "out": em_out}, {"groups": groups})
+    want = (x.reshape(groups, 4) * np.float32([1, 2, 3, 4])).ravel()
+    want = want.reshape(groups, 4)[:, ::-1].ravel()
+    np.testing.assert_array_equal(em_out, want)
+    np.testing.assert_array_equal(out, want)
 
 
 @pytest.mark.gpu

@@ -335,6 +335,8 @@ def _slots(s) -> tuple:
         return (s.cond,)
     if isinstance(s, ir.Mma):
         return tuple(s.a) + tuple(s.b) + tuple(s.c)
+    if isinstance(s, ir.WideLoad):
+        return (s.index,)
     return ()
 
 
@@ -346,7 +348,7 @@ def _effects(body) -> tuple[set, set, bool]:
     for s in body:
         if isinstance(s, ir.Assign):
             regs.add(s.name)
-        elif isinstance(s, ir.Mma):
+        elif isinstance(s, (ir.Mma, ir.WideLoad)):
             regs.update(s.d)
         elif isinstance(s, (ir.Store, ir.AtomicAdd)):
             bufs.add(s.buffer)
@@ -392,7 +394,7 @@ class _Renderer:
         for s in body:
             if isinstance(s, ir.Assign):
                 self._register(s.name, s.value.dtype)
-            elif isinstance(s, ir.Mma):
+            elif isinstance(s, (ir.Mma, ir.WideLoad)):
                 for d in s.d:
                     self._register(d, dt.float32)
             elif isinstance(s, (ir.Loop, ir.If)):
@@ -655,6 +657,8 @@ class _Renderer:
             self.forget(loads=True)
         elif isinstance(s, ir.Mma):
             self.mma(s)
+        elif isinstance(s, ir.WideLoad):
+            self.wide(s)
         else:
             self.fail(f"not a statement: {s!r}")
 
@@ -706,6 +710,18 @@ class _Renderer:
         self.emit(head)
         self.block(lambda: self.stmts(s.body))
         self.emit("}")
+
+    def wide(self, s):
+        """One 16-byte load (``ld.global.v4.f32``) into four registers."""
+        if s.dtype is not dt.float32 or self.buf_dtype.get(s.buffer) is not dt.float32 or len(s.d) != 4:
+            self.fail(f"a wide load is 4 float32 registers from a float32 buffer ({s.buffer!r})")
+        index = self.expr(s.index)
+        v = f"w{self.n_locals}"
+        self.n_locals += 1
+        self.emit(f"const float4 {v} = *reinterpret_cast<const float4*>(&{self.buf_c[s.buffer]}[{index}]);")
+        for name, lane in zip(s.d, "xyzw"):
+            self.emit(f"{self.var_c(name)} = {v}.{lane};")
+        self.forget(regs=s.d)
 
     def mma(self, s):
         if s.dtype is dt.float16:

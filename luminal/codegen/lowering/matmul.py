@@ -8,7 +8,8 @@
 |         |                  | default, the own kernels below its alternatives
 | gemv    | cooperative      | a product with one output row or column (decode-shaped): a block per
 |         |                  | output, its threads on the dot product (``reduce.row``); ``warp``: a
-|         |                  | warp per output (``reduce.warp``)
+|         |                  | warp per output (``reduce.warp``); ``wide``: ``warp`` with 16-byte loads
+|         |                  | of float32 operands contiguous and aligned along k (``reduce.wide``)
 | mma     | ``mma`` shapes   | tensor cores: a warp per 16x8 tile, ``mma.sync.m16n8k16`` in the PTX
 |         |                  | fragment layout, float32 accumulation
 | tiled   | shared memory    | 16x16 tiles of both operands through shared memory, a thread per output
@@ -44,7 +45,7 @@ def _own_options(k, target, memory, masked: bool) -> tuple:
     if target.tile and axes is not None and not masked and roles(k, axes) is not None:
         _, m_ax, n_ax, _ = axes
         if any(is_static(domain[a]) and domain[a] == 1 for a in (m_ax, n_ax)):
-            return ("gemv", "warp", "tiled")
+            return ("gemv", "warp", *(("wide",) if reduce.wide_fits(k, memory) else ()), "tiled")
         a, b = (buf.dtype for buf, _ in k.inputs)
         if a is b and a in HALF and target.mma_for(a) is not None:
             return ("mma", "tiled", "blocked")
@@ -61,7 +62,7 @@ def lower(k, target, memory, name: str, option: str) -> list[ir.Kernel]:
         raise ValueError("a library product is the backend's call; its epilogue is epilogue.epilogue")
     if option == "gemv":
         return reduce.row(k, target, memory, name)
-    if option in ("thread", "row", "split", "warp"):
+    if option in ("thread", "row", "split", "warp", "wide"):
         return reduce.lower(k, target, memory, name, option)
     axes = matmul_axes(k)
     return {"mma": _mma, "tiled": _tiled, "blocked": _blocked}[option](k, target, memory, name, axes)

@@ -13,6 +13,10 @@ then the epilogue's outputs. Three schedules:
 |         |                | of the first reduced axis, so the threads share a sum to a scalar
 | warp    | cooperative    | a warp per output: its lanes stride the row, a butterfly of shuffles
 |         |                | (no shared memory, no barrier; several outputs per block)
+| wide    | cooperative    | ``warp`` for a float32 product whose operands are contiguous along the
+|         |                | row and 16-byte aligned at every row (``wide_fits``): each lane reads
+|         |                | four elements of each operand per 16-byte load (``ir.WideLoad``), the
+|         |                | row's last ``K mod 4`` one at a time
 
 Float32 sums accumulate in float64, 16-bit inputs in float32 (``codegen.lower.accumulator``), in
 every schedule alike; a sum of products of 16-bit loads multiplies in float32, as the reference.
@@ -21,7 +25,16 @@ every schedule alike; a sum of products of 16-bit loads multiplies in float32, a
 from __future__ import annotations
 
 from luminal.codegen import ir
-from luminal.codegen.lower import Values, accumulate, accumulator, contiguous_index, dim, reduce_identity, unflatten
+from luminal.codegen.lower import (
+    Values,
+    accumulate,
+    accumulator,
+    address,
+    contiguous_index,
+    dim,
+    reduce_identity,
+    unflatten,
+)
 from luminal.codegen.lowering.elementwise import has_reshape
 from luminal.codegen.lowering.epilogue import epilogue_stores
 from luminal.codegen.lowering.work import HALF, Uses, Work, blocks, items, kernel, reader, sizes
@@ -52,7 +65,7 @@ def lower(k, target, memory, name: str, option: str) -> list[ir.Kernel]:
     """Reduction ``k`` (or a product, as a sum of products) in schedule ``option``."""
     if option == "split" and not target.warp:
         return split_loops(k, target, memory, name)
-    return {"thread": thread, "row": row, "split": split, "warp": warp}[option](k, target, memory, name)
+    return {"thread": thread, "row": row, "split": split, "warp": warp, "wide": wide}[option](k, target, memory, name)
 
 
 def _splits(red_shape, target) -> bool:
@@ -289,6 +302,66 @@ def warp(k, target, memory, name: str) -> list[ir.Kernel]:
                                             flat=o)))))]
     work = Work((blocks(m, per),), (per * target.warp,), out_idx)
     return [kernel(name, uses, work, body, notes={"fused": " ".join(k.fused), "schedule": "warp"})]
+
+
+def wide_fits(k, memory) -> bool:
+    """Whether product ``k`` may take ``wide``: float32 operands, unmasked, both read along its one
+    reduced axis at stride 1, their offsets and every other stride multiples of ``ir.WIDE_LANES``
+    elements (but along axes of one element), so that each lane's four elements are one aligned
+    16-byte load (device buffers start 256-byte aligned). Plain ints only: code is shared by every
+    binding of the same code, so a size that is a dim's value (``DimValue``) cannot promise an
+    alignment."""
+    if k.kind != "matmul" or len(k.axes) != 1:
+        return False
+    r, w = k.axes[0], ir.WIDE_LANES
+    one = [type(n) is int and n == 1 for n in sizes(memory, k.domain)]  # (a size-1 axis: its stride unread)
+    for buf, view in k.inputs:
+        p = memory.read(buf, view)
+        if p.dtype is not dt.float32 or p.box is not None or type(p.offset) is not int or p.offset % w:
+            return False
+        if any(not one[a] and (type(s) is not int or (s != 1 if a == r else s % w)) for a, s in enumerate(p.strides)):
+            return False
+    return True
+
+
+def wide(k, target, memory, name: str) -> list[ir.Kernel]:
+    """``warp`` with 16-byte loads (``wide_fits``): lane ``l`` of an output's warp reads elements
+    ``4l .. 4l + 3`` of both operands, then every ``4 * warp``-th such group, accumulating their four
+    products in order; the row's last ``K mod 4`` elements one per lane; a butterfly of shuffles."""
+    st = _Start(k, memory)
+    uses, work_dtype, out_shape, red_shape = st.uses, st.work_dtype, st.out_shape, st.red_shape
+    w = ir.WIDE_LANES
+    per = target.row_threads // target.warp
+    lane = ir.mod(ir.thread(0), target.warp)
+    o = ir.var("o")
+    out_idx = tuple(unflatten(o, out_shape))
+    n = dim(red_shape[0])
+    whole = ir.mul(ir.div(n, w), w)  # (the elements read 16 bytes at a time)
+    a, b = (uses.use(p, "r") for p in st.ins)
+    regs = [tuple(f"{x}{i}" for i in range(w)) for x in ("wa", "wb")]
+
+    def at(p, r):
+        return address(p, domain_index(st.domain, st.kept, st.red, out_idx, (r,)))
+
+    acc = ir.var("acc", work_dtype)
+    sums = [ir.Assign("acc", ir.alu("Add", acc, ir.cast(ir.alu("Mul", ir.var(x, dt.float32), ir.var(y, dt.float32)),
+                                                        work_dtype))) for x, y in zip(*regs)]
+    group = (ir.WideLoad(regs[0], a.name, dt.float32, at(a, ir.var("r4"))),
+             ir.WideLoad(regs[1], b.name, dt.float32, at(b, ir.var("r4"))), *sums)
+    tail = accumulate("sum", acc, st.at(out_idx, (ir.var("r"),)))
+    m = prod(out_shape)
+    body = [ir.Assign("o", ir.add(ir.mul(ir.block(0), per), ir.div(ir.thread(0), target.warp))),
+            ir.If(ir.alu("LessThan", o, dim(m)), (
+                ir.Assign("acc", reduce_identity("sum", work_dtype)),
+                ir.Loop("r4", ir.mul(lane, w), whole, group, ir.const(target.warp * w)),
+                ir.Loop("r", ir.add(whole, lane), n, (ir.Assign("acc", tail),), ir.const(target.warp)),
+                *_butterfly(target, "sum", work_dtype),
+                ir.Assign("result", ir.cast(acc, k.acc_dtype)),
+                ir.If(ir.alu("LessThan", lane, ir.const(1)),
+                      tuple(epilogue_stores(k, memory, uses, out_shape, out_idx, ir.var("result", k.acc_dtype),
+                                            flat=o)))))]
+    work = Work((blocks(m, per),), (per * target.warp,), out_idx)
+    return [kernel(name, uses, work, body, notes={"fused": " ".join(k.fused), "schedule": "wide"})]
 
 
 def split(k, target, memory, name: str) -> list[ir.Kernel]:
