@@ -735,10 +735,11 @@ class _Run:
                 tr.pending_size = 0
 
     def wide(self, s: ir.WideLoad, mask: np.ndarray, declared: list):
-        """A 16-byte load into ``WIDE_LANES`` registers: refused (as a GPU faults) where its address
+        """A 16-byte load into ``ir.wide_lanes`` registers: refused (as a GPU faults) where its address
         (the buffer's array's, plus the index's bytes) is not 16-byte aligned."""
-        if s.dtype is not dt.float32 or len(s.d) != ir.WIDE_LANES:
-            raise self.error(f"a wide load is {ir.WIDE_LANES} float32 registers, got {len(s.d)} of {s.dtype.name}")
+        if s.dtype not in ir.WIDE_DTYPES or len(s.d) != ir.wide_lanes(s.dtype):
+            raise self.error(f"a wide load is 4 float32 or 8 float16/bfloat16 registers, got {len(s.d)} of "
+                             f"{s.dtype.name}")
         self._buffer(s.buffer, s.dtype, False, "a wide load")
         idx = self.value(s.index, {}, mask)
         if idx.dtype.kind not in "iu":
@@ -750,12 +751,12 @@ class _Run:
             j = int(np.argmax(address % 16 != 0))
             raise self.error(f"wide load of {s.buffer!r} at index {int(i[j])}: not 16-byte aligned", lanes[j])
         for e, name in enumerate(s.d):
-            out = np.zeros(self.n, np.float32)
+            out = _const(0, s.dtype, self.n)
             if lanes.size:
                 pos = self._positions(s.buffer, idx + e, lanes)
                 self._read(s.buffer, pos, lanes)
                 out[lanes] = _from_storage(self.bufs[s.buffer][pos], s.dtype, self.gpu)
-            self.assign(name, dt.float32, out, mask, declared)
+            self.assign(name, s.dtype, out, mask, declared)
 
     def mma(self, s: ir.Mma, mask: np.ndarray, declared: list):
         self._need_warps("mma")

@@ -45,8 +45,8 @@ reference does, so every target gives the reference's bits for elementwise code.
 | ``Mma(d, a, b, c, dtype)``        | GPU: one warp's ``mma.sync.m16n8k16`` (``a``: 8, ``b``: 4, ``c``: 4 values per
 |                                   | lane in the PTX fragment layout, ``a``/``b`` of ``dtype`` (float16 / bfloat16),
 |                                   | ``c`` float32); registers ``d`` (4 names) receive ``a @ b + c``
-| ``WideLoad(d, buffer, dtype, index)`` | GPU: registers ``d`` (4 names) receive ``buffer[index + i]``, one 16-byte
-|                                   | load of float32 (``index`` a multiple of 4: buffers start 16-byte aligned)
+| ``WideLoad(d, buffer, dtype, index)`` | GPU: registers ``d`` receive ``buffer[index + i]``, one 16-byte load: 4
+|                                   | float32 or 8 float16 / bfloat16 (``wide_lanes``; the address 16-byte aligned)
 
 **Kernels** (:class:`Kernel`): ``buffers`` are pointer parameters (:class:`Buf`), ``params`` the
 scalar ones. A CPU kernel (``block == ()``) runs its ``body`` once per index of ``grid`` (the work
@@ -332,13 +332,18 @@ class Mma:
 
 @dataclass(frozen=True, eq=False)
 class WideLoad:
-    d: tuple  # WIDE_LANES register names, of ``dtype``
+    d: tuple  # ``wide_lanes(dtype)`` register names, of ``dtype``
     buffer: str
-    dtype: dt.DType  # float32
-    index: V  # of the first element: a multiple of WIDE_LANES
+    dtype: dt.DType  # float32, float16 or bfloat16
+    index: V  # of the first element (its address 16-byte aligned)
 
 
-WIDE_LANES = 4  # float32 elements of one 16-byte load
+WIDE_DTYPES = (dt.float32, dt.float16, dt.bfloat16)
+
+
+def wide_lanes(d: dt.DType) -> int:
+    """Elements of ``d`` in one 16-byte load (``WideLoad``): 4 float32, 8 float16 or bfloat16."""
+    return 16 // d.itemsize
 
 STATEMENTS = (Assign, Store, Loop, If, Barrier, AtomicAdd, Mma, WideLoad)
 GPU_STATEMENTS = (Barrier, Mma, WideLoad)
@@ -536,8 +541,8 @@ def check(k: Kernel) -> Kernel:
             elif isinstance(s, WideLoad):
                 if not k.gpu:
                     fail("wide load in a CPU kernel")
-                if s.dtype is not dt.float32 or len(s.d) != WIDE_LANES:
-                    fail(f"a wide load is {WIDE_LANES} float32 registers, got {len(s.d)} of {s.dtype.name}")
+                if s.dtype not in WIDE_DTYPES or len(s.d) != wide_lanes(s.dtype):
+                    fail(f"a wide load is 4 float32 or 8 float16/bfloat16 registers, got {len(s.d)} of {s.dtype.name}")
                 if s.buffer not in {b.name for b in k.buffers}:
                     fail(f"wide load from {s.buffer!r}, not a buffer of the kernel's (shared arrays: no)")
                 value(s.index, scope, seen)

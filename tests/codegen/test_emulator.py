@@ -463,21 +463,24 @@ def test_mma_needs_a_whole_warp():
 
 # wide loads -------------------------------------------------------------------------------------
 
-def _wide_kernel(n_groups: int, start: int = 0) -> ir.Kernel:
-    """Thread ``t`` loads x[start + 4t .. start + 4t + 3] with one WideLoad and stores them reversed
-    into y[4t ..]; threads past ``n_groups`` do nothing."""
-    t = gid(32)
-    names = tuple(f"w{i}" for i in range(ir.WIDE_LANES))
-    body = (ir.If(t < n_groups, (ir.WideLoad(names, "x", F32, t * 4 + start),
-                                 *(ir.Store("y", t * 4 + (3 - i), ir.var(nm, F32)) for i, nm in enumerate(names)))),)
-    return ir.Kernel("wide", (ir.Buf("x", F32), ir.Buf("y", F32, "w")), (), (ir.const(1),), body, block=(32,))
+def _wide_kernel(n_groups: int, start: int = 0, d: dt.DType = F32) -> ir.Kernel:
+    """Thread ``t`` loads x[start + wt .. start + wt + w - 1] (``w`` elements of ``d``: 4 float32, 8
+    16-bit) with one WideLoad and stores them reversed into y[wt ..]; threads past ``n_groups`` do
+    nothing."""
+    t, w = gid(32), ir.wide_lanes(d)
+    names = tuple(f"w{i}" for i in range(w))
+    body = (ir.If(t < n_groups, (ir.WideLoad(names, "x", d, t * w + start),
+                                 *(ir.Store("y", t * w + (w - 1 - i), ir.var(nm, d)) for i, nm in enumerate(names)))),)
+    return ir.Kernel("wide", (ir.Buf("x", d), ir.Buf("y", d, "w")), (), (ir.const(1),), body, block=(32,))
 
 
-def test_a_wide_load_reads_four_consecutive_elements():
-    x = RNG.standard_normal(64).astype(np.float32)
-    y = poison(40, F32)
-    em.run(_wide_kernel(10), {"x": x, "y": y})
-    np.testing.assert_array_equal(y, x[:40].reshape(10, 4)[:, ::-1].ravel())
+@pytest.mark.parametrize("d", [F32, F16, BF16])
+def test_a_wide_load_reads_consecutive_elements(d):
+    w = ir.wide_lanes(d)
+    x = em.device_array(RNG.standard_normal(16 * w).astype(np.float32), d)
+    y = poison(10 * w, d)
+    em.run(_wide_kernel(10, d=d), {"x": x, "y": y})
+    np.testing.assert_array_equal(bits(y), bits(x[:10 * w].reshape(10, w)[:, ::-1].ravel()))
 
 
 def test_a_wide_load_off_16_bytes_is_an_error_as_on_a_gpu():
@@ -492,6 +495,8 @@ def test_a_wide_load_off_16_bytes_is_an_error_as_on_a_gpu():
         em.run(_wide_kernel(4), {"x": x[1:], "y": poison(16, F32)})
     with pytest.raises(em.EmulatorError, match="index 80 out of range for 'x'"):
         em.run(_wide_kernel(21), {"x": x, "y": poison(84, F32)})
+    with pytest.raises(em.EmulatorError, match="at index 4: not 16-byte aligned"):  # 8 bytes into a 16-bit row
+        em.run(_wide_kernel(2, start=4, d=F16), {"x": np.zeros(40, np.float16), "y": poison(16, F16)})
 
 
 def test_wide_loads_are_float32_gpu_statements_of_a_kernel_buffer():
@@ -502,8 +507,12 @@ def test_wide_loads_are_float32_gpu_statements_of_a_kernel_buffer():
         ir.check(cpu)
     three = ir.Kernel("three", k.buffers, (), k.grid, (ir.WideLoad(("a", "b", "c"), "x", F32, ir.const(0)),),
                       block=(32,))
-    with pytest.raises(ir.IRError, match="4 float32 registers, got 3 of float32"):
+    with pytest.raises(ir.IRError, match="4 float32 or 8 float16/bfloat16 registers, got 3 of float32"):
         ir.check(three)
+    four = (ir.WideLoad(("a", "b", "c", "d"), "x", F16, ir.const(0)),)
+    half = ir.Kernel("half", (ir.Buf("x", F16),), (), k.grid, four, block=(32,))
+    with pytest.raises(ir.IRError, match="got 4 of float16"):
+        ir.check(half)
     shared = ir.Kernel("shared", k.buffers, (), k.grid, (ir.WideLoad(("a", "b", "c", "d"), "s", F32, ir.const(0)),),
                        block=(32,), shared=(ir.Shared("s", F32, 8),))
     with pytest.raises(ir.IRError, match="wide load from 's', not a buffer of the kernel's"):

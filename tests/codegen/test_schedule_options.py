@@ -42,13 +42,17 @@ def products(g):
     big_a, big_b = g.input("ba", (70, 130)), g.input("bb", (130, 66))  # several 64x64 tiles, ragged edges
     padded = [a.pad((0, 2)) @ e, a.pad((0, 21)) @ long]  # masked operands: sums of products on every target
     # decode-shaped products over weights stored (out, in), rows 16-byte aligned (CUDA's ``wide``): 30
-    # of each row of 40 (two past the last group of 4), and 36 from the fifth element on
+    # of each row of 40 (two past the last group of 4), 36 from the fifth element on, float16 (44 of
+    # 48: four past the last group of 8) and bfloat16
     u, wp = g.input("u", (1, 36)), g.input("wp", (11, 40))
-    rows = [u[:, :30] @ wp[:, :30].T, (u @ wp[:, 4:].T).relu()]
+    u16, w16 = g.input("u16", (1, 44), dtype=lm.float16), g.input("w16", (9, 48), dtype=lm.float16)
+    ub, wb = g.input("ub", (1, 32), dtype=lm.bfloat16), g.input("wb", (5, 32), dtype=lm.bfloat16)
+    rows = [u[:, :30] @ wp[:, :30].T, (u @ wp[:, 4:].T).relu(), u16 @ w16[:, :44].T, ub @ wb.T]
     return [a @ b, (c @ d).relu() + 1.0, v @ w, p @ q, *padded, big_a @ big_b, *rows], \
         {"a": _r(7, 19), "b": _r(19, 5), "c": _r(3, 5, 17), "d": _r(3, 17, 6), "v": _r(1, 23), "w": _r(23, 7),
          "p": _r(5, 33, dtype=np.float16), "q": _r(33, 9, dtype=np.float16), "e": _r(21, 4),
-         "l": _r(40, 3), "ba": _r(70, 130), "bb": _r(130, 66), "u": _r(1, 36), "wp": _r(11, 40)}
+         "l": _r(40, 3), "ba": _r(70, 130), "bb": _r(130, 66), "u": _r(1, 36), "wp": _r(11, 40),
+         "u16": _r(1, 44, dtype=np.float16), "w16": _r(9, 48, dtype=np.float16), "ub": _r(1, 32), "wb": _r(5, 32)}
 
 
 def indexing(g):

@@ -152,22 +152,25 @@ def registers():
     return ir.Kernel("registers", (ir.Buf("out", f32, "w"),), (), (ir.const(1),), body, block=(1,))
 
 
-def wide():
-    """Thread ``t`` of ``n / 4``: one 16-byte load of x[4t .. 4t + 3] (``ld.global.v4.f32``), stored
-    reversed and scaled, so that each register's lane and the load's reach show."""
+def wide(d=f32):
+    """Thread ``t`` of ``groups``: one 16-byte load of ``w`` elements of x from ``wt`` on (4 float32, 8
+    16-bit), stored reversed and scaled by their position plus one (as float32), so that each
+    register's lane and the load's reach show."""
     t = ir.block(0) * 64 + ir.thread(0)
+    w = ir.wide_lanes(d)
     ok = t < ir.param("groups")
-    names = ("w0", "w1", "w2", "w3")
-    body = (ir.If(ok, (ir.WideLoad(names, "x", f32, t * 4),
-                       *(ir.Store("out", t * 4 + (3 - i), ir.alu("Mul", ir.var(nm, f32), ir.const(float(i + 1), f32)))
+    names = tuple(f"w{i}" for i in range(w))
+    body = (ir.If(ok, (ir.WideLoad(names, "x", d, t * w),
+                       *(ir.Store("out", t * w + (w - 1 - i),
+                                  ir.alu("Mul", ir.cast(ir.var(nm, d), f32), ir.const(float(i + 1), f32)))
                          for i, nm in enumerate(names)))),)
-    return ir.Kernel("wide", (ir.Buf("x", f32), ir.Buf("out", f32, "w")), ("groups",),
+    return ir.Kernel(f"wide_{d.name}", (ir.Buf("x", d), ir.Buf("out", f32, "w")), ("groups",),
                      ((ir.param("groups") + 63) // 64,), body, block=(64,))
 
 
 KERNELS = {"elementwise": elementwise, "all_ops": all_ops, "warp_sum": warp_sum, "block_sum": block_sum,
            "atomics": atomics, "mma_f16": lambda: mma(f16), "mma_bf16": lambda: mma(bf16),
-           "registers": registers, "wide": wide}
+           "registers": registers, "wide": wide, "wide_f16": lambda: wide(f16), "wide_bf16": lambda: wide(bf16)}
 
 
 @pytest.fixture
@@ -497,24 +500,26 @@ def test_gpu_warp_sum(cache):
 
 
 def test_a_wide_load_renders_as_one_vector_load():
-    src = render(wide())
-    assert src.count("reinterpret_cast<const float4*>") == 1
-    assert all(f"= w0.{c};" in src or f".{c};" in src for c in "xyzw")
+    assert render(wide()).count("reinterpret_cast<const float4*>") == 1
+    half = render(wide(bf16))
+    assert half.count("reinterpret_cast<const uint4*>") == 1 and half.count("lm_b2f((unsigned short)") == 8
 
 
 @pytest.mark.gpu
-def test_gpu_wide_load(cache):
-    """The four registers of a 16-byte load are the four elements in order; the emulator agrees."""
+@pytest.mark.parametrize("d", [f32, f16, bf16])
+def test_gpu_wide_load(d, cache):
+    """The registers of a 16-byte load are its elements in order (16-bit: the lower half of each word
+    first); the emulator agrees."""
     _gpu()
     from luminal.codegen import emulator
 
-    groups = 37
-    x = np.arange(4 * groups, dtype=np.float32) * 0.5
-    out, em_out = np.zeros(4 * groups, np.float32), np.zeros(4 * groups, np.float32)
-    _run(wide(), {"x": x, "out": out}, {"groups": groups})
-    emulator.run(wide(), {"x": x, "out": em_out}, {"groups": groups})
-    want = (x.reshape(groups, 4) * np.float32([1, 2, 3, 4])).ravel()
-    want = want.reshape(groups, 4)[:, ::-1].ravel()
+    groups, w = 37, ir.wide_lanes(d)
+    x = emulator.device_array(np.arange(w * groups, dtype=np.float32) * 0.5, d)
+    out, em_out = np.zeros(w * groups, np.float32), np.zeros(w * groups, np.float32)
+    _run(wide(d), {"x": x, "out": out}, {"groups": groups})
+    emulator.run(wide(d), {"x": x, "out": em_out}, {"groups": groups})
+    want = (np.arange(w * groups, dtype=np.float32).reshape(groups, w) * 0.5 * np.arange(1, w + 1, dtype=np.float32))
+    want = want[:, ::-1].ravel()
     np.testing.assert_array_equal(em_out, want)
     np.testing.assert_array_equal(out, want)
 

@@ -394,9 +394,12 @@ class _Renderer:
         for s in body:
             if isinstance(s, ir.Assign):
                 self._register(s.name, s.value.dtype)
-            elif isinstance(s, (ir.Mma, ir.WideLoad)):
+            elif isinstance(s, ir.Mma):
                 for d in s.d:
                     self._register(d, dt.float32)
+            elif isinstance(s, ir.WideLoad):
+                for d in s.d:
+                    self._register(d, s.dtype)
             elif isinstance(s, (ir.Loop, ir.If)):
                 self._collect_registers(s.body)
 
@@ -712,15 +715,26 @@ class _Renderer:
         self.emit("}")
 
     def wide(self, s):
-        """One 16-byte load (``ld.global.v4.f32``) into four registers."""
-        if s.dtype is not dt.float32 or self.buf_dtype.get(s.buffer) is not dt.float32 or len(s.d) != 4:
-            self.fail(f"a wide load is 4 float32 registers from a float32 buffer ({s.buffer!r})")
+        """One 16-byte load (``ld.global.v4``) into the registers: a ``float4``'s four lanes, or for
+        16-bit floats a ``uint4``'s eight halves, the lower half of each word first."""
+        d = s.dtype
+        if d not in ir.WIDE_DTYPES or self.buf_dtype.get(s.buffer) is not d or len(s.d) != ir.wide_lanes(d):
+            self.fail(f"a wide load is 4 float32 or 8 float16/bfloat16 registers from a buffer of theirs "
+                      f"({s.buffer!r})")
         index = self.expr(s.index)
         v = f"w{self.n_locals}"
         self.n_locals += 1
-        self.emit(f"const float4 {v} = *reinterpret_cast<const float4*>(&{self.buf_c[s.buffer]}[{index}]);")
-        for name, lane in zip(s.d, "xyzw"):
-            self.emit(f"{self.var_c(name)} = {v}.{lane};")
+        vector = "float4" if d is dt.float32 else "uint4"
+        self.emit(f"const {vector} {v} = *reinterpret_cast<const {vector}*>(&{self.buf_c[s.buffer]}[{index}]);")
+        if d is dt.float32:
+            values = [f"{v}.{lane}" for lane in "xyzw"]
+        else:
+            h = "h2f" if d is dt.float16 else "b2f"
+            self.use(h)
+            values = [f"lm_{h}((unsigned short)({v}.{lane}{' >> 16' if high else ' & 0xFFFFu'}))"
+                      for lane in "xyzw" for high in (False, True)]
+        for name, value in zip(s.d, values):
+            self.emit(f"{self.var_c(name)} = {value};")
         self.forget(regs=s.d)
 
     def mma(self, s):

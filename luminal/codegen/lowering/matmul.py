@@ -9,7 +9,7 @@
 | gemv    | cooperative      | a product with one output row or column (decode-shaped): a block per
 |         |                  | output, its threads on the dot product (``reduce.row``); ``warp``: a
 |         |                  | warp per output (``reduce.warp``); ``wide``: ``warp`` with 16-byte loads
-|         |                  | of float32 operands contiguous and aligned along k (``reduce.wide``)
+|         |                  | of operands contiguous and aligned along k (``reduce.wide``)
 | mma     | ``mma`` shapes   | tensor cores: a warp per 16x8 tile, ``mma.sync.m16n8k16`` in the PTX
 |         |                  | fragment layout, float32 accumulation
 | tiled   | shared memory    | 16x16 tiles of both operands through shared memory, a thread per output

@@ -13,10 +13,10 @@ then the epilogue's outputs. Three schedules:
 |         |                | of the first reduced axis, so the threads share a sum to a scalar
 | warp    | cooperative    | a warp per output: its lanes stride the row, a butterfly of shuffles
 |         |                | (no shared memory, no barrier; several outputs per block)
-| wide    | cooperative    | ``warp`` for a float32 product whose operands are contiguous along the
-|         |                | row and 16-byte aligned at every row (``wide_fits``): each lane reads
-|         |                | four elements of each operand per 16-byte load (``ir.WideLoad``), the
-|         |                | row's last ``K mod 4`` one at a time
+| wide    | cooperative    | ``warp`` for a product whose operands are contiguous along the row and
+|         |                | 16-byte aligned at every row (``wide_fits``): each lane reads 4 float32
+|         |                | or 8 16-bit elements of each operand per 16-byte load (``ir.WideLoad``),
+|         |                | the row's last ``K mod 4`` (or 8) one at a time
 
 Float32 sums accumulate in float64, 16-bit inputs in float32 (``codegen.lower.accumulator``), in
 every schedule alike; a sum of products of 16-bit loads multiplies in float32, as the reference.
@@ -305,19 +305,20 @@ def warp(k, target, memory, name: str) -> list[ir.Kernel]:
 
 
 def wide_fits(k, memory) -> bool:
-    """Whether product ``k`` may take ``wide``: float32 operands, unmasked, both read along its one
-    reduced axis at stride 1, their offsets and every other stride multiples of ``ir.WIDE_LANES``
-    elements (but along axes of one element), so that each lane's four elements are one aligned
+    """Whether product ``k`` may take ``wide``: float32, float16 or bfloat16 operands of one dtype,
+    unmasked, both read along its one reduced axis at stride 1, their offsets and every other stride
+    multiples of ``ir.wide_lanes`` elements (but along axes of one element), so that each lane's
+    four or eight elements are one aligned
     16-byte load (device buffers start 256-byte aligned). Plain ints only: code is shared by every
     binding of the same code, so a size that is a dim's value (``DimValue``) cannot promise an
     alignment."""
-    if k.kind != "matmul" or len(k.axes) != 1:
+    if k.kind != "matmul" or len(k.axes) != 1 or len({buf.dtype for buf, _ in k.inputs}) != 1:
         return False
-    r, w = k.axes[0], ir.WIDE_LANES
+    r, w = k.axes[0], ir.wide_lanes(k.inputs[0][0].dtype)
     one = [type(n) is int and n == 1 for n in sizes(memory, k.domain)]  # (a size-1 axis: its stride unread)
     for buf, view in k.inputs:
         p = memory.read(buf, view)
-        if p.dtype is not dt.float32 or p.box is not None or type(p.offset) is not int or p.offset % w:
+        if p.dtype not in ir.WIDE_DTYPES or p.box is not None or type(p.offset) is not int or p.offset % w:
             return False
         if any(not one[a] and (type(s) is not int or (s != 1 if a == r else s % w)) for a, s in enumerate(p.strides)):
             return False
@@ -326,11 +327,14 @@ def wide_fits(k, memory) -> bool:
 
 def wide(k, target, memory, name: str) -> list[ir.Kernel]:
     """``warp`` with 16-byte loads (``wide_fits``): lane ``l`` of an output's warp reads elements
-    ``4l .. 4l + 3`` of both operands, then every ``4 * warp``-th such group, accumulating their four
-    products in order; the row's last ``K mod 4`` elements one per lane; a butterfly of shuffles."""
+    ``wl .. wl + w - 1`` of both operands (``w``: 4 float32, 8 float16 or bfloat16), then every
+    ``w * warp``-th such group, accumulating their products in order (16-bit ones multiplied in
+    float32, as the reference); the row's last ``K mod w`` elements one per lane; a butterfly of
+    shuffles."""
     st = _Start(k, memory)
     uses, work_dtype, out_shape, red_shape = st.uses, st.work_dtype, st.out_shape, st.red_shape
-    w = ir.WIDE_LANES
+    d = k.inputs[0][0].dtype
+    w = ir.wide_lanes(d)
     per = target.row_threads // target.warp
     lane = ir.mod(ir.thread(0), target.warp)
     o = ir.var("o")
@@ -344,10 +348,13 @@ def wide(k, target, memory, name: str) -> list[ir.Kernel]:
         return address(p, domain_index(st.domain, st.kept, st.red, out_idx, (r,)))
 
     acc = ir.var("acc", work_dtype)
-    sums = [ir.Assign("acc", ir.alu("Add", acc, ir.cast(ir.alu("Mul", ir.var(x, dt.float32), ir.var(y, dt.float32)),
-                                                        work_dtype))) for x, y in zip(*regs)]
-    group = (ir.WideLoad(regs[0], a.name, dt.float32, at(a, ir.var("r4"))),
-             ir.WideLoad(regs[1], b.name, dt.float32, at(b, ir.var("r4"))), *sums)
+
+    def product(x, y):
+        return ir.cast(ir.alu("Mul", ir.cast(ir.var(x, d), dt.float32), ir.cast(ir.var(y, d), dt.float32)), work_dtype)
+
+    sums = [ir.Assign("acc", ir.alu("Add", acc, product(x, y))) for x, y in zip(*regs)]
+    group = (ir.WideLoad(regs[0], a.name, d, at(a, ir.var("r4"))),
+             ir.WideLoad(regs[1], b.name, d, at(b, ir.var("r4"))), *sums)
     tail = accumulate("sum", acc, st.at(out_idx, (ir.var("r"),)))
     m = prod(out_shape)
     body = [ir.Assign("o", ir.add(ir.mul(ir.block(0), per), ir.div(ir.thread(0), target.warp))),
