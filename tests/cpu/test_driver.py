@@ -235,3 +235,6 @@ def test_companions_name_the_modules_build_may_call():
         (generated_gemv.module_text(np.float32)[0], True)]
     assert driver.companions([gemm(16, 25, 300, np.float64)], "auto")[1] == \
         (generated_gemm.module_text(np.float64)[0], True)
+    # (one text per dtype however it is named: the planner names a numpy dtype, the compile its name)
+    for made in (generated_gemm, generated_gemv):
+        assert made.module_text(np.dtype(np.float32)) is made.module_text("float32") is made.module_text(np.float32)

@@ -315,12 +315,17 @@ def gemm(dtype, vector_bits: int | None = None) -> int:
     return _compiled(np.dtype(dtype).name, vector_bits)[1]
 
 
-@functools.cache
 def module_text(dtype, vector_bits: int | None = None) -> tuple[str, str]:
     """``(module IR text, function name)`` of the generated ``cblas_?gemm`` for ``dtype`` on the host's
     widest vectors (or ``vector_bits``): what :func:`gemm` compiles (and a cold program's planner asks
     to be compiled beside its kernels: ``driver.companions``)."""
-    dtype = np.dtype(dtype).name
+    return _module_text(np.dtype(dtype).name, vector_bits)
+
+
+@functools.cache
+def _module_text(dtype: str, vector_bits: int | None) -> tuple[str, str]:
+    """:func:`module_text`, once per dtype name (``np.float32``, ``np.dtype("float32")`` and
+    ``"float32"`` alike) and width: building it takes tens of milliseconds."""
     s = shape_for(dtype, vector_bits) if vector_bits else _shape(dtype)
     return _module(dtype, s), function_name(dtype, s)
 

@@ -216,12 +216,17 @@ def gemv(dtype, vector_bits: int | None = None) -> int:
     return _compiled(np.dtype(dtype).name, vector_bits)[1]
 
 
-@functools.cache
 def module_text(dtype, vector_bits: int | None = None) -> tuple[str, str]:
     """``(module IR text, function name)`` of the generated ``cblas_?gemv`` for ``dtype`` on the host's
     widest vectors (or ``vector_bits``): what :func:`gemv` compiles (and a cold program's planner asks
     to be compiled beside its kernels: ``driver.companions``)."""
-    dtype = np.dtype(dtype).name
+    return _module_text(np.dtype(dtype).name, vector_bits)
+
+
+@functools.cache
+def _module_text(dtype: str, vector_bits: int | None) -> tuple[str, str]:
+    """:func:`module_text`, once per dtype name (``np.float32``, ``np.dtype("float32")`` and
+    ``"float32"`` alike) and width: building it takes tens of milliseconds."""
     w = (vector_bits or max(llvm.vector_widths())) // (8 * np.dtype(dtype).itemsize)
     return _module(dtype, w), function_name(dtype, w)
 
