@@ -936,34 +936,43 @@ def compile_kernels(kernels, distinct: bool = False, vector_width: int | None = 
         # the objects of the texts built below, compiled as they come (on the workers where there are
         # many), the companions first (the longest: the generated GEMM)
         objects = _Objects(expected=misses + len(also) if misses else 0)
-        for text, vectorised in also if misses else ():  # (no kernel to compile: nothing to overlap)
-            objects.want(text, vectorised)
-        symbols = {}  # kernel name -> its function's symbol
-        found = {}  # symbol -> (key, object, cached), or the object key of a text being compiled
-        index: dict = {}  # symbol -> the fingerprints of the kernels whose text was built
-        for k, fp, hit in zip(kernels, fps, hits):
-            if hit is not None:
-                symbol, key, obj = hit
-                symbols[k.name] = symbol
-                found.setdefault(symbol, (key, obj, True))
-                continue
-            symbol, text = _named_by_content(k, distinct, vector_width, fp)
+        try:
+            return _compile_kernels(kernels, distinct, vector_width, also if misses else (), fps, hits, objects)
+        finally:
+            objects.close()  # (an interrupted compile leaves no thread waiting for texts)
+
+
+def _compile_kernels(kernels, distinct, vector_width, also, fps, hits, objects) -> Module:
+    """:func:`compile_kernels` past the index look-ups (called with ``_lock`` held): the texts of the
+    kernels the index did not have built and handed to ``objects`` as they come, then linked."""
+    for text, vectorised in also:  # (the companions first: the longest)
+        objects.want(text, vectorised)
+    symbols = {}  # kernel name -> its function's symbol
+    found = {}  # symbol -> (key, object, cached), or the object key of a text being compiled
+    index: dict = {}  # symbol -> the fingerprints of the kernels whose text was built
+    for k, fp, hit in zip(kernels, fps, hits):
+        if hit is not None:
+            symbol, key, obj = hit
             symbols[k.name] = symbol
-            if symbol in found:  # (the same text as another kernel's: one object)
-                if isinstance(found[symbol], tuple):  # (an indexed kernel's, from another fingerprint)
-                    _index_put(fp, symbol, found[symbol][0])
-                else:
-                    index[symbol].append(fp)
-                continue
-            found[symbol] = objects.want(text)
-            index[symbol] = [fp]
-        made = objects.finish()
-        for symbol, fps_of in index.items():
-            found[symbol] = made[found[symbol]]
-            for fp in fps_of:
+            found.setdefault(symbol, (key, obj, True))
+            continue
+        symbol, text = _named_by_content(k, distinct, vector_width, fp)
+        symbols[k.name] = symbol
+        if symbol in found:  # (the same text as another kernel's: one object)
+            if isinstance(found[symbol], tuple):  # (an indexed kernel's, from another fingerprint)
                 _index_put(fp, symbol, found[symbol][0])
-        return _link([key for key, _, _ in found.values()], [obj for _, obj, _ in found.values()], symbols,
-                     all(cached for _, _, cached in found.values()))
+            else:
+                index[symbol].append(fp)
+            continue
+        found[symbol] = objects.want(text)
+        index[symbol] = [fp]
+    made = objects.finish()
+    for symbol, fps_of in index.items():
+        found[symbol] = made[found[symbol]]
+        for fp in fps_of:
+            _index_put(fp, symbol, found[symbol][0])
+    return _link([key for key, _, _ in found.values()], [obj for _, obj, _ in found.values()], symbols,
+                 all(cached for _, _, cached in found.values()))
 
 
 _PLACEHOLDER = "luminal_kernel"
@@ -1124,6 +1133,12 @@ class _Objects:
             self._bar.total += 1
             self._batch.submit(text, vectorised)
         return key
+
+    def close(self) -> None:
+        """Stop the batch's threads once its queue is drained (what :meth:`finish` does first)."""
+        if self._batch is not None:
+            self._batch.close()
+            self._bar.close()
 
     def finish(self) -> dict:
         """``{object key: (key, object code, whether it came from a cache)}`` of every text wanted; the

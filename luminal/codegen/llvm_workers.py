@@ -105,6 +105,9 @@ def prestart() -> None:
         _start(worker_count() - 1)
 
 
+THREAD_NAME = "luminal-llvm-batch"
+
+
 class Batch:
     """Module texts compiled as they are submitted (while the caller builds the next ones): by the
     workers, each fed by a thread of this process, and by one more thread here (llvmlite's calls
@@ -120,8 +123,10 @@ class Batch:
         self._texts: list = []  # (text, vectorised) by index
         self._out: list = []
         self._todo: queue.SimpleQueue = queue.SimpleQueue()  # indexes, then one None per thread
-        self._threads = [threading.Thread(target=self._feed, args=(w,), daemon=True) for w in workers]
-        self._threads.append(threading.Thread(target=self._here, daemon=True))
+        self._closed = False
+        self._threads = [threading.Thread(target=self._feed, args=(w,), daemon=True, name=THREAD_NAME)
+                         for w in workers]
+        self._threads.append(threading.Thread(target=self._here, daemon=True, name=THREAD_NAME))
         for t in self._threads:
             t.start()
 
@@ -132,10 +137,17 @@ class Batch:
         self._todo.put(len(self._texts) - 1)
         return len(self._texts) - 1
 
+    def close(self) -> None:
+        """No more texts: each thread stops once the queue is drained (a compile interrupted before
+        :meth:`results` leaves no thread waiting for texts)."""
+        if not self._closed:
+            self._closed = True
+            for _ in self._threads:
+                self._todo.put(None)
+
     def results(self) -> list:
         """The object code of every text submitted, by index, once all are compiled."""
-        for _ in self._threads:
-            self._todo.put(None)
+        self.close()
         for t in self._threads:
             t.join()
         for i, obj in enumerate(self._out):

@@ -181,3 +181,34 @@ def test_a_few_objects_go_to_workers_already_running(two_workers, monkeypatch):
     x, y = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
     mod.run("few3", [x, y], (), 0, 8)
     np.testing.assert_array_equal(y, x + 3.5)
+
+
+def test_an_interrupted_compile_leaves_no_thread_waiting_for_texts(two_workers, monkeypatch):
+    """A compile whose text building fails (an interrupt, an error) after some texts went to the batch:
+    its threads finish what they were given and stop, none is left waiting for texts."""
+    import threading
+
+    monkeypatch.setattr(llvm, "PARALLEL_MIN", 2)
+    monkeypatch.setenv("LUMINAL_CACHE", "0")
+    llvm.forget()
+    real, built = llvm._named_by_content, []
+
+    def failing(*a, **kw):
+        if len(built) == 2:
+            raise KeyboardInterrupt
+        built.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(llvm, "_named_by_content", failing)
+    kernels = []
+    for k in range(5):
+        x = ir.load("x", dt.float32, ir.item(0))
+        kernels.append(ir.Kernel(f"cut{k}", (ir.Buf("x", dt.float32), ir.Buf("y", dt.float32, "w")), (),
+                                 (ir.const(8),), (ir.Store("y", ir.item(0), ir.alu("Add", x, ir.const(k + 0.75,
+                                                                                                   dt.float32))),)))
+    with pytest.raises(KeyboardInterrupt):
+        llvm.compile_kernels(kernels)
+    batch = [t for t in threading.enumerate() if t.name == llvm_workers.THREAD_NAME]
+    for t in batch:
+        t.join(timeout=60)
+    assert built == [1, 1] and not any(t.is_alive() for t in batch)
