@@ -457,9 +457,10 @@ _writer: list = []  # the writer thread, once started
 
 
 def _start_writer() -> None:
+    """The writer thread running (started anew in a forked child, which has the list but not the thread)."""
     with _lock:
-        if not _writer:
-            _writer.append(threading.Thread(target=_write_behind, name="luminal-cache-writer", daemon=True))
+        if not _writer or not _writer[0].is_alive():
+            _writer[:] = [threading.Thread(target=_write_behind, name="luminal-cache-writer", daemon=True)]
             _writer[0].start()
 
 
