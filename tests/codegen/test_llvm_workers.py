@@ -18,16 +18,21 @@ def _compile(texts: list, done=None) -> list:
     return batch.results()
 
 
-def _texts(n: int) -> list:
-    """Module texts of ``n`` different small kernels: ``y[i] = x[i] * k + k``."""
+def _adds(prefix: str, n: int, start: float = 0.0, size: int = 8) -> list:
+    """``n`` different small kernels named ``prefix0, prefix1, ...``: kernel ``k`` over ``size`` items
+    is ``y[i] = x[i] + start + k``."""
     out = []
     for k in range(n):
         x = ir.load("x", dt.float32, ir.item(0))
-        value = ir.alu("Add", ir.alu("Mul", x, ir.const(float(k), dt.float32)), ir.const(float(k), dt.float32))
-        kern = ir.Kernel(f"scale{k}", (ir.Buf("x", dt.float32), ir.Buf("y", dt.float32, "w")), (),
-                         (ir.const(64),), (ir.Store("y", ir.item(0), value),))
-        out.append(llvm._named_by_content(kern, False, None)[1])
+        value = ir.alu("Add", x, ir.const(start + k, dt.float32))
+        out.append(ir.Kernel(f"{prefix}{k}", (ir.Buf("x", dt.float32), ir.Buf("y", dt.float32, "w")), (),
+                             (ir.const(size),), (ir.Store("y", ir.item(0), value),)))
     return out
+
+
+def _texts(n: int) -> list:
+    """Module texts of ``n`` different small kernels."""
+    return [llvm._named_by_content(k, False, None)[1] for k in _adds("scale", n, 0.5, 64)]
 
 
 @pytest.fixture
@@ -62,13 +67,7 @@ def test_objects_from_workers_run(two_workers, monkeypatch):
     monkeypatch.setenv("LUMINAL_CACHE", "0")
     llvm.forget()
     before = llvm.STATS["compiled"]
-    kernels = []
-    for k in range(4):
-        x = ir.load("x", dt.float32, ir.item(0))
-        kernels.append(ir.Kernel(f"add{k}", (ir.Buf("x", dt.float32), ir.Buf("y", dt.float32, "w")), (),
-                                 (ir.const(8),), (ir.Store("y", ir.item(0), ir.alu("Add", x, ir.const(float(k + 1),
-                                                                                                   dt.float32))),)))
-    mod = llvm.compile_kernels(kernels)
+    mod = llvm.compile_kernels(_adds("add", 4, 1.0))
     assert llvm.STATS["compiled"] - before == 4
     x = np.arange(8, dtype=np.float32)
     for k in range(4):
@@ -132,12 +131,7 @@ def test_companion_modules_are_compiled_with_the_kernels(two_workers, monkeypatc
     monkeypatch.setenv("LUMINAL_CACHE", "1")
     llvm.forget()
     text, name = generated_gemm.module_text(np.float32)
-    kernels = []
-    for k in range(3):
-        x = ir.load("x", dt.float32, ir.item(0))
-        kernels.append(ir.Kernel(f"c{k}", (ir.Buf("x", dt.float32), ir.Buf("y", dt.float32, "w")), (),
-                                 (ir.const(8),), (ir.Store("y", ir.item(0), ir.alu("Add", x, ir.const(k + 0.5,
-                                                                                                   dt.float32))),)))
+    kernels = _adds("c", 3, 0.5)
     before = llvm.STATS["compiled"]
     llvm.compile_kernels(kernels[:2], also=[(text, True)])
     assert llvm.STATS["compiled"] - before == 3
@@ -161,22 +155,13 @@ def test_a_few_objects_go_to_workers_already_running(two_workers, monkeypatch):
 
     monkeypatch.setattr(llvm_workers, "Batch", recording)
 
-    def kernels(tag):
-        out = []
-        for k in range(llvm.PARALLEL_RUNNING):
-            x = ir.load("x", dt.float32, ir.item(0))
-            value = ir.alu("Add", x, ir.const(float(k) + tag, dt.float32))
-            out.append(ir.Kernel(f"few{k}", (ir.Buf("x", dt.float32), ir.Buf("y", dt.float32, "w")), (),
-                                 (ir.const(8),), (ir.Store("y", ir.item(0), value),)))
-        return out
-
     llvm_workers._stop()
     llvm.forget()
-    llvm.compile_kernels(kernels(0.25))
+    llvm.compile_kernels(_adds("few", llvm.PARALLEL_RUNNING, 0.25))
     assert not batches and llvm_workers.running() == 0
     llvm_workers.prestart()
     assert llvm_workers.running() == 2
-    mod = llvm.compile_kernels(kernels(0.5))
+    mod = llvm.compile_kernels(_adds("few", llvm.PARALLEL_RUNNING, 0.5))
     assert batches == [1]
     x, y = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
     mod.run("few3", [x, y], (), 0, 8)
@@ -200,14 +185,8 @@ def test_an_interrupted_compile_leaves_no_thread_waiting_for_texts(two_workers, 
         return real(*a, **kw)
 
     monkeypatch.setattr(llvm, "_named_by_content", failing)
-    kernels = []
-    for k in range(5):
-        x = ir.load("x", dt.float32, ir.item(0))
-        kernels.append(ir.Kernel(f"cut{k}", (ir.Buf("x", dt.float32), ir.Buf("y", dt.float32, "w")), (),
-                                 (ir.const(8),), (ir.Store("y", ir.item(0), ir.alu("Add", x, ir.const(k + 0.75,
-                                                                                                   dt.float32))),)))
     with pytest.raises(KeyboardInterrupt):
-        llvm.compile_kernels(kernels)
+        llvm.compile_kernels(_adds("cut", 5, 0.75))
     batch = [t for t in threading.enumerate() if t.name == llvm_workers.THREAD_NAME]
     for t in batch:
         t.join(timeout=60)
