@@ -51,6 +51,17 @@ def pytest_unconfigure(config):
         shutil.rmtree(_session_dir, ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def _cache_writes_done():
+    """Each test ends with the disk caches' queued writes done (``DiskCache.write_behind``: LLVM objects
+    go to disk on a writer thread), so that none lands in the time of the next test, which may reset
+    the cache module's state or look at a directory."""
+    yield
+    from luminal.core import disk_cache
+
+    disk_cache.flush()
+
+
 def available_backends() -> list[str]:
     """Every registered backend that can run here: ``cuda`` only where a GPU is (``lm.cuda``)."""
     return [b for b in lm.backend_names() if b != "cuda" or lm.cuda.is_available()]
