@@ -1,7 +1,8 @@
 """The generated GEMM (``backends/cpu/generated_gemm.py``), called through its ``cblas_?gemm``
 signature against a float64 product: every transpose, both dtypes, sizes around each of its blocks
-(the microkernel's rows and columns, the packed panels, the blocks of k, the register transposes of
-a transposed B), leading dimensions longer than a row, alpha and beta."""
+(the microkernel's rows and columns, the packed panels with whole and part-filled sub-panels, the
+blocks of k, the register transposes of a transposed B), leading dimensions longer than a row,
+alpha and beta."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def _tolerance(dtype, k):
 
 
 SHAPES = [(1, 1, 1), (5, 40, 0), (3, 5, 7), (8, 32, 16), (13, 33, 300), (25, 70, 513), (12, 32, 256), (40, 200, 17),
-          (16, 50, 25), (29, 257, 130), (4, 16, 1)]  # (k = 0: C = beta * C)
+          (16, 50, 25), (29, 257, 130), (4, 16, 1),
+          (9, 600, 40)]  # (k = 0: C = beta * C)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
