@@ -1,7 +1,13 @@
 """The memory plan: which ``temp`` buffers of a kernel graph may share storage.
 
 A temp buffer lives from the kernel that writes it to the last kernel that reads it; program outputs
-and update sources live to the end (the caller reads them after the run). Two buffers whose lives do
+and update sources live to the end (the caller reads them after the run). The source of an
+*expanding copy* (an elementwise kernel copying a view of a buffer into a larger one: a
+convolution's im2col matrix, its image repeated kh * kw times) lives as long as the copy, so a
+backend may read the source in place of the copy (the CPU backend's gathered products:
+``backends/cpu/gathered.py``); that keeps a buffer alive that is smaller than the copy. It lives
+one kernel longer still: the CPU backend folds a product and the sum over images after it into one
+(``backends/cpu/fold.py``), which then writes the sum while it reads the source. Two buffers whose lives do
 not overlap may share a *slot*. A slot is raw bytes: buffers of any dtypes share it, and its size is
 the largest of its buffers' byte sizes under a binding of the symbolic dims, so one plan serves every
 binding. A buffer is never placed in the slot of a buffer that the same kernel reads: a backend may
@@ -22,7 +28,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from heapq import heappop, heappush
 
-from luminal.core.kernel_graph import KernelGraph, MemoryPlan, nbytes
+from luminal.core.kernel_graph import KernelGraph, MemoryPlan, copy_source, nbytes
 
 _PROBE = 64  # stand-in value of every symbolic dim when comparing sizes at plan time
 
@@ -56,7 +62,20 @@ def _spans(kernels, ends=(), end=0) -> dict:
     for b in ends:
         last[b] = end
     get = last.get
+    for k in kernels:  # an expanding copy's source lives as long as the copy, and one kernel longer
+        src = copy_source(k)
+        if src is not None and src[0] in first and expanding(k):
+            copy = k.outputs[0][0]
+            if get(copy, 0) >= get(src[0], 0):
+                last[src[0]] = max(last[src[0]], min(last[copy] + 1, max(end, len(kernels))))
     return {b: (s, get(b, s)) for b, s in first.items()}
+
+
+def expanding(k) -> bool:
+    """Whether copy kernel ``k`` (``copy_source``) writes more than twice the elements of the buffer it
+    reads (with every symbolic dim at the probe value)."""
+    probe = _Probe()
+    return nbytes(k.outputs[0][0], probe) > 2 * nbytes(k.inputs[0][0], probe)
 
 
 def plan_memory(kg: KernelGraph) -> MemoryPlan:

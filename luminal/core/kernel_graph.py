@@ -238,6 +238,19 @@ def dims_needed(kg: KernelGraph, expr_args=None) -> tuple:
 
 # the memory plan (made by ``compiler/memory.py``, read by backends) ----------------------------------
 
+def copy_source(k: Kernel):
+    """``(buffer, view)`` that elementwise kernel ``k`` only copies into its one output (a copy of a
+    view: an im2col matrix, a transpose made contiguous), else None."""
+    if k.kind != "elementwise" or len(k.inputs) != 1 or len(k.outputs) != 1:
+        return None
+    e = k.outputs[0][1]
+    while e.op in ("Reshape", "Copy"):
+        e = e.args[0]
+    if e.op != "Load" or e.arg != 0 or k.outputs[0][0].dtype is not k.inputs[0][0].dtype:
+        return None
+    return k.inputs[0]
+
+
 def logical_itemsize(dtype) -> int:
     """Bytes per element of the dtype itself (bfloat16: 2), as a device backend stores it."""
     return dtype.itemsize

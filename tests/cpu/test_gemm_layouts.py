@@ -191,21 +191,24 @@ def test_an_im2col_matrix_stored_for_its_gemm_is_written_front_to_back(monkeypat
     and window axes (one GEMM over all images); the copy that fills it then walks it in that memory
     order (``codegen/lowering/elementwise.py``'s ``_store_order``) instead of the logical (image,
     channel, window, pixel) order, which wrote one row's 14 floats at a time all over the matrix.
-    Values as the reference's."""
+    Values as the reference's. (Planned with BLAS's GEMMs: by default the product gathers its columns
+    from the image and the matrix is not made, ``gathered.py``.)"""
     monkeypatch.setenv("LUMINAL_NUM_THREADS", "1")
-    from luminal import nn
+    from luminal.backends.cpu import tune
+    from luminal.backends.cpu.compiled import Binding
+    from luminal.backends.cpu.plan import plan
     from luminal.codegen.lowering import elementwise as cpu_codegen
+    from luminal.core.kernel_graph import expand_calls
 
     orders = []
     real = cpu_codegen._store_order
     monkeypatch.setattr(cpu_codegen, "_store_order", lambda shape, out: orders.append(real(shape, out)) or orders[-1])
-    lm.manual_seed(0)
-    conv = nn.Conv2d(16, 8, 5, padding=2)  # 16 channels: the reordered copy's outermost axis (MIN_OUTER)
-    g = lm.Graph()
-    x = g.input("x", ("B", 16, 14, 14))
-    y = conv(x)
-    cpu, ref = lm.compile([y], backend="cpu"), lm.compile([y], backend="reference")
+    g = lm.Graph()  # 16 channels: the reordered copy's outermost axis (MIN_OUTER)
+    x, w, bias = g.input("x", ("B", 16, 14, 14)), g.input("w", (8, 16, 5, 5)), g.input("bias", (8,))
+    y = lm.nn.functional.conv2d(x, w, bias, padding=2)
+    prog, ref = lm.compile([y], backend="cpu").runner.program, lm.compile([y], backend="reference")
     for n in (4, 1):
-        inputs = {"x": rand((n, 16, 14, 14), seed=n)}
-        np.testing.assert_allclose(cpu(**inputs)[0], ref(**inputs)[0], rtol=1e-4, atol=1e-4)
+        inputs = {"x": rand((n, 16, 14, 14), seed=n), "w": rand((8, 16, 5, 5), seed=5), "bias": rand((8,), seed=6)}
+        b = Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, {"B": n}, tune.Choices(gemm="blas")))
+        np.testing.assert_allclose(b.run(inputs)[0], ref(**inputs)[0], rtol=1e-4, atol=1e-4)
     assert any(o is not None and o[0] != 0 for o in orders), orders  # some copy walks another axis outermost

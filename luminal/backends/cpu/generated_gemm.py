@@ -77,7 +77,6 @@ def function_name(dtype, shape: Shape) -> str:
 
 def _module(dtype, s: Shape) -> str:
     t = ll.FloatType() if np.dtype(dtype) == np.float32 else ll.DoubleType()
-    vt = ll.VectorType(t, s.w)
     mod = ll.Module(function_name(dtype, s))
     fty = ll.FunctionType(ll.VoidType(), (I32, I32, I32, I64, I64, I64, t, PTR, I64, PTR, I64, t, PTR, I64))
     fn = ll.Function(mod, fty, function_name(dtype, s))
@@ -86,9 +85,7 @@ def _module(dtype, s: Shape) -> str:
     fma, mload, mstore = g.intrinsics(mod)
     b = g.b
     nr, nc = s.nr, s.nr * s.panels
-    item = np.dtype(dtype).itemsize
     pack = g.opaque_alloca(s.kc * nc, "pack")
-    zero_v = ll.Constant(vt, [0.0] * s.w)
     # A(i, k) = a[i * sam + k * sak], B(k, j) = b[k * sbk + j * sbn]: the transposes as strides
     a_trans, b_trans = (b.icmp_signed("!=", x, ll.Constant(I32, NO_TRANS)) for x in (ta, tb))
     sam, sak = b.select(a_trans, g.i(1), lda), b.select(a_trans, lda, g.i(1))
@@ -105,45 +102,9 @@ def _module(dtype, s: Shape) -> str:
             first = b.icmp_signed("==", k0, g.i(0))
             _pack(g, mod, s, pack, bm, sbk, sbn, n, n0, k0, kc, subpanels, b_trans)
 
-            def rows(mr):
-                def block(m0, _):
-                    a_rows = [g.at(a, b.add(b.mul(b.add(m0, g.i(i)), sam), b.mul(k0, sak))) for i in range(mr)]
-
-                    def sub(p, _):
-                        base = b.mul(p, g.i(s.kc * nr))
-
-                        def step(kk, accs):
-                            row = g.at(pack, b.add(base, b.mul(kk, g.i(nr))))
-                            bv = [b.load(g.at(row, g.i(j * s.w)), typ=vt, align=64) for j in range(s.nv)]
-                            out = []
-                            ka = b.mul(kk, sak)
-                            for i in range(mr):
-                                x = g.splat(b.load(g.at(a_rows[i], ka), typ=t))
-                                out += [b.call(fma, (x, bv[j], accs[i * s.nv + j])) for j in range(s.nv)]
-                            return out
-
-                        accs = g.loop(g.i(0), kc, g.i(1), "k", step, carried=[zero_v] * (mr * s.nv))
-                        _store(g, s, mr, accs, c, ldc, n, m0, b.add(n0, b.mul(p, g.i(nr))), first, beta_zero,
-                               alpha_v, beta_v, fma, mload, mstore, item)
-                        return ()
-
-                    g.loop(g.i(0), subpanels, g.i(1), "p", sub)
-                    return ()
-                return block
-
-            # blocks of MR rows, then of 8 and 4 (those below MR) and 1: no row computed and dropped. A
-            # small M that 8 divides and MR does not (16, 32, 40 with MR 12) is all blocks of 8.
-            start = g.i(0)
-            for mr in (s.mr, *(x for x in (8, 4) if x < s.mr)):
-                end = b.add(start, b.mul(b.sdiv(b.sub(m, start), g.i(mr)), g.i(mr)))
-                if mr == s.mr and s.mr > 8:
-                    by_eight = b.and_(b.icmp_signed("<", m, g.i(8 * s.mr)),
-                                      b.and_(b.icmp_signed("==", b.srem(m, g.i(8)), g.i(0)),
-                                             b.icmp_signed("!=", b.srem(m, g.i(s.mr)), g.i(0))))
-                    end = b.select(by_eight, start, end)
-                g.loop(start, end, g.i(mr), f"m{mr}", rows(mr))
-                start = end
-            g.loop(start, m, g.i(1), "m1", rows(1))
+            _multiply(g, s, (fma, mload, mstore), pack,
+                      lambda r: g.at(a, b.add(b.mul(r, sam), b.mul(k0, sak))), lambda kk: b.mul(kk, sak),
+                      m, n, n0, kc, subpanels, c, ldc, first, beta_zero, alpha_v, beta_v)
             return ()
 
         g.loop(g.i(0), g.max(k, g.i(1)), g.i(s.kc), "kb", kblock)  # (k = 0 still stores beta * C)
@@ -152,6 +113,60 @@ def _module(dtype, s: Shape) -> str:
     g.loop(g.i(0), n, g.i(nc), "n", panel)
     b.ret_void()
     return str(mod)
+
+
+def _multiply(g, s: Shape, intrinsics, pack, a_row, a_k, m, n, n0, kc, subpanels, c, ldc, first, beta_zero,
+              alpha_v, beta_v) -> None:
+    """The microkernel over every row of A against the packed panel (its ``subpanels`` sub-panels of
+    ``kc`` rows of k, whose columns start at ``n0``), each block stored into C (:func:`_store`).
+    ``a_row(r)``: a pointer to row ``r`` of A at the block's first k; ``a_k(kk)``: the element offset of
+    the block's ``kk``-th k from there (one per k, shared by the rows)."""
+    b = g.b
+    fma, mload, mstore = intrinsics
+    t, nr = g.t, s.nr
+    vt = ll.VectorType(t, s.w)
+    zero_v = ll.Constant(vt, [0.0] * s.w)
+    item = 4 if t == ll.FloatType() else 8
+
+    def rows(mr):
+        def block(m0, _):
+            a_rows = [a_row(b.add(m0, g.i(i))) for i in range(mr)]
+
+            def sub(p, _):
+                base = b.mul(p, g.i(s.kc * nr))
+
+                def step(kk, accs):
+                    row = g.at(pack, b.add(base, b.mul(kk, g.i(nr))))
+                    bv = [b.load(g.at(row, g.i(j * s.w)), typ=vt, align=64) for j in range(s.nv)]
+                    out = []
+                    ka = a_k(kk)
+                    for i in range(mr):
+                        x = g.splat(b.load(g.at(a_rows[i], ka), typ=t))
+                        out += [b.call(fma, (x, bv[j], accs[i * s.nv + j])) for j in range(s.nv)]
+                    return out
+
+                accs = g.loop(g.i(0), kc, g.i(1), "k", step, carried=[zero_v] * (mr * s.nv))
+                _store(g, s, mr, accs, c, ldc, n, m0, b.add(n0, b.mul(p, g.i(nr))), first, beta_zero,
+                       alpha_v, beta_v, fma, mload, mstore, item)
+                return ()
+
+            g.loop(g.i(0), subpanels, g.i(1), "p", sub)
+            return ()
+        return block
+
+    # blocks of MR rows, then of 8 and 4 (those below MR) and 1: no row computed and dropped. A
+    # small M that 8 divides and MR does not (16, 32, 40 with MR 12) is all blocks of 8.
+    start = g.i(0)
+    for mr in (s.mr, *(x for x in (8, 4) if x < s.mr)):
+        end = b.add(start, b.mul(b.sdiv(b.sub(m, start), g.i(mr)), g.i(mr)))
+        if mr == s.mr and s.mr > 8:
+            by_eight = b.and_(b.icmp_signed("<", m, g.i(8 * s.mr)),
+                              b.and_(b.icmp_signed("==", b.srem(m, g.i(8)), g.i(0)),
+                                     b.icmp_signed("!=", b.srem(m, g.i(s.mr)), g.i(0))))
+            end = b.select(by_eight, start, end)
+        g.loop(start, end, g.i(mr), f"m{mr}", rows(mr))
+        start = end
+    g.loop(start, m, g.i(1), "m1", rows(1))
 
 
 # How far ahead the packing asks for B's cache lines (a hint; no fault past the end): the rows

@@ -33,6 +33,7 @@ import dataclasses
 
 import numpy as np
 
+from luminal.backends.cpu import gathered
 from luminal.backends.cpu.gemm import Strided, plan_gemm
 from luminal.backends.cpu.layout import physical_strides
 from luminal.backends.cpu.steps import Copy, Gemm, IndexCheck, Round
@@ -73,7 +74,11 @@ class Memory:
 
 def lower(k, b) -> None:
     """Append the steps computing kernel ``k`` to ``b.steps`` (``b``: the binding's ``plan.Planner``)."""
-    if k.kind == "matmul" and lowering.options(k, CPU, Memory(b.env, None))[0] == "library":
+    if k.kind == "matmul" and id(k) in b.gathered:
+        flat, ostr, acc_buf = _accumulator(k, b, _out_shape(k, b))
+        gathered.lower(k, b.gathered[id(k)], b, flat, ostr)
+        _epilogue(k, b, flat, ostr, acc_buf)
+    elif k.kind == "matmul" and lowering.options(k, CPU, Memory(b.env, None))[0] == "library":
         _gemm(k, b, k.inputs)
     elif k.kind in ("gather", "scatter_add"):
         _indexing(k, b)
@@ -188,16 +193,21 @@ def _out_shape(k, b) -> tuple:
 
 def _accumulator(k, b, shape):
     """Where ``Acc`` lands: ``(flat storage, element strides of the output shape, its buffer)``: the
-    buffer of an output that is just ``Acc``, else a scratch (buffer None) stored in the order the
-    binding chose for the GEMM (``plan.Planner.acc_order``)."""
-    for buf, e in k.outputs:
-        if e.op == "Acc" and buf.dtype is k.acc_dtype:
-            return (*b.storage(buf, shape), buf)
+    buffer of an output that is just ``Acc`` (``acc_output``), else a scratch (buffer None) stored in
+    the order the binding chose for the GEMM (``plan.Planner.acc_order``)."""
+    buf = acc_output(k)
+    if buf is not None:
+        return (*b.storage(buf, shape), buf)
     order = b.acc_order(k)
     if order is None:
         return b.scratch(shape, k.acc_dtype.np).reshape((prod(shape),)), contiguous_strides(shape), None
     stored = b.scratch(tuple(shape[a] for a in order), k.acc_dtype.np)
     return stored.reshape((prod(shape),)), physical_strides(shape, order), None
+
+
+def acc_output(k):
+    """The output buffer of product ``k`` that is just its ``Acc`` (the product is written there), or None."""
+    return next((buf for buf, e in k.outputs if e.op == "Acc" and buf.dtype is k.acc_dtype), None)
 
 
 def _gemm(k, b, ins) -> None:
@@ -225,12 +235,18 @@ def _gemm(k, b, ins) -> None:
         if k.acc_dtype is dt.bfloat16:
             b.steps.append(Round(res))
         b.steps.append(Copy(b.over(flat, g.out), res.reshape(g.out.shape)))
+    _epilogue(k, b, flat, ostr, acc_buf)
+
+
+def _epilogue(k, b, flat, ostr, acc_buf) -> None:
+    """After product ``k`` was written into ``flat`` (element strides ``ostr`` over its output shape;
+    ``acc_buf`` the output buffer it is, if any): its other outputs, as a generated kernel reading it."""
     if any(not (e.op == "Acc" and buf is acc_buf) for buf, e in k.outputs):
         # the product, indexed in the output shape (its buffer may group the same elements otherwise)
         if acc_buf is None:
             where = Placed(b.scratch_name(flat), k.acc_dtype, 0, ostr)
         else:
-            where = Placed(b.place(acc_buf, None).name, k.acc_dtype, 0, b.strides_of(acc_buf, shape))
+            where = Placed(b.place(acc_buf, None).name, k.acc_dtype, 0, b.strides_of(acc_buf, _out_shape(k, b)))
         rest = [(buf, e) for buf, e in k.outputs if not (e.op == "Acc" and buf is acc_buf)]
         epi = dataclasses.replace(k, outputs=rest)  # the product's own buffer is BLAS's
         _generate(b, epi, "epi", lambda memory, name: lowering.epilogue(epi, CPU, memory, memory.scratch(

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from luminal.backends.cpu import blas, driver, layout, tune
+from luminal.backends.cpu import blas, driver, gathered, layout, tune
 from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
-from luminal.backends.cpu.lowering import Memory, lower, lower_run
+from luminal.backends.cpu.lowering import Memory, acc_output, lower, lower_run
 from luminal.backends.cpu.parallel import Split, split_rows, thread_count
 from luminal.backends.cpu.steps import Copy, Kernel, Ref, Storage
 from luminal.codegen import ir, llvm
@@ -69,7 +69,8 @@ class Schedule:
     dtype) of each caller array; ``written``: the states written in place. The rest is for reading:
     ``generated`` lists ``(ir kernel, step index before the thread cuts, buffer names)`` per call of
     generated code, ``perms`` the temps stored permuted, ``acc_orders`` the storage order of GEMM
-    products kept in scratch, ``made`` the kernels generated and reused (``lowering._generate``);
+    products kept in scratch, ``made`` the kernels generated and reused (``lowering._generate``),
+    ``gathered`` the products run as gathered GEMMs and the copies skipped (``gathered.find``);
     ``module`` keeps the compiled code alive."""
 
     env: dict
@@ -85,6 +86,7 @@ class Schedule:
     acc_orders: dict
     made: dict
     module: object
+    gathered: tuple = ({}, frozenset())
 
     @property
     def threaded(self) -> bool:
@@ -101,7 +103,8 @@ def plan(kg, kernels, memory: MemoryPlan, env: dict, choices: tune.Choices = tun
     p = Planner(kg, kernels, memory, env, choices, {} if memo is None else memo)
     return Schedule(env=dict(env), choices=choices, steps=p.steps, outputs=p.out_calls, updates=p.up_calls,
                     storages=p.storages, callers=p.callers, written=frozenset(p.alias.values()),
-                    generated=p.generated, perms=p.perms, acc_orders=p.acc_orders, made=p.made, module=p.module)
+                    generated=p.generated, perms=p.perms, acc_orders=p.acc_orders, made=p.made, module=p.module,
+                    gathered=(p.gathered, frozenset(p.skipped)))
 
 
 class Planner:
@@ -130,10 +133,15 @@ class Planner:
         self._allocate(kg, memory)
         self._allocate_parts(kernels)
         self.alias = self._in_place(kg, kernels)  # temp id -> name of the state array that holds it
+        self.own_threads = False  # whether a step was cut over our threads outside _link (gathered.lower)
+        # products run as gathered GEMMs and the copies they make unneeded (gathered.py)
+        self.gathered, self.skipped = gathered.find(self, kg, kernels, memory)
         self.made = {"kernels": 0, "reused": 0}  # generated kernels made and found in the memo (lowering.py)
         writes = self._writes
         for unit in tqdm(self._units(kernels, memory), desc=f"generating code: {len(kernels)} kernels",
                          unit="kernel", delay=1.0, leave=False):
+            if len(unit) == 1 and id(unit[0]) in self.skipped:
+                continue
             if len(unit) > 1:
                 lower_run(unit, self)
             else:
@@ -142,7 +150,7 @@ class Planner:
                 for b, _ in k.outputs:
                     writes[b.id] = writes.get(b.id, 0) + 1
         threads = 1 if choices.threads == "blas" else thread_count()
-        own = self._link(threads) or choices.threads == "own"
+        own = self._link(threads) or choices.threads == "own" or self.own_threads
         self.steps = split_rows(self.steps, threads, matmuls=own)
         self.out_calls = [self._output(buf, v) for buf, v in kg.outputs]
         self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]  # (may add copies to steps)
@@ -269,6 +277,15 @@ class Planner:
     def acc_order(self, k) -> tuple | None:
         """The storage order of matmul ``k``'s product when it is kept in a scratch (None: logical)."""
         return self.acc_orders.get(id(k))
+
+    def product_strides(self, k, shape) -> tuple:
+        """Element strides of matmul ``k``'s product over its output ``shape``, where ``lowering`` will
+        write it (``_accumulator``: the output buffer that is just the product, else a scratch)."""
+        buf = acc_output(k)
+        if buf is not None:
+            return self.storage(buf, shape)[1]
+        order = self.acc_order(k)
+        return tuple(contiguous_strides(shape) if order is None else layout.physical_strides(shape, order))
 
     def _in_place(self, kg, kernels) -> dict:
         """{temp id: state name} for the new values of states that an elementwise kernel can write
