@@ -112,11 +112,13 @@ CONVS = [  # (keywords, whether the products gather)
 
 @pytest.mark.parametrize("conv,gathers", CONVS, ids=lambda c: str(c))
 @pytest.mark.parametrize("batch", [1, 3])
-def test_convolutions_gather_and_skip_the_copy(conv, gathers, batch):
+def test_convolutions_gather_and_skip_the_copy(conv, gathers, batch, monkeypatch):
     """The forward and weight-gradient products gather from the padded image and the im2col copy is not
     made (where it would be more than twice the image); the results are the reference's, and the same
     as a binding laid out with BLAS's GEMMs over the copy (gemm="blas"); the driver and the Python path
-    agree."""
+    agree. (Products of any number of rows gather here: the cost model's least, ``MIN_ROWS``, is
+    lowered so that small odd shapes take the path.)"""
+    monkeypatch.setattr(gathered, "MIN_ROWS", 1)
     outs, (cin, cout, kernel, image) = _conv_step(**conv)
     arrays = {"x": rand((batch, cin, *image), seed=1), "w": rand((cout, cin, *kernel), seed=2)}
     want = lm.compile(outs, backend="reference")(**arrays)
@@ -155,6 +157,20 @@ def test_threads_share_a_long_product(monkeypatch):
     for st in splits:
         (first,), (second,) = st.parts
         assert first.start == 0 and first.stop == second.start < second.stop
+    want = lm.compile(outs, backend="reference")(**arrays)
+    for a, w in zip(b.run(arrays), want, strict=True):
+        np.testing.assert_allclose(a, w, rtol=2e-4, atol=2e-4 * max(1.0, float(np.abs(w).max())))
+
+
+@pytest.mark.parametrize("cout,gathers", [(8, False), (32, True)])
+def test_the_cost_model_gathers_products_of_enough_rows(cout, gathers):
+    """By default a product gathers with ``MIN_ROWS`` rows or more (output channels, here); with fewer
+    the copy is made (packing from the image costs more than it saves)."""
+    outs, (cin, _, kernel, image) = _conv_step(channels=(4, cout), kernel=(5, 5), image=(10, 10), padding=2)
+    prog = lm.compile(outs, backend="cpu").runner.program
+    b = Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, {"B": 2}, tune.DEFAULT))
+    assert bool(b.schedule.gathered[0]) == gathers and gathered.MIN_ROWS == 32
+    arrays = {"x": rand((2, cin, *image), seed=1), "w": rand((cout, cin, *kernel), seed=2)}
     want = lm.compile(outs, backend="reference")(**arrays)
     for a, w in zip(b.run(arrays), want, strict=True):
         np.testing.assert_allclose(a, w, rtol=2e-4, atol=2e-4 * max(1.0, float(np.abs(w).max())))
