@@ -41,6 +41,7 @@ from luminal.backends.cpu.vector_ir import I32, I64, PTR, Builder
 from luminal.codegen import llvm
 
 AXES = 3  # sub-axes along k and along n
+RUNS = 4  # a vector of columns in this many contiguous runs or fewer is packed by unrolled loads
 PARAMS = ("m", "n", "k", "a_off", "sam", "b_off", "c_off", "ldc", "cols", "batches", "asb", "bsb", "csb",
           *(f"kd{i}" for i in range(AXES)), *(f"ak{i}" for i in range(AXES)), *(f"bk{i}" for i in range(AXES)),
           *(f"nd{i}" for i in range(AXES)), *(f"bn{i}" for i in range(AXES)))
@@ -121,7 +122,9 @@ def _module(dtype, s: Shape) -> str:
     # start (the offset its lane 0 would have) and lanes (a bit mask)
     seg_count, seg_base, seg_lanes = _alloca(b, I32, nc // s.w, "segs"), _alloca(b, I32, nc, "seg_base"), \
         _alloca(b, I32, nc, "seg_lanes")
-    lane_mask_t = ll.IntType(s.w)
+    lane_mask_t, mask_t = ll.IntType(s.w), ll.VectorType(ll.IntType(1), s.w)
+    int_v = ll.VectorType(ll.IntType(8 * np.dtype(dtype).itemsize), s.w)
+    no_lanes = ll.Constant(mask_t, [0] * s.w)
     one, zero = ll.Constant(t, 1.0), ll.Constant(t, 0.0)
     true = ll.Constant(ll.IntType(1), 1)
     zero_v = ll.Constant(vt, [0.0] * s.w)
@@ -164,28 +167,51 @@ def _module(dtype, s: Shape) -> str:
 
             g.loop(g.i(0), kc, g.i(1), "kt", _counter(g, kd, [ak, bk], tables), carried=_digits(g, kd, k0, [ak, bk]))
 
-            def row(kk):  # row kk of the block: each vector of columns as masked loads of its runs
-                row_b = g.at(bm, b.sext(b.load(at32(koff_b, kk), typ=I32), I64))
-                dst = g.at(pack, b.mul(kk, g.i(nr)))
+            def vector(v):  # each vector of columns down the block: masked loads of its runs, per k
+                q, j = b.sdiv(v, g.i(s.nv)), b.srem(v, g.i(s.nv))
+                dst = g.at(pack, b.add(b.mul(q, g.i(s.kc * nr)), b.mul(j, g.i(s.w))))
+                count = b.load(at32(seg_count, v), typ=I32)
 
-                def vector(v):
-                    q, j = b.sdiv(v, g.i(s.nv)), b.srem(v, g.i(s.nv))
+                def run_of(r):  # (start offset, lanes) of the vector's run r
+                    seg = b.add(b.mul(v, g.i(s.w)), r)
+                    lanes = b.bitcast(b.trunc(b.load(at32(seg_lanes, seg), typ=I32), lane_mask_t), mask_t)
+                    return b.sext(b.load(at32(seg_base, seg), typ=I32), I64), lanes
 
+                def load(kk, start_, lanes, value):
+                    row_b = g.at(bm, b.sext(b.load(at32(koff_b, kk), typ=I32), I64))
+                    return b.call(mload, (g.at(row_b, start_), ll.Constant(I32, item), lanes, value))
+
+                few, many, done = (b.append_basic_block(f"pv.{x}") for x in ("few", "many", "done"))
+                b.cbranch(b.icmp_signed("<=", count, i32(RUNS)), few, many)
+                b.position_at_end(few)  # (most vectors: their runs in registers, unrolled)
+                runs = []
+                for r in range(RUNS):
+                    used = b.icmp_signed("<", i32(r), count)
+                    start_, lanes = run_of(g.i(r))
+                    runs.append((b.select(used, start_, g.i(0)), b.select(used, lanes, no_lanes)))
+
+                def rows_few(kk):  # (each run loaded apart and the disjoint lanes or-ed: no chain of loads)
+                    parts = [b.bitcast(load(kk, start_, lanes, zero_v), int_v) for start_, lanes in runs]
+                    while len(parts) > 1:
+                        parts = [b.or_(x, y) for x, y in zip(parts[::2], parts[1::2])] + parts[len(parts) & ~1:]
+                    b.store(b.bitcast(parts[0], vt), g.at(dst, b.mul(kk, g.i(nr))), align=64)
+
+                g.each(g.i(0), kc, "gk", rows_few)
+                b.branch(done)
+                b.position_at_end(many)  # (columns in short runs: a loop over them)
+
+                def rows_many(kk):
                     def run(r, carried):
-                        seg = b.add(b.mul(v, g.i(s.w)), r)
-                        start_ = g.at(row_b, b.sext(b.load(at32(seg_base, seg), typ=I32), I64))
-                        lanes = b.bitcast(b.trunc(b.load(at32(seg_lanes, seg), typ=I32), lane_mask_t),
-                                          ll.VectorType(ll.IntType(1), s.w))
-                        return (b.call(mload, (start_, ll.Constant(I32, item), lanes, carried[0])),)
+                        return (load(kk, *run_of(r), carried[0]),)
 
-                    runs = b.sext(b.load(at32(seg_count, v), typ=I32), I64)
-                    value, = g.loop(g.i(0), runs, g.i(1), "run", run, carried=(zero_v,))
-                    where = b.add(b.mul(q, g.i(s.kc * nr)), b.mul(j, g.i(s.w)))
-                    b.store(value, g.at(dst, where), align=64)
+                    value, = g.loop(g.i(0), b.sext(count, I64), g.i(1), "run", run, carried=(zero_v,))
+                    b.store(value, g.at(dst, b.mul(kk, g.i(nr))), align=64)
 
-                g.each(g.i(0), vectors, "gv", vector)
+                g.each(g.i(0), kc, "gm", rows_many)
+                b.branch(done)
+                b.position_at_end(done)
 
-            g.each(g.i(0), kc, "gk", row)
+            g.each(g.i(0), vectors, "gv", vector)
             _multiply(g, s, (fma, mload, mstore), pack, lambda r: g.at(a, b.mul(r, sam)),
                       lambda kk: b.load(b.gep(koff_a, [kk], source_etype=I64), typ=I64),
                       m, n, n0, kc, subpanels, c, ldc, first, true, g.splat(one), g.splat(zero))
