@@ -206,7 +206,57 @@ def test_a_source_whose_storage_is_reused_is_not_read_late():
     between the copy and its last reader, keeps the copy (a plan made before the lifetime rule)."""
     y, z = _Buf(1), _Buf(2)
     memory = _Memory([[y, z]])
-    assert not gathered._kept(memory, {1: 0, 2: 5}, y, copy_at=3, last=7)
-    assert gathered._kept(memory, {1: 0, 2: 9}, y, copy_at=3, last=7)
-    assert gathered._kept(memory, {1: 0, 2: 2}, y, copy_at=3, last=7)
+    assert not gathered._kept(memory, {1: [0], 2: [5]}, y, copy_at=3, last=7)
+    assert gathered._kept(memory, {1: [0], 2: [9]}, y, copy_at=3, last=7)
+    assert gathered._kept(memory, {1: [0], 2: [2]}, y, copy_at=3, last=7)
+    assert not gathered._kept(memory, {1: [0], 2: [2, 6, 9]}, y, copy_at=3, last=7)  # (a body's scratch: each call)
     assert not gathered._kept(_Memory([[z]]), {}, y, copy_at=3, last=7)  # no storage of its own: refused
+
+
+def _gathered_binding(outs, env=None):
+    prog = lm.compile(outs, backend="cpu").runner.program
+    return Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, dict(env or {}), tune.DEFAULT))
+
+
+def _check(outs, arrays, b):
+    want = lm.compile(outs, backend="reference")(**arrays)
+    for got in (b.run(arrays), b.run_steps(arrays)):
+        for a, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(a, w, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(w).max())))
+
+
+def test_a_product_broadcast_along_an_output_axis_keeps_its_copy():
+    """An axis of the product along which neither operand moves (an output broadcast) is no gathered
+    product's: planning refuses it (it used to fail on it) and the copy is made."""
+    g = lm.Graph()
+    y, a = g.input("y", (2, 10)), g.input("a", (8, 6))
+    x = y.reshape(2, 1, 10).expand(2, 6, 10).contiguous().reshape(120)
+    out = (a.reshape(1, 8, 6).expand(4, 8, 6) @ x[0:60].reshape(6, 10).reshape(1, 6, 10).expand(4, 6, 10)).sum(0)
+    b = _gathered_binding([out])
+    assert not b.schedule.gathered[1]
+    _check([out], {"y": rand((2, 10), seed=1), "a": rand((8, 6), seed=2)}, b)
+
+
+def test_a_window_sliding_over_the_copy_is_not_gathered():
+    """Two axes of a product that walk one axis of the copy's domain (a window sliding over the flat
+    copy) carry from one into the next, which no strides of the source express: the copy is made."""
+    g = lm.Graph()
+    y, a = g.input("y", (2, 5)), g.input("a", (32, 4))
+    x = y[:, :4].expand(3, 2, 4).contiguous().reshape(24)
+    out = a @ x[0:7].unfold(0, 4, 1).T
+    b = _gathered_binding([out])
+    assert not b.schedule.gathered[1]
+    _check([out], {"y": rand((2, 5), seed=1), "a": rand((32, 4), seed=2)}, b)
+
+
+def test_a_product_of_two_copies_gathers_from_one():
+    """A product reading two expanding copies gathers from one of them and reads the other, made."""
+    g = lm.Graph()
+    u, v = g.input("u", (2, 32)), g.input("v", (2, 32))
+    x1 = u.reshape(2, 32, 1).expand(2, 32, 6).contiguous().reshape(384)
+    x2 = v.reshape(2, 1, 32).expand(2, 6, 32).contiguous().reshape(384)
+    out = x1[0:192].reshape(32, 6) @ x2[0:192].reshape(6, 32)
+    b = _gathered_binding([out])
+    found, skipped = b.schedule.gathered
+    assert len(found) == 1 and len(skipped) == 1
+    _check([out], {"u": rand((2, 32), seed=1), "v": rand((2, 32), seed=2)}, b)

@@ -73,9 +73,11 @@ def find(planner, kg, kernels, memory) -> tuple[dict, set]:
     if planner.choices.gemm == "blas":
         return {}, set()
     ends = {b.id for b, _ in kg.outputs} | {b.id for _, b, _ in kg.updates}
-    writer = {b.id: i for i, k in enumerate(kernels) for b, _ in k.outputs}
+    writes: dict = {}  # buffer id -> the indices of the kernels writing it (a pack's parts: the pack's)
     readers: dict = {}
     for i, k in enumerate(kernels):
+        for b, _ in k.outputs:
+            writes.setdefault(b.id if b.base is None else b.base.id, []).append(i)
         for b, _ in list(k.inputs) + list(k.epilogue_inputs):
             readers.setdefault(b.id, []).append((i, k))
     body_scratch = set(memory.calls)
@@ -90,25 +92,30 @@ def find(planner, kg, kernels, memory) -> tuple[dict, set]:
                 or y.base is not None or x.id in body_scratch or y.id in body_scratch or y.id in planner.perms \
                 or y.id in planner.alias or x.dtype not in (dt.float32, dt.float64) or yview.mask is not None:
             continue
+        users = readers.get(x.id, [])
+        if not users or any(id(k) in products for _, k in users):
+            continue  # (a product reading two copies gathers from one: the other is made)
         with planner.plain_sizes():
             if prod(planner.shape(x.shape)) <= 2 * prod(planner.shape(y.shape)):
                 continue
-            users = readers.get(x.id, [])
             plans = [_plan(planner, k, e, x) for _, k in users]
-        if not users or any(p is None for p in plans) or \
-                (y.kind == "temp" and not _kept(memory, writer, y, i, max(j for j, _ in users))):
+        if any(p is None for p in plans) or \
+                (y.kind == "temp" and not _kept(memory, writes, y, i, max(j for j, _ in users))):
             continue
         products.update((id(k), p) for (_, k), p in zip(users, plans))
         copies.add(id(e))
     return products, copies
 
 
-def _kept(memory, writer: dict, y, copy_at: int, last: int) -> bool:
-    """Whether no buffer sharing ``y``'s storage is written after the copy, up to its last reader."""
+def _kept(memory, writes: dict, y, copy_at: int, last: int) -> bool:
+    """Whether no buffer sharing ``y``'s storage is written after the copy, up to its last reader
+    (``writes``: buffer id -> the indices of every kernel writing it: a rolled body's scratch is
+    written by each call, a pack by its parts)."""
     slot = memory.slot_of.get(y.id)
     if slot is None:
         return False
-    return not any(z.id != y.id and copy_at < writer.get(z.id, -1) <= last for z in memory.slots[slot])
+    return not any(z.id != y.id and any(copy_at < w <= last for w in writes.get(z.id, ()))
+                   for z in memory.slots[slot])
 
 
 def _plan(planner, k, e, x) -> Gathered | None:
@@ -136,24 +143,28 @@ def _plan(planner, k, e, x) -> Gathered | None:
     out_axes = [i for i in range(len(domain)) if i not in k.axes]
     cstride = dict(zip(out_axes, planner.product_strides(k, tuple(domain[i] for i in out_axes))))
     ks, ns, ms, batch = [], [], [], []
+    digits: set = set()  # the copy's domain axes the product's axes walk: each at most once
     for i, d in enumerate(domain):
         if d == 1:
             continue
         sx, so = xs.strides[i], os_.strides[i]
-        sub = None if sx == 0 else _split(d, sx, e_domain, ystrides)
-        if sx != 0 and sub is None:
+        if sx == 0:
+            if so == 0 or i in k.axes:
+                return None  # an output broadcast (neither moves), or a sum along which the copy does not move
+            ms.append((d, so, cstride[i]))
+            continue
+        found = _split(d, sx, e_domain, ystrides)
+        if found is None or digits & set(found[1]):
             return None
-        inner = [] if sub is None else [prod(s for s, _ in sub[j + 1:]) for j in range(len(sub))]
+        sub, used = found
+        digits |= set(used)
+        inner = [prod(s for s, _ in sub[j + 1:]) for j in range(len(sub))]
         if i in k.axes:
             ks += [(s, so * n, ys) for (s, ys), n in zip(sub, inner)]
-        elif sx == 0 and so != 0:
-            ms.append((d, so, cstride[i]))
-        elif so == 0:  # (sx != 0)
+        elif so == 0:
             ns += [(s, ys, cstride[i] * n) for (s, ys), n in zip(sub, inner)]
-        elif sx != 0:  # both move: a batch of products
+        else:  # both move: a batch of products
             batch += [(s, so * n, ys, cstride[i] * n) for (s, ys), n in zip(sub, inner)]
-        else:
-            return None  # an output broadcast (neither moves)
     m = _merged(sorted(ms, key=lambda t: -t[1]))
     if m is None:
         return None
@@ -181,10 +192,12 @@ def _plan(planner, k, e, x) -> Gathered | None:
                     (e.inputs[0][0], bview), tuple(cstride[i] for i in out_axes))
 
 
-def _split(d: int, stride: int, dims: tuple, strides: tuple) -> list | None:
+def _split(d: int, stride: int, dims: tuple, strides: tuple) -> tuple | None:
     """An axis of ``d`` elements ``stride`` apart in the copy (its flat, row-major order over the copy
-    kernel's domain ``dims``) as the run of the domain's axes it spans: ``[(size, stride in the
-    source)]`` (axes of size 1 left out), or None where it spans no whole run of them."""
+    kernel's domain ``dims``) as the run of the domain's axes it spans: ``([(size, stride in the
+    source)], [those axes])`` (axes of size 1 left out), or None where it spans no whole run of them.
+    (Two of the product's axes on the same axis of the domain, a window sliding over the copy, carry
+    from one into the next: the caller refuses them.)"""
     inner = 1
     for q in range(len(dims) - 1, -1, -1):
         if inner == stride and dims[q] != 1:
@@ -202,7 +215,8 @@ def _split(d: int, stride: int, dims: tuple, strides: tuple) -> list | None:
             break
     if span != d:
         return None
-    return [(dims[j], strides[j]) for j in reversed(run) if dims[j] != 1]
+    used = [j for j in reversed(run) if dims[j] != 1]
+    return [(dims[j], strides[j]) for j in used], used
 
 
 def _contiguous(sizes: list):

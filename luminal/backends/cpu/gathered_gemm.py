@@ -120,6 +120,7 @@ def _module(dtype, s: Shape) -> str:
     noff = _alloca(b, I32, nc, "noff")
     # a panel's columns as runs contiguous in B, per vector of W columns: how many, and each one's
     # start (the offset its lane 0 would have) and lanes (a bit mask)
+    runs_held = min(RUNS, s.w)  # (a vector has at most w runs)
     seg_count, seg_base, seg_lanes = _alloca(b, I32, nc // s.w, "segs"), _alloca(b, I32, nc, "seg_base"), \
         _alloca(b, I32, nc, "seg_lanes")
     lane_mask_t, mask_t = ll.IntType(s.w), ll.VectorType(ll.IntType(1), s.w)
@@ -182,10 +183,10 @@ def _module(dtype, s: Shape) -> str:
                     return b.call(mload, (g.at(row_b, start_), ll.Constant(I32, item), lanes, value))
 
                 few, many, done = (b.append_basic_block(f"pv.{x}") for x in ("few", "many", "done"))
-                b.cbranch(b.icmp_signed("<=", count, i32(RUNS)), few, many)
+                b.cbranch(b.icmp_signed("<=", count, i32(runs_held)), few, many)
                 b.position_at_end(few)  # (most vectors: their runs in registers, unrolled)
                 runs = []
-                for r in range(RUNS):
+                for r in range(runs_held):  # (entries past the count are the vector's own: read, unused)
                     used = b.icmp_signed("<", i32(r), count)
                     start_, lanes = run_of(g.i(r))
                     runs.append((b.select(used, start_, g.i(0)), b.select(used, lanes, no_lanes)))

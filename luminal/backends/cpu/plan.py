@@ -138,8 +138,10 @@ class Planner:
         self.gathered, self.skipped = gathered.find(self, kg, kernels, memory)
         self.made = {"kernels": 0, "reused": 0}  # generated kernels made and found in the memo (lowering.py)
         writes = self._writes
-        for unit in tqdm(self._units(kernels, memory), desc=f"generating code: {len(kernels)} kernels",
-                         unit="kernel", delay=1.0, leave=False):
+        units = self._units(kernels, memory)
+        self.skipped -= {id(k) for u in units if len(u) > 1 for k in u}  # (a run lowered as one makes it)
+        for unit in tqdm(units, desc=f"generating code: {len(kernels)} kernels", unit="kernel", delay=1.0,
+                         leave=False):
             if len(unit) == 1 and id(unit[0]) in self.skipped:
                 continue
             if len(unit) > 1:
