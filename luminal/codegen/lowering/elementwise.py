@@ -31,9 +31,9 @@ def elementwise(k, target, memory, name: str) -> list[ir.Kernel]:
             ins = [_permuted(p, order) for p in ins]
             outs = [(_permuted(p, order), e) for p, e in outs]
         groups = _merged_axes(shape, ins + [p for p, _ in outs])
-        ins = [_merge(p, groups, shape) for p in ins]
-        outs = [(_merge(p, groups, shape), e) for p, e in outs]
-        shape = tuple(_size(g, shape) for g in groups)
+        ins = [merged(p, groups, shape) for p in ins]
+        outs = [(merged(p, groups, shape), e) for p, e in outs]
+        shape = tuple(group_size(g, shape) for g in groups)
         view_shapes = [shape] * len(ins)  # every load reads the (merged) domain
         out_shapes = [shape] * len(outs)  # and every output is stored over it
     uses = Uses()
@@ -88,14 +88,14 @@ def _merged_axes(shape: tuple, placements: list[Placed]) -> list[list[int]]:
     size 1 join any group; an axis with a mask only its own."""
     groups: list[list[int]] = []
     for a in range(len(shape)):
-        if groups and _joins(groups[-1], a, shape, placements):
+        if groups and joins(groups[-1], a, shape, placements):
             groups[-1].append(a)
         else:
             groups.append([a])
     return groups
 
 
-def _joins(group, a, shape, placements) -> bool:
+def joins(group, a, shape, placements) -> bool:
     """Whether axis ``a`` joins ``group``: every placement walks it on from the group's last axis of
     size > 1 (size-1 axes have no stride of their own), and no mask cuts any of them."""
     if any(p.box is not None and any(not same(p.box[x], (0, shape[x])) for x in (*group, a)) for p in placements):
@@ -106,17 +106,17 @@ def _joins(group, a, shape, placements) -> bool:
     return all(same(p.strides[inner[-1]], p.strides[a] * shape[a]) for p in placements)
 
 
-def _merge(p: Placed, groups, shape) -> Placed:
+def merged(p: Placed, groups, shape) -> Placed:
     strides, box = [], None if p.box is None else []
     for g in groups:
         inner = [a for a in g if not one(shape[a])]
         strides.append(p.strides[inner[-1]] if inner else 0)
         if box is not None:
-            box.append((0, _size(g, shape)) if len(g) > 1 else p.box[g[0]])
+            box.append((0, group_size(g, shape)) if len(g) > 1 else p.box[g[0]])
     return Placed(p.name, p.dtype, p.offset, tuple(strides), None if box is None else tuple(box), p.pad)
 
 
-def _size(group, shape) -> int:
+def group_size(group, shape) -> int:
     n = 1
     for a in group:
         n *= shape[a]

@@ -35,7 +35,7 @@ from luminal.codegen.lower import (
     reduce_identity,
     unflatten,
 )
-from luminal.codegen.lowering.elementwise import has_reshape
+from luminal.codegen.lowering.elementwise import group_size, has_reshape, joins, merged
 from luminal.codegen.lowering.epilogue import epilogue_stores
 from luminal.codegen.lowering.work import HALF, Uses, Work, blocks, items, kernel, reader, sizes
 from luminal.core import dtype as dt
@@ -89,7 +89,7 @@ def split_loops(k, target, memory, name: str) -> list[ir.Kernel]:
     partials in order and runs the epilogue. The threads cut the first kernel's items, so a sum to a
     scalar runs on all of them. Partials accumulate as the ``thread`` schedule does (float64 for a
     float32 sum): the same bound, another order."""
-    st = _Start(k, memory)
+    st = _Start(k, memory, merge=True)
     uses, op, work_dtype, out_shape, red_shape = st.uses, st.op, st.work_dtype, st.out_shape, st.red_shape
     if k.reduce_op == "max" and any(n == 0 for n in red_shape):
         raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
@@ -142,13 +142,17 @@ def _op(k) -> str:
     return "sum" if k.kind == "matmul" else k.reduce_op
 
 
-def prologue(k, memory, uses: Uses, work_dtype, registers: dict | None = None):
+def prologue(k, memory, uses: Uses, work_dtype, registers: dict | None = None, placed=None):
     """``at(domain index) -> IR value in work_dtype``: what ``k`` reduces there (a product's: the
     product of its two loads; 16-bit products in float32, as the reference's contraction).
     ``registers``: {input slot: the value every element reads there} (a row's value held in a
-    register, ``rows.py``): those slots are not loaded."""
-    ins = [memory.read(b, v) for b, v in k.inputs]
-    shapes = [sizes(memory, v.shape) for _, v in k.inputs]
+    register, ``rows.py``): those slots are not loaded. ``placed``: ``(inputs' placements, the domain
+    they are indexed over)`` where not the kernel's own (its reduced axes merged: :class:`_Start`)."""
+    if placed is None:
+        ins = [memory.read(b, v) for b, v in k.inputs]
+        shapes = [sizes(memory, v.shape) for _, v in k.inputs]
+    else:
+        ins, shapes = placed[0], [placed[1]] * len(placed[0])
     pro = k.prologue
     if k.kind == "matmul":
         pro = Expr("Mul", tuple(Expr("Load", (), i, b.dtype) for i, (b, _) in enumerate(k.inputs)), None, k.acc_dtype)
@@ -169,15 +173,47 @@ def prologue(k, memory, uses: Uses, work_dtype, registers: dict | None = None):
 class _Start:
     """What every schedule of reduction ``k`` starts from: the domain as the code sees it, its kept and
     reduced axes and shapes, the buffers used so far, the operation, the accumulator's dtype and the
-    prologue (``at(domain index)``, reading ``ins``)."""
+    prologue (``at(domain index)``, reading ``ins``).
 
-    def __init__(self, k, memory):
+    With ``merge`` (the loop schedules), neighbouring reduced axes that every input walks as one are
+    one axis of the domain (``elementwise``'s merge): a bias gradient's sum over (B, H, W) of an
+    (B, C, H, W) array is a loop over B around one of H * W contiguous elements, which the vectoriser
+    takes whole, where a loop of W (28 in the MNIST CNN) left it mostly a remainder. The elements are
+    summed in the same order."""
+
+    def __init__(self, k, memory, merge: bool = False):
         self.domain = sizes(memory, k.domain)
         self.kept, self.red, self.out_shape, self.red_shape = split_axes(k, self.domain)
         self.uses = Uses()
         self.op = _op(k)
         self.work_dtype = accumulator(self.op, k.acc_dtype)
-        self.pro, self.ins = prologue(k, memory, self.uses, self.work_dtype)
+        placed = self._merged(k, memory) if merge else None
+        self.pro, self.ins = prologue(k, memory, self.uses, self.work_dtype, placed=placed)
+
+    def _merged(self, k, memory):
+        """``(placements, domain)`` with the reduced axes that merge merged (and ``domain``, ``kept``,
+        ``red`` and ``red_shape`` set to match), or None when none do."""
+        if k.kind == "reduce" and has_reshape([k.prologue]):
+            return None
+        ins = [memory.read(b, v) for b, v in k.inputs]
+        if any(len(p.strides) != len(self.domain) for p in ins):
+            return None
+        red = set(self.red)
+        groups: list[list[int]] = []
+        for a in range(len(self.domain)):
+            g = groups[-1] if groups else None
+            if g is not None and a in red and g[-1] in red and joins(g, a, self.domain, ins):
+                g.append(a)
+            else:
+                groups.append([a])
+        if len(groups) == len(self.domain):
+            return None
+        ins = [merged(p, groups, self.domain) for p in ins]
+        self.domain = tuple(group_size(g, self.domain) for g in groups)
+        self.kept = [i for i, g in enumerate(groups) if g[0] not in red]
+        self.red = [i for i, g in enumerate(groups) if g[0] in red]
+        self.red_shape = tuple(self.domain[i] for i in self.red)
+        return ins, self.domain
 
     def at(self, out_idx, red_idx) -> ir.V:
         """The prologue's value at the output index ``out_idx`` and reduced index ``red_idx``."""
@@ -187,8 +223,8 @@ class _Start:
 def thread(k, target, memory, name: str) -> list[ir.Kernel]:
     """One work item per output element, a loop per reduced axis (in order: the sum's rounding does
     not depend on the target)."""
-    st = _Start(k, memory)
-    domain, axes, kept, out_shape = st.domain, tuple(k.axes), st.kept, st.out_shape
+    st = _Start(k, memory, merge=True)
+    domain, axes, kept, out_shape = st.domain, tuple(st.red), st.kept, st.out_shape
     if k.reduce_op == "max" and any(n == 0 for n in st.red_shape):
         raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
     uses, op, acc_dtype, work_dtype = st.uses, st.op, k.acc_dtype, st.work_dtype
