@@ -15,13 +15,16 @@ When it applies (:func:`find`), for one binding of the dims:
   products, float32 or float64; the source a program input or temp (not a rolled body's scratch,
   not stored permuted, not written in place); ``choices.gemm`` not "blas";
 - the memory plan gives a temp source's storage to no buffer written between the copy and its last
-  reader (checked, not assumed: a cached plan may predate the rule);
+  reader, by any of its writes (checked, not assumed: a cached plan may predate the rule);
+- no product of the copy gathers from another copy already (of a product reading two, one is made);
 - each product reads the copy as one operand, unmasked, and through the composition of the two
-  views every axis of the product splits into axes of the copy's domain (:func:`_split`); its M
+  views every axis of the product splits into axes of the copy's domain (:func:`_split`), no two
+  of them into the same one (a window sliding over the flat copy carries across them); its M
   axes merge in the other operand and in the result, its N axes make the result's rows contiguous
   (or do after the outermost is taken as a batch: one product per image), its batch axes merge into
   one, and at most three sub-axes remain along k and along n after merging those laid out one after
-  another; the source's offsets fit 32 bits; it has :data:`MIN_ROWS` rows or more (the cost model).
+  another; the source's offsets fit 32 bits; no axis is an output broadcast (neither operand moves);
+  it has :data:`MIN_ROWS` rows or more (the cost model).
 
 Otherwise the copy is made and its products are GEMMs as before. A product whose work is long
 enough is cut over the threads by its panels of columns, like a generated kernel's items.

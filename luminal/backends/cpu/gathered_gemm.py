@@ -18,8 +18,10 @@ stride still needs no copy. C is row-major with unit columns (``c[c_off + m * ld
 The code is the generated GEMM's (``generated_gemm.py``: its microkernel, blocks of rows and stores
 into C) with another packing: per k block, the offsets of each k along A and B are tabled
 (``kc`` each, counted through the sub-axes without a division); per panel, the offset of each column
-along B; a whole sub-panel's row is then ``W``-wide vector gathers (AVX-512 and AVX2 have them), a
-part-filled last sub-panel an element at a time, zeros past column N.
+along B, and each vector of ``W`` columns as the runs of them contiguous in B (a start and the lanes
+it fills; columns past N in none). Each vector is then packed down the k block as masked loads of its
+runs, loaded apart and or-ed (up to :data:`RUNS` held in registers; more, a loop over them). Vector
+gathers packed at about 2 cycles an element on an AMD EPYC, slower than making the copy.
 
 It is a kernel of the generated kernels' ABI (``codegen/llvm.py``: ``f(pointers, parameters, start,
 stop)``): pointers ``a, b, c``; parameters :data:`PARAMS`; its work items panels of ``cols`` columns
@@ -36,7 +38,7 @@ import llvmlite.ir as ll
 import numpy as np
 
 from luminal.backends.cpu import generated_gemm
-from luminal.backends.cpu.generated_gemm import Shape, _multiply
+from luminal.backends.cpu.generated_gemm import Shape, multiply
 from luminal.backends.cpu.vector_ir import I32, I64, PTR, Builder
 from luminal.codegen import llvm
 
@@ -45,7 +47,6 @@ RUNS = 4  # a vector of columns in this many contiguous runs or fewer is packed 
 PARAMS = ("m", "n", "k", "a_off", "sam", "b_off", "c_off", "ldc", "cols", "batches", "asb", "bsb", "csb",
           *(f"kd{i}" for i in range(AXES)), *(f"ak{i}" for i in range(AXES)), *(f"bk{i}" for i in range(AXES)),
           *(f"nd{i}" for i in range(AXES)), *(f"bn{i}" for i in range(AXES)))
-DTYPES = generated_gemm.DTYPES
 
 
 def columns(dtype) -> tuple[int, int]:
@@ -140,9 +141,9 @@ def _module(dtype, s: Shape) -> str:
         ncols = g.min(cols, b.sub(n, n0))
         subpanels = b.sdiv(b.add(ncols, g.i(nr - 1)), g.i(nr))
         vectors = b.mul(subpanels, g.i(s.nv))
-        g.loop(g.i(0), ncols, g.i(1), "nt", _counter(g, nd, [bn], lambda j, offs: _store(
+        g.loop(g.i(0), ncols, g.i(1), "nt", _counter(g, nd, [bn], lambda j, offs: _put(
             b, b.trunc(offs[0], I32), at32(noff, j))), carried=_digits(g, nd, n0, [bn]))
-        g.each(g.i(0), vectors, "sz", lambda v: _store(b, i32(0), at32(seg_count, v)))
+        g.each(g.i(0), vectors, "sz", lambda v: _put(b, i32(0), at32(seg_count, v)))
 
         def lane(j):  # column j joins its vector's last run, or starts a new one where B is not contiguous
             v, lane_ = b.sdiv(j, g.i(s.w)), b.trunc(b.srem(j, g.i(s.w)), I32)
@@ -213,7 +214,7 @@ def _module(dtype, s: Shape) -> str:
                 b.position_at_end(done)
 
             g.each(g.i(0), vectors, "gv", vector)
-            _multiply(g, s, (fma, mload, mstore), pack, lambda r: g.at(a, b.mul(r, sam)),
+            multiply(g, s, (fma, mload, mstore), pack, lambda r: g.at(a, b.mul(r, sam)),
                       lambda kk: b.load(b.gep(koff_a, [kk], source_etype=I64), typ=I64),
                       m, n, n0, kc, subpanels, c, ldc, first, true, g.splat(one), g.splat(zero))
             return ()
@@ -226,7 +227,8 @@ def _module(dtype, s: Shape) -> str:
     return str(mod)
 
 
-def _store(b, value, where) -> None:
+def _put(b, value, where) -> None:
+    """A store as an expression (for the loop bodies written as lambdas)."""
     b.store(value, where)
 
 

@@ -102,7 +102,7 @@ def _module(dtype, s: Shape) -> str:
             first = b.icmp_signed("==", k0, g.i(0))
             _pack(g, mod, s, pack, bm, sbk, sbn, n, n0, k0, kc, subpanels, b_trans)
 
-            _multiply(g, s, (fma, mload, mstore), pack,
+            multiply(g, s, (fma, mload, mstore), pack,
                       lambda r: g.at(a, b.add(b.mul(r, sam), b.mul(k0, sak))), lambda kk: b.mul(kk, sak),
                       m, n, n0, kc, subpanels, c, ldc, first, beta_zero, alpha_v, beta_v)
             return ()
@@ -115,7 +115,7 @@ def _module(dtype, s: Shape) -> str:
     return str(mod)
 
 
-def _multiply(g, s: Shape, intrinsics, pack, a_row, a_k, m, n, n0, kc, subpanels, c, ldc, first, beta_zero,
+def multiply(g, s: Shape, intrinsics, pack, a_row, a_k, m, n, n0, kc, subpanels, c, ldc, first, beta_zero,
               alpha_v, beta_v) -> None:
     """The microkernel over every row of A against the packed panel (its ``subpanels`` sub-panels of
     ``kc`` rows of k, whose columns start at ``n0``), each block stored into C (:func:`_store`).
