@@ -7,11 +7,13 @@ convolution's im2col matrix, its image repeated kh * kw times) lives as long as 
 backend may read the source in place of the copy (the CPU backend's gathered products:
 ``backends/cpu/gathered.py``); that keeps a buffer alive that is smaller than the copy. It lives
 one kernel longer still: the CPU backend folds a product and the sum over images after it into one
-(``backends/cpu/fold.py``), which then writes the sum while it reads the source. Two buffers whose lives do
-not overlap may share a *slot*. A slot is raw bytes: buffers of any dtypes share it, and its size is
-the largest of its buffers' byte sizes under a binding of the symbolic dims, so one plan serves every
-binding. A buffer is never placed in the slot of a buffer that the same kernel reads: a backend may
-then write a kernel's outputs while it still reads its inputs.
+(``backends/cpu/fold.py``), which then writes the sum while it reads the source.
+
+Two buffers whose lives do not overlap may share a *slot*. A slot is raw bytes: buffers of any
+dtypes share it, and its size is the largest of its buffers' byte sizes under a binding of the
+symbolic dims, so one plan serves every binding. A buffer is never placed in the slot of a buffer
+that the same kernel reads: a backend may then write a kernel's outputs while it still reads its
+inputs.
 
 Slots are handed out by a linear scan in kernel order (best fit on sizes estimated with every
 symbolic dim at ``_PROBE``; the estimate only steers the choice, it never sizes anything).

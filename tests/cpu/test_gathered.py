@@ -143,7 +143,7 @@ def test_convolutions_gather_and_skip_the_copy(conv, gathers, batch, monkeypatch
 
 
 def test_threads_share_a_long_product(monkeypatch):
-    """A product of more than ``SPLIT_MACS`` multiply-adds is cut over the threads by its panels of
+    """A product whose estimated time is over ``plan.SPLIT_NS`` is cut over the threads by its panels of
     columns; the parts together give the reference's result."""
     monkeypatch.setenv("LUMINAL_NUM_THREADS", "2")
     outs, (cin, cout, kernel, image) = _conv_step(channels=(16, 32), kernel=(5, 5), image=(14, 14), padding=2)

@@ -38,14 +38,13 @@ import numpy as np
 
 from luminal.backends.cpu import gathered_gemm
 from luminal.backends.cpu.gemm import Strided
-from luminal.backends.cpu.parallel import Split, thread_count
+from luminal.backends.cpu.parallel import NS_PER_MAC, Split, item_ranges, thread_count
 from luminal.backends.cpu.steps import Kernel
 from luminal.core import dtype as dt
 from luminal.core import numpy_ops as ops
 from luminal.core.kernel_graph import copy_source
 from luminal.core.symbolic import prod
 
-SPLIT_MACS = 4_000_000  # a product cut over threads from this many multiply-adds (about 0.1 ms)
 # Gathering packs each column of B from its runs in the source: a few masked loads per vector, which
 # only products with enough rows to multiply each packed element by repay. Measured on the MNIST
 # CNN (AMD EPYC, one thread): its second convolution's products (32 rows) 57-63 GFLOP/s gathered,
@@ -284,10 +283,9 @@ def lower(k, plan: Gathered, planner, flat, strides) -> None:
     params = tuple(int(values[p]) for p in gathered_gemm.PARAMS)
     step = Kernel(gathered_gemm.function(dtype.name), ((a.space, 0), (b.space, 0), (flat.space, 0)), params, 0,
                   items)
-    parts = min(threads, items) if nb * plan.m * n * kk >= SPLIT_MACS else 1
-    if parts > 1:
-        bounds = [items * t // parts for t in range(parts + 1)]
-        planner.steps.append(Split([[step.with_range(lo, hi)] for lo, hi in zip(bounds, bounds[1:])]))
+    ranges = item_ranges(items, nb * plan.m * n * kk * NS_PER_MAC, threads, planner.split_ns)
+    if len(ranges) > 1:  # (cut like a generated kernel: plan._link)
+        planner.steps.append(Split([[step.with_range(lo, hi)] for lo, hi in ranges]))
         planner.own_threads = True
     else:
         planner.steps.append(step)

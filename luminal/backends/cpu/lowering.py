@@ -35,7 +35,6 @@ import numpy as np
 
 from luminal.backends.cpu import gathered
 from luminal.backends.cpu.gemm import Strided, plan_gemm
-from luminal.backends.cpu.layout import physical_strides
 from luminal.backends.cpu.steps import Copy, Gemm, IndexCheck, Round
 from luminal.codegen import lowering
 from luminal.codegen.lower import Placed, accumulator
@@ -195,14 +194,12 @@ def _accumulator(k, b, shape):
     """Where ``Acc`` lands: ``(flat storage, element strides of the output shape, its buffer)``: the
     buffer of an output that is just ``Acc`` (``acc_output``), else a scratch (buffer None) stored in
     the order the binding chose for the GEMM (``plan.Planner.acc_order``)."""
-    buf = acc_output(k)
+    buf, strides = acc_output(k), b.product_strides(k, shape)
     if buf is not None:
-        return (*b.storage(buf, shape), buf)
+        return b.storage(buf, shape)[0], strides, buf
     order = b.acc_order(k)
-    if order is None:
-        return b.scratch(shape, k.acc_dtype.np).reshape((prod(shape),)), contiguous_strides(shape), None
-    stored = b.scratch(tuple(shape[a] for a in order), k.acc_dtype.np)
-    return stored.reshape((prod(shape),)), physical_strides(shape, order), None
+    stored = b.scratch(shape if order is None else tuple(shape[a] for a in order), k.acc_dtype.np)
+    return stored.reshape((prod(shape),)), strides, None
 
 
 def acc_output(k):

@@ -70,6 +70,17 @@ def thread_count() -> int:
     return blas.threads() or 1
 
 
+def item_ranges(n: int, cost: float, threads: int, split: float) -> list:
+    """The ranges of a kernel's ``n`` work items to run on threads of their own: one range unless the
+    kernel takes ``split`` ns or more (its estimated ``cost``), then up to ``threads``, each with half
+    of that or more."""
+    if threads < 2 or n < 2 or cost < split:
+        return [(0, n)]
+    t = min(threads, n, max(2, int(cost // (split / 2))) if split > 0 else threads)
+    bounds = [n * i // t for i in range(t + 1)]
+    return list(zip(bounds, bounds[1:]))
+
+
 class Split(Step):
     """A run of steps cut into row ranges: ``parts[t]`` is thread ``t``'s list of steps (or, in a run's
     table of calls, of ``(function, args)``). Calling it runs the parts at once and returns when all

@@ -27,7 +27,7 @@ from tqdm import tqdm
 from luminal.backends.cpu import blas, driver, gathered, layout, tune
 from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
 from luminal.backends.cpu.lowering import Memory, acc_output, lower, lower_run
-from luminal.backends.cpu.parallel import Split, split_rows, thread_count
+from luminal.backends.cpu.parallel import Split, item_ranges, split_rows, thread_count
 from luminal.backends.cpu.steps import Copy, Kernel, Ref, Storage
 from luminal.codegen import ir, llvm
 from luminal.codegen.lower import Placed, index_value
@@ -279,6 +279,11 @@ class Planner:
     def acc_order(self, k) -> tuple | None:
         """The storage order of matmul ``k``'s product when it is kept in a scratch (None: logical)."""
         return self.acc_orders.get(id(k))
+
+    @property
+    def split_ns(self) -> float:
+        """The estimated time from which work is cut over threads (``SPLIT_NS`` under the choices)."""
+        return SPLIT_NS * self.choices.split_scale
 
     def product_strides(self, k, shape) -> tuple:
         """Element strides of matmul ``k``'s product over its output ``shape``, where ``lowering`` will
@@ -539,11 +544,11 @@ class Planner:
         known: dict = {}
         costs = [known[id(kern)] if id(kern) in known else known.setdefault(id(kern), _cost_ns(kern, self.values))
                  for kern, _, _ in self.generated]
-        split = SPLIT_NS * choices.split_scale
+        split = self.split_ns
         if choices.threads == "auto" and sum(c for c in costs if c >= split) < OWN_THREADS_NS:
             threads = 1  # too little to cut: BLAS keeps its own threads for the GEMMs
         sizes = [index_value(kern.grid[0], self.values) if kern.grid else 1 for kern, _, _ in self.generated]
-        cuts = [_parts(n, cost, threads, split) for n, cost in zip(sizes, costs)]
+        cuts = [item_ranges(n, cost, threads, split) for n, cost in zip(sizes, costs)]
         cut = any(len(parts) > 1 for parts in cuts)
         # (the driver's modules the binding will call, compiled with the kernels: on threads of our
         # own, BLAS runs on one thread and the products may be cut; else on its own threads)
@@ -698,11 +703,3 @@ def _moves(index: ir.V, memo: dict) -> bool:
     return got
 
 
-def _parts(n: int, cost: float, threads: int, split: float) -> list:
-    """The ranges of axis 0 (of ``n`` items) to run on threads of their own: one range unless the
-    kernel takes ``split`` ns or more, then up to ``threads``, each with half of that or more."""
-    if threads < 2 or n < 2 or cost < split:
-        return [(0, n)]
-    t = min(threads, n, max(2, int(cost // (split / 2))) if split > 0 else threads)
-    bounds = [n * i // t for i in range(t + 1)]
-    return list(zip(bounds, bounds[1:]))
