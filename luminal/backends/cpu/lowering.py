@@ -33,7 +33,7 @@ import dataclasses
 
 import numpy as np
 
-from luminal.backends.cpu import gathered
+from luminal.backends.cpu import attention, gathered
 from luminal.backends.cpu.gemm import Strided, plan_gemm
 from luminal.backends.cpu.steps import Copy, Gemm, IndexCheck, Round
 from luminal.codegen import lowering
@@ -100,6 +100,26 @@ def lower_run(run: list, b) -> None:
     (``codegen/lowering/rows.py``: softmax, LayerNorm, RMSNorm) to ``b.steps``."""
     reads = list({(id(buf), id(view)): (buf, view) for k in run for buf, view in _reads(k)}.values())
     _generate(b, run, "rows", lambda memory, name: rows.lower(run, CPU, memory, name), reads)
+    b.end_kernel()
+
+
+def lower_attention(f, b) -> None:
+    """Append the fused steps of an attention (``attention.py``: the scores product, the runs of row
+    kernels and the product with ``v``, a block of rows at a time) to ``b.steps``: each run's kernel
+    generated with a grid over its rows (their calls are made per block once they are compiled:
+    ``attention.Blocks.finish``), the blocks' steps, then the second product's epilogue."""
+    kernels = []
+    for run in f.runs:
+        reads = list({(id(buf), id(view)): (buf, view) for k in run for buf, view in _reads(k)}.values())
+        _generate(b, run, "attn", lambda memory, name, run=run: rows.lower(run, CPU, memory, name, flat_rows=True),
+                  reads)
+        kernels.append(b.generated[-1])
+        b.end_kernel()
+    flat, ostr, acc_buf = _accumulator(f.out, b, _out_shape(f.out, b))
+    fused = attention.blocks(f, b, flat, ostr)
+    b.steps.append(fused)
+    b.fused.append((kernels, fused))
+    _epilogue(f.out, b, flat, ostr, acc_buf)
     b.end_kernel()
 
 

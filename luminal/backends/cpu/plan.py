@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from luminal.backends.cpu import blas, driver, gathered, layout, tune
+from luminal.backends.cpu import attention, blas, driver, gathered, layout, tune
 from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
-from luminal.backends.cpu.lowering import Memory, acc_output, lower, lower_run
+from luminal.backends.cpu.lowering import Memory, acc_output, lower, lower_attention, lower_run
 from luminal.backends.cpu.parallel import Split, item_ranges, split_rows, thread_count
 from luminal.backends.cpu.steps import Copy, Kernel, Ref, Storage
 from luminal.codegen import ir, llvm
@@ -70,7 +70,8 @@ class Schedule:
     ``generated`` lists ``(ir kernel, step index before the thread cuts, buffer names)`` per call of
     generated code, ``perms`` the temps stored permuted, ``acc_orders`` the storage order of GEMM
     products kept in scratch, ``made`` the kernels generated and reused (``lowering._generate``),
-    ``gathered`` the products run as gathered GEMMs and the copies skipped (``gathered.find``);
+    ``gathered`` the products run as gathered GEMMs and the copies skipped (``gathered.find``),
+    ``attentions`` how many attentions run fused (``attention.find``);
     ``module`` keeps the compiled code alive."""
 
     env: dict
@@ -87,6 +88,7 @@ class Schedule:
     made: dict
     module: object
     gathered: tuple = ({}, frozenset())
+    attentions: int = 0  # attentions run a block of rows at a time (attention.py)
 
     @property
     def threaded(self) -> bool:
@@ -104,7 +106,7 @@ def plan(kg, kernels, memory: MemoryPlan, env: dict, choices: tune.Choices = tun
     return Schedule(env=dict(env), choices=choices, steps=p.steps, outputs=p.out_calls, updates=p.up_calls,
                     storages=p.storages, callers=p.callers, written=frozenset(p.alias.values()),
                     generated=p.generated, perms=p.perms, acc_orders=p.acc_orders, made=p.made, module=p.module,
-                    gathered=(p.gathered, frozenset(p.skipped)))
+                    gathered=(p.gathered, frozenset(p.skipped)), attentions=len(p.fused))
 
 
 class Planner:
@@ -140,11 +142,18 @@ class Planner:
         writes = self._writes
         units = self._units(kernels, memory)
         self.skipped -= {id(k) for u in units if len(u) > 1 for k in u}  # (a run lowered as one makes it)
-        for unit in tqdm(units, desc=f"generating code: {len(kernels)} kernels", unit="kernel", delay=1.0,
-                         leave=False):
-            if len(unit) == 1 and id(unit[0]) in self.skipped:
-                continue
-            if len(unit) > 1:
+        # attentions run a block of rows at a time (attention.py): {index of the first unit: Attention}
+        attentions = attention.find(self, kg, units, memory)
+        self.fused: list = []  # (its row kernels' entries in self.generated, attention.Blocks) per attention
+        fused_until = 0
+        for i, unit in enumerate(tqdm(units, desc=f"generating code: {len(kernels)} kernels", unit="kernel",
+                                      delay=1.0, leave=False)):
+            if i in attentions:
+                lower_attention(attentions[i], self)
+                fused_until = i + len(attentions[i].runs) + 2
+            elif i < fused_until or (len(unit) == 1 and id(unit[0]) in self.skipped):
+                pass
+            elif len(unit) > 1:
                 lower_run(unit, self)
             else:
                 lower(unit[0], self)
@@ -152,10 +161,30 @@ class Planner:
                 for b, _ in k.outputs:
                     writes[b.id] = writes.get(b.id, 0) + 1
         threads = 1 if choices.threads == "blas" else thread_count()
-        own = self._link(threads) or choices.threads == "own" or self.own_threads
+        cut = self._link(threads)
+        self._finish_fused()
+        own = cut or choices.threads == "own" or self.own_threads
         self.steps = split_rows(self.steps, threads, matmuls=own)
         self.out_calls = [self._output(buf, v) for buf, v in kg.outputs]
         self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]  # (may add copies to steps)
+
+    def _finish_fused(self) -> None:
+        """The fused attentions' steps in place of their placeholders, their row kernels' calls made
+        from each one's compiled call over every row (``attention.Blocks.finish``)."""
+        if not self.fused:
+            return
+        done: dict = {}
+        for kernels, blocks in self.fused:
+            wholes = []
+            for kern, at, names in kernels:
+                step = self.steps[at]
+                first = step if isinstance(step, Kernel) else step.parts[0][0]  # (cut over the threads by _link)
+                wholes.append((first.with_range(0, index_value(kern.grid[0], self.values)), names))
+                self.steps[at] = None
+            done[id(blocks)] = blocks.finish(wholes)
+            self.own_threads = self.own_threads or any(isinstance(x, Split) for x in done[id(blocks)])
+        self.steps = [x for s in self.steps if s is not None
+                      for x in (done[id(s)] if isinstance(s, attention.Blocks) else [s])]
 
     def _units(self, kernels, memory: MemoryPlan) -> list[list]:
         """``kernels`` in the units they are lowered in: a run lowered as one pass over its rows
@@ -363,6 +392,13 @@ class Planner:
             else:  # a temp no kernel writes (the plan skips it): zeros of its own
                 self._own(buf, self._storage(prod(shape) * dtype.itemsize), shape, dtype)
 
+    def own_storage(self, buf) -> None:
+        """Give temp ``buf`` a storage of its own instead of its slot of the memory plan (a schedule
+        that interleaves kernels the plan saw one after another: ``attention.find``). Before any
+        kernel touching it is lowered."""
+        shape = self.shape(buf.shape)
+        self._own(buf, self._storage(prod(shape) * storage_itemsize(buf.dtype)), shape, buf.dtype.np)
+
     def _allocate_parts(self, kernels) -> None:
         """The parts of packs (``Buffer.base``, made by ``expand_calls``): views of their pack's storage
         (a part is written by a kernel before any kernel reads it)."""
@@ -553,7 +589,8 @@ class Planner:
         # (the driver's modules the binding will call, compiled with the kernels: on threads of our
         # own, BLAS runs on one thread and the products may be cut; else on its own threads)
         own = cut or choices.threads == "own"
-        also = driver.companions(self.steps, choices.gemm, 1 if own else blas.threads() or 1,
+        planned = [x for s in self.steps for x in (s.steps if isinstance(s, attention.Blocks) else [s])]
+        also = driver.companions(planned, choices.gemm, 1 if own else blas.threads() or 1,
                                  thread_count() if own else 1)
         distinct = list({id(kern): kern for kern, _, _ in self.generated}.values())  # (a memo's kernel: many calls)
         self.module = llvm.compile_kernels(distinct, distinct=True, vector_width=choices.vector_width, also=also)

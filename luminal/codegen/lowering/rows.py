@@ -139,10 +139,12 @@ def _own_view(v, k) -> bool:
         all(one(n) or same(s, r) for n, s, r in zip(shape, v.strides, contiguous_strides(shape)))
 
 
-def lower(run: list, target, memory, name: str) -> list[ir.Kernel]:
+def lower(run: list, target, memory, name: str, flat_rows: bool = False) -> list[ir.Kernel]:
     """The run (reductions, then an elementwise kernel) as one kernel: on a cooperative target a block
     per row, its threads striding the row in every phase; on a loop target a work item per row, a
-    loop per reduced axis in every phase (the reductions' order is the ``thread`` schedule's)."""
+    loop per reduced axis in every phase (the reductions' order is the ``thread`` schedule's).
+    ``flat_rows`` (a loop target): one grid axis over the rows in row-major order, so that a call's
+    item range is any run of rows (a fused attention's block: ``backends/cpu/attention.py``)."""
     first = run[0]
     domain = sizes(memory, first.domain)
     kept, red, out_shape, red_shape = split_axes(first, domain)
@@ -152,6 +154,9 @@ def lower(run: list, target, memory, name: str) -> list[ir.Kernel]:
         threads = target.row_threads
         work = Work((dim(prod(out_shape)),), (threads,), tuple(unflatten(ir.block(0), out_shape)))
         flat, guard = ir.block(0), ir.alu("LessThan", ir.thread(0), ir.const(1))
+    elif flat_rows:
+        work = Work((dim(prod(out_shape)),), (), tuple(unflatten(ir.item(0), out_shape)))
+        flat, guard = ir.item(0), None
     else:
         work = items(target, out_shape, "o")
         flat, guard = contiguous_index(work.index, out_shape), None
