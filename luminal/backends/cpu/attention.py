@@ -46,8 +46,6 @@ import numpy as np
 from luminal.backends.cpu.gemm import plan_gemm
 from luminal.backends.cpu.parallel import Split, thread_count
 from luminal.backends.cpu.steps import Gemm, Kernel, Ref
-from luminal.codegen import lowering
-from luminal.codegen.target import CPU
 from luminal.core import dtype as dt
 from luminal.core.symbolic import prod
 from luminal.core.view import contiguous_strides
@@ -126,10 +124,8 @@ def find(planner, kg, units: list, memory) -> dict:
 
 
 def _library(planner, k) -> bool:
-    from luminal.backends.cpu.lowering import Memory  # (lowering imports the planner's modules)
     return k.kind == "matmul" and id(k) not in planner.gathered and len(k.inputs) == 2 and \
-        k.acc_dtype in (dt.float32, dt.float64) and \
-        lowering.options(k, CPU, Memory(planner.env, None))[0] == "library"
+        k.acc_dtype in (dt.float32, dt.float64) and planner.library_product(k)
 
 
 def _fits(planner, ks, runs, ko, readers: dict, private, body_scratch: set) -> Attention | None:

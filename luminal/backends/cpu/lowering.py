@@ -77,7 +77,7 @@ def lower(k, b) -> None:
         flat, ostr, acc_buf = _accumulator(k, b, _out_shape(k, b))
         gathered.lower(k, b.gathered[id(k)], b, flat, ostr)
         _epilogue(k, b, flat, ostr, acc_buf)
-    elif k.kind == "matmul" and lowering.options(k, CPU, Memory(b.env, None))[0] == "library":
+    elif k.kind == "matmul" and b.library_product(k):
         _gemm(k, b, k.inputs)
     elif k.kind in ("gather", "scatter_add"):
         _indexing(k, b)

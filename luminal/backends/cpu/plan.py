@@ -29,7 +29,7 @@ from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
 from luminal.backends.cpu.lowering import Memory, acc_output, lower, lower_attention, lower_run
 from luminal.backends.cpu.parallel import Split, item_ranges, split_rows, thread_count
 from luminal.backends.cpu.steps import Copy, Kernel, Ref, Storage
-from luminal.codegen import ir, llvm
+from luminal.codegen import ir, llvm, lowering
 from luminal.codegen.lower import Placed, index_value
 from luminal.codegen.lowering import rows
 from luminal.codegen.target import CPU
@@ -391,6 +391,10 @@ class Planner:
                 self._own(buf, space, shape, dtype)
             else:  # a temp no kernel writes (the plan skips it): zeros of its own
                 self._own(buf, self._storage(prod(shape) * dtype.itemsize), shape, dtype)
+
+    def library_product(self, k) -> bool:
+        """Whether matmul ``k`` is a library product here (BLAS or the generated GEMM, then its epilogue)."""
+        return lowering.options(k, CPU, Memory(self.env, None))[0] == "library"
 
     def own_storage(self, buf) -> None:
         """Give temp ``buf`` a storage of its own instead of its slot of the memory plan (a schedule
