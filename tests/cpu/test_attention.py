@@ -188,3 +188,25 @@ def test_search_times_the_unfused_layout_and_may_keep_it(monkeypatch, tmp_path):
     again = CpuProgram(compiled.kg, compiled.plan, search=2)
     again(a, {})
     assert seen == [] and again.binding({}).choices == unfused
+
+
+def test_a_rolled_encoder_fuses_each_layers_attention(monkeypatch):
+    """A stack of encoder layers is one rolled body called per layer: its attention buffers are the
+    body's scratch, written by every call; each call's attention is fused, and the stack computes the
+    reference's values."""
+    monkeypatch.setattr(attention, "MIN_BYTES", 0)
+    lm.manual_seed(0)
+    layer = lm.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, batch_first=True)
+    model = lm.nn.TransformerEncoder(layer, 3)
+    model.eval()
+    g = lm.Graph()
+    x = g.input("x", (2, 24, 16))
+    out = model(x)
+    xa = np.random.default_rng(1).standard_normal((2, 24, 16)).astype(np.float32)
+    f = lm.compile([out], backend="cpu")
+    got = f(x=xa)[0]
+    np.testing.assert_allclose(got, lm.compile([out], backend="reference")(x=xa)[0], rtol=1e-4, atol=1e-5)
+    prog = f.runner.program
+    assert len(list(prog.kg.bodies())) == 1  # (the case is rolled)
+    (b,) = prog._bindings.values()
+    assert b.schedule.attentions == 3

@@ -1,8 +1,8 @@
 """Fused attention: ``softmax(q @ k^T) @ v`` run a block of query rows at a time, the scores and the
 probabilities of a block in a scratch the cache holds, never the whole score matrix in memory.
 
-Attention reaches the kernel graph as three units: a product making the scores ``S`` (``q @ k^T``,
-any scale or mask applied before or inside the softmax), a run of row kernels making the
+Attention reaches the kernel graph as three units or more: a product making the scores ``S``
+(``q @ k^T``, any scale or mask applied before or inside the softmax), runs of row kernels making the
 probabilities ``P`` from them (``codegen/lowering/rows.py``: the row's max, the sum of exponentials,
 then ``P``; a mask read through its own view), and a product of ``P`` with ``v``. Run kernel by
 kernel, ``S`` and ``P`` (``rows x keys`` each: 4 MB for a batch of 8 sequences of 128 tokens over 8
@@ -20,15 +20,16 @@ rows (the driver calls BLAS or the generated GEMM, as for any product).
 
 When it applies (:func:`find`), for one binding of the dims:
 
-- three consecutive units: a product, a run of row kernels, a product; the products lowered as
+- consecutive units: a product, runs of row kernels, a product; the products lowered as
   library products (BLAS-ready operands, no copies: ``gemm.plan_gemm``), float32 or float64, not
   gathered (``gathered.py``); ``choices.attention`` on;
-- ``S`` the first product's only output (just its sum), read by nothing but the run, each reader
-  walking it in order (no mask); ``P`` the run's only full-size output, read by nothing but the
-  second product; both program temps stored row-major (not permuted, not a body's scratch, not a
-  pack's part, not an output, not a state written in place);
-- the run's rows are the first product's rows: its columns (the keys) the run's reduced axis, its
-  batch and M axes the run's row axes in order; the second product sums over the keys, its rows the
+- ``S`` the first product's only output (just its sum), its value read by nothing but the runs,
+  each reader walking it in order (no mask); each run's result likewise, read by the later runs; ``P``
+  (the last run's) read by nothing but the second product; all program temps stored row-major (an
+  axis of size 1 anywhere), not a pack's part, not an output, not a state written in place (a rolled
+  body's scratch is fine: each call's values are looked at apart);
+- the runs' rows are the first product's rows: its columns (the keys) the runs' reduced axis, its
+  batch and M axes the runs' row axes in order; the second product sums over the keys, its rows the
   same (its other operand ``v``: its N axes, the result's last);
 - the score matrix is :data:`MIN_BYTES` or more (the cost model: below, it stays in the cache
   anyway and the blocks' extra calls cost more than they save).
@@ -87,16 +88,27 @@ def find(planner, kg, units: list, memory) -> dict:
     if not planner.choices.attention:
         return {}
     ends = {b.id for b, _ in kg.outputs} | {b.id for _, b, _ in kg.updates}
-    readers: dict = {}
-    for u in units:
-        for k in u:
-            for b, _ in list(k.inputs) + list(k.epilogue_inputs):
-                readers.setdefault(b.id, set()).add(id(k))
-    body_scratch = set(memory.calls)
+    # (a rolled body's scratch is written by each of its calls: a value's readers are those between its
+    # write and the buffer's next one)
+    order = [k for u in units for k in u]
+    reads: dict = {}
+    writes: dict = {}
+    for at, k in enumerate(order):
+        for b, _ in list(k.inputs) + list(k.epilogue_inputs):
+            reads.setdefault(b.id, []).append(at)
+        for b, _ in k.outputs:
+            writes.setdefault(b.id, []).append(at)
+    where = {id(k): at for at, k in enumerate(order)}
+
+    def readers(b, writer) -> set:
+        """The kernels reading the value kernel ``writer`` writes into ``b``."""
+        w = where[id(writer)]
+        until = min((x for x in writes.get(b.id, ()) if x > w), default=len(order))
+        return {id(order[r]) for r in reads.get(b.id, ()) if w < r < until}
 
     def private(buf) -> bool:  # a temp of the program's own that only this fusion touches
-        return buf.kind == "temp" and buf.base is None and buf.id not in ends and buf.id not in body_scratch \
-            and buf.id not in planner.alias and buf.dtype in (dt.float32, dt.float64)
+        return buf.kind == "temp" and buf.base is None and buf.id not in ends and buf.id not in planner.alias \
+            and buf.dtype in (dt.float32, dt.float64)
 
     # The memory plan, made for the kernels one after another, may give a buffer the blocks write (a
     # row's max, the result) the storage of one they read until the last block (q): each written
@@ -112,7 +124,7 @@ def find(planner, kg, units: list, memory) -> dict:
         fused = None
         if len(units[i]) == 1 and j > i + 1 and j < len(units) and len(units[j]) == 1:
             with planner.plain_sizes():
-                fused = _fits(planner, units[i][0], units[i + 1:j], units[j][0], readers, private, body_scratch)
+                fused = _fits(planner, units[i][0], units[i + 1:j], units[j][0], readers, private)
         if fused is not None:
             found[i] = fused
             for buf in fused.written:
@@ -128,7 +140,7 @@ def _library(planner, k) -> bool:
         k.acc_dtype in (dt.float32, dt.float64) and planner.library_product(k)
 
 
-def _fits(planner, ks, runs, ko, readers: dict, private, body_scratch: set) -> Attention | None:
+def _fits(planner, ks, runs, ko, readers, private) -> Attention | None:
     """The fusion of units ``[ks]``, ``*runs``, ``[ko]``, or None where it does not apply."""
     if not (_library(planner, ks) and _library(planner, ko)) or len(ks.outputs) != 1:
         return None
@@ -143,9 +155,11 @@ def _fits(planner, ks, runs, ko, readers: dict, private, body_scratch: set) -> A
     def row_major(strides) -> bool:  # (a layout may place an axis of size 1 anywhere)
         return all(a == b for a, b, n in zip(strides, whole, domain) if n != 1)
 
-    if p.dtype is not ko.acc_dtype or readers.get(p.id) != {id(ko)} or any(
+    writers = [ks] + [run[-1] for run in runs]
+    if p.dtype is not ko.acc_dtype or readers(p, runs[-1][-1]) != {id(ko)} or any(
             not private(b) or planner.shape(b.shape) != domain or not row_major(planner.strides_of(b, domain))
-            for b in moved) or any(not readers.get(b.id) or not readers[b.id] <= middle for b in moved[:-1]):
+            for b in moved) or any(not readers(b, w) or not readers(b, w) <= middle
+                                   for b, w in zip(moved[:-1], writers)):
         return None
     if any(tuple(run[0].axes) != (len(domain) - 1,) or planner.shape(run[0].domain) != domain for run in runs):
         return None
@@ -186,8 +200,7 @@ def _fits(planner, ks, runs, ko, readers: dict, private, body_scratch: set) -> A
     # what the blocks write while what they read is live: the run's per-row results and the product
     written = [b for run in runs for k in run[:-1] for b, _ in k.outputs] + \
         [b for b, e in ko.outputs if e.op == "Acc" and b.dtype is ko.acc_dtype][:1]
-    if any(b.kind != "temp" or b.base is not None or b.id in planner.alias or b.id in body_scratch
-           for b in written):
+    if any(b.kind != "temp" or b.base is not None or b.id in planner.alias for b in written):
         return None
     return Attention(ks, tuple(runs), ko, tuple(moved), q, k, vin, int(rows), int(gs.M), int(keys), tuple(written))
 
