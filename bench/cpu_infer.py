@@ -12,6 +12,9 @@ Rows (float32, static shapes, same weights and inputs on every side):
   ``TransformerEncoderLayer``s (d_model 256, 4 heads, FFN 1024, exact (erf) GELU, dropout 0, eval mode,
   batch first), on a (8, 128, 256) input; luminal's ``nn.TransformerEncoder`` / ``nn.TransformerEncoderLayer``
   with the torch model's ``state_dict``. ``encoder-relu``: the same with ReLU.
+- ``attention``: ``scaled_dot_product_attention(q, k, v)`` over 8 sequences of 128 tokens, 8 heads of
+  32 (a 4 MB score matrix), q, k and v stacked in one input; luminal fuses it (``backends/cpu/attention.py``),
+  torch eager calls its own fused CPU kernel.
 - ``mlp-b1`` and ``mlp-b1024``: the MNIST MLP of ``examples/mnist/train.py`` (784-256-10), forward only, at
   batch 1 and 1024.
 - ``linear-b1-IxO``: one token through a bias-free ``nn.Linear(I, O)`` at TinyLlama's shapes (2048x2048,
@@ -58,8 +61,9 @@ PAUSE_S = 0.2
 N_INPUTS = 4  # calls rotate over this many inputs
 ENCODER = dict(d_model=256, nhead=4, dim_feedforward=1024, layers=4, batch=8, seq=128)
 LINEAR_B1 = ((2048, 2048), (2048, 5632), (5632, 2048), (2048, 32000))  # (in, out) of TinyLlama's products
-ROWS = ("encoder-gelu", "encoder-relu", "mlp-b1", "mlp-b1024", *(f"linear-b1-{i}x{o}" for i, o in LINEAR_B1),
-        "overhead")
+ATTENTION = (8, 8, 128, 32)  # batch, heads, tokens, head width: a 4 MB score matrix
+ROWS = ("encoder-gelu", "encoder-relu", "attention", "mlp-b1", "mlp-b1024",
+        *(f"linear-b1-{i}x{o}" for i, o in LINEAR_B1), "overhead")
 # luminal / torch eager, by row prefix (the Codegen issue's; linear-b1: the Schedules issue's)
 GOALS = {"encoder": 1.0, "linear-b1": 1.0, "overhead": 1.0}
 READ_BANDWIDTH_GOAL = 0.8  # linear-b1: the share of the machine's read bandwidth luminal should reach
@@ -132,6 +136,10 @@ def make_row(name: str):
         model, tmodel = encoder_models(name.split("-", 1)[1])
         c = ENCODER
         return model, tmodel, (c["batch"], c["seq"], c["d_model"]), 1e3, "ms"
+    if name == "attention":  # q, k and v stacked on a leading axis of 3
+        return (lambda x: lm.nn.functional.scaled_dot_product_attention(x[0], x[1], x[2]),
+                lambda t: torch.nn.functional.scaled_dot_product_attention(t[0], t[1], t[2]), (3, *ATTENTION), 1e3,
+                "ms")
     if name.startswith("mlp-b"):
         model, tmodel = mlp_models()
         return model, tmodel, (int(name[len("mlp-b"):]), 784), 1e3, "ms"
