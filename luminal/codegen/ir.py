@@ -198,6 +198,23 @@ def var(name: str, dtype=INDEX) -> V:
     return V("var", dtype, (), name)
 
 
+def same_value(a: V, b: V) -> bool:
+    """Whether two values are the same expression (built apart: structurally equal)."""
+    if a is b:
+        return True
+    if a.op != b.op or a.dtype is not b.dtype or a.arg != b.arg or len(a.args) != len(b.args):
+        return False
+    return all(same_value(x, y) for x, y in zip(a.args, b.args))
+
+
+def replaced(x: V, old: V, new: V) -> V:
+    """``x`` with every subexpression that is :func:`same_value` as ``old`` replaced by ``new``."""
+    if same_value(x, old):
+        return new
+    args = tuple(replaced(a, old, new) for a in x.args)
+    return x if all(a is b for a, b in zip(args, x.args)) else V(x.op, x.dtype, args, x.arg)
+
+
 def load(buffer: str, dtype, index, valid: V | None = None, pad=0) -> V:
     args = (lift(index),) if valid is None else (lift(index), valid)
     return V("load", dtype, args, (buffer, pad))

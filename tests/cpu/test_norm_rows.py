@@ -53,3 +53,40 @@ def test_a_run_whose_buffers_share_storage_stays_kernel_by_kernel():
     f, ref = lm.compile([y, dx], backend="cpu"), lm.compile([y, dx], backend="reference")
     for got, want in zip(f(x=x0), ref(x=x0)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def _exp2_count(kernel) -> int:
+    """Exp2 operations in a kernel's body (a value shared by several statements counted once each)."""
+    from luminal.codegen import ir
+
+    def values(stmts):
+        for s in stmts:
+            if isinstance(s, ir.Loop):
+                yield from values(s.body)
+            elif isinstance(s, ir.If):
+                yield from values(s.body)
+            elif isinstance(s, (ir.Assign, ir.Store)):
+                yield s.value
+
+    def count(v):
+        return (v.op == "Exp2") + sum(count(a) for a in v.args)
+
+    return sum(count(v) for v in values(kernel.body))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_softmax_computes_each_exponential_once(dtype):
+    """The sum phase stores ``exp(x - max)`` into the output and the last phase reads it back and
+    divides (the stored value is the one computed, in the output's dtype). Values as the reference's."""
+    g = lm.Graph()
+    x = g.input("x", (5, 77), dtype=getattr(lm, dtype))
+    y = x.softmax(-1)
+    a = np.random.default_rng(2).standard_normal((5, 77)).astype(getattr(np, dtype))
+    f = lm.compile(y, backend="cpu")
+    want = lm.compile(y, backend="reference")(x=a)
+    tol = {"float32": 2e-6, "float64": 1e-12}[dtype]
+    np.testing.assert_allclose(np.asarray(f(x=a), np.float64), np.asarray(want, np.float64), rtol=tol, atol=tol)
+    binding = next(reversed(f.runner.program._bindings.values()))
+    counts = [_exp2_count(s.kernel) for s in binding.schedule.steps if getattr(s, "kernel", None) is not None
+              and s.kernel.name.startswith("rows")]
+    assert counts == [1], counts

@@ -685,7 +685,7 @@ def _changed_where(s: ir.Store) -> tuple | None:
     c, a, b = v.args
 
     def own(x) -> bool:
-        return x.op == "load" and x.arg[0] == s.buffer and len(x.args) == 1 and _same_value(x.args[0], s.index)
+        return x.op == "load" and x.arg[0] == s.buffer and len(x.args) == 1 and ir.same_value(x.args[0], s.index)
 
     if own(b) and not own(a):
         return c, a
@@ -693,14 +693,6 @@ def _changed_where(s: ir.Store) -> tuple | None:
         return ir.alu("Not", c), b
     return None
 
-
-def _same_value(a: ir.V, b: ir.V) -> bool:
-    """Whether two IR values are the same expression (index math built apart)."""
-    if a is b:
-        return True
-    if a.op != b.op or a.dtype is not b.dtype or a.arg != b.arg or len(a.args) != len(b.args):
-        return False
-    return all(_same_value(x, y) for x, y in zip(a.args, b.args))
 
 
 def _cost_ns(kernel: ir.Kernel, env: dict) -> float:

@@ -26,6 +26,7 @@ from luminal.codegen.lowering import reduce
 from luminal.codegen.lowering.elementwise import has_reshape
 from luminal.codegen.lowering.reduce import block_reduce, domain_index, prologue, split_axes
 from luminal.codegen.lowering.work import Uses, Work, items, kernel, one, reader, sizes, store
+from luminal.core import dtype as dt
 from luminal.core.symbolic import is_static, prod, same
 from luminal.core.view import contiguous_strides
 
@@ -176,6 +177,7 @@ def lower(run: list, target, memory, name: str, flat_rows: bool = False) -> list
 
     registers: dict[int, ir.V] = {}  # id(output buffer of a reduction) -> the register holding this row's value
     body, shared = [], []
+    phases = []  # per reduction: (where its loop is in body, its prologue, its accumulator, op, work dtype)
     for phase, k in enumerate(run[:-1]):
         op = k.reduce_op
         if op == "max" and any(is_static(n) and n == 0 for n in red_shape):
@@ -184,9 +186,10 @@ def lower(run: list, target, memory, name: str, flat_rows: bool = False) -> list
         slots = {i: registers[id(b)] for i, (b, _) in enumerate(k.inputs) if id(b) in registers}
         pro, _ = prologue(k, memory, uses, work_dtype, slots)
         acc = f"sum{phase}"  # (a register has one dtype: one per phase)
-        body += [ir.Assign(acc, reduce_identity(op, work_dtype)),
-                 *over_row(f"r{phase}", lambda at, k=k, acc=acc, pro=pro, op=op, wd=work_dtype: (
-                     ir.Assign(acc, accumulate(op, ir.var(acc, wd), pro(at))),))]
+        body.append(ir.Assign(acc, reduce_identity(op, work_dtype)))
+        phases.append((len(body), pro, acc, op, work_dtype))
+        body += over_row(f"r{phase}", lambda at, acc=acc, pro=pro, op=op, wd=work_dtype: (
+            ir.Assign(acc, accumulate(op, ir.var(acc, wd), pro(at))),))
         if block:
             # the block's reduction leaves the row's value in thread 0, which hands it to every thread
             # through shared memory (the barrier also keeps the next phase from writing the partials
@@ -206,11 +209,60 @@ def lower(run: list, target, memory, name: str, flat_rows: bool = False) -> list
     slots = {i: registers[id(b)] for i, (b, _) in enumerate(last.inputs) if id(b) in registers}
     values = Values(lambda e, idx: slots[e.arg] if e.arg in slots else base(e, idx), lambda e: domain, memory.env)
     outs = [(uses.use(memory.output(b), "w"), e) for b, e in last.outputs]
-    body += over_row("r", lambda at: [store(memory, p, at, domain, values.at(e, at if values.shape(e) is not None
-                                                                               else ())) for p, e in outs])
+    reuse = None if block else _reused(phases, outs, values, domain, kept, red, row, red_shape)
+    if reuse is not None:  # the phase's loop also stores its per-element value into the output
+        j, (at_body, pro, acc, op, wd) = reuse
+        p = uses.use(outs[0][0], "rw")
+
+        def stored(at):
+            value = _inner(pro(at))
+            return (ir.Assign("each", value), ir.Assign(acc, accumulate(op, ir.var(acc, wd), ir.cast(
+                ir.var("each", value.dtype), wd))), store(memory, p, at, domain, ir.var("each", value.dtype)))
+
+        body[at_body:at_body + 1] = over_row(f"r{j}", stored)
+
+    def last_values(at):
+        out = []
+        for p, e in outs:
+            value = values.at(e, at if values.shape(e) is not None else ())
+            if reuse is not None:  # (its value read back from where the phase stored it)
+                kept_value = _inner(reuse[1][1](at))
+                value = ir.replaced(value, kept_value, ir.load(p.name, kept_value.dtype,
+                                                               store(memory, p, at, domain, kept_value).index))
+            out.append(store(memory, p, at, domain, value))
+        return out
+
+    body += over_row("r", last_values)
     shared = list({x.name: x for x in shared}.values())  # (one scratch per accumulator dtype)
     fused = " ".join(x for k in run for x in k.fused)
     return [kernel(name, uses, work, body, shared=tuple(shared), notes={"fused": fused, "schedule": "rows"})]
+
+
+def _inner(value: ir.V) -> ir.V:
+    """A prologue's value before its cast to the accumulator's dtype."""
+    return value.args[0] if value.op == "cast" else value
+
+
+def _reused(phases: list, outs: list, values, domain, kept, red, row, red_shape):
+    """``(phase, its entry of phases)`` whose per-element value the last kernel computes again (a
+    softmax: ``exp(x - max)``, summed by the second reduction, then divided by the sum), or None. On a
+    loop target that phase's loop stores the value into the output (the last kernel's one output,
+    of the value's dtype: float32 or float64) and the last kernel reads it back: an ``exp`` in double
+    per element fewer (``codegen/llvm.py``'s float32 ``exp2``), for a load of the row the cache holds.
+    The values are the same: the stored value is the one computed, in the output's dtype."""
+    if len(outs) != 1 or outs[0][0].dtype not in (dt.float32, dt.float64):
+        return None
+    p, e = outs[0]
+    at = domain_index(domain, kept, red, row, tuple(ir.var(f"r_{j}") for j in range(len(red_shape))))
+    if values.shape(e) is None:
+        return None
+    value = values.at(e, at)
+    for j in reversed(range(len(phases))):
+        inner = _inner(phases[j][1](at))
+        if inner.dtype is p.dtype and inner.op not in ("load", "var", "const") and \
+                ir.replaced(value, inner, ir.var("each", inner.dtype)) is not value:
+            return j, phases[j]
+    return None
 
 
 def _epilogue(k, memory, uses, out_shape, row, flat, acc, registers: dict, phase: int, guard) -> list:
