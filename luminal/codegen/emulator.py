@@ -40,7 +40,7 @@ nondeterministic. Each one raises :class:`EmulatorError`, which names the kernel
 - A register reassigned with a different dtype, or read as a ``var`` of another dtype.
 - A barrier reached by only part of a block (divergent; undefined on a GPU).
 - A shuffle whose source lane is inactive, or in a block whose thread count is not a multiple of
-  32. An ``Mma`` run by part of a warp.
+  32. An ``Mma`` or ``LdMatrix`` run by part of a warp.
 - A ``WideLoad`` whose address (the buffer array's, plus the index's bytes) is not 16-byte aligned:
   a GPU faults on it (device buffers start 256-byte aligned, ``backends/cuda/arena.py``).
 - **Races.** Lockstep execution would hide a missing barrier, so every written buffer and every
@@ -70,6 +70,17 @@ loop over the ranks of duplicate indices for bfloat16).
 fragment layout (:func:`mma_layout`). It computes in float64, where the 16-bit products are exact,
 and rounds once to float32. The tensor cores' own accumulation order and intermediate precision are
 unspecified by PTX, so they may differ from this in the last bits of float32.
+
+**Async copies** (``cp.async``): an ``AsyncCopy`` reads its source when issued and poisons its
+16 bytes of shared memory (recorded as the lane's write); ``AsyncCommit`` makes the lane's copies in
+flight a group; ``AsyncWait(n)`` lands every group of the lane but its ``n`` most recent, writing
+the values then (as the lane's write, so another lane needs a barrier before reading them). A read
+before the wait sees NaN, as a GPU would see some byte of the copy or the old contents. A copy's
+addresses must be 16-byte aligned, its count 0 to a 16-byte vector's elements, and only those read.
+
+**LdMatrix** (``ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16``) gathers per warp the four 8x8
+matrices whose rows the lanes address (16-byte aligned) and hands each lane its fragment elements
+(``ir.LdMatrix``); run by part of a warp it is refused, as ``Mma`` is.
 """
 
 from __future__ import annotations
@@ -286,6 +297,8 @@ class _Run:
         self.phase_block = np.arange(-1, self.nblocks, dtype=np.int64)  # each phase's block (phase 0: none)
         self.lane_phase = self.phase[self.lane_block]
         self.lane_field = self.lanes + 1
+        self.in_flight: list = []  # async copies issued, not yet in a group: (lanes, positions, storage values)
+        self.groups: list = []  # committed groups of async copies: [lanes (bool per lane), [copies]]
         self.regs: dict[str, tuple] = {}  # name -> (dtype, values)
         self.inv: dict[int, np.ndarray] = {}  # lane-invariant values, kept across statements
         self.inv_bytes = 0
@@ -677,6 +690,14 @@ class _Run:
                     self.mma(s, mask, declared)
                 elif isinstance(s, ir.WideLoad):
                     self.wide(s, mask, declared)
+                elif isinstance(s, ir.AsyncCopy):
+                    self.async_copy(s, mask)
+                elif isinstance(s, ir.AsyncCommit):
+                    self.async_commit(mask)
+                elif isinstance(s, ir.AsyncWait):
+                    self.async_wait(s.pending, mask)
+                elif isinstance(s, ir.LdMatrix):
+                    self.ldmatrix(s, mask, declared)
                 else:
                     raise self.error(f"not a statement: {s!r}")
         finally:
@@ -746,10 +767,7 @@ class _Run:
             raise self.error(f"index into {s.buffer!r} is {idx.dtype}, not an integer")
         lanes = self.lanes if mask.all() else np.flatnonzero(mask)
         i = idx if len(lanes) == self.n else idx[lanes]
-        address = self.bufs[s.buffer].ctypes.data + i * self.bufs[s.buffer].itemsize
-        if (address % 16).any():
-            j = int(np.argmax(address % 16 != 0))
-            raise self.error(f"wide load of {s.buffer!r} at index {int(i[j])}: not 16-byte aligned", lanes[j])
+        self._aligned(s.buffer, i, lanes, "wide load")
         for e, name in enumerate(s.d):
             out = _const(0, s.dtype, self.n)
             if lanes.size:
@@ -757,6 +775,125 @@ class _Run:
                 self._read(s.buffer, pos, lanes)
                 out[lanes] = _from_storage(self.bufs[s.buffer][pos], s.dtype, self.gpu)
             self.assign(name, s.dtype, out, mask, declared)
+
+    def _aligned(self, name: str, i: np.ndarray, lanes: np.ndarray, what: str):
+        """Refuse an access whose address is not 16-byte aligned (a shared array starts aligned)."""
+        a = self.bufs[name]
+        address = i * a.itemsize + (0 if name in self.shared else a.ctypes.data)
+        if (address % 16).any():
+            j = int(np.argmax(address % 16 != 0))
+            raise self.error(f"{what} of {name!r} at index {int(i[j])}: not 16-byte aligned", lanes[j])
+
+    def async_copy(self, s: ir.AsyncCopy, mask: np.ndarray):
+        """Issue a 16-byte copy into shared memory: the source is read now; the destination holds
+        poison (NaN) until the copy lands (:meth:`async_wait`), so a read before then gives no value."""
+        if s.dtype not in ir.WIDE_DTYPES:
+            raise self.error(f"an async copy moves float32, float16 or bfloat16, not {s.dtype.name}")
+        self._buffer(s.buffer, s.dtype, False, "an async copy")
+        self._buffer(s.shared, s.dtype, True, "an async copy")
+        memo: dict = {}
+        sidx, idx, count = (self.value(v, memo, mask) for v in (s.sindex, s.index, s.count))
+        lanes = self.lanes if mask.all() else np.flatnonzero(mask)
+        if not lanes.size:
+            return
+        w = ir.wide_lanes(s.dtype)
+        n = count[lanes]
+        if ((n < 0) | (n > w)).any():
+            j = int(np.argmax((n < 0) | (n > w)))
+            raise self.error(f"async copy of {int(n[j])} elements (0 to {w})", lanes[j])
+        self._aligned(s.shared, sidx[lanes], lanes, "async copy into")
+        reading = n > 0
+        if reading.any():
+            self._aligned(s.buffer, idx[lanes[reading]], lanes[reading], "async copy")
+        shared = self.bufs[s.shared]
+        raw = np.zeros((len(lanes), w), shared.dtype)
+        dst = np.empty((len(lanes), w), np.int64)
+        poison = np.full(shared.itemsize, 0xFF, np.uint8).view(shared.dtype)[0]
+        for e in range(w):
+            some = np.flatnonzero(n > e)
+            if some.size:
+                pos = self._positions(s.buffer, idx + e, lanes[some])
+                self._read(s.buffer, pos, lanes[some])
+                raw[some, e] = self.bufs[s.buffer][pos]
+            dst[:, e] = self._positions(s.shared, sidx + e, lanes)
+            self._write(s.shared, dst[:, e], lanes, raw[:, e])
+            shared[dst[:, e]] = poison
+        self.in_flight.append((s.shared, lanes, dst, raw))
+
+    def async_commit(self, mask: np.ndarray):
+        """Each lane's copies in flight become one group of its own."""
+        group, rest = [], []
+        for name, lanes, dst, raw in self.in_flight:
+            mine = mask[lanes]
+            if mine.any():
+                group.append((name, lanes[mine], dst[mine], raw[mine]))
+            if not mine.all():
+                rest.append((name, lanes[~mine], dst[~mine], raw[~mine]))
+        self.in_flight = rest
+        self.groups.append((mask.copy(), group))
+
+    def async_wait(self, pending: int, mask: np.ndarray):
+        """Land each lane's groups but its ``pending`` most recent ones: their values written now, by
+        the lane (another thread sees them after a barrier)."""
+        newer = np.zeros(self.n, np.int64)
+        kept = []
+        for lanes_of, copies in reversed(self.groups):
+            land = lanes_of & mask & (newer >= pending)
+            newer += lanes_of
+            if land.any():
+                left = []
+                for name, lanes, dst, raw in copies:
+                    now = land[lanes]
+                    if now.any():
+                        for e in range(dst.shape[1]):
+                            self._write(name, dst[now, e], lanes[now], raw[now, e])
+                            self.bufs[name][dst[now, e]] = raw[now, e]
+                    if not now.all():
+                        left.append((name, lanes[~now], dst[~now], raw[~now]))
+                lanes_of, copies = lanes_of & ~land, left
+            if lanes_of.any():
+                kept.append((lanes_of, copies))
+        self.groups = kept[::-1]
+
+    def ldmatrix(self, s: ir.LdMatrix, mask: np.ndarray, declared: list):
+        """Four 8x8 matrices per warp: lane ``8 i + r`` addresses row ``r`` of matrix ``i``; each lane
+        receives two elements of each (``ir.LdMatrix``)."""
+        self._need_warps("ldmatrix")
+        if s.dtype not in (dt.float16, dt.bfloat16) or len(s.d) != 8:
+            raise self.error(f"ldmatrix.x4 gives 8 float16/bfloat16 registers, got {len(s.d)} of {s.dtype.name}")
+        self._buffer(s.shared, s.dtype, False, "ldmatrix")
+        self._whole_warps(mask, "ldmatrix")
+        idx = self.value(s.index, {}, mask)
+        lanes = self.lanes if mask.all() else np.flatnonzero(mask)
+        if not lanes.size:
+            return
+        self._aligned(s.shared, idx[lanes], lanes, "ldmatrix row")
+        rows = np.empty((len(lanes), 8), np.float32)
+        for e in range(8):
+            pos = self._positions(s.shared, idx + e, lanes)
+            self._read(s.shared, pos, lanes)
+            rows[:, e] = _from_storage(self.bufs[s.shared][pos], s.dtype, self.gpu)
+        m = rows.reshape(-1, 4, 8, 8)  # (warps, matrix, row, column): the rows as the lanes gave them
+        lane = np.arange(WARP)
+        g, t = lane // 4, lane % 4
+        out = np.empty((m.shape[0], WARP, 8), np.float32)
+        for i in range(4):
+            for half in range(2):
+                r, c = (2 * t + half, g) if s.trans else (g, 2 * t + half)
+                out[:, :, 2 * i + half] = m[:, i, r, c]
+        out = out.reshape(-1, 8)
+        for e, name in enumerate(s.d):
+            vals = _const(0, s.dtype, self.n)
+            vals[lanes] = out[:, e]
+            self.assign(name, s.dtype, vals, mask, declared)
+
+    def _whole_warps(self, mask: np.ndarray, what: str):
+        """Refuse a warp-wide operation (``Mma``, ``LdMatrix``) that part of a warp runs."""
+        warps = mask.reshape(-1, WARP)
+        part = warps.any(1) & ~warps.all(1)
+        if part.any():
+            w = int(np.argmax(part))
+            raise self.error(f"{what} run by part of a warp", w * WARP + int(np.argmin(warps[w])))
 
     def mma(self, s: ir.Mma, mask: np.ndarray, declared: list):
         self._need_warps("mma")
@@ -766,11 +903,7 @@ class _Run:
             for x in xs:
                 if x.dtype is not want:
                     raise self.error(f"mma operand {what} {ir.show_value(x)} is {x.dtype.name}, not {want.name}")
-        warps = mask.reshape(-1, WARP)
-        part = warps.any(1) & ~warps.all(1)
-        if part.any():
-            w = int(np.argmax(part))
-            raise self.error("mma run by part of a warp", w * WARP + int(np.argmin(warps[w])))
+        self._whole_warps(mask, "mma")
         memo: dict = {}
         nw = self.n // WARP
 

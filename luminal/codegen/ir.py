@@ -47,12 +47,19 @@ reference does, so every target gives the reference's bits for elementwise code.
 |                                   | ``c`` float32); registers ``d`` (4 names) receive ``a @ b + c``
 | ``WideLoad(d, buffer, dtype, index)`` | GPU: registers ``d`` receive ``buffer[index + i]``, one 16-byte load: 4
 |                                   | float32 or 8 float16 / bfloat16 (``wide_lanes``; the address 16-byte aligned)
+| ``AsyncCopy(shared, sindex, buffer, index, count, dtype)`` | GPU: 16 bytes from a buffer into a shared array,
+|                                   | landing later (``cp.async``; its first ``count`` elements read, zeros after)
+| ``AsyncCommit()``, ``AsyncWait(n)`` | GPU: close a group of this thread's copies; wait until at most ``n`` groups
+|                                   | are in flight
+| ``LdMatrix(d, shared, index, dtype, trans)`` | GPU: a warp's four 8x8 16-bit matrices from shared memory into
+|                                   | ``Mma`` fragments, a row address per lane (``ldmatrix.x4``)
 
 **Kernels** (:class:`Kernel`): ``buffers`` are pointer parameters (:class:`Buf`), ``params`` the
 scalar ones. A CPU kernel (``block == ()``) runs its ``body`` once per index of ``grid`` (the work
 items: independent, so a target may run them in any order, vectorise across the innermost axis and
 split the outermost over threads). A GPU kernel runs ``grid`` blocks of ``block`` threads; ``shared``
-declares its per-block shared memory. Barriers, shuffles, ``Mma`` and ``WideLoad`` exist only in GPU kernels.
+declares its per-block shared memory. Barriers, shuffles, ``Mma``, ``WideLoad``, the async copies and
+``LdMatrix`` exist only in GPU kernels.
 
 Buffer storage: a buffer holds its dtype's elements contiguously, except that CPU targets carry
 bfloat16 in float32 storage (numpy's convention in this project); GPU targets store 16 bits.
@@ -355,6 +362,49 @@ class WideLoad:
     index: V  # of the first element (its address 16-byte aligned)
 
 
+@dataclass(frozen=True, eq=False)
+class AsyncCopy:
+    """GPU (``cp.async``): 16 bytes of ``dtype`` from ``buffer[index]`` on into shared array
+    ``shared[sindex]`` on, without waiting: the first ``count`` elements are read (0 to
+    ``wide_lanes(dtype)``; the rest are zeros). Both addresses 16-byte aligned. The copy lands by the
+    ``AsyncWait`` that completes its group (``AsyncCommit``); until then its destination holds no value."""
+
+    shared: str
+    sindex: V
+    buffer: str
+    index: V
+    count: V
+    dtype: dt.DType  # float32, float16 or bfloat16
+
+
+@dataclass(frozen=True, eq=False)
+class AsyncCommit:
+    """GPU: the thread's copies issued since its last commit become one group."""
+
+
+@dataclass(frozen=True, eq=False)
+class AsyncWait:
+    """GPU: wait until at most ``pending`` of the thread's most recent groups are still in flight (the
+    older ones have landed; other threads see them after a ``Barrier``)."""
+
+    pending: int
+
+
+@dataclass(frozen=True, eq=False)
+class LdMatrix:
+    """GPU (``ldmatrix.sync.aligned.m8n8.x4``): four 8x8 matrices of 16-bit values from shared array
+    ``shared``, one warp together. Lane ``8 i + r`` gives ``index``, where row ``r`` of matrix ``i``
+    starts (8 consecutive elements, 16-byte aligned); lane ``l`` receives ``d[2 i]``, ``d[2 i + 1]`` =
+    matrix ``i``'s elements ``(l // 4, 2 (l % 4))`` and ``(l // 4, 2 (l % 4) + 1)``, or with ``trans``
+    ``(2 (l % 4), l // 4)`` and ``(2 (l % 4) + 1, l // 4)``: ``Mma``'s fragment layout."""
+
+    d: tuple  # 8 register names of ``dtype``
+    shared: str
+    index: V
+    dtype: dt.DType  # float16 or bfloat16
+    trans: bool = False
+
+
 WIDE_DTYPES = (dt.float32, dt.float16, dt.bfloat16)
 
 
@@ -362,8 +412,9 @@ def wide_lanes(d: dt.DType) -> int:
     """Elements of ``d`` in one 16-byte load (``WideLoad``): 4 float32, 8 float16 or bfloat16."""
     return 16 // d.itemsize
 
-STATEMENTS = (Assign, Store, Loop, If, Barrier, AtomicAdd, Mma, WideLoad)
-GPU_STATEMENTS = (Barrier, Mma, WideLoad)
+STATEMENTS = (Assign, Store, Loop, If, Barrier, AtomicAdd, Mma, WideLoad, AsyncCopy, AsyncCommit, AsyncWait,
+              LdMatrix)
+GPU_STATEMENTS = (Barrier, Mma, WideLoad, AsyncCopy, AsyncCommit, AsyncWait, LdMatrix)
 
 
 # kernels ------------------------------------------------------------------------------------------
@@ -467,6 +518,16 @@ def _lines(body, depth, out):
             out.append(f"{pad}{', '.join(s.d)} = mma.m16n8k16.{s.dtype.name}({args})")
         elif isinstance(s, WideLoad):
             out.append(f"{pad}{', '.join(s.d)} = wide {s.buffer}[{show_value(s.index)}]:{s.dtype.name}")
+        elif isinstance(s, AsyncCopy):
+            out.append(f"{pad}{s.shared}[{show_value(s.sindex)}] <- async {s.buffer}[{show_value(s.index)}]:"
+                       f"{s.dtype.name} x {show_value(s.count)}")
+        elif isinstance(s, AsyncCommit):
+            out.append(f"{pad}async commit")
+        elif isinstance(s, AsyncWait):
+            out.append(f"{pad}async wait {s.pending}")
+        elif isinstance(s, LdMatrix):
+            out.append(f"{pad}{', '.join(s.d)} = ldmatrix{'.trans' if s.trans else ''} "
+                       f"{s.shared}[{show_value(s.index)}]:{s.dtype.name}")
         else:
             raise TypeError(f"kernel IR: not a statement: {s!r}")
 
@@ -564,6 +625,29 @@ def check(k: Kernel) -> Kernel:
                     fail(f"wide load from {s.buffer!r}, not a buffer of the kernel's (shared arrays: no)")
                 value(s.index, scope, seen)
                 scope.update(s.d)
+            elif isinstance(s, AsyncCopy):
+                if not k.gpu:
+                    fail("async copy in a CPU kernel")
+                if s.dtype not in WIDE_DTYPES:
+                    fail(f"an async copy moves float32, float16 or bfloat16, not {s.dtype.name}")
+                if s.buffer not in {b.name for b in k.buffers} or s.shared not in {x.name for x in k.shared}:
+                    fail(f"async copy from {s.buffer!r} (a buffer) into {s.shared!r} (a shared array)")
+                for v in (s.sindex, s.index, s.count):
+                    value(v, scope, seen)
+            elif isinstance(s, (AsyncCommit, AsyncWait)):
+                if not k.gpu:
+                    fail("async commit or wait in a CPU kernel")
+                if isinstance(s, AsyncWait) and not (isinstance(s.pending, int) and 0 <= s.pending <= 7):
+                    fail(f"async wait for {s.pending!r} groups in flight (0 to 7)")
+            elif isinstance(s, LdMatrix):
+                if not k.gpu:
+                    fail("ldmatrix in a CPU kernel")
+                if s.dtype not in (dt.float16, dt.bfloat16) or len(s.d) != 8:
+                    fail(f"ldmatrix.x4 gives 8 float16/bfloat16 registers, got {len(s.d)} of {s.dtype.name}")
+                if s.shared not in {x.name for x in k.shared}:
+                    fail(f"ldmatrix from {s.shared!r}, not a shared array of the kernel's")
+                value(s.index, scope, seen)
+                scope.update(s.d)
             else:
                 fail(f"not a statement: {s!r}")
 
@@ -619,6 +703,15 @@ def fingerprint(k: Kernel, positional: bool = False) -> str:
                 lines.append(f"{pad}mma {s.dtype.name} {' '.join(s.d)} {refs}")
             elif isinstance(s, WideLoad):
                 lines.append(f"{pad}wide {s.dtype.name} {' '.join(s.d)} {buf(s.buffer)} {refs}")
+            elif isinstance(s, AsyncCopy):
+                lines.append(f"{pad}async {s.dtype.name} {s.shared} {buf(s.buffer)} {refs}")
+            elif isinstance(s, AsyncCommit):
+                lines.append(f"{pad}commit")
+            elif isinstance(s, AsyncWait):
+                lines.append(f"{pad}wait {s.pending}")
+            elif isinstance(s, LdMatrix):
+                kind = "ldmatrix trans" if s.trans else "ldmatrix"
+                lines.append(f"{pad}{kind} {s.dtype.name} {' '.join(s.d)} {s.shared} {refs}")
             if isinstance(s, (Loop, If)):
                 stmts(s.body, depth + 1)
 
@@ -662,8 +755,10 @@ def operands(s) -> tuple:
         return (s.cond,)
     if isinstance(s, Mma):
         return s.a + s.b + s.c
-    if isinstance(s, WideLoad):
+    if isinstance(s, (WideLoad, LdMatrix)):
         return (s.index,)
+    if isinstance(s, AsyncCopy):
+        return (s.sindex, s.index, s.count)
     return ()
 
 

@@ -16,6 +16,8 @@ The record says how work items map onto the machine and what the lowering may us
 | atomics        | no: a scatter owns lines      | yes: one atomic add per scattered element
 | mma            | none                          | m16n8k16 on float16 / bfloat16
 | tile           | -                             | 16x16 tiles of a product's operands
+| async_copy     | no                            | yes (sm_80 on): ``cp.async`` into shared memory
+|                |                               | and ``ldmatrix`` out of it (``pipelined`` products)
 | library_gemm   | yes: BLAS, then an epilogue   | ``CUDA_LIBRARY``: cuBLASLt, then an epilogue,
 |                |                               | where the device has it (``CUDA``: own kernels)
 | column_blocks  | 16, 8 columns per column sum  | none
@@ -54,6 +56,7 @@ class Target:
     atomics: bool = False
     mma: tuple = ()  # (MmaShape, ...)
     tile: int = 0  # edge of the shared-memory tiles of a product (0: no tiled products)
+    async_copy: bool = False  # cp.async into shared memory and ldmatrix out of it
     library_gemm: bool = False  # products run by a library call, the epilogue a kernel of its own
     column_blocks: tuple = ()  # consecutive columns one work item of a column sum may take
     split_row: int = 0  # a static row at least this long ...
@@ -74,7 +77,7 @@ CPU = Target("cpu", block=None, library_gemm=True, column_blocks=(16, 8),
              split_row=1 << 16, split_outputs=4, split_parts=16)
 
 CUDA = Target("cuda", block=256, row_threads=128, warp=32, shared_memory=True, atomics=True,
-              mma=(MmaShape(16, 8, 16, (dt.float16, dt.bfloat16)),), tile=16,
+              mma=(MmaShape(16, 8, 16, (dt.float16, dt.bfloat16)),), tile=16, async_copy=True,
               split_row=16384, split_outputs=64, split_parts=32)
 # a device whose runtime has a GEMM library (cuBLASLt; the simulated device's numpy stand-in)
 CUDA_LIBRARY = replace(CUDA, library_gemm=True)

@@ -461,6 +461,110 @@ def test_mma_needs_a_whole_warp():
         em.run(k, arrays)
 
 
+# ldmatrix and async copies ------------------------------------------------------------------------
+
+def _ldmatrix_kernel(d: dt.DType, trans: bool, stride: int = 16) -> ir.Kernel:
+    """One warp: the 16x``stride`` matrix X (row-major) into shared memory, then ldmatrix.x4 of its
+    four 8x8 quarters (lane 8 i + r addresses row r of quarter i: rows 8 (i % 2) on, columns 8 (i // 2)
+    on), each lane's eight registers stored to Y[lane, 0..7]."""
+    lane = ir.thread(0)
+    fill = tuple(ir.Store("S", lane + 32 * q, ir.load("X", d, lane + 32 * q)) for q in range(16 * stride // 32))
+    i, r = lane // 8, lane % 8
+    at = (r + 8 * (i % 2)) * stride + 8 * (i // 2)
+    names = tuple(f"m{e}" for e in range(8))
+    body = (*fill, ir.Barrier(), ir.LdMatrix(names, "S", at, d, trans),
+            *(ir.Store("Y", lane * 8 + e, ir.var(nm, d)) for e, nm in enumerate(names)))
+    return ir.Kernel("ldmatrix_x4", (ir.Buf("X", d), ir.Buf("Y", d, "w")), (), (ir.const(1),), body, block=(32,),
+                     shared=(ir.Shared("S", d, 16 * stride),))
+
+
+@pytest.mark.parametrize("trans", [False, True])
+@pytest.mark.parametrize("d", [F16, BF16])
+def test_ldmatrix_gives_each_lane_its_fragment(d, trans):
+    """Lane l gets, of quarter i, elements (l // 4, 2 (l % 4) + h), or transposed (2 (l % 4) + h, l // 4):
+    the PTX figures for ldmatrix (distinct values: any misplaced element shows)."""
+    host = np.float16 if d is F16 else np.float32
+    x = (np.arange(256) - 128).astype(host).reshape(16, 16)  # exact in both types
+    y = poison(256, d)
+    em.run(_ldmatrix_kernel(d, trans), {"X": em.device_array(x, d), "Y": y})
+    got = em.host_array(y, d, (32, 8))
+    quarters = [x[8 * (i % 2):8 * (i % 2) + 8, 8 * (i // 2):8 * (i // 2) + 8] for i in range(4)]
+    for lane in range(32):
+        g, t = lane // 4, lane % 4
+        want = [(q[2 * t + h, g] if trans else q[g, 2 * t + h]) for q in quarters for h in range(2)]
+        np.testing.assert_array_equal(got[lane], want, err_msg=f"lane {lane}")
+
+
+def test_ldmatrix_refuses_a_misaligned_row_and_part_of_a_warp():
+    k = _ldmatrix_kernel(F16, False, stride=20)  # rows 40 bytes apart: row 1 is not 16-byte aligned
+    arrays = {"X": np.zeros(320, np.float16), "Y": poison(256, F16)}
+    with pytest.raises(em.EmulatorError, match="ldmatrix row of 'S' at index 20: not 16-byte aligned"):
+        em.run(k, arrays)
+    k = _ldmatrix_kernel(F16, False)
+    body = (*k.body[:-9], ir.If(ir.thread(0) < 16, k.body[-9:]))
+    k = ir.Kernel(k.name, k.buffers, k.params, k.grid, body, block=k.block, shared=k.shared)
+    with pytest.raises(em.EmulatorError, match="ldmatrix run by part of a warp"):
+        em.run(k, {"X": np.zeros(256, np.float16), "Y": poison(256, F16)})
+
+
+def _async_kernel(count: int, wait: bool = True, barrier: bool = True, reader_shift: int = 1) -> ir.Kernel:
+    """A block of 64 threads: thread t copies X[8 t ..] (``count`` elements of 8, zeros after) into shared
+    S[8 t ..] asynchronously, commits, waits (unless not ``wait``), passes a barrier (unless not), and
+    stores S[8 (t + reader_shift) % 64 + e] (another thread's copy) into Y."""
+    t = ir.thread(0)
+    src = ((t + reader_shift) % 64) * 8
+    body = [ir.AsyncCopy("S", t * 8, "X", t * 8, ir.const(count), F16), ir.AsyncCommit()]
+    if wait:
+        body.append(ir.AsyncWait(0))
+    if barrier:
+        body.append(ir.Barrier())
+    body += [ir.Store("Y", t * 8 + e, ir.load("S", F16, src + e)) for e in range(8)]
+    return ir.Kernel("async_copy", (ir.Buf("X", F16), ir.Buf("Y", F16, "w")), (), (ir.const(1),), tuple(body),
+                     block=(64,), shared=(ir.Shared("S", F16, 512),))
+
+
+@pytest.mark.parametrize("count", [8, 5, 0])
+def test_an_async_copy_lands_at_its_wait(count):
+    """After the wait and a barrier every thread reads the copies: the first ``count`` elements of
+    each 16 bytes from the source, zeros after."""
+    x = (np.arange(512) + 1).astype(np.float16)
+    y = poison(512, F16)
+    em.run(_async_kernel(count), {"X": x, "Y": y})
+    want = x.reshape(64, 8).copy()
+    want[:, count:] = 0
+    np.testing.assert_array_equal(y.reshape(64, 8), np.roll(want, -1, axis=0))
+
+
+def test_an_async_copy_read_before_its_wait_is_no_value_and_a_missing_barrier_a_race():
+    """Without the wait the destination still holds poison (NaN): as on a GPU, the copy may not have
+    landed. Without the barrier after the wait, reading another thread's copy races with its landing."""
+    x = (np.arange(512) + 1).astype(np.float16)
+    y = poison(512, F16)
+    em.run(_async_kernel(8, wait=False, reader_shift=0), {"X": x, "Y": y})  # (its own copy: no race)
+    assert np.isnan(y).all()
+    with pytest.raises(em.EmulatorError, match="race on S"):
+        em.run(_async_kernel(8, barrier=False), {"X": x, "Y": poison(512, F16)})
+
+
+def test_async_wait_leaves_the_newest_groups_in_flight():
+    """Two groups (two copies each into distinct halves), then wait(1): the first group's copies have
+    landed, the second's are still poison; wait(0) lands them."""
+    t = ir.thread(0)
+    copy = lambda g: ir.AsyncCopy("S", g * 256 + t * 8, "X", g * 256 + t * 8, ir.const(8), F16)  # noqa: E731
+    read = lambda base: tuple(ir.Store("Y", base + t * 8 + e, ir.load("S", F16, base % 512 + t * 8 + e))  # noqa: E731
+                              for e in range(8))
+    body = (copy(0), ir.AsyncCommit(), copy(1), ir.AsyncCommit(), ir.AsyncWait(1), *read(0), *read(256),
+            ir.AsyncWait(0), *(ir.Store("Y", 512 + t * 8 + e, ir.load("S", F16, 256 + t * 8 + e)) for e in range(8)))
+    k = ir.Kernel("groups", (ir.Buf("X", F16), ir.Buf("Y", F16, "w")), (), (ir.const(1),), body, block=(32,),
+                  shared=(ir.Shared("S", F16, 512),))
+    x = (np.arange(512) + 1).astype(np.float16)
+    y = poison(768, F16)
+    em.run(k, {"X": x, "Y": y})
+    np.testing.assert_array_equal(y[:256], x[:256])
+    assert np.isnan(y[256:512]).all()
+    np.testing.assert_array_equal(y[512:], x[256:])
+
+
 # wide loads -------------------------------------------------------------------------------------
 
 def _wide_kernel(n_groups: int, start: int = 0, d: dt.DType = F32) -> ir.Kernel:

@@ -48,11 +48,18 @@ def products(g):
     u16, w16 = g.input("u16", (1, 44), dtype=lm.float16), g.input("w16", (9, 48), dtype=lm.float16)
     ub, wb = g.input("ub", (1, 32), dtype=lm.bfloat16), g.input("wb", (5, 32), dtype=lm.bfloat16)
     rows = [u[:, :30] @ wp[:, :30].T, (u @ wp[:, 4:].T).relu(), u16 @ w16[:, :44].T, ub @ wb.T]
-    return [a @ b, (c @ d).relu() + 1.0, v @ w, p @ q, *padded, big_a @ big_b, *rows], \
+    # 16-bit products whose operands 16-byte copies can stage (CUDA's ``pipelined``): ragged 64x64 tiles
+    # and a k of 1.5 steps; an operand contiguous along k, one along m or n, one with a batch
+    h, hk = g.input("h", (70, 48), dtype=lm.float16), g.input("hk", (48, 72), dtype=lm.float16)
+    hb, hw = g.input("hb", (2, 40, 24), dtype=lm.bfloat16), g.input("hw", (56, 24), dtype=lm.bfloat16)
+    staged = [h @ hk, (hk.T @ h.T).relu(), hb @ hw.T]
+    return [a @ b, (c @ d).relu() + 1.0, v @ w, p @ q, *padded, big_a @ big_b, *rows, *staged], \
         {"a": _r(7, 19), "b": _r(19, 5), "c": _r(3, 5, 17), "d": _r(3, 17, 6), "v": _r(1, 23), "w": _r(23, 7),
          "p": _r(5, 33, dtype=np.float16), "q": _r(33, 9, dtype=np.float16), "e": _r(21, 4),
          "l": _r(40, 3), "ba": _r(70, 130), "bb": _r(130, 66), "u": _r(1, 36), "wp": _r(11, 40),
-         "u16": _r(1, 44, dtype=np.float16), "w16": _r(9, 48, dtype=np.float16), "ub": _r(1, 32), "wb": _r(5, 32)}
+         "u16": _r(1, 44, dtype=np.float16), "w16": _r(9, 48, dtype=np.float16), "ub": _r(1, 32), "wb": _r(5, 32),
+         "h": _r(70, 48, dtype=np.float16), "hk": _r(48, 72, dtype=np.float16), "hb": _r(2, 40, 24),
+         "hw": _r(56, 24)}
 
 
 def indexing(g):
@@ -95,7 +102,7 @@ def test_every_option_of_every_kernel_computes_the_reference(target, monkeypatch
         g = lm.Graph()
         outs, inputs = program(g)
         want = lm.compile(outs, backend="reference")(**inputs)
-        for n in range(4):
+        for n in range(5):  # (a 16-bit product on CUDA offers five: library, pipelined, mma, tiled, blocked)
             shift[0] = n
             got = lm.compile(outs, backend=BACKENDS[target])(**inputs)
             for o, (a, b) in enumerate(zip(got, want)):

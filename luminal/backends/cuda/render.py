@@ -335,8 +335,10 @@ def _slots(s) -> tuple:
         return (s.cond,)
     if isinstance(s, ir.Mma):
         return tuple(s.a) + tuple(s.b) + tuple(s.c)
-    if isinstance(s, ir.WideLoad):
+    if isinstance(s, (ir.WideLoad, ir.LdMatrix)):
         return (s.index,)
+    if isinstance(s, ir.AsyncCopy):
+        return (s.sindex, s.index, s.count)
     return ()
 
 
@@ -348,10 +350,12 @@ def _effects(body) -> tuple[set, set, bool]:
     for s in body:
         if isinstance(s, ir.Assign):
             regs.add(s.name)
-        elif isinstance(s, (ir.Mma, ir.WideLoad)):
+        elif isinstance(s, (ir.Mma, ir.WideLoad, ir.LdMatrix)):
             regs.update(s.d)
         elif isinstance(s, (ir.Store, ir.AtomicAdd)):
             bufs.add(s.buffer)
+        elif isinstance(s, ir.AsyncCopy):
+            bufs.add(s.shared)
         elif isinstance(s, ir.Barrier):
             barrier = True
         elif isinstance(s, (ir.Loop, ir.If)):
@@ -397,7 +401,7 @@ class _Renderer:
             elif isinstance(s, ir.Mma):
                 for d in s.d:
                     self._register(d, dt.float32)
-            elif isinstance(s, ir.WideLoad):
+            elif isinstance(s, (ir.WideLoad, ir.LdMatrix)):
                 for d in s.d:
                     self._register(d, s.dtype)
             elif isinstance(s, (ir.Loop, ir.If)):
@@ -662,6 +666,15 @@ class _Renderer:
             self.mma(s)
         elif isinstance(s, ir.WideLoad):
             self.wide(s)
+        elif isinstance(s, ir.AsyncCopy):
+            self.async_copy(s)
+        elif isinstance(s, ir.AsyncCommit):
+            self.emit('asm volatile("cp.async.commit_group;" ::: "memory");')
+        elif isinstance(s, ir.AsyncWait):
+            self.emit(f'asm volatile("cp.async.wait_group %0;" :: "n"({int(s.pending)}) : "memory");')
+            self.forget(loads=True)  # (shared memory the copies landed in)
+        elif isinstance(s, ir.LdMatrix):
+            self.ldmatrix(s)
         else:
             self.fail(f"not a statement: {s!r}")
 
@@ -735,6 +748,51 @@ class _Renderer:
                       for lane in "xyzw" for high in (False, True)]
         for name, value in zip(s.d, values):
             self.emit(f"{self.var_c(name)} = {value};")
+        self.forget(regs=s.d)
+
+    def shared_address(self, name: str, index: str) -> str:
+        """A local holding the shared-window address of ``name[index]`` (a 32-bit ``.shared`` address, what
+        ``cp.async`` and ``ldmatrix`` take; converted in PTX: no header declares the intrinsic here)."""
+        v = f"sa{self.n_locals}"
+        self.n_locals += 1
+        self.emit(f"unsigned {v};")
+        self.emit(f'asm("{{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }}" : "=r"({v}) '
+                  f': "l"(&{self.buf_c[name]}[{index}]));')
+        return v
+
+    def async_copy(self, s):
+        """``cp.async.cg``: 16 bytes into shared memory, ``count`` elements of them read (the source
+        pointer is the buffer's start when none is, so no address past it is formed)."""
+        d = s.dtype
+        if d not in ir.WIDE_DTYPES or self.buf_dtype.get(s.buffer) is not d or self.buf_dtype.get(s.shared) is not d:
+            self.fail(f"an async copy moves float32, float16 or bfloat16 between a buffer and a shared array of "
+                      f"that dtype ({s.buffer!r} -> {s.shared!r})")
+        sidx, idx, count = self.expr(s.sindex), self.expr(s.index), self.expr(s.count)
+        dst = self.shared_address(s.shared, sidx)
+        n = f"cb{self.n_locals}"
+        self.n_locals += 1
+        g = self.buf_c[s.buffer]
+        self.emit(f"const unsigned {n} = (unsigned)({count}) * {d.itemsize}u;")
+        self.emit(f'asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"({dst}), '
+                  f'"l"({n} ? (const void*)&{g}[{idx}] : (const void*){g}), "r"({n}) : "memory");')
+        self.forget(bufs=(s.shared,))
+
+    def ldmatrix(self, s):
+        """``ldmatrix.sync.aligned.m8n8.x4``: four 32-bit registers, each two 16-bit values (the lower
+        half first), into the eight registers as floats (how 16-bit registers are kept)."""
+        if s.dtype not in (dt.float16, dt.bfloat16) or self.buf_dtype.get(s.shared) is not s.dtype or len(s.d) != 8:
+            self.fail(f"ldmatrix gives 8 float16/bfloat16 registers from a shared array of theirs ({s.shared!r})")
+        a = self.shared_address(s.shared, self.expr(s.index))
+        r = [f"lr{self.n_locals}_{i}" for i in range(4)]
+        self.n_locals += 1
+        self.emit(f"unsigned {', '.join(r)};")
+        self.emit(f'asm volatile("ldmatrix.sync.aligned.m8n8.x4{".trans" if s.trans else ""}.shared.b16 '
+                  '{%0, %1, %2, %3}, [%4];" : ' + ", ".join(f'"=r"({x})' for x in r) + f' : "r"({a}) : "memory");')
+        h = "h2f" if s.dtype is dt.float16 else "b2f"
+        self.use(h)
+        for i, name in enumerate(s.d):
+            half = " >> 16" if i % 2 else " & 0xFFFFu"
+            self.emit(f"{self.var_c(name)} = lm_{h}((unsigned short)({r[i // 2]}{half}));")
         self.forget(regs=s.d)
 
     def mma(self, s):

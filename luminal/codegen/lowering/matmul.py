@@ -10,8 +10,11 @@
 |         |                  | output, its threads on the dot product (``reduce.row``); ``warp``: a
 |         |                  | warp per output (``reduce.warp``); ``wide``: ``warp`` with 16-byte loads
 |         |                  | of operands contiguous and aligned along k (``reduce.wide``)
+| pipelined | ``mma`` shapes,| tensor cores fed through shared memory: a 64x64 tile per block of four
+|         | ``async_copy``   | warps, each step of 32 along k staged by 16-byte ``cp.async`` copies two
+|         |                  | stages deep, fragments read by ``ldmatrix`` (operands 16-byte aligned)
 | mma     | ``mma`` shapes   | tensor cores: a warp per 16x8 tile, ``mma.sync.m16n8k16`` in the PTX
-|         |                  | fragment layout, float32 accumulation
+|         |                  | fragment layout, float32 accumulation, operands straight from memory
 | tiled   | shared memory    | 16x16 tiles of both operands through shared memory, a thread per output
 | blocked | shared memory    | 64x64 output tiles, 16 along k through shared memory, each of 256 threads
 |         |                  | holding a 4x4 block of outputs in registers (strided by 16: conflict-free
@@ -21,6 +24,8 @@
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from luminal.codegen import ir
 from luminal.codegen.lower import accumulator, dim, read, reduce_identity, unflatten
@@ -48,6 +53,10 @@ def _own_options(k, target, memory, masked: bool) -> tuple:
             return ("gemv", "warp", *(("wide",) if reduce.wide_fits(k, memory) else ()), "tiled")
         a, b = (buf.dtype for buf, _ in k.inputs)
         if a is b and a in HALF and target.mma_for(a) is not None:
+            _, m_ax, n_ax, k_ax = axes
+            sa, sb = roles(k, axes)
+            if target.async_copy and staging(k, memory, sa, m_ax, k_ax) and staging(k, memory, sb, n_ax, k_ax):
+                return ("pipelined", "mma", "tiled", "blocked")
             return ("mma", "tiled", "blocked")
         return ("tiled", "blocked", "thread")
     if not target.warp:
@@ -65,7 +74,8 @@ def lower(k, target, memory, name: str, option: str) -> list[ir.Kernel]:
     if option in ("thread", "row", "split", "warp", "wide"):
         return reduce.lower(k, target, memory, name, option)
     axes = matmul_axes(k)
-    return {"mma": _mma, "tiled": _tiled, "blocked": _blocked}[option](k, target, memory, name, axes)
+    return {"mma": _mma, "pipelined": _pipelined, "tiled": _tiled, "blocked": _blocked}[option](
+        k, target, memory, name, axes)
 
 
 def matmul_axes(k):
@@ -261,15 +271,187 @@ def _mma(k, target, memory, name: str, axes) -> list[ir.Kernel]:
             ir.Loop("t", ir.const(0), dim(kk), (
                 ir.Mma(d, tuple(a_vals), tuple(b_vals), tuple(ir.var(x, dt.float32) for x in d), ab),),
                 ir.const(shape.k))]
-    out_shape = reduce.split_axes(k, domain)[2]
-    for i in range(4):
-        r = ir.add(row0, ir.add(group, 8 * (i // 2)))
-        c = ir.add(col0, ir.add(ir.mul(tig, 2), i % 2))
-        ok = ir.both(ir.alu("LessThan", r, dim(m)), ir.alu("LessThan", c, dim(n)))
-        res = f"result{i}"
-        body.append(ir.Assign(res, ir.cast(ir.var(d[i], dt.float32), k.acc_dtype)))
-        body.append(ir.If(ok, tuple(epilogue_stores(k, memory, uses, out_shape, _out_index(k, batch, r, c),
-                                                    ir.var(res, k.acc_dtype)))))
+    body += _store_tile(k, memory, uses, domain, batch, d, row0, col0, group, tig, "")
     batches = prod(tuple(domain[i] for i in batch_axes)) if batch_axes else 1
     work = Work((blocks(n, shape.n), blocks(m, shape.m), dim(batches)), (target.warp,), ())
     return [kernel(name, uses, work, body, notes={"fused": " ".join(k.fused), "schedule": "mma"})]
+
+
+PIPE_M, PIPE_N, PIPE_K, PIPE_STAGES = 64, 64, 32, 2  # the pipelined schedule: block tile, k step, stages
+PIPE_WARPS = (2, 2)  # warps along m and along n, each taking a 32x32 part of the tile (2 x 4 mma tiles)
+PAD = 8  # elements after each staged row: ldmatrix's eight row addresses then fall in distinct banks
+
+
+def staging(k, memory, slot: int, x_ax: int, k_ax: int) -> str | None:
+    """How the pipelined schedule stages operand ``slot``: ``"k"`` where it is contiguous along k (in
+    shared memory as rows of its x axis, m or n), ``"x"`` where contiguous along ``x_ax`` (rows of k),
+    None where a 16-byte copy cannot read it (a masked view, or the offset or another stride not a
+    static multiple of 8 elements)."""
+    buf, view = k.inputs[slot]
+    p = memory.read(buf, view)
+    if p.box is not None or not is_static(p.offset) or int(p.offset) % 8:
+        return None
+    domain = sizes(memory, k.domain)
+    moving = {}
+    for i, st in enumerate(p.strides):
+        if (is_static(domain[i]) and domain[i] == 1) or (is_static(st) and st == 0):
+            continue
+        if not is_static(st):
+            return None
+        moving[i] = int(st)
+    for axis, kind in ((k_ax, "k"), (x_ax, "x")):
+        if moving.get(axis) == 1 and all(st % 8 == 0 for i, st in moving.items() if i != axis):
+            return kind
+    return None
+
+
+def _store_tile(k, memory, uses, domain, batch: dict, d: tuple, row, col, group, tig, tag: str) -> list:
+    """Statements storing the accumulators ``d`` of one 16x8 ``mma`` tile whose first output is at
+    (``row``, ``col``) (the C fragment layout: rows ``group`` and ``group + 8``, columns ``2 tig`` and
+    ``2 tig + 1``), each rounded once into the output dtype, through the epilogue, where inside the
+    output (``tag`` names the tile's registers)."""
+    _, m_ax, n_ax, _ = matmul_axes(k)
+    out_shape = reduce.split_axes(k, domain)[2]
+    body = []
+    for e in range(4):
+        r = ir.add(row, ir.add(group, 8 * (e // 2)))
+        c = ir.add(col, ir.add(ir.mul(tig, 2), e % 2))
+        ok = ir.both(ir.alu("LessThan", r, dim(domain[m_ax])), ir.alu("LessThan", c, dim(domain[n_ax])))
+        res = f"result{tag}_{e}"
+        body.append(ir.Assign(res, ir.cast(ir.var(d[e], dt.float32), k.acc_dtype)))
+        body.append(ir.If(ok, tuple(epilogue_stores(k, memory, uses, out_shape, _out_index(k, batch, r, c),
+                                                    ir.var(res, k.acc_dtype)))))
+    return body
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """An operand of the pipelined schedule as its steps are staged in shared memory: along its own
+    product axis ``x_ax`` (m or n; broadcast along ``other``) the tile starting at ``start`` of the
+    axis' ``size``; ``kind`` as :func:`staging`; ``edge`` the tile's extent along x."""
+
+    role: str  # "a" or "b"
+    x_ax: int
+    other: int
+    start: ir.V
+    size: object
+    kind: str
+    edge: int
+    placed: object  # its Placed read
+
+    @property
+    def rows(self) -> int:  # staged rows: of x along k ("k"), or of k along x ("x")
+        return self.edge if self.kind == "k" else PIPE_K
+
+    @property
+    def inner(self) -> int:
+        return PIPE_K if self.kind == "k" else self.edge
+
+    @property
+    def stride(self) -> int:
+        return self.inner + PAD
+
+    @property
+    def per(self) -> int:  # elements of one stage
+        return self.rows * self.stride
+
+    @property
+    def shared(self) -> str:
+        return f"stage_{self.role}"
+
+
+def _pipelined(k, target, memory, name: str, axes) -> list[ir.Kernel]:
+    """Tensor cores fed through shared memory: a 64x64 output tile per block of four warps (each a
+    32x32 part: 2 x 4 ``mma.m16n8k16`` tiles, their float32 accumulators in registers). Each step of
+    32 along k is staged in shared memory by 16-byte ``cp.async`` copies (zeros past the edges), two
+    stages deep: the copies of the next step are in flight while the warps multiply the current one,
+    whose fragments ``ldmatrix`` reads from the staged rows (``.trans`` for an operand staged across
+    k). Numerics as ``mma``'s: float32 accumulation, rounded once into the output dtype."""
+    batch_axes, m_ax, n_ax, k_ax = axes
+    sa, sb = roles(k, axes)
+    domain = sizes(memory, k.domain)
+    uses = Uses()
+    ab = k.inputs[0][0].dtype
+    m, n, kk = (domain[i] for i in (m_ax, n_ax, k_ax))
+    wm_count, wn_count = PIPE_WARPS
+    threads = 32 * wm_count * wn_count
+    tid = ir.thread(0)
+    warp, lane = ir.div(tid, 32), ir.mod(tid, 32)
+    group, tig = ir.div(lane, 4), ir.mod(lane, 4)
+    wm, wn = ir.div(warp, wn_count), ir.mod(warp, wn_count)
+    row0, col0 = ir.mul(ir.block(1), PIPE_M), ir.mul(ir.block(0), PIPE_N)
+    batch = _batch_index(domain, batch_axes, ir.block(2))
+    ops = {role: _Staged(role, x_ax, other, start, size, staging(k, memory, slot, x_ax, k_ax), edge,
+                         uses.use(memory.read(*k.inputs[slot]), "r"))
+           for role, slot, x_ax, other, edge, start, size in (("a", sa, m_ax, n_ax, PIPE_M, row0, m),
+                                                              ("b", sb, n_ax, m_ax, PIPE_N, col0, n))}
+
+    def clamp(rem):  # min(rem, 8) where rem > 0, else 0
+        return ir.alu("Where", ir.alu("LessThan", rem, ir.const(8)), rem, ir.const(8))
+
+    def copies(t, stage) -> list:
+        out = []
+        for op in ops.values():
+            per_row = op.inner // 8
+            for q in range(op.rows * per_row // threads):
+                e = ir.add(tid, threads * q)
+                r, c = ir.div(e, per_row), ir.mul(ir.mod(e, per_row), 8)
+                if op.kind == "k":
+                    x, kpos = ir.add(op.start, r), ir.add(t, c)
+                    rem = ir.add(dim(kk), ir.mul(kpos, -1))
+                else:
+                    kpos, x = ir.add(t, r), ir.add(op.start, c)
+                    rem = ir.add(dim(op.size), ir.mul(x, -1))
+                ok = ir.both(ir.alu("LessThan", kpos, dim(kk)), ir.alu("LessThan", x, dim(op.size)))
+                at = {**batch, op.x_ax: x, op.other: ir.const(0), k_ax: kpos}
+                index = read(op.placed, tuple(at.get(i, ir.const(0)) for i in range(len(k.domain)))).args[0]
+                count = ir.alu("Where", ok, clamp(rem), ir.const(0))
+                sidx = ir.add(ir.mul(stage, op.per), ir.add(ir.mul(r, op.stride), c))
+                out.append(ir.AsyncCopy(op.shared, sidx, op.placed.name, index, count, ab))
+        return out
+
+    eight, row_in = ir.div(lane, 8), ir.mod(lane, 8)  # ldmatrix: lane 8 i + r addresses row r of matrix i
+
+    def fragments(op, stage, x_base, k0, regs) -> ir.LdMatrix:
+        lo, hi = ir.mul(ir.mod(eight, 2), 8), ir.mul(ir.div(eight, 2), 8)
+        x_off, k_off = (lo, hi) if op.role == "a" else (hi, lo)  # (A: its m halves first; B: its k halves)
+        if op.kind == "k":
+            at = ir.add(ir.mul(ir.add(ir.add(x_base, x_off), row_in), op.stride), ir.add(k0, k_off))
+        else:
+            at = ir.add(ir.mul(ir.add(ir.add(k0, k_off), row_in), op.stride), ir.add(x_base, x_off))
+        return ir.LdMatrix(regs, op.shared, ir.add(ir.mul(stage, op.per), at), ab, trans=op.kind == "x")
+
+    acc = {(i, j): tuple(f"acc{i}{j}_{e}" for e in range(4)) for i in range(2) for j in range(4)}
+    fa = {i: tuple(f"fa{i}_{e}" for e in range(8)) for i in range(2)}
+    fb = {j: tuple(f"fb{j}_{e}" for e in range(4)) for j in range(4)}
+
+    def compute(stage) -> list:
+        out = []
+        for k16 in range(0, PIPE_K, 16):
+            for i in range(2):
+                out.append(fragments(ops["a"], stage, ir.add(ir.mul(wm, 32), 16 * i), ir.const(k16), fa[i]))
+            for j in range(0, 4, 2):
+                out.append(fragments(ops["b"], stage, ir.add(ir.mul(wn, 32), 8 * j), ir.const(k16),
+                                     fb[j] + fb[j + 1]))
+            for (i, j), d in acc.items():
+                out.append(ir.Mma(d, tuple(ir.var(x, ab) for x in fa[i]), tuple(ir.var(x, ab) for x in fb[j]),
+                                  tuple(ir.var(x, dt.float32) for x in d), ab))
+        return out
+
+    t = ir.var("t")
+    step = ir.div(t, PIPE_K)
+    body = [*(ir.Assign(x, ir.const(0.0, dt.float32)) for d in acc.values() for x in d),
+            *copies(ir.const(0), ir.const(0)), ir.AsyncCommit(),
+            ir.Loop("t", ir.const(0), dim(kk), (
+                *copies(ir.add(t, PIPE_K), ir.mod(ir.add(step, 1), PIPE_STAGES)), ir.AsyncCommit(),
+                ir.AsyncWait(1), ir.Barrier(),
+                *compute(ir.mod(step, PIPE_STAGES)),
+                ir.Barrier()), ir.const(PIPE_K)),
+            ir.AsyncWait(0)]  # (the last step's copies, of zeros past k: none left in flight at exit)
+    for (i, j), d in acc.items():
+        body += _store_tile(k, memory, uses, domain, batch, d, ir.add(row0, ir.add(ir.mul(wm, 32), 16 * i)),
+                            ir.add(col0, ir.add(ir.mul(wn, 32), 8 * j)), group, tig, f"{i}{j}")
+    batches = prod(tuple(domain[i] for i in batch_axes)) if batch_axes else 1
+    work = Work((blocks(n, PIPE_N), blocks(m, PIPE_M), dim(batches)), (threads,), ())
+    shared = tuple(ir.Shared(op.shared, ab, PIPE_STAGES * op.per) for op in ops.values())
+    return [kernel(name, uses, work, body, shared=shared, notes={"fused": " ".join(k.fused), "schedule": "pipelined"})]
