@@ -44,9 +44,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from luminal.backends.cpu.gemm import plan_gemm
-from luminal.backends.cpu.parallel import Split, thread_count
-from luminal.backends.cpu.steps import Gemm, Kernel, Ref
+from luminal.backends.cpu import blocked
+from luminal.backends.cpu.parallel import thread_count
+from luminal.backends.cpu.steps import Gemm, Ref
 from luminal.core import dtype as dt
 from luminal.core.symbolic import prod
 from luminal.core.view import contiguous_strides
@@ -87,34 +87,7 @@ def find(planner, kg, units: list, memory) -> dict:
     """``{index of the scores product's unit: Attention}`` for the binding the planner lays out."""
     if not planner.choices.attention:
         return {}
-    ends = {b.id for b, _ in kg.outputs} | {b.id for _, b, _ in kg.updates}
-    # (a rolled body's scratch is written by each of its calls: a value's readers are those between its
-    # write and the buffer's next one)
-    order = [k for u in units for k in u]
-    reads: dict = {}
-    writes: dict = {}
-    for at, k in enumerate(order):
-        for b, _ in list(k.inputs) + list(k.epilogue_inputs):
-            reads.setdefault(b.id, []).append(at)
-        for b, _ in k.outputs:
-            writes.setdefault(b.id, []).append(at)
-    where = {id(k): at for at, k in enumerate(order)}
-
-    def readers(b, writer) -> set:
-        """The kernels reading the value kernel ``writer`` writes into ``b``."""
-        w = where[id(writer)]
-        until = min((x for x in writes.get(b.id, ()) if x > w), default=len(order))
-        return {id(order[r]) for r in reads.get(b.id, ()) if w < r < until}
-
-    def private(buf) -> bool:  # a temp of the program's own that only this fusion touches
-        return buf.kind == "temp" and buf.base is None and buf.id not in ends and buf.id not in planner.alias \
-            and buf.dtype in (dt.float32, dt.float64)
-
-    # The memory plan, made for the kernels one after another, may give a buffer the blocks write (a
-    # row's max, the result) the storage of one they read until the last block (q): each written
-    # buffer gets a storage of its own. What they read is live together in the plan (every read
-    # buffer is made before the first unit), and S and P, which they no longer touch, are left as
-    # they are.
+    values = blocked.Values(planner, kg, units)
     found: dict = {}
     i = 0
     while i < len(units):
@@ -124,11 +97,10 @@ def find(planner, kg, units: list, memory) -> dict:
         fused = None
         if len(units[i]) == 1 and j > i + 1 and j < len(units) and len(units[j]) == 1:
             with planner.plain_sizes():
-                fused = _fits(planner, units[i][0], units[i + 1:j], units[j][0], readers, private)
+                fused = _fits(planner, units[i][0], units[i + 1:j], units[j][0], values)
         if fused is not None:
             found[i] = fused
-            for buf in fused.written:
-                planner.own_storage(buf)
+            values.claim(fused.written)
             i = j + 1
         else:
             i += 1
@@ -140,7 +112,7 @@ def _library(planner, k) -> bool:
         k.acc_dtype in (dt.float32, dt.float64) and planner.library_product(k)
 
 
-def _fits(planner, ks, runs, ko, readers, private) -> Attention | None:
+def _fits(planner, ks, runs, ko, values) -> Attention | None:
     """The fusion of units ``[ks]``, ``*runs``, ``[ko]``, or None where it does not apply."""
     if not (_library(planner, ks) and _library(planner, ko)) or len(ks.outputs) != 1:
         return None
@@ -156,9 +128,9 @@ def _fits(planner, ks, runs, ko, readers, private) -> Attention | None:
         return all(a == b for a, b, n in zip(strides, whole, domain) if n != 1)
 
     writers = [ks] + [run[-1] for run in runs]
-    if p.dtype is not ko.acc_dtype or readers(p, runs[-1][-1]) != {id(ko)} or any(
-            not private(b) or planner.shape(b.shape) != domain or not row_major(planner.strides_of(b, domain))
-            for b in moved) or any(not readers(b, w) or not readers(b, w) <= middle
+    if p.dtype is not ko.acc_dtype or values.readers(p, runs[-1][-1]) != {id(ko)} or any(
+            not values.private(b) or planner.shape(b.shape) != domain or not row_major(planner.strides_of(b, domain))
+            for b in moved) or any(not values.readers(b, w) or not values.readers(b, w) <= middle
                                    for b, w in zip(moved[:-1], writers)):
         return None
     if any(tuple(run[0].axes) != (len(domain) - 1,) or planner.shape(run[0].domain) != domain for run in runs):
@@ -172,18 +144,17 @@ def _fits(planner, ks, runs, ko, readers, private) -> Attention | None:
                                    or planner.strided_view(v).offset != 0):
                     return None
     # the scores: rows (batch, then M) as the run's, columns the keys (q may be either operand)
-    q, k = next(((x, y) for x, y in (ks.inputs, ks.inputs[::-1])
-                 if _rows_match(_plan(planner, ks, x, y), planner.shape(ks.domain), ks.axes, row_sizes, keys)),
-                (None, None))
+    q, k = next(((x, y) for x, y in (ks.inputs, ks.inputs[::-1]) if _rows_match(
+        blocked.plan_product(planner, ks, x, y), planner.shape(ks.domain), ks.axes, row_sizes, keys)), (None, None))
     if q is None:
         return None
-    gs = _plan(planner, ks, q, k)
+    gs = blocked.plan_product(planner, ks, q, k)
     # the product with v: P's rows as the run's, summed over the keys, read row-major
     (b0, v0), (b1, v1) = ko.inputs
     if (b0 is p) == (b1 is p):
         return None
     pin, vin = ((b0, v0), (b1, v1)) if b0 is p else ((b1, v1), (b0, v0))
-    go = _plan(planner, ko, pin, vin)
+    go = blocked.plan_product(planner, ko, pin, vin)
     o_domain = planner.shape(ko.domain)
     if go is None or go.K != keys or len(go.k) != 1 or go.M != gs.M or \
             not _rows_match(go, o_domain, ko.axes, row_sizes, go.N):
@@ -200,24 +171,9 @@ def _fits(planner, ks, runs, ko, readers, private) -> Attention | None:
     # what the blocks write while what they read is live: the run's per-row results and the product
     written = [b for run in runs for k in run[:-1] for b, _ in k.outputs] + \
         [b for b, e in ko.outputs if e.op == "Acc" and b.dtype is ko.acc_dtype][:1]
-    if any(b.kind != "temp" or b.base is not None or b.id in planner.alias for b in written):
+    if not values.claimable(written):
         return None
     return Attention(ks, tuple(runs), ko, tuple(moved), q, k, vin, int(rows), int(gs.M), int(keys), tuple(written))
-
-
-def _plan(planner, k, first, second, out_strides=None):
-    """``gemm.plan_gemm`` of product ``k`` with ``first`` as its left operand (its rows the result's),
-    None where an operand or the result would need a copy."""
-    domain = planner.shape(k.domain)
-    (fb, fv), (sb, sv) = first, second
-    if fv.mask is not None or sv.mask is not None:
-        return None
-    fs, ss = planner.locate(fb, planner.strided_view(fv)), planner.locate(sb, planner.strided_view(sv))
-    out_axes = [i for i in range(len(domain)) if i not in k.axes]
-    if out_strides is None:
-        out_strides = planner.product_strides(k, tuple(domain[i] for i in out_axes))
-    g = plan_gemm(domain, k.axes, fs, ss, dict(zip(out_axes, map(int, out_strides))))
-    return None if g.a2 is None or g.b2 is None or g.out2 is None else g
 
 
 def _rows_match(g, domain, axes, row_sizes: list, columns: int) -> bool:
@@ -231,53 +187,14 @@ def _rows_match(g, domain, axes, row_sizes: list, columns: int) -> bool:
         [domain[a] for a in rows] == row_sizes
 
 
-@dataclass(eq=False)
-class Blocks:
-    """The fused steps before the row kernels are compiled: per thread, the steps of its blocks, each
-    block's call of run ``r``'s kernel a ``(r, first row, rows, the thread's scratch)`` that
-    :meth:`finish` makes."""
-
-    parts: list
-    moved: dict  # the IR name of each buffer kept in scratch -> (where it starts in its storage, bytes,
-    #              where its block starts in a thread's scratch, bytes)
-    row_bytes: int  # one row of each
-
-    @property
-    def steps(self) -> list:
-        """The products (what ``driver.companions`` reads to compile their GEMMs beside the kernels)."""
-        return [x for part in self.parts for x in part if isinstance(x, Gemm)]
-
-    def finish(self, kernels: list) -> list:
-        """The steps with the row kernels' calls made (``kernels``: per run, its compiled call over
-        every row and the IR names of its buffers): one part per thread, a :class:`Split` where there
-        are several. A block's call sees each moved buffer where the block's rows are in the thread's
-        scratch: the code indexes row ``r`` at ``start + r * row_bytes``, so the buffer is passed
-        ``first row * row_bytes`` before its block's place in the scratch."""
-        parts = []
-        for part in self.parts:
-            steps = []
-            for x in part:
-                if isinstance(x, tuple):
-                    r, lo, n, own = x
-                    whole, names = kernels[r]
-                    before = lo * self.row_bytes
-                    at = {name: (own.space, own.offset + region - before - start)
-                          for name, (start, region) in self.moved.items()}
-                    x = Kernel(whole.function, tuple(at.get(name, src) for name, src in zip(names, whole.buffers)),
-                               whole.params, lo, lo + n, whole.kernel)
-                steps.append(x)
-            parts.append(steps)
-        return [Split(parts)] if len(parts) > 1 else parts[0]
-
-
-def blocks(f: Attention, planner, flat, ostr) -> Blocks:
+def blocks(f: Attention, planner, flat, ostr) -> blocked.Blocks:
     """The fused steps of ``f``, the result of its second product into ``flat`` (element strides
     ``ostr`` over its output shape: ``lowering._accumulator``)."""
     dtype = np.dtype(f.p.dtype.np)
     item, m, regions = dtype.itemsize, f.per, len(f.moved)
     with planner.plain_sizes():
-        gs = _plan(planner, f.scores, f.q, f.k)
-        go = _plan(planner, f.out, next(x for x in f.out.inputs if x[0] is f.p), f.v, out_strides=ostr)
+        gs = blocked.plan_product(planner, f.scores, f.q, f.k)
+        go = blocked.plan_product(planner, f.out, next(x for x in f.out.inputs if x[0] is f.p), f.v, out_strides=ostr)
         q, k = planner.storage_view(f.q[0], gs.a2), planner.storage_view(f.k[0], gs.b2)
         v, o = planner.storage_view(f.v[0], go.b2), planner.over(flat, go.out2)
     per = max(1, min(m, BLOCK_BYTES // (regions * f.keys * item)))
@@ -287,12 +204,11 @@ def blocks(f: Attention, planner, flat, ostr) -> Blocks:
     threads = max(1, min(threads, len(work)))
     size = regions * per * f.keys
     scratch = planner.scratch((threads, size), dtype)  # per thread: a block of each moved buffer
-    bounds = [len(work) * i // threads for i in range(threads + 1)]
     parts = []
-    for j in range(threads):
+    for j, (lo, hi) in enumerate(blocked.ranges(len(work), threads)):
         own = scratch.view((size,), (1,), j * size)
         steps: list = []
-        for t, r0, r1 in work[bounds[j]:bounds[j + 1]]:
+        for t, r0, r1 in work[lo:hi]:
             at_s = np.unravel_index(t, gs.bshape) if gs.bshape else ()
             at_o = np.unravel_index(t, go.bshape) if go.bshape else ()
             n = r1 - r0
@@ -300,21 +216,12 @@ def blocks(f: Attention, planner, flat, ostr) -> Blocks:
             def block(i):  # rows r0:r1 of moved buffer i, in the scratch
                 return Ref(own.space, (n, f.keys), dtype, (row_bytes, item), own.offset + i * per * row_bytes)
 
-            steps += [Gemm(_rows(q, at_s, r0, r1), _batch(k, at_s), block(0)),
+            steps += [Gemm(blocked.rows(q, at_s, r0, r1), blocked.matrix(k, at_s), block(0)),
                       *((r, t * m + r0, n, own) for r in range(len(f.runs))),
-                      Gemm(block(regions - 1), _batch(v, at_o), _rows(o, at_o, r0, r1))]
+                      Gemm(block(regions - 1), blocked.matrix(v, at_o), blocked.rows(o, at_o, r0, r1))]
         parts.append(steps)
     moved = {planner.place(b, None).name: (planner.storage(b, planner.shape(b.shape))[0].offset, i * per * row_bytes)
              for i, b in enumerate(f.moved)}
-    return Blocks(parts, moved, row_bytes)
+    return blocked.Blocks(parts, moved, row_bytes)
 
 
-def _batch(x: Ref, at) -> Ref:
-    """Matrix ``at`` of a batch of matrices (``x``: batch axes, then two)."""
-    offset = x.offset + sum(int(i) * st for i, st in zip(at, x.strides))
-    return Ref(x.space, x.shape[-2:], x.dtype, x.strides[-2:], offset)
-
-
-def _rows(x: Ref, at, r0: int, r1: int) -> Ref:
-    """Rows ``r0:r1`` of matrix ``at`` of a batch of matrices."""
-    return _batch(x, at).rows(0, r0, r1)

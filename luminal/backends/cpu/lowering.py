@@ -107,7 +107,7 @@ def lower_attention(f, b) -> None:
     """Append the fused steps of an attention (``attention.py``: the scores product, the runs of row
     kernels and the product with ``v``, a block of rows at a time) to ``b.steps``: each run's kernel
     generated with a grid over its rows (their calls are made per block once they are compiled:
-    ``attention.Blocks.finish``), the blocks' steps, then the second product's epilogue."""
+    ``blocked.Blocks.finish``), the blocks' steps, then the second product's epilogue."""
     kernels = []
     for run in f.runs:
         reads = list({(id(buf), id(view)): (buf, view) for k in run for buf, view in _reads(k)}.values())

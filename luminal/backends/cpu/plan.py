@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from luminal.backends.cpu import attention, blas, driver, gathered, layout, tune
+from luminal.backends.cpu import attention, blas, blocked, driver, gathered, layout, tune
 from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
 from luminal.backends.cpu.lowering import Memory, acc_output, lower, lower_attention, lower_run
 from luminal.backends.cpu.parallel import Split, item_ranges, split_rows, thread_count
@@ -144,7 +144,7 @@ class Planner:
         self.skipped -= {id(k) for u in units if len(u) > 1 for k in u}  # (a run lowered as one makes it)
         # attentions run a block of rows at a time (attention.py): {index of the first unit: Attention}
         attentions = attention.find(self, kg, units, memory)
-        self.fused: list = []  # (its row kernels' entries in self.generated, attention.Blocks) per attention
+        self.fused: list = []  # (its row kernels' entries in self.generated, blocked.Blocks) per attention
         fused_until = 0
         for i, unit in enumerate(tqdm(units, desc=f"generating code: {len(kernels)} kernels", unit="kernel",
                                       delay=1.0, leave=False)):
@@ -170,7 +170,7 @@ class Planner:
 
     def _finish_fused(self) -> None:
         """The fused attentions' steps in place of their placeholders, their row kernels' calls made
-        from each one's compiled call over every row (``attention.Blocks.finish``)."""
+        from each one's compiled call over every row (``blocked.Blocks.finish``)."""
         if not self.fused:
             return
         done: dict = {}
@@ -184,7 +184,7 @@ class Planner:
             done[id(blocks)] = blocks.finish(wholes)
             self.own_threads = self.own_threads or any(isinstance(x, Split) for x in done[id(blocks)])
         self.steps = [x for s in self.steps if s is not None
-                      for x in (done[id(s)] if isinstance(s, attention.Blocks) else [s])]
+                      for x in (done[id(s)] if isinstance(s, blocked.Blocks) else [s])]
 
     def _units(self, kernels, memory: MemoryPlan) -> list[list]:
         """``kernels`` in the units they are lowered in: a run lowered as one pass over its rows
@@ -593,7 +593,7 @@ class Planner:
         # (the driver's modules the binding will call, compiled with the kernels: on threads of our
         # own, BLAS runs on one thread and the products may be cut; else on its own threads)
         own = cut or choices.threads == "own"
-        planned = [x for s in self.steps for x in (s.steps if isinstance(s, attention.Blocks) else [s])]
+        planned = [x for s in self.steps for x in (s.steps if isinstance(s, blocked.Blocks) else [s])]
         also = driver.companions(planned, choices.gemm, 1 if own else blas.threads() or 1,
                                  thread_count() if own else 1)
         distinct = list({id(kern): kern for kern, _, _ in self.generated}.values())  # (a memo's kernel: many calls)
