@@ -96,8 +96,8 @@ def test_fused_attention_computes_the_reference(monkeypatch, case, threads):
     prog = lm.compile([out], backend="cpu").runner.program
     ref = lm.compile([out], backend="reference")(**a)[0]
     np.testing.assert_allclose(ref, want, rtol=1e-4, atol=1e-5)
-    fused, plain = _binding(prog, tune.DEFAULT), _binding(prog, tune.Choices(attention=False))
-    assert fused.schedule.attentions == 1 and plain.schedule.attentions == 0
+    fused, plain = _binding(prog, tune.DEFAULT), _binding(prog, tune.Choices(blocks=False))
+    assert fused.schedule.blocked == ("attention",) and plain.schedule.blocked == ()
     for _ in range(2):  # (a second run over the same storage: nothing left from the first)
         got = fused.run(a)[0]
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
@@ -118,16 +118,16 @@ def test_float64_and_the_compiled_call(monkeypatch):
     a = _arrays(2, 2, 64, 64, 8, dtype=np.float64)
     f = lm.compile([out], backend="cpu")
     np.testing.assert_allclose(f(**a)[0], _numpy(a, False), rtol=1e-10, atol=1e-12)
-    assert f.runner.program.binding({}).schedule.attentions == 1
+    assert f.runner.program.binding({}).schedule.blocked == ("attention",)
 
 
 def test_the_cost_model_leaves_small_score_matrices_unfused():
     """Below MIN_BYTES of scores the blocks' extra calls cost more than the traffic they save."""
     small = lm.compile([_sdpa(1, 2, 16, 16, 8)], backend="cpu").runner.program
-    assert _binding(small, tune.DEFAULT).schedule.attentions == 0
+    assert _binding(small, tune.DEFAULT).schedule.blocked == ()
     rows = attention.MIN_BYTES // (4 * 256) + 1
     large = lm.compile([_sdpa(1, 1, rows, 256, 8)], backend="cpu").runner.program
-    assert _binding(large, tune.DEFAULT).schedule.attentions == 1
+    assert _binding(large, tune.DEFAULT).schedule.blocked == ("attention",)
 
 
 def test_scores_read_elsewhere_are_not_fused(monkeypatch):
@@ -139,7 +139,7 @@ def test_scores_read_elsewhere_are_not_fused(monkeypatch):
     p = (q @ k.transpose(-1, -2)).softmax(-1)
     prog = lm.compile([p @ v, p], backend="cpu").runner.program
     b = _binding(prog, tune.DEFAULT)
-    assert b.schedule.attentions == 0
+    assert b.schedule.blocked == ()
     a = _arrays(2, 2, 32, 32, 8)
     want = lm.compile([p @ v, p], backend="reference")(**a)
     for x, w in zip(b.run(a), want):
@@ -161,13 +161,13 @@ def test_a_block_runs_its_gemms_over_its_rows(monkeypatch):
 
 
 def test_search_times_the_unfused_layout_and_may_keep_it(monkeypatch, tmp_path):
-    """With a fused attention the search offers ``attention=False``; when timing favours it, it is
+    """With a fused attention the search offers ``blocks=False``; when timing favours it, it is
     kept, runs the call, and the next program of the same binding takes it from the cache."""
     monkeypatch.setattr(attention, "MIN_BYTES", 0)
     monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("LUMINAL_CACHE", "compile,llvm")
-    monkeypatch.setattr(tune, "STEPS", (("attention", False),))
-    unfused = tune.Choices(attention=False)
+    monkeypatch.setattr(tune, "STEPS", (("blocks", False),))
+    unfused = tune.Choices(blocks=False)
     seen = []
 
     def fake(b, arrays):
@@ -182,7 +182,7 @@ def test_search_times_the_unfused_layout_and_may_keep_it(monkeypatch, tmp_path):
     prog = CpuProgram(compiled.kg, compiled.plan, search=2)
     got, _ = prog(a, {})
     assert seen == [tune.DEFAULT, unfused, tune.DEFAULT, unfused]
-    assert prog.binding({}).choices == unfused and prog.binding({}).schedule.attentions == 0
+    assert prog.binding({}).choices == unfused and prog.binding({}).schedule.blocked == ()
     np.testing.assert_allclose(got[0], _numpy(a, False), rtol=1e-4, atol=1e-5)
     seen.clear()
     again = CpuProgram(compiled.kg, compiled.plan, search=2)
@@ -209,4 +209,4 @@ def test_a_rolled_encoder_fuses_each_layers_attention(monkeypatch):
     prog = f.runner.program
     assert len(list(prog.kg.bodies())) == 1  # (the case is rolled)
     (b,) = prog._bindings.values()
-    assert b.schedule.attentions == 3
+    assert b.schedule.blocked == ("attention",) * 3

@@ -22,7 +22,7 @@ When it applies (:func:`find`), for one binding of the dims:
 
 - consecutive units: a product, runs of row kernels, a product; the products lowered as
   library products (BLAS-ready operands, no copies: ``gemm.plan_gemm``), float32 or float64, not
-  gathered (``gathered.py``); ``choices.attention`` on;
+  gathered (``gathered.py``); ``choices.blocks`` on;
 - ``S`` the first product's only output (just its sum), its value read by nothing but the runs,
   each reader walking it in order (no mask); each run's result likewise, read by the later runs; ``P``
   (the last run's) read by nothing but the second product; all program temps stored row-major (an
@@ -47,7 +47,6 @@ import numpy as np
 from luminal.backends.cpu import blocked
 from luminal.backends.cpu.parallel import thread_count
 from luminal.backends.cpu.steps import Gemm, Ref
-from luminal.core import dtype as dt
 from luminal.core.symbolic import prod
 from luminal.core.view import contiguous_strides
 
@@ -85,7 +84,7 @@ class Attention:
 
 def find(planner, kg, units: list, memory) -> dict:
     """``{index of the scores product's unit: Attention}`` for the binding the planner lays out."""
-    if not planner.choices.attention:
+    if not planner.choices.blocks:
         return {}
     values = blocked.Values(planner, kg, units)
     found: dict = {}
@@ -107,14 +106,9 @@ def find(planner, kg, units: list, memory) -> dict:
     return found
 
 
-def _library(planner, k) -> bool:
-    return k.kind == "matmul" and id(k) not in planner.gathered and len(k.inputs) == 2 and \
-        k.acc_dtype in (dt.float32, dt.float64) and planner.library_product(k)
-
-
 def _fits(planner, ks, runs, ko, values) -> Attention | None:
     """The fusion of units ``[ks]``, ``*runs``, ``[ko]``, or None where it does not apply."""
-    if not (_library(planner, ks) and _library(planner, ko)) or len(ks.outputs) != 1:
+    if not (blocked.library(planner, ks) and blocked.library(planner, ko)) or len(ks.outputs) != 1:
         return None
     s, e = ks.outputs[0]
     if e.op != "Acc" or s.dtype is not ks.acc_dtype or any(len(run[-1].outputs) != 1 for run in runs):
@@ -124,14 +118,13 @@ def _fits(planner, ks, runs, ko, values) -> Attention | None:
     domain = planner.shape(runs[0][0].domain)
     whole = tuple(contiguous_strides(domain))
     middle = {id(k) for run in runs for k in run}
-    def row_major(strides) -> bool:  # (a layout may place an axis of size 1 anywhere)
-        return all(a == b for a, b, n in zip(strides, whole, domain) if n != 1)
-
     writers = [ks] + [run[-1] for run in runs]
-    if p.dtype is not ko.acc_dtype or values.readers(p, runs[-1][-1]) != {id(ko)} or any(
-            not values.private(b) or planner.shape(b.shape) != domain or not row_major(planner.strides_of(b, domain))
-            for b in moved) or any(not values.readers(b, w) or not values.readers(b, w) <= middle
-                                   for b, w in zip(moved[:-1], writers)):
+    def kept(b) -> bool:  # (a buffer kept in scratch: of the runs' domain, row-major)
+        return values.private(b) and planner.shape(b.shape) == domain and \
+            blocked.row_major(planner.strides_of(b, domain), domain)
+
+    if p.dtype is not ko.acc_dtype or values.readers(p, runs[-1][-1]) != {id(ko)} or not all(map(kept, moved)) \
+            or any(not values.readers(b, w) or not values.readers(b, w) <= middle for b, w in zip(moved[:-1], writers)):
         return None
     if any(tuple(run[0].axes) != (len(domain) - 1,) or planner.shape(run[0].domain) != domain for run in runs):
         return None
@@ -140,7 +133,7 @@ def _fits(planner, ks, runs, ko, values) -> Attention | None:
     for run in runs:
         for k in run:
             for b, v in list(k.inputs) + list(k.epilogue_inputs):
-                if b in moved and (v.mask is not None or not row_major(planner.strided_view(v).strides)
+                if b in moved and (v.mask is not None or not blocked.row_major(planner.strided_view(v).strides, domain)
                                    or planner.strided_view(v).offset != 0):
                     return None
     # the scores: rows (batch, then M) as the run's, columns the keys (q may be either operand)

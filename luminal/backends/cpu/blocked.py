@@ -18,6 +18,7 @@ from luminal.backends.cpu.gemm import plan_gemm
 from luminal.backends.cpu.parallel import Split
 from luminal.backends.cpu.steps import Gemm, Kernel, Ref
 from luminal.core import dtype as dt
+from luminal.core.view import contiguous_strides
 
 
 class Values:
@@ -74,6 +75,18 @@ def plan_product(planner, k, first, second, out_strides=None):
     g = plan_gemm(domain, k.axes, fs, ss, dict(zip(out_axes, map(int, out_strides))))
     return None if g.a2 is None or g.b2 is None or g.out2 is None else g
 
+
+
+def library(planner, k) -> bool:
+    """Whether ``k`` is a float32 or float64 product of two operands that BLAS or the generated GEMM
+    runs (not gathered from a copy's source: ``gathered.py``)."""
+    return k.kind == "matmul" and id(k) not in planner.gathered and len(k.inputs) == 2 and \
+        k.acc_dtype in (dt.float32, dt.float64) and planner.library_product(k)
+
+
+def row_major(strides, shape) -> bool:
+    """Whether ``strides`` lay ``shape`` out row-major (an axis of size 1 may have any stride)."""
+    return all(a == b for a, b, n in zip(strides, contiguous_strides(shape), shape) if n != 1)
 
 
 def ranges(n: int, parts: int) -> list:

@@ -33,11 +33,11 @@ import dataclasses
 
 import numpy as np
 
-from luminal.backends.cpu import attention, gathered
+from luminal.backends.cpu import attention, batched, gathered
 from luminal.backends.cpu.gemm import Strided, plan_gemm
 from luminal.backends.cpu.steps import Copy, Gemm, IndexCheck, Round
 from luminal.codegen import lowering
-from luminal.codegen.lower import Placed, accumulator
+from luminal.codegen.lower import Placed, accumulator, index_value
 from luminal.codegen.lowering import rows
 from luminal.codegen.lowering.reduce import loop_parts
 from luminal.codegen.target import CPU
@@ -118,8 +118,30 @@ def lower_attention(f, b) -> None:
     flat, ostr, acc_buf = _accumulator(f.out, b, _out_shape(f.out, b))
     fused = attention.blocks(f, b, flat, ostr)
     b.steps.append(fused)
-    b.fused.append((kernels, fused))
+    b.fused.append(("attention", kernels, fused))
     _epilogue(f.out, b, flat, ostr, acc_buf)
+    b.end_kernel()
+
+
+def lower_batched(f, b) -> None:
+    """Append the fused steps of a product and the elementwise kernel reading it (``batched.py``: an
+    entry of the product's leading axis at a time) to ``b.steps``: the kernel generated as ever (its
+    calls are made per block once it is compiled), then the blocks' steps; where its items do not run
+    over the leading axis outermost, the two kernels one after the other instead."""
+    k = f.reader
+    _generate(b, k, "ew", lambda memory, name: lowering.lower(k, CPU, memory, name), _reads(k))
+    kernel = b.generated[-1]
+    b.end_kernel()
+    items = index_value(kernel[0].grid[0], b.values) if kernel[0].grid else 1
+    if items % f.entries:
+        b.generated.pop()
+        b.steps.pop()
+        lower(f.product, b)
+        lower(k, b)
+        return
+    fused = batched.blocks(f, b, items // f.entries)
+    b.steps.append(fused)
+    b.fused.append(("batched", [kernel], fused))
     b.end_kernel()
 
 

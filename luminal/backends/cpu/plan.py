@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from luminal.backends.cpu import attention, blas, blocked, driver, gathered, layout, tune
+from luminal.backends.cpu import attention, batched, blas, blocked, driver, gathered, layout, tune
 from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
-from luminal.backends.cpu.lowering import Memory, acc_output, lower, lower_attention, lower_run
+from luminal.backends.cpu.lowering import Memory, acc_output, lower, lower_attention, lower_batched, lower_run
 from luminal.backends.cpu.parallel import Split, item_ranges, split_rows, thread_count
 from luminal.backends.cpu.steps import Copy, Kernel, Ref, Storage
 from luminal.codegen import ir, llvm, lowering
@@ -71,7 +71,7 @@ class Schedule:
     generated code, ``perms`` the temps stored permuted, ``acc_orders`` the storage order of GEMM
     products kept in scratch, ``made`` the kernels generated and reused (``lowering._generate``),
     ``gathered`` the products run as gathered GEMMs and the copies skipped (``gathered.find``),
-    ``attentions`` how many attentions run fused (``attention.find``);
+    ``blocked`` the fusions run a block at a time (``attention.find``, ``batched.find``);
     ``module`` keeps the compiled code alive."""
 
     env: dict
@@ -88,7 +88,7 @@ class Schedule:
     made: dict
     module: object
     gathered: tuple = ({}, frozenset())
-    attentions: int = 0  # attentions run a block of rows at a time (attention.py)
+    blocked: tuple = ()  # the fusions run a block at a time, by kind ("attention", "batched": blocked.py)
 
     @property
     def threaded(self) -> bool:
@@ -106,7 +106,7 @@ def plan(kg, kernels, memory: MemoryPlan, env: dict, choices: tune.Choices = tun
     return Schedule(env=dict(env), choices=choices, steps=p.steps, outputs=p.out_calls, updates=p.up_calls,
                     storages=p.storages, callers=p.callers, written=frozenset(p.alias.values()),
                     generated=p.generated, perms=p.perms, acc_orders=p.acc_orders, made=p.made, module=p.module,
-                    gathered=(p.gathered, frozenset(p.skipped)), attentions=len(p.fused))
+                    gathered=(p.gathered, frozenset(p.skipped)), blocked=tuple(kind for kind, _, _ in p.fused))
 
 
 class Planner:
@@ -142,15 +142,20 @@ class Planner:
         writes = self._writes
         units = self._units(kernels, memory)
         self.skipped -= {id(k) for u in units if len(u) > 1 for k in u}  # (a run lowered as one makes it)
-        # attentions run a block of rows at a time (attention.py): {index of the first unit: Attention}
+        # fusions run a block at a time (blocked.py): {index of their first unit: the fusion}
         attentions = attention.find(self, kg, units, memory)
-        self.fused: list = []  # (its row kernels' entries in self.generated, blocked.Blocks) per attention
+        taken = {i + j for i, f in attentions.items() for j in range(len(f.runs) + 2)}
+        products = batched.find(self, kg, units, memory, taken)
+        self.fused: list = []  # (kind, its kernels' entries in self.generated, blocked.Blocks) per fusion
         fused_until = 0
         for i, unit in enumerate(tqdm(units, desc=f"generating code: {len(kernels)} kernels", unit="kernel",
                                       delay=1.0, leave=False)):
             if i in attentions:
                 lower_attention(attentions[i], self)
                 fused_until = i + len(attentions[i].runs) + 2
+            elif i in products:
+                lower_batched(products[i], self)
+                fused_until = i + 2
             elif i < fused_until or (len(unit) == 1 and id(unit[0]) in self.skipped):
                 pass
             elif len(unit) > 1:
@@ -174,7 +179,7 @@ class Planner:
         if not self.fused:
             return
         done: dict = {}
-        for kernels, blocks in self.fused:
+        for _, kernels, blocks in self.fused:
             wholes = []
             for kern, at, names in kernels:
                 step = self.steps[at]

@@ -61,8 +61,9 @@ class Choices:
     for LLVM, one set of objects per binding) instead of kernel parameters (one set for every binding).
     ``gemm``: which GEMM the products call: "auto" (the cost model per product,
     ``generated_gemm.preferred``; BLAS's GEMVs), "blas" or "generated" (``generated_gemm.py`` and
-    ``generated_gemv.py``). ``attention``: run each attention the planner finds a block of rows at a
-    time (``attention.py``); False: its products and row kernel one after another over every row."""
+    ``generated_gemv.py``). ``blocks``: run the fusions the planner finds a block at a time (an
+    attention a block of query rows: ``attention.py``; a product and the kernel reading it an image:
+    ``batched.py``); False: their kernels one after another over everything."""
 
     threads: str = "auto"
     split_scale: float = 1.0
@@ -70,7 +71,7 @@ class Choices:
     gemm_layouts: bool = True
     specialise: bool = False
     gemm: str = "auto"
-    attention: bool = True
+    blocks: bool = True
 
     def __str__(self):
         changed = [f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self)
@@ -84,7 +85,7 @@ DEFAULT = Choices()
 # OWN_THREADS_NS note), 512-bit vectors help wide streaming kernels; cutting more or fewer kernels and
 # dropping the GEMM layouts are finer, and 128-bit vectors rarely win.
 STEPS = (("threads", "own"), ("threads", "blas"), ("vector_width", 512), ("gemm", "generated"), ("gemm", "blas"),
-         ("attention", False), ("split_scale", 0.25), ("gemm_layouts", False), ("specialise", True),
+         ("blocks", False), ("split_scale", 0.25), ("gemm_layouts", False), ("specialise", True),
          ("split_scale", 4.0), ("vector_width", 128))
 
 
@@ -173,7 +174,7 @@ def search(make, arrays: dict, n: int, env: dict) -> tuple:
     return best, Search(dict(env), timed, skipped, rematch, best.choices, time.perf_counter() - t0)
 
 
-SEARCH_VERSION = 3  # 2: the gemm choice; 3: the attention choice
+SEARCH_VERSION = 3  # 2: the gemm choice; 3: the blocks choice
 _DISK = DiskCache("compile")
 
 
@@ -256,14 +257,14 @@ def _steps(default) -> list:
     """The :data:`STEPS` that can change the binding laid out as ``default`` on this machine: a
     vector width of the host's, when it has more than one and there is generated code; thread
     choices on more than one thread (cutting kernels: if there are generated ones); no GEMM layouts
-    where the default permutes some temp; attention unfused only where the default fuses one."""
+    where the default permutes some temp; unfused blocks only where the default fuses some."""
     s = default.schedule
     threads = thread_count() > 1
     widths = llvm.vector_widths() if s.generated else ()
     ok = {"threads": threads, "split_scale": threads and bool(s.generated),
           "gemm_layouts": bool(s.perms or s.acc_orders),
           "specialise": any(kern.params for kern, _, _ in s.generated), "gemm": _has_gemm(s.steps),
-          "attention": s.attentions > 0}
+          "blocks": bool(s.blocked)}
     return [(f, v) for f, v in STEPS if (v in widths and len(widths) > 1 if f == "vector_width" else ok[f])]
 
 
