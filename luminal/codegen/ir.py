@@ -206,20 +206,31 @@ def var(name: str, dtype=INDEX) -> V:
 
 
 def same_value(a: V, b: V) -> bool:
-    """Whether two values are the same expression (built apart: structurally equal)."""
-    if a is b:
-        return True
-    if a.op != b.op or a.dtype is not b.dtype or a.arg != b.arg or len(a.args) != len(b.args):
-        return False
-    return all(same_value(x, y) for x, y in zip(a.args, b.args))
+    """Whether two values are the same expression (built apart: structurally equal). Iterative: a
+    fused region's values may be thousands deep."""
+    stack, seen = [(a, b)], set()
+    while stack:
+        x, y = stack.pop()
+        if x is y or (id(x), id(y)) in seen:
+            continue
+        seen.add((id(x), id(y)))
+        if x.op != y.op or x.dtype is not y.dtype or x.arg != y.arg or len(x.args) != len(y.args):
+            return False
+        stack.extend(zip(x.args, y.args))
+    return True
 
 
 def replaced(x: V, old: V, new: V) -> V:
-    """``x`` with every subexpression that is :func:`same_value` as ``old`` replaced by ``new``."""
-    if same_value(x, old):
-        return new
-    args = tuple(replaced(a, old, new) for a in x.args)
-    return x if all(a is b for a, b in zip(args, x.args)) else V(x.op, x.dtype, args, x.arg)
+    """``x`` with every subexpression that is :func:`same_value` as ``old`` replaced by ``new`` (the
+    rest shared, not copied)."""
+    out: dict = {}
+    for v in walk_values_of([x]):  # (operands before users)
+        if v.op == old.op and same_value(v, old):
+            out[id(v)] = new
+            continue
+        args = tuple(out[id(a)] for a in v.args)
+        out[id(v)] = v if all(a is b for a, b in zip(args, v.args)) else V(v.op, v.dtype, args, v.arg)
+    return out[id(x)]
 
 
 def load(buffer: str, dtype, index, valid: V | None = None, pad=0) -> V:

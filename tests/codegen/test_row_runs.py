@@ -49,3 +49,25 @@ def test_a_backward_pass_reads_the_statistics_the_run_stores(backend):
     for got, want in zip(f(**inputs), ref(**inputs)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     assert _fused(f)
+
+
+def test_structural_equality_and_replacement_reach_any_depth():
+    """``ir.same_value`` and ``ir.replaced`` (what a row run uses to find the value its last phase
+    computes again) walk without recursion: a fused region's value may be thousands deep."""
+    from luminal.codegen import ir
+    from luminal.core import dtype as dt
+
+    def chain(depth):
+        v = ir.load("x", dt.float32, ir.var("i"))
+        for j in range(depth):
+            v = ir.alu("Add", v, ir.const(float(j % 7), dt.float32))
+        return v
+
+    deep, again = chain(5000), chain(5000)
+    assert deep is not again and ir.same_value(deep, again)
+    assert not ir.same_value(deep, chain(4999))
+    inner = chain(10)
+    out = ir.replaced(deep, inner, ir.var("each", dt.float32))
+    assert out is not deep and ir.same_value(out.args[1], deep.args[1])
+    found = [v for v in ir.walk_values_of([out]) if v.op == "var" and v.arg == "each"]
+    assert len(found) == 1 and not any(v.op == "load" for v in ir.walk_values_of([out]))

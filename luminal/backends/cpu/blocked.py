@@ -76,7 +76,6 @@ def plan_product(planner, k, first, second, out_strides=None):
     return None if g.a2 is None or g.b2 is None or g.out2 is None else g
 
 
-
 def library(planner, k) -> bool:
     """Whether ``k`` is a float32 or float64 product of two operands that BLAS or the generated GEMM
     runs (not gathered from a copy's source: ``gathered.py``)."""

@@ -174,8 +174,8 @@ class Planner:
         self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]  # (may add copies to steps)
 
     def _finish_fused(self) -> None:
-        """The fused attentions' steps in place of their placeholders, their row kernels' calls made
-        from each one's compiled call over every row (``blocked.Blocks.finish``)."""
+        """The fusions' steps in place of their placeholders, their kernels' calls made from each one's
+        compiled call over every item (``blocked.Blocks.finish``)."""
         if not self.fused:
             return
         done: dict = {}
@@ -184,7 +184,8 @@ class Planner:
             for kern, at, names in kernels:
                 step = self.steps[at]
                 first = step if isinstance(step, Kernel) else step.parts[0][0]  # (cut over the threads by _link)
-                wholes.append((first.with_range(0, index_value(kern.grid[0], self.values)), names))
+                items = index_value(kern.grid[0], self.values) if kern.grid else 1
+                wholes.append((first.with_range(0, items), names))
                 self.steps[at] = None
             done[id(blocks)] = blocks.finish(wholes)
             self.own_threads = self.own_threads or any(isinstance(x, Split) for x in done[id(blocks)])
@@ -402,8 +403,8 @@ class Planner:
         return lowering.options(k, CPU, Memory(self.env, None))[0] == "library"
 
     def own_storage(self, buf) -> None:
-        """Give temp ``buf`` a storage of its own instead of its slot of the memory plan (a schedule
-        that interleaves kernels the plan saw one after another: ``attention.find``). Before any
+        """Give temp ``buf`` a storage of its own instead of its slot of the memory plan (a fusion
+        interleaves kernels the plan saw one after another: ``blocked.Values.claim``). Before any
         kernel touching it is lowered."""
         shape = self.shape(buf.shape)
         self._own(buf, self._storage(prod(shape) * storage_itemsize(buf.dtype)), shape, buf.dtype.np)
@@ -697,7 +698,6 @@ def _changed_where(s: ir.Store) -> tuple | None:
     if own(a) and not own(b):
         return ir.alu("Not", c), b
     return None
-
 
 
 def _cost_ns(kernel: ir.Kernel, env: dict) -> float:
