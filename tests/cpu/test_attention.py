@@ -146,6 +146,21 @@ def test_scores_read_elsewhere_are_not_fused(monkeypatch):
         np.testing.assert_allclose(x, w, rtol=1e-5, atol=1e-6)
 
 
+def test_probabilities_read_by_the_second_products_epilogue_stay_in_memory():
+    """``P @ v + P[..., :d]``: the add is the second product's epilogue, run after the blocks, so P must
+    be in memory: not fused (at the default thresholds: a 4 MB score matrix). Found by review: fused,
+    the epilogue read a P that was never written."""
+    g = lm.Graph()
+    q, k, v = (g.input(n, (8, 8, 128, 16)) for n in "qkv")
+    p = (q @ k.transpose(-1, -2)).softmax(-1)
+    out = p @ v + p[:, :, :, :16]
+    a = _arrays(8, 8, 128, 128, 16)
+    prog = lm.compile([out], backend="cpu").runner.program
+    b = _binding(prog, tune.DEFAULT)
+    assert b.schedule.blocked == ()
+    np.testing.assert_allclose(b.run(a)[0], lm.compile([out], backend="reference")(**a)[0], rtol=1e-5, atol=1e-5)
+
+
 def test_a_block_runs_its_gemms_over_its_rows(monkeypatch):
     """One thread, blocks of 4 rows of a 10-row head: blocks of 4, 4 and 2 rows per head, each a
     product into the scratch, the row kernel over the block's rows, a product out of it."""

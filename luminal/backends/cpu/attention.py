@@ -25,7 +25,8 @@ When it applies (:func:`find`), for one binding of the dims:
   gathered (``gathered.py``); ``choices.blocks`` on;
 - ``S`` the first product's only output (just its sum), its value read by nothing but the runs,
   each reader walking it in order (no mask); each run's result likewise, read by the later runs; ``P``
-  (the last run's) read by nothing but the second product; all program temps stored row-major (an
+  (the last run's) read by nothing but the second product, as its operand (its epilogue runs after the
+  blocks and would find nothing there); all program temps stored row-major (an
   axis of size 1 anywhere), not a pack's part, not an output, not a state written in place (a rolled
   body's scratch is fine: each call's values are looked at apart);
 - the runs' rows are the first product's rows: its columns (the keys) the runs' reduced axis, its
@@ -147,6 +148,8 @@ def _fits(planner, ks, runs, ko, values) -> Attention | None:
     if (b0 is p) == (b1 is p):
         return None
     pin, vin = ((b0, v0), (b1, v1)) if b0 is p else ((b1, v1), (b0, v0))
+    if any(b is p for b, _ in ko.epilogue_inputs):
+        return None  # (P read after the product, by its epilogue: it must be in memory)
     go = blocked.plan_product(planner, ko, pin, vin)
     o_domain = planner.shape(ko.domain)
     if go is None or go.K != keys or len(go.k) != 1 or go.M != gs.M or \
@@ -213,8 +216,7 @@ def blocks(f: Attention, planner, flat, ostr) -> blocked.Blocks:
                       *((r, t * m + r0, n, own) for r in range(len(f.runs))),
                       Gemm(block(regions - 1), blocked.matrix(v, at_o), blocked.rows(o, at_o, r0, r1))]
         parts.append(steps)
-    moved = {planner.place(b, None).name: (planner.storage(b, planner.shape(b.shape))[0].offset, i * per * row_bytes)
-             for i, b in enumerate(f.moved)}
+    moved = {planner.place(b, None).name: i * per * row_bytes for i, b in enumerate(f.moved)}
     return blocked.Blocks(parts, moved, row_bytes)
 
 

@@ -88,6 +88,8 @@ def _fits(planner, kp, kc, values) -> Batched | None:
     if dims != [domain[i] for i in out_axes] or len(dims) < 2:
         return None
     entries, entry = int(dims[0]), int(prod(dims[1:]))
+    if entries < 2 or entry < 1:
+        return None
     item = np.dtype(p.dtype.np).itemsize
     if entries * entry * item < MIN_BYTES or entry * item < MIN_ENTRY_BYTES:
         return None
@@ -155,7 +157,6 @@ def blocks(f: Batched, planner, items: int) -> blocked.Blocks:
     threads = 1 if planner.choices.threads == "blas" else thread_count()
     threads = max(1, min(threads, len(work)))
     scratch = planner.scratch((threads, per * f.entry), dtype)
-    start = planner.storage(f.p, planner.shape(f.p.shape))[0].offset
     parts = []
     for j, (lo, hi) in enumerate(blocked.ranges(len(work), threads)):
         own = scratch.view((per * f.entry,), (1,), j * per * f.entry)
@@ -166,7 +167,7 @@ def blocks(f: Batched, planner, items: int) -> blocked.Blocks:
                 steps.append(Gemm(_shifted(a, e * sa), _shifted(b, e * sb), result))
             steps.append((0, e0 * items, (e1 - e0) * items, own))
         parts.append(steps)
-    return blocked.Blocks(parts, {planner.place(f.p, None).name: (start, 0)}, f.entry * item // items)
+    return blocked.Blocks(parts, {planner.place(f.p, None).name: 0}, f.entry * item // items)
 
 
 def _shifted(x: Ref, elements: int) -> Ref:

@@ -101,8 +101,8 @@ class Blocks:
     :meth:`finish` makes."""
 
     parts: list
-    moved: dict  # the IR name of each buffer kept in scratch -> (where it starts in its storage, bytes,
-    #              where its block starts in a thread's scratch, bytes)
+    moved: dict  # the IR name of each buffer kept in scratch -> where its block starts in a thread's scratch
+    #              (bytes from the scratch's start)
     row_bytes: int  # one item's share of each (an attention's row of scores, an image's product)
 
     @property
@@ -114,8 +114,9 @@ class Blocks:
         """The steps with the kernels' calls made (``kernels``: per generated kernel, its compiled call
         over every item and the IR names of its buffers): one part per thread, a :class:`Split` where
         there are several. A block's call sees each moved buffer where the block's items are in the
-        thread's scratch: the code indexes item ``r``'s share at ``start + r * row_bytes``, so the
-        buffer is passed ``first item * row_bytes`` before its block's place in the scratch."""
+        thread's scratch: the code indexes item ``r``'s share ``r * row_bytes`` from the buffer's
+        pointer, so the buffer is passed ``first item * row_bytes`` before its block's place in the
+        scratch."""
         parts = []
         for part in self.parts:
             steps = []
@@ -124,8 +125,7 @@ class Blocks:
                     r, lo, n, own = x
                     whole, names = kernels[r]
                     before = lo * self.row_bytes
-                    at = {name: (own.space, own.offset + region - before - start)
-                          for name, (start, region) in self.moved.items()}
+                    at = {name: (own.space, own.offset + region - before) for name, region in self.moved.items()}
                     x = Kernel(whole.function, tuple(at.get(name, src) for name, src in zip(names, whole.buffers)),
                                whole.params, lo, lo + n, whole.kernel)
                 steps.append(x)

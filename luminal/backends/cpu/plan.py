@@ -598,7 +598,7 @@ class Planner:
         cut = any(len(parts) > 1 for parts in cuts)
         # (the driver's modules the binding will call, compiled with the kernels: on threads of our
         # own, BLAS runs on one thread and the products may be cut; else on its own threads)
-        own = cut or choices.threads == "own"
+        own = cut or choices.threads == "own" or self.own_threads or bool(self.fused)  # (fusions: ours run them)
         planned = [x for s in self.steps for x in (s.steps if isinstance(s, blocked.Blocks) else [s])]
         also = driver.companions(planned, choices.gemm, 1 if own else blas.threads() or 1,
                                  thread_count() if own else 1)
