@@ -54,7 +54,9 @@ from luminal.core.view import contiguous_strides
 # The scores and probabilities of a block together take about this much (two scratch regions of half):
 # a block stays in a core's L2 between the three steps that touch it.
 BLOCK_BYTES = 1 << 18
-# Score matrices smaller than this stay unfused (measured: see bench/README.md's attention rows).
+# Score matrices smaller than this stay unfused. Measured (AMD EPYC, 2 threads, head width 32, fused
+# against unfused in one process): 32 kB 0.08 against 0.03 ms (the blocks' calls dominate), 512 kB
+# 0.37 against 0.35 ms, 1 MB 0.67 against 0.70 ms, 4 MB 1.7-1.8 against 2.1-2.3 ms.
 MIN_BYTES = 1 << 20
 
 
