@@ -67,11 +67,6 @@ class Attention:
     buffers moved into scratch (the scores ``S``, each run's result, the last being ``P``); the
     rows (per batch entry) and keys."""
 
-    @property
-    def p(self):
-        return self.moved[-1]
-
-
     scores: object
     runs: tuple  # the runs of row kernels, in order
     out: object
@@ -83,6 +78,11 @@ class Attention:
     per: int  # rows per batch entry (each product's M)
     keys: int
     written: tuple  # the buffers the blocks write (each given a storage of its own: see find)
+
+    @property
+    def p(self):
+        """The probabilities: the last run's result."""
+        return self.moved[-1]
 
 
 def find(planner, kg, units: list, memory) -> dict:
@@ -122,6 +122,7 @@ def _fits(planner, ks, runs, ko, values) -> Attention | None:
     whole = tuple(contiguous_strides(domain))
     middle = {id(k) for run in runs for k in run}
     writers = [ks] + [run[-1] for run in runs]
+
     def kept(b) -> bool:  # (a buffer kept in scratch: of the runs' domain, row-major)
         return values.private(b) and planner.shape(b.shape) == domain and \
             blocked.row_major(planner.strides_of(b, domain), domain)
@@ -136,15 +137,16 @@ def _fits(planner, ks, runs, ko, values) -> Attention | None:
     for run in runs:
         for k in run:
             for b, v in list(k.inputs) + list(k.epilogue_inputs):
-                if b in moved and (v.mask is not None or not blocked.row_major(planner.strided_view(v).strides, domain)
-                                   or planner.strided_view(v).offset != 0):
+                if b in moved and v.mask is not None:
+                    return None
+                if b in moved and not _walks_rows(planner.strided_view(v), domain):
                     return None
     # the scores: rows (batch, then M) as the run's, columns the keys (q may be either operand)
-    q, k = next(((x, y) for x, y in (ks.inputs, ks.inputs[::-1]) if _rows_match(
-        blocked.plan_product(planner, ks, x, y), planner.shape(ks.domain), ks.axes, row_sizes, keys)), (None, None))
+    plans = ((x, y, blocked.plan_product(planner, ks, x, y)) for x, y in (ks.inputs, ks.inputs[::-1]))
+    q, k, gs = next(((x, y, g) for x, y, g in plans
+                     if _rows_match(g, planner.shape(ks.domain), ks.axes, row_sizes, keys)), (None, None, None))
     if q is None:
         return None
-    gs = blocked.plan_product(planner, ks, q, k)
     # the product with v: P's rows as the run's, summed over the keys, read row-major
     (b0, v0), (b1, v1) = ko.inputs
     if (b0 is p) == (b1 is p):
@@ -172,6 +174,11 @@ def _fits(planner, ks, runs, ko, values) -> Attention | None:
     if not values.claimable(written):
         return None
     return Attention(ks, tuple(runs), ko, tuple(moved), q, k, vin, int(rows), int(gs.M), int(keys), tuple(written))
+
+
+def _walks_rows(view, domain) -> bool:
+    """Whether a strided view over the runs' ``domain`` reads a row-major buffer of it in order."""
+    return view.offset == 0 and blocked.row_major(view.strides, domain)
 
 
 def _rows_match(g, domain, axes, row_sizes: list, columns: int) -> bool:
@@ -220,5 +227,3 @@ def blocks(f: Attention, planner, flat, ostr) -> blocked.Blocks:
         parts.append(steps)
     moved = {planner.place(b, None).name: i * per * row_bytes for i, b in enumerate(f.moved)}
     return blocked.Blocks(parts, moved, row_bytes)
-
-
