@@ -248,12 +248,34 @@ MAXPOOLS = {  # windows that overhang the input into -inf padding (never tied: d
 
 @pytest.mark.parametrize("name", list(MAXPOOLS))
 def test_max_pool_with_padding(name, backend):
-    """Ties are left out on purpose: luminal's max pool shares a tie's gradient per axis, torch's gives
-    it to one element (see nn/layers/pool.py), and neither is a derivative there."""
+    """Distinct inputs: the ties are test_max_pool_ties_go_to_the_first_maximum's."""
     make, shape = MAXPOOLS[name]
     x = distinct(shape)
     if name == "1d_minus_inf_inputs":  # one -inf per window (windows [p, 0, 1], [1, 2, 3], [3, 4, 5], [5, 6, p])
         x[..., 2] = x[..., 4] = -INF
+    _check_layer(make, x, backend)
+
+
+MAXPOOL_TIES = {  # small integers: most windows hold a tie, some are constant
+    "2d_tiled": (lambda nn: nn.MaxPool2d(2), (2, 3, 6, 8)),
+    "2d_tiled_rect": (lambda nn: nn.MaxPool2d((2, 3)), (1, 2, 4, 9)),
+    "2d_overlap_pad": (lambda nn: nn.MaxPool2d(3, 2, 1), (1, 2, 7, 6)),
+    "2d_dilated_ceil": (lambda nn: nn.MaxPool2d(2, 2, 1, dilation=2, ceil_mode=True), (1, 2, 7, 7)),
+    "1d_tiled": (lambda nn: nn.MaxPool1d(2), (2, 2, 8)),
+    "1d_overlap": (lambda nn: nn.MaxPool1d(3, 1), (1, 2, 9)),
+    "3d_tiled": (lambda nn: nn.MaxPool3d(2), (1, 2, 4, 4, 4)),
+}
+
+
+@pytest.mark.parametrize("name", list(MAXPOOL_TIES))
+def test_max_pool_ties_go_to_the_first_maximum(name, backend):
+    """torch's max pooling gives a window's gradient to its first maximum in window order (a later
+    element replaces the maximum only if greater, or NaN); so does luminal's, tiled windows (one
+    pass over the input, ``pool._tiled_gradient``) and overlapping ones alike. Two NaN windows: the
+    last NaN gets it."""
+    make, shape = MAXPOOL_TIES[name]
+    x = np.random.default_rng(7).integers(-1, 2, shape).astype(np.float32)
+    x.reshape(-1)[[1, 3, 5]] = NAN
     _check_layer(make, x, backend)
 
 

@@ -8,13 +8,14 @@ Adaptive average pooling is a matmul with a constant averaging matrix per spatia
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 
 from luminal.core.errors import check_int
 from luminal.core.symbolic import is_static, prod
-from luminal.frontend.ops.elementwise import _opmath
+from luminal.frontend.ops.elementwise import _opmath, isnan, logical_or, where
 from luminal.nn.layers._util import bad_input, check_float, layer_forward, layer_name, ntuple
 from luminal.nn.module import Module
 
@@ -28,6 +29,13 @@ def _out_size(n, k_eff: int, s: int, p: int, ceil_mode: bool):
     return out - 1 if (out - 1) * s >= n + p else out
 
 
+def _tiles(x, kernel, stride, padding, dilation) -> bool:
+    """Whether the windows tile ``x``'s spatial dims exactly (each element in one window)."""
+    spatial = x.shape[x.ndim - len(kernel):]
+    return tuple(stride) == tuple(kernel) and set(dilation) == {1} and not any(padding) and \
+        all(is_static(n) and n % k == 0 for n, k in zip(spatial, kernel))
+
+
 def _windows(x, kernel, stride, padding, dilation, ceil_mode, fill, name):
     """(..., *spatial) -> (windows, out sizes, pooled axes). Windows that tile the input exactly
     (stride = kernel, no padding or dilation) are a reshape, ``(..., o1, k1, o2, k2)``, pooled over the
@@ -36,8 +44,7 @@ def _windows(x, kernel, stride, padding, dilation, ceil_mode, fill, name):
     nd = len(kernel)
     spatial = x.shape[x.ndim - nd:]
     first = x.ndim - nd
-    if tuple(stride) == tuple(kernel) and set(dilation) == {1} and not any(padding) and \
-            all(is_static(n) and n % k == 0 for n, k in zip(spatial, kernel)):
+    if _tiles(x, kernel, stride, padding, dilation):
         outs = tuple(n // k for n, k in zip(spatial, kernel))
         w = x.reshape(*x.shape[:first], *(d for o, k in zip(outs, kernel) for d in (o, k)))
         return w, outs, tuple(first + 2 * i + 1 for i in range(nd))
@@ -59,6 +66,63 @@ def _windows(x, kernel, stride, padding, dilation, ceil_mode, fill, name):
         if d > 1:
             x = x._slice_dim(x.ndim - nd + i, 0, k, d)  # not x[..., ::d]: that makes a symbolic batch max(0, B)
     return x, outs, tuple(range(x.ndim - nd, x.ndim))
+
+
+MAX_TAPS = 16
+"""Windows of at most this many elements are pooled as an elementwise chain over their positions
+(``_first_maximum``); larger ones by a max over one window axis at a time, which keeps the graph
+small but shares a tie's gradient per axis (0.5 / 0.5 of a tie along an axis), not torch's."""
+
+
+def _taps(w, axes) -> list:
+    """The windows ``w`` (pooled over ``axes``) as one view per window position, in window order
+    (row-major over ``axes``): each is the windows' element at that position, of the output's
+    shape."""
+    out = []
+    for at in itertools.product(*(range(w.shape[a]) for a in axes)):
+        t = w
+        for a, i in sorted(zip(axes, at), reverse=True):
+            t = t._slice_dim(a, i, 1, 1).squeeze(a)
+        out.append(t)
+    return out
+
+
+def _first_maximum(taps):
+    """``(maximum, position)`` over ``taps`` as torch's max pooling takes them: a later element
+    replaces the maximum only if greater or NaN, so the first maximum of a window in window order
+    (the last NaN) is the one chosen, and only it gets the gradient. ``position`` (int32) is its
+    index in ``taps``, None for a single tap.
+
+    Why an elementwise chain, not a reduction: the window's axes are not adjacent in memory (a 2x2
+    window's are the row and the column), so one reduction over them would first copy the input,
+    and a reduction per axis shares a tie's gradient per axis, which is not torch's. Elementwise, the
+    forward pass is one kernel over the output, and the gradient is torch's exactly, ties included.
+    (Where every element of a padded window is -inf and padding comes first, the gradient goes to
+    the padding, where torch gives it to the first element of the input: the max of -infs.)"""
+    best, at = taps[0], None
+    for i, t in enumerate(taps[1:], 1):
+        later = logical_or(t > best, isnan(t))
+        best = where(later, t, best)
+        at = where(later, i, 0 if at is None else at)
+    return best, at
+
+
+def _tiled_gradient(x, best, at, window_shape, axes):
+    """``best`` (from ``_first_maximum`` over windows that tile ``x``: ``x`` reshaped to
+    ``window_shape``, pooled over ``axes``) with its gradient as one elementwise pass over ``x``:
+    each element gets the output's adjoint where it is the window's chosen position, else 0.
+    Differentiating the chain instead builds a term per window position, each read back through a
+    padding view (five passes over the input's size where this is one)."""
+    graph = x.graph
+    kept = tuple(1 if i in axes else n for i, n in enumerate(window_shape))
+    here = tuple(n if i in axes else 1 for i, n in enumerate(window_shape))
+    positions = graph.arange(prod(here)).reshape(here).expand(*window_shape)
+
+    def rule(out, adjoint, x):
+        chosen = at.reshape(*kept).expand(*window_shape) == positions
+        return [where(chosen, adjoint.reshape(*kept).expand(*window_shape), 0.0).reshape(*x.shape)]
+
+    return graph.custom_vjp(best, [x], rule)
 
 
 class _PoolNd(Module):
@@ -96,13 +160,14 @@ class _MaxPoolNd(_PoolNd):
         name = self._check(x)
         w, _, axes = _windows(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
                               -math.inf, name)
-        # One axis at a time: a single reduction would first copy the input to merge the window's
-        # axes (a 2-long inner loop each way, forward and backward: numpy takes ~4x the chain's time).
-        # The chain shares a tie's gradient per axis, not among all tied elements as ``amax`` over
-        # several axes does; torch's max_pool gives it all to one element, so neither is torch's at ties.
         windows = w
-        for a in sorted(axes, reverse=True):
-            w = w.amax(a)
+        if prod(w.shape[a] for a in axes) <= MAX_TAPS:
+            w, won = _first_maximum(_taps(w, axes))
+            if won is not None and _tiles(x, self.kernel_size, self.stride, self.padding, self.dilation):
+                w = _tiled_gradient(x, w, won, windows.shape, axes)
+        else:  # one axis at a time (see MAX_TAPS)
+            for a in sorted(axes, reverse=True):
+                w = w.amax(a)
         if not self.return_indices:
             return w
         return w, self._indices(x, windows, axes, name)

@@ -1,0 +1,50 @@
+"""Max pooling's kernels: windows that tile the input cost one pass over it each way (``nn/layers/
+pool.py``: an elementwise chain over the window's positions forward, ``_tiled_gradient`` backward),
+where a reduction per window axis took two forward and five backward."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import luminal as lm
+from luminal import nn
+from luminal.core.symbolic import prod
+from luminal.train.autograd import grad
+
+
+def _kernels(make, shape):
+    g = lm.Graph()
+    x = g.input("x", shape)
+    y = make()(x)
+    w = g.input("w", tuple(y.shape))
+    loss = (y * w).sum()
+    f = lm.compile([y, grad(loss, x)], backend="cpu")
+    return f, f.runner.program.kg.kernels
+
+
+def test_a_tiled_max_pool_is_one_kernel_forward_and_one_backward():
+    shape = (4, 3, 8, 12)
+    f, kernels = _kernels(lambda: nn.MaxPool2d(2), shape)
+    assert [k.kind for k in kernels].count("reduce") == 0
+    over_input = [k for k in kernels if prod(k.domain) == prod(shape)]
+    assert len(over_input) == 1 and over_input[0].kind == "elementwise"  # the gradient
+    over_output = [k for k in kernels if prod(k.domain) == prod(shape) // 4]
+    assert len(over_output) == 1  # the maximum (and the chosen position, an output of the same kernel)
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(-1, 2, shape).astype(np.float32)  # ties
+    w = rng.standard_normal((4, 3, 4, 6)).astype(np.float32)
+    y, dx = f(x=x, w=w)
+    windows = x.reshape(4, 3, 4, 2, 6, 2).transpose(0, 1, 2, 4, 3, 5).reshape(4, 3, 4, 6, 4)
+    np.testing.assert_array_equal(y, windows.max(-1))
+    first = windows.argmax(-1)  # numpy's argmax is the first maximum too
+    expect = np.zeros_like(windows)
+    np.put_along_axis(expect, first[..., None], w[..., None], -1)
+    expect = expect.reshape(4, 3, 4, 6, 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(shape)
+    np.testing.assert_array_equal(dx, expect)
+
+
+def test_a_large_window_stays_a_reduction():
+    """Past ``pool.MAX_TAPS`` positions a window is reduced an axis at a time (a bounded graph)."""
+    _, kernels = _kernels(lambda: nn.MaxPool2d(8), (1, 2, 16, 16))
+    assert [k.kind for k in kernels].count("reduce") >= 2
