@@ -5,9 +5,11 @@ where a reduction per window axis took two forward and five backward."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import luminal as lm
 from luminal import nn
+from luminal.codegen import llvm
 from luminal.core.symbolic import prod
 from luminal.train.autograd import grad
 
@@ -48,3 +50,17 @@ def test_a_large_window_stays_a_reduction():
     """Past ``pool.MAX_TAPS`` positions a window is reduced an axis at a time (a bounded graph)."""
     _, kernels = _kernels(lambda: nn.MaxPool2d(8), (1, 2, 16, 16))
     assert [k.kind for k in kernels].count("reduce") >= 2
+
+
+@pytest.mark.skipif(512 not in llvm.vector_widths(), reason="the masked interleaved loads are AVX-512's")
+def test_a_tiled_max_pool_loads_its_windows_as_whole_vectors():
+    """A 2x2 pool over rows of 28 (14 outputs in 16 lanes, a masked vector body): its four window
+    positions are two strided groups, loaded as vectors split by shuffles
+    (``llvm.LLVM_OPTIONS``), not gathered element by element."""
+    g = lm.Graph()
+    x = g.input("x", (2, 3, 28, 28))
+    f = lm.compile([nn.MaxPool2d(2)(x)], backend="cpu")
+    f(x=np.zeros((2, 3, 28, 28), np.float32))
+    (binding,) = f.runner.program._bindings.values()
+    ir_text = llvm.optimised_ir([k for k, _, _ in binding.schedule.generated], distinct=True)
+    assert "shufflevector" in ir_text and "masked.gather" not in ir_text
