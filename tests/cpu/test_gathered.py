@@ -19,6 +19,7 @@ from luminal.backends.cpu import gathered, gathered_gemm, tune
 from luminal.backends.cpu.compiled import Binding
 from luminal.backends.cpu.parallel import Split
 from luminal.backends.cpu.plan import plan
+from luminal.backends.cpu.steps import Kernel
 from luminal.compiler import memory
 from luminal.compiler.memory import lifetimes
 from luminal.core.kernel_graph import copy_source, expand_calls
@@ -96,9 +97,10 @@ def _conv_step(stride=1, padding=1, dilation=1, channels=(3, 5), kernel=(3, 2), 
 
 
 def _gathered_steps(b) -> list:
+    """The calls of a gathered product's kernel: the gathered GEMM, or the direct convolution (the
+    forward product's, ``direct_conv.py``): kernel steps of no generated kernel."""
     flat = [s for st in b.schedule.steps for s in ([y for p in st.parts for y in p] if isinstance(st, Split) else [st])]
-    fn = gathered_gemm.function("float32")
-    return [s for s in flat if getattr(s, "function", None) is fn]
+    return [s for s in flat if isinstance(s, Kernel) and s.kernel is None]
 
 
 CONVS = [  # (keywords, whether the products gather)
@@ -144,15 +146,15 @@ def test_convolutions_gather_and_skip_the_copy(conv, gathers, batch, monkeypatch
 
 def test_threads_share_a_long_product(monkeypatch):
     """A product whose estimated time is over ``plan.SPLIT_NS`` is cut over the threads by its panels of
-    columns; the parts together give the reference's result."""
+    columns (the forward product, a direct convolution, by its blocks of columns); the parts together
+    give the reference's result."""
     monkeypatch.setenv("LUMINAL_NUM_THREADS", "2")
     outs, (cin, cout, kernel, image) = _conv_step(channels=(16, 32), kernel=(5, 5), image=(14, 14), padding=2)
     arrays = {"x": rand((6, cin, *image), seed=1), "w": rand((cout, cin, *kernel), seed=2)}
     prog = lm.compile(outs, backend="cpu").runner.program
     b = Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, {"B": 6}, tune.DEFAULT))
     splits = [st for st in b.schedule.steps if isinstance(st, Split) and len(st.parts) == 2
-              and all(len(p) == 1 and getattr(p[0], "function", None) is gathered_gemm.function("float32")
-                      for p in st.parts)]
+              and all(len(p) == 1 and isinstance(p[0], Kernel) and p[0].kernel is None for p in st.parts)]
     assert len(splits) == 2, "the forward and weight-gradient products, each cut in two"
     for st in splits:
         (first,), (second,) = st.parts

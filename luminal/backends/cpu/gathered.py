@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from luminal.backends.cpu import gathered_gemm
+from luminal.backends.cpu import direct_conv, gathered_gemm
 from luminal.backends.cpu.gemm import Strided
 from luminal.backends.cpu.parallel import NS_PER_MAC, Split, item_ranges, thread_count
 from luminal.backends.cpu.steps import Kernel
@@ -255,10 +255,22 @@ def _merge_runs(axes: list) -> list:
     return out
 
 
+def _direct(plan: Gathered, k: int, dtype) -> tuple | None:
+    """``(R, nv)`` of the direct convolution computing ``plan`` (``direct_conv.shape``), where its
+    innermost columns are unit-stride in the source (an output row of a stride-1 convolution) and
+    every product of a batch has the same A (a forward product's weights: A is packed once per call),
+    else None."""
+    if not plan.ns or plan.ns[-1][1] != 1 or (plan.batch[0] > 1 and plan.batch[1] != 0):
+        return None
+    return direct_conv.shape(plan.m, k, plan.ns[-1][0], dtype)
+
+
 def lower(k, plan: Gathered, planner, flat, strides) -> None:
     """Append product ``k``'s gathered GEMM to the planner's steps, its result into ``flat`` (the
     storage ``lowering._accumulator`` gave it, with element ``strides``): one kernel call over its
-    panels of columns, cut over the threads where the product is long enough."""
+    panels of columns, or a direct convolution's over its blocks of columns where that applies and
+    ``choices.direct`` (the cost model: faster wherever it applies, ``direct_conv.py``), cut over
+    the threads where the product is long enough."""
     assert tuple(map(int, strides)) == plan.strides, "the result's layout changed since the plan"
     dtype = np.dtype(k.acc_dtype.np)
     item = dtype.itemsize
@@ -281,8 +293,13 @@ def lower(k, plan: Gathered, planner, flat, strides) -> None:
     for i, (s, sb) in enumerate(ns):
         values[f"nd{i}"], values[f"bn{i}"] = s, sb
     params = tuple(int(values[p]) for p in gathered_gemm.PARAMS)
-    step = Kernel(gathered_gemm.function(dtype.name), ((a.space, 0), (b.space, 0), (flat.space, 0)), params, 0,
-                  items)
+    direct = _direct(plan, kk, dtype) if planner.choices.direct else None
+    if direct is not None:  # (direct_conv.py: a block of R columns an item)
+        function, items = direct_conv.function(dtype.name, *direct), nb * (n // direct[0])
+        planner.direct += 1
+    else:
+        function = gathered_gemm.function(dtype.name)
+    step = Kernel(function, ((a.space, 0), (b.space, 0), (flat.space, 0)), params, 0, items)
     ranges = item_ranges(items, nb * plan.m * n * kk * NS_PER_MAC, threads, planner.split_ns)
     if len(ranges) > 1:  # (cut like a generated kernel: plan._link)
         planner.steps.append(Split([[step.with_range(lo, hi)] for lo, hi in ranges]))

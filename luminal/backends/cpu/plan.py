@@ -89,6 +89,7 @@ class Schedule:
     module: object
     gathered: tuple = ({}, frozenset())
     blocked: tuple = ()  # the fusions run a block at a time, by kind ("attention", "batched": blocked.py)
+    direct: int = 0  # gathered products run as direct convolutions (gathered.lower, direct_conv.py)
 
     @property
     def threaded(self) -> bool:
@@ -106,7 +107,8 @@ def plan(kg, kernels, memory: MemoryPlan, env: dict, choices: tune.Choices = tun
     return Schedule(env=dict(env), choices=choices, steps=p.steps, outputs=p.out_calls, updates=p.up_calls,
                     storages=p.storages, callers=p.callers, written=frozenset(p.alias.values()),
                     generated=p.generated, perms=p.perms, acc_orders=p.acc_orders, made=p.made, module=p.module,
-                    gathered=(p.gathered, frozenset(p.skipped)), blocked=tuple(kind for kind, _, _ in p.fused))
+                    gathered=(p.gathered, frozenset(p.skipped)), blocked=tuple(kind for kind, _, _ in p.fused),
+                    direct=p.direct)
 
 
 class Planner:
@@ -138,6 +140,7 @@ class Planner:
         self.own_threads = False  # whether a step was cut over our threads outside _link (gathered.lower)
         # products run as gathered GEMMs and the copies they make unneeded (gathered.py)
         self.gathered, self.skipped = gathered.find(self, kg, kernels, memory)
+        self.direct = 0  # of those, the products run as direct convolutions (gathered.lower)
         self.made = {"kernels": 0, "reused": 0}  # generated kernels made and found in the memo (lowering.py)
         writes = self._writes
         units = self._units(kernels, memory)

@@ -63,7 +63,9 @@ class Choices:
     ``generated_gemm.preferred``; BLAS's GEMVs), "blas" or "generated" (``generated_gemm.py`` and
     ``generated_gemv.py``). ``blocks``: run the fusions the planner finds a block at a time (an
     attention a block of query rows: ``attention.py``; a product and the kernel reading it an image:
-    ``batched.py``); False: their kernels one after another over everything."""
+    ``batched.py``); False: their kernels one after another over everything. ``direct``: run a
+    convolution's gathered forward product as a direct convolution where it applies
+    (``direct_conv.py``); False: as the gathered GEMM."""
 
     threads: str = "auto"
     split_scale: float = 1.0
@@ -72,6 +74,7 @@ class Choices:
     specialise: bool = False
     gemm: str = "auto"
     blocks: bool = True
+    direct: bool = True
 
     def __str__(self):
         changed = [f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self)
@@ -85,7 +88,7 @@ DEFAULT = Choices()
 # OWN_THREADS_NS note), 512-bit vectors help wide streaming kernels; cutting more or fewer kernels and
 # dropping the GEMM layouts are finer, and 128-bit vectors rarely win.
 STEPS = (("threads", "own"), ("threads", "blas"), ("vector_width", 512), ("gemm", "generated"), ("gemm", "blas"),
-         ("blocks", False), ("split_scale", 0.25), ("gemm_layouts", False), ("specialise", True),
+         ("blocks", False), ("direct", False), ("split_scale", 0.25), ("gemm_layouts", False), ("specialise", True),
          ("split_scale", 4.0), ("vector_width", 128))
 
 
@@ -174,7 +177,7 @@ def search(make, arrays: dict, n: int, env: dict) -> tuple:
     return best, Search(dict(env), timed, skipped, rematch, best.choices, time.perf_counter() - t0)
 
 
-SEARCH_VERSION = 3  # 2: the gemm choice; 3: the blocks choice
+SEARCH_VERSION = 4  # 2: the gemm choice; 3: the blocks choice; 4: the direct choice
 _DISK = DiskCache("compile")
 
 
@@ -257,14 +260,15 @@ def _steps(default) -> list:
     """The :data:`STEPS` that can change the binding laid out as ``default`` on this machine: a
     vector width of the host's, when it has more than one and there is generated code; thread
     choices on more than one thread (cutting kernels: if there are generated ones); no GEMM layouts
-    where the default permutes some temp; unfused blocks only where the default fuses some."""
+    where the default permutes some temp; unfused blocks only where the default fuses some; gathered
+    GEMMs only where the default runs some direct convolution."""
     s = default.schedule
     threads = thread_count() > 1
     widths = llvm.vector_widths() if s.generated else ()
     ok = {"threads": threads, "split_scale": threads and bool(s.generated),
           "gemm_layouts": bool(s.perms or s.acc_orders),
           "specialise": any(kern.params for kern, _, _ in s.generated), "gemm": _has_gemm(s.steps),
-          "blocks": bool(s.blocked)}
+          "blocks": bool(s.blocked), "direct": s.direct > 0}
     return [(f, v) for f, v in STEPS if (v in widths and len(widths) > 1 if f == "vector_width" else ok[f])]
 
 
@@ -276,7 +280,7 @@ def _signature(b) -> tuple:
     cuts = tuple(len(x.parts) if isinstance(x, Split) else 0 for x in s.steps)
     return (s.choices.vector_width if s.generated else None, cuts, tuple(sorted(s.perms.items())),
             tuple(sorted(s.acc_orders.items())), tuple(id(kern) for kern, _, _ in s.generated),
-            s.choices.gemm if _has_gemm(s.steps) else None)
+            s.choices.gemm if _has_gemm(s.steps) else None, s.direct)
 
 
 def _has_gemm(steps) -> bool:
