@@ -1,12 +1,10 @@
 """A product and the elementwise kernel reading its result, an image at a time (``backends/cpu/batched.py``):
-a convolution's data gradient (the columns' gradient, then the col2im sum of its windows) fused and
-unfused against the reference, on one and two threads, with the product's result never touched in
-memory; the cases that stay kernel by kernel; the CNN's train step gives the same losses."""
+a strided convolution's data gradient (the columns' gradient, then the col2im sum of its windows; a
+stride-1 convolution's is a convolution of its own: ``nn/layers/conv.py``) fused and unfused against
+the reference, on one and two threads, with the product's result never touched in memory; the cases
+that stay kernel by kernel."""
 
 from __future__ import annotations
-
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -42,8 +40,10 @@ def _gemms(schedule) -> list:
 
 @pytest.mark.parametrize("block", [1, 1 << 30], ids=["an-image-a-block", "images-a-block"])
 @pytest.mark.parametrize("threads", ["1", "2"])
-@pytest.mark.parametrize("conv", [dict(), dict(kernel=(5, 5), padding=2, image=(11, 10)),
-                                  dict(stride=2, image=(12, 9))], ids=["3x3", "5x5", "stride2"])
+@pytest.mark.parametrize("conv", [dict(stride=2, image=(12, 9)),
+                                  dict(kernel=(5, 5), padding=2, stride=2, image=(13, 10)),
+                                  dict(kernel=(3, 2), stride=(2, 1), image=(11, 9))],
+                         ids=["3x3-stride2", "5x5-stride2", "3x2-stride2x1"])
 def test_a_data_gradient_runs_an_image_at_a_time(monkeypatch, conv, threads, block):
     monkeypatch.setenv("LUMINAL_NUM_THREADS", threads)
     monkeypatch.setattr(batched, "MIN_BYTES", 0)
@@ -88,29 +88,3 @@ def test_small_products_and_reads_across_images_stay_kernel_by_kernel(monkeypatc
     arrays = {"a": rand((4, 16, 24), seed=3), "b": rand((4, 24, 20), seed=4)}
     np.testing.assert_allclose(binding.run(arrays)[0], lm.compile([crossed], backend="reference")(**arrays)[0],
                                rtol=1e-5, atol=1e-5)
-
-
-def test_the_cnn_train_step_fuses_its_data_gradient_and_keeps_its_losses():
-    """The MNIST CNN's step (batch 128: a 40 MB columns' gradient) fuses it by default, and three
-    steps give the unfused steps' losses."""
-    spec = importlib.util.spec_from_file_location("mnist_train", Path(__file__).parents[2] / "examples/mnist/train.py")
-    ex = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ex)
-    rng = np.random.default_rng(0)
-    arrays = {"x": rng.random((128, 784), dtype=np.float32), "y": rng.integers(0, 10, 128).astype(np.int32)}
-    losses = {}
-    for blocks in (True, False):
-        lm.manual_seed(0)
-        model = ex.MODELS["cnn"]()
-        g = lm.Graph()
-        x, y = g.input("x", ("B", 784)), g.input("y", ("B",), dtype=lm.int32)
-        step = train.compile_step(train.cross_entropy(model(x), y), train.AdamW(model.parameters(), lr=1e-3),
-                                  backend="cpu")
-        step(**arrays)
-        prog = step._update.runner.program
-        (key, first), = prog._bindings.items()
-        prog._bindings[key] = _binding(prog, first.schedule.env, tune.Choices(blocks=blocks))
-        prog._recent = (None, None)
-        assert prog._bindings[key].schedule.blocked.count("batched") == (1 if blocks else 0)
-        losses[blocks] = [step(**arrays) for _ in range(3)]
-    np.testing.assert_allclose(losses[True], losses[False], rtol=1e-5)

@@ -7,6 +7,8 @@ takes; convolutions through the planner against the reference, direct and not; t
 from __future__ import annotations
 
 import ctypes
+import importlib.util
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -97,18 +99,20 @@ def _conv_step(cin, cout, kernel, image, padding, stride=1):
     return [y, *train.grad((y * y).sum(), [x, w])]
 
 
-@pytest.mark.parametrize("stride,direct", [(1, 1), (2, 0)])
+@pytest.mark.parametrize("stride,direct", [(1, 2), (2, 0)])
 def test_a_convolution_runs_its_forward_product_direct(stride, direct):
-    """A stride-1 convolution's forward product runs direct by default (its weight gradient, a batch
-    of products with an A each, as the gathered GEMM); a stride-2 one's columns are not unit-stride
-    in the image. Forward and gradients are the reference's, direct or not (``Choices(direct=False)``)."""
+    """A stride-1 convolution's forward product runs direct by default, and so does its data gradient
+    (a convolution of the output's gradient with 4 output channels: ``nn/layers/conv.py``); its weight
+    gradient (a batch of products with an A each) as the gathered GEMM. A stride-2 convolution's
+    columns are not unit-stride in the image. Forward and gradients are the reference's, direct or
+    not (``Choices(direct=False)``: the data gradient's 4 rows then read its copy)."""
     outs = _conv_step(4, 32, (5, 5), (10, 12), 2, stride)
     arrays = {"x": rand((2, 4, 10, 12), seed=1), "w": rand((32, 4, 5, 5), seed=2)}
     want = lm.compile(outs, backend="reference")(**arrays)
     prog = lm.compile(outs, backend="cpu").runner.program
-    for choices, count in ((tune.DEFAULT, direct), (tune.Choices(direct=False), 0)):
+    for choices, count, products in ((tune.DEFAULT, direct, 2 + (stride == 1)), (tune.Choices(direct=False), 0, 2)):
         b = Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, {"B": 2}, choices))
-        assert len(b.schedule.gathered[0]) == 2 and b.schedule.direct == count
+        assert len(b.schedule.gathered[0]) == products and b.schedule.direct == count
         for got in ([np.array(a, copy=True) for a in b.run(arrays)], b.run_steps(arrays)):
             for a, w in zip(got, want, strict=True):
                 np.testing.assert_allclose(a, w, rtol=2e-4, atol=2e-4 * max(1.0, float(np.abs(w).max())))
@@ -127,3 +131,31 @@ def test_search_can_keep_the_gathered_gemm():
     prog = lm.compile(outs, backend="cpu").runner.program
     b = Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, {"B": 2}, tune.DEFAULT))
     assert ("direct", False) not in tune._steps(b)
+
+
+def test_the_cnn_train_step_runs_its_convolutions_direct_and_keeps_its_losses():
+    """The MNIST CNN's step (batch 128) runs three products direct by default (both convolutions'
+    forward products and the second's data gradient), and three steps give the losses of the same
+    step without (``Choices(direct=False)``: gathered GEMMs and the data gradient's copy)."""
+    spec = importlib.util.spec_from_file_location("mnist_train", Path(__file__).parents[2] / "examples/mnist/train.py")
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    rng = np.random.default_rng(0)
+    arrays = {"x": rng.random((128, 784), dtype=np.float32), "y": rng.integers(0, 10, 128).astype(np.int32)}
+    losses = {}
+    for direct in (True, False):
+        lm.manual_seed(0)
+        model = ex.MODELS["cnn"]()
+        g = lm.Graph()
+        x, y = g.input("x", ("B", 784)), g.input("y", ("B",), dtype=lm.int32)
+        step = train.compile_step(train.cross_entropy(model(x), y), train.AdamW(model.parameters(), lr=1e-3),
+                                  backend="cpu")
+        step(**arrays)
+        prog = step._update.runner.program
+        (key, first), = prog._bindings.items()
+        prog._bindings[key] = Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, first.schedule.env,
+                                           tune.Choices(direct=direct)))
+        prog._recent = (None, None)
+        assert prog._bindings[key].schedule.direct == (3 if direct else 0)
+        losses[direct] = [step(**arrays) for _ in range(3)]
+    np.testing.assert_allclose(losses[True], losses[False], rtol=1e-5)

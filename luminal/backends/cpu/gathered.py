@@ -24,9 +24,11 @@ When it applies (:func:`find`), for one binding of the dims:
   (or do after the outermost is taken as a batch: one product per image), its batch axes merge into
   one, and at most three sub-axes remain along k and along n after merging those laid out one after
   another; the source's offsets fit 32 bits; no axis is an output broadcast (neither operand moves);
-  it has :data:`MIN_ROWS` rows or more (the cost model).
+  it has :data:`MIN_ROWS` rows or more, or runs as a direct convolution (the cost model).
 
-Otherwise the copy is made and its products are GEMMs as before. A product whose work is long
+Otherwise the copy is made and its products are GEMMs as before, but for those that run as a
+direct convolution (``direct_conv.py``: it packs nothing of the source, so reading the source beats
+reading the copy whenever it applies). A product whose work is long
 enough is cut over the threads by its panels of columns, like a generated kernel's items.
 """
 
@@ -46,7 +48,8 @@ from luminal.core.kernel_graph import copy_source
 from luminal.core.symbolic import prod
 
 # Gathering packs each column of B from its runs in the source: a few masked loads per vector, which
-# only products with enough rows to multiply each packed element by repay. Measured on the MNIST
+# only products with enough rows to multiply each packed element by repay (a product the direct
+# convolution computes packs nothing of the source, and gathers with any number of rows). Measured on the MNIST
 # CNN (AMD EPYC, one thread): its second convolution's products (32 rows) 57-63 GFLOP/s gathered,
 # faster than the copy and the generated GEMM together; its first's (16 rows) 28-34 GFLOP/s, 5.2 ms
 # against 2.6 ms for the copy and BLAS.
@@ -101,11 +104,18 @@ def find(planner, kg, kernels, memory) -> tuple[dict, set]:
             if prod(planner.shape(x.shape)) <= 2 * prod(planner.shape(y.shape)):
                 continue
             plans = [_plan(planner, k, e, x) for _, k in users]
-        if any(p is None for p in plans) or \
-                (y.kind == "temp" and not _kept(memory, writes, y, i, max(j for j, _ in users))):
+        if any(p is None for p in plans):  # the copy is made: a product it suits runs direct all the same
+            plans = [p if p is not None and planner.choices.direct and _direct(p, prod(s for s, *_ in p.ks),
+                                                                                np.dtype(x.dtype.np)) else None
+                     for p in plans]
+            if all(p is None for p in plans):
+                continue
+        taken = [(j, k, p) for (j, k), p in zip(users, plans) if p is not None]
+        if y.kind == "temp" and not _kept(memory, writes, y, i, max(j for j, _, _ in taken)):
             continue
-        products.update((id(k), p) for (_, k), p in zip(users, plans))
-        copies.add(id(e))
+        products.update((id(k), p) for _, k, p in taken)
+        if len(taken) == len(users):
+            copies.add(id(e))
     return products, copies
 
 
@@ -171,8 +181,6 @@ def _plan(planner, k, e, x) -> Gathered | None:
     if m is None:
         return None
     msize, sam, ldc = m
-    if msize < MIN_ROWS:
-        return None
     ns.sort(key=lambda t: -t[2])
     if [c for _, _, c in ns] != list(_contiguous([s for s, _, _ in ns])) and ns and not batch:
         batch, ns = [(ns[0][0], 0, ns[0][1], ns[0][2])], ns[1:]  # the outermost columns as the batch
@@ -190,8 +198,11 @@ def _plan(planner, k, e, x) -> Gathered | None:
             min(bview.strides, default=0) < 0:
         return None
     aview = Strided((nb, msize, *ksz), (asb, sam, *(t[1] for t in ks)), os_.offset)
-    return Gathered(msize, sam, ldc, tuple(ks), tuple(nsub), (nb, asb, bsb, csb), (obuf, aview),
-                    (e.inputs[0][0], bview), tuple(cstride[i] for i in out_axes))
+    found = Gathered(msize, sam, ldc, tuple(ks), tuple(nsub), (nb, asb, bsb, csb), (obuf, aview),
+                     (e.inputs[0][0], bview), tuple(cstride[i] for i in out_axes))
+    if msize < MIN_ROWS and not (planner.choices.direct and _direct(found, prod(ksz), np.dtype(x.dtype.np))):
+        return None  # (the direct kernel packs no image: any number of rows pays)
+    return found
 
 
 def _split(d: int, stride: int, dims: tuple, strides: tuple) -> tuple | None:

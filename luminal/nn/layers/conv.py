@@ -48,11 +48,14 @@ def conv_nd(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int =
         return _conv_nd(x, weight, bias, stride, padding, dilation, groups, name)
 
 
-def _conv_nd(x, weight, bias, stride, padding, dilation, groups: int, name: str):
+def _conv_nd(x, weight, bias, stride, padding, dilation, groups: int, name: str, pads=None):
+    """``conv_nd`` of a batched input; ``pads``: (before, after) per spatial dim, in place of
+    ``padding`` (a transposed convolution's may differ on the two sides)."""
     nd = weight.ndim - 2
     kernel = tuple(weight.shape[2:])
     stride, dilation = ntuple(stride, nd, f"{name}: stride", 1), ntuple(dilation, nd, f"{name}: dilation", 1)
-    pads = _pad_pairs(padding, nd, kernel, dilation, stride, name)
+    if pads is None:
+        pads = _pad_pairs(padding, nd, kernel, dilation, stride, name)
     n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
     o = weight.shape[0]
     if c != weight.shape[1] * groups:
@@ -63,6 +66,7 @@ def _conv_nd(x, weight, bias, stride, padding, dilation, groups: int, name: str)
     if any(is_static(p) and p < e for p, e in zip(padded, eff)):
         raise op_error(ValueError, name, f"padded input size {shape_str(padded)} is smaller than the "
                        f"(dilated) kernel {eff}", x)
+    source = x
     if any(lo or hi for lo, hi in pads):
         x = x.pad([v for lo, hi in reversed(pads) for v in (lo, hi)])
     for i in range(nd):  # (N, C, *out, *eff)
@@ -77,10 +81,53 @@ def _conv_nd(x, weight, bias, stride, padding, dilation, groups: int, name: str)
     perm = (0, 1, 2) + tuple(3 + nd + i for i in range(nd)) + tuple(3 + i for i in range(nd))
     cols = x.permute(perm).reshape(n, groups, cg * prod(kernel), prod(out))
     w = weight.reshape(groups, o // groups, cg * prod(kernel))
-    y = (w @ cols).reshape(n, o, *out)  # (N, G, O/G, P) is already (N, O, *out) in memory
+    # w @ cols, written out (as ``matmul`` builds it) for the gradient below
+    full = (n, groups, o // groups, cg * prod(kernel), prod(out))
+    lhs, rhs = w.unsqueeze(-1).expand(*full), cols.unsqueeze(-3).expand(*full)
+    y = (lhs * rhs).sum(-2)
+    if set(stride) == {1} and all(lo <= d * (k - 1) and hi <= d * (k - 1)
+                                  for (lo, hi), k, d in zip(pads, kernel, dilation)):
+        y = _input_gradient_as_convolution(y, lhs, rhs, source, weight, pads, dilation, groups, name)
+    y = y.reshape(n, o, *out)  # (N, G, O/G, P) is already (N, O, *out) in memory
     if bias is not None:
         y = y + bias.reshape(o, *(1,) * nd)
     return y
+
+
+def _input_gradient_as_convolution(y, lhs, rhs, x, weight, pads, dilation, groups: int, name: str):
+    """``y`` (the product ``(lhs * rhs).sum(-2)`` of a stride-1 convolution of ``x``) with the
+    gradient with respect to ``x`` computed as the convolution of the output's gradient with the
+    weight flipped and its channels swapped (the transposed convolution), padded by ``d * (k - 1)``
+    less the forward's padding on each side; the weight's gradient is autograd's (``_sum`` and
+    ``_mul`` of the product written out).
+
+    Why: differentiated, the im2col matrix's gradient is a product of the weight with the output's
+    gradient, ``C * K`` rows per position (the MNIST CNN's second convolution: 40 MB per batch), which
+    a col2im pass then sums ``K`` times into the input's shape. As a convolution, it is a product over
+    ``O * K`` of the output's gradient read through windows: the planner runs it from the padded
+    gradient like the forward product (``backends/cpu/gathered.py``, ``direct_conv.py``), and no
+    matrix of the input's size times ``K`` is made."""
+    nd = weight.ndim - 2
+    o, cg, kernel = weight.shape[0], weight.shape[1], tuple(weight.shape[2:])
+    spatial = tuple(range(2, 2 + nd))
+    # (O, C/G, *K) -> (G, O/G, C/G, *K) -> (G, C/G, O/G, *K) -> (C, O/G, *K), each window reversed
+    swapped = weight.reshape(groups, o // groups, cg, *kernel).permute(0, 2, 1, *(3 + i for i in range(nd)))
+    transposed = swapped.reshape(groups * cg, o // groups, *kernel).flip(spatial)
+    back = tuple((d * (k - 1) - lo, d * (k - 1) - hi) for (lo, hi), k, d in zip(pads, kernel, dilation))
+
+    def rule(out, adjoint, lhs_, x_):
+        by_lhs = adjoint.unsqueeze(-2).expand(*lhs_.shape) * rhs
+        images = adjoint.reshape(x_.shape[0], o, *(s for s in _out_shape(x_, kernel, pads, dilation)))
+        return [by_lhs, _conv_nd(images, transposed, None, 1, 0, dilation, groups, name, pads=back)]
+
+    return y.graph.custom_vjp(y, [lhs, x], rule)
+
+
+def _out_shape(x, kernel, pads, dilation) -> tuple:
+    """A stride-1 convolution's output sizes over ``x``'s spatial dims."""
+    nd = len(kernel)
+    return tuple(s + lo + hi - d * (k - 1)
+                 for s, (lo, hi), k, d in zip(x.shape[x.ndim - nd:], pads, kernel, dilation))
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):  # noqa: A002
