@@ -19,7 +19,9 @@ import luminal as lm
 from luminal import train
 from luminal.backends.cpu import direct_conv, gathered_gemm, tune
 from luminal.backends.cpu.compiled import Binding
+from luminal.backends.cpu.parallel import Split
 from luminal.backends.cpu.plan import plan
+from luminal.backends.cpu.steps import Library
 from luminal.codegen import llvm
 from luminal.core.kernel_graph import expand_calls
 
@@ -159,3 +161,25 @@ def test_the_cnn_train_step_runs_its_convolutions_direct_and_keeps_its_losses():
         assert prog._bindings[key].schedule.direct == (3 if direct else 0)
         losses[direct] = [step(**arrays) for _ in range(3)]
     np.testing.assert_allclose(losses[True], losses[False], rtol=1e-5)
+
+
+def test_hand_written_kernels_compile_in_the_batch_of_the_bindings_kernels(monkeypatch):
+    """The direct convolution's and the gathered GEMM's modules are compiled with the binding's
+    generated kernels (``plan._link``: ``llvm.compile_kernels``' ``also``), not one after another at
+    their first use; every step then calls a compiled function."""
+    texts = []
+    real = llvm.compile_kernels
+
+    def spy(kernels, *args, also=(), **kwargs):
+        texts.extend(text for text, _ in also)
+        return real(kernels, *args, also=also, **kwargs)
+
+    monkeypatch.setattr(llvm, "compile_kernels", spy)
+    outs = _conv_step(4, 32, (5, 5), (10, 12), 2)
+    prog = lm.compile(outs, backend="cpu").runner.program
+    b = Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, {"B": 2}, tune.DEFAULT))
+    r, nv = direct_conv.shape(32, 100, 12, np.float32)
+    assert direct_conv.module_text("float32", r, nv)[0] in texts
+    assert gathered_gemm.module_text("float32")[0] in texts
+    flat = [x for s in b.schedule.steps for x in ([y for p in s.parts for y in p] if isinstance(s, Split) else [s])]
+    assert not any(isinstance(getattr(x, "function", None), Library) for x in flat)

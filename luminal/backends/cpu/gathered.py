@@ -41,7 +41,7 @@ import numpy as np
 from luminal.backends.cpu import direct_conv, gathered_gemm
 from luminal.backends.cpu.gemm import Strided
 from luminal.backends.cpu.parallel import NS_PER_MAC, Split, item_ranges, thread_count
-from luminal.backends.cpu.steps import Kernel
+from luminal.backends.cpu.steps import Kernel, Library
 from luminal.core import dtype as dt
 from luminal.core import numpy_ops as ops
 from luminal.core.kernel_graph import copy_source
@@ -306,11 +306,11 @@ def lower(k, plan: Gathered, planner, flat, strides) -> None:
     params = tuple(int(values[p]) for p in gathered_gemm.PARAMS)
     direct = _direct(plan, kk, dtype) if planner.choices.direct else None
     if direct is not None:  # (direct_conv.py: a block of R columns an item)
-        function, items = direct_conv.function(dtype.name, *direct), nb * (n // direct[0])
+        library, items = Library(*direct_conv.module_text(dtype.name, *direct)), nb * (n // direct[0])
         planner.direct += 1
     else:
-        function = gathered_gemm.function(dtype.name)
-    step = Kernel(function, ((a.space, 0), (b.space, 0), (flat.space, 0)), params, 0, items)
+        library = Library(*gathered_gemm.module_text(dtype.name))
+    step = Kernel(library, ((a.space, 0), (b.space, 0), (flat.space, 0)), params, 0, items)  # (compiled: plan._link)
     ranges = item_ranges(items, nb * plan.m * n * kk * NS_PER_MAC, threads, planner.split_ns)
     if len(ranges) > 1:  # (cut like a generated kernel: plan._link)
         planner.steps.append(Split([[step.with_range(lo, hi)] for lo, hi in ranges]))

@@ -28,7 +28,7 @@ from luminal.backends.cpu import attention, batched, blas, blocked, driver, gath
 from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
 from luminal.backends.cpu.lowering import Memory, acc_output, lower, lower_attention, lower_batched, lower_run
 from luminal.backends.cpu.parallel import Split, item_ranges, split_rows, thread_count
-from luminal.backends.cpu.steps import Copy, Kernel, Ref, Storage
+from luminal.backends.cpu.steps import Copy, Kernel, Library, Ref, Storage
 from luminal.codegen import ir, llvm, lowering
 from luminal.codegen.lower import Placed, index_value
 from luminal.codegen.lowering import rows
@@ -579,11 +579,38 @@ class Planner:
         self.generated.append((kernel, len(self.steps), names))
         self.steps.append(None)
 
+    def _libraries(self) -> list:
+        """The hand-written modules whose kernels the steps call (``steps.Library``), once each."""
+        found: dict = {}
+        for s in self.steps:
+            for x in ([y for part in s.parts for y in part] if isinstance(s, Split) else [s]):
+                if isinstance(x, Kernel) and isinstance(x.function, Library):
+                    found.setdefault(x.function, None)
+        return list(found)
+
+    def _resolve(self, libraries: list) -> None:
+        """Each step calling a kernel of ``libraries`` given its compiled function (compiled in the
+        batch of the binding's kernels where there are some: then found in the caches)."""
+        if not libraries:
+            return
+        functions = {lib: llvm.compile_text(lib.text, [lib.name], vectorised=True).function(lib.name)
+                     for lib in libraries}
+
+        def done(x):
+            if isinstance(x, Kernel) and isinstance(x.function, Library):
+                return Kernel(functions[x.function], x.buffers, x.params, x.start, x.stop, x.kernel)
+            return x
+
+        self.steps = [Split([[done(y) for y in part] for part in s.parts]) if isinstance(s, Split) else done(s)
+                      for s in self.steps]
+
     def _link(self, threads: int) -> bool:
         """Compile the generated kernels (one module) and put their steps in place; a kernel whose
         estimated time is ``SPLIT_NS`` (times ``choices.split_scale``) or more is cut along its first
         grid axis over ``threads``. Returns whether any kernel was cut."""
+        libraries = self._libraries()
         if not self.generated:
+            self._resolve(libraries)
             return False
         # distinct: a kernel's buffers are separate allocations (the memory plan never places an output
         # in the slot of an input of the same kernel; pack parts are disjoint ranges; a caller array
@@ -604,9 +631,10 @@ class Planner:
         own = cut or choices.threads == "own" or self.own_threads or bool(self.fused)  # (fusions: ours run them)
         planned = [x for s in self.steps for x in (s.steps if isinstance(s, blocked.Blocks) else [s])]
         also = driver.companions(planned, choices.gemm, 1 if own else blas.threads() or 1,
-                                 thread_count() if own else 1)
+                                 thread_count() if own else 1) + [(lib.text, True) for lib in libraries]
         distinct = list({id(kern): kern for kern, _, _ in self.generated}.values())  # (a memo's kernel: many calls)
         self.module = llvm.compile_kernels(distinct, distinct=True, vector_width=choices.vector_width, also=also)
+        self._resolve(libraries)
         for (kern, at, names), n, parts in zip(self.generated, sizes, cuts):
             buffers = tuple(self._sources[name] for name in names)
             params = tuple(int(ir.derived_value(name, self.values)) for name in kern.params)

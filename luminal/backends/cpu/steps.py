@@ -150,6 +150,16 @@ class Step:
         return type(self)(*args)
 
 
+@dataclass(frozen=True)
+class Library:
+    """A kernel of a module written by hand (``gathered_gemm.py``, ``direct_conv.py``): the module's IR
+    text and the function's name. A :class:`Kernel` step planned with one as its ``function`` gets the
+    compiled function once the binding's kernels are compiled, in the same batch (``plan._link``)."""
+
+    text: str
+    name: str
+
+
 @dataclass(eq=False)
 class Kernel(Step):
     """A call of generated kernel ``kernel`` (its IR) over axis-0 items ``[start, stop)``: ``function``
