@@ -83,6 +83,69 @@ def test_the_kernel_against_numpy(name, dtype):
         np.testing.assert_allclose(c, want, rtol=0, atol=tol)
 
 
+def _window(dtype, m, cin, kernel, image, images, batched, parts=1, seed=0):
+    """Weight gradients of ``images`` images (channels ``cin``, padded size ``image``, stride 1) from
+    an output gradient of ``m`` channels, by the window kernel through the gathered GEMM's parameters:
+    one product over every image's pixels, or (``batched``) one per image into a C of its own (as a
+    product whose batch the planner keeps). A is channel-major with a gap between its rows, the
+    source and C at offsets. Returns (C, the float64 product)."""
+    rng = np.random.default_rng(seed)
+    kh, kw = kernel
+    hp, wp = image
+    oh, ow = hp - kh + 1, wp - kw + 1
+    pixels = oh * ow
+    sam = images * pixels + 3
+    a_store = rng.standard_normal(2 + m * sam).astype(dtype)
+    src = rng.standard_normal(5 + images * cin * hp * wp).astype(dtype)
+    nb = images if batched else 1
+    c = np.full(7 + nb * m * cin * kh * kw, np.nan, dtype)
+    dy = a_store[2:2 + m * sam].reshape(m, sam)[:, :images * pixels].reshape(m, images, oh, ow)
+    x = src[5:].reshape(images, cin, hp, wp)
+    windows = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), (kh, kw), axis=(2, 3))
+    per_image = np.einsum("onhw,nchwyx->nocyx", dy.astype(np.float64), windows).reshape(images, m, cin * kh * kw)
+    want = per_image if batched else per_image.sum(0, keepdims=True)
+    values = {"m": m, "n": cin * kh * kw, "a_off": 2, "sam": sam, "b_off": 5, "c_off": 7, "ldc": cin * kh * kw,
+              "cols": 0, "nd0": cin, "nd1": kh, "nd2": kw, "bn0": hp * wp, "bn1": wp, "bn2": 1}
+    if batched:  # k: an image's pixels; one product per image
+        values.update(k=pixels, batches=images, asb=pixels, bsb=cin * hp * wp, csb=m * cin * kh * kw,
+                      kd0=1, kd1=oh, kd2=ow, ak0=0, ak1=ow, ak2=1, bk0=0, bk1=wp, bk2=1)
+    else:  # k: every image's pixels
+        values.update(k=images * pixels, batches=1, asb=0, bsb=0, csb=0,
+                      kd0=images, kd1=oh, kd2=ow, ak0=pixels, ak1=ow, ak2=1, bk0=cin * hp * wp, bk1=wp, bk2=1)
+    nv = direct_conv.window_shape(m, kh, kw, dtype)
+    text, name = direct_conv.window_module_text(np.dtype(dtype).name, kh, kw, nv)
+    f = llvm.compile_text(text, [name], vectorised=True).function(name)
+    params = (ctypes.c_int64 * len(gathered_gemm.PARAMS))(*[values[p] for p in gathered_gemm.PARAMS])
+    ptrs = (ctypes.c_void_p * 3)(a_store.ctypes.data, src.ctypes.data, c.ctypes.data)
+    items = nb * -(-m // (nv * gathered_gemm.generated_gemm._shape(dtype).w)) * cin
+    bounds = [items * t // parts for t in range(parts + 1)]
+    for lo, hi in zip(bounds, bounds[1:]):
+        f(ctypes.addressof(ptrs), ctypes.addressof(params), lo, hi)
+    assert np.isnan(c[:7]).all(), "wrote before C"
+    return c[7:].reshape(nb, m, cin * kh * kw), want
+
+
+WINDOW_CASES = {  # name: (m, cin, kernel, padded image, images)
+    "mnist_conv2": (32, 16, (5, 5), (18, 18), 2),
+    "three_by_three_part_of_a_vector": (13, 3, (3, 3), (9, 16), 3),
+    "several_passes": (40, 2, (3, 3), (10, 10), 2),
+    "pixels_past_one_block": (16, 2, (5, 5), (18, 18), 12),  # 2352 pixels: blocks of k added into C
+    "rectangular": (24, 3, (2, 5), (8, 11), 2),
+}
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["one-product", "a-product-per-image"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", list(WINDOW_CASES))
+def test_the_window_kernel_against_numpy(name, dtype, batched):
+    m, cin, kernel, image, images = WINDOW_CASES[name]
+    for parts in (1, 3):
+        c, want = _window(dtype, m, cin, kernel, image, images, batched, parts=parts)
+        k = images * (image[0] - kernel[0] + 1) * (image[1] - kernel[1] + 1)
+        tol = 8 * np.finfo(dtype).eps * np.sqrt(k) * max(1.0, float(np.abs(want).max()))
+        np.testing.assert_allclose(c, want, rtol=0, atol=tol)
+
+
 def test_the_shapes_it_takes():
     """Blocks of R columns dividing the output row, at least 4, within the vector registers; A^T
     within the stack's bound; None otherwise."""
@@ -92,6 +155,10 @@ def test_the_shapes_it_takes():
     assert direct_conv.shape(32, 400, 31, np.float32) is None  # a prime row wider than any block
     assert direct_conv.shape(32, 400, 3, np.float32) is None  # rows narrower than 4
     assert direct_conv.shape(32, direct_conv.PACK_BYTES, 14, np.float32) is None  # A^T past the stack's bound
+    nv = direct_conv.window_shape(32, 5, 5, np.float32)  # windows: a vector per tap and pass, within the registers
+    assert nv is not None and 25 * nv + nv + 1 <= registers
+    assert direct_conv.window_shape(32, 1, 3, np.float32) is None  # 3 taps: too few accumulators
+    assert direct_conv.window_shape(16, 7, 7, np.float32) is None  # 49 taps: past the registers
 
 
 def _conv_step(cin, cout, kernel, image, padding, stride=1):
@@ -101,13 +168,14 @@ def _conv_step(cin, cout, kernel, image, padding, stride=1):
     return [y, *train.grad((y * y).sum(), [x, w])]
 
 
-@pytest.mark.parametrize("stride,direct", [(1, 2), (2, 0)])
-def test_a_convolution_runs_its_forward_product_direct(stride, direct):
-    """A stride-1 convolution's forward product runs direct by default, and so does its data gradient
-    (a convolution of the output's gradient with 4 output channels: ``nn/layers/conv.py``); its weight
-    gradient (a batch of products with an A each) as the gathered GEMM. A stride-2 convolution's
-    columns are not unit-stride in the image. Forward and gradients are the reference's, direct or
-    not (``Choices(direct=False)``: the data gradient's 4 rows then read its copy)."""
+@pytest.mark.parametrize("stride,direct", [(1, 3), (2, 1)])
+def test_a_convolutions_products_run_direct(stride, direct):
+    """A stride-1 convolution's three products run direct by default: the forward one and the data
+    gradient (a convolution of the output's gradient with 4 output channels: ``nn/layers/conv.py``)
+    by blocks of an output row, the weight gradient by windows of taps. A stride-2 convolution's
+    forward columns are not unit-stride in the image (its weight gradient's taps are). Forward and
+    gradients are the reference's, direct or not (``Choices(direct=False)``: gathered GEMMs, and the
+    data gradient's 4 rows read its copy)."""
     outs = _conv_step(4, 32, (5, 5), (10, 12), 2, stride)
     arrays = {"x": rand((2, 4, 10, 12), seed=1), "w": rand((32, 4, 5, 5), seed=2)}
     want = lm.compile(outs, backend="reference")(**arrays)
@@ -129,16 +197,17 @@ def test_search_can_keep_the_gathered_gemm():
     assert ("direct", False) in tune._steps(b)
     plain = Binding(plan(prog.kg, kernels, prog.plan, {"B": 2}, tune.Choices(direct=False)))
     assert tune._signature(plain) != tune._signature(b)
-    outs = _conv_step(4, 32, (5, 5), (10, 12), 2, stride=2)
-    prog = lm.compile(outs, backend="cpu").runner.program
-    b = Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, {"B": 2}, tune.DEFAULT))
-    assert ("direct", False) not in tune._steps(b)
+    g = lm.Graph()
+    a, c = g.input("a", (64, 48)), g.input("c", (48, 40))
+    prog = lm.compile([a @ c], backend="cpu").runner.program
+    b = Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, {}, tune.DEFAULT))
+    assert ("direct", False) not in tune._steps(b)  # (no convolution)
 
 
 def test_the_cnn_train_step_runs_its_convolutions_direct_and_keeps_its_losses():
-    """The MNIST CNN's step (batch 128) runs three products direct by default (both convolutions'
-    forward products and the second's data gradient), and three steps give the losses of the same
-    step without (``Choices(direct=False)``: gathered GEMMs and the data gradient's copy)."""
+    """The MNIST CNN's step (batch 128) runs five products direct by default (both convolutions'
+    forward products and weight gradients, the second's data gradient), and three steps give the
+    losses of the same step without (``Choices(direct=False)``: gathered GEMMs and copies)."""
     spec = importlib.util.spec_from_file_location("mnist_train", Path(__file__).parents[2] / "examples/mnist/train.py")
     ex = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ex)
@@ -158,13 +227,13 @@ def test_the_cnn_train_step_runs_its_convolutions_direct_and_keeps_its_losses():
         prog._bindings[key] = Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, first.schedule.env,
                                            tune.Choices(direct=direct)))
         prog._recent = (None, None)
-        assert prog._bindings[key].schedule.direct == (3 if direct else 0)
+        assert prog._bindings[key].schedule.direct == (5 if direct else 0)
         losses[direct] = [step(**arrays) for _ in range(3)]
     np.testing.assert_allclose(losses[True], losses[False], rtol=1e-5)
 
 
 def test_hand_written_kernels_compile_in_the_batch_of_the_bindings_kernels(monkeypatch):
-    """The direct convolution's and the gathered GEMM's modules are compiled with the binding's
+    """The direct convolutions' modules (hand-written, as the gathered GEMM's) are compiled with the binding's
     generated kernels (``plan._link``: ``llvm.compile_kernels``' ``also``), not one after another at
     their first use; every step then calls a compiled function."""
     texts = []
@@ -179,7 +248,8 @@ def test_hand_written_kernels_compile_in_the_batch_of_the_bindings_kernels(monke
     prog = lm.compile(outs, backend="cpu").runner.program
     b = Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, {"B": 2}, tune.DEFAULT))
     r, nv = direct_conv.shape(32, 100, 12, np.float32)
-    assert direct_conv.module_text("float32", r, nv)[0] in texts
-    assert gathered_gemm.module_text("float32")[0] in texts
+    assert direct_conv.module_text("float32", r, nv)[0] in texts  # (the forward product)
+    nv = direct_conv.window_shape(32, 5, 5, np.float32)
+    assert direct_conv.window_module_text("float32", 5, 5, nv)[0] in texts  # (the weight gradient)
     flat = [x for s in b.schedule.steps for x in ([y for p in s.parts for y in p] if isinstance(s, Split) else [s])]
     assert not any(isinstance(getattr(x, "function", None), Library) for x in flat)

@@ -1,26 +1,34 @@
-"""A convolution's forward product as a direct kernel: ``C = A @ B`` where B is the im2col matrix a
-gathered product reads from the image (``gathered.py``), with B's columns (output pixels) broadcast
-straight from the image and A's rows (output channels) held as vectors. Nothing of the image is
-packed.
+"""A convolution's products as direct kernels: ``C = A @ B`` where B is the im2col matrix a gathered
+product reads from the image (``gathered.py``), its elements broadcast straight from the image and
+A's rows (output channels) held as vectors. Nothing of the image is packed.
 
 Why: the gathered GEMM (``gathered_gemm.py``) packs each panel of B from the image before its
 microkernel multiplies it by A's rows. A convolution has few output channels (M = 16..64), so each
-packed element is used by few rows and the packing costs about as much as the multiplication. Here
-A^T (K x M, a few tens of kB) is packed once per call, and a work item is ``R`` consecutive output
-pixels of one image row: for each of the K (input channel, kernel row, kernel column) the kernel
-broadcasts the R pixels' inputs, consecutive in the image, and multiplies them into ``R x nv``
-vector accumulators (``nv`` vectors of output channels), which stay in registers for the whole K.
-Measured on the MNIST CNN's second convolution (32 x 400 x 25088, AMD EPYC AVX-512, one thread):
-93-98 GFLOP/s against 64-67 for the gathered GEMM on the same operands.
+packed element is used by few rows and the packing costs about as much as the multiplication.
 
-It applies (:func:`shape`) where the innermost of the columns' sub-axes is unit-stride in the image
-(a stride-1 convolution's output row) with a divisor ``R`` the registers can hold, M fits ``nv``
-vectors, and A^T fits the stack (:data:`PACK_BYTES`). The accumulators go through a small stack tile
-to C's rows (C is channel-major: ``c[c_off + m * ldc + n]``).
+Two kernels, by what B's columns are:
 
-The kernel is of the generated kernels' ABI (``codegen/llvm.py``: ``f(pointers, parameters, start,
-stop)``) with the gathered GEMM's pointers and parameters (``gathered_gemm.PARAMS``; ``cols`` unused);
-its work items are the blocks of ``R`` columns, the batch's products one after another.
+- **Rows** (:func:`shape`, :func:`module_text`): the columns are output pixels (a forward product,
+  or a data gradient written as a convolution: ``nn/layers/conv.py``). A^T (K x M, a few tens of kB)
+  is packed once per call, and a work item is ``R`` consecutive output pixels of one image row: for
+  each of the K (input channel, kernel row, kernel column) the kernel broadcasts the R pixels'
+  inputs, consecutive in the image, into ``R x nv`` vector accumulators (``nv`` vectors of output
+  channels, M in passes of ``nv * W``), held for the whole K. MNIST CNN's second convolution
+  (32 x 400 x 25088, AMD EPYC AVX-512, one thread): 93-98 GFLOP/s against 64-67 for the gathered
+  GEMM on the same operands. It applies where the innermost column sub-axis is unit-stride in the
+  image (a stride-1 convolution's output row) with a divisor ``R`` the registers can hold, and one A
+  serves every product of a batch, within :data:`PACK_BYTES`.
+- **Windows** (:func:`window_shape`, :func:`window_module_text`): the columns are the weight's taps
+  and K the output pixels (a weight gradient: A the output's gradient). A work item is one window of
+  taps (an input channel's kernel rows x columns) for a pass of ``nv`` vectors of channels; per
+  block of pixels (A^T within :data:`PACK_BYTES`) each pixel's inputs at the window's taps are
+  broadcast into one vector accumulator per tap, and the block's sums go to C (the first block's
+  stored, later ones added). The same convolution's weight gradient: 90-96 GFLOP/s against 62-71.
+
+The accumulators go through a small stack tile to C's rows (C is channel-major: ``c[c_off + m *
+ldc + n]``). Both kernels are of the generated kernels' ABI (``codegen/llvm.py``: ``f(pointers,
+parameters, start, stop)``) with the gathered GEMM's pointers and parameters
+(``gathered_gemm.PARAMS``; ``cols`` unused), compiled with a binding's kernels (``steps.Library``).
 """
 
 from __future__ import annotations
@@ -146,6 +154,143 @@ def _module(dtype: str, r: int, nv: int) -> str:
     g.loop(g.i(0), m, g.i(width), "pass", run_pass)
     b.ret_void()
     return str(mod)
+
+
+def window_shape(m: int, rows: int, cols: int, dtype) -> int | None:
+    """``nv`` of the weight gradient's kernel (:func:`window_module`) for M = ``m`` output channels
+    and windows of ``rows x cols`` taps (C's two innermost column sub-axes, the inner one
+    unit-stride in the image), or None where the taps' accumulators do not fit the registers or are
+    too few to hide the FMA's latency (8): the ``nv`` using most of its lanes, then the most
+    accumulators."""
+    w = generated_gemm._shape(dtype).w
+    registers = 32 if w * np.dtype(dtype).itemsize >= 64 else 16
+    taps = rows * cols
+    best, score = None, (0.0, 0)
+    for nv in range(1, min(MAX_VECTORS, -(-m // w)) + 1):
+        if taps * nv + nv + 1 > registers or taps * nv < 8:
+            continue
+        passes = -(-m // (nv * w))
+        here = (m / (passes * nv * w), taps * nv)
+        if here > score:
+            best, score = nv, here
+    return best
+
+
+def window_function_name(dtype, rows: int, cols: int, nv: int) -> str:
+    return f"luminal_direct_conv_window_{np.dtype(dtype).name}_{rows}x{cols}x{nv}"
+
+
+def _window_module(dtype: str, rows: int, cols: int, nv: int) -> str:
+    """The weight gradient's kernel: ``C(m, n) = sum_k A(m, k) B(k, n)`` with k the output pixels
+    (every image's) and n the weight's taps, ``(outer, rows, cols)`` sub-axes; a work item is one
+    window of ``rows x cols`` taps (an input channel's) for ``nv`` vectors of channels. Per block of
+    :func:`window_block` pixels A^T is packed (the output gradient's channels as vectors, with each
+    pixel's offset in the image), and the window's accumulators, one per tap and vector, take each
+    pixel's ``rows x cols`` inputs broadcast from the image; C gets the block's sums (the first
+    block's stored, later ones added)."""
+    t = ll.FloatType() if np.dtype(dtype) == np.float32 else ll.DoubleType()
+    w = generated_gemm._shape(dtype).w
+    vt = ll.VectorType(t, w)
+    name = window_function_name(dtype, rows, cols, nv)
+    mod = ll.Module(name)
+    fn = ll.Function(mod, ll.FunctionType(ll.VoidType(), (PTR, PTR, I64, I64)), name)
+    ptrs, params, start, stop = fn.args
+    g = Builder(fn, t, w)
+    b = g.b
+    fma, _, _ = g.intrinsics(mod)
+    base = [b.load(b.gep(ptrs, [g.i(i)], source_etype=PTR), typ=PTR) for i in range(3)]
+    p = {x: b.load(b.gep(params, [g.i(i)], source_etype=I64), typ=I64) for i, x in enumerate(PARAMS)}
+    a0, b0, c0 = (g.at(x, p[o]) for x, o in zip(base, ("a_off", "b_off", "c_off")))
+    m, n, k, sam, ldc = (p[x] for x in ("m", "n", "k", "sam", "ldc"))
+    kd, ak, bk = ([p[f"{x}{i}"] for i in range(AXES)] for x in ("kd", "ak", "bk"))
+    bn0, bn1 = p["bn0"], p["bn1"]
+    width, taps, kc = nv * w, rows * cols, window_block(dtype, nv)
+    apack = g.opaque_alloca(kc * width, "apack")  # A^T of a block: row kk holds a pass's channels at pixel kk
+    koff = _stack(b, I32, g.i(kc), "koff")  # each pixel's offset in the image
+    tile = g.opaque_alloca(taps * width, "tile")
+    zero = ll.Constant(t, 0.0)
+    windows = b.sdiv(n, g.i(taps))  # per pass
+    passes = b.sdiv(b.add(m, g.i(width - 1)), g.i(width))
+    row_at = [b.mul(g.i(r), bn1) for r in range(rows)]
+
+    def group(gi, _):  # the items of one product and pass: its windows lo .. hi
+        which, m0 = b.sdiv(gi, passes), b.mul(b.srem(gi, passes), g.i(width))
+        lo = b.sub(g.max(start, b.mul(gi, windows)), b.mul(gi, windows))
+        hi = b.sub(g.min(stop, b.mul(b.add(gi, g.i(1)), windows)), b.mul(gi, windows))
+        a, image = g.at(a0, b.mul(which, p["asb"])), g.at(b0, b.mul(which, p["bsb"]))
+        c = g.at(c0, b.add(b.mul(which, p["csb"]), b.mul(m0, ldc)))
+        here = g.min(g.i(width), b.sub(m, m0))
+
+        def block(k0, _):
+            count = g.min(g.i(kc), b.sub(k, k0))
+
+            def pack(kk, offs):
+                b.store(b.trunc(offs[1], I32), b.gep(koff, [kk], source_etype=I32))
+                row = g.at(apack, b.mul(kk, g.i(width)))
+
+                def put(mm):
+                    inside = b.icmp_signed("<", mm, here)
+                    at = b.add(b.mul(b.add(m0, b.select(inside, mm, g.i(0))), sam), offs[0])
+                    b.store(b.select(inside, b.load(g.at(a, at), typ=t), zero), g.at(row, mm))
+
+                g.each(g.i(0), g.i(width), "ap", put)
+                return ()
+
+            g.loop(g.i(0), count, g.i(1), "kp", _counter(g, kd, [ak, bk], pack),
+                   carried=_digits(g, kd, k0, [ak, bk]))
+            first = b.icmp_signed("==", k0, g.i(0))
+
+            def window(j, _):
+                corner = g.at(image, b.mul(j, bn0))
+
+                def step(kk, accs):
+                    pixel = g.at(corner, b.sext(b.load(b.gep(koff, [kk], source_etype=I32), typ=I32), I64))
+                    row = g.at(apack, b.mul(kk, g.i(width)))
+                    channels = [b.load(g.at(row, g.i(v * w)), typ=vt, align=64) for v in range(nv)]
+                    out = []
+                    for r in range(rows):
+                        for q in range(cols):
+                            x = g.splat(b.load(g.at(pixel, b.add(row_at[r], g.i(q))), typ=t))
+                            out += [b.call(fma, (x, channels[v], accs[(r * cols + q) * nv + v])) for v in range(nv)]
+                    return out
+
+                accs = g.loop(g.i(0), count, g.i(1), "k", step, carried=[ll.Constant(vt, [0.0] * w)] * (taps * nv))
+                for tap in range(taps):
+                    for v in range(nv):
+                        b.store(accs[tap * nv + v], g.at(tile, g.i(tap * width + v * w)), align=64)
+                col0 = b.mul(j, g.i(taps))
+
+                def channel(mm):  # the tile's column mm is C's row m0 + mm at this window's taps
+                    dst = g.at(c, b.add(b.mul(mm, ldc), col0))
+                    for tap in range(taps):
+                        at = g.at(dst, g.i(tap))
+                        value = b.load(g.at(tile, b.add(g.i(tap * width), mm)), typ=t)
+                        b.store(b.select(first, value, b.fadd(b.load(at, typ=t), value)), at)
+
+                g.each(g.i(0), here, "st", channel)
+                return ()
+
+            g.loop(lo, hi, g.i(1), "window", window)
+            return ()
+
+        g.loop(g.i(0), g.max(k, g.i(1)), g.i(kc), "kb", block)
+        return ()
+
+    g.loop(b.sdiv(start, windows), b.sdiv(b.add(stop, b.sub(windows, g.i(1))), windows), g.i(1), "group", group)
+    b.ret_void()
+    return str(mod)
+
+
+def window_block(dtype, nv: int) -> int:
+    """Pixels per block of the weight gradient's kernel: its A^T within :data:`PACK_BYTES`."""
+    w = generated_gemm._shape(dtype).w
+    return max(16, PACK_BYTES // (nv * w * np.dtype(dtype).itemsize))
+
+
+@functools.cache
+def window_module_text(dtype: str, rows: int, cols: int, nv: int) -> tuple[str, str]:
+    """``(module IR text, function name)`` of the weight gradient's kernel (:func:`_window_module`)."""
+    return _window_module(dtype, rows, cols, nv), window_function_name(dtype, rows, cols, nv)
 
 
 def _stack(b, typ, count, name: str):

@@ -267,21 +267,28 @@ def _merge_runs(axes: list) -> list:
 
 
 def _direct(plan: Gathered, k: int, dtype) -> tuple | None:
-    """``(R, nv)`` of the direct convolution computing ``plan`` (``direct_conv.shape``), where its
-    innermost columns are unit-stride in the source (an output row of a stride-1 convolution) and
-    every product of a batch has the same A (a forward product's weights: A is packed once per call),
-    else None."""
-    if not plan.ns or plan.ns[-1][1] != 1 or (plan.batch[0] > 1 and plan.batch[1] != 0):
+    """How ``plan`` runs as a direct convolution (``direct_conv.py``), or None where it does not: its
+    columns' innermost sub-axis must be unit-stride in the source. ``("rows", R, nv)``: blocks of R
+    columns (an output row of a forward product), where every product of a batch has the same A (it
+    is packed once per call); else ``("windows", rows, cols, nv)``: windows of the two innermost
+    column sub-axes (a weight gradient's taps), A^T packed per block of k."""
+    if not plan.ns or plan.ns[-1][1] != 1:
         return None
-    return direct_conv.shape(plan.m, k, plan.ns[-1][0], dtype)
+    if plan.batch[0] == 1 or plan.batch[1] == 0:
+        found = direct_conv.shape(plan.m, k, plan.ns[-1][0], dtype)
+        if found is not None:
+            return ("rows", *found)
+    rows, cols = (plan.ns[-2][0] if len(plan.ns) > 1 else 1), plan.ns[-1][0]
+    nv = direct_conv.window_shape(plan.m, rows, cols, dtype)
+    return None if nv is None else ("windows", rows, cols, nv)
 
 
 def lower(k, plan: Gathered, planner, flat, strides) -> None:
     """Append product ``k``'s gathered GEMM to the planner's steps, its result into ``flat`` (the
     storage ``lowering._accumulator`` gave it, with element ``strides``): one kernel call over its
-    panels of columns, or a direct convolution's over its blocks of columns where that applies and
-    ``choices.direct`` (the cost model: faster wherever it applies, ``direct_conv.py``), cut over
-    the threads where the product is long enough."""
+    panels of columns, or a direct convolution's over its blocks of columns or windows of taps
+    where that applies and ``choices.direct`` (the cost model: faster wherever it applies,
+    ``direct_conv.py``), cut over the threads where the product is long enough."""
     assert tuple(map(int, strides)) == plan.strides, "the result's layout changed since the plan"
     dtype = np.dtype(k.acc_dtype.np)
     item = dtype.itemsize
@@ -305,11 +312,16 @@ def lower(k, plan: Gathered, planner, flat, strides) -> None:
         values[f"nd{i}"], values[f"bn{i}"] = s, sb
     params = tuple(int(values[p]) for p in gathered_gemm.PARAMS)
     direct = _direct(plan, kk, dtype) if planner.choices.direct else None
-    if direct is not None:  # (direct_conv.py: a block of R columns an item)
-        library, items = Library(*direct_conv.module_text(dtype.name, *direct)), nb * (n // direct[0])
-        planner.direct += 1
+    if direct is not None and direct[0] == "rows":  # (direct_conv.py: a block of R columns an item)
+        library, items = Library(*direct_conv.module_text(dtype.name, *direct[1:])), nb * (n // direct[1])
+    elif direct is not None:  # (a window of taps for a pass of channels an item)
+        _, rows, cols, nv = direct
+        passes = -(-plan.m // (nv * direct_conv.generated_gemm._shape(dtype).w))
+        library, items = Library(*direct_conv.window_module_text(dtype.name, rows, cols, nv)), \
+            nb * passes * (n // (rows * cols))
     else:
         library = Library(*gathered_gemm.module_text(dtype.name))
+    planner.direct += direct is not None
     step = Kernel(library, ((a.space, 0), (b.space, 0), (flat.space, 0)), params, 0, items)  # (compiled: plan._link)
     ranges = item_ranges(items, nb * plan.m * n * kk * NS_PER_MAC, threads, planner.split_ns)
     if len(ranges) > 1:  # (cut like a generated kernel: plan._link)

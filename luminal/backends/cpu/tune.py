@@ -64,8 +64,8 @@ class Choices:
     ``generated_gemv.py``). ``blocks``: run the fusions the planner finds a block at a time (an
     attention a block of query rows: ``attention.py``; a product and the kernel reading it an image:
     ``batched.py``); False: their kernels one after another over everything. ``direct``: run a
-    convolution's gathered forward product as a direct convolution where it applies
-    (``direct_conv.py``); False: as the gathered GEMM."""
+    convolution's gathered products as direct convolutions where they apply (``direct_conv.py``);
+    False: as the gathered GEMM."""
 
     threads: str = "auto"
     split_scale: float = 1.0
