@@ -18,7 +18,7 @@ from parity import rand
 import luminal as lm
 from luminal import train
 from luminal.backends.cpu import direct_conv, gathered_gemm, tune
-from luminal.backends.cpu.compiled import Binding
+from luminal.backends.cpu.compiled import Binding, CpuProgram
 from luminal.backends.cpu.parallel import Split
 from luminal.backends.cpu.plan import plan
 from luminal.backends.cpu.steps import Library
@@ -253,3 +253,34 @@ def test_hand_written_kernels_compile_in_the_batch_of_the_bindings_kernels(monke
     assert direct_conv.window_module_text("float32", 5, 5, nv)[0] in texts  # (the weight gradient)
     flat = [x for s in b.schedule.steps for x in ([y for p in s.parts for y in p] if isinstance(s, Split) else [s])]
     assert not any(isinstance(getattr(x, "function", None), Library) for x in flat)
+
+
+def test_search_over_a_convolution_keeps_the_gathered_gemm_when_it_is_faster(monkeypatch, tmp_path):
+    """A search over a convolution's layouts describes its hand-written kernels' steps by their
+    module (``tune._describe``: it used to fail on a gathered product's step), keeps the gathered
+    GEMMs where timing favours them, and the next program of the graph finds the choice cached."""
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("LUMINAL_CACHE", "compile,llvm")
+    monkeypatch.setattr(tune, "STEPS", (("direct", False),))
+    kept = tune.Choices(direct=False)
+    times = {tune.DEFAULT: [3.0, 3.0], kept: [1.0, 1.0]}
+
+    def fake(b, arrays):
+        b.run(arrays)
+        return times[b.choices].pop(0)
+
+    monkeypatch.setattr(tune, "measure", fake)
+    outs = _conv_step(4, 32, (5, 5), (10, 12), 2)
+    arrays = {"x": rand((2, 4, 10, 12), seed=1), "w": rand((32, 4, 5, 5), seed=2)}
+    f = lm.compile(outs, backend="cpu")
+    records = []
+    for _ in range(2):
+        prog = CpuProgram(f.runner.program.kg, f.runner.program.plan, search=2)
+        got, _ = prog(arrays, {"B": 2})
+        (record,) = prog.searches.values()
+        records.append(record)
+    assert records[0].chosen == kept and not records[0].cached
+    assert records[1].cached and records[1].chosen == kept and prog.binding({"B": 2}).schedule.direct == 0
+    want = lm.compile(outs, backend="reference")(**arrays)
+    for a, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, w, rtol=2e-4, atol=2e-4 * max(1.0, float(np.abs(w).max())))

@@ -19,7 +19,7 @@ from luminal.backends.cpu import gathered, gathered_gemm, tune
 from luminal.backends.cpu.compiled import Binding
 from luminal.backends.cpu.parallel import Split
 from luminal.backends.cpu.plan import plan
-from luminal.backends.cpu.steps import Kernel
+from luminal.backends.cpu.steps import Kernel, Library
 from luminal.compiler import memory
 from luminal.compiler.memory import lifetimes
 from luminal.core.kernel_graph import copy_source, expand_calls
@@ -98,9 +98,9 @@ def _conv_step(stride=1, padding=1, dilation=1, channels=(3, 5), kernel=(3, 2), 
 
 def _gathered_steps(b) -> list:
     """The calls of a gathered product's kernel: the gathered GEMM, or the direct convolution (the
-    forward product's, ``direct_conv.py``): kernel steps of no generated kernel."""
+    forward product's, ``direct_conv.py``): kernel steps of a hand-written module's kernel."""
     flat = [s for st in b.schedule.steps for s in ([y for p in st.parts for y in p] if isinstance(st, Split) else [st])]
-    return [s for s in flat if isinstance(s, Kernel) and s.kernel is None]
+    return [s for s in flat if isinstance(s, Kernel) and isinstance(s.kernel, Library)]
 
 
 CONVS = [  # (keywords, whether the products gather)
@@ -157,7 +157,7 @@ def test_threads_share_a_long_product(monkeypatch):
     prog = lm.compile(outs, backend="cpu").runner.program
     b = Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, {"B": 6}, tune.DEFAULT))
     splits = [st for st in b.schedule.steps if isinstance(st, Split) and len(st.parts) == 2
-              and all(len(p) == 1 and isinstance(p[0], Kernel) and p[0].kernel is None for p in st.parts)]
+              and all(len(p) == 1 and isinstance(p[0], Kernel) and isinstance(p[0].kernel, Library) for p in st.parts)]
     assert len(splits) == 3, "the forward, weight-gradient and data-gradient products, each cut in two"
     for st in splits:
         (first,), (second,) = st.parts

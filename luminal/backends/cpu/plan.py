@@ -598,7 +598,7 @@ class Planner:
 
         def done(x):
             if isinstance(x, Kernel) and isinstance(x.function, Library):
-                return Kernel(functions[x.function], x.buffers, x.params, x.start, x.stop, x.kernel)
+                return Kernel(functions[x.function], x.buffers, x.params, x.start, x.stop, x.function)
             return x
 
         self.steps = [Split([[done(y) for y in part] for part in s.parts]) if isinstance(s, Split) else done(s)

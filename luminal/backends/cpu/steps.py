@@ -154,7 +154,8 @@ class Step:
 class Library:
     """A kernel of a module written by hand (``gathered_gemm.py``, ``direct_conv.py``): the module's IR
     text and the function's name. A :class:`Kernel` step planned with one as its ``function`` gets the
-    compiled function once the binding's kernels are compiled, in the same batch (``plan._link``)."""
+    compiled function once the binding's kernels are compiled, in the same batch (``plan._link``), and
+    keeps the record as its ``kernel``."""
 
     text: str
     name: str
@@ -173,7 +174,7 @@ class Kernel(Step):
     params: tuple
     start: int
     stop: int
-    kernel: object = None  # the ir.Kernel (for inspection and the cost model)
+    kernel: object = None  # the code it runs, as data: the ir.Kernel, or the Library of a hand-written one
 
     @property
     def fn(self):

@@ -42,7 +42,7 @@ import numpy as np
 from tqdm import tqdm
 
 from luminal.backends.cpu.parallel import Split, thread_count
-from luminal.backends.cpu.steps import Gemm, Kernel, Ref
+from luminal.backends.cpu.steps import Gemm, Kernel, Library, Ref
 from luminal.codegen import ir, llvm
 from luminal.core.disk_cache import DiskCache
 
@@ -204,7 +204,8 @@ def _key(default) -> str:
 def _describe(x) -> str:
     """A step or operand as text that another process writes alike for the same program."""
     if isinstance(x, Kernel):
-        code = hashlib.sha256(ir.fingerprint(x.kernel, positional=True).encode()).hexdigest()
+        text = x.kernel.text if isinstance(x.kernel, Library) else ir.fingerprint(x.kernel, positional=True)
+        code = hashlib.sha256(text.encode()).hexdigest()
         return f"Kernel({code}, {x.buffers!r}, {x.params!r}, {x.start}, {x.stop})"
     if isinstance(x, Split):
         return "Split[" + "; ".join(", ".join(_describe(s) for s in part) for part in x.parts) + "]"
