@@ -73,20 +73,57 @@ def function_name(dtype, r: int, nv: int) -> str:
     return f"luminal_direct_conv_{np.dtype(dtype).name}_{r}x{nv}"
 
 
+class _Entry:
+    """A kernel function of the generated kernels' ABI being built: its module, builder, element and
+    vector types, FMA, parameters (``gathered_gemm.PARAMS``), item range and operands A, B, C at
+    their offsets; what both kernels start with."""
+
+    def __init__(self, dtype: str, name: str):
+        self.t = ll.FloatType() if np.dtype(dtype) == np.float32 else ll.DoubleType()
+        self.w = generated_gemm._shape(dtype).w
+        self.vt = ll.VectorType(self.t, self.w)
+        self.mod = ll.Module(name)
+        fn = ll.Function(self.mod, ll.FunctionType(ll.VoidType(), (PTR, PTR, I64, I64)), name)
+        ptrs, params, self.start, self.stop = fn.args
+        self.g = g = Builder(fn, self.t, self.w)
+        self.b = b = g.b
+        self.fma = g.intrinsics(self.mod)[0]
+        base = [b.load(b.gep(ptrs, [g.i(i)], source_etype=PTR), typ=PTR) for i in range(3)]
+        self.p = {x: b.load(b.gep(params, [g.i(i)], source_etype=I64), typ=I64) for i, x in enumerate(PARAMS)}
+        self.a0, self.b0, self.c0 = (g.at(x, self.p[o]) for x, o in zip(base, ("a_off", "b_off", "c_off")))
+
+    def pack_row(self, row, a, m0, rows, sam, offset, width: int) -> None:
+        """``row[mm] = A(m0 + mm, k)`` for ``mm < width`` (``a[(m0 + mm) * sam + offset]``: ``offset``
+        is k's), 0 from ``rows`` on: one k's row of A^T."""
+        g, b = self.g, self.b
+        zero = ll.Constant(self.t, 0.0)
+
+        def put(mm):
+            inside = b.icmp_signed("<", mm, rows)
+            at = b.add(b.mul(b.add(m0, b.select(inside, mm, g.i(0))), sam), offset)
+            b.store(b.select(inside, b.load(g.at(a, at), typ=self.t), zero), g.at(row, mm))
+
+        g.each(g.i(0), g.i(width), "ap", put)
+
+    def accumulate(self, base, koff, kk, apack, nv: int, offsets, accs) -> list:
+        """``accs`` (a vector per offset and vector of channels) plus k = ``kk``'s term: the element
+        at each of ``offsets`` from k's place in the image (``base + koff[kk]``) broadcast, times
+        the ``nv`` vectors of channels of A^T's row ``kk``."""
+        g, b = self.g, self.b
+        pixel = g.at(base, b.sext(b.load(b.gep(koff, [kk], source_etype=I32), typ=I32), I64))
+        row = g.at(apack, b.mul(kk, g.i(nv * self.w)))
+        channels = [b.load(g.at(row, g.i(v * self.w)), typ=self.vt, align=64) for v in range(nv)]
+        out = []
+        for i, offset in enumerate(offsets):
+            x = g.splat(b.load(g.at(pixel, offset), typ=self.t))
+            out += [b.call(self.fma, (x, channels[v], accs[i * nv + v])) for v in range(nv)]
+        return out
+
+
 def _module(dtype: str, r: int, nv: int) -> str:
-    t = ll.FloatType() if np.dtype(dtype) == np.float32 else ll.DoubleType()
-    w = generated_gemm._shape(dtype).w
-    vt = ll.VectorType(t, w)
-    name = function_name(dtype, r, nv)
-    mod = ll.Module(name)
-    fn = ll.Function(mod, ll.FunctionType(ll.VoidType(), (PTR, PTR, I64, I64)), name)
-    ptrs, params, start, stop = fn.args
-    g = Builder(fn, t, w)
-    b = g.b
-    fma, _, _ = g.intrinsics(mod)
-    base = [b.load(b.gep(ptrs, [g.i(i)], source_etype=PTR), typ=PTR) for i in range(3)]
-    p = {n: b.load(b.gep(params, [g.i(i)], source_etype=I64), typ=I64) for i, n in enumerate(PARAMS)}
-    a0, b0, c0 = (g.at(x, p[o]) for x, o in zip(base, ("a_off", "b_off", "c_off")))
+    e = _Entry(dtype, function_name(dtype, r, nv))
+    g, b, t, w, vt, p, start, stop = e.g, e.b, e.t, e.w, e.vt, e.p, e.start, e.stop
+    a0, b0, c0 = e.a0, e.b0, e.c0
     m, n, k, sam, ldc = (p[x] for x in ("m", "n", "k", "sam", "ldc"))
     kd, ak, bk = ([p[f"{x}{i}"] for i in range(AXES)] for x in ("kd", "ak", "bk"))
     nd, bn = ([p[f"{x}{i}"] for i in range(AXES)] for x in ("nd", "bn"))
@@ -94,7 +131,6 @@ def _module(dtype: str, r: int, nv: int) -> str:
     apack = _stack(b, t, b.mul(k, g.i(width)), "apack")  # A^T of a pass: row kk holds its channels' A(., kk)
     koff = _stack(b, I32, k, "koff")  # each k's offset in the image
     tile = g.opaque_alloca(r * width, "tile")
-    zero = ll.Constant(t, 0.0)
 
     def offsets(kk, offs):
         b.store(b.trunc(offs[1], I32), b.gep(koff, [kk], source_etype=I32))
@@ -107,14 +143,7 @@ def _module(dtype: str, r: int, nv: int) -> str:
         rows = g.min(g.i(width), b.sub(m, m0))
 
         def pack(kk, offs):
-            row = g.at(apack, b.mul(kk, g.i(width)))
-
-            def put(mm):
-                inside = b.icmp_signed("<", mm, rows)
-                at = b.add(b.mul(b.add(m0, b.select(inside, mm, g.i(0))), sam), offs[0])
-                b.store(b.select(inside, b.load(g.at(a0, at), typ=t), zero), g.at(row, mm))
-
-            g.each(g.i(0), g.i(width), "ap", put)
+            e.pack_row(g.at(apack, b.mul(kk, g.i(width))), a0, m0, rows, sam, offs[0], width)
             return ()
 
         g.loop(g.i(0), k, g.i(1), "kp", _counter(g, kd, [ak, bk], pack), carried=_digits(g, kd, g.i(0), [ak, bk]))
@@ -125,17 +154,9 @@ def _module(dtype: str, r: int, nv: int) -> str:
             image = g.at(g.at(b0, b.mul(which, p["bsb"])), noff)
             c = g.at(c0, b.add(b.mul(which, p["csb"]), b.mul(m0, ldc)))
 
-            def step(kk, accs):
-                pixels = g.at(image, b.sext(b.load(b.gep(koff, [kk], source_etype=I32), typ=I32), I64))
-                row = g.at(apack, b.mul(kk, g.i(width)))
-                channels = [b.load(g.at(row, g.i(v * w)), typ=vt, align=64) for v in range(nv)]
-                out = []
-                for j in range(r):
-                    x = g.splat(b.load(g.at(pixels, g.i(j)), typ=t))
-                    out += [b.call(fma, (x, channels[v], accs[j * nv + v])) for v in range(nv)]
-                return out
-
-            accs = g.loop(g.i(0), k, g.i(1), "k", step, carried=[ll.Constant(vt, [0.0] * w)] * (r * nv))
+            columns = [g.i(j) for j in range(r)]  # (the block's pixels, consecutive in the image)
+            accs = g.loop(g.i(0), k, g.i(1), "k", lambda kk, accs: e.accumulate(
+                image, koff, kk, apack, nv, columns, accs), carried=[ll.Constant(vt, [0.0] * w)] * (r * nv))
             for j in range(r):
                 for v in range(nv):
                     b.store(accs[j * nv + v], g.at(tile, g.i(j * width + v * w)), align=64)
@@ -153,7 +174,7 @@ def _module(dtype: str, r: int, nv: int) -> str:
 
     g.loop(g.i(0), m, g.i(width), "pass", run_pass)
     b.ret_void()
-    return str(mod)
+    return str(e.mod)
 
 
 def window_shape(m: int, rows: int, cols: int, dtype) -> int | None:
@@ -188,19 +209,9 @@ def _window_module(dtype: str, rows: int, cols: int, nv: int) -> str:
     pixel's offset in the image), and the window's accumulators, one per tap and vector, take each
     pixel's ``rows x cols`` inputs broadcast from the image; C gets the block's sums (the first
     block's stored, later ones added)."""
-    t = ll.FloatType() if np.dtype(dtype) == np.float32 else ll.DoubleType()
-    w = generated_gemm._shape(dtype).w
-    vt = ll.VectorType(t, w)
-    name = window_function_name(dtype, rows, cols, nv)
-    mod = ll.Module(name)
-    fn = ll.Function(mod, ll.FunctionType(ll.VoidType(), (PTR, PTR, I64, I64)), name)
-    ptrs, params, start, stop = fn.args
-    g = Builder(fn, t, w)
-    b = g.b
-    fma, _, _ = g.intrinsics(mod)
-    base = [b.load(b.gep(ptrs, [g.i(i)], source_etype=PTR), typ=PTR) for i in range(3)]
-    p = {x: b.load(b.gep(params, [g.i(i)], source_etype=I64), typ=I64) for i, x in enumerate(PARAMS)}
-    a0, b0, c0 = (g.at(x, p[o]) for x, o in zip(base, ("a_off", "b_off", "c_off")))
+    e = _Entry(dtype, window_function_name(dtype, rows, cols, nv))
+    g, b, t, w, vt, p, start, stop = e.g, e.b, e.t, e.w, e.vt, e.p, e.start, e.stop
+    a0, b0, c0 = e.a0, e.b0, e.c0
     m, n, k, sam, ldc = (p[x] for x in ("m", "n", "k", "sam", "ldc"))
     kd, ak, bk = ([p[f"{x}{i}"] for i in range(AXES)] for x in ("kd", "ak", "bk"))
     bn0, bn1 = p["bn0"], p["bn1"]
@@ -208,10 +219,9 @@ def _window_module(dtype: str, rows: int, cols: int, nv: int) -> str:
     apack = g.opaque_alloca(kc * width, "apack")  # A^T of a block: row kk holds a pass's channels at pixel kk
     koff = _stack(b, I32, g.i(kc), "koff")  # each pixel's offset in the image
     tile = g.opaque_alloca(taps * width, "tile")
-    zero = ll.Constant(t, 0.0)
     windows = b.sdiv(n, g.i(taps))  # per pass
     passes = b.sdiv(b.add(m, g.i(width - 1)), g.i(width))
-    row_at = [b.mul(g.i(r), bn1) for r in range(rows)]
+    window_taps = [b.add(b.mul(g.i(r), bn1), g.i(q)) for r in range(rows) for q in range(cols)]  # (from its corner)
 
     def group(gi, _):  # the items of one product and pass: its windows lo .. hi
         which, m0 = b.sdiv(gi, passes), b.mul(b.srem(gi, passes), g.i(width))
@@ -226,14 +236,7 @@ def _window_module(dtype: str, rows: int, cols: int, nv: int) -> str:
 
             def pack(kk, offs):
                 b.store(b.trunc(offs[1], I32), b.gep(koff, [kk], source_etype=I32))
-                row = g.at(apack, b.mul(kk, g.i(width)))
-
-                def put(mm):
-                    inside = b.icmp_signed("<", mm, here)
-                    at = b.add(b.mul(b.add(m0, b.select(inside, mm, g.i(0))), sam), offs[0])
-                    b.store(b.select(inside, b.load(g.at(a, at), typ=t), zero), g.at(row, mm))
-
-                g.each(g.i(0), g.i(width), "ap", put)
+                e.pack_row(g.at(apack, b.mul(kk, g.i(width))), a, m0, here, sam, offs[0], width)
                 return ()
 
             g.loop(g.i(0), count, g.i(1), "kp", _counter(g, kd, [ak, bk], pack),
@@ -243,18 +246,8 @@ def _window_module(dtype: str, rows: int, cols: int, nv: int) -> str:
             def window(j, _):
                 corner = g.at(image, b.mul(j, bn0))
 
-                def step(kk, accs):
-                    pixel = g.at(corner, b.sext(b.load(b.gep(koff, [kk], source_etype=I32), typ=I32), I64))
-                    row = g.at(apack, b.mul(kk, g.i(width)))
-                    channels = [b.load(g.at(row, g.i(v * w)), typ=vt, align=64) for v in range(nv)]
-                    out = []
-                    for r in range(rows):
-                        for q in range(cols):
-                            x = g.splat(b.load(g.at(pixel, b.add(row_at[r], g.i(q))), typ=t))
-                            out += [b.call(fma, (x, channels[v], accs[(r * cols + q) * nv + v])) for v in range(nv)]
-                    return out
-
-                accs = g.loop(g.i(0), count, g.i(1), "k", step, carried=[ll.Constant(vt, [0.0] * w)] * (taps * nv))
+                accs = g.loop(g.i(0), count, g.i(1), "k", lambda kk, accs: e.accumulate(
+                    corner, koff, kk, apack, nv, window_taps, accs), carried=[ll.Constant(vt, [0.0] * w)] * (taps * nv))
                 for tap in range(taps):
                     for v in range(nv):
                         b.store(accs[tap * nv + v], g.at(tile, g.i(tap * width + v * w)), align=64)
@@ -278,7 +271,7 @@ def _window_module(dtype: str, rows: int, cols: int, nv: int) -> str:
 
     g.loop(b.sdiv(start, windows), b.sdiv(b.add(stop, b.sub(windows, g.i(1))), windows), g.i(1), "group", group)
     b.ret_void()
-    return str(mod)
+    return str(e.mod)
 
 
 def window_block(dtype, nv: int) -> int:
