@@ -284,3 +284,21 @@ def test_search_over_a_convolution_keeps_the_gathered_gemm_when_it_is_faster(mon
     want = lm.compile(outs, backend="reference")(**arrays)
     for a, w in zip(got, want, strict=True):
         np.testing.assert_allclose(a, w, rtol=2e-4, atol=2e-4 * max(1.0, float(np.abs(w).max())))
+
+
+@pytest.mark.parametrize("xd,wd", [(lm.float32, lm.float16), (lm.float16, lm.float32)])
+def test_a_convolutions_gradients_keep_their_operands_dtypes(xd, wd):
+    """The custom gradient of a stride-1 convolution (``nn/layers/conv.py``) gives each operand's
+    gradient in that operand's dtype, as the casts of a mixed-dtype product would (it stands in for
+    them), and the values of the reference."""
+    g = lm.Graph()
+    x, w = g.input("x", (1, 2, 6, 6), dtype=xd), g.input("w", (16, 2, 3, 3), dtype=wd)
+    y = lm.nn.functional.conv2d(x, w, padding=1)
+    dx, dw = train.grad(y.sum(), [x, w])
+    assert (dx.dtype, dw.dtype) == (xd, wd)
+    arrays = {"x": rand((1, 2, 6, 6), seed=1).astype(xd.np), "w": rand((16, 2, 3, 3), seed=2).astype(wd.np)}
+    got = lm.compile([dx, dw], backend="cpu")(**arrays)
+    want = lm.compile([dx, dw], backend="reference")(**arrays)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_allclose(a.astype(np.float32), b.astype(np.float32), rtol=2e-2, atol=2e-2)

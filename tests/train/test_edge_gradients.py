@@ -24,6 +24,8 @@ import torch
 import torch.nn.functional as F
 from parity import check
 
+import luminal as lm
+from luminal import train
 from luminal.nn import layers as NN
 from luminal.nn import losses as L
 
@@ -477,3 +479,26 @@ def test_cross_entropy_finite_logits_at_ties(backend):
     _loss("cross_entropy", [x, t], backend, label_smoothing=0.1)
     probs = f32([[0.25] * 4, [0.5, 0.5, 0, 0], [0, 0, 1, 0], [0, 0.5, 0, 0.5]])
     _loss("cross_entropy", [x, probs], backend)
+
+
+@pytest.mark.parametrize("case", ["minus_inf_window", "two_nans"])
+def test_max_pool_indices_and_gradient_choose_torchs_element(case, backend):
+    """A padded window whose elements are all -inf chooses its first element, not the padding (its
+    index and its gradient); a window with two NaNs chooses the last (index and gradient alike)."""
+    if case == "minus_inf_window":
+        x = f32([[[-INF, -INF, 5.0]]])
+        make = (lambda m: m.MaxPool1d(3, 1, 1, return_indices=True))
+    else:
+        x = f32([[[[1.0, NAN], [NAN, 2.0]]]])
+        make = (lambda m: m.MaxPool2d(2, return_indices=True))
+    g = lm.Graph()
+    xi = g.input("x", x.shape)
+    y, idx = make(NN)(xi)
+    (dx,) = train.grad(y.sum(), [xi])
+    got = lm.compile([y, idx, dx], backend=backend)(x=x)
+    tx = torch.tensor(x, requires_grad=True)
+    ty, ti = make(torch.nn)(tx)
+    ty.sum().backward()
+    np.testing.assert_array_equal(got[0], ty.detach().numpy())
+    np.testing.assert_array_equal(got[1], ti.numpy())
+    np.testing.assert_array_equal(got[2], tx.grad.numpy())

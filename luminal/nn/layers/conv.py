@@ -118,7 +118,10 @@ def _input_gradient_as_convolution(y, lhs, rhs, x, weight, pads, dilation, group
     def rule(out, adjoint, lhs_, x_):
         by_lhs = adjoint.unsqueeze(-2).expand(*lhs_.shape) * rhs
         images = adjoint.reshape(x_.shape[0], o, *(s for s in _out_shape(x_, kernel, pads, dilation)))
-        return [by_lhs, _conv_nd(images, transposed, None, 1, 0, dilation, groups, name, pads=back)]
+        by_x = _conv_nd(images, transposed, None, 1, 0, dilation, groups, name, pads=back)
+        # (each in its input's dtype, as the casts the rule stands in for would give it: an f16
+        # operand of an f32 product)
+        return [by_lhs.to(lhs_.dtype), by_x.to(x_.dtype)]
 
     return y.graph.custom_vjp(y, [lhs, x], rule)
 

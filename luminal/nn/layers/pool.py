@@ -15,7 +15,7 @@ import numpy as np
 
 from luminal.core.errors import check_int
 from luminal.core.symbolic import is_static, prod
-from luminal.frontend.ops.elementwise import _opmath, isnan, logical_or, where
+from luminal.frontend.ops.elementwise import _opmath, isnan, logical_and, logical_not, logical_or, where
 from luminal.nn.layers._util import bad_input, check_float, layer_forward, layer_name, ntuple
 from luminal.nn.module import Module
 
@@ -71,7 +71,8 @@ def _windows(x, kernel, stride, padding, dilation, ceil_mode, fill, name):
 MAX_TAPS = 16
 """Windows of at most this many elements are pooled as an elementwise chain over their positions
 (``_first_maximum``); larger ones by a max over one window axis at a time, which keeps the graph
-small but shares a tie's gradient per axis (0.5 / 0.5 of a tie along an axis), not torch's."""
+small but is ``amax``'s gradient, not torch's: a tie's shared per axis (0.5 / 0.5 of a tie along an
+axis), and a window holding a NaN gives every element of it a NaN gradient."""
 
 
 def _taps(w, axes) -> list:
@@ -87,21 +88,25 @@ def _taps(w, axes) -> list:
     return out
 
 
-def _first_maximum(taps):
+def _first_maximum(taps, valid=None):
     """``(maximum, position)`` over ``taps`` as torch's max pooling takes them: a later element
     replaces the maximum only if greater or NaN, so the first maximum of a window in window order
     (the last NaN) is the one chosen, and only it gets the gradient. ``position`` (int32) is its
-    index in ``taps``, None for a single tap.
+    index in ``taps``, None for a single tap. ``valid``: per tap, whether it is an element of the
+    input, not padding (None: all are); padding is never chosen over an element, so a window of
+    -inf elements chooses its first one, as torch does.
 
     Why an elementwise chain, not a reduction: the window's axes are not adjacent in memory (a 2x2
     window's are the row and the column), so one reduction over them would first copy the input,
     and a reduction per axis shares a tie's gradient per axis, which is not torch's. Elementwise, the
-    forward pass is one kernel over the output, and the gradient is torch's exactly, ties included.
-    (Where every element of a padded window is -inf and padding comes first, the gradient goes to
-    the padding, where torch gives it to the first element of the input: the max of -infs.)"""
+    forward pass is one kernel over the output, and the gradient is torch's exactly, ties included."""
     best, at = taps[0], None
+    have = None if valid is None else valid[0]  # whether ``best`` is an element yet
     for i, t in enumerate(taps[1:], 1):
         later = logical_or(t > best, isnan(t))
+        if valid is not None:
+            later = logical_and(valid[i], logical_or(later, logical_not(have)))
+            have = logical_or(have, valid[i])
         best = where(later, t, best)
         at = where(later, i, 0 if at is None else at)
     return best, at
@@ -161,27 +166,35 @@ class _MaxPoolNd(_PoolNd):
         w, _, axes = _windows(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
                               -math.inf, name)
         windows = w
-        if prod(w.shape[a] for a in axes) <= MAX_TAPS:
-            w, won = _first_maximum(_taps(w, axes))
-            if won is not None and _tiles(x, self.kernel_size, self.stride, self.padding, self.dilation):
-                w = _tiled_gradient(x, w, won, windows.shape, axes)
-        else:  # one axis at a time (see MAX_TAPS)
+        if prod(w.shape[a] for a in axes) > MAX_TAPS:  # one axis at a time (see MAX_TAPS)
             for a in sorted(axes, reverse=True):
                 w = w.amax(a)
+            return (w, self._indices(x, windows, axes, name)) if self.return_indices else w
+        padded = any(self.padding) or self.ceil_mode
+        positions = _taps(*self._positions(x, name)) if padded or self.return_indices else None
+        w, won = _first_maximum(_taps(w, axes), [p >= 0 for p in positions] if padded else None)
+        if won is not None and _tiles(x, self.kernel_size, self.stride, self.padding, self.dilation):
+            w = _tiled_gradient(x, w, won, windows.shape, axes)
         if not self.return_indices:
             return w
-        return w, self._indices(x, windows, axes, name)
+        chosen = positions[0]  # torch's indices: the chosen element's flat position in its plane
+        for i, p in enumerate(positions[1:], 1):
+            chosen = where(won == i, p, chosen)
+        return w, chosen
 
-    def _indices(self, x, windows, axes, name):
-        """torch's indices: each maximum's flat position in its (H * W) plane, the first maximum of a
-        window in window order. The same windows are taken of the positions ``arange(H * W)``
-        (padding reads -1, never a maximum's position), and the argmax of each flattened value
-        window picks one."""
-        nd = self._nd
-        spatial = x.shape[x.ndim - nd:]
+    def _positions(self, x, name):
+        """``(windows, pooled axes)`` of the positions ``arange(H * W)`` of ``x``'s spatial plane,
+        windowed as ``x`` is (padding reads -1)."""
+        spatial = x.shape[x.ndim - self._nd:]
         pos = x.graph.arange(prod(spatial)).reshape(spatial)
         pw, _, paxes = _windows(pos, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
                                 -1, name)
+        return pw, paxes
+
+    def _indices(self, x, windows, axes, name):
+        """torch's indices for windows past ``MAX_TAPS``: each maximum's flat position in its (H * W)
+        plane, the first maximum of a window in window order (``argmax`` of each flattened window)."""
+        pw, paxes = self._positions(x, name)
 
         def flat(t, ax):
             kept = [i for i in range(t.ndim) if i not in ax]
