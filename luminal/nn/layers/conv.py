@@ -87,19 +87,19 @@ def _conv_nd(x, weight, bias, stride, padding, dilation, groups: int, name: str,
     y = (lhs * rhs).sum(-2)
     if set(stride) == {1} and all(lo <= d * (k - 1) and hi <= d * (k - 1)
                                   for (lo, hi), k, d in zip(pads, kernel, dilation)):
-        y = _input_gradient_as_convolution(y, lhs, rhs, source, weight, pads, dilation, groups, name)
+        y = _input_gradient_as_convolution(y, lhs, rhs, source, weight, pads, dilation, groups, out, name)
     y = y.reshape(n, o, *out)  # (N, G, O/G, P) is already (N, O, *out) in memory
     if bias is not None:
         y = y + bias.reshape(o, *(1,) * nd)
     return y
 
 
-def _input_gradient_as_convolution(y, lhs, rhs, x, weight, pads, dilation, groups: int, name: str):
-    """``y`` (the product ``(lhs * rhs).sum(-2)`` of a stride-1 convolution of ``x``) with the
-    gradient with respect to ``x`` computed as the convolution of the output's gradient with the
-    weight flipped and its channels swapped (the transposed convolution), padded by ``d * (k - 1)``
-    less the forward's padding on each side; the weight's gradient is autograd's (``_sum`` and
-    ``_mul`` of the product written out).
+def _input_gradient_as_convolution(y, lhs, rhs, x, weight, pads, dilation, groups: int, sizes: tuple, name: str):
+    """``y`` (the product ``(lhs * rhs).sum(-2)`` of a stride-1 convolution of ``x``, of output sizes
+    ``sizes``) with the gradient with respect to ``x`` computed as the convolution of the output's
+    gradient with the weight flipped and its channels swapped (the transposed convolution), padded by
+    ``d * (k - 1)`` less the forward's padding on each side; the weight's gradient is autograd's
+    (``_sum`` and ``_mul`` of the product written out).
 
     Why: differentiated, the im2col matrix's gradient is a product of the weight with the output's
     gradient, ``C * K`` rows per position (the MNIST CNN's second convolution: 40 MB per batch), which
@@ -115,22 +115,15 @@ def _input_gradient_as_convolution(y, lhs, rhs, x, weight, pads, dilation, group
     transposed = swapped.reshape(groups * cg, o // groups, *kernel).flip(spatial)
     back = tuple((d * (k - 1) - lo, d * (k - 1) - hi) for (lo, hi), k, d in zip(pads, kernel, dilation))
 
-    def rule(out, adjoint, lhs_, x_):
+    def rule(_, adjoint, lhs_, x_):
         by_lhs = adjoint.unsqueeze(-2).expand(*lhs_.shape) * rhs
-        images = adjoint.reshape(x_.shape[0], o, *(s for s in _out_shape(x_, kernel, pads, dilation)))
+        images = adjoint.reshape(x_.shape[0], o, *sizes)
         by_x = _conv_nd(images, transposed, None, 1, 0, dilation, groups, name, pads=back)
         # (each in its input's dtype, as the casts the rule stands in for would give it: an f16
         # operand of an f32 product)
         return [by_lhs.to(lhs_.dtype), by_x.to(x_.dtype)]
 
     return y.graph.custom_vjp(y, [lhs, x], rule)
-
-
-def _out_shape(x, kernel, pads, dilation) -> tuple:
-    """A stride-1 convolution's output sizes over ``x``'s spatial dims."""
-    nd = len(kernel)
-    return tuple(s + lo + hi - d * (k - 1)
-                 for s, (lo, hi), k, d in zip(x.shape[x.ndim - nd:], pads, kernel, dilation))
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):  # noqa: A002
