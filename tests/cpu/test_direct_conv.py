@@ -53,7 +53,8 @@ def _direct(dtype, m, cin, kernel, image, images, parts=1, seed=0):
     r, nv = direct_conv.shape(m, k, ow, dtype)
     params = (ctypes.c_int64 * len(gathered_gemm.PARAMS))(*[values[p] for p in gathered_gemm.PARAMS])
     ptrs = (ctypes.c_void_p * 3)(a_store.ctypes.data, src.ctypes.data, c.ctypes.data)
-    f = direct_conv.function(np.dtype(dtype).name, r, nv)
+    text, name = direct_conv.module_text(np.dtype(dtype).name, r, nv)
+    f = llvm.compile_text(text, [name], vectorised=True).function(name)
     items = images * (n // r)
     bounds = [items * t // parts for t in range(parts + 1)]
     for lo, hi in zip(bounds, bounds[1:]):

@@ -20,6 +20,7 @@ from luminal.backends.cpu.compiled import Binding
 from luminal.backends.cpu.parallel import Split
 from luminal.backends.cpu.plan import plan
 from luminal.backends.cpu.steps import Kernel, Library
+from luminal.codegen import llvm
 from luminal.compiler import memory
 from luminal.compiler.memory import lifetimes
 from luminal.core.kernel_graph import copy_source, expand_calls
@@ -50,7 +51,8 @@ def _kernel(dtype, m, kd, ak, bk, nd, bn, cols, source_size, seed=0, parts=1, ba
         values.update({f"kd{i}": kd[i], f"ak{i}": ak[i], f"bk{i}": bk[i], f"nd{i}": nd[i], f"bn{i}": bn[i]})
     params = (ctypes.c_int64 * len(gathered_gemm.PARAMS))(*[values[p] for p in gathered_gemm.PARAMS])
     ptrs = (ctypes.c_void_p * 3)(a_store.ctypes.data, src.ctypes.data, c.ctypes.data)
-    f = gathered_gemm.function(np.dtype(dtype).name)
+    text, name = gathered_gemm.module_text(np.dtype(dtype).name)
+    f = llvm.compile_text(text, [name], vectorised=True).function(name)
     items = nb * -(-n // cols)
     bounds = [items * t // parts for t in range(parts + 1)]
     for lo, hi in zip(bounds, bounds[1:]):

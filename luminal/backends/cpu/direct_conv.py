@@ -41,7 +41,6 @@ import numpy as np
 from luminal.backends.cpu import generated_gemm
 from luminal.backends.cpu.gathered_gemm import AXES, PARAMS, _counter, _digits
 from luminal.backends.cpu.vector_ir import I32, I64, PTR, Builder
-from luminal.codegen import llvm
 
 PACK_BYTES = 128 << 10  # A^T packed on the stack, per call: K * nv * W elements at most this many bytes
 MAX_VECTORS = 4  # vectors of output channels per pass over K
@@ -298,11 +297,3 @@ def module_text(dtype: str, r: int, nv: int) -> tuple[str, str]:
     """``(module IR text, function name)`` of the kernel for ``dtype`` (a name) with ``R`` columns and
     ``nv`` vectors of rows per block."""
     return _module(dtype, r, nv), function_name(dtype, r, nv)
-
-
-@functools.cache
-def function(dtype: str, r: int, nv: int):
-    """The compiled kernel (a ctypes function of the kernels' ABI; compiled on first use, through the
-    disk cache; it keeps its module alive)."""
-    text, name = module_text(dtype, r, nv)
-    return llvm.compile_text(text, [name], vectorised=True).function(name)

@@ -40,7 +40,6 @@ import numpy as np
 from luminal.backends.cpu import generated_gemm
 from luminal.backends.cpu.generated_gemm import Shape, multiply
 from luminal.backends.cpu.vector_ir import I32, I64, PTR, Builder
-from luminal.codegen import llvm
 
 AXES = 3  # sub-axes along k and along n
 RUNS = 4  # a vector of columns in this many contiguous runs or fewer is packed by unrolled loads
@@ -244,11 +243,3 @@ def module_text(dtype: str) -> tuple[str, str]:
     widest vectors."""
     s = generated_gemm._shape(dtype)
     return _module(dtype, s), function_name(dtype, s)
-
-
-@functools.cache
-def function(dtype: str):
-    """The compiled kernel for ``dtype`` (a name) as a ctypes function of the kernels' ABI (compiled on
-    first use, through the disk cache; it keeps its module alive)."""
-    text, name = module_text(dtype)
-    return llvm.compile_text(text, [name], vectorised=True).function(name)
