@@ -43,7 +43,6 @@ from luminal.backends.cpu.gemm import Strided
 from luminal.backends.cpu.parallel import NS_PER_MAC, Split, item_ranges, thread_count
 from luminal.backends.cpu.steps import Kernel, Library
 from luminal.core import dtype as dt
-from luminal.core import numpy_ops as ops
 from luminal.core.kernel_graph import copy_source
 from luminal.core.symbolic import prod
 
@@ -149,7 +148,7 @@ def _plan(planner, k, e, x) -> Gathered | None:
     e_domain = planner.shape(e.domain)
     if prod(e_domain) != prod(planner.shape(x.shape)):
         return None
-    yshape, ystrides, yoffset, box = ops.bound_view(e.inputs[0][1], planner.env)
+    yshape, ystrides, yoffset, box = planner.bound(e.inputs[0][1])
     if box is not None or tuple(yshape) != tuple(e_domain):
         return None
     out_axes = [i for i in range(len(domain)) if i not in k.axes]

@@ -23,6 +23,7 @@ All sizes and strides here are ints (a binding of the symbolic dims), in element
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 
@@ -70,7 +71,15 @@ def classify(domain: tuple, ks: tuple, sa: tuple, sb: tuple):
 
 def plan_gemm(domain: tuple, ks: tuple, a: Strided, b: Strided, out_strides: dict) -> GemmPlan:
     """``a``, ``b``: the operand views at the product ``domain``; ``ks``: the summed axes;
-    ``out_strides``: {domain axis: stride of the output} for every other axis (offset 0)."""
+    ``out_strides``: {domain axis: stride of the output} for every other axis (offset 0). A plan is a
+    pure function of these (frozen): laying out a deep stack asks for the same few thousands of times
+    (each trip of a rolled body, each option a layout weighs), so plans are kept (``_plan``)."""
+    return _plan(tuple(domain), tuple(ks), a, b, tuple(out_strides.items()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan(domain: tuple, ks: tuple, a: Strided, b: Strided, out_items: tuple) -> GemmPlan:
+    out_strides = dict(out_items)
     batch, m, n = classify(domain, ks, a.strides, b.strides)
     m, extra_m = _largest_run(in_memory_order(m, a.strides), domain, a.strides)
     n, extra_n = _largest_run(in_memory_order(n, b.strides), domain, b.strides)

@@ -18,6 +18,7 @@ Sizes, strides and offsets here are ints in elements (one binding of the symboli
 
 from __future__ import annotations
 
+import functools
 from itertools import product
 
 from luminal.backends.cpu.gemm import Strided, classify, plan_gemm
@@ -95,13 +96,26 @@ def remap(v: Strided, shape: tuple, perm: tuple) -> Strided | None:
     return Strided(v.shape, tuple(strides), offset)
 
 
+@functools.lru_cache(maxsize=4096)
+def remaps(v: Strided, shape: tuple, perm: tuple) -> bool:
+    """Whether :func:`remap` takes ``v`` onto storage order ``perm`` (kept: a layout asks it of every
+    reader of every buffer it weighs)."""
+    return remap(v, shape, perm) is not None
+
+
 def walk_order(v: Strided, shape: tuple, groups) -> tuple | None:
     """A storage order of a buffer of ``shape`` in which each of ``groups`` (lists of axes of the view
     ``v``, outermost group first) is laid out as one run, in its axes' order: a GEMM operand's batch,
     row and column axes, so that BLAS reads it as one matrix per batch. Axes no view axis walks go
     outermost. Of the two orders of the last two groups, the one nearer the logical order (fewer
     inverted pairs of axes) is taken: other readers keep their locality. None when ``v`` does not walk
-    the axes one by one, or the logical order is it."""
+    the axes one by one, or the logical order is it. (An order is a pure function of these, kept as
+    ``gemm_orders``'s.)"""
+    return _walk_order(v, tuple(shape), tuple(map(tuple, groups)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _walk_order(v: Strided, shape: tuple, groups: tuple) -> tuple | None:
     walk = axis_walk(v, shape) if shape else None
     if walk is None:
         return None
@@ -135,7 +149,12 @@ def physical_strides(shape: tuple, perm: tuple) -> tuple:
 def preferred_order(views: list, shape: tuple) -> tuple | None:
     """The axis order the readers' ``views`` (``(view, times read)`` pairs) walk the buffer in
     (weighted by elements read), or None when the logical order is as good or some view does not
-    remap."""
+    remap. (Kept per arguments, as ``gemm_orders``'s.)"""
+    return _preferred_order(tuple(views), tuple(shape))
+
+
+@functools.lru_cache(maxsize=4096)
+def _preferred_order(views: tuple, shape: tuple) -> tuple | None:
     votes: dict[tuple, int] = {}
     for v, times in views:
         walk = axis_walk(v, shape)
@@ -180,7 +199,13 @@ def gemm_orders(domain: tuple, ks: tuple, operands: list) -> list:
     the logical layout of a buffer of ``shape`` (the result's: its own shape, contiguous), and the
     orders it may take (None: logical). Returns one order (or None) each: the combination whose plan
     (``gemm.plan_gemm``) has the fewest extra batch axes and copies (``BATCH_COST``, ``COPY_COST``),
-    the earliest options on a tie."""
+    the earliest options on a tie. (Kept per arguments, as ``plan_gemm``: every trip of a rolled body
+    weighs the same choices.)"""
+    return list(_gemm_orders(tuple(domain), tuple(ks), tuple((v, shape, tuple(opts)) for v, shape, opts in operands)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _gemm_orders(domain: tuple, ks: tuple, operands: tuple) -> tuple:
     kept = [i for i in range(len(domain)) if i not in ks]
     best = None
     for combo in product(*(opts for _, _, opts in operands)):
@@ -196,4 +221,4 @@ def gemm_orders(domain: tuple, ks: tuple, operands: list) -> list:
             x is None for x in (g.a2, g.b2, g.out2))
         if best is None or cost < best[0]:
             best = (cost, combo)
-    return list(best[1]) if best is not None else [opts[0] for _, _, opts in operands]
+    return tuple(best[1]) if best is not None else tuple(opts[0] for _, _, opts in operands)

@@ -220,7 +220,7 @@ def _indexing(k, b) -> None:
         _generate(b, k, "scatter", lambda memory, name: lowering.lower(k, CPU, memory, name), _reads(k), extra)
         size = b.shape(k.domain)[k.axes[0]]
     ib, iv = k.inputs[1]
-    shape, strides, offset, box = ops.bound_view(iv, b.env)
+    shape, strides, offset, box = b.bound(iv)
     inner = (shape, offset) if box is None else ops.inner_box(strides, offset, box)
     src = None if inner is None else b.view(ib, Strided(inner[0], strides, inner[1]))
     valid = None if box is None else tuple(slice(lo, hi) for lo, hi in box)

@@ -118,6 +118,9 @@ class Planner:
     def __init__(self, kg, kernels, memory: MemoryPlan, env: dict, choices: tune.Choices, memo: dict):
         self.values, self.env, self.choices = env, env if choices.specialise else tracked(env), choices
         self.memo = memo
+        # (id(dims or view), id(sizes)) -> (the object, kept alive so its id is not reused; its value)
+        self._evaluated: dict = {}
+        self._placed: dict = {}  # what place computes, by view, storage order and size (see place)
         self.steps: list = []
         self.storages: list = []  # Storage by space index
         self.callers: dict = {}  # name -> (shape, np dtype) of each caller array
@@ -271,7 +274,7 @@ class Planner:
                 return [cur]
             parts = [p for p in (self._valid_part(r) for r, _ in readers.get(buf.id, {}).values()) if p is not None]
             wishes = [w for w in (layout.walk_order(v, shape, groups) for groups in group_sets)
-                      if w is not None and all(layout.remap(p, shape, w) is not None for p in parts)]
+                      if w is not None and all(layout.remaps(p, shape, w) for p in parts)]
             return list(dict.fromkeys([*(() if prefer is None else (prefer,)), cur, *wishes]))
 
         for k in kernels:
@@ -363,7 +366,7 @@ class Planner:
 
     def _valid_part(self, view) -> Strided | None:
         """The part of ``view`` that reads the buffer (its valid box), or None when it reads nothing."""
-        shape, strides, offset, box = ops.bound_view(view, self.env)
+        shape, strides, offset, box = self.bound(view)
         if box is not None:
             inner = ops.inner_box(strides, offset, box)
             if inner is None:
@@ -434,10 +437,24 @@ class Planner:
             self.env = env
 
     def shape(self, dims) -> tuple:
-        return tuple(evaluate(d, self.env) for d in dims)
+        """``dims`` evaluated under the current sizes (memoised: a body's trips share their dims)."""
+        key = (id(dims), id(self.env))
+        got = self._evaluated.get(key)
+        if got is None or got[0] is not dims:
+            got = self._evaluated[key] = (dims, tuple(evaluate(d, self.env) for d in dims))
+        return got[1]
+
+    def bound(self, view) -> tuple:
+        """``ops.bound_view(view)`` under the current sizes, memoised as :meth:`shape`: every trip of a
+        rolled body reads through the same view objects, thousands of times in a deep stack."""
+        key = (id(view), id(self.env))
+        got = self._evaluated.get(key)
+        if got is None or got[0] is not view:
+            got = self._evaluated[key] = (view, ops.bound_view(view, self.env))
+        return got[1]
 
     def strided_view(self, view) -> Strided:
-        shape, strides, offset, box = ops.bound_view(view, self.env)
+        shape, strides, offset, box = self.bound(view)
         assert box is None, "strided_view of a masked view"
         return Strided(shape, strides, offset)
 
@@ -485,7 +502,7 @@ class Planner:
         key = (buf.id, self._writes.get(buf.id, 0), view)
         if key in self._loads:
             return self._loads[key]
-        shape, strides, offset, box = ops.bound_view(view, self.env)
+        shape, strides, offset, box = self.bound(view)
         if box is None:
             value = self.view(buf, Strided(shape, strides, offset))
         else:
@@ -522,11 +539,21 @@ class Planner:
     def place(self, buf, view) -> Placed:
         """For the lowering (``codegen/lowering``): the :class:`Placed` read of a view of ``buf`` (remapped onto a
         permuted storage, bounds-checked), or with ``view`` None the placement of the whole buffer
-        (indexed in its own shape)."""
+        (indexed in its own shape). What a placement computes is kept per view, storage order and
+        storage size (``_placed``): every trip of a rolled body places its buffers through the same views."""
         name = self._ir_buffer(buf)
+        perm = self.perms.get(buf.id)
+        key = (id(view), id(buf.shape), id(self.env), perm, buf.id in self.alias, self._storage_size(buf))
+        got = self._placed.get(key)
+        if got is None or got[0] is not view or got[1] is not buf.shape:
+            got = self._placed[key] = (view, buf.shape, self._placement(buf, view))
+        return Placed(name, buf.dtype, *got[2])
+
+    def _placement(self, buf, view) -> tuple:
+        """``(offset, strides, box, pad)`` of :meth:`place`."""
         if view is None:
-            return Placed(name, buf.dtype, 0, self.strides_of(buf, self.shape(buf.shape)))
-        vshape, strides, offset, box = ops.bound_view(view, self.env)
+            return 0, self.strides_of(buf, self.shape(buf.shape)), None, 0.0
+        vshape, strides, offset, box = self.bound(view)
         inner = (vshape, offset) if box is None else ops.inner_box(strides, offset, box)
         if inner is not None and 0 not in inner[0]:
             valid = self.locate(buf, Strided(inner[0], strides, inner[1]))
@@ -534,7 +561,7 @@ class Planner:
             lows = (0,) * len(vshape) if box is None else tuple(lo for lo, _ in box)
             strides = valid.strides  # the valid part's, extended to the whole (masked) view
             offset = valid.offset - sum(lo * s for lo, s in zip(lows, strides))
-        return Placed(name, buf.dtype, offset, tuple(strides), box, view.pad)
+        return offset, tuple(strides), box, view.pad
 
     def strides_of(self, buf, shape) -> tuple:
         """Element strides of ``buf``'s storage seen with ``shape`` (its own, or a regrouping of it:
@@ -648,7 +675,7 @@ class Planner:
 
     # results --------------------------------------------------------------------------------------
     def _output(self, buf, view):
-        shape, strides, offset, box = ops.bound_view(view, self.env)
+        shape, strides, offset, box = self.bound(view)
         if box is None:
             return fresh, (self.view(buf, Strided(shape, strides, offset)),)
         inner = ops.inner_box(strides, offset, box)
