@@ -48,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from luminal.core.dtype import DType
-from luminal.core.symbolic import evaluate, free_vars_in, prod, shape_str, view_vars
+from luminal.core.symbolic import evaluate, free_vars_in, shape_str, view_vars
 
 BUFFER_KINDS = ("input", "state", "random", "const", "iota", "temp")
 KERNEL_KINDS = ("elementwise", "reduce", "matmul", "gather", "scatter_add", "call")
@@ -257,7 +257,10 @@ def logical_itemsize(dtype) -> int:
 
 
 def nbytes(buf: Buffer, env: dict[str, int], itemsize=logical_itemsize) -> int:
-    return evaluate(prod(buf.shape), env) * itemsize(buf.dtype)
+    n = itemsize(buf.dtype)
+    for d in buf.shape:  # (each dim's value: multiplying the expressions first builds a new one each time)
+        n *= evaluate(d, env)
+    return n
 
 
 @dataclass

@@ -111,10 +111,13 @@ def split_rows(calls: list, threads: int, matmuls: bool = False) -> list:
     one thread: its matmuls are cut too)."""
     if threads < 2:
         return calls
+    rowwise = [_row_call(*call) for call in calls]
+    if not matmuls and sum(r.work for r, (f, _) in zip(rowwise, calls) if r is not None and f is not np.matmul) \
+            < MIN_RUN_NS:
+        return calls  # no run can have enough work outside matmuls (what the runs below would find, sooner)
     runs: list = []  # _Run, or a call that is not row-wise
     run = _Run()
-    for call in calls:
-        rows = _row_call(*call)
+    for call, rows in zip(calls, rowwise):
         if rows is not None and run.add(call, rows):
             continue
         if run.calls:

@@ -18,7 +18,6 @@ dims as parameters, so another binding lays out the same code and reuses its com
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -385,6 +384,10 @@ class Planner:
         self._flat[buf.id] = Ref.contiguous(space, (prod(shape),), dtype)
 
     def _allocate(self, kg, memory: MemoryPlan) -> None:
+        with self.plain_sizes():  # (storages are data: no code is made from their sizes)
+            self._allocate_all(kg, memory)
+
+    def _allocate_all(self, kg, memory: MemoryPlan) -> None:
         slots = [self._storage(n) for n in memory.slot_bytes(self.values, storage_itemsize)]
         for buf in kg.buffers + [b for r in kg.bodies() for b in r.scratch]:
             shape = self.shape(buf.shape)
@@ -418,23 +421,18 @@ class Planner:
     def _allocate_parts(self, kernels) -> None:
         """The parts of packs (``Buffer.base``, made by ``expand_calls``): views of their pack's storage
         (a part is written by a kernel before any kernel reads it)."""
+        values = self.values
         for k in kernels:
             for buf, _ in k.outputs:
                 if buf.base is not None and buf.id not in self._flat:
-                    shape = self.shape(buf.shape)
-                    pack = self._flat[buf.base.id]
-                    self._flat[buf.id] = pack.view((prod(shape),), (1,), evaluate(buf.offset, self.values))
+                    size = prod(evaluate(d, values) for d in buf.shape)
+                    self._flat[buf.id] = self._flat[buf.base.id].view((size,), (1,), evaluate(buf.offset, values))
 
     # what lowering uses ---------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def plain_sizes(self):
-        """Evaluate sizes as plain ints within: for work no generated code is made from (storage
-        orders, a GEMM's BLAS call), where DimValue arithmetic would only cost time."""
-        env, self.env = self.env, self.values
-        try:
-            yield
-        finally:
-            self.env = env
+    def plain_sizes(self) -> _PlainSizes:
+        """Evaluate sizes as plain ints within (a ``with`` block): for work no generated code is made
+        from (storage orders, a GEMM's BLAS call), where DimValue arithmetic would only cost time."""
+        return _PlainSizes(self)
 
     def shape(self, dims) -> tuple:
         """``dims`` evaluated under the current sizes (memoised: a body's trips share their dims)."""
@@ -687,6 +685,22 @@ class Planner:
         if buf.kind in CALLER_KINDS:  # another state's value from before the run: copy it now
             return self._output(buf, view)
         return same, (self.load(buf, view),)
+
+
+class _PlainSizes:
+    """:meth:`Planner.plain_sizes`'s block (a class: entered thousands of times in a deep stack's
+    layout, where a generator's context manager costs several times more)."""
+
+    __slots__ = ("planner", "env")
+
+    def __init__(self, planner):
+        self.planner = planner
+
+    def __enter__(self):
+        self.env, self.planner.env = self.planner.env, self.planner.values
+
+    def __exit__(self, *exc):
+        self.planner.env = self.env
 
 
 fresh = np.ndarray.copy  # a C-contiguous copy (the method's default order), the caller's to keep
