@@ -839,9 +839,10 @@ def _machine(cpu, features):
     return llvm.Target.from_default_triple().create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
 
 
+@functools.cache
 def vector_widths() -> tuple:
     """The widths (bits) of the host's vector registers that LLVM may use: 128, 256 with AVX, 512
-    with AVX-512 (x86; 128 elsewhere)."""
+    with AVX-512 (x86; 128 elsewhere). (Asked for each product a binding weighs: kept.)"""
     on = {f[1:] for f in _init()["features"].split(",") if f.startswith("+")}
     return (128,) + ((256,) if "avx" in on else ()) + ((512,) if "avx512f" in on else ())
 

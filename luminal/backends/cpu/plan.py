@@ -18,6 +18,7 @@ dims as parameters, so another binding lays out the same code and reuses its com
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -777,32 +778,53 @@ def _cost_ns(kernel: ir.Kernel, env: dict) -> float:
     with the item (a load at a constant index, a scalar parameter, is hoisted by LLVM: free) and its
     transcendentals and float remainders (a loop's body times its trip count), times the work items,
     at the sizes of the binding ``env``. Each value counts once per item, however many statements
-    share it."""
-    moving: dict = {}  # id(index) -> whether it moves with the item (``_moves``)
-
-    def block(body, seen: set) -> float:
-        total = 0.0
-        for s in body:
-            if isinstance(s, ir.Loop):
-                trips = index_value(s.stop, env) - index_value(s.start, env)
-                total += max(trips, 0) * block(s.body, set(seen))
-                continue
-            if isinstance(s, ir.If):
-                total += block(s.body, seen)
-                continue
-            if isinstance(s, (ir.Store, ir.AtomicAdd)):
-                total += NS_PER_ACCESS
-            for v in ir.walk_values_of(ir.operands(s), seen):  # (values seen before: neither counted nor walked)
-                if v.op == "load" and _moves(v.args[0], moving):
-                    total += NS_PER_ACCESS
-                elif v.op in _CALLS and (v.op != "Mod" or v.dtype.is_float):
-                    total += _CALLS[v.op]
-        return total
-
+    share it. (What a kernel costs per trip of its loops is kept with it: ``_cost_terms``.)"""
+    total = 0.0
+    for loops, ns in _cost_terms(kernel):
+        for start, stop in loops:
+            ns *= max(index_value(stop, env) - index_value(start, env), 0)
+        total += ns
     items = 1
     for g in kernel.grid:
         items *= index_value(g, env)
-    return items * block(kernel.body, set())
+    return items * total
+
+
+_COST_TERMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ir.Kernel -> its _cost_terms
+
+
+def _cost_terms(kernel: ir.Kernel) -> tuple:
+    """``_cost_ns`` apart from the sizes: ``((loops, ns), ...)``, the ns per work item of the statements
+    inside each nest of ``loops`` (``(start, stop)`` of each, outermost first) for one trip of them.
+    Made once per kernel (a program's kernels are shared by its bindings and a body's trips)."""
+    got = _COST_TERMS.get(kernel)
+    if got is not None:
+        return got
+    moving: dict = {}  # id(index) -> whether it moves with the item (``_moves``)
+    terms: list = []
+
+    def block(body, seen: set, loops: tuple) -> None:
+        ns = 0.0
+        for s in body:
+            if isinstance(s, ir.Loop):
+                block(s.body, set(seen), loops + ((s.start, s.stop),))
+                continue
+            if isinstance(s, ir.If):
+                block(s.body, seen, loops)
+                continue
+            if isinstance(s, (ir.Store, ir.AtomicAdd)):
+                ns += NS_PER_ACCESS
+            for v in ir.walk_values_of(ir.operands(s), seen):  # (values seen before: neither counted nor walked)
+                if v.op == "load" and _moves(v.args[0], moving):
+                    ns += NS_PER_ACCESS
+                elif v.op in _CALLS and (v.op != "Mod" or v.dtype.is_float):
+                    ns += _CALLS[v.op]
+        if ns:
+            terms.append((loops, ns))
+
+    block(kernel.body, set(), ())
+    got = _COST_TERMS[kernel] = tuple(terms)
+    return got
 
 
 def _moves(index: ir.V, memo: dict) -> bool:
