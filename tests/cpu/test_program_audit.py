@@ -345,6 +345,79 @@ def test_failed_gather_leaves_states_and_the_next_call_is_right():
     _compare(got["reference"], got["cpu"])
 
 
+class _Embedder(nn.Module):
+    """Token embeddings, residual blocks, a projection: the blocks' updates come before the scatter_add
+    of the embedding's gradient."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb, self.out = nn.Embedding(7, 4), nn.Linear(4, 5)
+        self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, idx):
+        h = self.emb(idx)
+        for block in self.blocks:
+            h = h + block(h).tanh()
+        return self.out(h)
+
+
+def test_an_embedding_step_updates_in_place_and_a_bad_index_changes_nothing():
+    """The scatter_add of an embedding's gradient reads the indices its forward gather checked, so it
+    cannot fail (``Planner._last_fallible``): the blocks' parameters and AdamW states, updated before it,
+    are written in place. A bad index still raises before any state changes, and the steps around it
+    are the reference's."""
+    hist = {}
+    good = {"idx": np.array([0, 6, 3, 3], np.int32), "y": np.array([1, 4, 0, 2], np.int32)}
+    for backend in ("reference", "cpu"):
+        manual_seed(0)
+        m = _Embedder()
+        opt = train.AdamW(m.parameters(), lr=1e-2)
+        g = lm.Graph()
+        idx, y = g.input("idx", ("B",), lm.int32), g.input("y", ("B",), lm.int32)
+        step = train.compile_step(train.cross_entropy(m(idx), y), opt, backend=backend)
+
+        def states():
+            return [p.data.copy() for p in m.parameters()] + \
+                [s.data.copy() for per in opt.state.values() for s in per.values()]
+
+        hist[backend] = [[np.float64(step(**good))] + states()]
+        before = states()
+        with pytest.raises(IndexError, match="out of range"):
+            step(idx=np.array([0, 7, 1, 2], np.int32), y=good["y"])
+        for now, was in zip(states(), before, strict=True):
+            np.testing.assert_array_equal(now, was)
+        hist[backend].append([np.float64(step(**good))] + states())
+        if backend == "cpu":
+            written = _binding(step._update).schedule.written
+            assert {f"$blocks.{n}.{p}{s}" for n in (1, 2) for p in ("weight", "bias")
+                    for s in ("", ".exp_avg", ".exp_avg_sq")} <= written, sorted(written)
+    _compare(hist["reference"], hist["cpu"], (1e-4, 1e-5))
+
+
+@pytest.mark.parametrize("second", ["same_check", "same_computed_index", "another_size", "another_index"])
+def test_a_gather_can_fail_unless_an_earlier_one_made_its_check(second):
+    """``Planner._last_fallible``: a gather whose indices (the same buffer, the same elements, unwritten
+    since) an earlier gather checked against the same size cannot fail; any other can. (A buffer
+    written between the two, a rolled body's scratch, makes the second fallible again.)"""
+    from luminal.backends.cpu import tune
+    from luminal.backends.cpu.plan import Planner
+
+    g = lm.Graph()
+    i, j = g.input("i", ("B",), lm.int32), g.input("j", ("B",), lm.int32)
+    a, b = g.input("a", (5, 3)), g.input("b", (6 if second == "another_size" else 5, 3))
+    if second == "same_computed_index":
+        i = (i + 1) * 1 - 1
+    first = a.index_select(0, i)
+    f = lm.compile([first * 2, b.index_select(0, j if second == "another_index" else i) + first], backend="cpu")
+    f(i=np.array([0, 4, 1], np.int32), j=np.array([2, 2, 2], np.int32), a=np.ones((5, 3), np.float32),
+      b=np.ones(b.shape, np.float32))
+    prog = f.runner.program
+    gathers = [n for n, k in enumerate(prog._kernels) if k.kind == "gather"]
+    assert len(gathers) == 2
+    planner = Planner(prog.kg, prog._kernels, prog.plan, {"B": 3}, tune.DEFAULT, {})
+    assert planner._last_fallible(prog._kernels) == gathers[0 if second.startswith("same") else 1]
+
+
 # a random fuzz of state updates that read the state through views -------------------------------------
 
 N_FUZZ = 4

@@ -211,14 +211,13 @@ def _indexing(k, b) -> None:
     extra = {"flag": Placed(b.scratch_name(cell), dt.int32, 0, (1,))}
     if k.kind == "gather":
         _generate(b, k, "gather", lambda memory, name: lowering.lower(k, CPU, memory, name), _reads(k), extra)
-        size = b.shape(k.inputs[0][1].shape)[k.axes[0]]
     else:
         if k.outputs[0][0].dtype in (dt.float16, dt.bfloat16):  # accumulates in float32, rounded once at the end
             shape = b.shape(k.domain)
             extra["acc"] = Placed(b.scratch_name(b.scratch(shape, np.float32)), dt.float32, 0,
                                   contiguous_strides(shape))
         _generate(b, k, "scatter", lambda memory, name: lowering.lower(k, CPU, memory, name), _reads(k), extra)
-        size = b.shape(k.domain)[k.axes[0]]
+    size = b.index_size(k)
     ib, iv = k.inputs[1]
     shape, strides, offset, box = b.bound(iv)
     inner = (shape, offset) if box is None else ops.inner_box(strides, offset, box)

@@ -350,7 +350,7 @@ class Planner:
             for b, _ in list(k.inputs) + list(k.epilogue_inputs):
                 last_read[b.id] = i
         read_at_end = {b.id for b, _ in kg.outputs} | {b.id for _, b, _ in kg.updates}
-        last_fallible = max((i for i, k in enumerate(ks) if k.kind in ("gather", "scatter_add")), default=-1)
+        last_fallible = self._last_fallible(ks)
         states = {b.name: b for b in kg.buffers if b.kind == "state"}
         alias = {}
         for name, t, view in kg.updates:
@@ -363,6 +363,31 @@ class Planner:
             if last_read.get(st.id, -1) <= i and st.id not in read_at_end and _reads_in_step(ks[i], st, t):
                 alias[t.id] = name
         return alias
+
+    def _last_fallible(self, kernels) -> int:
+        """The position of the last kernel that can fail at run time (-1: none): a gather or scatter_add
+        whose index check (``lowering._indexing``) is not one an earlier kernel made already, on the
+        same elements of the same index buffer (unwritten since) against the same size. The scatter_add
+        of an embedding's gradient reads the indices its forward gather checked: it cannot fail, and
+        the optimizer's updates before it can still be written in place."""
+        checked: set = set()  # (index buffer id, its bound view, pad, size) of the checks made so far
+        last = -1
+        for i, k in enumerate(kernels):
+            if k.kind in ("gather", "scatter_add"):
+                ib, iv = k.inputs[1]
+                with self.plain_sizes():
+                    check = (ib.id, self.bound(iv), iv.pad, self.index_size(k))
+                if check not in checked:
+                    checked.add(check)
+                    last = i
+            written = {b.id for b, _ in k.outputs}
+            if checked and written:
+                checked = {c for c in checked if c[0] not in written}
+        return last
+
+    def index_size(self, k) -> int:
+        """The size gather or scatter_add ``k``'s indices must stay below: its table's along the axis."""
+        return self.shape(k.inputs[0][1].shape if k.kind == "gather" else k.domain)[k.axes[0]]
 
     def _valid_part(self, view) -> Strided | None:
         """The part of ``view`` that reads the buffer (its valid box), or None when it reads nothing."""
