@@ -398,7 +398,7 @@ def test_an_embedding_step_updates_in_place_and_a_bad_index_changes_nothing():
 def test_a_gather_can_fail_unless_an_earlier_one_made_its_check(second):
     """``Planner._last_fallible``: a gather whose indices (the same buffer, the same elements, unwritten
     since) an earlier gather checked against the same size cannot fail; any other can. (A buffer
-    written between the two, a rolled body's scratch, makes the second fallible again.)"""
+    written between the two, a rolled body's scratch: the next test.)"""
     from luminal.backends.cpu import tune
     from luminal.backends.cpu.plan import Planner
 
@@ -416,6 +416,46 @@ def test_a_gather_can_fail_unless_an_earlier_one_made_its_check(second):
     assert len(gathers) == 2
     planner = Planner(prog.kg, prog._kernels, prog.plan, {"B": 3}, tune.DEFAULT, {})
     assert planner._last_fallible(prog._kernels) == gathers[0 if second.startswith("same") else 1]
+
+
+def test_a_rolled_bodys_index_is_checked_again_on_every_trip():
+    """Each trip of a rolled stack gathers with an index it computes into the body's scratch (the same
+    buffer every trip, rewritten): no trip's check covers the next one's, so a bad index met only in a
+    later trip still raises before any state is written in place. (The index shared by every trip is
+    checked once.) The states' updates come between the trips, so all but the last one's are written in
+    place only if the last trip's gather is the last kernel that can fail."""
+    depth, v, d = 4, 7, 4
+    rng = np.random.default_rng(0)
+    tables = [_f32(rng, v, d) for _ in range(depth)]
+    calls = [(np.array([1, 2, 0], np.int32), _f32(rng, 3, d)),
+             (np.array([v - 1, 2, 0, 1], np.int32), _f32(rng, 4, d)),  # v - 1 + 1 = v: trips 1 and 3 fail
+             (np.array([3, 5], np.int32), _f32(rng, 2, d))]
+    got = {}
+    for backend in ("reference", "cpu"):
+        ws = [State(t.copy(), name=f"w{k}") for k, t in enumerate(tables)]
+        offsets = [State(np.array([k % 2], np.int32), name=f"o{k}") for k in range(depth)]
+        g = lm.Graph()
+        idx, h = g.input("i", ("B",), lm.int32), g.input("x", ("B", d))
+        updates = {}
+        for s, o in zip(ws, offsets):  # (each update made with its trip: the kernels keep that order)
+            w = g.state(s)
+            h = (h + w.index_select(0, idx + g.state(o)) * 0.5 + w.index_select(0, idx)).tanh()
+            updates[s] = w * 0.9 + 0.01
+        f = lm.compile([h], backend=backend, updates=updates)
+        got[backend] = []
+        for i, x in calls:
+            before = [w.data.copy() for w in ws]
+            if i.max() == v - 1:
+                with pytest.raises(IndexError, match="out of range"):
+                    f(i=i, x=x)
+                for w, was in zip(ws, before, strict=True):
+                    np.testing.assert_array_equal(w.data, was)
+            else:
+                got[backend].append([np.array(f(i=i, x=x))] + [w.data.copy() for w in ws])
+        if backend == "cpu":
+            assert f.report(show=False).loops, "the stack did not roll"
+            assert _binding(f).schedule.written == {f"$w{depth - 1}"}
+    _compare(got["reference"], got["cpu"])
 
 
 # a random fuzz of state updates that read the state through views -------------------------------------

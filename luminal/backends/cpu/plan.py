@@ -370,19 +370,21 @@ class Planner:
         same elements of the same index buffer (unwritten since) against the same size. The scatter_add
         of an embedding's gradient reads the indices its forward gather checked: it cannot fail, and
         the optimizer's updates before it can still be written in place."""
-        checked: set = set()  # (index buffer id, its bound view, pad, size) of the checks made so far
+        # the checks made so far: (index buffer id, its pack's id or its own, its bound view, pad, size)
+        checked: set = set()
         last = -1
         for i, k in enumerate(kernels):
             if k.kind in ("gather", "scatter_add"):
                 ib, iv = k.inputs[1]
                 with self.plain_sizes():
-                    check = (ib.id, self.bound(iv), iv.pad, self.index_size(k))
+                    check = (ib.id, ib.id if ib.base is None else ib.base.id, self.bound(iv), iv.pad,
+                             self.index_size(k))
                 if check not in checked:
                     checked.add(check)
                     last = i
-            written = {b.id for b, _ in k.outputs}
-            if checked and written:
-                checked = {c for c in checked if c[0] not in written}
+            if checked:  # (a write into a buffer, or into a part of its pack or the pack, undoes its checks)
+                written = {x for b, _ in k.outputs for x in (b.id, b.id if b.base is None else b.base.id)}
+                checked = {c for c in checked if c[0] not in written and c[1] not in written}
         return last
 
     def index_size(self, k) -> int:
