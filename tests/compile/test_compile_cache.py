@@ -49,7 +49,7 @@ losses = [float(step(x=xb, y=yb)) for _ in range(3)]
 x7 = rng.standard_normal((7, 16)).astype(np.float32)
 losses.append(float(step(x=x7, y=rng.integers(0, 4, 7).astype(np.int32))))  # another binding of B
 r = step.report(show=False)
-print(json.dumps({"losses": losses, "hit": bool(r.cache.get("hit")), "egglog": "egglog" in sys.modules,
+print(json.dumps({"losses": losses, "hit": bool(r.cache.get("hit")), "egglog": "egglog.bindings" in sys.modules,
                   "text": str(r), "times": sorted(r.times), "loops": r.loops,
                   "weights": [p.data.tolist() for p in params]}))
 """

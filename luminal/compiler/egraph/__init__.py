@@ -8,7 +8,7 @@ program with a DAG cost model (``egraph_read.py``, ``extract.py``, ``cost.py``) 
 ``search=N``, times neighbours of it (``search.py``).
 ``res.terms`` maps each root node id to its Term; ``res.stats`` explains the run (see ``optimize.py``).
 
-Importing this package does not import egglog (about a third of a second): ``optimize`` and ``Result``
+Importing this package does not import egglog (its bindings: ``egglog_bindings.py``): ``optimize`` and ``Result``
 load ``optimize.py``, and egglog with it, when first asked for. ``lm.compile`` imports ``Budget`` from
 here on every compile, and a compile served by the compile cache (``compiler/cache.py``) must not pay
 for egglog. The package's ``optimize`` attribute is the function, as it always was: the import system

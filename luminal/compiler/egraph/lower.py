@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from egglog import bindings as b
 
 from luminal.compiler.egraph import fold, schema
+from luminal.compiler.egraph.egglog_bindings import bindings as b
 from luminal.compiler.term import topological
 from luminal.core.primitives import ELEMENTWISE, PRIMITIVES, REDUCE
 from luminal.core.symbolic import is_static, prod

@@ -18,9 +18,8 @@ import threading
 from contextlib import contextmanager
 from importlib import resources
 
-from egglog import bindings
-
 from luminal.compiler.egraph import fusion
+from luminal.compiler.egraph.egglog_bindings import bindings
 from luminal.compiler.errors import CompileError
 
 RULE_FILES = ("schema", "algebra", "matmul", "contraction", "fusion")
