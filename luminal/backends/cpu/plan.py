@@ -416,8 +416,17 @@ class Planner:
             self._allocate_all(kg, memory)
 
     def _allocate_all(self, kg, memory: MemoryPlan) -> None:
-        slots = [self._storage(n) for n in memory.slot_bytes(self.values, storage_itemsize)]
-        for buf in kg.buffers + [b for r in kg.bodies() for b in r.scratch]:
+        placed = kg.buffers + [b for r in kg.bodies() for b in r.scratch]
+        # each slot as large as the largest buffer placed in it: the program's buffers, not the memory
+        # plan's (a product folded over its batch keeps its buffer's id and slot, and is B times smaller:
+        # fold.py; a GPT step's rolled weight gradients left 170 MB of its slots unused)
+        sizes = [0] * len(memory.slots)
+        for buf in placed:
+            if buf.kind not in CALLER_KINDS and buf.kind not in ("const", "iota") and buf.id in memory.slot_of:
+                at = memory.slot_of[buf.id]
+                sizes[at] = max(sizes[at], prod(self.shape(buf.shape)) * storage_itemsize(buf.dtype))
+        slots = [self._storage(n) for n in sizes]
+        for buf in placed:
             shape = self.shape(buf.shape)
             dtype = buf.dtype.np
             if buf.kind in CALLER_KINDS:
@@ -427,11 +436,7 @@ class Planner:
                     np.arange(shape[0], dtype=np.int32)
                 self._own(buf, self._storage(data.nbytes, data=data), shape, dtype)
             elif buf.id in memory.slot_of:
-                space = slots[memory.slot_of[buf.id]]
-                nbytes = prod(shape) * dtype.itemsize
-                if self.storages[space].nbytes < nbytes:  # a product folded over an empty batch (fold.py)
-                    space = self._storage(nbytes)
-                self._own(buf, space, shape, dtype)
+                self._own(buf, slots[memory.slot_of[buf.id]], shape, dtype)
             else:  # a temp no kernel writes (the plan skips it): zeros of its own
                 self._own(buf, self._storage(prod(shape) * dtype.itemsize), shape, dtype)
 
