@@ -13,8 +13,8 @@ over K = B*28*28) stays batched: one GEMM with a tiny output and a huge contract
 BLAS's speed and cannot be cut over threads by its rows or columns, while the batched products and
 their sum can (measured on the MNIST CNN step: 5.6 ms folded against 1.4 ms batched for that one).
 
-The folded product's buffer keeps its id (the memory plan's slot for the unfolded one is larger), so
-the program's memory plan still holds. When the reduce has no epilogue (a data-parallel step writes a
+The folded product's buffer keeps its id, so the program's memory plan still holds: its slot was
+made for the unfolded product (a binding sizes each slot by the buffers it places there: ``plan.py``). When the reduce has no epilogue (a data-parallel step writes a
 weight gradient into its bucket as it is), summing over size-1 axes is a copy: the matmul then writes
 the reduce's buffer itself and the reduce goes, provided that buffer shares no storage with the
 matmul's operands (the memory plan's slots) and no kernel runs between the two.
