@@ -67,10 +67,13 @@ def indexing(g):
     i = g.input("i", (6, 4), dtype=lm.int32)
     s, h = g.input("s", (6, 4)), g.input("h", (6, 9), dtype=lm.float16)
     few = g.input("f", (2, 4), dtype=lm.int32)  # an index with fewer lines than the output
+    rows, src = g.input("r", (5, 9), dtype=lm.int32), g.input("t", (5, 9))  # every line, across memory
     return [lm.gather(x, 1, i), lm.scatter_add(x, 1, i, s), lm.scatter_add(h, 1, i, s.half()),
-            lm.scatter_add(x, 0, few, s[:2])], \
+            lm.scatter_add(x, 0, few, s[:2]), lm.scatter_add(x, 0, rows, src),
+            lm.scatter_add(h, 0, rows, src.half())], \
         {"x": _r(6, 9), "i": np.int32([[0, 3, 3, 8]] * 6), "s": _r(6, 4), "h": _r(6, 9, dtype=np.float16),
-         "f": np.int32([[5, 0, 5, 2], [1, 1, 4, 0]])}
+         "f": np.int32([[5, 0, 5, 2], [1, 1, 4, 0]]), "r": RNG.integers(0, 6, (5, 9)).astype(np.int32),
+         "t": _r(5, 9)}
 
 
 PROGRAMS = [reductions, long_rows, products, indexing]

@@ -14,6 +14,7 @@ from kg_helpers import KG, E, L, View, rand_array
 import luminal as lm
 from luminal.backends.cpu import plan
 from luminal.backends.cpu.parallel import Split
+from luminal.codegen.lower import index_value
 from luminal.core import numpy_ops as ops
 
 DTYPES = [lm.float32, lm.float64, lm.float16, lm.bfloat16, lm.int32, lm.bool]
@@ -207,3 +208,21 @@ def test_cut_over_threads(monkeypatch, axis):
     with pytest.raises(IndexError) as e:
         _run(f, x=x, i=wrong)
     assert str(e.value) == _message(wrong, x.shape[axis], "gather")
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_a_scatter_along_a_strided_axis_copies_in_memory_order(axis):
+    """An embedding's gradient scatters along the table's rows: a line of the output along that axis is
+    a column, across memory. Its copy-in is a kernel of its own over every element in memory order,
+    then the adds by lines; along the innermost axis (contiguous lines) one kernel does both."""
+    f = _program(lambda t: [t["x"].scatter_add(axis, t["i"], t["s"])],
+                 {"x": ((6, 40), lm.float32), "i": ((3, 40) if axis == 0 else (6, 5), lm.int32),
+                  "s": ((3, 40) if axis == 0 else (6, 5), lm.float32)})
+    x, rng = rand_array((6, 40), lm.float32, 1), np.random.default_rng(3)
+    i = rng.integers(0, 6 if axis == 0 else 40, (3, 40) if axis == 0 else (6, 5)).astype(np.int32)
+    s = rand_array(i.shape, lm.float32, 2)
+    (got,) = _run(f, x=x, i=i, s=s)
+    np.testing.assert_allclose(got, ops.scatter_add(x, i, s, axis, lm.float32), rtol=1e-6)
+    b = next(iter(f.runner.program._bindings.values()))
+    items = [int(np.prod([index_value(d, b.schedule.env) for d in kern.grid])) for kern, _, _ in b.schedule.generated]
+    assert items == ([240, 40] if axis == 0 else [6]), items  # axis 0: the copy over all 240, then a column each

@@ -14,10 +14,11 @@ BLAS's speed and cannot be cut over threads by its rows or columns, while the ba
 their sum can (measured on the MNIST CNN step: 5.6 ms folded against 1.4 ms batched for that one).
 
 The folded product's buffer keeps its id, so the program's memory plan still holds: its slot was
-made for the unfolded product (a binding sizes each slot by the buffers it places there: ``plan.py``). When the reduce has no epilogue (a data-parallel step writes a
-weight gradient into its bucket as it is), summing over size-1 axes is a copy: the matmul then writes
-the reduce's buffer itself and the reduce goes, provided that buffer shares no storage with the
-matmul's operands (the memory plan's slots) and no kernel runs between the two.
+made for the unfolded product (a binding sizes each slot by the buffers it places there: ``plan.py``).
+When the reduce has no epilogue (a data-parallel step writes a weight gradient into its bucket as it
+is), summing over size-1 axes is a copy: the matmul then writes the reduce's buffer itself and the
+reduce goes, provided that buffer shares no storage with the matmul's operands (the memory plan's
+slots) and no kernel runs between the two.
 
 Float16/bfloat16 products are left alone: the reference rounds each image's product before the sum,
 and so must they.
