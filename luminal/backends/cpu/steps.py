@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from luminal.backends.cpu.prefault import prefault
 from luminal.core import numpy_ops as ops
 
 
@@ -124,9 +123,7 @@ class Storage:
             return self.data
         if self.fill is not None:  # (-0.0 and NaN pads too: numpy writes the value's own bits)
             return np.full(self.nbytes // np.dtype(self.dtype).itemsize, self.fill, self.dtype)
-        memory = np.zeros(-(-self.nbytes // 8), np.float64).view(np.uint8)  # 8-byte aligned
-        prefault(memory)
-        return memory
+        return np.zeros(-(-self.nbytes // 8), np.float64).view(np.uint8)  # 8-byte aligned
 
 
 class Step:
