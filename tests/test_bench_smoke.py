@@ -77,3 +77,11 @@ def test_cpu_gemm_prints_its_table():
     rows = _table_rows(out, "| product |")
     assert [r[0] for r in rows] == ["cnn conv1 forward"] and rows[0][3] == "generated", out
     assert float(rows[0][-1]) > 0, out
+
+
+def test_embedding_step_prints_its_table():
+    out = _run("bench/embedding_step.py", "--quick", "--tables", "small")
+    assert out.startswith("# "), out
+    rows = _table_rows(out, "| table |")
+    assert [r[0] for r in rows] == ["small 8192 x 256"], out
+    assert float(rows[0][3]) > 0 and float(rows[0][4]) > 0, out  # luminal / eager, the floor
