@@ -146,6 +146,26 @@ def test_a_sum_over_the_gemm_batch_is_one_gemm(monkeypatch):
             assert b.schedule.storages[slot].nbytes < program.plan.slot_bytes(env)[slot], env
 
 
+def test_a_sum_over_the_gemm_batch_in_a_rolled_body_is_one_gemm(monkeypatch):
+    """The same fold inside a rolled loop's body (a transformer block's weight gradients are products
+    summed over the batch in its body): before it, every trip ran a batched GEMM and a sum kernel."""
+    monkeypatch.setenv("LUMINAL_NUM_THREADS", "1")
+    g = lm.Graph()
+    x, outs = g.input("x", ("B", 64, 20)), []
+    for i in range(10):
+        y = g.input(f"w{i}", (64, 64)) - 0.01 * ((x * 2) @ (x + 1).transpose(1, 2)).sum(0)
+        x = (y @ x) * 0.05
+        outs.append(y)
+    cpu, ref = lm.compile(outs, backend="cpu"), lm.compile(outs, backend="reference")
+    for k, env in enumerate(BINDINGS):
+        inputs = {"x": rand((env["B"], 64, 20), seed=k), **{f"w{i}": rand((64, 64), seed=k + i + 1) for i in range(10)}}
+        for a, b in zip(cpu(**inputs), ref(**inputs), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(b).max())))
+    assert any(lp["trips"] >= 9 for lp in cpu.report(show=False).loops), "the stack did not roll"
+    calls = _matmuls(cpu)  # the first binding's (B = 3): K = 3 images x 20 pixels, per trip
+    assert calls.count([(64, 60), (60, 64), (64, 64)]) == 10 and [(3, 64, 20), (3, 20, 64), (3, 64, 64)] not in calls
+
+
 def _folded(program):
     """The buffer of the product folded over its batch (the 64 x 64 one)."""
     return next(buf for k in program.kg.kernels if k.kind == "matmul" for buf, _ in k.outputs
