@@ -36,3 +36,16 @@ def test_egglog_imported_first_gives_the_compiler_its_bindings():
             "from luminal.compiler.egraph.egglog_bindings import bindings\n"
             "print(bindings is egglog.bindings)\n")
     assert _run(code) == "True"
+
+
+def test_a_look_for_egglog_before_importing_it_still_gives_it_the_bindings():
+    """An optional-dependency check (``find_spec``) does not use up the finder that gives the package its
+    ``bindings``; the wrapped loader copies and pickles as egglog's own does."""
+    code = COMPILE + (
+        "import copy, importlib.util, pickle\n"
+        "assert importlib.util.find_spec('egglog') is not None\n"
+        "import egglog\n"
+        "copy.copy(egglog.__loader__); pickle.loads(pickle.dumps(egglog.__loader__)); copy.deepcopy(egglog.__spec__)\n"
+        "left = [f for f in sys.meta_path if type(f).__name__ == '_GiveBindings']\n"
+        "print(egglog.bindings is sys.modules['egglog.bindings'], left)\n")
+    assert _run(code) == "True []"

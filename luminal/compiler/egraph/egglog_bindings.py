@@ -54,34 +54,41 @@ def _load_extension(path: str):
 
 
 class _GiveBindings(importlib.abc.MetaPathFinder):
-    """On a later import of the ``egglog`` package: the package's own spec, its loader wrapped so that
-    the package has ``bindings`` before its ``__init__`` runs. Once, then it leaves ``sys.meta_path``."""
+    """For the ``egglog`` package: its own spec, its loader wrapped so that the package has ``bindings``
+    before its ``__init__`` runs. It leaves ``sys.meta_path`` once the package is executed (a
+    ``find_spec`` that only looks, an optional-dependency check, does not use it up), by a new list: other
+    threads' imports walk the list they read, which must not change under them."""
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "egglog":
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is not None and spec.loader is not None:
-            spec.loader = _WithBindings(spec.loader)
+            spec.loader = _WithBindings(spec.loader, self)
         return spec
+
+    def leave(self) -> None:
+        sys.meta_path = [f for f in sys.meta_path if f is not self]
 
 
 class _WithBindings(importlib.abc.Loader):
     """The package's loader, which first gives the module the bindings loaded here; anything else
     (resource readers, source) is the wrapped loader's."""
 
-    def __init__(self, loader):
-        self.loader = loader
+    def __init__(self, loader, finder: _GiveBindings):
+        self.loader, self.finder = loader, finder
 
     def create_module(self, spec):
         return self.loader.create_module(spec)
 
     def exec_module(self, module):
+        self.finder.leave()
         module.bindings = sys.modules[NAME]
         self.loader.exec_module(module)
 
     def __getattr__(self, name):
+        if name in ("loader", "finder") or name.startswith("__"):  # (copy and pickle make one without __init__)
+            raise AttributeError(name)
         return getattr(self.loader, name)
 
 
