@@ -419,7 +419,7 @@ class Planner:
         placed = kg.buffers + [b for r in kg.bodies() for b in r.scratch]
         # each slot as large as the largest buffer placed in it: the program's buffers, not the memory
         # plan's (a product folded over its batch keeps its buffer's id and slot, and is B times smaller:
-        # fold.py; a GPT step's rolled weight gradients left 170 MB of its slots unused)
+        # fold.py; a GPT step's rolled weight gradients left 132 MB of its slots unused)
         sizes = [0] * len(memory.slots)
         for buf in placed:
             if buf.kind not in CALLER_KINDS and buf.kind not in ("const", "iota") and buf.id in memory.slot_of:
@@ -468,20 +468,21 @@ class Planner:
         return _PlainSizes(self)
 
     def shape(self, dims) -> tuple:
-        """``dims`` evaluated under the current sizes (memoised: a body's trips share their dims)."""
-        key = (id(dims), id(self.env))
-        got = self._evaluated.get(key)
-        if got is None or got[0] is not dims:
-            got = self._evaluated[key] = (dims, tuple(evaluate(d, self.env) for d in dims))
-        return got[1]
+        """``dims`` evaluated under the current sizes (kept: a body's trips share their dims)."""
+        return self._kept(dims, lambda: tuple(evaluate(d, self.env) for d in dims))
 
     def bound(self, view) -> tuple:
-        """``ops.bound_view(view)`` under the current sizes, memoised as :meth:`shape`: every trip of a
-        rolled body reads through the same view objects, thousands of times in a deep stack."""
-        key = (id(view), id(self.env))
+        """``ops.bound_view(view)`` under the current sizes (kept: every trip of a rolled body reads
+        through the same view objects, thousands of times in a deep stack)."""
+        return self._kept(view, lambda: ops.bound_view(view, self.env))
+
+    def _kept(self, obj, evaluate_it):
+        """``evaluate_it()`` for the long-lived ``obj`` (dims, a view) under the current sizes, made once
+        per planner: kept with ``obj`` itself, so that its id is not reused while the entry lives."""
+        key = (id(obj), id(self.env))
         got = self._evaluated.get(key)
-        if got is None or got[0] is not view:
-            got = self._evaluated[key] = (view, ops.bound_view(view, self.env))
+        if got is None or got[0] is not obj:
+            got = self._evaluated[key] = (obj, evaluate_it())
         return got[1]
 
     def strided_view(self, view) -> Strided:
