@@ -3,9 +3,8 @@ before (the same script run again) skips egglog, and its import, entirely.
 
 A warm start already finds its LLVM objects on disk (``codegen/llvm.py``), but the pipeline before it
 (lowering to egglog, the rewrite rounds, extraction, loop rolling, the kernel graph and memory plan)
-ran again, egglog with it. ``compile_graph`` asks this
-module first: on a hit it returns the stored kernel graph, memory plan and report, and the nodes the
-program reads, mapped onto this graph's nodes.
+ran again, egglog with it. ``compile_graph`` asks this module first: on a hit it returns the stored
+kernel graph, memory plan and report, and the nodes the program reads, mapped onto this graph's nodes.
 
 **The key** is a sha256 over a canonical, structural description of the program (``describe``):
 
