@@ -30,7 +30,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from luminal.backends.cpu import blas, driver, steps, tune
+from luminal.backends.cpu import blas, driver, native_team, steps, tune
 from luminal.backends.cpu.fold import fold_batch_sums
 from luminal.backends.cpu.outer import outer_products
 from luminal.backends.cpu.parallel import Split
@@ -327,6 +327,8 @@ class Binding:
             for f, args in self.out_calls:
                 outs.append(f(*args))
         else:
+            if self._threaded:
+                native_team.restore()
             with np.errstate(all="ignore"), blas.single_threaded() if self._threaded else _NO_CONTEXT:
                 for f, args in self._exec:
                     f(*args)

@@ -46,6 +46,7 @@ import functools
 import numpy as np
 
 from luminal.backends.cpu import blas, generated_gemm, generated_gemv
+from luminal.backends.cpu import native_team as nt
 from luminal.backends.cpu.parallel import Split
 from luminal.backends.cpu.steps import Gemm
 from luminal.codegen import llvm
@@ -55,11 +56,18 @@ GEMM_WORDS = ("kind", "fn", "ta", "tb", "m", "n", "k", "ac", "ao", "lda", "bc", 
               "nb", "as", "bs", "cs")  # the table above, one name per word (the IR loads them by these names)
 GEMV_WORDS = ("kind", "fn", "trans", "m", "n", "ac", "ao", "lda", "xc", "xo", "incx", "yc", "yo", "incy",
               "nb", "as", "xs", "ys")
-WORDS = max(len(KERNEL_WORDS), len(GEMM_WORDS), len(GEMV_WORDS))
-KERNEL, SGEMM, DGEMM, SGEMV, DGEMV = 0, 1, 2, 3, 4
+SPLIT_WORDS = ("kind", "team", "parts", "tables")  # tables: the address of (table, count) per part
+WORDS = max(len(KERNEL_WORDS), len(GEMM_WORDS), len(GEMV_WORDS), len(SPLIT_WORDS))
+KERNEL, SGEMM, DGEMM, SGEMV, DGEMV, SPLIT = 0, 1, 2, 3, 4, 5
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112  # CBLAS_ORDER, CBLAS_TRANSPOSE
 
 DRIVER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
+
+
+def _entry_loads(label: str, words: tuple) -> str:
+    """The IR loading an entry's ``words`` (the kind, word 0, is read already) as ``%{label}.{word}``."""
+    return "\n".join(f"  %{label}.{n}.p = getelementptr i64, ptr %e, i64 {i}\n"
+                     f"  %{label}.{n} = load i64, ptr %{label}.{n}.p" for i, n in enumerate(words) if i)
 
 
 def _batched_block(label: str, words: tuple, operands: tuple, before: str, call: str) -> str:
@@ -67,8 +75,7 @@ def _batched_block(label: str, words: tuple, operands: tuple, before: str, call:
     word, batch stride word)``: the address its cell holds plus its offset), ``before`` (the entry's
     other set-up); then ``call`` once per batch, each operand advanced by its batch stride (the call
     reads operand ``x`` as ``%{label}.xp``)."""
-    loads = "\n".join(f"  %{label}.{n}.p = getelementptr i64, ptr %e, i64 {i}\n"
-                      f"  %{label}.{n} = load i64, ptr %{label}.{n}.p" for i, n in enumerate(words) if i)
+    loads = _entry_loads(label, words)
     starts = "\n".join(f"  %{label}.{x}cell = inttoptr i64 %{label}.{cell} to ptr\n"
                        f"  %{label}.{x}base = load i64, ptr %{label}.{x}cell\n"
                        f"  %{label}.{x}0 = add i64 %{label}.{x}base, %{label}.{off}" for x, cell, off, _ in operands)
@@ -113,6 +120,192 @@ def _gemv_block(label: str, fp: str) -> str:
     return _batched_block(label, GEMV_WORDS, operands, before, call)
 
 
+
+def _slot_word(name: str, slot: str, offset: int) -> str:
+    return f"  %{name} = getelementptr i8, ptr %{slot}, i64 {offset}"
+
+
+_SLOTS = "\n".join(_slot_word(n, "slot", o) for n, o in (
+    ("table", nt.TABLE), ("count", nt.COUNT), ("done", nt.DONE), ("wsleeps", nt.WORKER_SLEEPS),
+    ("dsleeps", nt.DRIVER_SLEEPS), ("ready", nt.READY)))
+
+
+def _slot(w: str) -> str:
+    """The IR that points ``%slot`` (and its words, ``_SLOTS``) at worker ``%{w}``'s slot of ``%team``."""
+    return (f"  %slot.at = mul i64 %{w}, {nt.SLOT}\n  %slot.off = add i64 %slot.at, {nt.HEADER}\n"
+            f"  %slot = getelementptr i8, ptr %team, i64 %slot.off\n{_SLOTS}")
+
+
+# The team's protocol (``native_team.py``): a split's parts posted to native workers, run, awaited.
+_TEAM_IR = f"""
+declare void @llvm.x86.sse2.pause()
+
+define internal void @luminal_futex(ptr %team, ptr %word, i64 %op, i32 %val) {{
+entry:
+  %sys.p = getelementptr i8, ptr %team, i64 {nt.SYSCALL}
+  %sys = load i64, ptr %sys.p
+  %f = inttoptr i64 %sys to ptr
+  %v = zext i32 %val to i64
+  %r = call i64 (i64, ...) %f(i64 {nt.SYS_FUTEX}, ptr %word, i64 %op, i64 %v, ptr null)
+  ret void
+}}
+
+; wait until *word != old (spinning, then asleep with *sleeps set): its new value
+define internal i32 @luminal_await(ptr %team, ptr %word, i32 %old, ptr %sleeps) {{
+entry:
+  %spin.p = getelementptr i8, ptr %team, i64 {nt.SPINS}
+  %spin = load i64, ptr %spin.p
+  br label %round
+round:
+  br label %head
+head:
+  %i = phi i64 [ 0, %round ], [ %i1, %pause ]
+  %v = load atomic i32, ptr %word acquire, align 4
+  %new = icmp ne i32 %v, %old
+  br i1 %new, label %got, label %more
+more:
+  %go = icmp slt i64 %i, %spin
+  br i1 %go, label %pause, label %sleep
+pause:
+  call void @llvm.x86.sse2.pause()
+  %i1 = add i64 %i, 1
+  br label %head
+got:
+  ret i32 %v
+sleep:
+  store atomic i32 1, ptr %sleeps seq_cst, align 4
+  %v2 = load atomic i32, ptr %word seq_cst, align 4
+  %new2 = icmp ne i32 %v2, %old
+  br i1 %new2, label %woke, label %wait
+wait:
+  call void @luminal_futex(ptr %team, ptr %word, i64 {nt.FUTEX_WAIT_PRIVATE}, i32 %old)
+  store atomic i32 0, ptr %sleeps seq_cst, align 4
+  br label %round
+woke:
+  store atomic i32 0, ptr %sleeps seq_cst, align 4
+  ret i32 %v2
+}}
+
+; *word = v, and wake its sleeper (whose flag is *sleeps)
+define internal void @luminal_publish(ptr %team, ptr %word, i32 %v, ptr %sleeps) {{
+entry:
+  store atomic i32 %v, ptr %word seq_cst, align 4
+  %s = load atomic i32, ptr %sleeps seq_cst, align 4
+  %asleep = icmp ne i32 %s, 0
+  br i1 %asleep, label %wake, label %out
+wake:
+  call void @luminal_futex(ptr %team, ptr %word, i64 {nt.FUTEX_WAKE_PRIVATE}, i32 1)
+  br label %out
+out:
+  ret void
+}}
+
+; part p of a split: its (table, count) at parts[2p], run by the driver
+define internal void @luminal_part(ptr %parts, i64 %p) {{
+entry:
+  %ti = mul i64 %p, 2
+  %tp = getelementptr i64, ptr %parts, i64 %ti
+  %t = load i64, ptr %tp
+  %ci = add i64 %ti, 1
+  %cp = getelementptr i64, ptr %parts, i64 %ci
+  %c = load i64, ptr %cp
+  %table = inttoptr i64 %t to ptr
+  call void @luminal_driver(ptr %table, i64 %c)
+  ret void
+}}
+
+define internal void @luminal_split(ptr %team, i64 %n, ptr %parts) {{
+entry:
+  %live.p = getelementptr i8, ptr %team, i64 {nt.LIVE}
+  %live = load atomic i64, ptr %live.p acquire, align 8
+  %need = sub i64 %n, 1
+  %enough = icmp sge i64 %live, %need
+  br i1 %enough, label %take, label %serial
+take:
+  %cx = cmpxchg ptr %team, i32 0, i32 1 seq_cst seq_cst, align 4
+  %got = extractvalue {{ i32, i1 }} %cx, 1
+  br i1 %got, label %post, label %serial
+serial:
+  %sp = phi i64 [ 0, %entry ], [ 0, %take ], [ %sp1, %serial.next ]
+  %smore = icmp slt i64 %sp, %n
+  br i1 %smore, label %serial.next, label %out
+serial.next:
+  call void @luminal_part(ptr %parts, i64 %sp)
+  %sp1 = add i64 %sp, 1
+  br label %serial
+post:
+  %pw = phi i64 [ 0, %take ], [ %pw1, %posting ]
+  %pmore = icmp slt i64 %pw, %need
+  br i1 %pmore, label %posting, label %mine
+posting:
+  %pw1 = add i64 %pw, 1
+  %pt.i = mul i64 %pw1, 2
+  %pt.p = getelementptr i64, ptr %parts, i64 %pt.i
+  %pt = load i64, ptr %pt.p
+  %pc.i = add i64 %pt.i, 1
+  %pc.p = getelementptr i64, ptr %parts, i64 %pc.i
+  %pc = load i64, ptr %pc.p
+  call void @luminal_post(ptr %team, i64 %pw, i64 %pt, i64 %pc)
+  br label %post
+mine:
+  call void @luminal_part(ptr %parts, i64 0)
+  br label %await
+await:
+  %aw = phi i64 [ 0, %mine ], [ %aw1, %awaiting ]
+  %amore = icmp slt i64 %aw, %need
+  br i1 %amore, label %awaiting, label %free
+awaiting:
+  call void @luminal_join(ptr %team, i64 %aw)
+  %aw1 = add i64 %aw, 1
+  br label %await
+free:
+  store atomic i32 0, ptr %team release, align 4
+  br label %out
+out:
+  ret void
+}}
+
+; hand (table, count) to worker w: its table and count, then its next generation
+define internal void @luminal_post(ptr %team, i64 %w, i64 %t, i64 %c) {{
+entry:
+{_slot("w")}
+  store i64 %t, ptr %table
+  store i64 %c, ptr %count
+  %g0 = load atomic i32, ptr %slot monotonic, align 4
+  %g1 = add i32 %g0, 1
+  call void @luminal_publish(ptr %team, ptr %slot, i32 %g1, ptr %wsleeps)
+  ret void
+}}
+
+; wait for worker w to finish what was posted to it last (its done word leaves the generation before)
+define internal void @luminal_join(ptr %team, i64 %w) {{
+entry:
+{_slot("w")}
+  %g = load atomic i32, ptr %slot monotonic, align 4
+  %before = sub i32 %g, 1
+  %d = call i32 @luminal_await(ptr %team, ptr %done, i32 %before, ptr %dsleeps)
+  ret void
+}}
+
+; worker w of the team: forever, await a generation, run its part, publish it as done
+define void @luminal_worker(ptr %team, i64 %w) {{
+entry:
+{_slot("w")}
+  %g0 = load atomic i32, ptr %slot acquire, align 4
+  store atomic i32 1, ptr %ready seq_cst, align 4
+  br label %loop
+loop:
+  %seen = phi i32 [ %g0, %entry ], [ %g, %loop ]
+  %g = call i32 @luminal_await(ptr %team, ptr %slot, i32 %seen, ptr %wsleeps)
+  %t = load i64, ptr %table
+  %c = load i64, ptr %count
+  %tp = inttoptr i64 %t to ptr
+  call void @luminal_driver(ptr %tp, i64 %c)
+  call void @luminal_publish(ptr %team, ptr %done, i32 %g, ptr %dsleeps)
+  br label %loop
+}}
+"""
+
 DRIVER_IR = f"""; luminal's generated driver (backends/cpu/driver.py): runs a table of kernel and GEMM entries
 define void @luminal_driver(ptr %table, i64 %count) {{
 entry:
@@ -129,45 +322,49 @@ body:
                                   i64 {SGEMM}, label %sgemm
                                   i64 {DGEMM}, label %dgemm
                                   i64 {SGEMV}, label %sgemv
-                                  i64 {DGEMV}, label %dgemv ]
+                                  i64 {DGEMV}, label %dgemv
+                                  i64 {SPLIT}, label %split ]
 kernel:
-  %kf.p = getelementptr i64, ptr %e, i64 1
-  %kf = load i64, ptr %kf.p
-  %kb.p = getelementptr i64, ptr %e, i64 2
-  %kb = load i64, ptr %kb.p
-  %kq.p = getelementptr i64, ptr %e, i64 3
-  %kq = load i64, ptr %kq.p
-  %klo.p = getelementptr i64, ptr %e, i64 4
-  %klo = load i64, ptr %klo.p
-  %khi.p = getelementptr i64, ptr %e, i64 5
-  %khi = load i64, ptr %khi.p
-  %kfp = inttoptr i64 %kf to ptr
-  %kbp = inttoptr i64 %kb to ptr
-  %kqp = inttoptr i64 %kq to ptr
-  call void %kfp(ptr %kbp, ptr %kqp, i64 %klo, i64 %khi)
+{_entry_loads("kernel", KERNEL_WORDS)}
+  %kernel.f = inttoptr i64 %kernel.fn to ptr
+  %kernel.b = inttoptr i64 %kernel.ptrs to ptr
+  %kernel.q = inttoptr i64 %kernel.params to ptr
+  call void %kernel.f(ptr %kernel.b, ptr %kernel.q, i64 %kernel.start, i64 %kernel.stop)
   br label %next
 {_gemm_block("sgemm", "float")}
 {_gemm_block("dgemm", "double")}
 {_gemv_block("sgemv", "float")}
 {_gemv_block("dgemv", "double")}
+split:
+{_entry_loads("split", SPLIT_WORDS)}
+  %split.t = inttoptr i64 %split.team to ptr
+  %split.q = inttoptr i64 %split.tables to ptr
+  call void @luminal_split(ptr %split.t, i64 %split.parts, ptr %split.q)
+  br label %next
 next:
   %i1 = add i64 %i, 1
   br label %head
 exit:
   ret void
 }}
-"""
+{_TEAM_IR}"""
 
 def driver():
     """The driver as a ctypes function ``f(table address, entry count)`` (compiled on first use)."""
     return _compiled()[1]
 
 
+def worker():
+    """A native team's worker as a ctypes function ``f(team address, worker index)``: it never returns
+    (``native_team.py``)."""
+    return _compiled()[2]
+
+
 @functools.cache
 def _compiled() -> tuple:
-    """``(module, function)``: the module keeps the function's code alive."""
-    mod = llvm.compile_text(DRIVER_IR, ["luminal_driver"])
-    return mod, DRIVER(mod.address("luminal_driver"))
+    """``(module, driver, worker)``: the module keeps the functions' code alive."""
+    mod = llvm.compile_text(DRIVER_IR, ["luminal_driver", "luminal_worker"])
+    return mod, DRIVER(mod.address("luminal_driver")), DRIVER(mod.address("luminal_worker"))
 
 
 def companions(steps: list, gemm: str = "auto", blas_threads: int = 1, parts: int = 1) -> list[tuple[str, bool]]:
@@ -202,7 +399,8 @@ def companions(steps: list, gemm: str = "auto", blas_threads: int = 1, parts: in
     return list(out.items())
 
 
-def build(calls: list, cell, gemm: str = "auto", blas_threads: int = 1) -> tuple[list, list]:
+def build(calls: list, cell, gemm: str = "auto", blas_threads: int = 1,
+          native_splits: bool | None = None) -> tuple[list, list]:
     """``calls`` (a binding's steps, ``steps.py``, each unpacking as ``(function, args)``) with each run
     of native calls (generated kernels, GEMMs the driver can call) replaced by one call of the driver,
     within each thread's part of a :class:`Split` too, and the tables those calls read (the caller
@@ -210,7 +408,11 @@ def build(calls: list, cell, gemm: str = "auto", blas_threads: int = 1) -> tuple
     ``cell(x)``: ``(cell address, byte offset)`` of an operand ``x`` (a ``steps.Ref``, or an array).
     ``gemm``: which GEMM a product calls: "blas", "generated" (``generated_gemm.py``) or "auto" (its
     cost model, per product: ``generated_gemm.preferred``); ``blas_threads``: the threads BLAS runs
-    on outside the parts of a Split (which run on one each)."""
+    on outside the parts of a Split (which run on one each). ``native_splits``: a Split whose parts
+    are all native calls becomes a split entry of the driver's table, run on the native team
+    (``native_team.py``); default: where the team can run (``native_team.available``)."""
+    if native_splits is None:
+        native_splits = nt.available()
     kernel_type, fns = llvm.CFUNC, (blas.gemms(), blas.gemvs())
     out, tables, run = [], [], []
 
@@ -224,12 +426,16 @@ def build(calls: list, cell, gemm: str = "auto", blas_threads: int = 1) -> tuple
     for f, args in calls:
         entry = None
         if isinstance(f, Split):  # each thread's part: runs of its own
-            close()
             parts = []
             for part in f.parts:
                 part_calls, part_tables = build(part, cell, gemm, 1)
                 parts.append(part_calls)
                 tables += part_tables
+            entry = _split_entry(parts, tables) if native_splits else None
+            if entry is not None:  # all native: the driver runs it on the native team, in this run
+                run.append(entry + [0] * (WORDS - len(entry)))
+                continue
+            close()
             out.append((Split(parts), args))
             continue
         if isinstance(f, kernel_type):
@@ -243,6 +449,21 @@ def build(calls: list, cell, gemm: str = "auto", blas_threads: int = 1) -> tuple
             run.append(entry + [0] * (WORDS - len(entry)))
     close()
     return out, tables
+
+
+def _split_entry(parts: list, tables: list) -> list | None:
+    """The split entry of a Split whose ``parts`` (each thread's calls, built) are each one call of the
+    driver or none, or None: its part list, ``(table address, count)`` per part, joins ``tables``."""
+    driven = driver()
+    if len(parts) < 2 or any(len(p) > 1 or (p and p[0][0] is not driven) for p in parts):
+        return None
+    words = []
+    for p in parts:
+        words += [p[0][1][0].value, p[0][1][1].value] if p else [0, 0]
+    part_list = (ctypes.c_int64 * len(words))(*words)
+    tables.append(part_list)
+    return _words(SPLIT_WORDS, kind=SPLIT, team=nt.ensure(len(parts) - 1, worker()), parts=len(parts),
+                  tables=ctypes.addressof(part_list))
 
 
 def _kernel_entry(f, args) -> list:
