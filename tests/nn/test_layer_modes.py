@@ -92,6 +92,41 @@ def test_batchnorm_called_twice_in_one_graph(backend):
     assert_stats_equal(m, tm)
 
 
+@pytest.mark.parametrize("shape,ragged,full", [(("B", 3), (1, 3), (4, 3)), (("B", 3, "L"), (1, 3, 1), (4, 3, 5))])
+def test_batchnorm_refuses_one_value_per_channel_on_the_call(backend, shape, ragged, full):
+    """torch raises for a training batch norm with one value per channel; a symbolic batch is checked
+    once per binding (a ragged last batch of one row), before anything runs: the unbiased variance
+    would divide by zero and the running variance turn NaN while the loss stays finite."""
+    tm, m = torch.nn.BatchNorm1d(3), L.BatchNorm1d(3)
+    f, _ = compiled(m, shape, backend)
+    with pytest.raises(ValueError, match=r"with B=1.*BatchNorm1d\(3.*more than 1 value per channel when "
+                                         r"training \(an input of shape \(B, 3") as e:
+        f(x=randn(*ragged))
+    assert "test_layer_modes.py" in str(e.value)  # the user's line
+    assert_stats_equal(m, tm)  # nothing ran
+    x = randn(*full, seed=1)
+    np.testing.assert_allclose(f(x=x), tm(torch.from_numpy(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
+    assert_stats_equal(m, tm)
+    with pytest.warns(UserWarning, match="set to eval mode"):  # (the train graph above stays train)
+        m.eval()  # an eval graph reads the running statistics: one row is fine
+    f_eval, _ = compiled(m, shape, backend)
+    tm.eval()
+    np.testing.assert_allclose(f_eval(x=randn(*ragged, seed=2)),
+                               tm(torch.from_numpy(randn(*ragged, seed=2))).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_functional_batch_norm_refuses_one_value_per_channel(backend):
+    m = L.BatchNorm1d(2)
+    g = lm.Graph()
+    y = lm.nn.functional.batch_norm(g.input("x", ("B", 2)), m.running_mean, m.running_var, training=True)
+    f = lm.compile(y, backend=backend)
+    with pytest.raises(ValueError, match=r"batch_norm: expected more than 1 value per channel when training"):
+        f(x=randn(1, 2))
+    np.testing.assert_array_equal(m.running_var.data, np.ones(2, np.float32))
+    with pytest.raises(ValueError, match="more than 1 value per channel"):  # known now: refused now
+        lm.nn.functional.batch_norm(g.input("z", (1, 2)), None, None, training=True)
+
+
 # Dropout ---------------------------------------------------------------------------------------
 def test_dropout_eval_and_p0_are_identity(backend):
     x = randn(4, 5)

@@ -13,7 +13,7 @@ import numpy as np
 
 from luminal.core import dtype as dt
 from luminal.core.errors import check_int, renamed
-from luminal.core.symbolic import is_static, prod
+from luminal.core.symbolic import is_static, prod, shape_str
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops.elementwise import _opmath
 from luminal.frontend.state import State
@@ -163,10 +163,9 @@ class _BatchNorm(Module):
         axes = tuple(a for a in range(x.ndim) if a != 1)
         per_channel = (1, self.num_features) + (1,) * (x.ndim - 2)
         if self.training or self.running_mean is None:
-            n = prod(x.shape[a] for a in axes)
-            if self.training and is_static(n) and n <= 1:
-                raise bad_input(layer_name(self), "with more than 1 value per channel when training", x)
             mean = x.mean(axes, keepdim=True)
+            if self.training:
+                _more_than_one_value(layer_name(self), x, axes)
             var = x.var(axes, keepdim=True, correction=0)
             if self.training and self.running_mean is not None:
                 self._update_running_stats(g, mean.reshape(-1), x.var(axes, correction=1))
@@ -193,6 +192,21 @@ class _BatchNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
                 f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+
+def _more_than_one_value(name: str, x: GraphTensor, axes: tuple) -> None:
+    """torch's rule for a batch norm in training mode: more than one value per channel (with one, the
+    unbiased variance divides by zero and the running variance becomes NaN, silently: the step's loss
+    stays finite). Checked now where the count is known; else once per binding of the dims, before a
+    program reading ``x`` runs (a requirement, ``GraphTensor._requires``): a ragged last batch of one row."""
+    n = prod(x.shape[a] for a in axes)
+    if is_static(n):
+        if n <= 1:
+            raise bad_input(name, "with more than 1 value per channel when training", x)
+        return
+    size = next(x.shape[a] for a in axes if not is_static(x.shape[a]))
+    x._requires(n - 2, size, name, f"expected more than 1 value per channel when training (an input of shape "
+                f"{shape_str(x.shape)})")
 
 
 def running_stats(g, rm, rv, dtype, per_channel) -> tuple:
@@ -428,6 +442,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     def run(x):
         if training or rm is None or rv is None:
             mean = x.mean(axes, keepdim=True)
+            if training:
+                _more_than_one_value(name, x, axes)
             var = x.var(axes, keepdim=True, correction=0)
             if training:
                 for st, batch in ((rm, mean.reshape(-1)), (rv, x.var(axes, correction=1))):
