@@ -11,8 +11,9 @@ Why a rewrite of the finished graph rather than a model built in 16 bits: a grap
 dtypes, and ``compile_step`` receives the loss after the model was called. Rewriting there needs no
 change to the model or to ``nn`` (any model, any loss), keeps a single copy of every parameter (the
 float32 one the optimizer and ``state_dict`` see), and lets the same loss graph also compile an
-ordinary float32 step or eval program. The rewrite is "pure" 16-bit: unlike torch's autocast no op is
-kept in float32 (the cpu backend accumulates half matmuls and sums in float32 anyway).
+ordinary float32 step or eval program. The rewrite is "pure" 16-bit but for ops of one element (a
+loss's final sum and scaling): unlike torch's autocast no other op is kept in float32 (the cpu backend
+accumulates half matmuls and sums in float32 anyway).
 
 float16's range is small (max 65504, smallest normal 6e-5): gradients of a loss near 1 underflow.
 :class:`GradScaler` (torch's ``GradScaler``) multiplies the loss by ``scale`` before the backward pass
@@ -32,6 +33,7 @@ import numpy as np
 from luminal.core import dtype as dt
 from luminal.core.interrupts import interrupts_deferred
 from luminal.core.primitives import LEAVES
+from luminal.core.symbolic import is_static
 from luminal.frontend.ops import cast
 from luminal.frontend.state import scalar_state
 from luminal.frontend.tensor import GraphTensor
@@ -44,8 +46,11 @@ def autocast(tensors: list[GraphTensor], dtype) -> list[GraphTensor]:
     through a Cast to ``dtype`` (the leaf itself is unchanged, so gradients with respect to a float32
     parameter still arrive in float32); every float32 op is rebuilt in ``dtype`` over its rewritten
     operands, through the same views; a Cast to float32 becomes a Cast to ``dtype``. Integer and bool
-    computations are kept. The new nodes are added to the same graph (the original ones stay, so the
-    graph can still compile a float32 program); a node with a ``Graph.custom_vjp`` keeps its rule.
+    computations are kept. An op with a single element stays float32, over its operands cast back: a
+    loss's last reductions and scalings, where the backward pass starts from the loss scale, which
+    float16 cannot hold (``GradScaler``'s default 2**16 > 65504: every first step was skipped). The
+    new nodes are added to the same graph (the original ones stay, so the graph can still compile a
+    float32 program); a node with a ``Graph.custom_vjp`` keeps its rule.
 
     Args:
         tensors: tensors of one graph (a loss, extra outputs, State update values).
@@ -76,8 +81,12 @@ def autocast(tensors: list[GraphTensor], dtype) -> list[GraphTensor]:
             new[nid] = cast(graph.tensor(n), dtype).node if n.dtype is dt.float32 else n
             continue
         srcs = [graph.tensor(new[s.id], v) for s, v in n.srcs]
-        out_dtype = dtype if n.dtype is dt.float32 else n.dtype
-        arg = dtype if n.op == "Cast" and n.arg is dt.float32 else n.arg
+        if n.dtype is dt.float32 and _one_element(n.shape):  # (a loss's last reductions and scalings)
+            srcs = [cast(t, dt.float32) if t.dtype is dtype else t for t in srcs]
+            out_dtype = dt.float32
+        else:
+            out_dtype = dtype if n.dtype is dt.float32 else n.dtype
+        arg = out_dtype if n.op == "Cast" and n.arg is dt.float32 else n.arg
         if out_dtype is n.dtype and arg is n.arg and all(new[s.id] is s for s, _ in n.srcs):
             new[nid] = n  # nothing float32 upstream: the node as it was
         else:
@@ -87,6 +96,10 @@ def autocast(tensors: list[GraphTensor], dtype) -> list[GraphTensor]:
                 rule, inputs = custom
                 graph.vjps[new[nid].id] = (rule, tuple((new[s.id], v) for s, v in inputs))
     return [graph.tensor(new[t.node.id], t.layout) for t in tensors]
+
+
+def _one_element(shape) -> bool:
+    return all(is_static(d) for d in shape) and math.prod(shape) == 1
 
 
 class GradScaler:
