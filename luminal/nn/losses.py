@@ -132,9 +132,9 @@ def _known_labels(target: GraphTensor):
 
 def _check_label_range(loss: str, x: GraphTensor, target: GraphTensor, ignore_index: int):
     """Class indices out of [0, C) (other than ``ignore_index``) fail naming the loss and the target:
-    now, where the values are known (a constant target); else on every call of a program that reads
-    the target, before it runs (``Graph.guard``), where they would otherwise reach the program's
-    gather and fail naming neither."""
+    now, where the values are known (a constant target); else on every call of a program that computes
+    the loss, before it runs (the ``(failed, value, message)`` returned, a guard: ``_guard_labels``),
+    where they would otherwise reach the program's gather and fail naming neither."""
     c = x.shape[_class_dim(loss, x)]
     labels = _known_labels(target) if is_static(c) else None
     if labels is not None:
@@ -152,7 +152,7 @@ def _check_label_range(loss: str, x: GraphTensor, target: GraphTensor, ignore_in
     value = ops.where(ops.ge(high, n), high, low)
     message = str(op_error(IndexError, loss, f"target holds class {{value}}, out of range for {c} classes "
                            f"(ignore_index={ignore_index})", x, target))
-    g.guard(bad.any(), value, IndexError, message)
+    return bad.any(), value, message
 
 
 def _check_indices(loss: str, x: GraphTensor, target: GraphTensor, weight, ignore_index: int):
@@ -166,8 +166,17 @@ def _check_indices(loss: str, x: GraphTensor, target: GraphTensor, weight, ignor
         msg = (f"target shape {shape_str(target.shape)} does not fit input shape {shape_str(x.shape)}: "
                f"class indices need shape {shape_str(want)}")
         raise op_error(ValueError, loss, msg, x, target)
-    _check_label_range(loss, x, target, ignore_index)
     _class_weight(loss, x, weight, cdim)
+    return _check_label_range(loss, x, target, ignore_index)
+
+
+def _guard_labels(check, elem: GraphTensor) -> None:
+    """Register :func:`_check_indices`' run-time check (if the labels were not known) as a guard of the
+    per-element loss ``elem``: only programs that compute the loss check its labels (a prediction
+    program of the same graph, or an unrelated index op reading the same ints, must not fail on them)."""
+    if check is not None:
+        failed, value, message = check
+        elem.graph.guard(failed, value, IndexError, message, of=elem)
 
 
 def _nll(logp: GraphTensor, target: GraphTensor, weight, ignore_index: int, parts=None):
@@ -205,8 +214,9 @@ def nll_loss(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None
     check_tensors("nll_loss", optional=("weight",), input=input, target=target, weight=weight)
     _float("nll_loss", "input", input)
     _reduction("nll_loss", reduction, input)
-    _check_indices("nll_loss", input, target, weight, ignore_index)
+    check = _check_indices("nll_loss", input, target, weight, ignore_index)
     elem, w, _ = _nll(input, target, weight, ignore_index)
+    _guard_labels(check, elem)
     return _weighted_mean(elem, w, reduction)
 
 
@@ -224,8 +234,9 @@ def cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor |
         raise op_error(ValueError, loss, f"label_smoothing must be in [0, 1], got {label_smoothing}", input)
     cdim = _class_dim(loss, input)
     soft = target.dtype.is_float
+    check = None
     if not soft:
-        _check_indices(loss, input, target, weight, ignore_index)
+        check = _check_indices(loss, input, target, weight, ignore_index)
     elif target.shape != input.shape:
         want = input.shape[:cdim] + input.shape[cdim + 1:]
         msg = (f"a float target holds class probabilities and needs the input shape {shape_str(input.shape)}, "
@@ -243,6 +254,7 @@ def cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor |
         p = logp * target if wv is None else logp * target * wv
         return _reduce(-p.sum(cdim), reduction)  # the mean is over N, d1, ... (numel / C)
     elem, w, keep = _nll(logp, target, weight, ignore_index, parts)
+    _guard_labels(check, elem)
     if label_smoothing > 0:
         smooth = ops.where(keep, -(logp if wv is None else logp * wv).sum(cdim), 0.0)
         elem = elem * (1.0 - label_smoothing) + smooth * label_smoothing / n_classes

@@ -1,8 +1,8 @@
 """Class labels that arrive as an input are range-checked on every call, before the program runs
 (``Graph.guard``): an out-of-range label is an IndexError naming the loss, the label and the user's
 lines, not the backend's "gather: index 7 is out of range"; a train step with such a batch changes
-nothing; a program that does not read the labels (an eval program of the training graph) is not
-guarded by them."""
+nothing; a program that does not compute the loss (an eval program of the training graph, another
+op reading the same ints) is not guarded by them."""
 
 from __future__ import annotations
 
@@ -53,6 +53,17 @@ def test_a_program_that_does_not_read_the_labels_is_not_guarded_by_them():
     train.cross_entropy(x, y)
     probs = lm.compile(x.softmax(-1))  # the eval program of a graph that also has a loss
     np.testing.assert_allclose(probs(x=np.zeros((2, 3), np.float32)), np.full((2, 3), 1 / 3), rtol=1e-6)
+
+
+def test_a_program_that_reads_the_labels_for_something_else_is_not_guarded_by_them(backend):
+    """The same ints as a loss's target and as another op's index: only programs computing the loss
+    check them as class labels (an index_select by 4 of 5 rows is fine)."""
+    g = lm.Graph()
+    t, idx = g.input("t", (5, 3)), g.input("idx", (2,), dtype=lm.int32)
+    train.cross_entropy(t[:2], idx)  # classes 0..2
+    picked = lm.compile(t.index_select(0, idx), backend=backend)
+    rows = np.arange(15, dtype=np.float32).reshape(5, 3)
+    np.testing.assert_array_equal(picked(t=rows, idx=np.array([4, 4], np.int32)), rows[[4, 4]])
 
 
 def test_guard_arguments_are_checked():
