@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
 from luminal.core import dtype as dt
 from luminal.core.errors import check_number, op_error, renamed
 from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend import ops
 from luminal.frontend.checks import check_tensors
+from luminal.frontend.ops import value_checks
 from luminal.frontend.ops.reduce import log_softmax_parts
 from luminal.frontend.tensor import GraphTensor
 
@@ -116,43 +115,13 @@ def _class_weight(loss: str, x: GraphTensor, weight, cdim: int):
     return weight.reshape((c,) + (1,) * (x.ndim - cdim - 1))
 
 
-def _known_labels(target: GraphTensor):
-    """The values a target reads when they are known at build time (a constant read whole, or a
-    constant scalar however expanded), else None: labels usually arrive as inputs, whose values only
-    the run sees."""
-    node = target.node
-    if node.op != "Constant" or node.arg.digest == "sym":
-        return None
-    if not node.shape:
-        return np.asarray(node.arg.scalar)
-    if target.layout.is_contiguous() and target.shape == node.shape:
-        return target.graph.constants[node.arg]
-    return None
-
-
 def _check_label_range(loss: str, x: GraphTensor, target: GraphTensor, ignore_index: int):
-    """Class indices out of [0, C) (other than ``ignore_index``) fail naming the loss and the target:
-    now, where the values are known (a constant target); else on every call of a program that computes
-    the loss, before it runs (the ``(failed, value, message)`` returned, a guard: ``_guard_labels``),
-    where they would otherwise reach the program's gather and fail naming neither."""
+    """Class indices out of [0, C) (other than ``ignore_index``) fail naming the loss and the target
+    (``value_checks.range_check``): now where known, else the guard's parts (``value_checks.guard``)."""
     c = x.shape[_class_dim(loss, x)]
-    labels = _known_labels(target) if is_static(c) else None
-    if labels is not None:
-        bad = labels[((labels < 0) | (labels >= c)) & (labels != ignore_index)]
-        if bad.size:
-            raise op_error(IndexError, loss, f"target holds class {bad.flat[0]}, out of range for {c} classes "
-                           f"(ignore_index={ignore_index})", x, target)
-        return
-    g = target.graph
-    n = c if is_static(c) else g.constant(c)
-    bad = ops.logical_and(ops.logical_or(ops.lt(target, 0), ops.ge(target, n)), ops.ne(target, ignore_index))
-    # the out-of-range class farthest from the range (a sentinel keeps the max defined for 0 labels)
-    high = ops.cat([ops.where(bad, target, -2**31).reshape(-1), g.constant(np.array([-2**31], np.int32))]).amax()
-    low = ops.cat([ops.where(bad, target, 2**31 - 1).reshape(-1), g.constant(np.array([2**31 - 1], np.int32))]).amin()
-    value = ops.where(ops.ge(high, n), high, low)
-    message = str(op_error(IndexError, loss, f"target holds class {{value}}, out of range for {c} classes "
-                           f"(ignore_index={ignore_index})", x, target))
-    return bad.any(), value, message
+    return value_checks.range_check(
+        loss, target, c, lambda v: f"target holds class {v}, out of range for {c} classes "
+                                   f"(ignore_index={ignore_index})", (x, target), ignore=ignore_index)
 
 
 def _check_indices(loss: str, x: GraphTensor, target: GraphTensor, weight, ignore_index: int):
@@ -168,15 +137,6 @@ def _check_indices(loss: str, x: GraphTensor, target: GraphTensor, weight, ignor
         raise op_error(ValueError, loss, msg, x, target)
     _class_weight(loss, x, weight, cdim)
     return _check_label_range(loss, x, target, ignore_index)
-
-
-def _guard_labels(check, elem: GraphTensor) -> None:
-    """Register :func:`_check_indices`' run-time check (if the labels were not known) as a guard of the
-    per-element loss ``elem``: only programs that compute the loss check its labels (a prediction
-    program of the same graph, or an unrelated index op reading the same ints, must not fail on them)."""
-    if check is not None:
-        failed, value, message = check
-        elem.graph.guard(failed, value, IndexError, message, of=elem)
 
 
 def _nll(logp: GraphTensor, target: GraphTensor, weight, ignore_index: int, parts=None):
@@ -216,7 +176,7 @@ def nll_loss(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None
     _reduction("nll_loss", reduction, input)
     check = _check_indices("nll_loss", input, target, weight, ignore_index)
     elem, w, _ = _nll(input, target, weight, ignore_index)
-    _guard_labels(check, elem)
+    value_checks.guard(check, elem)  # only programs computing the loss check its labels
     return _weighted_mean(elem, w, reduction)
 
 
@@ -254,7 +214,7 @@ def cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor |
         p = logp * target if wv is None else logp * target * wv
         return _reduce(-p.sum(cdim), reduction)  # the mean is over N, d1, ... (numel / C)
     elem, w, keep = _nll(logp, target, weight, ignore_index, parts)
-    _guard_labels(check, elem)
+    value_checks.guard(check, elem)  # only programs computing the loss check its labels
     if label_smoothing > 0:
         smooth = ops.where(keep, -(logp if wv is None else logp * wv).sum(cdim), 0.0)
         elem = elem * (1.0 - label_smoothing) + smooth * label_smoothing / n_classes

@@ -66,6 +66,22 @@ def test_a_program_that_reads_the_labels_for_something_else_is_not_guarded_by_th
     np.testing.assert_array_equal(picked(t=rows, idx=np.array([4, 4], np.int32)), rows[[4, 4]])
 
 
+def test_one_hot_of_an_out_of_range_class_raises_as_torch(backend):
+    """A comparison with every class gave an out-of-range class a silent row of zeros; torch raises."""
+    from luminal.nn import functional as F
+
+    g = lm.Graph()
+    t = g.input("t", ("B",), dtype=lm.int32)
+    f = lm.compile(F.one_hot(t, 4), backend=backend)
+    np.testing.assert_array_equal(f(t=np.array([0, 3], np.int32)), [[1, 0, 0, 0], [0, 0, 0, 1]])
+    for bad, shown in (([0, 1, 7], 7), ([0, -1], -1)):
+        with pytest.raises(IndexError, match=f"^one_hot: class {shown} is out of range for 4 classes") as e:
+            f(t=np.array(bad, np.int32))
+        assert "test_runtime_guards.py" in str(e.value)
+    with pytest.raises(IndexError, match="one_hot: class 5 is out of range"):  # known now: refused now
+        F.one_hot(g.constant(np.array([5], np.int32)), 4)
+
+
 def test_guard_arguments_are_checked():
     g = lm.Graph()
     x = g.input("x", (3,))

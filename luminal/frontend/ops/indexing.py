@@ -14,6 +14,7 @@ from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.core import broadcast_shapes, cast, prim, require
 from luminal.frontend.ops.elementwise import add, div, eq, gt, int_div_nonzero, lt, maximum, minimum, mul, where
 from luminal.frontend.ops.reduce import amax, amin, prod_
+from luminal.frontend.ops.value_checks import guard, range_check
 from luminal.frontend.tensor import GraphTensor, scalar_as_1d
 
 
@@ -633,12 +634,18 @@ def scatter(x: GraphTensor, dim: int, index: GraphTensor, src) -> GraphTensor:
 
 
 def one_hot(index: GraphTensor, num_classes: int) -> GraphTensor:
-    """torch.nn.functional.one_hot (int32 instead of int64)."""
+    """torch.nn.functional.one_hot (int32 instead of int64); a class out of ``[0, num_classes)`` is an
+    IndexError, as torch's (now where the indices are known, else when a program computing the result
+    is called)."""
 
     _index("one_hot", index)
     if num_classes is not None and (not isinstance(num_classes, int) or isinstance(num_classes, bool)):
         raise op_error(TypeError, "one_hot", f"num_classes must be an int, got {num_classes!r}", index)
     if num_classes is None or num_classes < 0:
         raise op_error(ValueError, "one_hot", "num_classes must be given (the data is not known at build time)", index)
+    check = range_check("one_hot", index, num_classes,
+                        lambda v: f"class {v} is out of range for {num_classes} classes", (index,))
     classes = index.graph.arange(num_classes)
-    return cast(eq(index.unsqueeze(-1), classes), dt.int32)
+    out = cast(eq(index.unsqueeze(-1), classes), dt.int32)
+    guard(check, out)  # (a comparison: an out-of-range class would be a silent row of zeros)
+    return out
