@@ -159,9 +159,6 @@ def bound_view(view: View, env: dict[str, int]):
     """``view`` evaluated under ``env``: ``(shape, strides, offset, box)``; ``box`` is None when unmasked,
     else the valid ``(lo, hi)`` per dim, clamped to the shape."""
     shape = tuple(evaluate(d, env) for d in view.shape)
-    if 0 in shape:  # nothing is read: its strides, offset and mask may divide by the empty dim (the box
-        # a gradient's view reads its adjoint through, train/view_grad.py, divides by the input's strides)
-        return shape, (0,) * len(shape), 0, None if view.mask is None else ((0, 0),) * len(shape)
     strides = tuple(evaluate(s, env) for s in view.strides)
     offset = evaluate(view.offset, env)
     box = None

@@ -54,9 +54,9 @@ class Atom:
                 raise ValueError(f"symbolic dim {self.args[0]!r} has no value bound") from None
         a, b = (evaluate(x, env) for x in self.args)
         if self.kind == "floordiv":
-            return a // b
+            return a // b if b else 0  # (``_div``)
         if self.kind == "mod":
-            return a % b
+            return a % b if b else 0
         value = max(a, b) if self.kind == "max" else min(a, b)
         if type(a) is DimValue or type(b) is DimValue:  # (the expression, not the operand that won)
             sym = (dmax if self.kind == "max" else dmin)(sym_of(a), sym_of(b))
@@ -287,6 +287,19 @@ def dims(op: str, shape, *operands) -> tuple:
         raise op_error(type(e), op, str(e), *operands) from None
 
 
+def _div(a: int, b: int) -> int:
+    """``a // b`` of a binding's values, and 0 for ``b == 0``. Index math divides only by dims and
+    strides, and a zero one is an empty dim, through which nothing is read: the box a gradient reads
+    its adjoint through divides by its input's strides (``1 // (4*S)``, ``train/view_grad.py``), and
+    bound to ``S = 0`` its bounds must still evaluate (for the views' checks, a kernel's parameters)."""
+    return int.__floordiv__(int(a), int(b)) if b else 0
+
+
+def _mod(a: int, b: int) -> int:
+    """``a % b`` of a binding's values, and 0 for ``b == 0`` (as :func:`_div`)."""
+    return int.__mod__(int(a), int(b)) if b else 0
+
+
 class DimValue(int):
     """An int that remembers the symbolic dim it is the value of (``sym``: a Sym, or an int).
 
@@ -338,16 +351,16 @@ class DimValue(int):
         return self._with(o, int.__mul__, operator.mul, True)
 
     def __floordiv__(self, o):
-        return self._with(o, int.__floordiv__, floordiv)
+        return self._with(o, _div, floordiv)
 
     def __rfloordiv__(self, o):
-        return self._with(o, int.__floordiv__, floordiv, True)
+        return self._with(o, _div, floordiv, True)
 
     def __mod__(self, o):
-        return self._with(o, int.__mod__, mod)
+        return self._with(o, _mod, mod)
 
     def __rmod__(self, o):
-        return self._with(o, int.__mod__, mod, True)
+        return self._with(o, _mod, mod, True)
 
     def __neg__(self):
         sym = -self.sym

@@ -122,6 +122,17 @@ def test_floordiv_mod_atoms_evaluate_like_python(s, k):
         assert evaluate(B % S, env) == 3 % s
 
 
+def test_division_by_an_empty_dim_evaluates_to_zero():
+    """Index math divides by dims and strides only; bound to 0 they are an empty dim, nothing is read
+    through the view, and its bounds (a gradient's box: ``1 // (4*S)``) evaluate to 0, also for the
+    tracked values a backend lays a program out with."""
+    from luminal.core.symbolic import tracked
+
+    env = {"S": 0, "B": 3}
+    assert evaluate(1 // (4 * S), env) == 0 and evaluate(B % S, env) == 0
+    assert evaluate(1 // (4 * S) + B, tracked(env)) == 3
+
+
 def test_max_min():
     assert dmax(S, S + 1) == S + 1 and dmin(S, S + 1) == S
     assert dmax(S + 3, S) == S + 3 and dmin(S + 3, S) == S
