@@ -250,6 +250,14 @@ def _node_of(t, graph):
     return t.node
 
 
+def reaches(loss: GraphTensor, wrt) -> list[bool]:
+    """Whether ``loss`` depends on each of ``wrt`` (Parameters/States or whole tensors of its graph)
+    along edges that carry a gradient: where ``grad`` would give more than zeros."""
+    nodes = [_node_of(t, loss.graph) for t in wrt]
+    live = _reaching(loss.node, loss.graph, _ancestors(loss.node))
+    return [n is not None and n.id in live for n in nodes]
+
+
 def _ancestors(root) -> set[int]:
     seen, stack = set(), [root]
     while stack:

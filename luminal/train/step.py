@@ -47,12 +47,13 @@ import numpy as np
 
 from luminal.compiler import compile as compile_graph
 from luminal.core import dtype as dt
+from luminal.core.errors import op_error
 from luminal.core.interrupts import interrupts_deferred
 from luminal.frontend.ops import clamp, isfinite, logical_and, minimum, where, zeros_like
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 from luminal.train.amp import GradScaler, autocast
-from luminal.train.autograd import grad
+from luminal.train.autograd import grad, reaches
 from luminal.train.data_parallel import DataParallel
 
 
@@ -187,6 +188,9 @@ class TrainStep(Generic[StepResult]):
         if not used:
             raise ValueError("compile_step: the loss's graph reads none of the optimizer's parameters "
                              "(was the model called on a tensor of this graph?)")
+        if not any(reaches(loss, [p for _, p in used])):  # (torch: "does not require grad")
+            raise op_error(ValueError, "compile_step", "the loss depends on none of the optimizer's parameters "
+                           "through ops with a gradient: every step would leave them as they are", loss)
         scaled = loss * graph.state(scaler._scale) if scaler is not None else loss
         dp_weight = DataParallel.loss_weight(loss) if data_parallel else None
         if dp_weight is not None:

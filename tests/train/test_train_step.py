@@ -178,6 +178,20 @@ def test_compile_step_needs_the_parameters_in_the_graph():
         train.compile_step(loss, train.SGD(model.parameters(), lr=0.1), backend="reference")
 
 
+def test_compile_step_needs_a_loss_that_depends_on_the_parameters():
+    """A graph that reads the parameters for something else, with a loss that does not (or only
+    through an argmax), would train nothing, silently; torch raises at backward."""
+    model = MLP()
+    g = lm.Graph()
+    x = g.input("x", (2, 12))
+    out = model(x)
+    for loss in ((x * 2).sum(), out.argmax(-1).float().sum()):
+        with pytest.raises(ValueError, match="loss depends on none of the optimizer's parameters") as e:
+            train.compile_step(loss, train.SGD(model.parameters(), lr=0.1), backend="reference")
+        assert "test_train_step.py" in str(e.value)
+    train.compile_step(out.sum() + (x * 2).sum(), train.SGD(model.parameters(), lr=0.1), backend="reference")
+
+
 def test_batchnorm_running_stats_update_during_training(backend):
     manual_seed(4)
     bn = nn.BatchNorm1d(12)
