@@ -9,8 +9,8 @@ stream cut into windows of ``--seq-len`` + 1 tokens, shuffled per epoch from ``-
 (forward, cross-entropy, backward, gradient clipping by global norm, AdamW update) is one compiled
 program whose decoder layers are rolled (``--report`` prints its compile report); the learning rate
 follows a cosine schedule from ``--lr`` to ``--min-lr`` over the run without recompiling (it is a
-runtime scalar). ``--save`` writes ``config.json`` + ``model.safetensors`` (float32; each file written
-atomically) and copies the tokenizer files, so ``generate.py`` and Hugging Face load the result.
+runtime scalar). ``--save`` writes ``config.json`` + ``model.safetensors`` (float32; as a pair, see
+``Llama.save_pretrained``) and copies the tokenizer files, so ``generate.py`` and Hugging Face load the result.
 
 The training state (weights, AdamW moments, the schedule, the steps done) goes to ``--checkpoint``
 (written atomically) every ``--save-every`` steps and when the run is interrupted: Ctrl-C waits for the
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -40,7 +39,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate import load_tokenizer  # noqa: E402
-from model import Llama  # noqa: E402
+from model import Llama, write_atomic  # noqa: E402
 
 import luminal as lm  # noqa: E402
 from luminal import distributed as dist  # noqa: E402
@@ -89,9 +88,7 @@ def save(model: Llama, src: Path, out: Path) -> None:
     model.save_pretrained(out)
     for name in TOKENIZER_FILES:
         if (src / name).is_file() and src.resolve() != out.resolve():
-            tmp = out / f".{name}.tmp"
-            shutil.copyfile(src / name, tmp)
-            tmp.replace(out / name)
+            write_atomic(out / name, (src / name).read_bytes())
 
 
 def parse_args(argv=None):

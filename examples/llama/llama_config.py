@@ -15,6 +15,12 @@ it. So every key of ``config.json`` is in one of three lists, and any other key 
 
 The rotary settings are checked the same way, per kind (:data:`ROPE_KEYS`). A config written back by
 ``save_pretrained`` uses the 4.x layout, which both transformers 4.x and 5.x read.
+
+The values are data too: every field is checked for its type, range and divisibility when the config is
+built, so a ``"32"`` for 32, a zero head count or an ``int8`` dtype is a ValueError naming the file and the
+key, not a TypeError or ZeroDivisionError later (or a model that loads and computes nonsense). The sizes
+are capped (:data:`LIMITS`) far above any published Llama, so that a corrupt value is refused here rather
+than tried as an allocation of petabytes.
 """
 
 from __future__ import annotations
@@ -77,6 +83,24 @@ ROPE_KEYS = {
 }
 
 
+# Caps on the sizes: the largest published Llama (3.1 405B) has 126 layers, hidden_size 16384,
+# intermediate_size 53248, 128 heads of 128, a vocabulary of 128256 and 131072 positions.
+LIMITS = {
+    "vocab_size": 1 << 22, "hidden_size": 1 << 17, "intermediate_size": 1 << 20, "num_hidden_layers": 1 << 10,
+    "num_attention_heads": 1 << 12, "num_key_value_heads": 1 << 12, "head_dim": 1 << 12,
+    "max_position_embeddings": 1 << 24,
+}
+DTYPES = ("float32", "bfloat16", "float16", "float64")  # torch_dtype: the checkpoint's float format
+
+
+def _int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def _same(a, b) -> bool:
     """Equal as JSON values, 1 and 1.0 alike but True and 1 not."""
     if isinstance(a, bool) or isinstance(b, bool):
@@ -110,16 +134,45 @@ class LlamaConfig:
     extra: dict = field(default_factory=dict, repr=False)  # the INERT and FIXED keys, written back on save
 
     def __post_init__(self):
+        self._check()
         if self.num_key_value_heads is None:
             self.num_key_value_heads = self.num_attention_heads
         if self.head_dim is None:
             self.head_dim = self.hidden_size // self.num_attention_heads
-        if self.num_attention_heads % self.num_key_value_heads:
-            raise ValueError(f"config: num_attention_heads ({self.num_attention_heads}) must be a multiple of "
-                             f"num_key_value_heads ({self.num_key_value_heads})")
-        if self.head_dim % 2:
-            raise ValueError(f"config: head_dim ({self.head_dim}) must be even for rotary embeddings")
         self.rope_scaling = _scaling(self.rope_scaling, self.max_position_embeddings, "rope_scaling")
+
+    def _check(self) -> None:
+        """Every field the model is built from, checked before it is used: a ValueError naming the key."""
+        def bad(key, what):
+            raise ValueError(f"config: {key!r} must be {what}, got {getattr(self, key)!r}")
+
+        for key, cap in LIMITS.items():
+            v = getattr(self, key)
+            derived = v is None and key in ("num_key_value_heads", "head_dim")  # from the head count below
+            if not (derived or _int(v) and 1 <= v <= cap):
+                bad(key, f"an integer from 1 to {cap}")
+        h, kv = self.num_attention_heads, self.num_key_value_heads
+        if self.head_dim is None and self.hidden_size % h:  # a head_dim given explicitly need not divide it
+            raise ValueError(f"config: 'hidden_size' ({self.hidden_size}) must be a multiple of "
+                             f"'num_attention_heads' ({h}) when 'head_dim' is not given")
+        if kv is not None and h % kv:
+            raise ValueError(f"config: 'num_attention_heads' ({h}) must be a multiple of 'num_key_value_heads' ({kv})")
+        head_dim = self.head_dim if self.head_dim is not None else self.hidden_size // h
+        if head_dim % 2:
+            raise ValueError(f"config: 'head_dim' ({head_dim}) must be even for rotary embeddings")
+        for key in ("rms_norm_eps", "rope_theta"):
+            if not (_number(getattr(self, key)) and getattr(self, key) > 0):
+                bad(key, "a finite number > 0")
+        for key in ("tie_word_embeddings", "attention_bias", "mlp_bias"):
+            if not isinstance(getattr(self, key), bool):
+                bad(key, "true or false")
+        if self.torch_dtype is not None and self.torch_dtype not in DTYPES:
+            bad("torch_dtype", f"one of {', '.join(DTYPES)}")
+        if not (self.bos_token_id is None or _int(self.bos_token_id)):
+            bad("bos_token_id", "an integer or null")
+        eos = self.eos_token_id
+        if not (eos is None or _int(eos) or isinstance(eos, list) and all(_int(i) for i in eos)):
+            bad("eos_token_id", "an integer, a list of integers or null")
 
     @property
     def rope_type(self) -> str:
@@ -129,6 +182,8 @@ class LlamaConfig:
     def from_dict(cls, d: dict) -> LlamaConfig:
         """Read a ``config.json`` dict of either layout; a key outside the three lists, a FIXED key with
         another value or rotary settings this model does not implement is a ValueError naming it."""
+        if not isinstance(d, dict):
+            raise ValueError(f"config: must be a JSON object, got {type(d).__name__}")
         for k, v in d.items():
             if k in FIXED and not any(_same(v, ok) for ok in FIXED[k]):
                 raise ValueError(f"config: {k!r} = {v!r} is not implemented by this Llama (it computes with "
@@ -139,8 +194,10 @@ class LlamaConfig:
                                  f"settings, and keys that do not change the logits: ids, dtype, bookkeeping; "
                                  f"see examples/llama/llama_config.py)")
         kw = {k: v for k, v in d.items() if k in MODEL_KEYS - ROPE_LAYOUT}
-        if "torch_dtype" not in d and isinstance(d.get("dtype"), str):  # transformers 5.x writes "dtype"
-            kw["torch_dtype"] = d["dtype"]
+        if d.get("dtype") is not None:  # transformers 5.x writes "dtype"
+            if d["dtype"] not in DTYPES:
+                raise ValueError(f"config: 'dtype' must be one of {', '.join(DTYPES)}, got {d['dtype']!r}")
+            kw.setdefault("torch_dtype", d["dtype"])
         kw["rope_theta"], kw["rope_scaling"] = _rope(d)
         return cls(**kw, extra={k: v for k, v in d.items() if k not in MODEL_KEYS and k != "dtype"})
 
@@ -149,11 +206,15 @@ class LlamaConfig:
         f = Path(path) / "config.json"
         if not f.is_file():
             raise FileNotFoundError(f"{f}: no config.json in the model directory")
-        d = json.loads(f.read_text())
-        arch = d.get("architectures") or ["LlamaForCausalLM"]
-        if d.get("model_type", "llama") != "llama" and "LlamaForCausalLM" not in arch:
-            raise ValueError(f"{f}: model_type {d.get('model_type')!r} / architectures {arch} is not a Llama model")
         try:
+            d = json.loads(f.read_text(encoding="utf-8"))
+        except ValueError as e:  # bad JSON or bad UTF-8
+            raise ValueError(f"{f}: not valid JSON: {e}") from None
+        try:
+            if isinstance(d, dict) and d.get("model_type", "llama") != "llama":
+                arch = d.get("architectures") or ["LlamaForCausalLM"]
+                if not (isinstance(arch, list) and "LlamaForCausalLM" in arch):
+                    raise ValueError(f"model_type {d['model_type']!r} / architectures {arch!r} is not a Llama model")
             return cls.from_dict(d)
         except ValueError as e:
             raise ValueError(f"{f}: {e}") from None
@@ -191,10 +252,8 @@ def _rope(d: dict) -> tuple[float, dict | None]:
         params = scaling
     if theta is None:
         theta = 10000.0
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
-        raise ValueError(f"config: rope_theta must be a positive number, got {theta!r}")
     where = "rope_scaling" if scaling is not None else "rope_parameters"
-    return float(theta), _scaling(params, d.get("max_position_embeddings", 2048), where)
+    return float(theta) if _number(theta) else theta, _scaling(params, d.get("max_position_embeddings", 2048), where)
 
 
 def _scaling(params: dict | None, max_positions: int, where: str) -> dict | None:
@@ -239,15 +298,12 @@ def _check_values(params: dict, where: str, kind: str) -> None:
     def bad(key, what):
         raise ValueError(f"config: {where} of rope_type {kind!r}: {key!r} must be {what}, got {params[key]!r}")
 
-    def number(v):
-        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-    if not (number(params["factor"]) and params["factor"] >= 1):
+    if not (_number(params["factor"]) and params["factor"] >= 1):
         bad("factor", "a finite number >= 1")
     if kind != "llama3":
         return
     for key in ("low_freq_factor", "high_freq_factor"):
-        if not (number(params[key]) and params[key] > 0):
+        if not (_number(params[key]) and params[key] > 0):
             bad(key, "a finite number > 0")
     if not params["high_freq_factor"] > params["low_freq_factor"]:  # the blend divides by their difference
         bad("high_freq_factor", f"greater than low_freq_factor ({params['low_freq_factor']!r})")

@@ -20,6 +20,9 @@ import numpy as np
 
 import luminal as lm
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from model import write_atomic  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 SPECIALS = ["<unk>", "<s>", "</s>"]  # Llama's ids: unk 0, bos 1, eos 2
 
@@ -98,7 +101,7 @@ def write_checkpoint(out: Path, tensors: dict, dtype: str, shards: int = 1) -> N
         weight_map.update({n: fname for n in part})
         total += sum(a.size * (2 if dtype in ("bfloat16", "float16") else 4) for a in part.values())
     index = {"metadata": {"total_size": total}, "weight_map": weight_map}
-    (out / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
+    write_atomic(out / "model.safetensors.index.json", (json.dumps(index, indent=2) + "\n").encode())
 
 
 def make_random(out, *, layers: int = 2, hidden: int = 64, heads: int = 4, kv_heads: int = 2,
@@ -122,8 +125,8 @@ def make_random(out, *, layers: int = 2, hidden: int = 64, heads: int = 4, kv_he
     if llama3_rope:
         cfg["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
-    (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    write_checkpoint(out, random_weights(cfg, seed, std), dtype, shards)
+    write_checkpoint(out, random_weights(cfg, seed, std), dtype, shards)  # the weights before the config
+    write_atomic(out / "config.json", (json.dumps(cfg, indent=2) + "\n").encode())  # that describes them
     if tokenizer:
         make_tokenizer(vocab).save(str(out / "tokenizer.json"))
         (out / "tokenizer_config.json").write_text(json.dumps({

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -28,8 +27,10 @@ from llama_config import LlamaConfig  # noqa: E402
 
 import luminal as lm  # noqa: E402
 from luminal import nn  # noqa: E402
+from luminal.core.atomic_file import stage, write_atomic  # noqa: E402
 
-__all__ = ["KVCache", "Llama", "LlamaConfig", "Session", "generate", "inv_freq", "rope_tables", "sample"]
+__all__ = ["KVCache", "Llama", "LlamaConfig", "Session", "generate", "inv_freq", "rope_tables", "sample",
+           "write_atomic"]
 
 
 def inv_freq(cfg: LlamaConfig) -> np.ndarray:
@@ -242,13 +243,34 @@ class Llama(nn.Module):
 
     def save_pretrained(self, path) -> None:
         """Write ``config.json`` and ``model.safetensors`` (HF layout, the parameters' dtype) into the
-        directory ``path``; each file is written atomically (temp + rename)."""
+        directory ``path``, as a pair: a config must never describe weights that are not there.
+
+        Both are written in full to temp files first (fsynced), then renamed: the weights, then the
+        config. A failure before the renames (a read-only file, a full disk) leaves the directory as it
+        was, without temp files; a crash between the two renames leaves new weights beside the old
+        config (of the same model when saving a fine-tuned copy over its source). The index and shards
+        of an earlier sharded save are removed: the index would be read instead of the new weights."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         cfg = self.config.to_dict()
         cfg["torch_dtype"] = self.head_weight().dtype.name
-        write_text_atomic(path / "config.json", json.dumps(cfg, indent=2) + "\n")
-        self.save_safetensors(path / "model.safetensors", metadata={"format": "pt"})
+        config, index = path / "config.json", path / INDEX
+        old_shards = []
+        if index.is_file():
+            with contextlib.suppress(ValueError, OSError):
+                old_shards = index_shards(path)
+        # (staged first: a config that cannot be written, read-only say, fails before the weights move)
+        staged = stage(config, (json.dumps(cfg, indent=2) + "\n").encode())
+        try:
+            self.save_safetensors(path / "model.safetensors", metadata={"format": "pt"})
+            index.unlink(missing_ok=True)
+        except BaseException:
+            staged.discard()
+            raise
+        staged.commit()
+        for f in old_shards:
+            if f.suffix == ".safetensors" and f.name != "model.safetensors":
+                f.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -263,31 +285,54 @@ def skip_init():
         nn.Linear.reset_parameters, nn.Embedding.reset_parameters = saved
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+INDEX = "model.safetensors.index.json"
+
+
+def index_shards(path: Path) -> list[Path]:
+    """The files named by ``path/model.safetensors.index.json``, each once. The index is data from the
+    checkpoint: it must be an object whose ``weight_map`` maps tensor names to files of the directory,
+    and a name that is absolute, or leaves the directory through ``..`` or a symlink, is refused, so that
+    an index cannot make the loader read any file of the machine. One exception: the hub's cache links
+    ``snapshots/<revision>/<file>`` to ``../../blobs/<hash>``, so a link into the ``blobs`` folder of the
+    cache folder the snapshot is in is followed."""
+    index = path / INDEX
+    try:
+        d = json.loads(index.read_text(encoding="utf-8"))
+    except ValueError as e:  # bad JSON or bad UTF-8
+        raise ValueError(f"{index}: not valid JSON: {e}") from None
+    if not isinstance(d, dict):
+        raise ValueError(f"{index}: must be a JSON object, got {type(d).__name__}")
+    weight_map = d.get("weight_map")
+    if not (isinstance(weight_map, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                  for k, v in weight_map.items())):
+        raise ValueError(f"{index}: 'weight_map' must map tensor names to file names, got {weight_map!r:.200}")
+    root = path.resolve()
+    roots = [root, root.parent.parent / "blobs"] if root.parent.name == "snapshots" else [root]
+    files = []
+    for name in dict.fromkeys(weight_map.values()):
+        if not name or "\0" in name or Path(name).is_absolute():
+            raise ValueError(f"{index}: shard {name!r} must be a path relative to the model directory")
+        real = (path / name).resolve()
+        if real == root or not any(real.is_relative_to(r) for r in roots):
+            raise ValueError(f"{index}: shard {name!r} is outside the model directory {path}")
+        files.append(path / name)
+    return files
 
 
 def checkpoint_files(path) -> list[Path]:
     """The safetensors files of a model directory: the shards of ``model.safetensors.index.json``,
     else ``model.safetensors``."""
     path = Path(path)
-    index = path / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            weight_map = json.loads(index.read_text())["weight_map"]
-        except (ValueError, KeyError) as e:
-            raise ValueError(f"{index}: not a safetensors index (expected a 'weight_map'): {e}") from None
-        files = [path / f for f in dict.fromkeys(weight_map.values())]
+    if (path / INDEX).is_file():
+        files = index_shards(path)
         for f in files:
             if not f.is_file():
-                raise FileNotFoundError(f"{f}: shard listed in {index.name} is missing")
+                raise FileNotFoundError(f"{f}: shard listed in {INDEX} is missing")
         return files
     single = path / "model.safetensors"
     if single.is_file():
         return [single]
-    raise FileNotFoundError(f"{path}: no model.safetensors or model.safetensors.index.json")
+    raise FileNotFoundError(f"{path}: no model.safetensors or {INDEX}")
 
 
 def read_checkpoint(path) -> dict[str, np.ndarray]:

@@ -12,30 +12,24 @@ memory map, reading a page that a truncation removed raises SIGBUS and kills the
 ``try`` can catch. Mapping stays available as ``load_file(path, mmap=True)`` for files known to stay
 put (read-only model weights), where paging in only the tensors used is worth that risk.
 
-Saving writes a temp file beside the target and renames it over the target, so readers see the old
-file or the new one, never half of one. The temp's name carries the writer's pid
-(``.<name>.<pid>.<random>.tmp``): a save killed before its rename (kill -9, SIGTERM, power loss)
-leaves its temp behind, and the next save of the same target removes the temps of writers that no
-longer run, never those of a live concurrent writer.
+Saving writes a temp file beside the target and renames it over the target (``atomic_file.py``), so
+readers see the old file or the new one, never half of one.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import stat
-import tempfile
 from math import prod
 
 import numpy as np
 
+from luminal.core.atomic_file import stage
 from luminal.core.dtype import as_dtype, round_bf16
 
 # safetensors dtype -> numpy storage on disk (BF16 is raw 16-bit patterns, widened on load).
 _NP = {"F16": "<f2", "BF16": "<u2", "F32": "<f4", "F64": "<f8", "I8": "i1", "I16": "<i2", "I32": "<i4",
        "I64": "<i8", "U8": "u1", "U16": "<u2", "U32": "<u4", "U64": "<u8", "BOOL": "?"}
-_WRITING: set[str] = set()  # temp files this process is writing now (see _remove_stale_temps)
 _LM = {"float16": "F16", "bfloat16": "BF16", "float32": "F32", "float64": "F64", "int32": "I32", "bool": "BOOL"}
 
 
@@ -92,107 +86,12 @@ def save_file(tensors, path, metadata: dict[str, str] | None = None, dtypes: dic
     head = json.dumps(header, separators=(",", ":")).encode()
     head += b" " * (-len(head) % 8)
 
-    target = _target(path)
-    directory, base = os.path.split(target)
-    _remove_stale_temps(directory, base)
-    try:
-        tmp = tempfile.NamedTemporaryFile(delete=False, dir=directory, prefix=f".{base}.{os.getpid()}.",
-                                          suffix=".tmp")
-    except OSError as e:  # the error would name the hidden temp, not the file the user asked for
-        raise OSError(e.errno, f"cannot save {os.fspath(path)!r}: {e.strerror} (creating a temp file in "
-                               f"{directory!r})", os.fspath(path)) from None
-    _WRITING.add(tmp.name)
-    try:
-        with tmp:
-            tmp.write(len(head).to_bytes(8, "little") + head)
-            for *_, data in arrays:
-                tmp.write(data.reshape(-1).view(np.uint8).data)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.chmod(tmp.name, _mode_for(target))
-        os.replace(tmp.name, target)
-    except BaseException:
-        try:
-            os.unlink(tmp.name)
-        except OSError:
-            pass
-        raise
-    finally:
-        _WRITING.discard(tmp.name)
+    def write(f) -> None:
+        f.write(len(head).to_bytes(8, "little") + head)
+        for *_, data in arrays:
+            f.write(data.reshape(-1).view(np.uint8).data)
 
-
-def _target(path) -> str:
-    """The file a save really writes, checked the way ``open(path, "wb")`` would check it, with errors
-    that name the path the user gave. A symlink is followed (its target is rewritten, the link stays a
-    link); the rename would otherwise replace the link itself. A read-only file is refused although
-    the rename could replace it (it needs only the directory's permission), and also for root, who
-    may write anything: the mode bits say the file is not meant to change."""
-    given = os.fspath(path)
-    if isinstance(given, bytes):
-        given = os.fsdecode(given)
-    if given == "":
-        raise FileNotFoundError(errno.ENOENT, "cannot save to an empty path", given)
-    target = os.path.realpath(given)
-    directory = os.path.dirname(target)
-    if os.path.isdir(target):
-        raise IsADirectoryError(errno.EISDIR, "cannot save: the path is a directory", given)
-    if not os.path.isdir(directory):
-        what = "is not a directory" if os.path.exists(directory) else "does not exist"
-        raise FileNotFoundError(errno.ENOENT, f"cannot save: the directory {directory!r} {what}", given)
-    try:
-        st = os.stat(target)
-    except FileNotFoundError:
-        return target
-    if not stat.S_ISREG(st.st_mode):
-        raise OSError(errno.EINVAL, "cannot save: the path exists and is not a regular file", given)
-    if not st.st_mode & 0o222 or not os.access(target, os.W_OK):
-        raise PermissionError(errno.EACCES, f"cannot save: the file is read-only (mode "
-                                            f"{stat.S_IMODE(st.st_mode):04o})", given)
-    return target
-
-
-def _remove_stale_temps(directory: str, base: str) -> None:
-    """Delete ``.<base>.<pid>.*.tmp`` files of writers that are dead: temps of saves of this target that
-    were killed before their rename. A temp whose pid runs (a concurrent save, or an unrelated process
-    that reuses the pid) is kept: removing a live writer's temp would fail its rename. Temps of other
-    names, and names not in this form, are never touched."""
-    prefix = f".{base}."
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return  # the temp's creation reports the directory's problem, naming the user's path
-    for name in names:
-        if not (name.startswith(prefix) and name.endswith(".tmp")):
-            continue
-        pid = name[len(prefix):-len(".tmp")].split(".", 1)[0]
-        if not pid.isdigit() or _alive(int(pid), os.path.join(directory, name)):
-            continue
-        try:
-            os.unlink(os.path.join(directory, name))
-        except OSError:
-            pass  # another save removed it first, or the directory forbids it: the save goes on
-
-
-def _alive(pid: int, path: str) -> bool:
-    if pid == os.getpid():  # a thread of this process saving now, or an earlier process with our pid
-        return path in _WRITING  # (pids repeat across container restarts)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, OSError):
-        return True  # it exists (owned by someone else), or cannot be asked: keep its temp
-    return True
-
-
-def _mode_for(path: str) -> int:
-    """Keep an overwritten file's permissions; a new file gets the umask default (temp files are 0600)."""
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+    stage(path, write).commit()
 
 
 def _unique_keys(pairs):

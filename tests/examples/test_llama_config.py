@@ -251,3 +251,69 @@ def test_a_scaling_value_of_the_wrong_type_or_range_is_an_error_naming_it(scalin
     for d in ({"rope_scaling": scaling}, {"rope_parameters": scaling}):
         with pytest.raises(ValueError, match=rf"{next(iter(d))} of rope_type '\w+': '{key}' must be"):
             LlamaConfig.from_dict(d)
+
+
+# config.json is data: every key the model is built from is checked (type, range, divisibility) where
+# it is read, and the error names the file and the key instead of failing later (or never) elsewhere.
+_TINY = {"vocab_size": 128, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 32}
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"hidden_size": 32,', r"not valid JSON"),
+    ("[1, 2]", r"must be a JSON object, got list"),
+    ('"llama"', r"must be a JSON object, got str"),
+    (b"\xff\xfe{}", r"not valid JSON"),
+])
+def test_a_config_that_is_not_a_json_object_is_an_error_naming_the_file(tmp_path, text, message):
+    f = tmp_path / "config.json"
+    f.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(ValueError, match=message) as e:
+        LlamaConfig.from_dir(tmp_path)
+    assert str(f) in str(e.value)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("num_attention_heads", 0, r"'num_attention_heads' must be an integer from 1 to \d+, got 0"),
+    ("hidden_size", "32", r"'hidden_size' must be an integer from 1 to \d+, got '32'"),
+    ("hidden_size", -32, r"'hidden_size' must be an integer from 1 to \d+, got -32"),
+    ("hidden_size", 32.0, r"'hidden_size' must be an integer"),
+    ("hidden_size", True, r"'hidden_size' must be an integer"),
+    ("intermediate_size", 0, r"'intermediate_size' must be an integer from 1"),
+    ("vocab_size", None, r"'vocab_size' must be an integer from 1"),
+    ("max_position_embeddings", -1, r"'max_position_embeddings' must be an integer from 1"),
+    ("num_hidden_layers", 10**9, r"'num_hidden_layers' must be an integer from 1 to 1024, got 1000000000"),
+    ("num_key_value_heads", 0, r"'num_key_value_heads' must be an integer from 1"),
+    ("num_key_value_heads", 3, r"'num_attention_heads' \(4\) must be a multiple of 'num_key_value_heads' \(3\)"),
+    ("head_dim", "8", r"'head_dim' must be an integer from 1"),
+    ("head_dim", 7, r"'head_dim' \(7\) must be even"),
+    ("num_attention_heads", 6, r"'hidden_size' \(32\) must be a multiple of 'num_attention_heads' \(6\)"),
+    ("rms_norm_eps", "x", r"'rms_norm_eps' must be a finite number > 0, got 'x'"),
+    ("rms_norm_eps", 0, r"'rms_norm_eps' must be a finite number > 0, got 0"),
+    ("rms_norm_eps", float("nan"), r"'rms_norm_eps' must be a finite number > 0, got nan"),
+    ("rope_theta", float("inf"), r"'rope_theta' must be a finite number > 0, got inf"),
+    ("rope_theta", "10000", r"'rope_theta' must be a finite number > 0"),
+    ("torch_dtype", "int8", r"'torch_dtype' must be one of float32, bfloat16, float16, float64, got 'int8'"),
+    ("dtype", "int8", r"'dtype' must be one of .*, got 'int8'"),
+    ("tie_word_embeddings", "false", r"'tie_word_embeddings' must be true or false, got 'false'"),
+    ("attention_bias", 1, r"'attention_bias' must be true or false, got 1"),
+    ("mlp_bias", None, r"'mlp_bias' must be true or false, got None"),
+    ("bos_token_id", "1", r"'bos_token_id' must be an integer or null, got '1'"),
+    ("eos_token_id", [2, "3"], r"'eos_token_id' must be an integer, a list of integers or null, got \[2, '3'\]"),
+])
+def test_a_value_of_the_wrong_type_or_range_is_an_error_naming_the_file_and_key(tmp_path, key, value, message):
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps({**_TINY, key: value}))
+    with pytest.raises(ValueError, match=message) as e:
+        LlamaConfig.from_dir(tmp_path)
+    assert str(f) in str(e.value)
+    with pytest.raises(ValueError, match=message):  # the same check for a config built in Python
+        LlamaConfig.from_dict({**_TINY, key: value})
+
+
+def test_head_dim_given_need_not_divide_hidden_size():
+    """As in transformers: with ``head_dim`` given, hidden_size is not heads x head_dim (projections
+    map between the two); only a head_dim derived from hidden_size needs the division to be exact."""
+    cfg = LlamaConfig.from_dict({**_TINY, "num_attention_heads": 6, "num_key_value_heads": 3, "head_dim": 8})
+    assert (cfg.head_dim, cfg.num_key_value_heads) == (8, 3)
+    assert LlamaConfig.from_dict({**_TINY, "eos_token_id": [2, 3], "bos_token_id": None, "torch_dtype": None})

@@ -3,7 +3,9 @@ the tensor (or the file), and a failed load leaves the model exactly as it was."
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -114,3 +116,145 @@ def test_index_problems(dirs, tmp_path):
     with pytest.raises(FileNotFoundError, match="no model.safetensors"):
         model.load_pretrained(tmp_path)
     _unchanged(model, before)
+
+
+# The index is data from the checkpoint: it can name only files of the model directory.
+OUTSIDE, NOT_RELATIVE = "is outside the model directory", "must be a path relative to the model directory"
+
+
+@pytest.mark.parametrize("weight_map, message", [
+    ({"model.norm.weight": "../../../../etc/hostname"}, r"'\.\./\.\./\.\./\.\./etc/hostname' " + OUTSIDE),
+    ({"model.norm.weight": "/etc/hostname"}, r"'/etc/hostname' " + NOT_RELATIVE),
+    ({"model.norm.weight": "sub/../../x.safetensors"}, r"'sub/\.\./\.\./x\.safetensors' " + OUTSIDE),
+    ({"model.norm.weight": ""}, r"'' " + NOT_RELATIVE),
+    (["model-00001-of-00003.safetensors"], r"'weight_map' must map tensor names to file names, got \['model-00001"),
+    ({"model.norm.weight": 3}, r"'weight_map' must map tensor names to file names, got .*3"),
+    (None, r"'weight_map' must map tensor names to file names"),
+])
+def test_an_index_naming_a_file_outside_the_directory_or_malformed_is_refused(dirs, tmp_path, weight_map, message):
+    _, sharded = dirs
+    bad = tmp_path / "bad"
+    shutil.copytree(sharded, bad)
+    index = bad / "model.safetensors.index.json"
+    index.write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    with pytest.raises(ValueError, match=message) as e:
+        Llama.from_pretrained(bad)
+    assert str(index) in str(e.value)
+
+
+@pytest.mark.parametrize("text, message", [("[]", r"must be a JSON object, got list"), ("{", r"not valid JSON")])
+def test_an_index_that_is_not_a_json_object_is_refused(dirs, tmp_path, text, message):
+    _, sharded = dirs
+    bad = tmp_path / "bad"
+    shutil.copytree(sharded, bad)
+    (bad / "model.safetensors.index.json").write_text(text)
+    with pytest.raises(ValueError, match=message) as e:
+        Llama.from_pretrained(bad)
+    assert str(bad / "model.safetensors.index.json") in str(e.value)
+
+
+def test_a_shard_symlinked_outside_the_directory_is_refused(dirs, tmp_path):
+    _, sharded = dirs
+    outside = tmp_path / "outside.safetensors"
+    shutil.copy(sharded / "model-00002-of-00003.safetensors", outside)
+    bad = tmp_path / "bad"
+    shutil.copytree(sharded, bad)
+    (bad / "model-00002-of-00003.safetensors").unlink()
+    (bad / "model-00002-of-00003.safetensors").symlink_to(outside)
+    with pytest.raises(ValueError, match=r"'model-00002-of-00003\.safetensors' " + OUTSIDE):
+        Llama.from_pretrained(bad)
+    inside = tmp_path / "inside"  # a link to a file of the directory itself is fine
+    shutil.copytree(sharded, inside)
+    (inside / "model-00002-of-00003.safetensors").rename(inside / "real.safetensors")
+    (inside / "model-00002-of-00003.safetensors").symlink_to("real.safetensors")
+    Llama.from_pretrained(inside)
+
+
+def test_the_hugging_face_cache_layout_loads(dirs, tmp_path):
+    """The hub's cache keeps each file once in ``blobs/`` and links ``snapshots/<revision>/<name>`` to it:
+    a shard linked into the ``blobs`` of its own cache folder is not outside the checkpoint."""
+    _, sharded = dirs
+    repo = tmp_path / "models--org--tiny"
+    snap, blobs = repo / "snapshots" / "abc123", repo / "blobs"
+    snap.mkdir(parents=True)
+    blobs.mkdir()
+    for k, f in enumerate(sorted(sharded.iterdir())):
+        shutil.copy(f, blobs / f"blob{k}")
+        (snap / f.name).symlink_to(Path("../../blobs") / f"blob{k}")
+    model = Llama.from_pretrained(snap)
+    np.testing.assert_array_equal(model.state_dict()["model.norm.weight"],
+                                  Llama.from_pretrained(sharded).state_dict()["model.norm.weight"])
+
+
+# save_pretrained writes config.json and the weights as a pair: a save that fails leaves the directory as
+# it was (the old pair, no temp file), and a save over a sharded checkpoint leaves no old index behind.
+def _listing(path: Path) -> dict[str, bytes]:
+    return {f.name: f.read_bytes() for f in sorted(path.iterdir())}
+
+
+@pytest.fixture
+def saved_and_other(dirs, tmp_path):
+    """A directory saved by save_pretrained, and a model of other sizes to save over it."""
+    single, _ = dirs
+    out = tmp_path / "saved"
+    Llama.from_pretrained(single).save_pretrained(out)
+    other = make_random.make_random(tmp_path / "other", seed=3, **{**SMALL, "intermediate": 64})
+    return out, Llama.from_pretrained(other)
+
+
+def test_a_save_refused_for_read_only_weights_changes_nothing(saved_and_other):
+    out, other = saved_and_other
+    before = _listing(out)
+    (out / "model.safetensors").chmod(0o444)
+    try:
+        with pytest.raises(PermissionError, match="read-only"):
+            other.save_pretrained(out)
+    finally:
+        (out / "model.safetensors").chmod(0o644)
+    assert _listing(out) == before
+    Llama.from_pretrained(out)  # still the old, consistent pair
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names an open file through /proc")
+@pytest.mark.parametrize("which", ["config.json", "model.safetensors"])
+def test_a_save_failing_while_writing_changes_nothing(saved_and_other, monkeypatch, which):
+    """A full disk shows as an error from the write or the fsync of one of the two files."""
+    out, other = saved_and_other
+    before = _listing(out)
+    real = os.fsync
+
+    def fsync(fd):
+        if os.path.basename(os.readlink(f"/proc/self/fd/{fd}")).startswith(f".{which}."):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError, match="No space left"):
+        other.save_pretrained(out)
+    monkeypatch.undo()
+    assert _listing(out) == before
+    Llama.from_pretrained(out)
+
+
+def test_a_save_refused_for_a_read_only_config_changes_nothing(saved_and_other):
+    out, other = saved_and_other
+    before = _listing(out)
+    (out / "config.json").chmod(0o444)
+    try:
+        with pytest.raises(PermissionError, match=r"read-only .*config\.json"):
+            other.save_pretrained(out)
+    finally:
+        (out / "config.json").chmod(0o644)
+    assert _listing(out) == before
+
+
+def test_a_save_over_a_sharded_checkpoint_leaves_no_stale_index(dirs, tmp_path):
+    single, sharded = dirs
+    out = tmp_path / "out"
+    shutil.copytree(sharded, out)
+    model = Llama.from_pretrained(single)
+    model.save_pretrained(out)
+    assert sorted(f.name for f in out.iterdir()) == ["config.json", "model.safetensors"]
+    reloaded = Llama.from_pretrained(out).state_dict()
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(reloaded[k], v, err_msg=k)
