@@ -105,10 +105,11 @@ class State(Mirrored, _TensorMethods):
             raise ValueError(f"{self.describe()}: cannot set a value of shape {arr.shape}; "
                              f"expected {self._host.shape}")
         if self.dtype.kind == "i" and arr.dtype.kind in "iuf" and arr.size:
-            if arr.dtype.kind == "f":  # (a cast would make NaN -2**31 and 2.5 2, with a warning at most)
-                whole = np.isfinite(arr) & (arr == np.trunc(arr))
-                if not whole.all():
-                    raise ValueError(f"{self.describe()}: {arr[~whole].flat[0]} is not a whole number")
+            if arr.dtype.kind == "f":  # (a cast would make NaN and inf -2**31, with a warning at most;
+                # a fraction truncates, as torch's copy_ does)
+                finite = np.isfinite(arr)
+                if not finite.all():
+                    raise ValueError(f"{self.describe()}: {arr[~finite].flat[0]} has no int32 value")
             if arr.min() < -2**31 or arr.max() >= 2**31:
                 raise ValueError(f"{self.describe()}: values in [{arr.min()}, {arr.max()}] do not fit in int32")
         return dt.to_storage(arr, self.dtype)

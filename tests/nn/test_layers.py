@@ -372,19 +372,19 @@ def test_batchnorm_state_dtypes():
     assert m.num_batches_tracked.data.dtype == np.int32 and int(m.num_batches_tracked.data) == 7
 
 
-def test_an_int_buffer_refuses_floats_that_are_not_whole_numbers():
-    """A cast would store NaN and 1e20 as -2**31 and 2.5 as 2, with a numpy warning at most; a whole
-    float (a checkpoint that kept the count as a float) loads."""
+def test_an_int_buffer_refuses_floats_without_an_int32_value():
+    """A cast would store NaN, inf and 1e20 as -2**31, with a numpy warning at most; a fraction
+    truncates, as torch's ``copy_`` does."""
     m = L.BatchNorm1d(3)
     m.num_batches_tracked.set(4)
-    for bad, why in ((np.nan, "nan is not a whole number"), (2.5, "2.5 is not a whole number"),
+    for bad, why in ((np.nan, "nan has no int32 value"), (-np.inf, "-inf has no int32 value"),
                      (1e20, "do not fit in int32")):
         sd = {k: np.asarray(v) for k, v in m.state_dict().items()}
         sd["num_batches_tracked"] = np.array(bad, np.float64)
         with pytest.raises(ValueError, match=f"num_batches_tracked: .*{why}"):
             m.load_state_dict(sd)
         assert int(m.num_batches_tracked.data) == 4  # nothing loaded
-    sd["num_batches_tracked"] = np.array(7.0, np.float32)
+    sd["num_batches_tracked"] = np.array(7.9, np.float32)
     m.load_state_dict(sd)
     assert int(m.num_batches_tracked.data) == 7
 
