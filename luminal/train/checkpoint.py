@@ -125,11 +125,17 @@ def load_checkpoint(path, *, model=None, optimizer=None, scheduler=None, step=No
             raise ValueError(f"{path}: the checkpoint's {name!r} metadata has no {e} entry") from None
         except (ValueError, TypeError) as e:
             raise ValueError(f"{path}: {e}") from None
+    if scheduler is not None:
+        prepare = getattr(scheduler, "prepare_load", None)
+        if prepare is None:  # its load could fail after the rest was written
+            raise TypeError(f"load_checkpoint: scheduler must be a luminal scheduler (train.LRScheduler), got "
+                            f"{type(scheduler).__name__}")
+        try:
+            applies.append(prepare(_meta_json(path, meta, "scheduler")))
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{path}: {e}") from None
     extra = _meta_json(path, meta, "extra", object)
-    sched = _meta_json(path, meta, "scheduler") if scheduler is not None else None
     with interrupts_deferred():  # every part or none: a Ctrl-C is raised after the last
         for apply in applies:
             apply()
-        if scheduler is not None:
-            scheduler.load_state_dict(sched)
     return extra

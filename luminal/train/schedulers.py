@@ -6,28 +6,86 @@ never recompiles.
 As in torch, the constructor performs the initial step (``last_epoch`` becomes 0 and the groups hold
 the epoch-0 rates); call ``step()`` after each optimizer step. ``state_dict()`` is a plain JSON-able
 dict; restore the optimizer's state (its groups hold the current ``lr``) and then the scheduler's.
+A state is data: ``load_state_dict`` takes only the scheduler's own keys, each checked as the
+constructor checks that argument, and applies all of them or none.
 """
 
 from __future__ import annotations
 
 import bisect
 import copy
+import functools
 import math
 import numbers
+import sys
 import types
+
+import numpy as np
+
+from luminal.core.errors import check_number
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR", "OneCycleLR",
            "LambdaLR", "SequentialLR", "CosineAnnealingWarmRestarts"]
 
 
+# Checks of a constructor's arguments, ``check(owner, name, value) -> value``: load_state_dict applies the
+# same ones to the saved values (``owner`` is then "<Scheduler>.load_state_dict", ``name`` the key).
+def _positive_int(owner: str, name: str, v, minimum: int = 1) -> int:
+    if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < minimum:
+        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"{owner}: {name} must be {what}, got {v!r}")
+    return int(v)
+
+
+_epoch = functools.partial(_positive_int, minimum=-1)
+
+
+def _number(owner: str, name: str, v, what: str = "a number >= 0", ok=lambda x: x >= 0):
+    """A finite real number (not a bool) for which ``ok`` holds. A str or None is a TypeError here,
+    naming the scheduler, instead of one inside a later ``step()``; a negative rate or factor is
+    refused, as it would give the optimizer a negative learning rate."""
+    check_number(owner, name, v)
+    if isinstance(v, (bool, np.bool_)) or not abs(v) <= sys.float_info.max or not ok(v):  # NaN, inf, 10**400
+        raise ValueError(f"{owner}: {name} must be {what}, got {v!r}")
+    return v
+
+
+def _positive(owner: str, name: str, v):
+    return _number(owner, name, v, "a positive number", lambda x: x > 0)
+
+
+_real = functools.partial(_number, what="a finite number", ok=lambda x: True)
+
+
+def _rates(owner: str, name: str, v, n: int, check=_number) -> list:
+    """One learning rate per param group: ``base_lrs`` (each >= 0), ``_last_lr`` (``check=_real``: the
+    rate a step set, which OneCycleLR's linear anneal takes a little below 0 at ``total_steps``)."""
+    if not isinstance(v, list) or len(v) != n:
+        raise ValueError(f"{owner}: {name} must be a list of {n} learning rates, one per param group, got {v!r}")
+    return [check(owner, f"{name}[{i}]", x) for i, x in enumerate(v)]
+
+
+def _epochs(owner: str, name: str, v) -> list[int]:
+    """MultiStepLR's milestones: epochs (ints >= 0), sorted."""
+    try:
+        v = list(v)
+    except TypeError:
+        raise TypeError(f"{owner}: {name} must be a list of epochs, got {v!r}") from None
+    return sorted(_positive_int(owner, f"{name}[{i}]", m, minimum=0) for i, m in enumerate(v))
+
+
 class LRScheduler:
     """The shared machinery. A subclass implements ``get_lr()``: the learning rates for epoch
-    ``self.last_epoch`` (already advanced), usually from the current ``group["lr"]``s."""
+    ``self.last_epoch`` (already advanced), usually from the current ``group["lr"]``s; and declares
+    the state it keeps, with each value's check, in ``_state_checks``."""
+
+    _not_state: tuple[str, ...] = ("optimizer", "_initial")  # attributes that state_dict leaves out
 
     def __init__(self, optimizer, last_epoch: int = -1):
         if not hasattr(optimizer, "param_groups"):
             raise TypeError(f"{type(self).__name__}: expected an optimizer, got {type(optimizer).__name__} "
                             f"{optimizer!r}")
+        last_epoch = _epoch(type(self).__name__, "last_epoch", last_epoch)
         self.optimizer = optimizer
         for i, group in enumerate(optimizer.param_groups):
             if last_epoch == -1:
@@ -68,14 +126,20 @@ class LRScheduler:
 
     def _update_lr(self, epoch: int | None = None) -> None:
         """Advance one epoch, or (``epoch`` given: SequentialLR restarting this scheduler at a milestone)
-        jump to ``epoch``, by the closed form where the scheduler has one, as torch's ``_update_lr``."""
-        if epoch is None:
-            self.last_epoch += 1
-            lrs = self.get_lr()
-        else:
-            self.last_epoch = epoch
-            closed = getattr(self, "_closed_form_lr", None)
-            lrs = closed() if closed is not None else self.get_lr()
+        jump to ``epoch``, by the closed form where the scheduler has one, as torch's ``_update_lr``.
+        A step that fails (a LambdaLR's function returning a str) leaves the epoch as it was."""
+        previous = self.last_epoch
+        try:
+            if epoch is None:
+                self.last_epoch += 1
+                lrs = self.get_lr()
+            else:
+                self.last_epoch = epoch
+                closed = getattr(self, "_closed_form_lr", None)
+                lrs = closed() if closed is not None else self.get_lr()
+        except BaseException:
+            self.last_epoch = previous
+            raise
         self._set_lrs(lrs)
 
     def _set_lrs(self, lrs) -> None:
@@ -91,34 +155,81 @@ class LRScheduler:
         return [group["lr"] for group in self.optimizer.param_groups]
 
     def state_dict(self) -> dict:
-        """Everything but the optimizer, as plain (JSON-able) values."""
-        return copy.deepcopy({k: v for k, v in vars(self).items() if k != "optimizer"})
+        """The scheduler's class and state (never its optimizer), as plain (JSON-able) values."""
+        sd = copy.deepcopy({k: v for k, v in vars(self).items() if k not in self._not_state})
+        return {"scheduler": type(self).__name__, **sd}
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Restore what ``state_dict`` returned.
+        """Restore what ``state_dict`` returned; nothing changes unless all of it loads (see
+        ``prepare_load``).
 
         Args:
             state_dict: a dict from ``state_dict``.
         """
-        self.__dict__.update(copy.deepcopy(state_dict))
+        self.prepare_load(state_dict)()
+
+    def prepare_load(self, state_dict: dict):
+        """``load_state_dict``'s checks, changing nothing; returns ``apply()``. The state must come from
+        this class of scheduler and hold exactly its keys (never a method or the optimizer), each value
+        of the type and range its constructor accepts, one rate per param group; else a ValueError
+        names the scheduler, the key and the problem.
+
+        Args:
+            state_dict: a dict from ``state_dict``.
+
+        Returns:
+            A function of no arguments that writes the checked state.
+        """
+        name = type(self).__name__
+        owner = f"{name}.load_state_dict"
+        if not isinstance(state_dict, dict):
+            raise ValueError(f"{owner}: expected a dict from state_dict(), got {type(state_dict).__name__}")
+        sd = dict(state_dict)
+        saved_by = sd.pop("scheduler", name)  # absent in states saved before it was recorded
+        if saved_by != name:
+            raise ValueError(f"{owner}: the state was saved by {saved_by!r}, and this scheduler is {name}")
+        initial = sd.pop("_initial", False)  # older states hold the constructor-step flag (False between steps)
+        if initial is not False:
+            raise ValueError(f"{owner}: _initial must be false, got {initial!r}")
+        checks = self._state_checks(sd)
+        unknown, missing = sorted(repr(k) for k in sd if k not in checks), [repr(k) for k in checks if k not in sd]
+        if unknown or missing:
+            problems = [f"has keys a {name} does not keep: {', '.join(unknown)}"] if unknown else []
+            problems += [f"lacks {', '.join(missing)}"] if missing else []
+            raise ValueError(f"{owner}: the state {'; it '.join(problems)}")
+        values = {}
+        for k, check in checks.items():
+            try:
+                values[k] = check(owner, k, copy.deepcopy(sd[k]))
+            except TypeError as e:  # check_number's: a value of the wrong type
+                raise ValueError(str(e)) from None
+        return functools.partial(self._apply, values)
+
+    def _state_checks(self, state: dict) -> dict:
+        """The state this scheduler keeps: key -> ``check(owner, key, value) -> value``, the check its
+        constructor makes of that value (``state``, the dict being loaded, for keys kept with some
+        options only). A subclass adds its own keys."""
+        n = len(self.optimizer.param_groups)
+        return {"base_lrs": functools.partial(_rates, n=n), "last_epoch": _epoch,
+                "_last_lr": functools.partial(_rates, n=n, check=_real)}
+
+    def _apply(self, values: dict) -> None:
+        vars(self).update(values)
 
     def __repr__(self):
         return f"{type(self).__name__}(last_epoch={self.last_epoch}, last_lr={self._last_lr})"
-
-
-def _positive_int(owner: str, name: str, v, minimum: int = 1) -> None:
-    if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < minimum:
-        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise ValueError(f"{owner}: {name} must be {what}, got {v!r}")
 
 
 class StepLR(LRScheduler):
     """Multiply the rate by ``gamma`` every ``step_size`` epochs."""
 
     def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
-        _positive_int("StepLR", "step_size", step_size)
-        self.step_size, self.gamma = step_size, gamma
+        self.step_size = _positive_int("StepLR", "step_size", step_size)
+        self.gamma = _positive("StepLR", "gamma", gamma)
         super().__init__(optimizer, last_epoch)
+
+    def _state_checks(self, state: dict) -> dict:
+        return {**super()._state_checks(state), "step_size": _positive_int, "gamma": _positive}
 
     def get_lr(self):
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
@@ -133,15 +244,12 @@ class MultiStepLR(LRScheduler):
     """Multiply the rate by ``gamma`` at each milestone epoch (a repeated milestone applies twice)."""
 
     def __init__(self, optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
-        try:
-            milestones = list(milestones)
-        except TypeError:
-            raise TypeError(f"MultiStepLR: milestones must be a list of epochs, got {milestones!r}") from None
-        for m in milestones:
-            _positive_int("MultiStepLR", "each milestone", m, minimum=0)
-        self.milestones = sorted(int(m) for m in milestones)
-        self.gamma = gamma
+        self.milestones = _epochs("MultiStepLR", "milestones", milestones)
+        self.gamma = _positive("MultiStepLR", "gamma", gamma)
         super().__init__(optimizer, last_epoch)
+
+    def _state_checks(self, state: dict) -> dict:
+        return {**super()._state_checks(state), "milestones": _epochs, "gamma": _positive}
 
     def get_lr(self):
         k = self.milestones.count(self.last_epoch)
@@ -157,8 +265,11 @@ class ExponentialLR(LRScheduler):
     """Multiply the rate by ``gamma`` every epoch."""
 
     def __init__(self, optimizer, gamma: float, last_epoch: int = -1):
-        self.gamma = gamma
+        self.gamma = _positive("ExponentialLR", "gamma", gamma)
         super().__init__(optimizer, last_epoch)
+
+    def _state_checks(self, state: dict) -> dict:
+        return {**super()._state_checks(state), "gamma": _positive}
 
     def get_lr(self):
         if self._initial:
@@ -174,9 +285,12 @@ class CosineAnnealingLR(LRScheduler):
     (torch's recursive form, which continues past ``T_max`` as a cosine of period ``2 * T_max``)."""
 
     def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):  # noqa: N803 - torch's name
-        _positive_int("CosineAnnealingLR", "T_max", T_max)
-        self.T_max, self.eta_min = T_max, eta_min
+        self.T_max = _positive_int("CosineAnnealingLR", "T_max", T_max)
+        self.eta_min = _number("CosineAnnealingLR", "eta_min", eta_min)
         super().__init__(optimizer, last_epoch)
+
+    def _state_checks(self, state: dict) -> dict:
+        return {**super()._state_checks(state), "T_max": _positive_int, "eta_min": _number}
 
     def get_lr(self):
         if self._initial:
@@ -192,17 +306,23 @@ class CosineAnnealingLR(LRScheduler):
                 for base in self.base_lrs]
 
 
+_start_factor = functools.partial(_number, what="a number in (0, 1]", ok=lambda x: 0 < x <= 1)
+_end_factor = functools.partial(_number, what="a number in [0, 1]", ok=lambda x: 0 <= x <= 1)
+
+
 class LinearLR(LRScheduler):
     """Scale the rate linearly from ``start_factor`` to ``end_factor`` over ``total_iters`` epochs."""
 
     def __init__(self, optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0, total_iters: int = 5,
                  last_epoch: int = -1):
-        if not 0 < start_factor <= 1:
-            raise ValueError(f"LinearLR: start_factor must be in (0, 1], got {start_factor!r}")
-        if not 0 <= end_factor <= 1:
-            raise ValueError(f"LinearLR: end_factor must be in [0, 1], got {end_factor!r}")
-        self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, total_iters
+        self.start_factor = _start_factor("LinearLR", "start_factor", start_factor)
+        self.end_factor = _end_factor("LinearLR", "end_factor", end_factor)
+        self.total_iters = _positive_int("LinearLR", "total_iters", total_iters)
         super().__init__(optimizer, last_epoch)
+
+    def _state_checks(self, state: dict) -> dict:
+        return {**super()._state_checks(state), "start_factor": _start_factor, "end_factor": _end_factor,
+                "total_iters": _positive_int}
 
     def get_lr(self):
         if self.last_epoch == 0:
@@ -219,6 +339,51 @@ class LinearLR(LRScheduler):
         return [base * f for base in self.base_lrs]
 
 
+def _one_cycle_phases(pct_start: float, total_steps: int, three_phase: bool) -> list:
+    """OneCycleLR's phases: (end step, start lr key, end lr key, start momentum key, end momentum key) each."""
+    up = float(pct_start * total_steps) - 1
+    if three_phase:
+        return [[up, "initial_lr", "max_lr", "max_momentum", "base_momentum"],
+                [float(2 * pct_start * total_steps) - 2, "max_lr", "initial_lr", "base_momentum", "max_momentum"],
+                [total_steps - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum"]]
+    return [[up, "initial_lr", "max_lr", "max_momentum", "base_momentum"],
+            [total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"]]
+
+
+def _phases(owner: str, name: str, v, total_steps: int) -> list:
+    """Phases laid out as the constructor lays them out for ``total_steps``, their ends finite numbers."""
+    layouts = [[p[1:] for p in _one_cycle_phases(0.5, total_steps, three)] for three in (False, True)]
+    if not (isinstance(v, list) and all(isinstance(p, list) and len(p) == 5 for p in v)
+            and [p[1:] for p in v] in layouts and v[-1][0] == total_steps - 1
+            and all(isinstance(p[0], (int, float)) and not isinstance(p[0], bool)
+                    and abs(p[0]) <= sys.float_info.max for p in v)):
+        raise ValueError(f"{owner}: {name} must be OneCycleLR's phases for total_steps={total_steps}, got {v!r}")
+    return v
+
+
+def _anneal_strategy(owner: str, name: str, v) -> str:
+    if v not in ("cos", "linear"):
+        raise ValueError(f"{owner}: {name} must be 'cos' or 'linear', got {v!r}")
+    return v
+
+
+def _cycle_momentum(owner: str, name: str, v, optimizer) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError(f"{owner}: {name} must be true or false, got {v!r}")
+    if v and "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError(f"{owner}: cycle_momentum needs an optimizer with momentum or betas; "
+                         f"{type(optimizer).__name__} has neither")
+    return v
+
+
+def _use_beta1(owner: str, name: str, v, optimizer) -> bool:
+    """Whether the cycled momentum is ``betas[0]``: the optimizer decides it, a state only repeats it."""
+    want = "betas" in optimizer.defaults
+    if v is not want:
+        raise ValueError(f"{owner}: {name} must be {want} for {type(optimizer).__name__}, got {v!r}")
+    return v
+
+
 class OneCycleLR(LRScheduler):
     """The 1cycle policy (per batch): warm up from ``max_lr / div_factor`` to ``max_lr`` over
     ``pct_start`` of ``total_steps``, then anneal to ``initial_lr / final_div_factor`` (or, with
@@ -231,45 +396,50 @@ class OneCycleLR(LRScheduler):
                  cycle_momentum: bool = True, base_momentum=0.85, max_momentum=0.95, div_factor: float = 25.0,
                  final_div_factor: float = 1e4, three_phase: bool = False, last_epoch: int = -1):
         if total_steps is not None:
-            _positive_int("OneCycleLR", "total_steps", total_steps)
+            total_steps = _positive_int("OneCycleLR", "total_steps", total_steps)
         elif epochs is not None and steps_per_epoch is not None:
-            _positive_int("OneCycleLR", "epochs", epochs)
-            _positive_int("OneCycleLR", "steps_per_epoch", steps_per_epoch)
-            total_steps = epochs * steps_per_epoch
+            total_steps = _positive_int("OneCycleLR", "epochs", epochs) * \
+                _positive_int("OneCycleLR", "steps_per_epoch", steps_per_epoch)
         else:
             raise ValueError("OneCycleLR: give total_steps, or both epochs and steps_per_epoch")
         if not isinstance(pct_start, float) or not 0 <= pct_start <= 1:
             raise ValueError(f"OneCycleLR: pct_start must be a float in [0, 1], got {pct_start!r}")
-        if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(f"OneCycleLR: anneal_strategy must be 'cos' or 'linear', got {anneal_strategy!r}")
-        self.total_steps, self.anneal_strategy, self.cycle_momentum = total_steps, anneal_strategy, cycle_momentum
-        # (end step, start lr key, end lr key, start momentum key, end momentum key) per phase
-        up = float(pct_start * total_steps) - 1
-        if three_phase:
-            self.phases = [[up, "initial_lr", "max_lr", "max_momentum", "base_momentum"],
-                           [float(2 * pct_start * total_steps) - 2, "max_lr", "initial_lr", "base_momentum",
-                            "max_momentum"],
-                           [total_steps - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum"]]
-        else:
-            self.phases = [[up, "initial_lr", "max_lr", "max_momentum", "base_momentum"],
-                           [total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"]]
+        _positive("OneCycleLR", "div_factor", div_factor)
+        _positive("OneCycleLR", "final_div_factor", final_div_factor)
+        self.total_steps = total_steps
+        self.anneal_strategy = _anneal_strategy("OneCycleLR", "anneal_strategy", anneal_strategy)
+        self.cycle_momentum = _cycle_momentum("OneCycleLR", "cycle_momentum", bool(cycle_momentum), optimizer)
+        self.phases = _one_cycle_phases(pct_start, total_steps, three_phase)
         groups = optimizer.param_groups
+        max_lrs = _per_group("max_lr", max_lr, groups)  # (every value checked before a group is written)
+        his, los = _per_group("max_momentum", max_momentum, groups), _per_group("base_momentum", base_momentum, groups)
         if last_epoch == -1:
-            for group, m in zip(groups, _per_group("max_lr", max_lr, groups), strict=True):
+            for group, m in zip(groups, max_lrs, strict=True):
                 group["initial_lr"] = m / div_factor
                 group["max_lr"] = m
                 group["min_lr"] = group["initial_lr"] / final_div_factor
-        if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError(f"OneCycleLR: cycle_momentum needs an optimizer with momentum or betas; "
-                                 f"{type(optimizer).__name__} has neither")
+        if self.cycle_momentum:
             self.use_beta1 = "betas" in optimizer.defaults
             if last_epoch == -1:
-                for group, hi, lo in zip(groups, _per_group("max_momentum", max_momentum, groups),
-                                         _per_group("base_momentum", base_momentum, groups), strict=True):
+                for group, hi, lo in zip(groups, his, los, strict=True):
                     self._set_momentum(group, hi)
                     group["max_momentum"], group["base_momentum"] = hi, lo
         super().__init__(optimizer, last_epoch)
+
+    def _state_checks(self, state: dict) -> dict:
+        opt = self.optimizer
+        checks = {**super()._state_checks(state), "total_steps": _positive_int, "anneal_strategy": _anneal_strategy,
+                  "cycle_momentum": functools.partial(_cycle_momentum, optimizer=opt),
+                  # (total_steps is checked before phases: a bad one has raised by then)
+                  "phases": lambda owner, name, v: _phases(owner, name, v, state["total_steps"])}
+        if state.get("cycle_momentum") is not False:  # (kept with cycle_momentum only; a bad value fails on its own)
+            checks["use_beta1"] = functools.partial(_use_beta1, optimizer=opt)
+        return checks
+
+    def _apply(self, values: dict) -> None:
+        super()._apply(values)
+        if not self.cycle_momentum:
+            vars(self).pop("use_beta1", None)
 
     def _set_momentum(self, group: dict, value: float) -> None:
         if self.use_beta1:
@@ -304,8 +474,16 @@ def _per_group(name: str, value, groups) -> list:
     if isinstance(value, (list, tuple)):
         if len(value) != len(groups):
             raise ValueError(f"OneCycleLR: {name} has {len(value)} values for {len(groups)} param groups")
-        return list(value)
-    return [value] * len(groups)
+        return [_number("OneCycleLR", f"{name}[{i}]", v) for i, v in enumerate(value)]
+    return [_number("OneCycleLR", name, value)] * len(groups)
+
+
+def _kind(v) -> type:
+    """A value's type as far as a JSON round trip keeps it: a tuple comes back a list, and any real
+    number may stand for another."""
+    if isinstance(v, bool):
+        return bool
+    return numbers.Real if isinstance(v, numbers.Real) else list if isinstance(v, (list, tuple)) else type(v)
 
 
 class LambdaLR(LRScheduler):
@@ -314,6 +492,8 @@ class LambdaLR(LRScheduler):
     ``state_dict`` holds the attributes of callable objects among the lambdas and None for plain
     functions and lambdas, which cannot be saved (torch's rule): rebuild the scheduler with the same
     functions, then load."""
+
+    _not_state = (*LRScheduler._not_state, "lr_lambdas")
 
     def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
         n = len(optimizer.param_groups) if hasattr(optimizer, "param_groups") else 0
@@ -329,28 +509,47 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        return [base * f(self.last_epoch) for f, base in zip(self.lr_lambdas, self.base_lrs, strict=True)]
+        e = self.last_epoch
+        return [base * _number("LambdaLR", f"lr_lambdas[{i}]({e})", f(e))
+                for i, (f, base) in enumerate(zip(self.lr_lambdas, self.base_lrs, strict=True))]
 
     def state_dict(self) -> dict:
-        """Everything but the optimizer; for each lambda, a callable object's attributes or None."""
-        sd = copy.deepcopy({k: v for k, v in vars(self).items() if k not in ("optimizer", "lr_lambdas")})
-        sd["lr_lambdas"] = [None if isinstance(f, types.FunctionType) else copy.deepcopy(vars(f))
-                            for f in self.lr_lambdas]
-        return sd
+        """The scheduler's class and state; for each lambda, a callable object's attributes or None."""
+        return {**super().state_dict(), "lr_lambdas": [None if isinstance(f, types.FunctionType)
+                                                       else copy.deepcopy(vars(f)) for f in self.lr_lambdas]}
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        """Restore what ``state_dict`` returned (the lambdas stay this scheduler's; a callable object's
-        attributes are restored).
+    def _state_checks(self, state: dict) -> dict:
+        return {**super()._state_checks(state), "lr_lambdas": self._check_lambdas}
 
-        Args:
-            state_dict: a dict from ``state_dict``.
-        """
-        sd = copy.deepcopy(state_dict)
-        saved = sd.pop("lr_lambdas", [None] * len(self.lr_lambdas))
-        self.__dict__.update(sd)
-        for f, attrs in zip(self.lr_lambdas, saved):
+    def _check_lambdas(self, owner: str, name: str, saved) -> list:
+        """None (nothing to restore), or attributes that a callable object among the lambdas has, each
+        of the kind it holds: a state sets no method and no attribute of a plain function."""
+        if not isinstance(saved, list) or len(saved) != len(self.lr_lambdas):
+            raise ValueError(f"{owner}: {name} must be a list of {len(self.lr_lambdas)} entries, one per lr_lambda, "
+                             f"got {saved!r}")
+        for i, (f, attrs) in enumerate(zip(self.lr_lambdas, saved)):
+            mine = None if isinstance(f, types.FunctionType) else vars(f)
+            if attrs is not None and (mine is None or not isinstance(attrs, dict) or any(
+                    k not in mine or _kind(v) is not _kind(mine[k]) for k, v in attrs.items())):
+                own = "a function, which keeps no state" if mine is None else \
+                    f"a {type(f).__name__} with attributes {', '.join(map(repr, mine)) or 'none'}"
+                raise ValueError(f"{owner}: {name}[{i}] must be None or attributes of this LambdaLR's lr_lambdas[{i}] "
+                                 f"({own}), each of the kind it holds; got {attrs!r}")
+        return saved
+
+    def _apply(self, values: dict) -> None:
+        for f, attrs in zip(self.lr_lambdas, values["lr_lambdas"]):
             if attrs is not None:
                 vars(f).update(attrs)
+        super()._apply({k: v for k, v in values.items() if k != "lr_lambdas"})
+
+
+def _milestones_for(owner: str, name: str, v, n: int) -> list[int]:
+    """SequentialLR's milestones: the epoch (an int >= 0) at which each scheduler after the first of ``n`` starts."""
+    if not isinstance(v, list) or len(v) != n - 1:
+        raise ValueError(f"{owner}: {name}: expected {n - 1} milestones for {n} schedulers, "
+                         f"got {len(v) if isinstance(v, list) else repr(v)}")
+    return [_positive_int(owner, f"{name}[{i}]", m, minimum=0) for i, m in enumerate(v)]
 
 
 class SequentialLR(LRScheduler):
@@ -360,8 +559,10 @@ class SequentialLR(LRScheduler):
     The schedulers are built on the same optimizer first (each performs its initial step); this
     undoes those steps and starts the first one again, as torch does."""
 
+    _not_state = (*LRScheduler._not_state, "_schedulers")
+
     def __init__(self, optimizer, schedulers, milestones, last_epoch: int = -1):
-        schedulers, milestones = list(schedulers), list(milestones)
+        schedulers = list(schedulers)
         if not schedulers:
             raise ValueError("SequentialLR: expected at least one scheduler, got none")
         for i, sch in enumerate(schedulers):
@@ -369,13 +570,9 @@ class SequentialLR(LRScheduler):
                 raise TypeError(f"SequentialLR: schedulers[{i}] must be a scheduler, got {type(sch).__name__}")
             if sch.optimizer is not optimizer:
                 raise ValueError(f"SequentialLR: schedulers[{i}] ({type(sch).__name__}) belongs to another optimizer")
-        if len(milestones) != len(schedulers) - 1:
-            raise ValueError(f"SequentialLR: expected {len(schedulers) - 1} milestones for {len(schedulers)} "
-                             f"schedulers, got {len(milestones)}")
-        for m in milestones:
-            _positive_int("SequentialLR", "each milestone", m, minimum=0)
+        milestones = _milestones_for("SequentialLR", "milestones", list(milestones), len(schedulers))
         self.optimizer, self._schedulers, self._milestones = optimizer, schedulers, milestones
-        self.last_epoch = last_epoch + 1
+        self.last_epoch = _epoch("SequentialLR", "last_epoch", last_epoch) + 1
         for group in optimizer.param_groups:
             group["lr"] = group["initial_lr"]
         for sch in schedulers:
@@ -400,21 +597,37 @@ class SequentialLR(LRScheduler):
         self._last_lr = sch.get_last_lr()
 
     def state_dict(self) -> dict:
-        """Everything but the optimizer, each scheduler's state in its place (plain, JSON-able values)."""
-        sd = copy.deepcopy({k: v for k, v in vars(self).items() if k not in ("optimizer", "_schedulers")})
-        sd["_schedulers"] = [sch.state_dict() for sch in self._schedulers]
-        return sd
+        """The scheduler's class and state, each scheduler's state in its place (plain, JSON-able values)."""
+        return {**super().state_dict(), "_schedulers": [sch.state_dict() for sch in self._schedulers]}
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        """Restore what ``state_dict`` returned, the schedulers' states included.
+    def _state_checks(self, state: dict) -> dict:
+        # (the schedulers' states before the milestones: their number decides how many milestones there are)
+        return {"last_epoch": _epoch, "_schedulers": self._check_schedulers,
+                "_milestones": functools.partial(_milestones_for, n=len(self._schedulers)),
+                "_last_lr": functools.partial(_rates, n=len(self.optimizer.param_groups), check=_real)}
 
-        Args:
-            state_dict: a dict from ``state_dict``.
-        """
-        sd = copy.deepcopy(state_dict)
-        for sch, saved in zip(self._schedulers, sd.pop("_schedulers"), strict=True):
-            sch.load_state_dict(saved)
-        self.__dict__.update(sd)
+    def _check_schedulers(self, owner: str, name: str, saved) -> list:
+        """One state per scheduler, each checked by that scheduler: returns their ``apply``s."""
+        n = len(self._schedulers)
+        if not isinstance(saved, list) or len(saved) != n:
+            got = f"the states of {len(saved)} schedulers" if isinstance(saved, list) else repr(saved)
+            raise ValueError(f"{owner}: {name} holds {got}; this SequentialLR has {n} "
+                             f"({', '.join(type(s).__name__ for s in self._schedulers)})")
+        applies = []
+        for i, (sch, sd) in enumerate(zip(self._schedulers, saved)):
+            try:
+                applies.append(sch.prepare_load(sd))
+            except ValueError as e:
+                raise ValueError(f"{owner}: {name}[{i}]: {e}") from None
+        return applies
+
+    def _apply(self, values: dict) -> None:
+        for apply in values["_schedulers"]:
+            apply()
+        super()._apply({k: v for k, v in values.items() if k != "_schedulers"})
+
+
+_t_cur = functools.partial(_number, what="a number >= -1", ok=lambda x: x >= -1)
 
 
 class CosineAnnealingWarmRestarts(LRScheduler):
@@ -423,13 +636,16 @@ class CosineAnnealingWarmRestarts(LRScheduler):
     epoch (``epoch + i / iters`` per batch), as torch's."""
 
     def __init__(self, optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0, last_epoch: int = -1):  # noqa: N803
-        _positive_int("CosineAnnealingWarmRestarts", "T_0", T_0)
-        _positive_int("CosineAnnealingWarmRestarts", "T_mult", T_mult)
-        if isinstance(eta_min, bool) or not isinstance(eta_min, numbers.Real):
-            raise TypeError(f"CosineAnnealingWarmRestarts: eta_min must be a number, got {eta_min!r}")
-        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        owner = "CosineAnnealingWarmRestarts"
+        self.T_0 = self.T_i = _positive_int(owner, "T_0", T_0)
+        self.T_mult = _positive_int(owner, "T_mult", T_mult)
+        self.eta_min = _number(owner, "eta_min", eta_min)
         self.T_cur = last_epoch
         super().__init__(optimizer, last_epoch)
+
+    def _state_checks(self, state: dict) -> dict:
+        return {**super()._state_checks(state), "T_0": _positive_int, "T_i": _positive_int, "T_mult": _positive_int,
+                "eta_min": _number, "T_cur": _t_cur}
 
     def get_lr(self):
         return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2

@@ -376,7 +376,11 @@ class TrainStep(Generic[StepResult]):
         """``load_state_dict``'s checks and conversions, changing nothing; returns ``apply()``. The
         accumulation position must fit this step's ``accumulate`` and the accumulated gradients match
         its parameters one to one."""
-        micro = int(sd["micro_step"])
+        micro = sd["micro_step"]
+        if not isinstance(micro, numbers.Integral) or isinstance(micro, bool):  # 1.9 or "1" is not a position
+            raise ValueError(f"TrainStep.load_state_dict: micro_step must be an int, got {type(micro).__name__} "
+                             f"{micro!r}")
+        micro = int(micro)
         if not 0 <= micro < self.accumulate:
             raise ValueError(f"TrainStep.load_state_dict: micro_step {micro} does not fit accumulate="
                              f"{self.accumulate} (the state comes from a step with another accumulate)")

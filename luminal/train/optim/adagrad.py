@@ -21,7 +21,8 @@ class Adagrad(Optimizer):
         super().__init__(params, defaults)
 
     def _validate(self, h: dict) -> None:
-        self._nonnegative(h, ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps"))
+        self._nonnegative(h, ("lr", "lr_decay", "weight_decay", "initial_accumulator_value"))
+        self._epsilon(h)
 
     def add_param_group(self, group: dict) -> None:
         self._validate({**self.defaults, **group})

@@ -20,7 +20,8 @@ class Adam(Optimizer):
 
     def _validate(self, h: dict) -> None:
         name = type(self).__name__
-        self._nonnegative(h, ("lr", "eps", "weight_decay"))
+        self._nonnegative(h, ("lr", "weight_decay"))
+        self._epsilon(h)
         if len(h["betas"]) != 2:
             raise ValueError(f"{name}: betas must be a pair (beta1, beta2), got {h['betas']!r}")
         for i, b in enumerate(h["betas"]):

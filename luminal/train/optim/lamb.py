@@ -54,7 +54,8 @@ class LAMB(Optimizer):
             raise TypeError(f"LAMB: betas must be a pair (beta1, beta2), got {betas!r}") from None
 
     def _validate(self, h: dict) -> None:
-        self._nonnegative(h, ("lr", "eps", "weight_decay"))
+        self._nonnegative(h, ("lr", "weight_decay"))
+        self._epsilon(h)
         if len(h["betas"]) != 2:
             raise ValueError(f"LAMB: betas must be a pair (beta1, beta2), got {h['betas']!r}")
         for i, b in enumerate(h["betas"]):

@@ -16,6 +16,7 @@ implements two methods:
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import NoReturn
 
@@ -79,6 +80,10 @@ class Optimizer:
             group.setdefault(k, v)
         self.param_groups.append(group)
 
+    def _validate(self, h: dict) -> None:
+        """Check a group's hyperparameters ``h`` (the constructor's and ``add_param_group``'s checks,
+        which ``load_state_dict`` applies to a checkpoint's groups too). Each optimizer implements it."""
+
     def _nonnegative(self, h: dict, keys) -> None:
         """The hyperparameters ``keys`` of ``h`` must be numbers >= 0 (NaN is refused too). A str or None
         fails here, naming the optimizer, not later in a comparison or in the compiled step."""
@@ -86,6 +91,13 @@ class Optimizer:
         for k in keys:
             if not check_number(name, k, h[k]) >= 0:
                 raise ValueError(f"{name}: invalid {k} {h[k]!r} (must be >= 0)")
+
+    def _epsilon(self, h: dict) -> None:
+        """``eps`` keeps the update's denominator off 0: it must be > 0 (torch takes 0, and then an
+        exactly-zero gradient, a dead unit's or a padding row's, makes its parameter 0 / 0 = NaN)."""
+        name = type(self).__name__
+        if not check_number(name, "eps", h["eps"]) > 0:
+            raise ValueError(f"{name}: invalid eps {h['eps']!r} (must be > 0: it keeps the update's denominator off 0)")
 
     # state ------------------------------------------------------------------------------------
     def state_for(self, p: State) -> dict[str, State]:
@@ -146,12 +158,29 @@ class Optimizer:
         steps = int(steps)
         if len(saved_groups) != len(self.param_groups):
             raise ValueError(f"{name}: {len(saved_groups)} groups in the checkpoint, {len(self.param_groups)} here")
+        loaded = []  # each group's hyperparameters as they will be, checked as the constructor checks them
         for i, (g, saved) in enumerate(zip(self.param_groups, saved_groups)):
             n = saved.get("param_count", len(g["params"]))  # older checkpoints did not record it
             if n != len(g["params"]):
                 raise ValueError(f"{name}: group {i} has {n} parameters in the checkpoint, {len(g['params'])} here")
+            own = sorted(k for k in saved if k in ("params", "_scalars"))
+            if own:
+                raise ValueError(f"{name}: group {i}: the checkpoint sets {own[0]!r}, which is this optimizer's own "
+                                 f"(a checkpoint holds hyperparameters and param_count)")
             self._check_types(name, i, g, saved)
-            self._check_same_structure(name, i, g, saved)
+            new = {k: (tuple(v) if isinstance(v, list) else v) for k, v in saved.items() if k != "param_count"}
+            checked = {**g, **new}
+            lr = checked.get("lr")
+            if isinstance(lr, numbers.Real) and not isinstance(lr, bool) and math.isfinite(lr) and lr < 0:
+                # a scheduler may have set it below 0 (OneCycleLR's linear anneal ends there, as torch's):
+                # any finite lr loads; the constructor's lr >= 0 is about what a user asks for
+                checked["lr"] = 0.0
+            try:
+                self._validate(checked)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"{name}: group {i}: {e}") from None
+            self._check_same_structure(name, i, g, new)
+            loaded.append(new)
         arrays, values, wanted = sd["arrays"], [], set()
         for k, (_, p) in enumerate(self.params()):
             for n, st in self.state_for(p).items():
@@ -169,9 +198,8 @@ class Optimizer:
 
         def apply():
             with interrupts_deferred():  # all of it or, interrupted before it starts, none
-                for g, saved in zip(self.param_groups, saved_groups):
-                    g.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in saved.items()
-                              if k != "param_count"})
+                for g, new in zip(self.param_groups, loaded):
+                    g.update(new)
                 self.steps = steps
                 for st, v in values:
                     np.copyto(st.data, v, casting="unsafe")
@@ -203,18 +231,17 @@ class Optimizer:
                 raise ValueError(f"{name}: group {i}: hyperparameter {k!r} is {v!r} in the checkpoint; "
                                  f"expected {want}")
 
-    def _check_same_structure(self, name: str, i: int, group: dict, saved: dict) -> None:
+    def _check_same_structure(self, name: str, i: int, group: dict, new: dict) -> None:
         """A checkpoint may change a group's numbers (lr, betas, ...: runtime scalars of the compiled
         update) but not what the update computes: its flags (amsgrad, nesterov, maximize, ...) and which
         terms it has (weight decay on or off, momentum or none). A compiled step would keep computing
-        the old update, so such a checkpoint is refused; build the optimizer with its options."""
+        the old update, so such a checkpoint is refused; build the optimizer with its options. ``new``:
+        the checkpoint's hyperparameters of the group (tuples as tuples)."""
         for k, v in group.items():
-            if isinstance(v, bool) and k in saved and saved[k] != v:
-                raise ValueError(f"{name}: group {i}: option {k!r} is {saved[k]} in the checkpoint, {v} here; "
+            if isinstance(v, bool) and k in new and new[k] != v:
+                raise ValueError(f"{name}: group {i}: option {k!r} is {new[k]} in the checkpoint, {v} here; "
                                  f"build the optimizer with the checkpoint's options")
-        merged = {**group, **{k: (tuple(v) if isinstance(v, list) else v) for k, v in saved.items()
-                              if k != "param_count"}}
-        before, after = set(self.scalars(group, 1)), set(self.scalars(merged, 1))
+        before, after = set(self.scalars(group, 1)), set(self.scalars({**group, **new}, 1))
         if before != after:
             raise ValueError(f"{name}: group {i}: the checkpoint's hyperparameters change the update's terms "
                              f"({sorted(before ^ after)}); build the optimizer with the checkpoint's options")

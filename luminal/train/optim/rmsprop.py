@@ -17,7 +17,8 @@ class RMSprop(Optimizer):
         super().__init__(params, defaults)
 
     def _validate(self, h: dict) -> None:
-        self._nonnegative(h, ("lr", "alpha", "eps", "weight_decay", "momentum"))
+        self._nonnegative(h, ("lr", "alpha", "weight_decay", "momentum"))
+        self._epsilon(h)
 
     def add_param_group(self, group: dict) -> None:
         self._validate({**self.defaults, **group})
