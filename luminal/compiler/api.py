@@ -11,10 +11,12 @@ import numpy as np
 from luminal.compiler.memory import plan_memory
 from luminal.compiler.pipeline import compile_graph
 from luminal.core.backend import backend_names, get_backend
-from luminal.core.errors import user_frame, where
+from luminal.core.errors import op_error, user_frame, where
 from luminal.core.symbolic import evaluate, free_vars_in, nonnegative, shape_str, view_vars
 from luminal.core.walk import postorder
 from luminal.frontend.binding import as_is, bind, convert
+from luminal.frontend.checks import got
+from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 
 
@@ -366,12 +368,16 @@ def compile(outputs, backend: str = "cpu", updates=None, *, search: int = 0, see
     single = isinstance(outputs, GraphTensor)
     if single:
         outputs = [outputs]
-    if isinstance(outputs, (str, bytes)) or not hasattr(outputs, "__iter__"):
-        raise TypeError(f"compile: expected a GraphTensor or a non-empty sequence of GraphTensors, "
-                        f"got {type(outputs).__name__}")
+    if isinstance(outputs, (str, bytes, State)) or not hasattr(outputs, "__iter__"):
+        raise op_error(TypeError, "compile", f"expected a GraphTensor or a non-empty sequence of GraphTensors, "
+                       f"got {got(outputs)}")
     outputs = list(outputs)
-    if not outputs or not all(isinstance(t, GraphTensor) for t in outputs):
-        raise TypeError("compile: expected a GraphTensor or a non-empty sequence of GraphTensors")
+    if not outputs:
+        raise op_error(TypeError, "compile", "expected a GraphTensor or a non-empty sequence of GraphTensors, "
+                       "got an empty sequence")
+    for i, t in enumerate(outputs):
+        if not isinstance(t, GraphTensor):
+            raise op_error(TypeError, "compile", f"output {i} must be a GraphTensor, got {got(t)}")
     if any(t.graph is not outputs[0].graph for t in outputs):
         raise ValueError("compile: all outputs must come from the same graph")
     if not isinstance(backend, str) or backend not in backend_names():

@@ -63,6 +63,7 @@ from luminal.compiler import cache_format
 from luminal.compiler.report import Report
 from luminal.core.disk_cache import DiskCache
 from luminal.core.dtype import DType
+from luminal.core.errors import user_stacklevel
 from luminal.core.symbolic import Atom, Sym
 from luminal.core.view import View
 from luminal.frontend.graph import ConstKey
@@ -277,7 +278,7 @@ def store(program: Program, kg, plan, report: Report, found, compile_s: float) -
         data = cache_format.dumps(program.key, entry)
     except Exception as e:  # noqa: BLE001 - a result the format cannot hold is a bug here, not the user's
         warnings.warn(f"compile cache: the result was not stored ({type(e).__name__}: {e})", RuntimeWarning,
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
         return False
     return DISK.write(program.name, data)
 

@@ -93,6 +93,8 @@ import time
 import warnings
 from pathlib import Path
 
+from luminal.core.errors import user_stacklevel
+
 KINDS = ("compile", "llvm", "cuda")
 DEFAULT_MAX_MB = 1024
 KEEP = 0.8  # an eviction deletes down to this share of the cap
@@ -158,7 +160,7 @@ def _warn(message: str) -> None:
     """Warn once per process per message (the caches are asked at every compile)."""
     if message not in _warned:
         _warned.add(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
+        warnings.warn(message, RuntimeWarning, stacklevel=user_stacklevel())  # (at the user's line)
 
 
 class DiskCache:

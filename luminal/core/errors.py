@@ -34,6 +34,16 @@ def user_frame() -> tuple[str, int] | None:
     return (f.f_code.co_filename, f.f_lineno) if f is not None else None
 
 
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a ``warnings.warn`` in the function calling this name the user's line:
+    the first frame outside the ``luminal`` package, as ``user_frame`` finds it (Python 3.12's
+    ``skip_file_prefixes``, which 3.11 lacks). 1, the caller's own line, when every frame is luminal's."""
+    f, level = sys._getframe(1), 1
+    while f is not None and f.f_code.co_filename.startswith(_PKG):
+        f, level = f.f_back, level + 1
+    return level if f is not None else 1
+
+
 def where(origin) -> str:
     if origin is None:
         return "<unknown>"

@@ -37,9 +37,11 @@ def check_tensors(op: str, /, *, optional=(), **named) -> None:
 
 def got(x) -> str:
     """What a non-tensor argument is, for errors: its type; a Parameter or Buffer named, with how to read
-    it into a graph (the public ops do it themselves, ``frontend/join.py``; this is for what they reach)."""
+    it into a graph (the public ops do it themselves, ``frontend/join.py``; this is for what they reach).
+    A plain State (an optimizer's) has no ``on``: ``graph.state(s)`` reads it."""
     if isinstance(x, State):
-        return f"{x.describe()} (read it into the graph with .on(graph))"
+        how = ".on(graph)" if hasattr(x, "on") else "graph.state(...)"
+        return f"{x.describe()} (read it into the graph with {how})"
     return type(x).__name__
 
 

@@ -36,6 +36,8 @@ one a single process makes from the whole batch.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import math
 import numbers
 import threading
@@ -49,12 +51,14 @@ from luminal.compiler import compile as compile_graph
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error
 from luminal.core.interrupts import interrupts_deferred
+from luminal.frontend.checks import got
 from luminal.frontend.ops import clamp, isfinite, logical_and, minimum, where, zeros_like
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 from luminal.train.amp import GradScaler, autocast
 from luminal.train.autograd import grad, reaches
 from luminal.train.data_parallel import DataParallel
+from luminal.train.optim.optimizer import Optimizer
 
 
 def clip_by_norm(grads: list[GraphTensor], max_norm: float, norm_type: float = 2.0):
@@ -154,6 +158,17 @@ class TrainStep(Generic[StepResult]):
                  data_parallel: bool = False):
         if not isinstance(loss, GraphTensor):
             raise TypeError(f"compile_step: loss must be a GraphTensor, got {type(loss).__name__}")
+        if not isinstance(optimizer, Optimizer):
+            raise op_error(TypeError, "compile_step", f"needs an optimizer (train.SGD, train.AdamW, ...), got "
+                           f"{'None' if optimizer is None else type(optimizer).__name__}")
+        if isinstance(outputs, GraphTensor):
+            raise op_error(TypeError, "compile_step", "outputs must be a list of GraphTensors, got a GraphTensor "
+                           "(outputs=[t] for one)", outputs)
+        if not isinstance(outputs, (list, tuple)):
+            raise op_error(TypeError, "compile_step", f"outputs must be a list of GraphTensors, got {got(outputs)}")
+        for i, o in enumerate(outputs):
+            if not isinstance(o, GraphTensor):
+                raise op_error(TypeError, "compile_step", f"outputs[{i}] must be a GraphTensor, got {got(o)}")
         if not isinstance(accumulate, int) or accumulate < 1:
             raise ValueError(f"compile_step: accumulate must be a positive int, got {accumulate!r}")
         if not isinstance(check_finite, (bool, np.bool_)):
@@ -442,4 +457,14 @@ def compile_step(loss: GraphTensor, optimizer, backend: str = "cpu", **options) 
     Returns:
         A :class:`TrainStep`: ``step(**batch)`` runs one call.
     """
+    for k in options:
+        if k not in _OPTIONS:  # (not TrainStep.__init__'s TypeError, which names no option it takes)
+            near = difflib.get_close_matches(k, _OPTIONS, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise op_error(TypeError, "compile_step", f"unknown option {k!r}{hint}; the options: {', '.join(_OPTIONS)}")
     return TrainStep(loss, optimizer, backend=backend, **options)
+
+
+# compile_step's options: TrainStep's arguments beyond compile_step's own (loss, optimizer, backend)
+_OPTIONS = tuple(n for n in inspect.signature(TrainStep.__init__).parameters
+                 if n != "self" and n not in inspect.signature(compile_step).parameters)

@@ -219,6 +219,19 @@ def test_time_budget_results_are_not_stored(on):
     assert not (on / "compile").exists()
 
 
+def test_a_result_that_cannot_be_stored_warns_at_the_users_line(on, monkeypatch):
+    """Before: the warning named a line of the compiler (``stacklevel=2``: cache.store's caller)."""
+    def refuse(key, entry):
+        raise ValueError("no encoding")
+
+    monkeypatch.setattr(cache_format, "dumps", refuse)
+    with pytest.warns(RuntimeWarning, match=r"not stored \(ValueError: no encoding\)") as caught:
+        line = sys._getframe().f_lineno + 1
+        lm.compile(_outputs(_program()))
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)]
+    assert not (on / "compile").exists()
+
+
 def test_unknown_arg_types_are_not_keyed():
     enc = cache._Encoder()
     with pytest.raises(cache.Unkeyable):

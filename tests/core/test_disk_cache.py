@@ -253,6 +253,26 @@ def test_an_unknown_kind_in_luminal_cache_warns(fresh, monkeypatch):
         assert disk_cache.enabled("llvm") and not disk_cache.enabled("cuda")
 
 
+@pytest.mark.parametrize("how", ["a group-writable root", "a bad size cap", "a bad root met by lm.compile"])
+def test_a_cache_warning_names_the_users_line(fresh, monkeypatch, how):
+    """Before: the warning named a line of disk_cache.py (a fixed stacklevel, however deep in luminal the
+    check ran), not the line of the user's that reached it."""
+    import luminal as lm
+
+    if how == "a bad size cap":
+        monkeypatch.setenv("LUMINAL_CACHE_MAX_MB", "abc")
+    else:
+        fresh.mkdir(0o700)
+        os.chmod(fresh, 0o770)
+    g = lm.Graph()
+    y = g.input("x", (3,)) * 2.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        lm.compile(y) if how.endswith("lm.compile") else disk_cache.DiskCache("llvm").write(NAME, b"x")
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)], [str(w.message) for w in caught]
+
+
 # writes -----------------------------------------------------------------------------------------------
 
 def test_a_write_is_fsynced_before_the_rename(fresh, monkeypatch):

@@ -21,6 +21,7 @@ import pytest
 
 import luminal as lm
 from luminal import nn
+from luminal.frontend.state import State
 from luminal.train import (
     SGD,
     Adagrad,
@@ -405,6 +406,9 @@ HOST = [
     case("SGD-dup", lambda: SGD([{"params": list(params())}] * 2, lr=0.1), V, r"^SGD: .*more than one group",
          at=False),
     case("SGD-module", lambda: SGD(nn.Linear(3, 1), lr=0.1), T, r"^SGD: ", at=False),
+    case("SGD-group-no-params", lambda: SGD([{"lr": 0.1}]), V, r"^SGD: param group 0 has no \"params\"", at=False),
+    case("Adam-added-group-no-params", lambda: Adam(params()).add_param_group({"lr": 0.1}), V,
+         r"^Adam: param group 1 has no \"params\".*got keys \['lr'\]", at=False),
     case("SGD-lr-str", lambda: SGD(params(), lr="0.1"), T, r"^SGD: .*lr", at=False),
     case("Adam-betas-len", lambda: Adam(params(), betas=(0.9,)), V, r"^Adam: .*betas", at=False),
     case("Adam-betas-range", lambda: Adam(params(), betas=(0.9, 1.0)), V, r"^Adam: .*betas\[1\]", at=False),
@@ -450,6 +454,25 @@ def test_compile_arguments(t):
         lm.compile((t.v, "y"))
 
 
+def test_compile_names_a_parameter_given_as_an_output(t):
+    """Before: 'Parameter' object is not iterable, or an error naming no output."""
+    lin = nn.Linear(3, 4)
+    out = lin(t.m)  # (which names its parameters)
+    read = r"Parameter weight \(4, 3\) float32 \(read it into the graph with \.on\(graph\)\)"
+    with pytest.raises(TypeError, match=r"^compile: expected a GraphTensor .*, got " + read) as e:
+        lm.compile(lin.weight)
+    assert f"called at {HERE}:" in str(e.value)
+    with pytest.raises(TypeError, match=r"^compile: output 1 must be a GraphTensor, got " + read) as e:
+        lm.compile([out, lin.weight])
+    assert f"called at {HERE}:" in str(e.value)
+    with pytest.raises(TypeError, match=r"^compile: expected .*, got an empty sequence"):
+        lm.compile([])
+    moment = State(np.zeros(3, f32), name="m")  # a plain State (an optimizer's) has no .on
+    with pytest.raises(TypeError, match=r"^compile: output 1 .*, got State m \(3,\) float32 \(read it into the "
+                                        r"graph with graph\.state\(\.\.\.\)\)"):
+        lm.compile([out, moment])
+
+
 def test_compile_step_arguments(t):
     lin = nn.Linear(3, 1)
     loss = lin(t.m).sum()
@@ -459,6 +482,34 @@ def test_compile_step_arguments(t):
         compile_step(np.float32(1.0), SGD(lin.parameters(), lr=0.1))
     with pytest.raises(ValueError, match=r"^compile_step: .*none of the optimizer's parameters"):
         compile_step(t.v.sum(), SGD(nn.Linear(3, 1).parameters(), lr=0.1))
+
+
+@pytest.mark.parametrize("make,pattern", [
+    (lambda lin, out: dict(optimizer=None),
+     r"^compile_step: needs an optimizer \(train\.SGD, train\.AdamW, \.\.\.\), got None"),
+    (lambda lin, out: dict(optimizer=lin.parameters()), r"^compile_step: needs an optimizer .*, got list"),
+    (lambda lin, out: dict(clip_grad_nrom=1.0),
+     r"^compile_step: unknown option 'clip_grad_nrom' \(did you mean 'clip_grad_norm'\?\); the options: outputs, "),
+    (lambda lin, out: dict(speed=2), r"^compile_step: unknown option 'speed'; the options: outputs, "),
+    (lambda lin, out: dict(outputs=out),
+     r"^compile_step: outputs must be a list of GraphTensors, got a GraphTensor \(outputs=\[t\] for one\)"),
+    (lambda lin, out: dict(outputs={out}), r"^compile_step: outputs must be a list of GraphTensors, got set"),
+    (lambda lin, out: dict(outputs=[out, lin.weight]),
+     r"^compile_step: outputs\[1\] must be a GraphTensor, got Parameter weight \(1, 3\) float32 "
+     r"\(read it into the graph with \.on\(graph\)\)"),
+    (lambda lin, out: dict(outputs=lin.weight),
+     r"^compile_step: outputs must be a list of GraphTensors, got Parameter"),
+], ids=["no-optimizer", "parameters-for-optimizer", "misspelled-option", "unknown-option", "one-tensor-outputs",
+        "set-outputs", "parameter-in-outputs", "parameter-outputs"])
+def test_compile_step_names_the_bad_argument(t, make, pattern):
+    """Before: AttributeError ('NoneType' object has no attribute 'params'), TrainStep.__init__'s unexpected
+    keyword argument, "len() of a tensor whose first dim B is symbolic", "'Parameter' object is not iterable"."""
+    lin = nn.Linear(3, 1)
+    out = lin(t.x)
+    kw = {"optimizer": SGD(lin.parameters(), lr=0.1), **make(lin, out)}
+    with pytest.raises(TypeError, match=pattern) as e:
+        compile_step(out.sum(), **kw)
+    assert f"called at {HERE}:" in str(e.value), str(e.value)
 
 
 def test_compiled_call_bad_arrays(t):

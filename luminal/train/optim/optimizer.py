@@ -66,6 +66,9 @@ class Optimizer:
                 group) and any hyperparameters.
         """
         group = dict(group)
+        if "params" not in group:  # (torch: "parameter group didn't specify a value of required ... params")
+            raise ValueError(f"{type(self).__name__}: param group {len(self.param_groups)} has no \"params\" (each "
+                             f"group is a dict {{\"params\": [...], <hyperparameters>}}), got keys {list(group)}")
         ps = group["params"]
         group["params"] = [ps] if isinstance(ps, State) else list(ps)
         for p in group["params"]:
