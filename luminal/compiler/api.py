@@ -16,6 +16,7 @@ from luminal.core.symbolic import evaluate, free_vars_in, nonnegative, shape_str
 from luminal.core.walk import postorder
 from luminal.frontend.binding import as_is, bind, convert
 from luminal.frontend.checks import got
+from luminal.frontend.graph import INDEX_OPS
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 
@@ -211,63 +212,98 @@ class Compiled(Generic[Result]):
             raise TypeError(f"compiled graph: give inputs by name ({', '.join(self.input_names) or 'none'}), "
                             f"got {len(args)} positional argument(s)")
         results: Any
-        exact = self._exact
-        if exact is not None:
-            lock = self._lock
-            lock.acquire()  # (not ``with``: its __enter__/__exit__ look-ups cost 80 ns of a 3 us call)
-            try:
-                results = exact(inputs)
-            finally:
-                lock.release()
-            if results is not None:
-                return results[0] if self._single else tuple(results[:self._n_out])
-        # The call's signature: what every check of its inputs depends on, when all of them are plain
-        # numpy arrays: per keyword, in the order given, (name, shape, dtype, C-contiguous). None when
-        # some value is anything else (a Python number or list, a numpy scalar, an ndarray subclass):
-        # such a call is bound anew. (In line: every call takes this path, and a function call costs
-        # 80 ns of a 3 us call.)
-        sig: Any = []
-        for k, v in inputs.items():
-            if type(v) is not np.ndarray:
-                sig = None
-                break
-            sig.append((k, v.shape, v.dtype, v.flags.c_contiguous))
-        else:
-            sig = tuple(sig)
-        seen = self._signatures.get(sig)  # (a None signature is never stored: it finds nothing)
-        if seen is None:  # a new signature: every check, as ``bind`` and ``_dim_checks`` make them
-            try:
-                arrays, seen = self._bind(inputs, sig)
-            except (ValueError, TypeError) as e:
-                raise _called_at(e) from e.__cause__
-            with self._lock:  # one run at a time: the program's buffers, the states and the rng are shared
-                if sig is not None:  # under the lock: the oldest is dropped while no one else adds
-                    if len(self._signatures) >= MAX_SIGNATURES:
-                        del self._signatures[next(iter(self._signatures))]
-                    self._signatures[sig] = seen
-                results = self._run(arrays, seen, True)
-        else:  # the same names, shapes, dtypes and contiguity as a call that passed every check
-            # ``inputs`` (a dict of this call's own) becomes the arrays the program is handed: it has
-            # the names ``bind`` read (every name given is a graph input, or ``bind`` refuses the call)
-            try:
-                for n, node in seen.redo:
-                    inputs[n] = convert(n, inputs[n], node)
-            except (ValueError, TypeError) as e:
-                raise _called_at(e) from e.__cause__
-            lock = self._lock
-            lock.acquire()  # (not ``with``: its __enter__/__exit__ look-ups cost 80 ns of a 3 us call)
-            try:
-                runner = self.runner
-                if seen.plain and seen.env is runner._env:  # (the report has this binding already)
-                    results = runner.program(inputs, seen.env)
-                    if not self._dims:
-                        self._exact = getattr(runner.program, "run_exact", None)
-                else:
-                    results = self._run(inputs, seen, False)
-            finally:
-                lock.release()
-        # (``results`` is Any, not cast to Result: ``typing.cast`` is a call, 70 ns of a 3 us call)
-        return results[0] if self._single else tuple(results[:self._n_out])
+        try:
+            exact = self._exact
+            if exact is not None:
+                lock = self._lock
+                lock.acquire()  # (not ``with``: its __enter__/__exit__ look-ups cost 80 ns of a 3 us call)
+                try:
+                    results = exact(inputs)
+                finally:
+                    lock.release()
+                if results is not None:
+                    return results[0] if self._single else tuple(results[:self._n_out])
+            # The call's signature: what every check of its inputs depends on, when all of them are plain
+            # numpy arrays: per keyword, in the order given, (name, shape, dtype, C-contiguous). None when
+            # some value is anything else (a Python number or list, a numpy scalar, an ndarray subclass):
+            # such a call is bound anew. (In line: every call takes this path, and a function call costs
+            # 80 ns of a 3 us call.)
+            sig: Any = []
+            for k, v in inputs.items():
+                if type(v) is not np.ndarray:
+                    sig = None
+                    break
+                sig.append((k, v.shape, v.dtype, v.flags.c_contiguous))
+            else:
+                sig = tuple(sig)
+            seen = self._signatures.get(sig)  # (a None signature is never stored: it finds nothing)
+            if seen is None:  # a new signature: every check, as ``bind`` and ``_dim_checks`` make them
+                try:
+                    arrays, seen = self._bind(inputs, sig)
+                except (ValueError, TypeError) as e:
+                    raise _called_at(e) from e.__cause__
+                with self._lock:  # one run at a time: the program's buffers, the states and the rng are shared
+                    if sig is not None:  # under the lock: the oldest is dropped while no one else adds
+                        if len(self._signatures) >= MAX_SIGNATURES:
+                            del self._signatures[next(iter(self._signatures))]
+                        self._signatures[sig] = seen
+                    results = self._run(arrays, seen, True)
+            else:  # the same names, shapes, dtypes and contiguity as a call that passed every check
+                # ``inputs`` (a dict of this call's own) becomes the arrays the program is handed: it has
+                # the names ``bind`` read (every name given is a graph input, or ``bind`` refuses the call)
+                try:
+                    for n, node in seen.redo:
+                        inputs[n] = convert(n, inputs[n], node)
+                except (ValueError, TypeError) as e:
+                    raise _called_at(e) from e.__cause__
+                lock = self._lock
+                lock.acquire()  # (not ``with``: its __enter__/__exit__ look-ups cost 80 ns of a 3 us call)
+                try:
+                    runner = self.runner
+                    if seen.plain and seen.env is runner._env:  # (the report has this binding already)
+                        results = runner.program(inputs, seen.env)
+                        if not self._dims:
+                            self._exact = getattr(runner.program, "run_exact", None)
+                    else:
+                        results = self._run(inputs, seen, False)
+                finally:
+                    lock.release()
+            # (``results`` is Any, not cast to Result: ``typing.cast`` is a call, 70 ns of a 3 us call)
+            return results[0] if self._single else tuple(results[:self._n_out])
+        except IndexError as e:  # (a run's index out of range: say which op and line made it)
+            if getattr(e, "luminal_op", None) is not None:  # a guard's: it names its op already
+                raise
+            located = self._index_error(inputs)
+            if located is None:
+                raise
+            raise located from e
+
+    def _index_error(self, inputs: dict) -> IndexError | None:
+        """After a run failed with an IndexError: the error naming the op or layer whose gather or
+        scatter_add read an index out of range, and the user's line that made it (``Graph.index_ops``),
+        found by evaluating those ops' indices (the reference interpreter, on this call's inputs and
+        states); None when none is out of range here (the run's own error stands)."""
+        g = self.graph
+        nodes = [n for n in self._program_nodes() if n.id in g.index_ops] if g.index_ops else []
+        if not nodes:
+            return None
+        try:
+            given = {k: v for k, v in inputs.items() if k in g.inputs}
+            arrays, env = bind(g, [g.inputs[k] for k in given], given)
+            for name, s in self._states:
+                arrays[name] = s.data
+            values = get_backend("reference").interpret([n.srcs[1] for n in nodes], g.constants)(arrays, env)
+        except Exception:  # (an index drawn at random, say: the run's own error stands)
+            return None
+        for n, idx in zip(nodes, values):
+            size = evaluate(n.srcs[0][1].shape[n.arg], env)
+            out = (idx < 0) | (idx >= size)
+            if out.any():
+                made, origin = g.index_ops[n.id]
+                inner = "" if made == INDEX_OPS[n.op] else f"its {INDEX_OPS[n.op]}, "
+                return op_error(IndexError, made, f"index {idx[out].flat[0]} is out of range for a dim of size "
+                                f"{size} ({inner}made at {where(origin)})")
+        return None
 
     def _run(self, arrays: dict, seen: _Seen, check: bool) -> list:
         """Run the program on ``arrays`` (the inputs by name) with the states and the random draws added,
@@ -449,7 +485,9 @@ class _Guard:
         values = self._values(arrays, env)
         for (_, _, error, message, _), bad, value in zip(self.guards, failed, values, strict=True):
             if bool(bad):
-                raise error(message.replace("{value}", str(value.item())))
+                err = error(message.replace("{value}", str(value.item())))
+                err.luminal_op = (None, message, ())  # (it names its op: ``Compiled`` passes it on as it is)
+                raise err
 
 
 def _inputs_read(tensors) -> set:

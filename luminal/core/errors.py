@@ -17,6 +17,7 @@ import linecache
 import numbers
 import os
 import sys
+import threading
 import typing
 from collections.abc import Callable
 
@@ -87,13 +88,24 @@ def op_error(kind, op: str, msg: str, *operands):
     return err
 
 
+_calling = threading.local()  # .ops: the ``renamed`` ops being built now on this thread, outermost first
+
+
+def outermost_op() -> str | None:
+    """The op or layer the user called that is being built now (the outermost ``renamed``), or None:
+    what a primitive made inside it is reported as when it fails at run time (``Graph.add``)."""
+    ops = getattr(_calling, "ops", None)
+    return ops[0] if ops else None
+
+
 class renamed:  # noqa: N801 - used like a function: ``@renamed("unflatten")``, ``with renamed(name):``
     """Re-raise an ``op_error`` of an inner op under ``op``, the op or layer the user called, keeping
     the inner op's name and message: ``unflatten: reshape: cannot reshape ...``.
 
     A decorator for a fixed name, or a ``with`` block for a name known only at the call (a layer's
     ``Linear(in_features=3, ...)``). Errors already naming ``op``, and errors not built by ``op_error``,
-    pass through unchanged. On the good path it costs one ``with``."""
+    pass through unchanged. On the good path it costs one ``with``. The ops being built are kept per
+    thread (``outermost_op``)."""
 
     __slots__ = ("op",)
 
@@ -101,9 +113,14 @@ class renamed:  # noqa: N801 - used like a function: ``@renamed("unflatten")``, 
         self.op = op
 
     def __enter__(self):
+        ops = getattr(_calling, "ops", None)
+        if ops is None:
+            ops = _calling.ops = []
+        ops.append(self.op)
         return self
 
     def __exit__(self, kind, err, tb):
+        _calling.ops.pop()
         tag = getattr(err, "luminal_op", None)
         if tag is None or tag[0] == self.op:
             return False

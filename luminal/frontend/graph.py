@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from luminal.core import dtype as dt
-from luminal.core.errors import op_error
+from luminal.core.errors import op_error, outermost_op, user_frame
 from luminal.core.primitives import PRIMITIVES
 from luminal.core.symbolic import dims, shape_str, sizes
 from luminal.core.view import View
@@ -44,6 +44,9 @@ class ConstKey:
 
     def __hash__(self):
         return hash(self._id())
+
+
+INDEX_OPS = {"Gather": "gather", "ScatterAdd": "scatter_add"}  # primitives that read an index: their names
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,6 +93,9 @@ class Graph:
         # >= 0 once dims are bound, what breaks otherwise). A program reading a view of that node with
         # both dims (the window count and size, however permuted) checks it.
         self.requirements: dict[tuple, tuple] = {}
+        # Gather and ScatterAdd nodes: node id -> (the op or layer the user called, the user's line). An
+        # index out of range is found only when a program runs; the call then names what made it.
+        self.index_ops: dict[int, tuple] = {}
         # Gradients given by formula (``custom_vjp``): node id -> (rule, inputs as (Node, View)). Autograd
         # sends such a node's adjoint to the inputs by the rule instead of through the node's own chain.
         self.vjps: dict[int, tuple] = {}
@@ -118,6 +124,8 @@ class Graph:
             node = Node(len(self.nodes), op, key_srcs, arg, dtype, shape)
             self.nodes.append(node)
             self._index[key] = node
+            if op in INDEX_OPS:  # (an index out of range is found at run time: say what made it)
+                self.index_ops[node.id] = (outermost_op() or INDEX_OPS[op], user_frame())
         return node
 
     def node_keys(self):

@@ -82,6 +82,34 @@ def test_one_hot_of_an_out_of_range_class_raises_as_torch(backend):
         F.one_hot(g.constant(np.array([5], np.int32)), 4)
 
 
+def test_an_id_out_of_range_at_run_time_names_the_layer_and_its_line(backend):
+    """A gather's index checked by the program itself (no guard: an embedding's ids) fails naming the
+    op or layer the user called, the line that made it and the call; a train step changes nothing."""
+    lm.manual_seed(0)
+    emb, head = nn.Embedding(10, 8), nn.Linear(8, 2)
+    g = lm.Graph()
+    ids = g.input("ids", ("B",), dtype=lm.int32)
+    out = head(emb(ids))  # the line the error names
+    made = f"test_runtime_guards.py:{out.origin[1]}"
+    f = lm.compile(out, backend=backend)
+    with pytest.raises(IndexError) as e:
+        f(ids=np.array([1, 12], np.int32))
+    msg = str(e.value)
+    assert msg.startswith("Embedding(10, 8): index 12 is out of range for a dim of size 10 (its gather, made at "), msg
+    assert made in msg and msg.count("test_runtime_guards.py") == 2  # made at, called at
+    step = train.compile_step(out.sum(), train.SGD([*emb.parameters(), *head.parameters()], lr=0.1), backend=backend)
+    before = {k: v.copy() for k, v in emb.state_dict().items()}
+    with pytest.raises(IndexError, match=r"^Embedding\(10, 8\): index -3 is out of range"):
+        step(ids=np.array([1, -3], np.int32))
+    for k, v in emb.state_dict().items():
+        np.testing.assert_array_equal(v, before[k], err_msg=k)
+    x, i = g.input("x", (5, 3)), g.input("i", (2,), dtype=lm.int32)
+    picked = lm.compile(x.index_select(0, i), backend=backend)
+    with pytest.raises(IndexError, match=r"^gather: index 9 is out of range for a dim of size 5 \(made at .*"
+                                         r"test_runtime_guards.py"):
+        picked(x=np.ones((5, 3), np.float32), i=np.array([0, 9], np.int32))
+
+
 def test_guard_arguments_are_checked():
     g = lm.Graph()
     x = g.input("x", (3,))
