@@ -313,11 +313,18 @@ class Compiled(Generic[Result]):
         env = seen.env
         for name, s in self._states:
             arrays[name] = s if self._takes_states else s.data
-        for name, shape in seen.draws:
-            arrays[name] = self.graph.rng.random(shape, dtype="float32")
-        if self._guard is not None:
-            self._guard(arrays, env)
-        results = self.runner(arrays, env)
+        rng = self.graph.rng
+        saved = rng.bit_generator.state if seen.draws else None  # (a refused call draws nothing either)
+        try:
+            for name, shape in seen.draws:
+                arrays[name] = rng.random(shape, dtype="float32")
+            if self._guard is not None:
+                self._guard(arrays, env)
+            results = self.runner(arrays, env)
+        except BaseException:
+            if saved is not None:  # the next call's dropout masks are those it would have drawn
+                rng.bit_generator.state = saved
+            raise
         if check:
             for i, (o, want) in enumerate(zip(results[:self._n_out], seen.wants, strict=True)):
                 if o.shape != want:

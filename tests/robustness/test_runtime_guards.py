@@ -47,6 +47,31 @@ def test_a_train_step_with_a_bad_label_changes_nothing():
     assert opt.steps == 1
 
 
+@pytest.mark.parametrize("bad", ["label", "id"])
+def test_a_refused_step_draws_no_dropout_mask(bad):
+    """A call refused for a bad label (a guard) or a bad id (the program's own check) leaves the graph's
+    generator as it was: the next step draws the masks it would have drawn, so a run that skips a bad
+    batch matches one that never saw it."""
+    def run(refuse: bool):
+        lm.manual_seed(0)
+        emb, head = nn.Embedding(6, 16), nn.Linear(16, 3)
+        drop = nn.Dropout(0.5)
+        g = lm.Graph()
+        ids, y = g.input("ids", ("B",), dtype=lm.int32), g.input("y", ("B",), dtype=lm.int32)
+        loss = train.cross_entropy(head(drop(emb(ids))), y)
+        step = train.compile_step(loss, train.SGD([*emb.parameters(), *head.parameters()], lr=0.1))
+        good = dict(ids=np.array([0, 1, 2, 3], np.int32), y=np.array([0, 1, 2, 0], np.int32))
+        step(**good)
+        if refuse:
+            wrong = dict(good, y=np.array([0, 5, 2, 0], np.int32)) if bad == "label" else \
+                dict(good, ids=np.array([0, 9, 2, 3], np.int32))
+            with pytest.raises(IndexError):
+                step(**wrong)
+        return [float(step(**good)) for _ in range(3)]
+
+    assert run(True) == run(False)
+
+
 def test_a_program_that_does_not_read_the_labels_is_not_guarded_by_them():
     g = lm.Graph()
     x, y = g.input("x", ("B", 3)), g.input("y", ("B",), dtype=lm.int32)
