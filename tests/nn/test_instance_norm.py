@@ -4,6 +4,8 @@ instead (``use_input_stats=False``), 16-bit inputs, errors."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -67,3 +69,98 @@ def test_instance_norm_errors():
         F.instance_norm(x, weight=g.input("w", (4,)))
     with pytest.raises(TypeError, match="^instance_norm: expected a float input, got int32"):
         F.instance_norm(g.input("i", (2, 3, 4), dtype=lm.int32))
+
+
+# nn.InstanceNorm1d/2d/3d ----------------------------------------------------------------------
+def _modules(n: int, **kw):
+    """Ours and torch's InstanceNorm{n}d(3, **kw), ours holding torch's state (random affine values)."""
+    theirs = getattr(torch.nn, f"InstanceNorm{n}d")(3, **kw)
+    with torch.no_grad():
+        for p in theirs.parameters():
+            p.uniform_(-1, 1)
+    ours = getattr(nn, f"InstanceNorm{n}d")(3, **kw)
+    ours.load_state_dict({k: v.numpy().astype(np.int32) if v.dtype == torch.int64 else v.numpy()
+                          for k, v in theirs.state_dict().items()})
+    return ours, theirs
+
+
+@pytest.mark.parametrize("n,shape", [(1, (2, 3, 4)), (1, (3, 5)), (2, (2, 3, 2, 3)), (2, (3, 2, 2)),
+                                     (3, (1, 3, 2, 2, 2))], ids=["1d", "1d-unbatched", "2d", "2d-unbatched", "3d"])
+@pytest.mark.parametrize("kw", [{}, {"affine": True, "eps": 1e-3}, {"affine": True, "bias": False}],
+                         ids=["plain", "affine", "no-bias"])
+def test_instance_norm_module(n, shape, kw, backend):
+    ours, theirs = _modules(n, **kw)
+    check(ours, [rand(shape, low=-2, high=3)], torch_op=theirs, backend=backend)
+
+
+@pytest.mark.parametrize("momentum", [0.3, None])
+def test_instance_norm_module_running_stats(momentum, backend):
+    """Training mode updates the running statistics as torch's (twice: from the first update's values;
+    ``num_batches_tracked`` stays 0 and momentum=None updates nothing, as torch); eval mode uses them."""
+    ours, theirs = _modules(2, affine=True, track_running_stats=True, momentum=momentum)
+    x = rand((2, 3, 2, 3), low=-2, high=4)
+    g = lm.Graph()
+    f = lm.compile(ours(g.input("x", x.shape)), backend=backend)
+    for _ in range(2):
+        got, want = f(x=x), theirs(torch.from_numpy(x))
+    np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-5, atol=1e-5)
+    for k, v in theirs.state_dict().items():
+        np.testing.assert_allclose(ours.state_dict()[k], v.numpy(), rtol=1e-5, atol=1e-6, err_msg=k)
+    assert int(ours.num_batches_tracked.data) == 0
+    with pytest.warns(UserWarning, match="set to eval mode after a graph was built"):  # (g is alive)
+        ours.eval()
+    theirs.eval()
+    check(ours, [rand((2, 3, 2, 3), seed=1)], torch_op=theirs, backend=backend)
+
+
+def test_instance_norm_module_without_running_stats_reads_no_mode():
+    """With no running statistics eval mode also normalises by each instance's own statistics, so a
+    graph built in training mode is the same graph: switching the mode does not warn."""
+    m = nn.InstanceNorm1d(3)
+    g = lm.Graph()
+    y = m(g.input("x", (2, 3, 4)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m.eval()
+    x = rand((2, 3, 4))
+    np.testing.assert_allclose(lm.compile(y)(x=x), TF.instance_norm(torch.from_numpy(x)).numpy(), rtol=1e-5,
+                               atol=1e-5)
+    tracked = nn.InstanceNorm1d(3, track_running_stats=True)
+    g2 = lm.Graph()
+    tracked(g2.input("x", (2, 3, 4)))
+    with pytest.warns(UserWarning, match="set to eval mode after a graph was built from it in train mode"):
+        tracked.eval()
+
+
+@pytest.mark.parametrize("kw", [{}, {"affine": True}, {"affine": True, "bias": False}, {"track_running_stats": True},
+                                {"affine": True, "track_running_stats": True}])
+def test_instance_norm_module_state_dict_as_torch(kw):
+    for n in (1, 2, 3):
+        ours, theirs = getattr(nn, f"InstanceNorm{n}d")(4, **kw), getattr(torch.nn, f"InstanceNorm{n}d")(4, **kw)
+        sd = theirs.state_dict()
+        assert list(ours.state_dict()) == list(sd)
+        for k, v in ours.state_dict().items():
+            np.testing.assert_array_equal(v, sd[k].numpy(), err_msg=k)
+        assert [name for name, _ in ours.named_parameters()] == [name for name, _ in theirs.named_parameters()]
+        assert repr(ours) == repr(theirs)
+
+
+def test_instance_norm_module_errors():
+    with pytest.raises(TypeError, match="^InstanceNorm1d: num_features must be an int, got float"):
+        nn.InstanceNorm1d(3.0)
+    with pytest.raises(ValueError, match="^InstanceNorm2d: num_features must be at least 1, got 0"):
+        nn.InstanceNorm2d(0)
+    g = lm.Graph()
+    with pytest.raises(ValueError, match=r"^InstanceNorm2d\(3, .*\): expected input of shape \(N, 3, H, W\) or "
+                                         r"\(3, H, W\), got \(2, 3, 4, 5, 6\)"):
+        nn.InstanceNorm2d(3)(g.input("a", (2, 3, 4, 5, 6)))
+    with pytest.raises(ValueError, match=r"^InstanceNorm1d\(3, .*\): expected input of shape \(N, 3, L\)"):
+        nn.InstanceNorm1d(3, affine=True)(g.input("b", (2, 4, 5)))
+    with pytest.raises(ValueError, match=r"^InstanceNorm1d\(3, .*\): expected input of shape \(N, 3, L\)"):
+        nn.InstanceNorm1d(3, track_running_stats=True)(g.input("c", (2, 4, 5)))
+    with pytest.warns(UserWarning, match=r"the input's 4 channels do not match num_features \(3\)"):
+        nn.InstanceNorm1d(3)(g.input("d", (2, 4, 5)))  # unused without affine or running stats, as torch
+    with pytest.raises(TypeError, match=r"^InstanceNorm1d\(3, .*\): expected a float input, got int32"):
+        nn.InstanceNorm1d(3)(g.input("e", (2, 3, 5), dtype=lm.int32))
+    with pytest.raises(ValueError, match=r"^InstanceNorm1d\(3, .*\): .*expected more than 1 spatial element"):
+        nn.InstanceNorm1d(3)(g.input("f", (2, 3, 1)))

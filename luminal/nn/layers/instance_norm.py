@@ -1,7 +1,9 @@
-"""``F.instance_norm``: each sample's channels normalised over their own spatial positions (style
-transfer, GANs), with torch's optional running statistics."""
+"""``F.instance_norm`` and ``nn.InstanceNorm1d/2d/3d``: each sample's channels normalised over their
+own spatial positions (style transfer, GANs), with torch's optional running statistics."""
 
 from __future__ import annotations
+
+import warnings
 
 from luminal.core.errors import op_error, renamed
 from luminal.core.symbolic import is_static, prod
@@ -9,8 +11,8 @@ from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops.elementwise import _opmath
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
-from luminal.nn.layers._util import bad_input, check_float
-from luminal.nn.layers.norm import _current, normalise, running_stats
+from luminal.nn.layers._util import bad_input, check_float, layer_forward, layer_name
+from luminal.nn.layers.norm import _current, _NormBase, normalise, running_stats
 
 
 def _running(name: str, what: str, s, use_input_stats: bool, momentum):
@@ -80,3 +82,70 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
     with renamed(name):
         return run(input)
+
+
+class _InstanceNorm(_NormBase):
+    """torch's ``_InstanceNorm``: ``instance_norm`` with the module's parameters and buffers. Unlike
+    BatchNorm its defaults are ``affine=False, track_running_stats=False``; with running statistics a
+    training-mode run updates them (``num_batches_tracked`` stays 0, as torch's) and eval mode
+    normalises by them."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, dtype=None, *, bias: bool = True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype, bias=bias)
+
+    @layer_forward
+    def forward(self, x):
+        name = layer_name(self)
+        check_float(name, x)
+        if x.ndim not in self._ranks:
+            raise bad_input(name, self._layout.format(C=self.num_features), x)
+        unbatched = x.ndim == self._ranks[0]
+        c = x.shape[0 if unbatched else 1]
+        if c != self.num_features:
+            if self.affine or self.track_running_stats:
+                raise bad_input(name, self._layout.format(C=self.num_features), x)
+            warnings.warn(f"{name}: the input's {c} channels do not match num_features ({self.num_features}), "
+                          "which is not used because affine=False and track_running_stats=False", stacklevel=3)
+        g = x.graph
+        w = self.weight.on(g) if self.weight is not None else None
+        b = self.bias.on(g) if self.bias is not None else None
+        # (not self.training first: a layer without running statistics reads no mode, as it has none)
+        use_input_stats = not self.track_running_stats or self.training
+        y = instance_norm(x.unsqueeze(0) if unbatched else x, self.running_mean, self.running_var, w, b,
+                          use_input_stats, self.momentum if self.momentum is not None else 0.0, self.eps)
+        return y.squeeze(0) if unbatched else y
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """torch's ``nn.InstanceNorm1d(num_features, eps=1e-5, momentum=0.1, affine=False,
+    track_running_stats=False, dtype=None, *, bias=True)`` over (N, C, L) or unbatched (C, L): a thin
+    module over ``F.instance_norm``. A ``num_features`` that does not match the input's channels warns
+    (as torch) when the layer has neither affine parameters nor running statistics, else fails.
+
+    Args:
+        num_features: C. eps: added to the variance. momentum: the running statistics' update factor
+            (None: 0, no update, as torch). affine: learn ``weight`` (ones) and ``bias`` (zeros).
+        track_running_stats: keep ``running_mean``/``running_var`` (and ``num_batches_tracked``),
+            updated in training mode and used in eval mode. dtype: of the parameters and buffers.
+        bias: with ``affine``, learn the bias too.
+    """
+
+    _ranks = (2, 3)
+    _layout = "(N, {C}, L) or ({C}, L)"
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """torch's ``nn.InstanceNorm2d`` over (N, C, H, W) or unbatched (C, H, W): a thin module over
+    ``F.instance_norm`` (arguments as InstanceNorm1d)."""
+
+    _ranks = (3, 4)
+    _layout = "(N, {C}, H, W) or ({C}, H, W)"
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """torch's ``nn.InstanceNorm3d`` over (N, C, D, H, W) or unbatched (C, D, H, W): a thin module over
+    ``F.instance_norm`` (arguments as InstanceNorm1d)."""
+
+    _ranks = (4, 5)
+    _layout = "(N, {C}, D, H, W) or ({C}, D, H, W)"

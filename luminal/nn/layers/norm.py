@@ -111,7 +111,10 @@ class RMSNorm(_TrailingNorm):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
-class _BatchNorm(Module):
+class _NormBase(Module):
+    """torch's ``_NormBase``, shared by the batch and instance norms: ``weight``/``bias`` when affine,
+    ``running_mean``/``running_var``/``num_batches_tracked`` when tracking running statistics."""
+
     _ranks: tuple[int, ...] = ()
     _layout = ""
 
@@ -150,6 +153,12 @@ class _BatchNorm(Module):
             if self.bias is not None:
                 init.zeros_(self.bias)
 
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
     def _check(self, x):
         check_float(layer_name(self), x)
         if x.ndim not in self._ranks or x.shape[1] != self.num_features:
@@ -188,10 +197,6 @@ class _BatchNorm(Module):
         for s, batch in ((self.running_mean, mean), (self.running_var, unbiased_var)):
             g.assign(s, _current(g, s) * (1 - f) + batch * f)
         g.assign(self.num_batches_tracked, nbt)
-
-    def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 def _more_than_one_value(name: str, x: GraphTensor, axes: tuple) -> None:
