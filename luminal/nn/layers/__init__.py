@@ -39,10 +39,40 @@ from luminal.nn.layers.conv import (
 )
 from luminal.nn.layers.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, dropout
 from luminal.nn.layers.fold import Fold, Unfold
+from luminal.nn.layers.instance_norm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from luminal.nn.layers.linear import Embedding, Flatten, Identity, Linear, Unflatten
+from luminal.nn.layers.loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from luminal.nn.layers.norm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm
+from luminal.nn.layers.padding import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
 from luminal.nn.layers.pool import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from luminal.nn.layers.pool_nd import AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool3d, MaxPool3d
+from luminal.nn.layers.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from luminal.nn.layers.sampling import (
     PixelShuffle,
     PixelUnshuffle,
@@ -60,14 +90,18 @@ from luminal.nn.layers.transformer import (
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
-    "AvgPool3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "CELU", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
-    "ConvTranspose2d", "ConvTranspose3d", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "ELU", "Embedding",
-    "Flatten", "Fold", "GELU", "GLU", "GroupNorm", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "Identity",
-    "LayerNorm", "LeakyReLU", "Linear", "LogSigmoid", "LogSoftmax", "MaxPool1d", "MaxPool2d", "MaxPool3d", "Mish",
-    "ModuleDict", "ModuleList", "MultiheadAttention", "PReLU", "ParameterDict", "ParameterList", "PixelShuffle",
-    "PixelUnshuffle", "RMSNorm", "ReLU", "ReLU6", "SELU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softmin",
-    "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold", "TransformerDecoder",
-    "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten", "Unfold", "Upsample",
-    "UpsamplingBilinear2d", "UpsamplingNearest2d", "conv1d", "conv2d", "conv3d", "conv_nd", "dropout",
-    "scaled_dot_product_attention",
+    "AvgPool3d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "CELU", "CircularPad1d",
+    "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "Conv1d", "Conv2d", "Conv3d",
+    "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "CrossEntropyLoss", "Dropout", "Dropout1d", "Dropout2d",
+    "Dropout3d", "ELU", "Embedding", "Flatten", "Fold", "GELU", "GLU", "GRU", "GRUCell", "GroupNorm", "Hardshrink",
+    "Hardsigmoid", "Hardswish", "Hardtanh", "HuberLoss", "Identity", "InstanceNorm1d", "InstanceNorm2d",
+    "InstanceNorm3d", "KLDivLoss", "L1Loss", "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSigmoid",
+    "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "MaxPool3d", "Mish", "ModuleDict", "ModuleList",
+    "MultiheadAttention", "NLLLoss", "PReLU", "ParameterDict", "ParameterList", "PixelShuffle", "PixelUnshuffle",
+    "RMSNorm", "RNN", "RNNBase", "RNNCell", "RNNCellBase", "ReLU", "ReLU6", "ReflectionPad1d", "ReflectionPad2d",
+    "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "SELU", "Sequential", "SiLU",
+    "Sigmoid", "SmoothL1Loss", "Softmax", "Softmin", "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink",
+    "Threshold", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
+    "Unflatten", "Unfold", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad2d",
+    "ZeroPad3d", "conv1d", "conv2d", "conv3d", "conv_nd", "dropout", "scaled_dot_product_attention",
 ]
