@@ -21,23 +21,29 @@ from luminal.train.autograd import grad
 from luminal.train.checkpoint import load_checkpoint, save_checkpoint
 from luminal.train.optim import LAMB, SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
 from luminal.train.schedulers import (
+    ConstantLR,
     CosineAnnealingLR,
     CosineAnnealingWarmRestarts,
+    CyclicLR,
     ExponentialLR,
     LambdaLR,
     LinearLR,
     LRScheduler,
+    MultiplicativeLR,
     MultiStepLR,
     OneCycleLR,
+    PolynomialLR,
+    ReduceLROnPlateau,
     SequentialLR,
     StepLR,
 )
 from luminal.train.step import NonFiniteLossError, TrainStep, clip_by_norm, clip_by_value, compile_step
 
 __all__ = [
-    "LAMB", "SGD", "Adagrad", "Adam", "AdamW", "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "ExponentialLR",
-    "GradScaler", "LRScheduler", "LambdaLR", "LinearLR", "SequentialLR",
-    "MultiStepLR", "NonFiniteLossError", "OneCycleLR", "Optimizer", "RMSprop", "StepLR", "TrainStep",
+    "LAMB", "SGD", "Adagrad", "Adam", "AdamW", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts",
+    "CyclicLR", "ExponentialLR", "GradScaler", "LRScheduler", "LambdaLR", "LinearLR", "MultiplicativeLR",
+    "PolynomialLR", "ReduceLROnPlateau", "SequentialLR", "MultiStepLR", "NonFiniteLossError", "OneCycleLR",
+    "Optimizer", "RMSprop", "StepLR", "TrainStep",
     "autocast", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "clip_by_norm", "clip_by_value", "compile_step", "cross_entropy",
     "focal_loss", "grad", "interrupts_deferred",

@@ -4,7 +4,8 @@ to the last bit). The learning rate reaches the compiled step as a runtime scala
 never recompiles.
 
 As in torch, the constructor performs the initial step (``last_epoch`` becomes 0 and the groups hold
-the epoch-0 rates); call ``step()`` after each optimizer step. ``state_dict()`` is a plain JSON-able
+the epoch-0 rates); call ``step()`` after each optimizer step (ReduceLROnPlateau: ``step(metric)``
+after each evaluation; its constructor changes no rate). ``state_dict()`` is a plain JSON-able
 dict; restore the optimizer's state (its groups hold the current ``lr``) and then the scheduler's.
 A state is data: ``load_state_dict`` takes only the scheduler's own keys, each checked as the
 constructor checks that argument, and applies all of them or none.
@@ -25,7 +26,8 @@ import numpy as np
 from luminal.core.errors import check_number
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR", "OneCycleLR",
-           "LambdaLR", "SequentialLR", "CosineAnnealingWarmRestarts"]
+           "LambdaLR", "SequentialLR", "CosineAnnealingWarmRestarts", "ConstantLR", "PolynomialLR", "MultiplicativeLR",
+           "ReduceLROnPlateau", "CyclicLR"]
 
 
 # Checks of a constructor's arguments, ``check(owner, name, value) -> value``: load_state_dict applies the
@@ -57,11 +59,12 @@ def _positive(owner: str, name: str, v):
 _real = functools.partial(_number, what="a finite number", ok=lambda x: True)
 
 
-def _rates(owner: str, name: str, v, n: int, check=_number) -> list:
+def _rates(owner: str, name: str, v, n: int, check=_number, what: str = "learning rates") -> list:
     """One learning rate per param group: ``base_lrs`` (each >= 0), ``_last_lr`` (``check=_real``: the
-    rate a step set, which OneCycleLR's linear anneal takes a little below 0 at ``total_steps``)."""
+    rate a step set, which OneCycleLR's linear anneal takes a little below 0 at ``total_steps``); or
+    one of ``what`` else per group (CyclicLR's momentums)."""
     if not isinstance(v, list) or len(v) != n:
-        raise ValueError(f"{owner}: {name} must be a list of {n} learning rates, one per param group, got {v!r}")
+        raise ValueError(f"{owner}: {name} must be a list of {n} {what}, one per param group, got {v!r}")
     return [check(owner, f"{name}[{i}]", x) for i, x in enumerate(v)]
 
 
@@ -339,6 +342,57 @@ class LinearLR(LRScheduler):
         return [base * f for base in self.base_lrs]
 
 
+_factor = functools.partial(_number, what="a number in (0, 1]", ok=lambda x: 0 < x <= 1)
+
+
+class ConstantLR(LRScheduler):
+    """Multiply the rate by ``factor`` until epoch ``total_iters``, then restore it (torch's
+    recursive form: times ``factor`` at epoch 0, times ``1 / factor`` at ``total_iters``)."""
+
+    def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch: int = -1):
+        self.factor = _factor("ConstantLR", "factor", factor)  # (0 would divide by 0 at total_iters)
+        self.total_iters = _positive_int("ConstantLR", "total_iters", total_iters)
+        super().__init__(optimizer, last_epoch)
+
+    def _state_checks(self, state: dict) -> dict:
+        return {**super()._state_checks(state), "factor": _factor, "total_iters": _positive_int}
+
+    def get_lr(self):
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in self._lrs()]
+        if self.last_epoch != self.total_iters:
+            return self._lrs()
+        return [lr * (1.0 / self.factor) for lr in self._lrs()]
+
+    def _closed_form_lr(self):
+        return [base * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+                for base in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """Decay the rate as ``base * (1 - epoch / total_iters) ** power`` to 0 at ``total_iters``, then
+    keep it (torch's recursive form)."""
+
+    def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1):
+        self.total_iters = _positive_int("PolynomialLR", "total_iters", total_iters)
+        self.power = _number("PolynomialLR", "power", power)  # (< 0 would divide by 0 at total_iters)
+        super().__init__(optimizer, last_epoch)
+
+    def _state_checks(self, state: dict) -> dict:
+        return {**super()._state_checks(state), "total_iters": _positive_int, "power": _number}
+
+    def get_lr(self):
+        if self._initial or self.last_epoch > self.total_iters:
+            return self._lrs()
+        e, n = self.last_epoch, self.total_iters
+        decay = ((1.0 - e / n) / (1.0 - (e - 1) / n)) ** self.power
+        return [lr * decay for lr in self._lrs()]
+
+    def _closed_form_lr(self):
+        return [base * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
+                for base in self.base_lrs]
+
+
 def _one_cycle_phases(pct_start: float, total_steps: int, three_phase: bool) -> list:
     """OneCycleLR's phases: (end step, start lr key, end lr key, start momentum key, end momentum key) each."""
     up = float(pct_start * total_steps) - 1
@@ -411,8 +465,9 @@ class OneCycleLR(LRScheduler):
         self.cycle_momentum = _cycle_momentum("OneCycleLR", "cycle_momentum", bool(cycle_momentum), optimizer)
         self.phases = _one_cycle_phases(pct_start, total_steps, three_phase)
         groups = optimizer.param_groups
-        max_lrs = _per_group("max_lr", max_lr, groups)  # (every value checked before a group is written)
-        his, los = _per_group("max_momentum", max_momentum, groups), _per_group("base_momentum", base_momentum, groups)
+        max_lrs = _per_group("OneCycleLR", "max_lr", max_lr, groups)  # (all checked before a group is written)
+        his = _per_group("OneCycleLR", "max_momentum", max_momentum, groups)
+        los = _per_group("OneCycleLR", "base_momentum", base_momentum, groups)
         if last_epoch == -1:
             for group, m in zip(groups, max_lrs, strict=True):
                 group["initial_lr"] = m / div_factor
@@ -442,10 +497,7 @@ class OneCycleLR(LRScheduler):
             vars(self).pop("use_beta1", None)
 
     def _set_momentum(self, group: dict, value: float) -> None:
-        if self.use_beta1:
-            group["betas"] = (value, *group["betas"][1:])
-        else:
-            group["momentum"] = value
+        _set_momentum(group, value, self.use_beta1)
 
     def _anneal(self, start: float, end: float, pct: float) -> float:
         if self.anneal_strategy == "cos":
@@ -470,12 +522,21 @@ class OneCycleLR(LRScheduler):
         return lrs
 
 
-def _per_group(name: str, value, groups) -> list:
+def _set_momentum(group: dict, value: float, use_beta1: bool) -> None:
+    """Write a cycled momentum: ``betas[0]`` (Adam family) or ``momentum`` (SGD, RMSprop)."""
+    if use_beta1:
+        group["betas"] = (value, *group["betas"][1:])
+    else:
+        group["momentum"] = value
+
+
+def _per_group(owner: str, name: str, value, groups) -> list:
+    """A number >= 0 for every param group (torch's ``_format_param``): one value, or a list of one per group."""
     if isinstance(value, (list, tuple)):
         if len(value) != len(groups):
-            raise ValueError(f"OneCycleLR: {name} has {len(value)} values for {len(groups)} param groups")
-        return [_number("OneCycleLR", f"{name}[{i}]", v) for i, v in enumerate(value)]
-    return [_number("OneCycleLR", name, value)] * len(groups)
+            raise ValueError(f"{owner}: {name} has {len(value)} values for {len(groups)} param groups")
+        return [_number(owner, f"{name}[{i}]", v) for i, v in enumerate(value)]
+    return [_number(owner, name, value)] * len(groups)
 
 
 def _kind(v) -> type:
@@ -486,62 +547,101 @@ def _kind(v) -> type:
     return numbers.Real if isinstance(v, numbers.Real) else list if isinstance(v, (list, tuple)) else type(v)
 
 
-class LambdaLR(LRScheduler):
-    """The base rate times ``lr_lambda(epoch)`` (one function, or one per param group).
+def _fn_state(f):
+    """What ``state_dict`` keeps of a user's function (torch's rule): a callable object's attributes,
+    None for a plain function or lambda (which cannot be saved)."""
+    return None if _stateless(f) else copy.deepcopy(vars(f))
 
-    ``state_dict`` holds the attributes of callable objects among the lambdas and None for plain
-    functions and lambdas, which cannot be saved (torch's rule): rebuild the scheduler with the same
-    functions, then load."""
+
+def _stateless(f) -> bool:
+    """A plain function or lambda, or a callable without attributes (a builtin): nothing to save."""
+    return isinstance(f, types.FunctionType) or not hasattr(f, "__dict__")
+
+
+def _check_fn_state(owner: str, name: str, f, attrs, whose: str):
+    """``attrs`` (from ``_fn_state``) for the function ``f``: None (nothing to restore), or attributes
+    that ``f``, a callable object, has, each of the kind it holds: a state sets no method and no
+    attribute of a plain function."""
+    mine = None if _stateless(f) else vars(f)
+    if attrs is not None and (mine is None or not isinstance(attrs, dict) or any(
+            k not in mine or _kind(v) is not _kind(mine[k]) for k, v in attrs.items())):
+        own = "a function, which keeps no state" if mine is None else \
+            f"a {type(f).__name__} with attributes {', '.join(map(repr, mine)) or 'none'}"
+        raise ValueError(f"{owner}: {name} must be None or attributes of {whose} ({own}), each of the kind it "
+                         f"holds; got {attrs!r}")
+    return attrs
+
+
+class _FunctionScheduler(LRScheduler):
+    """LambdaLR's and MultiplicativeLR's machinery: ``lr_lambda``, one function of the epoch or one per
+    param group, saved as torch saves it (``_fn_state``)."""
 
     _not_state = (*LRScheduler._not_state, "lr_lambdas")
 
     def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+        name = type(self).__name__
         n = len(optimizer.param_groups) if hasattr(optimizer, "param_groups") else 0
         if isinstance(lr_lambda, (list, tuple)):
             if len(lr_lambda) != n:
-                raise ValueError(f"LambdaLR: expected {n} lr_lambdas (one per param group), got {len(lr_lambda)}")
+                raise ValueError(f"{name}: expected {n} lr_lambdas (one per param group), got {len(lr_lambda)}")
             self.lr_lambdas = list(lr_lambda)
         else:
             self.lr_lambdas = [lr_lambda] * n
         for f in self.lr_lambdas:
             if not callable(f):
-                raise TypeError(f"LambdaLR: lr_lambda must be a function of the epoch, got {type(f).__name__} {f!r}")
+                raise TypeError(f"{name}: lr_lambda must be a function of the epoch, got {type(f).__name__} {f!r}")
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
+    def _factors(self) -> list:
+        """Each group's ``lr_lambda(last_epoch)``, checked: a number >= 0."""
         e = self.last_epoch
-        return [base * _number("LambdaLR", f"lr_lambdas[{i}]({e})", f(e))
-                for i, (f, base) in enumerate(zip(self.lr_lambdas, self.base_lrs, strict=True))]
+        return [_number(type(self).__name__, f"lr_lambdas[{i}]({e})", f(e)) for i, f in enumerate(self.lr_lambdas)]
 
     def state_dict(self) -> dict:
         """The scheduler's class and state; for each lambda, a callable object's attributes or None."""
-        return {**super().state_dict(), "lr_lambdas": [None if isinstance(f, types.FunctionType)
-                                                       else copy.deepcopy(vars(f)) for f in self.lr_lambdas]}
+        return {**super().state_dict(), "lr_lambdas": [_fn_state(f) for f in self.lr_lambdas]}
 
     def _state_checks(self, state: dict) -> dict:
         return {**super()._state_checks(state), "lr_lambdas": self._check_lambdas}
 
     def _check_lambdas(self, owner: str, name: str, saved) -> list:
-        """None (nothing to restore), or attributes that a callable object among the lambdas has, each
-        of the kind it holds: a state sets no method and no attribute of a plain function."""
+        """One entry per lambda, each checked by ``_check_fn_state``."""
         if not isinstance(saved, list) or len(saved) != len(self.lr_lambdas):
             raise ValueError(f"{owner}: {name} must be a list of {len(self.lr_lambdas)} entries, one per lr_lambda, "
                              f"got {saved!r}")
-        for i, (f, attrs) in enumerate(zip(self.lr_lambdas, saved)):
-            mine = None if isinstance(f, types.FunctionType) else vars(f)
-            if attrs is not None and (mine is None or not isinstance(attrs, dict) or any(
-                    k not in mine or _kind(v) is not _kind(mine[k]) for k, v in attrs.items())):
-                own = "a function, which keeps no state" if mine is None else \
-                    f"a {type(f).__name__} with attributes {', '.join(map(repr, mine)) or 'none'}"
-                raise ValueError(f"{owner}: {name}[{i}] must be None or attributes of this LambdaLR's lr_lambdas[{i}] "
-                                 f"({own}), each of the kind it holds; got {attrs!r}")
-        return saved
+        return [_check_fn_state(owner, f"{name}[{i}]", f, attrs, f"this {type(self).__name__}'s lr_lambdas[{i}]")
+                for i, (f, attrs) in enumerate(zip(self.lr_lambdas, saved))]
 
     def _apply(self, values: dict) -> None:
         for f, attrs in zip(self.lr_lambdas, values["lr_lambdas"]):
             if attrs is not None:
                 vars(f).update(attrs)
         super()._apply({k: v for k, v in values.items() if k != "lr_lambdas"})
+
+
+class LambdaLR(_FunctionScheduler):
+    """The base rate times ``lr_lambda(epoch)`` (one function, or one per param group).
+
+    ``state_dict`` holds the attributes of callable objects among the lambdas and None for plain
+    functions and lambdas, which cannot be saved (torch's rule): rebuild the scheduler with the same
+    functions, then load."""
+
+    def get_lr(self):
+        return [base * k for k, base in zip(self._factors(), self.base_lrs, strict=True)]
+
+
+class MultiplicativeLR(_FunctionScheduler):
+    """Multiply the rate by ``lr_lambda(epoch)`` every epoch after the first (one function, or one per
+    param group); the constructor's step keeps the rates.
+
+    ``state_dict`` holds the attributes of callable objects among the lambdas and None for plain
+    functions and lambdas, which cannot be saved (torch's rule): rebuild the scheduler with the same
+    functions, then load."""
+
+    def get_lr(self):
+        if self._initial:
+            return self._lrs()
+        return [lr * k for lr, k in zip(self._lrs(), self._factors(), strict=True)]
 
 
 def _milestones_for(owner: str, name: str, v, n: int) -> list[int]:
@@ -568,6 +668,9 @@ class SequentialLR(LRScheduler):
         for i, sch in enumerate(schedulers):
             if not isinstance(sch, LRScheduler):
                 raise TypeError(f"SequentialLR: schedulers[{i}] must be a scheduler, got {type(sch).__name__}")
+            if isinstance(sch, ReduceLROnPlateau):
+                raise TypeError(f"SequentialLR: schedulers[{i}] is a ReduceLROnPlateau, whose step takes a metric; "
+                                f"it cannot be part of a SequentialLR")
             if sch.optimizer is not optimizer:
                 raise ValueError(f"SequentialLR: schedulers[{i}] ({type(sch).__name__}) belongs to another optimizer")
         milestones = _milestones_for("SequentialLR", "milestones", list(milestones), len(schedulers))
@@ -677,3 +780,309 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_i = self.T_0 * self.T_mult**n
         self.last_epoch = math.floor(epoch)
         self._set_lrs(self.get_lr())
+
+
+def _choice(*options: str):
+    """A check that the value is one of the strings ``options``."""
+    def check(owner: str, name: str, v) -> str:
+        if not isinstance(v, str) or v not in options:
+            raise ValueError(f"{owner}: {name} must be one of {', '.join(map(repr, options))}, got {v!r}")
+        return v
+    return check
+
+
+_plateau_mode, _threshold_mode = _choice("min", "max"), _choice("rel", "abs")
+_plateau_factor = functools.partial(_number, what="a number in [0, 1)", ok=lambda x: 0 <= x < 1)
+_count = functools.partial(_positive_int, minimum=0)
+
+
+def _threshold(owner: str, name: str, v, mode: str, threshold_mode: str):
+    """ReduceLROnPlateau's threshold: a number >= 0; below 1 in mode 'min' with threshold_mode 'rel',
+    where ``best * (1 - threshold)`` must stay on the side of ``best`` (else no value is ever better)."""
+    if mode == "min" and threshold_mode == "rel":
+        return _number(owner, name, v, "a number in [0, 1) with mode='min', threshold_mode='rel'",
+                       lambda x: 0 <= x < 1)
+    return _number(owner, name, v)
+
+
+def _best(owner: str, name: str, v):
+    """The best metric seen: any real number or +-inf (the initial ``mode_worse``), never NaN (a NaN
+    metric is never better, so it never becomes the best)."""
+    check_number(owner, name, v)
+    if isinstance(v, (bool, np.bool_)) or v != v:
+        raise ValueError(f"{owner}: {name} must be a number or +-inf, got {v!r}")
+    return float(v)
+
+
+def _default_min_lr(owner: str, name: str, v):
+    return None if v is None else _number(owner, name, v)
+
+
+def _metric(v) -> float:
+    """ReduceLROnPlateau's monitored value as a float: a real number, a numpy scalar, or a 0-d array
+    (or any 0-d array-like with ``item()``); a str, a bool or a larger array is refused."""
+    if not isinstance(v, numbers.Real) and getattr(v, "ndim", None) == 0 and hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        shape = getattr(v, "shape", None)
+        what = f"an array of shape {tuple(shape)}" if shape is not None else f"{type(v).__name__} {v!r}"
+        raise TypeError(f"ReduceLROnPlateau.step: metrics must be a number (a float, a numpy scalar or a 0-d "
+                        f"array), got {what}")
+    return float(v)
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """Multiply the rates by ``factor`` (down to ``min_lr``, one value or one per param group) when the
+    monitored metric, given to ``step(metrics)``, has not improved for more than ``patience`` steps;
+    then wait ``cooldown`` steps before counting again. Improving means below ``best * (1 - threshold)``
+    (``threshold_mode='rel'``) or ``best - threshold`` (``'abs'``) in ``mode='min'``; above
+    ``best * (1 + threshold)`` or ``best + threshold`` in ``mode='max'``. A reduction smaller than
+    ``eps`` is skipped. As torch's: the constructor changes no rate, and a NaN metric is never an
+    improvement (it counts as a bad epoch)."""
+
+    def __init__(self, optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10, threshold: float = 1e-4,
+                 threshold_mode: str = "rel", cooldown: int = 0, min_lr=0, eps: float = 1e-8):
+        owner = "ReduceLROnPlateau"
+        if not hasattr(optimizer, "param_groups"):
+            raise TypeError(f"{owner}: expected an optimizer, got {type(optimizer).__name__} {optimizer!r}")
+        self.factor = _plateau_factor(owner, "factor", factor)
+        if isinstance(min_lr, (list, tuple)):
+            self.default_min_lr = None
+            self.min_lrs = _per_group(owner, "min_lr", min_lr, optimizer.param_groups)
+        else:
+            self.default_min_lr = _number(owner, "min_lr", min_lr)
+            self.min_lrs = [self.default_min_lr] * len(optimizer.param_groups)
+        self.patience = _count(owner, "patience", patience)
+        self.cooldown = _count(owner, "cooldown", cooldown)
+        self.eps = _number(owner, "eps", eps)
+        self.mode = _plateau_mode(owner, "mode", mode)
+        self.threshold_mode = _threshold_mode(owner, "threshold_mode", threshold_mode)
+        self.threshold = _threshold(owner, "threshold", threshold, mode, threshold_mode)
+        self.mode_worse = math.inf if mode == "min" else -math.inf
+        self.optimizer = optimizer
+        self.last_epoch = 0
+        self._last_lr = self._lrs()
+        self.best, self.cooldown_counter, self.num_bad_epochs = self.mode_worse, 0, 0
+
+    @property
+    def in_cooldown(self) -> bool:
+        """Whether the scheduler is waiting out ``cooldown`` steps after a reduction."""
+        return self.cooldown_counter > 0
+
+    def _is_better(self, a: float, best: float) -> bool:
+        if self.mode == "min" and self.threshold_mode == "rel":
+            return a < best * (1.0 - self.threshold)
+        if self.mode == "min":
+            return a < best - self.threshold
+        if self.threshold_mode == "rel":
+            return a > best * (self.threshold + 1.0)
+        return a > best + self.threshold
+
+    def step(self, metrics) -> None:
+        """Count one epoch with the monitored value ``metrics``, and reduce the rates if it has not
+        improved for more than ``patience`` epochs (outside a cooldown).
+
+        Args:
+            metrics: the monitored value: a float, a numpy scalar or a 0-d array (NaN counts as no
+                improvement, as in torch).
+        """
+        current = _metric(metrics)
+        n = len(self.optimizer.param_groups)
+        if n != len(self.min_lrs) and self.default_min_lr is None:
+            raise ValueError(f"ReduceLROnPlateau.step: the optimizer has {n} param groups and min_lr has "
+                             f"{len(self.min_lrs)} values (a param group was added); set min_lrs to one per group")
+        self.last_epoch += 1
+        if self._is_better(current, self.best):
+            self.best, self.num_bad_epochs = current, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.in_cooldown:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0  # bad epochs in a cooldown do not count
+        if self.num_bad_epochs > self.patience:
+            self._reduce_lr()
+            self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+        self._last_lr = self._lrs()
+
+    def _reduce_lr(self) -> None:
+        if len(self.min_lrs) != len(self.optimizer.param_groups):  # (a group was added; one min_lr for all)
+            self.min_lrs = [self.default_min_lr] * len(self.optimizer.param_groups)
+        for group, lo in zip(self.optimizer.param_groups, self.min_lrs, strict=True):
+            old = float(group["lr"])
+            new = max(old * self.factor, lo)
+            if old - new > self.eps:
+                group["lr"] = new
+
+    def _state_checks(self, state: dict) -> dict:
+        n = len(self.optimizer.param_groups)
+        return {"factor": _plateau_factor, "default_min_lr": _default_min_lr,
+                "min_lrs": functools.partial(_rates, n=n, what="min_lr values"),
+                "patience": _count, "cooldown": _count, "eps": _number, "last_epoch": _count,
+                "_last_lr": functools.partial(_rates, n=n, check=_real),
+                # (mode and threshold_mode are checked before the keys that depend on them: a bad one has raised)
+                "mode": _plateau_mode, "threshold_mode": _threshold_mode,
+                "threshold": lambda owner, name, v: _threshold(owner, name, v, state["mode"], state["threshold_mode"]),
+                "mode_worse": lambda owner, name, v: self._check_mode_worse(owner, name, v, state["mode"]),
+                "best": _best,
+                "cooldown_counter": lambda owner, name, v: self._check_at_most(owner, name, v, state, "cooldown"),
+                "num_bad_epochs": lambda owner, name, v: self._check_at_most(owner, name, v, state, "patience")}
+
+    @staticmethod
+    def _check_mode_worse(owner: str, name: str, v, mode: str) -> float:
+        want = math.inf if mode == "min" else -math.inf
+        if v != want or isinstance(v, bool):
+            raise ValueError(f"{owner}: {name} must be {want} for mode={mode!r}, got {v!r}")
+        return want
+
+    @staticmethod
+    def _check_at_most(owner: str, name: str, v, state: dict, bound: str) -> int:
+        """A counter between 0 and ``state[bound]`` (a step leaves it there)."""
+        v = _count(owner, name, v)
+        if v > state[bound]:
+            raise ValueError(f"{owner}: {name} must be at most {bound} ({state[bound]}), got {v}")
+        return v
+
+
+_cyclic_modes = {"triangular": "cycle", "triangular2": "cycle", "exp_range": "iterations"}  # mode -> its scale_mode
+_scale_mode = _choice("cycle", "iterations")
+_step_ratio = functools.partial(_number, what="a number in (0, 1)", ok=lambda x: 0 < x < 1)
+_scale = functools.partial(_number, what="a number in [0, 1]", ok=lambda x: 0 <= x <= 1)
+
+
+class CyclicLR(LRScheduler):
+    """Cyclical learning rates (per batch): each group's rate goes from ``base_lr`` up to ``max_lr`` over
+    ``step_size_up`` steps and back over ``step_size_down`` (default: the same), the amplitude scaled
+    by ``mode`` ('triangular': constant; 'triangular2': halved every cycle; 'exp_range':
+    ``gamma ** step``) or by your ``scale_fn(x)`` (in [0, 1]; ``x`` the cycle number, or the step with
+    ``scale_mode='iterations'``). With ``cycle_momentum`` the group's ``momentum`` (SGD, RMSprop) or
+    ``betas[0]`` (Adam family) moves inversely between ``max_momentum`` and ``base_momentum``.
+
+    ``state_dict`` holds a callable object's attributes for ``scale_fn`` and None for a plain function
+    or lambda, which cannot be saved (torch's rule): rebuild the scheduler with the same function, then
+    load."""
+
+    _not_state = (*LRScheduler._not_state, "_scale_fn_custom")
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up: int = 2000, step_size_down: int | None = None,
+                 mode: str = "triangular", gamma: float = 1.0, scale_fn=None, scale_mode: str = "cycle",
+                 cycle_momentum: bool = True, base_momentum=0.8, max_momentum=0.9, last_epoch: int = -1):
+        owner = "CyclicLR"
+        if not hasattr(optimizer, "param_groups"):
+            raise TypeError(f"{owner}: expected an optimizer, got {type(optimizer).__name__} {optimizer!r}")
+        _epoch(owner, "last_epoch", last_epoch)
+        groups = optimizer.param_groups
+        base_lrs = _per_group(owner, "base_lr", base_lr, groups)  # (all checked before a group is written)
+        max_lrs = _per_group(owner, "max_lr", max_lr, groups)
+        up = _positive_int(owner, "step_size_up", step_size_up)
+        down = up if step_size_down is None else _positive_int(owner, "step_size_down", step_size_down)
+        if scale_fn is not None and not callable(scale_fn):
+            raise TypeError(f"{owner}: scale_fn must be None or a function, got {type(scale_fn).__name__} {scale_fn!r}")
+        self._scale_fn_custom = scale_fn
+        self.mode = self._check_mode(owner, "mode", mode)
+        self.gamma = _positive(owner, "gamma", gamma)
+        self.scale_mode = _scale_mode(owner, "scale_mode", scale_mode) if scale_fn is not None else _cyclic_modes[mode]
+        self.cycle_momentum = _cycle_momentum(owner, "cycle_momentum", bool(cycle_momentum), optimizer)
+        if self.cycle_momentum:
+            his = _per_group(owner, "max_momentum", max_momentum, groups)
+            los = _per_group(owner, "base_momentum", base_momentum, groups)
+        self.max_lrs = max_lrs
+        self.total_size = float(up) + float(down)
+        self.step_ratio = float(up) / self.total_size
+        if last_epoch == -1:
+            for group, lr in zip(groups, base_lrs, strict=True):
+                group["lr"] = lr
+        if self.cycle_momentum:
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums, self.max_momentums = los, his
+            if last_epoch == -1:
+                for group, hi, lo in zip(groups, his, los, strict=True):
+                    _set_momentum(group, hi, self.use_beta1)
+                    group["max_momentum"], group["base_momentum"] = hi, lo
+        super().__init__(optimizer, last_epoch)
+        # As torch: the constructor's step ran from the groups' initial_lr (base_lr unless an earlier
+        # scheduler set initial_lr); the cycle runs from base_lr.
+        self.base_lrs = base_lrs
+
+    def _check_mode(self, owner: str, name: str, v) -> str:
+        """One of the three modes; with a ``scale_fn``, which replaces the mode, any str (as torch)."""
+        if self._scale_fn_custom is not None and isinstance(v, str):
+            return v
+        return _choice(*_cyclic_modes)(owner, name, v)
+
+    def scale_fn(self, x) -> float:
+        """The amplitude's scale at ``x`` (the cycle number, or the step with scale_mode 'iterations'):
+        your ``scale_fn``'s, else ``mode``'s.
+
+        Args:
+            x: the cycle number (from 1) or the step.
+
+        Returns:
+            A float.
+        """
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma**x
+
+    def get_lr(self):
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        at = cycle if self.scale_mode == "cycle" else self.last_epoch
+        k = self.scale_fn(at)
+        if self._scale_fn_custom is not None:
+            k = _scale("CyclicLR", f"scale_fn({at})", k)
+        lrs = [base + (hi - base) * scale_factor * k for base, hi in zip(self.base_lrs, self.max_lrs, strict=True)]
+        if self.cycle_momentum:
+            for group, lo, hi in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums,
+                                     strict=True):
+                _set_momentum(group, hi - (hi - lo) * scale_factor * k, self.use_beta1)
+        return lrs
+
+    def state_dict(self) -> dict:
+        """The scheduler's class and state; for ``scale_fn``, a callable object's attributes or None."""
+        f = self._scale_fn_custom
+        return {**super().state_dict(), "_scale_fn_custom": None if f is None else _fn_state(f)}
+
+    def _state_checks(self, state: dict) -> dict:
+        n, opt = len(self.optimizer.param_groups), self.optimizer
+        checks = {**super()._state_checks(state), "max_lrs": functools.partial(_rates, n=n),
+                  "total_size": _positive, "step_ratio": _step_ratio, "mode": self._check_mode, "gamma": _positive,
+                  # (mode is checked before scale_mode: a bad one has raised by then)
+                  "scale_mode": lambda owner, name, v: self._check_scale_mode(owner, name, v, state["mode"]),
+                  "cycle_momentum": functools.partial(_cycle_momentum, optimizer=opt),
+                  "_scale_fn_custom": self._check_scale_fn_state}
+        if state.get("cycle_momentum") is not False:  # (kept with cycle_momentum only; a bad value fails on its own)
+            checks.update(use_beta1=functools.partial(_use_beta1, optimizer=opt),
+                          base_momentums=functools.partial(_rates, n=n, what="momentums"),
+                          max_momentums=functools.partial(_rates, n=n, what="momentums"))
+        return checks
+
+    def _check_scale_mode(self, owner: str, name: str, v, mode: str) -> str:
+        v = _scale_mode(owner, name, v)
+        if self._scale_fn_custom is None and v != _cyclic_modes[mode]:
+            raise ValueError(f"{owner}: {name} must be {_cyclic_modes[mode]!r} for mode={mode!r} (without a "
+                             f"scale_fn), got {v!r}")
+        return v
+
+    def _check_scale_fn_state(self, owner: str, name: str, attrs):
+        if self._scale_fn_custom is None:
+            if attrs is not None:
+                raise ValueError(f"{owner}: {name} must be None: this CyclicLR has no scale_fn; got {attrs!r}")
+            return None
+        return _check_fn_state(owner, name, self._scale_fn_custom, attrs, "this CyclicLR's scale_fn")
+
+    def _apply(self, values: dict) -> None:
+        attrs = values["_scale_fn_custom"]
+        if attrs is not None:
+            vars(self._scale_fn_custom).update(attrs)
+        super()._apply({k: v for k, v in values.items() if k != "_scale_fn_custom"})
+        if not self.cycle_momentum:
+            for k in ("use_beta1", "base_momentums", "max_momentums"):
+                vars(self).pop(k, None)
