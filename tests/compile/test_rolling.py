@@ -419,3 +419,18 @@ def test_scratch_read_through_a_padded_view_is_fresh_in_every_call():
     assert body.scratch  # the matmul's result lives within a call
     xv = np.random.default_rng(2).standard_normal((3, 16)).astype(np.float32)
     np.testing.assert_allclose(f(x=xv), lm.compile([h], backend="reference")(x=xv), rtol=1e-5, atol=1e-6)
+
+
+def test_a_rolled_body_of_copies_returns_its_arguments():
+    """64 per-step values, then 64 copies of them: the copies roll into a loop whose body the rewrites
+    empty (its outputs are its inputs, read by no kernel). Building the body's call then failed with a
+    KeyError (found by the recurrent layers, which copy each step's output); the call now returns its
+    arguments as they are."""
+    from luminal.frontend.ops.core import prim
+
+    g = lm.Graph()
+    x = g.input("x", (64, "B", 16))
+    steps = [(x[t] * 2.0).tanh() for t in range(64)]
+    out = lm.stack([prim("Copy", h) for h in steps], 0)
+    xv = np.random.default_rng(0).standard_normal((64, 3, 16)).astype(np.float32)
+    np.testing.assert_allclose(lm.compile(out)(x=xv), np.tanh(xv * 2.0), rtol=1e-6, atol=1e-6)

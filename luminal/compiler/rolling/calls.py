@@ -40,6 +40,9 @@ class BodyKernels:
             kb.emit(d)
         parent.expr_args += kb.expr_args
         arg_index = {t.arg: i for i, t in enumerate(body.inputs)}
+        # (first: a body output that is one of its inputs, read by no kernel of the body, gets its buffer
+        # here, and is then an argument the call returns as it is: a body of copies the rewrites removed)
+        outputs = [kb.buffer(t) for t in body.outputs]
         param_of: dict = {}  # buffer of the body's own -> index of the call argument it stands for
         links: dict = {}  # buffer of the body's own -> program buffer: leaves, then the invariant kernels' outputs
         for t, b in kb.buffer_of.items():
@@ -57,7 +60,6 @@ class BodyKernels:
                 for b, _ in k.outputs:
                     links[b] = parent._new_buffer(b.shape, b.dtype)
                 parent.kernels.append(relinked(k, links))
-        outputs = [kb.buffer(t) for t in body.outputs]
         written = list(dict.fromkeys(b for k in per_call for b, _ in k.outputs))
         packed = {outputs[i]: g for g, p in enumerate(body.packs) for i in p.members}
         assert all(b in varies and b not in param_of for b in packed), "a packed output not computed per call"
