@@ -12,46 +12,15 @@ import math
 import numpy as np
 import pytest
 import torch
+from test_schedulers import OPTS, assert_close, make_optimizers, snapshot  # noqa: F401 (tests/train's helpers)
 
 import luminal as lm
 from luminal import train
 from luminal.core.safetensors_io import load_file, load_metadata, save_file
 from luminal.nn.parameter import Parameter
 from luminal.train import schedulers as S
-from luminal.train.optim.adagrad import Adagrad
-from luminal.train.optim.adam import Adam, AdamW
-from luminal.train.optim.rmsprop import RMSprop
-from luminal.train.optim.sgd import SGD
 
-OPTS = {"SGD": (SGD, torch.optim.SGD), "Adam": (Adam, torch.optim.Adam), "AdamW": (AdamW, torch.optim.AdamW),
-        "RMSprop": (RMSprop, torch.optim.RMSprop), "Adagrad": (Adagrad, torch.optim.Adagrad)}
 TORCH_ONLY = {"_step_count", "_is_initial", "_get_lr_called_within_step"}  # torch's step bookkeeping
-
-
-def make_optimizers(opt_name="SGD", lrs=(0.1, 0.03), **kw):
-    """The same optimizer, luminal's and torch's, with one dummy parameter per group (one group per lr)."""
-    ours, theirs = OPTS[opt_name]
-    o = ours([{"params": [Parameter(np.zeros(2, np.float32))], "lr": lr} for lr in lrs], **kw)
-    t = theirs([{"params": [torch.zeros(2, requires_grad=True)], "lr": lr} for lr in lrs], **kw)
-    return o, t
-
-
-def snapshot(opt) -> list:
-    """What a schedule controls, per group: lr, and momentum or beta1 when present."""
-    out = []
-    for g in opt.param_groups:
-        out.append(float(g["lr"]))
-        if "momentum" in g:
-            out.append(float(g["momentum"]))
-        if "betas" in g:
-            out.append(float(g["betas"][0]))
-    return out
-
-
-def assert_close(a, b, what):
-    assert len(a) == len(b), what
-    for x, y in zip(a, b):
-        assert abs(x - y) <= 1e-12 * abs(y), f"{what}: {a} vs {b}"
 
 
 class Decay:
