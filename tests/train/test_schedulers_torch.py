@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pytest
 import torch
+from test_optimizers import Step
 from test_schedulers import OPTS, assert_close, make_optimizers, snapshot  # noqa: F401 (tests/train's helpers)
 
-import luminal as lm
 from luminal import train
 from luminal.core.safetensors_io import load_file, load_metadata, save_file
 from luminal.nn.parameter import Parameter
@@ -544,30 +544,6 @@ def test_a_tampered_checkpoint_is_refused_and_changes_nothing(kind, key, value, 
 
 
 # ------------------------------------------------------------------------------ through a compiled update
-def compiled_update(opt):
-    """One compiled program applying ``opt.update`` to every parameter, the gradients as inputs ``g0, g1``;
-    the groups' hyperparameters (lr, momentum, betas) reach it as runtime scalars, refreshed every call."""
-    graph, outs, updates, k = lm.Graph(), [], {}, 0
-    for gi, group in enumerate(opt.param_groups):
-        s = {n: graph.state(st) for n, st in opt.scalar_states(gi, opt.steps + 1).items()}
-        for p in group["params"]:
-            states = opt.state_for(p)
-            new_p, new_states = opt.update(graph.state(p), graph.input(f"g{k}", p.shape),
-                                           {n: graph.state(st) for n, st in states.items()}, s, group)
-            updates[p] = new_p
-            updates.update({states[n]: new_states[n] for n in states})
-            outs.append(new_p)
-            k += 1
-    fn = lm.compile(outs, backend="reference", updates=updates)
-
-    def run(grads):
-        t = opt.steps + 1
-        for gi in range(len(opt.param_groups)):
-            opt.scalar_states(gi, t)
-        fn(**{f"g{i}": g for i, g in enumerate(grads)})
-        opt.steps = t
-
-    return run
 
 
 @pytest.mark.parametrize("name,opt_name,make", [
@@ -586,7 +562,7 @@ def test_training_follows_torch(name, opt_name, make):
     kw = {"lr": 0.05, "momentum": 0.9} if opt_name == "SGD" else {"lr": 0.01}
     o = OPTS[opt_name][0]([{"params": [p]} for p in ours], **kw)
     t = OPTS[opt_name][1]([{"params": [p]} for p in theirs], **kw, foreach=False)
-    run = compiled_update(o)
+    run = Step(o)  # (test_optimizers': one compiled program applying opt.update to every parameter)
     s, ts = make(S, o), make(torch.optim.lr_scheduler, t)
     for i in range(12):
         grads = [rng.standard_normal(x.shape).astype(np.float32) for x in inits]
