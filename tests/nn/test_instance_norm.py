@@ -65,7 +65,7 @@ def test_instance_norm_errors():
         F.instance_norm(x, use_input_stats=False)
     with pytest.raises(TypeError, match="use_input_stats=True updates running_mean in place, which needs a State"):
         F.instance_norm(x, g.input("m", (3,)))
-    with pytest.raises(ValueError, match=r"^instance_norm weight: expected input of shape \(3,\)"):
+    with pytest.raises(ValueError, match=r"^instance_norm: weight: expected input of shape \(3,\)"):
         F.instance_norm(x, weight=g.input("w", (4,)))
     with pytest.raises(TypeError, match="^instance_norm: expected a float input, got int32"):
         F.instance_norm(g.input("i", (2, 3, 4), dtype=lm.int32))

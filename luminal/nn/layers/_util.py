@@ -60,9 +60,11 @@ def layer_forward(forward: _F) -> _F:
     return typing.cast(_F, run)  # (a layer's forward keeps its signature for type checkers)
 
 
-def bad_input(layer, expected: str, x: GraphTensor, kind=ValueError):
-    """The error for an input of the wrong rank/shape: names the layer, the expected and the actual shape."""
-    return op_error(kind, str(layer), f"expected input of shape {expected}, got {shape_str(x.shape)}", x)
+def bad_input(layer, expected: str, x: GraphTensor, kind=ValueError, what: str | None = None):
+    """The error for an input of the wrong rank/shape: names the layer, the input (``what``: "query",
+    "weight", when it is not the only one), the expected and the actual shape."""
+    which = f"{what}: " if what else ""
+    return op_error(kind, str(layer), f"{which}expected input of shape {expected}, got {shape_str(x.shape)}", x)
 
 
 def check_float(layer, x: GraphTensor) -> None:

@@ -164,7 +164,7 @@ class MultiheadAttention(Module):
         for t, d, what in ((query, self.embed_dim, "query"), (key, self.kdim, "key"), (value, self.vdim, "value")):
             if t.ndim not in (2, 3) or t.shape[-1] != d:
                 layout = "(N, L, {d}) or (L, {d})" if self.batch_first else "(L, N, {d}) or (L, {d})"
-                raise bad_input(f"{name} {what}", layout.format(d=d), t)
+                raise bad_input(name, layout.format(d=d), t, what=what)
         if not (query.ndim == key.ndim == value.ndim):
             raise op_error(ValueError, name, "query, key and value must all be batched or all unbatched",
                            query, key, value)

@@ -63,7 +63,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     g, n, c = input.graph, input.shape[0], input.shape[1]
     for what, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != (c,):
-            raise bad_input(f"{name} {what}", f"({c},)", t)
+            raise bad_input(name, f"({c},)", t, what=what)
     per_channel = (1, c) + (1,) * (input.ndim - 2)
     axes = tuple(range(2, input.ndim))
 

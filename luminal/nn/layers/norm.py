@@ -336,7 +336,7 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
         raise bad_input(name, f"(N, C, *) with C divisible by num_groups={num_groups!r}", input)
     for what, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != (c,):
-            raise bad_input(f"{name} {what}", f"({c},)", t)
+            raise bad_input(name, f"({c},)", t, what=what)
     with renamed(name):
         return _group_norm(input, num_groups, weight, bias, eps)
 
@@ -349,7 +349,7 @@ def _trailing_axes(name, x, normalized_shape, weight, bias):
         raise bad_input(name, "(*, " + ", ".join(str(d) for d in shape) + ")", x)
     for what, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != shape:
-            raise bad_input(f"{name} {what}", str(shape), t)
+            raise bad_input(name, str(shape), t, what=what)
     return tuple(range(x.ndim - k, x.ndim))
 
 
@@ -438,7 +438,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise TypeError(f"{name}: {what} must be a GraphTensor, a State or None, got {type(s).__name__}")
     for what, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != (c,):
-            raise bad_input(f"{name} {what}", f"({c},)", t)
+            raise bad_input(name, f"({c},)", t, what=what)
     rm, rv = stats
     per_channel = (1, c) + (1,) * (input.ndim - 2)
     axes = tuple(a for a in range(input.ndim) if a != 1)
