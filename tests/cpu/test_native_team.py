@@ -166,7 +166,7 @@ def test_a_forked_child_starts_workers_of_its_own():
             os.write(write, bytes([code]))
             os._exit(code)
     os.close(write)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + WATCHDOG_S / 2  # (before the watchdog ends this process)
     while time.monotonic() < deadline:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
@@ -180,3 +180,42 @@ def test_a_forked_child_starts_workers_of_its_own():
     os.close(read)
     assert answer == b"\x00" and os.waitstatus_to_exitcode(status) == 0, \
         f"the child's run: {answer!r} (1: raised, 2: wrong values or no workers)"
+
+
+def test_a_fork_while_the_team_is_starting_workers_does_not_hang_the_child():
+    """The team's lock is held while workers start; a fork at that moment gave the child a lock held
+    by a thread it does not have, and its first threaded run waited on it forever (found in review)."""
+    f, ref = _program(), _program(backend="reference")
+    x = _x(23, seed=7)
+    want = ref(x=x)[0]
+    f(x=x)
+    t = native_team.team()
+    t.lock.acquire()  # (as ensure() holds it, on some thread, at the fork)
+    try:
+        pid = os.fork()
+        if pid == 0:
+                os._exit(0 if np.allclose(f(x=x)[0], want, rtol=1e-5, atol=1e-6) else 2)
+    finally:
+        t.lock.release()
+    deadline = time.monotonic() + WATCHDOG_S / 2  # (before the watchdog ends this process)
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.01)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung on the team's lock")
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_more_parts_than_the_team_can_have_workers_stay_pythons_splits(monkeypatch):
+    """A split of more parts than MAX_WORKERS + 1 would find too few live workers on every call and run
+    serially; it stays a Python split (found in review)."""
+    monkeypatch.setattr(native_team, "MAX_WORKERS", 1)  # THREADS = 3 parts: one too many
+    f, ref = _program(), _program(backend="reference")
+    x = _x(31, seed=8)
+    np.testing.assert_allclose(f(x=x)[0], ref(x=x)[0], rtol=1e-5, atol=1e-6)
+    b = _binding(f)
+    assert any(isinstance(fn, Split) for fn, _ in b._exec) and driver.SPLIT not in _entry_kinds(b)

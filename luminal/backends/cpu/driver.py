@@ -455,8 +455,8 @@ def _split_entry(parts: list, tables: list) -> list | None:
     """The split entry of a Split whose ``parts`` (each thread's calls, built) are each one call of the
     driver or none, or None: its part list, ``(table address, count)`` per part, joins ``tables``."""
     driven = driver()
-    if len(parts) < 2 or any(len(p) > 1 or (p and p[0][0] is not driven) for p in parts):
-        return None
+    if not 2 <= len(parts) <= nt.MAX_WORKERS + 1 or any(len(p) > 1 or (p and p[0][0] is not driven) for p in parts):
+        return None  # (more parts than the team can have workers: Python's threads)
     words = []
     for p in parts:
         words += [p[0][1][0].value, p[0][1][1].value] if p else [0, 0]

@@ -77,15 +77,17 @@ class _Team:
         self.started = 0  # workers started (live)
         self.wanted = 0  # the most any binding asked for (a forked child starts them again: restore)
         self.worker = None  # the workers' native function
-        self.lock = threading.Lock()
+        self._syscall = ctypes.cast(ctypes.CDLL(None).syscall, ctypes.c_void_p).value  # (the same in a child)
         self.reset()
 
     def reset(self) -> None:
-        """No workers, the team free (a new team's state, and a forked child's: its threads are gone)."""
+        """No workers, the team free (a new team's state, and a forked child's: its threads are gone, and
+        so is any thread that held the lock when the fork happened: a new lock)."""
         ctypes.memset(self.address, 0, HEADER + SLOT * MAX_WORKERS)
-        self._word(SYSCALL).value = ctypes.cast(ctypes.CDLL(None).syscall, ctypes.c_void_p).value
+        self._word(SYSCALL).value = self._syscall
         self._word(SPINS).value = SPIN
         self.started = 0
+        self.lock = threading.Lock()
 
     def _word(self, offset: int) -> ctypes.c_int64:
         return ctypes.c_int64.from_address(self.address + offset)
