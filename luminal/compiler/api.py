@@ -314,15 +314,19 @@ class Compiled(Generic[Result]):
         for name, s in self._states:
             arrays[name] = s if self._takes_states else s.data
         rng = self.graph.rng
-        saved = rng.bit_generator.state if seen.draws else None  # (a refused call draws nothing either)
+        saved = drawn = rng.bit_generator.state if seen.draws else None  # (a refused call draws nothing either)
         try:
             for name, shape in seen.draws:
                 arrays[name] = rng.random(shape, dtype="float32")
+            if saved is not None:
+                drawn = rng.bit_generator.state
             if self._guard is not None:
                 self._guard(arrays, env)
             results = self.runner(arrays, env)
         except BaseException:
-            if saved is not None:  # the next call's dropout masks are those it would have drawn
+            # the next call's dropout masks are those it would have drawn; unless another program of the
+            # graph (on another thread: each has its own lock) drew since, whose draws must stand
+            if saved is not None and rng.bit_generator.state == drawn:
                 rng.bit_generator.state = saved
             raise
         if check:

@@ -72,6 +72,32 @@ def test_a_refused_step_draws_no_dropout_mask(bad):
     assert run(True) == run(False)
 
 
+def test_a_failed_call_does_not_undo_another_programs_draws():
+    """Two programs of one graph share its generator, each with its own lock: a call of one that fails
+    after the other drew must not put the generator back over the other's draws (its masks would
+    repeat; found in review)."""
+    lm.manual_seed(0)
+    emb = nn.Embedding(6, 8)
+    g = lm.Graph()
+    ids = g.input("ids", (4,), dtype=lm.int32)
+    fa = lm.compile(nn.Dropout(0.5)(emb(ids)))
+    fb = lm.compile(g.rand((4, 8)))
+    good = np.array([0, 1, 2, 3], np.int32)
+    fa(ids=good)
+    seen = [fb()]
+    run = fa.runner
+
+    def other_draws_then_fails(arrays, env):  # another thread's call lands while this one runs
+        seen.append(fb())
+        return run(arrays, env)
+
+    fa.runner = other_draws_then_fails
+    with pytest.raises(IndexError):
+        fa(ids=np.array([0, 9, 2, 3], np.int32))
+    seen += [fb(), fb()]  # (put back before fb's draw, the generator would give it that draw again)
+    assert not any(np.array_equal(a, b) for i, a in enumerate(seen) for b in seen[i + 1:])
+
+
 def test_a_program_that_does_not_read_the_labels_is_not_guarded_by_them():
     g = lm.Graph()
     x, y = g.input("x", ("B", 3)), g.input("y", ("B",), dtype=lm.int32)
