@@ -149,6 +149,20 @@ def test_two_programs_on_two_threads_share_the_team():
         raise errors[0]
 
 
+def _wait_for(pid: int, what: str) -> int:
+    """The forked child's wait status; a child still running after half the watchdog's time is killed
+    and the test fails (before the watchdog would end this process, leaving the child behind)."""
+    deadline = time.monotonic() + WATCHDOG_S / 2
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.01)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail(f"the forked child hung {what}")
+
+
 def test_a_forked_child_starts_workers_of_its_own():
     f, ref = _program(), _program(backend="reference")
     x = _x(41, seed=5)
@@ -166,16 +180,7 @@ def test_a_forked_child_starts_workers_of_its_own():
             os.write(write, bytes([code]))
             os._exit(code)
     os.close(write)
-    deadline = time.monotonic() + WATCHDOG_S / 2  # (before the watchdog ends this process)
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        time.sleep(0.01)
-    else:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        pytest.fail("the forked child hung running the program")
+    status = _wait_for(pid, "running the program")
     answer = os.read(read, 1)
     os.close(read)
     assert answer == b"\x00" and os.waitstatus_to_exitcode(status) == 0, \
@@ -194,19 +199,10 @@ def test_a_fork_while_the_team_is_starting_workers_does_not_hang_the_child():
     try:
         pid = os.fork()
         if pid == 0:
-                os._exit(0 if np.allclose(f(x=x)[0], want, rtol=1e-5, atol=1e-6) else 2)
+            os._exit(0 if np.allclose(f(x=x)[0], want, rtol=1e-5, atol=1e-6) else 2)
     finally:
         t.lock.release()
-    deadline = time.monotonic() + WATCHDOG_S / 2  # (before the watchdog ends this process)
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        time.sleep(0.01)
-    else:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        pytest.fail("the forked child hung on the team's lock")
+    status = _wait_for(pid, "on the team's lock")
     assert os.waitstatus_to_exitcode(status) == 0
 
 
