@@ -11,6 +11,7 @@ its parameters and buffers as tensors, as torch's does (``x * self.weight``, ``s
 from __future__ import annotations
 
 import copy
+import threading
 import warnings
 import weakref
 from collections import OrderedDict
@@ -26,6 +27,29 @@ from luminal.frontend.graph import Graph
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 from luminal.nn.parameter import Buffer, Parameter
+
+_calls = threading.local()  # .depth: how many Module.__call__s are running on this thread
+
+
+def _note_module_path(err: BaseException, module: Module) -> None:
+    """For an op's error raised inside nested modules: add a note with the failing module's path from
+    the outermost one called (``in Net: body.2 = Linear(in_features=5, ...)``), as ``state_dict`` names
+    it, since the error's own lines name the innermost layer and the user's line calling the outermost,
+    which do not say which of a Sequential's alike children failed. The modules the error passes
+    through are kept on it, innermost first; the outermost call writes the note."""
+    if getattr(err, "luminal_op", None) is None:
+        return  # (the user's own exception: its traceback says where)
+    chain = err.__dict__.setdefault("luminal_modules", [])
+    chain.append(module)
+    if _calls.depth > 1 or len(chain) < 2:
+        return
+    names = []
+    for parent, child in zip(chain[:0:-1], chain[-2::-1]):
+        name = next((k for k, m in parent._modules.items() if m is child), None)
+        if name is None:
+            return  # a module called that is not an attribute of its caller: no path to give
+        names.append(name)
+    err.add_note(f"  in {type(chain[-1]).__name__}: {'.'.join(names)} = {chain[0]._who()}")
 
 
 class Module:
@@ -474,8 +498,15 @@ class Module:
                            f"call it on a graph's tensors (x = g.input('x', shape)), then compile its outputs with "
                            f"lm.compile and run that on arrays")
         self._record_graph(g)
-        with building.module_call(g, self._who, args, kwargs):
-            return self.forward(*args, **kwargs)
+        _calls.depth = getattr(_calls, "depth", 0) + 1
+        try:
+            with building.module_call(g, self._who, args, kwargs):
+                return self.forward(*args, **kwargs)
+        except Exception as e:
+            _note_module_path(e, self)
+            raise
+        finally:
+            _calls.depth -= 1
 
     def _who(self) -> str:
         """This module as errors name it: ``Linear(in_features=3, out_features=4, bias=True)``, ``GPT()``."""

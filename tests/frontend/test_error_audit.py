@@ -520,3 +520,45 @@ def test_compiled_call_bad_arrays(t):
         f(m=np.ones((2, 3), f32), i=np.zeros(3, bool))
     with pytest.raises(ValueError, match=r"input 'm': dim 0 should be 2"):
         f(m=np.ones((3, 3), f32), i=np.zeros(3, np.int32))
+
+
+def test_an_error_inside_nested_modules_names_the_failing_child():
+    """A Sequential of alike layers: the error's lines name the innermost Linear and the user's call of the
+    outermost module; a note gives the child's path (state_dict's names), which says which Linear it was."""
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(6, 4), nn.ReLU(), nn.Linear(5, 3))
+
+        def forward(self, x):
+            return self.body(x)
+
+    x = lm.Graph().input("x", ("B", 6))
+    with pytest.raises(ValueError, match=r"^Linear\(in_features=5, out_features=3, bias=True\)") as e:
+        Net()(x)
+    assert e.value.__notes__ == ["  in Net: body.2 = Linear(in_features=5, out_features=3, bias=True)"]
+    with pytest.raises(ValueError) as e:  # one module alone: its own lines say it all
+        nn.Linear(5, 3)(x)
+    assert not getattr(e.value, "__notes__", None)
+    with pytest.raises(ValueError) as e:  # a failed call leaves no state behind: the next one notes anew
+        Net()(x)
+    assert e.value.__notes__ == ["  in Net: body.2 = Linear(in_features=5, out_features=3, bias=True)"]
+
+
+def test_a_users_own_exception_in_forward_gets_no_module_note():
+    class Bad(nn.Module):
+        def forward(self, x):
+            raise KeyError("mine")
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Bad()
+
+        def forward(self, x):
+            return self.inner(x)
+
+    with pytest.raises(KeyError) as e:
+        Outer()(lm.Graph().input("x", (2,)))
+    assert not getattr(e.value, "__notes__", None)
