@@ -34,7 +34,8 @@ def _dims_used(nodes, outputs) -> set[str]:
 def _dim_checks(nodes, outputs, graph) -> dict:
     """{dim expression: (what has it: an op name, or a message; its shape)} for every symbolic dim of
     the program (``nodes``, ``outputs``) that some binding could make negative (``L-2``: not ``S`` or
-    ``2*B+1``), and the graph's requirements on the views it reads (``unfold`` over a symbolic dim).
+    ``2*B+1``), the graph's requirements on the views it reads (``unfold`` over a symbolic dim) and on
+    the nodes it computes (``max`` over one).
     Checked once per binding, so that such a binding is an error naming the dim, not a failure deep in a
     backend or a silently empty result. Each distinct shape tuple is looked at once (the nodes keep
     them alive, so their ids stay theirs)."""
@@ -55,6 +56,9 @@ def _dim_checks(nodes, outputs, graph) -> dict:
                 look(v.shape, n.op)
     for t in outputs:
         look(t.shape, "output")
+    for n in nodes:
+        for need, what in graph.node_requirements.get(n.id, ()):
+            out.setdefault(need, (what, None))
     reqs = graph.requirements
     if reqs:  # (node id, two dims of a view of it) -> requirement
         views = [(s, v.shape) for n in nodes for s, v in n.srcs] + [(t.node, t.shape) for t in outputs]
@@ -279,17 +283,29 @@ class Compiled(Generic[Result]):
             raise located from e
 
     def _index_error(self, inputs: dict) -> IndexError | None:
-        """After a run failed with an IndexError: the error naming the op or layer whose gather or
-        scatter_add read an index out of range, and the user's line that made it (``Graph.index_ops``),
+        """After a run failed with an IndexError: the error naming the int index past a symbolic dim's
+        size (``Graph.int_indices``: a view reading outside its buffer), or the op or layer whose gather
+        or scatter_add read an index out of range, and the user's line that made it (``Graph.index_ops``),
         found by evaluating those ops' indices (the reference interpreter, on this call's inputs and
         states); None when none is out of range here (the run's own error stands)."""
         g = self.graph
-        nodes = [n for n in self._program_nodes() if n.id in g.index_ops] if g.index_ops else []
-        if not nodes:
+        read = self._program_nodes() if g.index_ops or g.int_indices else []
+        nodes = [n for n in read if n.id in g.index_ops]
+        ints = [need for n in read for need in g.int_indices.get(n.id, ())]
+        if not nodes and not ints:
             return None
         try:
             given = {k: v for k, v in inputs.items() if k in g.inputs}
             arrays, env = bind(g, [g.inputs[k] for k in given], given)
+        except Exception:  # noqa: BLE001 - (the run's own error stands)
+            return None
+        for need, message, op in ints:
+            if free_vars_in(need) <= env.keys() and evaluate(need, env) < 0:
+                bound = ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
+                return op_error(IndexError, op, f"{message}, with {bound}")
+        if not nodes:
+            return None
+        try:
             for name, s in self._states:
                 arrays[name] = s.data
             values = get_backend("reference").interpret([n.srcs[1] for n in nodes], g.constants)(arrays, env)

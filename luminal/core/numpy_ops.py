@@ -19,7 +19,7 @@ import numpy as np
 
 from luminal.core import dtype as dt
 from luminal.core.primitives import PRIMITIVES
-from luminal.core.symbolic import evaluate
+from luminal.core.symbolic import evaluate, is_static
 from luminal.core.view import View
 
 UFUNCS = {n: p.ufunc for n, p in PRIMITIVES.items() if p.ufunc is not None}
@@ -76,7 +76,10 @@ def reduce(op: str, x: np.ndarray, axes: tuple, dtype: dt.DType, out=None):
     an error."""
     if op == "max":
         if any(x.shape[a] == 0 for a in axes):
-            raise ValueError(f"MaxReduce over an empty axis (shape {x.shape}, axes {axes})")
+            check_max_nonempty(op, [x.shape[a] for a in axes], [n for a, n in enumerate(x.shape) if a not in axes],
+                               f"shape {x.shape}, axes {axes}")
+            shape = tuple(n for a, n in enumerate(x.shape) if a not in axes)
+            return out if out is not None else np.empty(shape, x.dtype)  # (an empty result: nothing to compute)
         r = np.asarray(np.maximum.reduce(x, axes, None, out))  # (a numpy scalar for a full reduction)
         if x.dtype.kind == "f":
             _order_zeros(x, axes, r)
@@ -84,6 +87,17 @@ def reduce(op: str, x: np.ndarray, axes: tuple, dtype: dt.DType, out=None):
     if dtype.kind == "b":
         return np.logical_or.reduce(x, axes, None, out)
     return np.add.reduce(x, axes, np.int32 if dtype.kind == "i" else None, out)
+
+
+def check_max_nonempty(reduce_op: str, reduced, kept, what: str) -> None:
+    """A max over an empty axis has no value: an error (``what`` names the kernel) where its result has
+    elements. An empty result (a dim it keeps is 0 too: a cummax over an empty batch reduces windows
+    of 0 elements into 0 outputs) computes nothing, so it is none. Sizes not known yet pass."""
+    def empty(sizes):
+        return any(is_static(n) and n == 0 for n in sizes)
+
+    if reduce_op == "max" and empty(reduced) and not empty(kept):
+        raise ValueError(f"MaxReduce over an empty axis ({what})")
 
 
 def _order_zeros(x: np.ndarray, axes: tuple, r) -> None:
@@ -153,6 +167,20 @@ def check_bounds(shape: tuple, strides: tuple, offset: int, size: int) -> None:
     if lo < 0 or hi >= size:
         raise IndexError(f"view (shape {shape}, strides {strides}, offset {offset}) reads outside a buffer "
                          f"of {size} elements")
+
+
+def check_view(view: View, env: dict[str, int], size: int) -> None:
+    """Raise (``check_bounds``) unless the elements ``view`` reads under ``env`` (its valid box's, when
+    masked) lie inside a buffer of ``size`` elements: a device kernel reads where the view says,
+    unchecked."""
+    shape, strides, offset, box = bound_view(view, env)
+    if box is not None:
+        inner = inner_box(strides, offset, box)
+        if inner is None:
+            return
+        shape, offset = inner
+    if 0 not in shape:
+        check_bounds(shape, strides, offset, size)
 
 
 def bound_view(view: View, env: dict[str, int]):

@@ -225,3 +225,39 @@ def test_out_of_range_index_raises_at_run_time(backend):
     f = lm.compile([x.gather(0, i)], backend=backend)
     with pytest.raises(IndexError):
         f(x=rand((3, 4)), i=np.full((2, 4), 3, np.int32))
+
+
+@pytest.mark.parametrize("index,shape,bad", [(5, ("B", 4), 3), (-1, ("B", 4), 0), ((slice(None), 2), (2, "B", 4), 2),
+                                             ((slice(None), -3), (3, "B"), 2)])
+def test_an_int_index_past_a_symbolic_dim_names_the_index_and_line(index, shape, bad, backend):
+    """``x[5]`` of a (B, 4) input bound to B=3: torch's ``index 5 is out of bounds for dimension 0 with size
+    3``. The view reads outside x's buffer, which the backend finds (before: ``view (shape (4,), strides
+    (1,), offset 20) reads outside a buffer of 12 elements``); the call now names the index, the dim, the
+    binding and the user's line. In range, the values are x's."""
+    g = lm.Graph()
+    x = g.input("x", shape)
+    f = lm.compile(x[index] * 2, backend=backend)
+    dims = index if isinstance(index, tuple) else (index,)
+    i = next(ix for ix in dims if isinstance(ix, int))
+    at = shape.index("B")
+    with pytest.raises(IndexError, match=rf"^getitem: index {i} is out of range for dim {at} of size B .*"
+                                         rf"test_indexing\.py:\d+: f = lm\.compile.*with B={bad}"):
+        f(x=np.ones(tuple(bad if d == "B" else d for d in shape), np.float32))
+    a = np.arange(np.prod([6 if d == "B" else d for d in shape]), dtype=np.float32)
+    a = a.reshape(tuple(6 if d == "B" else d for d in shape))
+    np.testing.assert_array_equal(f(x=a), a[index] * 2)
+
+
+def test_a_write_at_an_int_index_past_a_symbolic_dim_is_refused(backend):
+    """``y[5] = 7`` of a (B, 4) tensor bound to B=3 was a write of nothing, silently (its box padded by a
+    negative amount); torch raises. Now the binding is refused before any work; in range it writes."""
+    g = lm.Graph()
+    y = g.input("x", ("B", 4)) * 1
+    y[5] = 7.0
+    f = lm.compile(y, backend=backend)
+    with pytest.raises(ValueError, match=r"setitem: index 5 is out of range for dim 0 of size B .*"
+                                         r"test_indexing\.py:\d+: y\[5\] = 7\.0"):
+        f(x=np.ones((3, 4), np.float32))
+    want = np.ones((7, 4), np.float32)
+    want[5] = 7
+    np.testing.assert_array_equal(f(x=np.ones((7, 4), np.float32)), want)

@@ -323,3 +323,39 @@ def test_prod_symbolic_dim_is_rejected():
         x.prod(0)
     with pytest.raises(ValueError, match="symbolic"):
         x.cumprod(0)
+
+
+@pytest.mark.parametrize("name,op", [("max", lambda x: x.max(0).values), ("amax", lambda x: x.amax(0)),
+                                     ("min", lambda x: x.amin(0)), ("argmax", lambda x: x.argmax(0)),
+                                     ("argmin", lambda x: x.argmin(0))])
+def test_an_extremum_over_a_symbolic_dim_bound_to_0_fails_before_any_work(name, op, backend):
+    """torch: ``max(): Expected reduction dim 0 to have non-zero size``. Before, a backend's kernel-level
+    ``MaxReduce over an empty axis (kernel reduce(B, C) -> ...)``; now the op and the user's line, checked
+    with the binding. Bound otherwise (B=2, or an empty kept dim) it runs."""
+    g = lm.Graph()
+    y = op(g.input("x", ("B", "C")))
+    f = lm.compile(y, backend=backend)
+    said = {"amax": "max"}.get(name, name)  # (amax is max's tensor op: its errors say max)
+    with pytest.raises(ValueError, match=rf"{said}: reducing dim 0 of a \(B, C\) tensor, which is empty.*"
+                                         rf"test_reduce\.py:\d+"):
+        f(x=np.ones((0, 3), np.float32))
+    t = torch.arange(6.0).reshape(2, 3)
+    want = {"max": t.max(0).values, "amax": t.amax(0), "min": t.amin(0), "argmax": t.argmax(0),
+            "argmin": t.argmin(0)}[name]
+    np.testing.assert_array_equal(f(x=t.numpy()), want.numpy())
+    assert f(x=np.ones((2, 0), np.float32)).shape == (0,)
+
+
+def test_ops_built_on_a_max_keep_their_answer_for_an_empty_dim(backend):
+    """softmax, logsumexp and cummax over an empty symbolic dim: torch's results (empty, -inf, empty), not
+    the extrema's error; cummax's windows reduce 0 elements into 0 outputs, which a backend once refused."""
+    g = lm.Graph()
+    x = g.input("x", ("B", "C"))
+    f = lm.compile([x.softmax(0), x.logsumexp(0), x.cummax(0).values, x.cummin(1).values], backend=backend)
+    for shape in [(0, 3), (3, 0)]:
+        t = torch.ones(shape)
+        got = f(x=t.numpy())
+        want = (t.softmax(0), t.logsumexp(0), t.cummax(0).values, t.cummin(1).values)
+        for a, b in zip(got, want):
+            assert a.shape == tuple(b.shape)
+            np.testing.assert_array_equal(a, b.numpy())

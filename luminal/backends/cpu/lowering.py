@@ -82,8 +82,10 @@ def lower(k, b) -> None:
     elif k.kind in ("gather", "scatter_add"):
         _indexing(k, b)
     else:
-        if k.kind == "reduce" and k.reduce_op == "max" and any(n == 0 for n in (b.shape(k.domain)[a] for a in k.axes)):
-            raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
+        if k.kind == "reduce":
+            sizes = b.shape(k.domain)
+            ops.check_max_nonempty(k.reduce_op, [sizes[a] for a in k.axes],
+                                   [n for a, n in enumerate(sizes) if a not in k.axes], f"kernel {k}")
         prefix = "ew" if k.kind == "elementwise" else k.kind
         extra = None
         if k.kind == "reduce" and lowering.options(k, CPU, Memory(b.env, None))[0] == "split":

@@ -50,9 +50,15 @@ class DeviceBinding:
     def __init__(self, program, runtime: Runtime, env: dict, consts: dict):
         self.program, self.runtime, self.env = program, runtime, env
         kg = program.kg
+        for k in kg.kernels:  # (a rolled body's views name its trip: its reads are its calls' views)
+            for buf, view in [*k.inputs, *k.epilogue_inputs]:
+                if view is not None:
+                    ops.check_view(view, env, evaluate(prod(buf.shape), env))
         for k in kg.kernels + [k for body in kg.bodies() for k in body.kernels]:
-            if k.kind == "reduce" and k.reduce_op == "max" and any(evaluate(k.domain[a], env) == 0 for a in k.axes):
-                raise ValueError(f"MaxReduce over an empty axis (kernel {k}, binding {env})")
+            if k.kind == "reduce":
+                sizes = [evaluate(d, env) for d in k.domain]
+                kept = [n for a, n in enumerate(sizes) if a not in k.axes]
+                ops.check_max_nonempty(k.reduce_op, [sizes[a] for a in k.axes], kept, f"kernel {k}, binding {env}")
         self.runs = [(step, launch) for step in program.steps for launch in step.launches]
         self.layout = lay = ArenaLayout(kg, program.plan, env, self.runs)
         dev = runtime.device

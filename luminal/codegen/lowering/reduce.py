@@ -40,6 +40,7 @@ from luminal.codegen.lowering.epilogue import epilogue_stores
 from luminal.codegen.lowering.work import HALF, Uses, Work, blocks, items, kernel, reader, sizes
 from luminal.core import dtype as dt
 from luminal.core.kernel_graph import Expr
+from luminal.core.numpy_ops import check_max_nonempty
 from luminal.core.symbolic import is_static, prod
 
 
@@ -91,8 +92,7 @@ def split_loops(k, target, memory, name: str) -> list[ir.Kernel]:
     float32 sum): the same bound, another order."""
     st = _Start(k, memory, merge=True)
     uses, op, work_dtype, out_shape, red_shape = st.uses, st.op, st.work_dtype, st.out_shape, st.red_shape
-    if k.reduce_op == "max" and any(n == 0 for n in red_shape):
-        raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
+    check_max_nonempty(k.reduce_op, red_shape, out_shape, f"kernel {k}")
     parts = loop_parts(red_shape, target)
     chunk = red_shape[0] // parts
     m = prod(out_shape)
@@ -225,8 +225,7 @@ def thread(k, target, memory, name: str) -> list[ir.Kernel]:
     not depend on the target)."""
     st = _Start(k, memory, merge=True)
     domain, axes, kept, out_shape = st.domain, tuple(st.red), st.kept, st.out_shape
-    if k.reduce_op == "max" and any(n == 0 for n in st.red_shape):
-        raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
+    check_max_nonempty(k.reduce_op, st.red_shape, st.out_shape, f"kernel {k}")
     uses, op, acc_dtype, work_dtype = st.uses, st.op, k.acc_dtype, st.work_dtype
     width = _column_block(k, target, domain, axes, kept, st.ins)
     if width > 1:  # each work item sums ``width`` consecutive columns, its rows' loads one vector each

@@ -27,7 +27,8 @@ from luminal.codegen.lowering.elementwise import has_reshape
 from luminal.codegen.lowering.reduce import block_reduce, domain_index, prologue, split_axes
 from luminal.codegen.lowering.work import Uses, Work, items, kernel, one, reader, sizes, store
 from luminal.core import dtype as dt
-from luminal.core.symbolic import is_static, prod, same
+from luminal.core.numpy_ops import check_max_nonempty
+from luminal.core.symbolic import prod, same
 from luminal.core.view import contiguous_strides
 
 
@@ -180,8 +181,7 @@ def lower(run: list, target, memory, name: str, flat_rows: bool = False) -> list
     phases = []  # per reduction: (where its loop is in body, its prologue, its accumulator, op, work dtype)
     for phase, k in enumerate(run[:-1]):
         op = k.reduce_op
-        if op == "max" and any(is_static(n) and n == 0 for n in red_shape):
-            raise ValueError(f"MaxReduce over an empty axis (kernel {k})")
+        check_max_nonempty(op, red_shape, out_shape, f"kernel {k}")
         work_dtype = accumulator(op, k.acc_dtype)
         slots = {i: registers[id(b)] for i, (b, _) in enumerate(k.inputs) if id(b) in registers}
         pro, _ = prologue(k, memory, uses, work_dtype, slots)

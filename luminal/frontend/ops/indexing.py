@@ -8,7 +8,8 @@ import math
 import numpy as np
 
 from luminal.core import dtype as dt
-from luminal.core.errors import check_number, op_error, renamed
+from luminal.core.errors import check_number, op_error, renamed, user_frame
+from luminal.core.errors import where as at_line
 from luminal.core.symbolic import Sym, ceildiv, dmax, dmin, is_static, shape_str, sym
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.core import broadcast_shapes, cast, prim, require
@@ -178,14 +179,27 @@ def getitem(x: GraphTensor, index) -> GraphTensor:
             view = view.slice(dim, start, count, step)
             out_shape.append(view.shape[dim])
         elif isinstance(ix, int) and not isinstance(ix, bool):
-            if is_static(n) and not -n <= ix < n:
-                raise op_error(IndexError, "getitem", f"index {ix} is out of range for dim {dim} of size {n}", x)
+            need = _int_index(x, ix, dim, n, "getitem")
+            if need is not None:  # (a view of x: the failure is a backend's read outside x's buffer)
+                x.graph.int_indices.setdefault(x.node.id, []).append((*need, "getitem"))
             view = view.slice(dim, n + ix if ix < 0 else ix, 1, 1)
         else:
             raise op_error(TypeError, "getitem", f"unsupported index {ix!r}", x)
         dim += 1
     t = x._with_view(view).reshape(tuple(out_shape))
     return _advanced(t, adv) if adv else t
+
+
+def _int_index(x: GraphTensor, ix: int, dim: int, n, op: str) -> tuple | None:
+    """An int index ``ix`` of dim ``dim`` (size ``n``): out of range now, an error; into a symbolic dim,
+    (the expression that must be >= 0 when the program runs, the message if it is not)."""
+    if is_static(n):
+        if not -n <= ix < n:
+            raise op_error(IndexError, op, f"index {ix} is out of range for dim {dim} of size {n}", x)
+        return None
+    need = n + ix if ix < 0 else n - ix - 1
+    return need, (f"index {ix} is out of range for dim {dim} of size {n} of a {shape_str(x.shape)} tensor "
+                  f"(made at {at_line(user_frame())})")
 
 
 def _size(g, n):
@@ -242,9 +256,10 @@ def _runtime_mask(x: GraphTensor, index):
     return k, mask
 
 
-def _basic_region(x: GraphTensor, index):
+def _basic_region(x: GraphTensor, index, needs: list):
     """For an index of ints, None, Ellipsis and step-1 slices: ((start, count) per dim of x, the
-    shape of x[index]); else None."""
+    shape of x[index]); else None. ``needs`` gets the conditions (``_int_index``) of its ints into
+    symbolic dims."""
     if not isinstance(index, tuple):
         index = (index,)
     if not all(ix is None or ix is Ellipsis or (isinstance(ix, int) and not isinstance(ix, bool))
@@ -259,8 +274,9 @@ def _basic_region(x: GraphTensor, index):
         if isinstance(ix, slice):
             start, count, _ = _norm_slice(ix, n, x, dim)
         else:
-            if is_static(n) and not -n <= ix < n:
-                raise op_error(IndexError, "setitem", f"index {ix} is out of range for dim {dim} of size {n}", x)
+            need = _int_index(x, ix, dim, n, "setitem")
+            if need is not None:
+                needs.append(need)
             start, count = (n + ix if ix < 0 else ix), 1
         region.append((start, count))
         dim += 1
@@ -297,7 +313,8 @@ def _assign(x: GraphTensor, index, value, accumulate: bool, op: str) -> GraphTen
         if accumulate:
             return add(x, where(m, v, x.graph.constant(0, x.dtype)))
         return where(m, v, x)
-    region = None if accumulate else _basic_region(x, index)
+    needs: list = []
+    region = None if accumulate else _basic_region(x, index, needs)
     if region is not None:  # a box: pad the value and a mask into place (views), one where
         target = getitem(x, index).shape
         v = v.expand(*broadcast_shapes(op, v, shapes=[v.shape, target])) if v.shape != target else v
@@ -309,7 +326,10 @@ def _assign(x: GraphTensor, index, value, accumulate: bool, op: str) -> GraphTen
         vals = v.reshape(box).pad(pads, 0)
         m = x.graph.constant(True).reshape((1,) * len(box)).expand(*box).pad(pads, False) if box else \
             x.graph.constant(True)
-        return where(m, vals, x)
+        out = where(m, vals, x)
+        for need, message in needs:  # (a write past the dim would pad by a negative amount: nothing, silently)
+            x.graph.node_requirements.setdefault(out.node.id, []).append((need, f"{op}: {message}"))
+        return out
     pos = _positions(x, index, op)
     if broadcast_shapes(op, v, pos, shapes=[v.shape, pos.shape]) != pos.shape:
         raise op_error(ValueError, op, f"value {shape_str(v.shape)} cannot broadcast to the indexed "

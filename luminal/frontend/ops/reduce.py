@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from luminal.core import dtype as dt
-from luminal.core.errors import op_error
-from luminal.core.symbolic import is_static, prod
+from luminal.core.errors import op_error, outermost_op, user_frame
+from luminal.core.errors import where as at_line
+from luminal.core.symbolic import is_static, prod, shape_str
 from luminal.frontend.checks import tensor_op
 from luminal.frontend.ops.core import cast, normalize_axes, prim, require
 from luminal.frontend.ops.elementwise import (
@@ -160,13 +161,36 @@ def _nonempty(x, axes, op):
             raise op_error(ValueError, op, f"cannot reduce over the empty dim {a}", x)
 
 
+# The ops whose result is a max or min itself: over a dim that is 0 at run time they fail as torch's do.
+# Others built on amax (softmax, logsumexp, cummax, norms) have their own answer for an empty dim.
+_EXTREMA = frozenset({"max", "min", "argmax", "argmin"})
+
+
+def _nonempty_when_run(x: GraphTensor, axes, out: GraphTensor) -> None:
+    """For a max the user called over a symbolic dim: require it non-empty when a program computing
+    ``out`` runs (``graph.node_requirements``, checked per binding before any work), as torch's
+    ``Expected reduction dim 0 to have non-zero size``; not a backend's failure deep in a kernel."""
+    op = outermost_op() or "max"
+    if op not in _EXTREMA:
+        return
+    for a in axes:
+        n = x.shape[a]
+        if not is_static(n):
+            msg = (f"{op}: reducing dim {a} of a {shape_str(x.shape)} tensor, which is empty: there is no "
+                   f"{'largest' if op.endswith('max') else 'smallest'} value (at {at_line(user_frame())})")
+            x.graph.node_requirements.setdefault(out.node.id, []).append((n - 1, msg))
+            return
+
+
 @tensor_op("max")
 def amax(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
     """Maximum values over axes (numpy / ``torch.amax`` semantics; NaN propagates)."""
     axes = normalize_axes(x, _axis_kw(axis, dim, "max", x), "max")
     _nonempty(x, axes, "max")
     if len(axes) < 2:
-        return _keep(x, _reduce(x, "MaxReduce", axes), axes, keepdim)
+        out = _reduce(x, "MaxReduce", axes)
+        _nonempty_when_run(x, axes, out)
+        return _keep(x, out, axes, keepdim)
     # Several axes: one MaxReduce over them merged into the last axis (a view when they already are
     # contiguous, else a copy), not one per axis. Its gradient then shares among every tie in the
     # reduced set alike, as torch.amax's does; a chain would split it per axis (0.25 / 0.25 / 0.5
@@ -174,6 +198,7 @@ def amax(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> Graph
     kept = [i for i in range(x.ndim) if i not in axes]
     flat = x.permute(*kept, *axes).reshape(*(x.shape[i] for i in kept), prod(x.shape[a] for a in axes))
     out = prim("MaxReduce", flat, arg=len(kept), shape=flat.shape[:-1])
+    _nonempty_when_run(x, axes, out)
     return _keep(x, out, axes, keepdim)
 
 
