@@ -86,6 +86,9 @@ def autocast(tensors: list[GraphTensor], dtype) -> list[GraphTensor]:
             out_dtype = dt.float32
         else:
             out_dtype = dtype if n.dtype is dt.float32 else n.dtype
+            # a one-element operand kept in float32 (a mean's 1/N) joins a 16-bit op as its dtype
+            srcs = [cast(t, dtype) if t.dtype is dt.float32 and s.dtype is dt.float32 else t
+                    for t, (s, _) in zip(srcs, n.srcs)]
         arg = out_dtype if n.op == "Cast" and n.arg is dt.float32 else n.arg
         if out_dtype is n.dtype and arg is n.arg and all(new[s.id] is s for s, _ in n.srcs):
             new[nid] = n  # nothing float32 upstream: the node as it was

@@ -202,3 +202,41 @@ def test_autocast_rewrites_float32_compute_and_keeps_float32_gradients():
         train.autocast([out], lm.float64)
     with pytest.raises(TypeError, match="GradScaler"):
         train.compile_step(out.sum(), train.SGD(model.parameters(), lr=0.1), scaler=2.0**16)
+
+
+class _NormNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.ln, self.out = nn.Linear(8, 16), nn.LayerNorm(16), nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.out(self.ln(self.fc(x)).relu())
+
+
+@pytest.mark.parametrize("dtype", [lm.bfloat16, lm.float16])
+def test_a_mean_trains_under_compute_dtype_on_every_backend(dtype, backend):
+    """A LayerNorm's mean scales by 1/N, a one-element node kept in float32 (its result feeds no loss
+    scaling); its 16-bit consumer got a float32 operand, which the cpu backend's IR refused (``Mul of
+    bfloat16 and float32``) while the reference computed on. Every backend now trains it alike, near
+    float32's losses."""
+    rng = np.random.default_rng(0)
+    xs, ys = rng.normal(size=(4, 8)).astype(np.float32), np.array([0, 1, 2, 1], np.int32)
+
+    def losses(compute_dtype, on):
+        lm.manual_seed(0)
+        model = _NormNet()
+        g = lm.Graph()
+        x, y = g.input("x", ("B", 8)), g.input("y", ("B",), dtype=lm.int32)
+        step = train.compile_step(train.cross_entropy(model(x), y), train.AdamW(model.parameters(), lr=1e-2),
+                                  backend=on, compute_dtype=compute_dtype)
+        return [step(x=xs, y=ys) for _ in range(3)]
+
+    got, ref = losses(dtype, backend), losses(dtype, "reference")
+    np.testing.assert_allclose(got, ref, rtol=1e-2)
+    np.testing.assert_allclose(got, losses(None, "reference"), rtol=3e-2)
+    g = lm.Graph()
+    x = g.input("x", (2, 4, 32))
+    (m,) = train.autocast([x.mean(-1)], dtype)
+    assert {s.dtype for s, _ in m.node.srcs} == {dtype}
+    xs = rng.normal(size=(2, 4, 32)).astype(np.float32)
+    np.testing.assert_allclose(lm.compile(m, backend=backend)(x=xs).astype(np.float32), xs.mean(-1), atol=2e-2)
