@@ -102,6 +102,16 @@ def test_quantile_shapes_nans_and_tensor_q():
         check(lambda t: getattr(t, name)(0.5, 1), [nans], grad="finite")
 
 
+@pytest.mark.parametrize("shape,dim", [((4, 2, 3), 0), ((4, 2, 3), -3), ((2, 5, 3, 4), 1), ((2, 5, 3, 4), 0),
+                                       ((2, 3, 4, 5), 2)])
+def test_quantile_along_a_dim_before_the_last_two(shape, dim, backend):
+    """The reduced dim was moved last by a transpose, which put the old last dim in its place, and the
+    result reshaped: scrambled values (x.quantile(0.5, 0) of a (4, 2, 3) arange gave [[9, 12, 10], ...]).
+    Only 2-d inputs and a 3-d input's middle dim came out right, the shapes tested before."""
+    x = _distinct(shape, 3)
+    check(lambda t: (t.quantile(0.3, dim), t.nanquantile(_q(t, [0.2, 0.5]), dim, keepdim=True)), [x], backend=backend)
+
+
 def test_over_a_symbolic_dim():
     check_sizes(lambda t: (*t.median(0), t.quantile(0.3, 0), t.nanmedian(), t.kthvalue(2, 0).values),
                 lambda n: [_distinct((n, 3), n)], [("B", 3)], backend="reference")

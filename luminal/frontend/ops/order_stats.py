@@ -220,7 +220,8 @@ def _quantile(op: str, x: GraphTensor, q, dim, keepdim: bool, interpolation: str
         out_shape = (1,) * x.ndim if keepdim and dim is None else ()
     else:
         d = x._axis(dim, op)
-        flat = x.transpose(d, -1) if d != x.ndim - 1 else x
+        # d last, the others in their order (a transpose would swap the last dim into d's place)
+        flat = x.permute(*(i for i in range(x.ndim) if i != d), d) if d != x.ndim - 1 else x
         out_shape = tuple(1 if i == d else n for i, n in enumerate(x.shape) if keepdim or i != d)
     a = flat.ndim - 1
     _check_input(op, flat, a)
