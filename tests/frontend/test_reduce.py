@@ -359,3 +359,16 @@ def test_ops_built_on_a_max_keep_their_answer_for_an_empty_dim(backend):
         for a, b in zip(got, want):
             assert a.shape == tuple(b.shape)
             np.testing.assert_array_equal(a, b.numpy())
+
+
+@pytest.mark.parametrize("dims", [[], ()])
+def test_an_empty_dim_list_reduces_every_dim_as_torch(dims, backend):
+    """torch's reductions take ``dim=[]`` as every dim (numpy's ``axis=()`` is none); luminal returned the
+    input unchanged. torch's any/all take it as no dim, and so do these."""
+    x = rand((2, 3), seed=4)
+    check(lambda t: (t.sum(dim=dims), t.mean(dim=dims), t.amax(dim=dims), t.amin(dim=dims), t.nansum(dim=dims)),
+          [x], backend=backend)
+    # torch's var/std(dim=[]) values are the full ones, but their gradients are +-inf (a backward that
+    # divides by the count of no dim); the defined gradient is the full reduction's
+    check(lambda t: (t.var(dim=dims), t.std(dim=dims)), [x], torch_op=lambda t: (t.var(), t.std()), backend=backend)
+    check(lambda t: (t.any(dim=dims), t.all(dim=dims)), [x > 0.5], backend=backend, grad=False)

@@ -81,16 +81,26 @@ def _count(x: GraphTensor, axes):
 
 
 @tensor_op("mean")
-@_opmath
-def mean(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
-    """torch.mean: the mean over ``axis`` (all dims by default); needs a float tensor, as torch.
+def mean(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, dtype=None) -> GraphTensor:
+    """torch.mean: the mean over ``axis`` (all dims by default); needs a float tensor (or a float
+    ``dtype``), as torch.
 
     Args:
         x: the input tensor.
         axis: the dim or dims to reduce (None: all).
         keepdim: keep the reduced dims as size 1.
         dim: torch's name for ``axis``.
+        dtype: a float dtype to cast ``x`` to first, and the result's (torch's ``dtype=``).
     """
+    if dtype is not None:
+        d = dt.as_dtype(dtype)
+        require("mean", d.is_float, f"dtype must be a float dtype, got {d.name}", x)
+        x = cast(x, d)
+    return _mean(x, axis, keepdim, dim)
+
+
+@_opmath
+def _mean(x: GraphTensor, axis, keepdim: bool, dim) -> GraphTensor:
     require("mean", x.dtype.is_float, f"needs a float tensor, got {x.dtype.name}", x)
     axes = normalize_axes(x, _axis_kw(axis, dim, "mean", x), "mean")
     n = _count(x, axes)
@@ -243,7 +253,9 @@ def any_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> Graph
         dim: torch's name for ``axis``.
     """
     b = x if x.dtype.kind == "b" else cast(x, dt.bool_)
-    axes = normalize_axes(x, _axis_kw(axis, dim, "any", x), "any")
+    axes = normalize_axes(x, _axis_kw(axis, dim, "any", x), "any", empty_is_all=False)
+    if not axes:  # (dim=[]: no dim, as torch's)
+        return b
     if any(is_static(x.shape[a]) and x.shape[a] == 0 for a in axes):
         rest = [d for i, d in enumerate(x.shape) if i not in axes]
         return _keep(x, x.graph.constant(False).expand(*rest), axes, keepdim)
@@ -265,9 +277,25 @@ def all_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> Graph
 
 
 @tensor_op("prod")
+def prod_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, dtype=None) -> GraphTensor:
+    """torch.prod: the product over ``axis`` (all dims by default), by pairwise halving (exact
+    operations, no log/exp); needs static reduced sizes. Bool inputs multiply as int32 (torch's int64).
+
+    Args:
+        x: the input tensor.
+        axis: the dim or dims to reduce (None: all).
+        keepdim: keep the reduced dims as size 1.
+        dim: torch's name for ``axis``.
+        dtype: cast ``x`` to this dtype first; the result's dtype (torch's ``dtype=``).
+    """
+    if dtype is not None:
+        d = dt.as_dtype(dtype)
+        return cast(_prod(cast(x, d), axis, keepdim, dim), d)
+    return _prod(x, axis, keepdim, dim)
+
+
 @_opmath
-def prod_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> GraphTensor:
-    """Product by pairwise halving (exact operations, no log/exp); needs static reduced sizes."""
+def _prod(x: GraphTensor, axis, keepdim: bool, dim) -> GraphTensor:
     axes = normalize_axes(x, _axis_kw(axis, dim, "prod", x), "prod")
     out = cast(x, dt.int32) if x.dtype.kind == "b" else x
     for a in sorted(axes, reverse=True):
