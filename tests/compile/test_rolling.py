@@ -434,3 +434,63 @@ def test_a_rolled_body_of_copies_returns_its_arguments():
     out = lm.stack([prim("Copy", h) for h in steps], 0)
     xv = np.random.default_rng(0).standard_normal((64, 3, 16)).astype(np.float32)
     np.testing.assert_allclose(lm.compile(out)(x=xv), np.tanh(xv * 2.0), rtol=1e-6, atol=1e-6)
+
+
+def _passing_on_stack(depth=10):
+    """Two rolled bodies. A's trips compute u and v, read by B's trips alone, so A packs them (v at an
+    offset in the pack); B's trips return ``v * 1.0``, which the rewrites reduce to v itself: a call that
+    returns its argument as it is."""
+    g = lm.Graph()
+    x = g.input("x", (4,))
+    h, saved = x, []
+    for _ in range(depth):  # body A
+        u = (h * 1.5).sin()
+        v = (u * 2.0).sin()
+        h = u + v
+        saved.append((u, v))
+    ds, cs = [], []
+    for u, v in saved:  # body B
+        c = v * 1.0
+        ds.append(((c * u).sin() * 2.0).sin())
+        cs.append(c)
+    return g, x, lm.stack(ds, 0), lm.stack(cs, 0)
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda-emulated", marks=pytest.mark.slow)])
+def test_a_value_a_call_passes_on_is_not_packed(backend):
+    """A call that returns an argument as it is (``calls.py``'s "param" return) hands its readers the
+    argument's buffer whole, not the view the call read it through. Packing A's v, which only B's calls
+    read, made that argument a part of a pack (at an offset): B's readers then read the pack from
+    element 0, A's u. Such a value is no longer packed (``link._passed``). Values and the gradient,
+    against the reference interpreter."""
+    g, x, d, c = _passing_on_stack()
+    y = (d * c).sum()
+    outs = [d, c, y, train.grad(y, x)]
+    f = lm.compile(outs, backend=backend)
+    assert [lp["trips"] for lp in f.report(show=False).loops][:2] == [9, 10]
+    kg = f.runner.program.kg
+    assert kg.bodies()[0].packs  # A still packs the values B's calls read through views of their parts
+    xv = np.random.default_rng(0).standard_normal(4).astype(np.float32)
+    for got, want in zip(f(x=xv), lm.compile(outs, backend="reference")(x=xv), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * max(1.0, float(np.abs(want).max())))
+
+
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_bicubic_grid_gradient_asked_apart(padding, align_corners):
+    """Found by a parity audit: ``F.grid_sample(mode="bicubic")``'s gradient for the grid, asked for by a
+    ``train.grad`` call of its own (as tests/parity.py's ``check`` does), rolls into two bodies, the
+    second passing on values the first packed (as in the test above): the compiled gradient was wrong
+    (for every padding mode and ``align_corners``)."""
+    from luminal.nn import functional as F
+
+    a = np.array([[[[0.5, -1.0], [2.0, 0.25]]]], np.float32)
+    grid = np.array([[[[-1.2430525, -0.7895685]]]], np.float32)
+    g = lm.Graph()
+    x, gd = g.input("x", a.shape), g.input("g", grid.shape)
+    loss = F.grid_sample(x, gd, mode="bicubic", padding_mode=padding, align_corners=align_corners).sum()
+    outs = [train.grad(loss, x), train.grad(loss, gd)]
+    f = lm.compile(outs, backend="cpu")
+    assert len(f.report(show=False).loops) >= 2
+    for got, want in zip(f(x=a, g=grid), lm.compile(outs, backend="reference")(x=a, g=grid), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

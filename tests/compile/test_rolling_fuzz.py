@@ -9,17 +9,23 @@ structure itself is random: a block of a few ops (unary math, elementwise ops an
 parameters, matmuls with them over either axis, an MLP, reductions broadcast back, permute/reshape round
 trips, mixes with the block's input) with an optional residual, parameters shared by every trip, skip
 connections reading the output of the trip two or three back, and the first or last trip wired
-differently; stacked 2-8 deep, float32, a named batch dim ``B`` bound twice (0 possible). The second
-test adds ``train.grad`` of a loss for every parameter, so the backward rolls as loops of its own. Stacks
-whose regular trips are big enough to pay must really roll (the compile report's ``loops``, see
-``should_roll``), so the test cannot pass by never rolling.
+differently; stacked 2-8 deep, float32, a named batch dim ``B`` bound twice (0 possible). A *readout*
+after the stack (``readout``) reads each trip's first and last steps' values again, as a backward reads
+a forward's saved values, and returns the last times 1 (which the rewrites reduce to the value itself:
+the readout's calls return an argument as it is) and a small function of both: it rolls as a second
+body whose calls pass on values the stack's body packs (a wrong gradient of ``grid_sample`` had that
+pattern, and this fuzz did not draw it before). The second test adds ``train.grad`` of a loss for every
+parameter, so the backward rolls as loops of its own. Stacks whose regular trips are big enough to pay
+must really roll (the compile report's ``loops``, see ``should_roll``), so the test cannot pass by never
+rolling.
 
 Reproducing: the failure note shows the ``Case`` (hypothesis's seed, depth and op count, and the wiring
 flags drawn from the seed), the block's ops, the bindings and the loops rolled; ``_run(Case(...),
 log=print)`` builds and checks it again, the input data drawn from ``np.random.default_rng([seed, k])``
 for binding ``k``. Every random choice is drawn from the seed (numpy) or by hypothesis
 (``derandomize=True``: the same examples every run). ``LUMINAL_FUZZ_EXAMPLES`` scales the example
-counts, as in test_fuzz. ``test_found_extract_crash`` pins a crash this fuzz found (now fixed).
+counts, as in test_fuzz. ``test_found_extract_crash`` pins a crash this fuzz found (now fixed), and
+``test_found_readout_passing_on_a_packed_value`` a wrong result (now fixed).
 
 Comparison: test_fuzz's model (its ``Val``, ``_compare``, unary table and gradient tolerance): every value
 carries a bound and an absolute error estimate (rounding per op, accumulation over reductions and matmuls,
@@ -71,6 +77,7 @@ class Case:
     residual: bool  # the block returns input + body
     shared: bool  # some parameters are one input read by every trip
     grad: bool
+    readout: bool = False  # after the stack, a second loop over the trips reads values each one saved
 
 
 @dataclass(frozen=True)
@@ -297,7 +304,7 @@ def assemble(stack: Stack) -> Stack:
     c, g = stack.case, stack.g
     x = Val("x", g.input("x", stack.shape), True, 2.0, 0.0)
     stack.specs["x"] = (stack.shape, lm.float32, 2.0)
-    outs = []
+    outs, saved = [], []  # per trip: its output; its first and last steps' values
     h = x
     for i in range(c.depth):
         before = len(g.nodes)
@@ -308,6 +315,9 @@ def assemble(stack: Stack) -> Stack:
         y = h
         for k, s in enumerate(stack.steps):
             y = step(trip, k, s, y)
+            if k == 0:
+                first = y
+        saved.append((first, y))
         if c.residual:
             y = add(h, y)
         outs.append(y)
@@ -316,7 +326,21 @@ def assemble(stack: Stack) -> Stack:
             stack.body_nodes = sum(n.op != "Input" for n in g.nodes[before:])
     stack.all_outputs = outs
     stack.outputs = outs if stack.outputs_all else outs[-1:]
+    if c.readout:
+        stack.outputs = stack.outputs + readout(saved)
     return stack
+
+
+def readout(saved: list[tuple[Val, Val]]) -> list[Val]:
+    """A second loop over the trips, after the stack: each reads its trip's first and last steps' values
+    u and v (the stack's body may pack both, v after u) and returns ``v * 1.0`` (a call returning its
+    argument as it is, once the rewrites drop the product) and ``sin(tanh(u) + v)`` (enough nodes for
+    the loop to pay from about 6 trips)."""
+    same, more = [], []
+    for u, v in saved:  # trip by trip, in creation order
+        same.append(Val("*1", v.t * 1.0, v.exact, v.bound, v.err))
+        more.append(unary(add(unary(u, "tanh"), same[-1]), "sin"))
+    return same + more
 
 
 # checking -----------------------------------------------------------------------------------------
@@ -390,7 +414,7 @@ def case(seed: int, depth: int, n_steps: int, grad: bool) -> Case:
     rng = np.random.default_rng([seed, int(grad), 2])
     return Case(seed, depth, n_steps, odd=[None, None, "first", "last"][rng.integers(4)],
                 skip=[0, 0, 2, 3][rng.integers(4)], residual=bool(rng.random() < 0.6),
-                shared=bool(rng.random() < 0.5), grad=grad)
+                shared=bool(rng.random() < 0.5), grad=grad, readout=bool(rng.random() < 0.25))
 
 
 # depth counts down from 8: hypothesis favours the simplest values, and deep stacks are what rolls
@@ -424,3 +448,11 @@ def test_found_extract_crash():
     only acyclic e-node ("no acyclic program computes e-class"), with or without rolling."""
     _run(Case(seed=3415895415, depth=2, n_steps=5, odd="first", skip=0, residual=False, shared=True, grad=True),
          log=print)
+
+
+def test_found_readout_passing_on_a_packed_value():
+    """Found by this fuzz's readout (test_rolling.py's ``test_a_value_a_call_passes_on_is_not_packed``
+    reduces it): the readout's calls return the stack's packed values as they are (``v * 1.0``), and
+    their readers read the whole pack, from element 0, instead of each value's part."""
+    _run(Case(seed=73790947, depth=8, n_steps=1, odd="first", skip=0, residual=True, shared=False, grad=False,
+              readout=True), log=print)

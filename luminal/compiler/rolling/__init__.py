@@ -14,8 +14,8 @@ e-graph should see each block once, so that its share of compile time stays flat
    leaves; optimised once.
 4. **Link** (``link.py``): the optimised template becomes a Body (``body.py``); the rest's terms
    and, for every trip, Call terms of that body on the trip's actual inputs make one Term DAG. The
-   outputs that only later trips read (neither the rest nor the roots) are packed: a trip then
-   costs the later stages one Out and one buffer for all of them.
+   outputs that only later trips read (neither the rest, the roots, nor a call returning its argument
+   as it is) are packed: a trip then costs the later stages one Out and one buffer for all of them.
 5. **Calls** (``calls.py``): the kernel stage builds a body's kernels once (a ``kernel_graph.Body``) and makes
    each Call one ``call`` kernel of it.
 

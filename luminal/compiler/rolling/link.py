@@ -43,7 +43,10 @@ class _Link:
         self.leaves: dict[tuple, Term] = {}
         self.whole = View.contiguous(())  # how an Out reads its Call
         out_ids = [found.trip_ids(lp.index, lp.outputs) for lp in loops]  # (trips, outputs) per loop
-        elsewhere = np.array(sorted({n.id for n in rest_inputs.values()} | {r.id for r in roots}), np.int64)
+        # read whole: by the rest, by the roots, and through a call that returns its argument as it is
+        # (``_passed``), whose Out then holds the argument's buffer whole, never a part of a pack
+        elsewhere = np.unique(np.concatenate(
+            [np.array([n.id for n in rest_inputs.values()] + [r.id for r in roots], np.int64)] + _passed(loops)))
         made = [_body(lp, (~np.isin(ids, elsewhere).any(0)).tolist()) for lp, ids in zip(loops, out_ids)]
         self.bodies = [b for b, _ in made]
         self.body_terms = [n for _, n in made]
@@ -149,6 +152,24 @@ def _rows(per_slot: list, trips: int) -> list[list[int]]:
     return np.stack(per_slot, 1).tolist() if per_slot else [[] for _ in range(trips)]
 
 
+def _passed(loops) -> list[np.ndarray]:
+    """The node ids that a call returns as they are: per body output that the optimised template
+    reduced to one of its synthetic inputs (the rewrites removed a Copy, a product by 1), the ids that
+    input reads, one per trip. Such an output's Out is the call's argument buffer itself (``calls.py``:
+    a "param" return), and whoever reads the Out reads that buffer whole: an argument read from its
+    part of a pack (through the part's view, offset and all) would come back as the whole pack, read
+    from element 0. So a value that a call passes through is never packed, whichever body computes it and
+    whichever body's trips pass it on (another body's, as a gradient's trips pass on a forward body's
+    saved value, or a later trip of its own)."""
+    out = []
+    for lp in loops:
+        for p in lp.outputs:
+            t = lp.terms[lp.template[p].id]
+            if t.op == "Input" and t.arg in lp.inputs:
+                out.append(np.asarray(lp.inputs[t.arg], np.int64))
+    return out
+
+
 def _parts(body: Body) -> list[tuple]:
     """Each packed output, pack by pack: ``(output index, pack index, view)``, the view being how a
     reader reads it from its pack (contiguous, at its offset)."""
@@ -159,7 +180,8 @@ def _parts(body: Body) -> list[tuple]:
 def _body(lp: BodyTemplate, packable: list) -> tuple[Body, int]:
     """Loop ``lp``'s optimised template as a Body (its outputs, the synthetic inputs they still read,
     and its packs) and the number of terms a call computes. ``packable[i]``: only later trips read
-    output ``i``. Such an output is packed when a call computes it into a buffer of its own: it
+    output ``i``, each through its part (neither the rest, the roots nor a call that returns it as it
+    is: ``_passed``). Such an output is packed when a call computes it into a buffer of its own: it
     varies with the inputs (else the body computes it once, before the first call) and no other
     output is the same term."""
     outputs = tuple(lp.terms[lp.template[p].id] for p in lp.outputs)
