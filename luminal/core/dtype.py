@@ -104,6 +104,11 @@ def promote(a: DType, b: DType) -> DType:
     return a if a.bits >= b.bits else b
 
 
+def kind_rank(d: DType) -> int:
+    """Where ``d``'s kind stands in promotion: bool < int < float."""
+    return _RANK[d.kind]
+
+
 def scalar_kind(v) -> str:
     if isinstance(v, (bool, np.bool_)):
         return "b"

@@ -685,3 +685,22 @@ def test_composite_expression(backend):
         return _where(y > 0, y.sqrt(), -(-y).sqrt()) ** 2, (i % 3 == 0) | (a < b)
     check(op, [rand((3, 1), F32, seed=70), rand((1, 4), F32, seed=71), rand((4,), I32, seed=72, low=-5, high=5)],
           backend=backend)
+
+
+_TIER_DTYPES = ["bool", "int32", "float16", "bfloat16", "float32", "float64"]
+
+
+@pytest.mark.parametrize("zero", _TIER_DTYPES)
+@pytest.mark.parametrize("dims", _TIER_DTYPES)
+def test_a_0d_tensor_promotes_as_torch_within_its_kind(dims, zero):
+    """torch's tiers: a 0-d tensor raises a tensor with dims only when its kind is above theirs
+    (``f16[3] + f32[]`` is float16, ``i32[3] + f64[]`` float64); luminal promoted it as any tensor.
+    Checked against torch's result_type for +, where and a low-precision op (which computes in float32)."""
+    g = lm.Graph()
+    a, b = g.input("a", (3,), dtype=getattr(lm, dims)), g.input("b", (), dtype=getattr(lm, zero))
+    ta, tb = torch.ones(3, dtype=getattr(torch, dims)), torch.ones((), dtype=getattr(torch, zero))
+    want = torch.result_type(ta, tb)
+    assert (a + b).dtype.name == str(want).removeprefix("torch."), (dims, zero)
+    assert lm.where(a > 0, a, b).dtype.name == str(want).removeprefix("torch.")
+    if want.is_floating_point:
+        assert lm.atan2(a, b).dtype.name == str(torch.atan2(ta, tb).dtype).removeprefix("torch.")

@@ -196,9 +196,7 @@ def coerce(op: str, *xs, dtype: dt.DType | None = None, min_kind: str | None = N
                     f"cannot combine a tensor with {type(x).__name__} {x!r}"
                 raise op_error(TypeError, op, msg, *tensors) from None
     if dtype is None:
-        dtype = tensors[0].dtype
-        for t in tensors[1:]:
-            dtype = dt.promote(dtype, t.dtype)
+        dtype = result_dtype(tensors)
         for x in xs:
             if not isinstance(x, GraphTensor):
                 dtype = dt.promote_scalar(dtype, x)
@@ -213,6 +211,23 @@ def coerce(op: str, *xs, dtype: dt.DType | None = None, min_kind: str | None = N
             t = t.expand(*shape)
         out.append(t)
     return out
+
+
+def result_dtype(tensors) -> dt.DType:
+    """The dtype tensors promote to, by torch's tiers: tensors with dims promote among themselves, and
+    0-d tensors count only where their kind (bool < int < float) is above theirs, as a scalar would
+    (``f16[3] + f32[]`` is float16, ``i32[3] + f64[]`` float64); 0-d tensors alone promote as tensors."""
+    def promoted(ts):
+        d = ts[0].dtype
+        for t in ts[1:]:
+            d = dt.promote(d, t.dtype)
+        return d
+
+    dims, zero = [t for t in tensors if t.ndim], [t for t in tensors if not t.ndim]
+    if not dims or not zero:
+        return promoted(dims or zero)
+    d, z = promoted(dims), promoted(zero)
+    return z if dt.kind_rank(z) > dt.kind_rank(d) else d
 
 
 def from_numpy(op: str, a: np.ndarray, like: GraphTensor):

@@ -18,7 +18,7 @@ from luminal.core import dtype as dt
 from luminal.core.errors import op_error
 from luminal.core.symbolic import Sym
 from luminal.frontend.checks import check_tensors, tensor_op
-from luminal.frontend.ops.core import broadcast_shapes, cast, coerce, full_like, prim, require
+from luminal.frontend.ops.core import broadcast_shapes, cast, coerce, full_like, prim, require, result_dtype
 from luminal.frontend.tensor import GraphTensor
 
 LOG2E, LN2 = 1.4426950408889634, 0.6931471805599453
@@ -72,9 +72,7 @@ def _opmath(f=None, *, scalars_only: bool = False):
         ts = [a for a in vals if isinstance(a, GraphTensor)]
         if not any(t.dtype in _LOWP for t in ts):
             return f(*args, **kw)
-        target = ts[0].dtype
-        for t in ts[1:]:
-            target = dt.promote(target, t.dtype)
+        target = result_dtype(ts)
         nums = [a for a in vals if isinstance(a, (bool, int, float)) and not isinstance(a, GraphTensor)]
         for a in nums:
             target = dt.promote_scalar(target, a)
