@@ -156,6 +156,11 @@ class TrainStep(Generic[StepResult]):
                  accumulate: int = 1, norm_type: float = 2.0, check_finite: bool = False,
                  compute_dtype=None, scaler: GradScaler | None = None, shapes: dict | None = None,
                  data_parallel: bool = False):
+        # (what a rebuild after the optimizer's structure changed compiles again: ``_rebuild``)
+        self._args = dict(loss=loss, optimizer=optimizer, backend=backend, outputs=outputs,
+                          clip_grad_norm=clip_grad_norm, clip_grad_value=clip_grad_value, accumulate=accumulate,
+                          norm_type=norm_type, check_finite=check_finite, compute_dtype=compute_dtype, scaler=scaler,
+                          shapes=shapes, data_parallel=data_parallel)
         if not isinstance(loss, GraphTensor):
             raise TypeError(f"compile_step: loss must be a GraphTensor, got {type(loss).__name__}")
         if not isinstance(optimizer, Optimizer):
@@ -281,8 +286,36 @@ class TrainStep(Generic[StepResult]):
         else:
             self._update = compile_graph([loss, *self._outputs, *extra], backend=backend,
                                          updates={**graph_updates, **updates})
+        self._structure = self._structure_now()
         if shapes:
             self.prepare(**shapes)
+
+    def _structure_now(self) -> tuple:
+        """What the compiled update is built from, beyond the numbers it reads at run time (lr, betas,
+        ...: the groups' scalars): per param group, the parameters that train (``requires_grad``), the
+        options on (nesterov, amsgrad, ...) and the update's terms (weight decay on or off, momentum or
+        none: the scalars' names). A few microseconds a call."""
+        opt = self.optimizer
+        return tuple((tuple(id(p) for p in g["params"] if getattr(p, "requires_grad", True)),
+                      tuple(sorted(k for k, v in g.items() if isinstance(v, bool) and v)),
+                      tuple(sorted(opt.scalars(g, 1)))) for g in opt.param_groups)
+
+    def _rebuild(self) -> None:
+        """The optimizer's structure changed since the step was compiled (a layer frozen or unfrozen, a
+        param group added, weight decay or momentum switched on or off): build and compile the step
+        again, as torch's next ``optimizer.step()`` would follow the change (a compiled update would
+        go on computing the old one, silently). New optimizer state starts at zero, as torch's."""
+        if self._dp is not None:
+            raise ValueError("train step: the optimizer's parameters or options changed since compile_step (a layer "
+                             "frozen or unfrozen, a param group added, weight decay or momentum switched on or off); "
+                             "a data-parallel step cannot follow that on every rank at once: call compile_step again")
+        if self.micro_step:
+            raise ValueError(f"train step: the optimizer's parameters or options changed in the middle of a gradient "
+                             f"accumulation (micro-step {self.micro_step} of {self.accumulate}); change them between "
+                             f"optimizer updates")
+        calls = self.calls
+        self.__init__(**self._args)
+        self.calls = calls
 
     def prepare(self, **shapes) -> None:
         """Generate the step's code now for a batch of these shapes (``Compiled.prepare``): the first
@@ -310,6 +343,8 @@ class TrainStep(Generic[StepResult]):
             return self._step(batch)
 
     def _step(self, batch):
+        if self._structure_now() != self._structure:
+            self._rebuild()
         self.calls += 1
         if self._dp is not None:
             loss, extra = self._dp(self, batch)

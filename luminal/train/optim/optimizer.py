@@ -104,12 +104,12 @@ class Optimizer:
 
     # state ------------------------------------------------------------------------------------
     def state_for(self, p: State) -> dict[str, State]:
-        """The persistent state of ``p`` (created zero-filled on first use)."""
-        st = self.state.get(id(p))
-        if st is None:
-            base = p.name or "param"
-            st = {n: State(np.zeros(p.shape, p.data.dtype), p.dtype, f"{base}.{n}") for n in self.state_names}
-            self.state[id(p)] = st
+        """The persistent state of ``p``, each array created zero-filled on first use (also one an option
+        switched on later needs: momentum's buffer, as torch's lazy state)."""
+        st = self.state.setdefault(id(p), {})
+        for n in self.state_names:
+            if n not in st:
+                st[n] = State(np.zeros(p.shape, p.data.dtype), p.dtype, f"{p.name or 'param'}.{n}")
         return st
 
     def scalar_states(self, group_index: int, t: int) -> dict[str, State]:

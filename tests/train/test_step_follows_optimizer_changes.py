@@ -1,0 +1,118 @@
+"""A compiled train step follows changes to its optimizer's structure made after ``compile_step``, as torch's
+next ``optimizer.step()`` does: an option or term switched on or off in ``param_groups`` (weight decay,
+momentum, nesterov), a layer frozen or unfrozen (``requires_grad_``), a param group added. Before, the
+compiled update went on computing the old one, silently; now the step is built and compiled again."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import luminal as lm
+from luminal import nn, train
+
+RNG = np.random.default_rng(0)
+W0, V0 = RNG.normal(size=(3, 4)).astype(np.float32), RNG.normal(size=(2, 3)).astype(np.float32)
+X, Y = RNG.normal(size=(8, 4)).astype(np.float32), RNG.normal(size=(8, 2)).astype(np.float32)
+
+
+def _torch_loss(tw, tv):
+    return ((torch.from_numpy(X) @ tw.T @ tv.T - torch.from_numpy(Y)) ** 2).mean()
+
+
+def _pair(name: str, kw: dict):
+    tw, tv = torch.nn.Parameter(torch.from_numpy(W0.copy())), torch.nn.Parameter(torch.from_numpy(V0.copy()))
+    lw, lv = nn.Parameter(W0.copy()), nn.Parameter(V0.copy())
+    g = lm.Graph()
+    x, y = g.input("x", (8, 4)), g.input("y", (8, 2))
+    loss = (((x @ lw.on(g).T) @ lv.on(g).T) - y).pow(2).mean()
+    return (tw, tv), (lw, lv), loss, getattr(torch.optim, name), getattr(train, name)
+
+
+@pytest.mark.parametrize("name,kw,change", [
+    ("Adam", dict(lr=0.1, weight_decay=0.1), {"weight_decay": 0.0}),
+    ("Adam", dict(lr=0.1), {"weight_decay": 0.1}),
+    ("AdamW", dict(lr=0.1, weight_decay=0.0), {"weight_decay": 0.1}),
+    ("SGD", dict(lr=0.1, momentum=0.9), {"weight_decay": 0.1}),
+    ("SGD", dict(lr=0.1, momentum=0.9), {"nesterov": True}),
+    ("SGD", dict(lr=0.1, momentum=0.9), {"momentum": 0.0}),
+    ("SGD", dict(lr=0.1), {"momentum": 0.9}),
+    ("AdamW", dict(lr=0.1, weight_decay=0.1), {"weight_decay": 0.5, "lr": 0.05}),  # numbers only: no rebuild
+], ids=lambda v: str(v))
+def test_an_option_switched_in_param_groups_after_compile(name, kw, change):
+    (tw, tv), (lw, lv), loss, topt_cls, lopt_cls = _pair(name, kw)
+    topt, lopt = topt_cls([tw, tv], **kw), lopt_cls([lw, lv], **kw)
+    step = train.compile_step(loss, lopt, backend="cpu")
+    first = step._update
+    for i in range(4):
+        if i == 2:
+            for opt in (topt, lopt):
+                opt.param_groups[0].update(change)
+        topt.zero_grad()
+        _torch_loss(tw, tv).backward()
+        topt.step()
+        step(x=X, y=Y)
+    for t, p in ((tw, lw), (tv, lv)):
+        np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert (step._update is first) == (change == {"weight_decay": 0.5, "lr": 0.05})  # (new numbers: no rebuild)
+    assert step.calls == 4
+
+
+def test_freezing_unfreezing_and_a_new_group_after_compile():
+    """Staged fine-tuning: a frozen layer unfrozen after two steps trains from then on; one frozen stops; a
+    param group added later is updated (with its own lr) from the next step, as in torch."""
+    (tw, tv), (lw, lv), loss, *_ = _pair("SGD", {})
+    tw.requires_grad_(False)
+    lw.requires_grad_(False)
+    topt, lopt = torch.optim.SGD([tv], lr=0.1), train.SGD([lv], lr=0.1)
+    step = train.compile_step(loss, lopt, backend="cpu")
+
+    def both():
+        topt.zero_grad()
+        _torch_loss(tw, tv).backward()
+        topt.step()
+        step(x=X, y=Y)
+
+    both()
+    for opt in (topt, lopt):  # a new group for the frozen layer, with its own lr
+        opt.add_param_group({"params": [tw if opt is topt else lw], "lr": 0.05})
+    both()
+    np.testing.assert_array_equal(lw.data, W0)  # still frozen: added, but requires_grad is False
+    tw.requires_grad_(True)
+    lw.requires_grad_(True)
+    both()
+    both()
+    assert not np.allclose(lw.data, W0)
+    tv.requires_grad_(False)
+    lv.requires_grad_(False)
+    frozen = lv.data.copy()
+    both()
+    np.testing.assert_array_equal(lv.data, frozen)
+    for t, p in ((tw, lw), (tv, lv)):
+        np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_change_in_the_middle_of_an_accumulation_is_refused():
+    (_, _), (lw, lv), loss, *_ = _pair("SGD", {})
+    opt = train.SGD([lw, lv], lr=0.1)
+    step = train.compile_step(loss, opt, backend="cpu", accumulate=2)
+    step(x=X, y=Y)
+    opt.param_groups[0]["momentum"] = 0.9
+    with pytest.raises(ValueError, match=r"changed in the middle of a gradient accumulation \(micro-step 1 of 2\)"):
+        step(x=X, y=Y)
+    opt.param_groups[0]["momentum"] = 0.0
+    step(x=X, y=Y)  # put back: the step goes on
+    opt.param_groups[0]["momentum"] = 0.9
+    step(x=X, y=Y)  # between updates: rebuilt
+    assert step.micro_step == 1
+
+
+def test_freezing_every_parameter_is_an_error_at_the_next_step():
+    (_, _), (lw, lv), loss, *_ = _pair("SGD", {})
+    step = train.compile_step(loss, train.SGD([lw, lv], lr=0.1), backend="cpu")
+    step(x=X, y=Y)
+    lw.requires_grad_(False)
+    lv.requires_grad_(False)
+    with pytest.raises(ValueError, match="reads none of the optimizer's parameters|depends on none"):
+        step(x=X, y=Y)
