@@ -326,6 +326,30 @@ class GraphTensor:
         """
         return self.expand(*_shape_args((shape,)))
 
+    def t(self) -> GraphTensor:
+        """torch ``Tensor.t()``: a 2-d tensor transposed (a view); a 0-d or 1-d tensor is returned as is,
+        and a tensor of more dims is an error (``mT`` swaps the last two, ``T`` reverses all)."""
+        if self.ndim > 2:
+            raise op_error(ValueError, "t", f"expects a tensor with <= 2 dims, got {self.ndim} (use mT or "
+                           "transpose(-2, -1) for a batch of matrices)", self)
+        return self.transpose(0, 1) if self.ndim == 2 else self
+
+    def view_as(self, other) -> GraphTensor:
+        """torch ``Tensor.view_as``: ``view(other.shape)``, the same elements in ``other``'s shape.
+
+        Args:
+            other: the tensor whose shape is taken (its values are not read).
+        """
+        return self.reshape(_shape_of(other, "view_as", self))
+
+    def reshape_as(self, other) -> GraphTensor:
+        """torch ``Tensor.reshape_as``: ``reshape(other.shape)``, the same elements in ``other``'s shape.
+
+        Args:
+            other: the tensor whose shape is taken (its values are not read).
+        """
+        return self.reshape(_shape_of(other, "reshape_as", self))
+
     def expand_as(self, other: GraphTensor) -> GraphTensor:
         """torch ``Tensor.expand_as``: ``expand`` to ``other``'s shape.
 
@@ -642,6 +666,10 @@ class GraphTensor:
         quantile: Callable[..., GraphTensor]; nanquantile: Callable[..., GraphTensor]
         det: Callable[..., GraphTensor]; slogdet: Callable[..., tuple[GraphTensor, GraphTensor]]
         inverse: Callable[..., GraphTensor]; cholesky: Callable[..., GraphTensor]
+        logit: Callable[..., GraphTensor]; xlogy: Callable[..., GraphTensor]; erfc: Callable[..., GraphTensor]
+        clamp_min: Callable[..., GraphTensor]; clamp_max: Callable[..., GraphTensor]
+        aminmax: Callable[..., MinMax]; tensor_split: Callable[..., tuple[GraphTensor, ...]]
+        diag_embed: Callable[..., GraphTensor]
 
 class ValuesIndices(NamedTuple):
     """A ``(values, indices)`` pair of tensors, as torch's ``torch.return_types``: the base of the
@@ -649,6 +677,22 @@ class ValuesIndices(NamedTuple):
 
     values: GraphTensor
     indices: GraphTensor
+
+
+class MinMax(NamedTuple):
+    """A ``(min, max)`` pair of tensors, as torch's ``torch.return_types.aminmax``: the base of
+    ``aminmax``'s result."""
+
+    min: GraphTensor
+    max: GraphTensor
+
+
+def _shape_of(other, op: str, x: GraphTensor) -> tuple:
+    """The shape of ``other``, the tensor whose shape an op takes (a Parameter or Buffer arrives as a
+    tensor: the method joins, ``ops/__init__.py``)."""
+    if not isinstance(other, GraphTensor):
+        raise op_error(TypeError, op, f"other must be a GraphTensor, got {type(other).__name__}", x)
+    return tuple(other.shape)
 
 
 def _shape_args(args) -> tuple:

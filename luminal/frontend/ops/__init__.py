@@ -25,9 +25,22 @@ from luminal.frontend.ops.activations import (
     tanh,
     threshold,
 )
-from luminal.frontend.ops.combine import cat, chunk, hstack, row_stack, split, stack, vstack
+from luminal.frontend.ops.combine import cat, chunk, hstack, row_stack, split, stack, tensor_split, vstack
 from luminal.frontend.ops.core import broadcast_shapes, cast
-from luminal.frontend.ops.creation import arange, eye, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
+from luminal.frontend.ops.creation import (
+    arange,
+    eye,
+    full,
+    full_like,
+    linspace,
+    logspace,
+    ones,
+    ones_like,
+    tril,
+    triu,
+    zeros,
+    zeros_like,
+)
 from luminal.frontend.ops.distance import cdist
 from luminal.frontend.ops.einsum import einsum, tensordot
 from luminal.frontend.ops.elementwise import (
@@ -121,6 +134,7 @@ from luminal.frontend.ops.linalg_solve import cholesky, det, slogdet
 from luminal.frontend.ops.linalg_solve import inv as inverse
 from luminal.frontend.ops.movement import (
     diag,
+    diag_embed,
     diagonal,
     diff,
     flatten,
@@ -140,6 +154,8 @@ from luminal.frontend.ops.norms import norm, vector_norm
 from luminal.frontend.ops.order_stats import kthvalue, median, nanmedian, nanquantile, quantile
 from luminal.frontend.ops.pointwise import (
     allclose,
+    clamp_max,
+    clamp_min,
     copysign,
     deg2rad,
     fmax,
@@ -183,8 +199,9 @@ from luminal.frontend.ops.reduce import min_ as min
 from luminal.frontend.ops.reduce import (
     prod_ as prod,
 )
-from luminal.frontend.ops.reduce_extra import count_nonzero, nanmean, nansum
+from luminal.frontend.ops.reduce_extra import aminmax, count_nonzero, nanmean, nansum
 from luminal.frontend.ops.search import bucketize, isin, searchsorted
+from luminal.frontend.ops.special import erfc, logit, xlogy
 from luminal.frontend.tensor import GraphTensor
 
 _E = elementwise
@@ -329,13 +346,19 @@ def _install():
         "nanquantile": nanquantile,
         # square matrices (linalg_solve.py)
         "det": det, "slogdet": slogdet, "inverse": inverse, "cholesky": cholesky,
+        # special functions, bounds, min-max, splits and diagonals (special.py, pointwise.py, reduce_extra.py,
+        # combine.py, movement.py)
+        "logit": logit, "xlogy": xlogy, "erfc": erfc, "clamp_min": clamp_min, "clamp_max": clamp_max,
+        "aminmax": aminmax, "tensor_split": tensor_split, "diag_embed": diag_embed,
     }
     for name, fn in methods.items():  # (a Parameter or Buffer argument joins the tensor's graph: join.py)
         setattr(GraphTensor, name, joins(fn, op_name(name)))
-    GraphTensor.expand_as = joins(GraphTensor.expand_as)  # type: ignore[method-assign]  # (the class's one tensor-taking method)
+    for name in ("expand_as", "view_as", "reshape_as"):  # (the class's tensor-taking methods: a Parameter joins)
+        setattr(GraphTensor, name, joins(getattr(GraphTensor, name)))
     GraphTensor.__hash__ = object.__hash__
     graph_methods = {
-        "arange": arange, "full": full, "eye": eye, "zeros": zeros, "ones": ones,
+        "arange": arange, "full": full, "eye": eye, "zeros": zeros, "ones": ones, "linspace": linspace,
+        "logspace": logspace,
     }
     for name, fn in graph_methods.items():
         setattr(Graph, name, fn)
@@ -348,24 +371,25 @@ host.install()  # np.asarray of a tensor made outside any graph (host.py)
 # The public ops (re-exported as ``lm.<name>``): every function defined in this package's modules,
 # written out so that type checkers and editors see them (tests/test_api_types.py checks the list).
 __all__ = [
-    "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "addmm", "all", "allclose", "amax", "amin", "any", "arange",
-    "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm", "bitwise_and",
+    "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "addmm", "all", "allclose", "amax", "amin", "aminmax", "any",
+    "arange", "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm", "bitwise_and",
     "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bmm", "broadcast_shapes",
-    "bucketize", "cast", "cat", "cdist", "ceil", "cholesky", "chunk", "clamp", "clone", "copysign", "cos", "cosh",
-    "count_nonzero", "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "det", "diag", "diagonal", "diff",
-    "div", "dot", "einsum", "elu", "eq", "erf", "exp", "exp2", "expm1", "eye", "flatten", "flip", "floor",
-    "floor_divide", "fmax", "fmin", "fmod", "full", "full_like", "gather", "ge", "gelu", "gt", "hardshrink", "hstack",
-    "hypot", "index_add", "index_copy", "index_put", "index_select", "inverse", "isclose", "isfinite", "isin", "isinf",
-    "isnan", "kron", "kthvalue", "le", "leaky_relu", "lerp", "log", "log10", "log1p", "log2", "log_softmax",
-    "logaddexp", "logcumsumexp", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt",
-    "masked_fill", "matmul", "max", "maximum", "mean", "median", "meshgrid", "min", "minimum", "mish", "moveaxis",
-    "movedim", "mul", "nan_to_num", "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "norm",
-    "one_hot", "ones", "ones_like", "outer", "pow", "prod", "quantile", "rad2deg", "reciprocal", "relu", "remainder",
-    "repeat_interleave", "roll", "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add", "scatter_reduce",
-    "searchsorted", "select", "sigmoid", "sign", "silu", "sin", "sinh", "slogdet", "softmax", "softmin", "softplus",
-    "sort", "split", "sqrt", "square", "stack", "std", "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh",
-    "tensordot", "threshold", "topk", "trace", "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm",
-    "vstack", "where", "zeros", "zeros_like",
+    "bucketize", "cast", "cat", "cdist", "ceil", "cholesky", "chunk", "clamp", "clamp_max", "clamp_min", "clone",
+    "copysign", "cos", "cosh", "count_nonzero", "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "det",
+    "diag", "diag_embed", "diagonal", "diff", "div", "dot", "einsum", "elu", "eq", "erf", "erfc", "exp", "exp2",
+    "expm1", "eye", "flatten", "flip", "floor", "floor_divide", "fmax", "fmin", "fmod", "full", "full_like", "gather",
+    "ge", "gelu", "gt", "hardshrink", "hstack", "hypot", "index_add", "index_copy", "index_put", "index_select",
+    "inverse", "isclose", "isfinite", "isin", "isinf", "isnan", "kron", "kthvalue", "le", "leaky_relu", "lerp",
+    "linspace", "log", "log10", "log1p", "log2", "log_softmax", "logaddexp", "logcumsumexp", "logical_and",
+    "logical_not", "logical_or", "logical_xor", "logit", "logspace", "logsumexp", "lt", "masked_fill", "matmul", "max",
+    "maximum", "mean", "median", "meshgrid", "min", "minimum", "mish", "moveaxis", "movedim", "mul", "nan_to_num",
+    "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "norm", "one_hot", "ones", "ones_like",
+    "outer", "pow", "prod", "quantile", "rad2deg", "reciprocal", "relu", "remainder", "repeat_interleave", "roll",
+    "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add", "scatter_reduce", "searchsorted", "select",
+    "sigmoid", "sign", "silu", "sin", "sinh", "slogdet", "softmax", "softmin", "softplus", "sort", "split", "sqrt",
+    "square", "stack", "std", "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh", "tensor_split", "tensordot",
+    "threshold", "topk", "trace", "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack",
+    "where", "xlogy", "zeros", "zeros_like",
 ]
 
 joins_all(globals(), __all__)  # lm.<op>: Parameters, Buffers and host tensors join the op's graph (join.py)

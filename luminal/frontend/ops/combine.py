@@ -1,4 +1,4 @@
-"""Joining and splitting: cat, stack, split, chunk.
+"""Joining and splitting: cat, stack, split, chunk, tensor_split.
 
 ``cat`` pads each piece with zeros out to the full length along the dim and adds the pieces: the
 padded regions are views (no data), and ``x + -0.0`` is exact (a float piece is padded with -0.0,
@@ -9,7 +9,7 @@ rather than a new primitive. Sizes add symbolically (``S`` and ``1`` give ``S+1`
 from __future__ import annotations
 
 from luminal.core import dtype as dt
-from luminal.core.errors import op_error
+from luminal.core.errors import check_int, op_error
 from luminal.core.symbolic import is_static
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.core import cast
@@ -132,6 +132,41 @@ def chunk(x: GraphTensor, chunks: int, dim: int = 0) -> tuple[GraphTensor, ...]:
     if not is_static(n) or chunks <= 0:
         raise op_error(ValueError, "chunk", f"need a positive chunk count and a static dim (dim {d} is {n})", x)
     return split(x, max(1, -(-n // chunks)), d)
+
+
+@tensor_op("tensor_split")
+def tensor_split(input: GraphTensor, indices_or_sections, dim: int = 0) -> tuple[GraphTensor, ...]:  # noqa: A002
+    """torch.tensor_split: views of ``input`` cut along ``dim``. An int ``n`` gives ``n`` pieces, the
+    first ``size % n`` of them one longer (``split``'s differ: ``n`` there is a piece's size); a
+    list of indices cuts before each, as the slices ``input[:i0], input[i0:i1], ..., input[ik:]`` (an
+    index may be negative or past the end; a piece whose end comes before its start is empty). The dim
+    must be static; the indices are Python ints (torch also takes a tensor of them).
+
+    Args:
+        input: the tensor (at least 1-d).
+        indices_or_sections: the number of pieces (an int > 0), or a sequence of indices.
+        dim: the dim to cut (default 0).
+
+    Returns:
+        A tuple of tensors.
+    """
+    x = input
+    d = x._axis(dim, "tensor_split", scalar=False)
+    n = x.shape[d]
+    if not is_static(n):
+        raise op_error(ValueError, "tensor_split", f"needs a static dim, got dim {d} of size {n}", x)
+    if isinstance(indices_or_sections, GraphTensor):
+        raise op_error(TypeError, "tensor_split", "indices_or_sections must be an int or a sequence of ints, "
+                       "not a tensor (its values are known only when the program runs)", x)
+    if isinstance(indices_or_sections, (tuple, list)):
+        cuts = [check_int("tensor_split", "index", i) for i in indices_or_sections]
+        bounds = [slice(a, b).indices(n)[:2] for a, b in zip([0, *cuts], [*cuts, n])]
+        return tuple(x._slice_dim(d, a, max(0, b - a), 1) for a, b in bounds)
+    k = check_int("tensor_split", "sections", indices_or_sections)
+    if k <= 0:
+        raise op_error(ValueError, "tensor_split", f"the number of sections must be at least 1, got {k}", x)
+    q, r = divmod(n, k)
+    return split(x, [q + 1] * r + [q] * (k - r), d)
 
 
 def hstack(tensors) -> GraphTensor:

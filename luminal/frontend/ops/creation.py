@@ -1,5 +1,5 @@
-"""Tensors made from nothing: arange, zeros, ones, full, eye (and the ``*_like`` forms), and the
-triangular masks tril/triu; ``Tensor.new_zeros``/``new_ones``/``new_full``.
+"""Tensors made from nothing: arange, linspace, logspace, zeros, ones, full, eye (and the ``*_like``
+forms), and the triangular masks tril/triu; ``Tensor.new_zeros``/``new_ones``/``new_full``.
 
 A factory builds in a :class:`Graph`: given first (``lm.arange(g, 5)``, which is what ``g.arange(5)``
 calls) or as ``graph=g`` (torch's spelling, ``lm.arange(5, graph=g)``); the ``*_like`` ones take the
@@ -92,6 +92,104 @@ def _arange_bound(what: str, v):
         return float(v)
     kind = "a number" if what == "step" else "a number or a symbolic size"
     raise op_error(TypeError, "arange", f"{what} must be {kind}, got {type(v).__name__} {v!r}")
+
+
+def _spaced(factory: str, args: tuple, steps, base, dtype, graph, device):
+    """linspace/logspace's arguments: the graph, ``start``, ``end`` and ``steps`` (positional or
+    ``steps=``; logspace's ``base`` also positional), the dtype (default float32, as torch's default
+    dtype, also for int bounds)."""
+    check_device(factory, device)
+    g, args = take_graph(factory, args, graph)
+    most = 4 if factory == "logspace" else 3
+    if not 2 <= len(args) <= most or (steps is not None and len(args) > 2):
+        raise op_error(TypeError, factory, f"expected start, end and steps{', base' if most == 4 else ''}, got "
+                       f"{len(args)} positional arguments" + (" and steps=" if steps is not None else ""))
+    if len(args) == 4:
+        if base is not None:
+            raise op_error(TypeError, factory, "base given both by position and as base=")
+        base = args[3]
+    start, end = args[0], args[1]
+    steps = args[2] if len(args) > 2 else steps
+    if steps is None:
+        raise op_error(TypeError, factory, "missing steps")
+    for what, v in (("start", start), ("end", end)) + ((("base", base),) if base is not None else ()):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+            raise op_error(TypeError, factory, f"{what} must be a number, got {type(v).__name__} {v!r}"
+                           + (" (a tensor's value is known only when the program runs)"
+                              if isinstance(v, GraphTensor) else ""))
+    if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, numbers.Integral):
+        raise op_error(TypeError, factory, f"steps must be an int, got {type(steps).__name__} {steps!r}")
+    if steps < 0:
+        raise op_error(ValueError, factory, f"the number of steps must be non-negative, got {steps}")
+    d = dt.float32 if dtype is None else dt.as_dtype(dtype)
+    if d.kind == "b":
+        raise op_error(TypeError, factory, "is not defined for bool (as torch's)")
+    return g, float(start), float(end), int(steps), None if base is None else float(base), d
+
+
+def _in(d: dt.DType, v):
+    """``v`` (float64 values) rounded to the float dtype ``d``, as float64 again: torch's arithmetic in ``d``."""
+    return np.asarray(dt.to_storage(np.asarray(v, np.float64), d), np.float64)
+
+
+def linspace(*args, steps: int | None = None, dtype=None, graph: Graph | None = None, device=None) -> GraphTensor:
+    """torch.linspace: ``steps`` values from ``start`` to ``end`` (both included), evenly spaced: a
+    constant of the graph, laid out as torch's (the first half counted up from ``start``, the rest down
+    from ``end``, so both ends are exact), computed in float64 and rounded once to the dtype; integer
+    dtypes truncate the bounds and the values, as torch's.
+
+    Called as ``linspace(start, end, steps, graph=g)``, ``linspace(g, start, end, steps)`` or
+    ``g.linspace(start, end, steps)``. The bounds are numbers (torch also takes 0-d tensors).
+
+    Args:
+        start: the first value.
+        end: the last value.
+        steps: how many values (an int >= 0).
+        dtype: the dtype (default float32, as torch's default dtype, also for int bounds).
+        graph: the Graph to build in, when not given first (``take_graph``).
+        device: ``"cpu"`` or None (``check_device``).
+    """
+    g, start, end, steps, _, d = _spaced("linspace", args, steps, None, dtype, graph, device)
+    i, last = np.arange(steps, dtype=np.float64), max(steps - 1, 1)
+    if not d.is_float:
+        s, e = math.trunc(start), math.trunc(end)
+        step = (e - s) / last
+        vals = np.trunc(np.where(i < steps // 2, s + step * i, e - step * (steps - 1 - i)))
+    else:  # in float64, rounded once to the dtype (torch's own arithmetic in the dtype may differ in the last bit)
+        step = (end - start) / last
+        vals = np.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
+    if steps == 1:  # (torch fills with start)
+        vals = np.array([math.trunc(start) if not d.is_float else start])
+    return g.constant(vals.astype(d.np) if d.is_float else vals.astype(np.int64), d)
+
+
+def logspace(*args, steps: int | None = None, base: float | None = None, dtype=None, graph: Graph | None = None,
+             device=None) -> GraphTensor:
+    """torch.logspace: ``base ** linspace(start, end, steps)`` as torch computes it (the bounds in the
+    dtype, the exponents and powers in float64, rounded once; integer dtypes truncate): a constant of
+    the graph. Called as ``linspace`` is.
+
+    Args:
+        start: the first exponent.
+        end: the last exponent.
+        steps: how many values (an int >= 0).
+        base: the base (default 10.0).
+        dtype: the dtype (default float32).
+        graph: the Graph to build in, when not given first (``take_graph``).
+        device: ``"cpu"`` or None (``check_device``).
+    """
+    g, start, end, steps, base, d = _spaced("logspace", args, steps, base, dtype, graph, device)
+    b = 10.0 if base is None else base
+    i, last = np.arange(steps, dtype=np.float64), max(steps - 1, 1)
+    s, e = (math.trunc(start), math.trunc(end)) if not d.is_float else (_in(d, start), _in(d, end))
+    step = (e - s if not d.is_float else _in(d, e - s)) / last
+    exps = np.where(i < steps // 2, s + step * i, e - step * (steps - 1 - i))
+    if steps == 1:  # (torch fills with base ** start)
+        exps = np.array([start])
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        vals = np.power(b, exps)
+        vals = vals.astype(d.np) if d.is_float else np.trunc(vals).astype(np.int64)
+    return g.constant(vals, d)
 
 
 def _filled(factory: str, value, args: tuple, dtype, graph, device) -> GraphTensor:

@@ -1,5 +1,5 @@
 """Shape and layout ops with torch's names: flatten, flip, rot90, roll, diff, narrow, select, unbind,
-movedim, repeat_interleave, diagonal, diag, trace, meshgrid.
+movedim, repeat_interleave, diagonal, diag, diag_embed, trace, meshgrid.
 
 All are views where a view can express them (flip, narrow, select, unbind, movedim, diagonal);
 roll is two slices joined by ``cat``, ``repeat_interleave`` with a tensor of repeats is a Gather.
@@ -361,6 +361,35 @@ def diag(input: GraphTensor, diagonal: int = 0) -> GraphTensor:  # noqa: A002
     else:
         vals = x.pad([0, -k]).reshape(1, size).expand(size, size)
     return where(eq(sub(c, r), k), vals, g.constant(0, x.dtype))
+
+
+@tensor_op("diag_embed")
+def diag_embed(input: GraphTensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> GraphTensor:  # noqa: A002
+    """torch.diag_embed: a tensor with one more dim whose 2-d planes over dims ``dim1``/``dim2`` (of
+    the result) hold the last dim of ``input`` on diagonal ``offset``, zeros elsewhere (``diag`` of
+    each row, for a batch). The last dim must be static.
+
+    Args:
+        input: the tensor (at least 1-d).
+        offset: which diagonal: 0 the main one, > 0 above it, < 0 below it.
+        dim1: the first dim of the planes, in the result (default -2).
+        dim2: the second dim of the planes, in the result (default -1).
+    """
+    x = input
+    k = check_int("diag_embed", "offset", offset)
+    if x.ndim == 0:
+        raise op_error(ValueError, "diag_embed", "needs at least 1 dim, got a 0-d tensor", x)
+    a, b = x._axis(dim1, "diag_embed", x.ndim + 1), x._axis(dim2, "diag_embed", x.ndim + 1)
+    if a == b:
+        raise op_error(ValueError, "diag_embed", f"dim1 and dim2 are the same dim ({a})", x)
+    n, lead = x.shape[-1], x.shape[:-1]
+    require("diag_embed", is_static(n), f"the last dim must be static, got {n}", x, kind=ValueError)
+    size = n + abs(k)
+    g = x.graph
+    r, c = g.arange(size).reshape(size, 1), g.arange(size).reshape(1, size)
+    # as diag's: M[..., r, c] = x[..., r] on c - r = k >= 0 (x[..., c] for k < 0)
+    vals = x.pad([0, abs(k)]).reshape(*lead, *((size, 1) if k >= 0 else (1, size))).expand(*lead, size, size)
+    return movedim(where(eq(sub(c, r), k), vals, g.constant(0, x.dtype)), (-2, -1), (a, b))
 
 
 @tensor_op("trace")

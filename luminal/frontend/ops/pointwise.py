@@ -1,5 +1,5 @@
 """More elementwise math with torch's names: logaddexp, hypot, copysign, fmax/fmin, isclose/allclose,
-deg2rad/rad2deg (``elementwise.py`` holds the core set these are built from).
+deg2rad/rad2deg, clamp_min/clamp_max (``elementwise.py`` holds the core set these are built from).
 
 Each is written for torch's values at the edges (NaN, infinities, signed zeros) and for torch's
 gradients, which a textbook composition would get wrong: logaddexp never forms ``exp`` of a large
@@ -19,6 +19,7 @@ from luminal.frontend.ops.elementwise import (
     _opmath,
     abs_,
     add,
+    clamp,
     div,
     eq,
     exp,
@@ -209,3 +210,31 @@ def rad2deg(input) -> GraphTensor:  # noqa: A002 - torch's names
         input: a tensor.
     """
     return mul(input if input.dtype.is_float else cast(input, dt.float32), 180 / math.pi)
+
+
+@tensor_op("clamp_min")
+def clamp_min(input, min) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.clamp_min: ``clamp(input, min=min)``, the lower bound alone (values, dtype and gradient as
+    ``clamp``'s).
+
+    Args:
+        input: a tensor.
+        min: the lower bound, a number or a tensor (broadcast).
+    """
+    if min is None:
+        raise op_error(TypeError, "clamp_min", "min must be a number or a tensor, got None", input)
+    return clamp(input, min=min)
+
+
+@tensor_op("clamp_max")
+def clamp_max(input, max) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.clamp_max: ``clamp(input, max=max)``, the upper bound alone (values, dtype and gradient as
+    ``clamp``'s).
+
+    Args:
+        input: a tensor.
+        max: the upper bound, a number or a tensor (broadcast).
+    """
+    if max is None:
+        raise op_error(TypeError, "clamp_max", "max must be a number or a tensor, got None", input)
+    return clamp(input, max=max)

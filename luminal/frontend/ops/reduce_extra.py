@@ -1,14 +1,18 @@
-"""More reductions with torch's names: nansum, nanmean (NaN skipped) and count_nonzero (``reduce.py``
-holds the core set these are built from)."""
+"""More reductions with torch's names: nansum, nanmean (NaN skipped), count_nonzero and aminmax
+(``reduce.py`` holds the core set these are built from)."""
 
 from __future__ import annotations
 
 from luminal.core import dtype as dt
+from luminal.core.errors import op_error, user_frame
+from luminal.core.errors import where as at_line
+from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend.checks import tensor_op
 from luminal.frontend.ops.core import cast, require
 from luminal.frontend.ops.elementwise import _opmath, div, isnan, logical_not, ne, where
+from luminal.frontend.ops.reduce import amax, amin
 from luminal.frontend.ops.reduce import sum as sum_
-from luminal.frontend.tensor import GraphTensor
+from luminal.frontend.tensor import GraphTensor, MinMax
 
 
 def _no_nan(x: GraphTensor) -> GraphTensor:
@@ -62,3 +66,31 @@ def count_nonzero(input, dim=None) -> GraphTensor:  # noqa: A002 - torch's names
         dim: the dim or dims to count over (None: all).
     """
     return sum_(cast(ne(input, 0), dt.int32), dim)
+
+
+AminmaxResult = type("aminmax", (MinMax,), {"__doc__": "``aminmax``'s result: ``min`` and ``max`` (a tuple, as "
+                                                      "torch's ``torch.return_types.aminmax``).", "__slots__": ()})
+
+
+@tensor_op("aminmax")
+def aminmax(input, *, dim: int | None = None, keepdim: bool = False) -> MinMax:  # noqa: A002 - torch's names
+    """torch.aminmax: the named tuple ``(min, max)`` of ``amin`` and ``amax`` over ``dim`` (all dims
+    by default); NaN propagates, and each gradient is shared among the tied extremes, as torch's.
+
+    Args:
+        input: the input tensor (not empty along the reduced dims).
+        dim: the dim to reduce (an int; None: all).
+        keepdim: keep the reduced dims as size 1.
+    """
+    x = input
+    axes = range(x.ndim) if dim is None else (x._axis(dim, "aminmax"),) if x.ndim else ()
+    if any(is_static(x.shape[a]) and x.shape[a] == 0 for a in axes):
+        raise op_error(ValueError, "aminmax", "cannot compute aminmax over an empty dim (it has no identity)", x)
+    out = AminmaxResult(amin(x, dim, keepdim), amax(x, dim, keepdim))
+    for a in axes:  # a symbolic dim bound to 0: refused before the run, naming the op and the line
+        if not is_static(x.shape[a]):
+            msg = (f"aminmax: reducing dim {a} of a {shape_str(x.shape)} tensor, which is empty: there is no "
+                   f"smallest or largest value (at {at_line(user_frame())})")
+            for t in out:
+                x.graph.node_requirements.setdefault(t.node.id, []).append((x.shape[a] - 1, msg))
+    return out

@@ -1,11 +1,12 @@
-"""Linear, Embedding and the shape-only layers (Flatten, Unflatten, Identity), with torch's names and layouts."""
+"""Linear, Bilinear, Embedding, the shape-only layers (Flatten, Unflatten, Identity) and the similarity
+layers (CosineSimilarity, PairwiseDistance), with torch's names and layouts."""
 
 from __future__ import annotations
 
 from luminal.core import dtype as dt
 from luminal.core.errors import check_int, op_error, renamed
 from luminal.frontend.checks import check_tensors
-from luminal.frontend.ops import where
+from luminal.frontend.ops import broadcast_shapes, where
 from luminal.nn import init
 from luminal.nn.layers._util import bad_input, layer_forward, layer_name, param
 from luminal.nn.module import Module
@@ -248,16 +249,25 @@ def _norm(x, p: float, dim: int):
 
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     """torch's ``F.cosine_similarity``: ``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``
-    (the inputs broadcast).
+    of the inputs broadcast together. As torch's, the gradient goes through each norm also where ``eps``
+    holds it (torch clamps without recording the clamp).
 
     Args:
         x1, x2: float tensors. dim: the dim of the vectors. eps: the smallest norm.
     """
     check_tensors("cosine_similarity", x1=x1, x2=x2)
     with renamed("cosine_similarity"):
-        n1 = _norm(x1, 2, dim).clamp(min=eps)
-        n2 = _norm(x2, 2, dim).clamp(min=eps)
+        shape = broadcast_shapes("cosine_similarity", x1, x2)
+        x1, x2 = x1.expand(*shape), x2.expand(*shape)
+        n1, n2 = (_clamped_norm(x, dim, eps) for x in (x1, x2))
         return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def _clamped_norm(x, dim: int, eps: float):
+    """The 2-norm along ``dim`` (keepdim), ``eps`` where it is smaller, with the norm's gradient there
+    too (``n - n.detach()`` is 0 with the gradient of ``n``)."""
+    n = _norm(x, 2, dim)
+    return where(n < eps, n - n.detach() + eps, n)
 
 
 def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
@@ -271,3 +281,82 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
     with renamed("pairwise_distance"):
         d = _norm(x1 - x2 + eps, p, -1)
         return d if keepdim else d.squeeze(-1)
+
+
+class Bilinear(Module):
+    """torch's ``nn.Bilinear``: ``y[..., o] = x1 @ weight[o] @ x2 + bias[o]`` with ``weight``
+    (out_features, in1_features, in2_features) and ``bias`` (out_features,), as torch's (its state_dict
+    loads as is).
+
+    Args:
+        in1_features: the size of the first input's last dim.
+        in2_features: the size of the second input's last dim.
+        out_features: the size of the output's last dim.
+        bias: whether there is a bias (default True).
+        device: ignored (arrays live on the host).
+        dtype: the parameters' dtype (default float32).
+    """
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.in1_features = check_int("Bilinear", "in1_features", in1_features, 0)
+        self.in2_features = check_int("Bilinear", "in2_features", in2_features, 0)
+        self.out_features = check_int("Bilinear", "out_features", out_features, 0)
+        self.weight = param((out_features, in1_features, in2_features), dtype)
+        self.bias = param((out_features,), dtype) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Re-initialise as torch does: the weight and the bias U(-1/sqrt(in1_features), 1/sqrt(in1_features))."""
+        b = init.bias_bound(self.in1_features)
+        init.uniform_(self.weight, -b, b)
+        if self.bias is not None:
+            init.uniform_(self.bias, -b, b)
+
+    @layer_forward
+    def forward(self, input1, input2):
+        check_tensors(layer_name(self), input2=input2)
+        for what, x, n in (("input1", input1, self.in1_features), ("input2", input2, self.in2_features)):
+            if x.ndim == 0 or x.shape[-1] != n:
+                raise bad_input(layer_name(self), f"(*, {n})", x, what=what)
+        g = input1.graph
+        return bilinear(input1, input2, self.weight.on(g), self.bias.on(g) if self.bias is not None else None)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class CosineSimilarity(Module):
+    """torch's ``nn.CosineSimilarity(dim=1, eps=1e-8)``: ``F.cosine_similarity(x1, x2, dim, eps)``.
+
+    Args:
+        dim: the dim of the vectors.
+        eps: the smallest norm.
+    """
+
+    def __init__(self, dim: int = 1, eps: float = 1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1, x2):
+        return cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    """torch's ``nn.PairwiseDistance(p=2.0, eps=1e-6, keepdim=False)``: ``F.pairwise_distance(x1, x2,
+    p, eps, keepdim)``.
+
+    Args:
+        p: the norm's exponent.
+        eps: added to the difference.
+        keepdim: keep the reduced dim.
+    """
+
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1, x2):
+        return pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
