@@ -33,6 +33,28 @@ def _rng(generator):
     return generator if generator is not None else seed.default_rng()
 
 
+def _draw_dtype(p) -> type:
+    """The numpy dtype to draw ``p``'s values in: float32 unless ``p`` holds float64 (or ints). Drawing
+    float64 and converting took most of a model's build (0.4 s of 10 million values here, against
+    0.05 s), as torch also draws in the parameter's dtype."""
+    held = p.data.dtype if isinstance(p, State) else np.asarray(p).dtype
+    return np.float32 if held.kind == "f" and held.itemsize <= 4 else np.float64
+
+
+def _uniform(rng, a: float, b: float, shape, dtype) -> np.ndarray:
+    out = rng.random(shape, dtype=dtype)
+    out *= dtype(b) - dtype(a)
+    out += dtype(a)
+    return out
+
+
+def _normal(rng, mean: float, std: float, shape, dtype) -> np.ndarray:
+    out = rng.standard_normal(shape, dtype=dtype)
+    out *= dtype(std)
+    out += dtype(mean)
+    return out
+
+
 def calculate_gain(nonlinearity: str, param=None) -> float:
     """The recommended gain for ``nonlinearity`` (torch's table)."""
     linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -84,7 +106,7 @@ def uniform_(p, a: float = 0.0, b: float = 1.0, generator=None):
     Returns:
         ``p``, filled in place.
     """
-    return _write(p, _rng(generator).uniform(a, b, size=p.shape))
+    return _write(p, _uniform(_rng(generator), a, b, p.shape, _draw_dtype(p)))
 
 
 def normal_(p, mean: float = 0.0, std: float = 1.0, generator=None):
@@ -99,16 +121,17 @@ def normal_(p, mean: float = 0.0, std: float = 1.0, generator=None):
     Returns:
         ``p``, filled in place.
     """
-    return _write(p, _rng(generator).normal(mean, std, size=p.shape))
+    return _write(p, _normal(_rng(generator), mean, std, p.shape, _draw_dtype(p)))
 
 
 def trunc_normal_(p, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator=None):
     """N(mean, std) restricted to [a, b], by redrawing the values that fall outside."""
     rng = _rng(generator)
-    out = rng.normal(mean, std, size=p.shape)
+    d = _draw_dtype(p)
+    out = _normal(rng, mean, std, p.shape, d)
     bad = (out < a) | (out > b)
     while bad.any():
-        out[bad] = rng.normal(mean, std, size=int(bad.sum()))
+        out[bad] = _normal(rng, mean, std, int(bad.sum()), d)
         bad = (out < a) | (out > b)
     return _write(p, out)
 

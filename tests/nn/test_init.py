@@ -145,3 +145,20 @@ def test_dtype_argument():
     assert m.weight.dtype is lm.float64 and m.weight.data.dtype == np.float64
     assert L.Conv2d(2, 2, 3, dtype=lm.float16).weight.data.dtype == np.float16
     assert L.BatchNorm2d(2, dtype=lm.float64).num_batches_tracked.dtype is lm.int32
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_draws_in_the_parameters_precision(dtype):
+    """Values are drawn in the parameter's own precision (float32 unless it holds float64), as torch draws
+    them: bounds kept, the moments of U(a, b) and N(mean, std), and a float64 parameter's values are not
+    float32's widened."""
+    rng = np.random.default_rng(0)
+    u = init.uniform_(np.empty(200_000, dtype), -0.5, 1.5, generator=rng)
+    assert u.min() >= -0.5 and u.max() <= 1.5
+    assert abs(u.mean() - 0.5) < 0.01 and abs(u.var() - 4 / 12) < 0.01
+    n = init.normal_(np.empty(200_000, dtype), 2.0, 3.0, generator=rng)
+    assert abs(n.mean() - 2.0) < 0.03 and abs(n.std() - 3.0) < 0.03
+    t = init.trunc_normal_(np.empty(50_000, dtype), 0.0, 1.0, -0.5, 0.5, generator=rng)
+    assert t.min() >= -0.5 and t.max() <= 0.5
+    if dtype is np.float64:
+        assert np.any(u != u.astype(np.float32).astype(np.float64))
