@@ -3,14 +3,14 @@
 ``Graph`` builds lazy ``GraphTensor``s; ``compile`` turns outputs into a callable on numpy arrays.
 """
 
-from luminal import cuda, linalg  # lm.cuda.is_available(), lm.linalg.vector_norm
+from luminal import amp, cuda, linalg  # lm.amp.autocast (an error naming compile_step), lm.cuda.is_available(), ...
 from luminal.compiler import compile
 from luminal.core.backend import backend_names, register_backend
 from luminal.core.dtype import bool_
 from luminal.core.safetensors_io import load_file as load_safetensors
 from luminal.core.safetensors_io import save_file as save_safetensors
 from luminal.frontend import DType, Graph, GraphTensor, Sym, bfloat16, float16, float32, float64, int32, sym
-from luminal.frontend.eager import no_grad
+from luminal.frontend.eager import autocast, inference_mode, no_grad
 from luminal.frontend.ops import *  # noqa: F403 - the public ops, listed once in frontend/ops
 from luminal.frontend.ops import __all__ as _ops_all
 from luminal.frontend.seed import manual_seed
@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 
 # what ``from luminal import *`` and type checkers see as public (pyright reads a py.typed package's
 # re-exports from ``__all__`` only, and follows ``+=`` of another module's ``__all__`` imported by name)
-__all__ = ["DType", "Graph", "GraphTensor", "Sym", "backend_names", "bfloat16", "bool", "bool_", "compile", "float16",
-           "float32", "float64", "int32", "linalg", "load_safetensors", "long", "manual_seed", "no_grad",
-           "register_backend", "save_safetensors", "sym"]
+__all__ = ["DType", "Graph", "GraphTensor", "Sym", "amp", "autocast", "backend_names", "bfloat16", "bool", "bool_",
+           "compile", "float16", "float32", "float64", "inference_mode", "int32", "linalg", "load_safetensors", "long",
+           "manual_seed", "no_grad", "register_backend", "save_safetensors", "sym"]
 __all__ += _ops_all

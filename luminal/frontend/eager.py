@@ -2,9 +2,11 @@
 
 A luminal tensor holds no values and no gradient: it is a node of a graph until a compiled program
 runs. So torch's eager calls (``loss.backward()``, ``x.item()``, ``x.numpy()``, ``opt.zero_grad()``,
-``opt.step()``, ``with torch.no_grad():``) have nothing to act on. They are defined anyway, so that
-code ported from torch fails at the habit with :class:`EagerOnlyError` naming luminal's equivalent,
-not with a bare AttributeError (or, for ``no_grad``, by silently doing nothing).
+``opt.step()``, ``with torch.no_grad():``, ``torch.inference_mode()``, ``torch.autocast(...)``) have
+nothing to act on: gradients, precision and device are decided when a graph is compiled. They are
+defined anyway, so that code ported from torch fails at the habit with :class:`EagerOnlyError` naming
+luminal's equivalent, not with a bare AttributeError (or, for the context managers, by silently doing
+nothing where torch's would change the result).
 """
 
 from __future__ import annotations
@@ -42,3 +44,38 @@ def no_grad(*args, **kwargs):
     raise eager_only("no_grad", "luminal builds gradients only where train.grad(loss, params) or "
                      "train.compile_step(loss, optimizer) asks for them, so an inference graph (lm.compile(outputs)) "
                      "needs no no_grad; to stop gradients through a value of a training graph, use x.detach()")
+
+
+def inference_mode(*args, **kwargs):
+    """torch's ``inference_mode`` has no luminal counterpart, and this says so (raises
+    :class:`EagerOnlyError`).
+
+    An inference graph compiled with ``lm.compile(outputs)`` already computes no gradients and keeps no
+    autograd state: it computes the outputs asked for and nothing else. A do-nothing context manager
+    would hide, as ``no_grad``'s would, a value of a training graph still passing gradients.
+
+    Raises:
+        EagerOnlyError: always.
+    """
+    raise eager_only("inference_mode", "an inference graph (lm.compile(outputs), built after model.eval()) "
+                     "computes no gradients and keeps no autograd state, so it needs no inference_mode; to stop "
+                     "gradients through a value of a training graph, use x.detach()")
+
+
+def autocast(*args, **kwargs):
+    """torch's ``autocast`` (``torch.autocast``, ``torch.amp.autocast``) has no luminal counterpart, and
+    this says so (raises :class:`EagerOnlyError`).
+
+    Mixed precision is an option of the compiled train step: ``train.compile_step(loss, optimizer,
+    compute_dtype=lm.float16, scaler=train.GradScaler())`` rewrites the whole step's graph to compute
+    in 16 bits over float32 master weights (``train/amp.py``). A region of a graph cannot be marked
+    while the graph is built, so a context manager here would change nothing (and ``enabled=False``
+    could not keep a region in float32 inside such a step).
+
+    Raises:
+        EagerOnlyError: always.
+    """
+    raise eager_only("autocast", "mixed precision is chosen when compiling: train.compile_step(loss, optimizer, "
+                     "compute_dtype=lm.float16 (or lm.bfloat16), scaler=train.GradScaler()) computes the step in "
+                     "16 bits over float32 master weights; for inference, lm.compile(train.autocast(outputs, "
+                     "lm.float16)) or a model converted with model.half()")

@@ -19,6 +19,8 @@ from luminal.core.view import View
 from luminal.frontend.eager import COMPILE_TO_READ, TRAIN_STEP, eager_only
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    _InPlace = Callable[..., "GraphTensor"]  # an in-place method (``ops/inplace.py``): returns its tensor
 
 
 def scalar_as_1d(op: str, dims=("dim",), tensors=(), result=None) -> Callable[[_F], _F]:
@@ -670,6 +672,27 @@ class GraphTensor:
         clamp_min: Callable[..., GraphTensor]; clamp_max: Callable[..., GraphTensor]
         aminmax: Callable[..., MinMax]; tensor_split: Callable[..., tuple[GraphTensor, ...]]
         diag_embed: Callable[..., GraphTensor]
+        # the in-place methods frontend/ops/inplace.py installs (``x.add_(y)`` rebinds ``x`` and returns it)
+        add_: _InPlace; sub_: _InPlace; subtract_: _InPlace; mul_: _InPlace; multiply_: _InPlace; div_: _InPlace
+        divide_: _InPlace; true_divide_: _InPlace; pow_: _InPlace; fmod_: _InPlace; remainder_: _InPlace
+        floor_divide_: _InPlace; neg_: _InPlace; negative_: _InPlace; abs_: _InPlace; absolute_: _InPlace
+        square_: _InPlace; reciprocal_: _InPlace; sign_: _InPlace; clamp_: _InPlace; clip_: _InPlace
+        clamp_min_: _InPlace; clamp_max_: _InPlace; lerp_: _InPlace; addcmul_: _InPlace; addcdiv_: _InPlace
+        hypot_: _InPlace; copysign_: _InPlace; xlogy_: _InPlace; atan2_: _InPlace; arctan2_: _InPlace
+        nan_to_num_: _InPlace; exp_: _InPlace; exp2_: _InPlace; expm1_: _InPlace; log_: _InPlace; log2_: _InPlace
+        log10_: _InPlace; log1p_: _InPlace; sqrt_: _InPlace; rsqrt_: _InPlace; sin_: _InPlace; cos_: _InPlace
+        tan_: _InPlace; sinh_: _InPlace; cosh_: _InPlace; asin_: _InPlace; acos_: _InPlace; atan_: _InPlace
+        asinh_: _InPlace; acosh_: _InPlace; atanh_: _InPlace; arcsin_: _InPlace; arccos_: _InPlace; arctan_: _InPlace
+        floor_: _InPlace; ceil_: _InPlace; round_: _InPlace; trunc_: _InPlace; fix_: _InPlace; erf_: _InPlace
+        erfc_: _InPlace; logit_: _InPlace; deg2rad_: _InPlace; rad2deg_: _InPlace; relu_: _InPlace; sigmoid_: _InPlace
+        tanh_: _InPlace; eq_: _InPlace; ne_: _InPlace; lt_: _InPlace; le_: _InPlace; gt_: _InPlace; ge_: _InPlace
+        logical_and_: _InPlace; logical_or_: _InPlace; logical_xor_: _InPlace; logical_not_: _InPlace
+        bitwise_and_: _InPlace; bitwise_or_: _InPlace; bitwise_xor_: _InPlace; bitwise_not_: _InPlace
+        bitwise_left_shift_: _InPlace; bitwise_right_shift_: _InPlace; tril_: _InPlace; triu_: _InPlace
+        masked_fill_: _InPlace; scatter_: _InPlace; scatter_add_: _InPlace; scatter_reduce_: _InPlace
+        index_add_: _InPlace; index_copy_: _InPlace; index_put_: _InPlace; cumsum_: _InPlace; cumprod_: _InPlace
+        detach_: _InPlace; fill_: _InPlace; zero_: _InPlace; copy_: _InPlace; squeeze_: _InPlace; unsqueeze_: _InPlace
+        t_: _InPlace; transpose_: _InPlace; swapaxes_: _InPlace
 
 class ValuesIndices(NamedTuple):
     """A ``(values, indices)`` pair of tensors, as torch's ``torch.return_types``: the base of the

@@ -16,14 +16,18 @@ import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
+from typing import NoReturn
 
 import numpy as np
 
 from luminal.core import dtype as dt
+from luminal.core.backend import backend_names
 from luminal.core.errors import op_error
 from luminal.core.interrupts import interrupts_deferred
 from luminal.frontend import building
+from luminal.frontend.eager import eager_only
 from luminal.frontend.graph import Graph
+from luminal.frontend.ops.core import _device_name
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 from luminal.nn.parameter import Buffer, Parameter
@@ -219,15 +223,21 @@ class Module:
     def to(self, *args, **kwargs) -> Module:
         """Convert the floating-point parameters and buffers to ``dtype`` in place (integer buffers
         such as ``num_batches_tracked`` keep theirs), as torch's ``module.to(dtype)``. A device
-        argument (a str such as "cpu", given first, or ``device=``) is accepted and ignored: arrays live
-        on the host. Graphs built from the module read its states in the old dtype, so converting
-        while such a graph is alive is refused. Returns this module.
+        argument (given first, or ``device=``) may be the CPU ("cpu", changing nothing: arrays live on
+        the host); any other device (``"cuda"``) is an :class:`~luminal.frontend.eager.EagerOnlyError`
+        naming the backend to compile for, as :meth:`cuda`'s. Graphs built from the module read its
+        states in the old dtype, so converting while such a graph is alive is refused. Returns this module.
 
         Args:
             dtype: an lm dtype (or its name), e.g. ``lm.float16``.
         """
         names = {d.name for d in dt.ALL}
-        given = [a for a in args if not (isinstance(a, str) and a not in names)]  # drop a device: .to("cpu")
+        devices = [a for a in (*args, kwargs.get("device")) if not isinstance(a, dt.DType) and a is not None
+                   and not (isinstance(a, str) and a in names) and _device_name(a) is not None]
+        for d in devices:
+            if _device_name(d) not in ("cpu", "cpu:0"):
+                self._on_device(f"to({_device_name(d)!r})")
+        given = [a for a in args if not any(a is d for d in devices)]  # the device dropped: .to("cpu", lm.float16)
         dtype = kwargs.get("dtype", given[0] if given else None)
         if dtype is None:
             return self
@@ -264,6 +274,24 @@ class Module:
     def cpu(self) -> Module:
         """Arrays live on the host already: returns this module."""
         return self
+
+    def cuda(self, device=None) -> Module:
+        """torch's ``module.cuda()``; raises :class:`~luminal.frontend.eager.EagerOnlyError`. Parameters
+        live on the host and the device is chosen when compiling: ``lm.compile(outputs, backend="cuda")``
+        or ``train.compile_step(loss, optimizer, backend="cuda")`` (the backend moves the parameters and
+        keeps them there between calls).
+
+        Args:
+            device: accepted for torch's signature.
+        """
+        self._on_device("cuda()")
+
+    def _on_device(self, call: str) -> NoReturn:
+        raise eager_only(f"{type(self).__name__}.{call}", "a luminal module has no device: its parameters live on "
+                         "the host, and the backend is chosen when compiling, e.g. lm.compile(outputs, "
+                         "backend='cuda') or train.compile_step(loss, optimizer, backend='cuda'), which keeps "
+                         f"them on the device between calls (registered: {', '.join(backend_names())}); "
+                         "module.to('cpu') and .cpu() are accepted and change nothing")
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Accepted for torch compatibility: gradients are graph outputs here, never stored on parameters."""

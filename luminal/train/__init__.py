@@ -18,6 +18,7 @@ from luminal.nn.functional import (  # F's: they take Parameters and Buffers (fr
 )
 from luminal.train.amp import GradScaler, autocast
 from luminal.train.autograd import grad
+from luminal.train.chained_scheduler import ChainedScheduler
 from luminal.train.checkpoint import load_checkpoint, save_checkpoint
 from luminal.train.optim import LAMB, SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
 from luminal.train.schedulers import (
@@ -40,8 +41,9 @@ from luminal.train.schedulers import (
 from luminal.train.step import NonFiniteLossError, TrainStep, clip_by_norm, clip_by_value, compile_step
 
 __all__ = [
-    "LAMB", "SGD", "Adagrad", "Adam", "AdamW", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts",
-    "CyclicLR", "ExponentialLR", "GradScaler", "LRScheduler", "LambdaLR", "LinearLR", "MultiplicativeLR",
+    "LAMB", "SGD", "Adagrad", "Adam", "AdamW", "ChainedScheduler", "ConstantLR", "CosineAnnealingLR",
+    "CosineAnnealingWarmRestarts", "CyclicLR", "ExponentialLR", "GradScaler", "LRScheduler", "LambdaLR", "LinearLR",
+    "MultiplicativeLR",
     "PolynomialLR", "ReduceLROnPlateau", "SequentialLR", "MultiStepLR", "NonFiniteLossError", "OneCycleLR",
     "Optimizer", "RMSprop", "StepLR", "TrainStep",
     "autocast", "binary_cross_entropy",

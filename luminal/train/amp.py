@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import NoReturn
 
 import numpy as np
 
@@ -34,6 +35,7 @@ from luminal.core import dtype as dt
 from luminal.core.interrupts import interrupts_deferred
 from luminal.core.primitives import LEAVES
 from luminal.core.symbolic import is_static
+from luminal.frontend.eager import eager_only
 from luminal.frontend.ops import cast
 from luminal.frontend.state import scalar_state
 from luminal.frontend.tensor import GraphTensor
@@ -145,19 +147,51 @@ class GradScaler:
 
     @property
     def scale(self) -> float:
-        """The current loss scale."""
+        """The current loss scale, a float. (torch's ``scaler.scale(loss)`` calls it: that raises an
+        :class:`~luminal.frontend.eager.EagerOnlyError` naming ``compile_step``, which scales the loss.)"""
+        return _Scale(self._scale.data)
+
+    def get_scale(self) -> float:
+        """torch's ``get_scale()``: the current loss scale (:attr:`scale`)."""
         return float(self._scale.data)
+
+    # torch's per-step calls: the compiled step makes them (an error naming it, frontend/eager.py) -----------
+    def step(self, optimizer, *args, **kwargs) -> NoReturn:
+        """torch's ``scaler.step(optimizer)``; raises :class:`~luminal.frontend.eager.EagerOnlyError`: the
+        train step this scaler was passed to (``compile_step(..., scaler=...)``) unscales the gradients
+        and updates, or skips a step whose gradients overflowed, on every call.
+
+        Args:
+            optimizer: accepted for torch's signature.
+            args: accepted for torch's signature.
+            kwargs: accepted for torch's signature.
+        """
+        raise _per_step("step")
+
+    def unscale_(self, optimizer) -> NoReturn:
+        """torch's ``scaler.unscale_(optimizer)``; raises :class:`~luminal.frontend.eager.EagerOnlyError`:
+        the train step unscales the gradients before clipping them (``compile_step(..., clip_grad_norm=)``
+        clips the unscaled gradients).
+
+        Args:
+            optimizer: accepted for torch's signature.
+        """
+        raise _per_step("unscale_")
 
     def _set(self, value: float) -> None:
         self._scale.set(np.float32(value))
         self._inv_scale.set(np.float32(1.0) / self._scale.data)
 
-    def update(self, found_inf: bool) -> None:
-        """Adjust the scale after a step (the train step calls it).
+    def update(self, found_inf: bool | None = None) -> None:
+        """Adjust the scale after a step (the train step calls it). torch's ``scaler.update()`` (no
+        argument, or a new scale) raises an :class:`~luminal.frontend.eager.EagerOnlyError`: the step
+        this scaler was passed to makes this call itself.
 
         Args:
             found_inf: whether that step's gradients had an inf or NaN (it was skipped).
         """
+        if not isinstance(found_inf, (bool, np.bool_)):
+            raise _per_step("update")
         if not self.enabled:
             return
         if found_inf:
@@ -174,7 +208,7 @@ class GradScaler:
 
     def state_dict(self) -> dict:
         """The scaler's state as plain values (a checkpoint's step metadata holds it)."""
-        return {"scale": self.scale, "growth_factor": self.growth_factor, "backoff_factor": self.backoff_factor,
+        return {"scale": self.get_scale(), "growth_factor": self.growth_factor, "backoff_factor": self.backoff_factor,
                 "growth_interval": self.growth_interval, "growth_tracker": self.growth_tracker,
                 "skipped": self.skipped, "enabled": self.enabled}
 
@@ -211,6 +245,24 @@ class GradScaler:
         return apply
 
     def __repr__(self):
-        return (f"GradScaler(scale={self.scale}, growth_factor={self.growth_factor}, "
+        return (f"GradScaler(scale={self.get_scale()}, growth_factor={self.growth_factor}, "
                 f"backoff_factor={self.backoff_factor}, growth_interval={self.growth_interval}, "
                 f"enabled={self.enabled})")
+
+
+_PER_STEP = ("luminal's GradScaler is passed to the compiled step, train.compile_step(loss, optimizer, "
+             "compute_dtype=lm.float16, scaler=scaler), and every step(**batch) call scales the loss, unscales "
+             "the gradients, skips a step whose gradients overflowed and updates the scale: there is nothing to "
+             "call per step (scaler.scale is the current scale, a float)")
+
+
+def _per_step(call: str):
+    return eager_only(f"GradScaler.{call}", _PER_STEP)
+
+
+class _Scale(float):
+    """The loss scale: a float, which torch code calls (``scaler.scale(loss)``) to scale a loss; that
+    raises an EagerOnlyError naming ``compile_step``, where luminal's scaling happens."""
+
+    def __call__(self, *args, **kwargs) -> NoReturn:
+        raise _per_step("scale")

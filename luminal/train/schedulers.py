@@ -652,27 +652,62 @@ def _milestones_for(owner: str, name: str, v, n: int) -> list[int]:
     return [_positive_int(owner, f"{name}[{i}]", m, minimum=0) for i, m in enumerate(v)]
 
 
-class SequentialLR(LRScheduler):
+class _Nested(LRScheduler):
+    """A scheduler of schedulers (SequentialLR, ChainedScheduler): the checks of the list it is given,
+    and each scheduler's state kept, checked and restored in its place."""
+
+    _not_state = (*LRScheduler._not_state, "_schedulers")
+
+    def _checked(self, schedulers, optimizer) -> list:
+        """``schedulers`` as a list, each a scheduler of ``optimizer`` whose ``step()`` takes nothing."""
+        name = type(self).__name__
+        schedulers = list(schedulers)
+        if not schedulers:
+            raise ValueError(f"{name}: expected at least one scheduler, got none")
+        for i, sch in enumerate(schedulers):
+            if not isinstance(sch, LRScheduler):
+                raise TypeError(f"{name}: schedulers[{i}] must be a scheduler, got {type(sch).__name__}")
+            if isinstance(sch, ReduceLROnPlateau):
+                raise TypeError(f"{name}: schedulers[{i}] is a ReduceLROnPlateau, whose step takes a metric; "
+                                f"it cannot be part of a {name}")
+            if sch.optimizer is not optimizer:
+                raise ValueError(f"{name}: schedulers[{i}] ({type(sch).__name__}) belongs to another optimizer")
+        return schedulers
+
+    def state_dict(self) -> dict:
+        """The scheduler's class and state, each scheduler's state in its place (plain, JSON-able values)."""
+        return {**super().state_dict(), "_schedulers": [sch.state_dict() for sch in self._schedulers]}
+
+    def _check_schedulers(self, owner: str, name: str, saved) -> list:
+        """One state per scheduler, each checked by that scheduler: returns their ``apply``s."""
+        n = len(self._schedulers)
+        if not isinstance(saved, list) or len(saved) != n:
+            got = f"the states of {len(saved)} schedulers" if isinstance(saved, list) else repr(saved)
+            raise ValueError(f"{owner}: {name} holds {got}; this {type(self).__name__} has {n} "
+                             f"({', '.join(type(s).__name__ for s in self._schedulers)})")
+        applies = []
+        for i, (sch, sd) in enumerate(zip(self._schedulers, saved)):
+            try:
+                applies.append(sch.prepare_load(sd))
+            except ValueError as e:
+                raise ValueError(f"{owner}: {name}[{i}]: {e}") from None
+        return applies
+
+    def _apply(self, values: dict) -> None:
+        for apply in values["_schedulers"]:
+            apply()
+        super()._apply({k: v for k, v in values.items() if k != "_schedulers"})
+
+
+class SequentialLR(_Nested):
     """``schedulers[i]`` from ``milestones[i - 1]`` on: each takes over at its milestone from its own
     epoch 0 (torch's semantics: the rate restarts at its closed form for epoch 0, from the base rate).
 
     The schedulers are built on the same optimizer first (each performs its initial step); this
     undoes those steps and starts the first one again, as torch does."""
 
-    _not_state = (*LRScheduler._not_state, "_schedulers")
-
     def __init__(self, optimizer, schedulers, milestones, last_epoch: int = -1):
-        schedulers = list(schedulers)
-        if not schedulers:
-            raise ValueError("SequentialLR: expected at least one scheduler, got none")
-        for i, sch in enumerate(schedulers):
-            if not isinstance(sch, LRScheduler):
-                raise TypeError(f"SequentialLR: schedulers[{i}] must be a scheduler, got {type(sch).__name__}")
-            if isinstance(sch, ReduceLROnPlateau):
-                raise TypeError(f"SequentialLR: schedulers[{i}] is a ReduceLROnPlateau, whose step takes a metric; "
-                                f"it cannot be part of a SequentialLR")
-            if sch.optimizer is not optimizer:
-                raise ValueError(f"SequentialLR: schedulers[{i}] ({type(sch).__name__}) belongs to another optimizer")
+        schedulers = self._checked(schedulers, optimizer)
         milestones = _milestones_for("SequentialLR", "milestones", list(milestones), len(schedulers))
         self.optimizer, self._schedulers, self._milestones = optimizer, schedulers, milestones
         self.last_epoch = _epoch("SequentialLR", "last_epoch", last_epoch) + 1
@@ -699,35 +734,11 @@ class SequentialLR(LRScheduler):
             sch.step()
         self._last_lr = sch.get_last_lr()
 
-    def state_dict(self) -> dict:
-        """The scheduler's class and state, each scheduler's state in its place (plain, JSON-able values)."""
-        return {**super().state_dict(), "_schedulers": [sch.state_dict() for sch in self._schedulers]}
-
     def _state_checks(self, state: dict) -> dict:
         # (the schedulers' states before the milestones: their number decides how many milestones there are)
         return {"last_epoch": _epoch, "_schedulers": self._check_schedulers,
                 "_milestones": functools.partial(_milestones_for, n=len(self._schedulers)),
                 "_last_lr": functools.partial(_rates, n=len(self.optimizer.param_groups), check=_real)}
-
-    def _check_schedulers(self, owner: str, name: str, saved) -> list:
-        """One state per scheduler, each checked by that scheduler: returns their ``apply``s."""
-        n = len(self._schedulers)
-        if not isinstance(saved, list) or len(saved) != n:
-            got = f"the states of {len(saved)} schedulers" if isinstance(saved, list) else repr(saved)
-            raise ValueError(f"{owner}: {name} holds {got}; this SequentialLR has {n} "
-                             f"({', '.join(type(s).__name__ for s in self._schedulers)})")
-        applies = []
-        for i, (sch, sd) in enumerate(zip(self._schedulers, saved)):
-            try:
-                applies.append(sch.prepare_load(sd))
-            except ValueError as e:
-                raise ValueError(f"{owner}: {name}[{i}]: {e}") from None
-        return applies
-
-    def _apply(self, values: dict) -> None:
-        for apply in values["_schedulers"]:
-            apply()
-        super()._apply({k: v for k, v in values.items() if k != "_schedulers"})
 
 
 _t_cur = functools.partial(_number, what="a number >= -1", ok=lambda x: x >= -1)

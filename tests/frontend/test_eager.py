@@ -1,5 +1,6 @@
 """Eager-PyTorch habits (``loss.backward()``, ``x.item()``, ``x.numpy()``, ``opt.zero_grad()``,
-``opt.step()``, ``torch.no_grad()``, ``nn.utils.clip_grad_norm_``) fail with an EagerOnlyError naming
+``opt.step()``, ``torch.no_grad()``, ``torch.inference_mode()``, ``torch.autocast(...)``, ``model.cuda()``,
+``nn.utils.clip_grad_norm_``) fail with an EagerOnlyError naming
 luminal's lazy equivalent, in the format of every op error (the op, the operands, the user's line),
 instead of an AttributeError or a silent no-op; and the equivalents named do the job."""
 
@@ -110,3 +111,46 @@ def test_clip_by_norm_named_there_matches_torch():
     np.testing.assert_allclose(out[-1], want.numpy(), rtol=1e-6)
     for got, p in zip(out[:-1], ps):
         np.testing.assert_allclose(got, p.grad.numpy(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["inference_mode", "autocast"])
+def test_inference_mode_and_autocast_name_what_luminal_does(name):
+    """Both as ``with`` blocks and as decorators, and ``autocast`` by torch.amp's path (``lm.amp``)."""
+    has = {"inference_mode": ("lm.compile(outputs)", "x.detach()"),
+           "autocast": ("compute_dtype=lm.float16", "scaler=train.GradScaler()", "train.autocast(outputs")}[name]
+    lc = here() + 2
+    with pytest.raises(EagerOnlyError) as e:
+        with getattr(lm, name)():
+            pass
+    _msg(e, name, lc, *has)
+    with pytest.raises(EagerOnlyError, match=f"^{name}: "):
+        getattr(lm, name)()(lambda: None)
+    if name == "autocast":
+        with pytest.raises(EagerOnlyError) as e:
+            lc = here(); lm.amp.autocast("cuda", dtype=lm.float16)
+        _msg(e, name, lc, *has)
+        with pytest.raises(EagerOnlyError, match="^autocast: "):
+            lm.autocast(device_type="cpu", dtype=lm.bfloat16, enabled=False)
+
+
+DEVICE_CALLS = [  # (module.to's arguments, or None for module.cuda(); the call the error names)
+    (None, "cuda()"), ((("cuda",), {}), "to('cuda')"), ((("cuda:1", lm.float16), {}), "to('cuda:1')"),
+    (((), {"device": "cuda"}), "to('cuda')"), (((0,), {}), "to('cuda:0')"),
+]
+
+
+@pytest.mark.parametrize("to,named", DEVICE_CALLS, ids=[c[1] for c in DEVICE_CALLS])
+def test_moving_a_module_to_a_device_names_the_backend(to, named):
+    m = nn.Linear(2, 2)
+    with pytest.raises(EagerOnlyError) as e:
+        lc = here(); m.cuda() if to is None else m.to(*to[0], **to[1])
+    _msg(e, f"Linear.{named}", lc, "has no device", "lm.compile(outputs, backend='cuda')",
+         "train.compile_step(loss, optimizer, backend='cuda')", "registered: ", "module.to('cpu')")
+    assert m.weight.dtype is lm.float32  # nothing converted
+
+
+def test_the_cpu_stays_accepted_by_a_module():
+    m = nn.Linear(2, 2)
+    assert m.cpu() is m and m.to("cpu") is m and m.to(torch.device("cpu")) is m
+    assert m.to("cpu", lm.float64) is m and m.weight.dtype is lm.float64
+    assert m.to(device="cpu", dtype="float32").weight.dtype is lm.float32
