@@ -54,8 +54,10 @@ from luminal.nn.layers.norm import batch_norm, group_norm, layer_norm, rms_norm
 from luminal.nn.layers.pool_nd import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
     adaptive_max_pool1d,
     adaptive_max_pool2d,
+    adaptive_max_pool3d,
     avg_pool1d,
     avg_pool2d,
     avg_pool3d,
@@ -103,7 +105,8 @@ def __dir__():
 
 
 __all__ = [
-    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "avg_pool1d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "adaptive_max_pool3d", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "batch_norm", "bilinear", "celu", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "dropout", "dropout1d", "dropout2d", "dropout3d",
     "elu", "embedding", "fold", "gelu", "glu", "grid_sample", "group_norm", "hardshrink", "hardsigmoid", "hardswish",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from luminal.core import dtype as dt
 from luminal.core.errors import check_int, op_error
-from luminal.core.symbolic import is_static
+from luminal.core.symbolic import free_vars, is_static
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.core import cast
 from luminal.frontend.ops.elementwise import add
@@ -45,7 +45,8 @@ def cat(tensors, dim: int = 0) -> GraphTensor:
     d = first._axis(dim, "cat")
     for t in tensors[1:]:
         if t.ndim != first.ndim or any(a != b for k, (a, b) in enumerate(zip(t.shape, first.shape)) if k != d):
-            raise op_error(ValueError, "cat", f"shapes must match except in dim {d}", *tensors)
+            raise op_error(ValueError, "cat", f"shapes must match except in dim {d}{_rounded_hint(first, t, d)}",
+                           *tensors)
     dtype = first.dtype
     for t in tensors[1:]:
         dtype = dt.promote(dtype, t.dtype)
@@ -60,6 +61,25 @@ def cat(tensors, dim: int = 0) -> GraphTensor:
         out = piece if out is None else add(out, piece)
         before = before + t.shape[d]
     return out
+
+
+def _rounded_hint(a: GraphTensor, b: GraphTensor, d: int) -> str:
+    """For symbolic sizes that differ only as expressions of rounding (a U-Net's skip ``H`` joined with
+    ``2*(H//2)``, the same size for an even ``H``): how to declare the input so that they are equal."""
+    if a.ndim != b.ndim:
+        return ""
+    for k, (x, y) in enumerate(zip(a.shape, b.shape)):
+        if k == d or x == y or (is_static(x) and is_static(y)):
+            continue
+        rounded = [str(v) for v in (x, y) if not is_static(v) and ("//" in str(v) or "%" in str(v))]
+        if not rounded:
+            continue
+        name = sorted(free_vars(x) | free_vars(y))[0]
+        return (f"; dim {k} is {x} in one tensor and {y} in the other, equal only for some values of {name} "
+                f"(the division in {rounded[0]} rounds down): declaring the input's size as a multiple, as "
+                f"4*lm.sym(\"{name.lower()}\") in g.input for two halvings, makes such divisions exact and the sizes "
+                "equal")
+    return ""
 
 
 def stack(tensors, dim: int = 0) -> GraphTensor:

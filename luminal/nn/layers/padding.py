@@ -1,5 +1,6 @@
 """Padding layers (``nn.ZeroPad2d``, ``nn.ReflectionPad1d``, ...): torch's names, arguments and
-``padding`` attribute, each a thin module over ``F.pad`` in one of its modes."""
+``padding`` attribute, each a thin module over ``F.pad`` in one of its modes. Negative amounts crop,
+in every mode, and the padded dims may be symbolic, as ``F.pad``'s."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ from luminal.nn.module import Module
 _LAYOUTS = {1: "(C, W) or (N, C, W)", 2: "(C, H, W) or (N, C, H, W)", 3: "(C, D, H, W) or (N, C, D, H, W)"}
 
 
-def _padding(layer: str, padding, n: int, negative: bool) -> tuple[int, ...]:
+def _padding(layer: str, padding, n: int) -> tuple[int, ...]:
     """torch's ``_ntuple(2 * n)``: an int pads every side; a sequence gives (left, right, top, bottom,
     front, back) for the last ``n`` dims, last dim first, and must have ``2 * n`` ints (torch does not
-    check the length). Negative amounts crop, in the modes of ``F.pad`` that crop (``negative``)."""
+    check the length). Negative amounts crop (``F.pad``)."""
     sides = 2 * n
     if isinstance(padding, (tuple, list)):
         vals = tuple(padding)
@@ -28,11 +29,7 @@ def _padding(layer: str, padding, n: int, negative: bool) -> tuple[int, ...]:
     if len(vals) != sides or any(isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral)
                                  for v in vals):
         raise TypeError(f"{layer}: padding must be an int or a tuple of {sides} ints, got {padding!r}")
-    vals = tuple(int(v) for v in vals)
-    if not negative and min(vals) < 0:
-        raise ValueError(f"{layer}: padding must be non-negative, got {padding!r} (F.pad crops with negative "
-                         "amounts only in 'constant' mode: use ConstantPad or ZeroPad, or crop with a slice)")
-    return vals
+    return tuple(int(v) for v in vals)
 
 
 class _PadNd(Module):
@@ -44,7 +41,7 @@ class _PadNd(Module):
 
     def __init__(self, padding):
         super().__init__()
-        self.padding = _padding(type(self).__name__, padding, self._n, self._mode == "constant")
+        self.padding = _padding(type(self).__name__, padding, self._n)
 
     def forward(self, input):  # noqa: A002
         """Pad ``input``'s last dims by ``self.padding``.
@@ -148,21 +145,19 @@ class ZeroPad3d(_ZeroPadNd):
 
 class ReflectionPad1d(_PadNd):
     """torch's ``nn.ReflectionPad1d(padding)``: ``F.pad`` in 'reflect' mode on (C, W) or (N, C, W).
-    Unlike torch, negative padding (cropping) is refused, as ``F.pad`` refuses it in this mode.
 
     Args:
-        padding: an int, or (left, right), each less than the padded dim's size.
+        padding: an int, or (left, right), each less than the padded dim's size; negative amounts crop.
     """
 
     _n, _mode = 1, "reflect"
 
 
 class ReflectionPad2d(_PadNd):
-    """torch's ``nn.ReflectionPad2d(padding)``: ``F.pad`` in 'reflect' mode on (C, H, W) or (N, C, H, W)
-    (no negative padding, as ReflectionPad1d).
+    """torch's ``nn.ReflectionPad2d(padding)``: ``F.pad`` in 'reflect' mode on (C, H, W) or (N, C, H, W).
 
     Args:
-        padding: an int, or (left, right, top, bottom).
+        padding: an int, or (left, right, top, bottom); negative amounts crop.
     """
 
     _n, _mode = 2, "reflect"
@@ -170,10 +165,10 @@ class ReflectionPad2d(_PadNd):
 
 class ReflectionPad3d(_PadNd):
     """torch's ``nn.ReflectionPad3d(padding)``: ``F.pad`` in 'reflect' mode on (C, D, H, W) or
-    (N, C, D, H, W) (no negative padding, as ReflectionPad1d).
+    (N, C, D, H, W).
 
     Args:
-        padding: an int, or (left, right, top, bottom, front, back).
+        padding: an int, or (left, right, top, bottom, front, back); negative amounts crop.
     """
 
     _n, _mode = 3, "reflect"
@@ -181,10 +176,9 @@ class ReflectionPad3d(_PadNd):
 
 class ReplicationPad1d(_PadNd):
     """torch's ``nn.ReplicationPad1d(padding)``: ``F.pad`` in 'replicate' mode on (C, W) or (N, C, W).
-    Unlike torch, negative padding (cropping) is refused, as ``F.pad`` refuses it in this mode.
 
     Args:
-        padding: an int, or (left, right).
+        padding: an int, or (left, right); negative amounts crop.
     """
 
     _n, _mode = 1, "replicate"
@@ -192,10 +186,10 @@ class ReplicationPad1d(_PadNd):
 
 class ReplicationPad2d(_PadNd):
     """torch's ``nn.ReplicationPad2d(padding)``: ``F.pad`` in 'replicate' mode on (C, H, W) or
-    (N, C, H, W) (no negative padding, as ReplicationPad1d).
+    (N, C, H, W).
 
     Args:
-        padding: an int, or (left, right, top, bottom).
+        padding: an int, or (left, right, top, bottom); negative amounts crop.
     """
 
     _n, _mode = 2, "replicate"
@@ -203,10 +197,10 @@ class ReplicationPad2d(_PadNd):
 
 class ReplicationPad3d(_PadNd):
     """torch's ``nn.ReplicationPad3d(padding)``: ``F.pad`` in 'replicate' mode on (C, D, H, W) or
-    (N, C, D, H, W) (no negative padding, as ReplicationPad1d).
+    (N, C, D, H, W).
 
     Args:
-        padding: an int, or (left, right, top, bottom, front, back).
+        padding: an int, or (left, right, top, bottom, front, back); negative amounts crop.
     """
 
     _n, _mode = 3, "replicate"
@@ -214,21 +208,20 @@ class ReplicationPad3d(_PadNd):
 
 class CircularPad1d(_PadNd):
     """torch's ``nn.CircularPad1d(padding)``: ``F.pad`` in 'circular' mode on (C, W) or (N, C, W).
-    Unlike torch, negative padding (cropping) is refused, as ``F.pad`` refuses it in this mode.
 
     Args:
-        padding: an int, or (left, right), each at most the padded dim's size.
+        padding: an int, or (left, right), each at most the padded dim's size (what the negative
+            amounts, which crop, leave of it).
     """
 
     _n, _mode = 1, "circular"
 
 
 class CircularPad2d(_PadNd):
-    """torch's ``nn.CircularPad2d(padding)``: ``F.pad`` in 'circular' mode on (C, H, W) or (N, C, H, W)
-    (no negative padding, as CircularPad1d).
+    """torch's ``nn.CircularPad2d(padding)``: ``F.pad`` in 'circular' mode on (C, H, W) or (N, C, H, W).
 
     Args:
-        padding: an int, or (left, right, top, bottom).
+        padding: an int, or (left, right, top, bottom); negative amounts crop.
     """
 
     _n, _mode = 2, "circular"
@@ -236,10 +229,10 @@ class CircularPad2d(_PadNd):
 
 class CircularPad3d(_PadNd):
     """torch's ``nn.CircularPad3d(padding)``: ``F.pad`` in 'circular' mode on (C, D, H, W) or
-    (N, C, D, H, W) (no negative padding, as CircularPad1d).
+    (N, C, D, H, W).
 
     Args:
-        padding: an int, or (left, right, top, bottom, front, back).
+        padding: an int, or (left, right, top, bottom, front, back); negative amounts crop.
     """
 
     _n, _mode = 3, "circular"

@@ -3,7 +3,8 @@
 Output sizes, ``ceil_mode`` and AvgPool's divisors (``count_include_pad``) follow torch's formulas.
 MaxPool with ``return_indices=True`` also returns torch's indices (int32): each maximum's flat
 position within its spatial plane.
-Adaptive average pooling is a matmul with a constant averaging matrix per spatial dim.
+Adaptive average pooling is a matmul with a constant averaging matrix per spatial dim, and a mean over
+the dims it pools to size 1 (global pooling: those dims may be symbolic).
 """
 
 from __future__ import annotations
@@ -315,6 +316,20 @@ class AvgPool2d(_AvgPoolNd):
     _nd = 2
 
 
+def _adaptive_whole_dims(name: str, x, output_size) -> tuple[int, ...]:
+    """The dims of ``x`` an adaptive pooling to ``output_size`` (one per spatial dim, None keeps it)
+    pools to size 1 (a reduction over the whole dim; a static dim of size 1 is kept as it is). A
+    symbolic dim pools only to 1 (or is kept): the windows of another output size depend on its size."""
+    nd = len(output_size)
+    spatial = x.shape[x.ndim - nd:]
+    for n, o in zip(spatial, output_size):
+        if not is_static(n) and o not in (None, 1):
+            raise bad_input(name, f"with static spatial dims for an output size {o} (over a symbolic dim "
+                            "only the output size 1, global pooling, or None is supported)", x)
+    return tuple(x.ndim - nd + i for i, (n, o) in enumerate(zip(spatial, output_size))
+                 if o == 1 and not (is_static(n) and n == 1))
+
+
 def _adaptive_matrix(n: int, out: int) -> np.ndarray:
     """(out, n) averaging weights over torch's adaptive windows [floor(i*n/out), ceil((i+1)*n/out))."""
     m = np.zeros((out, n))
@@ -336,12 +351,13 @@ class _AdaptiveAvgPoolNd(_PoolNd):
     def forward(self, x):
         name = self._check(x)
         spatial = x.shape[x.ndim - self._nd:]
-        if not all(is_static(n) for n in spatial):
-            raise bad_input(name, "with static spatial dims", x)
+        whole = _adaptive_whole_dims(name, x, self.output_size)
+        if whole:  # output size 1: the mean of the whole dim (global pooling), whatever its size
+            x = x.mean(whole, keepdim=True)
         for i, (n, o) in enumerate(zip(spatial, self.output_size)):
-            if o is None or o == n:
-                continue
             dim = x.ndim - self._nd + i
+            if o is None or o == n or dim in whole:
+                continue
             m = x.graph.constant(_adaptive_matrix(n, o), x.dtype)  # (o, n)
             x = (x.transpose(dim, -1) @ m.T).transpose(dim, -1)
         return x

@@ -1,11 +1,10 @@
-"""Pooling beyond ``pool.py``'s layers: the 3-d layers (MaxPool3d, AvgPool3d, built on pool.py's
-window machinery), adaptive max pooling, and the functional forms (``F.max_pool2d``, ...) with torch's
+"""Pooling beyond ``pool.py``'s layers: the 3-d layers (MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, built on
+pool.py's machinery), adaptive max pooling, and the functional forms (``F.max_pool2d``, ...) with torch's
 signatures. The functional forms run the layers, so they share one implementation and its checks."""
 
 from __future__ import annotations
 
 from luminal.core.errors import check_int, renamed
-from luminal.core.symbolic import is_static
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops import cat
 from luminal.nn.layers._util import bad_input, check_float, layer_forward, layer_name
@@ -16,6 +15,8 @@ from luminal.nn.layers.pool import (
     AvgPool2d,
     MaxPool1d,
     MaxPool2d,
+    _adaptive_whole_dims,
+    _AdaptiveAvgPoolNd,
     _AvgPoolNd,
     _MaxPoolNd,
     _PoolNd,
@@ -74,13 +75,14 @@ class _AdaptiveMaxPoolNd(_PoolNd):
     def forward(self, x):
         name = self._check(x)
         spatial = x.shape[x.ndim - self._nd:]
-        if not all(is_static(n) for n in spatial):
-            raise bad_input(name, "with static spatial dims", x)
+        whole = _adaptive_whole_dims(name, x, self.output_size)
+        if whole:  # output size 1: the max of the whole dim (global pooling), whatever its size
+            x = x.amax(whole, keepdim=True)
         # windows are products of per-dim intervals, so the max is taken one dim at a time
         for i, (n, o) in enumerate(zip(spatial, self.output_size)):
-            if o is None or o == n:
-                continue
             dim = x.ndim - self._nd + i
+            if o is None or o == n or dim in whole:
+                continue
             parts = [x._slice_dim(dim, lo, hi - lo, 1).amax(dim, keepdim=True) for lo, hi in _adaptive_windows(n, o)]
             x = cat(parts, dim) if len(parts) > 1 else parts[0]
         return x
@@ -108,6 +110,23 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """
 
     _nd = 2
+
+
+class AdaptiveMaxPool3d(_Pool3dCheck, _AdaptiveMaxPoolNd):
+    """torch's ``nn.AdaptiveMaxPool3d(output_size, return_indices=False)`` over (N, C, D, H, W) or (C, D, H, W).
+
+    Args:
+        output_size: an int or (D_out, H_out, W_out) (None keeps that dim). return_indices: not supported.
+    """
+
+
+class AdaptiveAvgPool3d(_Pool3dCheck, _AdaptiveAvgPoolNd):
+    """torch's ``nn.AdaptiveAvgPool3d(output_size)`` over (N, C, D, H, W) or (C, D, H, W): the mean over
+    windows ``[floor(i * n / out), ceil((i + 1) * n / out))`` per spatial dim.
+
+    Args:
+        output_size: an int or ``(D_out, H_out, W_out)``; a None entry keeps the input's size.
+    """
 
 
 def _pool(layer, name, input):  # noqa: A002
@@ -205,6 +224,15 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     return _pool(AdaptiveAvgPool2d(output_size), "adaptive_avg_pool2d", input)
 
 
+def adaptive_avg_pool3d(input, output_size):  # noqa: A002
+    """torch's ``F.adaptive_avg_pool3d`` over (N, C, D, H, W) or (C, D, H, W).
+
+    Args:
+        input: a float tensor. output_size: an int or (D_out, H_out, W_out) (None keeps that dim).
+    """
+    return _pool(AdaptiveAvgPool3d(output_size), "adaptive_avg_pool3d", input)
+
+
 def adaptive_max_pool1d(input, output_size, return_indices: bool = False):  # noqa: A002
     """torch's ``F.adaptive_max_pool1d`` over (N, C, L) or (C, L).
 
@@ -223,6 +251,16 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):  # no
     return _pool(AdaptiveMaxPool2d(output_size, return_indices), "adaptive_max_pool2d", input)
 
 
-__all__ = ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool3d", "MaxPool3d", "adaptive_avg_pool1d",
-           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d",
-           "avg_pool3d", "max_pool1d", "max_pool2d", "max_pool3d"]
+def adaptive_max_pool3d(input, output_size, return_indices: bool = False):  # noqa: A002
+    """torch's ``F.adaptive_max_pool3d`` over (N, C, D, H, W) or (C, D, H, W).
+
+    Args:
+        input: a float tensor. output_size: an int or (D_out, H_out, W_out). return_indices: not supported.
+    """
+    return _pool(AdaptiveMaxPool3d(output_size, return_indices), "adaptive_max_pool3d", input)
+
+
+__all__ = ["AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AvgPool3d",
+           "MaxPool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+           "adaptive_max_pool2d", "adaptive_max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "max_pool1d",
+           "max_pool2d", "max_pool3d"]

@@ -2,10 +2,18 @@
 bilinear, bicubic, trilinear, area, with ``align_corners``), ``pixel_shuffle``/``PixelShuffle``,
 ``pad`` (constant, reflect, replicate, circular), with torch's names, signatures and formulas.
 
-Interpolation is separable: each spatial dim is resampled by a constant (out, in) matrix (one 1 per
+Interpolation is separable: each spatial dim is resampled on its own. An integer scale factor (the
+common x2 upsampling) needs no sizes: 'nearest', 'nearest-exact' and 'area' repeat each element ``s``
+times (a view: expand and reshape), and 'linear'/'bilinear'/'bicubic'/'trilinear' with
+``align_corners=False`` are polyphase filters, output ``s*k + j`` a fixed combination (by ``j`` alone)
+of the inputs ``k-1 .. k+1`` (``k-2 .. k+2`` for cubic) of the input padded by replicating its edges,
+so these take symbolic spatial dims. Other sizes resample by a constant (out, in) matrix (one 1 per
 row for nearest, two weights for linear, four for cubic, a window's mean for area), a matmul whose
-gradient is the transposed matrix. Non-constant padding modes are an ``index_select`` of each padded
-dim with constant indices."""
+gradient is the transposed matrix; they need static spatial dims.
+
+Non-constant padding modes (and their negative amounts, which crop) are slices of the input, flipped
+(reflect) or broadcast (replicate) at the edges, joined by ``cat``: the dims may be symbolic, and what
+torch checks on the sizes is checked when the program runs."""
 
 from __future__ import annotations
 
@@ -13,10 +21,12 @@ import math
 
 import numpy as np
 
-from luminal.core import dtype as dt
-from luminal.core.errors import op_error, renamed
-from luminal.core.symbolic import is_static, shape_str
+from luminal.core.errors import op_error, renamed, user_frame
+from luminal.core.errors import where as at_line
+from luminal.core.symbolic import is_static, nonnegative, shape_str
 from luminal.frontend.checks import check_tensors
+from luminal.frontend.ops import cat
+from luminal.frontend.ops.elementwise import _opmath
 from luminal.nn.layers._util import check_float
 from luminal.nn.module import Module
 
@@ -87,7 +97,12 @@ def _resample_matrix(n: int, out: int, mode: str, align_corners: bool, scale: fl
 
 def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,  # noqa: A002
                 recompute_scale_factor: bool | None = None, antialias: bool = False):
-    """torch's ``F.interpolate`` for (N, C, *spatial) inputs with static spatial dims.
+    """torch's ``F.interpolate`` for (N, C, *spatial) inputs.
+
+    The spatial dims may be symbolic with an integer ``scale_factor`` (``2``, ``2.0``; at least 1) in
+    the modes 'nearest', 'nearest-exact' and 'area', and in the linear and cubic modes with
+    ``align_corners=False``: the output is then ``n * scale_factor`` long, whatever ``n``. ``size``,
+    other scale factors and ``align_corners=True`` need static spatial dims.
 
     Args:
         input: a float tensor (N, C, L), (N, C, H, W) or (N, C, D, H, W).
@@ -121,8 +136,6 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
         if antialias:
             raise op_error(NotImplementedError, name, "antialias=True is not supported", x)
         spatial = tuple(x.shape[2:])
-        if not all(is_static(n) for n in spatial):
-            raise op_error(ValueError, name, f"expected static spatial dims, got {shape_str(x.shape)}", x)
         if (size is None) == (scale_factor is None):
             raise op_error(ValueError, name, "give exactly one of size and scale_factor", x)
         if size is not None:
@@ -130,24 +143,84 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
             if len(outs) != nd:
                 raise op_error(ValueError, name, f"size {size!r} must have {nd} elements for input "
                                f"{shape_str(x.shape)}", x)
-            scales = (None,) * nd
+            scales, steps = (None,) * nd, (None,) * nd
         else:
             sf = tuple(scale_factor) if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * nd
             if len(sf) != nd:
                 raise op_error(ValueError, name, f"scale_factor {scale_factor!r} must have {nd} elements for "
                                f"input {shape_str(x.shape)}", x)
-            outs = tuple(int(math.floor(n * f)) for n, f in zip(spatial, sf))
+            steps = tuple(_integer_scale(f) for f in sf)
             scales = (None,) * nd if recompute_scale_factor else tuple(1.0 / f for f in sf)
-        if any(o < 1 for o in outs):
-            raise op_error(ValueError, name, f"output size {outs} must be positive", x)
+            outs = tuple(n * k if k is not None else (int(math.floor(n * f)) if is_static(n) else None)
+                         for n, f, k in zip(spatial, sf, steps))
         ac = bool(align_corners)
-        for i, (n, o, s) in enumerate(zip(spatial, outs, scales)):
-            if o == n and mode in ("nearest", "nearest-exact") and (s is None or s == 1.0):
-                continue
-            m = x.graph.constant(_resample_matrix(n, o, mode, ac, s), x.dtype)  # (o, n)
+        local = mode in ("nearest", "nearest-exact", "area") or not ac  # an integer scale resamples locally
+        for n, k in zip(spatial, steps):
+            if not is_static(n) and (k is None or not local):
+                raise op_error(ValueError, name, f"symbolic spatial dims (input {shape_str(x.shape)}) take only an "
+                               "integer scale_factor (>= 1), with mode 'nearest', 'nearest-exact' or 'area', or "
+                               "with 'linear', 'bilinear', 'bicubic' or 'trilinear' and align_corners=False; "
+                               f"{'size=' if size is not None else 'this scale_factor'}"
+                               f"{' and align_corners=True' if ac and k is not None else ''} needs static spatial "
+                               "dims", x)
+        if any(is_static(o) and o < 1 for o in outs):
+            raise op_error(ValueError, name, f"output size {shape_str(outs)} must be positive", x)
+        repeats = {}  # dim -> k: repeated together, last (one copy, of the other dims' results)
+        for i, (n, o, s, k) in enumerate(zip(spatial, outs, scales, steps)):
             dim = 2 + i
-            x = (x.transpose(dim, -1) @ m.T).transpose(dim, -1)
-        return x
+            if (k == 1 and local) or (o == n and mode in ("nearest", "nearest-exact") and (s is None or s == 1.0)):
+                continue
+            if k is not None and mode in ("nearest", "nearest-exact", "area"):
+                repeats[dim] = k
+            elif k is not None and local:
+                x = _upsample_taps(x, dim, k, mode)
+            else:
+                m = x.graph.constant(_resample_matrix(n, o, mode, ac, s), x.dtype)  # (o, n)
+                x = (x.transpose(dim, -1) @ m.T).transpose(dim, -1)
+        return _repeat_each(x, repeats) if repeats else x
+
+
+def _integer_scale(f) -> int | None:
+    """A scale factor that is a whole number at least 1, as an int (torch's output size ``floor(n * f)``
+    is then ``n * f`` and output ``i`` reads from input ``i // f``); else None."""
+    try:
+        v = float(f)
+    except (TypeError, ValueError):
+        return None
+    return int(v) if v >= 1 and v.is_integer() else None
+
+
+def _repeat_each(x, repeats: dict[int, int]):
+    """Every element of each dim ``d`` repeated ``repeats[d]`` times in place (``[a, b]`` -> ``[a, a, b, b]``):
+    nearest upsampling by integer factors, whatever the dims' sizes: a size-1 dim after each, broadcast to
+    the factor, merged into it by one reshape."""
+    split = [e for d, n in enumerate(x.shape) for e in ((n, 1) if d in repeats else (n,))]
+    wide = [e for d, n in enumerate(x.shape) for e in ((n, repeats[d]) if d in repeats else (n,))]
+    return x.reshape(*split).expand(*wide).reshape(*(n * repeats.get(d, 1) for d, n in enumerate(x.shape)))
+
+
+@_opmath
+def _upsample_taps(x, dim: int, k: int, mode: str):
+    """Dim ``dim`` upsampled by the integer factor ``k`` in a linear or cubic mode with
+    ``align_corners=False``: output ``k*q + j`` is a combination, whose weights depend on ``j`` alone, of
+    the inputs ``q-p .. q+p`` (``p`` = 1, or 2 for cubic), read from the input padded by ``p`` copies of its
+    edge elements (torch clamps the indices at the edges). The weights are the rows of the static
+    resampling matrix away from the edges."""
+    p = 2 if mode == "bicubic" else 1
+    n0, q0 = 2 * p + 4, p + 2  # a length whose row q0 reads no clamped index
+    m = _resample_matrix(n0, n0 * k, mode, False, 1.0 / k)[k * q0:k * q0 + k]  # (k, n0)
+    w = m[:, q0 - p:q0 + p + 1].T  # (taps, k): all of each row's weight
+    n = x.shape[dim]
+    xp = _pad_mode_dim(x, dim, p, p, "replicate", "interpolate")
+    trailing = (1,) * (x.ndim - dim - 1)
+    y = None
+    for t in range(2 * p + 1):
+        if not w[t].any():
+            continue
+        tap = xp._slice_dim(dim, t, n, 1).unsqueeze(dim + 1)  # input q + t - p at output (q, j)
+        term = tap * x.graph.constant(w[t].reshape((k,) + trailing), x.dtype)
+        y = term if y is None else y + term
+    return y.reshape(*x.shape[:dim], n * k, *x.shape[dim + 1:])
 
 
 class Upsample(Module):
@@ -277,14 +350,21 @@ class PixelUnshuffle(Module):
         return f"downscale_factor={self.downscale_factor}"
 
 
-_NP_PAD = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+_PAD_MODES = ("reflect", "replicate", "circular")
 
 
 def pad(input, pad, mode: str = "constant", value: float | None = None):  # noqa: A002
     """torch's ``F.pad``: ``pad`` lists (left, right) amounts from the last dim backwards.
 
+    Negative amounts crop, in every mode, as torch's: 'constant' crops the input then pads it;
+    'reflect' and 'replicate' read the cropped positions of the input padded by the positive amounts
+    (``(1, -2)`` of ``[0, 1, 2, 3, 4, 5]`` is ``[1, 0, 1, 2, 3]``), and 'circular' wraps around what the
+    cropping keeps (``[3, 0, 1, 2, 3]``). The padded dims may be symbolic in every mode; torch's checks
+    on their sizes (a reflect amount below the dim's size, a circular one at most the dim kept, a
+    non-empty result) are then made when the program runs, before any work.
+
     Args:
-        input: the tensor. pad: an even-length sequence of ints (negative crops, for 'constant').
+        input: the tensor. pad: an even-length sequence of ints; negative amounts crop.
         mode: 'constant', 'reflect', 'replicate' or 'circular'. value: the fill for 'constant' (0).
     """
     name = "pad"
@@ -296,24 +376,98 @@ def pad(input, pad, mode: str = "constant", value: float | None = None):  # noqa
     with renamed(name):
         if mode == "constant":
             return input.pad(pads, 0.0 if value is None else value)
-        if mode not in _NP_PAD:
+        if mode not in _PAD_MODES:
             raise op_error(ValueError, name, f"mode must be 'constant', 'reflect', 'replicate' or 'circular', got "
                            f"{mode!r}", input)
         if value is not None and value != 0:
             raise op_error(ValueError, name, f"padding mode {mode!r} does not take a value", input)
+        if any(isinstance(v, bool) or not hasattr(v, "__index__") for v in pads):
+            raise op_error(TypeError, name, f"pad {tuple(pads)} must be ints in mode {mode!r}", input)
         x = input
         for i in range(len(pads) // 2):
-            lo, hi = pads[2 * i], pads[2 * i + 1]
-            if not lo and not hi:
-                continue
-            dim = x.ndim - 1 - i
-            n = x.shape[dim]
-            if not is_static(n):
-                raise op_error(ValueError, name, f"mode {mode!r} needs static sizes in the padded dims, got "
-                               f"{shape_str(input.shape)}", input)
-            if min(lo, hi) < 0 or (mode == "reflect" and max(lo, hi) >= n) or (mode == "circular" and max(lo, hi) > n):
-                raise op_error(ValueError, name, f"padding ({lo}, {hi}) is invalid for dim {dim} of size {n} in "
-                               f"mode {mode!r}", input)
-            idx = np.pad(np.arange(n), (lo, hi), mode=_NP_PAD[mode]).astype(np.int32)
-            x = x.index_select(dim, x.graph.constant(idx, dt.int32))
+            lo, hi = int(pads[2 * i]), int(pads[2 * i + 1])
+            if lo or hi:
+                x = _pad_mode_dim(x, x.ndim - 1 - i, lo, hi, mode, name)
         return x
+
+
+def _pad_mode_dim(x, dim: int, lo: int, hi: int, mode: str, name: str):
+    """Dim ``dim`` of ``x`` padded by ``(lo, hi)`` (ints; negative crops) in ``mode``, with torch's rules.
+
+    Output position ``p`` (from ``-lo`` to ``n + hi``) of 'reflect' and 'replicate' reads input
+    ``|p|`` / ``0`` before the dim, ``p`` in it, ``2n - 2 - p`` / ``n - 1`` after it: the output is up
+    to three runs of positions, each a slice of the input (reversed for reflect, a broadcast edge for
+    replicate). 'circular' crops first, then wraps the kept ``m`` positions: ``[m - lo, m)`` before and
+    ``[0, hi)`` after. A static dim is checked now; a symbolic one when the program runs, where the
+    cropping must also stay within the dim (a crop reaching past the other edge into its padding, which
+    torch allows for a static size, is refused)."""
+    n = x.shape[dim]
+    static = is_static(n)
+    where = f"dim {dim} of size {n}"
+    needs: list = []  # (expression >= 0 when the program runs, what it means)
+
+    def bad(why=""):
+        return op_error(ValueError, name, f"padding ({lo}, {hi}) is invalid for {where} in mode {mode!r}{why}", x)
+
+    if mode == "circular":
+        cut_lo, cut_hi, add_lo, add_hi = max(-lo, 0), max(-hi, 0), max(lo, 0), max(hi, 0)
+        m = n - cut_lo - cut_hi  # the kept positions, wrapped around
+        if static and max(lo, hi) > n:
+            raise bad(": it would wrap around more than once")
+        if static and m < 0:
+            raise bad(": it crops more than the dim")
+        if static and max(add_lo, add_hi) > m:
+            raise bad(f": it wraps around the {m} positions the cropping keeps more than once")
+        needs.append((m - max(add_lo, add_hi), f"padding ({lo}, {hi}) is invalid for {where} in mode 'circular': "
+                      f"it must wrap around the {m} positions the cropping keeps at most once"))
+        kept = x._slice_dim(dim, cut_lo, m, 1) if cut_lo or cut_hi else x
+        runs = [kept._slice_dim(dim, m - add_lo, add_lo, 1)] if add_lo else []
+        runs.append(kept)
+        if add_hi:
+            runs.append(kept._slice_dim(dim, 0, add_hi, 1))
+    else:
+        out = n + lo + hi
+        if static and (n == 0 or (mode == "reflect" and max(lo, hi) >= n)):
+            raise bad(" (each amount must be below the dim's size)" if mode == "reflect" else ": the dim is empty")
+        if static and out < 1:
+            raise bad(f": the output would have size {out}")
+        if mode == "reflect" and max(lo, hi) > 0:
+            needs.append((n - 1 - max(lo, hi), f"padding ({lo}, {hi}) is invalid for {where} in mode 'reflect' "
+                          "(each amount must be below the dim's size)"))
+        needs.append((out - 1, f"padding ({lo}, {hi}) of {where} in mode {mode!r} leaves {out} (< 1) positions"))
+        if static:  # the runs are the position range's overlaps with before / in / after the dim
+            before, inside = (-lo, min(0, n + hi)), (max(-lo, 0), min(n, n + hi))
+            after = (max(n, -lo), n + hi)
+        else:  # (where a crop reaching past the other edge ends depends on n: refused, below)
+            before, inside, after = (-lo, 0), (max(-lo, 0), n + min(hi, 0)), (n, n + hi)
+            needs.append((n + min(lo, 0) + min(hi, 0), f"padding ({lo}, {hi}) crops more than {where} in mode "
+                          f"{mode!r} (with a symbolic size the cropping must stay within the dim)"))
+        runs = []
+        a, b = before
+        if static and b > a or not static and lo > 0:  # positions a .. b-1 < 0
+            runs.append(x._slice_dim(dim, 1 - b, b - a, 1).flip(dim) if mode == "reflect" else
+                        _broadcast(x._slice_dim(dim, 0, 1, 1), dim, b - a))
+        a, b = inside
+        if not static or b > a:
+            runs.append(x._slice_dim(dim, a, b - a, 1) if (a, b) != (0, n) else x)
+        a, b = after
+        if static and b > a or not static and hi > 0:  # positions a .. b-1 >= n
+            runs.append(x._slice_dim(dim, 2 * n - 1 - b, b - a, 1).flip(dim) if mode == "reflect" else
+                        _broadcast(x._slice_dim(dim, n - 1, 1, 1), dim, b - a))
+    y = cat(runs, dim) if len(runs) > 1 else runs[0]
+    for need, what in needs:
+        if nonnegative(need):
+            continue
+        if is_static(need):  # (what the static checks above leave: an input of size 0)
+            raise op_error(ValueError, name, what, x)
+        if y.node is not x.node:  # a program computing the padded node checks it
+            y.graph.node_requirements.setdefault(y.node.id, []).append(
+                (need, f"{name}: {what} (at {at_line(user_frame())})"))
+        else:  # a crop alone is a view of x: a program reading it checks it
+            x._requires(need, y.shape[dim], name, what)
+    return y
+
+
+def _broadcast(x, dim: int, k):
+    """``x``, of size 1 in dim ``dim``, broadcast to size ``k`` there (a view)."""
+    return x.expand(*x.shape[:dim], k, *x.shape[dim + 1:])
