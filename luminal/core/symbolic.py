@@ -487,12 +487,35 @@ def exact_div(a: Dim, b: Dim) -> Dim | None:
     return _norm(Sym(out))
 
 
+def _whole_part(a: Dim, b: Dim) -> tuple:
+    """``a`` as ``b*q + r`` for a positive int ``b``: ``q`` the terms whose coefficients ``b`` divides
+    (their quotients) and the constant's multiple of ``b``, ``r`` the rest, its constant in [0, b); or
+    ``(0, a)``. Every term takes integer values, so ``(b*q + r) // b == q + r // b`` and
+    ``(b*q + r) % b == r % b``: a strided conv's ``(4*h - 1)//2 + 1`` is ``2*h``, as a pool's ``4*h // 2``."""
+    if not (isinstance(b, int) and b > 0 and isinstance(a, Sym)):
+        return 0, a
+    q, r = {}, {}
+    for m, c in a.terms:
+        if m == ():
+            q[()], r[()] = c // b, c % b
+        elif c % b == 0:
+            q[m] = c // b
+        else:
+            r[m] = c
+    if not any(m for m in q if q[m]):
+        return 0, a
+    return _norm(Sym(q)), _norm(Sym(r))
+
+
 def floordiv(a: Dim, b: Dim) -> Dim:
     if isinstance(a, int) and isinstance(b, int):
         return a // b
     q = exact_div(a, b)
     if q is not None:
         return q
+    whole, rest = _whole_part(a, b)
+    if not (isinstance(whole, int) and whole == 0):
+        return whole + floordiv(rest, b)
     return Sym({(Atom("floordiv", (a, b)),): 1})
 
 
@@ -501,6 +524,9 @@ def mod(a: Dim, b: Dim) -> Dim:
         return a % b
     if exact_div(a, b) is not None:
         return 0
+    whole, rest = _whole_part(a, b)
+    if not (isinstance(whole, int) and whole == 0):
+        return mod(rest, b)
     return Sym({(Atom("mod", (a, b)),): 1})
 
 

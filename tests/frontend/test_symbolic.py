@@ -330,3 +330,27 @@ def test_solve_linear_property(c, k, v):
     if abs(c) > 1:
         with pytest.raises(ValueError):
             solve_linear(d, c * v + k + 1)
+
+
+def test_floordiv_and_mod_take_out_the_whole_multiples():
+    """(b*q + r) // b is q + r // b for integer-valued terms: a strided conv's output size over a size
+    declared as a multiple, (4*h - 1)//2 + 1, is 2*h, as a pool's 4*h // 2 is, so a U-Net's skip joins."""
+    from luminal import nn
+    from luminal.core.symbolic import evaluate, floordiv, mod
+
+    h, w = lm.sym("h"), lm.sym("w")
+    assert floordiv(4 * h - 1, 2) + 1 == 2 * h
+    assert floordiv(4 * h + 3 * w + 5, 2) == 2 * h + 2 + floordiv(3 * w + 1, 2)
+    assert mod(4 * h + 3, 2) == 1 and mod(6 * h - 1, 3) == 2
+    assert str(floordiv(3 * h + 4, 2)) == "((3*h+4)//2)"  # (no term moves but the constant: kept as it was)
+    for a in (4 * h - 1, -4 * h - 1, 6 * h + 3 * w - 7, 2 * h * w + w + 1):
+        for b in (2, 3, 4):
+            for env in ({"h": 0, "w": 0}, {"h": 1, "w": 5}, {"h": 7, "w": 2}):
+                n = evaluate(a, env)
+                assert evaluate(floordiv(a, b), env) == n // b and evaluate(mod(a, b), env) == n % b, (a, b, env)
+    g = lm.Graph()
+    x = g.input("x", (1, 3, 4 * h, 4 * w))
+    down = nn.Conv2d(3, 3, 3, stride=2, padding=1)(x)
+    assert down.shape[2:] == (2 * h, 2 * w)
+    up = nn.functional.interpolate(down, scale_factor=2)
+    assert lm.cat([x, up], 1).shape == (1, 6, 4 * h, 4 * w)
