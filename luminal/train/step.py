@@ -98,6 +98,11 @@ class NonFiniteLossError(FloatingPointError):
         self.call, self.loss, self.grad_norm = call, loss, grad_norm
 
 
+def _handle(t):
+    """A handle of its own on ``t``'s value (anything else as it is)."""
+    return t.graph.tensor(t.node, t.layout) if isinstance(t, GraphTensor) else t
+
+
 def _positive(name: str, v) -> float | None:
     """A clip bound must be a finite number > 0: ``clip_grad_norm=-1`` would scale every gradient by a
     negative factor (ascent instead of descent), ``clip_grad_value=-1`` clamp to an empty interval."""
@@ -157,7 +162,9 @@ class TrainStep(Generic[StepResult]):
                  compute_dtype=None, scaler: GradScaler | None = None, shapes: dict | None = None,
                  data_parallel: bool = False):
         # (what a rebuild after the optimizer's structure changed compiles again: ``_rebuild``)
-        self._args = dict(loss=loss, optimizer=optimizer, backend=backend, outputs=outputs,
+        # (handles of their own: an in-place method on the caller's loss or outputs rebinds those, not these)
+        self._args = dict(loss=_handle(loss), optimizer=optimizer, backend=backend,
+                          outputs=[_handle(o) for o in outputs] if isinstance(outputs, (list, tuple)) else outputs,
                           clip_grad_norm=clip_grad_norm, clip_grad_value=clip_grad_value, accumulate=accumulate,
                           norm_type=norm_type, check_finite=check_finite, compute_dtype=compute_dtype, scaler=scaler,
                           shapes=shapes, data_parallel=data_parallel)
@@ -297,7 +304,7 @@ class TrainStep(Generic[StepResult]):
         none: the scalars' names). A few microseconds a call."""
         opt = self.optimizer
         return tuple((tuple(id(p) for p in g["params"] if getattr(p, "requires_grad", True)),
-                      tuple(sorted(k for k, v in g.items() if isinstance(v, bool) and v)),
+                      tuple(sorted(k for k, v in g.items() if isinstance(v, (bool, np.bool_)) and v)),
                       tuple(sorted(opt.scalars(g, 1)))) for g in opt.param_groups)
 
     def _rebuild(self) -> None:
@@ -313,9 +320,14 @@ class TrainStep(Generic[StepResult]):
             raise ValueError(f"train step: the optimizer's parameters or options changed in the middle of a gradient "
                              f"accumulation (micro-step {self.micro_step} of {self.accumulate}); change them between "
                              f"optimizer updates")
-        calls = self.calls
-        self.__init__(**self._args)
-        self.calls = calls
+        try:  # built apart and taken over whole: a failed build leaves this step as it was
+            new = TrainStep(**self._args)
+        except ValueError as e:
+            raise ValueError(f"train step: the optimizer's parameters or options changed since compile_step, and "
+                             f"the step cannot be built with them: {e}") from e
+        kept = {k: self.__dict__[k] for k in ("calls", "last_grad_norm", "last_step_skipped", "_lock")}
+        self.__dict__.update(new.__dict__)
+        self.__dict__.update(kept)  # (the lock this call holds, so another thread waits on it still)
 
     def prepare(self, **shapes) -> None:
         """Generate the step's code now for a batch of these shapes (``Compiled.prepare``): the first

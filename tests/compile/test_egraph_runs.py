@@ -138,3 +138,40 @@ def test_backoff_scheduler_finds_the_same_program():
     plain = _signature(optimized(y)[0])
     res, _ = optimized(y, budget=Budget(backoff_above=0))
     assert res.stats["budget_hit"] is None and _signature(res) == plain
+
+
+def test_compiles_on_several_threads_each_get_an_egraph(monkeypatch):
+    """egglog's EGraph can be used and dropped only on the thread that made it: a process-wide one made
+    by the first thread to compile panicked in any other (\"EGraph is unsendable, but sent to another
+    thread\") and again where it was dropped. Each compiling thread now has its own; the main thread's
+    is kept across the others."""
+    import threading
+
+    monkeypatch.setenv("LUMINAL_CACHE", "0")  # (every compile runs egglog)
+
+    def build(k: float):
+        g = lm.Graph()
+        x = g.input("x", (3,))
+        return lm.compile((x * k).exp(), backend="reference")(x=np.ones(3, np.float32))
+
+    np.testing.assert_allclose(build(1.0), np.e, rtol=1e-6)
+    mine = runner._current()
+    assert mine is not None
+    results, errors = [], []
+
+    def worker(k):
+        try:
+            results.append(float(build(k)[0]))
+        except BaseException as e:  # noqa: BLE001 - (a panic derives from BaseException)
+            errors.append(repr(e))
+
+    hooked = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: hooked.append(args.exc_value))
+    for k in (2.0, 3.0):
+        t = threading.Thread(target=worker, args=(k,))
+        t.start()
+        t.join()
+    assert not errors and not hooked, (errors, hooked)
+    np.testing.assert_allclose(results, np.exp([2.0, 3.0]), rtol=1e-6)
+    assert runner._current() is mine  # (the main thread's e-graph is its own still)
+    np.testing.assert_allclose(build(4.0), np.exp(4.0), rtol=1e-6)

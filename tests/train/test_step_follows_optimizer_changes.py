@@ -116,3 +116,41 @@ def test_freezing_every_parameter_is_an_error_at_the_next_step():
     lv.requires_grad_(False)
     with pytest.raises(ValueError, match="reads none of the optimizer's parameters|depends on none"):
         step(x=X, y=Y)
+
+
+def test_a_failed_rebuild_leaves_the_step_as_it_was():
+    """Every parameter frozen: the rebuild is refused, naming the change, and the step keeps its call count,
+    last gradient norm and lock; unfrozen again, it goes on."""
+    (_, _), (lw, lv), loss, *_ = _pair("SGD", {})
+    step = train.compile_step(loss, train.SGD([lw, lv], lr=0.1), backend="cpu", clip_grad_norm=1.0)
+    for _ in range(3):
+        step(x=X, y=Y)
+    norm, lock, update = step.last_grad_norm, step._lock, step._update
+    lw.requires_grad_(False)
+    lv.requires_grad_(False)
+    with pytest.raises(ValueError, match="options changed since compile_step, and the step cannot be built"):
+        step(x=X, y=Y)
+    assert (step.calls, step.last_grad_norm, step._lock, step._update) == (3, norm, lock, update)
+    lw.requires_grad_(True)
+    lv.requires_grad_(True)
+    step(x=X, y=Y)
+    assert step.calls == 4 and step._lock is lock
+
+
+def test_a_numpy_bool_option_and_an_in_place_change_of_the_loss_handle():
+    """A group flag set to np.True_ counts as the option on (update() reads it so); the step rebuilds from
+    the loss it was given, not from the caller's handle rebound by an in-place method since."""
+    (tw, tv), (lw, lv), loss, *_ = _pair("SGD", {})
+    topt, lopt = torch.optim.SGD([tw, tv], lr=0.1, momentum=0.9), train.SGD([lw, lv], lr=0.1, momentum=0.9)
+    step = train.compile_step(loss, lopt, backend="cpu")
+    loss.mul_(100.0)  # (the caller's handle only)
+    for i in range(3):
+        if i == 1:
+            topt.param_groups[0]["nesterov"] = True
+            lopt.param_groups[0]["nesterov"] = np.True_
+        topt.zero_grad()
+        _torch_loss(tw, tv).backward()
+        topt.step()
+        step(x=X, y=Y)
+    for t, p in ((tw, lw), (tv, lv)):
+        np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=1e-5, atol=1e-6)

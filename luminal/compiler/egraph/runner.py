@@ -1,5 +1,11 @@
-"""The one module-level e-graph: the vocabulary and rulesets are parsed once per process; each
-compile runs between ``(push)`` and ``(pop)``, so a 10-node compile costs milliseconds.
+"""The shared e-graph, one per thread that compiles: the vocabulary and rulesets are parsed once per
+thread (the main one, mostly); each compile runs between ``(push)`` and ``(pop)``, so a 10-node
+compile costs milliseconds.
+
+Why per thread: egglog's EGraph is a PyO3 "unsendable" object, usable and droppable only on the thread
+that made it. A process-wide one made by the first thread to compile panicked in any other thread
+that compiled after it ("EGraph is unsendable, but sent to another thread"), and dropping it there
+panicked again. A thread's e-graph lives in its ``threading.local`` slot and goes with the thread.
 
 The rules are data: egglog text in ``rules/*.egg`` (``RULE_FILES``, the schema first), each file
 runnable by egglog on its own after ``schema.egg`` (``tests/compile/test_egg_files.py`` does so).
@@ -27,7 +33,17 @@ REWRITE = ("algebra", "matmul", "contraction")  # the rulesets the schedules run
 
 _SPAN = bindings.RustSpan("", 0, 0)
 _LOCK = threading.RLock()
-_EG: bindings.EGraph | None = None
+_local = threading.local()  # .eg: this thread's e-graph (None until its first compile, or after a failure)
+
+
+def _current() -> bindings.EGraph | None:
+    return getattr(_local, "eg", None)
+
+
+def _forget(eg: bindings.EGraph) -> None:
+    """Throw this thread's e-graph away (its state after a failure is unknown): rebuilt on the next compile."""
+    if _current() is eg:
+        _local.eg = None
 
 
 def egg(name: str) -> str:
@@ -48,28 +64,24 @@ def _new_egraph() -> bindings.EGraph:
 
 def run(eg: bindings.EGraph, stage: str, text: str | None = None, commands=()):
     """Parse ``text`` (or take ready ``commands``) and run it; egglog failures -> CompileError."""
-    global _EG
     try:
         cmds = eg.parse_program(text) if text is not None else list(commands)
         return eg.run_program(*cmds)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as e:  # noqa: BLE001 - PanicException derives from BaseException
-        if eg is _EG:
-            _EG = None
+        _forget(eg)
         raise CompileError(stage, f"{type(e).__name__}: {_short(e)}") from e
 
 
 def guard(eg: bindings.EGraph, stage: str, fn, *args):
     """Call ``fn(*args)`` (a bindings call other than running commands) with the same conversion."""
-    global _EG
     try:
         return fn(*args)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as e:  # noqa: BLE001
-        if eg is _EG:
-            _EG = None
+        _forget(eg)
         raise CompileError(stage, f"{type(e).__name__}: {_short(e)}") from e
 
 
@@ -81,24 +93,23 @@ def _short(e: BaseException, limit: int = 500) -> str:
 @contextmanager
 def session():
     """The shared e-graph, pushed for one compile and popped after it (one compile at a time)."""
-    global _EG
     with _LOCK:
-        if _EG is None:
+        if _current() is None:
             try:
-                _EG = _new_egraph()
+                _local.eg = _new_egraph()
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as e:  # noqa: BLE001
                 raise CompileError("egglog: lower", f"could not build the rulesets: {_short(e)}") from e
-        eg = _EG
+        eg = _local.eg
         run(eg, "egglog: lower", commands=[bindings.Push(1)])
         try:
             yield eg
         finally:
-            if _EG is eg:
+            if _current() is eg:
                 try:
                     eg.run_program(bindings.Pop(_SPAN, 1))
                 except (KeyboardInterrupt, SystemExit):
                     raise
                 except BaseException:  # noqa: BLE001 - a failed pop leaves an unknown state: rebuild
-                    _EG = None
+                    _forget(eg)
