@@ -63,7 +63,12 @@ def tensor_op(name: str) -> Callable[[_F], _F]:
             if not isinstance(x, GraphTensor):
                 check_tensors(name, input=x)  # raises, with the one wording
             with rename:
-                return f(*args, **kwargs)
+                out = f(*args, **kwargs)
+            if isinstance(out, GraphTensor) and any(out is a for a in (*args, *kwargs.values())):
+                # an op that changes nothing (cat of one, pow(1), roll by 0) still gives a handle of its
+                # own, as torch's give a new tensor: an in-place method on it must not rebind its input
+                return out.graph.tensor(out.node, out.layout)
+            return out
 
         return op  # type: ignore[return-value]  # functools.wraps keeps f's signature
 

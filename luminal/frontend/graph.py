@@ -221,7 +221,8 @@ class Graph:
         if tuple(value.shape) != tuple(s.shape):
             raise op_error(ValueError, "assign", f"{s.describe()} cannot take a value of shape "
                            f"{shape_str(value.shape)}", value)
-        self.updates[s] = value.cast(s.dtype)
+        v = value.cast(s.dtype)  # (a handle of its own: an in-place method on the caller's rebinds the caller's)
+        self.updates[s] = self.tensor(v.node, v.layout)
 
     def guard(self, failed, value, error: type, message: str, of=None) -> None:
         """Check values that only a run sees (class labels that arrive as an input): a program compiled

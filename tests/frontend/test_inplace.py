@@ -369,3 +369,31 @@ def test_a_parameter_in_a_graph_is_refused_naming_the_way():
     with pytest.raises(EagerOnlyError, match=r"^mul_: Parameter .* is read into a graph here"):
         Scales()(x)
     np.testing.assert_array_equal(w.data, 1.0)
+
+
+@pytest.mark.parametrize("make", [lambda x: lm.cat([x]), lambda x: lm.hstack([x]), lambda x: x.pow(1), lambda x: x ** 1,
+                                  lambda x: x.roll(0, 0), lambda x: x.clone()],
+                         ids=["cat-one", "hstack-one", "pow-1", "pow-op-1", "roll-0", "clone"])
+def test_an_op_that_changes_nothing_gives_a_handle_of_its_own(make):
+    """torch's cat of one tensor, x ** 1, roll by 0 give new tensors: an in-place method on the result
+    leaves the input as it was. These returned the input's own handle, which the method then rebound."""
+    g = lm.Graph()
+    x = g.input("x", (3,))
+    y = make(x)
+    y.add_(100.0)
+    a = np.array([1.0, 2.0, 3.0], np.float32)
+    got_x, got_y = lm.compile([x * 1, y])(x=a)
+    np.testing.assert_array_equal(got_x, a)
+    np.testing.assert_array_equal(got_y, a + 100)
+
+
+def test_an_assigned_value_is_the_value_at_the_assign():
+    """graph.assign(buf, v) then v.add_(100): torch's buf.copy_(v) took v's value at that line."""
+    g = lm.Graph()
+    x = g.input("x", (3,))
+    buf = nn.Buffer(np.zeros(3, np.float32))
+    v = x * 2.0
+    g.assign(buf, v)
+    v.add_(100.0)
+    lm.compile([v.sum()])(x=np.array([1.0, 2.0, 3.0], np.float32))
+    np.testing.assert_array_equal(buf.data, [2.0, 4.0, 6.0])

@@ -12,7 +12,7 @@ from luminal.core import dtype as dt
 from luminal.core.errors import check_int, op_error
 from luminal.core.symbolic import free_vars, is_static
 from luminal.frontend.checks import check_tensors, tensor_op
-from luminal.frontend.ops.core import cast
+from luminal.frontend.ops.core import cast, fresh
 from luminal.frontend.ops.elementwise import add
 from luminal.frontend.tensor import GraphTensor
 
@@ -60,7 +60,7 @@ def cat(tensors, dim: int = 0) -> GraphTensor:
         piece = cast(t, dtype).pad(pads, -0.0 if dtype.is_float else 0)  # x + -0.0 is x, even for x = -0.0
         out = piece if out is None else add(out, piece)
         before = before + t.shape[d]
-    return out
+    return fresh(out) if out is first else out  # (cat of one: a handle of its own, as torch's copy)
 
 
 def _rounded_hint(a: GraphTensor, b: GraphTensor, d: int) -> str:

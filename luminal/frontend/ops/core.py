@@ -230,6 +230,12 @@ def result_dtype(tensors) -> dt.DType:
     return z if dt.kind_rank(z) > dt.kind_rank(d) else d
 
 
+def fresh(t: GraphTensor) -> GraphTensor:
+    """A new handle on ``t``'s value: what an op that changes nothing returns, so that an in-place method
+    on its result rebinds that result only, not the op's input (torch's op gives a new tensor)."""
+    return t.graph.tensor(t.node, t.layout)
+
+
 def from_numpy(op: str, a: np.ndarray, like: GraphTensor):
     """A numpy array operand of ``op`` as torch takes ``torch.from_numpy(a)``: a constant of
     ``like``'s graph whose dtype is the array's (float64 stays float64, so ``x + np.ones(3)`` of a

@@ -18,7 +18,7 @@ from luminal.core import dtype as dt
 from luminal.core.errors import op_error
 from luminal.core.symbolic import Sym
 from luminal.frontend.checks import check_tensors, tensor_op
-from luminal.frontend.ops.core import broadcast_shapes, cast, coerce, full_like, prim, require, result_dtype
+from luminal.frontend.ops.core import broadcast_shapes, cast, coerce, fresh, full_like, prim, require, result_dtype
 from luminal.frontend.tensor import GraphTensor
 
 LOG2E, LN2 = 1.4426950408889634, 0.6931471805599453
@@ -302,7 +302,7 @@ def pow(a, b) -> GraphTensor:  # noqa: A001 - torch's name
                 p = mul(p, p)
         if out is None:
             return full_like(a, 1)
-        return out
+        return fresh(out) if out is a else out  # (x ** 1: a handle of its own, as torch's new tensor)
     if isinstance(b, float) and b == 0.5 and isinstance(a, GraphTensor):
         return sqrt(a)
     a, b = coerce("pow", a, b)
