@@ -12,6 +12,7 @@ from luminal.compiler.memory import plan_memory
 from luminal.compiler.pipeline import compile_graph
 from luminal.core.backend import backend_names, get_backend
 from luminal.core.errors import op_error, user_frame, where
+from luminal.core.numpy_ops import OutsideBuffer
 from luminal.core.symbolic import evaluate, free_vars_in, nonnegative, shape_str, view_vars
 from luminal.core.walk import postorder
 from luminal.frontend.binding import as_is, bind, convert
@@ -277,21 +278,22 @@ class Compiled(Generic[Result]):
         except IndexError as e:  # (a run's index out of range: say which op and line made it)
             if getattr(e, "luminal_op", None) is not None:  # a guard's: it names its op already
                 raise
-            located = self._index_error(inputs)
+            located = self._index_error(inputs, isinstance(e, OutsideBuffer))
             if located is None:
                 raise
             raise located from e
 
-    def _index_error(self, inputs: dict) -> IndexError | None:
+    def _index_error(self, inputs: dict, outside: bool) -> IndexError | None:
         """After a run failed with an IndexError: the error naming the int index past a symbolic dim's
         size (``Graph.int_indices``: a view reading outside its buffer), or the op or layer whose gather
         or scatter_add read an index out of range, and the user's line that made it (``Graph.index_ops``),
         found by evaluating those ops' indices (the reference interpreter, on this call's inputs and
-        states); None when none is out of range here (the run's own error stands)."""
+        states); None when none is out of range here (the run's own error stands). ``outside``: the run
+        failed on a view reading outside its buffer (``OutsideBuffer``), which only an int index explains."""
         g = self.graph
         read = self._program_nodes() if g.index_ops or g.int_indices else []
         nodes = [n for n in read if n.id in g.index_ops]
-        ints = [need for n in read for need in g.int_indices.get(n.id, ())]
+        ints = [need for n in read for need in g.int_indices.get(n.id, ())] if outside else []
         if not nodes and not ints:
             return None
         try:

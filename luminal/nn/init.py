@@ -42,6 +42,8 @@ def _draw_dtype(p) -> type:
 
 
 def _uniform(rng, a: float, b: float, shape, dtype) -> np.ndarray:
+    if not isinstance(rng, np.random.Generator):  # (a legacy RandomState draws float64 only)
+        return rng.uniform(a, b, size=shape)
     out = rng.random(shape, dtype=dtype)
     out *= dtype(b) - dtype(a)
     out += dtype(a)
@@ -49,6 +51,8 @@ def _uniform(rng, a: float, b: float, shape, dtype) -> np.ndarray:
 
 
 def _normal(rng, mean: float, std: float, shape, dtype) -> np.ndarray:
+    if not isinstance(rng, np.random.Generator):
+        return rng.normal(mean, std, size=shape)
     out = rng.standard_normal(shape, dtype=dtype)
     out *= dtype(std)
     out += dtype(mean)

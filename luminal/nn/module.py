@@ -49,9 +49,10 @@ def _note_module_path(err: BaseException, module: Module) -> None:
         return
     names = []
     for parent, child in zip(chain[:0:-1], chain[-2::-1]):
-        name = next((k for k, m in parent._modules.items() if m is child), None)
+        # (a descendant's path: a ModuleList's block called in a loop skips the list's own call)
+        name = next((k for k, m in parent.named_modules() if m is child and k), None)
         if name is None:
-            return  # a module called that is not an attribute of its caller: no path to give
+            return  # a module called that is not inside its caller: no path to give
         names.append(name)
     err.add_note(f"  in {type(chain[-1]).__name__}: {'.'.join(names)} = {chain[0]._who()}")
 

@@ -562,3 +562,46 @@ def test_a_users_own_exception_in_forward_gets_no_module_note():
     with pytest.raises(KeyError) as e:
         Outer()(lm.Graph().input("x", (2,)))
     assert not getattr(e.value, "__notes__", None)
+
+
+def test_the_module_note_finds_a_block_called_in_a_loop_over_a_module_list():
+    """``for blk in self.blocks: x = blk(x)`` never calls the ModuleList itself: the path still goes
+    through it (blocks.2.proj), as a Sequential's does."""
+
+    class Block(nn.Module):
+        def __init__(self, n_in):
+            super().__init__()
+            self.proj = nn.Linear(n_in, 4)
+
+        def forward(self, x):
+            return self.proj(x)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList([Block(6), Block(4), Block(5)])
+
+        def forward(self, x):
+            for blk in self.blocks:
+                x = blk(x)
+            return x
+
+    with pytest.raises(ValueError) as e:
+        Net()(lm.Graph().input("x", ("B", 6)))
+    assert e.value.__notes__ == ["  in Net: blocks.2.proj = Linear(in_features=5, out_features=4, bias=True)"]
+
+
+def test_layer_norm_over_no_dim_is_refused_as_torch():
+    with pytest.raises(ValueError, match=r"^layer_norm: normalized_shape must have at least one dim"):
+        nn.functional.layer_norm(lm.Graph().input("x", (2, 3)), ())
+
+
+def test_a_gather_error_is_not_blamed_on_an_int_index_the_program_does_not_compute():
+    g = lm.Graph()
+    x = g.input("x", ("B", 4))
+    ids = g.input("ids", (2,), dtype=lm.int32)
+    emb = nn.Embedding(10, 4)
+    _unused = x[5]
+    f = lm.compile([emb(ids).sum() + x.sum()])
+    with pytest.raises(IndexError, match=r"^Embedding\(10, 4\): index 12 is out of range"):
+        f(x=np.ones((3, 4), np.float32), ids=np.array([1, 12], np.int32))

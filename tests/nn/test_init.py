@@ -162,3 +162,10 @@ def test_draws_in_the_parameters_precision(dtype):
     assert t.min() >= -0.5 and t.max() <= 0.5
     if dtype is np.float64:
         assert np.any(u != u.astype(np.float32).astype(np.float64))
+
+
+def test_a_legacy_random_state_still_draws():
+    p = init.uniform_(np.empty(1000, np.float32), -1.0, 1.0, generator=np.random.RandomState(0))
+    assert p.min() >= -1 and p.max() <= 1 and p.std() > 0.5
+    q = init.normal_(np.empty(1000, np.float32), 0.0, 2.0, generator=np.random.RandomState(0))
+    assert 1.5 < q.std() < 2.5

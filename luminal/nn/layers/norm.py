@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from luminal.core import dtype as dt
-from luminal.core.errors import check_int, renamed
+from luminal.core.errors import check_int, op_error, renamed
 from luminal.core.symbolic import is_static, prod, shape_str
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops.elementwise import _opmath
@@ -345,6 +345,8 @@ def _trailing_axes(name, x, normalized_shape, weight, bias):
     check_float(name, x)
     shape = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k = len(shape)
+    if not k:  # (as torch's: normalising over no dim is no norm; a mean over () would be over every dim)
+        raise op_error(ValueError, name, "normalized_shape must have at least one dim, got ()", x)
     if x.ndim < k or tuple(x.shape[x.ndim - k:]) != shape:
         raise bad_input(name, "(*, " + ", ".join(str(d) for d in shape) + ")", x)
     for what, t in (("weight", weight), ("bias", bias)):
