@@ -265,14 +265,17 @@ class TrainStep(Generic[StepResult]):
             if check_finite and scaler is None:  # with a scaler, overflowing gradients skip the step instead
                 ok = isfinite(norm.float()) if ok is None else logical_and(ok, isfinite(norm.float()))
 
+        # the parameters of a group share its scalars, but for those that first trained later (a layer
+        # unfrozen, a group added), which count their own steps: one set per (group, first step)
+        cohorts = [(gi, optimizer.first_step(p)) for gi, p in used]
         t = optimizer.steps + 1
-        scalars = {gi: {k: graph.state(s) for k, s in optimizer.scalar_states(gi, t).items()}
-                   for gi in {gi for gi, _ in used}}
-        for (gi, p), g in zip(used, acc_grads):
+        scalars = {(gi, start): {k: graph.state(s) for k, s in optimizer.scalar_states(gi, t, start).items()}
+                   for gi, start in set(cohorts)}
+        for (gi, p), g, c in zip(used, acc_grads, cohorts):
             st = optimizer.state_for(p)
             st_t = {n: graph.state(s) for n, s in st.items()}
             p_t = graph.state(p)
-            new_p, new_st = optimizer.update(p_t, g, st_t, scalars[gi], optimizer.param_groups[gi])
+            new_p, new_st = optimizer.update(p_t, g, st_t, scalars[c], optimizer.param_groups[gi])
             updates[p], old[p] = new_p, p_t
             for n, v in new_st.items():
                 if v is not st_t[n]:
@@ -283,7 +286,7 @@ class TrainStep(Generic[StepResult]):
             extra.append(grads_ok)
         if check_finite and ok is not None:  # a bad step writes back what was read: undone inside the program
             updates = {st_: where(ok, v, old[st_]) for st_, v in updates.items()}
-        self._groups = sorted(scalars)
+        self._cohorts = sorted(scalars)
         self._n_extra = len(extra)
         self._has_norm = clip_grad_norm is not None
         if dp is not None:  # no forward here: the graph's own updates are the gradients program's, kept as read
@@ -363,8 +366,8 @@ class TrainStep(Generic[StepResult]):
             return loss if not self._outputs else (loss, *extra)
         final = self.micro_step + 1 == self.accumulate
         if final:
-            for gi in self._groups:  # lr & co. for this step, from the (possibly scheduled) groups
-                self.optimizer.scalar_states(gi, self.optimizer.steps + 1)
+            for gi, start in self._cohorts:  # lr & co. for this step, from the (possibly scheduled) groups
+                self.optimizer.scalar_states(gi, self.optimizer.steps + 1, start)
             res = self._update(**batch)
         else:
             res = self._micro(**batch)

@@ -154,3 +154,41 @@ def test_a_numpy_bool_option_and_an_in_place_change_of_the_loss_handle():
         step(x=X, y=Y)
     for t, p in ((tw, lw), (tv, lv)):
         np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name,kw", [("Adam", dict(lr=0.01)), ("AdamW", dict(lr=0.01, weight_decay=0.1)),
+                                     ("Adagrad", dict(lr=0.1, lr_decay=0.5)),
+                                     ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.5))])
+def test_a_layer_unfrozen_later_counts_its_own_steps(name, kw, tmp_path):
+    """torch keeps a step count per parameter: a layer unfrozen at step 3 starts Adam's bias corrections
+    (Adagrad's lr_decay, SGD's first momentum step) at its own step 1. The global count made its first
+    updates about 3x larger for Adam. The counts survive a checkpoint."""
+    (tw, tv), (lw, lv), loss, topt_cls, lopt_cls = _pair(name, kw)
+    tw.requires_grad_(False)
+    lw.requires_grad_(False)
+    topt, lopt = topt_cls([tw, tv], **kw), lopt_cls([lw, lv], **kw)
+    step = train.compile_step(loss, lopt, backend="cpu")
+
+    def both():
+        topt.zero_grad()
+        _torch_loss(tw, tv).backward()
+        topt.step()
+        step(x=X, y=Y)
+
+    for _ in range(3):
+        both()
+    tw.requires_grad_(True)
+    lw.requires_grad_(True)
+    both()
+    train.save_checkpoint(tmp_path / "c.safetensors", optimizer=lopt)
+    fresh = lopt_cls([lw, lv], **kw)
+    train.load_checkpoint(tmp_path / "c.safetensors", optimizer=fresh)
+    assert fresh.first_steps == {id(lw): 3, id(lv): 0}
+    step = train.compile_step(loss, fresh, backend="cpu")
+    for _ in range(2):
+        topt.zero_grad()
+        _torch_loss(tw, tv).backward()
+        topt.step()
+        step(x=X, y=Y)
+    for t, p in ((tw, lw), (tv, lv)):
+        np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=1e-5, atol=1e-6)

@@ -56,6 +56,9 @@ class Optimizer:
             self.add_param_group(grp)
         self.steps = 0  # completed updates; the next update is step t = steps + 1
         self.state: dict[int, dict[str, State]] = {}  # id(param) -> name -> State
+        # id(param) -> the step count when it first trained: a parameter unfrozen or added later counts
+        # its own steps from there (Adam's bias corrections), as torch's per-parameter "step"
+        self.first_steps: dict[int, int] = {}
 
     def add_param_group(self, group: dict) -> None:
         """torch's ``Optimizer.add_param_group``: a new group of parameters with its own hyperparameters
@@ -112,17 +115,23 @@ class Optimizer:
                 st[n] = State(np.zeros(p.shape, p.data.dtype), p.dtype, f"{p.name or 'param'}.{n}")
         return st
 
-    def scalar_states(self, group_index: int, t: int) -> dict[str, State]:
-        """The runtime scalars of a group as States holding their values for step ``t``; the train-step
-        runner refreshes them before every run."""
+    def scalar_states(self, group_index: int, t: int, start: int = 0) -> dict[str, State]:
+        """The runtime scalars of a group as States holding their values for step ``t``, for its
+        parameters that first trained at step count ``start`` (their own step ``t - start``); the
+        train-step runner refreshes them before every run."""
         group = self.param_groups[group_index]
-        holders = group.setdefault("_scalars", {})
-        for k, v in self.scalars(group, t).items():
+        holders = group.setdefault("_scalars", {}).setdefault(start, {})
+        tag = f"opt.g{group_index}" + (f".from{start}" if start else "")
+        for k, v in self.scalars(group, t - start).items():
             if k not in holders:
-                holders[k] = scalar_state(v, f"opt.g{group_index}.{k}")
+                holders[k] = scalar_state(v, f"{tag}.{k}")
             else:
                 holders[k].set(v)
         return holders
+
+    def first_step(self, p) -> int:
+        """The step count when ``p`` first trained (now, for one that has not yet)."""
+        return self.first_steps.setdefault(id(p), self.steps)
 
     def params(self):
         """(group index, parameter) for every parameter."""
@@ -137,7 +146,9 @@ class Optimizer:
                 arrays[f"state.{k}.{n}"] = s.data
         groups = [{**{k: v for k, v in g.items() if k not in ("params", "_scalars")}, "param_count": len(g["params"])}
                   for g in self.param_groups]
-        return {"arrays": arrays, "steps": self.steps, "param_groups": groups, "optimizer": type(self).__name__}
+        first = {str(k): self.first_steps[id(p)] for k, (_, p) in enumerate(self.params()) if id(p) in self.first_steps}
+        return {"arrays": arrays, "steps": self.steps, "param_groups": groups, "optimizer": type(self).__name__,
+                "first_steps": first}
 
     def load_state_dict(self, sd: dict) -> None:
         """Restore hyperparameters, step count and per-parameter state; nothing changes unless all of
@@ -198,16 +209,36 @@ class Optimizer:
         extra = sorted(set(arrays) - wanted)
         if extra:
             raise ValueError(f"{name}: the checkpoint has state this optimizer does not: {', '.join(extra)}")
+        first = self._first_steps(name, sd, steps)
 
         def apply():
             with interrupts_deferred():  # all of it or, interrupted before it starts, none
                 for g, new in zip(self.param_groups, loaded):
                     g.update(new)
                 self.steps = steps
+                self.first_steps = first
                 for st, v in values:
                     np.copyto(st.data, v, casting="unsafe")
 
         return apply
+
+    def _first_steps(self, name: str, sd: dict, steps: int) -> dict[int, int]:
+        """``first_steps`` of a state dict (parameter index -> step count, each in [0, steps]) by id of
+        this optimizer's parameters. A state saved before it was recorded: every parameter from step 0."""
+        params = [p for _, p in self.params()]
+        saved = sd.get("first_steps")
+        if saved is None:
+            return {id(p): 0 for p in params} if steps else {}
+        if not isinstance(saved, dict):
+            raise ValueError(f"{name}: first_steps must be a dict, got {type(saved).__name__}")
+        out = {}
+        for k, v in saved.items():
+            if not (isinstance(k, str) and k.isdigit() and int(k) < len(params)):
+                raise ValueError(f"{name}: first_steps: {k!r} is not a parameter index (0..{len(params) - 1})")
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or not 0 <= v <= steps:
+                raise ValueError(f"{name}: first_steps[{k}] must be an int in [0, {steps}], got {v!r}")
+            out[id(params[int(k)])] = int(v)
+        return out
 
     @staticmethod
     def _check_types(name: str, i: int, group: dict, saved: dict) -> None:
