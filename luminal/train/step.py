@@ -304,11 +304,13 @@ class TrainStep(Generic[StepResult]):
         """What the compiled update is built from, beyond the numbers it reads at run time (lr, betas,
         ...: the groups' scalars): per param group, the parameters that train (``requires_grad``), the
         options on (nesterov, amsgrad, ...) and the update's terms (weight decay on or off, momentum or
-        none: the scalars' names). A few microseconds a call."""
+        none: the scalars' names); and each parameter's first step, when a checkpoint loaded after the
+        compile changed them. A few microseconds a call."""
         opt = self.optimizer
-        return tuple((tuple(id(p) for p in g["params"] if getattr(p, "requires_grad", True)),
-                      tuple(sorted(k for k, v in g.items() if isinstance(v, (bool, np.bool_)) and v)),
-                      tuple(sorted(opt.scalars(g, 1)))) for g in opt.param_groups)
+        groups = tuple((tuple(id(p) for p in g["params"] if getattr(p, "requires_grad", True)),
+                        tuple(sorted(k for k, v in g.items() if isinstance(v, (bool, np.bool_)) and v)),
+                        tuple(sorted(opt.scalars(g, 1)))) for g in opt.param_groups)
+        return opt.first_steps_loaded, groups
 
     def _rebuild(self) -> None:
         """The optimizer's structure changed since the step was compiled (a layer frozen or unfrozen, a

@@ -182,9 +182,9 @@ def test_a_layer_unfrozen_later_counts_its_own_steps(name, kw, tmp_path):
     both()
     train.save_checkpoint(tmp_path / "c.safetensors", optimizer=lopt)
     fresh = lopt_cls([lw, lv], **kw)
+    step = train.compile_step(loss, fresh, backend="cpu")  # (compiled before the load: built again after it)
     train.load_checkpoint(tmp_path / "c.safetensors", optimizer=fresh)
     assert fresh.first_steps == {id(lw): 3, id(lv): 0}
-    step = train.compile_step(loss, fresh, backend="cpu")
     for _ in range(2):
         topt.zero_grad()
         _torch_loss(tw, tv).backward()

@@ -59,6 +59,7 @@ class Optimizer:
         # id(param) -> the step count when it first trained: a parameter unfrozen or added later counts
         # its own steps from there (Adam's bias corrections), as torch's per-parameter "step"
         self.first_steps: dict[int, int] = {}
+        self.first_steps_loaded = 0  # bumped when a load changes them: a compiled step then builds again
 
     def add_param_group(self, group: dict) -> None:
         """torch's ``Optimizer.add_param_group``: a new group of parameters with its own hyperparameters
@@ -216,7 +217,9 @@ class Optimizer:
                 for g, new in zip(self.param_groups, loaded):
                     g.update(new)
                 self.steps = steps
-                self.first_steps = first
+                if first != self.first_steps:
+                    self.first_steps = first
+                    self.first_steps_loaded += 1
                 for st, v in values:
                     np.copyto(st.data, v, casting="unsafe")
 
