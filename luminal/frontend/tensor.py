@@ -94,6 +94,9 @@ class GraphTensor:
     """
 
     __slots__ = ("graph", "node", "layout", "origin")
+    # (set by ``ops/__init__``, which imports this module: ``ops.movement.pad_mode_dim``, what ``pad``'s
+    # reflect / replicate / circular modes are, as ``F.pad``'s)
+    _pad_mode_dim: Callable[..., GraphTensor]
     __hash__ = object.__hash__
     __array_ufunc__ = None  # ``ndarray + tensor``: numpy defers to ``__radd__`` (and its checks)
 
@@ -439,11 +442,11 @@ class GraphTensor:
         Args:
             pads: the amounts, two per padded dim, last dim first; negative amounts crop.
             value: the fill value of ``mode="constant"`` (None: 0, as torch).
-            mode: ``"constant"`` (a view: out-of-range reads give ``value``), or, on static dims,
-                ``"reflect"`` (mirror without repeating the edge; each amount below the dim's size),
-                ``"replicate"`` (repeat the edge element) or ``"circular"`` (wrap around; each amount
-                at most the dim's size). These three read the input through one Gather per dim with
-                a constant index, so their gradient adds up every read of an element.
+            mode: ``"constant"`` (a view: out-of-range reads give ``value``), ``"reflect"`` (mirror
+                without repeating the edge; each amount below the dim's size), ``"replicate"`` (repeat
+                the edge element) or ``"circular"`` (wrap around; each amount at most the dim's size):
+                torch's rules, negative amounts included, on static or symbolic dims
+                (``ops.movement.pad_mode_dim``, which ``F.pad`` uses too).
         """
         pads = dims("pad", pads, self)
         if len(pads) % 2 or len(pads) // 2 > self.ndim:
@@ -454,9 +457,12 @@ class GraphTensor:
                                f"'circular', got {mode!r}", self)
             if value not in (None, 0, 0.0):
                 raise op_error(ValueError, "pad", f"mode {mode!r} takes no fill value, got {value!r}", self)
+            if any(not is_static(p) for p in pads):
+                raise op_error(ValueError, "pad", f"mode {mode!r} takes int amounts, got {pads}", self)
             t = self
             for k in range(len(pads) // 2):
-                t = t._pad_gather(self.ndim - 1 - k, pads[2 * k], pads[2 * k + 1], mode)
+                if pads[2 * k] or pads[2 * k + 1]:
+                    t = GraphTensor._pad_mode_dim(t, self.ndim - 1 - k, int(pads[2 * k]), int(pads[2 * k + 1]), mode)
             return t
         value = _pad_value(check_number("pad", "value", 0.0 if value is None else value, self), self)
         t = self
@@ -484,39 +490,6 @@ class GraphTensor:
             v = t.layout.pad_dim(d, before, after, value)
         return t._with_view(v)
 
-    def _pad_gather(self, d, before, after, mode) -> GraphTensor:
-        """Dim ``d`` padded by ``mode`` (reflect / replicate / circular): a Gather with a constant
-        index along ``d``."""
-        import numpy as np
-
-        n = self.shape[d]
-        if not (is_static(n) and is_static(before) and is_static(after)):
-            raise op_error(ValueError, "pad", f"mode {mode!r} needs static sizes, got dim {d} of size {n} "
-                           f"padded by ({before}, {after})", self)
-        if before < 0 or after < 0:  # crop first, then pad from the cropped values (as torch)
-            lo, hi = max(0, -before), n - max(0, -after)
-            if hi < lo:
-                raise op_error(ValueError, "pad", f"crops more than dim {d} of size {n}", self)
-            return self._slice_dim(d, lo, hi - lo, 1)._pad_gather(d, max(0, before), max(0, after), mode)
-        if before == 0 and after == 0:
-            return self
-        limit = {"reflect": n - 1, "circular": n, "replicate": None}[mode]
-        if n == 0 or (limit is not None and max(before, after) > limit):
-            raise op_error(ValueError, "pad", f"mode {mode!r}: padding ({before}, {after}) is invalid for dim {d} "
-                           f"of size {n}", self)
-        pos = np.arange(-before, n + after)
-        if mode == "reflect":
-            period = 2 * (n - 1) if n > 1 else 1
-            pos = np.abs(pos) % period
-            pos = np.where(pos >= n, period - pos, pos)
-        elif mode == "replicate":
-            pos = np.clip(pos, 0, n - 1)
-        else:
-            pos = pos % n
-        shape = self.shape[:d] + (len(pos),) + self.shape[d + 1:]
-        idx = self.graph.constant(pos.astype(np.int32), dt.int32)
-        idx = idx.reshape(tuple(len(pos) if k == d else 1 for k in range(self.ndim))).expand(*shape)
-        return self.graph.tensor(self.graph.add("Gather", (self, idx), d, self.dtype, shape))
 
     def _slice_dim(self, d, start, count, step) -> GraphTensor:
         return self._with_view(self.layout.slice(d, start, count, step))

@@ -307,3 +307,12 @@ def test_cat_of_rounded_sizes_hints_at_multiples():
         _unet(x)
     with pytest.raises(ValueError, match=r"^cat: shapes must match except in dim 0\n"):  # no rounding: no hint
         lm.cat([g.input("a", (2, "S")), g.input("b", (2, "T"))], 0)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("pads", [(2, 1), (2, -1), (-1, 1, 1, 0)])
+def test_the_tensor_method_pads_as_f_pad(mode, pads, backend):
+    """``x.pad(..., mode=)`` was a Gather over static sizes only, cropping before it padded (torch's F.pad
+    pads, then crops, for reflect and replicate); it is now the same function as F.pad."""
+    check_sizes(lambda t: t.pad(pads, mode=mode) if not isinstance(t, torch.Tensor) else TF.pad(t, pads, mode=mode),
+                lambda n: [rand((2, 3, n), seed=n)], [(2, 3, "L")], sizes=(4, 6), backend=backend)

@@ -9,7 +9,17 @@ from luminal.core import dtype as dt
 from luminal.frontend import host, state_tensor
 from luminal.frontend.graph import Graph
 from luminal.frontend.join import joins, joins_all, op_name
-from luminal.frontend.ops import activations, combine, creation, elementwise, indexing, inplace, linalg, reduce
+from luminal.frontend.ops import (
+    activations,
+    combine,
+    creation,
+    elementwise,
+    indexing,
+    inplace,
+    linalg,
+    movement,
+    reduce,
+)
 from luminal.frontend.ops import core as _core
 from luminal.frontend.ops.activations import (
     elu,
@@ -365,6 +375,7 @@ def _install():
 
 
 _install()
+GraphTensor._pad_mode_dim = staticmethod(movement.pad_mode_dim)  # (Tensor.pad's modes, as F.pad's)
 inplace.install()  # x.add_(y) & co.: the handle rebound to the out-of-place result (inplace.py); before States'
 state_tensor.install()  # Parameters and Buffers take GraphTensor's methods (state_tensor.py)
 host.install()  # np.asarray of a tensor made outside any graph (host.py)

@@ -8,8 +8,9 @@ roll is two slices joined by ``cat``, ``repeat_interleave`` with a tensor of rep
 from __future__ import annotations
 
 from luminal.core import dtype as dt
-from luminal.core.errors import check_int, op_error
-from luminal.core.symbolic import Dim, Sym, is_static, shape_str, sym
+from luminal.core.errors import check_int, op_error, user_frame
+from luminal.core.errors import where as at_line
+from luminal.core.symbolic import Dim, Sym, is_static, nonnegative, shape_str, sym
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.combine import _sequence, cat
 from luminal.frontend.ops.core import cast, require
@@ -429,3 +430,85 @@ def meshgrid(*tensors, indexing: str = "ij") -> tuple[GraphTensor, ...]:
         k = {0: 1, 1: 0}.get(i, i) if swap else i
         out.append(t.reshape(tuple(shape[j] if j == k else 1 for j in range(len(shape)))).expand(*shape))
     return tuple(out)
+
+
+def pad_mode_dim(x, dim: int, lo: int, hi: int, mode: str, name: str = "pad"):
+    """Dim ``dim`` of ``x`` padded by ``(lo, hi)`` (ints; negative crops) in ``mode``, with torch's rules.
+
+    Output position ``p`` (from ``-lo`` to ``n + hi``) of 'reflect' and 'replicate' reads input
+    ``|p|`` / ``0`` before the dim, ``p`` in it, ``2n - 2 - p`` / ``n - 1`` after it: the output is up
+    to three runs of positions, each a slice of the input (reversed for reflect, a broadcast edge for
+    replicate). 'circular' crops first, then wraps the kept ``m`` positions: ``[m - lo, m)`` before and
+    ``[0, hi)`` after. A static dim is checked now; a symbolic one when the program runs, where the
+    cropping must also stay within the dim (a crop reaching past the other edge into its padding, which
+    torch allows for a static size, is refused)."""
+    n = x.shape[dim]
+    static = is_static(n)
+    where = f"dim {dim} of size {n}"
+    needs: list = []  # (expression >= 0 when the program runs, what it means)
+
+    def bad(why=""):
+        return op_error(ValueError, name, f"padding ({lo}, {hi}) is invalid for {where} in mode {mode!r}{why}", x)
+
+    if mode == "circular":
+        cut_lo, cut_hi, add_lo, add_hi = max(-lo, 0), max(-hi, 0), max(lo, 0), max(hi, 0)
+        m = n - cut_lo - cut_hi  # the kept positions, wrapped around
+        if static and max(lo, hi) > n:
+            raise bad(": it would wrap around more than once")
+        if static and m < 0:
+            raise bad(": it crops more than the dim")
+        if static and max(add_lo, add_hi) > m:
+            raise bad(f": it wraps around the {m} positions the cropping keeps more than once")
+        needs.append((m - max(add_lo, add_hi), f"padding ({lo}, {hi}) is invalid for {where} in mode 'circular': "
+                      f"it must wrap around the {m} positions the cropping keeps at most once"))
+        kept = x._slice_dim(dim, cut_lo, m, 1) if cut_lo or cut_hi else x
+        runs = [kept._slice_dim(dim, m - add_lo, add_lo, 1)] if add_lo else []
+        runs.append(kept)
+        if add_hi:
+            runs.append(kept._slice_dim(dim, 0, add_hi, 1))
+    else:
+        out = n + lo + hi
+        if static and (n == 0 or (mode == "reflect" and max(lo, hi) >= n)):
+            raise bad(" (each amount must be below the dim's size)" if mode == "reflect" else ": the dim is empty")
+        if static and out < 1:
+            raise bad(f": the output would have size {out}")
+        if mode == "reflect" and max(lo, hi) > 0:
+            needs.append((n - 1 - max(lo, hi), f"padding ({lo}, {hi}) is invalid for {where} in mode 'reflect' "
+                          "(each amount must be below the dim's size)"))
+        needs.append((out - 1, f"padding ({lo}, {hi}) of {where} in mode {mode!r} leaves {out} (< 1) positions"))
+        if static:  # the runs are the position range's overlaps with before / in / after the dim
+            before, inside = (-lo, min(0, n + hi)), (max(-lo, 0), min(n, n + hi))
+            after = (max(n, -lo), n + hi)
+        else:  # (where a crop reaching past the other edge ends depends on n: refused, below)
+            before, inside, after = (-lo, 0), (max(-lo, 0), n + min(hi, 0)), (n, n + hi)
+            needs.append((n + min(lo, 0) + min(hi, 0), f"padding ({lo}, {hi}) crops more than {where} in mode "
+                          f"{mode!r} (with a symbolic size the cropping must stay within the dim)"))
+        runs = []
+        a, b = before
+        if static and b > a or not static and lo > 0:  # positions a .. b-1 < 0
+            runs.append(x._slice_dim(dim, 1 - b, b - a, 1).flip(dim) if mode == "reflect" else
+                        _broadcast_dim(x._slice_dim(dim, 0, 1, 1), dim, b - a))
+        a, b = inside
+        if not static or b > a:
+            runs.append(x._slice_dim(dim, a, b - a, 1) if (a, b) != (0, n) else x)
+        a, b = after
+        if static and b > a or not static and hi > 0:  # positions a .. b-1 >= n
+            runs.append(x._slice_dim(dim, 2 * n - 1 - b, b - a, 1).flip(dim) if mode == "reflect" else
+                        _broadcast_dim(x._slice_dim(dim, n - 1, 1, 1), dim, b - a))
+    y = cat(runs, dim) if len(runs) > 1 else runs[0]
+    for need, what in needs:
+        if nonnegative(need):
+            continue
+        if is_static(need):  # (what the static checks above leave: an input of size 0)
+            raise op_error(ValueError, name, what, x)
+        if y.node is not x.node:  # a program computing the padded node checks it
+            y.graph.node_requirements.setdefault(y.node.id, []).append(
+                (need, f"{name}: {what} (at {at_line(user_frame())})"))
+        else:  # a crop alone is a view of x: a program reading it checks it
+            x._requires(need, y.shape[dim], name, what)
+    return y
+
+
+def _broadcast_dim(x, dim: int, k):
+    """``x``, of size 1 in dim ``dim``, broadcast to size ``k`` there (a view)."""
+    return x.expand(*x.shape[:dim], k, *x.shape[dim + 1:])

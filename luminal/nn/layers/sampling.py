@@ -21,12 +21,11 @@ import math
 
 import numpy as np
 
-from luminal.core.errors import op_error, renamed, user_frame
-from luminal.core.errors import where as at_line
-from luminal.core.symbolic import is_static, nonnegative, shape_str
+from luminal.core.errors import op_error, renamed
+from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend.checks import check_tensors
-from luminal.frontend.ops import cat
 from luminal.frontend.ops.elementwise import _opmath
+from luminal.frontend.ops.movement import pad_mode_dim
 from luminal.nn.layers._util import check_float
 from luminal.nn.module import Module
 
@@ -211,7 +210,7 @@ def _upsample_taps(x, dim: int, k: int, mode: str):
     m = _resample_matrix(n0, n0 * k, mode, False, 1.0 / k)[k * q0:k * q0 + k]  # (k, n0)
     w = m[:, q0 - p:q0 + p + 1].T  # (taps, k): all of each row's weight
     n = x.shape[dim]
-    xp = _pad_mode_dim(x, dim, p, p, "replicate", "interpolate")
+    xp = pad_mode_dim(x, dim, p, p, "replicate", "interpolate")
     trailing = (1,) * (x.ndim - dim - 1)
     y = None
     for t in range(2 * p + 1):
@@ -387,87 +386,7 @@ def pad(input, pad, mode: str = "constant", value: float | None = None):  # noqa
         for i in range(len(pads) // 2):
             lo, hi = int(pads[2 * i]), int(pads[2 * i + 1])
             if lo or hi:
-                x = _pad_mode_dim(x, x.ndim - 1 - i, lo, hi, mode, name)
+                x = pad_mode_dim(x, x.ndim - 1 - i, lo, hi, mode, name)
         return x
 
 
-def _pad_mode_dim(x, dim: int, lo: int, hi: int, mode: str, name: str):
-    """Dim ``dim`` of ``x`` padded by ``(lo, hi)`` (ints; negative crops) in ``mode``, with torch's rules.
-
-    Output position ``p`` (from ``-lo`` to ``n + hi``) of 'reflect' and 'replicate' reads input
-    ``|p|`` / ``0`` before the dim, ``p`` in it, ``2n - 2 - p`` / ``n - 1`` after it: the output is up
-    to three runs of positions, each a slice of the input (reversed for reflect, a broadcast edge for
-    replicate). 'circular' crops first, then wraps the kept ``m`` positions: ``[m - lo, m)`` before and
-    ``[0, hi)`` after. A static dim is checked now; a symbolic one when the program runs, where the
-    cropping must also stay within the dim (a crop reaching past the other edge into its padding, which
-    torch allows for a static size, is refused)."""
-    n = x.shape[dim]
-    static = is_static(n)
-    where = f"dim {dim} of size {n}"
-    needs: list = []  # (expression >= 0 when the program runs, what it means)
-
-    def bad(why=""):
-        return op_error(ValueError, name, f"padding ({lo}, {hi}) is invalid for {where} in mode {mode!r}{why}", x)
-
-    if mode == "circular":
-        cut_lo, cut_hi, add_lo, add_hi = max(-lo, 0), max(-hi, 0), max(lo, 0), max(hi, 0)
-        m = n - cut_lo - cut_hi  # the kept positions, wrapped around
-        if static and max(lo, hi) > n:
-            raise bad(": it would wrap around more than once")
-        if static and m < 0:
-            raise bad(": it crops more than the dim")
-        if static and max(add_lo, add_hi) > m:
-            raise bad(f": it wraps around the {m} positions the cropping keeps more than once")
-        needs.append((m - max(add_lo, add_hi), f"padding ({lo}, {hi}) is invalid for {where} in mode 'circular': "
-                      f"it must wrap around the {m} positions the cropping keeps at most once"))
-        kept = x._slice_dim(dim, cut_lo, m, 1) if cut_lo or cut_hi else x
-        runs = [kept._slice_dim(dim, m - add_lo, add_lo, 1)] if add_lo else []
-        runs.append(kept)
-        if add_hi:
-            runs.append(kept._slice_dim(dim, 0, add_hi, 1))
-    else:
-        out = n + lo + hi
-        if static and (n == 0 or (mode == "reflect" and max(lo, hi) >= n)):
-            raise bad(" (each amount must be below the dim's size)" if mode == "reflect" else ": the dim is empty")
-        if static and out < 1:
-            raise bad(f": the output would have size {out}")
-        if mode == "reflect" and max(lo, hi) > 0:
-            needs.append((n - 1 - max(lo, hi), f"padding ({lo}, {hi}) is invalid for {where} in mode 'reflect' "
-                          "(each amount must be below the dim's size)"))
-        needs.append((out - 1, f"padding ({lo}, {hi}) of {where} in mode {mode!r} leaves {out} (< 1) positions"))
-        if static:  # the runs are the position range's overlaps with before / in / after the dim
-            before, inside = (-lo, min(0, n + hi)), (max(-lo, 0), min(n, n + hi))
-            after = (max(n, -lo), n + hi)
-        else:  # (where a crop reaching past the other edge ends depends on n: refused, below)
-            before, inside, after = (-lo, 0), (max(-lo, 0), n + min(hi, 0)), (n, n + hi)
-            needs.append((n + min(lo, 0) + min(hi, 0), f"padding ({lo}, {hi}) crops more than {where} in mode "
-                          f"{mode!r} (with a symbolic size the cropping must stay within the dim)"))
-        runs = []
-        a, b = before
-        if static and b > a or not static and lo > 0:  # positions a .. b-1 < 0
-            runs.append(x._slice_dim(dim, 1 - b, b - a, 1).flip(dim) if mode == "reflect" else
-                        _broadcast(x._slice_dim(dim, 0, 1, 1), dim, b - a))
-        a, b = inside
-        if not static or b > a:
-            runs.append(x._slice_dim(dim, a, b - a, 1) if (a, b) != (0, n) else x)
-        a, b = after
-        if static and b > a or not static and hi > 0:  # positions a .. b-1 >= n
-            runs.append(x._slice_dim(dim, 2 * n - 1 - b, b - a, 1).flip(dim) if mode == "reflect" else
-                        _broadcast(x._slice_dim(dim, n - 1, 1, 1), dim, b - a))
-    y = cat(runs, dim) if len(runs) > 1 else runs[0]
-    for need, what in needs:
-        if nonnegative(need):
-            continue
-        if is_static(need):  # (what the static checks above leave: an input of size 0)
-            raise op_error(ValueError, name, what, x)
-        if y.node is not x.node:  # a program computing the padded node checks it
-            y.graph.node_requirements.setdefault(y.node.id, []).append(
-                (need, f"{name}: {what} (at {at_line(user_frame())})"))
-        else:  # a crop alone is a view of x: a program reading it checks it
-            x._requires(need, y.shape[dim], name, what)
-    return y
-
-
-def _broadcast(x, dim: int, k):
-    """``x``, of size 1 in dim ``dim``, broadcast to size ``k`` there (a view)."""
-    return x.expand(*x.shape[:dim], k, *x.shape[dim + 1:])
