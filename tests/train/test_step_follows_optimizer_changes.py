@@ -21,6 +21,19 @@ def _torch_loss(tw, tv):
     return ((torch.from_numpy(X) @ tw.T @ tv.T - torch.from_numpy(Y)) ** 2).mean()
 
 
+def _both(topt, tw, tv, step) -> None:
+    """One torch update and one call of the luminal step, on the same batch."""
+    topt.zero_grad()
+    _torch_loss(tw, tv).backward()
+    topt.step()
+    step(x=X, y=Y)
+
+
+def _same(*pairs) -> None:
+    for t, p in pairs:
+        np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
 def _pair(name: str, kw: dict):
     tw, tv = torch.nn.Parameter(torch.from_numpy(W0.copy())), torch.nn.Parameter(torch.from_numpy(V0.copy()))
     lw, lv = nn.Parameter(W0.copy()), nn.Parameter(V0.copy())
@@ -49,12 +62,8 @@ def test_an_option_switched_in_param_groups_after_compile(name, kw, change):
         if i == 2:
             for opt in (topt, lopt):
                 opt.param_groups[0].update(change)
-        topt.zero_grad()
-        _torch_loss(tw, tv).backward()
-        topt.step()
-        step(x=X, y=Y)
-    for t, p in ((tw, lw), (tv, lv)):
-        np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=1e-5, atol=1e-6)
+        _both(topt, tw, tv, step)
+    _same((tw, lw), (tv, lv))
     assert (step._update is first) == (change == {"weight_decay": 0.5, "lr": 0.05})  # (new numbers: no rebuild)
     assert step.calls == 4
 
@@ -68,29 +77,22 @@ def test_freezing_unfreezing_and_a_new_group_after_compile():
     topt, lopt = torch.optim.SGD([tv], lr=0.1), train.SGD([lv], lr=0.1)
     step = train.compile_step(loss, lopt, backend="cpu")
 
-    def both():
-        topt.zero_grad()
-        _torch_loss(tw, tv).backward()
-        topt.step()
-        step(x=X, y=Y)
-
-    both()
+    _both(topt, tw, tv, step)
     for opt in (topt, lopt):  # a new group for the frozen layer, with its own lr
         opt.add_param_group({"params": [tw if opt is topt else lw], "lr": 0.05})
-    both()
+    _both(topt, tw, tv, step)
     np.testing.assert_array_equal(lw.data, W0)  # still frozen: added, but requires_grad is False
     tw.requires_grad_(True)
     lw.requires_grad_(True)
-    both()
-    both()
+    _both(topt, tw, tv, step)
+    _both(topt, tw, tv, step)
     assert not np.allclose(lw.data, W0)
     tv.requires_grad_(False)
     lv.requires_grad_(False)
     frozen = lv.data.copy()
-    both()
+    _both(topt, tw, tv, step)
     np.testing.assert_array_equal(lv.data, frozen)
-    for t, p in ((tw, lw), (tv, lv)):
-        np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=1e-5, atol=1e-6)
+    _same((tw, lw), (tv, lv))
 
 
 def test_a_change_in_the_middle_of_an_accumulation_is_refused():
@@ -148,12 +150,8 @@ def test_a_numpy_bool_option_and_an_in_place_change_of_the_loss_handle():
         if i == 1:
             topt.param_groups[0]["nesterov"] = True
             lopt.param_groups[0]["nesterov"] = np.True_
-        topt.zero_grad()
-        _torch_loss(tw, tv).backward()
-        topt.step()
-        step(x=X, y=Y)
-    for t, p in ((tw, lw), (tv, lv)):
-        np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=1e-5, atol=1e-6)
+        _both(topt, tw, tv, step)
+    _same((tw, lw), (tv, lv))
 
 
 @pytest.mark.parametrize("name,kw", [("Adam", dict(lr=0.01)), ("AdamW", dict(lr=0.01, weight_decay=0.1)),
@@ -169,26 +167,16 @@ def test_a_layer_unfrozen_later_counts_its_own_steps(name, kw, tmp_path):
     topt, lopt = topt_cls([tw, tv], **kw), lopt_cls([lw, lv], **kw)
     step = train.compile_step(loss, lopt, backend="cpu")
 
-    def both():
-        topt.zero_grad()
-        _torch_loss(tw, tv).backward()
-        topt.step()
-        step(x=X, y=Y)
-
     for _ in range(3):
-        both()
+        _both(topt, tw, tv, step)
     tw.requires_grad_(True)
     lw.requires_grad_(True)
-    both()
+    _both(topt, tw, tv, step)
     train.save_checkpoint(tmp_path / "c.safetensors", optimizer=lopt)
     fresh = lopt_cls([lw, lv], **kw)
     step = train.compile_step(loss, fresh, backend="cpu")  # (compiled before the load: built again after it)
     train.load_checkpoint(tmp_path / "c.safetensors", optimizer=fresh)
     assert fresh.first_steps == {id(lw): 3, id(lv): 0}
     for _ in range(2):
-        topt.zero_grad()
-        _torch_loss(tw, tv).backward()
-        topt.step()
-        step(x=X, y=Y)
-    for t, p in ((tw, lw), (tv, lv)):
-        np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=1e-5, atol=1e-6)
+        _both(topt, tw, tv, step)
+    _same((tw, lw), (tv, lv))
