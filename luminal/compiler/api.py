@@ -12,7 +12,6 @@ from luminal.compiler.memory import plan_memory
 from luminal.compiler.pipeline import compile_graph
 from luminal.core.backend import backend_names, get_backend
 from luminal.core.errors import op_error, user_frame, where
-from luminal.core.numpy_ops import OutsideBuffer
 from luminal.core.symbolic import evaluate, free_vars_in, nonnegative, shape_str, view_vars
 from luminal.core.walk import postorder
 from luminal.frontend.binding import as_is, bind, convert
@@ -36,7 +35,8 @@ def _dim_checks(nodes, outputs, graph) -> dict:
     """{dim expression: (what has it: an op name, or a message; its shape)} for every symbolic dim of
     the program (``nodes``, ``outputs``) that some binding could make negative (``L-2``: not ``S`` or
     ``2*B+1``), the graph's requirements on the views it reads (``unfold`` over a symbolic dim) and on
-    the nodes it computes (``max`` over one).
+    the nodes it computes (``max`` over one, an int index into one: ``graph.node_requirements``, whose
+    entries may name the error to raise).
     Checked once per binding, so that such a binding is an error naming the dim, not a failure deep in a
     backend or a silently empty result. Each distinct shape tuple is looked at once (the nodes keep
     them alive, so their ids stay theirs)."""
@@ -58,8 +58,8 @@ def _dim_checks(nodes, outputs, graph) -> dict:
     for t in outputs:
         look(t.shape, "output")
     for n in nodes:
-        for need, what in graph.node_requirements.get(n.id, ()):
-            out.setdefault(need, (what, None))
+        for need, what, *error in graph.node_requirements.get(n.id, ()):
+            out.setdefault(need, (what, None, *error))
     reqs = graph.requirements
     if reqs:  # (node id, two dims of a view of it) -> requirement
         views = [(s, v.shape) for n in nodes for s, v in n.srcs] + [(t.node, t.shape) for t in outputs]
@@ -278,34 +278,25 @@ class Compiled(Generic[Result]):
         except IndexError as e:  # (a run's index out of range: say which op and line made it)
             if getattr(e, "luminal_op", None) is not None:  # a guard's: it names its op already
                 raise
-            located = self._index_error(inputs, isinstance(e, OutsideBuffer))
+            located = self._index_error(inputs)
             if located is None:
                 raise
             raise located from e
 
-    def _index_error(self, inputs: dict, outside: bool) -> IndexError | None:
-        """After a run failed with an IndexError: the error naming the int index past a symbolic dim's
-        size (``Graph.int_indices``: a view reading outside its buffer), or the op or layer whose gather
-        or scatter_add read an index out of range, and the user's line that made it (``Graph.index_ops``),
+    def _index_error(self, inputs: dict) -> IndexError | None:
+        """After a run failed with an IndexError: the error naming the op or layer whose gather or
+        scatter_add read an index out of range, and the user's line that made it (``Graph.index_ops``),
         found by evaluating those ops' indices (the reference interpreter, on this call's inputs and
-        states); None when none is out of range here (the run's own error stands). ``outside``: the run
-        failed on a view reading outside its buffer (``OutsideBuffer``), which only an int index explains."""
+        states); None when none is out of range here (the run's own error stands). (An int index past a
+        symbolic dim's size never gets this far: its requirement is checked before any work.)"""
         g = self.graph
-        read = self._program_nodes() if g.index_ops or g.int_indices else []
-        nodes = [n for n in read if n.id in g.index_ops]
-        ints = [need for n in read for need in g.int_indices.get(n.id, ())] if outside else []
-        if not nodes and not ints:
+        nodes = [n for n in self._program_nodes() if n.id in g.index_ops] if g.index_ops else []
+        if not nodes:
             return None
         try:
             given = {k: v for k, v in inputs.items() if k in g.inputs}
             arrays, env = bind(g, [g.inputs[k] for k in given], given)
         except Exception:  # noqa: BLE001 - (the run's own error stands)
-            return None
-        for need, message, op in ints:
-            if free_vars_in(need) <= env.keys() and evaluate(need, env) < 0:
-                bound = ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
-                return op_error(IndexError, op, f"{message}, with {bound}")
-        if not nodes:
             return None
         try:
             for name, s in self._states:
@@ -374,9 +365,11 @@ class Compiled(Generic[Result]):
         if key not in self._checked:
             if self._checks is None:
                 self._checks = _dim_checks(self._program_nodes(), self._every, self.graph)
-            for d, (what, shape) in self._checks.items():
+            for d, (what, shape, *error) in self._checks.items():
                 if free_vars_in(d) <= env.keys() and evaluate(d, env) < 0:
                     bound = ", ".join(f"{k}={v}" for k, v in key)
+                    if error:  # (an index or an empty extremum, as torch's IndexError: the op says it all)
+                        raise error[0](f"{what}, with {bound}")
                     where = what if shape is None else f"a shape {shape_str(shape)} in the program ({what})"
                     raise ValueError(f"symbolic dim {d} is {evaluate(d, env)} with {bound}: {where}")
             self._checked.add(key)

@@ -155,11 +155,6 @@ def strided(flat: np.ndarray, shape: tuple, strides: tuple, offset: int) -> np.n
     return np.lib.stride_tricks.as_strided(flat[offset:], shape, [s * item for s in strides], writeable=False)
 
 
-class OutsideBuffer(IndexError):
-    """A view that reads outside its buffer (``check_bounds``): an int index past a symbolic dim's size,
-    which the compiled call then names (``Compiled._index_error``)."""
-
-
 def check_bounds(shape: tuple, strides: tuple, offset: int, size: int) -> None:
     """Raise unless the (non-empty) view stays inside a buffer of ``size`` elements."""
     lo = hi = int(offset)  # (plain ints: a layout's sizes may be DimValues, whose arithmetic costs more)
@@ -170,7 +165,7 @@ def check_bounds(shape: tuple, strides: tuple, offset: int, size: int) -> None:
         else:
             hi += reach
     if lo < 0 or hi >= size:
-        raise OutsideBuffer(f"view (shape {shape}, strides {strides}, offset {offset}) reads outside a buffer "
+        raise IndexError(f"view (shape {shape}, strides {strides}, offset {offset}) reads outside a buffer "
                          f"of {size} elements")
 
 

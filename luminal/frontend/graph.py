@@ -100,10 +100,6 @@ class Graph:
         # Gather and ScatterAdd nodes: node id -> (the op or layer the user called, the user's line). An
         # index out of range is found only when a program runs; the call then names what made it.
         self.index_ops: dict[int, tuple] = {}
-        # Int indices into a symbolic dim (``x[5]`` of a (B, 4) input): node indexed -> [(expression that
-        # must be >= 0, message, the op)]. An index past the dim's size reads outside the node's buffer, which a
-        # backend finds (an IndexError in its terms); the call then names the index and the user's line.
-        self.int_indices: dict[int, list] = {}
         # Gradients given by formula (``custom_vjp``): node id -> (rule, inputs as (Node, View)). Autograd
         # sends such a node's adjoint to the inputs by the rule instead of through the node's own chain.
         self.vjps: dict[int, tuple] = {}

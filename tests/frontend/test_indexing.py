@@ -248,6 +248,25 @@ def test_an_int_index_past_a_symbolic_dim_names_the_index_and_line(index, shape,
     np.testing.assert_array_equal(f(x=a), a[index] * 2)
 
 
+def test_an_int_index_past_a_narrower_view_of_a_symbolic_dim_is_refused(backend):
+    """``x[:-1][2]`` of a (B, 4) input bound to B=3 read row 2 of x, silently: the index is past the
+    view's 2 rows but inside x's buffer, where no backend could see it. ``x[::2][1]`` is the same view of
+    x (row 2) but valid at B=3, and a program reading x through another view must run whatever the
+    indices of the graph: each int index's check belongs to the programs that read it (torch:
+    ``index 2 is out of bounds for dimension 0 with size 2``)."""
+    g = lm.Graph()
+    x = g.input("x", ("B", 4))
+    past, inside, whole = x[:-1][2] * 2, x[::2][1] * 2, x * 3
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with pytest.raises(IndexError, match=r"^getitem: index 2 is out of range for dim 0 of size max\(0, B-1\) .*"
+                                         r"test_indexing\.py:\d+: past, inside, whole = .*with B=3"):
+        lm.compile(past, backend=backend)(x=a)
+    np.testing.assert_array_equal(lm.compile(inside, backend=backend)(x=a), a[::2][1] * 2)
+    np.testing.assert_array_equal(lm.compile(whole, backend=backend)(x=a), a * 3)
+    b = np.arange(16, dtype=np.float32).reshape(4, 4)
+    np.testing.assert_array_equal(lm.compile([past, inside], backend=backend)(x=b), (b[:-1][2] * 2, b[::2][1] * 2))
+
+
 def test_a_write_at_an_int_index_past_a_symbolic_dim_is_refused(backend):
     """``y[5] = 7`` of a (B, 4) tensor bound to B=3 was a write of nothing, silently (its box padded by a
     negative amount); torch raises. Now the binding is refused before any work; in range it writes."""
@@ -255,7 +274,7 @@ def test_a_write_at_an_int_index_past_a_symbolic_dim_is_refused(backend):
     y = g.input("x", ("B", 4)) * 1
     y[5] = 7.0
     f = lm.compile(y, backend=backend)
-    with pytest.raises(ValueError, match=r"setitem: index 5 is out of range for dim 0 of size B .*"
+    with pytest.raises(IndexError, match=r"setitem: index 5 is out of range for dim 0 of size B .*"
                                          r"test_indexing\.py:\d+: y\[5\] = 7\.0"):
         f(x=np.ones((3, 4), np.float32))
     want = np.ones((7, 4), np.float32)

@@ -184,6 +184,8 @@ _LEAVES = ("Inp", "Cst", "Ara")  # leaf terms name an interned key instead (a Co
 
 def _lower_node(n, low: Lowered, item, uni) -> int:
     op, arg = n.op, n.arg
+    if op == "Copy" and arg != "detach":  # (a checked copy's "index k" is the frontend's: a plain Copy here)
+        arg = None
     prim = PRIMITIVES.get(op)
     if prim is None:
         raise ValueError(f"cannot lower {n!r}: unknown op {op!r}")

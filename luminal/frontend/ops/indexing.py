@@ -3,6 +3,7 @@ index_select, scatter / scatter_add / scatter_reduce, index_add / index_copy / i
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -164,7 +165,7 @@ def getitem(x: GraphTensor, index) -> GraphTensor:
     result's indexed dims stand where the first of them stood when they are adjacent, else first (as
     torch, which takes ints as plain selections, not as advanced indices)."""
     index = _normalize_index(x, index, "getitem")
-    view, dim, out_shape, adv = x.layout, 0, [], []
+    view, dim, out_shape, adv, needs = x.layout, 0, [], [], []
     for ix in index:
         if ix is None:
             out_shape.append(1)
@@ -180,14 +181,36 @@ def getitem(x: GraphTensor, index) -> GraphTensor:
             out_shape.append(view.shape[dim])
         elif isinstance(ix, int) and not isinstance(ix, bool):
             need = _int_index(x, ix, dim, n, "getitem")
-            if need is not None:  # (a view of x: the failure is a backend's read outside x's buffer)
-                x.graph.int_indices.setdefault(x.node.id, []).append((*need, "getitem"))
+            if need is not None:
+                needs.append(need)
             view = view.slice(dim, n + ix if ix < 0 else ix, 1, 1)
         else:
             raise op_error(TypeError, "getitem", f"unsupported index {ix!r}", x)
         dim += 1
     t = x._with_view(view).reshape(tuple(out_shape))
+    if needs:  # (see _checked_copy)
+        t = _checked_copy(t, needs, "getitem")
     return _advanced(t, adv) if adv else t
+
+
+def _checked_copy(t: GraphTensor, needs: list, op: str) -> GraphTensor:
+    """``t``, a view made by an int index into a symbolic dim, copied to a node of its own that carries
+    the index's requirements (``graph.node_requirements``: checked per binding before any work, by the
+    programs that read this node only). The view alone could not carry them: ``x[:-1][2]`` and
+    ``x[::2][1]`` are the same view of ``x``'s buffer, valid for different sizes (B >= 4 and B >= 3), and a
+    program reading ``x`` through another view must not be refused for an index it never reads. So the
+    copy is a node of its own for each distinct list of requirements: a Copy whose arg (``"index"``,
+    ``"index 1"``, ...) keeps it apart from other copies of the view; the compiler takes it as any Copy."""
+    g, reqs = t.graph, [(need, f"{op}: {message}", IndexError) for need, message in needs]
+    for k in itertools.count():  # (arg "index k": apart from a user's copy of the view, and from each other)
+        made = len(g.nodes)
+        out = g.tensor(g.add("Copy", (t,), "index" if k == 0 else f"index {k}", t.dtype, t.shape))
+        if len(g.nodes) > made:
+            g.node_requirements[out.node.id] = reqs
+            return out
+        if g.node_requirements[out.node.id] == reqs:
+            return out  # (the same index, made at the same line)
+    raise AssertionError("unreachable")
 
 
 def _int_index(x: GraphTensor, ix: int, dim: int, n, op: str) -> tuple | None:
@@ -328,7 +351,7 @@ def _assign(x: GraphTensor, index, value, accumulate: bool, op: str) -> GraphTen
             x.graph.constant(True)
         out = where(m, vals, x)
         for need, message in needs:  # (a write past the dim would pad by a negative amount: nothing, silently)
-            x.graph.node_requirements.setdefault(out.node.id, []).append((need, f"{op}: {message}"))
+            x.graph.node_requirements.setdefault(out.node.id, []).append((need, f"{op}: {message}", IndexError))
         return out
     pos = _positions(x, index, op)
     if broadcast_shapes(op, v, pos, shapes=[v.shape, pos.shape]) != pos.shape:

@@ -188,7 +188,7 @@ def _nonempty_when_run(x: GraphTensor, axes, out: GraphTensor) -> None:
         if not is_static(n):
             msg = (f"{op}: reducing dim {a} of a {shape_str(x.shape)} tensor, which is empty: there is no "
                    f"{'largest' if op.endswith('max') else 'smallest'} value (at {at_line(user_frame())})")
-            x.graph.node_requirements.setdefault(out.node.id, []).append((n - 1, msg))
+            x.graph.node_requirements.setdefault(out.node.id, []).append((n - 1, msg, IndexError))
             return
 
 

@@ -92,5 +92,5 @@ def aminmax(input, *, dim: int | None = None, keepdim: bool = False) -> MinMax: 
             msg = (f"aminmax: reducing dim {a} of a {shape_str(x.shape)} tensor, which is empty: there is no "
                    f"smallest or largest value (at {at_line(user_frame())})")
             for t in out:
-                x.graph.node_requirements.setdefault(t.node.id, []).append((x.shape[a] - 1, msg))
+                x.graph.node_requirements.setdefault(t.node.id, []).append((x.shape[a] - 1, msg, IndexError))
     return out
