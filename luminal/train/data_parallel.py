@@ -172,7 +172,7 @@ class DataParallel:
             step.scaler.update(found_inf)
             step.last_step_skipped = found_inf
         if not found_inf:
-            step.optimizer.steps += 1
+            step.optimizer.count_update(step._trained)
         if step._has_norm:
             step.last_grad_norm = norm
         for a in self.acc:

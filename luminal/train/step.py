@@ -215,9 +215,14 @@ class TrainStep(Generic[StepResult]):
         if not used:
             raise ValueError("compile_step: the loss's graph reads none of the optimizer's parameters "
                              "(was the model called on a tensor of this graph?)")
-        if not any(reaches(loss, [p for _, p in used])):  # (torch: "does not require grad")
+        # a parameter the loss does not reach through ops with a gradient (another head, a detached
+        # target) has no gradient in torch (None), so its optimizer skips it: no weight decay, no momentum,
+        # no step of its own; a zero gradient here would move it
+        used = [u for u, r in zip(used, reaches(loss, [p for _, p in used])) if r]
+        if not used:  # (torch: "does not require grad")
             raise op_error(ValueError, "compile_step", "the loss depends on none of the optimizer's parameters "
                            "through ops with a gradient: every step would leave them as they are", loss)
+        self._trained = frozenset(id(p) for _, p in used)
         scaled = loss * graph.state(scaler._scale) if scaler is not None else loss
         dp_weight = DataParallel.loss_weight(loss) if data_parallel else None
         if dp_weight is not None:
@@ -386,7 +391,7 @@ class TrainStep(Generic[StepResult]):
                 self.scaler.update(found_inf)
                 self.last_step_skipped = found_inf
             if not found_inf:
-                self.optimizer.steps += 1
+                self.optimizer.count_update(self._trained)
             self.micro_step = 0
             if self._has_norm:
                 self.last_grad_norm = norm

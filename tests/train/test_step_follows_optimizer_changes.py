@@ -180,3 +180,54 @@ def test_a_layer_unfrozen_later_counts_its_own_steps(name, kw, tmp_path):
     for _ in range(2):
         _both(topt, tw, tv, step)
     _same((tw, lw), (tv, lv))
+
+
+@pytest.mark.parametrize("name,kw", [("Adam", dict(lr=0.01)), ("AdamW", dict(lr=0.01, weight_decay=0.1)),
+                                     ("Adagrad", dict(lr=0.1, lr_decay=0.5)),
+                                     ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.5))])
+def test_a_layer_frozen_for_a_while_goes_on_from_its_own_step_count(name, kw, tmp_path):
+    """torch skips a frozen parameter, its step count too: a layer trained 2 steps, frozen 3, unfrozen,
+    takes its 3rd step next. Before, it counted the 3 it sat out (Adam's bias corrections of step 6); the
+    count survives a checkpoint taken while it is frozen."""
+    (tw, tv), (lw, lv), loss, topt_cls, lopt_cls = _pair(name, kw)
+    topt, lopt = topt_cls([tw, tv], **kw), lopt_cls([lw, lv], **kw)
+    step = train.compile_step(loss, lopt, backend="cpu")
+    for _ in range(2):
+        _both(topt, tw, tv, step)
+    tw.requires_grad_(False)
+    lw.requires_grad_(False)
+    for _ in range(3):
+        _both(topt, tw, tv, step)
+    assert lopt.steps - lopt.first_steps[id(lw)] == 2 and lopt.steps - lopt.first_steps[id(lv)] == 5
+    train.save_checkpoint(tmp_path / "c.safetensors", optimizer=lopt)
+    fresh = lopt_cls([lw, lv], **kw)
+    step = train.compile_step(loss, fresh, backend="cpu")
+    train.load_checkpoint(tmp_path / "c.safetensors", optimizer=fresh)
+    tw.requires_grad_(True)
+    lw.requires_grad_(True)
+    for _ in range(3):
+        _both(topt, tw, tv, step)
+    _same((tw, lw), (tv, lv))
+    if name != "SGD":  # (torch's SGD keeps no step count)
+        assert [topt.state[t]["step"].item() for t in (tw, tv)] == [fresh.steps - fresh.first_steps[id(p)]
+                                                                    for p in (lw, lv)] == [5, 8]
+
+
+@pytest.mark.parametrize("name,kw", [("AdamW", dict(lr=0.1, weight_decay=0.1)), ("SGD", dict(lr=0.1, momentum=0.9))])
+def test_a_parameter_the_loss_does_not_reach_is_left_alone(name, kw):
+    """A parameter read by the loss's graph only through ``detach()`` (a target network, another head's
+    input) has no gradient in torch, so its optimizer skips it: no weight decay, no momentum. Before, it got
+    a zero gradient and AdamW decayed it every step."""
+    (tw, tv), (lw, lv), _, topt_cls, lopt_cls = _pair(name, kw)
+    g = lm.Graph()
+    x, y = g.input("x", (8, 4)), g.input("y", (8, 2))
+    loss = (((x @ lw.on(g).T) @ lv.on(g).detach().T) - y).pow(2).mean()
+    topt, lopt = topt_cls([tw, tv], **kw), lopt_cls([lw, lv], **kw)
+    step = train.compile_step(loss, lopt, backend="cpu")
+    for _ in range(3):
+        topt.zero_grad()
+        ((torch.from_numpy(X) @ tw.T @ tv.detach().T - torch.from_numpy(Y)) ** 2).mean().backward()
+        topt.step()
+        step(x=X, y=Y)
+    _same((tw, lw), (tv, lv))
+    np.testing.assert_array_equal(lv.data, V0)

@@ -56,8 +56,9 @@ class Optimizer:
             self.add_param_group(grp)
         self.steps = 0  # completed updates; the next update is step t = steps + 1
         self.state: dict[int, dict[str, State]] = {}  # id(param) -> name -> State
-        # id(param) -> the step count when it first trained: a parameter unfrozen or added later counts
-        # its own steps from there (Adam's bias corrections), as torch's per-parameter "step"
+        # id(param) -> the step count when it first trained, moved on by each update it sat out (frozen, or
+        # not reached by the loss): a parameter unfrozen or added later counts its own steps, ``steps -
+        # first_steps[id]`` (Adam's bias corrections), as torch's per-parameter "step"
         self.first_steps: dict[int, int] = {}
         self.first_steps_loaded = 0  # bumped when a load changes them: a compiled step then builds again
 
@@ -131,8 +132,17 @@ class Optimizer:
         return holders
 
     def first_step(self, p) -> int:
-        """The step count when ``p`` first trained (now, for one that has not yet)."""
+        """The step count from which ``p`` counts its own steps (now, for one that has not trained yet)."""
         return self.first_steps.setdefault(id(p), self.steps)
+
+    def count_update(self, trained) -> None:
+        """Count an update that trained the parameters with ids ``trained``. Each other parameter that
+        trained before sat it out (torch skips a parameter without a gradient): its own step count stays
+        as it was, so that, trained again, it goes on from there."""
+        self.steps += 1
+        for pid in self.first_steps:
+            if pid not in trained:
+                self.first_steps[pid] += 1
 
     def params(self):
         """(group index, parameter) for every parameter."""
