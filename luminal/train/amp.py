@@ -126,17 +126,8 @@ class GradScaler:
 
     def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
                  growth_interval: int = 2000, enabled: bool = True):
-        for name, v in (("init_scale", init_scale), ("growth_factor", growth_factor),
-                        ("backoff_factor", backoff_factor)):
-            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
-                raise ValueError(f"GradScaler: {name} must be a positive finite number, got {v!r}")
-        if growth_factor <= 1:
-            raise ValueError(f"GradScaler: growth_factor must be > 1, got {growth_factor!r}")
-        if backoff_factor >= 1:
-            raise ValueError(f"GradScaler: backoff_factor must be < 1, got {backoff_factor!r}")
-        if not isinstance(growth_interval, numbers.Integral) or isinstance(growth_interval, bool) \
-                or growth_interval < 1:
-            raise ValueError(f"GradScaler: growth_interval must be an int >= 1, got {growth_interval!r}")
+        _check_settings("GradScaler", init_scale=init_scale, growth_factor=growth_factor,
+                        backoff_factor=backoff_factor, growth_interval=growth_interval)
         self.enabled = bool(enabled)
         self.growth_factor, self.backoff_factor = float(growth_factor), float(backoff_factor)
         self.growth_interval = int(growth_interval)
@@ -226,15 +217,26 @@ class GradScaler:
         Args:
             sd: a dict from :meth:`state_dict`.
         """
-        scale, tracker = sd["scale"], sd["growth_tracker"]
-        if not isinstance(scale, numbers.Real) or not math.isfinite(scale) or scale <= 0:
-            raise ValueError(f"GradScaler.load_state_dict: scale must be a positive finite number, got {scale!r}")
-        if not isinstance(tracker, numbers.Integral) or tracker < 0:
-            raise ValueError(f"GradScaler.load_state_dict: growth_tracker must be an int >= 0, got {tracker!r}")
-
-        values = {"growth_tracker": int(tracker), "skipped": int(sd.get("skipped", self.skipped)),
-                  "growth_interval": int(sd.get("growth_interval", self.growth_interval)),
-                  **{k: float(sd.get(k, getattr(self, k))) for k in ("growth_factor", "backoff_factor")}}
+        name = "GradScaler.load_state_dict"
+        if not isinstance(sd, dict):
+            raise ValueError(f"{name}: the state must be a dict, got {type(sd).__name__}")
+        known = {"scale", "growth_factor", "backoff_factor", "growth_interval", "growth_tracker", "skipped", "enabled"}
+        unknown = sorted(str(k) for k in set(sd) - known)
+        if unknown:  # (a setting this scaler does not have would be dropped, silently)
+            raise ValueError(f"{name}: the state has {', '.join(map(repr, unknown))}, which a GradScaler does not")
+        enabled = sd.get("enabled", self.enabled)
+        if enabled is not self.enabled:  # (an enabled scaler's step scales the loss: another program)
+            raise ValueError(f"{name}: the state is of a scaler with enabled={enabled!r}, this one has enabled="
+                             f"{self.enabled}; build the GradScaler as the checkpoint's")
+        settings = {k: sd.get(k, getattr(self, k)) for k in ("growth_factor", "backoff_factor", "growth_interval")}
+        _check_settings(name, scale=sd["scale"], **settings)
+        counts = {k: sd[k] if k in sd else getattr(self, k) for k in ("growth_tracker", "skipped")}
+        for k, v in counts.items():
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"{name}: {k} must be an int >= 0, got {v!r}")
+        scale = float(sd["scale"])
+        values = {**{k: int(v) for k, v in counts.items()}, "growth_interval": int(settings["growth_interval"]),
+                  **{k: float(settings[k]) for k in ("growth_factor", "backoff_factor")}}
 
         def apply():
             with interrupts_deferred():
@@ -248,6 +250,21 @@ class GradScaler:
         return (f"GradScaler(scale={self.get_scale()}, growth_factor={self.growth_factor}, "
                 f"backoff_factor={self.backoff_factor}, growth_interval={self.growth_interval}, "
                 f"enabled={self.enabled})")
+
+
+def _check_settings(name: str, growth_factor, backoff_factor, growth_interval, **scales) -> None:
+    """The constructor's checks, which a loaded state passes too: a scale (``init_scale``, ``scale``)
+    positive and finite, growth_factor > 1, 0 < backoff_factor < 1 (a NaN backoff made the scale NaN and
+    every later step skipped, silently), growth_interval an int >= 1."""
+    for k, v in (*scales.items(), ("growth_factor", growth_factor), ("backoff_factor", backoff_factor)):
+        if not isinstance(v, numbers.Real) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
+            raise ValueError(f"{name}: {k} must be a positive finite number, got {v!r}")
+    if growth_factor <= 1:
+        raise ValueError(f"{name}: growth_factor must be > 1, got {growth_factor!r}")
+    if backoff_factor >= 1:
+        raise ValueError(f"{name}: backoff_factor must be < 1, got {backoff_factor!r}")
+    if not isinstance(growth_interval, numbers.Integral) or isinstance(growth_interval, bool) or growth_interval < 1:
+        raise ValueError(f"{name}: growth_interval must be an int >= 1, got {growth_interval!r}")
 
 
 _PER_STEP = ("luminal's GradScaler is passed to the compiled step, train.compile_step(loss, optimizer, "

@@ -115,7 +115,7 @@ def load_checkpoint(path, *, model=None, optimizer=None, scheduler=None, step=No
     try:
         if model is not None:
             applies.append(model.prepare_load(section("model."))[0])
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, OverflowError) as e:
         raise ValueError(f"{path}: {e}") from None
     for name, obj in parts:
         sd = {**_meta_json(path, meta, name), "arrays": section("optim." if name == "optimizer" else "step.")}
@@ -123,7 +123,7 @@ def load_checkpoint(path, *, model=None, optimizer=None, scheduler=None, step=No
             applies.append(obj.prepare_load(sd))
         except KeyError as e:
             raise ValueError(f"{path}: the checkpoint's {name!r} metadata has no {e} entry") from None
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, OverflowError) as e:
             raise ValueError(f"{path}: {e}") from None
     if scheduler is not None:
         prepare = getattr(scheduler, "prepare_load", None)
@@ -132,7 +132,7 @@ def load_checkpoint(path, *, model=None, optimizer=None, scheduler=None, step=No
                             f"{type(scheduler).__name__}")
         try:
             applies.append(prepare(_meta_json(path, meta, "scheduler")))
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, OverflowError) as e:
             raise ValueError(f"{path}: {e}") from None
     extra = _meta_json(path, meta, "extra", object)
     with interrupts_deferred():  # every part or none: a Ctrl-C is raised after the last

@@ -466,7 +466,11 @@ class TrainStep(Generic[StepResult]):
                              f"state, {sorted(want)} here (another accumulate, or other parameters)")
         values = [(a, a.prepared(sd["arrays"][f"grad_acc.{i}"])) for i, a in enumerate(acc)]
         rng = np.random.default_rng()
-        rng.bit_generator.state = sd["rng"]  # checked by numpy before the graph's generator is touched
+        try:  # checked by numpy before the graph's generator is touched
+            rng.bit_generator.state = sd["rng"]
+        except (ValueError, TypeError, OverflowError) as e:  # (a value past 64 bits: numpy's OverflowError)
+            raise ValueError(f"TrainStep.load_state_dict: the random generator's state is not one numpy takes: "
+                             f"{e}") from None
         scaler_apply = self.scaler.prepare_load(sd["scaler"]) if self.scaler is not None and "scaler" in sd \
             else (lambda: None)
 

@@ -289,6 +289,16 @@ MALFORMED = {
                       r"tensor 'x': shape \[3\] of F32 needs 12 bytes but data_offsets \[0, 8\] hold 8"),
     "overlap": (_file({"a": _ent(offs=(0, 8)), "b": _ent(dtype="I32", offs=(4, 12))}, b"\0" * 12),
                 "tensors 'a' and 'b' overlap"),
+    # An empty tensor needs no bytes whatever its other dims, so only the header check can refuse
+    # dims numpy cannot build (before: numpy's "Maximum allowed dimension exceeded", no file or name).
+    "zero dim beside a dim past int64": (_file({"x": _ent(shape=(0, 2**70), offs=(0, 0))}),
+                                         r"tensor 'x': shape .*each dim below 2\*\*63"),
+    "zero dim beside dims whose product overflows": (_file({"x": _ent(shape=(0, 2**62, 2**62), offs=(0, 0))}),
+                                                     r"tensor 'x': shape .* too many elements"),
+    "65 dims": (_file({"x": _ent(shape=(0,) * 65, offs=(0, 0))}), r"tensor 'x': shape has 65 dims, more than 64"),
+    # __metadata__, when present, is an object of str -> str: a falsy non-object is not "no metadata".
+    **{f"metadata {v!r}": (_file({"__metadata__": v}), "__metadata__ must be a JSON object of str to str")
+       for v in (0, False, "", [], None, [1], {"a": None})},
 }
 
 
@@ -301,6 +311,52 @@ def test_malformed_files_raise_clear_errors(tmp_path, case):
         with pytest.raises(ValueError, match=match) as e:
             fn(p)
         assert str(p) in str(e.value)
+
+
+def test_limit_shapes_load(tmp_path):
+    """The shape checks refuse only what numpy cannot build: 64 dims, and an empty tensor whose other
+    dims reach numpy's limit, still load."""
+    p = tmp_path / "edge.safetensors"
+    p.write_bytes(_file({"a": _ent(shape=(1,) * 63 + (2,)), "e": _ent(dtype="U8", shape=(0, 2**62, 1), offs=(8, 8)),
+                         "__metadata__": {}}, b"\0" * 8))
+    out = load_file(p)
+    assert out["a"].shape == (1,) * 63 + (2,) and out["e"].shape == (0, 2**62, 1)
+    assert load_metadata(p) == {}
+
+
+class _CountingKey(str):
+    """A header name that counts comparisons, to tell a linear duplicate check from a quadratic one."""
+    __hash__ = str.__hash__
+    compares = 0
+
+    def __eq__(self, other):
+        type(self).compares += 1
+        return str.__eq__(self, other)
+
+
+def test_duplicate_name_check_is_linear():
+    """Before: ``keys.count(k)`` per key compared every name with every other one, so a 2.3 MB header
+    of 40k empty tensors took 28 s to load (a 12 MB one, minutes)."""
+    from luminal.core.safetensors_io import _unique_keys
+    n = 2000
+    pairs = [(_CountingKey(f"t{i}"), i) for i in range(n)]
+    _CountingKey.compares = 0
+    assert _unique_keys(pairs) == {f"t{i}": i for i in range(n)}
+    assert _CountingKey.compares <= n, _CountingKey.compares  # quadratic: about n * n
+    with pytest.raises(ValueError, match=r"names \['t7'\] more than once"):
+        _unique_keys(pairs + [(_CountingKey("t7"), -1)])
+
+
+def test_large_header_loads_and_still_refuses_a_duplicate(tmp_path):
+    n = 50_000
+    head = {f"t{i}": _ent(shape=(0,), offs=(0, 0)) for i in range(n)}
+    p = tmp_path / "many.safetensors"
+    p.write_bytes(_file(head))
+    assert len(load_file(p)) == n
+    raw = json.dumps(head)[:-1] + ', "t123": ' + json.dumps(_ent(shape=(0,), offs=(0, 0))) + "}"
+    p.write_bytes(_file(raw.encode()))
+    with pytest.raises(ValueError, match=r"many\.safetensors: .*names \['t123'\] more than once"):
+        load_file(p)
 
 
 def test_truncated_real_file_is_reported(tmp_path):

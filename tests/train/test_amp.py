@@ -85,6 +85,31 @@ def test_grad_scaler_growth_backoff_and_validation():
     assert restored.scale == 8.0 and restored.growth_interval == 3 and restored.backoff_factor == 0.25
 
 
+@pytest.mark.parametrize("edit,match", [
+    (dict(backoff_factor=float("nan")), "backoff_factor must be a positive finite number"),
+    (dict(backoff_factor=0.0), "backoff_factor must be a positive finite number"),
+    (dict(growth_factor=0.5), "growth_factor must be > 1"),
+    (dict(growth_interval=0), "growth_interval must be an int >= 1"),
+    (dict(growth_interval=2.9), "growth_interval must be an int >= 1"),
+    (dict(growth_interval=float("inf")), "growth_interval must be an int >= 1"),
+    (dict(skipped=-5), "skipped must be an int >= 0"),
+    (dict(growth_tracker=True), "growth_tracker must be an int >= 0"),
+    (dict(enabled=False), "the state is of a scaler with enabled=False"),
+    (dict(scale=float("inf")), "scale must be a positive finite number"),
+    (dict(init_scale=4.0), "the state has 'init_scale', which a GradScaler does not"),
+])
+def test_a_scaler_state_is_checked_as_the_constructor_checks_it(edit, match):
+    """Before, a loaded state was only converted (``float``, ``int``): a NaN backoff_factor made the scale NaN
+    at the first overflow and every later step was skipped, silently; 2.9 became 2; enabled was ignored.
+    A refused load changes nothing."""
+    s = train.GradScaler(init_scale=8.0, growth_interval=3)
+    dst = train.GradScaler(init_scale=2.0)
+    before = dst.state_dict()
+    with pytest.raises(ValueError, match=f"^GradScaler.load_state_dict: {match}"):
+        dst.load_state_dict({**s.state_dict(), **edit})
+    assert dst.state_dict() == before
+
+
 def _linear_step(compute_dtype=None, scaler=None, seed=0, lr=0.1, **opts):
     lm.manual_seed(seed)
     model = nn.Linear(4, 3)

@@ -153,3 +153,32 @@ def test_eps_must_be_positive(cls):
     """eps keeps the update's denominator off 0: with eps = 0 an exactly-zero gradient gives 0 / 0 = NaN."""
     with pytest.raises(ValueError, match=r"invalid eps 0 \(must be > 0"):
         cls([Parameter(np.ones(3, np.float32))], lr=0.1, eps=0)
+
+
+@pytest.mark.parametrize("opt_cls,key", [(train.SGD, "decoupled_weight_decay"), (train.Adam, "foreach")])
+def test_a_setting_the_optimizer_does_not_have_is_refused(opt_cls, key, tmp_path):
+    """Before, ``decoupled_weight_decay: true`` in an SGD group loaded without a word and dropped the update's
+    L2 term (``descent_grad`` reads the flag); torch's ``foreach`` was kept too."""
+    model, opt, sched, step = trainer(seed=1, opt_cls=opt_cls, accumulate=1, weight_decay=0.1)
+    step(x=X, y=Y)
+    path = tmp_path / "ck.safetensors"
+    train.save_checkpoint(path, model=model, optimizer=opt, scheduler=sched, step=step)
+
+    def edit(o):
+        o["param_groups"][0][key] = True
+
+    tamper(path, "optimizer", edit)
+    name = opt_cls.__name__
+    refused(path, rf"{name}\.load_state_dict: group 0: the checkpoint sets '{key}', which this {name}'s group does "
+            rf"not have", opt_cls=opt_cls, accumulate=1, weight_decay=0.1)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda r: r["state"].update(state=2**200),
+    lambda r: r["state"].update(inc=-1),
+    lambda r: r.update(uinteger=2**80),
+])
+def test_a_random_state_numpy_refuses_is_an_error_naming_the_file(ck, edit):
+    """Before: numpy's bare ``OverflowError: Python int too large to convert to C long``, no file named."""
+    tamper(ck, "step", lambda s: edit(s["rng"]))
+    refused(ck, r"TrainStep\.load_state_dict: the random generator's state is not one numpy takes")

@@ -192,6 +192,11 @@ class Optimizer:
             if own:
                 raise ValueError(f"{name}: group {i}: the checkpoint sets {own[0]!r}, which is this optimizer's own "
                                  f"(a checkpoint holds hyperparameters and param_count)")
+            extra = sorted(str(k) for k in saved if k not in g and k != "param_count")
+            if extra:  # (a setting this optimizer does not have, e.g. decoupled_weight_decay in an SGD group, would
+                # switch its code path on, silently; a group key of the user's own is in the group before the load)
+                raise ValueError(f"{name}: group {i}: the checkpoint sets {', '.join(map(repr, extra))}, which this "
+                                 f"{type(self).__name__}'s group does not have")
             self._check_types(name, i, g, saved)
             new = {k: (tuple(v) if isinstance(v, list) else v) for k, v in saved.items() if k != "param_count"}
             checked = {**g, **new}
