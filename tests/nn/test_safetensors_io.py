@@ -297,7 +297,7 @@ MALFORMED = {
                                                      r"tensor 'x': shape .* too many elements"),
     "65 dims": (_file({"x": _ent(shape=(0,) * 65, offs=(0, 0))}), r"tensor 'x': shape has 65 dims, more than 64"),
     # __metadata__, when present, is an object of str -> str: a falsy non-object is not "no metadata".
-    **{f"metadata {v!r}": (_file({"__metadata__": v}), "__metadata__ must be a JSON object of str to str")
+    **{f"metadata {v!r}": (_file({"__metadata__": v}), "__metadata__ must map str to str")
        for v in (0, False, "", [], None, [1], {"a": None})},
 }
 
