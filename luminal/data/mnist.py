@@ -13,6 +13,7 @@ Images come back flattened to ``(N, 784)`` float32 in ``[0, 1]`` and labels as i
 from __future__ import annotations
 
 import gzip
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,7 +94,14 @@ def load_idx(path: str | Path) -> np.ndarray:
         raise ValueError(f"{path}: truncated IDX file (header needs {header_len} bytes, got {len(raw)})")
     shape = tuple(int(d) for d in np.frombuffer(raw, dtype=">u4", count=ndim, offset=4))
     dtype = _IDX_DTYPES[type_code]
-    expected = header_len + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    # Python ints: np.prod in int64 wraps, and dims (2**31, 2**31, 4) "need" 0 bytes. numpy also cannot
+    # build more than 64 dims, nor an empty array whose other dims hold 2**63 bytes or more, and says so
+    # without the file's name; both are refused here.
+    if ndim > 64:
+        raise ValueError(f"{path}: bad IDX header: {ndim} dims, more than 64")
+    if math.prod(d for d in shape if d) * dtype.itemsize >= 2**63:
+        raise ValueError(f"{path}: bad IDX header: shape {shape} has too many elements")
+    expected = header_len + math.prod(shape) * dtype.itemsize
     if len(raw) != expected:
         kind = "truncated" if len(raw) < expected else "oversized"
         raise ValueError(f"{path}: {kind} IDX file (shape {shape} needs {expected} bytes, got {len(raw)})")

@@ -131,6 +131,21 @@ def test_load_idx_truncated(tmp_path, gz):
     assert str(p) in str(e.value)
 
 
+@pytest.mark.parametrize("dims, match", [
+    ((2**31, 2**31, 4), "too many elements"),  # 2**64 elements: 0 in int64, so 16 bytes passed the size check
+    ((0, 2**32 - 1, 2**32 - 1, 2**32 - 1), "too many elements"),  # empty, but numpy cannot build the shape
+    ((1,) * 65, "65 dims, more than 64"),
+])
+def test_load_idx_impossible_shape_names_the_file(tmp_path, dims, match):
+    """Before: numpy failed later ("cannot reshape array of size 0", "maximum supported dimension")
+    without the file's name."""
+    p = tmp_path / "wrap-idx3-ubyte"
+    p.write_bytes(bytes([0, 0, 0x08, len(dims)]) + struct.pack(f">{len(dims)}I", *dims) + b"\0" * (len(dims) == 65))
+    with pytest.raises(ValueError, match=match) as e:
+        data.load_idx(p)
+    assert str(p) in str(e.value)
+
+
 def test_load_idx_truncated_header_and_broken_gzip(tmp_path):
     p = tmp_path / "hdr-idx3-ubyte"
     p.write_bytes(bytes([0, 0, 8, 3, 0, 0]))
