@@ -30,6 +30,38 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+class _Duplicate(Exception):
+    """Raised by the json hook; not a ValueError, so that it is not reported as invalid JSON."""
+
+
+def _unique_keys(pairs: list) -> dict:
+    """json object hook: a key given twice is refused instead of json's "the last one wins", which would
+    build the model from whichever copy came last (the safetensors reader refuses a name given twice
+    too). Linear: a dict, and a second pass only when a key repeats."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _Duplicate(k)
+            seen.add(k)
+    return out
+
+
+def read_json(f: Path):
+    """The JSON value in file ``f`` (a model directory's ``config.json`` or shard index), every error a
+    ValueError naming the file: bad UTF-8 or JSON, a key given twice in any object, or nesting too
+    deep for json's recursive parser (a RecursionError otherwise)."""
+    try:
+        return json.loads(f.read_text(encoding="utf-8"), object_pairs_hook=_unique_keys)
+    except _Duplicate as e:
+        raise ValueError(f"{f}: key {e.args[0]!r} more than once (json would keep the last silently)") from None
+    except ValueError as e:  # bad JSON or bad UTF-8
+        raise ValueError(f"{f}: not valid JSON: {e}") from None
+    except RecursionError:
+        raise ValueError(f"{f}: not a model file: its JSON is nested too deeply") from None
+
+
 MODEL_KEYS = frozenset({
     "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
     "num_key_value_heads", "head_dim", "rms_norm_eps", "max_position_embeddings", "tie_word_embeddings",
@@ -206,10 +238,7 @@ class LlamaConfig:
         f = Path(path) / "config.json"
         if not f.is_file():
             raise FileNotFoundError(f"{f}: no config.json in the model directory")
-        try:
-            d = json.loads(f.read_text(encoding="utf-8"))
-        except ValueError as e:  # bad JSON or bad UTF-8
-            raise ValueError(f"{f}: not valid JSON: {e}") from None
+        d = read_json(f)
         try:
             if isinstance(d, dict) and d.get("model_type", "llama") != "llama":
                 arch = d.get("architectures") or ["LlamaForCausalLM"]

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from llama_config import LlamaConfig  # noqa: E402
+from llama_config import LlamaConfig, read_json  # noqa: E402
 
 import luminal as lm  # noqa: E402
 from luminal import nn  # noqa: E402
@@ -296,10 +296,7 @@ def index_shards(path: Path) -> list[Path]:
     ``snapshots/<revision>/<file>`` to ``../../blobs/<hash>``, so a link into the ``blobs`` folder of the
     cache folder the snapshot is in is followed."""
     index = path / INDEX
-    try:
-        d = json.loads(index.read_text(encoding="utf-8"))
-    except ValueError as e:  # bad JSON or bad UTF-8
-        raise ValueError(f"{index}: not valid JSON: {e}") from None
+    d = read_json(index)  # a tensor named twice is refused, not mapped to the last shard named
     if not isinstance(d, dict):
         raise ValueError(f"{index}: must be a JSON object, got {type(d).__name__}")
     weight_map = d.get("weight_map")

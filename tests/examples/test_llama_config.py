@@ -273,6 +273,28 @@ def test_a_config_that_is_not_a_json_object_is_an_error_naming_the_file(tmp_path
     assert str(f) in str(e.value)
 
 
+@pytest.mark.parametrize("text, key", [
+    ('{"rope_theta": 10000.0, %s, "rope_theta": 500000.0}', "rope_theta"),
+    ('{%s, "rope_scaling": {"rope_type": "linear", "factor": 2.0, "factor": 4.0}}', "factor"),
+])
+def test_a_key_given_twice_is_an_error_naming_the_file_and_key(tmp_path, text, key):
+    """Before: json kept the last value silently, so the model was built from whichever copy came last
+    (the safetensors reader refuses a name given twice; a config is no less data)."""
+    f = tmp_path / "config.json"
+    f.write_text(text % json.dumps(_TINY)[1:-1])
+    with pytest.raises(ValueError, match=rf"key '{key}' more than once") as e:
+        LlamaConfig.from_dir(tmp_path)
+    assert str(f) in str(e.value)
+
+
+def test_a_deeply_nested_config_is_an_error_naming_the_file(tmp_path):
+    f = tmp_path / "config.json"
+    f.write_text('{"x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ValueError, match="nested too deeply") as e:
+        LlamaConfig.from_dir(tmp_path)
+    assert str(f) in str(e.value)
+
+
 @pytest.mark.parametrize("key, value, message", [
     ("num_attention_heads", 0, r"'num_attention_heads' must be an integer from 1 to \d+, got 0"),
     ("hidden_size", "32", r"'hidden_size' must be an integer from 1 to \d+, got '32'"),

@@ -153,6 +153,22 @@ def test_an_index_that_is_not_a_json_object_is_refused(dirs, tmp_path, text, mes
     assert str(bad / "model.safetensors.index.json") in str(e.value)
 
 
+def test_an_index_with_a_name_given_twice_is_refused(dirs, tmp_path):
+    """Before: the last of two entries for one tensor won silently."""
+    _, sharded = dirs
+    bad = tmp_path / "bad"
+    shutil.copytree(sharded, bad)
+    index = bad / "model.safetensors.index.json"
+    d = json.loads(index.read_text())
+    name, shard = next(iter(d["weight_map"].items()))
+    text = json.dumps(d)
+    text = text.replace('"weight_map": {', '"weight_map": {%s: %s, ' % (json.dumps(name), json.dumps(shard)), 1)
+    index.write_text(text)
+    with pytest.raises(ValueError, match=f"key '{name}' more than once") as e:
+        Llama.from_pretrained(bad)
+    assert str(index) in str(e.value)
+
+
 def test_a_shard_symlinked_outside_the_directory_is_refused(dirs, tmp_path):
     _, sharded = dirs
     outside = tmp_path / "outside.safetensors"
