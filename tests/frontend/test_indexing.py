@@ -280,3 +280,47 @@ def test_a_write_at_an_int_index_past_a_symbolic_dim_is_refused(backend):
     want = np.ones((7, 4), np.float32)
     want[5] = 7
     np.testing.assert_array_equal(f(x=np.ones((7, 4), np.float32)), want)
+
+
+DUP = np.array([[1, 1, 3], [0, 2, 0]], np.int32)  # along dim 1: position 1 twice in row 0, position 0 twice in row 1
+
+
+@pytest.mark.parametrize("kind", ["scalar", "tensor", "setitem", "index_put", "index_copy"])
+def test_one_value_written_through_a_repeated_index_is_written_once(kind, backend):
+    """The mask idiom ``zeros.scatter(1, idx, 1.0)`` gave 2 where an index repeats (the duplicates were added);
+    torch's pick among equal values is that value. The written values' gradient is torch's: each duplicate
+    gets its position's whole adjoint (the mean's was 1/k of it); ``x`` the adjoint of positions not written."""
+    src = np.array([[7.0, 7.0, 2.0], [3.0, 5.0, 3.0]], np.float32)
+    x = rand((2, 4), seed=3)
+    if kind == "scalar":
+        check(lambda x: x.scatter(1, x.graph.constant(DUP), 1.0),
+              [x], torch_op=lambda x: x.scatter(1, torch.from_numpy(DUP).long(), 1.0), backend=backend)
+    elif kind == "tensor":
+        check(lambda x, s: x.scatter(1, x.graph.constant(DUP), s), [x, src],
+              torch_op=lambda x, s: x.scatter(1, torch.from_numpy(DUP).long(), s), backend=backend)
+    else:
+        rows, cols = np.array([1, 1, 3], np.int32), np.array([2, 2, 0], np.int32)
+        v = np.array([4.0, 4.0, 1.5], np.float32)
+        x = rand((5, 3), seed=4)
+
+        def lum(x, v):
+            r, c = x.graph.constant(rows), x.graph.constant(cols)
+            if kind == "setitem":
+                y = x * 1
+                y[r, c] = v
+                return y
+            if kind == "index_put":
+                return x.index_put((r, c), v)
+            return x.index_copy(0, r, v.unsqueeze(1).expand(3, 3))
+
+        def tor(x, v):
+            r, c = torch.from_numpy(rows).long(), torch.from_numpy(cols).long()
+            if kind == "setitem":
+                y = x * 1
+                y[r, c] = v
+                return y
+            if kind == "index_put":
+                return x.index_put((r, c), v)
+            return x.index_copy(0, r, v.unsqueeze(1).expand(3, 3))
+
+        check(lum, [x, v], torch_op=tor, backend=backend)

@@ -365,18 +365,31 @@ def _assign(x: GraphTensor, index, value, accumulate: bool, op: str) -> GraphTen
 
 
 def _overwrite(x: GraphTensor, d: int, index: GraphTensor, src: GraphTensor) -> GraphTensor:
-    """``x`` with ``src`` written at ``index`` along ``d``. Positions written more than once take the
-    mean of their values (torch leaves the pick unspecified): so writing one value through a repeated
-    index (``x[[0, 0]] = 1``) writes exactly it, where a sum would double it."""
+    """``x`` with ``src`` written at ``index`` along ``d`` (``src`` cut to ``index``'s shape, as torch's
+    scatter). Positions written more than once take the mean of their values (torch leaves the pick
+    unspecified): so writing one value through a repeated index (``x[[0, 0]] = 1``) writes exactly
+    it, where a sum would double it. The gradient is torch's (``Graph.custom_vjp``): each written
+    value gets the whole adjoint of its position, duplicates too (the mean's would be 1/k of it), and
+    ``x`` the adjoint of the positions not written."""
     g = x.graph
+    if src.shape != index.shape:
+        src = src[tuple(slice(0, n) for n in index.shape)]
     hits = scatter_add(g.constant(0, dt.int32).expand(*x.shape), d, index,
                        g.constant(1, dt.int32).expand(*index.shape))
+    written = gt(hits, 0)
     total = scatter_add(g.constant(0, x.dtype).expand(*x.shape), d, index, src)
     if x.dtype.kind == "f":
         total = div(total, cast(maximum(hits, 1), x.dtype))
     elif x.dtype.kind == "i":
         total = int_div_nonzero(total, maximum(hits, 1))
-    return where(gt(hits, 0), total, x)
+    out = where(written, total, x)
+    if not x.dtype.is_float:
+        return out
+
+    def rule(y, a, x_, src_):
+        return [where(written, g.constant(0, a.dtype), a), cast(gather(a, d, index), src_.dtype)]
+
+    return g.custom_vjp(out, [x, src], rule)
 
 
 def setitem(x: GraphTensor, index, value) -> None:
@@ -664,16 +677,16 @@ def scatter_add(x: GraphTensor, dim: int, index: GraphTensor, src: GraphTensor) 
 @tensor_op("scatter")
 @scalar_as_1d("scatter", tensors=("index", "src"))
 def scatter(x: GraphTensor, dim: int, index: GraphTensor, src) -> GraphTensor:
-    """torch.scatter (no reduction): positions named by ``index`` take ``src``; with duplicate
-    indices the result is undefined, as in torch."""
+    """torch.scatter (no reduction): positions named by ``index`` take ``src``; a position named more
+    than once takes the mean of its values (torch leaves the pick unspecified; one value written
+    through a repeated index is written exactly, where a sum doubled it: ``_overwrite``)."""
 
-    _index("scatter", index, input=x)
-    zeros = x.graph.constant(0, x.dtype).expand(*x.shape)
+    index = _index("scatter", index, input=x)
+    d = x._axis(dim, "scatter")
     if not isinstance(src, GraphTensor):
         src = x.graph.constant(check_number("scatter", "src", src, x), x.dtype).expand(*index.shape)
-    hits = scatter_add(x.graph.constant(0, dt.int32).expand(*x.shape), dim, index,
-                       x.graph.constant(1, dt.int32).expand(*index.shape))
-    return where(gt(hits, 0), scatter_add(zeros, dim, index, src), x)
+    scatter_add(x, d, index, src)  # (its checks: dims, shapes, dtypes, named as the user's op)
+    return _overwrite(x, d, index, cast(src, x.dtype) if src.dtype is not x.dtype else src)
 
 
 def one_hot(index: GraphTensor, num_classes: int) -> GraphTensor:
