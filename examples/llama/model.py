@@ -15,8 +15,11 @@ length (prefill) and one every position (decode): :class:`Session` compiles each
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
+import os
+import secrets
 import sys
 from pathlib import Path
 
@@ -27,7 +30,9 @@ from llama_config import LlamaConfig, read_json  # noqa: E402
 
 import luminal as lm  # noqa: E402
 from luminal import nn  # noqa: E402
-from luminal.core.atomic_file import stage, write_atomic  # noqa: E402
+from luminal.core.atomic_file import Staged, stage, write_atomic  # noqa: E402
+from luminal.core.interrupts import interrupts_deferred  # noqa: E402
+from luminal.core.safetensors_io import stage_file  # noqa: E402
 
 __all__ = ["KVCache", "Llama", "LlamaConfig", "Session", "generate", "inv_freq", "rope_tables", "sample",
            "write_atomic"]
@@ -243,34 +248,120 @@ class Llama(nn.Module):
 
     def save_pretrained(self, path) -> None:
         """Write ``config.json`` and ``model.safetensors`` (HF layout, the parameters' dtype) into the
-        directory ``path``, as a pair: a config must never describe weights that are not there.
+        directory ``path``, as a pair: a config must never describe weights that are not there. The
+        index and shards of an earlier sharded save are removed: the index would be read instead of the
+        new weights.
 
-        Both are written in full to temp files first (fsynced), then renamed: the weights, then the
-        config. A failure before the renames (a read-only file, a full disk) leaves the directory as it
-        was, without temp files; a crash between the two renames leaves new weights beside the old
-        config (of the same model when saving a fine-tuned copy over its source). The index and shards
-        of an earlier sharded save are removed: the index would be read instead of the new weights."""
+        Both files are first written in full to temp files beside their targets (fsynced): a failure
+        there (a read-only file, a full disk) leaves the directory as it was, without temp files. Then
+        the commit (:func:`_commit_together`), with Ctrl-C held back until it ends: the old weights,
+        index and shards are renamed aside to backup names and the old config kept as a hard link, the
+        new config and then the new weights are renamed into place, and the backups are removed only
+        after that. An error at any of those steps (or a KeyboardInterrupt raised in one) puts the
+        backups back and removes the temps, so the directory holds exactly its old files again; a
+        Ctrl-C during the commit is raised after it, the save complete.
+
+        Not guaranteed: a power loss or a kill -9 during the commit stops it between two renames, with
+        no rollback. Once the old weights and index are set aside (the first renames) and until the new
+        weights are renamed in (the last), the directory has neither, so such a directory fails to load
+        rather than pairing new weights with the old config or the reverse, and its old files are still
+        there as ``.<name>.<pid>.<random>.bak``
+        (assuming the filesystem keeps the renames' order across a crash, as journaling ones do). A
+        rollback that itself fails (the disk gone) leaves backups behind the same way."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         cfg = self.config.to_dict()
         cfg["torch_dtype"] = self.head_weight().dtype.name
-        config, index = path / "config.json", path / INDEX
         old_shards = []
-        if index.is_file():
+        if (path / INDEX).is_file():
             with contextlib.suppress(ValueError, OSError):
-                old_shards = index_shards(path)
-        # (staged first: a config that cannot be written, read-only say, fails before the weights move)
-        staged = stage(config, (json.dumps(cfg, indent=2) + "\n").encode())
+                old_shards = [f for f in index_shards(path)
+                              if f.suffix == ".safetensors" and f.name != "model.safetensors"]
+        staged = []
         try:
-            self.save_safetensors(path / "model.safetensors", metadata={"format": "pt"})
-            index.unlink(missing_ok=True)
+            # the config first: one that cannot be written (read-only, say) fails before the weights are
+            staged.append(stage(path / "config.json", (json.dumps(cfg, indent=2) + "\n").encode()))
+            items = self._state_items()
+            staged.append(stage_file({n: s.data for n, s in items}, path / "model.safetensors",
+                                     metadata={"format": "pt"}, dtypes={n: s.dtype for n, s in items}))
+            with interrupts_deferred():
+                _commit_together(staged, [path / INDEX, *old_shards])
         except BaseException:
-            staged.discard()
+            for s in staged:
+                s.discard()  # (a temp already renamed in is not there to remove)
             raise
-        staged.commit()
-        for f in old_shards:
-            if f.suffix == ".safetensors" and f.name != "model.safetensors":
-                f.unlink(missing_ok=True)
+
+
+# errnos of os.link on a filesystem without hard links (FAT, exFAT, some FUSE and network mounts)
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK, errno.ENOSYS}
+
+
+def _commit_together(staged: list[Staged], remove: list[Path]) -> None:
+    """Rename every staged temp over its target and remove the files ``remove`` (an old index, then
+    its shards), all or none as far as the filesystem allows.
+
+    The last of ``staged`` (the weights) is the one the others depend on: its old version and the
+    files to remove are renamed aside to ``.<name>.<pid>.<random>.bak`` first, and it is renamed in
+    last, so from then until the end the directory has neither weights nor index, and a crash
+    mid-commit leaves one that fails to load rather than one that mixes old files with new. The other
+    targets (the config) stay in place and are replaced by their rename, with a hard link to the old
+    version as the backup (renamed aside too where the filesystem has no hard links), so a rename
+    into them that fails leaves them as they were.
+
+    Any exception (OSError, KeyboardInterrupt) puts the backups back, removes what was renamed in
+    without an old version and the temps, and is re-raised; rollback steps that fail are skipped, so
+    the original error is the one raised. After success the renames are fsynced (the directory) and
+    only then the backups removed."""
+    tag = f"{os.getpid()}.{secrets.token_hex(4)}"
+    backups: dict[str, str] = {}  # target or removed file -> its backup
+    linked: set[str] = set()  # backups that are hard links: the file itself is still in place
+    done: list[Staged] = []  # renamed in
+
+    def backup_of(f: str) -> str:
+        return os.path.join(os.path.dirname(f), f".{os.path.basename(f)}.{tag}.bak")
+
+    try:
+        for s in staged[:-1]:
+            if os.path.lexists(s.target):
+                try:
+                    os.link(s.target, backup_of(s.target), follow_symlinks=False)
+                    linked.add(s.target)
+                except OSError as e:
+                    if e.errno not in _NO_LINKS:
+                        raise
+                    os.replace(s.target, backup_of(s.target))
+                backups[s.target] = backup_of(s.target)
+        for f in [staged[-1].target, *map(os.fspath, remove)]:
+            if f not in backups and os.path.lexists(f):
+                os.replace(f, backup_of(f))
+                backups[f] = backup_of(f)
+        for s in staged:
+            s.commit()
+            done.append(s)
+    except BaseException:
+        for s in staged:
+            s.discard()
+        renamed_in = {s.target for s in done}
+        for f, backup in reversed(backups.items()):
+            with contextlib.suppress(OSError):
+                if f in linked and f not in renamed_in:
+                    os.unlink(backup)  # the file was never replaced: the link is all there is to undo
+                else:
+                    os.replace(backup, f)
+        for f in renamed_in - backups.keys():
+            with contextlib.suppress(OSError):
+                os.unlink(f)
+        raise
+    for d in dict.fromkeys(os.path.dirname(f) for f in [*(s.target for s in staged), *backups]):
+        with contextlib.suppress(OSError):
+            fd = os.open(d, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    for backup in backups.values():
+        with contextlib.suppress(OSError):
+            os.unlink(backup)
 
 
 @contextlib.contextmanager

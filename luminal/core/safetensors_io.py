@@ -24,7 +24,7 @@ from math import prod
 
 import numpy as np
 
-from luminal.core.atomic_file import stage
+from luminal.core.atomic_file import Staged, stage
 from luminal.core.dtype import as_dtype, round_bf16
 
 # safetensors dtype -> numpy storage on disk (BF16 is raw 16-bit patterns, widened on load).
@@ -61,6 +61,13 @@ def save_file(tensors, path, metadata: dict[str, str] | None = None, dtypes: dic
     """Write ``tensors`` (name -> array, or (name, array) pairs) to ``path`` atomically: a temp file in
     the same directory is fsynced then renamed over ``path``, so a crash or an error never leaves a
     half-written checkpoint, and an existing file survives any failure untouched."""
+    stage_file(tensors, path, metadata, dtypes).commit()
+
+
+def stage_file(tensors, path, metadata: dict[str, str] | None = None, dtypes: dict | None = None) -> Staged:
+    """:func:`save_file` without the rename: the new file complete and fsynced in a temp beside ``path``
+    (``commit`` renames it over ``path``, ``discard`` removes it), so that a file saved together with
+    others (a model's weights and its config) replaces its old version only once all are written."""
     items = list(tensors.items()) if hasattr(tensors, "items") else list(tensors)
     dtypes = dict(dtypes or {})
     seen, arrays = set(), []
@@ -91,7 +98,7 @@ def save_file(tensors, path, metadata: dict[str, str] | None = None, dtypes: dic
         for *_, data in arrays:
             f.write(data.reshape(-1).view(np.uint8).data)
 
-    stage(path, write).commit()
+    return stage(path, write)
 
 
 def _unique_keys(pairs):

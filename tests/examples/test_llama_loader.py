@@ -274,3 +274,140 @@ def test_a_save_over_a_sharded_checkpoint_leaves_no_stale_index(dirs, tmp_path):
     reloaded = Llama.from_pretrained(out).state_dict()
     for k, v in model.state_dict().items():
         np.testing.assert_array_equal(reloaded[k], v, err_msg=k)
+
+
+# The commit of a save is the renames: the old files are set aside, the new ones renamed in, and a
+# failure or Ctrl-C at any point puts the old files back. Before: the weights were renamed in and the
+# old index deleted before the config's rename, so a failure there left new weights beside the old
+# config (a reload paired them silently when the shapes agreed) and the old shards behind.
+@pytest.fixture(scope="module")
+def other_model(tmp_path_factory):
+    """A model of other sizes (intermediate 64, not 48) to save over the checkpoints of ``dirs``."""
+    other = make_random.make_random(tmp_path_factory.mktemp("other"), seed=3, **{**SMALL, "intermediate": 64})
+    return Llama.from_pretrained(other)
+
+
+def _is_saved(out: Path, model) -> None:
+    """``out`` holds exactly ``model``'s config and weights."""
+    assert sorted(f.name for f in out.iterdir()) == ["config.json", "model.safetensors"]
+    reloaded = Llama.from_pretrained(out)
+    assert reloaded.config.intermediate_size == model.config.intermediate_size
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(reloaded.state_dict()[k], v, err_msg=k)
+
+
+@pytest.mark.parametrize("layout", ["single", "sharded", "new"])
+@pytest.mark.parametrize("error", [lambda: OSError(errno.EIO, "Input/output error"), KeyboardInterrupt],
+                         ids=["OSError", "KeyboardInterrupt"])
+def test_a_save_failing_at_any_rename_leaves_exactly_the_old_files(dirs, other_model, tmp_path, monkeypatch,
+                                                                   layout, error):
+    """Each os.replace, os.link or os.chmod of the commit fails in turn (the k-th call, then no other):
+    the directory afterwards holds exactly the files it had, with their contents, and no temp or
+    backup."""
+    single, sharded = dirs
+    real_replace, real_chmod, real_link = os.replace, os.chmod, os.link
+    k = 0
+    while True:
+        out = tmp_path / f"out{k}"
+        if layout == "new":
+            out.mkdir()
+        else:
+            shutil.copytree(single if layout == "single" else sharded, out)
+        before, calls = _listing(out), [0]
+
+        def failing(real):
+            def op(*a, **kw):
+                calls[0] += 1
+                if calls[0] == k + 1:
+                    raise error()
+                return real(*a, **kw)
+            return op
+
+        monkeypatch.setattr(os, "replace", failing(real_replace))
+        monkeypatch.setattr(os, "chmod", failing(real_chmod))
+        monkeypatch.setattr(os, "link", failing(real_link))
+        try:
+            other_model.save_pretrained(out)
+        except (OSError, KeyboardInterrupt) as e:
+            monkeypatch.undo()
+            assert "Input/output error" in str(e) or isinstance(e, KeyboardInterrupt)
+            assert _listing(out) == before, f"failing call {k + 1}"
+            k += 1
+            continue
+        monkeypatch.undo()
+        break
+    assert k >= 4, k  # every rename, link and chmod of the commit was made to fail once
+    _is_saved(out, other_model)  # the save that no failure reached: exactly the new files
+
+
+def test_ctrl_c_during_the_commit_is_raised_after_it(dirs, other_model, tmp_path, monkeypatch):
+    """A real SIGINT at the first rename: the commit completes (the pair is never split), then the
+    KeyboardInterrupt comes."""
+    import signal
+    _, sharded = dirs
+    out = tmp_path / "out"
+    shutil.copytree(sharded, out)
+    real, sent = os.replace, []
+
+    def replace(a, b):
+        if not sent:
+            sent.append(b)
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(a, b)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt):
+        other_model.save_pretrained(out)
+    monkeypatch.undo()
+    assert sent
+    _is_saved(out, other_model)
+
+
+def test_a_save_over_a_single_file_checkpoint_leaves_exactly_the_new_files(dirs, other_model, tmp_path):
+    single, _ = dirs
+    out = tmp_path / "out"
+    shutil.copytree(single, out)
+    other_model.save_pretrained(out)
+    _is_saved(out, other_model)
+
+
+@pytest.mark.parametrize("layout", ["single", "sharded"])
+def test_a_save_stopped_between_any_two_renames_never_loads_a_mixed_pair(dirs, tmp_path, monkeypatch, layout):
+    """A power loss stops the commit with no rollback: the directory as it is before each rename either
+    loads the old model, loads the new one, or fails to load; never new weights with the old config.
+    The new model is a fine-tune of the old (the same shapes, other values and rms_norm_eps), the case
+    where a mixed pair loads without an error."""
+    single, sharded = dirs
+    src = single if layout == "single" else sharded
+    out = tmp_path / "out"
+    shutil.copytree(src, out)
+    tuned = Llama.from_pretrained(src)
+    tuned.config.rms_norm_eps = 1e-3
+    for p in tuned.parameters():
+        p.data[...] += 1
+    states, real = [], os.replace
+
+    def replace(a, b):
+        states.append({f.name: f.read_bytes() for f in out.iterdir() if f.is_file()})
+        return real(a, b)
+
+    monkeypatch.setattr(os, "replace", replace)
+    tuned.save_pretrained(out)
+    monkeypatch.undo()
+
+    def model(m):
+        return m.config.rms_norm_eps, {k: np.array(v) for k, v in m.state_dict().items()}
+
+    old, new = model(Llama.from_pretrained(src)), model(tuned)
+    assert model(Llama.from_pretrained(out))[0] == 1e-3
+    for i, files in enumerate(states):
+        d = tmp_path / f"state{i}"
+        d.mkdir()
+        for name, data in files.items():
+            (d / name).write_bytes(data)
+        try:
+            eps, got = model(Llama.from_pretrained(d))
+        except (ValueError, FileNotFoundError):
+            continue  # a directory that does not load is safe: nothing is computed from it
+        assert any(eps == ref[0] and all(np.array_equal(got[k], v) for k, v in ref[1].items())
+                   for ref in (old, new)), f"stopped before rename {i + 1}: a mix of the old and new model"
