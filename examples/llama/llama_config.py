@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+
 class _Duplicate(Exception):
     """Raised by the json hook; not a ValueError, so that it is not reported as invalid JSON."""
 

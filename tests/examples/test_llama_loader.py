@@ -162,7 +162,7 @@ def test_an_index_with_a_name_given_twice_is_refused(dirs, tmp_path):
     d = json.loads(index.read_text())
     name, shard = next(iter(d["weight_map"].items()))
     text = json.dumps(d)
-    text = text.replace('"weight_map": {', '"weight_map": {%s: %s, ' % (json.dumps(name), json.dumps(shard)), 1)
+    text = text.replace('"weight_map": {', f'"weight_map": {{{json.dumps(name)}: {json.dumps(shard)}, ', 1)
     index.write_text(text)
     with pytest.raises(ValueError, match=f"key '{name}' more than once") as e:
         Llama.from_pretrained(bad)
