@@ -106,6 +106,53 @@ def test_multihead_attention_grads(backend, causal):
                call=call, tcall=tcall)
 
 
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_multihead_attention_with_a_query_that_sees_no_key(backend, need_weights):
+    """A left-padded causal batch: the first query of the padded sequence sees no key. torch computes
+    ``need_weights=False`` through sdpa, whose such rows give 0 and no gradient; luminal's plain softmax gave
+    NaN there, and one AdamW step made every parameter NaN (the loss itself was finite). Asked for the weights,
+    torch's plain softmax gives NaN too, and so does luminal's."""
+    s = 4
+    kpm = np.zeros((2, s), bool)
+    kpm[1, :2] = True  # sequence 1: two pads on the left
+    causal = torch.from_numpy(np.triu(np.ones((s, s), bool), 1))
+
+    def call(m, x):
+        g = x.graph
+        return m(x, x, x, key_padding_mask=g.constant(kpm), attn_mask=g.constant(causal.numpy()),
+                 need_weights=need_weights)[0]
+
+    def tcall(m, x):
+        return m(x, x, x, key_padding_mask=torch.from_numpy(kpm), attn_mask=causal, need_weights=need_weights)[0]
+
+    if need_weights:
+        tm = torch.nn.MultiheadAttention(6, 2, batch_first=True)
+        x = torch.from_numpy(randn(2, s, 6))
+        assert torch.isnan(tcall(tm, x)[1, 0]).all()  # (torch's own: row 0 of sequence 1 sees no key)
+        m = L.MultiheadAttention(6, 2, batch_first=True)
+        g = lm.Graph()
+        out = lm.compile(call(m, g.input("x", (2, s, 6))), backend=backend)(x=x.numpy())
+        assert np.isnan(out[1, 0]).all() and np.isfinite(out[0]).all()
+        return
+    grad_check(lambda nn: nn.MultiheadAttention(6, 2, batch_first=True), randn(2, s, 6), backend,
+               call=call, tcall=tcall)
+
+
+@pytest.mark.parametrize("which", ["key_padding_mask", "attn_mask", "sdpa"])
+def test_an_int_mask_is_refused(which):
+    """torch refuses int masks; luminal added a 0/1 int mask to the scores, masking nothing, silently."""
+    g = lm.Graph()
+    x = g.input("x", (2, 3, 6))
+    m = L.MultiheadAttention(6, 2, batch_first=True)
+    if which == "sdpa":
+        with pytest.raises(TypeError, match="^scaled_dot_product_attention: attn_mask must be bool or float"):
+            lm.nn.functional.scaled_dot_product_attention(x, x, x, attn_mask=g.constant(np.ones((3, 3), np.int32)))
+        return
+    mask = g.constant(np.ones((2, 3) if which == "key_padding_mask" else (3, 3), np.int32))
+    with pytest.raises(TypeError, match=rf"MultiheadAttention.*: {which} must be bool or float, got int32"):
+        m(x, x, x, **{which: mask})
+
+
 def test_dropout_grad_is_the_mask(backend):
     x = np.abs(randn(40, 50)) + 0.5
     g = lm.Graph()

@@ -47,11 +47,21 @@ def _attention_scores(query, key, attn_mask, is_causal, scale, enable_gqa, name)
         if not _broadcasts(attn_mask.shape, scores.shape):
             raise op_error(ValueError, name, f"attn_mask of shape {shape_str(attn_mask.shape)} does not broadcast to "
                            f"the scores (..., L, S) = {shape_str(scores.shape)}", query, key, attn_mask)
+        _check_mask_dtype(name, "attn_mask", attn_mask)
         if attn_mask.dtype is dt.bool_:
             scores = where(attn_mask, scores, -math.inf)
         else:
             scores = scores + attn_mask
     return scores
+
+
+def _check_mask_dtype(name: str, what: str, mask) -> None:
+    """A mask is bool (which positions take part, or are masked out) or float (added to the scores), as
+    torch's: an int mask (``(ids == pad).int()``, a tokenizer's 0/1) would be added as 0 and 1 and mask
+    nothing, silently."""
+    if mask.dtype is not dt.bool_ and not mask.dtype.is_float:
+        raise op_error(TypeError, name, f"{what} must be bool or float, got {mask.dtype.name} (a 0/1 int mask: "
+                       f"compare it, e.g. mask == 1, to make it bool)", mask)
 
 
 def _broadcasts(shape, target) -> bool:
@@ -89,9 +99,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     return w @ value
 
 
-def _float_mask(mask, like):
+def _float_mask(mask, like, name: str, what: str):
     """MultiheadAttention's masks: bool True means *masked out* (the opposite of sdpa's) -> -inf;
     float masks are added as they are."""
+    _check_mask_dtype(name, what, mask)
     if mask.dtype is dt.bool_:
         return where(mask, like.graph.constant(-math.inf, like.dtype), like.graph.constant(0.0, like.dtype))
     return mask.to(like.dtype)
@@ -213,15 +224,20 @@ class MultiheadAttention(Module):
             raise op_error(ValueError, name, f"key_padding_mask must be {shape_str((n, n_k))} (N, S), got "
                            f"{shape_str(key_padding_mask.shape)}", key_padding_mask)
         if attn_mask is not None:
-            mask = _float_mask(attn_mask, q)
+            mask = _float_mask(attn_mask, q, name, "attn_mask")
             if mask.ndim == 3:  # (N*H, L, S)
                 mask = mask.reshape(n, h, n_q, n_k)
         if is_causal and attn_mask is None:
-            mask = _float_mask(_causal(q.graph, n_q, n_k).logical_not(), q)
+            mask = _float_mask(_causal(q.graph, n_q, n_k).logical_not(), q, name, "is_causal")
         if key_padding_mask is not None:
-            kpm = _float_mask(key_padding_mask, q).reshape(n, 1, 1, n_k)
+            kpm = _float_mask(key_padding_mask, q, name, "key_padding_mask").reshape(n, 1, 1, n_k)
             mask = kpm if mask is None else mask + kpm
-        w = _attention_scores(q, k, mask, False, None, False, name).softmax(-1)
+        scores = _attention_scores(q, k, mask, False, None, False, name)
+        # torch computes need_weights=False through sdpa, whose rows with every key masked out (a sequence
+        # all padding, a left-padded causal row) give 0 and no gradient; with the weights asked for, a plain
+        # softmax (NaN there, as torch's). A causal mask alone always keeps key 0.
+        given = attn_mask is not None or key_padding_mask is not None
+        w = _safe_softmax(scores) if given and not need_weights else scores.softmax(-1)
         if self.dropout > 0.0 and self.training:  # (reads the mode only where it matters)
             w = dropout(w, self.dropout)
         out = (w @ v).permute(2, 0, 1, 3).reshape(n_q, n, self.embed_dim)  # (L, N, E)
