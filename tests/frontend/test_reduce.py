@@ -7,6 +7,7 @@ from parity import check, rand
 from sizes import check_sizes
 
 import luminal as lm
+from luminal import train
 
 F32, I32, BOOL = lm.float32, lm.int32, lm.bool
 
@@ -372,3 +373,38 @@ def test_an_empty_dim_list_reduces_every_dim_as_torch(dims, backend):
     # divides by the count of no dim); the defined gradient is the full reduction's
     check(lambda t: (t.var(dim=dims), t.std(dim=dims)), [x], torch_op=lambda t: (t.var(), t.std()), backend=backend)
     check(lambda t: (t.any(dim=dims), t.all(dim=dims)), [x > 0.5], backend=backend, grad=False)
+
+
+NONFINITE_ROWS = [[1.0, np.nan, 2.0], [np.nan, 1.0, np.nan], [np.inf, np.inf, np.inf, 1.0], [-np.inf, -np.inf, 1.0],
+                  [np.nan, np.inf, np.nan, -np.inf], [2.0, 1.0, 2.0]]
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("row", range(len(NONFINITE_ROWS)))
+def test_max_min_of_all_elements_share_the_gradient_among_nans_and_infinities(name, row, backend):
+    # torch's max()/min() (no dim) share the gradient evenly among the elements equal to the result,
+    # NaN ones when it is NaN ([1, nan, 2] -> [0, 1, 0]); amax's gradient there is NaN everywhere
+    check(lambda t: getattr(t, name)(), [np.array(NONFINITE_ROWS[row], np.float32)], backend=backend)
+
+
+def test_max_of_all_elements_of_a_matrix_with_nans(backend):
+    x = rand((3, 4))
+    x[0, 1] = x[2, 3] = np.nan
+    check(lambda t: (t.max(), t.min()), [x], backend=backend)
+    check(lambda t: t.max(), [x.astype(np.float16)], backend=backend)
+    check(lambda t: t.max(), [np.array(np.nan, np.float32)], backend=backend)  # 0-d
+
+
+@pytest.mark.parametrize("name,vals", [("max", [-0.0, -1.0]), ("min", [-0.0, 1.0])])
+def test_an_extremum_of_all_elements_keeps_its_signed_zeros(name, vals, backend):
+    # the gradient-sharing term of max()/min() subtracts +0, which keeps a -0.0 result (adding would
+    # not); the other elements' gradient is +0, as torch's (bit for bit, as test_signed_zeros.py)
+    g = lm.Graph()
+    x = g.input("x", (len(vals),))
+    r, d = lm.compile([getattr(x, name)(), train.grad(getattr(x, name)(), x)], backend=backend)(
+        x=np.array(vals, np.float32))
+    t = torch.tensor(vals, requires_grad=True)
+    getattr(t, name)().backward()
+    assert r == 0 and np.signbit(r) == np.signbit(getattr(t, name)().item())
+    np.testing.assert_array_equal(np.signbit(d), np.signbit(t.grad.numpy()))
+    np.testing.assert_array_equal(d, t.grad.numpy())

@@ -16,6 +16,7 @@ from luminal.frontend.ops.elementwise import (
     eq,
     exp,
     gt,
+    isfinite,
     isinf,
     isnan,
     log,
@@ -501,12 +502,37 @@ def _value_and_index(x: GraphTensor, dim, keepdim: bool, largest: bool, op: str,
     return result(values, idx)
 
 
+def evenly_shared(x: GraphTensor, value: GraphTensor) -> GraphTensor:
+    """``value`` (a 0-d tensor equal to an element of ``x``) whose gradient is shared evenly among
+    the elements of ``x`` equal to it, the NaN ones when it is NaN: torch's gradient of ``max()``,
+    ``min()``, ``median()`` and ``nanmedian()`` over all elements (``evenly_distribute_backward``;
+    amax's own gradient, which torch.amax keeps, compares ``x == value`` and is NaN for a NaN result).
+
+    ``x`` enters only as ``xm``, itself where it equals the value and 0 elsewhere, so its gradient
+    is +0 at every other element. A finite value is ``value - sum(xm.detach() - xm) / count``, which
+    subtracts exactly +0 (a -0.0 result stays -0.0); ``x - x`` is NaN at an infinite or NaN element,
+    so there the sum takes ``-xm`` instead, and a value that is not finite is ``-sum / count``, which
+    is it exactly (k copies of +-inf or NaN, over k). Either way the gradient is 1 / count at each
+    of those elements."""
+    if not x.dtype.is_float:
+        return value
+    v = value.detach()
+    xd = x.detach()
+    hit = logical_or(eq(xd, v), logical_and(isnan(xd), isnan(v)))
+    zero = x.graph.constant(0, x.dtype)
+    xm, xmd = where(hit, x, zero), where(hit, xd, zero)
+    count = maximum(sum(cast(hit, x.dtype)), 1)
+    s = div(sum(where(isfinite(xmd), sub(xmd, xm), neg(xm))), count)
+    return where(isfinite(v), sub(v, s), neg(s))
+
+
 @tensor_op("max")
 def max_(x: GraphTensor, dim=None, keepdim: bool = False, *, axis=None) -> GraphTensor | ValuesIndices:
-    """torch.max: with no dim the largest value (a 0-d tensor); with ``dim`` the named tuple
-    ``(values, indices)`` of the maxima along it (the first index among ties; NaN is the largest);
-    with a tensor in place of ``dim``, the elementwise ``maximum``. ``amax`` gives the values alone
-    (also over several dims).
+    """torch.max: with no dim the largest value (a 0-d tensor), whose gradient is shared evenly
+    among the elements equal to it, the NaN ones when it is NaN (torch's; ``amax``'s is NaN then, as
+    torch.amax's); with ``dim`` the named tuple ``(values, indices)`` of the maxima along it (the
+    first index among ties; NaN is the largest); with a tensor in place of ``dim``, the elementwise
+    ``maximum``. ``amax`` gives the values alone (also over several dims).
 
     Args:
         x: the input.
@@ -517,20 +543,20 @@ def max_(x: GraphTensor, dim=None, keepdim: bool = False, *, axis=None) -> Graph
         return maximum(x, dim)
     d = _axis_kw(axis, dim, "max", x)
     if d is None:
-        return amax(x)
+        return evenly_shared(x, amax(x))
     return _value_and_index(x, d, keepdim, True, "max", MaxResult)
 
 
 @tensor_op("min")
 def min_(x: GraphTensor, dim=None, keepdim: bool = False, *, axis=None) -> GraphTensor | ValuesIndices:
-    """torch.min: with no dim the smallest value; with ``dim`` the named tuple ``(values, indices)``
-    of the minima along it (first index among ties; NaN is the smallest); with a tensor in place of
-    ``dim``, the elementwise ``minimum``. Arguments as ``max``."""
+    """torch.min: with no dim the smallest value (its gradient as ``max()``'s); with ``dim`` the
+    named tuple ``(values, indices)`` of the minima along it (first index among ties; NaN is the
+    smallest); with a tensor in place of ``dim``, the elementwise ``minimum``. Arguments as ``max``."""
     if isinstance(dim, GraphTensor):
         return minimum(x, dim)
     d = _axis_kw(axis, dim, "min", x)
     if d is None:
-        return amin(x)
+        return evenly_shared(x, amin(x))
     return _value_and_index(x, d, keepdim, False, "min", MinResult)
 
 
