@@ -58,7 +58,28 @@ def test_median_of_all_elements(name):
     ties = np.array([1.0, 2.0, 2.0, 2.0, 3.0, 0.5], np.float32)
     check(lambda t: getattr(t, name)(), [ties])  # the gradient: 1/3 at each 2.0
     check(lambda t: getattr(t, name)(), [np.array([4, -1, 7, 2], np.int32)])
-    check(lambda t: getattr(t, name)(), [np.array([3.0, NAN, 1.0, 2.0], np.float32)], grad="finite")  # NaN / 2.0
+    check(lambda t: getattr(t, name)(), [np.array([3.0, NAN, 1.0, 2.0], np.float32)])  # NaN / 2.0
+
+
+NONFINITE = [[np.inf, np.inf, np.inf, 1.0], [-np.inf, -np.inf, 1.0], [1.0, NAN, 2.0], [np.inf, NAN, np.inf],
+             [NAN, NAN], [NAN, np.inf, NAN, -np.inf], [np.inf, np.inf, NAN], [-np.inf, NAN, NAN, 1.0], [NAN], [np.inf]]
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+@pytest.mark.parametrize("row", range(len(NONFINITE)))
+def test_median_of_all_elements_shares_the_gradient_at_infinities_and_nans(name, row, backend):
+    # torch shares it among the elements equal to an infinite result ([inf, inf, inf, 1]: a third at
+    # each inf), and among the NaNs for a NaN result ([1, nan, 2] -> [0, 1, 0]; all-NaN nanmedian too)
+    check(lambda t: getattr(t, name)(), [np.array(NONFINITE[row], np.float32)], backend=backend)
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+def test_median_of_all_elements_keeps_a_negative_zero(name, backend):
+    vals = [-0.0, 1.0, -0.0]
+    g = lm.Graph()
+    x = g.input("x", (3,))
+    (r,) = lm.compile([getattr(x, name)()], backend=backend)(x=np.array(vals, np.float32))
+    assert r == 0 and np.signbit(r) == np.signbit(getattr(torch.tensor(vals), name)().item())
 
 
 @pytest.mark.parametrize("name", ["median", "nanmedian"])

@@ -3,8 +3,9 @@ from the stable sort of ``reduce.py`` (NaN sorts last) at a position computed in
 
 The picked values are Gathers of the input, so their gradient goes to the picked element, as torch's
 (``median(dim)``, ``kthvalue``); ``median()`` and ``nanmedian()`` over all elements share it evenly
-among the elements equal to the result, as torch's do. ``quantile`` interpolates between the two
-neighbouring order statistics with torch's formula (``ranks = q * (n - 1)``, then lerp)."""
+among the elements equal to the result (infinite ones too, and the NaNs for a NaN result), as
+torch's do. ``quantile`` interpolates between the two neighbouring order statistics with torch's
+formula (``ranks = q * (n - 1)``, then lerp)."""
 
 from __future__ import annotations
 
@@ -18,16 +19,11 @@ from luminal.core.symbolic import is_static
 from luminal.frontend.checks import tensor_op
 from luminal.frontend.ops.core import cast, require
 from luminal.frontend.ops.elementwise import (
-    add,
     ceil,
-    div,
-    eq,
     floor,
     floor_divide,
-    isfinite,
     isnan,
     lerp,
-    logical_and,
     logical_not,
     maximum,
     mul,
@@ -35,7 +31,7 @@ from luminal.frontend.ops.elementwise import (
     where,
 )
 from luminal.frontend.ops.elementwise import round_ as round_half_even
-from luminal.frontend.ops.reduce import _sort, _take, _values_indices, any_
+from luminal.frontend.ops.reduce import _sort, _take, _values_indices, any_, evenly_shared
 from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.tensor import GraphTensor, ValuesIndices
 
@@ -90,26 +86,12 @@ def _median_pos(x: GraphTensor, a: int, skip_nan: bool):
     return where(any_(isnan(x), a, keepdim=True), count, half)
 
 
-def _evenly_shared(x: GraphTensor, value: GraphTensor) -> GraphTensor:
-    """``value`` (an element of the 1-d ``x``) whose gradient is shared evenly among the elements of
-    ``x`` equal to it (torch's gradient of ``median()``): ``value + sum(x - x)/count`` over those
-    elements, which adds exactly 0. Elements that are not finite get no share."""
-    if not x.dtype.is_float:
-        return value
-    v = value.detach()
-    hit = eq(x, v)
-    xd = x.detach()
-    zero = x.graph.constant(0, x.dtype)
-    shares = sum_(where(logical_and(hit, isfinite(x)), sub(x, xd), zero))  # (x - x is 0 where finite)
-    count = sum_(cast(hit, x.dtype))
-    return add(v, div(shares, maximum(count, 1)))
-
-
 def _whole(x: GraphTensor, skip_nan: bool, op: str) -> GraphTensor:
     flat = x.reshape(-1)
     _check_input(op, flat, 0)
     values, _ = _pick(flat, 0, _median_pos(flat, 0, skip_nan), False, MedianResult)
-    return _evenly_shared(flat, values)
+    # shared among the elements equal to it, infinite or NaN ones too, as torch's (evenly_shared)
+    return evenly_shared(flat, values)
 
 
 def _along(x: GraphTensor, dim, keepdim: bool, skip_nan: bool, op: str, result) -> ValuesIndices:
