@@ -298,20 +298,25 @@ class Compiled(Generic[Result]):
             arrays, env = bind(g, [g.inputs[k] for k in given], given)
         except Exception:  # noqa: BLE001 - (the run's own error stands)
             return None
-        try:
-            for name, s in self._states:
-                arrays[name] = s.data
-            values = get_backend("reference").interpret([n.srcs[1] for n in nodes], g.constants)(arrays, env)
-        except Exception:  # (an index drawn at random, say: the run's own error stands)
-            return None
-        for n, idx in zip(nodes, values):
-            size = evaluate(n.srcs[0][1].shape[n.arg], env)
-            out = (idx < 0) | (idx >= size)
-            if out.any():
-                made, origin = g.index_ops[n.id]
-                inner = "" if made == INDEX_OPS[n.op] else f"its {INDEX_OPS[n.op]}, "
-                return op_error(IndexError, made, f"index {idx[out].flat[0]} is out of range for a dim of size "
-                                f"{size} ({inner}made at {where(origin)})")
+        for name, s in self._states:
+            arrays[name] = s.data
+        interpret = get_backend("reference").interpret
+        for n in nodes:  # (in graph order: an index computed by an earlier gather is evaluated after it)
+            made, origin, *given_by = g.index_ops[n.id]
+            # the user's indices when the primitive's is made from them (wrapped, combined: Graph.index_ops)
+            indices = given_by[0] if given_by else [(n.srcs[1], n.srcs[0][1].shape[n.arg], False, None)]
+            try:
+                values = interpret([src for src, *_ in indices], g.constants)(arrays, env)
+            except Exception:  # noqa: BLE001 - (an index drawn at random, say: the run's own error stands)
+                return None
+            for idx, (_, n_dim, wraps, dim) in zip(values, indices):
+                size = evaluate(n_dim, env)
+                out = (idx < (-size if wraps else 0)) | (idx >= size)
+                if out.any():
+                    inner = "" if made == INDEX_OPS[n.op] else f"its {INDEX_OPS[n.op]}, "
+                    of = "a dim" if dim is None else f"dim {dim}"
+                    return op_error(IndexError, made, f"index {idx[out].flat[0]} is out of range for {of} of size "
+                                    f"{size} ({inner}made at {where(origin)})")
         return None
 
     def _run(self, arrays: dict, seen: _Seen, check: bool) -> list:

@@ -97,8 +97,10 @@ class Graph:
         # index past one): node id -> [(expression that must be >= 0 once dims are bound, what breaks
         # otherwise)]. A program computing the node checks them before any work.
         self.node_requirements: dict[int, list] = {}
-        # Gather and ScatterAdd nodes: node id -> (the op or layer the user called, the user's line). An
-        # index out of range is found only when a program runs; the call then names what made it.
+        # Gather and ScatterAdd nodes: node id -> (the op or layer the user called, the user's line[, the
+        # user's indices the node's is made from: [((node, view), dim size, negatives wrap, dim)]]). An index
+        # out of range is found only when a program runs; the call then names what made it, and the
+        # user's own value (``x[i, j]``: i's or j's, not the flat position they combine to).
         self.index_ops: dict[int, tuple] = {}
         # Gradients given by formula (``custom_vjp``): node id -> (rule, inputs as (Node, View)). Autograd
         # sends such a node's adjoint to the inputs by the rule instead of through the node's own chain.

@@ -324,3 +324,17 @@ def test_one_value_written_through_a_repeated_index_is_written_once(kind, backen
             return x.index_copy(0, r, v.unsqueeze(1).expand(3, 3))
 
         check(lum, [x, v], torch_op=tor, backend=backend)
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+def test_scatter_reduce_shares_a_tie_with_self_evenly(reduce, backend):
+    """x = [1, 0] with src [1, 1] both reduced into position 0, include_self: three tied candidates, torch gives
+    each 1/3 of the gradient. Before: x's own value got 1/2 and the two src values 1/4 each (a maximum of x
+    with the src's max)."""
+    index = np.array([0, 0, 1], np.int32)
+    x = np.array([1.0, 0.0, 3.0], np.float32)
+    src = np.array([1.0, 1.0, -2.0], np.float32) * (1 if reduce == "amax" else -1)
+    x = x * (1 if reduce == "amax" else -1)
+    check(lambda x, s: x.scatter_reduce(0, x.graph.constant(index), s, reduce, include_self=True), [x, src],
+          torch_op=lambda x, s: x.scatter_reduce(0, torch.from_numpy(index).long(), s, reduce, include_self=True),
+          backend=backend)

@@ -156,8 +156,8 @@ def test_an_id_out_of_range_at_run_time_names_the_layer_and_its_line(backend):
         np.testing.assert_array_equal(v, before[k], err_msg=k)
     x, i = g.input("x", (5, 3)), g.input("i", (2,), dtype=lm.int32)
     picked = lm.compile(x.index_select(0, i), backend=backend)
-    with pytest.raises(IndexError, match=r"^gather: index 9 is out of range for a dim of size 5 \(made at .*"
-                                         r"test_runtime_guards.py"):
+    with pytest.raises(IndexError, match=r"^index_select: index 9 is out of range for a dim of size 5 \(its gather, "
+                                         r"made at .*test_runtime_guards.py"):
         picked(x=np.ones((5, 3), np.float32), i=np.array([0, 9], np.int32))
 
 
@@ -168,3 +168,39 @@ def test_guard_arguments_are_checked():
         g.guard(x > 0, x.sum(), IndexError, "m")
     with pytest.raises(TypeError, match="guard: failed must be bool"):
         g.guard(x.sum(), x.sum(), IndexError, "m")
+
+
+@pytest.mark.parametrize("i,j,bad", [(0, 5, "index 5 is out of range for dim 1 of size 4"),
+                                     (0, -5, "index -5 is out of range for dim 1 of size 4"),
+                                     (3, 0, "index 3 is out of range for dim 0 of size 3")])
+def test_each_of_several_tensor_indices_is_checked_against_its_own_dim(i, j, bad, backend):
+    """``x[i, j]`` of a (3, 4) tensor with j=5 read x[1, 1]: the indices combine into one flat position
+    (0 * 4 + 5), which was inside x. torch: ``index 5 is out of bounds for dimension 1 with size 4``. The
+    message gives the user's value and dim, not the flat position or a wrapped -1."""
+    g = lm.Graph()
+    x, gi, gj = g.input("x", (3, 4)), g.input("i", (1,), dtype=lm.int32), g.input("j", (1,), dtype=lm.int32)
+    f = lm.compile(x[gi, gj], backend=backend)
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with pytest.raises(IndexError, match=rf"^getitem: {bad} \(its gather, made at .*test_runtime_guards.py"):
+        f(x=a, i=np.array([i], np.int32), j=np.array([j], np.int32))
+    np.testing.assert_array_equal(f(x=a, i=np.array([-1], np.int32), j=np.array([-4], np.int32)), [8.0])
+
+
+@pytest.mark.parametrize("op", ["getitem", "take_along_dim", "setitem"])
+def test_a_negative_index_past_the_dim_is_reported_as_given(op, backend):
+    """``x[i]`` with i=-4 on a size-3 dim said ``gather: index -1`` (the index after wrapping negatives,
+    under the primitive's name); setitem's said ``gather: index 7`` with no line. Now the user's op, value
+    and line."""
+    g = lm.Graph()
+    x, i = g.input("x", (3,)), g.input("i", (1,), dtype=lm.int32)
+    if op == "getitem":
+        y = x[i]
+    elif op == "take_along_dim":
+        y = x.take_along_dim(i, 0)
+    else:
+        y = x * 1
+        y[i] = 1.0
+    f = lm.compile(y, backend=backend)
+    with pytest.raises(IndexError, match=rf"^{op}: index -4 is out of range for dim 0 of size 3 \(its gather, made "
+                                         rf"at .*test_runtime_guards.py"):
+        f(x=np.zeros(3, np.float32), i=np.array([-4], np.int32))

@@ -13,8 +13,21 @@ from luminal.core.errors import check_number, op_error, renamed, user_frame
 from luminal.core.errors import where as at_line
 from luminal.core.symbolic import Sym, ceildiv, dmax, dmin, is_static, shape_str, sym
 from luminal.frontend.checks import check_tensors, tensor_op
+from luminal.frontend.ops.combine import cat
 from luminal.frontend.ops.core import broadcast_shapes, cast, prim, require
-from luminal.frontend.ops.elementwise import add, div, eq, gt, int_div_nonzero, lt, maximum, minimum, mul, where
+from luminal.frontend.ops.elementwise import (
+    add,
+    div,
+    eq,
+    ge,
+    gt,
+    int_div_nonzero,
+    logical_or,
+    lt,
+    maximum,
+    mul,
+    where,
+)
 from luminal.frontend.ops.reduce import amax, amin, prod_
 from luminal.frontend.ops.value_checks import guard, range_check
 from luminal.frontend.tensor import GraphTensor, scalar_as_1d
@@ -242,10 +255,19 @@ def _advanced(t: GraphTensor, adv) -> GraphTensor:
         term = idxs[i] if is_static(stride) and stride == 1 else mul(idxs[i], _size(t.graph, stride))
         lin = term if lin is None else add(lin, term)
         stride = stride * sizes[i]
+    if len(idxs) > 1:  # one index out of its dim could land inside another row: x[0, 5] of a (3, 4) read x[1, 1]
+        bad = None
+        for i, n in zip(idxs, sizes):
+            out = logical_or(lt(i, 0), ge(i, _size(t.graph, n)))
+            bad = out if bad is None else logical_or(bad, out)
+        lin = where(bad, -1, lin)  # (the gather's own check then fails, and the report finds which index)
     rest_shape = tuple(t.shape[k] for k in rest)
     flat = t.permute(*positions, *rest).reshape(stride, *rest_shape)
     lin = lin.expand(*bshape) if lin.shape != bshape else lin
-    r = index_select(flat, 0, lin.reshape(-1)).reshape(*bshape, *rest_shape)
+    with renamed("getitem"):
+        picked = index_select(flat, 0, lin.reshape(-1))
+    _given_by(picked, [(i, t.shape[p], True, p) for p, i in adv])
+    r = picked.reshape(*bshape, *rest_shape)
     p = positions[0]
     if positions == list(range(p, p + len(positions))) and p > 0:
         nb = len(bshape)
@@ -539,6 +561,11 @@ def scatter_reduce(input: GraphTensor, dim: int, index: GraphTensor, src: GraphT
     else:
         big = _extreme(x.dtype, reduce == "amin")
         red = where(onehot, vals, g.constant(big, x.dtype))
+        if include_self:  # x's own value is one more candidate of the same reduction, so that a tie between it
+            # and src values shares the gradient evenly among all of them, as torch's (a maximum of x and the
+            # src's max halved it twice)
+            mine = x[tuple(slice(None) if k == d else slice(0, ishape[k]) for k in range(x.ndim))]
+            red = cat([red, mine.unsqueeze(d + 1)], d + 1)
         red = amax(red, d + 1) if reduce == "amax" else amin(red, d + 1)
     off = [(k, x.shape[k] - ishape[k]) for k in range(x.ndim) if k != d and x.shape[k] != ishape[k]]
     if off:
@@ -546,8 +573,8 @@ def scatter_reduce(input: GraphTensor, dim: int, index: GraphTensor, src: GraphT
         for k, extra in off:
             pads[2 * (x.ndim - 1 - k) + 1] = extra
         red = red.pad(pads, 1 if reduce == "prod" else 0)
-    if include_self:
-        red = mul(red, x) if reduce == "prod" else maximum(red, x) if reduce == "amax" else minimum(red, x)
+    if include_self and reduce == "prod":
+        red = mul(red, x)
     return where(hit, red, x)
 
 
@@ -558,6 +585,15 @@ def _extreme(d, lowest_first: bool):
     if d.kind == "b":
         return lowest_first
     return 2**31 - 1 if lowest_first else -2**31
+
+
+def _given_by(out: GraphTensor, indices) -> None:
+    """Record that the Gather or ScatterAdd ``out`` reads an index made from the user's ``indices``
+    ((index tensor, size of the dim it indexes, whether negatives count from the end, the dim)), so
+    that an index out of range is reported as the user's value (``Graph.index_ops``)."""
+    g = out.graph
+    made, origin, *_ = g.index_ops[out.node.id]
+    g.index_ops[out.node.id] = (made, origin, [((i.node, i.layout), n, wraps, dim) for i, n, wraps, dim in indices])
 
 
 def _wrap_negative(idx: GraphTensor, n) -> GraphTensor:
@@ -614,7 +650,10 @@ def take_along_dim(x: GraphTensor, indices: GraphTensor, dim: int | None = None)
             raise op_error(ValueError, "take_along_dim", f"dim {k} cannot broadcast ({a} vs {b})", x, indices)
         shape.append(b if k == d or (is_static(a) and a == 1) else a)
     xb = x.expand(*[x.shape[k] if k == d else shape[k] for k in range(x.ndim)])
-    return gather(xb, d, _wrap_negative(indices, x.shape[d]).expand(*shape))
+    with renamed("take_along_dim"):
+        out = gather(xb, d, _wrap_negative(indices, x.shape[d]).expand(*shape))
+    _given_by(out, [(indices, x.shape[d], True, d)])
+    return out
 
 
 def _index_select_0d(out: GraphTensor, args) -> GraphTensor:
@@ -643,7 +682,8 @@ def index_select(x: GraphTensor, dim: int, index: GraphTensor) -> GraphTensor:
     shape = list(x.shape)
     shape[d] = index.shape[0]
     ix = index.reshape(tuple(index.shape[0] if k == d else 1 for k in range(x.ndim))).expand(*shape)
-    return prim("Gather", x, cast(ix, dt.int32), arg=d, shape=tuple(shape))
+    with renamed("index_select"):
+        return prim("Gather", x, cast(ix, dt.int32), arg=d, shape=tuple(shape))
 
 
 @scalar_as_1d("scatter_add", tensors=("index", "src"))
