@@ -154,3 +154,14 @@ def test_forward_errors_name_the_loss():
         nn.CrossEntropyLoss(np.ones(3, np.float32))(x, g.input("t", (2,), dtype=lm.int32))
     with pytest.raises(TypeError, match="^mse_loss: target must be a GraphTensor, got ndarray"):
         nn.MSELoss()(x, np.zeros((2, C), np.float32))
+
+
+def test_a_class_weight_given_as_a_constant_tensor():
+    """porting.md maps ``torch.tensor(w)`` to ``g.constant(w)``; given so to a loss module, it failed with an
+    error about numpy() and lm.compile that did not say what the module wants. Its values are known, so it is
+    taken; a tensor computed in a graph is refused, saying why."""
+    g = lm.Graph()
+    m = nn.CrossEntropyLoss(weight=g.constant(CLASS_W))
+    np.testing.assert_array_equal(m.weight.data, CLASS_W)
+    with pytest.raises(TypeError, match="^CrossEntropyLoss: weight must be known when the module is built"):
+        nn.CrossEntropyLoss(weight=g.input("w", (C,)) * 2)

@@ -212,3 +212,17 @@ def test_defaults_match_torch():
         for k, v in inspect.signature(ours.__init__).parameters.items():
             if k not in ("self", "params"):
                 assert v.default == theirs[k].default, (name, k)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"])
+def test_torchs_kernel_flags_are_taken_and_change_nothing(name):
+    """A porting script's ``foreach=False`` or ``fused=True`` was a TypeError (unexpected keyword); they pick
+    torch's kernels, and luminal's update is one compiled program anyway. differentiable=True is refused."""
+    flags = {"SGD": {"fused": None}, "Adagrad": {"fused": None}, "RMSprop": {"capturable": False}}.get(
+        name, {"fused": None, "capturable": False})  # (those torch's has; run_both gives torch foreach=False)
+    run_both(name, {"lr": 0.01, **flags}, steps=2)
+    OURS[name]([Parameter(np.ones(2, np.float32))], foreach=True, **flags)
+    with pytest.raises(ValueError, match=f"^{name}: differentiable=True .* is not supported"):
+        OURS[name]([Parameter(np.ones(2, np.float32))], differentiable=True)
+    with pytest.raises(TypeError, match=f"^{name}: foreach must be None, True or False, got 'yes'"):
+        OURS[name]([Parameter(np.ones(2, np.float32))], foreach="yes")

@@ -10,6 +10,7 @@ torch calls bind the same arguments) but are refused: give ``reduction`` instead
 from __future__ import annotations
 
 from luminal.core.errors import check_int, check_number
+from luminal.frontend.ops.value_checks import known_values
 from luminal.frontend.tensor import GraphTensor
 from luminal.nn import losses
 from luminal.nn.module import Module
@@ -48,6 +49,12 @@ class _WeightedLoss(_Loss):
         if value is None:
             setattr(self, name, None)
             return
+        if isinstance(value, GraphTensor):  # (torch.tensor(w) ported as g.constant(w): its values are known)
+            known = known_values(value)
+            if known is None:
+                raise TypeError(f"{type(self).__name__}: {name} must be known when the module is built: a numpy array "
+                                f"(or a constant tensor), got a tensor computed in a graph")
+            value = known.astype(value.dtype.np) if known.dtype != value.dtype.np else known
         buf = value if isinstance(value, Buffer) else Buffer(value)
         if not buf.dtype.is_float:
             raise TypeError(f"{type(self).__name__}: {name} must hold floats, got {buf.dtype.name}")

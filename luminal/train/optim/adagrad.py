@@ -14,7 +14,8 @@ class Adagrad(Optimizer):
     state_names = ("sum",)
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
-                 maximize=False):
+                 maximize=False, *, foreach=None, fused=None, differentiable=False):
+        self._torch_kernels(foreach=foreach, fused=fused, differentiable=differentiable)
         defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, eps=eps, maximize=maximize)
         self._validate(defaults)

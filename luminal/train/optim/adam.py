@@ -12,7 +12,9 @@ class Adam(Optimizer):
     before the update instead of adding ``weight_decay * p`` to the gradient)."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
-                 maximize=False, decoupled_weight_decay=False):
+                 maximize=False, decoupled_weight_decay=False, *, foreach=None, fused=None, capturable=False,
+                 differentiable=False):
+        self._torch_kernels(foreach, fused, capturable, differentiable)
         defaults = dict(lr=lr, betas=self._betas(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
         self._validate(defaults)
@@ -77,5 +79,6 @@ class AdamW(Adam):
     """torch.optim.AdamW: Adam with decoupled weight decay (default 1e-2)."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False,
-                 maximize=False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize, decoupled_weight_decay=True)
+                 maximize=False, *, foreach=None, fused=None, capturable=False, differentiable=False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize, decoupled_weight_decay=True,
+                         foreach=foreach, fused=fused, capturable=capturable, differentiable=differentiable)

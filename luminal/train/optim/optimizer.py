@@ -88,6 +88,18 @@ class Optimizer:
             group.setdefault(k, v)
         self.param_groups.append(group)
 
+    def _torch_kernels(self, foreach=None, fused=None, capturable=False, differentiable=False) -> None:
+        """torch's flags that pick its kernels (``foreach``, ``fused``, ``capturable``: a porting script
+        passes them): accepted and changing nothing, as the compiled step is one program for the whole
+        update anyway. ``differentiable=True`` (gradients through the update) is refused."""
+        name = type(self).__name__
+        for k, v in (("foreach", foreach), ("fused", fused), ("capturable", capturable)):
+            if v is not None and not isinstance(v, (bool, np.bool_)):
+                raise TypeError(f"{name}: {k} must be None, True or False, got {v!r}")
+        if differentiable:
+            raise ValueError(f"{name}: differentiable=True (gradients through the optimizer's update) is not "
+                             f"supported: a compiled train step's update is not differentiated")
+
     def _validate(self, h: dict) -> None:
         """Check a group's hyperparameters ``h`` (the constructor's and ``add_param_group``'s checks,
         which ``load_state_dict`` applies to a checkpoint's groups too). Each optimizer implements it."""

@@ -10,7 +10,8 @@ class RMSprop(Optimizer):
     ``grad_avg`` when centered (in some group)."""
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
-                 maximize=False):
+                 maximize=False, *, foreach=None, capturable=False, differentiable=False):
+        self._torch_kernels(foreach=foreach, capturable=capturable, differentiable=differentiable)
         defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                         centered=centered, maximize=maximize)
         self._validate(defaults)

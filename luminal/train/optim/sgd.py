@@ -10,7 +10,9 @@ class SGD(Optimizer):
     """torch.optim.SGD. As in torch, the momentum buffer is the gradient itself at the first step
     (``first_step`` is 1.0 at t = 1, else 0.0, and selects it exactly: one graph serves every step)."""
 
-    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, maximize=False):
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, maximize=False, *,
+                 foreach=None, fused=None, differentiable=False):
+        self._torch_kernels(foreach=foreach, fused=fused, differentiable=differentiable)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                         nesterov=nesterov, maximize=maximize)
         self._validate(defaults)
