@@ -307,8 +307,8 @@ class Compiled(Generic[Result]):
             indices = given_by[0] if given_by else [(n.srcs[1], n.srcs[0][1].shape[n.arg], False, None)]
             try:
                 values = interpret([src for src, *_ in indices], g.constants)(arrays, env)
-            except Exception:  # noqa: BLE001 - (an index drawn at random, say: the run's own error stands)
-                return None
+            except Exception:  # noqa: BLE001 - (an index drawn at random, or read through a gather that failed)
+                continue
             for idx, (_, n_dim, wraps, dim) in zip(values, indices):
                 size = evaluate(n_dim, env)
                 out = (idx < (-size if wraps else 0)) | (idx >= size)
