@@ -704,3 +704,65 @@ def test_a_0d_tensor_promotes_as_torch_within_its_kind(dims, zero):
     assert lm.where(a > 0, a, b).dtype.name == str(want).removeprefix("torch.")
     if want.is_floating_point:
         assert lm.atan2(a, b).dtype.name == str(torch.atan2(ta, tb).dtype).removeprefix("torch.")
+
+
+def _ns(t):
+    return torch if isinstance(t, torch.Tensor) else lm
+
+
+ALPHA_OK = [  # (a dtype, b dtype or a Python scalar, alpha): alpha applies in the promoted dtype, as torch's
+    (B, B, 2), (B, B, 0), (B, B, -1), (B, B, True), (B, B, False), (B, I32, 2), (I32, B, 3), (I32, I32, 2),
+    (I32, I32, -2147483647), (I32, 2.5, 2), (I32, 2.5, 1.5), (I32, F32, 1.5), (F32, I32, 1.5), (F32, F32, 2),
+    (F16, F16, 3.3), (BF16, BF16, 1e-3), (F16, F16, 1e-5), (I32, 7, 3),
+]
+
+
+@pytest.mark.parametrize("da,db,alpha", ALPHA_OK)
+def test_add_and_sub_apply_alpha_in_the_promoted_dtype(da, db, alpha, backend):
+    # bool + bool with alpha=2 is bool (alpha is True), not int32 [3, 2]; 16-bit computes a + alpha*b
+    # in float32 and rounds once, as torch's kernels
+    a = rand((3, 4), da, seed=0, low=-300, high=300) if da is not B else rand((3, 4), B)
+    ins, dts = [a], [da]
+    if isinstance(db, lm.DType):
+        ins.append(rand((4,), db, seed=1, low=-5, high=5))
+        dts.append(db)
+
+    def op(x, *y):
+        other = y[0] if y else db
+        outs = [_ns(x).add(x, other, alpha=alpha), x.add(other, alpha=alpha)]
+        if x.dtype not in (B, torch.bool) and (not y or y[0].dtype not in (B, torch.bool)):
+            outs.append(_ns(x).sub(x, other, alpha=alpha))
+        return tuple(outs)
+
+    if da is F16 and alpha == 3.3:
+        ins[0] = np.array([1000.0, 2.0, -7.0, 0.5] * 3, np.float16).reshape(3, 4)
+    check(op, ins, dtypes=dts, backend=backend)
+
+
+def test_sub_with_int_alpha_is_add_with_minus_alpha(backend):
+    # torch negates alpha for sub: sub takes alpha = 2**31 (-alpha fits int32) and add takes -2**31
+    a, b = np.array([1, -3], np.int32), np.array([5, 7], np.int32)
+    check(lambda x, y: (_ns(x).sub(x, y, alpha=2**31), x.add(y, alpha=-2**31)), [a, b], backend=backend)
+
+
+BAD_ALPHA = [  # (a dtype, b dtype, alpha, what the message names, "a"dd / "s"ub)
+    (I32, I32, 1.5, "floating point", "as"), (I32, I32, 1.0, "floating point", "as"),
+    (B, B, 2.5, "floating point", "a"), (I32, B, 0.5, "floating point", "a"), (I32, I32, True, "bool", "as"),
+    (F32, F32, True, "bool", "as"), (I32, I32, 2**31, "int32", "a"), (I32, I32, -2**31, "int32", "s"),
+    (F16, F16, 70000.0, "float16", "as"), (F32, F32, 1j, "complex", "as"), (F32, F32, "2", "number", "as"),
+]
+
+
+@pytest.mark.parametrize("name,da,db,alpha,msg", [(n, *row[:4]) for row in BAD_ALPHA for n in ("add", "sub")
+                                                  if n[0] in row[4]])
+def test_add_and_sub_refuse_an_alpha_the_result_dtype_cannot_take(name, da, db, alpha, msg):
+    # torch: "For integral input tensors, argument alpha must not be a floating point number",
+    # "Boolean alpha only supported for Boolean results", and an alpha that overflows the dtype
+    g = lm.Graph()
+    a, b = g.input("a", (2,), dtype=da), g.input("b", (2,), dtype=db)
+    ta, tb = torch.zeros(2, dtype=TORCH_DTYPE[da]), torch.zeros(2, dtype=TORCH_DTYPE[db])
+    with pytest.raises((RuntimeError, TypeError)):
+        getattr(torch, name)(ta, tb, alpha=alpha)
+    for f in (lambda: getattr(lm, name)(a, b, alpha=alpha), lambda: getattr(a, name)(b, alpha=alpha)):
+        with pytest.raises((TypeError, ValueError), match=f"{name}.*alpha.*{msg}|{name}.*{msg}.*alpha"):
+            f()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
@@ -92,15 +93,63 @@ def _opmath(f=None, *, scalars_only: bool = False):
 def add(a, b, alpha=1) -> GraphTensor:
     """torch.add: ``a + alpha * b``, elementwise, broadcast, in the promoted dtype of the operands.
 
+    As torch, ``alpha`` does not take part in the promotion: it is applied in the result's dtype,
+    so an integral (int or bool) result refuses a float ``alpha``, only a bool result takes a bool
+    one, and for a bool result an int ``alpha`` is ``bool(alpha)`` (``add(b1, b2, alpha=2)`` is
+    ``b1 | b2``, not int32 ``b1 + 2 * b2``). float16/bfloat16 compute ``a + alpha * b`` in float32
+    and round once, as torch's kernels.
+
     Args:
         a: a tensor, numpy array or number (one operand must be a tensor).
         b: a tensor, numpy array or number.
         alpha: the multiplier of ``b`` (default 1).
     """
-    if alpha != 1:
-        b = mul(b, alpha)
-    a, b = coerce("add", a, b)
-    return prim("Add", a, b)
+    if alpha.__class__ is int and alpha == 1:  # valid for every dtype: the common case, unchecked
+        a, b = coerce("add", a, b)
+        return prim("Add", a, b)
+    return _plus_scaled("add", a, b, alpha)
+
+
+def _plus_scaled(op: str, a, b, alpha) -> GraphTensor:
+    """``a + alpha * b`` (``op`` "add") or ``a - alpha * b`` ("sub"), ``alpha`` applied in the
+    promoted dtype of ``a`` and ``b`` and checked against it as torch's ``alpha_check`` (``add``)."""
+    a, b = coerce(op, a, b)
+    d = a.dtype
+    if op == "sub":
+        _not_bool(a, "sub")
+    is_bool = isinstance(alpha, (bool, np.bool_))
+    if isinstance(alpha, GraphTensor) or not (is_bool or isinstance(alpha, numbers.Number)):
+        raise op_error(TypeError, op, f"alpha must be a number, got {type(alpha).__name__} {alpha!r}", a, b)
+    if not is_bool and not isinstance(alpha, numbers.Real):
+        raise op_error(TypeError, op, f"alpha must not be a complex number (got {alpha!r}): the operands are "
+                       f"{d.name}, as torch's", a, b)
+    if is_bool and d.kind != "b":
+        raise op_error(TypeError, op, f"a bool alpha ({alpha!r}) is only for a bool result, as torch's; this "
+                       f"one is {d.name}", a, b)
+    if d.kind in "bi" and not is_bool and not isinstance(alpha, numbers.Integral):
+        raise op_error(TypeError, op, f"for an integral ({d.name}) result, alpha must not be a floating point "
+                       f"number (got {alpha!r}), as torch's", a, b)
+    if d.kind == "b":  # alpha is bool(alpha); sub of bools was refused above
+        return prim("Add", a, b if alpha else full_like(b, False))
+    if d.kind == "i":  # sub is add with -alpha, as torch's: -alpha must fit (sub takes 2**31, not -2**31)
+        alpha = int(alpha) if op == "add" else -int(alpha)
+        if not -2**31 <= alpha < 2**31:
+            raise op_error(ValueError, op, f"alpha={alpha if op == 'add' else -alpha} does not fit in int32, the "
+                           f"result's dtype{'' if op == 'add' else ' (negated, as torch)'}", a, b)
+        return prim("Add", a, b if alpha == 1 else mul(b, alpha))
+    alpha = float(alpha)
+    if math.isfinite(alpha) and d in _LOWP + (dt.float32,):
+        with np.errstate(over="ignore"):
+            stored = float(dt.to_storage(np.asarray(alpha, np.float32), d).reshape(-1)[0])
+        if not math.isfinite(stored):
+            raise op_error(ValueError, op, f"alpha={alpha!r} does not fit in {d.name}, the result's dtype "
+                           f"(torch: cannot be converted without overflow)", a, b)
+    if op == "sub":
+        alpha = -alpha
+    if d in _LOWP:  # one rounding, as torch's opmath: a + alpha * b in float32
+        r = prim("Add", cast(a, dt.float32), mul(cast(b, dt.float32), alpha))
+        return cast(r, d)
+    return prim("Add", a, b if alpha == 1 else mul(b, alpha))
 
 
 @_opmath(scalars_only=True)
@@ -132,11 +181,13 @@ def sub(a, b, alpha=1) -> GraphTensor:
     Args:
         a: a tensor, numpy array or number (one operand must be a tensor).
         b: a tensor, numpy array or number.
-        alpha: the multiplier of ``b`` (default 1).
+        alpha: the multiplier of ``b`` (default 1), applied and checked as ``add``'s.
     """
-    a, b = coerce("sub", a, b)
-    _not_bool(a, "sub")
-    return add(a, neg(b) if alpha == 1 else mul(b, -alpha))
+    if alpha.__class__ is int and alpha == 1:
+        a, b = coerce("sub", a, b)
+        _not_bool(a, "sub")
+        return add(a, neg(b))
+    return _plus_scaled("sub", a, b, alpha)
 
 
 @tensor_op("reciprocal")
