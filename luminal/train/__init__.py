@@ -20,7 +20,7 @@ from luminal.train.amp import GradScaler, autocast
 from luminal.train.autograd import grad
 from luminal.train.chained_scheduler import ChainedScheduler
 from luminal.train.checkpoint import load_checkpoint, save_checkpoint
-from luminal.train.optim import LAMB, SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
+from luminal.train.optim import LAMB, SGD, Adagrad, Adam, Adamax, AdamW, NAdam, Optimizer, RAdam, RMSprop
 from luminal.train.schedulers import (
     ConstantLR,
     CosineAnnealingLR,
@@ -41,11 +41,11 @@ from luminal.train.schedulers import (
 from luminal.train.step import NonFiniteLossError, TrainStep, clip_by_norm, clip_by_value, compile_step
 
 __all__ = [
-    "LAMB", "SGD", "Adagrad", "Adam", "AdamW", "ChainedScheduler", "ConstantLR", "CosineAnnealingLR",
+    "LAMB", "SGD", "Adagrad", "Adam", "AdamW", "Adamax", "ChainedScheduler", "ConstantLR", "CosineAnnealingLR",
     "CosineAnnealingWarmRestarts", "CyclicLR", "ExponentialLR", "GradScaler", "LRScheduler", "LambdaLR", "LinearLR",
-    "MultiplicativeLR",
+    "MultiplicativeLR", "NAdam",
     "PolynomialLR", "ReduceLROnPlateau", "SequentialLR", "MultiStepLR", "NonFiniteLossError", "OneCycleLR",
-    "Optimizer", "RMSprop", "StepLR", "TrainStep",
+    "Optimizer", "RAdam", "RMSprop", "StepLR", "TrainStep",
     "autocast", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "clip_by_norm", "clip_by_value", "compile_step", "cross_entropy",
     "focal_loss", "grad", "interrupts_deferred",

@@ -1,0 +1,56 @@
+"""RAdam, Adam with the variance of its adaptive learning rate rectified: torch's
+``_single_tensor_radam``."""
+
+from __future__ import annotations
+
+from luminal.train.optim.adam_family import AdamFamily
+
+
+class RAdam(AdamFamily):
+    """torch.optim.RAdam (``decoupled_weight_decay=True``: ``p *= 1 - lr * weight_decay`` before the
+    update, as AdamW, instead of the L2 term in the gradient).
+
+    torch chooses per step between the rectified adaptive step (once the approximated SMA length
+    ``rho_t`` exceeds 5) and plain momentum SGD. Here that choice is two runtime scalars, ``adaptive``
+    (``sqrt(1 - beta2**t) * rect``, or 0) and ``plain`` (0, or 1), in one formula
+    ``p - lr / (1 - beta1**t) * m * (adaptive / (sqrt(v) + eps) + plain)``: one compiled step serves
+    every step, either side of the switch.
+    """
+
+    state_names = ("exp_avg", "exp_avg_sq")
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
+                 *, foreach=None, maximize=False, capturable=False, differentiable=False):
+        self._torch_kernels(foreach=foreach, capturable=capturable, differentiable=differentiable)
+        defaults = dict(lr=lr, betas=self._betas(betas), eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        self._validate(defaults)
+        super().__init__(params, defaults)
+
+    def scalars(self, group: dict, t: int) -> dict[str, float]:
+        lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
+        bias_correction2 = 1 - beta2**t
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = rho_inf - 2 * t * beta2**t / bias_correction2
+        if rho_t > 5.0:  # (torch's test, in float64 on the host as torch's)
+            rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+            adaptive, plain = bias_correction2**0.5 * rect, 0.0
+        else:
+            adaptive, plain = 0.0, 1.0
+        s = dict(one_minus_beta1=1 - beta1, beta2=beta2, one_minus_beta2=1 - beta2, bias_correction1=1 - beta1**t,
+                 lr=lr, adaptive=adaptive, plain=plain, eps=group["eps"])
+        if wd != 0:
+            if group["decoupled_weight_decay"]:
+                s["decay"] = 1 - lr * wd
+            else:
+                s["weight_decay"] = wd
+        return s
+
+    def update(self, p, g, state: dict, s: dict, group: dict):
+        g = self.descent_grad(p, g, s, group)
+        if group["weight_decay"] != 0 and group["decoupled_weight_decay"]:
+            p = p * s["decay"]
+        m = state["exp_avg"] + (g - state["exp_avg"]) * s["one_minus_beta1"]  # lerp(exp_avg, g, 1 - beta1)
+        v = state["exp_avg_sq"] * s["beta2"] + g * g * s["one_minus_beta2"]
+        step = m / s["bias_correction1"] * s["lr"]
+        return p - step * (s["adaptive"] / (v.sqrt() + s["eps"]) + s["plain"]), {"exp_avg": m, "exp_avg_sq": v}
