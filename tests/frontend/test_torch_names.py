@@ -150,3 +150,44 @@ def test_new_factories_symbolic_and_errors():
         x.new_full((2,), "a")
     with pytest.raises(TypeError, match="^new_ones: input must be a GraphTensor"):
         lm.frontend.ops.creation.new_ones(None, 2)
+
+
+def test_out_of_place_aliases_match_torch(backend):
+    # torch's other names for div, mul, sub, neg, abs and trunc, as functions and methods (their
+    # in-place forms, x.true_divide_(y) & co., were there already)
+    x, y = rand((3, 4), low=-5, high=5), rand((4,), seed=1, low=0.5, high=3)
+
+    def binary(a, b):
+        ns = _ns(a)
+        return (ns.true_divide(a, b), a.true_divide(b), ns.divide(a, b), a.divide(b, rounding_mode="floor"),
+                ns.divide(a, b, rounding_mode="trunc"), ns.multiply(a, b), a.multiply(b), ns.subtract(a, b),
+                a.subtract(b, alpha=2.5), ns.subtract(a, b, alpha=-1))
+
+    def unary(a):
+        ns = _ns(a)
+        return ns.negative(a), a.negative(), ns.absolute(a), a.absolute(), ns.fix(a), a.fix()
+
+    check(binary, [x, y], backend=backend)
+    check(unary, [x], backend=backend)
+    i, j = np.array([7, -7, 5], np.int32), np.array([2, 2, -3], np.int32)
+    check(lambda a, b: (_ns(a).true_divide(a, b), a.divide(b, rounding_mode="floor"), a.multiply(b),
+                        a.subtract(b, alpha=3), a.negative(), _ns(a).absolute(a), a.fix()), [i, j], backend=backend)
+
+
+def test_out_of_place_aliases_keep_torchs_signatures_and_name_themselves_in_errors():
+    g = lm.Graph()
+    x, b = g.input("x", (3,)), g.input("b", (3,), dtype=lm.bool)
+    with pytest.raises(TypeError):
+        lm.divide(x, x, "floor")  # rounding_mode is keyword-only, as torch's
+    with pytest.raises(TypeError):
+        lm.subtract(x, x, 2)  # alpha too
+    with pytest.raises(ValueError, match="^divide: .*rounding_mode"):
+        lm.divide(x, x, rounding_mode="round")
+    with pytest.raises(TypeError, match="^negative: .*bool"):
+        b.negative()
+    with pytest.raises(TypeError, match="^absolute: .*bool"):
+        lm.absolute(b)
+    with pytest.raises(TypeError, match="^subtract: .*alpha"):
+        x.int().subtract(x.int(), alpha=0.5)
+    for name in ("true_divide", "divide", "multiply", "subtract", "negative", "absolute", "fix"):
+        assert getattr(lm, name).__doc__ and getattr(lm.GraphTensor, name).__doc__

@@ -57,6 +57,7 @@ from luminal.frontend.ops.elementwise import (
     abs_ as abs,
 )
 from luminal.frontend.ops.elementwise import (
+    absolute,
     acos,
     acosh,
     add,
@@ -79,11 +80,13 @@ from luminal.frontend.ops.elementwise import (
     cos,
     cosh,
     div,
+    divide,
     eq,
     erf,
     exp,
     exp2,
     expm1,
+    fix,
     floor,
     floor_divide,
     fmod,
@@ -107,9 +110,11 @@ from luminal.frontend.ops.elementwise import (
     maximum,
     minimum,
     mul,
+    multiply,
     nan_to_num,
     ne,
     neg,
+    negative,
     pow,
     reciprocal,
     remainder,
@@ -120,7 +125,9 @@ from luminal.frontend.ops.elementwise import (
     sqrt,
     square,
     sub,
+    subtract,
     tan,
+    true_divide,
     trunc,
     where,
 )
@@ -363,6 +370,15 @@ def _install():
     }
     for name, fn in methods.items():  # (a Parameter or Buffer argument joins the tensor's graph: join.py)
         setattr(GraphTensor, name, joins(fn, op_name(name)))
+    # torch's other names, as methods too (x.true_divide(y); the in-place forms are inplace.py's). Kept
+    # out of ``methods`` until frontend/tensor.py declares them for type checkers (tests/test_api_types.py
+    # matches the two lists)
+    aliases = {
+        "true_divide": true_divide, "divide": divide, "multiply": multiply, "subtract": subtract,
+        "negative": negative, "absolute": absolute, "fix": fix,
+    }
+    for name, fn in aliases.items():
+        setattr(GraphTensor, name, joins(fn, name))
     for name in ("expand_as", "view_as", "reshape_as"):  # (the class's tensor-taking methods: a Parameter joins)
         setattr(GraphTensor, name, joins(getattr(GraphTensor, name)))
     GraphTensor.__hash__ = object.__hash__
@@ -383,25 +399,26 @@ host.install()  # np.asarray of a tensor made outside any graph (host.py)
 # The public ops (re-exported as ``lm.<name>``): every function defined in this package's modules,
 # written out so that type checkers and editors see them (tests/test_api_types.py checks the list).
 __all__ = [
-    "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "addmm", "all", "allclose", "amax", "amin", "aminmax", "any",
-    "arange", "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm", "bitwise_and",
-    "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bmm", "broadcast_shapes",
-    "bucketize", "cast", "cat", "cdist", "ceil", "cholesky", "chunk", "clamp", "clamp_max", "clamp_min", "clone",
-    "copysign", "cos", "cosh", "count_nonzero", "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "det",
-    "diag", "diag_embed", "diagonal", "diff", "div", "dot", "einsum", "elu", "eq", "erf", "erfc", "exp", "exp2",
-    "expm1", "eye", "flatten", "flip", "floor", "floor_divide", "fmax", "fmin", "fmod", "full", "full_like", "gather",
-    "ge", "gelu", "gt", "hardshrink", "hstack", "hypot", "index_add", "index_copy", "index_put", "index_select",
-    "inverse", "isclose", "isfinite", "isin", "isinf", "isnan", "kron", "kthvalue", "le", "leaky_relu", "lerp",
-    "linspace", "log", "log10", "log1p", "log2", "log_softmax", "logaddexp", "logcumsumexp", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "logit", "logspace", "logsumexp", "lt", "masked_fill", "matmul", "max",
-    "maximum", "mean", "median", "meshgrid", "min", "minimum", "mish", "moveaxis", "movedim", "mul", "nan_to_num",
-    "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "norm", "one_hot", "ones", "ones_like",
-    "outer", "pow", "prod", "quantile", "rad2deg", "reciprocal", "relu", "remainder", "repeat_interleave", "roll",
-    "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add", "scatter_reduce", "searchsorted", "select",
-    "sigmoid", "sign", "silu", "sin", "sinh", "slogdet", "softmax", "softmin", "softplus", "sort", "split", "sqrt",
-    "square", "stack", "std", "std_mean", "sub", "sum", "take_along_dim", "tan", "tanh", "tensor_split", "tensordot",
-    "threshold", "topk", "trace", "tril", "triu", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack",
-    "where", "xlogy", "zeros", "zeros_like",
+    "abs", "absolute", "acos", "acosh", "add", "addcdiv", "addcmul", "addmm", "all", "allclose", "amax", "amin",
+    "aminmax", "any", "arange", "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm",
+    "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bmm",
+    "broadcast_shapes", "bucketize", "cast", "cat", "cdist", "ceil", "cholesky", "chunk", "clamp", "clamp_max",
+    "clamp_min", "clone", "copysign", "cos", "cosh", "count_nonzero", "cross", "cummax", "cummin", "cumprod", "cumsum",
+    "deg2rad", "det", "diag", "diag_embed", "diagonal", "diff", "div", "divide", "dot", "einsum", "elu", "eq", "erf",
+    "erfc", "exp", "exp2", "expm1", "eye", "fix", "flatten", "flip", "floor", "floor_divide", "fmax", "fmin", "fmod",
+    "full", "full_like", "gather", "ge", "gelu", "gt", "hardshrink", "hstack", "hypot", "index_add", "index_copy",
+    "index_put", "index_select", "inverse", "isclose", "isfinite", "isin", "isinf", "isnan", "kron", "kthvalue", "le",
+    "leaky_relu", "lerp", "linspace", "log", "log10", "log1p", "log2", "log_softmax", "logaddexp", "logcumsumexp",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "logit", "logspace", "logsumexp", "lt", "masked_fill",
+    "matmul", "max", "maximum", "mean", "median", "meshgrid", "min", "minimum", "mish", "moveaxis", "movedim", "mul",
+    "multiply", "nan_to_num", "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "negative",
+    "norm", "one_hot", "ones", "ones_like", "outer", "pow", "prod", "quantile", "rad2deg", "reciprocal", "relu",
+    "remainder", "repeat_interleave", "roll", "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add",
+    "scatter_reduce", "searchsorted", "select", "sigmoid", "sign", "silu", "sin", "sinh", "slogdet", "softmax",
+    "softmin", "softplus", "sort", "split", "sqrt", "square", "stack", "std", "std_mean", "sub", "subtract", "sum",
+    "take_along_dim", "tan", "tanh", "tensor_split", "tensordot", "threshold", "topk", "trace", "tril", "triu",
+    "true_divide", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack", "where", "xlogy", "zeros",
+    "zeros_like",
 ]
 
 joins_all(globals(), __all__)  # lm.<op>: Parameters, Buffers and host tensors join the op's graph (join.py)

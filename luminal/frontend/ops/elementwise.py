@@ -16,7 +16,7 @@ from typing import Any, TypeVar, overload
 import numpy as np
 
 from luminal.core import dtype as dt
-from luminal.core.errors import op_error
+from luminal.core.errors import op_error, renamed
 from luminal.core.symbolic import Sym
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.core import broadcast_shapes, cast, coerce, fresh, full_like, prim, require, result_dtype
@@ -1391,3 +1391,83 @@ def addcdiv(input, tensor1, tensor2, *, value=1) -> GraphTensor:  # noqa: A002 -
     """``input + value * tensor1 / tensor2``."""
     q = div(tensor1, tensor2)
     return add(input, mul(q, value) if value != 1 else q)
+
+
+# torch's other names for ops above (their in-place forms, ``x.true_divide_(y)`` & co., are inplace.py's):
+# the same ops, under torch's signatures, with errors named as the user called them
+@renamed("true_divide")
+def true_divide(input, other) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.true_divide: ``div(input, other)``, true division (int operands give float32).
+
+    Args:
+        input: the dividend (a tensor, numpy array or number).
+        other: the divisor.
+    """
+    return div(input, other)
+
+
+@renamed("divide")
+def divide(input, other, *, rounding_mode=None) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.divide: ``div(input, other, rounding_mode=...)`` (``rounding_mode`` keyword-only, as
+    torch's).
+
+    Args:
+        input: the dividend (a tensor, numpy array or number).
+        other: the divisor.
+        rounding_mode: None (true division), ``"trunc"`` or ``"floor"``.
+    """
+    return div(input, other, rounding_mode)
+
+
+@renamed("multiply")
+def multiply(input, other) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.multiply: ``mul(input, other)``.
+
+    Args:
+        input: a tensor, numpy array or number.
+        other: a tensor, numpy array or number.
+    """
+    return mul(input, other)
+
+
+@renamed("subtract")
+def subtract(input, other, *, alpha=1) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.subtract: ``sub(input, other, alpha=...)``, ``input - alpha * other`` (``alpha``
+    keyword-only, as torch's).
+
+    Args:
+        input: a tensor, numpy array or number.
+        other: a tensor, numpy array or number.
+        alpha: the multiplier of ``other`` (default 1).
+    """
+    return sub(input, other, alpha)
+
+
+@tensor_op("negative")
+def negative(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.negative: ``neg(input)``, ``-input``. Not defined for bool tensors.
+
+    Args:
+        input: the input tensor.
+    """
+    return neg(input)
+
+
+@tensor_op("absolute")
+def absolute(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.absolute: ``abs(input)``. Not defined for bool tensors.
+
+    Args:
+        input: the input tensor.
+    """
+    return abs_(input)
+
+
+@tensor_op("fix")
+def fix(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.fix: ``trunc(input)``, rounding toward zero.
+
+    Args:
+        input: the input tensor.
+    """
+    return trunc(input)
