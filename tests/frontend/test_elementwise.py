@@ -766,3 +766,15 @@ def test_add_and_sub_refuse_an_alpha_the_result_dtype_cannot_take(name, da, db, 
     for f in (lambda: getattr(lm, name)(a, b, alpha=alpha), lambda: getattr(a, name)(b, alpha=alpha)):
         with pytest.raises((TypeError, ValueError), match=f"{name}.*alpha.*{msg}|{name}.*{msg}.*alpha"):
             f()
+
+
+def test_int_pow_with_a_tensor_exponent_wraps_as_torch(backend):
+    # int32 ** int32 tensor: torch multiplies in int32 and wraps ([46341, 3] ** [2, 20] is
+    # [-2147479015, -808182895]; a float64 power cast back gave INT_MIN); a negative exponent gives
+    # 1 for a base 1, +-1 for -1 and 0 otherwise (0 ** -1 too)
+    a = np.array([2, -1, -1, 1, 0, 0, 3, -3, 46341, 3, -2, 2, 7, -7, 2**31 - 1, -2**31, -2**31, 5, 3, -5, 0, 1,
+                  -1, 6, 9], np.int32)
+    b = np.array([-1, -3, -2, -5, -1, 0, 0, 3, 2, 20, 31, 31, 30, 13, 2, 1, 2, 2**31 - 1, 2**31 - 1, -2**31,
+                  2**31 - 1, 2**31 - 1, 2**31 - 1, 33, 1000001], np.int32)
+    check(lambda x, y: (x ** y, _ns(x).pow(x, y), x.pow(y[0])), [a, b], backend=backend)
+    check(lambda x, y: x ** y, [a[:5].reshape(5, 1), b[5:12]], backend=backend)  # broadcast

@@ -337,7 +337,8 @@ def _floor_divide(a, b, op: str) -> GraphTensor:
 def pow(a, b) -> GraphTensor:  # noqa: A001 - torch's name
     """``a ** b``. Integer exponents (Python ints, and integral Python floats on float tensors)
     multiply exactly; otherwise ``exp2(b*log2|a|)`` with the sign restored for integral exponents,
-    NaN for a negative base with a fractional exponent."""
+    NaN for a negative base with a fractional exponent. int32 powers wrap on overflow as torch's
+    (a tensor exponent: ``_int_pow``)."""
     if isinstance(b, float) and b.is_integer() and abs(b) <= 64 and isinstance(a, GraphTensor) and a.dtype.is_float:
         b = int(b)  # x ** 2.0 is x * x, as in torch (whose gradient at x = 0 is then 0, not NaN)
     if isinstance(b, (int,)) and not isinstance(b, bool) and isinstance(a, GraphTensor) and abs(b) <= 64:
@@ -359,11 +360,29 @@ def pow(a, b) -> GraphTensor:  # noqa: A001 - torch's name
     a, b = coerce("pow", a, b)
     _not_bool(a, "pow")
     if not a.dtype.is_float:
-        # exact through float64 for results within int32 (overflow is undefined; torch wraps);
-        # negative exponents give 1 / a**|b| truncated as torch: 0 unless |a| == 1, and 0 for a == 0
-        r = pow(cast(a, dt.float64), cast(b, dt.float64))
-        return cast(round_(where(isfinite(r), r, 0.0)), a.dtype)
+        return _int_pow(a, b)
     return _float_pow(a, b)
+
+
+def _int_pow(a: GraphTensor, b: GraphTensor) -> GraphTensor:
+    """int32 ``a ** b`` for an int32 tensor exponent, wrapping on overflow as torch's (and as the
+    Python-int exponent path above): square-and-multiply over the 31 bits of ``b`` with int32
+    multiplies, which wrap exactly (a float64 power cast back saturated: ``46341 ** 2`` was INT_MIN).
+    The bits are read from ``b`` in float64 (``fmod`` by 2 and an exact halving). A negative exponent
+    gives torch's ``1 / a**|b|`` truncated: 1 for a base 1, +-1 for -1 by the parity of ``b``, else 0
+    (``0 ** -1`` too). 31 rounds of a few elementwise primitives: the price of wrapping exactly."""
+    e = cast(where(lt(b, 0), 0, b), dt.float64)
+    out, p = None, a
+    for k in range(31):
+        bit = prim("Mod", e, full_like(e, 2.0))
+        take = cast(bit, dt.bool_)
+        out = where(take, p, 1) if out is None else where(take, prim("Mul", out, p), out)
+        if k < 30:
+            e = mul(sub(e, bit), 0.5)
+            p = prim("Mul", p, p)
+    odd = cast(prim("Mod", cast(b, dt.float64), full_like(e, 2.0)), dt.bool_)  # (fmod: -1 for odd b < 0)
+    negative_power = where(eq(a, 1), 1, where(eq(a, -1), where(odd, -1, 1), 0))
+    return where(lt(b, 0), negative_power, out)
 
 
 def _float_pow(a, b) -> GraphTensor:
