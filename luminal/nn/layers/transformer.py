@@ -1,13 +1,17 @@
 """torch's Transformer layers: ``TransformerEncoderLayer``, ``TransformerEncoder``,
 ``TransformerDecoderLayer`` and ``TransformerDecoder``, with torch's parameter names (``self_attn``,
 ``linear1``, ``norm1``, ...), ``norm_first``, ``batch_first`` and relu/gelu activations, so a torch
-state_dict loads by name."""
+state_dict loads by name. A mask may be a numpy array (``Transformer.generate_square_subsequent_mask``'s):
+it becomes a constant of the input's graph."""
 
 from __future__ import annotations
 
 import copy
 
+import numpy as np
+
 from luminal.core.errors import check_int
+from luminal.frontend.tensor import GraphTensor
 from luminal.nn.layers.activation import gelu, relu
 from luminal.nn.layers.attention import MultiheadAttention
 from luminal.nn.layers.containers import ModuleList
@@ -27,6 +31,14 @@ def _activation(layer: str, activation):
     if not callable(activation):
         raise TypeError(f"{layer}: activation must be 'relu', 'gelu' or a callable, got {activation!r}")
     return activation
+
+
+def _mask_on(mask, like):
+    """``mask`` as a tensor of ``like``'s graph: a numpy array (torch code builds its masks before any
+    graph exists, with ``Transformer.generate_square_subsequent_mask`` or numpy) becomes a constant of
+    it; a GraphTensor or None is passed on as it is (and so is anything when ``like`` is no tensor: the
+    attention's checks name that input)."""
+    return like.graph.constant(mask) if isinstance(mask, np.ndarray) and isinstance(like, GraphTensor) else mask
 
 
 class TransformerEncoderLayer(Module):
@@ -65,7 +77,8 @@ class TransformerEncoderLayer(Module):
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
         """``src`` (S, N, E), (N, S, E) with batch_first, or (S, E); masks as ``MultiheadAttention``'s
-        (``src_mask`` is its ``attn_mask``; bool True masks out)."""
+        (``src_mask`` is its ``attn_mask``; bool True masks out; numpy arrays are taken as constants)."""
+        src_mask, src_key_padding_mask = _mask_on(src_mask, src), _mask_on(src_key_padding_mask, src)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -117,7 +130,9 @@ class TransformerDecoderLayer(Module):
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal: bool = False, memory_is_causal: bool = False):
         """``tgt`` (T, N, E) and ``memory`` (S, N, E) (batch first with ``batch_first``); masks as
-        ``MultiheadAttention``'s."""
+        ``MultiheadAttention``'s (numpy arrays are taken as constants)."""
+        tgt_mask, tgt_key_padding_mask = _mask_on(tgt_mask, tgt), _mask_on(tgt_key_padding_mask, tgt)
+        memory_mask, memory_key_padding_mask = _mask_on(memory_mask, tgt), _mask_on(memory_key_padding_mask, tgt)
         x = tgt
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
@@ -167,6 +182,7 @@ class TransformerEncoder(Module):
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal: bool | None = None):
         """Run ``src`` through every layer with the same masks, then ``norm``."""
+        mask, src_key_padding_mask = _mask_on(mask, src), _mask_on(src_key_padding_mask, src)  # (once for all)
         x = src
         for layer in self.layers:
             x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
@@ -189,6 +205,8 @@ class TransformerDecoder(Module):
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal: bool | None = None, memory_is_causal: bool = False):
         """Run ``tgt`` through every layer (each attending to ``memory``), then ``norm``."""
+        tgt_mask, tgt_key_padding_mask = _mask_on(tgt_mask, tgt), _mask_on(tgt_key_padding_mask, tgt)
+        memory_mask, memory_key_padding_mask = _mask_on(memory_mask, tgt), _mask_on(memory_key_padding_mask, tgt)
         x = tgt
         for layer in self.layers:
             x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
