@@ -644,7 +644,9 @@ class GraphTensor:
         logit: Callable[..., GraphTensor]; xlogy: Callable[..., GraphTensor]; erfc: Callable[..., GraphTensor]
         clamp_min: Callable[..., GraphTensor]; clamp_max: Callable[..., GraphTensor]
         aminmax: Callable[..., MinMax]; tensor_split: Callable[..., tuple[GraphTensor, ...]]
-        diag_embed: Callable[..., GraphTensor]
+        diag_embed: Callable[..., GraphTensor]; true_divide: Callable[..., GraphTensor]
+        divide: Callable[..., GraphTensor]; multiply: Callable[..., GraphTensor]; subtract: Callable[..., GraphTensor]
+        negative: Callable[..., GraphTensor]; absolute: Callable[..., GraphTensor]; fix: Callable[..., GraphTensor]
         # the in-place methods frontend/ops/inplace.py installs (``x.add_(y)`` rebinds ``x`` and returns it)
         add_: _InPlace; sub_: _InPlace; subtract_: _InPlace; mul_: _InPlace; multiply_: _InPlace; div_: _InPlace
         divide_: _InPlace; true_divide_: _InPlace; pow_: _InPlace; fmod_: _InPlace; remainder_: _InPlace

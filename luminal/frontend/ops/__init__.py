@@ -367,18 +367,12 @@ def _install():
         # combine.py, movement.py)
         "logit": logit, "xlogy": xlogy, "erfc": erfc, "clamp_min": clamp_min, "clamp_max": clamp_max,
         "aminmax": aminmax, "tensor_split": tensor_split, "diag_embed": diag_embed,
-    }
-    for name, fn in methods.items():  # (a Parameter or Buffer argument joins the tensor's graph: join.py)
-        setattr(GraphTensor, name, joins(fn, op_name(name)))
-    # torch's other names, as methods too (x.true_divide(y); the in-place forms are inplace.py's). Kept
-    # out of ``methods`` until frontend/tensor.py declares them for type checkers (tests/test_api_types.py
-    # matches the two lists)
-    aliases = {
+        # torch's other names (x.true_divide(y); the in-place forms are inplace.py's)
         "true_divide": true_divide, "divide": divide, "multiply": multiply, "subtract": subtract,
         "negative": negative, "absolute": absolute, "fix": fix,
     }
-    for name, fn in aliases.items():
-        setattr(GraphTensor, name, joins(fn, name))
+    for name, fn in methods.items():  # (a Parameter or Buffer argument joins the tensor's graph: join.py)
+        setattr(GraphTensor, name, joins(fn, op_name(name)))
     for name in ("expand_as", "view_as", "reshape_as"):  # (the class's tensor-taking methods: a Parameter joins)
         setattr(GraphTensor, name, joins(getattr(GraphTensor, name)))
     GraphTensor.__hash__ = object.__hash__
