@@ -630,3 +630,16 @@ def test_mode_change_after_build_warns():
     sub(g3.input("x", (4, 2)))
     with pytest.warns(UserWarning, match=r"BatchNorm1d: set to eval mode .* in train mode"):
         sub[1].eval()
+
+
+@pytest.mark.parametrize("functional", [False, True])
+def test_dropout2d_of_a_3d_input_masks_each_sample_channel(functional):
+    """torch 2.13 takes a 3-d input to Dropout2d as (N, C, L), one mask per (sample, channel), with a warning;
+    luminal took it as unbatched (C, H, W) and zeroed whole (H, W) planes, one mask per first index."""
+    g = lm.Graph()
+    xi = g.input("x", (16, 6, 5))
+    with pytest.warns(UserWarning, match="received a 3-d input, taken as \\(N, C, L\\)"):
+        y = F.dropout2d(xi, 0.5) if functional else nn.Dropout2d(0.5)(xi)
+    out = lm.compile(y, backend="cpu")(x=np.ones((16, 6, 5), np.float32))
+    assert np.all(out == out[:, :, :1])  # one value along L
+    assert not np.all(out == out[:, :1, :1])  # (16 * 6 channels at p=0.5: some differ within a sample)

@@ -61,3 +61,15 @@ def test_grid_sample_errors():
         F.grid_sample(x, grid, padding_mode="circular")
     with pytest.raises(TypeError, match="^grid_sample: needs float input and grid of one dtype"):
         F.grid_sample(x, gr.input("d", (1, 2, 2, 2), dtype=lm.float64))
+
+
+@pytest.mark.parametrize("padding,ac", [("border", True), ("border", False), ("reflection", True), ("reflection", False)])
+def test_a_coordinate_exactly_on_the_clip_bound_passes_no_gradient(padding, ac, backend):
+    """torch counts a coordinate on a bound as clipped (gradient 0); a clamp passed it (-211.5 against 0 at
+    x = 1 with border, align_corners). An identity affine grid with align_corners=True puts every edge pixel
+    exactly there. The grid holds the bounds of both conventions, and points past them."""
+    x = (np.arange(1, 31, dtype=np.float32).reshape(1, 1, 5, 6)) ** 1.5
+    xs = [-1.0, 1.0, -1 - 1 / 6, 1 + 1 / 6, 0.5, -1.2]
+    g = np.array([[[[gx, 0.1] for gx in xs], [[0.3, gy] for gy in (-1.0, 1.0, 1.2, -1 - 1 / 5, 1 + 1 / 5, 0.0)]]],
+                 np.float32)
+    check(lambda t, u: _f(t).grid_sample(t, u, padding_mode=padding, align_corners=ac), [x, g], backend=backend)

@@ -53,3 +53,21 @@ def test_upsample_and_errors():
         F.interpolate(g.input("x", (1, 2, 3)), size=4, mode="bicubic")
     with pytest.raises(ValueError, match="^interpolate: align_corners may only be set with the linear and cubic"):
         F.interpolate(g.input("y", (1, 2, 3)), size=4, mode="area", align_corners=True)
+
+
+@pytest.mark.parametrize("mode,shape,scale", [("linear", (1, 2, 4), 1.1), ("bilinear", (1, 2, 4, 5), (1.1, 2.0)),
+                                              ("trilinear", (1, 1, 3, 4, 2), (1.2, 1.1, 1.5))])
+def test_a_dim_the_scale_factor_leaves_its_size_is_copied_by_the_linear_modes(mode, shape, scale, backend):
+    """torch's linear kernels copy a dim whose output size is the input's (4 * 1.1 -> 4), whatever the
+    scale factor; luminal resampled it with ratio 1/1.1 (output [.126, -.097, .465, .275] for the input
+    [.126, -.132, .640, .105])."""
+    check(lambda t: _f(t).interpolate(t, scale_factor=scale, mode=mode), [rand(shape)], backend=backend)
+
+
+@pytest.mark.parametrize("n,scale,mode,recompute", [(16, 1.3, "nearest-exact", None), (20, 1.3, "nearest-exact", None),
+                                                     (14, 3.3, "nearest", True), (14, 1.7, "nearest-exact", True)])
+def test_nearest_source_index_is_computed_in_float32(n, scale, mode, recompute):
+    """torch computes nearest's source index in float32; in float64 an output read its neighbour at times
+    (n=16, scale 1.3, nearest-exact: output 19 read input 14 for torch's 15)."""
+    check(lambda t: _f(t).interpolate(t, scale_factor=scale, mode=mode, recompute_scale_factor=recompute),
+          [rand((1, 1, n))])

@@ -535,3 +535,18 @@ def test_multihead_attention_mask_shape_checked(shape):
     q, k = g.input("q", (3, 2, 8)), g.input("k", (4, 2, 8))
     with pytest.raises(ValueError):
         L.MultiheadAttention(8, 2)(q, k, k, attn_mask=g.input("m", shape))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_rmsnorm_default_eps_of_a_16_bit_input_is_float32s(backend, dtype):
+    """torch 2.13 computes a 16-bit RMSNorm in float32 with float32's eps (1.19e-7), though its docs say the
+    input dtype's; luminal took float16's 9.8e-4 (bfloat16's 7.8e-3), so inputs of size 1e-3 came out 0.008
+    for torch's 0.33. Compared with torch's result (computed in float32, rounded once)."""
+    x = np.full((2, 4), 1e-3, np.float32) * np.array([1, 2, 3, 4], np.float32)
+    tdt = getattr(torch, dtype)
+    want = torch.nn.functional.rms_norm(torch.from_numpy(x).to(tdt), (4,)).float().numpy()
+    g = lm.Graph()
+    xi = g.input("x", (2, 4)).to(getattr(lm, dtype))
+    got = lm.compile([L.RMSNorm(4)(xi).float(), lm.nn.functional.rms_norm(xi, (4,)).float()], backend=backend)(x=x)
+    for out in got:
+        np.testing.assert_allclose(out, want, rtol=1e-2)

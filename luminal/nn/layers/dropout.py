@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from luminal.core.errors import check_number, op_error
+import warnings
+
+from luminal.core.errors import check_number, op_error, user_stacklevel
 from luminal.frontend.checks import check_tensors
 from luminal.nn.module import Module
 
@@ -55,6 +57,11 @@ def _channel_dropout(x, p: float, training: bool, nd: int, name: str):
     ``p``; the survivors are scaled by ``1/(1-p)``. ``x`` is (N, C, *spatial) or unbatched (C, *spatial)
     with ``nd`` spatial dims."""
     check_tensors(name, input=x)
+    if nd == 2 and x.ndim == 3:  # torch 2.13's reading, with its warning (torch says (C, H, W) in the future)
+        warnings.warn(f"{name}: received a 3-d input, taken as (N, C, L) with one mask per (sample, channel), as "
+                      f"torch 2.13 does (torch says a future release takes it as (C, H, W)); dropout1d keeps this",
+                      UserWarning, stacklevel=user_stacklevel())
+        nd = 1
     if not 0.0 <= check_number(name, "p", p, x) <= 1.0:
         raise op_error(ValueError, name, f"probability has to be between 0 and 1, but got {p}", x)
     if x.ndim not in (nd + 1, nd + 2):
@@ -86,6 +93,8 @@ def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
 
     Args:
         input: the tensor. p: the probability of a channel being zeroed. training: apply it. inplace: ignored.
+
+    A 3-d input is taken as (N, C, L), as torch 2.13 does (``_channel_dropout``).
     """
     return _channel_dropout(input, p, training, 2, "dropout2d")
 

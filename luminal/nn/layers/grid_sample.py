@@ -16,7 +16,6 @@ from luminal.frontend.ops.core import cast
 from luminal.frontend.ops.elementwise import (
     abs_,
     add,
-    clamp,
     div,
     eq,
     floor,
@@ -48,13 +47,20 @@ def _reflect(c: GraphTensor, twice_low: int, twice_high: int) -> GraphTensor:
     return where(eq(fmod(flips, 2.0), 0), add(extra, low), add(sub(span, extra), low))
 
 
+def _clip(c: GraphTensor, size: int) -> GraphTensor:
+    """``c`` clipped to [0, size - 1] as torch's ``clip_coordinates``: a coordinate on a bound counts as
+    clipped, so its gradient is 0 there (a clamp passes it at the bounds; an identity affine grid with
+    align_corners=True puts every edge pixel exactly on one)."""
+    return where(c <= 0, 0.0, where(c >= size - 1, float(size - 1), c))
+
+
 def _pad_coord(c: GraphTensor, size: int, padding_mode: str, align_corners: bool) -> GraphTensor:
     """torch's ``compute_coordinates``: ``c`` (in pixels) clipped or reflected for the padding mode."""
     if padding_mode == "border":
-        return clamp(c, 0, size - 1)
+        return _clip(c, size)
     if padding_mode == "reflection":
         c = _reflect(c, 0, 2 * (size - 1)) if align_corners else _reflect(c, -1, 2 * size - 1)
-        return clamp(c, 0, size - 1)
+        return _clip(c, size)
     return c
 
 

@@ -66,13 +66,10 @@ def _resample_matrix(n: int, out: int, mode: str, align_corners: bool, scale: fl
     m = np.zeros((out, n))
     ratio = (n / out) if scale is None else scale
     i = np.arange(out)
-    if mode == "nearest":
-        src = np.minimum(np.floor(i * ratio).astype(np.int64), n - 1)
-        m[i, src] = 1.0
-        return m
-    if mode == "nearest-exact":
-        src = np.minimum(np.floor((i + 0.5) * ratio).astype(np.int64), n - 1)
-        m[i, src] = 1.0
+    if mode in ("nearest", "nearest-exact"):  # in float32, as torch's kernel: float64 read a neighbour at times
+        r32, i32 = np.float32(ratio), i.astype(np.float32)
+        at = i32 * r32 if mode == "nearest" else (i32 + np.float32(0.5)) * r32
+        m[i, np.minimum(np.floor(at).astype(np.int64), n - 1)] = 1.0
         return m
     if align_corners:
         pos = i * ((n - 1) / (out - 1)) if out > 1 else np.zeros(out)
@@ -167,7 +164,11 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
         repeats = {}  # dim -> k: repeated together, last (one copy, of the other dims' results)
         for i, (n, o, s, k) in enumerate(zip(spatial, outs, scales, steps)):
             dim = 2 + i
-            if (k == 1 and local) or (o == n and mode in ("nearest", "nearest-exact") and (s is None or s == 1.0)):
+            # a dim left its size is copied: always by the linear modes' kernels, whatever the scale factor
+            # (torch's; bicubic resamples), by nearest's only at scale 1
+            same = o == n and (mode in ("linear", "bilinear", "trilinear") or
+                               mode in ("nearest", "nearest-exact") and (s is None or s == 1.0))
+            if (k == 1 and local) or same:
                 continue
             if k is not None and mode in ("nearest", "nearest-exact", "area"):
                 repeats[dim] = k
