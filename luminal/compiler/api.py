@@ -445,7 +445,12 @@ def compile(outputs, backend: str = "cpu", updates=None, *, search: int = 0, see
         raise ValueError("compile: all outputs must come from the same graph")
     if not isinstance(backend, str) or backend not in backend_names():
         raise ValueError(f"compile: unknown backend {backend!r}; available: {backend_names()}")
+    if updates is not None and not isinstance(updates, dict):
+        raise op_error(TypeError, "compile", f"updates must be a dict {{State: GraphTensor}}, got {got(updates)}")
     for st, t in (updates or {}).items():
+        if not isinstance(st, State):
+            raise op_error(TypeError, "compile", f"updates: a key must be a State (an nn.Parameter or nn.Buffer), "
+                           f"got {got(st)}")
         if not isinstance(t, GraphTensor) or t.graph is not outputs[0].graph:
             raise ValueError(f"compile: the update for {st.describe()} is not a tensor of the outputs' graph")
         if tuple(t.shape) != tuple(st.shape):

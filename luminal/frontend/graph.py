@@ -192,6 +192,9 @@ class Graph:
 
     def state(self, s: State) -> GraphTensor:
         """``s`` as a tensor of this graph (one node per State; its value is read at run time)."""
+        if not isinstance(s, State):
+            raise op_error(TypeError, "state", f"expected a State (an nn.Parameter or nn.Buffer(array)), got "
+                           f"{type(s).__name__} (a fixed value is g.constant(value))")
         node = self._state_nodes.get(id(s))
         if node is None:
             base = "$" + (s.name or "state")
@@ -214,6 +217,13 @@ class Graph:
     def assign(self, s: State, value) -> None:
         """Write ``value`` (a tensor of this graph with ``s``'s shape) into ``s`` after every run of a
         program compiled from this graph. The dtype is converted to ``s``'s."""
+        from luminal.frontend.tensor import GraphTensor
+
+        if not isinstance(s, State):
+            raise op_error(TypeError, "assign", f"expected a State to write, got {type(s).__name__}")
+        if not isinstance(value, GraphTensor):
+            raise op_error(TypeError, "assign", f"the value for {s.describe()} must be a tensor of this graph, got "
+                           f"{type(value).__name__} (a fixed value is g.constant(value))")
         if value.graph is not self:
             raise op_error(ValueError, "assign", f"the value for {s.describe()} belongs to another graph", value)
         if tuple(value.shape) != tuple(s.shape):

@@ -42,8 +42,43 @@ class State(Mirrored, _TensorMethods):
             dtype = dt.int32 if arr.dtype.kind in "iu" else arr.dtype  # one integer type, as for inputs
         d = dt.as_dtype(dtype)
         self.dtype: dt.DType = d
-        self.data = np.array(dt.to_storage(arr, d), order="C", copy=True)
+        self._replace(np.array(dt.to_storage(arr, d), order="C", copy=True))
         self.name = name
+
+    @property
+    def data(self) -> np.ndarray:
+        """The values as a host array, in the dtype's storage form (``core/residency.py``). Assigning an
+        array makes it the State's storage (programs read and write it: torch's ``p.data = t``): it must be
+        a writeable numpy array of the State's shape and storage dtype, checked here, at the user's line.
+        A program compiled from a graph reads a State as the shape and dtype it had then, so another one
+        would be read as something it is not (a (2, 3) array for a (3,) State read its first row on one
+        backend and was refused on another; a read-only one made a program write into read-only memory);
+        ``set(value)`` converts."""
+        return Mirrored.data.fget(self)
+
+    @data.setter
+    def data(self, value) -> None:
+        self._check_storage(value)
+        Mirrored.data.fset(self, value)
+
+    def _check_storage(self, value) -> None:
+        want = self.dtype.np  # (the storage dtype: bfloat16 travels as float32)
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"{self.describe()}: .data must be a numpy array, got {type(value).__name__} (set(value) "
+                            f"converts)")
+        if value.shape != self.shape or value.dtype != want:
+            raise ValueError(f"{self.describe()}: .data must be a {want} array of shape {tuple(self.shape)}, got "
+                             f"{value.dtype} {value.shape} (set(value) converts one of this shape)")
+        if not value.flags.writeable:
+            raise ValueError(f"{self.describe()}: .data must be writeable (programs write a State's updates into "
+                             f"it), got a read-only array (copy it, or use set(value))")
+
+    def _replace(self, value: np.ndarray, dtype: dt.DType | None = None) -> None:
+        """Make ``value`` the storage, of any shape (and ``dtype``, when given): the constructor's, and
+        ``Module.to``'s, for a State no compiled graph reads yet."""
+        if dtype is not None:
+            self.dtype = dtype
+        Mirrored.data.fset(self, value)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         """The current values (``np.asarray(w)``; a copy when asked for one or for another dtype)."""

@@ -252,8 +252,7 @@ class Module:
                                f"read its parameters as {states[0].dtype.name}; convert before building a graph "
                                f"(or drop those graphs and build new ones)")
         for s in states:
-            s.data = np.array(dt.to_storage(s.data.astype(np.float64), d), order="C", copy=True)
-            s.dtype = d
+            s._replace(np.array(dt.to_storage(s.data.astype(np.float64), d), order="C", copy=True), d)
         return self
 
     def half(self) -> Module:

@@ -66,7 +66,7 @@ class DataParallel:
         self.grads = []
         for (_, p), view in zip(used, self.buckets.arrays):
             st = State(np.zeros((), p.data.dtype), p.dtype, f"{p.name or 'param'}.grad")
-            st.data = view  # the compiled program writes into the bucket; MPI sums it there
+            st._replace(view)  # the compiled program writes into the bucket; MPI sums it there
             self.grads.append(st)
         self.weight = weight  # n_r / T: the loss's weight, which the gradients carry (``loss_weight``)
         writes = dict(zip(self.grads, grads))

@@ -204,7 +204,7 @@ class TrainStep(Generic[StepResult]):
             graph_updates = {st: t for (st, _), t in zip(ups, new[1 + len(outputs):])}
         self.graph, self.optimizer, self.accumulate = graph, optimizer, accumulate
         self.check_finite = bool(check_finite)
-        self.calls = 0  # calls of this step, the bad one included (NonFiniteLossError names it)
+        self.calls = 0  # calls that ran the program, a non-finite one included (NonFiniteLossError names it)
         self._lock = threading.Lock()
         self.micro_step = 0  # calls since the last update (0 <= micro_step < accumulate)
         self.last_grad_norm: float | None = None
@@ -375,9 +375,11 @@ class TrainStep(Generic[StepResult]):
         if final:
             for gi, start in self._cohorts:  # lr & co. for this step, from the (possibly scheduled) groups
                 self.optimizer.scalar_states(gi, self.optimizer.steps + 1, start)
-            res = self._update(**batch)
-        else:
-            res = self._micro(**batch)
+        try:
+            res = self._update(**batch) if final else self._micro(**batch)
+        except BaseException:  # a refused batch (a wrong shape, a label out of range): no call of the step
+            self.calls -= 1
+            raise
         res = res if isinstance(res, tuple) else (res,)
         loss = float(res[0])
         n_out = 1 + len(self._outputs)

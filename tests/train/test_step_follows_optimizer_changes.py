@@ -231,3 +231,15 @@ def test_a_parameter_the_loss_does_not_reach_is_left_alone(name, kw):
         step(x=X, y=Y)
     _same((tw, lw), (tv, lv))
     np.testing.assert_array_equal(lv.data, V0)
+
+
+def test_a_refused_batch_is_not_a_call_of_the_step():
+    """``step.calls`` counted batches refused before any work (a wrong dtype, a missing input): after one
+    step and three refusals it read 4 while the optimizer had taken 1 step."""
+    (_, _), (lw, lv), loss, *_ = _pair("SGD", {})
+    step = train.compile_step(loss, train.SGD([lw, lv], lr=0.1), backend="cpu")
+    step(x=X, y=Y)
+    for bad in (dict(x=X.astype(np.float64), y=Y), dict(x=X), dict(x=X[:3], y=Y)):
+        with pytest.raises((TypeError, ValueError)):
+            step(**bad)
+    assert step.calls == 1 == step.optimizer.steps
