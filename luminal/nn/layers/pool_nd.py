@@ -20,6 +20,7 @@ from luminal.nn.layers.pool import (
     _AvgPoolNd,
     _MaxPoolNd,
     _PoolNd,
+    _window_max,
 )
 
 
@@ -54,6 +55,13 @@ class AvgPool3d(_Pool3dCheck, _AvgPoolNd):
     """
 
 
+def _distinct_max(t, axes):
+    """The max of ``t`` over the adjacent ``axes`` with torch's pooling gradient (``_window_max``), on a
+    copy of the reduction: the graph builds each expression once, so a ``t.amax(axes)`` elsewhere in the
+    graph is the same node, whose gradient (a max's, sharing ties) must stay its own."""
+    return _window_max(t, axes, merged=True, copy=True)
+
+
 def _adaptive_windows(n: int, out: int):
     """torch's adaptive windows [floor(i*n/out), ceil((i+1)*n/out))."""
     return [((i * n) // out, -(-((i + 1) * n) // out)) for i in range(out)]
@@ -73,18 +81,29 @@ class _AdaptiveMaxPoolNd(_PoolNd):
 
     @layer_forward
     def forward(self, x):
+        """The max one dim at a time (a window is a product of one interval per dim), the last dim
+        first: each step's gradient goes to the first maximum along its dim (``pool._window_max``), so
+        the steps together choose the first maximum of the whole window in row-major order, torch's
+        (the first step picks each row's first maximum, the next the first row holding the window's).
+        Runs of adjacent dims pooled whole (output size 1) are one step: one reduction."""
         name = self._check(x)
-        spatial = x.shape[x.ndim - self._nd:]
+        nd = self._nd
+        spatial = x.shape[x.ndim - nd:]
         whole = _adaptive_whole_dims(name, x, self.output_size)
-        if whole:  # output size 1: the max of the whole dim (global pooling), whatever its size
-            x = x.amax(whole, keepdim=True)
-        # windows are products of per-dim intervals, so the max is taken one dim at a time
-        for i, (n, o) in enumerate(zip(spatial, self.output_size)):
-            dim = x.ndim - self._nd + i
-            if o is None or o == n or dim in whole:
-                continue
-            parts = [x._slice_dim(dim, lo, hi - lo, 1).amax(dim, keepdim=True) for lo, hi in _adaptive_windows(n, o)]
-            x = cat(parts, dim) if len(parts) > 1 else parts[0]
+        i = nd - 1
+        while i >= 0:
+            dim = x.ndim - nd + i
+            if dim in whole:  # output size 1: the max of the whole dim (global pooling), whatever its size
+                run = [dim]
+                while i > 0 and dim - len(run) in whole:
+                    run.insert(0, dim - len(run))
+                    i -= 1
+                x = _distinct_max(x, tuple(run)).reshape(*x.shape[:run[0]], *(1 for _ in run), *x.shape[dim + 1:])
+            elif self.output_size[i] is not None and self.output_size[i] != spatial[i]:
+                parts = [_distinct_max(x._slice_dim(dim, lo, hi - lo, 1), (dim,)).unsqueeze(dim)
+                         for lo, hi in _adaptive_windows(spatial[i], self.output_size[i])]
+                x = cat(parts, dim) if len(parts) > 1 else parts[0]
+            i -= 1
         return x
 
     def extra_repr(self) -> str:
