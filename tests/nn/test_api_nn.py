@@ -643,3 +643,23 @@ def test_dropout2d_of_a_3d_input_masks_each_sample_channel(functional):
     out = lm.compile(y, backend="cpu")(x=np.ones((16, 6, 5), np.float32))
     assert np.all(out == out[:, :, :1])  # one value along L
     assert not np.all(out == out[:, :1, :1])  # (16 * 6 channels at p=0.5: some differ within a sample)
+
+
+def test_batch_statistics_need_more_than_one_value_in_eval_too():
+    """``BatchNorm1d(track_running_stats=False)`` in eval normalises by the batch's statistics, as in training:
+    one value per channel is refused as torch refuses it (luminal returned the bias). ``F.batch_norm`` in
+    evaluation mode needs the running statistics (torch: 'running_mean must be defined in evaluation mode';
+    luminal used the batch's), and running statistics of the wrong size are named (was a reshape error)."""
+    g = lm.Graph()
+    x = g.input("x", (1, 3))
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        nn.BatchNorm1d(3, track_running_stats=False).eval()(x)
+    y = g.input("y", (2, 3))
+    with pytest.raises(ValueError, match="^batch_norm: running_mean and running_var must be given in evaluation mode"):
+        F.batch_norm(y, None, None, training=False)
+    with pytest.raises(ValueError, match=r"^batch_norm: running_mean: expected input of shape \(3,\), got \(4,\)"):
+        F.batch_norm(y, g.constant(np.zeros(4, np.float32)), g.constant(np.ones(3, np.float32)), training=False)
+    z = g.input("z", (2, 3, 5))
+    with pytest.raises(ValueError, match=r"^instance_norm: running_var: expected input of shape \(3,\), got \(4,\)"):
+        F.instance_norm(z, g.constant(np.zeros(3, np.float32)), g.constant(np.ones(4, np.float32)),
+                        use_input_stats=False)

@@ -61,7 +61,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if not use_input_stats and (rm is None or rv is None):
         raise op_error(ValueError, name, "use_input_stats=False needs running_mean and running_var", input)
     g, n, c = input.graph, input.shape[0], input.shape[1]
-    for what, t in (("weight", weight), ("bias", bias)):
+    for what, t in (("weight", weight), ("bias", bias), ("running_mean", rm), ("running_var", rv)):
         if t is not None and tuple(t.shape) != (c,):
             raise bad_input(name, f"({c},)", t, what=what)
     per_channel = (1, c) + (1,) * (input.ndim - 2)

@@ -175,8 +175,7 @@ class _BatchNorm(_NormBase):
         per_channel = (1, self.num_features) + (1,) * (x.ndim - 2)
         if self.training or self.running_mean is None:
             mean = x.mean(axes, keepdim=True)
-            if self.training:
-                _more_than_one_value(layer_name(self), x, axes)
+            _more_than_one_value(layer_name(self), x, axes)  # (batch statistics: in eval too, without running ones)
             var = x.var(axes, keepdim=True, correction=0)
             if self.training and self.running_mean is not None:
                 self._update_running_stats(g, mean.reshape(-1), x.var(axes, correction=1))
@@ -440,24 +439,25 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             stats.append(s)
         else:
             raise TypeError(f"{name}: {what} must be a GraphTensor, a State or None, got {type(s).__name__}")
-    for what, t in (("weight", weight), ("bias", bias)):
+    for what, t in (("weight", weight), ("bias", bias), ("running_mean", stats[0]), ("running_var", stats[1])):
         if t is not None and tuple(t.shape) != (c,):
             raise bad_input(name, f"({c},)", t, what=what)
     rm, rv = stats
+    if not training and (rm is None or rv is None):  # (torch's: batch statistics are training's)
+        raise op_error(ValueError, name, "running_mean and running_var must be given in evaluation mode "
+                       "(training=False)", input)
     per_channel = (1, c) + (1,) * (input.ndim - 2)
     axes = tuple(a for a in range(input.ndim) if a != 1)
 
     @_opmath
     def run(x):
-        if training or rm is None or rv is None:
+        if training:
             mean = x.mean(axes, keepdim=True)
-            if training:
-                _more_than_one_value(name, x, axes)
+            _more_than_one_value(name, x, axes)
             var = x.var(axes, keepdim=True, correction=0)
-            if training:
-                for st, batch in ((rm, mean.reshape(-1)), (rv, x.var(axes, correction=1))):
-                    if st is not None:
-                        g.assign(st, _current(g, st) * (1 - momentum) + batch * momentum)
+            for st, batch in ((rm, mean.reshape(-1)), (rv, x.var(axes, correction=1))):
+                if st is not None:
+                    g.assign(st, _current(g, st) * (1 - momentum) + batch * momentum)
         else:
             mean, var = running_stats(g, rm, rv, x.dtype, per_channel)
         return normalise(x, mean, var, eps, weight, bias, per_channel)
