@@ -550,3 +550,29 @@ def test_rmsnorm_default_eps_of_a_16_bit_input_is_float32s(backend, dtype):
     got = lm.compile([L.RMSNorm(4)(xi).float(), lm.nn.functional.rms_norm(xi, (4,)).float()], backend=backend)(x=x)
     for out in got:
         np.testing.assert_allclose(out, want, rtol=1e-2)
+
+
+def test_functional_conv_arguments_are_checked_as_torch_checks_them():
+    """Before, F.conv2d with a weight whose out channels groups do not divide, or a bias of the wrong size,
+    failed in a reshape ('cannot reshape to (2, 1, 18)'); groups=0 said 'expected input with 0 channels';
+    F.conv1d with a 4-d weight ran as a 2-d convolution of the 3-d input taken as unbatched."""
+    import luminal.nn.functional as F
+
+    g = lm.Graph()
+    x2, x1 = g.input("x", (1, 4, 5, 5)), g.input("y", (1, 3, 5))
+    w = g.constant(np.ones((4, 3, 3, 3), np.float32))
+    cases = [
+        (lambda: F.conv2d(x2, g.constant(np.ones((3, 2, 3, 3), np.float32)), groups=2),
+         r"^conv2d: weight \(3, 2, 3, 3\): dim 0 must be divisible by groups=2"),
+        (lambda: F.conv2d(g.input("z", (1, 3, 5, 5)), w, g.constant(np.ones(5, np.float32))),
+         r"^conv2d: bias must be \(4,\), one per output channel, got \(5,\)"),
+        (lambda: F.conv2d(x2, w, groups=0), r"^conv2d: groups must be at least 1, got 0"),
+        (lambda: F.conv1d(x1, w), r"^conv1d: expected a 3-d weight \(C_out, C_in/groups, \*kernel\), got "
+                                  r"\(4, 3, 3, 3\)"),
+        (lambda: F.conv_transpose2d(x2, g.constant(np.ones((4, 2, 3, 3), np.float32)),
+                                    g.constant(np.ones(3, np.float32))),
+         r"^conv_transpose2d: bias must be \(2,\), one per output channel, got \(3,\)"),
+    ]
+    for call, match in cases:
+        with pytest.raises(ValueError, match=match):
+            call()

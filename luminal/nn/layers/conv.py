@@ -37,15 +37,43 @@ def conv_nd(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int =
     """torch's ``F.conv{1,2,3}d`` for an input ``(N, C, *spatial)``, or unbatched ``(C, *spatial)``
     (then so is the result, as torch), and ``weight`` ``(O, C/groups, *kernel)`` (GraphTensors);
     ``padding`` may be an int, a tuple, 'same' or 'valid'."""
-    check_tensors(name, optional=("bias",), input=x, weight=weight, bias=bias)
-    nd = weight.ndim - 2
-    if nd < 1 or x.ndim not in (nd + 1, nd + 2):
-        raise op_error(ValueError, name, f"expected an input of {nd + 1} (unbatched) or {nd + 2} (batched) "
-                       f"dims for a {weight.ndim}-d weight, got {shape_str(x.shape)}", x, weight)
+    nd = _check_conv_args(name, x, weight, bias, groups, transposed=False)
     with renamed(name):
         if x.ndim == nd + 1:
             return _conv_nd(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups, name).squeeze(0)
         return _conv_nd(x, weight, bias, stride, padding, dilation, groups, name)
+
+
+# the functional forms' spatial dims, by name: their weight's rank is fixed (a 4-d weight to conv1d is an error,
+# not a 2-d convolution of a 3-d input taken as unbatched)
+_FUNCTIONAL_DIMS = {"conv1d": 1, "conv2d": 2, "conv3d": 3, "conv_transpose1d": 1, "conv_transpose2d": 2,
+                    "conv_transpose3d": 3}
+
+
+def _check_conv_args(name: str, x, weight, bias, groups, transposed: bool) -> int:
+    """The checks of a convolution's arguments as torch makes them, named by ``name``: tensors, the
+    weight's rank (for ``F.convNd``), the input's, ``groups`` (an int >= 1 dividing the channels the
+    weight holds per group) and ``bias`` ((C_out,)); the number of spatial dims. Before, a bad groups or
+    bias failed later in a reshape."""
+    check_tensors(name, optional=("bias",), input=x, weight=weight, bias=bias)
+    groups = check_int(name, "groups", groups, 1)
+    nd = weight.ndim - 2
+    want = _FUNCTIONAL_DIMS.get(name)
+    if want is not None and nd != want:
+        raise op_error(ValueError, name, f"expected a {want + 2}-d weight (C_out, C_in/groups, *kernel), got "
+                       f"{shape_str(weight.shape)}", weight)
+    if nd < 1 or x.ndim not in (nd + 1, nd + 2):
+        raise op_error(ValueError, name, f"expected an input of {nd + 1} (unbatched) or {nd + 2} (batched) "
+                       f"dims for a {weight.ndim}-d weight, got {shape_str(x.shape)}", x, weight)
+    per_group = weight.shape[0]  # the output channels (C_in for a transposed weight, (C_in, C_out/groups, ...))
+    if is_static(per_group) and per_group % groups:
+        raise op_error(ValueError, name, f"weight {shape_str(weight.shape)}: dim 0 must be divisible by groups="
+                       f"{groups}", weight)
+    c_out = weight.shape[1] * groups if transposed else weight.shape[0]
+    if bias is not None and tuple(bias.shape) != (c_out,):
+        raise op_error(ValueError, name, f"bias must be ({c_out},), one per output channel, got "
+                       f"{shape_str(bias.shape)}", bias)
+    return nd
 
 
 def _conv_nd(x, weight, bias, stride, padding, dilation, groups: int, name: str, pads=None):
@@ -264,11 +292,7 @@ def conv_transpose_nd(x, weight, bias=None, stride=1, padding=0, output_padding=
     *kernel). Computed as a stride-1 convolution of the input dilated by ``stride`` (zeros between
     elements), padded by ``dilation*(k-1) - padding`` (plus ``output_padding`` on the right), with the
     kernel flipped and its in/out channels swapped."""
-    check_tensors(name, optional=("bias",), input=x, weight=weight, bias=bias)
-    nd = weight.ndim - 2
-    if nd < 1 or x.ndim not in (nd + 1, nd + 2):
-        raise op_error(ValueError, name, f"expected an input of {nd + 1} (unbatched) or {nd + 2} (batched) "
-                       f"dims for a {weight.ndim}-d weight, got {shape_str(x.shape)}", x, weight)
+    nd = _check_conv_args(name, x, weight, bias, groups, transposed=True)
     with renamed(name):
         if x.ndim == nd + 1:
             return conv_transpose_nd(x.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
