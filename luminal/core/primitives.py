@@ -154,9 +154,8 @@ PRIMITIVES: dict[str, Primitive] = {p.name: p for p in (
     _leaf("Input", "name", "the array bound to ``name`` at run time", "Inp"),
     _leaf("Constant", "ConstKey", "a literal array, or a scalar (a number or a symbolic dim)", "Cst"),
     _leaf("Arange", "n (Dim)", "int32 ``[0, 1, ..., n-1]``", "Ara", dtype="int32"),
-    Primitive("Copy", ("x",), "x", "detach? / index k",
-              '``x`` made contiguous (materialises a view); ``"detach"``: no gradient; ``"index k"``: an int '
-              'index into a symbolic dim, whose node carries the index\'s requirement (the same copy)',
+    Primitive("Copy", ("x",), "x", "detach?",
+              '``x`` made contiguous (materialises a view); ``"detach"``: no gradient',
               "like x", "elementwise", "Un", "_copy"),
     Primitive("Cast", ("x",), "x", "dtype",
               "``x`` converted; float->int truncates toward zero; ->bool is ``x != 0``",
