@@ -89,8 +89,10 @@ def _median_pos(x: GraphTensor, a: int, skip_nan: bool):
 def _whole(x: GraphTensor, skip_nan: bool, op: str) -> GraphTensor:
     flat = x.reshape(-1)
     _check_input(op, flat, 0)
-    values, _ = _pick(flat, 0, _median_pos(flat, 0, skip_nan), False, MedianResult)
-    # shared among the elements equal to it, infinite or NaN ones too, as torch's (evenly_shared)
+    # keepdim: the Gather itself, a whole node, which evenly_shared's copy of it must read to be free
+    values, _ = _pick(flat, 0, _median_pos(flat, 0, skip_nan), True, MedianResult)
+    # shared among the elements equal to it, infinite or NaN ones too, as torch's (evenly_shared: a
+    # rule of the backward pass only)
     return evenly_shared(flat, values)
 
 
