@@ -102,6 +102,8 @@ class Graph:
         # out of range is found only when a program runs; the call then names what made it, and the
         # user's own value (``x[i, j]``: i's or j's, not the flat position they combine to).
         self.index_ops: dict[int, tuple] = {}
+        # ``detach()`` nodes the user made (not an op's, which marks a zero gradient: Tensor.detach)
+        self.user_detached: set[int] = set()
         # Gradients given by formula (``custom_vjp``): node id -> (rule, inputs as (Node, View)). Autograd
         # sends such a node's adjoint to the inputs by the rule instead of through the node's own chain.
         self.vjps: dict[int, tuple] = {}

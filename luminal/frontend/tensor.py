@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
 from luminal.core import dtype as dt
-from luminal.core.errors import check_number, op_error, user_frame, where
+from luminal.core.errors import check_number, op_error, outermost_op, user_frame, where
 from luminal.core.symbolic import Dim, dims, exact_div, is_static, nonnegative, prod, shape_str
 from luminal.core.view import View
 from luminal.frontend.eager import COMPILE_TO_READ, TRAIN_STEP, eager_only
@@ -212,8 +212,13 @@ class GraphTensor:
         return self.graph.tensor(self.graph.add("Copy", (self,), None, self.dtype, self.shape))
 
     def detach(self) -> GraphTensor:
-        """The same values with no gradient flowing back through them (torch ``detach``)."""
-        return self.graph.tensor(self.graph.add("Copy", (self,), "detach", self.dtype, self.shape))
+        """The same values with no gradient flowing back through them (torch ``detach``). The user's own
+        (not an op's, which marks a zero gradient) is remembered: a parameter read only through it has no
+        gradient at all (``train.autograd.reads_undetached``), so an optimizer skips it, as torch's."""
+        node = self.graph.add("Copy", (self,), "detach", self.dtype, self.shape)
+        if outermost_op() is None:
+            self.graph.user_detached.add(node.id)
+        return self.graph.tensor(node)
 
     def reshape(self, *shape) -> GraphTensor:
         """torch ``Tensor.reshape``: the same elements in a new shape (a view when the layout allows,

@@ -258,6 +258,23 @@ def reaches(loss: GraphTensor, wrt) -> list[bool]:
     return [n is not None and n.id in live for n in nodes]
 
 
+def reads_undetached(loss: GraphTensor, wrt) -> list[bool]:
+    """Whether ``loss`` reads each of ``wrt`` other than only through the user's ``detach()``: where
+    torch's gradient is a tensor (zeros where every op on the way has a zero gradient: ``floor``,
+    ``sign``, ``trunc``, whose own detach marks that), not None. An optimizer skips a parameter whose
+    gradient is None (no weight decay, no step of its own)."""
+    graph = loss.graph
+    nodes = [_node_of(t, graph) for t in wrt]
+    seen, stack = set(), [loss.node]
+    while stack:
+        n = stack.pop()
+        if n.id not in seen:
+            seen.add(n.id)
+            if n.id not in graph.user_detached:
+                stack.extend(s for s, _ in n.srcs)
+    return [n is not None and n.id in seen for n in nodes]
+
+
 def _ancestors(root) -> set[int]:
     seen, stack = set(), [root]
     while stack:

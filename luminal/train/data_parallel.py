@@ -160,8 +160,7 @@ class DataParallel:
                 g.data += a.data
                 g.data *= inv
         self.buckets.sum_over_ranks(f"{call}'s gradient sum")
-        for gi, start in step._cohorts:  # lr & co. for this step, from the (possibly scheduled) groups
-            step.optimizer.scalar_states(gi, step.optimizer.steps + 1, start)
+        step._refresh_scalars()
         out = step._update()
         out = out if isinstance(out, tuple) else (out,)
         norm = float(out[1]) if step._has_norm else None

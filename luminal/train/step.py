@@ -56,7 +56,7 @@ from luminal.frontend.ops import clamp, isfinite, logical_and, minimum, where, z
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 from luminal.train.amp import GradScaler, autocast
-from luminal.train.autograd import grad, reaches
+from luminal.train.autograd import grad, reaches, reads_undetached
 from luminal.train.data_parallel import DataParallel
 from luminal.train.optim.optimizer import Optimizer
 
@@ -215,13 +215,13 @@ class TrainStep(Generic[StepResult]):
         if not used:
             raise ValueError("compile_step: the loss's graph reads none of the optimizer's parameters "
                              "(was the model called on a tensor of this graph?)")
-        # a parameter the loss does not reach through ops with a gradient (another head, a detached
-        # target) has no gradient in torch (None), so its optimizer skips it: no weight decay, no momentum,
-        # no step of its own; a zero gradient here would move it
-        used = [u for u, r in zip(used, reaches(loss, [p for _, p in used])) if r]
-        if not used:  # (torch: "does not require grad")
+        if not any(reaches(loss, [p for _, p in used])):  # (torch: "does not require grad")
             raise op_error(ValueError, "compile_step", "the loss depends on none of the optimizer's parameters "
                            "through ops with a gradient: every step would leave them as they are", loss)
+        # a parameter the loss reads only through detach() (a target network) has no gradient in torch
+        # (None), so its optimizer skips it: no weight decay, no momentum, no step of its own; a zero gradient
+        # here would move it. (One read through ops with a zero gradient, floor or sign, trains as torch's.)
+        used = [u for u, r in zip(used, reads_undetached(loss, [p for _, p in used])) if r]
         self._trained = frozenset(id(p) for _, p in used)
         scaled = loss * graph.state(scaler._scale) if scaler is not None else loss
         dp_weight = DataParallel.loss_weight(loss) if data_parallel else None
@@ -291,7 +291,10 @@ class TrainStep(Generic[StepResult]):
             extra.append(grads_ok)
         if check_finite and ok is not None:  # a bad step writes back what was read: undone inside the program
             updates = {st_: where(ok, v, old[st_]) for st_, v in updates.items()}
-        self._cohorts = sorted(scalars)
+        # each cohort's parameters, whose first steps are read again at every call: another step sharing the
+        # optimizer moves them on for the updates they sit out (Optimizer.count_update)
+        self._cohorts = {c: [id(p) for (_, p), pc in zip(used, cohorts) if pc == c] for c in sorted(scalars)}
+        self._moved_seen = optimizer.first_steps_moved
         self._n_extra = len(extra)
         self._has_norm = clip_grad_norm is not None
         if dp is not None:  # no forward here: the graph's own updates are the gradients program's, kept as read
@@ -304,6 +307,24 @@ class TrainStep(Generic[StepResult]):
         self._structure = self._structure_now()
         if shapes:
             self.prepare(**shapes)
+
+    def _refresh_scalars(self) -> None:
+        """Set the runtime scalars (lr & co., from the possibly scheduled groups) for this update, per
+        cohort at its parameters' own step count: their first step now, which another step sharing the
+        optimizer may have moved on (``Optimizer.count_update``)."""
+        opt = self.optimizer
+        for (gi, start), ids in self._cohorts.items():
+            opt.scalar_states(gi, opt.steps + 1 - opt.first_steps[ids[0]] + start, start)
+
+    def _cohorts_split(self) -> bool:
+        """Whether another step's updates moved some parameters of one of this step's cohorts on and not
+        the others (it trained some of them): the cohort's scalars no longer fit all of it. Looked at only
+        when some first step moved since the last look (one int compared per call otherwise)."""
+        opt = self.optimizer
+        if opt.first_steps_moved == self._moved_seen:
+            return False
+        self._moved_seen = opt.first_steps_moved
+        return any(len({opt.first_steps[i] for i in ids}) > 1 for ids in self._cohorts.values())
 
     def _structure_now(self) -> tuple:
         """What the compiled update is built from, beyond the numbers it reads at run time (lr, betas,
@@ -365,7 +386,7 @@ class TrainStep(Generic[StepResult]):
             return self._step(batch)
 
     def _step(self, batch):
-        if self._structure_now() != self._structure:
+        if self._structure_now() != self._structure or (self._cohorts_split() and not self.micro_step):
             self._rebuild()
         self.calls += 1
         if self._dp is not None:
@@ -373,8 +394,7 @@ class TrainStep(Generic[StepResult]):
             return loss if not self._outputs else (loss, *extra)
         final = self.micro_step + 1 == self.accumulate
         if final:
-            for gi, start in self._cohorts:  # lr & co. for this step, from the (possibly scheduled) groups
-                self.optimizer.scalar_states(gi, self.optimizer.steps + 1, start)
+            self._refresh_scalars()
         try:
             res = self._update(**batch) if final else self._micro(**batch)
         except BaseException:  # a refused batch (a wrong shape, a label out of range): no call of the step

@@ -155,10 +155,11 @@ def test_eps_must_be_positive(cls):
         cls([Parameter(np.ones(3, np.float32))], lr=0.1, eps=0)
 
 
-@pytest.mark.parametrize("opt_cls,key", [(train.SGD, "decoupled_weight_decay"), (train.Adam, "foreach")])
-def test_a_setting_the_optimizer_does_not_have_is_refused(opt_cls, key, tmp_path):
+@pytest.mark.parametrize("opt_cls,key", [(train.SGD, "decoupled_weight_decay"), (train.Adam, "nesterov")])
+def test_an_option_the_optimizer_does_not_have_is_refused(opt_cls, key, tmp_path):
     """Before, ``decoupled_weight_decay: true`` in an SGD group loaded without a word and dropped the update's
-    L2 term (``descent_grad`` reads the flag); torch's ``foreach`` was kept too."""
+    L2 term (``descent_grad`` reads the flag). Another optimizer's option is refused; other keys load as
+    saved (a scheduler's ``initial_lr``: test_a_scheduler_key_in_the_groups_loads_before_the_scheduler)."""
     model, opt, sched, step = trainer(seed=1, opt_cls=opt_cls, accumulate=1, weight_decay=0.1)
     step(x=X, y=Y)
     path = tmp_path / "ck.safetensors"
@@ -169,8 +170,23 @@ def test_a_setting_the_optimizer_does_not_have_is_refused(opt_cls, key, tmp_path
 
     tamper(path, "optimizer", edit)
     name = opt_cls.__name__
-    refused(path, rf"{name}\.load_state_dict: group 0: the checkpoint sets '{key}', which this {name}'s group does "
+    refused(path, rf"{name}\.load_state_dict: group 0: the checkpoint sets '{key}', an option this {name} does "
             rf"not have", opt_cls=opt_cls, accumulate=1, weight_decay=0.1)
+
+
+def test_a_scheduler_key_in_the_groups_loads_before_the_scheduler():
+    """torch's resume: load the optimizer, then build the scheduler with last_epoch. The saved groups hold the
+    scheduler's initial_lr (OneCycleLR's max_lr, ...); the first version of the foreign-key check refused it."""
+    ps = [Parameter(np.ones(3, np.float32))]
+    opt = train.SGD(ps, lr=0.1, momentum=0.9)
+    sched = train.OneCycleLR(opt, max_lr=0.1, total_steps=10)
+    for _ in range(3):
+        sched.step()
+    fresh = train.SGD([Parameter(np.ones(3, np.float32))], lr=0.1, momentum=0.9)
+    fresh.load_state_dict(opt.state_dict())
+    assert fresh.param_groups[0]["initial_lr"] == opt.param_groups[0]["initial_lr"]
+    again = train.StepLR(fresh, step_size=2, last_epoch=3)
+    assert again.last_epoch == 4  # (torch steps once on construction: 3 + 1)
 
 
 @pytest.mark.parametrize("edit", [

@@ -16,6 +16,7 @@ implements two methods:
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 from typing import NoReturn
@@ -26,6 +27,18 @@ from luminal.core.errors import check_number
 from luminal.core.interrupts import interrupts_deferred
 from luminal.frontend.eager import TRAIN_STEP, eager_only
 from luminal.frontend.state import State, scalar_state
+
+
+def _optimizer_options() -> frozenset:
+    """Every hyperparameter some optimizer takes (its constructor's arguments, torch's kernel flags aside):
+    the group keys that change an update's math."""
+    def every(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from every(sub)
+
+    skip = {"self", "params", "defaults", "foreach", "fused", "capturable", "differentiable"}
+    return frozenset(k for cls in every(Optimizer) for k in inspect.signature(cls.__init__).parameters) - skip
 
 
 class Optimizer:
@@ -61,6 +74,7 @@ class Optimizer:
         # first_steps[id]`` (Adam's bias corrections), as torch's per-parameter "step"
         self.first_steps: dict[int, int] = {}
         self.first_steps_loaded = 0  # bumped when a load changes them: a compiled step then builds again
+        self.first_steps_moved = 0  # bumped when an update moves some on (count_update): steps look again
 
     def add_param_group(self, group: dict) -> None:
         """torch's ``Optimizer.add_param_group``: a new group of parameters with its own hyperparameters
@@ -152,9 +166,11 @@ class Optimizer:
         trained before sat it out (torch skips a parameter without a gradient): its own step count stays
         as it was, so that, trained again, it goes on from there."""
         self.steps += 1
-        for pid in self.first_steps:
-            if pid not in trained:
-                self.first_steps[pid] += 1
+        sat_out = [pid for pid in self.first_steps if pid not in trained]
+        for pid in sat_out:
+            self.first_steps[pid] += 1
+        if sat_out:
+            self.first_steps_moved += 1
 
     def params(self):
         """(group index, parameter) for every parameter."""
@@ -204,11 +220,11 @@ class Optimizer:
             if own:
                 raise ValueError(f"{name}: group {i}: the checkpoint sets {own[0]!r}, which is this optimizer's own "
                                  f"(a checkpoint holds hyperparameters and param_count)")
-            extra = sorted(str(k) for k in saved if k not in g and k != "param_count")
-            if extra:  # (a setting this optimizer does not have, e.g. decoupled_weight_decay in an SGD group, would
-                # switch its code path on, silently; a group key of the user's own is in the group before the load)
-                raise ValueError(f"{name}: group {i}: the checkpoint sets {', '.join(map(repr, extra))}, which this "
-                                 f"{type(self).__name__}'s group does not have")
+            foreign = sorted(str(k) for k in saved if k not in g and k in _optimizer_options())
+            if foreign:  # (another optimizer's option, e.g. decoupled_weight_decay in an SGD group, would switch a
+                # code path on, silently; other keys load as saved: a scheduler's initial_lr, the user's own)
+                raise ValueError(f"{name}: group {i}: the checkpoint sets {', '.join(map(repr, foreign))}, an option "
+                                 f"this {type(self).__name__} does not have")
             self._check_types(name, i, g, saved)
             new = {k: (tuple(v) if isinstance(v, list) else v) for k, v in saved.items() if k != "param_count"}
             checked = {**g, **new}
