@@ -167,7 +167,9 @@ def _read_header(path, f=None) -> tuple[dict, dict, int]:
         raise ValueError(f"{path}: header must be a JSON object, got {type(header).__name__}")
     # Absent, there is no metadata; present, it must be an object as the format says: a 0, "", [] or
     # null there is as corrupt as [1], not "no metadata".
-    meta = header.pop("__metadata__", {})
+    meta = header.pop("__metadata__", None)
+    if meta is None:  # (absent, or null: the safetensors library reads null as no metadata too)
+        meta = {}
     if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
         raise ValueError(f"{path}: __metadata__ must map str to str (a JSON object of strings), got {meta!r}")
     data_len, spans = size - 8 - n, []

@@ -72,6 +72,10 @@ class State(Mirrored, _TensorMethods):
         if not value.flags.writeable:
             raise ValueError(f"{self.describe()}: .data must be writeable (programs write a State's updates into "
                              f"it), got a read-only array (copy it, or use set(value))")
+        if self.dtype is dt.bfloat16 and not np.array_equal(dt.to_storage(value, dt.bfloat16), value, equal_nan=True):
+            raise ValueError(f"{self.describe()}: .data must hold bfloat16 values (float32 storage of values a "
+                             f"bfloat16 can hold: one backend would read them rounded, another not); set(value) "
+                             f"rounds")
 
     def _replace(self, value: np.ndarray, dtype: dt.DType | None = None) -> None:
         """Make ``value`` the storage, of any shape (and ``dtype``, when given): the constructor's, and

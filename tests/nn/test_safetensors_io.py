@@ -296,9 +296,10 @@ MALFORMED = {
     "zero dim beside dims whose product overflows": (_file({"x": _ent(shape=(0, 2**62, 2**62), offs=(0, 0))}),
                                                      r"tensor 'x': shape .* too many elements"),
     "65 dims": (_file({"x": _ent(shape=(0,) * 65, offs=(0, 0))}), r"tensor 'x': shape has 65 dims, more than 64"),
-    # __metadata__, when present, is an object of str -> str: a falsy non-object is not "no metadata".
+    # __metadata__, when present, is an object of str -> str (or null, which the safetensors library reads as
+    # no metadata): a falsy non-object is not "no metadata".
     **{f"metadata {v!r}": (_file({"__metadata__": v}), "__metadata__ must map str to str")
-       for v in (0, False, "", [], None, [1], {"a": None})},
+       for v in (0, False, "", [], [1], {"a": None})},
 }
 
 
@@ -493,3 +494,12 @@ def test_module_non_strict_load(tmp_path):
 def test_module_load_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="absent.safetensors"):
         Tiny().load_safetensors(tmp_path / "absent.safetensors")
+
+
+def test_null_metadata_is_no_metadata(tmp_path):
+    """The safetensors library loads ``"__metadata__": null`` as a file without metadata, and so did luminal
+    before the header checks were tightened; a file written so by another tool must still load."""
+    path = tmp_path / "m.safetensors"
+    path.write_bytes(_file({"__metadata__": None, "x": _ent(shape=(2,), offs=(0, 8))}, b"\0" * 8))
+    assert load_metadata(path) == {}
+    np.testing.assert_array_equal(load_file(path)["x"], np.zeros(2, np.float32))

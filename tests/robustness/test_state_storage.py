@@ -66,3 +66,14 @@ def test_states_and_updates_of_the_wrong_kind_are_named_at_the_call():
     for call, match in cases:
         with pytest.raises(TypeError, match=match):
             call()
+
+
+def test_a_bfloat16_states_data_must_hold_bfloat16_values(backend):
+    """A bfloat16 State's storage is float32 holding bfloat16 values. ``p.data = [1.1, 3.14159]`` was taken
+    as is: the cpu program read 1.1, the reference 1.1015625. set() rounds."""
+    s = State(np.zeros(2, np.float32), lm.bfloat16, name="p")
+    with pytest.raises(ValueError, match=r"^State p \(2,\) bfloat16: \.data must hold bfloat16 values"):
+        s.data = np.array([1.1, 3.14159], np.float32)
+    s.data = np.array([1.1015625, np.nan], np.float32)  # exact (and NaN) values are storage as they are
+    s.set(np.array([1.1, 3.14159], np.float32))
+    np.testing.assert_array_equal(s.data, [1.1015625, 3.140625])
