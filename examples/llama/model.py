@@ -39,29 +39,46 @@ __all__ = ["KVCache", "Llama", "LlamaConfig", "Session", "generate", "inv_freq",
 
 
 def inv_freq(cfg: LlamaConfig) -> np.ndarray:
-    """Rotary inverse frequencies (head_dim / 2,), with ``rope_scaling`` applied as Hugging Face does
-    (``linear``: divided by the factor; ``llama3``: low frequencies divided by the factor, high ones
-    kept, a smooth blend between). Computed in float64, rounded once to float32."""
+    """Rotary inverse frequencies (head_dim / 2,) float32, with ``rope_scaling`` applied, computed as
+    Hugging Face (and Meta's reference code) compute them: in float32, operation by operation.
+
+    ``1 / theta ** (arange(0, d, 2) / d)``: the exponents are float32 quotients, ``theta`` is rounded
+    to float32 and the power is correctly rounded to float32 (``math.pow`` in float64 on the float32
+    operands, then one rounding; numpy's own float32 power is off by one ulp for about a fifth of
+    these arguments). torch's float32 power is within one ulp of that and, on the CPU, depends on
+    the vector width of the machine (Sleef), so no formulation matches it bit for bit everywhere;
+    the float32 exponent is what matters: rounding it differently moves a frequency by up to 3 ulp,
+    an angle error that grows with the position. Then, as in float32 torch, ``linear``: divided by
+    the factor; ``llama3``: ``wavelen = 2*pi / f`` (torch: ``reciprocal(f) * float32(2*pi)``), low
+    frequencies divided by the factor, high ones kept, the smooth blend between, each step rounded
+    to float32."""
+    f32 = np.float32
     d = cfg.head_dim
-    f = 1.0 / (cfg.rope_theta ** (np.arange(0, d, 2, dtype=np.float64) / d))
+    e = np.arange(0, d, 2, dtype=np.int64).astype(f32) / f32(d)
+    theta = float(f32(cfg.rope_theta))
+    f = f32(1) / np.array([math.pow(theta, float(x)) for x in e], np.float64).astype(f32)
     rs = cfg.rope_scaling or {}
     if cfg.rope_type == "linear":
-        f = f / rs["factor"]
+        f = f / f32(rs["factor"])
     elif cfg.rope_type == "llama3":
-        factor, lo, hi = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+        factor, lo = f32(rs["factor"]), f32(rs["low_freq_factor"])
         old = rs["original_max_position_embeddings"]
-        wavelen = 2 * math.pi / f
-        scaled = np.where(wavelen > old / lo, f / factor, f)
-        smooth = (old / wavelen - lo) / (hi - lo)
-        blended = (1 - smooth) * scaled / factor + smooth * scaled
-        medium = ~(wavelen < old / hi) & ~(wavelen > old / lo)
+        low_wavelen = f32(old / rs["low_freq_factor"])  # Python floats in HF, compared in float32
+        high_wavelen = f32(old / rs["high_freq_factor"])
+        wavelen = (f32(1) / f) * f32(2 * math.pi)
+        scaled = np.where(wavelen > low_wavelen, f / factor, f)
+        smooth = ((f32(1) / wavelen) * f32(old) - lo) / f32(rs["high_freq_factor"] - rs["low_freq_factor"])
+        blended = (f32(1) - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
         f = np.where(medium, blended, scaled)
-    return f.astype(np.float32)
+    return f.astype(f32)
 
 
 def rope_tables(cfg: LlamaConfig, n: int) -> tuple[np.ndarray, np.ndarray]:
     """cos and sin of ``position * inv_freq`` for positions 0..n-1, each (n, head_dim / 2) float32.
-    The angle is rounded to float32 as HF's float32 product is; the cosine is taken in float64."""
+    The angle is HF's float32 product (``positions.float() * inv_freq``, one rounding); its cosine and
+    sine are taken in float64 and rounded once (torch's float32 cos/sin are within an ulp of that, the
+    same at every position: the error that grows with the position is the angle's, which is exact)."""
     ang = np.arange(n, dtype=np.float32)[:, None] * inv_freq(cfg)[None, :]
     a = ang.astype(np.float64)
     return np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)

@@ -33,8 +33,14 @@ def read_weights(path) -> dict[str, torch.Tensor]:
 
 
 def inv_freq(cfg) -> torch.Tensor:
+    """transformers' ``_compute_default_rope_parameters`` / ``_compute_llama3_parameters``: float32 torch
+    operations, one by one. The one change: the power is correctly rounded (float64 on the float32
+    operands, rounded once), where torch's float32 ``pow`` (Sleef on the CPU) is within an ulp of it
+    and depends on the machine's vector width."""
     d = cfg["head_dim"]
-    f = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, d, 2, dtype=torch.int64).double() / d))
+    base = torch.tensor(cfg["rope_theta"], dtype=torch.float32)
+    e = torch.arange(0, d, 2, dtype=torch.int64).float() / d
+    f = 1.0 / torch.pow(base.double(), e.double()).float()
     rs = cfg.get("rope_scaling") or {}
     kind = rs.get("rope_type", rs.get("type", "default"))
     if kind == "linear":
@@ -49,7 +55,8 @@ def inv_freq(cfg) -> torch.Tensor:
         smoothed = (1 - smooth) * f_llama / factor + smooth * f_llama
         medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
         f = torch.where(medium, smoothed, f_llama)
-    return f.float()
+    assert f.dtype == torch.float32
+    return f
 
 
 def rotate_half(x):
