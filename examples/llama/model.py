@@ -456,7 +456,11 @@ def read_checkpoint(path) -> dict[str, np.ndarray]:
 
 class Session:
     """Generation with a KV cache: a prefill program (any prompt length, symbolic ``S``) and a decode
-    program (one token), each compiled once and reused for every prompt and position."""
+    program (one token), each compiled once and reused for every prompt and position.
+
+    ``pos`` is the number of tokens of the current sequence (None before the first :meth:`start`).
+    A refused :meth:`start` or :meth:`step` (too long, a token id out of range) is refused before
+    anything runs and leaves the session as it was: the sequence under way continues."""
 
     def __init__(self, model: Llama, capacity: int | None = None, backend: str = "cpu"):
         cfg = model.config
@@ -466,7 +470,7 @@ class Session:
         model.eval()
         self.prefill = self._compile("S", backend)
         self.decode = self._compile(1, backend)
-        self.pos = 0
+        self.pos: int | None = None
 
     def _compile(self, s, backend):
         g = lm.Graph()
@@ -474,30 +478,40 @@ class Session:
         positions = g.input("positions", (s,), dtype=lm.int32)
         return lm.compile(self.model(ids, positions, self.cache, last_only=True), backend=backend)
 
-    def _run(self, fn, ids) -> np.ndarray:
+    def _checked(self, ids, start: int) -> np.ndarray:
+        """``ids`` as (1, n) int32, after checking that they fit positions ``start..start+n-1`` and the
+        vocabulary (changes nothing)."""
         ids = np.asarray(ids, dtype=np.int32).reshape(1, -1)
         n = ids.shape[1]
         limit = min(self.cache.capacity, self.cfg.max_position_embeddings)
-        if self.pos + n > limit:
+        if start + n > limit:
             what = ("max_position_embeddings" if limit == self.cfg.max_position_embeddings
                     else "the KV cache capacity")
-            raise ValueError(f"context of {self.pos + n} tokens exceeds {what} ({limit})")
+            raise ValueError(f"context of {start + n} tokens exceeds {what} ({limit})")
         if ids.size and (ids.min() < 0 or ids.max() >= self.cfg.vocab_size):
             raise ValueError(f"token ids must be in [0, {self.cfg.vocab_size}), got {ids.min()}..{ids.max()}")
-        logits = fn(ids=ids, positions=np.arange(self.pos, self.pos + n, dtype=np.int32))
-        self.pos += n
+        return ids
+
+    def _run(self, fn, ids, start: int) -> np.ndarray:
+        n = ids.shape[1]
+        logits = fn(ids=ids, positions=np.arange(start, start + n, dtype=np.int32))
+        self.pos = start + n
         return logits[0, -1]
 
     def start(self, prompt_ids) -> np.ndarray:
-        """Run the prompt from position 0; returns the next-token logits (vocab,)."""
+        """Run the prompt from position 0; returns the next-token logits (vocab,). A prompt that is
+        refused leaves the session as it was."""
         if len(prompt_ids) == 0:
             raise ValueError("the prompt must have at least one token")
-        self.pos = 0
-        return self._run(self.prefill, prompt_ids)
+        ids = self._checked(prompt_ids, 0)
+        self.pos = None  # the prefill overwrites the cache's first rows: the old sequence ends here
+        return self._run(self.prefill, ids, 0)
 
     def step(self, token: int) -> np.ndarray:
         """Feed one token at the next position; returns the next-token logits."""
-        return self._run(self.decode, [token])
+        if self.pos is None:
+            raise RuntimeError("Session.step() needs a sequence: call Session.start(prompt_ids) first")
+        return self._run(self.decode, self._checked([token], self.pos), self.pos)
 
 
 def sample(logits: np.ndarray, rng: np.random.Generator, temperature: float = 0.0, top_k: int = 0,

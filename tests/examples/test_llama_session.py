@@ -1,0 +1,65 @@
+"""The Llama example's ``Session`` state across refused calls."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from llama_reference import TorchLlama
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "llama"))
+import make_random  # noqa: E402
+from model import Llama, Session  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+TOL = dict(rtol=1e-4, atol=1e-4)
+SEQ = list(range(10, 30))
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return make_random.make_random(tmp_path_factory.mktemp("session"), layers=2, hidden=32, heads=2, kv_heads=1,
+                                   intermediate=48, vocab=128, max_positions=16, tokenizer=False, std=0.2)
+
+
+@pytest.fixture(scope="module")
+def model(model_dir):
+    return Llama.from_pretrained(model_dir)
+
+
+def _last(ref, ids):
+    return ref.forward(torch.tensor([ids]))[0, -1].numpy()
+
+
+@pytest.mark.parametrize("bad, message", [
+    (SEQ[:13], r"context of 13 tokens exceeds the KV cache capacity \(12\)"),
+    ([5, 999], r"token ids must be in \[0, 128\), got 5\.\.999"),
+])
+def test_a_refused_start_leaves_the_sequence_under_way(model, model_dir, bad, message):
+    ref = TorchLlama(model_dir)
+    session = Session(model, capacity=12)
+    session.start(SEQ[:4])
+    with pytest.raises(ValueError, match=message):
+        session.start(bad)
+    with pytest.raises(ValueError, match="at least one token"):
+        session.start([])
+    with pytest.raises(ValueError, match="token ids must be in"):
+        session.step(128)  # a refused step too
+    assert session.pos == 4
+    np.testing.assert_allclose(session.step(SEQ[4]), _last(ref, SEQ[:5]), **TOL)  # the old sequence goes on
+    assert session.pos == 5
+
+
+def test_step_before_start_is_an_error(model):
+    session = Session(model, capacity=12)
+    with pytest.raises(RuntimeError, match=r"call Session\.start\(prompt_ids\) first"):
+        session.step(7)
+    with pytest.raises(ValueError):
+        session.start(SEQ[:13])
+    with pytest.raises(RuntimeError, match=r"Session\.start"):  # a refused first start starts nothing
+        session.step(7)
+    assert session.pos is None
