@@ -517,13 +517,15 @@ class Session:
 def sample(logits: np.ndarray, rng: np.random.Generator, temperature: float = 0.0, top_k: int = 0,
            top_p: float = 1.0) -> int:
     """Greedy at ``temperature`` 0 (the first maximum, deterministic); else softmax(logits / T) restricted
-    to the ``top_k`` largest and the smallest set whose mass reaches ``top_p``."""
+    to the ``top_k`` largest and the smallest set whose mass reaches ``top_p``. As Hugging Face's
+    ``TopKLogitsWarper``, ``top_k`` keeps every token whose logit is at least the k-th largest: tokens
+    tied with the k-th are all kept (more than k then)."""
     if temperature <= 0:
         return int(np.argmax(logits))
     z = logits.astype(np.float64) / temperature
     order = np.argsort(-z, kind="stable")
-    if top_k > 0:
-        order = order[:top_k]
+    if 0 < top_k < len(order):
+        order = order[z[order] >= z[order[top_k - 1]]]  # a prefix: z[order] is non-increasing
     p = np.exp(z[order] - z[order[0]])
     p /= p.sum()
     if top_p < 1.0:

@@ -1,4 +1,5 @@
-"""The Llama example's ``Session`` state across refused calls."""
+"""The Llama example's ``Session`` state across refused calls, ``sample``'s top-k as Hugging Face's
+``TopKLogitsWarper`` (ties at the k-th value kept)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from llama_reference import TorchLlama
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "llama"))
 import make_random  # noqa: E402
-from model import Llama, Session  # noqa: E402
+from model import Llama, Session, sample  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -63,3 +64,19 @@ def test_step_before_start_is_an_error(model):
     with pytest.raises(RuntimeError, match=r"Session\.start"):  # a refused first start starts nothing
         session.step(7)
     assert session.pos is None
+
+
+def test_top_k_keeps_every_token_tied_with_the_kth_as_hf():
+    """HF's TopKLogitsWarper removes ``scores < topk(scores, k)[..., -1]``: ties at the k-th value stay."""
+    logits = np.array([3.0, 2.0, 2.0, 1.0, 2.0, 0.5], np.float32)
+    rng = np.random.default_rng(0)
+    seen = np.bincount([sample(logits, rng, 1.0, top_k=2) for _ in range(6000)], minlength=len(logits))
+    x = torch.tensor(logits)[None]
+    hf_kept = set(torch.nonzero(~(x < torch.topk(x, 2)[0][..., -1, None]))[:, 1].tolist())
+    assert hf_kept == {0, 1, 2, 4}
+    assert set(np.nonzero(seen)[0].tolist()) == hf_kept
+    p = np.exp(logits[[0, 1, 2, 4]] - 3.0)
+    np.testing.assert_allclose(seen[[0, 1, 2, 4]] / seen.sum(), p / p.sum(), atol=0.02)
+    # no tie: exactly k; k at least the vocabulary: all
+    assert set(np.nonzero(np.bincount([sample(logits, rng, 1.0, top_k=1) for _ in range(50)]))[0]) == {0}
+    assert len(set(sample(logits, rng, 5.0, top_k=10) for _ in range(400))) == len(logits)
