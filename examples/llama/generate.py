@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from model import Llama, Session, generate  # noqa: E402
+from model import Llama, LlamaConfig, Session, generate  # noqa: E402
 
 
 def load_tokenizer(model_dir: Path, required: bool):
@@ -65,28 +65,67 @@ def eos_ids(cfg, tokenizer) -> set[int]:
     return out
 
 
-def parse_args(argv=None):
+def positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def positions_needed(n_prompt: int, max_new_tokens: int) -> int:
+    """The positions a run uses at most: the prompt and every new token but the last, which is
+    returned without being fed back (as :func:`model.generate` does)."""
+    return n_prompt + max_new_tokens - 1
+
+
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("model_dir", type=Path)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--prompt", help="text, tokenized with the directory's tokenizer.json")
     src.add_argument("--ids", help="comma-separated token ids (no tokenizer needed)")
-    p.add_argument("--max-new-tokens", type=int, default=32)
+    p.add_argument("--max-new-tokens", type=positive_int, default=32)
     p.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
     p.add_argument("--top-k", type=int, default=0, help="sample among the k most likely (0: all)")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backend", default="cpu")
-    p.add_argument("--context", type=int, default=None,
-                   help="KV cache capacity; None: prompt + new tokens, at most max_position_embeddings")
+    p.add_argument("--context", type=positive_int, default=None,
+                   help="KV cache capacity, at most max_position_embeddings; at least the prompt + new tokens - 1 "
+                        "(the last new token is not fed back), which is the default")
     p.add_argument("--ignore-eos", action="store_true", help="do not stop at an end-of-sequence token")
     p.add_argument("--report", action="store_true", help="print the compile reports of prefill and decode")
-    return p.parse_args(argv)
+    return p
+
+
+def parse_args(argv=None):
+    return parser().parse_args(argv)
+
+
+def check_context(p: argparse.ArgumentParser, args, cfg: LlamaConfig, n_prompt: int) -> int:
+    """The KV cache capacity of the run, after checking (before anything is loaded or compiled) that
+    the prompt and the new tokens fit in it and that it fits in ``max_position_embeddings``; a
+    refusal is an argparse error (usage, the message, exit status 2)."""
+    mpe = cfg.max_position_embeddings
+    need = positions_needed(n_prompt, args.max_new_tokens)
+    run = (f"prompt ({n_prompt} tokens) + --max-new-tokens ({args.max_new_tokens}) needs {need} positions "
+           f"(the last new token is not fed back)")
+    if args.context is not None and args.context > mpe:
+        p.error(f"--context {args.context} exceeds max_position_embeddings ({mpe}) of {args.model_dir}")
+    if need > mpe:
+        p.error(f"{run}, which exceeds max_position_embeddings ({mpe})")
+    if args.context is not None and need > args.context:
+        p.error(f"{run}, more than --context {args.context}")
+    return args.context or need
 
 
 def main(argv=None) -> dict:
-    args = parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
     tokenizer = load_tokenizer(args.model_dir, required=args.prompt is not None)
     if args.ids is not None:
         try:
@@ -97,19 +136,14 @@ def main(argv=None) -> dict:
         prompt = tokenizer.encode(args.prompt).ids
     if not prompt:
         raise SystemExit("generate.py: the prompt is empty")
-    if args.max_new_tokens < 1:
-        raise SystemExit("generate.py: --max-new-tokens must be at least 1")
+    capacity = check_context(p, args, LlamaConfig.from_dir(args.model_dir), len(prompt))
 
     t0 = time.perf_counter()
     model = Llama.from_pretrained(args.model_dir)
     cfg = model.config
     load_s = time.perf_counter() - t0
-    need = len(prompt) + args.max_new_tokens
-    if need > cfg.max_position_embeddings:
-        raise SystemExit(f"generate.py: prompt ({len(prompt)} tokens) + --max-new-tokens ({args.max_new_tokens}) "
-                         f"= {need} exceeds max_position_embeddings ({cfg.max_position_embeddings})")
     t0 = time.perf_counter()
-    session = Session(model, capacity=args.context or need, backend=args.backend)
+    session = Session(model, capacity=capacity, backend=args.backend)
     compile_s = time.perf_counter() - t0
     if args.report:
         for name, program in (("prefill", session.prefill), ("decode", session.decode)):

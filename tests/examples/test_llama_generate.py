@@ -5,6 +5,7 @@ report, and seeded sampling."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -63,6 +64,38 @@ def test_sampling_is_seeded(model_dir, capsys):
     capsys.readouterr()
 
 
-def test_too_long_is_a_clear_error(model_dir):
-    with pytest.raises(SystemExit, match="exceeds max_position_embeddings"):
-        _script().main([str(model_dir), "--ids", ",".join(["5"] * 60), "--max-new-tokens", "5"])
+def test_too_long_is_a_clear_error(model_dir, capsys):
+    with pytest.raises(SystemExit) as e:
+        _script().main([str(model_dir), "--ids", ",".join(["5"] * 60), "--max-new-tokens", "6"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "needs 65 positions" in err and "exceeds max_position_embeddings (64)" in err
+
+
+def test_the_last_position_is_usable_as_in_the_library(model_dir, capsys):
+    """The last new token is returned, never fed back: prompt 4 + 61 new tokens fit 64 positions, as
+    ``model.generate`` allows."""
+    out = _script().main([str(model_dir), "--ids", "1,2,3,4", "--max-new-tokens", "61", "--ignore-eos"])
+    capsys.readouterr()
+    assert out["ids"] == TorchLlama(model_dir).greedy([1, 2, 3, 4], 61)
+
+
+@pytest.mark.parametrize("context, message", [
+    ("-3", r"argument --context: must be at least 1, got -3"),
+    ("0", r"argument --context: must be at least 1, got 0"),
+    ("x", r"argument --context: must be a positive integer, got 'x'"),
+    ("65", r"--context 65 exceeds max_position_embeddings \(64\) of "),
+    ("13", r"prompt \(4 tokens\) \+ --max-new-tokens \(11\) needs 14 positions .*more than --context 13"),
+])
+def test_context_is_checked_before_anything_runs(model_dir, capsys, context, message):
+    with pytest.raises(SystemExit) as e:
+        _script().main([str(model_dir), "--ids", "1,2,3,4", "--max-new-tokens", "11", "--ignore-eos",
+                        "--context", context])
+    assert e.value.code == 2
+    out = capsys.readouterr()
+    assert re.search(message, out.err), out.err
+    assert "usage:" in out.err and out.out == ""  # an argparse error, before any token
+    script = _script()
+    assert len(script.main([str(model_dir), "--ids", "1,2,3,4", "--max-new-tokens", "11", "--ignore-eos",
+                            "--context", "14"])["ids"]) == 11  # exactly enough
+    capsys.readouterr()
