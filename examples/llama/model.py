@@ -33,6 +33,7 @@ from luminal import nn  # noqa: E402
 from luminal.core.atomic_file import Staged, stage, write_atomic  # noqa: E402
 from luminal.core.interrupts import interrupts_deferred  # noqa: E402
 from luminal.core.safetensors_io import stage_file  # noqa: E402
+from luminal.core.symbolic import is_static  # noqa: E402
 
 __all__ = ["KVCache", "Llama", "LlamaConfig", "Session", "generate", "inv_freq", "rope_tables", "sample",
            "write_atomic"]
@@ -209,7 +210,11 @@ class Llama(nn.Module):
         up to its own position."""
         cfg, g = self.config, ids.graph
         s = ids.shape[1]
-        n_rows = cache.capacity if cache is not None else cfg.max_position_embeddings
+        mpe = cfg.max_position_embeddings
+        n_rows = cache.capacity if cache is not None else mpe
+        if cache is None and is_static(s) and s > mpe:
+            raise ValueError(f"Llama: a sequence of {s} tokens exceeds max_position_embeddings ({mpe}); "
+                             f"the rotary tables end there")
         cos_t, sin_t = (g.constant(t) for t in rope_tables(cfg, n_rows))
         if cache is None:
             positions = g.arange(s)
@@ -217,6 +222,13 @@ class Llama(nn.Module):
         else:
             keys = g.arange(cache.capacity)
         cos, sin = cos_t.index_select(0, positions), sin_t.index_select(0, positions)
+        if cache is None and not is_static(s):
+            # a symbolic S: required to fit when the program runs, checked per binding before any work
+            # (``graph.node_requirements`` on the gathered rows, which every layer reads), rather than the
+            # gather's index error naming neither S nor the limit
+            g.node_requirements.setdefault(cos.node.id, []).append(
+                (mpe - s, f"Llama: the sequence length {s} exceeds max_position_embeddings ({mpe}); the "
+                          f"rotary tables end there", ValueError))
         visible = keys.reshape(1, -1) <= positions.reshape(-1, 1)  # (S, T)
         mask = lm.where(visible, g.constant(0.0), g.constant(-math.inf))
         if cache is not None:

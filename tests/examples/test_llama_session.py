@@ -1,5 +1,6 @@
 """The Llama example's ``Session`` state across refused calls, ``sample``'s top-k as Hugging Face's
-``TopKLogitsWarper`` (ties at the k-th value kept)."""
+``TopKLogitsWarper`` (ties at the k-th value kept), and a forward without a cache longer than
+``max_position_embeddings`` (an error naming the limit, before any work)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import numpy as np
 import pytest
 import torch
 from llama_reference import TorchLlama
+
+import luminal as lm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "llama"))
 import make_random  # noqa: E402
@@ -80,3 +83,16 @@ def test_top_k_keeps_every_token_tied_with_the_kth_as_hf():
     # no tie: exactly k; k at least the vocabulary: all
     assert set(np.nonzero(np.bincount([sample(logits, rng, 1.0, top_k=1) for _ in range(50)]))[0]) == {0}
     assert len(set(sample(logits, rng, 5.0, top_k=10) for _ in range(400))) == len(logits)
+
+
+def test_a_forward_past_max_position_embeddings_is_an_error_naming_it(model, model_dir):
+    g = lm.Graph()
+    f = lm.compile([model(g.input("ids", (1, "S"), dtype=lm.int32))])
+    ids = np.arange(1, 18, dtype=np.int32)[None]
+    with pytest.raises(ValueError, match=r"sequence length S exceeds max_position_embeddings \(16\).*S=17"):
+        f(ids=ids)
+    want = TorchLlama(model_dir).forward(torch.from_numpy(ids[:, :16]).long()).numpy()
+    np.testing.assert_allclose(f(ids=ids[:, :16])[0], want, **TOL)  # the limit itself runs
+    g = lm.Graph()
+    with pytest.raises(ValueError, match=r"a sequence of 17 tokens exceeds max_position_embeddings \(16\)"):
+        model(g.input("ids", (2, 17), dtype=lm.int32))
