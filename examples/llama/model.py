@@ -264,7 +264,8 @@ class Llama(nn.Module):
         every name is checked before any value is written: a missing, unexpected or mis-shaped
         tensor, or a truncated or corrupt shard, raises an error naming it, and the model keeps the
         values it had."""
-        tensors = read_checkpoint(path)
+        where: dict[str, Path] = {}
+        tensors = read_checkpoint(path, where)
         if self.config.tie_word_embeddings:
             tensors.pop("lm_head.weight", None)  # some exports keep the tied copy; HF ignores it too
         for name in [n for n in tensors if n.endswith("rotary_emb.inv_freq")]:
@@ -272,7 +273,14 @@ class Llama(nn.Module):
         try:
             apply, _, _ = self.prepare_load(tensors, strict=True)
         except ValueError as e:
-            raise ValueError(f"{path}: {e}") from None
+            shards = ""
+            if len(set(where.values())) > 1:  # sharded: say which shard holds each tensor at fault
+                own = dict(self._state_items())
+                at_fault = [k for k, v in tensors.items()
+                            if k not in own or tuple(np.shape(v)) != tuple(own[k].shape)]
+                if at_fault:
+                    shards = " (" + "; ".join(f"{k} is in {where[k].name}" for k in at_fault) + ")"
+            raise ValueError(f"{path}: {e}{shards}") from None
         apply()
 
     def save_pretrained(self, path) -> None:
@@ -409,12 +417,17 @@ INDEX = "model.safetensors.index.json"
 
 
 def index_shards(path: Path) -> list[Path]:
-    """The files named by ``path/model.safetensors.index.json``, each once. The index is data from the
-    checkpoint: it must be an object whose ``weight_map`` maps tensor names to files of the directory,
-    and a name that is absolute, or leaves the directory through ``..`` or a symlink, is refused, so that
-    an index cannot make the loader read any file of the machine. One exception: the hub's cache links
-    ``snapshots/<revision>/<file>`` to ``../../blobs/<hash>``, so a link into the ``blobs`` folder of the
-    cache folder the snapshot is in is followed."""
+    """The files named by ``path/model.safetensors.index.json``, each once (see :func:`index_map`)."""
+    return list(dict.fromkeys(index_map(path).values()))
+
+
+def index_map(path: Path) -> dict[str, Path]:
+    """The ``weight_map`` of ``path/model.safetensors.index.json``: tensor name -> its shard. The index
+    is data from the checkpoint: it must be an object whose ``weight_map`` maps tensor names to files of
+    the directory, and a name that is absolute, or leaves the directory through ``..`` or a symlink, is
+    refused, so that an index cannot make the loader read any file of the machine. One exception: the
+    hub's cache links ``snapshots/<revision>/<file>`` to ``../../blobs/<hash>``, so a link into the
+    ``blobs`` folder of the cache folder the snapshot is in is followed."""
     index = path / INDEX
     d = read_json(index)  # a tensor named twice is refused, not mapped to the last shard named
     if not isinstance(d, dict):
@@ -425,15 +438,15 @@ def index_shards(path: Path) -> list[Path]:
         raise ValueError(f"{index}: 'weight_map' must map tensor names to file names, got {weight_map!r:.200}")
     root = path.resolve()
     roots = [root, root.parent.parent / "blobs"] if root.parent.name == "snapshots" else [root]
-    files = []
+    files = {}
     for name in dict.fromkeys(weight_map.values()):
         if not name or "\0" in name or Path(name).is_absolute():
             raise ValueError(f"{index}: shard {name!r} must be a path relative to the model directory")
         real = (path / name).resolve()
         if real == root or not any(real.is_relative_to(r) for r in roots):
             raise ValueError(f"{index}: shard {name!r} is outside the model directory {path}")
-        files.append(path / name)
-    return files
+        files[name] = path / name
+    return {k: files[v] for k, v in weight_map.items()}
 
 
 def checkpoint_files(path) -> list[Path]:
@@ -452,17 +465,29 @@ def checkpoint_files(path) -> list[Path]:
     raise FileNotFoundError(f"{path}: no model.safetensors or {INDEX}")
 
 
-def read_checkpoint(path) -> dict[str, np.ndarray]:
+def read_checkpoint(path, where: dict | None = None) -> dict[str, np.ndarray]:
     """Name -> array over every shard (memory-mapped; bf16 widened to float32). Each shard's header
     is checked against its size first, so a truncated file is an error naming it; a name in two
-    shards is an error too."""
+    shards is an error too. With an index, the index is authoritative and checked against the shards:
+    every tensor it maps to a shard must be in that shard, and every tensor of a shard must be mapped
+    to that shard; an error names the shard and the tensor. ``where``, if given, receives each name's
+    file."""
+    path = Path(path)
     out: dict[str, np.ndarray] = {}
-    where: dict[str, Path] = {}
-    for f in checkpoint_files(path):
+    where = {} if where is None else where
+    files = checkpoint_files(path)
+    mapped = index_map(path) if (path / INDEX).is_file() else None
+    for f in files:
         for name, arr in lm.load_safetensors(f).items():
             if name in out:
                 raise ValueError(f"{f}: tensor {name!r} is also in {where[name]}")
+            if mapped is not None and mapped.get(name) != f:
+                raise ValueError(f"{f}: tensor {name!r} is in this shard, but {INDEX} "
+                                 + ("does not list it" if name not in mapped else f"maps it to {mapped[name].name}"))
             out[name], where[name] = arr, f
+    for name, f in (mapped or {}).items():
+        if name not in out:
+            raise ValueError(f"{f}: tensor {name!r}, which {INDEX} maps to this shard, is not in it")
     return out
 
 

@@ -411,3 +411,53 @@ def test_a_save_stopped_between_any_two_renames_never_loads_a_mixed_pair(dirs, t
             continue  # a directory that does not load is safe: nothing is computed from it
         assert any(eps == ref[0] and all(np.array_equal(got[k], v) for k, v in ref[1].items())
                    for ref in (old, new)), f"stopped before rename {i + 1}: a mix of the old and new model"
+
+
+def _index_edited(sharded: Path, dst: Path, edit_map=None, edit_shard=None) -> Path:
+    """A copy of the sharded checkpoint with its index's weight_map passed through ``edit_map`` and/or
+    one shard's tensors through ``edit_shard`` ((file name, edit))."""
+    shutil.copytree(sharded, dst)
+    index = json.loads((dst / "model.safetensors.index.json").read_text())
+    if edit_map:
+        edit_map(index["weight_map"])
+        (dst / "model.safetensors.index.json").write_text(json.dumps(index))
+    if edit_shard:
+        name, edit = edit_shard
+        tensors = load_file(str(dst / name))
+        edit(tensors)
+        save_file(tensors, str(dst / name), metadata={"format": "pt"})
+    return dst
+
+
+SHARD1, SHARD2 = "model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors"
+
+
+def _in_shard(sharded: Path, shard: str) -> str:
+    return next(iter(load_file(str(sharded / shard))))
+
+
+@pytest.mark.parametrize("case", ["listed_in_no_shard", "mapped_to_another_shard", "in_a_shard_unlisted",
+                                  "mis_shaped"])
+def test_the_index_is_checked_against_the_shards_and_errors_name_the_shard(dirs, tmp_path, case):
+    _, sharded = dirs
+    model = Llama.from_pretrained(sharded)
+    before = _snapshot(model)
+    one, two = _in_shard(sharded, SHARD1), _in_shard(sharded, SHARD2)
+    if case == "listed_in_no_shard":  # the index lists a tensor no shard has
+        bad = _index_edited(sharded, tmp_path / case, lambda m: m.update({"model.layers.1.mlp.extra.weight": SHARD1}))
+        message = rf"{SHARD1}: tensor 'model\.layers\.1\.mlp\.extra\.weight', which .* maps to this shard, is not in it"
+    elif case == "mapped_to_another_shard":  # the tensor is in shard 1, the index says shard 2
+        bad = _index_edited(sharded, tmp_path / case, lambda m: m.update({one: SHARD2}))
+        message = rf"{SHARD1}: tensor {one!r} is in this shard, but .* maps it to {SHARD2}"
+    elif case == "in_a_shard_unlisted":  # a shard holds a tensor the index does not list
+        bad = _index_edited(sharded, tmp_path / case, lambda m: m.pop(two))
+        message = rf"{SHARD2}: tensor {two!r} is in this shard, but .* does not list it"
+    else:  # a wrong shape inside a shard: the error names the shard as well as the tensor
+        def narrower(t):
+            t[two] = np.ascontiguousarray(t[two][..., :-1])
+        bad = _index_edited(sharded, tmp_path / case, edit_shard=(SHARD2, narrower))
+        message = rf"{two}: checkpoint .* vs model .*\({two} is in {SHARD2}\)"
+    with pytest.raises(ValueError, match=message) as e:
+        model.load_pretrained(bad)
+    assert str(bad) in str(e.value)
+    _unchanged(model, before)
