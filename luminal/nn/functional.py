@@ -36,6 +36,7 @@ from luminal.nn.layers.activation import (
     softsign,
     tanh,
 )
+from luminal.nn.layers.affine_grid import affine_grid
 from luminal.nn.layers.attention import scaled_dot_product_attention
 from luminal.nn.layers.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from luminal.nn.layers.dropout import dropout, dropout1d, dropout2d, dropout3d
@@ -106,7 +107,7 @@ def __dir__():
 
 __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-    "adaptive_max_pool3d", "avg_pool1d",
+    "adaptive_max_pool3d", "affine_grid", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "batch_norm", "bilinear", "celu", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "dropout", "dropout1d", "dropout2d", "dropout3d",
     "elu", "embedding", "fold", "gelu", "glu", "grid_sample", "group_norm", "hardshrink", "hardsigmoid", "hardswish",
