@@ -51,6 +51,7 @@ from luminal.nn.layers.linear import (
     normalize,
     pairwise_distance,
 )
+from luminal.nn.layers.local_response_norm import local_response_norm
 from luminal.nn.layers.norm import batch_norm, group_norm, layer_norm, rms_norm
 from luminal.nn.layers.pool_nd import (
     adaptive_avg_pool1d,
@@ -111,7 +112,8 @@ __all__ = [
     "avg_pool2d", "avg_pool3d", "batch_norm", "bilinear", "celu", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "dropout", "dropout1d", "dropout2d", "dropout3d",
     "elu", "embedding", "fold", "gelu", "glu", "grid_sample", "group_norm", "hardshrink", "hardsigmoid", "hardswish",
-    "hardtanh", "instance_norm", "interpolate", "layer_norm", "leaky_relu", "linear", "log_softmax", "logsigmoid",
+    "hardtanh", "instance_norm", "interpolate", "layer_norm", "leaky_relu", "linear",
+    "local_response_norm", "log_softmax", "logsigmoid",
     "max_pool1d", "max_pool2d", "max_pool3d", "mish", "normalize", "one_hot", "pad", "pairwise_distance",
     "pixel_shuffle", "pixel_unshuffle", "prelu", "relu", "relu6", "rms_norm", "scaled_dot_product_attention", "selu",
     "sigmoid", "silu", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh", "tanhshrink", "threshold",
