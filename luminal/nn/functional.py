@@ -52,6 +52,7 @@ from luminal.nn.layers.linear import (
     pairwise_distance,
 )
 from luminal.nn.layers.local_response_norm import local_response_norm
+from luminal.nn.layers.lp_pool import lp_pool1d, lp_pool2d, lp_pool3d
 from luminal.nn.layers.norm import batch_norm, group_norm, layer_norm, rms_norm
 from luminal.nn.layers.pool_nd import (
     adaptive_avg_pool1d,
@@ -113,7 +114,7 @@ __all__ = [
     "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "dropout", "dropout1d", "dropout2d", "dropout3d",
     "elu", "embedding", "fold", "gelu", "glu", "grid_sample", "group_norm", "hardshrink", "hardsigmoid", "hardswish",
     "hardtanh", "instance_norm", "interpolate", "layer_norm", "leaky_relu", "linear",
-    "local_response_norm", "log_softmax", "logsigmoid",
+    "local_response_norm", "log_softmax", "logsigmoid", "lp_pool1d", "lp_pool2d", "lp_pool3d",
     "max_pool1d", "max_pool2d", "max_pool3d", "mish", "normalize", "one_hot", "pad", "pairwise_distance",
     "pixel_shuffle", "pixel_unshuffle", "prelu", "relu", "relu6", "rms_norm", "scaled_dot_product_attention", "selu",
     "sigmoid", "silu", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh", "tanhshrink", "threshold",

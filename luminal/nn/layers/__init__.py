@@ -62,6 +62,7 @@ from luminal.nn.layers.loss import (
     NLLLoss,
     SmoothL1Loss,
 )
+from luminal.nn.layers.lp_pool import LPPool1d, LPPool2d, LPPool3d
 from luminal.nn.layers.norm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm
 from luminal.nn.layers.padding import (
     CircularPad1d,
@@ -115,7 +116,7 @@ __all__ = [
     "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "ELU", "Embedding", "Flatten", "Fold", "GELU", "GLU", "GRU",
     "GRUCell", "GroupNorm", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "HuberLoss", "Identity",
     "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "KLDivLoss", "L1Loss", "LSTM", "LSTMCell", "LayerNorm",
-    "LeakyReLU", "Linear", "LocalResponseNorm",
+    "LPPool1d", "LPPool2d", "LPPool3d", "LeakyReLU", "Linear", "LocalResponseNorm",
     "LogSigmoid", "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "MaxPool3d", "Mish",
     "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss", "PReLU", "PairwiseDistance", "ParameterDict",
     "ParameterList", "PixelShuffle", "PixelUnshuffle", "RMSNorm", "RNN", "RNNBase", "RNNCell", "RNNCellBase", "ReLU",
