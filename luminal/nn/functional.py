@@ -37,6 +37,7 @@ from luminal.nn.layers.activation import (
     tanh,
 )
 from luminal.nn.layers.affine_grid import affine_grid
+from luminal.nn.layers.alpha_dropout import alpha_dropout, feature_alpha_dropout
 from luminal.nn.layers.attention import scaled_dot_product_attention
 from luminal.nn.layers.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from luminal.nn.layers.dropout import dropout, dropout1d, dropout2d, dropout3d
@@ -109,10 +110,11 @@ def __dir__():
 
 __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-    "adaptive_max_pool3d", "affine_grid", "avg_pool1d",
+    "adaptive_max_pool3d", "affine_grid", "alpha_dropout", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "batch_norm", "bilinear", "celu", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "dropout", "dropout1d", "dropout2d", "dropout3d",
-    "elu", "embedding", "fold", "gelu", "glu", "grid_sample", "group_norm", "hardshrink", "hardsigmoid", "hardswish",
+    "elu", "embedding", "feature_alpha_dropout",
+    "fold", "gelu", "glu", "grid_sample", "group_norm", "hardshrink", "hardsigmoid", "hardswish",
     "hardtanh", "instance_norm", "interpolate", "layer_norm", "leaky_relu", "linear",
     "local_response_norm", "log_softmax", "logsigmoid", "lp_pool1d", "lp_pool2d", "lp_pool3d",
     "max_pool1d", "max_pool2d", "max_pool3d", "mish", "normalize", "one_hot", "pad", "pairwise_distance",

@@ -23,6 +23,7 @@ from luminal.nn.layers.activation import (
     Softsign,
     Tanh,
 )
+from luminal.nn.layers.alpha_dropout import AlphaDropout, FeatureAlphaDropout
 from luminal.nn.layers.attention import MultiheadAttention, scaled_dot_product_attention
 from luminal.nn.layers.containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from luminal.nn.layers.conv import (
@@ -109,11 +110,13 @@ from luminal.nn.layers.transformer_model import Transformer
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-    "AdaptiveMaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
+    "AdaptiveMaxPool3d", "AlphaDropout",
+    "AvgPool1d", "AvgPool2d", "AvgPool3d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
     "BatchNorm2d", "BatchNorm3d", "Bilinear", "CELU",
     "CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "Conv1d",
     "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "CosineSimilarity", "CrossEntropyLoss",
-    "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "ELU", "Embedding", "Flatten", "Fold", "GELU", "GLU", "GRU",
+    "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "ELU", "Embedding",
+    "FeatureAlphaDropout", "Flatten", "Fold", "GELU", "GLU", "GRU",
     "GRUCell", "GroupNorm", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "HuberLoss", "Identity",
     "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "KLDivLoss", "L1Loss", "LSTM", "LSTMCell", "LayerNorm",
     "LPPool1d", "LPPool2d", "LPPool3d", "LeakyReLU", "Linear", "LocalResponseNorm",
