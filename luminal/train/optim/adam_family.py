@@ -1,6 +1,7 @@
-"""The hyperparameter checks that Adam's relatives in torch.optim (NAdam, RAdam, Adamax) share with
-Adam: ``betas`` a pair in [0, 1), ``lr`` and ``weight_decay`` >= 0, ``eps`` > 0. One base, so each
-of those optimizers' files holds only its update."""
+"""What Adam and its relatives (NAdam, RAdam, Adamax, LAMB) share: the hyperparameter checks
+(``betas`` a pair in [0, 1), ``lr`` and ``weight_decay`` >= 0, ``eps`` > 0) and the pieces of the update
+(the weight-decay scalars, the decoupled decay, the two moments). One base, so each optimizer's file
+holds only what is its own."""
 
 from __future__ import annotations
 
@@ -12,6 +13,30 @@ class AdamFamily(Optimizer):
     """An optimizer with Adam's ``lr``, ``betas``, ``eps`` and ``weight_decay``, checked as Adam checks
     them (in the constructor, ``add_param_group`` and a checkpoint's groups). Subclasses add the checks
     of their own hyperparameters to ``_validate``."""
+
+    @staticmethod
+    def decay_scalars(group: dict, s: dict) -> dict:
+        """``s`` with the weight decay's scalar: ``decay = 1 - lr * wd`` when decoupled (AdamW's), else
+        ``weight_decay`` (added to the gradient by ``descent_grad``); none without weight decay."""
+        wd = group["weight_decay"]
+        if wd != 0:
+            if group.get("decoupled_weight_decay", False):
+                s["decay"] = 1 - group["lr"] * wd
+            else:
+                s["weight_decay"] = wd
+        return s
+
+    @staticmethod
+    def decayed(p, s: dict, group: dict):
+        """``p`` shrunk by the decoupled weight decay (before the update, as torch's), else ``p``."""
+        return p * s["decay"] if group["weight_decay"] != 0 and group.get("decoupled_weight_decay", False) else p
+
+    @staticmethod
+    def moments(state: dict, g, s: dict) -> tuple:
+        """The new first and second moments: ``lerp(exp_avg, g, 1 - beta1)`` and
+        ``exp_avg_sq * beta2 + g * g * (1 - beta2)``."""
+        m = state["exp_avg"] + (g - state["exp_avg"]) * s["one_minus_beta1"]
+        return m, state["exp_avg_sq"] * s["beta2"] + g * g * s["one_minus_beta2"]
 
     def _validate(self, h: dict) -> None:
         name = type(self).__name__

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from luminal.core.errors import check_number
 from luminal.frontend.ops import logical_and, minimum, where
-from luminal.train.optim.optimizer import Optimizer
+from luminal.train.optim.adam_family import AdamFamily
 
 
 def _norm(t):
@@ -24,7 +24,7 @@ def _norm(t):
     return (t * t).sum().sqrt()
 
 
-class LAMB(Optimizer):
+class LAMB(AdamFamily):
     """Layer-wise Adaptive Moments for Batch training (the paper's Algorithm 2).
 
     Args:
@@ -47,33 +47,10 @@ class LAMB(Optimizer):
         self._validate(defaults)
         super().__init__(params, defaults)
 
-    def _betas(self, betas) -> tuple:
-        try:
-            return tuple(betas)
-        except TypeError:
-            raise TypeError(f"LAMB: betas must be a pair (beta1, beta2), got {betas!r}") from None
-
     def _validate(self, h: dict) -> None:
-        self._nonnegative(h, ("lr", "weight_decay"))
-        self._epsilon(h)
-        if len(h["betas"]) != 2:
-            raise ValueError(f"LAMB: betas must be a pair (beta1, beta2), got {h['betas']!r}")
-        for i, b in enumerate(h["betas"]):
-            if not 0 <= check_number("LAMB", f"betas[{i}]", b) < 1:
-                raise ValueError(f"LAMB: invalid betas[{i}] {b!r} (must be in [0, 1))")
+        super()._validate(h)
         if h["max_trust_ratio"] is not None and not check_number("LAMB", "max_trust_ratio", h["max_trust_ratio"]) > 0:
             raise ValueError(f"LAMB: max_trust_ratio must be > 0 or None, got {h['max_trust_ratio']!r}")
-
-    def add_param_group(self, group: dict) -> None:
-        """Add a param group (torch's ``add_param_group``); missing hyperparameters take the defaults.
-
-        Args:
-            group: a dict with ``"params"`` and any of LAMB's hyperparameters.
-        """
-        if "betas" in group:
-            group = {**group, "betas": self._betas(group["betas"])}
-        self._validate({**self.defaults, **group})
-        super().add_param_group(group)
 
     def scalars(self, group: dict, t: int) -> dict[str, float]:
         """The runtime scalars of ``group`` at step ``t``: lr, the betas, eps and the bias corrections.

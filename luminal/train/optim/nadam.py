@@ -62,25 +62,18 @@ class NAdam(AdamFamily):
         return float(prod)
 
     def scalars(self, group: dict, t: int) -> dict[str, float]:
-        lr, (beta1, beta2), wd, md = group["lr"], group["betas"], group["weight_decay"], group["momentum_decay"]
+        lr, (beta1, beta2), md = group["lr"], group["betas"], group["momentum_decay"]
         mu, mu_next = _mu(beta1, md, t), _mu(beta1, md, t + 1)
         mu_product = self.mu_product(beta1, md, t)
         s = dict(one_minus_beta1=1 - beta1, beta2=beta2, one_minus_beta2=1 - beta2, bias_correction2=1 - beta2**t,
                  eps=group["eps"], grad_coef=lr * (1.0 - mu) / (1.0 - mu_product),
                  avg_coef=lr * mu_next / (1.0 - mu_product * mu_next))
-        if wd != 0:
-            if group["decoupled_weight_decay"]:
-                s["decay"] = 1 - lr * wd
-            else:
-                s["weight_decay"] = wd
-        return s
+        return self.decay_scalars(group, s)
 
     def update(self, p, g, state: dict, s: dict, group: dict):
         g = self.descent_grad(p, g, s, group)
-        if group["weight_decay"] != 0 and group["decoupled_weight_decay"]:
-            p = p * s["decay"]
-        m = state["exp_avg"] + (g - state["exp_avg"]) * s["one_minus_beta1"]  # lerp(exp_avg, g, 1 - beta1)
-        v = state["exp_avg_sq"] * s["beta2"] + g * g * s["one_minus_beta2"]
+        p = self.decayed(p, s, group)
+        m, v = self.moments(state, g, s)
         denom = (v / s["bias_correction2"]).sqrt() + s["eps"]
         p = p - s["grad_coef"] * g / denom - s["avg_coef"] * m / denom
         return p, {"exp_avg": m, "exp_avg_sq": v}

@@ -28,7 +28,7 @@ class RAdam(AdamFamily):
         super().__init__(params, defaults)
 
     def scalars(self, group: dict, t: int) -> dict[str, float]:
-        lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
+        lr, (beta1, beta2) = group["lr"], group["betas"]
         bias_correction2 = 1 - beta2**t
         rho_inf = 2 / (1 - beta2) - 1
         rho_t = rho_inf - 2 * t * beta2**t / bias_correction2
@@ -39,18 +39,11 @@ class RAdam(AdamFamily):
             adaptive, plain = 0.0, 1.0
         s = dict(one_minus_beta1=1 - beta1, beta2=beta2, one_minus_beta2=1 - beta2, bias_correction1=1 - beta1**t,
                  lr=lr, adaptive=adaptive, plain=plain, eps=group["eps"])
-        if wd != 0:
-            if group["decoupled_weight_decay"]:
-                s["decay"] = 1 - lr * wd
-            else:
-                s["weight_decay"] = wd
-        return s
+        return self.decay_scalars(group, s)
 
     def update(self, p, g, state: dict, s: dict, group: dict):
         g = self.descent_grad(p, g, s, group)
-        if group["weight_decay"] != 0 and group["decoupled_weight_decay"]:
-            p = p * s["decay"]
-        m = state["exp_avg"] + (g - state["exp_avg"]) * s["one_minus_beta1"]  # lerp(exp_avg, g, 1 - beta1)
-        v = state["exp_avg_sq"] * s["beta2"] + g * g * s["one_minus_beta2"]
+        p = self.decayed(p, s, group)
+        m, v = self.moments(state, g, s)
         step = m / s["bias_correction1"] * s["lr"]
         return p - step * (s["adaptive"] / (v.sqrt() + s["eps"]) + s["plain"]), {"exp_avg": m, "exp_avg_sq": v}
