@@ -323,8 +323,10 @@ class TrainStep(Generic[StepResult]):
         opt = self.optimizer
         if opt.first_steps_moved == self._moved_seen:
             return False
-        self._moved_seen = opt.first_steps_moved
-        return any(len({opt.first_steps[i] for i in ids}) > 1 for ids in self._cohorts.values())
+        split = any(len({opt.first_steps[i] for i in ids}) > 1 for ids in self._cohorts.values())
+        if not split:  # (a split waiting for the end of an accumulation is looked at again at the next call)
+            self._moved_seen = opt.first_steps_moved
+        return split
 
     def _structure_now(self) -> tuple:
         """What the compiled update is built from, beyond the numbers it reads at run time (lr, betas,
