@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from optimizer_parity import UpdateStep
 
 import luminal as lm
 from luminal import nn, train
@@ -26,32 +27,6 @@ def lamb_reference(x, g, m, v, t, lr, beta1, beta2, eps, wd, bias_correction=Tru
     return x - lr * trust * r, m, v
 
 
-class Step:
-    """The optimizer's update graph alone, the gradients fed as inputs ``g0, g1, ...``."""
-
-    def __init__(self, opt):
-        self.opt = opt
-        graph = lm.Graph()
-        updates, k = {}, 0
-        for gi, group in enumerate(opt.param_groups):
-            s = {n: graph.state(st) for n, st in opt.scalar_states(gi, opt.steps + 1).items()}
-            for p in group["params"]:
-                states = opt.state_for(p)
-                new_p, new_st = opt.update(graph.state(p), graph.input(f"g{k}", p.shape),
-                                           {n: graph.state(st) for n, st in states.items()}, s, group)
-                updates[p] = new_p
-                updates.update({states[n]: new_st[n] for n in states})
-                k += 1
-        self.fn = lm.compile(list(updates.values())[:1], backend="cpu", updates=updates)
-
-    def __call__(self, grads):
-        t = self.opt.steps + 1
-        for gi in range(len(self.opt.param_groups)):
-            self.opt.scalar_states(gi, t)
-        self.fn(**{f"g{k}": g for k, g in enumerate(grads)})
-        self.opt.steps = t
-
-
 @pytest.mark.parametrize("kw", [
     dict(),
     dict(lr=1e-2, weight_decay=0.1),
@@ -64,7 +39,7 @@ def test_lamb_matches_numpy_reference(kw):
     inits[1][:] = 0.0  # a zero tensor: ||x|| = 0, trust ratio 1
     params = [Parameter(x.copy(), name=f"p{i}") for i, x in enumerate(inits)]
     opt = train.LAMB(params, **kw)
-    step = Step(opt)
+    step = UpdateStep(opt, backend="cpu")
     h = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0, bias_correction=True, max_trust_ratio=None)
     h.update(kw)
     ref = [(x.astype(np.float64), np.zeros(x.shape), np.zeros(x.shape)) for x in inits]
@@ -88,7 +63,7 @@ def test_lamb_trust_ratio_scales_step_with_weight_norm():
     for scale in (1.0, 10.0):
         p = Parameter(base * scale, name="w")
         opt = train.LAMB([p], lr=1e-2)
-        Step(opt)([g])
+        UpdateStep(opt, backend="cpu")([g])
         moved.append(np.linalg.norm(p.data - base * scale))
     np.testing.assert_allclose(moved[1] / moved[0], 10.0, rtol=1e-4)
 
@@ -99,7 +74,7 @@ def test_lamb_validation_and_state_dict():
         with pytest.raises((ValueError, TypeError)):
             train.LAMB([p], **bad)
     opt = train.LAMB([p], lr=1e-2)
-    Step(opt)([np.ones(3, np.float32)])
+    UpdateStep(opt, backend="cpu")([np.ones(3, np.float32)])
     sd = opt.state_dict()
     assert sd["optimizer"] == "LAMB" and sd["steps"] == 1
     fresh = train.LAMB([Parameter(np.ones(3, np.float32))], lr=1e-2)

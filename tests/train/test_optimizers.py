@@ -4,10 +4,11 @@ directly (no autograd), compiled with the parameters and states as persistent up
 from __future__ import annotations
 
 import numpy as np
+import optimizer_parity
 import pytest
 import torch
+from optimizer_parity import UpdateStep
 
-import luminal as lm
 from luminal.nn.parameter import Parameter
 from luminal.train.optim.adagrad import Adagrad
 from luminal.train.optim.adam import Adam, AdamW
@@ -15,76 +16,15 @@ from luminal.train.optim.rmsprop import RMSprop
 from luminal.train.optim.sgd import SGD
 from luminal.train.schedulers import OneCycleLR
 
-SHAPES = [(3, 4), (5,)]
-RTOL, ATOL = 1e-5, 1e-6  # atol: float32 rounding (torch uses FMA) of O(1) terms that cancel
-
 OURS = {"SGD": SGD, "Adam": Adam, "AdamW": AdamW, "RMSprop": RMSprop, "Adagrad": Adagrad}
 THEIRS = {"SGD": torch.optim.SGD, "Adam": torch.optim.Adam, "AdamW": torch.optim.AdamW,
           "RMSprop": torch.optim.RMSprop, "Adagrad": torch.optim.Adagrad}
 
 
-class Step:
-    """Test-local stand-in for the train-step runner: one compiled program applying ``opt.update``
-    to every parameter, with the gradients as inputs ``g0, g1, ...``."""
-
-    def __init__(self, opt):
-        self.opt = opt
-        graph = lm.Graph()
-        outs, updates, k = [], {}, 0
-        for gi, group in enumerate(opt.param_groups):
-            s = {n: graph.state(st) for n, st in opt.scalar_states(gi, opt.steps + 1).items()}
-            for p in group["params"]:
-                states = opt.state_for(p)
-                new_p, new_states = opt.update(graph.state(p), graph.input(f"g{k}", p.shape),
-                                               {n: graph.state(st) for n, st in states.items()}, s, group)
-                assert set(new_states) == set(states)
-                updates[p] = new_p
-                updates.update({states[n]: new_states[n] for n in states})
-                outs.append(new_p)
-                k += 1
-        self.fn = lm.compile(outs, backend="reference", updates=updates)
-
-    def __call__(self, grads):
-        t = self.opt.steps + 1
-        for gi in range(len(self.opt.param_groups)):
-            self.opt.scalar_states(gi, t)
-        self.fn(**{f"g{k}": g for k, g in enumerate(grads)})
-        self.opt.steps = t
-
-
-def _groups(params, group_opts):
-    return [{"params": [p], **o} for p, o in zip(params, group_opts)] if group_opts else params
-
-
-def run_both(name, kwargs, steps=1, group_opts=None, seed=0, schedulers=None):
-    """Run ``steps`` updates of luminal's and torch's ``name`` optimizer on identical values and
-    gradients; compare the parameters (and every state) after each step. ``schedulers(opt, topt)``
-    makes schedulers (created after the step is compiled), stepped after every step."""
-    rng = np.random.default_rng(seed)
-    inits = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
-    ours = [Parameter(x, name=f"p{i}") for i, x in enumerate(inits)]
-    theirs = [torch.tensor(x, requires_grad=True) for x in inits]
-    opt = OURS[name](_groups(ours, group_opts), **kwargs)
-    topt = THEIRS[name](_groups(theirs, group_opts), **kwargs, foreach=False)
-    step = Step(opt)
-    scheds = schedulers(opt, topt) if schedulers else []
-    for t in range(steps):
-        grads = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
-        step(grads)
-        for tp, g in zip(theirs, grads):
-            tp.grad = torch.tensor(g)
-        topt.step()
-        for p, tp in zip(ours, theirs):
-            np.testing.assert_allclose(p.data, tp.detach().numpy(), rtol=RTOL, atol=ATOL,
-                                       err_msg=f"{name} {kwargs} param after step {t + 1}")
-            for n, st in opt.state_for(p).items():
-                want = topt.state[tp].get(n)
-                if want is not None:  # a group without momentum has an unused (zero) buffer
-                    np.testing.assert_allclose(st.data, want.numpy(), rtol=RTOL, atol=ATOL,
-                                               err_msg=f"{name} {kwargs} state {n} after step {t + 1}")
-        for sch in scheds:
-            sch.step()
-    return opt, topt
+def run_both(name, kwargs, **kw):
+    """``optimizer_parity.run_both`` of luminal's and torch's ``name`` (a group without momentum keeps an
+    unused momentum buffer torch has not: states torch lacks are skipped)."""
+    return optimizer_parity.run_both(OURS[name], THEIRS[name], kwargs, every_state=False, **kw)
 
 
 CASES = [
@@ -168,7 +108,7 @@ def test_state_dict_round_trip_resumes():
     def make(data):
         p = Parameter(data.copy(), name="w")
         opt = Adam([p], lr=0.01, amsgrad=True)
-        return p, opt, Step(opt)
+        return p, opt, UpdateStep(opt)
 
     p, opt, step = make(x)
     for g in grads:

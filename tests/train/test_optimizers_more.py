@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
+import optimizer_parity
 import pytest
 import torch
 
@@ -14,70 +15,13 @@ import luminal as lm
 from luminal import nn, train
 from luminal.nn.parameter import Parameter
 
-SHAPES = [(3, 4), (5,)]
-RTOL, ATOL = 1e-5, 1e-6
-
 OURS = {"NAdam": train.NAdam, "RAdam": train.RAdam, "Adamax": train.Adamax}
 THEIRS = {"NAdam": torch.optim.NAdam, "RAdam": torch.optim.RAdam, "Adamax": torch.optim.Adamax}
 
 
-class Step:
-    """One compiled program applying ``opt.update`` to every parameter, the gradients as inputs
-    ``g0, g1, ...`` (the train-step runner without the model)."""
-
-    def __init__(self, opt):
-        self.opt = opt
-        graph = lm.Graph()
-        outs, updates, k = [], {}, 0
-        for gi, group in enumerate(opt.param_groups):
-            s = {n: graph.state(st) for n, st in opt.scalar_states(gi, opt.steps + 1).items()}
-            for p in group["params"]:
-                states = opt.state_for(p)
-                new_p, new_states = opt.update(graph.state(p), graph.input(f"g{k}", p.shape),
-                                               {n: graph.state(st) for n, st in states.items()}, s, group)
-                assert set(new_states) == set(states)
-                updates[p] = new_p
-                updates.update({states[n]: new_states[n] for n in states})
-                outs.append(new_p)
-                k += 1
-        self.fn = lm.compile(outs, backend="reference", updates=updates)
-
-    def __call__(self, grads):
-        t = self.opt.steps + 1
-        for gi in range(len(self.opt.param_groups)):
-            self.opt.scalar_states(gi, t)
-        self.fn(**{f"g{k}": g for k, g in enumerate(grads)})
-        self.opt.steps = t
-
-
-def run_both(name, kwargs, steps=1, group_opts=None, seed=0):
-    """``steps`` updates of luminal's and torch's ``name`` on identical values and gradients, the
-    parameters and every state torch also keeps compared after each step (one compiled program for
-    all of them: the step-dependent numbers are runtime scalars)."""
-    rng = np.random.default_rng(seed)
-    inits = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
-    ours = [Parameter(x, name=f"p{i}") for i, x in enumerate(inits)]
-    theirs = [torch.tensor(x, requires_grad=True) for x in inits]
-
-    def groups(ps):
-        return [{"params": [p], **o} for p, o in zip(ps, group_opts)] if group_opts else ps
-
-    opt = OURS[name](groups(ours), **kwargs)
-    topt = THEIRS[name](groups(theirs), **kwargs, foreach=False)
-    step = Step(opt)
-    for t in range(steps):
-        grads = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
-        step(grads)
-        for tp, g in zip(theirs, grads):
-            tp.grad = torch.tensor(g)
-        topt.step()
-        for p, tp in zip(ours, theirs):
-            np.testing.assert_allclose(p.data, tp.detach().numpy(), rtol=RTOL, atol=ATOL,
-                                       err_msg=f"{name} {kwargs} param after step {t + 1}")
-            for n, st in opt.state_for(p).items():
-                np.testing.assert_allclose(st.data, topt.state[tp][n].numpy(), rtol=RTOL, atol=ATOL,
-                                           err_msg=f"{name} {kwargs} state {n} after step {t + 1}")
-    return opt, topt
+def run_both(name, kwargs, **kw):
+    """``optimizer_parity.run_both`` of luminal's and torch's ``name``, every state compared."""
+    return optimizer_parity.run_both(OURS[name], THEIRS[name], kwargs, **kw)
 
 
 CASES = [
