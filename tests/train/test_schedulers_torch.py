@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from test_optimizers import Step
+from optimizer_parity import UpdateStep
 from test_schedulers import OPTS, assert_close, make_optimizers, snapshot  # noqa: F401 (tests/train's helpers)
 
 from luminal import train
@@ -562,7 +562,7 @@ def test_training_follows_torch(name, opt_name, make):
     kw = {"lr": 0.05, "momentum": 0.9} if opt_name == "SGD" else {"lr": 0.01}
     o = OPTS[opt_name][0]([{"params": [p]} for p in ours], **kw)
     t = OPTS[opt_name][1]([{"params": [p]} for p in theirs], **kw, foreach=False)
-    run = Step(o)  # (test_optimizers': one compiled program applying opt.update to every parameter)
+    run = UpdateStep(o)  # (one compiled program applying opt.update to every parameter)
     s, ts = make(S, o), make(torch.optim.lr_scheduler, t)
     for i in range(12):
         grads = [rng.standard_normal(x.shape).astype(np.float32) for x in inits]
