@@ -41,6 +41,7 @@ from luminal.nn.layers.alpha_dropout import alpha_dropout, feature_alpha_dropout
 from luminal.nn.layers.attention import scaled_dot_product_attention
 from luminal.nn.layers.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from luminal.nn.layers.dropout import dropout, dropout1d, dropout2d, dropout3d
+from luminal.nn.layers.embedding_bag import embedding_bag
 from luminal.nn.layers.fold import fold, unfold
 from luminal.nn.layers.grid_sample import grid_sample
 from luminal.nn.layers.instance_norm import instance_norm
@@ -54,6 +55,7 @@ from luminal.nn.layers.linear import (
 )
 from luminal.nn.layers.local_response_norm import local_response_norm
 from luminal.nn.layers.lp_pool import lp_pool1d, lp_pool2d, lp_pool3d
+from luminal.nn.layers.max_unpool import max_unpool1d, max_unpool2d, max_unpool3d
 from luminal.nn.layers.norm import batch_norm, group_norm, layer_norm, rms_norm
 from luminal.nn.layers.pool_nd import (
     adaptive_avg_pool1d,
@@ -113,11 +115,12 @@ __all__ = [
     "adaptive_max_pool3d", "affine_grid", "alpha_dropout", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "batch_norm", "bilinear", "celu", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "dropout", "dropout1d", "dropout2d", "dropout3d",
-    "elu", "embedding", "feature_alpha_dropout",
+    "elu", "embedding", "embedding_bag", "feature_alpha_dropout",
     "fold", "gelu", "glu", "grid_sample", "group_norm", "hardshrink", "hardsigmoid", "hardswish",
     "hardtanh", "instance_norm", "interpolate", "layer_norm", "leaky_relu", "linear",
     "local_response_norm", "log_softmax", "logsigmoid", "lp_pool1d", "lp_pool2d", "lp_pool3d",
-    "max_pool1d", "max_pool2d", "max_pool3d", "mish", "normalize", "one_hot", "pad", "pairwise_distance",
+    "max_pool1d", "max_pool2d", "max_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+    "mish", "normalize", "one_hot", "pad", "pairwise_distance",
     "pixel_shuffle", "pixel_unshuffle", "prelu", "relu", "relu6", "rms_norm", "scaled_dot_product_attention", "selu",
     "sigmoid", "silu", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh", "tanhshrink", "threshold",
     "unfold", "upsample",

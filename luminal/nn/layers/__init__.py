@@ -39,6 +39,7 @@ from luminal.nn.layers.conv import (
     conv_nd,
 )
 from luminal.nn.layers.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, dropout
+from luminal.nn.layers.embedding_bag import EmbeddingBag
 from luminal.nn.layers.fold import Fold, Unfold
 from luminal.nn.layers.instance_norm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from luminal.nn.layers.linear import (
@@ -64,6 +65,7 @@ from luminal.nn.layers.loss import (
     SmoothL1Loss,
 )
 from luminal.nn.layers.lp_pool import LPPool1d, LPPool2d, LPPool3d
+from luminal.nn.layers.max_unpool import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d
 from luminal.nn.layers.norm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm
 from luminal.nn.layers.padding import (
     CircularPad1d,
@@ -115,12 +117,13 @@ __all__ = [
     "BatchNorm2d", "BatchNorm3d", "Bilinear", "CELU",
     "CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "Conv1d",
     "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "CosineSimilarity", "CrossEntropyLoss",
-    "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "ELU", "Embedding",
+    "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "ELU", "Embedding", "EmbeddingBag",
     "FeatureAlphaDropout", "Flatten", "Fold", "GELU", "GLU", "GRU",
     "GRUCell", "GroupNorm", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "HuberLoss", "Identity",
     "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "KLDivLoss", "L1Loss", "LSTM", "LSTMCell", "LayerNorm",
     "LPPool1d", "LPPool2d", "LPPool3d", "LeakyReLU", "Linear", "LocalResponseNorm",
-    "LogSigmoid", "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "MaxPool3d", "Mish",
+    "LogSigmoid", "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d",
+    "MaxUnpool3d", "Mish",
     "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss", "PReLU", "PairwiseDistance", "ParameterDict",
     "ParameterList", "PixelShuffle", "PixelUnshuffle", "RMSNorm", "RNN", "RNNBase", "RNNCell", "RNNCellBase", "ReLU",
     "ReLU6", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
