@@ -103,7 +103,7 @@ def parse_args(argv=None):
                    help="learning rate; None: 1e-3 (adam/adamw), 0.05 (sgd)")
     p.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw", help="the update rule")
     p.add_argument("--backend", choices=lm.backend_names(), default="cpu", help="where the programs run")
-    p.add_argument("--seed", type=int, default=0, help="initial weights and data order")
+    p.add_argument("--seed", type=_int_at_least(0), default=0, help="initial weights and data order")
     p.add_argument("--data", type=Path, default=None,
                    help="directory with the MNIST IDX files; None: the shipped 4,000/1,000 subset")
     p.add_argument("--save", type=Path, default=None, help="checkpoint written after every epoch")

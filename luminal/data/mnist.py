@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,7 +82,7 @@ def load_idx(path: str | Path) -> np.ndarray:
             raw = f.read()
     except FileNotFoundError:
         raise
-    except (OSError, EOFError) as e:  # e.g. a truncated or non-gzip .gz file
+    except (OSError, EOFError, zlib.error) as e:  # a truncated, corrupt or non-gzip .gz file
         raise ValueError(f"{path}: cannot read IDX file ({e})") from e
 
     if len(raw) < 4:
@@ -109,14 +110,20 @@ def load_idx(path: str | Path) -> np.ndarray:
     return data.astype(dtype.newbyteorder("="))
 
 
-def _prepare(images: np.ndarray, labels: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """uint8 ``(N, 28, 28)`` + labels -> float32 ``(N, 784)`` in [0, 1] + int32, checking they agree."""
-    if images.ndim < 2 or labels.ndim != 1 or images.shape[0] != labels.shape[0]:
-        raise ValueError(f"{what}: images {images.shape} and labels {labels.shape} do not match")
-    x = images.reshape(images.shape[0], -1).astype(np.float32)
-    if images.dtype == np.uint8:
-        x /= 255.0
-    return x, labels.astype(np.int32)
+def _prepare(images: np.ndarray, labels: np.ndarray, what: str, paths: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """uint8 ``(N, 28, 28)`` images + uint8 labels 0..9 -> float32 ``(N, 784)`` in [0, 1] + int32. Anything
+    else (other sizes, float pixels that may not be 0..255 bytes, labels past 9) is not MNIST: a ValueError
+    naming the files, here, not a shape error at the first training step or silently unscaled pixels."""
+    images_at, labels_at = paths
+    if images.dtype != np.uint8 or images.shape[1:] != (28, 28):
+        raise ValueError(f"{images_at}: MNIST images are uint8 (N, 28, 28), got {images.dtype} {images.shape}")
+    if labels.dtype != np.uint8 or labels.ndim != 1:
+        raise ValueError(f"{labels_at}: MNIST labels are uint8 (N,), got {labels.dtype} {labels.shape}")
+    if images.shape[0] != labels.shape[0]:
+        raise ValueError(f"{what}: {images.shape[0]} images ({images_at}) but {labels.shape[0]} labels ({labels_at})")
+    if labels.size and labels.max() > 9:
+        raise ValueError(f"{labels_at}: MNIST labels are digits 0..9, got {int(labels.max())}")
+    return images.reshape(images.shape[0], -1).astype(np.float32) / np.float32(255.0), labels.astype(np.int32)
 
 
 def _find(data_dir: Path, stem: str) -> Path | None:
@@ -151,7 +158,10 @@ def load_mnist(data_dir: str | Path | None = None) -> MNIST:
             raise FileNotFoundError(f"MNIST files missing in {data_dir}: {', '.join(missing)}")
         arrays = {key: load_idx(p) for key, p in found.items()}
         source = f"IDX files in {data_dir}"
+    where = found if data_dir is not None else {key: f"{SUBSET_PATH}[{key}]" for key in IDX_FILES}
 
-    train_x, train_y = _prepare(arrays["train_images"], arrays["train_labels"], "train")
-    test_x, test_y = _prepare(arrays["test_images"], arrays["test_labels"], "test")
+    train_x, train_y = _prepare(arrays["train_images"], arrays["train_labels"], "train",
+                                (where["train_images"], where["train_labels"]))
+    test_x, test_y = _prepare(arrays["test_images"], arrays["test_labels"], "test",
+                              (where["test_images"], where["test_labels"]))
     return MNIST(train_x, train_y, test_x, test_y, source)

@@ -17,9 +17,10 @@ _spec.loader.exec_module(data)
 
 
 def _idx_bytes(arr: np.ndarray) -> bytes:
-    """Encode a uint8 array as an IDX file (type 0x08), the way the MNIST files are written."""
-    header = bytes([0, 0, 0x08, arr.ndim]) + struct.pack(f">{arr.ndim}I", *arr.shape)
-    return header + arr.astype(np.uint8).tobytes()
+    """Encode an array as an IDX file (uint8: type 0x08, as the MNIST files are; int32 0x0C, float32 0x0D)."""
+    code, big_endian = {np.uint8: (0x08, "u1"), np.int32: (0x0C, ">i4"), np.float32: (0x0D, ">f4")}[arr.dtype.type]
+    header = bytes([0, 0, code, arr.ndim]) + struct.pack(f">{arr.ndim}I", *arr.shape)
+    return header + arr.astype(big_endian).tobytes()
 
 
 def _write_idx(path: Path, arr: np.ndarray) -> None:
@@ -174,8 +175,50 @@ def test_mismatched_counts_rejected(tmp_path):
     arrays["train_labels"] = arrays["train_labels"][:-1]
     for key, stem in data.IDX_FILES.items():
         _write_idx(tmp_path / stem, arrays[key])
-    with pytest.raises(ValueError, match="do not match"):
+    with pytest.raises(ValueError, match=r"train: 7 images \(.*train-images-idx3-ubyte\) but 6 labels"):
         data.load_mnist(tmp_path)
+
+
+@pytest.mark.parametrize("key,bad,message", [
+    ("train_images", lambda a: a.astype(np.float32),
+     r"train-images-idx3-ubyte: MNIST images are uint8 \(N, 28, 28\), got float32"),
+    ("test_images", lambda a: a.reshape(len(a), 16, 49),
+     r"t10k-images-idx3-ubyte: MNIST images are uint8 \(N, 28, 28\), got uint8 \(3, 16, 49\)"),
+    ("train_labels", lambda a: np.where(a == a[0], 200, a).astype(np.uint8),
+     r"train-labels-idx1-ubyte: MNIST labels are digits 0..9, got 200"),
+    ("test_labels", lambda a: a.astype(np.int32), r"t10k-labels-idx1-ubyte: MNIST labels are uint8"),
+], ids=["float-pixels", "not-28x28", "label-200", "int32-labels"])
+def test_files_that_are_not_mnist_are_refused_naming_the_file(tmp_path, key, bad, message):
+    """Float pixels might not be bytes (they were passed through unscaled), other image sizes failed only
+    at the first training step, and labels past 9 only in the loss."""
+    arrays = _fake_mnist(np.random.default_rng(5))
+    arrays[key] = bad(arrays[key])
+    for k, stem in data.IDX_FILES.items():
+        _write_idx(tmp_path / stem, arrays[k])
+    with pytest.raises(ValueError, match=message):
+        data.load_mnist(tmp_path)
+
+
+def test_a_corrupt_gz_is_a_value_error_naming_the_file(tmp_path):
+    """A damaged deflate stream raised zlib.error, which is neither a ValueError nor names the file."""
+    import zlib
+
+    raw = _idx_bytes(_fake_mnist(np.random.default_rng(6))["train_images"])
+    packed = bytearray(gzip.compress(raw))
+    for at in range(10, 40):  # a flipped byte early in the stream: some flips give zlib.error
+        damaged = bytearray(packed)
+        damaged[at] ^= 0xFF
+        (tmp_path / "x.gz").write_bytes(bytes(damaged))
+        try:
+            gzip.decompress(bytes(damaged))
+        except zlib.error:
+            break
+        except (OSError, EOFError):
+            continue
+    else:
+        pytest.skip("no flip gave zlib.error")
+    with pytest.raises(ValueError, match=r"x\.gz: cannot read IDX file"):
+        data.load_idx(tmp_path / "x.gz")
 
 
 # ---- batches ----

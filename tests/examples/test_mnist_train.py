@@ -43,3 +43,14 @@ def test_save_and_resume_continue_exactly(example, tmp_path):
     first = example.main(args + ["--epochs", "1", "--save", str(ckpt)])["history"]
     rest = example.main(args + ["--epochs", "3", "--resume", str(ckpt)])["history"]
     assert first + rest == straight
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--seed", "-1"], "argument --seed: must be at least 0, got -1"),
+    (["--batch-size", "0"], "argument --batch-size: must be at least 1, got 0"),
+])
+def test_bad_options_are_usage_errors(example, capsys, argv, message):
+    """A negative seed was a numpy traceback from manual_seed after the data had loaded."""
+    with pytest.raises(SystemExit) as e:
+        example.parse_args(argv)
+    assert e.value.code == 2 and message in capsys.readouterr().err
