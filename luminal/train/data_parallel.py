@@ -18,9 +18,11 @@ with MPI between them:
    same update from the same sums, so parameters stay equal.
 
 This is the seam gradient accumulation already has (a program that produces gradients, then one that
-applies them); a rank accumulates its micro-steps locally (each call's gradients weighted back to
-sums over its samples) and exchanges once, at the update. The loss a call returns is the global mean
-(weighted by sample counts); extra ``outputs`` are this rank's.
+applies them); a rank adds up its micro-steps' gradients locally (each already the rank's part of
+its call's global mean) and exchanges once, at the update, which applies the mean of the
+``accumulate`` calls' global mean gradients: the plain step's ``accumulate`` (and torch's habit of
+``loss / accumulate`` per micro-batch), however the micro-batches' sizes differ. The loss a call
+returns is the global mean (weighted by sample counts); extra ``outputs`` are this rank's.
 
 The sample count of a call is the leading dim of its first input whose leading dim is symbolic (the
 batch dim). The loss must be a mean over samples (the losses' default), as for a single process whose
@@ -77,7 +79,6 @@ class DataParallel:
         # the graph's own float updates (BatchNorm's running statistics) are each rank's until averaged
         self.stats = [st for st in graph.updates if st.data.dtype.kind == "f"]
         self.stat_buckets = Buckets([(st.shape, st.data.dtype) for st in self.stats]) if self.stats else None
-        self.pending = 0  # samples of all ranks in this update's earlier micro-steps
         self.started = False
         self._roots = [t.node for t in outputs] + [t.node for t in {**graph.updates, **graph_updates}.values()]
         self._used = used
@@ -147,16 +148,14 @@ class DataParallel:
             bad = [r for r in range(self.size) if not math.isfinite(status[r, LOSS])]
             raise step._non_finite(loss, None, final, note=f"; non-finite on rank(s) {bad}", all_ranks=True)
         extra = tuple(res[1:]) if res is not None else ()  # (no rank failed: every rank has res)
-        if not final:  # kept as sums over this rank's samples, weighted again at the update
+        if not final:  # this rank's part of each call's global mean, added up
             for a, g in zip(self.acc, self.grads):
-                a.data += g.data * total
-            self.pending += total
+                a.data += g.data
             step.micro_step += 1
             return loss, extra
-        if self.acc:  # (the sum over the update's micro-steps and samples) / all their samples
-            inv = 1.0 / (self.pending + total)
+        if self.acc:  # the mean of the update's calls' global mean gradients (the plain step's accumulate)
+            inv = 1.0 / step.accumulate
             for a, g in zip(self.acc, self.grads):
-                g.data *= total
                 g.data += a.data
                 g.data *= inv
         self.buckets.sum_over_ranks(f"{call}'s gradient sum")
@@ -176,7 +175,6 @@ class DataParallel:
             step.last_grad_norm = norm
         for a in self.acc:
             a.data.fill(0)
-        self.pending = 0
         step.micro_step = 0
         return loss, extra
 

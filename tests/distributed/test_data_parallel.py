@@ -17,7 +17,8 @@ from mpi_run import HERE, ROOT, requires_mpi, results, run_mpi
 
 pytestmark = [requires_mpi, pytest.mark.slow]  # the full tier: MPI jobs of several processes
 
-EQUIVALENT = ["sgd", "adamw", "lamb", "clip", "clip_value", "frozen", "uneven", "accumulate", "float16"]
+EQUIVALENT = ["sgd", "adamw", "lamb", "clip", "clip_value", "frozen", "uneven", "accumulate", "accumulate_uneven",
+              "float16"]
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,8 @@ def both(cases, name):
 @pytest.mark.parametrize("name", EQUIVALENT)
 def test_two_ranks_with_half_batches_equal_one_process(cases, name):
     """SGD, AdamW, LAMB, clipping by global norm and by value, a frozen parameter, uneven shares (batches
-    of 5 and 3), gradient accumulation and float16 compute: the parameters after four steps are those of
+    of 5 and 3), gradient accumulation (of micro-batches of one size, and of 8 then 2: the mean of the
+    calls' means, as the plain step) and float16 compute: the parameters after four steps are those of
     one process with the whole batches, identical on both ranks, and every call returned the loss of
     the whole batch (the global mean, weighted by each rank's share)."""
     for r in both(cases, name):

@@ -98,7 +98,7 @@ def test_buckets_are_views_into_few_aligned_buffers():
     assert sum(float(f.sum()) for f in b.flats) == sum(a.size for a in b.arrays)  # written in place
 
 
-def _run(data_parallel: bool, **options):
+def _run(data_parallel: bool, sizes=(5, 5, 4, 4), **options):
     lm.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
     g = lm.Graph()
@@ -107,12 +107,15 @@ def _run(data_parallel: bool, **options):
                               data_parallel=data_parallel, **options)
     rng = np.random.default_rng(3)
     losses = [step(x=rng.standard_normal((n, 6)).astype(np.float32), y=rng.integers(0, 3, n).astype(np.int32))
-              for n in (5, 5, 4, 4)]
+              for n in sizes]
     return losses, model.state_dict(), step
 
 
-@pytest.mark.parametrize("options", [{}, {"clip_grad_norm": 0.1, "check_finite": True}, {"accumulate": 2}])
+@pytest.mark.parametrize("options", [{}, {"clip_grad_norm": 0.1, "check_finite": True}, {"accumulate": 2},
+                                     {"accumulate": 2, "sizes": (6, 1, 4, 2)}])
 def test_data_parallel_alone_is_the_plain_step(options):
+    """Micro-batches of other sizes too: the update applies the mean of the ``accumulate`` calls' mean
+    gradients, as the plain step does (not the mean over all their samples)."""
     losses, params, _ = _run(False, **options)
     dp_losses, dp_params, _ = _run(True, **options)
     np.testing.assert_allclose(dp_losses, losses, rtol=1e-6)
