@@ -9,7 +9,7 @@ with MPI between them:
 2. **gradients**: forward and backward of the rank's loss weighted by ``n_r / T`` (one scalar at the
    seed of the backward pass, so the weighting costs nothing per gradient); each gradient is written
    into its view of a flat bucket (``distributed/buckets.py``); the graph's own updates (BatchNorm
-   statistics) are applied here;
+   statistics) are applied here, and put back as they were when a rank fails;
 3. **status exchange**: every rank reports whether it failed and its loss; then the buckets are summed
    over the ranks in place, a few large messages. The sum is ``sum_r n_r g_r / T``: the gradient of the
    mean loss over the whole global batch, whatever each rank's share;
@@ -79,6 +79,9 @@ class DataParallel:
         # the graph's own float updates (BatchNorm's running statistics) are each rank's until averaged
         self.stats = [st for st in graph.updates if st.data.dtype.kind == "f"]
         self.stat_buckets = Buckets([(st.shape, st.data.dtype) for st in self.stats]) if self.stats else None
+        # every State the gradients program writes but the gradients (running statistics, their batch count):
+        # put back when a rank fails, for a failed call updates nothing
+        self._own_updates = list({**graph.updates, **graph_updates})
         self.started = False
         self._roots = [t.node for t in outputs] + [t.node for t in {**graph.updates, **graph_updates}.values()]
         self._used = used
@@ -133,6 +136,7 @@ class DataParallel:
         self.weight.set(n / total)
         error: BaseException | None = None
         res: tuple | None = None
+        saved = [(st, np.array(st.data, copy=True)) for st in self._own_updates]
         try:
             res = self.program(**batch)
         except Exception as e:  # reported to every rank below, then raised everywhere
@@ -140,6 +144,9 @@ class DataParallel:
         loss_r = float(res[0]) if res is not None else math.nan
         status = collectives.gather_rows(np.array([error is not None, loss_r], np.float64),
                                          f"{call}'s status exchange")
+        if status[:, FAILED].any():  # a rank failed: the others' programs ran, and wrote their statistics
+            for st, value in saved:
+                st.set(value)
         self._raise_failed(call, status[:, FAILED], error)
         if self.stat_buckets is not None and self.size > 1:
             self._average_stats(self.stat_buckets, n / total, f"{call}'s running statistics")

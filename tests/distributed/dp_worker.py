@@ -157,6 +157,29 @@ def batchnorm():
     return {"spread": spread(model)}
 
 
+def batchnorm_failure():
+    """Call 2 fails on rank 1 only (a label out of range): every rank's BatchNorm statistics (and count of
+    batches) must be those of a run that never saw that batch, as the parameters are."""
+    data = batches((8, 8, 8))
+    model, _, step = build(data_parallel=True, batchnorm=True)
+    error = None
+    for i, (x, y) in enumerate(data):
+        xs, ys = dist.shard(x, y)
+        if i == 1 and dist.rank() == 1:
+            ys = np.full_like(ys, 99)
+        try:
+            step(x=xs, y=ys)
+        except dist.RankFailedError as e:
+            error = f"{type(e).__name__}: {e}"
+    ref, _, ref_step = build(data_parallel=True, batchnorm=True)
+    for i, (x, y) in enumerate(data):
+        if i != 1:
+            ref_step(**dict(zip(("x", "y"), dist.shard(x, y))))
+    a, b = params(model), params(ref)
+    return {"error": error, "diffs": {k: float(np.abs(a[k].astype(np.float64) - b[k]).max()) for k in b},
+            "spread": spread(model)}
+
+
 def collectives():
     r, n = dist.rank(), dist.world_size()
     a = np.full(3, r + 1, np.float32)
@@ -192,6 +215,7 @@ CASES = {
     "mismatch_dims": lambda: expect_mismatch(lambda: first_batch(seq=4 + dist.rank()), seq=True),
     "checkpoint": lambda: checkpoint(str(Path(sys.argv[1]) / "checkpoint.safetensors")),
     "batchnorm": batchnorm,
+    "batchnorm_failure": batchnorm_failure,
     "collectives": collectives,
 }
 

@@ -89,6 +89,17 @@ def test_batchnorm_statistics_stay_identical_on_every_rank(cases):
         assert r["spread"] == 0.0, r
 
 
+def test_a_failed_call_leaves_the_batchnorm_statistics_as_they_were(cases):
+    """Rank 1 raises at call 2: rank 0's program ran and wrote its running statistics and batch count
+    before the status exchange told it; they are put back, so every rank holds those of a run that skipped
+    the batch ("nothing was updated" covers the graph's own updates)."""
+    for r in both(cases, "batchnorm_failure"):
+        assert r["error"] is not None and "rank 1 raised IndexError" in r["error"], r
+        assert set(r["diffs"]) >= {"1.running_mean", "1.running_var", "1.num_batches_tracked"}, r
+        assert all(d == 0.0 for d in r["diffs"].values()), r
+        assert r["spread"] == 0.0, r
+
+
 def test_collectives(cases):
     r0, r1 = both(cases, "collectives")
     for r in (r0, r1):
