@@ -86,6 +86,7 @@ class DataParallel:
         self._roots = [t.node for t in outputs] + [t.node for t in {**graph.updates, **graph_updates}.values()]
         self._used = used
         self._sample_input = _sample_input(graph)
+        self._ran = False  # whether this call's program ran on every rank (then it counts in step.calls)
 
     @staticmethod
     def loss_weight(loss) -> State:
@@ -120,6 +121,15 @@ class DataParallel:
 
     # every call ---------------------------------------------------------------------------------
     def __call__(self, step, batch: dict):
+        self._ran = False
+        try:
+            return self._call(step, batch)
+        except BaseException:
+            if not self._ran:  # a refused call (a rank raised, batches that differ) is no call of the step,
+                step.calls -= 1  # as in the plain path; one whose loss is not finite ran, and counts
+            raise
+
+    def _call(self, step, batch: dict):
         if not self.started:
             self.start(step)
         final = step.micro_step + 1 == step.accumulate
@@ -148,6 +158,7 @@ class DataParallel:
             for st, value in saved:
                 st.set(value)
         self._raise_failed(call, status[:, FAILED], error)
+        self._ran = True
         if self.stat_buckets is not None and self.size > 1:
             self._average_stats(self.stat_buckets, n / total, f"{call}'s running statistics")
         loss = float(np.dot(counts, status[:, LOSS]) / total)
@@ -155,16 +166,18 @@ class DataParallel:
             bad = [r for r in range(self.size) if not math.isfinite(status[r, LOSS])]
             raise step._non_finite(loss, None, final, note=f"; non-finite on rank(s) {bad}", all_ranks=True)
         extra = tuple(res[1:]) if res is not None else ()  # (no rank failed: every rank has res)
-        if not final:  # this rank's part of each call's global mean, added up
-            for a, g in zip(self.acc, self.grads):
-                a.data += g.data
-            step.micro_step += 1
-            return loss, extra
-        if self.acc:  # the mean of the update's calls' global mean gradients (the plain step's accumulate)
-            inv = 1.0 / step.accumulate
-            for a, g in zip(self.acc, self.grads):
-                g.data += a.data
-                g.data *= inv
+        # (float16 gradients that overflowed, inf in one call and -inf in the next: the scaler skips that step)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if not final:  # this rank's part of each call's global mean, added up
+                for a, g in zip(self.acc, self.grads):
+                    a.data += g.data
+                step.micro_step += 1
+                return loss, extra
+            if self.acc:  # the mean of the update's calls' global mean gradients (the plain step's accumulate)
+                inv = 1.0 / step.accumulate
+                for a, g in zip(self.acc, self.grads):
+                    g.data += a.data
+                    g.data *= inv
         self.buckets.sum_over_ranks(f"{call}'s gradient sum")
         step._refresh_scalars()
         out = step._update()

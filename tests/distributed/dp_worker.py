@@ -110,7 +110,8 @@ def agreed_failure(bad_call, make_bad, **kw):
             continue
         step(x=xs, y=ys)
     _, ref_params, _ = reference([d for i, d in enumerate(data) if i != bad_call], check_finite=True, **kw)
-    return {"error": error, "param_diff": rel_diff(params(model), ref_params), "spread": spread(model), "tol": 1e-5}
+    return {"error": error, "param_diff": rel_diff(params(model), ref_params), "spread": spread(model), "tol": 1e-5,
+            "calls": step.calls}
 
 
 def on_rank_1(change):

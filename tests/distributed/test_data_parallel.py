@@ -56,6 +56,7 @@ def test_non_finite_loss_on_one_rank_skips_the_step_on_every_rank(cases):
         assert r["error"] is not None and r["error"].startswith("NonFiniteLossError"), r
         assert "call 2" in r["error"] and "rank(s) [1]" in r["error"], r
         assert r["param_diff"] <= r["tol"] and r["spread"] == 0.0, r  # as one process that skipped the batch
+        assert r["calls"] == 3, r  # the program ran: a call, as in the plain path
 
 
 def test_a_rank_raising_in_the_step_stops_every_rank_with_its_error(cases):
@@ -63,6 +64,7 @@ def test_a_rank_raising_in_the_step_stops_every_rank_with_its_error(cases):
         assert r["error"] is not None and r["error"].startswith("RankFailedError"), r
         assert "rank 1 raised IndexError" in r["error"] and "class 99" in r["error"], r
         assert r["param_diff"] <= r["tol"] and r["spread"] == 0.0, r
+        assert r["calls"] == 2, r  # a refused batch is no call of the step, as in the plain path
 
 
 @pytest.mark.parametrize("name, words", [

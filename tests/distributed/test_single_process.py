@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -127,6 +128,36 @@ def test_an_empty_share_is_an_error_of_every_rank():
     _, _, step = _run(True)
     with pytest.raises(dist.RankFailedError, match="rank 0 raised ValueError: its batch is empty"):
         step(x=np.zeros((0, 6), np.float32), y=np.zeros(0, np.int32))
+
+
+def test_a_refused_batch_is_no_call_of_the_step_as_in_the_plain_path():
+    """``step.calls`` counts the calls that ran the program: a batch a rank refused (an empty share, a label
+    out of range) is not one, in data parallel as in the plain path."""
+    counts = []
+    for data_parallel in (False, True):
+        _, _, step = _run(data_parallel)
+        with pytest.raises((IndexError, dist.RankFailedError)):
+            step(x=np.zeros((2, 6), np.float32), y=np.array([0, 99], np.int32))
+        counts.append(step.calls)
+    assert counts == [4, 4]
+
+
+def test_overflowing_accumulated_gradients_are_skipped_without_a_numpy_warning():
+    """float16 gradients that overflow to +inf in one micro-step and -inf in the next add up to NaN on the
+    host (data parallel accumulates there): the scaler skips that step, and numpy must not warn about it
+    (the plain step adds them in its program, silently)."""
+    lm.manual_seed(0)
+    lin = nn.Linear(4, 1)
+    g = lm.Graph()
+    x = g.input("x", ("B", 4))
+    sc = train.GradScaler(init_scale=2.0**16)
+    step = train.compile_step(lin(x).mean(), train.SGD(lin.parameters(), lr=1e-2), compute_dtype=lm.float16,
+                              scaler=sc, accumulate=2, data_parallel=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for sign in (1, -1):
+            step(x=np.full((3, 4), 60000.0 * sign, np.float32))
+    assert step.last_step_skipped and sc.skipped == 1
 
 
 def test_data_parallel_state_is_saved_between_updates_only():
