@@ -107,12 +107,17 @@ INERT = frozenset({
 })
 
 # rotary kind -> (keys it requires, keys it may have) besides rope_type / type, rope_theta and a
-# partial_rotary_factor of 1. ``dynamic`` (NTK), ``yarn``, ``longrope`` and the rest are not implemented.
+# partial_rotary_factor of 1. ``dynamic`` (NTK: frequencies that change with the length of each call,
+# which a compiled program with a KV cache would have to recompute per length), ``longrope`` and the rest
+# are not implemented.
 ROPE_KEYS = {
     "default": (frozenset(), frozenset()),
     "linear": (frozenset({"factor"}), frozenset()),
     "llama3": (frozenset({"factor", "low_freq_factor", "high_freq_factor"}),
                frozenset({"original_max_position_embeddings"})),  # default: max_position_embeddings (as 5.x)
+    "yarn": (frozenset({"factor"}),
+             frozenset({"original_max_position_embeddings", "attention_factor", "beta_fast", "beta_slow", "mscale",
+                        "mscale_all_dim", "truncate"})),
 }
 
 
@@ -316,9 +321,25 @@ def _scaling(params: dict | None, max_positions: int, where: str) -> dict | None
     if kind == "default":
         return None
     _check_values(params, where, kind)
-    if kind == "llama3":
+    if kind in ("llama3", "yarn"):
         params.setdefault("original_max_position_embeddings", max_positions)
     return {"rope_type": kind, **params}
+
+
+def _check_yarn(params: dict, bad) -> None:
+    """YaRN's optional values (transformers' defaults when absent or null: beta_fast 32, beta_slow 1, the
+    attention factor from ``factor`` and the mscales, truncate true)."""
+    for key in ("beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim"):
+        v = params.get(key)
+        if v is not None and not (_number(v) and v > 0):
+            bad(key, "a finite number > 0 or null")
+    if not (params.get("beta_fast") or 32) > (params.get("beta_slow") or 1):
+        bad("beta_fast", f"greater than beta_slow ({params.get('beta_slow') or 1!r})")
+    if not isinstance(params.get("truncate", True), bool):
+        bad("truncate", "true or false")
+    old = params.get("original_max_position_embeddings", 1)
+    if isinstance(old, bool) or not isinstance(old, int) or old < 1:
+        bad("original_max_position_embeddings", "a positive integer")
 
 
 def _check_values(params: dict, where: str, kind: str) -> None:
@@ -330,6 +351,9 @@ def _check_values(params: dict, where: str, kind: str) -> None:
 
     if not (_number(params["factor"]) and params["factor"] >= 1):
         bad("factor", "a finite number >= 1")
+    if kind == "yarn":
+        _check_yarn(params, bad)
+        return
     if kind != "llama3":
         return
     for key in ("low_freq_factor", "high_freq_factor"):

@@ -35,8 +35,8 @@ from luminal.core.interrupts import interrupts_deferred  # noqa: E402
 from luminal.core.safetensors_io import stage_file  # noqa: E402
 from luminal.core.symbolic import is_static  # noqa: E402
 
-__all__ = ["KVCache", "Llama", "LlamaConfig", "Session", "generate", "inv_freq", "rope_tables", "sample",
-           "write_atomic"]
+__all__ = ["KVCache", "Llama", "LlamaConfig", "Session", "attention_factor", "generate", "inv_freq", "rope_tables",
+           "sample", "write_atomic"]
 
 
 def inv_freq(cfg: LlamaConfig) -> np.ndarray:
@@ -52,12 +52,13 @@ def inv_freq(cfg: LlamaConfig) -> np.ndarray:
     an angle error that grows with the position. Then, as in float32 torch, ``linear``: divided by
     the factor; ``llama3``: ``wavelen = 2*pi / f`` (torch: ``reciprocal(f) * float32(2*pi)``), low
     frequencies divided by the factor, high ones kept, the smooth blend between, each step rounded
-    to float32."""
+    to float32; ``yarn``: ``_yarn``."""
     f32 = np.float32
     d = cfg.head_dim
     e = np.arange(0, d, 2, dtype=np.int64).astype(f32) / f32(d)
     theta = float(f32(cfg.rope_theta))
-    f = f32(1) / np.array([math.pow(theta, float(x)) for x in e], np.float64).astype(f32)
+    powers = np.array([math.pow(theta, float(x)) for x in e], np.float64).astype(f32)
+    f = f32(1) / powers
     rs = cfg.rope_scaling or {}
     if cfg.rope_type == "linear":
         f = f / f32(rs["factor"])
@@ -72,7 +73,52 @@ def inv_freq(cfg: LlamaConfig) -> np.ndarray:
         blended = (f32(1) - smooth) * scaled / factor + smooth * scaled
         medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
         f = np.where(medium, blended, scaled)
+    elif cfg.rope_type == "yarn":
+        f = _yarn(cfg, powers)
     return f.astype(f32)
+
+
+def _yarn(cfg: LlamaConfig, pos_freqs: np.ndarray) -> np.ndarray:
+    """YaRN's frequencies as transformers computes them in float32: the frequencies of dims that turn
+    fewer than ``beta_slow`` times over the original context divided by ``factor`` (interpolated), those
+    that turn more than ``beta_fast`` times kept (extrapolated), a linear ramp between (its ends rounded
+    out to whole dims unless ``truncate`` is false). ``pos_freqs``: ``theta ** e``, float32."""
+    f32, rs, d = np.float32, cfg.rope_scaling, cfg.head_dim
+    base, old = float(cfg.rope_theta), rs["original_max_position_embeddings"]
+
+    def dim_of(turns):  # the dim whose wavelength fits ``turns`` times into the original context
+        return d * math.log(old / (turns * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = dim_of(rs.get("beta_fast") or 32), dim_of(rs.get("beta_slow") or 1)
+    if rs.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, d - 1)
+    if low == high:
+        high += 0.001  # (transformers': the ramp would divide by zero)
+    ramp = np.clip((np.arange(d // 2, dtype=f32) - f32(low)) / f32(high - low), f32(0), f32(1))
+    keep = f32(1) - ramp  # how much of each dim's own frequency stays
+    extrapolated = f32(1) / pos_freqs
+    interpolated = f32(1) / (f32(rs["factor"]) * pos_freqs)
+    return interpolated * (f32(1) - keep) + extrapolated * keep
+
+
+def attention_factor(cfg: LlamaConfig) -> float:
+    """The factor YaRN scales the rotary tables by (so attention logits grow with the extension):
+    ``attention_factor`` when given, else ``0.1 * ln(factor) + 1``, or its ratio with the mscales
+    (DeepSeek's form); 1 for every other kind."""
+    rs = cfg.rope_scaling or {}
+    if cfg.rope_type != "yarn":
+        return 1.0
+    if rs.get("attention_factor") is not None:
+        return float(rs["attention_factor"])
+
+    def mscale(scale, m=1.0):
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+    factor = rs["factor"]
+    if rs.get("mscale") and rs.get("mscale_all_dim"):
+        return float(mscale(factor, rs["mscale"]) / mscale(factor, rs["mscale_all_dim"]))
+    return mscale(factor)
 
 
 def rope_tables(cfg: LlamaConfig, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -82,7 +128,11 @@ def rope_tables(cfg: LlamaConfig, n: int) -> tuple[np.ndarray, np.ndarray]:
     same at every position: the error that grows with the position is the angle's, which is exact)."""
     ang = np.arange(n, dtype=np.float32)[:, None] * inv_freq(cfg)[None, :]
     a = ang.astype(np.float64)
-    return np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
+    cos, sin = np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
+    scale = attention_factor(cfg)
+    if scale != 1.0:  # (transformers: the float32 tables times the factor)
+        cos, sin = cos * np.float32(scale), sin * np.float32(scale)
+    return cos, sin
 
 
 def rotate(x, cos, sin):

@@ -111,6 +111,26 @@ def test_old_type_key_and_linear_scaling(v5_dir, tmp_path):
     np.testing.assert_allclose(_ours(path), _hf(path), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("yarn", [
+    {"factor": 4.0, "original_max_position_embeddings": 16},
+    {"factor": 8.0, "beta_fast": 16, "beta_slow": 2, "mscale": 0.707, "mscale_all_dim": 1.0, "truncate": False},
+    {"factor": 2.0, "attention_factor": 0.8},
+], ids=["default", "deepseek-mscale", "attention-factor"])
+def test_yarn_scaling_matches_transformers(v5_dir, tmp_path, yarn):
+    """YaRN: frequencies interpolated below beta_slow turns over the original context, kept above
+    beta_fast, and the tables scaled by the attention factor; both layouts, and what save_pretrained writes."""
+    def v5(cfg):
+        return {**cfg, "rope_parameters": {"rope_type": "yarn", "rope_theta": 500000.0, **yarn}}
+
+    path = _with_config(v5_dir, tmp_path / "yarn", v5)
+    assert LlamaConfig.from_dir(path).rope_type == "yarn"
+    np.testing.assert_allclose(_ours(path), _hf(path), rtol=1e-4, atol=1e-4)
+    v4 = _with_config(path, tmp_path / "yarn4", _as_v4)
+    np.testing.assert_allclose(_ours(v4), _hf(path), rtol=1e-4, atol=1e-4)
+    Llama.from_pretrained(v4).save_pretrained(tmp_path / "saved")
+    np.testing.assert_allclose(_hf(tmp_path / "saved"), _hf(path), rtol=1e-5, atol=1e-5)
+
+
 def test_saved_config_loads_in_transformers(v5_dir, tmp_path):
     """What ``save_pretrained`` writes from a 5.x config keeps the RoPE settings (transformers reads it)."""
     model = Llama.from_pretrained(v5_dir)
@@ -137,7 +157,6 @@ def _drop_rope(key):
     (_set("quantization_config", {"quant_method": "bitsandbytes"}), r"'quantization_config'"),
     (_set("attention_dropout", 0.1), r"'attention_dropout' = 0\.1"),
     (_set("partial_rotary_factor", 0.5), r"'partial_rotary_factor' = 0\.5"),
-    (_rope(rope_type="yarn"), r"rope_type 'yarn'"),
     (_rope(rope_type="dynamic"), r"rope_type 'dynamic'"),
     (_rope(partial_rotary_factor=0.5), r"'partial_rotary_factor' = 0\.5"),
     (_rope(attention_factor=2.0), r"'attention_factor'"),
@@ -246,6 +265,10 @@ def test_interleaved_rope_is_an_error_naming_it():
     ({**LLAMA3, "high_freq_factor": 1.0}, "high_freq_factor"),  # == low_freq_factor: the blend divides by 0
     ({**LLAMA3, "original_max_position_embeddings": 16.5}, "original_max_position_embeddings"),
     ({**LLAMA3, "original_max_position_embeddings": 0}, "original_max_position_embeddings"),
+    ({"rope_type": "yarn", "factor": 4.0, "beta_fast": 1.0, "beta_slow": 2.0}, "beta_fast"),
+    ({"rope_type": "yarn", "factor": 4.0, "attention_factor": -1.0}, "attention_factor"),
+    ({"rope_type": "yarn", "factor": 4.0, "truncate": "no"}, "truncate"),
+    ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 0}, "original_max_position_embeddings"),
 ])
 def test_a_scaling_value_of_the_wrong_type_or_range_is_an_error_naming_it(scaling, key):
     for d in ({"rope_scaling": scaling}, {"rope_parameters": scaling}):

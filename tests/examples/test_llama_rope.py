@@ -13,7 +13,7 @@ import torch
 from llama_reference import inv_freq as reference_inv_freq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "llama"))
-from model import LlamaConfig, inv_freq, rope_tables  # noqa: E402
+from model import LlamaConfig, attention_factor, inv_freq, rope_tables  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -69,6 +69,32 @@ def test_inv_freq_is_within_an_ulp_or_two_of_transformers():
     # torch's float32 pow is within an ulp of the correctly rounded one (which inv_freq uses) and varies
     # with the CPU's vector width; the reciprocal can make that two
     assert max(worst.values()) <= 2, worst
+
+
+YARN = [  # (head_dim, theta, max positions, scaling): published shapes and the options' corners
+    (128, 500000.0, 131072, {"factor": 4.0, "original_max_position_embeddings": 32768}),
+    (64, 1e6, 163840, {"factor": 40.0, "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0,
+                       "original_max_position_embeddings": 4096}),
+    (80, 10000.0, 16384, {"factor": 8.0, "truncate": False, "original_max_position_embeddings": 2048}),
+    (48, 10000.3, 8192, {"factor": 2.0, "attention_factor": 0.7, "beta_fast": 16, "beta_slow": 2}),
+]
+
+
+@pytest.mark.parametrize("hd,theta,mpe,yarn", YARN, ids=[f"yarn{i}" for i in range(len(YARN))])
+def test_yarn_frequencies_and_attention_factor_match_transformers(hd, theta, mpe, yarn):
+    transformers = pytest.importorskip("transformers")
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    sizes = dict(hidden_size=hd * 4, num_attention_heads=4, head_dim=hd, max_position_embeddings=mpe)
+    hf_cfg = transformers.LlamaConfig(**sizes, rope_parameters={"rope_type": "yarn", "rope_theta": theta, **yarn})
+    want, want_factor = ROPE_INIT_FUNCTIONS["yarn"](hf_cfg, "cpu")
+    cfg = LlamaConfig(**sizes, rope_theta=theta, rope_scaling={"rope_type": "yarn", **copy.deepcopy(yarn)})
+    assert ulps(inv_freq(cfg), want.numpy()).max() <= 2  # (torch's float32 pow: see above)
+    assert attention_factor(cfg) == pytest.approx(want_factor, rel=1e-12)
+    cos, sin = rope_tables(cfg, 64)
+    ang = torch.arange(64).float()[:, None] * want[None]
+    np.testing.assert_allclose(cos, (ang.cos() * want_factor).numpy(), rtol=0, atol=2e-6)
+    np.testing.assert_allclose(sin, (ang.sin() * want_factor).numpy(), rtol=0, atol=2e-6)
 
 
 def test_rope_tables_at_long_positions_match_hf():
