@@ -29,10 +29,10 @@ batch dim). The loss must be a mean over samples (the losses' default), as for a
 gradient the sum reproduces.
 
 Agreement, not hope: at the first call the ranks compare a description of their programs (graph
-structure, parameters, optimizer, options) and then take rank 0's parameters and optimizer state;
-at every call they compare their batches' dims beyond the first. A rank that raises, or whose loss is
-not finite under ``check_finite``, makes every rank raise the same error at the same call (no rank is
-left waiting), with nothing updated.
+structure, parameters and the order the optimizer lists them in, optimizer, options) and then take
+rank 0's parameters and optimizer state; at every call they compare their batches' dims beyond the
+first. A rank that raises, or whose loss is not finite under ``check_finite``, makes every rank raise
+the same error at the same call (no rank is left waiting), with nothing updated.
 """
 
 from __future__ import annotations
@@ -85,6 +85,11 @@ class DataParallel:
         self.started = False
         self._roots = [t.node for t in outputs] + [t.node for t in {**graph.updates, **graph_updates}.values()]
         self._used = used
+        # each parameter's place among them in the graph (the order the model reads them in): the buckets
+        # follow the optimizer's order, so ranks listing parameters of one name and shape in other orders
+        # would sum one's gradient into another's; the first call's check compares these places
+        ids = [graph.state_node(p).id for _, p in used]
+        self._positions = [sorted(ids).index(i) for i in ids]
         self._sample_input = _sample_input(graph)
         self._ran = False  # whether this call's program ran on every rank (then it counts in step.calls)
 
@@ -102,7 +107,7 @@ class DataParallel:
     def start(self, step) -> None:
         """Check that every rank runs the same program, then give every rank rank 0's parameters,
         optimizer state and counters."""
-        mine = describe(step, self._used, self._roots)
+        mine = describe(step, self._used, self._roots, self._positions)
         theirs = [json.loads(b) for b in collectives.gather_bytes(json.dumps(mine).encode(),
                                                                    "the first call's program check")]
         for r, other in enumerate(theirs):
@@ -276,14 +281,16 @@ def _persistent(step, dp: DataParallel) -> list[State]:
     return [s for k, s in found.items() if k not in own]
 
 
-def describe(step, used, roots) -> dict:
+def describe(step, used, roots, positions) -> dict:
     """What must be the same on every rank, as JSON: a digest of the graph's structure, the trained
-    parameters, the optimizer and the step's options."""
+    parameters (in the optimizer's order, each with its place among them in the graph: ``positions``),
+    the optimizer and the step's options."""
     hyper = [_ADDRESS.sub("", f"group {i}: {k}={v!r}") for i, g in enumerate(step.optimizer.param_groups)
              for k, v in sorted(g.items()) if k not in ("params", "_scalars")]
     return {
         "graph": _graph_digest(roots),
-        "parameters": [f"{p.name or '(unnamed)'} {tuple(p.shape)} {p.dtype.name} (group {gi})" for gi, p in used],
+        "parameters": [f"{p.name or '(unnamed)'} {tuple(p.shape)} {p.dtype.name} (group {gi}, the graph's parameter "
+                       f"{k} of {len(used)})" for (gi, p), k in zip(used, positions)],
         "optimizer": [type(step.optimizer).__name__, *hyper],
         "options": [f"accumulate={step.accumulate}", f"check_finite={step.check_finite}",
                     f"clip_grad_norm={step._clip[0]}", f"clip_grad_value={step._clip[1]}",
@@ -319,7 +326,9 @@ def _first_difference(a: dict, b: dict, r: int) -> str | None:
         if isinstance(x, list) and isinstance(y, list):
             for u, v in zip(x, y):
                 if u != v:
-                    return f"{key}: {u!r} on rank 0, {v!r} on rank {r}"
+                    hint = "; the optimizer must list the parameters in the same order on every rank" \
+                        if key == "parameters" and u.split(" (")[0] == v.split(" (")[0] else ""
+                    return f"{key}: {u!r} on rank 0, {v!r} on rank {r}{hint}"
             return f"{key}: {len(x)} on rank 0, {len(y)} on rank {r}"
         return f"{key}: {x!r} on rank 0, {y!r} on rank {r}"
     return None

@@ -132,6 +132,26 @@ def expect_mismatch(first_call, **kw):
     return {"error": None}
 
 
+def swapped_order():
+    """Two Linear layers of one shape (the same parameter names and shapes); rank 1's optimizer lists the
+    second's parameters first. Summed by position, rank 0's gradient of one would be added to rank 1's of
+    the other: the first call must refuse it."""
+    lm.manual_seed(0)
+    a, b, head = nn.Linear(12, 12), nn.Linear(12, 12), nn.Linear(12, 4)
+    g = lm.Graph()
+    x, y = g.input("x", ("B", 12)), g.input("y", ("B",), dtype=lm.int32)
+    groups = [list(a.parameters()), list(b.parameters())]
+    if dist.rank() == 1:
+        groups.reverse()
+    step = train.compile_step(train.cross_entropy(head(b(a(x).tanh()).tanh()), y),
+                              train.SGD([*groups[0], *groups[1], *head.parameters()], lr=0.5), data_parallel=True)
+    try:
+        step(**first_batch())
+    except dist.ProgramMismatchError as e:
+        return {"error": f"{type(e).__name__}: {e}"}
+    return {"error": None}
+
+
 def checkpoint(path):
     data = batches((8, 8, 8, 8))
     _, ref_params, _ = reference(data)
@@ -214,6 +234,7 @@ CASES = {
     "mismatch_model": lambda: expect_mismatch(first_batch, hidden=16 + dist.rank()),
     "mismatch_lr": lambda: expect_mismatch(first_batch, lr=1e-2 * (1 + dist.rank())),
     "mismatch_dims": lambda: expect_mismatch(lambda: first_batch(seq=4 + dist.rank()), seq=True),
+    "mismatch_order": swapped_order,
     "checkpoint": lambda: checkpoint(str(Path(sys.argv[1]) / "checkpoint.safetensors")),
     "batchnorm": batchnorm,
     "batchnorm_failure": batchnorm_failure,

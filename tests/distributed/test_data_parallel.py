@@ -71,6 +71,7 @@ def test_a_rank_raising_in_the_step_stops_every_rank_with_its_error(cases):
     ("mismatch_model", "the loss's graph has another structure"),
     ("mismatch_lr", "group 0: lr=0.01' on rank 0, 'group 0: lr=0.02' on rank 1"),
     ("mismatch_dims", "x (4, 4, 12), y (4,); rank 1: x (4, 5, 12)"),
+    ("mismatch_order", "the optimizer must list the parameters in the same order on every rank"),
 ])
 def test_mismatched_programs_are_refused_at_the_first_call(cases, name, words):
     for r in both(cases, name):
