@@ -149,7 +149,8 @@ def ctc_loss(log_probs: GraphTensor, targets: GraphTensor, input_lengths, target
             a ``log_softmax``; float (16-bit inputs are computed in float32). T must be static.
         targets: int32 labels (torch's may be int64): (N, S) padded (values past each length are
             ignored), or 1-d, the N sequences one after another (``sum(target_lengths)`` labels).
-            Labels are in [0, C) and should not be ``blank``.
+            Labels are in [0, C) and should not be ``blank`` (the recursion still runs, as torch's, but
+            torch's kernel gradient is then not the derivative of its own loss; ours is).
         input_lengths: the frames of each sequence, (N,) ints in [0, T]: a sequence of ints (an int when
             unbatched) or an int tensor (values known only at run time are checked before the run).
         target_lengths: the labels of each sequence, as ``input_lengths``.

@@ -22,6 +22,7 @@ from parity import BACKENDS, check, rand
 
 import luminal as lm
 from luminal import train
+from luminal.nn.layers.loss_more import CTCLoss
 from luminal.nn.losses_ctc import ctc_loss
 
 pytestmark = [pytest.mark.usefixtures("one_torch_thread")]
@@ -196,6 +197,24 @@ def test_ctc_loss_long_input_compiles_and_matches(t_max, backend):
     start = time.perf_counter()
     _compare(x, t, il, tl, backend, [("mean", False), ("sum", True)])
     print(f"\nctc_loss T={t_max} on {backend}: build + grad + compile + run {time.perf_counter() - start:.1f} s")
+
+
+@ON_REFERENCE
+def test_ctc_loss_module(backend):
+    """nn.CTCLoss with torch's arguments (positional, as torch's signature places them) and its
+    forward's, lengths as int32 tensors. The labels avoid both blanks used (0 and C - 1)."""
+    x = rand((T, N, C), low=-3, high=3)
+    made = [((C - 1, "sum", True), {}), ((), {"reduction": "none"}), ((), {})]
+    t = np.where(TARGETS == 5, 3, TARGETS).astype(np.int32)
+
+    def ours(x, t, il, tl):
+        return tuple(CTCLoss(*a, **k)(x.log_softmax(2), t, il, tl) for a, k in made)
+
+    def theirs(x, t, il, tl):
+        lp = x.double().log_softmax(2)
+        return tuple(torch.nn.CTCLoss(*a, **k)(lp, t.long(), il.long(), tl.long()).float() for a, k in made)
+
+    check(ours, [x, t, np.int32(IN_LEN), np.int32(TG_LEN)], torch_op=theirs, backend=backend)
 
 
 # errors -----------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import luminal as lm
 from luminal.nn import losses_embedding as LE
 from luminal.nn import losses_likelihood as LL
 from luminal.nn import losses_margin as LM
+from luminal.nn.layers import loss_more as M
 
 pytestmark = [pytest.mark.usefixtures("one_torch_thread")]
 REDUCTIONS = ("none", "mean", "sum")
@@ -376,3 +377,101 @@ def test_class_index_out_of_range_fails_at_run():
     for bad in (9, -3):  # also past the -1 that ends the list: torch checks every value
         with pytest.raises(IndexError, match=f"^multilabel_margin_loss: target holds class {bad}, out of range"):
             f(x=np.zeros((2, 4), np.float32), tm=np.int32([[0, -1, bad, 0], [1, 2, 3, 0]]))
+
+
+# modules ----------------------------------------------------------------------------------------
+W5 = np.linspace(0.5, 1.5, 5).astype(np.float32)
+
+
+def _modules(m, w):
+    """Each module, made from ``m`` (our layers or torch.nn) with torch's argument names and a weight ``w``,
+    and how it is called: (module, indices of the inputs and constants it takes)."""
+    return [
+        (m.PoissonNLLLoss(), (0, "counts")),
+        (m.PoissonNLLLoss(False, True, None, 1e-3, None, "sum"), (2, "counts")),  # positional, as torch's
+        (m.GaussianNLLLoss(full=True, eps=1e-3, reduction="none"), (0, 1, 2)),
+        (m.MarginRankingLoss(0.3), (0, 1, "signs")),
+        (m.HingeEmbeddingLoss(0.5, reduction="sum"), (2, "signs")),
+        (m.SoftMarginLoss(reduction="none"), (0, "signs")),
+        (m.CosineEmbeddingLoss(margin=0.2), (0, 1, "signs4")),
+        (m.MultiLabelMarginLoss(reduction="sum"), (0, "lists")),
+        (m.MultiLabelSoftMarginLoss(w), (0, "present")),
+        (m.MultiMarginLoss(2, 0.5, w, reduction="none"), (0, "classes")),
+        (m.MultiMarginLoss(), (1, "classes")),
+        (m.TripletMarginLoss(0.5, 1.0, swap=True), (0, 1, 2)),
+        (m.TripletMarginWithDistanceLoss(margin=2.0, reduction="sum"), (0, 1, 2)),
+    ]
+
+
+def test_modules_match_torch(backend):
+    """Every module against torch's, made with the same arguments (some positional, as torch's
+    signatures place them), all in one graph."""
+    consts = {"counts": np.random.default_rng(1).integers(0, 5, (4, 5)).astype(np.float32),
+              "signs": _signs((4, 5)), "signs4": _signs((4,)), "present": (_signs((4, 5)) > 0).astype(np.float32),
+              "lists": np.int32([[3, 0, -1, 1, 2]] * 4), "classes": np.int32([0, 4, 2, 2])}
+    ours, theirs = _modules(M, W5), _modules(torch.nn, torch.from_numpy(W5))
+    inputs = [rand((4, 5)), rand((4, 5), seed=1), rand((4, 5), seed=2, low=0.2, high=2)]
+
+    def lum(*xs):
+        arg = lambda a: xs[a] if isinstance(a, int) else xs[0].graph.constant(consts[a])  # noqa: E731
+        return tuple(mod(*(arg(a) for a in args)) for mod, args in ours)
+
+    def tor(*ts):
+        arg = lambda a: ts[a] if isinstance(a, int) else _torch_const(consts[a])  # noqa: E731
+        return tuple(mod(*(arg(a) for a in args)) for mod, args in theirs)
+
+    check(lum, inputs, torch_op=tor, backend=backend)
+
+
+@pytest.mark.parametrize("name", ["MultiMarginLoss", "MultiLabelSoftMarginLoss"])
+def test_weighted_modules_state_dict_as_torch(name):
+    ours, theirs = getattr(M, name)(weight=W5), getattr(torch.nn, name)(weight=torch.from_numpy(W5))
+    sd = theirs.state_dict()
+    assert list(ours.state_dict()) == list(sd) == ["weight"]
+    assert not ours.parameters()
+    ours.load_state_dict({k: v.numpy() * 2 for k, v in sd.items()})
+    np.testing.assert_array_equal(ours.weight.data, W5 * 2)
+    assert list(getattr(M, name)().state_dict()) == list(getattr(torch.nn, name)().state_dict()) == []
+
+
+def test_module_signatures_are_torchs():
+    import inspect
+
+    for name in ("PoissonNLLLoss", "GaussianNLLLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss",
+                 "CosineEmbeddingLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
+                 "TripletMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss"):
+        ours, theirs = getattr(M, name), getattr(torch.nn, name)
+        for method in ("__init__", "forward"):
+            a = inspect.signature(getattr(ours, method)).parameters
+            b = inspect.signature(getattr(theirs, method)).parameters
+            assert list(a) == list(b), f"{name}.{method}: {list(a)} vs torch's {list(b)}"
+            for k in a:
+                assert a[k].kind == b[k].kind, f"{name}.{method}({k}): {a[k].kind} vs torch's {b[k].kind}"
+                if b[k].default is not inspect.Parameter.empty:
+                    assert a[k].default == b[k].default, f"{name}.{method}({k}={a[k].default!r}) vs {b[k].default!r}"
+
+
+def test_module_constructor_errors():
+    cases = [
+        (lambda: M.PoissonNLLLoss(size_average=False), TypeError, "^PoissonNLLLoss: size_average and reduce are"),
+        (lambda: M.MarginRankingLoss(0.0, None, False), TypeError, "^MarginRankingLoss: size_average and reduce"),
+        (lambda: M.SoftMarginLoss(reduction="batchmean"), ValueError, "^SoftMarginLoss: reduction must be one of"),
+        (lambda: M.GaussianNLLLoss(eps="small"), TypeError, "^GaussianNLLLoss: eps must be a number"),
+        (lambda: M.HingeEmbeddingLoss(margin=None), TypeError, "^HingeEmbeddingLoss: margin must be a number"),
+        (lambda: M.MultiMarginLoss(p=3), ValueError, "^MultiMarginLoss: only p == 1 and p == 2 are supported, got 3"),
+        (lambda: M.MultiMarginLoss(weight=np.ones((2, 5), np.float32)), ValueError,
+         "^MultiMarginLoss: weight must be one-dimensional"),
+        (lambda: M.MultiLabelSoftMarginLoss(weight=np.ones(5, np.int32)), TypeError,
+         "^MultiLabelSoftMarginLoss: weight must hold floats, got int32"),
+        (lambda: M.TripletMarginLoss(margin=0), ValueError, "^TripletMarginLoss: margin must be greater than 0, got 0"),
+        (lambda: M.TripletMarginWithDistanceLoss(margin=-1.0), ValueError,
+         "^TripletMarginWithDistanceLoss: margin must be greater than 0"),
+        (lambda: M.TripletMarginWithDistanceLoss(distance_function="l2"), TypeError,
+         "^TripletMarginWithDistanceLoss: distance_function must be callable, got str"),
+        (lambda: M.CTCLoss(blank=-1), ValueError, "^CTCLoss: blank must be at least 0, got -1"),
+        (lambda: M.CTCLoss(blank=1.0), TypeError, "^CTCLoss: blank must be an int, got float"),
+        (lambda: M.CTCLoss(reduction="avg"), ValueError, "^CTCLoss: reduction must be one of"),
+    ]
+    for make, kind, msg in cases:
+        with pytest.raises(kind, match=msg):
+            make()
