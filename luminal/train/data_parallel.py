@@ -29,8 +29,9 @@ batch dim). The loss must be a mean over samples (the losses' default), as for a
 gradient the sum reproduces.
 
 Agreement, not hope: at the first call the ranks compare a description of their programs (graph
-structure, parameters and the order the optimizer lists them in, optimizer, options) and then take
-rank 0's parameters and optimizer state; at every call they compare their batches' dims beyond the
+structure, parameters and the order the optimizer lists them in, optimizer, options, the GradScaler's
+settings) and then take rank 0's parameters, optimizer state and counters (the scaler's too: a
+checkpoint loaded on rank 0 alone resumes every rank); at every call they compare their batches' dims beyond the
 first. A rank that raises, or whose loss is not finite under ``check_finite``, makes every rank raise
 the same error at the same call (no rank is left waiting), with nothing updated.
 """
@@ -106,7 +107,7 @@ class DataParallel:
     # the first call -------------------------------------------------------------------------------
     def start(self, step) -> None:
         """Check that every rank runs the same program, then give every rank rank 0's parameters,
-        optimizer state and counters."""
+        optimizer state and counters (the step's, the optimizer's and the GradScaler's)."""
         mine = describe(step, self._used, self._roots, self._positions)
         theirs = [json.loads(b) for b in collectives.gather_bytes(json.dumps(mine).encode(),
                                                                    "the first call's program check")]
@@ -118,10 +119,16 @@ class DataParallel:
                     f"must build the same model, loss, optimizer and compile_step options (this is rank {self.rank})")
         if self.size > 1:
             arrays = [s.data for s in _persistent(step, self)]
-            counters = np.array([step.optimizer.steps, step.micro_step], np.float64)
+            scaler = step.scaler
+            counters = np.array([step.optimizer.steps, step.micro_step,
+                                 scaler.growth_tracker if scaler is not None else 0,
+                                 scaler.skipped if scaler is not None else 0], np.float64)
             reqs = [collectives.start_broadcast(a) for a in arrays] + [collectives.start_broadcast(counters)]
             mpi.wait(reqs, "the first call's broadcast of rank 0's parameters and optimizer state")
             step.optimizer.steps, step.micro_step = int(counters[0]), int(counters[1])
+            if scaler is not None:
+                scaler.growth_tracker, scaler.skipped = int(counters[2]), int(counters[3])
+                scaler._set(float(scaler._scale.data))  # (its inverse, from the scale rank 0 gave)
         self.started = True
 
     # every call ---------------------------------------------------------------------------------
@@ -278,15 +285,21 @@ def _persistent(step, dp: DataParallel) -> list[State]:
             found.setdefault(id(s), s)
     for s in dp.acc:
         found.setdefault(id(s), s)
+    if step.scaler is not None:  # (the loss scale; its inverse follows from it)
+        found.setdefault(id(step.scaler._scale), step.scaler._scale)
     return [s for k, s in found.items() if k not in own]
 
 
 def describe(step, used, roots, positions) -> dict:
     """What must be the same on every rank, as JSON: a digest of the graph's structure, the trained
     parameters (in the optimizer's order, each with its place among them in the graph: ``positions``),
-    the optimizer and the step's options."""
+    the optimizer, the step's options and the GradScaler's settings (its scale and counters are rank 0's)."""
     hyper = [_ADDRESS.sub("", f"group {i}: {k}={v!r}") for i, g in enumerate(step.optimizer.param_groups)
              for k, v in sorted(g.items()) if k not in ("params", "_scalars")]
+    sc = step.scaler
+    scaler = None if sc is None else (f"GradScaler(growth_factor={sc.growth_factor}, "
+                                      f"backoff_factor={sc.backoff_factor}, growth_interval={sc.growth_interval}, "
+                                      f"enabled={sc.enabled})")
     return {
         "graph": _graph_digest(roots),
         "parameters": [f"{p.name or '(unnamed)'} {tuple(p.shape)} {p.dtype.name} (group {gi}, the graph's parameter "
@@ -295,7 +308,7 @@ def describe(step, used, roots, positions) -> dict:
         "options": [f"accumulate={step.accumulate}", f"check_finite={step.check_finite}",
                     f"clip_grad_norm={step._clip[0]}", f"clip_grad_value={step._clip[1]}",
                     f"norm_type={step._clip[2]}", f"compute_dtype={getattr(step.compute_dtype, 'name', None)}",
-                    f"scaler={step.scaler is not None}"],
+                    f"scaler={scaler}"],
     }
 
 

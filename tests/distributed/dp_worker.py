@@ -170,6 +170,38 @@ def checkpoint(path):
             "spread": spread(model), "tol": 1e-5}
 
 
+def scaler_resume(path):
+    """GradScaler(growth_interval=3): rank 0 saves after two good steps (growth_tracker 2); new models of
+    other weights load the file on rank 0 alone (the first call gives every rank rank 0's state) and train
+    on. Every rank must take rank 0's scaler counters too: the scale grows at the same step on all, as in
+    an uninterrupted run."""
+    data = batches((8, 8, 8, 8))
+
+    def make(seed=0):
+        return build(data_parallel=True, seed=seed, compute_dtype=lm.float16,
+                     scaler=train.GradScaler(init_scale=2.0**8, growth_interval=3))
+
+    model, _, step = make()
+    for x, y in data:
+        step(**dict(zip(("x", "y"), dist.shard(x, y))))
+    want, want_params = [step.scaler.get_scale(), step.scaler.growth_tracker], params(model)
+    model, opt, step = make()
+    for x, y in data[:2]:
+        step(**dict(zip(("x", "y"), dist.shard(x, y))))
+    if dist.rank() == 0:
+        train.save_checkpoint(path, model=model, optimizer=opt, step=step)
+    dist.barrier()
+    model, opt, step = make(seed=1 + dist.rank())
+    if dist.rank() == 0:
+        train.load_checkpoint(path, model=model, optimizer=opt, step=step)
+    history = []
+    for x, y in data[2:]:
+        step(**dict(zip(("x", "y"), dist.shard(x, y))))
+        history.append([step.scaler.get_scale(), step.scaler.growth_tracker])
+    return {"history": history, "want": want, "param_diff": rel_diff(params(model), want_params),
+            "spread": spread(model)}
+
+
 def batchnorm():
     data = batches((8, 8, 8))
     model, _, step = build(data_parallel=True, batchnorm=True)
@@ -235,7 +267,10 @@ CASES = {
     "mismatch_lr": lambda: expect_mismatch(first_batch, lr=1e-2 * (1 + dist.rank())),
     "mismatch_dims": lambda: expect_mismatch(lambda: first_batch(seq=4 + dist.rank()), seq=True),
     "mismatch_order": swapped_order,
+    "mismatch_scaler": lambda: expect_mismatch(first_batch, compute_dtype=lm.float16,
+                                               scaler=train.GradScaler(growth_interval=1 + 2 * dist.rank())),
     "checkpoint": lambda: checkpoint(str(Path(sys.argv[1]) / "checkpoint.safetensors")),
+    "scaler_resume": lambda: scaler_resume(str(Path(sys.argv[1]) / "scaler.safetensors")),
     "batchnorm": batchnorm,
     "batchnorm_failure": batchnorm_failure,
     "collectives": collectives,

@@ -72,6 +72,8 @@ def test_a_rank_raising_in_the_step_stops_every_rank_with_its_error(cases):
     ("mismatch_lr", "group 0: lr=0.01' on rank 0, 'group 0: lr=0.02' on rank 1"),
     ("mismatch_dims", "x (4, 4, 12), y (4,); rank 1: x (4, 5, 12)"),
     ("mismatch_order", "the optimizer must list the parameters in the same order on every rank"),
+    ("mismatch_scaler", "growth_interval=1, enabled=True)' on rank 0, 'scaler=GradScaler(growth_factor=2.0, "
+                        "backoff_factor=0.5, growth_interval=3"),
 ])
 def test_mismatched_programs_are_refused_at_the_first_call(cases, name, words):
     for r in both(cases, name):
@@ -85,6 +87,16 @@ def test_checkpoint_from_rank_0_resumes_every_rank(cases):
     for r in both(cases, "checkpoint"):
         assert r["loaded_spread"] == 0.0 and r["spread"] == 0.0, r
         assert r["param_diff"] <= r["tol"], r
+
+
+def test_a_scaler_resumed_on_rank_0_alone_resumes_every_rank(cases):
+    """The GradScaler's counters (growth_tracker, skipped) travel with rank 0's parameters at the first
+    call: the scale grows at the same call on both ranks, as in the run that was not interrupted."""
+    r0, r1 = both(cases, "scaler_resume")
+    assert r0["history"] == r1["history"], (r0, r1)
+    for r in (r0, r1):
+        assert r["history"][-1] == r["want"], r
+        assert r["param_diff"] == 0.0 and r["spread"] == 0.0, r
 
 
 def test_batchnorm_statistics_stay_identical_on_every_rank(cases):
