@@ -482,14 +482,32 @@ def clamp(x: GraphTensor, min=None, max=None) -> GraphTensor:  # noqa: A002 - to
 @tensor_op("lerp")
 @_opmath
 def lerp(a, b, weight) -> GraphTensor:
-    """torch.lerp: the linear interpolation ``a + weight * (b - a)``, elementwise (broadcast).
+    """torch.lerp: the linear interpolation from ``a`` to ``b``, elementwise (broadcast), in torch's
+    two-sided form: ``a + weight * (b - a)`` where ``|weight| < 0.5``, else
+    ``b - (b - a) * (1 - weight)``. So ``weight == 1`` gives ``b`` exactly (the one-sided form loses
+    it: ``lerp(1e8, 1, 1)`` would be 0), and an infinite end is kept where the other end's share is
+    small (``lerp(-inf, 1, 0.75)`` is -inf; at 0.25 it is NaN, as torch's). The gradients are torch's:
+    ``1 - weight``, ``weight`` and ``b - a``. A Python-number weight picks its side when the graph is
+    built.
 
     Args:
         a: the start (a tensor).
         b: the end (a tensor or a number).
         weight: the interpolation weight (a tensor or a number).
     """
-    return add(a, mul(weight, sub(b, a)))
+    if isinstance(weight, numbers.Real) and not isinstance(weight, GraphTensor):
+        d = sub(b, a)
+        if d.dtype is not dt.float64:  # torch takes the weight, and 1 - weight, in float32
+            weight = float(np.float32(weight))
+        if abs(weight) < 0.5:
+            return add(a, mul(weight, d))
+        return sub(b, mul(d, 1 - weight))  # (1 - weight: exact in float64, then rounded once)
+    # a + w*d or b + (w-1)*d (= b - (1-w)*d exactly): one product, so no where branch multiplies a
+    # zero adjoint by an infinite d (0 * inf = NaN in the weight's gradient)
+    if not isinstance(weight, GraphTensor):  # (a numpy array)
+        weight = coerce("lerp", a, weight)[1]
+    near_a = lt(abs_(weight), 0.5)
+    return add(where(near_a, a, b), mul(where(near_a, weight, sub(weight, 1)), sub(b, a)))
 
 
 # comparison and logic -------------------------------------------------------------------------

@@ -5,7 +5,8 @@ The picked values are Gathers of the input, so their gradient goes to the picked
 (``median(dim)``, ``kthvalue``); ``median()`` and ``nanmedian()`` over all elements share it evenly
 among the elements equal to the result (infinite ones too, and the NaNs for a NaN result), as
 torch's do. ``quantile`` interpolates between the two neighbouring order statistics with torch's
-formula (``ranks = q * (n - 1)``, then lerp)."""
+formula (``ranks = q * (n - 1)``, then lerp), except that two equal infinite neighbours give that
+infinity (torch: NaN, e.g. ``quantile([-inf, -inf, 0, 1], 0.25)`` or ``q=0``)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,13 @@ from luminal.frontend.checks import tensor_op
 from luminal.frontend.ops.core import cast, require
 from luminal.frontend.ops.elementwise import (
     ceil,
+    eq,
     floor,
     floor_divide,
+    isinf,
     isnan,
     lerp,
+    logical_and,
     logical_not,
     maximum,
     mul,
@@ -232,7 +236,10 @@ def _quantile(op: str, x: GraphTensor, q, dim, keepdim: bool, interpolation: str
     if interpolation in ("linear", "midpoint"):
         above = _take(values, cast(ceil(ranks), dt.int32), a)
         weight = sub(ranks, below_pos.detach()) if interpolation == "linear" else 0.5
-        below = lerp(below, above, weight)
+        # equal infinite neighbours: the quantile is that infinity (torch's lerp gives NaN there,
+        # inf - inf; finite ties already interpolate exactly and keep torch's gradient split)
+        same_inf = logical_and(eq(below, above), isinf(below))
+        below = where(same_inf, below, lerp(below, above, weight))
     # below: (..., Q) -> (Q, *out_shape) or out_shape
     if qt.ndim == 0:
         return below.reshape(out_shape)
