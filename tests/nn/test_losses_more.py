@@ -249,6 +249,32 @@ def test_multilabel_soft_margin_loss(backend):
     _run("multilabel_soft_margin_loss", [rand((5,)), C(t[0])], backend)
 
 
+# symbolic batch ---------------------------------------------------------------------------------
+def test_symbolic_batch(backend):
+    """A batch dim bound at run time: the means divide by runtime counts (values and gradients)."""
+    x, y, v = rand((4, 5)), rand((4, 5), seed=1), rand((4,), seed=2, low=0.2, high=2)
+    cls, lists = np.int32([0, 4, 2, 2]), np.int32([[3, 0, -1, 1, 2]] * 4)
+    signs = _signs((4, 5))
+
+    def ours(x, y, v, cls, lists, signs):
+        return (LL.poisson_nll_loss(x, y.abs(), full=True), LL.gaussian_nll_loss(x, y, v),
+                LM.margin_ranking_loss(x, y, signs), LM.soft_margin_loss(x, signs.detach()),
+                LM.multilabel_soft_margin_loss(x, (signs > 0).float()), LM.multi_margin_loss(x, cls, p=2),
+                LM.multilabel_margin_loss(x, lists), LE.cosine_embedding_loss(x, y, signs[:, 0]),
+                LE.triplet_margin_loss(x, y, signs, swap=True))
+
+    def theirs(x, y, v, cls, lists, signs):
+        cls, lists = cls.long(), lists.long()
+        return (F.poisson_nll_loss(x, y.abs(), full=True), F.gaussian_nll_loss(x, y, v),
+                F.margin_ranking_loss(x, y, signs), F.soft_margin_loss(x, signs.detach()),
+                F.multilabel_soft_margin_loss(x, (signs > 0).float()), F.multi_margin_loss(x, cls, p=2),
+                F.multilabel_margin_loss(x, lists), F.cosine_embedding_loss(x, y, signs[:, 0]),
+                F.triplet_margin_loss(x, y, signs, swap=True))
+
+    check(ours, [x, y, v, cls, lists, signs], torch_op=theirs, backend=backend,
+          shapes=[("B", 5), ("B", 5), ("B",), ("B",), ("B", 5), ("B", 5)])
+
+
 # 16-bit -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [lm.bfloat16, lm.float16], ids=lambda d: d.name)
 def test_low_precision(dtype, backend):
