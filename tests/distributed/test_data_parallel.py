@@ -124,6 +124,41 @@ def test_collectives(cases):
     assert (r0["shard"], r1["shard"]) == ([0, 1], [2, 3, 4]) and r1["shard_y"] == [20, 30, 40]
 
 
+@pytest.fixture(scope="module")
+def coll_cases(tmp_path_factory):
+    out = tmp_path_factory.mktemp("coll")
+    proc = run_mpi([str(HERE / "coll_worker.py"), str(out)], timeout=120)
+    assert proc.returncode == 0, f"the worker failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    return results(out)
+
+
+@pytest.mark.parametrize("name, words", [
+    ("shape", "rank 0: all_reduce(op='sum') of an array of shape (3,) and dtype float32; rank 1: all_reduce(op='sum') "
+              "of an array of shape (4,) and dtype float32"),
+    ("shape_big", "shape (3,) and dtype float32; rank 1: all_reduce(op='sum') of an array of shape (1000,)"),
+    ("dtype", "shape (4,) and dtype float32; rank 1: all_reduce(op='sum') of an array of shape (4,) and dtype float64"),
+    ("int_vs_float", "dtype int32; rank 1: all_reduce(op='sum') of an array of shape (4,) and dtype float32"),
+    ("op", "rank 0: all_reduce(op='sum') of an array of shape (2,) and dtype float64; rank 1: all_reduce(op='mean')"),
+    ("bcast_shape", "rank 0: broadcast(root=0) of an array of shape (3,) and dtype float32; rank 1: broadcast(root=0) "
+                    "of an array of shape (5,)"),
+    ("bcast_root", "rank 0: broadcast(root=0) of an array of shape (2,) and dtype float64; rank 1: broadcast(root=1)"),
+    ("barrier_vs_all_reduce", "rank 0: barrier(); rank 1: all_reduce(op='sum')"),
+])
+def test_collectives_of_other_shapes_dtypes_or_calls_raise_on_every_rank(coll_cases, name, words):
+    """MPI trusts the ranks to pass the same count and type: these returned garbage silently (an
+    all_reduce of 3 floats against 4, float32 against float64) or failed inside mpi4py. Each rank must
+    raise the same DistributedError, naming every rank's call."""
+    for r in (coll_cases[(name, 0)], coll_cases[(name, 1)]):
+        assert r["error"] is not None and r["error"].startswith("DistributedError"), r
+        assert "the ranks made different collective calls" in r["error"] and words in r["error"], r
+
+
+def test_after_refused_collectives_the_ranks_are_in_step_and_bool_arrays_broadcast(coll_cases):
+    for rank in (0, 1):
+        assert coll_cases[("in_step", rank)] == {"case": "in_step", "rank": rank, "error": None, "value": [3.0, 3.0]}
+        assert coll_cases[("bcast_bool", rank)]["value"] == [True, False, True]
+
+
 def test_uncaught_exception_on_one_rank_ends_the_job():
     """Rank 1 raises between steps while rank 0 waits in the next one: the job ends at once (the abort
     hook), with rank 1's traceback, not at the collective's deadline."""
