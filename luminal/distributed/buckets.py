@@ -52,9 +52,10 @@ class Buckets:
 
     def sum_over_ranks(self, what: str) -> None:
         """Sum every bucket over the ranks, in place: all buckets in flight at once, then one wait."""
-        if mpi.comm() is None or mpi.comm().Get_size() == 1:
+        c = mpi.internal()  # (the train step's own communicator: the user's collectives keep COMM_WORLD)
+        if c is None or c.Get_size() == 1:
             return
-        mpi.wait([start_sum(f) for f in self.flats], what)
+        mpi.wait([start_sum(f, c) for f in self.flats], what)
 
     @property
     def nbytes(self) -> int:

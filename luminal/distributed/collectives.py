@@ -97,7 +97,7 @@ def all_reduce(array: np.ndarray, op: str = "sum") -> np.ndarray:
         return array
     what = _what(f"all_reduce(op={op!r})", array)
     agree(c, what, what)
-    mpi.wait([start_sum(array)], what)
+    mpi.wait([start_sum(array, c)], what)
     if op == "mean":
         np.divide(array, c.Get_size(), out=array, casting="unsafe")
     return array
@@ -117,30 +117,31 @@ def broadcast(array: np.ndarray, root: int = 0) -> np.ndarray:
         raise ValueError(f"broadcast: root must be a rank in [0, {size}), got {root!r}")
     if size > 1:
         what = _what(f"broadcast(root={int(root)})", array)
-        agree(mpi.comm(), what, what)
-        mpi.wait([start_broadcast(array, int(root))], what)
+        c = mpi.comm()
+        agree(c, what, what)
+        mpi.wait([start_broadcast(array, int(root), c)], what)
     return array
 
 
-# what the train step builds on ------------------------------------------------------------------------
-def start_sum(array: np.ndarray):
+# what the train step builds on: on its own communicator (``mpi.internal()``) unless given another ------
+def start_sum(array: np.ndarray, c=None):
     """Start an in-place sum of ``array`` over the ranks; the request to ``mpi.wait`` for."""
     MPI = mpi.mpi()
-    return mpi.comm().Iallreduce(MPI.IN_PLACE, array, op=MPI.SUM)
+    return (c or mpi.internal()).Iallreduce(MPI.IN_PLACE, array, op=MPI.SUM)
 
 
-def start_broadcast(array: np.ndarray, root: int = 0):
+def start_broadcast(array: np.ndarray, root: int = 0, c=None):
     """Start an in-place broadcast of ``array`` from ``root``; the request to ``mpi.wait`` for. (A bool
     array travels as its bytes.)"""
     buf = array.reshape(-1).view(np.uint8) if array.dtype.kind == "b" else array
-    return mpi.comm().Ibcast(buf, root=root)
+    return (c or mpi.internal()).Ibcast(buf, root=root)
 
 
 def gather_rows(row: np.ndarray, what: str, c=None) -> np.ndarray:
     """Every rank's ``row`` (a 1-d float64 array of the same length on all), as a (world size, n) table
     every rank gets: the small status each rank reports at each step. (``c``: the communicator.)"""
     row = np.ascontiguousarray(row, dtype=np.float64)
-    c = c or mpi.comm()
+    c = c or mpi.internal()
     if c is None or c.Get_size() == 1:
         return row[None, :].copy()
     table = np.empty((c.Get_size(), row.size), np.float64)
@@ -148,13 +149,16 @@ def gather_rows(row: np.ndarray, what: str, c=None) -> np.ndarray:
     return table
 
 
-def gather_bytes(data: bytes, what: str, c=None) -> list[bytes]:
+def gather_bytes(data: bytes, what: str, c=None, sizes=None) -> list[bytes]:
     """Every rank's ``data`` (any length), in rank order, on every rank: descriptions and error messages,
-    sent as bytes (no pickle: nothing a rank receives is run). (``c``: the communicator.)"""
-    c = c or mpi.comm()
+    sent as bytes (no pickle: nothing a rank receives is run). (``c``: the communicator; ``sizes``: every
+    rank's length, when an exchange before told them, else one more exchange does.)"""
+    c = c or mpi.internal()
     if c is None or c.Get_size() == 1:
         return [data]
-    sizes = gather_rows(np.array([len(data)], np.float64), what, c).astype(np.int64)[:, 0]
+    if sizes is None:
+        sizes = gather_rows(np.array([len(data)], np.float64), what, c)[:, 0]
+    sizes = np.asarray(sizes).astype(np.int64)
     out = np.empty(int(sizes.sum()), np.uint8)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     MPI = mpi.mpi()

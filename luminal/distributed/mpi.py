@@ -17,6 +17,13 @@ process exits with an error (measured: ``shared/notes/mpi.md``). Two things prev
 - every collective of this package is started non-blocking and waited for with a deadline
   (``LUMINAL_DIST_TIMEOUT`` seconds, default 600): past it the waiting rank names what it waited in
   and aborts the job. That covers a rank stuck in a loop, or one that left early without an error.
+
+**Two communicators.** The user's collectives (``all_reduce``, ``broadcast``, ``barrier``) run on
+``COMM_WORLD``; a data-parallel train step's own exchanges run on a duplicate of it (``internal()``,
+made once, by every rank, at start-up). MPI matches collectives by their order on a communicator, so
+on one shared communicator a rank that called the step once more than another (a data set of odd
+length sharded by hand) had its step's exchange matched with the other's ``all_reduce``: garbage,
+silently. Apart, each waits for its own kind and the deadline names what was waited in.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ DEFAULT_TIMEOUT = 600.0
 
 _yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))  # (no sched_yield on Windows)
 _comm: Any = None  # COMM_WORLD once MPI is up
+_internal: Any = None  # the train step's own communicator: a duplicate of COMM_WORLD
 _MPI: Any = None  # the mpi4py.MPI module once imported
 
 
@@ -49,10 +57,18 @@ def comm():
     return _comm
 
 
+def internal():
+    """The communicator of a data-parallel step's own exchanges (a duplicate of ``COMM_WORLD``, which
+    the user's collectives keep to themselves), or None for a process alone."""
+    if _comm is None and launcher() is not None:
+        init()
+    return _internal
+
+
 def init():
-    """Import mpi4py (which initialises MPI) and install the abort-on-uncaught-exception hook; returns
-    ``COMM_WORLD``. Safe to call again."""
-    global _comm, _MPI
+    """Import mpi4py (which initialises MPI), install the abort-on-uncaught-exception hook and make the
+    train step's own communicator (``internal``); returns ``COMM_WORLD``. Safe to call again."""
+    global _comm, _MPI, _internal
     if _comm is not None:
         return _comm
     timeout()  # a bad LUMINAL_DIST_TIMEOUT fails here, before any rank waits on it
@@ -63,8 +79,14 @@ def init():
         raise ImportError(f"luminal.distributed: {how}, but mpi4py cannot be imported ({e}); install the "
                           f"distributed extra: pip install 'luminal[distributed]'") from e
     _MPI, _comm = MPI, MPI.COMM_WORLD
-    if _comm.Get_size() > 1:
-        _install_abort_hook()
+    if _comm.Get_size() == 1:
+        _internal = _comm
+        return _comm
+    _install_abort_hook()
+    # (collective: every rank makes it at its first distributed call, before any other collective)
+    dup, request = _comm.Idup()
+    wait([request], "MPI start-up (the duplicate communicator of the train step's exchanges)")
+    _internal = dup
     return _comm
 
 

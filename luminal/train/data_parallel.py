@@ -33,7 +33,11 @@ structure, parameters and the order the optimizer lists them in, optimizer, opti
 settings) and then take rank 0's parameters, optimizer state and counters (the scaler's too: a
 checkpoint loaded on rank 0 alone resumes every rank); at every call they compare their batches' dims beyond the
 first. A rank that raises, or whose loss is not finite under ``check_finite``, makes every rank raise
-the same error at the same call (no rank is left waiting), with nothing updated.
+the same error at the same call (no rank is left waiting), with nothing updated. Every exchange row
+carries what it is (the first call's check, a batch, a status) and the call's number: ranks whose
+exchanges are out of step (one called the step more often than another, or another step) raise a
+:class:`~luminal.distributed.DistributedError` saying so. The exchanges run on a communicator of their
+own (``mpi.internal()``), so they are never matched with the user's collectives.
 """
 
 from __future__ import annotations
@@ -50,11 +54,16 @@ from luminal.compiler import compile as compile_graph
 from luminal.core.walk import postorder
 from luminal.distributed import collectives, mpi
 from luminal.distributed.buckets import Buckets
-from luminal.distributed.errors import ProgramMismatchError, RankFailedError
+from luminal.distributed.errors import DistributedError, ProgramMismatchError, RankFailedError
 from luminal.frontend.state import State, scalar_state
 
-FAILED, SAMPLES, DIGEST = range(3)  # the columns of a call's batch row (before the program runs)
-LOSS = 1  # the status row after it: FAILED, LOSS
+# every exchange row: what it is, the call's number, whether this rank failed, then up to three values
+KIND, CALL, FAILED, A, B, C = range(6)
+SAMPLES, DIGEST = A, B  # a batch row's values (before the program runs)
+LOSS = A  # a status row's (after it)
+SIZE = A  # the first call's row: the length of the rank's description
+START, BATCH, STATUS = 1.0, 2.0, 3.0
+_KINDS = {START: "program check", BATCH: "batch exchange", STATUS: "status exchange"}
 
 
 class DataParallel:
@@ -104,13 +113,33 @@ class DataParallel:
         ranks, float16 compute wants a ``GradScaler``, whose dynamic scale makes up for it."""
         return scalar_state(1.0, "dp.loss_weight", loss.dtype)
 
+    # the exchanges -----------------------------------------------------------------------------------
+    def _exchange(self, kind: float, call: int, failed: bool, values, what: str) -> np.ndarray:
+        """Every rank's row ``[kind, call, failed, *values]`` as a (world size, 6) table; raises on every
+        rank when the ranks are not all in the same exchange of the same call."""
+        row = np.zeros(6, np.float64)
+        row[KIND], row[CALL], row[FAILED] = kind, call, failed
+        row[A:A + len(values)] = values
+        table = collectives.gather_rows(row, what)
+        if len(set(table[:, KIND])) > 1 or len(set(table[:, CALL])) > 1:
+            where = "; ".join(f"rank {r} in call {int(c)}'s {_KINDS.get(k, f'exchange of kind {k:g}')}"
+                              for r, (k, c) in enumerate(table[:, [KIND, CALL]]))
+            raise DistributedError(
+                f"train step call {call}: the ranks' exchanges are out of step ({where}): every rank must call "
+                f"the data-parallel step the same number of times, in the same order with the other steps and "
+                f"collectives (a data set sharded by hand into shares of other lengths gives one rank a batch "
+                f"more; dist.shard splits every global batch over all ranks). Nothing was updated (this is "
+                f"rank {self.rank})")
+        return table
+
     # the first call -------------------------------------------------------------------------------
     def start(self, step) -> None:
         """Check that every rank runs the same program, then give every rank rank 0's parameters,
         optimizer state and counters (the step's, the optimizer's and the GradScaler's)."""
-        mine = describe(step, self._used, self._roots, self._positions)
-        theirs = [json.loads(b) for b in collectives.gather_bytes(json.dumps(mine).encode(),
-                                                                   "the first call's program check")]
+        data = json.dumps(describe(step, self._used, self._roots, self._positions)).encode()
+        what = "the first call's program check"
+        table = self._exchange(START, step.calls, False, [len(data)], what)
+        theirs = [json.loads(b) for b in collectives.gather_bytes(data, what, sizes=table[:, SIZE])]
         for r, other in enumerate(theirs):
             diff = _first_difference(theirs[0], other, r)
             if diff is not None:
@@ -149,8 +178,8 @@ class DataParallel:
         n = self._count(batch)
         empty = ValueError("its batch is empty (every rank needs at least one sample: shard global batches of "
                            "at least world_size samples)") if n == 0 else None
-        table = collectives.gather_rows(np.array([empty is not None, n, _batch_digest(batch)], np.float64),
-                                        f"{call}'s batch exchange")
+        table = self._exchange(BATCH, step.calls, empty is not None, [n, _batch_digest(batch)],
+                               f"{call}'s batch exchange")
         self._raise_failed(call, table[:, FAILED], empty)
         self._check_batches(call, table[:, DIGEST], batch)
         counts = table[:, SAMPLES]
@@ -164,12 +193,13 @@ class DataParallel:
         except Exception as e:  # reported to every rank below, then raised everywhere
             error = e
         loss_r = float(res[0]) if res is not None else math.nan
-        status = collectives.gather_rows(np.array([error is not None, loss_r], np.float64),
-                                         f"{call}'s status exchange")
-        if status[:, FAILED].any():  # a rank failed: the others' programs ran, and wrote their statistics
+        try:
+            status = self._exchange(STATUS, step.calls, error is not None, [loss_r], f"{call}'s status exchange")
+            self._raise_failed(call, status[:, FAILED], error)
+        except BaseException:  # a rank failed: the others' programs ran, and wrote their statistics
             for st, value in saved:
                 st.set(value)
-        self._raise_failed(call, status[:, FAILED], error)
+            raise
         self._ran = True
         if self.stat_buckets is not None and self.size > 1:
             self._average_stats(self.stat_buckets, n / total, f"{call}'s running statistics")
@@ -237,6 +267,11 @@ class DataParallel:
             return
         mine = f"{type(error).__name__}: {error}" if error is not None else ""
         texts = [b.decode() for b in collectives.gather_bytes(mine.encode(), f"{call}'s error report")]
+        silent = [r for r in failed if not texts[r]]
+        if silent:  # (a rank that fails always says how: these rows were not of this exchange)
+            raise DistributedError(f"{call}: rank(s) {silent} reported a failure without a message: the ranks' "
+                                   f"exchanges are out of step (a protocol error, not an error of the batch); "
+                                   f"nothing was updated (this is rank {self.rank})")
         said = "; ".join(f"rank {r} raised {texts[r]}" for r in failed)
         raise RankFailedError(f"{call}: {said}. Every rank stops at this call; nothing was updated "
                               f"(this is rank {self.rank})", failed, [texts[r] for r in failed]) from error

@@ -233,6 +233,20 @@ def batchnorm_failure():
             "spread": spread(model)}
 
 
+def out_of_step():
+    """Both ranks call step A once; then rank 0 calls A again while rank 1 calls another step, B, for the
+    first time."""
+    _, _, a = build(data_parallel=True)
+    _, _, b = build(data_parallel=True)
+    a(**first_batch())
+    error = None
+    try:
+        (a if dist.rank() == 0 else b)(**first_batch())
+    except dist.DistributedError as e:
+        error = f"{type(e).__name__}: {e}"
+    return {"error": error, "calls": [a.calls, b.calls]}
+
+
 def collectives():
     r, n = dist.rank(), dist.world_size()
     a = np.full(3, r + 1, np.float32)
@@ -274,6 +288,7 @@ CASES = {
     "batchnorm": batchnorm,
     "batchnorm_failure": batchnorm_failure,
     "collectives": collectives,
+    "out_of_step": out_of_step,  # (last: before the fix, MPI failed on it and ended the launch)
 }
 
 

@@ -99,6 +99,17 @@ def test_a_scaler_resumed_on_rank_0_alone_resumes_every_rank(cases):
         assert r["param_diff"] == 0.0 and r["spread"] == 0.0, r
 
 
+def test_exchanges_out_of_step_are_an_error_of_every_rank(cases):
+    """Rank 0 calls a step for the second time while rank 1 calls another step for the first: their
+    exchanges (a batch's, the first call's check) carry their kind and call number, so both ranks raise
+    a DistributedError saying so (not an MPI error, nor one's row read as the other's)."""
+    for r in both(cases, "out_of_step"):
+        assert r["error"] is not None and r["error"].startswith("DistributedError"), r
+        assert "the ranks' exchanges are out of step (rank 0 in call 2's batch exchange; rank 1 in call 1's " \
+               "program check)" in r["error"], r
+        assert r["calls"] == [1, 0], r  # the refused calls are no calls of either step
+
+
 def test_batchnorm_statistics_stay_identical_on_every_rank(cases):
     for r in both(cases, "batchnorm"):
         assert r["spread"] == 0.0, r
@@ -176,6 +187,20 @@ def test_a_rank_leaving_quietly_ends_the_job_at_the_deadline():
     assert proc.returncode != 0
     assert "rank 0 of 2: waited 3 s in train step call 2's batch exchange" in proc.stderr, proc.stderr
     assert "rank 0 was not stopped" not in proc.stdout
+
+
+@pytest.mark.parametrize("mode, waited", [("all_reduce", "all_reduce(op='mean') of an array of shape (3,)"),
+                                          ("barrier", "barrier")])
+def test_a_step_exchange_is_never_matched_with_a_user_collective(mode, waited):
+    """Rank 0 calls the step once more than rank 1, which goes on to an all_reduce (or a barrier). On one
+    communicator, MPI matched rank 0's batch exchange with rank 1's collective: garbage values, or a
+    failure that no rank raised. The step's exchanges have a communicator of their own: each rank waits
+    in its own collective until the deadline, which names it."""
+    proc = run_mpi([str(HERE / "dp_abort_worker.py"), mode], timeout=60, env={"LUMINAL_DIST_TIMEOUT": "3"})
+    assert proc.returncode != 0
+    assert "rank 0 of 2: waited 3 s in train step call 2's batch exchange" in proc.stderr, proc.stderr
+    assert f"rank 1 of 2: waited 3 s in {waited}" in proc.stderr, proc.stderr
+    assert "metric" not in proc.stdout and "was not stopped" not in proc.stdout, proc.stdout
 
 
 def _epoch_lines(text: str) -> list[str]:

@@ -133,6 +133,15 @@ def test_an_empty_share_is_an_error_of_every_rank():
         step(x=np.zeros((0, 6), np.float32), y=np.zeros(0, np.int32))
 
 
+def test_a_failure_reported_without_a_message_is_a_protocol_error():
+    """A rank that fails always says how; a failure flag without a message means the ranks' exchanges
+    were read out of step: a DistributedError says so, not a RankFailedError 'rank 1 raised .'."""
+    _, _, step = _run(True)
+    with pytest.raises(dist.DistributedError, match="reported a failure without a message") as e:
+        step._dp._raise_failed("train step call 5", np.array([1.0]), None)
+    assert not isinstance(e.value, dist.RankFailedError)
+
+
 def test_a_refused_batch_is_no_call_of_the_step_as_in_the_plain_path():
     """``step.calls`` counts the calls that ran the program: a batch a rank refused (an empty share, a label
     out of range) is not one, in data parallel as in the plain path."""
