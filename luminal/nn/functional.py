@@ -85,6 +85,17 @@ from luminal.nn.losses import (
     nll_loss,
     smooth_l1_loss,
 )
+from luminal.nn.losses_ctc import ctc_loss
+from luminal.nn.losses_embedding import cosine_embedding_loss, triplet_margin_loss, triplet_margin_with_distance_loss
+from luminal.nn.losses_likelihood import gaussian_nll_loss, poisson_nll_loss
+from luminal.nn.losses_margin import (
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    soft_margin_loss,
+)
 
 
 def one_hot(tensor, num_classes: int = -1):
@@ -127,7 +138,10 @@ __all__ = [
 ]
 __all__ += ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "focal_loss", "huber_loss",
             "kl_div", "l1_loss", "mse_loss", "nll_loss", "smooth_l1_loss"]
+__all__ += ["cosine_embedding_loss", "ctc_loss", "gaussian_nll_loss", "hinge_embedding_loss", "margin_ranking_loss",
+            "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
+            "soft_margin_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss"]
 # (the running statistics stay States: batch_norm and instance_norm update them in place)
 _joins_all(globals(), __all__, keep={"batch_norm": ("running_mean", "running_var"),
                                      "instance_norm": ("running_mean", "running_var")})
-_LOSSES = tuple(n for n in __all__ if globals()[n].__module__ == "luminal.nn.losses")
+_LOSSES = tuple(n for n in __all__ if globals()[n].__module__.startswith("luminal.nn.losses"))

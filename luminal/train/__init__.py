@@ -7,14 +7,26 @@ from luminal.core.interrupts import interrupts_deferred
 from luminal.nn.functional import (  # F's: they take Parameters and Buffers (frontend/join.py)
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
     cross_entropy,
+    ctc_loss,
     focal_loss,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
     huber_loss,
     kl_div,
     l1_loss,
+    margin_ranking_loss,
     mse_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
     nll_loss,
+    poisson_nll_loss,
     smooth_l1_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+    triplet_margin_with_distance_loss,
 )
 from luminal.train.amp import GradScaler, autocast
 from luminal.train.autograd import grad
@@ -51,4 +63,7 @@ __all__ = [
     "focal_loss", "grad", "interrupts_deferred",
     "huber_loss", "kl_div", "l1_loss", "load_checkpoint", "mse_loss", "nll_loss", "save_checkpoint",
     "smooth_l1_loss",
+    "cosine_embedding_loss", "ctc_loss", "gaussian_nll_loss", "hinge_embedding_loss", "margin_ranking_loss",
+    "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
+    "soft_margin_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss",
 ]

@@ -64,6 +64,20 @@ from luminal.nn.layers.loss import (
     NLLLoss,
     SmoothL1Loss,
 )
+from luminal.nn.layers.loss_more import (
+    CosineEmbeddingLoss,
+    CTCLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    MarginRankingLoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    PoissonNLLLoss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
+)
 from luminal.nn.layers.lp_pool import LPPool1d, LPPool2d, LPPool3d
 from luminal.nn.layers.max_unpool import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d
 from luminal.nn.layers.norm import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm
@@ -134,3 +148,6 @@ __all__ = [
     "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "conv1d", "conv2d", "conv3d", "conv_nd", "dropout",
     "scaled_dot_product_attention",
 ]
+__all__ += ["CTCLoss", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss",
+            "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss",
+            "TripletMarginLoss", "TripletMarginWithDistanceLoss"]
