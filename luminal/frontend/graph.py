@@ -87,6 +87,7 @@ class Graph:
         self.random: dict[str, Node] = {}  # uniform [0, 1) float32 inputs drawn fresh on every call
         self.guards: list = []  # run-time value checks, see ``guard``
         self.rng = np.random.default_rng(default_rng().integers(2**63))
+        self.mean_counts: dict[int, object] = {}  # loss node id -> 0-d tensor its mean divides by (data parallel)
         self._state_nodes: dict[int, Node] = {}
         # Conditions an op could not check when it was built because a dim was symbolic (unfold's window
         # <= the dim): (node id, two dims of the views it made of that node) -> (expression that must be

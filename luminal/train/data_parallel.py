@@ -3,16 +3,16 @@
 Each rank runs the same step on its own share of a global batch. The step is two compiled programs
 with MPI between them:
 
-1. **batch exchange**: every rank reports its sample count ``n_r`` and a digest of its batch's dims, so
-   that all ranks know the global batch ``T = sum_r n_r`` (and agree that the batches fit) before
-   anything runs;
-2. **gradients**: forward and backward of the rank's loss weighted by ``n_r / T`` (one scalar at the
+1. **batch exchange**: every rank reports its sample count ``n_r``, its loss's mean denominator ``d_r``
+   (``n_r`` unless registered: below) and a digest of its batch's dims, so that all ranks know the
+   global ``D = sum_r d_r`` (and agree that the batches fit) before anything runs;
+2. **gradients**: forward and backward of the rank's loss weighted by ``d_r / D`` (one scalar at the
    seed of the backward pass, so the weighting costs nothing per gradient); each gradient is written
    into its view of a flat bucket (``distributed/buckets.py``); the graph's own updates (BatchNorm
    statistics) are applied here, and put back as they were when a rank fails;
 3. **status exchange**: every rank reports whether it failed and its loss; then the buckets are summed
-   over the ranks in place, a few large messages. The sum is ``sum_r n_r g_r / T``: the gradient of the
-   mean loss over the whole global batch, whatever each rank's share;
+   over the ranks in place, a few large messages. The sum is ``sum_r d_r g_r / D``: the gradient of the
+   whole global batch's mean loss, whatever each rank's share;
 4. **update**: scaler, clipping (the global norm: every rank reads the same sums), ``check_finite`` and
    the optimizer's update read the summed buckets, as in a single process. Every rank computes the
    same update from the same sums, so parameters stay equal.
@@ -22,11 +22,19 @@ applies them); a rank adds up its micro-steps' gradients locally (each already t
 its call's global mean) and exchanges once, at the update, which applies the mean of the
 ``accumulate`` calls' global mean gradients: the plain step's ``accumulate`` (and torch's habit of
 ``loss / accumulate`` per micro-batch), however the micro-batches' sizes differ. The loss a call
-returns is the global mean (weighted by sample counts); extra ``outputs`` are this rank's.
+returns is the global mean (weighted as the gradients are); extra ``outputs`` are this rank's.
 
-The sample count of a call is the leading dim of its first input whose leading dim is symbolic (the
-batch dim). The loss must be a mean over samples (the losses' default), as for a single process whose
-gradient the sum reproduces.
+**The mean's denominator.** The sample count of a call is the leading dim of its first input whose
+leading dim is symbolic (the batch dim). A loss that is a mean over samples (the losses' default) is
+weighted by it, and the sum reproduces one process's gradient. A loss that is a mean over something
+else (``cross_entropy`` with ``ignore_index``: over the targets it counts) must be weighted by its own
+denominator, or a rank whose share counts fewer targets weighs as much as the others.
+``graph.mean_counts`` maps the node id of such a loss tensor to a 0-d tensor of the same graph, the
+count its mean divides by, computed from the batch alone (no parameters, no random draws). It
+qualifies when the loss given to ``compile_step`` is that tensor itself (not a sum or a multiple of
+it: ``ce + 0.1 * reg`` or ``ce / 2`` is weighted by samples); a small program of its own then computes
+``d_r`` before the step. A rank whose share counts nothing (``d_r = 0``: every target ignored)
+contributes no gradient; a global batch that counts nothing has a NaN loss, as in one process.
 
 Agreement, not hope: at the first call the ranks compare a description of their programs (graph
 structure, parameters and the order the optimizer lists them in, optimizer, options, the GradScaler's
@@ -59,7 +67,7 @@ from luminal.frontend.state import State, scalar_state
 
 # every exchange row: what it is, the call's number, whether this rank failed, then up to three values
 KIND, CALL, FAILED, A, B, C = range(6)
-SAMPLES, DIGEST = A, B  # a batch row's values (before the program runs)
+SAMPLES, DIGEST, DENOM = A, B, C  # a batch row's values (before the program runs)
 LOSS = A  # a status row's (after it)
 SIZE = A  # the first call's row: the length of the rank's description
 START, BATCH, STATUS = 1.0, 2.0, 3.0
@@ -102,15 +110,17 @@ class DataParallel:
         self._positions = [sorted(ids).index(i) for i in ids]
         self._sample_input = _sample_input(graph)
         self._ran = False  # whether this call's program ran on every rank (then it counts in step.calls)
+        self._denominator = _denominator_program(graph, step._args["loss"], backend)
 
     @staticmethod
     def loss_weight(loss) -> State:
-        """The runtime scalar a rank's loss is multiplied by before it is differentiated: ``n_r / T``,
-        the rank's share of the global batch, set at every call. The backward pass carries it from its
-        seed into every gradient, so the ranks' gradients add up to the global batch's mean gradient
-        with no pass over the gradients (as the loss scale of ``GradScaler`` is carried). Like a loss
-        scale of ``n_r / T`` (about 1/N on N ranks), it shrinks a float16 backward pass's values: at many
-        ranks, float16 compute wants a ``GradScaler``, whose dynamic scale makes up for it."""
+        """The runtime scalar a rank's loss is multiplied by before it is differentiated: ``d_r / D``,
+        the rank's share of the global batch's mean denominator, set at every call. The backward pass
+        carries it from its seed into every gradient, so the ranks' gradients add up to the global
+        batch's mean gradient with no pass over the gradients (as the loss scale of ``GradScaler`` is
+        carried). Like a loss scale of ``d_r / D`` (about 1/N on N ranks), it shrinks a float16 backward
+        pass's values: at many ranks, float16 compute wants a ``GradScaler``, whose dynamic scale makes
+        up for it."""
         return scalar_state(1.0, "dp.loss_weight", loss.dtype)
 
     # the exchanges -----------------------------------------------------------------------------------
@@ -176,16 +186,23 @@ class DataParallel:
         final = step.micro_step + 1 == step.accumulate
         call = f"train step call {step.calls}"
         n = self._count(batch)
-        empty = ValueError("its batch is empty (every rank needs at least one sample: shard global batches of "
-                           "at least world_size samples)") if n == 0 else None
-        table = self._exchange(BATCH, step.calls, empty is not None, [n, _batch_digest(batch)],
-                               f"{call}'s batch exchange")
-        self._raise_failed(call, table[:, FAILED], empty)
-        self._check_batches(call, table[:, DIGEST], batch)
-        counts = table[:, SAMPLES]
-        total = int(counts.sum())
-        self.weight.set(n / total)
         error: BaseException | None = None
+        denom = float(n)
+        if n == 0:
+            error = ValueError("its batch is empty (every rank needs at least one sample: shard global batches of "
+                               "at least world_size samples)")
+        elif self._denominator is not None:
+            try:
+                denom = _checked_denominator(self._denominator(**batch)[0])
+            except Exception as e:  # reported to every rank below, then raised everywhere
+                error = e
+        table = self._exchange(BATCH, step.calls, error is not None, [n, _batch_digest(batch), denom],
+                               f"{call}'s batch exchange")
+        self._raise_failed(call, table[:, FAILED], error)
+        self._check_batches(call, table[:, DIGEST], batch)
+        counts, denoms = table[:, SAMPLES], table[:, DENOM]
+        total, whole = float(counts.sum()), float(denoms.sum())
+        self.weight.set(denom / whole if whole > 0 else n / total)
         res: tuple | None = None
         saved = [(st, np.array(st.data, copy=True)) for st in self._own_updates]
         try:
@@ -201,12 +218,17 @@ class DataParallel:
                 st.set(value)
             raise
         self._ran = True
+        if denom == 0 and whole > 0:  # a share that counts no target: no gradient (its own mean is 0/0)
+            for g in self.grads:
+                g.data.fill(0)
         if self.stat_buckets is not None and self.size > 1:
             self._average_stats(self.stat_buckets, n / total, f"{call}'s running statistics")
-        loss = float(np.dot(counts, status[:, LOSS]) / total)
+        counted = denoms > 0
+        loss = float(np.dot(denoms[counted], status[counted, LOSS]) / whole) if whole > 0 else math.nan
         if step.check_finite and not math.isfinite(loss):
-            bad = [r for r in range(self.size) if not math.isfinite(status[r, LOSS])]
-            raise step._non_finite(loss, None, final, note=f"; non-finite on rank(s) {bad}", all_ranks=True)
+            bad = [r for r in range(self.size) if counted[r] and not math.isfinite(status[r, LOSS])]
+            note = f"; non-finite on rank(s) {bad}" if bad else "; the global batch counts no target"
+            raise step._non_finite(loss, None, final, note=note, all_ranks=True)
         extra = tuple(res[1:]) if res is not None else ()  # (no rank failed: every rank has res)
         # (float16 gradients that overflowed, inf in one call and -inf in the next: the scaler skips that step)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -283,6 +305,25 @@ class DataParallel:
             ranks = "; ".join(f"rank {r}: {t}" for r, t in enumerate(texts))
             raise ProgramMismatchError(f"{call}: the ranks' batches differ beyond the first (sample) dim ({ranks}); "
                                        f"ranks split a global batch along its first dim only")
+
+
+def _denominator_program(graph, loss, backend: str):
+    """The compiled program of the loss's mean denominator (``graph.mean_counts``), or None when the
+    loss has none registered (its samples count)."""
+    count = getattr(graph, "mean_counts", {}).get(loss.node.id)
+    if count is None:
+        return None
+    if getattr(count, "graph", None) is not graph or tuple(count.shape) != ():
+        raise ValueError("compile_step(data_parallel=True): graph.mean_counts must map the loss to a 0-d tensor of "
+                         "its graph (the count its mean divides by)")
+    return compile_graph([count], backend=backend)
+
+
+def _checked_denominator(value) -> float:
+    d = float(np.asarray(value))
+    if not (math.isfinite(d) and d >= 0):
+        raise ValueError(f"the loss's mean denominator (graph.mean_counts) is {d}; it must be a count >= 0")
+    return d
 
 
 def _sample_input(graph) -> str | None:

@@ -93,6 +93,32 @@ def equivalence(sizes=(8, 8, 8, 8), tol=1e-5, **kw):
     return out
 
 
+def ignore_index(ignored: int):
+    """cross_entropy over targets of which the first ``ignored`` of every global batch of 8 are ignored
+    (-100, padding: all in rank 0's share of 4), a mean over the targets it counts. With the count
+    registered as the loss's mean denominator (``graph.mean_counts``, by hand here), the data-parallel
+    step weights each rank by its counted targets: the losses and parameters of one process on the whole
+    batches. ``ignored=4``: rank 0's share counts none."""
+    def make(data_parallel):
+        lm.manual_seed(0)
+        model = nn.Sequential(nn.Linear(12, 16), nn.Tanh(), nn.Linear(16, 4))
+        g = lm.Graph()
+        x, y = g.input("x", ("B", 12)), g.input("y", ("B",), dtype=lm.int32)
+        loss = train.cross_entropy(model(x), y)
+        g.mean_counts[loss.node.id] = (y != -100).float().sum()
+        return model, train.compile_step(loss, OPTIMIZERS["sgd"](model.parameters()), data_parallel=data_parallel)
+
+    data = batches((8, 8, 8))
+    for _, y in data:
+        y[:ignored] = -100
+    ref, ref_step = make(False)
+    ref_losses = [ref_step(x=x, y=y) for x, y in data]
+    model, step = make(True)
+    losses = [step(**dict(zip(("x", "y"), dist.shard(x, y)))) for x, y in data]
+    return {"loss_diff": max(abs(a - b) for a, b in zip(losses, ref_losses)),
+            "param_diff": rel_diff(params(model), params(ref)), "spread": spread(model), "tol": 1e-5}
+
+
 def agreed_failure(bad_call, make_bad, **kw):
     """Call 2 fails (on rank 1 only, by ``make_bad``); every rank must raise the same error there, change
     nothing, and train on as a single process that skipped that batch."""
@@ -275,6 +301,8 @@ CASES = {
     # accumulate); a mean over the update's samples moved the parameters 0.36 (relative) away
     "accumulate_uneven": lambda: equivalence(sizes=(8, 2, 8, 2), opt="sgd", accumulate=2),
     "float16": lambda: equivalence(compute_dtype=lm.float16, tol=2e-2),
+    "ignore_index": lambda: ignore_index(3),
+    "ignore_index_whole_share": lambda: ignore_index(4),
     "nonfinite": lambda: agreed_failure(1, on_rank_1(lambda x, y: (np.full_like(x, np.nan), y))),
     "raising": lambda: agreed_failure(1, on_rank_1(lambda x, y: (x, np.full_like(y, 99)))),
     "mismatch_model": lambda: expect_mismatch(first_batch, hidden=16 + dist.rank()),

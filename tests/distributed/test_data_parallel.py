@@ -18,7 +18,7 @@ from mpi_run import HERE, ROOT, requires_mpi, results, run_mpi
 pytestmark = [requires_mpi, pytest.mark.slow]  # the full tier: MPI jobs of several processes
 
 EQUIVALENT = ["sgd", "adamw", "lamb", "clip", "clip_value", "frozen", "uneven", "accumulate", "accumulate_uneven",
-              "float16"]
+              "float16", "ignore_index", "ignore_index_whole_share"]
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +40,11 @@ def both(cases, name):
 def test_two_ranks_with_half_batches_equal_one_process(cases, name):
     """SGD, AdamW, LAMB, clipping by global norm and by value, a frozen parameter, uneven shares (batches
     of 5 and 3), gradient accumulation (of micro-batches of one size, and of 8 then 2: the mean of the
-    calls' means, as the plain step) and float16 compute: the parameters after four steps are those of
+    calls' means, as the plain step), float16 compute, and cross_entropy with ignored targets (padding)
+    whose count is registered as the loss's mean denominator (rank 0's share counting 1 target of 4, or
+    none; weighted by samples, the parameters were 0.48 away): the parameters after the steps are those of
     one process with the whole batches, identical on both ranks, and every call returned the loss of
-    the whole batch (the global mean, weighted by each rank's share)."""
+    the whole batch (the global mean, weighted by each rank's share of its denominator)."""
     for r in both(cases, name):
         assert r["param_diff"] <= r["tol"], r
         assert r["loss_diff"] <= 10 * r["tol"], r

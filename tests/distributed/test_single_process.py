@@ -127,6 +127,24 @@ def test_data_parallel_alone_is_the_plain_step(options):
         np.testing.assert_allclose(dp_params[k], params[k], rtol=1e-5, atol=1e-7)
 
 
+def test_a_registered_mean_denominator_must_be_a_scalar_of_the_graph():
+    lm.manual_seed(0)
+    model = nn.Linear(6, 3)
+    g = lm.Graph()
+    x, y = g.input("x", ("B", 6)), g.input("y", ("B",), dtype=lm.int32)
+    loss = train.cross_entropy(model(x), y)
+    g.mean_counts[loss.node.id] = (y != -100).float()  # (not summed: one count per target)
+    with pytest.raises(ValueError, match="graph.mean_counts must map the loss to a 0-d tensor of its graph"):
+        train.compile_step(loss, train.SGD(model.parameters(), lr=0.1), data_parallel=True)
+    g.mean_counts[loss.node.id] = (y != -100).float().sum()
+    step = train.compile_step(loss, train.SGD(model.parameters(), lr=0.1), data_parallel=True)
+    with pytest.raises(dist.RankFailedError, match="missing input"):  # (the count's program reads the batch too)
+        step(x=np.zeros((2, 6), np.float32))
+    assert step.calls == 0
+    step(x=np.zeros((2, 6), np.float32), y=np.array([1, -100], np.int32))
+    assert step._dp.weight.data == 1.0  # a process alone holds the whole denominator
+
+
 def test_an_empty_share_is_an_error_of_every_rank():
     _, _, step = _run(True)
     with pytest.raises(dist.RankFailedError, match="rank 0 raised ValueError: its batch is empty"):
