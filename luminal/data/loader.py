@@ -4,6 +4,13 @@ The shuffle order comes only from the ``seed`` given (an int, a sequence of ints
 ``Generator``), so a seeded run sees the same batches on every machine. A :class:`DataLoader` with an
 int seed draws epoch ``e``'s order from ``np.random.default_rng([seed, e])``: each epoch is shuffled
 differently, and a run resumed at epoch ``e`` (``set_epoch``) sees exactly the batches it would have.
+
+**Several ranks.** Under an MPI launcher with more than one rank (``luminal.distributed``), a shuffle
+with ``seed=None`` draws its fresh entropy on rank 0 and every rank takes it (a broadcast, when the
+loader is built or ``batches`` called: every rank must build it, as it builds the model). Each rank
+then sees the same order, so that ``dist.shard`` splits the same global batches and an epoch covers
+every example once, as in one process; rank-drawn orders would repeat some examples and skip others.
+A ``Generator`` seed is used as it is: give every rank one seeded alike.
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ import numbers
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+
+from luminal import distributed
 
 
 def _as_arrays(arrays, who: str) -> tuple[np.ndarray, ...]:
@@ -41,8 +50,21 @@ def _check_batch_size(batch_size, who: str) -> int:
 
 
 def _generator(seed) -> np.random.Generator:
-    """A numpy Generator from ``seed``: a Generator is used as is (it advances), anything else seeds one."""
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    """A numpy Generator from ``seed``: a Generator is used as is (it advances), anything else seeds one;
+    None (fresh entropy) is rank 0's on every rank of a launch of several (``_agreed_entropy``)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(_agreed_entropy() if seed is None else seed)
+
+
+def _agreed_entropy() -> np.ndarray | None:
+    """Fresh entropy for a shuffle, the same on every rank: rank 0's, broadcast, under a launcher of
+    several ranks; None (numpy draws its own) for a process alone, which touches no MPI."""
+    if distributed.world_size() == 1:
+        return None
+    words = np.random.SeedSequence().generate_state(4, np.uint64) if distributed.rank() == 0 else \
+        np.zeros(4, np.uint64)
+    return distributed.broadcast(words, root=0)
 
 
 def _epoch(arrays: tuple[np.ndarray, ...], batch_size: int, order: np.ndarray | None,
@@ -69,7 +91,7 @@ def batches(arrays, batch_size: int, shuffle: bool = False, drop_last: bool = Fa
         drop_last: skip a final short batch (a compiled graph with a fixed batch dim wants this).
         seed: the shuffle's randomness: an int or a sequence of ints seeds a fresh generator (the
             same order every time), a ``np.random.Generator`` is used and advanced (successive epochs
-            differ), None draws fresh entropy.
+            differ), None draws fresh entropy (rank 0's on every rank of an MPI launch: module docstring).
 
     Returns:
         An iterator of tuples of arrays (unshuffled batches are views of the inputs; shuffled ones copies).
@@ -113,7 +135,8 @@ class DataLoader:
     Each ``iter(loader)`` is one epoch; ``len(loader)`` is its number of batches. With ``shuffle`` each
     epoch has its own order: from ``np.random.default_rng([seed, epoch])`` for an int seed (so epoch
     ``e`` is the same in every run, and ``set_epoch(e)`` resumes there), from one generator made at
-    construction otherwise (a ``Generator`` seed is used as is; None draws fresh entropy).
+    construction otherwise (a ``Generator`` seed is used as is; None draws fresh entropy, rank 0's on
+    every rank of an MPI launch of several: the module docstring).
 
     Args:
         dataset: a :class:`Dataset`, a numpy array or a sequence of arrays sharing their first dim.
@@ -139,7 +162,9 @@ class DataLoader:
         if isinstance(seed, numbers.Integral) and seed < 0:
             raise ValueError(f"DataLoader: seed must be >= 0, got {seed}")
         self.seed = seed
-        self._rng = None if isinstance(seed, numbers.Integral) else _generator(seed)
+        # (None: fresh entropy, agreed over the ranks only when it is used, for a shuffle)
+        self._rng = None if isinstance(seed, numbers.Integral) else \
+            _generator(seed) if self.shuffle else np.random.default_rng(seed)
         self.epoch = 0  # the epoch the next iteration serves
 
     def set_epoch(self, epoch: int) -> None:

@@ -145,3 +145,24 @@ def test_load_mnist_from_idx_dir(tmp_path, gz):
                                   arrays["test_labels"])
     with pytest.raises(FileNotFoundError, match="train-images-idx3-ubyte"):
         load_mnist(tmp_path / "nowhere")
+
+
+def test_a_shuffle_without_a_seed_in_a_process_alone_touches_no_mpi():
+    """Under a launcher of several ranks a seedless shuffle takes rank 0's entropy (a broadcast:
+    tests/distributed); a process alone draws its own and never imports mpi4py."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys, numpy as np\nfrom luminal.data import DataLoader, batches\n"
+            "a = np.concatenate([b[0] for b in DataLoader(np.arange(10), batch_size=3, shuffle=True)])\n"
+            "b = np.concatenate([b[0] for b in batches(np.arange(10), 3, shuffle=True)])\n"
+            "print(sorted(a.tolist()) == sorted(b.tolist()) == list(range(10)), 'mpi4py' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if k not in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK",
+                                                          "MV2_COMM_WORLD_SIZE")}
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root,
+                          env={**env, "PYTHONPATH": str(root)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[0] == "True False"

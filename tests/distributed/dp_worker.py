@@ -273,6 +273,25 @@ def out_of_step():
     return {"error": error, "calls": [a.calls, b.calls]}
 
 
+def loader():
+    """DataLoader(shuffle=True) and batches(shuffle=True) without a seed, on every rank, each global batch
+    sharded: how many times the ranks together see each of 20 examples per epoch (1 when the ranks shuffle
+    alike; each rank's own fresh entropy repeated some examples and skipped others)."""
+    from luminal.data import DataLoader, Dataset
+    from luminal.data import batches as epoch_batches
+
+    ids = np.arange(20)
+    loader = DataLoader(Dataset(ids), batch_size=6, shuffle=True)
+    epochs = [list(loader), list(loader), list(DataLoader(ids, batch_size=6, shuffle=True)),
+              list(epoch_batches(ids, 6, shuffle=True))]
+    seen = []
+    for epoch in epochs:
+        count = np.zeros(20, np.int64)
+        np.add.at(count, np.concatenate([dist.shard(b[0]) for b in epoch]), 1)
+        seen.append(dist.all_reduce(count).tolist())
+    return {"seen": seen}
+
+
 def collectives():
     r, n = dist.rank(), dist.world_size()
     a = np.full(3, r + 1, np.float32)
@@ -316,6 +335,7 @@ CASES = {
     "batchnorm": batchnorm,
     "batchnorm_failure": batchnorm_failure,
     "collectives": collectives,
+    "loader": loader,
     "out_of_step": out_of_step,  # (last: before the fix, MPI failed on it and ended the launch)
 }
 

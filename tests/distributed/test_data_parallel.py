@@ -128,6 +128,13 @@ def test_a_failed_call_leaves_the_batchnorm_statistics_as_they_were(cases):
         assert r["spread"] == 0.0, r
 
 
+def test_a_shuffle_without_a_seed_is_the_same_on_every_rank(cases):
+    """A DataLoader (two epochs of one, and another's first) and batches(), shuffled without a seed: rank
+    0's fresh entropy on every rank, so the sharded global batches cover each example once per epoch."""
+    for r in both(cases, "loader"):
+        assert len(r["seen"]) == 4 and all(s == [1] * 20 for s in r["seen"]), r
+
+
 def test_collectives(cases):
     r0, r1 = both(cases, "collectives")
     for r in (r0, r1):
