@@ -91,6 +91,21 @@ def _log_clamped(p: GraphTensor) -> GraphTensor:
     return ops.where(zero, -100.0, ops.maximum(ops.log(ops.where(zero, 1.0, p)), -100.0))
 
 
+def _bce(p: GraphTensor, t: GraphTensor) -> GraphTensor:
+    """The elementwise BCE with torch's gradients (``Graph.custom_vjp``): w.r.t. ``p``,
+    ``(p - t) / max(p (1 - p), 1e-12)``, which stays finite at saturated probabilities, where the
+    clamped logs' own derivative, ``1 / p``, overflows to inf (p below about 3e-39; NaN where the clamp
+    cuts it: 0 * inf) or is 0 at p = 0 exactly; w.r.t. ``t``, ``log(1 - p) - log(p)`` (-logit)."""
+    out = ops.add((t - 1.0) * _log_clamped(1.0 - p) - t * _log_clamped(p), 0.0)  # (a node of its own)
+
+    def rule(_, adjoint, p, t):
+        d_p = (p - t) / ops.maximum(p * (1.0 - p), 1e-12)
+        d_t = ops.log(1.0 - p) - ops.log(p)
+        return [adjoint * d_p, adjoint * d_t]
+
+    return p.graph.custom_vjp(out, [p, t], rule)
+
+
 def _xlogy_self(t: GraphTensor) -> GraphTensor:
     """``t * log(t)`` with 0 at t = 0 (torch.xlogy(t, t))."""
     zero = ops.eq(t, 0)
@@ -112,7 +127,13 @@ def _class_weight(loss: str, x: GraphTensor, weight, cdim: int):
     if weight.shape != (c,):
         msg = f"weight must have shape ({c},), one per class, got {shape_str(weight.shape)}"
         raise op_error(ValueError, loss, msg, x, weight)
-    return weight.reshape((c,) + (1,) * (x.ndim - cdim - 1))
+    return _as_input_dtype(weight, x).reshape((c,) + (1,) * (x.ndim - cdim - 1))
+
+
+def _as_input_dtype(weight: GraphTensor, x: GraphTensor) -> GraphTensor:
+    """A float weight in the input's dtype: a float64 numpy weight made a constant (torch refuses the
+    mix) must not make the loss float64."""
+    return weight if weight.dtype is x.dtype else ops.cast(weight, x.dtype)
 
 
 def _check_label_range(loss: str, x: GraphTensor, target: GraphTensor, ignore_index: int):
@@ -139,6 +160,13 @@ def _check_indices(loss: str, x: GraphTensor, target: GraphTensor, weight, ignor
     return _check_label_range(loss, x, target, ignore_index)
 
 
+def _ignore_index(loss: str, ignore_index, x: GraphTensor) -> int:
+    """``ignore_index`` must be an int (a float was compared with the labels as it came)."""
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
+        raise op_error(TypeError, loss, f"ignore_index must be an int, got {ignore_index!r}", x)
+    return ignore_index
+
+
 def _nll(logp: GraphTensor, target: GraphTensor, weight, ignore_index: int, parts=None):
     """``-w[t] * logp[t]`` per element (0 where ``t == ignore_index``), the weight each element
     counts for in a mean (0 where ignored), and the kept mask. With ``parts`` (``(x, m, lse)`` of
@@ -155,6 +183,7 @@ def _nll(logp: GraphTensor, target: GraphTensor, weight, ignore_index: int, part
     if weight is None:
         w = ops.cast(keep, logp.dtype)
     else:
+        weight = _as_input_dtype(weight, logp)
         w = ops.where(keep, ops.index_select(weight, 0, safe.reshape(-1)).reshape(target.shape), 0.0)
         picked = picked * w
     return ops.where(keep, -picked, 0.0), w, keep
@@ -174,6 +203,7 @@ def nll_loss(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None
     check_tensors("nll_loss", optional=("weight",), input=input, target=target, weight=weight)
     _float("nll_loss", "input", input)
     _reduction("nll_loss", reduction, input)
+    ignore_index = _ignore_index("nll_loss", ignore_index, input)
     check = _check_indices("nll_loss", input, target, weight, ignore_index)
     elem, w, _ = _nll(input, target, weight, ignore_index)
     value_checks.guard(check, elem)  # only programs computing the loss check its labels
@@ -190,7 +220,8 @@ def cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor |
     check_tensors(loss, optional=("weight",), input=input, target=target, weight=weight)
     _float(loss, "input", input)
     _reduction(loss, reduction, input)
-    if not 0.0 <= label_smoothing <= 1.0:
+    ignore_index = _ignore_index(loss, ignore_index, input)
+    if not 0.0 <= check_number(loss, "label_smoothing", label_smoothing, input) <= 1.0:
         raise op_error(ValueError, loss, f"label_smoothing must be in [0, 1], got {label_smoothing}", input)
     cdim = _class_dim(loss, input)
     soft = target.dtype.is_float
@@ -225,7 +256,9 @@ def cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor |
 def binary_cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None = None, *,  # noqa: A002
                          reduction: str = "mean") -> GraphTensor:
     """BCE of probabilities ``input``; each log is clamped at -100 as in torch, so a saturated
-    probability gives a finite loss. Prefer ``binary_cross_entropy_with_logits`` on logits."""
+    probability gives a finite loss, and the gradient is torch's (``_bce``). A probability outside
+    [0, 1] gives NaN (torch raises: checking would mean computing the input twice, as it is the
+    model's output). Prefer ``binary_cross_entropy_with_logits`` on logits."""
     loss = "binary_cross_entropy"
     check_tensors(loss, optional=("weight",), input=input, target=target, weight=weight)
     _float(loss, "input", input)
@@ -233,8 +266,8 @@ def binary_cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphT
     _reduction(loss, reduction, input)
     _same_shape(loss, "target", input, target)
     _fits(loss, "weight", input, weight)
-    out = (target - 1.0) * _log_clamped(1.0 - input) - target * _log_clamped(input)
-    return _reduce(out if weight is None else out * weight, reduction)
+    out = _bce(input, target)
+    return _reduce(out if weight is None else out * _as_input_dtype(weight, input), reduction)
 
 
 @renamed("binary_cross_entropy_with_logits")
@@ -335,7 +368,7 @@ def smooth_l1_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = 
     """Quadratic below ``beta``, linear above, slope 1 (continuous gradient); ``beta=0`` is L1."""
     _pair("smooth_l1_loss", input, target)
     _reduction("smooth_l1_loss", reduction, input)
-    if beta < 0:
+    if not check_number("smooth_l1_loss", "beta", beta, input) >= 0:
         raise op_error(ValueError, "smooth_l1_loss", f"beta must be >= 0, got {beta}", input)
     z = ops.abs(input - target)
     if beta == 0:
@@ -349,7 +382,7 @@ def huber_loss(input: GraphTensor, target: GraphTensor, reduction: str = "mean",
     """Quadratic below ``delta``, linear above with slope ``delta``: smooth_l1 scaled by ``delta``."""
     _pair("huber_loss", input, target)
     _reduction("huber_loss", reduction, input)
-    if delta <= 0:
+    if not check_number("huber_loss", "delta", delta, input) > 0:
         raise op_error(ValueError, "huber_loss", f"delta must be > 0, got {delta}", input)
     z = ops.abs(input - target)
     out = ops.where(ops.lt(z, delta), z * z * 0.5, (z - 0.5 * delta) * delta)

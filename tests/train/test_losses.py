@@ -148,11 +148,53 @@ def test_binary_cross_entropy(weight, backend):
 
 
 def test_binary_cross_entropy_saturated(backend):
-    """p = 0 and p = 1 hit torch's log clamp at -100. Values only: torch's gradient there is its
-    1e-12-clamped ``(p - t) / (p (1 - p))`` (~1e11), ours the derivative of the clamped loss."""
-    p = np.array([0.0, 1.0, 0.0, 1.0, 1e-30, 0.5], np.float32)
-    t = np.array([0.0, 1.0, 1.0, 0.0, 0.3, 0.5], np.float32)
-    _run("binary_cross_entropy", [p, t], backend, grad=False)
+    """p = 0 and p = 1 hit torch's log clamp at -100; the gradient is torch's 1e-12-clamped
+    ``(p - t) / (p (1 - p))`` there and at subnormal p, where the clamped log's own derivative 1 / p
+    overflowed to inf (NaN where the clamp cut it) and was 0 at p = 0 exactly."""
+    p = np.array([0.0, 1.0, 0.0, 1.0, 1e-30, 0.5, 1e-45, 1e-40, 1e-39, 1 - 2**-24], np.float32)
+    t = np.array([0.0, 1.0, 1.0, 0.0, 0.3, 0.5, 1.0, 1.0, 1.0, 0.0], np.float32)
+    _run("binary_cross_entropy", [p, t], backend)
+
+
+def test_binary_cross_entropy_of_a_saturated_sigmoid_has_a_finite_gradient():
+    """BCE(sigmoid(x), 1) at x = -90 .. -103: the logits' gradient was NaN. (The values differ from
+    torch's there: its float32 sigmoid is 0 where the exact value, ours, is a subnormal.)"""
+    from luminal import train
+
+    xs = np.array([-50, -88, -90, -100, -103, -110], np.float32)
+    g = lm.Graph()
+    x = g.input("x", xs.shape)
+    loss = L.binary_cross_entropy(x.sigmoid(), g.constant(np.ones(6, np.float32)), reduction="sum")
+    grad = lm.compile(train.grad(loss, x))(x=xs)
+    assert np.all(np.isfinite(grad)) and np.all(grad <= 0) and grad[0] < 0, grad
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda x, t, c: L.smooth_l1_loss(x, t, beta=float("nan")), ValueError, "beta must be >= 0"),
+    (lambda x, t, c: L.huber_loss(x, t, delta=float("nan")), ValueError, "delta must be > 0"),
+    (lambda x, t, c: L.huber_loss(x, t, delta="1"), TypeError, "huber_loss: delta must be a number"),
+    (lambda x, t, c: L.cross_entropy(x, c, ignore_index=1.5), TypeError, "ignore_index must be an int"),
+    (lambda x, t, c: L.nll_loss(x, c, ignore_index=None), TypeError, "ignore_index must be an int"),
+    (lambda x, t, c: L.cross_entropy(x, c, label_smoothing="0.1"), TypeError, "label_smoothing must be a number"),
+])
+def test_functional_arguments_are_checked_as_the_modules_check_them(call, error, message):
+    """NaN compared False with the bounds, and a float ignore_index was compared with the labels."""
+    g = lm.Graph()
+    x, t, c = g.input("x", (4, 3)), g.input("t", (4, 3)), g.input("c", (4,), dtype=lm.int32)
+    with pytest.raises(error, match=message):
+        call(x, t, c)
+
+
+def test_a_float64_class_weight_keeps_the_loss_in_the_input_dtype():
+    """torch refuses the mix; the loss was silently float64 here."""
+    g = lm.Graph()
+    x, c = g.input("x", (4, 3)), g.input("c", (4,), dtype=lm.int32)
+    w = g.constant(np.array([0.2, 1.0, 3.0]))
+    assert w.dtype is lm.float64
+    for fn in (L.cross_entropy, L.nll_loss):
+        assert fn(x, c, w).dtype is lm.float32
+    p = g.input("p", (4, 3))
+    assert L.binary_cross_entropy(p.sigmoid(), p.sigmoid(), g.constant(np.ones((4, 3)))).dtype is lm.float32
 
 
 @pytest.mark.parametrize("pos_weight", [False, True], ids=["", "pos_weight"])
