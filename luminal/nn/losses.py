@@ -190,8 +190,15 @@ def _nll(logp: GraphTensor, target: GraphTensor, weight, ignore_index: int, part
 
 
 def _weighted_mean(elem: GraphTensor, w: GraphTensor, reduction: str) -> GraphTensor:
-    """torch's class-weighted mean divides by the summed weight of the kept targets (NaN if none)."""
-    return elem.sum() / w.sum() if reduction == "mean" else _reduce(elem, reduction)
+    """torch's class-weighted mean divides by the summed weight of the kept targets (NaN if none). That
+    denominator is registered as the loss's (``graph.mean_counts``), so that data parallel weighs each
+    rank by the targets its share counts, not by its samples (``train/data_parallel.py``)."""
+    if reduction != "mean":
+        return _reduce(elem, reduction)
+    count = w.sum()
+    loss = elem.sum() / count
+    loss.graph.mean_counts[loss.node.id] = count
+    return loss
 
 
 # classification -------------------------------------------------------------------------------
