@@ -287,13 +287,15 @@ def test_int32_extremes(backend):
 def test_var_large_correction(correction, backend):
     # torch divides by max(0, n - correction): inf (not a negative variance) once correction >= n.
     # Its backward divides by n - correction unclamped, so for n < correction its gradient is that of
-    # a negative variance (finite) while the value is inf; here the gradient of the inf is +-inf. With
-    # correction 4 the var over 3 has that (and the std over 6 does not hide it: for 7 both are NaN).
+    # a negative variance (finite) while the value is inf, as here (var's rule, ``_var_backward``);
+    # over all elements (no dim) with n <= correction it is grad * (inf, or NaN at the mean).
     check(lambda x: (x.var(1, correction=correction), x.std(correction=correction)), [rand((2, 3))],
-          torch_op=lambda t: (t.var(1, correction=correction), t.std(correction=correction)), backend=backend,
-          grad=not 3 < correction < 6)
+          torch_op=lambda t: (t.var(1, correction=correction), t.std(correction=correction)), backend=backend)
+    check(lambda x: x.var(correction=correction), [rand((2, 3))], backend=backend)
     check_sizes(lambda x: x.var(0, correction=correction), lambda n: [rand((n, 2))], [("B", 2)], sizes=(3, 2),
-                backend=backend, grad=correction <= 2)  # (no n < correction, as above)
+                backend=backend)
+    check_sizes(lambda x: x.std(correction=correction), lambda n: [rand((n, 2))], [("B", 2)], sizes=(3, 2),
+                backend=backend)
 
 
 @pytest.mark.parametrize("name", ["logsumexp", "softmax", "log_softmax", "mean_of_float"])

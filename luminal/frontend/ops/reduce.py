@@ -125,10 +125,10 @@ def _var_args(op: str, x: GraphTensor, dim, unbiased, axis, correction):
 
 
 @tensor_op("var")
-@_opmath
 def var(x: GraphTensor, dim=None, unbiased=None, keepdim: bool = False, *, axis=None, correction=None) -> GraphTensor:
     """Variance over ``dim`` (all dims by default) divided by ``N - correction`` (``unbiased``:
     correction 1 or 0), as torch, whose positional order ``(dim, unbiased, keepdim)`` this keeps.
+    float32 and bfloat16 compute it in float64 (``_variance``) and round once.
 
     Args:
         x: a float tensor.
@@ -139,30 +139,102 @@ def var(x: GraphTensor, dim=None, unbiased=None, keepdim: bool = False, *, axis=
         correction: the number subtracted from the count (default 1)."""
     require("var", x.dtype.is_float, f"needs a float tensor, got {x.dtype.name}", x)
     axes, correction = _var_args("var", x, dim, unbiased, axis, correction)
+    whole = _whole(x, dim, axis)
+    out = _own_node(cast(_variance(x, axes, correction, keepdim), x.dtype), "var")
+
+    def rule(out, adjoint, x):
+        return [_var_backward(x, axes, correction, keepdim, whole, adjoint)]
+
+    return x.graph.custom_vjp(out, [x], rule)
+
+
+def _whole(x: GraphTensor, dim, axis) -> bool:
+    """Whether torch sees no ``dim`` (``var(x)``, ``var(x, unbiased)``) or a 0-d ``x``: its backward
+    then takes another branch for ``N <= correction``."""
+    return x.ndim == 0 or ((dim is None or isinstance(dim, bool)) and axis is None)
+
+
+def _own_node(t: GraphTensor, tag: str) -> GraphTensor:
+    """A Copy of ``t`` that is no other expression's node, to carry a ``Graph.custom_vjp`` (see
+    ``evenly_shared``; the compiler drops the copy)."""
+    g = t.graph
+    return g.tensor(g.add("Copy", (t,), tag, t.dtype, t.shape))
+
+
+def _var_widths(x: GraphTensor):
+    """``(x as computed, the wide dtype)``: the 16-bit types' mean is float32's (``_opmath``)."""
+    xs = cast(x, dt.float32) if x.dtype in (dt.float16, dt.bfloat16) else x
+    return xs, (dt.float32 if x.dtype is dt.float16 else dt.float64)
+
+
+def _var_denom(x: GraphTensor, axes, correction, d: dt.DType):
+    """``max(0, N - correction)``: torch's divisor (too large a correction gives inf or NaN, not a
+    negative variance); an int, or a 0-d tensor of ``d`` for a symbolic count."""
     n = _count(x, axes)
-    # torch divides by max(0, n - correction): too large a correction gives inf (or NaN), not a negative
-    denom = maximum(sub(cast(n, x.dtype), correction), 0) if isinstance(n, GraphTensor) else max(0, n - correction)
-    m = mean(x, axes, keepdim=True)
-    # Dividing by 0, the gradient through the mean is inf * (a sum that is 0 but for rounding) = NaN;
-    # it is 0 in exact arithmetic, and torch's gradient, 2 (x - mean) / 0, leaves it out: so do we.
-    if isinstance(denom, GraphTensor):
-        m = where(eq(denom, 0), m.detach(), m)
-    elif denom == 0:
-        m = m.detach()
-    d = sub(x, m)
-    return div(sum(mul(d, d), axes, keepdim), denom)
+    return maximum(sub(cast(n, d), correction), 0) if isinstance(n, GraphTensor) else max(0, n - correction)
+
+
+def _variance(x: GraphTensor, axes, correction, keepdim: bool) -> GraphTensor:
+    """The variance of float ``x`` in a dtype wide enough that the squared deviations neither
+    overflow nor underflow where the variance (or its root) fits: float64 for float32, bfloat16 and
+    float64, float32 for float16. In ``x``'s own float32 the squares overflowed (the std of [3e20,
+    4e20, -1e20] was inf, torch's 2.6458e20) or flushed to 0 (the std of [3e-25, 4e-25, 1e-25] was 0).
+    The mean is ``mean(x)`` as computed elsewhere (float32 for the 16-bit types), so a norm layer's
+    own ``x.mean`` is the same node; the deviations from it and their squares are wide. A float32 sum
+    already accumulates in float64, so the wide squares cost an f64 multiply per term. The gradient
+    is a rule (``_var_backward``), not this chain's."""
+    xs, wide = _var_widths(x)
+    d = sub(cast(xs, wide), cast(mean(xs, axes, keepdim=True), wide))
+    return div(sum(mul(d, d), axes, keepdim), _var_denom(x, axes, correction, wide))
+
+
+def _var_backward(x: GraphTensor, axes, correction, keepdim: bool, whole: bool, adjoint: GraphTensor) -> GraphTensor:
+    """torch's ``var_backward``: ``(2 / (N - correction)) * grad * (x - mean(x))``, in ``x``'s dtype
+    (float32 for the 16-bit types, rounded once), ``N - correction`` unclamped (the value's divisor
+    is clamped at 0: for ``correction > N`` the value is inf, its gradient that of a negative
+    variance, as torch's). A whole-tensor reduction (``dim`` None, or a 0-d ``x``: ``whole``) with
+    ``N <= correction`` is torch's other branch, ``grad * (NaN where x == mean, else inf)``.
+
+    Differentiating the forward chain instead also sent the adjoint back through its mean (a float64
+    sum of the deviations, 0 but for rounding: one more reduction and buffer per call). The mean here
+    is the forward's node and is not detached, so a gradient of this gradient is torch's too
+    (``I - 1/N``)."""
+    xs, _ = _var_widths(x)
+    n = _count(x, axes)
+    a = cast(adjoint, xs.dtype)
+    if not keepdim:
+        a = a.reshape(tuple(1 if i in axes else size for i, size in enumerate(x.shape)))
+    dev = sub(xs, mean(xs, axes, keepdim=True))
+    if isinstance(n, GraphTensor):
+        dof = sub(cast(n, xs.dtype), correction)
+        grad = mul(mul(a, div(2.0, dof)), dev)
+        if whole:
+            grad = where(gt(dof, 0), grad, mul(a, where(eq(dev, 0), float("nan"), float("inf"))))
+    elif whole and n <= correction:
+        grad = mul(a, where(eq(dev, 0), float("nan"), float("inf")))
+    else:
+        grad = mul(mul(a, 2.0 / (n - correction) if n != correction else float("inf")), dev)
+    return cast(grad, x.dtype)
 
 
 @tensor_op("std")
-@_opmath
 def std(x: GraphTensor, dim=None, unbiased=None, keepdim: bool = False, *, axis=None, correction=None) -> GraphTensor:
-    """The square root of ``var`` (same arguments). Where the variance is 0 (constant values),
-    torch's gradient is 0: sqrt's own, 1 / (2 * 0), times var's zero gradient would be NaN, so there
-    the root reads 1 and the result is 0 instead."""
+    """The square root of ``var`` (same arguments), taken in ``var``'s wide dtype and rounded once:
+    the std of float32 values fits where their variance does not (3e20's square). The gradient is
+    torch's ``std_backward``: ``var``'s with the adjoint ``grad / (2 * std)``, 0 where the std is 0
+    (constant values)."""
     require("std", x.dtype.is_float, f"needs a float tensor, got {x.dtype.name}", x)
-    v = var(x, dim, unbiased, keepdim, axis=axis, correction=correction)
-    flat = eq(v, 0)
-    return where(flat, 0.0, sqrt(where(flat, 1.0, v)))
+    axes, correction = _var_args("std", x, dim, unbiased, axis, correction)
+    whole = _whole(x, dim, axis)
+    v = _variance(x, axes, correction, keepdim)
+    out = _own_node(cast(sqrt(v), x.dtype), "std")
+
+    def rule(out, adjoint, x):
+        zero = eq(out, 0)
+        a = where(zero, 0.0, div(adjoint, mul(where(zero, 1.0, out), 2)))
+        return [_var_backward(x, axes, correction, keepdim, whole, a)]
+
+    return x.graph.custom_vjp(out, [x], rule)
 
 
 def _nonempty(x, axes, op):
@@ -568,9 +640,9 @@ def min_(x: GraphTensor, dim=None, keepdim: bool = False, *, axis=None) -> Graph
 
 def _var_mean(op: str, x, dim, unbiased, keepdim, axis, correction, root: bool):
     require(op, x.dtype.is_float, f"needs a float tensor, got {x.dtype.name}", x)
-    axes, correction = _var_args(op, x, dim, unbiased, axis, correction)
+    axes, _ = _var_args(op, x, dim, unbiased, axis, correction)
     f = std if root else var
-    return f(x, axes, None, keepdim, correction=correction), mean(x, axes, keepdim)
+    return f(x, dim, unbiased, keepdim, axis=axis, correction=correction), mean(x, axes, keepdim)
 
 
 @tensor_op("var_mean")
