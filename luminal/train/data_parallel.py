@@ -316,7 +316,9 @@ def _denominator_program(graph, loss, backend: str):
     if getattr(count, "graph", None) is not graph or tuple(count.shape) != ():
         raise ValueError("compile_step(data_parallel=True): graph.mean_counts must map the loss to a 0-d tensor of "
                          "its graph (the count its mean divides by)")
-    return compile_graph([count], backend=backend)
+    # (a program of the graph applies the graph's own updates: here they are kept as read, for the step's
+    # gradients program applies them, once)
+    return compile_graph([count], backend=backend, updates={st: graph.state(st) for st in graph.updates})
 
 
 def _checked_denominator(value) -> float:

@@ -145,6 +145,27 @@ def test_a_registered_mean_denominator_must_be_a_scalar_of_the_graph():
     assert step._dp.weight.data == 1.0  # a process alone holds the whole denominator
 
 
+def test_the_mean_denominator_program_leaves_the_graph_updates_to_the_step():
+    """cross_entropy registers its mean's denominator; the small program computing it before each call
+    must not apply the graph's own updates too (BatchNorm counted every batch twice)."""
+    counts = []
+    for data_parallel in (False, True):
+        lm.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Tanh(), nn.Linear(8, 3))
+        g = lm.Graph()
+        x, y = g.input("x", ("B", 6)), g.input("y", ("B",), dtype=lm.int32)
+        loss = train.cross_entropy(model(x), y)
+        assert loss.node.id in g.mean_counts
+        step = train.compile_step(loss, train.SGD(model.parameters(), lr=0.1), data_parallel=data_parallel)
+        rng = np.random.default_rng(0)
+        for _ in range(3):
+            step(x=rng.standard_normal((4, 6)).astype(np.float32), y=rng.integers(0, 3, 4).astype(np.int32))
+        counts.append({k: np.array(v, copy=True) for k, v in model.state_dict().items()})
+    assert int(counts[1]["1.num_batches_tracked"]) == 3
+    for k in counts[0]:
+        np.testing.assert_allclose(counts[1][k], counts[0][k], rtol=1e-5, atol=1e-7, err_msg=k)
+
+
 def test_an_empty_share_is_an_error_of_every_rank():
     _, _, step = _run(True)
     with pytest.raises(dist.RankFailedError, match="rank 0 raised ValueError: its batch is empty"):
