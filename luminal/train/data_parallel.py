@@ -46,6 +46,13 @@ carries what it is (the first call's check, a batch, a status) and the call's nu
 exchanges are out of step (one called the step more often than another, or another step) raise a
 :class:`~luminal.distributed.DistributedError` saying so. The exchanges run on a communicator of their
 own (``mpi.internal()``), so they are never matched with the user's collectives.
+
+**Dropout.** At the first call every rank takes rank 0's random generator (the graph's, which a
+checkpoint saves) with its parameters. Each call then draws one number from it, alike on every rank,
+and a rank draws its masks from a generator seeded with that number and its rank: the masks differ
+from rank to rank (one process's differ from row to row too), a run from the same seed repeats them,
+and a run resumed from a checkpoint (loaded on every rank or on rank 0 alone) continues them exactly.
+A process alone draws from the graph's generator itself, as the plain step does.
 """
 
 from __future__ import annotations
@@ -145,13 +152,15 @@ class DataParallel:
     # the first call -------------------------------------------------------------------------------
     def start(self, step) -> None:
         """Check that every rank runs the same program, then give every rank rank 0's parameters,
-        optimizer state and counters (the step's, the optimizer's and the GradScaler's)."""
-        data = json.dumps(describe(step, self._used, self._roots, self._positions)).encode()
+        optimizer state, counters (the step's, the optimizer's and the GradScaler's) and random generator."""
+        mine = {"description": describe(step, self._used, self._roots, self._positions),
+                "rng": step.graph.rng.bit_generator.state}
+        data = json.dumps(mine).encode()
         what = "the first call's program check"
         table = self._exchange(START, step.calls, False, [len(data)], what)
         theirs = [json.loads(b) for b in collectives.gather_bytes(data, what, sizes=table[:, SIZE])]
         for r, other in enumerate(theirs):
-            diff = _first_difference(theirs[0], other, r)
+            diff = _first_difference(theirs[0]["description"], other["description"], r)
             if diff is not None:
                 raise ProgramMismatchError(
                     f"compile_step(data_parallel=True): rank {r} does not run rank 0's program ({diff}); every rank "
@@ -168,6 +177,7 @@ class DataParallel:
             if scaler is not None:
                 scaler.growth_tracker, scaler.skipped = int(counters[2]), int(counters[3])
                 scaler._set(float(scaler._scale.data))  # (its inverse, from the scale rank 0 gave)
+            step.graph.rng.bit_generator.state = theirs[0]["rng"]
         self.started = True
 
     # every call ---------------------------------------------------------------------------------
@@ -205,8 +215,10 @@ class DataParallel:
         self.weight.set(denom / whole if whole > 0 else n / total)
         res: tuple | None = None
         saved = [(st, np.array(st.data, copy=True)) for st in self._own_updates]
+        rng = step.graph.rng
+        rng_saved = rng.bit_generator.state
         try:
-            res = self.program(**batch)
+            res = self._run(step, batch)
         except Exception as e:  # reported to every rank below, then raised everywhere
             error = e
         loss_r = float(res[0]) if res is not None else math.nan
@@ -216,6 +228,7 @@ class DataParallel:
         except BaseException:  # a rank failed: the others' programs ran, and wrote their statistics
             for st, value in saved:
                 st.set(value)
+            rng.bit_generator.state = rng_saved  # (the next call draws the masks this one would have)
             raise
         self._ran = True
         if denom == 0 and whole > 0:  # a share that counts no target: no gradient (its own mean is 0/0)
@@ -261,6 +274,21 @@ class DataParallel:
             a.data.fill(0)
         step.micro_step = 0
         return loss, extra
+
+    def _run(self, step, batch: dict):
+        """The gradients program on this rank's batch. On several ranks, its random draws (dropout) come
+        from a generator of this call and this rank, seeded with one draw from the graph's generator (the
+        same draw on every rank), which then moves on alike on all."""
+        rng = step.graph.rng
+        if self.size == 1 or not step.graph.random:
+            return self.program(**batch)
+        key = int(rng.integers(2**63))
+        shared = rng.bit_generator.state
+        rng.bit_generator.state = np.random.default_rng([key, self.rank]).bit_generator.state
+        try:
+            return self.program(**batch)
+        finally:
+            rng.bit_generator.state = shared
 
     def _average_stats(self, buckets: Buckets, weight: float, what: str) -> None:
         """Running statistics become the sample-weighted mean of the ranks', the same on every rank again:

@@ -228,6 +228,46 @@ def scaler_resume(path):
             "spread": spread(model)}
 
 
+def dropout(path):
+    """Dropout, one seed on every rank (lm.manual_seed(0), as a script does): the masks of each call as
+    strings of 0/1 (this rank's 4 rows of 64). Run A trains 4 calls (rank 0 saves after 2); run B repeats
+    it; run C builds models of other seeds, loads the checkpoint on every rank and makes calls 3 and 4;
+    run D loads it on rank 0 alone."""
+    def make(seed):
+        lm.manual_seed(seed)
+        model = nn.Sequential(nn.Linear(12, 64), nn.Dropout(0.5), nn.Linear(64, 4))
+        g = lm.Graph()
+        x, y = g.input("x", ("B", 12)), g.input("y", ("B",), dtype=lm.int32)
+        h = model[1](model[0](x))
+        opt = OPTIMIZERS["sgd"](model.parameters())
+        return model, opt, train.compile_step(train.cross_entropy(model[2](h), y), opt, outputs=[h],
+                                              data_parallel=True)
+
+    def masks(step, data):
+        out = []
+        for x, y in data:
+            _, h = step(**dict(zip(("x", "y"), dist.shard(x, y))))
+            out.append("".join("1" if v else "0" for v in (np.asarray(h) != 0).ravel()))
+        return out
+
+    data = batches((8, 8, 8, 8))
+    model, opt, step = make(0)
+    run_a = masks(step, data[:2])
+    if dist.rank() == 0:
+        train.save_checkpoint(path, model=model, optimizer=opt, step=step)
+    dist.barrier()
+    run_a += masks(step, data[2:])
+    run_b = masks(make(0)[2], data)
+    model, opt, step = make(1 + dist.rank())
+    train.load_checkpoint(path, model=model, optimizer=opt, step=step)
+    run_c = masks(step, data[2:])
+    model, opt, step = make(1 + dist.rank())
+    if dist.rank() == 0:
+        train.load_checkpoint(path, model=model, optimizer=opt, step=step)
+    run_d = masks(step, data[2:])
+    return {"a": run_a, "b": run_b, "c": run_c, "d": run_d}
+
+
 def batchnorm():
     data = batches((8, 8, 8))
     model, _, step = build(data_parallel=True, batchnorm=True)
@@ -332,6 +372,7 @@ CASES = {
                                                scaler=train.GradScaler(growth_interval=1 + 2 * dist.rank())),
     "checkpoint": lambda: checkpoint(str(Path(sys.argv[1]) / "checkpoint.safetensors")),
     "scaler_resume": lambda: scaler_resume(str(Path(sys.argv[1]) / "scaler.safetensors")),
+    "dropout": lambda: dropout(str(Path(sys.argv[1]) / "dropout.safetensors")),
     "batchnorm": batchnorm,
     "batchnorm_failure": batchnorm_failure,
     "collectives": collectives,

@@ -112,6 +112,19 @@ def test_exchanges_out_of_step_are_an_error_of_every_rank(cases):
         assert r["calls"] == [1, 0], r  # the refused calls are no calls of either step
 
 
+def test_dropout_masks_differ_between_ranks_and_are_reproducible(cases):
+    """One seed on every rank drew the same masks on both (rank 1's rows masked as rank 0's, which one
+    process never does). Each rank's masks now come from the shared generator and its rank: they differ
+    between the ranks, a run from the same seed repeats them, and a run resumed from a checkpoint (loaded
+    on every rank, or on rank 0 alone) draws those of the run that was not interrupted."""
+    r0, r1 = both(cases, "dropout")
+    assert all(a != b for a, b in zip(r0["a"], r1["a"])), (r0["a"], r1["a"])
+    for r in (r0, r1):
+        assert all(0.3 < m.count("1") / len(m) < 0.7 for m in r["a"]), r  # (dropout p=0.5 kept about half)
+        assert r["b"] == r["a"], r
+        assert r["c"] == r["a"][2:] and r["d"] == r["a"][2:], r
+
+
 def test_batchnorm_statistics_stay_identical_on_every_rank(cases):
     for r in both(cases, "batchnorm"):
         assert r["spread"] == 0.0, r
