@@ -11,7 +11,10 @@ A process started without a launcher is rank 0 of 1 and never imports mpi4py: ev
 unchanged (collectives leave arrays as they are), so the same script runs alone and under ``mpiexec``.
 ``init()`` imports MPI without a launcher this package recognises (``mpi.py`` lists the ones it does).
 Collectives never wait forever: ``LUMINAL_DIST_TIMEOUT`` (seconds, default 600) bounds each, and an
-uncaught exception on any rank ends the job (``mpi.py``).
+uncaught exception on any rank ends the job (``mpi.py``). They check their calls first: ranks that
+pass arrays of other shapes or dtypes, or call other collectives, all raise a ``DistributedError``
+naming each rank's call (``collectives.py``). A train step's own exchanges use a communicator of their
+own, never matched with these (``mpi.internal()``).
 
 Device buffers (CUDA) would take NCCL behind the same calls; today arrays are host numpy arrays.
 """

@@ -25,27 +25,31 @@ its call's global mean) and exchanges once, at the update, which applies the mea
 returns is the global mean (weighted as the gradients are); extra ``outputs`` are this rank's.
 
 **The mean's denominator.** The sample count of a call is the leading dim of its first input whose
-leading dim is symbolic (the batch dim). A loss that is a mean over samples (the losses' default) is
-weighted by it, and the sum reproduces one process's gradient. A loss that is a mean over something
-else (``cross_entropy`` with ``ignore_index``: over the targets it counts) must be weighted by its own
-denominator, or a rank whose share counts fewer targets weighs as much as the others.
-``graph.mean_counts`` maps the node id of such a loss tensor to a 0-d tensor of the same graph, the
-count its mean divides by, computed from the batch alone (no parameters, no random draws). It
-qualifies when the loss given to ``compile_step`` is that tensor itself (not a sum or a multiple of
-it: ``ce + 0.1 * reg`` or ``ce / 2`` is weighted by samples); a small program of its own then computes
-``d_r`` before the step. A rank whose share counts nothing (``d_r = 0``: every target ignored)
-contributes no gradient; a global batch that counts nothing has a NaN loss, as in one process.
+leading dim is symbolic (the batch dim). A loss that is a mean over samples is weighted by it, and the
+sum reproduces one process's gradient. A loss that is a mean over something else (``cross_entropy``
+with ``ignore_index``: over the targets it counts) must be weighted by its own denominator, or a rank
+whose share counts fewer targets weighs as much as the others. ``graph.mean_counts`` maps the node id
+of such a loss tensor to a 0-d tensor of the same graph, the count its mean divides by, computed from
+the batch alone (no parameters, no random draws): ``cross_entropy`` and ``nll_loss``
+(``reduction="mean"``) register theirs, the kept targets' summed class weight. It qualifies when the
+loss given to ``compile_step`` is that tensor itself (not a sum or a multiple of it: ``ce + 0.1 * reg``
+or ``ce / 2`` is weighted by samples); a small program of its own (the graph's own updates kept as
+read) then computes ``d_r`` before the step. A rank whose share counts nothing (``d_r = 0``: every
+target ignored) contributes no gradient; a global batch that counts nothing has a NaN loss, as in one
+process.
 
-Agreement, not hope: at the first call the ranks compare a description of their programs (graph
+**Agreement, not hope.** At the first call the ranks compare a description of their programs (graph
 structure, parameters and the order the optimizer lists them in, optimizer, options, the GradScaler's
 settings) and then take rank 0's parameters, optimizer state and counters (the scaler's too: a
-checkpoint loaded on rank 0 alone resumes every rank); at every call they compare their batches' dims beyond the
-first. A rank that raises, or whose loss is not finite under ``check_finite``, makes every rank raise
-the same error at the same call (no rank is left waiting), with nothing updated. Every exchange row
-carries what it is (the first call's check, a batch, a status) and the call's number: ranks whose
-exchanges are out of step (one called the step more often than another, or another step) raise a
-:class:`~luminal.distributed.DistributedError` saying so. The exchanges run on a communicator of their
-own (``mpi.internal()``), so they are never matched with the user's collectives.
+checkpoint loaded on rank 0 alone resumes every rank); at every call they compare their batches' dims
+beyond the first. A rank that raises, or whose loss is not finite under ``check_finite``, makes every
+rank raise the same error at the same call (no rank is left waiting), with nothing updated (the
+graph's own updates put back too); a refused call is no call of the step (``step.calls``), as in the
+plain path. Every exchange row carries what it is (the first call's check, a batch, a status) and the
+call's number: ranks whose exchanges are out of step (one called the step more often than another,
+or another step) raise a :class:`~luminal.distributed.DistributedError` saying so. The exchanges run
+on a communicator of their own (``mpi.internal()``), so they are never matched with the user's
+collectives.
 
 **Dropout.** At the first call every rank takes rank 0's random generator (the graph's, which a
 checkpoint saves) with its parameters. Each call then draws one number from it, alike on every rank,
@@ -95,7 +99,7 @@ class DataParallel:
             st = State(np.zeros((), p.data.dtype), p.dtype, f"{p.name or 'param'}.grad")
             st._replace(view)  # the compiled program writes into the bucket; MPI sums it there
             self.grads.append(st)
-        self.weight = weight  # n_r / T: the loss's weight, which the gradients carry (``loss_weight``)
+        self.weight = weight  # d_r / D: the loss's weight, which the gradients carry (``loss_weight``)
         writes = dict(zip(self.grads, grads))
         self.program = compile_graph(outputs, backend=backend, updates={**graph_updates, **writes})
         self.reduced = [graph.state(st) for st in self.grads]
