@@ -205,9 +205,10 @@ class DataParallel:
         if n == 0:
             error = ValueError("its batch is empty (every rank needs at least one sample: shard global batches of "
                                "at least world_size samples)")
-        elif self._denominator is not None:
-            try:
-                denom = _checked_denominator(self._denominator(**batch)[0])
+        elif self._denominator is not None and all(k in batch for k in self._denominator.input_names):
+            try:  # (a missing input, or any other the count does not read, is for the step's program to name)
+                reads = {k: batch[k] for k in self._denominator.input_names}
+                denom = _checked_denominator(self._denominator(**reads)[0])
             except Exception as e:  # reported to every rank below, then raised everywhere
                 error = e
         table = self._exchange(BATCH, step.calls, error is not None, [n, _batch_digest(batch), denom],

@@ -138,8 +138,8 @@ def test_a_registered_mean_denominator_must_be_a_scalar_of_the_graph():
         train.compile_step(loss, train.SGD(model.parameters(), lr=0.1), data_parallel=True)
     g.mean_counts[loss.node.id] = (y != -100).float().sum()
     step = train.compile_step(loss, train.SGD(model.parameters(), lr=0.1), data_parallel=True)
-    with pytest.raises(dist.RankFailedError, match="missing input"):  # (the count's program reads the batch too)
-        step(x=np.zeros((2, 6), np.float32))
+    with pytest.raises(dist.RankFailedError, match=r"missing input\(s\) \['y'\]; this call needs \['x', 'y'\]"):
+        step(x=np.zeros((2, 6), np.float32))  # (named by the step's program, not the count's)
     assert step.calls == 0
     step(x=np.zeros((2, 6), np.float32), y=np.array([1, -100], np.int32))
     assert step._dp.weight.data == 1.0  # a process alone holds the whole denominator
