@@ -371,7 +371,9 @@ class GraphTensor:
     @scalar_as_1d("squeeze")
     def squeeze(self, dim=None) -> GraphTensor:
         """torch ``Tensor.squeeze``: size-1 dims removed (all of them, or those named; a named dim
-        whose size is not 1 is kept, as torch).
+        whose size is not 1 is kept, as torch). A symbolic dim's size is known only when the program
+        runs, and the result's rank cannot wait for it: ``squeeze()`` keeps symbolic dims (torch would
+        drop one bound to 1), and naming one is a ValueError (index it, ``x[0]``, or reshape instead).
 
         Args:
             dim: None, a dim, or a sequence of dims.
@@ -380,7 +382,12 @@ class GraphTensor:
             dims = [i for i, d in enumerate(self.shape) if is_static(d) and d == 1]
         else:
             dims = [self._axis(d, "squeeze") for d in (dim if isinstance(dim, (tuple, list)) else (dim,))]
-            dims = [d for d in dims if is_static(self.shape[d]) and self.shape[d] == 1]
+            for d in dims:
+                if not is_static(self.shape[d]):
+                    raise op_error(ValueError, "squeeze", f"dim {d} has the symbolic size {self.shape[d]}: whether "
+                                   f"it is 1 is known only when the program runs (torch squeezes it then); index "
+                                   f"it (x[0]) or reshape instead", self)
+            dims = [d for d in dims if self.shape[d] == 1]
         return self.reshape(tuple(d for i, d in enumerate(self.shape) if i not in dims))
 
     def unsqueeze(self, dim: int) -> GraphTensor:
