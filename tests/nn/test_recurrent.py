@@ -434,3 +434,13 @@ def test_bad_inputs_name_the_layer():
         LSTMCell(3, 4)(g.input("c3", (2, 2, 3)))
     with pytest.raises(ValueError, match=r"GRUCell\(3, 4\).*expected hx of shape \(2, 4\)"):
         GRUCell(3, 4)(x[0], g.input("hc", (3, 4)))
+
+
+def test_errors_about_an_unbatched_input_show_it_as_given():
+    """The operands listed were the input after its batch dim was added: (5, 1, 3) for a (5, 3) input."""
+    g = lm.Graph()
+    with pytest.raises(ValueError, match=r"operand 0: \(5, 3\) float32") as e:
+        RNN(3, 4)(g.input("u", (5, 3)), g.input("h", (1, 1, 4)))
+    assert "(5, 1, 3)" not in str(e.value)
+    with pytest.raises(ValueError, match=r"operand 0: \(3,\) float32"):
+        RNNCell(3, 4)(g.input("c", (3,)), g.input("hc", (1, 4)))

@@ -224,14 +224,15 @@ class RNNBase(Module):
             raise op_error(TypeError, name, f"input must have the parameters' dtype {w0.dtype.name}, got "
                            f"{x.dtype.name}", x)
         unbatched = x.ndim == 2
+        given = x  # (the errors show the input as the user passed it)
         x = x.unsqueeze(1) if unbatched else x.transpose(0, 1) if self.batch_first else x
         seq_len, batch = x.shape[0], x.shape[1]  # (L, N, F) from here on
         if not is_static(seq_len):
             raise op_error(NotImplementedError, name, f"the sequence length must be static (an int), got "
-                           f"{seq_len}: the recurrence is unrolled over time", x)
+                           f"{seq_len}: the recurrence is unrolled over time", given)
         if seq_len == 0:
-            raise op_error(ValueError, name, "expected a sequence length larger than 0", x)
-        states = self._initial_states(name, hx, unbatched, batch, x)
+            raise op_error(ValueError, name, "expected a sequence length larger than 0", given)
+        states = self._initial_states(name, hx, unbatched, batch, given)
         out, finals = self._layers(x, states, seq_len)
         finals = [stack(f, 0) for f in finals]  # h_n (and c_n): (D*num_layers, N, H)
         if unbatched:
@@ -444,6 +445,7 @@ class RNNCellBase(Module):
             raise op_error(TypeError, name, f"input must have the parameters' dtype {self.weight_ih.dtype.name}, "
                            f"got {x.dtype.name}", x)
         unbatched = x.ndim == 1
+        given = x  # (the errors show the input as the user passed it)
         x = x.unsqueeze(0) if unbatched else x
         want = (x.shape[0], self.hidden_size)
         states = []
@@ -455,10 +457,10 @@ class RNNCellBase(Module):
             if t.ndim != x.ndim - (1 if unbatched else 0) or t.shape[-1] != self.hidden_size or \
                     (not unbatched and t.shape[0] != want[0]):
                 raise op_error(ValueError, name, f"expected {what} of shape "
-                               f"{shape_str(want[1:] if unbatched else want)}, got {shape_str(t.shape)}", x, t)
+                               f"{shape_str(want[1:] if unbatched else want)}, got {shape_str(t.shape)}", given, t)
             if t.dtype is not x.dtype:
                 raise op_error(TypeError, name, f"{what} must have the input's dtype {x.dtype.name}, got "
-                               f"{t.dtype.name}", x, t)
+                               f"{t.dtype.name}", given, t)
             states.append(t.unsqueeze(0) if unbatched else t)
         return x, states, unbatched
 
