@@ -7,8 +7,10 @@ from luminal.train.optim.optimizer import Optimizer
 
 
 class SGD(Optimizer):
-    """torch.optim.SGD. As in torch, the momentum buffer is the gradient itself at the first step
-    (``first_step`` is 1.0 at t = 1, else 0.0, and selects it exactly: one graph serves every step)."""
+    """torch.optim.SGD. As in torch, the momentum buffer is the gradient itself at its first step
+    (``first_step`` is 1.0 then, else 0.0, and selects it exactly: one graph serves every step): the
+    first update, or the first after a group's momentum was switched on (torch creates the buffer
+    then; a zero buffer would take the dampening)."""
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, maximize=False, *,
                  foreach=None, fused=None, differentiable=False):
@@ -17,6 +19,7 @@ class SGD(Optimizer):
                         nesterov=nesterov, maximize=maximize)
         self._validate(defaults)
         super().__init__(params, defaults)
+        self._momentum_since: dict[int, int] = {}  # id(group) -> the step count when its momentum came on
 
     def _validate(self, h: dict) -> None:
         self._nonnegative(h, ("lr", "momentum", "weight_decay"))
@@ -38,8 +41,12 @@ class SGD(Optimizer):
         if group["weight_decay"] != 0:
             s["weight_decay"] = group["weight_decay"]
         if group["momentum"] != 0:
+            # (a group of this optimizer; _check_same_structure asks about copies of groups)
+            mine = any(group is g for g in self.param_groups)
+            since = self._momentum_since.setdefault(id(group), self.steps) if mine else 0
+            first = t == 1 or self.steps == since
             s.update(momentum=group["momentum"], one_minus_dampening=1 - group["dampening"],
-                     first_step=1.0 if t == 1 else 0.0)
+                     first_step=1.0 if first else 0.0)
         return s
 
     def update(self, p, g, state: dict, s: dict, group: dict):
