@@ -225,8 +225,34 @@ def div(a, b, rounding_mode=None) -> GraphTensor:
 
 @_opmath
 def _true_div(a, b) -> GraphTensor:
+    """``a / b``. float32 (and so the 16-bit types, which ``_opmath`` lifts to float32) computes
+    ``a * (1/b)`` in float64 and rounds once: the float64 value is within 2**-51 (relative) of the
+    exact quotient, closer than any quotient of 24-bit numbers comes to a float32 rounding boundary
+    (2**-49), so the result is correctly rounded as torch's division (and a float32 quotient rounds
+    correctly again to 16 bits: 24 >= 2*11 + 2), but for the subnormal results, whose boundaries are
+    coarser (an exact quotient can sit on one: there a float64 product one unit off may round the
+    other way). In float32 itself ``a * (1/b)`` was 1 ulp off for a quarter of random quotients and
+    wrong where ``1/b`` leaves the normal range (1e-40 / 1e-40 was inf, 3e38 / 3e38 0.99999994).
+    A Python-number divisor that is a power of two with a normal reciprocal (``x / 2``, ``x / 0.5``)
+    multiplies in float32: that product is the exact quotient rounded once. float64 keeps
+    ``a * (1/b)`` (no wider type; within an ulp)."""
     a, b = coerce("div", a, b, min_kind="f")
+    if a.dtype is dt.float32 and not _exact_reciprocal(b):
+        return cast(prim("Mul", cast(a, dt.float64), prim("Recip", cast(b, dt.float64))), dt.float32)
     return prim("Mul", a, prim("Recip", b))
+
+
+def _exact_reciprocal(b: GraphTensor) -> bool:
+    """Whether float32 ``b`` is a scalar constant +-2**k whose reciprocal is a normal float32 (k in
+    [-127, 126]): then ``a * (1/b)`` is one correctly rounded product of ``a`` and the exact ``1/b``."""
+    n = b.node
+    if n.op != "Constant" or n.arg.scalar is None or n.arg.digest == "sym":
+        return False
+    v = abs(float(n.arg.scalar))
+    if not 0 < v < math.inf:
+        return False
+    m, e = math.frexp(v)  # v = m * 2**e, m in [0.5, 1): 1/v = 2**(1 - e)
+    return m == 0.5 and -126 <= 1 - e <= 127
 
 
 def _trunc_div(a, b) -> GraphTensor:
