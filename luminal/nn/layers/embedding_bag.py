@@ -20,9 +20,8 @@ from luminal.core import dtype as dt
 from luminal.core.errors import check_int, op_error
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops import where, zeros
-from luminal.nn import init
-from luminal.nn.layers._util import layer_name, param
-from luminal.nn.module import Module
+from luminal.nn.layers._util import layer_name
+from luminal.nn.layers.linear import _Table
 
 _MODES = ("sum", "mean", "max")
 
@@ -145,7 +144,7 @@ def _fixed_bags(idx, weight, mode: str, per_sample_weights, padding_idx):
     return total / count
 
 
-class EmbeddingBag(Module):
+class EmbeddingBag(_Table):
     """torch's ``nn.EmbeddingBag(num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
     scale_grad_by_freq=False, mode='mean', sparse=False, _weight=None, include_last_offset=False,
     padding_idx=None, dtype=None)``; ``forward(input, offsets=None, per_sample_weights=None)``: each
@@ -161,32 +160,11 @@ class EmbeddingBag(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, max_norm=None, norm_type: float = 2.0,
                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False, _weight=None,
                  include_last_offset: bool = False, padding_idx: int | None = None, device=None, dtype=None):
-        super().__init__()
-        name = "EmbeddingBag"
-        self.num_embeddings = check_int(name, "num_embeddings", num_embeddings, 0)
-        self.embedding_dim = check_int(name, "embedding_dim", embedding_dim, 0)
-        if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError(f"{name}: max_norm, scale_grad_by_freq and sparse are not supported")
         if mode not in _MODES:
-            raise ValueError(f"{name}: mode must be one of {_MODES}, got {mode!r}")
-        if padding_idx is not None:
-            padding_idx = check_int(name, "padding_idx", padding_idx)
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(f"{name}: padding_idx {padding_idx} must be within num_embeddings ({num_embeddings})")
-            padding_idx %= num_embeddings
-        self.mode, self.include_last_offset, self.padding_idx = mode, bool(include_last_offset), padding_idx
-        self.norm_type = norm_type
-        self.weight = param((num_embeddings, embedding_dim), dtype)
-        if _weight is None:
-            self.reset_parameters()
-        else:
-            self.weight.set(_weight)
-
-    def reset_parameters(self) -> None:
-        """Re-initialise as torch does: the weight N(0, 1), the ``padding_idx`` row zero."""
-        init.normal_(self.weight)
-        if self.padding_idx is not None:
-            self.weight.data[self.padding_idx] = 0
+            raise ValueError(f"EmbeddingBag: mode must be one of {_MODES}, got {mode!r}")
+        super().__init__("EmbeddingBag", num_embeddings, embedding_dim, padding_idx, max_norm, scale_grad_by_freq,
+                         sparse, _weight, dtype)
+        self.mode, self.include_last_offset, self.norm_type = mode, bool(include_last_offset), norm_type
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze: bool = True, max_norm=None, norm_type: float = 2.0,

@@ -53,26 +53,25 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-class Embedding(Module):
-    """A lookup table ``weight`` (num_embeddings, embedding_dim); rows are read by integer index.
-    The ``padding_idx`` row starts at zero and, as in torch, gets no gradient (it is read detached)."""
+class _Table(Module):
+    """A lookup table ``weight`` (num_embeddings, embedding_dim) with an optional ``padding_idx`` row
+    that starts at zero: what Embedding and EmbeddingBag share (their checks, initialisation, layout)."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 max_norm=None, norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
-                 _weight=None, _freeze: bool = False, dtype=None):
+    def __init__(self, name: str, num_embeddings: int, embedding_dim: int, padding_idx, max_norm,
+                 scale_grad_by_freq: bool, sparse: bool, _weight, dtype):
         super().__init__()
-        num_embeddings = check_int("Embedding", "num_embeddings", num_embeddings, 0)
-        embedding_dim = check_int("Embedding", "embedding_dim", embedding_dim, 0)
+        num_embeddings = check_int(name, "num_embeddings", num_embeddings, 0)
+        embedding_dim = check_int(name, "embedding_dim", embedding_dim, 0)
         if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are not supported")
+            raise NotImplementedError(f"{name}: max_norm, scale_grad_by_freq and sparse are not supported")
         if padding_idx is not None:
+            padding_idx = check_int(name, "padding_idx", padding_idx)
             if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(f"Embedding: padding_idx {padding_idx} must be within num_embeddings "
+                raise ValueError(f"{name}: padding_idx {padding_idx} must be within num_embeddings "
                                  f"({num_embeddings})")
             padding_idx %= num_embeddings
         self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
         self.weight = param((num_embeddings, embedding_dim), dtype)
-        self.weight.requires_grad = not _freeze
         if _weight is None:
             self.reset_parameters()
         else:
@@ -83,6 +82,18 @@ class Embedding(Module):
         init.normal_(self.weight)
         if self.padding_idx is not None:
             self.weight.data[self.padding_idx] = 0
+
+
+class Embedding(_Table):
+    """A lookup table ``weight`` (num_embeddings, embedding_dim); rows are read by integer index.
+    The ``padding_idx`` row starts at zero and, as in torch, gets no gradient (it is read detached)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 max_norm=None, norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
+                 _weight=None, _freeze: bool = False, dtype=None):
+        super().__init__("Embedding", num_embeddings, embedding_dim, padding_idx, max_norm, scale_grad_by_freq,
+                         sparse, _weight, dtype)
+        self.weight.requires_grad = not _freeze
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx: int | None = None, dtype=None):
