@@ -137,7 +137,7 @@ def split(x: GraphTensor, split_size_or_sections, dim: int = 0) -> tuple[GraphTe
 @tensor_op("chunk")
 def chunk(x: GraphTensor, chunks: int, dim: int = 0) -> tuple[GraphTensor, ...]:
     """torch.chunk: ``x`` cut along ``dim`` into at most ``chunks`` pieces of ``ceil(n / chunks)``
-    elements (the last one smaller); the dim must be static.
+    elements (the last one smaller), ``chunks`` empty pieces of an empty dim; the dim must be static.
 
     Args:
         x: the input tensor.
@@ -151,7 +151,9 @@ def chunk(x: GraphTensor, chunks: int, dim: int = 0) -> tuple[GraphTensor, ...]:
     n = x.shape[d]
     if not is_static(n) or chunks <= 0:
         raise op_error(ValueError, "chunk", f"need a positive chunk count and a static dim (dim {d} is {n})", x)
-    return split(x, max(1, -(-n // chunks)), d)
+    if n == 0:  # torch: ``chunks`` empty pieces (so ``a, b, c = x.chunk(3)`` unpacks)
+        return tuple(x._slice_dim(d, 0, 0, 1) for _ in range(chunks))
+    return split(x, -(-n // chunks), d)
 
 
 @tensor_op("tensor_split")

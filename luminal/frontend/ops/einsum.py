@@ -73,7 +73,7 @@ def einsum(equation: str, *operands) -> GraphTensor:
         equation: ``"ij,jk->ik"`` style subscripts: letters, ``...`` for broadcast dims (aligned
             from the right and broadcast across operands), a letter repeated in one operand takes its
             diagonal; without ``->`` the output is the broadcast dims then the letters used once, in
-            alphabetical order.
+            alphabetical order; an explicit output without ``...`` sums the broadcast dims.
         operands: the tensors (or one sequence of them).
     """
     if len(operands) == 1 and isinstance(operands[0], (tuple, list)):
@@ -122,9 +122,7 @@ def einsum(equation: str, *operands) -> GraphTensor:
                 raise op_error(ValueError, "einsum", f"output subscript {c!r} of {eq!r} is no input's", *operands)
         if len(set(head + tail)) != len(head + tail):
             raise op_error(ValueError, "einsum", f"output subscripts {rhs!r} repeat a letter", *operands)
-        if "..." not in rhs and n_ell and any(sizes[e] != 1 for e in ell):
-            raise op_error(ValueError, "einsum", "the output needs '...' for the operands' broadcast dims",
-                           *operands)
+        # an output without '...' sums the broadcast dims, as torch ('...->' is the sum of all)
         out = list(head) + (ell if "..." in rhs else []) + list(tail)
     else:
         out = ell + sorted(lab for lab, c in counts.items() if c == 1 and not isinstance(lab, tuple))

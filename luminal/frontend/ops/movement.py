@@ -14,9 +14,9 @@ from luminal.core.symbolic import Dim, Sym, is_static, nonnegative, shape_str, s
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.combine import _sequence, cat
 from luminal.frontend.ops.core import cast, require
-from luminal.frontend.ops.elementwise import add, eq, le, logical_xor, lt, sub, where
+from luminal.frontend.ops.elementwise import add, eq, le, logical_xor, lt, ne, sub, where
 from luminal.frontend.ops.indexing import index_select
-from luminal.frontend.ops.reduce import cumsum
+from luminal.frontend.ops.reduce import any_, cumsum
 from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.tensor import GraphTensor
 
@@ -298,11 +298,29 @@ def repeat_interleave(input: GraphTensor, repeats, dim=None, *, output_size=None
     if repeats.shape[0] != n:
         raise op_error(ValueError, "repeat_interleave", f"repeats has {repeats.shape[0]} counts for dim {d} "
                        f"of size {n}", x, repeats)
-    ends = cumsum(cast(repeats, dt.int32), 0)  # element i fills [ends[i] - repeats[i], ends[i])
+    reps = cast(repeats, dt.int32)
+    ends = cumsum(reps, 0)  # element i fills [ends[i] - repeats[i], ends[i])
     pos = x.graph.arange(output_size)
     # the source of output position j: how many elements end at or before j
     src = sum_(cast(le(ends.unsqueeze(0), pos.unsqueeze(1)), dt.int32), 1)
-    return index_select(x, d, src)
+    out = index_select(x, d, src)
+    _check_repeats(x, repeats, reps, output_size, out)
+    return out
+
+
+def _check_repeats(x: GraphTensor, repeats: GraphTensor, reps: GraphTensor, output_size: int, out: GraphTensor):
+    """Run-time checks (``Graph.guard``) of a tensor of repeats, torch's RuntimeErrors: no count is
+    negative, and they sum to ``output_size`` (a smaller one silently cut the output short, a larger
+    one failed in the gather; a negative count was taken as it came)."""
+    g = x.graph
+    total = sum_(reps)  # torch compares the sum first: [2, -1, 1] for 3 elements is a size error
+    message = str(op_error(RuntimeError, "repeat_interleave", f"allocated size does not match required size: "
+                           f"output_size={output_size} but the repeats sum to {{value}}", x, repeats))
+    g.guard(ne(total, output_size), total, RuntimeError, message, of=out)
+    negative = lt(reps, 0)
+    message = str(op_error(RuntimeError, "repeat_interleave", "repeats can not be negative ({value} negative "
+                           "count(s))", x, repeats))
+    g.guard(any_(negative), sum_(cast(negative, dt.int32)), RuntimeError, message, of=out)
 
 
 @tensor_op("diagonal")

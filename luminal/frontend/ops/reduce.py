@@ -7,7 +7,7 @@ from luminal.core.errors import op_error, outermost_op, user_frame
 from luminal.core.errors import where as at_line
 from luminal.core.symbolic import is_static, prod, shape_str
 from luminal.frontend.checks import tensor_op
-from luminal.frontend.ops.core import cast, normalize_axes, prim, require
+from luminal.frontend.ops.core import cast, fresh, normalize_axes, prim, require
 from luminal.frontend.ops.elementwise import (
     _float,
     _opmath,
@@ -699,6 +699,8 @@ def _cum_extreme(x: GraphTensor, dim, largest: bool, op: str, result):
         v, i = _cum_extreme(x.reshape(1), 0, largest, op, result)
         return result(v.reshape(()), i.reshape(()))
     a = x._axis(dim, op)
+    if any(is_static(n) and n == 0 for n in x.shape):  # nothing to scan: empty values and int32 indices, as torch
+        return result(fresh(x), x.graph.zeros(x.shape, dt.int32))
     v = x if largest else _reverse_order(x)
     win, mask, row, j = _window(v, a, _lowest(v))
     m = amax(win, -1, keepdim=True)
