@@ -73,6 +73,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from luminal.core import dtype as dt
+from luminal.core.float_text import float_text
 from luminal.core.primitives import ELEMENTWISE
 from luminal.core.symbolic import DimValue, evaluate
 
@@ -668,6 +669,16 @@ def check(k: Kernel) -> Kernel:
     return k
 
 
+def _arg_text(arg) -> str:
+    """An IR value's argument as fingerprint text: its ``repr``, with each NaN's bits (``repr`` writes
+    every NaN as ``nan``: two kernels differing in a NaN constant's sign would share one object)."""
+    if type(arg) is float:
+        return float_text(arg)
+    if type(arg) is tuple and any(type(a) is float and a != a for a in arg):
+        return "(" + ", ".join(_arg_text(a) for a in arg) + ")"
+    return repr(arg)
+
+
 def fingerprint(k: Kernel, positional: bool = False) -> str:
     """The kernel's full code as text, every value once (numbered, operands first), whatever its
     depth: what identifies a kernel (its name's digest, a compile cache's key), where ``show`` may
@@ -692,7 +703,7 @@ def fingerprint(k: Kernel, positional: bool = False) -> str:
                 number[id(v)] = len(number)
                 operands = ", ".join(ref(a) for a in v.args)
                 arg = (buf(v.arg[0]), v.arg[1]) if v.op == "load" else v.arg
-                lines.append(f"%{number[id(v)]} = {v.op}:{v.dtype.name}[{arg!r}]({operands})")
+                lines.append(f"%{number[id(v)]} = {v.op}:{v.dtype.name}[{_arg_text(arg)}]({operands})")
 
     def stmts(body, depth):
         pad = "  " * depth

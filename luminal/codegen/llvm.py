@@ -117,8 +117,9 @@ CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
 REDUCE_FLAGS = ("reassoc", "contract")  # on a float sum's accumulation only (see the module docstring)
 _ROUNDED = frozenset({"Log2", "Exp2", "Sin", "Sqrt", "Recip", "Add", "Mul", "Mod"})  # may leave a half type
 _ALIGN = {I8: 1, F16: 2, I32: 4, F32: 4, I64: 8, F64: 8}  # natural alignment (numpy's arrays have it)
-CODEGEN_VERSION = 3  # in the disk cache's key: bump when the code made for one IR text changes (3: IEEE Max;
-# it also keeps a luminal from before the cache entries' header from reading them as bare objects, which crashed it)
+CODEGEN_VERSION = 4  # in the disk cache's key: bump when the code made for one IR text changes (4: a NaN constant's
+# bits in the IR text; 3: IEEE Max; it also keeps a luminal from before the cache entries' header from reading
+# them as bare objects, which crashed it)
 
 
 def value_type(d) -> ll.Type:

@@ -64,6 +64,7 @@ from luminal.compiler.report import Report
 from luminal.core.disk_cache import DiskCache
 from luminal.core.dtype import DType
 from luminal.core.errors import user_stacklevel
+from luminal.core.float_text import float_text
 from luminal.core.symbolic import Atom, Sym
 from luminal.core.view import View
 from luminal.frontend.graph import ConstKey
@@ -176,7 +177,7 @@ class _Encoder:
         if t is int:
             return f"i{x}"
         if t is float:
-            return f"f{x.hex()}"
+            return f"f{x.hex()}" if x == x else f"f{float_text(x)}"  # (hex() says 'nan' for every NaN)
         if t is str:
             return repr(x)
         got = self.memo.get(id(x))

@@ -42,11 +42,12 @@ import struct
 import numpy as np
 
 from luminal.core import dtype as dt
+from luminal.core.float_text import from_bits, nan_bits
 from luminal.core.kernel_graph import BUFFER_KINDS, KERNEL_KINDS, Body, Buffer, Expr, Kernel, KernelGraph, MemoryPlan
 from luminal.core.symbolic import Atom, Sym
 from luminal.core.view import View
 
-FORMAT = 2  # bump when the layout changes (the cache key covers it: ``cache.environment``)
+FORMAT = 3  # bump when the layout changes (the cache key covers it: ``cache.environment``; 3: NaNs as their bits)
 MAGIC = b"luminal-compile\0"
 HEADER = struct.Struct("<IQQ")  # format, JSON bytes, blob bytes
 ATOM_ARITY = {"var": 1, "floordiv": 2, "mod": 2, "max": 2, "min": 2}
@@ -101,7 +102,7 @@ class _Writer:
     def value(self, x) -> int:
         t = type(x)
         if t is float:
-            memo = ("f", x.hex())  # -0.0 == 0.0, yet they differ
+            memo = ("f", x.hex() if x == x else nan_bits(x))  # -0.0 == 0.0, yet they differ; so do NaNs
         elif x is None or t is bool or t is int or t is str:
             memo = (t, x)
         else:
@@ -132,7 +133,7 @@ class _Writer:
         if t is int:
             return ["i", x]
         if t is float:
-            return ["f", x]
+            return ["f", x] if x == x else ["f", nan_bits(x)]  # (JSON writes every NaN as NaN)
         if t is str:
             return ["s", x]
         if t is tuple:
@@ -336,7 +337,14 @@ class _Reader:
         return None
 
     def _float(self, row):
-        _check(len(row) == 2 and type(row[1]) in (float, int), "a float row")
+        _check(len(row) == 2 and type(row[1]) in (float, int, str), "a float row")
+        if type(row[1]) is str:  # a NaN, as its bits
+            try:
+                x = from_bits(row[1])
+            except ValueError:
+                x = 0.0
+            _check(x != x, "a NaN's bits")
+            return x
         return float(row[1])
 
     def _dtype(self, row):
