@@ -659,6 +659,14 @@ class GraphTensor:
         diag_embed: Callable[..., GraphTensor]; true_divide: Callable[..., GraphTensor]
         divide: Callable[..., GraphTensor]; multiply: Callable[..., GraphTensor]; subtract: Callable[..., GraphTensor]
         negative: Callable[..., GraphTensor]; absolute: Callable[..., GraphTensor]; fix: Callable[..., GraphTensor]
+        sgn: Callable[..., GraphTensor]; frac: Callable[..., GraphTensor]; signbit: Callable[..., GraphTensor]
+        heaviside: Callable[..., GraphTensor]; float_power: Callable[..., GraphTensor]
+        fliplr: Callable[..., GraphTensor]; flipud: Callable[..., GraphTensor]
+        hsplit: Callable[..., tuple[GraphTensor, ...]]; vsplit: Callable[..., tuple[GraphTensor, ...]]
+        dsplit: Callable[..., tuple[GraphTensor, ...]]; dist: Callable[..., GraphTensor]
+        logdet: Callable[..., GraphTensor]; cov: Callable[..., GraphTensor]; corrcoef: Callable[..., GraphTensor]
+        gcd: Callable[..., GraphTensor]; lcm: Callable[..., GraphTensor]; outer: Callable[..., GraphTensor]
+        swapdims: Callable[..., GraphTensor]
         # the in-place methods frontend/ops/inplace.py installs (``x.add_(y)`` rebinds ``x`` and returns it)
         add_: _InPlace; sub_: _InPlace; subtract_: _InPlace; mul_: _InPlace; multiply_: _InPlace; div_: _InPlace
         divide_: _InPlace; true_divide_: _InPlace; pow_: _InPlace; fmod_: _InPlace; remainder_: _InPlace

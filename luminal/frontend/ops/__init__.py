@@ -219,6 +219,36 @@ from luminal.frontend.ops.reduce import (
 from luminal.frontend.ops.reduce_extra import aminmax, count_nonzero, nanmean, nansum
 from luminal.frontend.ops.search import bucketize, isin, searchsorted
 from luminal.frontend.ops.special import erfc, logit, xlogy
+from luminal.frontend.ops.torch_more import (
+    block_diag,
+    cartesian_prod,
+    corrcoef,
+    cov,
+    dist,
+    dsplit,
+    fliplr,
+    flipud,
+    float_power,
+    frac,
+    gcd,
+    heaviside,
+    hsplit,
+    lcm,
+    logdet,
+    permute,
+    reshape,
+    sgn,
+    signbit,
+    squeeze,
+    swapaxes,
+    swapdims,
+    tile,
+    transpose,
+    tril_indices,
+    triu_indices,
+    unsqueeze,
+    vsplit,
+)
 from luminal.frontend.tensor import GraphTensor
 
 _E = elementwise
@@ -370,6 +400,11 @@ def _install():
         # torch's other names (x.true_divide(y); the in-place forms are inplace.py's)
         "true_divide": true_divide, "divide": divide, "multiply": multiply, "subtract": subtract,
         "negative": negative, "absolute": absolute, "fix": fix,
+        # more of torch's names (torch_more.py, linalg.py)
+        "sgn": sgn, "frac": frac, "signbit": signbit, "heaviside": heaviside, "float_power": float_power,
+        "fliplr": fliplr, "flipud": flipud, "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit, "dist": dist,
+        "logdet": logdet, "cov": cov, "corrcoef": corrcoef, "gcd": gcd, "lcm": lcm, "outer": outer,
+        "swapdims": swapdims,
     }
     for name, fn in methods.items():  # (a Parameter or Buffer argument joins the tensor's graph: join.py)
         setattr(GraphTensor, name, joins(fn, op_name(name)))
@@ -395,24 +430,26 @@ host.install()  # np.asarray of a tensor made outside any graph (host.py)
 __all__ = [
     "abs", "absolute", "acos", "acosh", "add", "addcdiv", "addcmul", "addmm", "all", "allclose", "amax", "amin",
     "aminmax", "any", "arange", "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm",
-    "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bmm",
-    "broadcast_shapes", "bucketize", "cast", "cat", "cdist", "ceil", "cholesky", "chunk", "clamp", "clamp_max",
-    "clamp_min", "clone", "copysign", "cos", "cosh", "count_nonzero", "cross", "cummax", "cummin", "cumprod", "cumsum",
-    "deg2rad", "det", "diag", "diag_embed", "diagonal", "diff", "div", "divide", "dot", "einsum", "elu", "eq", "erf",
-    "erfc", "exp", "exp2", "expm1", "eye", "fix", "flatten", "flip", "floor", "floor_divide", "fmax", "fmin", "fmod",
-    "full", "full_like", "gather", "ge", "gelu", "gt", "hardshrink", "hstack", "hypot", "index_add", "index_copy",
-    "index_put", "index_select", "inverse", "isclose", "isfinite", "isin", "isinf", "isnan", "kron", "kthvalue", "le",
-    "leaky_relu", "lerp", "linspace", "log", "log10", "log1p", "log2", "log_softmax", "logaddexp", "logcumsumexp",
-    "logical_and", "logical_not", "logical_or", "logical_xor", "logit", "logspace", "logsumexp", "lt", "masked_fill",
-    "matmul", "max", "maximum", "mean", "median", "meshgrid", "min", "minimum", "mish", "moveaxis", "movedim", "mul",
-    "multiply", "nan_to_num", "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "negative",
-    "norm", "one_hot", "ones", "ones_like", "outer", "pow", "prod", "quantile", "rad2deg", "reciprocal", "relu",
-    "remainder", "repeat_interleave", "roll", "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add",
-    "scatter_reduce", "searchsorted", "select", "sigmoid", "sign", "silu", "sin", "sinh", "slogdet", "softmax",
-    "softmin", "softplus", "sort", "split", "sqrt", "square", "stack", "std", "std_mean", "sub", "subtract", "sum",
-    "take_along_dim", "tan", "tanh", "tensor_split", "tensordot", "threshold", "topk", "trace", "tril", "triu",
-    "true_divide", "trunc", "unbind", "var", "var_mean", "vector_norm", "vstack", "where", "xlogy", "zeros",
-    "zeros_like",
+    "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+    "block_diag", "bmm", "broadcast_shapes", "bucketize", "cartesian_prod", "cast", "cat", "cdist", "ceil", "cholesky",
+    "chunk", "clamp", "clamp_max", "clamp_min", "clone", "copysign", "corrcoef", "cos", "cosh", "count_nonzero", "cov",
+    "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "det", "diag", "diag_embed", "diagonal", "diff",
+    "dist", "div", "divide", "dot", "dsplit", "einsum", "elu", "eq", "erf", "erfc", "exp", "exp2", "expm1", "eye",
+    "fix", "flatten", "flip", "fliplr", "flipud", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod",
+    "frac", "full", "full_like", "gather", "gcd", "ge", "gelu", "gt", "hardshrink", "heaviside", "hsplit", "hstack",
+    "hypot", "index_add", "index_copy", "index_put", "index_select", "inverse", "isclose", "isfinite", "isin", "isinf",
+    "isnan", "kron", "kthvalue", "lcm", "le", "leaky_relu", "lerp", "linspace", "log", "log10", "log1p", "log2",
+    "log_softmax", "logaddexp", "logcumsumexp", "logdet", "logical_and", "logical_not", "logical_or", "logical_xor",
+    "logit", "logspace", "logsumexp", "lt", "masked_fill", "matmul", "max", "maximum", "mean", "median", "meshgrid",
+    "min", "minimum", "mish", "moveaxis", "movedim", "mul", "multiply", "nan_to_num", "nanmean", "nanmedian",
+    "nanquantile", "nansum", "narrow", "ne", "neg", "negative", "norm", "one_hot", "ones", "ones_like", "outer",
+    "permute", "pow", "prod", "quantile", "rad2deg", "reciprocal", "relu", "remainder", "repeat_interleave", "reshape",
+    "roll", "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add", "scatter_reduce", "searchsorted",
+    "select", "sgn", "sigmoid", "sign", "signbit", "silu", "sin", "sinh", "slogdet", "softmax", "softmin", "softplus",
+    "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "std_mean", "sub", "subtract", "sum", "swapaxes",
+    "swapdims", "take_along_dim", "tan", "tanh", "tensor_split", "tensordot", "threshold", "tile", "topk", "trace",
+    "transpose", "tril", "tril_indices", "triu", "triu_indices", "true_divide", "trunc", "unbind", "unsqueeze", "var",
+    "var_mean", "vector_norm", "vsplit", "vstack", "where", "xlogy", "zeros", "zeros_like",
 ]
 
 joins_all(globals(), __all__)  # lm.<op>: Parameters, Buffers and host tensors join the op's graph (join.py)
