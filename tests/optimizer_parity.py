@@ -41,7 +41,7 @@ class UpdateStep:
         for gi in range(len(self.opt.param_groups)):
             self.opt.scalar_states(gi, t)
         self.fn(**{f"g{k}": g for k, g in enumerate(grads)})
-        self.opt.steps = t
+        self.opt.count_update({id(p) for _, p in self.opt.params()})  # (as the train step counts an update)
 
 
 def groups(params, group_opts):

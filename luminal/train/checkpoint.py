@@ -81,8 +81,7 @@ def save_checkpoint(path, *, model=None, optimizer=None, scheduler=None, step=No
         sd = optimizer.state_dict()
         for k, arr in sd["arrays"].items():
             tensors[f"optim.{k}"] = arr
-        meta["optimizer"] = json.dumps({"steps": sd["steps"], "param_groups": sd["param_groups"],
-                                        "optimizer": sd["optimizer"], "first_steps": sd["first_steps"]})
+        meta["optimizer"] = json.dumps({k: v for k, v in sd.items() if k != "arrays"})
     if scheduler is not None:
         meta["scheduler"] = json.dumps(scheduler.state_dict())
     if step is not None:

@@ -19,7 +19,7 @@ class SGD(Optimizer):
                         nesterov=nesterov, maximize=maximize)
         self._validate(defaults)
         super().__init__(params, defaults)
-        self._momentum_since: dict[int, int] = {}  # id(group) -> the step count when its momentum came on
+        self._momentum_started: set[int] = set()  # id(group) of groups an update with momentum has run for
 
     def _validate(self, h: dict) -> None:
         self._nonnegative(h, ("lr", "momentum", "weight_decay"))
@@ -41,13 +41,41 @@ class SGD(Optimizer):
         if group["weight_decay"] != 0:
             s["weight_decay"] = group["weight_decay"]
         if group["momentum"] != 0:
-            # (a group of this optimizer; _check_same_structure asks about copies of groups)
-            mine = any(group is g for g in self.param_groups)
-            since = self._momentum_since.setdefault(id(group), self.steps) if mine else 0
-            first = t == 1 or self.steps == since
+            first = t == 1 or id(group) not in self._momentum_started
             s.update(momentum=group["momentum"], one_minus_dampening=1 - group["dampening"],
                      first_step=1.0 if first else 0.0)
         return s
+
+    def count_update(self, trained) -> None:
+        """``Optimizer.count_update``, and each group with momentum now has a momentum buffer (torch's
+        first step of it makes one): its next updates take the dampening."""
+        super().count_update(trained)
+        self._momentum_started |= {id(g) for g in self.param_groups if g["momentum"] != 0}
+
+    def state_dict(self) -> dict:
+        """``Optimizer.state_dict`` and which groups' momentum buffers have run (``momentum_started``,
+        group indices): a resumed run then starts a buffer where torch's would."""
+        sd = super().state_dict()
+        sd["momentum_started"] = [i for i, g in enumerate(self.param_groups) if id(g) in self._momentum_started]
+        return sd
+
+    def prepare_load(self, sd: dict):
+        """``Optimizer.prepare_load``, and ``momentum_started`` (absent in state saved before it was
+        recorded: every group with momentum whose state has steps)."""
+        apply = super().prepare_load(sd)
+        started = sd.get("momentum_started")
+        n = len(self.param_groups)
+        if started is None:
+            started = [i for i, g in enumerate(sd["param_groups"]) if g.get("momentum", 0) != 0] if sd["steps"] else []
+        elif not (isinstance(started, list) and all(type(i) is int and 0 <= i < n for i in started)):
+            raise ValueError(f"SGD.load_state_dict: momentum_started must be a list of group indices (0..{n - 1}), "
+                             f"got {started!r}")
+
+        def run():
+            apply()
+            self._momentum_started = {id(self.param_groups[i]) for i in started}
+
+        return run
 
     def update(self, p, g, state: dict, s: dict, group: dict):
         new_state = dict(state)
