@@ -15,7 +15,7 @@ from __future__ import annotations
 import warnings
 
 from luminal.core import dtype as dt
-from luminal.core.errors import check_number, op_error, renamed
+from luminal.core.errors import check_int, check_number, op_error, renamed
 from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend import ops
 from luminal.frontend.checks import check_tensors
@@ -160,13 +160,6 @@ def _check_indices(loss: str, x: GraphTensor, target: GraphTensor, weight, ignor
     return _check_label_range(loss, x, target, ignore_index)
 
 
-def _ignore_index(loss: str, ignore_index, x: GraphTensor) -> int:
-    """``ignore_index`` must be an int (a float was compared with the labels as it came)."""
-    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
-        raise op_error(TypeError, loss, f"ignore_index must be an int, got {ignore_index!r}", x)
-    return ignore_index
-
-
 def _nll(logp: GraphTensor, target: GraphTensor, weight, ignore_index: int, parts=None):
     """``-w[t] * logp[t]`` per element (0 where ``t == ignore_index``), the weight each element
     counts for in a mean (0 where ignored), and the kept mask. With ``parts`` (``(x, m, lse)`` of
@@ -210,7 +203,7 @@ def nll_loss(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None
     check_tensors("nll_loss", optional=("weight",), input=input, target=target, weight=weight)
     _float("nll_loss", "input", input)
     _reduction("nll_loss", reduction, input)
-    ignore_index = _ignore_index("nll_loss", ignore_index, input)
+    ignore_index = check_int("nll_loss", "ignore_index", ignore_index)
     check = _check_indices("nll_loss", input, target, weight, ignore_index)
     elem, w, _ = _nll(input, target, weight, ignore_index)
     value_checks.guard(check, elem)  # only programs computing the loss check its labels
@@ -227,7 +220,7 @@ def cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor |
     check_tensors(loss, optional=("weight",), input=input, target=target, weight=weight)
     _float(loss, "input", input)
     _reduction(loss, reduction, input)
-    ignore_index = _ignore_index(loss, ignore_index, input)
+    ignore_index = check_int(loss, "ignore_index", ignore_index)
     if not 0.0 <= check_number(loss, "label_smoothing", label_smoothing, input) <= 1.0:
         raise op_error(ValueError, loss, f"label_smoothing must be in [0, 1], got {label_smoothing}", input)
     cdim = _class_dim(loss, input)

@@ -185,6 +185,16 @@ def test_functional_arguments_are_checked_as_the_modules_check_them(call, error,
         call(x, t, c)
 
 
+def test_a_numpy_integer_ignore_index_is_taken():
+    """A pad id read from a numpy array (np.int64) is an int, as torch takes it; the first check refused it."""
+    g = lm.Graph()
+    x, c = g.input("x", (4, 3)), g.input("c", (4,), dtype=lm.int32)
+    f = lm.compile([L.cross_entropy(x, c, ignore_index=np.int64(0)), L.nll_loss(x, c, ignore_index=np.int32(0))])
+    xs, cs = rand((4, 3)), np.array([0, 1, 2, 0], np.int32)
+    want = F.cross_entropy(torch.from_numpy(xs), torch.from_numpy(cs).long(), ignore_index=0)
+    np.testing.assert_allclose(f(x=xs, c=cs)[0], want.numpy(), rtol=1e-6)
+
+
 def test_a_float64_class_weight_keeps_the_loss_in_the_input_dtype():
     """torch refuses the mix; the loss was silently float64 here."""
     g = lm.Graph()
