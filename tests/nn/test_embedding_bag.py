@@ -104,3 +104,20 @@ def test_errors_name_the_op():
         nn.EmbeddingBag(10, 4)(g.input("f", (3, 4)))
     with pytest.raises(NotImplementedError, match="max_norm"):
         nn.EmbeddingBag(10, 4, max_norm=1.0)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_a_symbolic_number_of_indices_and_bags(mode):
+    """One program for every batch: N indices in B bags, both known only when it runs."""
+    check(_bag(mode), [W, IDX, np.array([0, 3, 3, 9], np.int32)], shapes=[(10, 4), ("N",), ("B",)])
+
+
+def test_max_over_offsets_needs_a_static_bag_count_and_an_empty_input_gives_zeros():
+    g = lm.Graph()
+    w, i, o = g.input("w", (10, 4)), g.input("i", ("N",), dtype=lm.int32), g.input("o", ("B",), dtype=lm.int32)
+    with pytest.raises(ValueError, match=r"embedding_bag: mode='max' over offsets needs a static number of bags"):
+        F.embedding_bag(i, w, o, mode="max")
+    empty, offsets = g.input("e", (0,), dtype=lm.int32), g.input("o2", (2,), dtype=lm.int32)
+    out = lm.compile(F.embedding_bag(empty, w, offsets, mode="max"))(
+        w=W, e=np.zeros(0, np.int32), o2=np.zeros(2, np.int32))
+    np.testing.assert_array_equal(out, np.zeros((2, 4), np.float32))

@@ -11,13 +11,15 @@ Offsets that do not start at 0, decrease, or pass the end are a ValueError when 
 
 In ``max`` mode a feature tied between two positions of a bag shares its gradient between them
 (torch gives it to the first); ties of one index repeated in a bag, the usual case, reach the same
-weight row either way.
+weight row either way. Over offsets, ``max`` compares every index with every bag (``scatter_reduce``'s
+amax), so it needs a static number of bags and suits moderate sizes; ``sum`` and ``mean`` cost one pass.
 """
 
 from __future__ import annotations
 
 from luminal.core import dtype as dt
 from luminal.core.errors import check_int, op_error
+from luminal.core.symbolic import is_static
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops import where, zeros
 from luminal.nn.layers._util import layer_name
@@ -100,9 +102,18 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     bags = offsets.shape[0] - 1 if include_last_offset else offsets.shape[0]
     if offsets.shape[0] != 0:
         _check_offsets(name, offsets, n)
+    if mode == "max" and not is_static(bags):
+        raise op_error(ValueError, name, f"mode='max' over offsets needs a static number of bags, got {bags} "
+                       f"(its maxima compare every index with every bag); sum and mean take a symbolic one", offsets)
+    if mode == "max" and is_static(n) and n == 0:
+        return zeros(bags, dim, dtype=weight.dtype, graph=input.graph)  # (every bag empty)
+    g = input.graph
     starts = offsets[:-1] if include_last_offset else offsets
-    positions = input.graph.arange(n)
-    bag = (positions.unsqueeze(1) >= starts.unsqueeze(0)).to(dt.int32).sum(1) - 1  # (N,): the bag of each index
+    positions = g.arange(n)
+    # the bag of each index: how many starts are at or before it, less one, as a running count of a mark
+    # per start (one slot past the end takes starts equal to n, empty last bags)
+    marks = zeros(n + 1, dtype=dt.int32, graph=g).index_add(0, starts, g.constant(1, dt.int32).expand(bags))
+    bag = marks.cumsum(0)[:n] - 1
     keep = bag >= 0
     if include_last_offset:
         keep = keep & (positions < offsets[-1])
