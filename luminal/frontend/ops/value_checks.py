@@ -21,12 +21,13 @@ from luminal.frontend.tensor import GraphTensor
 
 def known_values(t: GraphTensor):
     """The values ``t`` reads when they are known at build time (a constant read whole, or a constant
-    scalar however expanded), else None."""
+    scalar however expanded), else None. A 0-d array constant (``g.constant(np.array(3))``) keeps its
+    value in ``graph.constants``, as other arrays do; a Python-number one in its key's ``scalar``."""
     node = t.node
     if node.op != "Constant" or node.arg.digest == "sym":
         return None
     if not node.shape:
-        return np.asarray(node.arg.scalar)
+        return np.asarray(t.graph.constants[node.arg] if node.arg.scalar is None else node.arg.scalar)
     if t.layout.is_contiguous() and t.shape == node.shape:
         return t.graph.constants[node.arg]
     return None
