@@ -368,7 +368,13 @@ def pow(a, b) -> GraphTensor:  # noqa: A001 - torch's name
     """``a ** b``. Integer exponents (Python ints, and integral Python floats on float tensors)
     multiply exactly; otherwise ``exp2(b*log2|a|)`` with the sign restored for integral exponents,
     NaN for a negative base with a fractional exponent. int32 powers wrap on overflow as torch's
-    (a tensor exponent: ``_int_pow``)."""
+    (a tensor exponent: ``_int_pow``). A bool base, as torch's: to a Python int, an int32 power (``x ** 0``
+    is all 1); to a Python bool, bool (``x ** True`` is ``x``, ``x ** False`` all True); to a bool
+    tensor, refused."""
+    if isinstance(a, GraphTensor) and a.dtype.kind == "b" and isinstance(b, (bool, int)):
+        if isinstance(b, bool):
+            return fresh(a) if b else full_like(a, True)
+        a = cast(a, dt.int32)
     if isinstance(b, float) and b.is_integer() and abs(b) <= 64 and isinstance(a, GraphTensor) and a.dtype.is_float:
         b = int(b)  # x ** 2.0 is x * x, as in torch (whose gradient at x = 0 is then 0, not NaN)
     if isinstance(b, (int,)) and not isinstance(b, bool) and isinstance(a, GraphTensor) and abs(b) <= 64:
@@ -936,11 +942,14 @@ def tan(x) -> GraphTensor:
 
 @tensor_op("square")
 def square(x) -> GraphTensor:
-    """``x * x`` elementwise (torch.square); keeps ``x``'s dtype.
+    """``x * x`` elementwise (torch.square); keeps ``x``'s dtype, but for bool, which squares as
+    int32 (torch's int64), as ``x ** 2``.
 
     Args:
         x: the input tensor.
     """
+    if isinstance(x, GraphTensor) and x.dtype.kind == "b":
+        x = cast(x, dt.int32)
     return mul(x, x)
 
 
