@@ -15,10 +15,12 @@ from luminal.frontend.ops.elementwise import (
     div,
     eq,
     exp,
+    ge,
     gt,
     isinf,
     isnan,
     log,
+    log1p,
     logical_and,
     logical_not,
     logical_or,
@@ -515,21 +517,34 @@ def log_softmax_parts(x: GraphTensor, axis: int):
 @tensor_op("cumsum")
 @scalar_as_1d("cumsum", dims=("axis", "dim"))
 def cumsum(x: GraphTensor, axis=None, *, dim=None, dtype=None) -> GraphTensor:
-    """``out[i] = sum_{j<=i} x[j]`` as a masked sum over a (n, n) lower-triangular window
-    (``dtype``: cast the input to it first, as torch)."""
+    """``out[i] = sum_{j<=i} x[j]`` by a log-step scan (``_scan``; ``dtype``: cast the input to it
+    first, as torch). Bool sums as int32. float32 adds in float64 and float16/bfloat16 in float32,
+    rounded once at the end: the scan adds in a tree's order, not torch's left-to-right one, and the
+    wider type keeps float32 results correctly rounded, as torch's (which accumulates in double)."""
     a = x._axis(_axis_kw(axis, dim, "cumsum", x), "cumsum")
     if dtype is not None:
         x = cast(x, dtype)
     elif x.dtype.kind == "b":
         x = cast(x, dt.int32)
-    n = x.shape[a]
-    xm = x.transpose(a, -1) if a != x.ndim - 1 else x
-    idx = x.graph.arange(n)
-    mask = lt(idx.reshape(1, n), add(idx.reshape(n, 1), 1))  # [i, j] = j <= i
-    # where, not a multiply by the 0/1 mask: a NaN or inf after position i must not leak into out[i]
-    zero = x.graph.constant(0, x.dtype)
-    out = sum(where(mask, xm.unsqueeze(-2), zero), -1)
-    return out.transpose(a, -1) if a != x.ndim - 1 else out
+    (out,) = _scan((cast(x, _wider(x)),), a, _add_pair, (0,), _window_sum)
+    return cast(out, x.dtype)  # (over a dim of 1 no step runs: tensor_op gives x a new handle)
+
+
+def _wider(x: GraphTensor) -> dt.DType:
+    """The dtype a float scan runs in: float32's steps in float64, 16-bit ones in float32."""
+    return {dt.float32: dt.float64, dt.float16: dt.float32, dt.bfloat16: dt.float32}.get(x.dtype, x.dtype)
+
+
+def _add_pair(earlier, later):
+    return (add(earlier[0], later[0]),)
+
+
+def _window_sum(xs, a: int):
+    """cumsum's (n, n) window: a masked sum (``where``, not a product by the mask: a NaN or inf after
+    position ``i`` must not leak into ``out[i]``)."""
+    (x,) = xs
+    win, _, _, _ = _window(x, a, 0)
+    return (_back(sum(win, -1), a, x.ndim),)
 
 
 @tensor_op("cumprod")
@@ -702,14 +717,34 @@ def _cum_extreme(x: GraphTensor, dim, largest: bool, op: str, result):
     if any(is_static(n) and n == 0 for n in x.shape):  # nothing to scan: empty values and int32 indices, as torch
         return result(fresh(x), x.graph.zeros(x.shape, dt.int32))
     v = x if largest else _reverse_order(x)
+    v = (cast(v, dt.int32) if v.dtype.kind == "b" else v).detach()  # compared only: values come from x
+    n = x.shape[a]
+    pos = x.graph.arange(n).reshape(tuple(n if i == a else 1 for i in range(x.ndim))).expand(*x.shape)
+    _, idx = _scan((v, pos), a, _later_extreme, (_lowest(v), 0), _window_extreme)
+    return result(_take(x, idx, a), idx)
+
+
+def _later_extreme(earlier, later):
+    """cummax's step: the later ``(value, index)`` wins unless its value is smaller (torch's rule: the
+    last index among ties; a NaN is the maximum from where it appears on, the last NaN's index)."""
+    (ve, ie), (vl, il) = earlier, later
+    take = ge(vl, ve)
+    if vl.dtype.is_float:
+        take = logical_or(take, isnan(vl))
+    return where(take, vl, ve), where(take, il, ie)
+
+
+def _window_extreme(xs, a: int):
+    """cummax's (n, n) window over ``(values, indices)``: the prefix maximum, the last position ``j``
+    holding it (or a NaN), and the pair at ``j``."""
+    v, pos = xs
     win, mask, row, j = _window(v, a, _lowest(v))
     m = amax(win, -1, keepdim=True)
     hit = eq(row, m)
     if v.dtype.is_float:
         hit = logical_or(hit, isnan(row))  # a NaN is the extreme from where it appears on
-    last = amax(where(logical_and(mask, hit), j, -1), -1)  # torch: the last index among ties
-    idx = _back(last, a, x.ndim)
-    return result(_take(x, idx, a), idx)
+    last = _back(amax(where(logical_and(mask, hit), j, -1), -1), a, v.ndim)  # the last index among ties
+    return _take(v, last, a), _take(pos, last, a)
 
 
 @tensor_op("cummax")
@@ -737,16 +772,88 @@ def cummin(x: GraphTensor, dim: int) -> ValuesIndices:
 @tensor_op("logcumsumexp")
 @scalar_as_1d("logcumsumexp", dims=("dim",))
 def logcumsumexp(x: GraphTensor, dim: int) -> GraphTensor:
-    """``log(cumsum(exp(x)))`` along ``dim``, stably: a logsumexp over each prefix (a (n, n) window
-    whose entries after ``i`` are -inf).
+    """``log(cumsum(exp(x)))`` along ``dim``, stably: a log-step scan (``_scan``) whose step is
+    ``logaddexp`` (``hi + log1p(exp(lo - hi))``: nothing overflows, -inf is its identity, equal
+    infinities give that infinity). Each step rounds, so float32 steps run in float64 and 16-bit ones
+    in float32, rounded once at the end (float32 results within about half an ulp, as torch's).
 
     Args:
         x: the input (int and bool give float32).
         dim: the dim to scan."""
     x = _float(x, "logcumsumexp")
     a = x._axis(dim, "logcumsumexp")
+    (out,) = _scan((cast(x, _wider(x)),), a, _logaddexp_pair, (float("-inf"),), _window_logsumexp)
+    return cast(out, x.dtype)
+
+
+def _logaddexp_pair(earlier, later):
+    """``log(exp(a) + exp(b))`` as ``hi + log1p(exp(lo - hi))`` (pointwise.logaddexp's formula: the
+    gradients are ``sigmoid(a - b)`` and ``sigmoid(b - a)``, 1/2 each at a tie)."""
+    a, b = earlier[0], later[0]
+    first = ge(a, b)
+    hi, lo = where(first, a, b), where(first, b, a)
+    same_inf = logical_and(isinf(a), eq(a, b))
+    out = add(hi, log1p(exp(where(same_inf, 0.0, sub(lo, hi)))))
+    return (where(same_inf, a, out),)
+
+
+def _window_logsumexp(xs, a: int):
+    """logcumsumexp's (n, n) window: a logsumexp over each prefix (entries after ``i`` are -inf)."""
+    (x,) = xs
     win, _, _, _ = _window(x, a, float("-inf"))
-    return _back(logsumexp(win, -1), a, x.ndim)
+    return (_back(logsumexp(win, -1), a, x.ndim),)
+
+
+# inclusive scans ---------------------------------------------------------------------------------
+# A scan over a static dim of up to _SCAN_BLOCK**2 takes log2(n) steps of shifted pads (Hillis-Steele):
+# O(n log n) work, no (n, n) buffer. A longer or symbolic dim is cut into blocks of _SCAN_BLOCK
+# (padded up to a whole number of them), each block scanned so, and the blocks' totals scanned the
+# same way (O(n log _SCAN_BLOCK) work: 7 passes over the data rather than 17 at n = 100000). A
+# symbolic dim goes _SCAN_LEVELS levels deep, and the last level's totals, ceil(n / 128**2) of them,
+# through the op's (m, m) window.
+_SCAN_BLOCK = 128
+_SCAN_LEVELS = 2
+
+
+def _shift(t: GraphTensor, a: int, k, fill) -> GraphTensor:
+    """``t`` moved ``k`` places later along ``a``: ``fill`` in the first ``k``, the last ``k`` dropped
+    (a pad, then a crop: either order is a view; this one keeps a symbolic size from going negative)."""
+    lead = [0, 0] * (t.ndim - 1 - a)
+    return t.pad(lead + [k, 0], fill).pad(lead + [0, -k], fill)
+
+
+def _log_scan(xs: tuple, a: int, step, fills) -> tuple:
+    """Inclusive scan of the tensors ``xs`` along the static dim ``a``: at step ``k = 1, 2, 4, ...``
+    each position combines (``step(earlier, later)``, associative) with the one ``k`` before it
+    (``fills``, the identities, before the start)."""
+    n = xs[0].shape[a]
+    k = 1
+    while k < n:
+        xs = step(tuple(_shift(t, a, k, f) for t, f in zip(xs, fills)), xs)
+        k *= 2
+    return xs
+
+
+def _scan(xs: tuple, a: int, step, fills, window, levels: int = _SCAN_LEVELS) -> tuple:
+    """Inclusive scan of the same-shaped tensors ``xs`` along ``a`` (see above); ``window(xs, a)``
+    scans a symbolic dim once ``levels`` blocked levels are spent (a static one needs none)."""
+    shape = xs[0].shape
+    n = shape[a]
+    if is_static(n) and n <= _SCAN_BLOCK ** 2:
+        return _log_scan(xs, a, step, fills)
+    if not is_static(n) and levels <= 0:
+        return window(xs, a)
+    b = _SCAN_BLOCK
+    m = (n + b - 1) // b
+    lead = [0, 0] * (len(shape) - 1 - a)
+    blocked = shape[:a] + (m, b) + shape[a + 1:]
+    inner = _log_scan(tuple(t.pad(lead + [0, m * b - n], f).reshape(blocked) for t, f in zip(xs, fills)),
+                      a + 1, step, fills)
+    totals = tuple(t._slice_dim(a + 1, b - 1, 1, 1).squeeze(a + 1) for t in inner)
+    before = _scan(totals, a, step, fills, window, levels - 1)  # through block i
+    before = tuple(_shift(t, a, 1, f).unsqueeze(a + 1).expand(*blocked) for t, f in zip(before, fills))
+    out = step(before, inner)
+    return tuple(t.reshape(shape[:a] + (m * b,) + shape[a + 1:])._slice_dim(a, 0, n, 1) for t in out)
 
 
 def _sort(x: GraphTensor, dim: int, descending: bool, op: str):
