@@ -355,11 +355,9 @@ def test_explicit_reciprocal_product(d):
 
 
 @pytest.mark.parametrize("backend", ["cpu", "reference"])
-@pytest.mark.xfail(strict=True, reason=(
-    "frontend: true division is composed as Mul(a, Recip(b)) (ops/elementwise.py _true_div), so every backend "
-    "overflows 1/b for subnormal b: 1e-39 / 1e-39 is inf and 0 / 1e-39 NaN where torch gives 1 and 0, and "
-    "ordinary quotients round twice (the cpu backend's numpy peephole '_division' used to hide it)"))
 def test_true_division_special_values_match_torch(backend):
+    """float32 a / b is float64 a * (1/b) rounded once (ops/elementwise.py _true_div): 1e-39 / 1e-39 is 1
+    and 0 / 1e-39 is 0, as torch's (float32 a * (1/b) overflowed 1/b for a subnormal b)."""
     import torch
 
     a = np.array([1.0, 0.0, 1e-39, -1e-39, 1.0, 3e38, NAN, INF, -0.0], np.float32)

@@ -12,7 +12,7 @@ from luminal.frontend.ops.elementwise import _opmath
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 from luminal.nn.layers._util import bad_input, check_float, layer_forward, layer_name
-from luminal.nn.layers.norm import _current, _NormBase, normalise, running_stats
+from luminal.nn.layers.norm import _current, _NormBase, batch_var, normalise, running_stats
 
 
 def _running(name: str, what: str, s, use_input_stats: bool, momentum):
@@ -71,7 +71,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     def run(x):
         if use_input_stats:
             mean = x.mean(axes, keepdim=True)
-            var = x.var(axes, keepdim=True, correction=0)
+            var = batch_var(x, axes)
             for st, per in ((rm, mean), (rv, x.var(axes, correction=1))):
                 if st is not None:
                     batch = per.reshape(n, c).mean(0).detach()

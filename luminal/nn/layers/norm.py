@@ -29,6 +29,18 @@ _FINFO_EPS = {dt.float16: float(np.finfo(np.float32).eps), dt.bfloat16: float(np
               dt.float32: float(np.finfo(np.float32).eps), dt.float64: float(np.finfo(np.float64).eps)}
 
 
+def batch_var(x, axes):
+    """The variance over ``axes`` (correction 0, dims kept) that a norm layer divides by, in ``x``'s own
+    precision (16-bit through float32), as torch's norm kernels accumulate it. ``Tensor.var`` squares
+    float32 deviations in float64 (so that a variance whose root fits does not overflow); here the
+    mean, the variance and the normalisation stay one row kernel of the compiler's, which a float64
+    reduction in the middle splits into three."""
+    xs = x.float() if x.dtype in (dt.float16, dt.bfloat16) else x
+    d = xs - xs.mean(axes, keepdim=True)
+    v = (d * d).mean(axes, keepdim=True)
+    return v if xs is x else v.to(x.dtype)
+
+
 def _normalized_shape(s, layer: str) -> tuple[int, ...]:
     out = (int(s),) if isinstance(s, int) else tuple(int(d) for d in s)
     if not out or any(d < 1 for d in out):  # torch: an empty shape normalises nothing, and is refused
@@ -77,7 +89,7 @@ class LayerNorm(_TrailingNorm):
     def forward(self, x):
         axes = self._axes(x)
         mean = x.mean(axes, keepdim=True)
-        y = (x - mean) * (x.var(axes, keepdim=True, correction=0) + self.eps).rsqrt()
+        y = (x - mean) * (batch_var(x, axes) + self.eps).rsqrt()
         if self.weight is not None:
             y = y * self.weight.on(x.graph)
         if self.bias is not None:
@@ -176,7 +188,7 @@ class _BatchNorm(_NormBase):
         if self.training or self.running_mean is None:
             mean = x.mean(axes, keepdim=True)
             _more_than_one_value(layer_name(self), x, axes)  # (batch statistics: in eval too, without running ones)
-            var = x.var(axes, keepdim=True, correction=0)
+            var = batch_var(x, axes)
             if self.training and self.running_mean is not None:
                 self._update_running_stats(g, mean.reshape(-1), x.var(axes, correction=1))
         else:
@@ -310,7 +322,7 @@ def _group_norm(x, num_groups: int, weight, bias, eps: float):
         x.reshape(n, num_groups, c // num_groups, *rest)
     axes = tuple(range(2, xg.ndim))
     mean = xg.mean(axes, keepdim=True)
-    y = ((xg - mean) * (xg.var(axes, keepdim=True, correction=0) + eps).rsqrt()).reshape(*x.shape)
+    y = ((xg - mean) * (batch_var(xg, axes) + eps).rsqrt()).reshape(*x.shape)
     per_channel = (c,) + (1,) * len(rest)
     if weight is not None:
         y = y * weight.to(y.dtype).reshape(per_channel)
@@ -372,7 +384,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
 
     @_opmath
     def run(x, w, b):
-        y = (x - x.mean(axes, keepdim=True)) * (x.var(axes, keepdim=True, correction=0) + eps).rsqrt()
+        y = (x - x.mean(axes, keepdim=True)) * (batch_var(x, axes) + eps).rsqrt()
         y = y * w.to(y.dtype) if w is not None else y
         return y + b.to(y.dtype) if b is not None else y
 
@@ -454,7 +466,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if training:
             mean = x.mean(axes, keepdim=True)
             _more_than_one_value(name, x, axes)
-            var = x.var(axes, keepdim=True, correction=0)
+            var = batch_var(x, axes)
             for st, batch in ((rm, mean.reshape(-1)), (rv, x.var(axes, correction=1))):
                 if st is not None:
                     g.assign(st, _current(g, st) * (1 - momentum) + batch * momentum)
