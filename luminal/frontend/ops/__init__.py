@@ -168,7 +168,7 @@ from luminal.frontend.ops.movement import (
     unbind,
 )
 from luminal.frontend.ops.norms import norm, vector_norm
-from luminal.frontend.ops.order_stats import kthvalue, median, nanmedian, nanquantile, quantile
+from luminal.frontend.ops.order_stats import kthvalue, median, mode, nanmedian, nanquantile, quantile
 from luminal.frontend.ops.pointwise import (
     allclose,
     clamp_max,
@@ -390,7 +390,7 @@ def _install():
         "diff": diff, "rot90": rot90, "cross": cross, "kron": kron, "hardshrink": hardshrink,
         # order statistics (order_stats.py)
         "median": median, "nanmedian": nanmedian, "kthvalue": kthvalue, "quantile": quantile,
-        "nanquantile": nanquantile,
+        "nanquantile": nanquantile, "mode": mode,
         # square matrices (linalg_solve.py)
         "det": det, "slogdet": slogdet, "inverse": inverse, "cholesky": cholesky,
         # special functions, bounds, min-max, splits and diagonals (special.py, pointwise.py, reduce_extra.py,
@@ -441,7 +441,7 @@ __all__ = [
     "isnan", "kron", "kthvalue", "lcm", "le", "leaky_relu", "lerp", "linspace", "log", "log10", "log1p", "log2",
     "log_softmax", "logaddexp", "logcumsumexp", "logdet", "logical_and", "logical_not", "logical_or", "logical_xor",
     "logit", "logspace", "logsumexp", "lt", "masked_fill", "matmul", "max", "maximum", "mean", "median", "meshgrid",
-    "min", "minimum", "mish", "moveaxis", "movedim", "mul", "multiply", "nan_to_num", "nanmean", "nanmedian",
+    "min", "minimum", "mish", "mode", "moveaxis", "movedim", "mul", "multiply", "nan_to_num", "nanmean", "nanmedian",
     "nanquantile", "nansum", "narrow", "ne", "neg", "negative", "norm", "one_hot", "ones", "ones_like", "outer",
     "permute", "pow", "prod", "quantile", "rad2deg", "reciprocal", "relu", "remainder", "repeat_interleave", "reshape",
     "roll", "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add", "scatter_reduce", "searchsorted",

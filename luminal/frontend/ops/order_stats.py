@@ -18,6 +18,7 @@ from luminal.core import dtype as dt
 from luminal.core.errors import op_error
 from luminal.core.symbolic import is_static
 from luminal.frontend.checks import tensor_op
+from luminal.frontend.ops.combine import cat
 from luminal.frontend.ops.core import cast, require
 from luminal.frontend.ops.elementwise import (
     ceil,
@@ -31,16 +32,17 @@ from luminal.frontend.ops.elementwise import (
     logical_not,
     maximum,
     mul,
+    ne,
     sub,
     where,
 )
 from luminal.frontend.ops.elementwise import round_ as round_half_even
-from luminal.frontend.ops.reduce import _sort, _take, _values_indices, any_, evenly_shared
+from luminal.frontend.ops.reduce import _sort, _take, _values_indices, amax, any_, argmax, cummax, evenly_shared
 from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.tensor import GraphTensor, ValuesIndices
 
 MedianResult, NanmedianResult = _values_indices("median"), _values_indices("nanmedian")
-KthvalueResult = _values_indices("kthvalue")
+KthvalueResult, ModeResult = _values_indices("kthvalue"), _values_indices("mode")
 
 
 def _dim_size(x: GraphTensor, a: int):
@@ -168,6 +170,57 @@ def kthvalue(input: GraphTensor, k: int, dim: int | None = -1, keepdim: bool = F
     require("kthvalue", k >= 1 and (not is_static(n) or k <= n), f"k = {k} is out of range for dim {a} of size {n}",
             x, kind=IndexError)
     return _pick(x, a, k - 1, keepdim, KthvalueResult)
+
+
+@tensor_op("mode")
+def mode(input: GraphTensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:  # noqa: A002
+    """torch.mode: the most frequent value along ``dim``, as the named tuple ``(values, indices)``.
+    Among values equally frequent, the smallest; its index is the last position holding it (torch's
+    rule). A NaN equals nothing, so each counts once (``mode([1, nan, nan, nan])`` is 1, as torch's;
+    torch's index for a NaN result is not its last one). The gradient goes to ``indices``.
+
+    It reads the stable sort (an (n, n) comparison): the length of the run of equal values ending at
+    each sorted position is the position minus the run's start (a running maximum of where runs
+    start), and the first position holding the longest is the end of the smallest value's run.
+
+    Args:
+        input: the input tensor (bool, int or float).
+        dim: the dim to count along (default the last).
+        keepdim: keep the reduced dim as size 1.
+    """
+    x = input
+    if isinstance(dim, (tuple, list)):
+        raise op_error(TypeError, "mode", f"dim must be an int, got {dim!r}", x)
+    if x.ndim == 0:
+        x._axis(dim, "mode")
+        v, i = mode(x.reshape(1), 0)
+        return ModeResult(v.reshape(()), i.reshape(()))
+    a = x._axis(dim, "mode")
+    n = x.shape[a]
+    if is_static(n) and n == 0:
+        raise op_error(ValueError, "mode", f"cannot take the mode along dim {a}, which is empty", x)
+    if any(is_static(m) and m == 0 for m in x.shape):  # nothing to count: empty values and indices
+        shape = tuple(1 if i == a else m for i, m in enumerate(x.shape)) if keepdim else \
+            tuple(m for i, m in enumerate(x.shape) if i != a)
+        return ModeResult(x.graph.zeros(shape, x.dtype), x.graph.zeros(shape, dt.int32))
+    keys = (cast(x, dt.int32) if x.dtype.kind == "b" else x).detach()  # compared only: values come from x
+    _, perm = _sort(keys, a, False, "mode")
+    ordered = _take(keys, perm, a)
+    pos = x.graph.arange(n).reshape(tuple(n if i == a else 1 for i in range(x.ndim))).expand(*x.shape)
+    if not is_static(n) or n > 1:
+        later, earlier = ordered._slice_dim(a, 1, n - 1, 1), ordered._slice_dim(a, 0, n - 1, 1)
+        starts = where(ne(later, earlier), pos._slice_dim(a, 1, n - 1, 1), 0)  # (NaN != NaN: runs of one)
+        starts = cat([pos._slice_dim(a, 0, 1, 1), starts], a)
+    else:
+        starts = pos
+    run = sub(pos, cummax(starts, a).values)  # the run's length so far, less one
+    longest = cast(eq(run, amax(run, a, keepdim=True)), dt.int32)
+    at = argmax(longest, a, keepdim=True)  # the first longest run: the smallest value's
+    idx = _take(perm, at, a)
+    values = _take(x, idx, a)
+    if not keepdim:
+        values, idx = values.squeeze(a), idx.squeeze(a)
+    return ModeResult(values, idx)
 
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
