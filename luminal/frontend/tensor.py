@@ -651,7 +651,7 @@ class GraphTensor:
         hardshrink: Callable[..., GraphTensor]; median: Callable[..., GraphTensor | ValuesIndices]
         nanmedian: Callable[..., GraphTensor | ValuesIndices]; kthvalue: Callable[..., ValuesIndices]
         quantile: Callable[..., GraphTensor]; nanquantile: Callable[..., GraphTensor]
-        mode: Callable[..., ValuesIndices]
+        mode: Callable[..., ValuesIndices]; histc: Callable[..., GraphTensor]
         det: Callable[..., GraphTensor]; slogdet: Callable[..., tuple[GraphTensor, GraphTensor]]
         inverse: Callable[..., GraphTensor]; cholesky: Callable[..., GraphTensor]
         logit: Callable[..., GraphTensor]; xlogy: Callable[..., GraphTensor]; erfc: Callable[..., GraphTensor]

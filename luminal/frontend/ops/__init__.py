@@ -217,7 +217,7 @@ from luminal.frontend.ops.reduce import (
     prod_ as prod,
 )
 from luminal.frontend.ops.reduce_extra import aminmax, count_nonzero, nanmean, nansum
-from luminal.frontend.ops.search import bucketize, isin, searchsorted
+from luminal.frontend.ops.search import bucketize, histc, isin, searchsorted
 from luminal.frontend.ops.special import erfc, logit, xlogy
 from luminal.frontend.ops.torch_more import (
     block_diag,
@@ -390,7 +390,7 @@ def _install():
         "diff": diff, "rot90": rot90, "cross": cross, "kron": kron, "hardshrink": hardshrink,
         # order statistics (order_stats.py)
         "median": median, "nanmedian": nanmedian, "kthvalue": kthvalue, "quantile": quantile,
-        "nanquantile": nanquantile, "mode": mode,
+        "nanquantile": nanquantile, "mode": mode, "histc": histc,
         # square matrices (linalg_solve.py)
         "det": det, "slogdet": slogdet, "inverse": inverse, "cholesky": cholesky,
         # special functions, bounds, min-max, splits and diagonals (special.py, pointwise.py, reduce_extra.py,
@@ -436,8 +436,9 @@ __all__ = [
     "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "det", "diag", "diag_embed", "diagonal", "diff",
     "dist", "div", "divide", "dot", "dsplit", "einsum", "elu", "eq", "erf", "erfc", "exp", "exp2", "expm1", "eye",
     "fix", "flatten", "flip", "fliplr", "flipud", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod",
-    "frac", "full", "full_like", "gather", "gcd", "ge", "gelu", "gt", "hardshrink", "heaviside", "hsplit", "hstack",
-    "hypot", "index_add", "index_copy", "index_put", "index_select", "inverse", "isclose", "isfinite", "isin", "isinf",
+    "frac", "full", "full_like", "gather", "gcd", "ge", "gelu", "gt", "hardshrink", "heaviside", "histc", "hsplit",
+    "hstack", "hypot", "index_add", "index_copy", "index_put", "index_select", "inverse", "isclose", "isfinite", "isin",
+    "isinf",
     "isnan", "kron", "kthvalue", "lcm", "le", "leaky_relu", "lerp", "linspace", "log", "log10", "log1p", "log2",
     "log_softmax", "logaddexp", "logcumsumexp", "logdet", "logical_and", "logical_not", "logical_or", "logical_xor",
     "logit", "logspace", "logsumexp", "lt", "masked_fill", "matmul", "max", "maximum", "mean", "median", "meshgrid",

@@ -1,4 +1,4 @@
-"""Searching sorted sequences and sets: searchsorted, bucketize, isin.
+"""Searching sorted sequences and sets: searchsorted, bucketize, isin; and counting into bins: histc.
 
 Each compares every element with every entry of the sequence (or set) and counts (or looks for a
 hit): a broadcast comparison and a sum, which the compiler fuses into one reduction, in place of
@@ -8,13 +8,32 @@ boundaries, class lists); the cost is the product of the two sizes.
 
 from __future__ import annotations
 
+import math
+import numbers
+
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error
-from luminal.frontend.checks import check_tensors
-from luminal.frontend.ops.core import cast
-from luminal.frontend.ops.elementwise import eq, isnan, logical_and, logical_not, logical_or, lt
+from luminal.frontend.checks import check_tensors, tensor_op
+from luminal.frontend.ops.core import cast, prim
+from luminal.frontend.ops.elementwise import (
+    add,
+    div,
+    eq,
+    floor,
+    ge,
+    isnan,
+    le,
+    logical_and,
+    logical_not,
+    logical_or,
+    lt,
+    minimum,
+    mul,
+    sub,
+    where,
+)
 from luminal.frontend.ops.indexing import gather
-from luminal.frontend.ops.reduce import any_
+from luminal.frontend.ops.reduce import amax, amin, any_
 from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.tensor import GraphTensor
 
@@ -120,3 +139,47 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
     check_tensors("isin", elements=e, test_elements=t)
     hit = any_(eq(e.unsqueeze(-1), t.reshape(-1)), -1) if t.ndim else eq(e, t)
     return logical_not(hit) if invert else hit
+
+
+@tensor_op("histc")
+def histc(input: GraphTensor, bins: int = 100, min=0, max=0) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.histc: counts of the elements in ``bins`` equal-width bins from ``min`` to ``max`` (a 1-d
+    tensor of ``input``'s dtype); elements outside the range, and NaNs, are not counted; one equal to
+    ``max`` counts in the last bin. ``min == max`` (the default 0, 0) takes the range of the data;
+    a range of one value ``v`` (or an empty input) is ``[v - 1, v + 1]``, as torch. An element's bin is ``floor((x - min) * bins / (max - min))``
+    in float64 (torch finds it against float32 edges: an element within an ulp of an edge may fall on
+    the other side of it). The counts have no gradient (torch has none either). With the range taken
+    from data holding NaN or an infinity torch fails; here nothing is counted.
+
+    Args:
+        input: a float tensor (any shape; every element counts).
+        bins: the number of bins (an int > 0).
+        min: the lower end of the range (a number).
+        max: the upper end of the range (a number).
+    """
+    x = input
+    check_tensors("histc", input=x)
+    if not x.dtype.is_float:
+        raise op_error(TypeError, "histc", f"takes a float tensor, got {x.dtype.name} (cast it first)", x)
+    if isinstance(bins, bool) or not isinstance(bins, numbers.Integral) or bins <= 0:
+        raise op_error(ValueError, "histc", f"bins must be an int > 0, got {bins!r}", x)
+    for name, v in (("min", min), ("max", max)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise op_error(TypeError, "histc", f"{name} must be a number, got {type(v).__name__}", x)
+    if not (math.isfinite(min) and math.isfinite(max)):
+        raise op_error(ValueError, "histc", f"the range [{min}, {max}] is not finite", x)
+    if min > max:
+        raise op_error(ValueError, "histc", f"max ({max}) must be at least min ({min})", x)
+    g, bins = x.graph, int(bins)
+    flat = cast(x.reshape(-1), dt.float64).detach()  # binned, not differentiated
+    if min == max and flat.shape[0] != 0:  # the data's range
+        lo, hi = amin(flat), amax(flat)
+    else:
+        lo, hi = g.constant(float(min), dt.float64), g.constant(float(max), dt.float64)
+    same = eq(lo, hi)
+    lo, hi = where(same, sub(lo, 1.0), lo), where(same, add(hi, 1.0), hi)
+    counted = logical_and(ge(flat, lo), le(flat, hi))  # (False for NaN)
+    pos = floor(div(mul(sub(flat, lo), float(bins)), sub(hi, lo)))
+    pos = cast(where(counted, minimum(pos, bins - 1), 0.0), dt.int32)  # (max itself: the last bin)
+    ones = cast(counted, x.dtype)
+    return prim("ScatterAdd", g.zeros((bins,), x.dtype), pos, ones, arg=0, shape=(bins,))
