@@ -146,10 +146,11 @@ def histc(input: GraphTensor, bins: int = 100, min=0, max=0) -> GraphTensor:  # 
     """torch.histc: counts of the elements in ``bins`` equal-width bins from ``min`` to ``max`` (a 1-d
     tensor of ``input``'s dtype); elements outside the range, and NaNs, are not counted; one equal to
     ``max`` counts in the last bin. ``min == max`` (the default 0, 0) takes the range of the data;
-    a range of one value ``v`` (or an empty input) is ``[v - 1, v + 1]``, as torch. An element's bin is ``floor((x - min) * bins / (max - min))``
-    in float64 (torch finds it against float32 edges: an element within an ulp of an edge may fall on
-    the other side of it). The counts have no gradient (torch has none either). With the range taken
-    from data holding NaN or an infinity torch fails; here nothing is counted.
+    a range of one value ``v`` (or an empty input) is ``[v - 1, v + 1]``, as torch. An element's bin
+    is ``floor((x - min) * bins / (max - min))`` in float64 (torch finds it against float32 edges: an
+    element within an ulp of an edge may fall on the other side of it). The counts have no gradient
+    (torch has none either). With the range taken from data holding NaN or an infinity torch fails;
+    here nothing is counted.
 
     Args:
         input: a float tensor (any shape; every element counts).
