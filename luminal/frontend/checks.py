@@ -14,7 +14,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from luminal.core.errors import op_error, renamed
+from luminal.core.errors import op_error, outermost_op, renamed
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 
@@ -51,7 +51,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 def tensor_op(name: str) -> Callable[[_F], _F]:
     """Decorator for a public op whose first argument is a tensor: that argument is checked on entry
     (``relu(None)`` says ``relu: input must be a GraphTensor``, not ``'NoneType' object has no attribute``),
-    and errors of the ops it is built from are reported under ``name`` (``renamed``)."""
+    and errors of the ops it is built from are reported under ``name`` (``renamed``). Its new int and
+    bool results are marked as having no gradient when the user called it (``Graph.no_grad_results``)."""
 
     def deco(f: _F) -> _F:
         first = inspect.unwrap(f).__code__.co_varnames[0]
@@ -62,8 +63,12 @@ def tensor_op(name: str) -> Callable[[_F], _F]:
             x = args[0] if args else kwargs.get(first)
             if not isinstance(x, GraphTensor):
                 check_tensors(name, input=x)  # raises, with the one wording
+            users = outermost_op() is None
+            made = len(x.graph.nodes)
             with rename:
                 out = f(*args, **kwargs)
+            if users:
+                _mark_no_grad(out, made)
             if isinstance(out, GraphTensor) and any(out is a for a in (*args, *kwargs.values())):
                 # an op that changes nothing (cat of one, pow(1), roll by 0) still gives a handle of its
                 # own, as torch's give a new tensor: an in-place method on it must not rebind its input
@@ -73,3 +78,11 @@ def tensor_op(name: str) -> Callable[[_F], _F]:
         return op  # type: ignore[return-value]  # functools.wraps keeps f's signature
 
     return deco
+
+
+def _mark_no_grad(out, made: int) -> None:
+    """Mark the int and bool tensors among an op's results (a tensor or a tuple of them) made by the
+    call (node ids from ``made`` on: an existing node may be an op's inner one) as ``no_grad_results``."""
+    for t in out if isinstance(out, tuple) else (out,):
+        if isinstance(t, GraphTensor) and not t.dtype.is_float and t.node.id >= made:
+            t.graph.no_grad_results.add(t.node.id)

@@ -105,6 +105,11 @@ class Graph:
         self.index_ops: dict[int, tuple] = {}
         # ``detach()`` nodes the user made (not an op's, which marks a zero gradient: Tensor.detach)
         self.user_detached: set[int] = set()
+        # int and bool results of ops the user called (a comparison, an int cast, argmax): torch's never
+        # require grad, so a parameter read only through them has no gradient at all, not zeros
+        # (``train.autograd.has_grad``). An op's inner ones are not marked: ``sign``'s comparisons make
+        # a float result whose gradient is zero, as torch's.
+        self.no_grad_results: set[int] = set()
         # Gradients given by formula (``custom_vjp``): node id -> (rule, inputs as (Node, View)). Autograd
         # sends such a node's adjoint to the inputs by the rule instead of through the node's own chain.
         self.vjps: dict[int, tuple] = {}
@@ -135,6 +140,8 @@ class Graph:
             self._index[key] = node
             if op in INDEX_OPS:  # (an index out of range is found at run time: say what made it)
                 self.index_ops[node.id] = (outermost_op() or INDEX_OPS[op], user_frame())
+            if not dtype.is_float and outermost_op() is None:  # (a comparison or cast the user wrote)
+                self.no_grad_results.add(node.id)
         return node
 
     def node_keys(self):

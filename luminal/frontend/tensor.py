@@ -214,7 +214,7 @@ class GraphTensor:
     def detach(self) -> GraphTensor:
         """The same values with no gradient flowing back through them (torch ``detach``). The user's own
         (not an op's, which marks a zero gradient) is remembered: a parameter read only through it has no
-        gradient at all (``train.autograd.reads_undetached``), so an optimizer skips it, as torch's."""
+        gradient at all (``train.autograd.has_grad``), so an optimizer skips it, as torch's."""
         node = self.graph.add("Copy", (self,), "detach", self.dtype, self.shape)
         if outermost_op() is None:
             self.graph.user_detached.add(node.id)

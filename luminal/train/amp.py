@@ -52,7 +52,8 @@ def autocast(tensors: list[GraphTensor], dtype) -> list[GraphTensor]:
     loss's last reductions and scalings, where the backward pass starts from the loss scale, which
     float16 cannot hold (``GradScaler``'s default 2**16 > 65504: every first step was skipped). The
     new nodes are added to the same graph (the original ones stay, so the graph can still compile a
-    float32 program); a node with a ``Graph.custom_vjp`` keeps its rule.
+    float32 program); a node with a ``Graph.custom_vjp`` keeps its rule, and one the user detached (or
+    an int or bool result of the user's op) stays so (``train.autograd.has_grad``).
 
     Args:
         tensors: tensors of one graph (a loss, extra outputs, State update values).
@@ -77,6 +78,7 @@ def autocast(tensors: list[GraphTensor], dtype) -> list[GraphTensor]:
             need.add(n.id)
             stack.extend(s for s, _ in n.srcs)
     new = {}  # node id -> its rewritten node
+    made = len(graph.nodes)  # (nodes from here on are the rewrite's)
     for nid in sorted(need):  # ids are creation order: producers first
         n = graph.nodes[nid]
         if n.op in LEAVES:
@@ -96,6 +98,9 @@ def autocast(tensors: list[GraphTensor], dtype) -> list[GraphTensor]:
             new[nid] = n  # nothing float32 upstream: the node as it was
         else:
             new[nid] = graph.add(n.op, srcs, arg, out_dtype, n.shape)
+            if new[nid].id >= made:  # where the gradient is None (the user's detach, comparisons), as before
+                for marks in (graph.user_detached, graph.no_grad_results):
+                    (marks.add if nid in marks else marks.discard)(new[nid].id)
             custom = graph.vjps.get(nid)
             if custom is not None:  # the rewritten node differentiates by the same formula
                 rule, inputs = custom

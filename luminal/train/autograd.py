@@ -258,19 +258,22 @@ def reaches(loss: GraphTensor, wrt) -> list[bool]:
     return [n is not None and n.id in live for n in nodes]
 
 
-def reads_undetached(loss: GraphTensor, wrt) -> list[bool]:
-    """Whether ``loss`` reads each of ``wrt`` other than only through the user's ``detach()``: where
-    torch's gradient is a tensor (zeros where every op on the way has a zero gradient: ``floor``,
-    ``sign``, ``trunc``, whose own detach marks that), not None. An optimizer skips a parameter whose
-    gradient is None (no weight decay, no step of its own)."""
+def has_grad(loss: GraphTensor, wrt) -> list[bool]:
+    """Whether torch would give each of ``wrt`` a gradient tensor for ``loss`` rather than None: whether
+    the loss reads it other than only through the user's ``detach()`` or an int or bool result of an op
+    the user called (a comparison, an int cast, argmax: ``Graph.no_grad_results``). Where every op on the
+    way has a zero gradient (``floor``, ``sign``, ``trunc``, whose own detach and comparisons are inner
+    ones) torch's gradient is zeros, not None. An optimizer skips a parameter whose gradient is None (no
+    weight decay, no step of its own)."""
     graph = loss.graph
     nodes = [_node_of(t, graph) for t in wrt]
+    stops = graph.user_detached | graph.no_grad_results
     seen, stack = set(), [loss.node]
     while stack:
         n = stack.pop()
         if n.id not in seen:
             seen.add(n.id)
-            if n.id not in graph.user_detached:
+            if n.id not in stops:
                 stack.extend(s for s, _ in n.srcs)
     return [n is not None and n.id in seen for n in nodes]
 

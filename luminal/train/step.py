@@ -56,7 +56,7 @@ from luminal.frontend.ops import clamp, isfinite, logical_and, minimum, where, z
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 from luminal.train.amp import GradScaler, autocast
-from luminal.train.autograd import grad, reaches, reads_undetached
+from luminal.train.autograd import grad, has_grad, reaches
 from luminal.train.data_parallel import DataParallel
 from luminal.train.optim.optimizer import Optimizer
 
@@ -218,10 +218,11 @@ class TrainStep(Generic[StepResult]):
         if not any(reaches(loss, [p for _, p in used])):  # (torch: "does not require grad")
             raise op_error(ValueError, "compile_step", "the loss depends on none of the optimizer's parameters "
                            "through ops with a gradient: every step would leave them as they are", loss)
-        # a parameter the loss reads only through detach() (a target network) has no gradient in torch
-        # (None), so its optimizer skips it: no weight decay, no momentum, no step of its own; a zero gradient
-        # here would move it. (One read through ops with a zero gradient, floor or sign, trains as torch's.)
-        used = [u for u, r in zip(used, reads_undetached(loss, [p for _, p in used])) if r]
+        # a parameter the loss reads only through detach() (a target network) or a comparison has no
+        # gradient in torch (None), so its optimizer skips it: no weight decay, no momentum, no step of its
+        # own; a zero gradient here would move it. (One read through ops with a zero gradient, floor or
+        # sign, trains as torch's.)
+        used = [u for u, r in zip(used, has_grad(loss, [p for _, p in used])) if r]
         self._trained = frozenset(id(p) for _, p in used)
         scaled = loss * graph.state(scaler._scale) if scaler is not None else loss
         dp_weight = DataParallel.loss_weight(loss) if data_parallel else None

@@ -266,6 +266,83 @@ def test_a_parameter_read_through_an_op_with_a_zero_gradient_still_trains(op):
     assert not np.array_equal(lw.data, W0)
 
 
+# v (2, 3) read only through an int or bool result of an op the user called: torch's gradient is None
+NO_GRAD_READS = {
+    "gt": lambda v, ns: (v > 0).float(),
+    "eq": lambda v, ns: v.eq(v.max()).float(),
+    "int_cast": lambda v, ns: (v * 3).int().float(),
+    "isnan": lambda v, ns: ns.isnan(v).float() + 1,
+    "argmax": lambda v, ns: ns.zeros((2, 3)) + v.argmax().float(),
+    "bool_sum": lambda v, ns: ns.zeros((2, 3)) + (v < 0.5).sum().float(),
+}
+
+
+@pytest.mark.parametrize("compute_dtype", [None, "bfloat16"])
+@pytest.mark.parametrize("how", sorted(NO_GRAD_READS))
+def test_a_parameter_read_only_through_comparisons_or_int_results_is_left_alone(how, compute_dtype):
+    """torch: a comparison's, an int cast's or argmax's result never requires grad, so a parameter read
+    only through one has gradient None and AdamW skips it (no weight decay, no step count). It got a zero
+    gradient here and was decayed every step. With ``compute_dtype`` too: the 16-bit rewrite of the
+    graph dropped the marks (the user's ``detach()`` as well: test below)."""
+    (tw, tv), (lw, lv), _, topt_cls, lopt_cls = _pair("AdamW", {})
+    read = NO_GRAD_READS[how]
+    g = lm.Graph()
+    x, y = g.input("x", (8, 4)), g.input("y", (8, 2))
+    loss = (((x @ lw.on(g).T) @ (read(lv.on(g), lm) * 0.5).T) - y).pow(2).mean()
+    topt, lopt = topt_cls([tw, tv], lr=0.1, weight_decay=0.5), lopt_cls([lw, lv], lr=0.1, weight_decay=0.5)
+    kw = {} if compute_dtype is None else {"compute_dtype": getattr(lm, compute_dtype)}
+    step = train.compile_step(loss, lopt, backend="cpu", **kw)
+    for _ in range(2):
+        topt.zero_grad()
+        ((torch.from_numpy(X) @ tw.T @ (read(tv, torch) * 0.5).T - torch.from_numpy(Y)) ** 2).mean().backward()
+        assert tv.grad is None
+        topt.step()
+        step(x=X, y=Y)
+    np.testing.assert_array_equal(lv.data, V0)
+    assert id(lv) not in lopt.first_steps
+    if compute_dtype is None:
+        _same((tw, lw), (tv, lv))
+    else:  # (a 16-bit forward: lw moved, by about torch's step)
+        np.testing.assert_allclose(lw.data, tw.detach().numpy(), rtol=0.05, atol=0.05)
+
+
+@pytest.mark.parametrize("compute_dtype", ["float16", "bfloat16"])
+def test_a_detached_parameter_is_left_alone_with_a_compute_dtype(compute_dtype):
+    """The 16-bit rewrite (``train.amp.autocast``) rebuilt the user's ``detach()`` as a new node without
+    its mark, so a target network read through it was decayed by AdamW every step (torch skips it)."""
+    lm.manual_seed(0)
+    g = lm.Graph()
+    a, b = nn.Linear(4, 1), nn.Linear(4, 1)
+    x = g.input("x", (8, 4))
+    loss = ((a(x) - b(x).detach()) ** 2).mean()
+    opt = train.AdamW([*a.parameters(), *b.parameters()], lr=0.1, weight_decay=0.5)
+    step = train.compile_step(loss, opt, compute_dtype=getattr(lm, compute_dtype), backend="cpu")
+    w0, a0 = b.weight.data.copy(), a.weight.data.copy()
+    step(x=X)
+    np.testing.assert_array_equal(b.weight.data, w0)
+    assert not np.array_equal(a.weight.data, a0)
+
+
+def test_sign_still_trains_beside_the_users_own_comparison():
+    """``sign``'s inner comparisons are not the user's: a parameter read through ``sign`` has a zero
+    gradient (torch's), not None, also when the user compares it alike elsewhere in the graph."""
+    (tw, tv), (lw, lv), _, topt_cls, lopt_cls = _pair("AdamW", {})
+    g = lm.Graph()
+    x, y = g.input("x", (8, 4)), g.input("y", (8, 2))
+    v = lv.on(g)
+    mask = (v > 0).float()
+    loss = (((x @ lw.on(g).T) @ (v.sign() + mask).T) - y).pow(2).mean()
+    topt, lopt = topt_cls([tw, tv], lr=0.1, weight_decay=0.5), lopt_cls([lw, lv], lr=0.1, weight_decay=0.5)
+    step = train.compile_step(loss, lopt, backend="cpu")
+    for _ in range(2):
+        topt.zero_grad()
+        ((torch.from_numpy(X) @ tw.T @ (tv.sign() + (tv > 0).float()).T - torch.from_numpy(Y)) ** 2).mean().backward()
+        topt.step()
+        step(x=X, y=Y)
+    _same((tw, lw), (tv, lv))
+    assert not np.array_equal(lv.data, V0)
+
+
 def test_two_steps_sharing_an_optimizer_count_each_parameters_own_steps():
     """Two tasks, one Adam, their compiled steps alternating (A, B, B, A, B): torch counts each parameter's
     own steps. A step's cohorts were fixed when it was compiled, so a head sitting out the other task's updates
