@@ -93,7 +93,10 @@ def split_loops(k, target, memory, name: str) -> list[ir.Kernel]:
     st = _Start(k, memory, merge=True)
     uses, op, work_dtype, out_shape, red_shape = st.uses, st.op, st.work_dtype, st.out_shape, st.red_shape
     check_max_nonempty(k.reduce_op, red_shape, out_shape, f"kernel {k}")
-    parts = loop_parts(red_shape, target)
+    # the parts of the first reduced axis as the kernel graph has it, before any merge: what ``options``
+    # chose by and the runtime sized the partials' scratch for (they divide a merged axis too); the
+    # merged (300 * 300) could take 16 parts where 300 takes 15, and wrote past the scratch
+    parts = loop_parts(split_axes(k, sizes(memory, k.domain))[3], target)
     chunk = red_shape[0] // parts
     m = prod(out_shape)
     partials = uses.use(memory.scratch("partials", work_dtype, (m * parts,)), "w")
