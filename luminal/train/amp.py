@@ -81,8 +81,8 @@ def autocast(tensors: list[GraphTensor], dtype) -> list[GraphTensor]:
     made = len(graph.nodes)  # (nodes from here on are the rewrite's)
     for nid in sorted(need):  # ids are creation order: producers first
         n = graph.nodes[nid]
-        if n.op in LEAVES:
-            new[nid] = cast(graph.tensor(n), dtype).node if n.dtype is dt.float32 else n
+        if n.op in LEAVES:  # (one element, a constant 1e-8 or a mean's count, stays: cast where it joins)
+            new[nid] = cast(graph.tensor(n), dtype).node if n.dtype is dt.float32 and not _one_element(n.shape) else n
             continue
         srcs = [graph.tensor(new[s.id], v) for s, v in n.srcs]
         if n.dtype is dt.float32 and _one_element(n.shape):  # (a loss's last reductions and scalings)
@@ -90,9 +90,11 @@ def autocast(tensors: list[GraphTensor], dtype) -> list[GraphTensor]:
             out_dtype = dt.float32
         else:
             out_dtype = dtype if n.dtype is dt.float32 else n.dtype
-            # a one-element operand kept in float32 (a mean's 1/N) joins a 16-bit op as its dtype
-            srcs = [cast(t, dtype) if t.dtype is dt.float32 and s.dtype is dt.float32 else t
-                    for t, (s, _) in zip(srcs, n.srcs)]
+            # a one-element operand kept in float32 (a mean's 1/N) joins a 16-bit op as its dtype; an op of
+            # another dtype with no 16-bit operand (a float32 sum's Cast to float64) reads it as it is
+            if out_dtype is dtype or any(t.dtype is dtype for t in srcs):
+                srcs = [cast(t, dtype) if t.dtype is dt.float32 and s.dtype is dt.float32 else t
+                        for t, (s, _) in zip(srcs, n.srcs)]
         arg = out_dtype if n.op == "Cast" and n.arg is dt.float32 else n.arg
         if out_dtype is n.dtype and arg is n.arg and all(new[s.id] is s for s, _ in n.srcs):
             new[nid] = n  # nothing float32 upstream: the node as it was
