@@ -1457,12 +1457,14 @@ def masked_fill(x, mask, value) -> GraphTensor:
 
 
 @tensor_op("addcmul")
+@_opmath  # (16-bit: computed in float32 and rounded once, as torch's; the rounded product overflowed)
 def addcmul(input, tensor1, tensor2, *, value=1) -> GraphTensor:  # noqa: A002 - torch's names
     """``input + value * tensor1 * tensor2``."""
     return add(input, mul(mul(tensor1, tensor2), value) if value != 1 else mul(tensor1, tensor2))
 
 
 @tensor_op("addcdiv")
+@_opmath
 def addcdiv(input, tensor1, tensor2, *, value=1) -> GraphTensor:  # noqa: A002 - torch's names
     """``input + value * tensor1 / tensor2``."""
     q = div(tensor1, tensor2)

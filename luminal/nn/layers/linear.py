@@ -7,6 +7,7 @@ from luminal.core import dtype as dt
 from luminal.core.errors import check_int, op_error, renamed
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops import broadcast_shapes, where
+from luminal.frontend.ops.elementwise import _opmath
 from luminal.nn import init
 from luminal.nn.layers._util import bad_input, layer_forward, layer_name, param
 from luminal.nn.module import Module
@@ -232,6 +233,7 @@ def embedding(input, weight, padding_idx: int | None = None, max_norm=None, norm
         return w.index_select(0, input.reshape(-1)).reshape(*input.shape, weight.shape[1])
 
 
+@_opmath  # (16-bit inputs: the norm's sum of squares in float32, as torch's; it overflowed)
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):  # noqa: A002
     """torch's ``F.normalize``: ``input / max(||input||_p, eps)`` along ``dim``.
 
@@ -258,6 +260,7 @@ def _norm(x, p: float, dim: int):
     return where(zero, 0.0, where(zero, 1.0, s) ** (1.0 / p))
 
 
+@_opmath  # (16-bit inputs: the norm's sum of squares in float32, as torch's; it overflowed)
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     """torch's ``F.cosine_similarity``: ``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``
     of the inputs broadcast together. As torch's, the gradient goes through each norm also where ``eps``
@@ -281,6 +284,7 @@ def _clamped_norm(x, dim: int, eps: float):
     return where(n < eps, n - n.detach() + eps, n)
 
 
+@_opmath  # (16-bit inputs: the norm's sum of squares in float32, as torch's; it overflowed)
 def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
     """torch's ``F.pairwise_distance``: ``||x1 - x2 + eps||_p`` over the last dim.
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from luminal.core.errors import check_int, check_number, renamed
 from luminal.frontend.checks import check_tensors
+from luminal.frontend.ops.elementwise import _opmath
 from luminal.frontend.tensor import GraphTensor
 from luminal.nn.layers._util import bad_input, check_float, layer_forward, layer_name
 from luminal.nn.module import Module
 
 
+@_opmath  # (16-bit inputs: the squares and their window sums in float32, as torch's; they overflowed)
 def _lrn(x: GraphTensor, size: int, alpha: float, beta: float, k: float, name: str) -> GraphTensor:
     check_float(name, x)
     if x.ndim < 3:
