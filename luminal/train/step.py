@@ -61,21 +61,58 @@ from luminal.train.data_parallel import DataParallel
 from luminal.train.optim.optimizer import Optimizer
 
 
+def _wide(t: GraphTensor) -> GraphTensor:
+    """``t`` for a reduction or a finiteness check: float64 as it is, anything else in float32 (a 16-bit
+    sum overflows at 65504; a float64 gradient cast to float32 would lose its digits, or read inf)."""
+    return t if t.dtype is dt.float64 else t.float()
+
+
+def norm_type_of(v, owner: str = "compile_step") -> float:
+    """``clip_grad_norm``'s ``norm_type`` as a float, taken as torch's ``clip_grad_norm_`` takes it
+    (``float(norm_type)``: a number, or a str such as ``"inf"``); refused here, when the step is
+    compiled (``owner``: the function named in the error), if it is no number, a bool or NaN (torch's NaN
+    norm makes every gradient NaN)."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, str)):
+        raise TypeError(f"{owner}: norm_type must be a number (2.0, 1, float('inf'), 'inf', ...), got "
+                        f"{type(v).__name__} {v!r}")
+    try:
+        p = float(v)
+    except ValueError:
+        raise ValueError(f"{owner}: norm_type {v!r} is not a number (torch's clip_grad_norm_ takes "
+                         f"float(norm_type): 2.0, 1, 'inf', '-inf', 0, ...)") from None
+    if math.isnan(p):
+        raise ValueError(f"{owner}: norm_type must not be NaN (the norm, and every clipped gradient, would be "
+                         f"NaN)")
+    return p
+
+
 def clip_by_norm(grads: list[GraphTensor], max_norm: float, norm_type: float = 2.0):
     """torch.nn.utils.clip_grad_norm_ as graph ops: scale all gradients by
-    ``min(1, max_norm / (total_norm + 1e-6))``. Returns (clipped gradients, total norm)."""
-    if norm_type == float("inf"):
-        parts = [g.abs().amax() for g in grads]
+    ``min(1, max_norm / (total_norm + 1e-6))``. Returns (clipped gradients, total norm).
+
+    The total is torch's: ``vector_norm`` of each gradient, then of those norms, for every order
+    torch takes: ``inf`` (the largest magnitude), ``-inf`` (the smallest), ``0`` (torch's nested count:
+    the number of gradients with a nonzero element) and any other real ``p``
+    (``(sum |g|**p) ** (1/p)``, negative ``p`` too). Computed in float64 when a gradient is float64, else
+    in float32 (the max and min in the gradients' own dtype, which loses nothing)."""
+    p = norm_type_of(norm_type, "clip_by_norm")
+    if p in (math.inf, -math.inf):
+        parts = [g.abs().amax() if p > 0 else g.abs().amin() for g in grads]
         total = parts[0]
         for q in parts[1:]:
-            total = total.maximum(q)
+            total = total.maximum(q) if p > 0 else total.minimum(q)
+    elif p == 0:
+        total = None
+        for g in grads:
+            term = (g != 0).float().amax()
+            total = term if total is None else total + term
     else:
         total = None
         for g in grads:
-            g = g.float()
-            term = (g * g if norm_type == 2.0 else g.abs() ** norm_type).sum()
+            g = _wide(g)
+            term = (g * g if p == 2.0 else g.abs() if p == 1.0 else g.abs() ** p).sum()
             total = term if total is None else total + term
-        total = total ** (1.0 / norm_type)
+        total = total if p == 1.0 else total ** (1.0 / p)
     coef = minimum((total + 1e-6).reciprocal() * max_norm, 1.0)
     return [(g * coef).to(g.dtype) for g in grads], total
 
@@ -137,7 +174,8 @@ class TrainStep(Generic[StepResult]):
         clip_grad_norm: max total gradient norm (``norm_type``), or None.
         clip_grad_value: clamp every gradient element to this magnitude, or None.
         accumulate: apply the mean gradient of this many calls.
-        norm_type: the norm of ``clip_grad_norm``.
+        norm_type: the norm of ``clip_grad_norm``: any real number, ``inf``, ``-inf``, or a str ``float``
+            takes (``"inf"``), as torch's ``clip_grad_norm_`` (see :func:`clip_by_norm`).
         check_finite: raise :class:`NonFiniteLossError` on a non-finite loss (or gradient norm), writing nothing.
         compute_dtype: None (compute as built) or ``lm.float16`` / ``lm.bfloat16``: mixed precision on
             float32 master weights (module docstring).
@@ -189,6 +227,7 @@ class TrainStep(Generic[StepResult]):
             raise TypeError(f"compile_step: data_parallel must be True or False, got {data_parallel!r}")
         clip_grad_norm = _positive("clip_grad_norm", clip_grad_norm)
         clip_grad_value = _positive("clip_grad_value", clip_grad_value)
+        norm_type = norm_type_of(norm_type)
         if scaler is not None and not isinstance(scaler, GradScaler):
             raise TypeError(f"compile_step: scaler must be a train.GradScaler, got {type(scaler).__name__}")
         graph = loss.graph
@@ -213,6 +252,12 @@ class TrainStep(Generic[StepResult]):
         used = [(gi, p) for gi, p in optimizer.params() if getattr(p, "requires_grad", True)
                 and graph.state_node(p) is not None]
         if not used:
+            if all(not getattr(p, "requires_grad", True) for _, p in optimizer.params()):
+                # (torch: "element 0 of tensors does not require grad"; the graph may well read them)
+                raise ValueError(f"compile_step: every parameter of the optimizer is frozen (requires_grad=False, "
+                                 f"all {len(optimizer.params())} of them), so a step would train nothing; unfreeze "
+                                 f"some (p.requires_grad_(True), module.requires_grad_()) or give the optimizer "
+                                 f"the ones that train")
             raise ValueError("compile_step: the loss's graph reads none of the optimizer's parameters "
                              "(was the model called on a tensor of this graph?)")
         if not any(reaches(loss, [p for _, p in used])):  # (torch: "does not require grad")
@@ -233,7 +278,7 @@ class TrainStep(Generic[StepResult]):
         updates: dict[State, GraphTensor] = {}
         old: dict[State, GraphTensor] = {}  # what each written State holds before the call
         # (data parallel: the global loss is checked on the host, before the update program runs)
-        loss_ok = isfinite(loss.float()) if check_finite and not data_parallel else None
+        loss_ok = isfinite(_wide(loss)) if check_finite and not data_parallel else None
         acc_grads = grads
         dp: DataParallel | None = None
         self._dp = None
@@ -258,7 +303,7 @@ class TrainStep(Generic[StepResult]):
         if scaler is not None:  # overflow check on the scaled gradients, then unscale (torch's unscale_)
             total = None
             for g_ in acc_grads:
-                term = g_.float().sum()
+                term = _wide(g_).sum()
                 total = term if total is None else total + term
             grads_ok = isfinite(total)
             inv = graph.state(scaler._inv_scale)
@@ -269,14 +314,15 @@ class TrainStep(Generic[StepResult]):
             acc_grads, norm = clip_by_norm(acc_grads, clip_grad_norm, norm_type)
             extra.append(norm)
             if check_finite and scaler is None:  # with a scaler, overflowing gradients skip the step instead
-                ok = isfinite(norm.float()) if ok is None else logical_and(ok, isfinite(norm.float()))
+                ok = isfinite(_wide(norm)) if ok is None else logical_and(ok, isfinite(_wide(norm)))
 
         # the parameters of a group share its scalars, but for those that first trained later (a layer
-        # unfrozen, a group added), which count their own steps: one set per (group, first step)
-        cohorts = [(gi, optimizer.first_step(p)) for gi, p in used]
+        # unfrozen, a group added), which count their own steps, and float64 ones, which read them in
+        # float64: one set per (group, first step, scalar dtype)
+        cohorts = [(gi, optimizer.first_step(p), optimizer.scalar_dtype(p).name) for gi, p in used]
         t = optimizer.steps + 1
-        scalars = {(gi, start): {k: graph.state(s) for k, s in optimizer.scalar_states(gi, t, start).items()}
-                   for gi, start in set(cohorts)}
+        scalars = {(gi, start, sdt): {k: graph.state(s) for k, s in optimizer.scalar_states(gi, t, start, sdt).items()}
+                   for gi, start, sdt in set(cohorts)}
         for (gi, p), g, c in zip(used, acc_grads, cohorts):
             st = optimizer.state_for(p)
             st_t = {n: graph.state(s) for n, s in st.items()}
@@ -314,8 +360,8 @@ class TrainStep(Generic[StepResult]):
         cohort at its parameters' own step count: their first step now, which another step sharing the
         optimizer may have moved on (``Optimizer.count_update``)."""
         opt = self.optimizer
-        for (gi, start), ids in self._cohorts.items():
-            opt.scalar_states(gi, opt.steps + 1 - opt.first_steps[ids[0]] + start, start)
+        for (gi, start, sdt), ids in self._cohorts.items():
+            opt.scalar_states(gi, opt.steps + 1 - opt.first_steps[ids[0]] + start, start, sdt)
 
     def _cohorts_split(self) -> bool:
         """Whether another step's updates moved some parameters of one of this step's cohorts on and not

@@ -104,7 +104,8 @@ def test_missing_key_inside_the_optimizer_metadata_is_named(tmp_path):
     p, _, _ = _saved(tmp_path)
     _tamper(p, "optimizer", lambda o: json.dumps({k: v for k, v in o.items() if k != "steps"}))
     m = _model()
-    with pytest.raises(ValueError, match=r"c\.safetensors: the checkpoint's 'optimizer' metadata has no 'steps'"):
+    with pytest.raises(ValueError, match=r"c\.safetensors: AdamW\.load_state_dict: the state has no 'steps'; "
+                                         r"expected a dict from Optimizer\.state_dict\(\)"):
         train.load_checkpoint(p, model=m, optimizer=train.AdamW(m.parameters(), lr=0.1))
 
 

@@ -116,7 +116,7 @@ def test_freezing_every_parameter_is_an_error_at_the_next_step():
     step(x=X, y=Y)
     lw.requires_grad_(False)
     lv.requires_grad_(False)
-    with pytest.raises(ValueError, match="reads none of the optimizer's parameters|depends on none"):
+    with pytest.raises(ValueError, match=r"every parameter of the optimizer is frozen \(requires_grad=False"):
         step(x=X, y=Y)
 
 

@@ -14,13 +14,16 @@ identity scaling function ``phi``)::
 
 from __future__ import annotations
 
+from luminal.core import dtype as dt
 from luminal.core.errors import check_number
 from luminal.frontend.ops import logical_and, minimum, where
 from luminal.train.optim.adam_family import AdamFamily
 
 
 def _norm(t):
-    t = t.float()
+    """The L2 norm of a whole tensor, in float64 for a float64 one, else in float32 (a 16-bit sum of
+    squares overflows at 65504)."""
+    t = t if t.dtype is dt.float64 else t.float()
     return (t * t).sum().sqrt()
 
 
@@ -62,7 +65,7 @@ class LAMB(AdamFamily):
         (beta1, beta2) = group["betas"]
         bc = group["bias_correction"]
         s = dict(lr=group["lr"], one_minus_beta1=1 - beta1, beta2=beta2, one_minus_beta2=1 - beta2,
-                 inv_bc1=1 / (1 - beta1**t) if bc else 1.0, inv_bc2=1 / (1 - beta2**t) if bc else 1.0,
+                 inv_bc1=1 / (1 - beta1**t) if bc else 1.0, inv_sqrt_bc2=(1 - beta2**t) ** -0.5 if bc else 1.0,
                  eps=group["eps"])
         if group["weight_decay"] != 0:
             s["weight_decay"] = group["weight_decay"]
@@ -83,9 +86,10 @@ class LAMB(AdamFamily):
         Returns:
             ``(new_p, new_state)``.
         """
-        m = state["exp_avg"] + (g - state["exp_avg"]) * s["one_minus_beta1"]
-        v = state["exp_avg_sq"] * s["beta2"] + g * g * s["one_minus_beta2"]
-        r = (m * s["inv_bc1"]) / ((v * s["inv_bc2"]).sqrt() + s["eps"])
+        m, v = self.moments(state, g, s)
+        # sqrt(v_hat) as sqrt(v) / sqrt(1 - beta2**t), as Adam's: v / (1 - beta2**t) first is inf for v
+        # above float32's largest / 1000 (|g| > ~5.8e20 at beta2 = 0.999), where sqrt(v) is finite
+        r = (m * s["inv_bc1"]) / (v.sqrt() * s["inv_sqrt_bc2"] + s["eps"])
         if group["weight_decay"] != 0:
             r = r + p * s["weight_decay"]
         w_norm, r_norm = _norm(p), _norm(r)

@@ -6,8 +6,11 @@ implements two methods:
 
 * ``scalars(group, t) -> dict[str, float]``: every number the update of this group reads at step
   ``t`` (1-based): hyperparameters (lr, betas, ...) and host-computed values such as Adam's bias
-  corrections, in float64 on the host. They reach the graph as 0-d float32 runtime inputs, so a
-  scheduler changing ``group["lr"]`` never recompiles.
+  corrections, in float64 on the host. They reach the graph as 0-d runtime inputs, so a
+  scheduler changing ``group["lr"]`` never recompiles: float64 for float64 parameters (torch's
+  update of a float64 tensor reads its Python-float hyperparameters in double; rounded to float32,
+  ``eps=1e-50`` would be 0 and a zero gradient 0 / 0), float32 for the others (a 0-d scalar takes the
+  tensor's dtype, so a float32 or 16-bit update computes as before, reading no float64 value).
 * ``update(p, g, state, s, group) -> (new_p, new_state)``: graph ops over the parameter tensor
   ``p``, its gradient ``g``, its state tensors and the scalar tensors ``s`` (same keys as
   ``scalars``). ``group`` is the Python dict, for structural choices fixed at build time
@@ -23,6 +26,7 @@ from typing import NoReturn
 
 import numpy as np
 
+from luminal.core import dtype as dt
 from luminal.core.errors import check_number
 from luminal.core.interrupts import interrupts_deferred
 from luminal.frontend.eager import TRAIN_STEP, eager_only
@@ -62,7 +66,7 @@ class Optimizer:
                             f"dicts, got {type(params).__name__}{hint}") from None
         if not params:
             raise ValueError(f"{type(self).__name__}: got an empty parameter list")
-        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        groups = params if isinstance(params[0], dict) else [{"params": params}]  # (name, param) pairs: one group
         self.defaults = dict(defaults)
         self.param_groups: list[dict] = []
         for grp in groups:
@@ -88,19 +92,50 @@ class Optimizer:
         if "params" not in group:  # (torch: "parameter group didn't specify a value of required ... params")
             raise ValueError(f"{type(self).__name__}: param group {len(self.param_groups)} has no \"params\" (each "
                              f"group is a dict {{\"params\": [...], <hyperparameters>}}), got keys {list(group)}")
+        name, gi = type(self).__name__, len(self.param_groups)
         ps = group["params"]
         group["params"] = [ps] if isinstance(ps, State) else list(ps)
+        self._names(group)
         for p in group["params"]:
             if not isinstance(p, State):
-                raise TypeError(f"{type(self).__name__}: parameters must be nn.Parameter, got {type(p).__name__}")
+                raise TypeError(f"{name}: parameters must be nn.Parameter, got {type(p).__name__}")
             if not p.dtype.is_float:
-                raise TypeError(f"{type(self).__name__}: cannot optimize {p.describe()}: not a float dtype")
+                raise TypeError(f"{name}: cannot optimize {p.describe()}: not a float dtype")
+        here: dict[int, int] = {}
+        for k, p in enumerate(group["params"]):
+            first = here.setdefault(id(p), k)
+            if first != k:  # (torch warns that this "will cause an error" in future, and steps it twice)
+                raise ValueError(f"{name}: param group {gi} holds {p.describe()} twice (at {first} and {k}); "
+                                 f"list each parameter once (torch would apply its update twice)")
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         if any(id(p) in seen for p in group["params"]):
-            raise ValueError(f"{type(self).__name__}: a parameter appears in more than one group")
+            raise ValueError(f"{name}: a parameter appears in more than one group")
         for k, v in self.defaults.items():
             group.setdefault(k, v)
         self.param_groups.append(group)
+
+    def _names(self, group: dict) -> None:
+        """torch's named parameters: ``params`` given as ``(name, parameter)`` pairs
+        (``model.named_parameters()``) become the parameters, and their names the group's
+        ``param_names`` (kept in the state dict, as torch's). All of a group's parameters are named or
+        none, and so are all groups (torch's rule)."""
+        ps = group["params"]
+        pairs = [isinstance(p, tuple) for p in ps]
+        name, gi = type(self).__name__, len(self.param_groups)
+        if any(pairs):
+            if not all(pairs):
+                raise ValueError(f"{name}: param group {gi} mixes (name, parameter) pairs and bare parameters; "
+                                 f"give every parameter a name or none")
+            bad = next((p for p in ps if len(p) != 2 or not isinstance(p[0], str)), None)
+            if bad is not None:
+                raise TypeError(f"{name}: a named parameter is a (name, parameter) pair with a str name, as "
+                                f"model.named_parameters() gives, got {bad!r}")
+            group["param_names"] = [n for n, _ in ps]
+            group["params"] = [p for _, p in ps]
+        if self.param_groups and ("param_names" in group) != ("param_names" in self.param_groups[0]):
+            named = ("named", "not named") if "param_names" in group else ("not named", "named")
+            raise ValueError(f"{name}: param group {gi} is {named[0]}, and group 0 is {named[1]}; give every group "
+                             f"(name, parameter) pairs or none")
 
     def _torch_kernels(self, foreach=None, fused=None, capturable=False, differentiable=False) -> None:
         """torch's flags that pick its kernels (``foreach``, ``fused``, ``capturable``: a porting script
@@ -143,16 +178,25 @@ class Optimizer:
                 st[n] = State(np.zeros(p.shape, p.data.dtype), p.dtype, f"{p.name or 'param'}.{n}")
         return st
 
-    def scalar_states(self, group_index: int, t: int, start: int = 0) -> dict[str, State]:
+    @staticmethod
+    def scalar_dtype(p: State) -> dt.DType:
+        """The dtype of the runtime scalars of ``p``'s update: float64 for a float64 parameter, else
+        float32 (a 16-bit parameter's update reads float32 scalars, as torch's opmath)."""
+        return dt.float64 if p.dtype is dt.float64 else dt.float32
+
+    def scalar_states(self, group_index: int, t: int, start: int = 0, dtype=dt.float32) -> dict[str, State]:
         """The runtime scalars of a group as States holding their values for step ``t``, for its
-        parameters that first trained at step count ``start`` (their own step ``t - start``); the
-        train-step runner refreshes them before every run."""
+        parameters that first trained at step count ``start`` (their own step ``t - start``), in
+        ``dtype`` (``scalar_dtype``: one set per dtype a group's parameters need); the train-step
+        runner refreshes them before every run."""
         group = self.param_groups[group_index]
-        holders = group.setdefault("_scalars", {}).setdefault(start, {})
-        tag = f"opt.g{group_index}" + (f".from{start}" if start else "")
+        dtype = dt.as_dtype(dtype)
+        holders = group.setdefault("_scalars", {}).setdefault((start, dtype.name), {})
+        tag = f"opt.g{group_index}" + (f".from{start}" if start else "") + ("" if dtype is dt.float32 else
+                                                                             f".{dtype.name}")
         for k, v in self.scalars(group, t - start).items():
             if k not in holders:
-                holders[k] = scalar_state(v, f"{tag}.{k}")
+                holders[k] = scalar_state(v, f"{tag}.{k}", dtype)
             else:
                 holders[k].set(v)
         return holders
@@ -198,6 +242,7 @@ class Optimizer:
         """``load_state_dict``'s checks and conversions, changing nothing; returns ``apply()``. The
         groups must match in number and size, and the arrays one to one (named by parameter)."""
         name = f"{type(self).__name__}.load_state_dict"
+        self._check_format(name, sd)
         saved_by = sd.get("optimizer")  # absent in state saved before it was recorded
         if saved_by is not None and saved_by != type(self).__name__:
             raise ValueError(f"{name}: the state was saved by {saved_by}, and this optimizer is "
@@ -226,7 +271,8 @@ class Optimizer:
                 raise ValueError(f"{name}: group {i}: the checkpoint sets {', '.join(map(repr, foreign))}, an option "
                                  f"this {type(self).__name__} does not have")
             self._check_types(name, i, g, saved)
-            new = {k: (tuple(v) if isinstance(v, list) else v) for k, v in saved.items() if k != "param_count"}
+            new = {k: (tuple(v) if isinstance(v, list) and isinstance(g.get(k), tuple) else v)  # (betas)
+                   for k, v in saved.items() if k != "param_count"}
             checked = {**g, **new}
             lr = checked.get("lr")
             if isinstance(lr, numbers.Real) and not isinstance(lr, bool) and math.isfinite(lr) and lr < 0:
@@ -267,6 +313,28 @@ class Optimizer:
                     np.copyto(st.data, v, casting="unsafe")
 
         return apply
+
+    @staticmethod
+    def _check_format(name: str, sd) -> None:
+        """``sd`` must be a state dict of this library's optimizers: a dict with ``arrays``, ``steps`` and
+        ``param_groups`` (``Optimizer.state_dict()``). torch's ``optimizer.state_dict()`` (``state`` by
+        parameter index, with per-parameter ``step`` tensors) is another layout, refused by name rather
+        than failing on its first missing key: its moments would map over one to one for most
+        optimizers, but not SGD's unstarted buffers, NAdam's ``mu_product`` or torch's kernel flags,
+        and a half-converted state would resume silently off torch's run."""
+        if not isinstance(sd, dict):
+            raise TypeError(f"{name}: expected a dict from Optimizer.state_dict(), got {type(sd).__name__}")
+        if "state" in sd and "arrays" not in sd:
+            raise ValueError(f"{name}: this is torch.optim's state_dict layout ('state' by parameter index, "
+                             f"'param_groups' with parameter indices), which luminal's optimizers do not load; "
+                             f"they load their own state_dict() (keys 'arrays', 'steps', 'param_groups', "
+                             f"'optimizer', 'first_steps'), as train.save_checkpoint writes it. Start from the "
+                             f"model's weights (model.load_state_dict) with a fresh optimizer")
+        missing = [k for k in ("arrays", "steps", "param_groups") if k not in sd]
+        if missing:
+            raise ValueError(f"{name}: the state has no {', '.join(map(repr, missing))}; expected a dict from "
+                             f"Optimizer.state_dict() (keys 'arrays', 'steps', 'param_groups', 'optimizer', "
+                             f"'first_steps'), got keys {sorted(map(str, sd))}")
 
     def _first_steps(self, name: str, sd: dict, steps: int) -> dict[int, int]:
         """``first_steps`` of a state dict (parameter index -> step count, each in [0, steps]) by id of

@@ -11,10 +11,13 @@ class RAdam(AdamFamily):
     update, as AdamW, instead of the L2 term in the gradient).
 
     torch chooses per step between the rectified adaptive step (once the approximated SMA length
-    ``rho_t`` exceeds 5) and plain momentum SGD. Here that choice is two runtime scalars, ``adaptive``
-    (``sqrt(1 - beta2**t) * rect``, or 0) and ``plain`` (0, or 1), in one formula
-    ``p - lr / (1 - beta1**t) * m * (adaptive / (sqrt(v) + eps) + plain)``: one compiled step serves
-    every step, either side of the switch.
+    ``rho_t`` exceeds 5) and plain momentum SGD. Here that choice is three runtime scalars,
+    ``adaptive`` (``sqrt(1 - beta2**t) * rect``, or 0), ``plain`` (0, or 1) and ``denom_eps`` (``eps``, or
+    ``eps + 1``), in one formula ``p - lr / (1 - beta1**t) * m * (adaptive / (sqrt(v) + denom_eps) +
+    plain)``: one compiled step serves every step, either side of the switch. The plain steps'
+    denominator is at least 1, so that they divide 0 by a positive number where torch's never divide:
+    with ``sqrt(v) + eps`` a zero gradient's 0 / 0 would be NaN wherever ``eps`` rounds to 0 (float16's
+    1e-8), and NaN * 0 + 1 is NaN. The rectified steps divide by ``sqrt(v) + eps`` exactly (+ 0.0).
     """
 
     state_names = ("exp_avg", "exp_avg_sq")
@@ -38,7 +41,7 @@ class RAdam(AdamFamily):
         else:
             adaptive, plain = 0.0, 1.0
         s = dict(one_minus_beta1=1 - beta1, beta2=beta2, one_minus_beta2=1 - beta2, bias_correction1=1 - beta1**t,
-                 lr=lr, adaptive=adaptive, plain=plain, eps=group["eps"])
+                 lr=lr, adaptive=adaptive, plain=plain, denom_eps=group["eps"] + plain)
         return self.decay_scalars(group, s)
 
     def update(self, p, g, state: dict, s: dict, group: dict):
@@ -46,4 +49,4 @@ class RAdam(AdamFamily):
         p = self.decayed(p, s, group)
         m, v = self.moments(state, g, s)
         step = m / s["bias_correction1"] * s["lr"]
-        return p - step * (s["adaptive"] / (v.sqrt() + s["eps"]) + s["plain"]), {"exp_avg": m, "exp_avg_sq": v}
+        return p - step * (s["adaptive"] / (v.sqrt() + s["denom_eps"]) + s["plain"]), {"exp_avg": m, "exp_avg_sq": v}

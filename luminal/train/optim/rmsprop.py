@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from luminal.core import dtype as dt
+from luminal.frontend.ops import minimum
 from luminal.train.optim.optimizer import Optimizer
+
+
+def _finite_max(d: dt.DType) -> float:
+    """The largest finite value of the float dtype ``d``."""
+    return 3.3895313892515355e38 if d is dt.bfloat16 else float(np.finfo(d.np).max)
 
 
 class RMSprop(Optimizer):
@@ -48,10 +57,14 @@ class RMSprop(Optimizer):
     def update(self, p, g, state: dict, s: dict, group: dict):
         new_state = dict(state)
         g = self.descent_grad(p, g, s, group)
-        sq = new_state["square_avg"] = state["square_avg"] * s["alpha"] + g * g * s["one_minus_alpha"]
+        # torch's addcmul_(g, g, value=1 - alpha): ((1 - alpha) * g) * g, finite for larger g than g * g first
+        sq = new_state["square_avg"] = state["square_avg"] * s["alpha"] + (s["one_minus_alpha"] * g) * g
         if group["centered"]:
             ga = new_state["grad_avg"] = state["grad_avg"] + (g - state["grad_avg"]) * s["one_minus_alpha"]
-            avg = (sq - ga * ga).sqrt() + s["eps"]
+            # ga * ga <= sq, so it overflows only where sq is inf already: there torch's fused multiply-add
+            # (sq.addcmul(ga, ga, value=-1)) gives inf - finite = inf, and the step 0 (g / inf); capped at the
+            # largest finite value, the square does the same here instead of inf - inf = NaN
+            avg = (sq - minimum(ga * ga, _finite_max(ga.dtype))).sqrt() + s["eps"]
         else:
             avg = sq.sqrt() + s["eps"]
         if group["momentum"] > 0:
