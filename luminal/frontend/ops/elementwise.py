@@ -115,8 +115,6 @@ def _plus_scaled(op: str, a, b, alpha) -> GraphTensor:
     promoted dtype of ``a`` and ``b`` and checked against it as torch's ``alpha_check`` (``add``)."""
     a, b = coerce(op, a, b)
     d = a.dtype
-    if op == "sub":
-        _not_bool(a, "sub")
     is_bool = isinstance(alpha, (bool, np.bool_))
     if isinstance(alpha, GraphTensor) or not (is_bool or isinstance(alpha, numbers.Number)):
         raise op_error(TypeError, op, f"alpha must be a number, got {type(alpha).__name__} {alpha!r}", a, b)
@@ -129,7 +127,7 @@ def _plus_scaled(op: str, a, b, alpha) -> GraphTensor:
     if d.kind in "bi" and not is_bool and not isinstance(alpha, numbers.Integral):
         raise op_error(TypeError, op, f"for an integral ({d.name}) result, alpha must not be a floating point "
                        f"number (got {alpha!r}), as torch's", a, b)
-    if d.kind == "b":  # alpha is bool(alpha); sub of bools was refused above
+    if d.kind == "b":  # alpha is bool(alpha); a sub with a bool operand was refused (sub)
         return prim("Add", a, b if alpha else full_like(b, False))
     if d.kind == "i":  # sub is add with -alpha, as torch's: -alpha must fit (sub takes 2**31, not -2**31)
         alpha = int(alpha) if op == "add" else -int(alpha)
@@ -180,18 +178,29 @@ def neg(x: GraphTensor) -> GraphTensor:
 
 
 def sub(a, b, alpha=1) -> GraphTensor:
-    """torch.sub: ``a - alpha * b``, elementwise, broadcast. Not defined for bool tensors.
+    """torch.sub: ``a - alpha * b``, elementwise, broadcast. Not defined for a bool operand (a tensor or
+    a scalar), as torch's.
 
     Args:
         a: a tensor, numpy array or number (one operand must be a tensor).
         b: a tensor, numpy array or number.
         alpha: the multiplier of ``b`` (default 1), applied and checked as ``add``'s.
     """
+    _no_bool_operand(a, b)
     if alpha.__class__ is int and alpha == 1:
         a, b = coerce("sub", a, b)
-        _not_bool(a, "sub")
         return add(a, neg(b))
     return _plus_scaled("sub", a, b, alpha)
+
+
+def _no_bool_operand(a, b) -> None:
+    """torch refuses a subtraction with any bool operand (a tensor, a Python or numpy bool), whatever
+    the other's dtype: ``mask - 1`` and ``x - mask`` are errors, not arithmetic on 0 and 1."""
+    for v in (a, b):
+        if (v.dtype.kind == "b" if isinstance(v, (GraphTensor, np.ndarray)) else isinstance(v, (bool, np.bool_))):
+            ts = [t for t in (a, b) if isinstance(t, GraphTensor)]
+            raise op_error(TypeError, "sub", "subtraction with a bool operand is not supported, as torch's; to "
+                           "invert a mask use ~ or logical_not(), or cast it first (mask.int())", *ts)
 
 
 @tensor_op("reciprocal")
