@@ -82,7 +82,11 @@ def _log1p(u: GraphTensor) -> GraphTensor:
 
 
 def _log_sigmoid(x: GraphTensor) -> GraphTensor:
-    return ops.minimum(x, 0.0) - _log1p(ops.exp(-ops.abs(x)))
+    """``log(sigmoid(x))`` as ``min(x, 0) - log1p(exp(-|x|))`` (no overflow), each side smooth: a branch
+    per sign, not ``minimum`` and ``abs``, whose kinks at 0 gave the right first derivative but a second
+    derivative of 0 there (torch's: -0.25)."""
+    neg_side = ops.lt(x, 0)
+    return ops.where(neg_side, x, 0.0) - _log1p(ops.exp(ops.where(neg_side, x, -x)))
 
 
 def _log_clamped(p: GraphTensor) -> GraphTensor:
