@@ -153,6 +153,38 @@ class GradScaler:
         """torch's ``get_scale()``: the current loss scale (:attr:`scale`)."""
         return float(self._scale.data)
 
+    # torch's accessors (the settings are read by ``update``, on the host: a change applies at the next step)
+    def is_enabled(self) -> bool:
+        """torch's ``is_enabled()``."""
+        return self.enabled
+
+    def get_growth_factor(self) -> float:
+        """torch's ``get_growth_factor()``."""
+        return self.growth_factor
+
+    def set_growth_factor(self, new_factor: float) -> None:
+        """torch's ``set_growth_factor``, checked as the constructor's argument (> 1)."""
+        _check_settings("GradScaler.set_growth_factor", new_factor, self.backoff_factor, self.growth_interval)
+        self.growth_factor = float(new_factor)
+
+    def get_backoff_factor(self) -> float:
+        """torch's ``get_backoff_factor()``."""
+        return self.backoff_factor
+
+    def set_backoff_factor(self, new_factor: float) -> None:
+        """torch's ``set_backoff_factor``, checked as the constructor's argument (in (0, 1))."""
+        _check_settings("GradScaler.set_backoff_factor", self.growth_factor, new_factor, self.growth_interval)
+        self.backoff_factor = float(new_factor)
+
+    def get_growth_interval(self) -> int:
+        """torch's ``get_growth_interval()``."""
+        return self.growth_interval
+
+    def set_growth_interval(self, new_interval: int) -> None:
+        """torch's ``set_growth_interval``, checked as the constructor's argument (an int >= 1)."""
+        _check_settings("GradScaler.set_growth_interval", self.growth_factor, self.backoff_factor, new_interval)
+        self.growth_interval = int(new_interval)
+
     # torch's per-step calls: the compiled step makes them (an error naming it, frontend/eager.py) -----------
     def step(self, optimizer, *args, **kwargs) -> NoReturn:
         """torch's ``scaler.step(optimizer)``; raises :class:`~luminal.frontend.eager.EagerOnlyError`: the
@@ -219,14 +251,27 @@ class GradScaler:
         self.prepare_load(sd)()
 
     def prepare_load(self, sd: dict):
-        """``load_state_dict``'s checks, changing nothing; returns ``apply()``.
+        """``load_state_dict``'s checks, changing nothing; returns ``apply()``. A torch GradScaler's
+        ``state_dict()`` loads too (its ``_growth_tracker`` is ``growth_tracker``; a disabled torch
+        scaler's is empty, which only a disabled scaler takes, as torch's).
 
         Args:
-            sd: a dict from :meth:`state_dict`.
+            sd: a dict from :meth:`state_dict` (or torch's).
         """
         name = "GradScaler.load_state_dict"
         if not isinstance(sd, dict):
             raise ValueError(f"{name}: the state must be a dict, got {type(sd).__name__}")
+        if not self.enabled and "enabled" not in sd:  # (torch's disabled scaler loads nothing, whatever the state)
+            return lambda: None
+        if not sd:
+            if self.enabled:
+                raise ValueError(f"{name}: the state is empty, as a disabled scaler's (torch's) is; this scaler "
+                                 f"is enabled")
+            return lambda: None
+        if "_growth_tracker" in sd:  # (torch's name)
+            if "growth_tracker" in sd:
+                raise ValueError(f"{name}: the state has both 'growth_tracker' and torch's '_growth_tracker'")
+            sd = {("growth_tracker" if k == "_growth_tracker" else k): v for k, v in sd.items()}
         known = {"scale", "growth_factor", "backoff_factor", "growth_interval", "growth_tracker", "skipped", "enabled"}
         unknown = sorted(str(k) for k in set(sd) - known)
         if unknown:  # (a setting this scaler does not have would be dropped, silently)

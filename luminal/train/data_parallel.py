@@ -265,8 +265,8 @@ class DataParallel:
         out = step._update()
         out = out if isinstance(out, tuple) else (out,)
         norm = float(out[1]) if step._has_norm else None
-        found_inf = step.scaler is not None and not bool(out[-1])
-        if step.check_finite and norm is not None and not math.isfinite(norm) and step.scaler is None:
+        found_inf = step.scaling and not bool(out[-1])
+        if step.check_finite and norm is not None and not math.isfinite(norm) and not step.scaling:
             raise step._non_finite(loss, norm, final, all_ranks=True)  # the same sums: every rank sees it
         if step.scaler is not None:
             step.scaler.update(found_inf)

@@ -232,6 +232,8 @@ class TrainStep(Generic[StepResult]):
             raise TypeError(f"compile_step: scaler must be a train.GradScaler, got {type(scaler).__name__}")
         graph = loss.graph
         self.scaler, self.last_step_skipped = scaler, False
+        # a disabled scaler (enabled=False) neither scales nor skips, as torch's: the plain step
+        self.scaling = scaler is not None and scaler.enabled
         self.compute_dtype = None if compute_dtype is None else dt.as_dtype(compute_dtype)
         outputs = list(outputs)
         graph_updates = {}  # the graph's own assigns (running statistics), rewritten with the loss
@@ -269,7 +271,7 @@ class TrainStep(Generic[StepResult]):
         # sign, trains as torch's.)
         used = [u for u, r in zip(used, has_grad(loss, [p for _, p in used])) if r]
         self._trained = frozenset(id(p) for _, p in used)
-        scaled = loss * graph.state(scaler._scale) if scaler is not None else loss
+        scaled = loss * graph.state(scaler._scale) if self.scaling else loss
         dp_weight = DataParallel.loss_weight(loss) if data_parallel else None
         if dp_weight is not None:
             scaled = scaled * graph.state(dp_weight)
@@ -300,7 +302,7 @@ class TrainStep(Generic[StepResult]):
         extra = []
         ok = loss_ok
         grads_ok = None
-        if scaler is not None:  # overflow check on the scaled gradients, then unscale (torch's unscale_)
+        if self.scaling:  # overflow check on the scaled gradients, then unscale (torch's unscale_)
             total = None
             for g_ in acc_grads:
                 term = _wide(g_).sum()
@@ -313,7 +315,7 @@ class TrainStep(Generic[StepResult]):
         if clip_grad_norm is not None:
             acc_grads, norm = clip_by_norm(acc_grads, clip_grad_norm, norm_type)
             extra.append(norm)
-            if check_finite and scaler is None:  # with a scaler, overflowing gradients skip the step instead
+            if check_finite and not self.scaling:  # with a scaler, overflowing gradients skip the step instead
                 ok = isfinite(_wide(norm)) if ok is None else logical_and(ok, isfinite(_wide(norm)))
 
         # the parameters of a group share its scalars, but for those that first trained later (a layer
@@ -453,8 +455,8 @@ class TrainStep(Generic[StepResult]):
         loss = float(res[0])
         n_out = 1 + len(self._outputs)
         norm = float(res[n_out]) if final and self._has_norm else None
-        found_inf = final and self.scaler is not None and not bool(res[-1])
-        norm_bad = norm is not None and not math.isfinite(norm) and self.scaler is None
+        found_inf = final and self.scaling and not bool(res[-1])
+        norm_bad = norm is not None and not math.isfinite(norm) and not self.scaling
         if self.check_finite and (not math.isfinite(loss) or norm_bad):
             raise self._non_finite(loss, norm, final)
         if final:
