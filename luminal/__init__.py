@@ -6,7 +6,7 @@
 from luminal import amp, cuda, linalg  # lm.amp.autocast (an error naming compile_step), lm.cuda.is_available(), ...
 from luminal.compiler import compile
 from luminal.core.backend import backend_names, register_backend
-from luminal.core.dtype import bool_
+from luminal.core.dtype import bool_, finfo, iinfo, promote_types
 from luminal.core.safetensors_io import load_file as load_safetensors
 from luminal.core.safetensors_io import save_file as save_safetensors
 from luminal.frontend import DType, Graph, GraphTensor, Sym, bfloat16, float16, float32, float64, int32, sym
@@ -17,12 +17,15 @@ from luminal.frontend.seed import manual_seed
 
 bool = bool_  # noqa: A001 - lm.bool, as torch.bool
 long = int32  # lm.long, as torch.long: int32, luminal's one integer type (``Tensor.long()`` casts to it too)
+int = int32  # noqa: A001 - lm.int, as torch.int
+half, float, double = float16, float32, float64  # noqa: A001 - torch's names
 
 __version__ = "0.1.0"
 
 # what ``from luminal import *`` and type checkers see as public (pyright reads a py.typed package's
 # re-exports from ``__all__`` only, and follows ``+=`` of another module's ``__all__`` imported by name)
 __all__ = ["DType", "Graph", "GraphTensor", "Sym", "amp", "autocast", "backend_names", "bfloat16", "bool", "bool_",
-           "compile", "float16", "float32", "float64", "inference_mode", "int32", "linalg", "load_safetensors", "long",
-           "manual_seed", "no_grad", "register_backend", "save_safetensors", "sym"]
+           "compile", "double", "finfo", "float", "float16", "float32", "float64", "half", "iinfo", "inference_mode",
+           "int", "int32", "linalg", "load_safetensors", "long", "manual_seed", "no_grad", "promote_types",
+           "register_backend", "save_safetensors", "sym"]
 __all__ += _ops_all

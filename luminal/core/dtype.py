@@ -68,25 +68,35 @@ def _by_name(name: str) -> DType:
     raise KeyError(name)
 
 
+# torch's other names for the dtypes (``torch.half``, ``torch.double``, ``x.to("long")``: int32, luminal's one int)
+_ALIASES = {"bool_": "bool", "half": "float16", "float": "float32", "double": "float64", "int": "int32",
+            "long": "int32"}
+
+
 def as_dtype(x) -> DType:
-    """Accept an lm dtype, a numpy dtype/type, or a name."""
+    """Accept an lm dtype, a numpy dtype/type, or a name (also torch's ``"half"``, ``"float"``,
+    ``"double"``, ``"int"``, ``"long"``)."""
     if isinstance(x, DType):
         return x
+    names = [d.name for d in ALL]
     if isinstance(x, str):
         try:
-            return _by_name("bool" if x == "bool_" else x)
+            return _by_name(_ALIASES.get(x, x))
         except KeyError:
-            raise TypeError(f"unknown dtype {x!r}; use one of {[d.name for d in ALL]}") from None
+            raise TypeError(f"unknown dtype {x!r}; use one of {names}") from None
     if x is bool:
         return bool_
     if x is int:
         return int32
     if x is float:
         return float32
+    if type(x).__module__ == "torch":  # (torch.float16: luminal takes its own dtypes, lm.float16)
+        raise TypeError(f"{x} is a torch dtype; use luminal's own (lm.{str(x).removeprefix('torch.')}), "
+                        f"one of {names}")
     try:
         npd = np.dtype(x)
     except TypeError:
-        raise TypeError(f"unknown dtype {x!r}") from None
+        raise TypeError(f"unknown dtype {x!r}; use one of {names}") from None
     for d in (float16, float32, float64, int32, bool_):
         if d.np == npd:
             return d
@@ -102,6 +112,64 @@ def promote(a: DType, b: DType) -> DType:
     if {a, b} == {float16, bfloat16}:
         return float32
     return a if a.bits >= b.bits else b
+
+
+def promote_types(type1, type2) -> DType:
+    """torch.promote_types: the dtype two tensors of these dtypes promote to (``lm.promote_types``).
+
+    Args:
+        type1: a dtype (an lm dtype, a numpy dtype or a name).
+        type2: another.
+    """
+    return promote(as_dtype(type1), as_dtype(type2))
+
+
+class finfo:  # noqa: N801 - torch's name
+    """torch.finfo: a float dtype's limits (``lm.finfo(lm.bfloat16).eps``), as Python floats.
+
+    Args:
+        type: a float dtype (default float32).
+
+    Attributes:
+        bits, eps, max, min, tiny (= smallest_normal), resolution, dtype (its name).
+    """
+
+    def __init__(self, type=None):  # noqa: A002 - torch's name
+        d = float32 if type is None else as_dtype(type)
+        if not d.is_float:
+            raise TypeError(f"finfo: {d.name} is not a float dtype (iinfo is for integers)")
+        if d is bfloat16:  # (8 bits of exponent as float32's, 8 of significand)
+            self.eps, self.max, self.tiny, self.resolution = 2.0**-7, float.fromhex("0x1.fep127"), 2.0**-126, 0.01
+        else:
+            f = np.finfo(d.np)
+            self.eps, self.max, self.tiny = float(f.eps), float(f.max), float(f.tiny)
+            self.resolution = 10.0 ** -int(f.precision)  # (as torch's: 0.001, not float16's nearest to it)
+        self.bits, self.min, self.smallest_normal, self.dtype = d.bits, -self.max, self.tiny, d.name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.tiny:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:  # noqa: N801 - torch's name
+    """torch.iinfo: an integer (or bool) dtype's limits (``lm.iinfo(lm.int32).max``).
+
+    Args:
+        type: int32 (luminal's one integer type) or bool.
+
+    Attributes:
+        bits, max, min, dtype (its name).
+    """
+
+    def __init__(self, type):  # noqa: A002 - torch's name
+        d = as_dtype(type)
+        if d.is_float:
+            raise TypeError(f"iinfo: {d.name} is a float dtype (finfo is for floats)")
+        self.bits, self.dtype = d.bits, d.name
+        self.min, self.max = (0, 1) if d is bool_ else (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max))
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
 
 
 def kind_rank(d: DType) -> int:

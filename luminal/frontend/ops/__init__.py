@@ -36,7 +36,7 @@ from luminal.frontend.ops.activations import (
     threshold,
 )
 from luminal.frontend.ops.combine import cat, chunk, hstack, row_stack, split, stack, tensor_split, vstack
-from luminal.frontend.ops.core import broadcast_shapes, cast
+from luminal.frontend.ops.core import broadcast_shapes, cast, result_type
 from luminal.frontend.ops.creation import (
     arange,
     eye,
@@ -438,19 +438,19 @@ __all__ = [
     "fix", "flatten", "flip", "fliplr", "flipud", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod",
     "frac", "full", "full_like", "gather", "gcd", "ge", "gelu", "gt", "hardshrink", "heaviside", "histc", "hsplit",
     "hstack", "hypot", "index_add", "index_copy", "index_put", "index_select", "inverse", "isclose", "isfinite", "isin",
-    "isinf",
-    "isnan", "kron", "kthvalue", "lcm", "le", "leaky_relu", "lerp", "linspace", "log", "log10", "log1p", "log2",
-    "log_softmax", "logaddexp", "logcumsumexp", "logdet", "logical_and", "logical_not", "logical_or", "logical_xor",
-    "logit", "logspace", "logsumexp", "lt", "masked_fill", "matmul", "max", "maximum", "mean", "median", "meshgrid",
-    "min", "minimum", "mish", "mode", "moveaxis", "movedim", "mul", "multiply", "nan_to_num", "nanmean", "nanmedian",
-    "nanquantile", "nansum", "narrow", "ne", "neg", "negative", "norm", "one_hot", "ones", "ones_like", "outer",
-    "permute", "pow", "prod", "quantile", "rad2deg", "reciprocal", "relu", "remainder", "repeat_interleave", "reshape",
-    "roll", "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add", "scatter_reduce", "searchsorted",
-    "select", "sgn", "sigmoid", "sign", "signbit", "silu", "sin", "sinh", "slogdet", "softmax", "softmin", "softplus",
-    "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "std_mean", "sub", "subtract", "sum", "swapaxes",
-    "swapdims", "take_along_dim", "tan", "tanh", "tensor_split", "tensordot", "threshold", "tile", "topk", "trace",
-    "transpose", "tril", "tril_indices", "triu", "triu_indices", "true_divide", "trunc", "unbind", "unsqueeze", "var",
-    "var_mean", "vector_norm", "vsplit", "vstack", "where", "xlogy", "zeros", "zeros_like",
+    "isinf", "isnan", "kron", "kthvalue", "lcm", "le", "leaky_relu", "lerp", "linspace", "log", "log10", "log1p",
+    "log2", "log_softmax", "logaddexp", "logcumsumexp", "logdet", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "logit", "logspace", "logsumexp", "lt", "masked_fill", "matmul", "max", "maximum", "mean", "median",
+    "meshgrid", "min", "minimum", "mish", "mode", "moveaxis", "movedim", "mul", "multiply", "nan_to_num", "nanmean",
+    "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "negative", "norm", "one_hot", "ones", "ones_like",
+    "outer", "permute", "pow", "prod", "quantile", "rad2deg", "reciprocal", "relu", "remainder", "repeat_interleave",
+    "reshape", "result_type", "roll", "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add",
+    "scatter_reduce", "searchsorted", "select", "sgn", "sigmoid", "sign", "signbit", "silu", "sin", "sinh", "slogdet",
+    "softmax", "softmin", "softplus", "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "std_mean", "sub",
+    "subtract", "sum", "swapaxes", "swapdims", "take_along_dim", "tan", "tanh", "tensor_split", "tensordot",
+    "threshold", "tile", "topk", "trace", "transpose", "tril", "tril_indices", "triu", "triu_indices", "true_divide",
+    "trunc", "unbind", "unsqueeze", "var", "var_mean", "vector_norm", "vsplit", "vstack", "where", "xlogy", "zeros",
+    "zeros_like",
 ]
 
 joins_all(globals(), __all__)  # lm.<op>: Parameters, Buffers and host tensors join the op's graph (join.py)

@@ -230,6 +230,28 @@ def result_dtype(tensors) -> dt.DType:
     return z if dt.kind_rank(z) > dt.kind_rank(d) else d
 
 
+def result_type(tensor, other) -> dt.DType:
+    """torch.result_type: the dtype an op of ``tensor`` and ``other`` (tensors or Python numbers) gives,
+    by torch's rules (``result_dtype``'s tiers for tensors; a number counts only where its kind is
+    higher, as ``promote_scalar``; two numbers give the default dtype of the higher kind).
+
+    Args:
+        tensor: a tensor or a number.
+        other: a tensor or a number.
+    """
+    ts = [v for v in (tensor, other) if isinstance(v, GraphTensor)]
+    nums = [v for v in (tensor, other) if not isinstance(v, GraphTensor)]
+    for v in nums:
+        dt.scalar_kind(v)  # (a TypeError naming what is not a number)
+    if not ts:
+        kinds = sorted((dt.scalar_kind(v) for v in nums), key=lambda k: "bif".index(k))
+        return {"b": dt.bool_, "i": dt.int32, "f": dt.float32}[kinds[-1]]
+    d = result_dtype(ts)
+    for v in nums:
+        d = dt.promote_scalar(d, v)
+    return d
+
+
 def fresh(t: GraphTensor) -> GraphTensor:
     """A new handle on ``t``'s value: what an op that changes nothing returns, so that an in-place method
     on its result rebinds that result only, not the op's input (torch's op gives a new tensor)."""
