@@ -127,11 +127,11 @@ def promote_types(type1, type2) -> DType:
 class finfo:  # noqa: N801 - torch's name
     """torch.finfo: a float dtype's limits (``lm.finfo(lm.bfloat16).eps``), as Python floats.
 
+    Its attributes are torch's: ``bits``, ``eps``, ``max``, ``min``, ``tiny`` (= ``smallest_normal``),
+    ``resolution`` and ``dtype`` (the name).
+
     Args:
         type: a float dtype (default float32).
-
-    Attributes:
-        bits, eps, max, min, tiny (= smallest_normal), resolution, dtype (its name).
     """
 
     def __init__(self, type=None):  # noqa: A002 - torch's name
@@ -154,11 +154,10 @@ class finfo:  # noqa: N801 - torch's name
 class iinfo:  # noqa: N801 - torch's name
     """torch.iinfo: an integer (or bool) dtype's limits (``lm.iinfo(lm.int32).max``).
 
+    Its attributes are torch's: ``bits``, ``max``, ``min`` and ``dtype`` (the name).
+
     Args:
         type: int32 (luminal's one integer type) or bool.
-
-    Attributes:
-        bits, max, min, dtype (its name).
     """
 
     def __init__(self, type):  # noqa: A002 - torch's name
