@@ -20,6 +20,12 @@ Caller arrays (inputs, states, random draws) are read in place, not copied: the 
 read them hold their views, the generated kernels a slot of their pointer array and the driver's
 GEMMs a cell, all redone only when a name's array object differs from the previous run's (a State's
 array stays the same object across steps, so in steady state nothing is rebuilt).
+
+``LUMINAL_CPU_GUARD=1`` (read once, at import) is guard mode (``guard.py``): every storage between
+guard bytes, each call on guarded copies of the caller's arrays, each step its own call of the driver,
+and after each one the guards checked, so an out-of-bounds write raises ``guard.GuardError`` naming the
+storage and the step. It is chosen per binding when it is made; without it a binding's runs do no
+per-call work for it.
 """
 from __future__ import annotations
 
@@ -30,7 +36,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from luminal.backends.cpu import blas, driver, native_team, steps, tune
+from luminal.backends.cpu import blas, driver, guard, native_team, steps, tune
 from luminal.backends.cpu.fold import fold_batch_sums
 from luminal.backends.cpu.outer import outer_products
 from luminal.backends.cpu.parallel import Split
@@ -158,7 +164,13 @@ class Binding:
 
     def __init__(self, schedule: Schedule):
         self.schedule, self.choices = schedule, schedule.choices
-        self._memory = [s.allocate() for s in schedule.storages]  # space -> its array
+        guarded = guard.BYTES  # guard mode (``guard.py``): read once per binding
+        if guarded:
+            self._guards = {i: guard.storage(s, guarded, f"storage {i}: {s.what or 'unnamed'}, {s.nbytes} bytes")
+                            for i, s in enumerate(schedule.storages)}
+            self._memory = [self._guards[i].array for i in range(len(schedule.storages))]
+        else:
+            self._memory = [s.allocate() for s in schedule.storages]  # space -> its array
         self._caller = schedule.callers  # name -> (shape, np dtype) of each caller array
         self._written = schedule.written  # the states written in place
         self._cells: dict = {}  # space -> a cell holding its base address (the driver's GEMM operands)
@@ -170,8 +182,16 @@ class Binding:
         # what a run executes: the steps with each run of native ones one call of the generated driver
         # (a threaded run has BLAS on one thread: blas.py)
         blas_threads = 1 if schedule.threaded else blas.threads() or 1
-        calls, tables = driver.build([self._call(s) for s in schedule.steps], self._cell, self.choices.gemm,
-                                     blas_threads)
+        if guarded:  # each step a call of its own, its guards checked after it
+            calls, tables, self._owners = [], [], []
+            for i, s in enumerate(schedule.steps):
+                c, t = driver.build([self._call(s)], self._cell, self.choices.gemm, blas_threads)
+                calls += c
+                tables += t
+                self._owners += [i] * len(c)
+        else:
+            calls, tables = driver.build([self._call(s) for s in schedule.steps], self._cell, self.choices.gemm,
+                                         blas_threads)
         self._keep += tables
         self._exec = self._bind(calls)
         self.out_calls = self._bind(schedule.outputs)
@@ -192,6 +212,8 @@ class Binding:
         # dtype, the slots its address goes to); None when :meth:`_rebind` does it all
         self._direct = None if self._written or self._deps or _DATA_FIELD is None else \
             tuple((n, *self._caller[n], self._targets[n]) for n in self._names)
+        if guarded:
+            self._guard_setup(guarded)
 
     # making the calls -----------------------------------------------------------------------------
     def _call(self, step) -> tuple:
@@ -389,6 +411,116 @@ class Binding:
                     if (id(lst), i) not in seen:
                         seen.add((id(lst), i))
                         lst[i] = (f, tuple(x.resolve(held[x.space]) if type(x) is Ref else x for x in args))
+
+    # guard mode (``guard.py``) ------------------------------------------------------------------------
+    def _guard_setup(self, nbytes: int) -> None:
+        """Make this binding check guards: its runs go through the guarded methods below (instance
+        attributes: a binding without guards runs the class's methods, untouched)."""
+        self._guard_bytes = nbytes
+        self._guard_callers: dict = {}  # name -> guard.Guarded copy of the caller array, this run's
+        steps_ = self.schedule.steps
+        effects = [guard.writes(s) for s in steps_]
+        # the spaces each executed call may touch (checked right after it), and who writes each space
+        self._guard_touched = [tuple(effects[i][1]) for i in self._owners]
+        self._guard_writers: dict = {}
+        for i, (w, _) in enumerate(effects):
+            for space in w:
+                self._guard_writers.setdefault(space, []).append(i)
+        self.run = self._guarded_run
+        self.run_exact = self._guarded_run
+        self._execute = self._guarded_execute
+        self.run_steps = self._guarded_run_steps
+
+    def _guarded_run(self, arrays: dict) -> list:
+        """:meth:`run` on guarded copies of the caller's arrays, the states written in place copied back."""
+        copies = {n: guard.caller(arrays[n], *self._caller[n], self._guard_bytes, n) for n in self._names}
+        self._guard_callers = copies
+        out = Binding.run(self, {n: g.array for n, g in copies.items()})
+        return self._guard_copy_back(arrays, copies, out)
+
+    def _guard_copy_back(self, arrays: dict, copies: dict, out: list) -> list:
+        """The states written in place copied back into the caller's arrays (where a run without guards
+        writes them: a C-contiguous writable array of the state's dtype), and the results that view
+        those copies made the same views of the caller's arrays."""
+        moved = {}
+        for n in self._written:
+            a = arrays[n]
+            if type(a) is np.ndarray and a.dtype == self._caller[n][1] and a.flags.c_contiguous and a.flags.writeable:
+                np.copyto(a, copies[n].array)
+                moved[_root(copies[n].array)] = (copies[n].array, a)
+        if not moved:
+            return out
+        for i, r in enumerate(out):
+            if isinstance(r, np.ndarray) and r.base is not None and r.size:
+                got = moved.get(_root(r))
+                if got is not None:
+                    copy, a = got
+                    out[i] = np.ndarray(r.shape, r.dtype, a, r.ctypes.data - copy.ctypes.data, r.strides)
+        return out
+
+    def _guarded_execute(self) -> list:
+        """:meth:`_execute`, each call followed by a check of the guards of what it touched, and all of
+        them at the end (or when a call raises)."""
+        check = self._guard_check
+        try:
+            if self._threaded:
+                native_team.restore()
+            with np.errstate(all="ignore"), blas.single_threaded() if self._threaded else _NO_CONTEXT:
+                for j, (f, args) in enumerate(self._exec):
+                    f(*args)
+                    check(self._guard_touched[j], self._owners[j])
+                outs = [f(*args) for f, args in self.out_calls]
+            outs += [f(*args) for f, args in self.up_calls]
+        except guard.GuardError:
+            raise
+        except BaseException as e:
+            check(None, None, e)
+            raise
+        check(None, None)
+        return outs
+
+    def _guarded_run_steps(self, arrays: dict) -> list:
+        """:meth:`run_steps` (the Python path) with the guards checked after every step."""
+        copies = {n: guard.caller(arrays[n], *self._caller[n], self._guard_bytes, n) for n in self._names}
+        self._guard_callers = copies
+        self._last.clear()
+        self._rebind(list(self._names), {n: g.array for n, g in copies.items()})
+        s = self.schedule
+        with np.errstate(all="ignore"):
+            for i, step in enumerate(s.steps):
+                steps.run(self._bind([self._call(step)], callers=True))
+                self._guard_check(guard.writes(step)[1], i)
+            outs = [f(*args) for f, args in self._bind(s.outputs, callers=True)]
+        outs += [f(*args) for f, args in self._bind(s.updates, callers=True)]
+        self._guard_check(None, None)
+        return self._guard_copy_back(arrays, copies, outs)
+
+    def _guard_check(self, spaces, at, cause: BaseException | None = None) -> None:
+        """Raise a :class:`guard.GuardError` if a guard of ``spaces`` (None: every storage and caller
+        array) changed; ``at``: the index of the step that ran last (None: the run is over)."""
+        guards, callers = self._guards, self._guard_callers
+        if spaces is None:
+            found = [g for g in (*guards.values(), *callers.values()) if not g.intact()]
+        else:
+            found = []
+            for space in spaces:
+                g = callers.get(space) if type(space) is str else guards.get(space)
+                if g is not None and not g.intact():
+                    found.append(g)
+        if not found:
+            return
+        spaces_of = {id(g): k for k, g in (*guards.items(), *callers.items())}
+        steps_ = self.schedule.steps
+        lines = []
+        for g in found:
+            writers = self._guard_writers.get(spaces_of[id(g)], [])
+            who = "; ".join(f"step {i}: {guard.describe(steps_[i])}" for i in writers[:6]) or "no step"
+            more = f" and {len(writers) - 6} more" if len(writers) > 6 else ""
+            lines.append(f"{g.what}: {g.damage()}; written by {who}{more}")
+            g.restore()
+        when = "at the end of the run" if at is None else f"after step {at}: {guard.describe(steps_[at])}"
+        raise guard.GuardError(f"cpu guard mode: a write out of bounds, found {when}:\n  " + "\n  ".join(lines)) \
+            from cause
 
 
 def _overlapping(names, written, arrays) -> set:

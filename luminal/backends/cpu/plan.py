@@ -402,9 +402,10 @@ class Planner:
         return Strided(shape, strides, offset)
 
     # memory -----------------------------------------------------------------------------------------
-    def _storage(self, nbytes: int, **kw) -> int:
-        """A new storage of the schedule: its space (index)."""
-        self.storages.append(Storage(int(nbytes), **kw))
+    def _storage(self, nbytes: int, what: str = "", **kw) -> int:
+        """A new storage of the schedule: its space (index). ``what``: what it holds, in words (what
+        guard mode's errors say: ``guard.py``)."""
+        self.storages.append(Storage(int(nbytes), what=what, **kw))
         return len(self.storages) - 1
 
     def _own(self, buf, space: int, shape, dtype) -> None:
@@ -421,11 +422,13 @@ class Planner:
         # plan's (a product folded over its batch keeps its buffer's id and slot, and is B times smaller:
         # fold.py; a GPT step's rolled weight gradients left 132 MB of its slots unused)
         sizes = [0] * len(memory.slots)
+        held: list = [[] for _ in memory.slots]  # the buffers of each slot
         for buf in placed:
             if buf.kind not in CALLER_KINDS and buf.kind not in ("const", "iota") and buf.id in memory.slot_of:
                 at = memory.slot_of[buf.id]
                 sizes[at] = max(sizes[at], prod(self.shape(buf.shape)) * storage_itemsize(buf.dtype))
-        slots = [self._storage(n) for n in sizes]
+                held[at].append(buf)
+        slots = [self._storage(n, _slot_words(at, names)) for at, (n, names) in enumerate(zip(sizes, held))]
         for buf in placed:
             shape = self.shape(buf.shape)
             dtype = buf.dtype.np
@@ -434,11 +437,11 @@ class Planner:
             elif buf.kind in ("const", "iota"):
                 data = np.ascontiguousarray(buf.value, dtype).reshape(-1) if buf.kind == "const" else \
                     np.arange(shape[0], dtype=np.int32)
-                self._own(buf, self._storage(data.nbytes, data=data), shape, dtype)
+                self._own(buf, self._storage(data.nbytes, repr(buf), data=data), shape, dtype)
             elif buf.id in memory.slot_of:
                 self._own(buf, slots[memory.slot_of[buf.id]], shape, dtype)
             else:  # a temp no kernel writes (the plan skips it): zeros of its own
-                self._own(buf, self._storage(prod(shape) * dtype.itemsize), shape, dtype)
+                self._own(buf, self._storage(prod(shape) * dtype.itemsize, f"unwritten {buf!r}"), shape, dtype)
 
     def library_product(self, k) -> bool:
         """Whether matmul ``k`` is a library product here (BLAS or the generated GEMM, then its epilogue)."""
@@ -449,7 +452,8 @@ class Planner:
         interleaves kernels the plan saw one after another: ``blocked.Values.claim``). Before any
         kernel touching it is lowered."""
         shape = self.shape(buf.shape)
-        self._own(buf, self._storage(prod(shape) * storage_itemsize(buf.dtype)), shape, buf.dtype.np)
+        self._own(buf, self._storage(prod(shape) * storage_itemsize(buf.dtype), f"{buf!r} (a fusion's own)"),
+                  shape, buf.dtype.np)
 
     def _allocate_parts(self, kernels) -> None:
         """The parts of packs (``Buffer.base``, made by ``expand_calls``): views of their pack's storage
@@ -539,7 +543,8 @@ class Planner:
             value = self.view(buf, Strided(shape, strides, offset))
         else:
             dtype = buf.dtype.np
-            space = self._storage(prod(shape) * dtype.itemsize, dtype=dtype, fill=view.pad)
+            space = self._storage(prod(shape) * dtype.itemsize, f"padded copy of {buf!r}", dtype=dtype,
+                                  fill=view.pad)
             value = Ref.contiguous(space, shape, dtype)
             inner = ops.inner_box(strides, offset, box)
             if inner is not None:
@@ -553,14 +558,15 @@ class Planner:
         dtype = np.dtype(dtype)
         key = (tuple(map(int, shape)), dtype)
         free = self._pool.get(key)
-        ref = free.pop() if free else Ref.contiguous(self._storage(prod(shape) * dtype.itemsize), shape, dtype)
+        ref = free.pop() if free else Ref.contiguous(
+            self._storage(prod(shape) * dtype.itemsize, f"scratch {key[0]} {dtype}"), shape, dtype)
         self._taken[ref.space] = ref
         return ref
 
     def error_cell(self) -> Ref:
         """Two int32 of its own, zero, where a gather or scatter kernel flags an index out of range (the
         flag, then the index)."""
-        return Ref.contiguous(self._storage(8), (2,), np.int32)
+        return Ref.contiguous(self._storage(8, "error cell"), (2,), np.int32)
 
     def end_kernel(self) -> None:
         for ref in self._taken.values():
@@ -735,6 +741,12 @@ class _PlainSizes:
 
     def __exit__(self, *exc):
         self.planner.env = self.env
+
+
+def _slot_words(at: int, bufs: list) -> str:
+    """A slot of the memory plan in words: its index and the buffers placed in it."""
+    shown = ", ".join(map(repr, bufs[:4])) + (f" and {len(bufs) - 4} more" if len(bufs) > 4 else "")
+    return f"slot {at} of the memory plan ({shown})" if bufs else f"slot {at} of the memory plan"
 
 
 fresh = np.ndarray.copy  # a C-contiguous copy (the method's default order), the caller's to keep

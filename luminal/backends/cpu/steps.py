@@ -117,6 +117,7 @@ class Storage:
     dtype: object = None
     fill: object = None
     data: object = None
+    what: str = ""  # what it holds, in words (guard mode's errors: guard.py)
 
     def allocate(self) -> np.ndarray:
         if self.data is not None:
