@@ -1447,8 +1447,10 @@ def clone(x) -> GraphTensor:
 
 @tensor_op("masked_fill")
 def masked_fill(x, mask, value) -> GraphTensor:
-    """``value`` where the bool ``mask`` (broadcast to ``x``'s shape) is True, else ``x``; the result
-    keeps ``x``'s dtype (a 0-d tensor ``value`` receives the gradient of the filled places)."""
+    """``value`` where the bool ``mask`` is True, else ``x``, the two broadcast together (as torch's
+    out-of-place ``masked_fill``: a (1, 2, 2) input with a (2, 2, 2) mask gives (2, 2, 2); the in-place
+    ``masked_fill_`` keeps the input's shape); the result keeps ``x``'s dtype (a 0-d tensor ``value``
+    receives the gradient of the filled places)."""
     check_tensors("masked_fill", mask=mask)
     require("masked_fill", mask.dtype.kind == "b", f"mask must be a bool tensor, got {mask.dtype.name}", x, mask)
     if isinstance(value, GraphTensor):
@@ -1460,8 +1462,6 @@ def masked_fill(x, mask, value) -> GraphTensor:
     else:
         v = x.graph.constant(value, x.dtype)
     shape = broadcast_shapes("masked_fill", x, mask)
-    require("masked_fill", tuple(shape) == tuple(x.shape),
-            f"mask of shape {mask.shape} does not broadcast to the input's {x.shape}", x, mask, kind=ValueError)
     return where(mask, v.expand(*shape), x)
 
 
