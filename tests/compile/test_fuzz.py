@@ -5,7 +5,8 @@ combination of ops, views, dtypes and symbolic dims. The programs combine elemen
 (where, maximum, mod, comparisons), casts between float32/float16/bfloat16/int32/bool, sum/max-family
 reductions, matmuls (batched, broadcast, transposed operands), gather/index_select/take_along_dim/
 scatter_add and movement (permute, expand, reshape, strided slices, pad, flip, unfold, cat) over inputs
-with named dims; each is compiled once per backend and run under two bindings of its dims (0 included).
+with named dims; each is compiled once per backend and run under two bindings of its dims (0 included),
+the cpu backend in guard mode (``luminal/backends/cpu/guard.py``: an out-of-bounds write fails the run).
 A second test differentiates the sum of the outputs (``train.grad``) and compares the gradients too.
 
 Reproducing: hypothesis draws a seed and an op count (``derandomize=True``: the same examples every
@@ -42,6 +43,7 @@ from hypothesis import strategies as st
 
 import luminal as lm
 from luminal import train
+from luminal.backends.cpu import guard
 from luminal.core import dtype as dt
 from luminal.core.symbolic import evaluate, is_static, shape_str
 
@@ -595,6 +597,16 @@ def _compare(got, want, v: Val, what: str):
         rtol, atol = BASE_TOL[v.dt]
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
                                    atol=max(atol, 2 * v.err), equal_nan=True, err_msg=what)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _cpu_guard():
+    """Every cpu program here runs in guard mode (``luminal/backends/cpu/guard.py``): a kernel writing out
+    of bounds (into slack or another buffer, where its results may still be right) fails the program."""
+    saved = guard.BYTES
+    guard.BYTES = saved or 64
+    yield
+    guard.BYTES = saved
 
 
 def check(p: Program, seed: int, grad: bool):
