@@ -80,6 +80,29 @@ def test_a_kernel_writing_past_its_output_raises_naming_the_storage_and_kernel(g
         assert "slot" in msg and f"written by step 0: kernel {k.kernel.name}" in msg
 
 
+def test_a_kernel_writing_into_an_input_or_a_constant_raises(guarded):
+    """In bounds but into memory no step writes (a kernel whose store went to the wrong buffer): the
+    caller's input arrays and the program's constants are compared after the run."""
+    g = lm.Graph()
+    x = g.input("x", (40,))
+    f = lm.compile(x * g.constant(np.arange(40, dtype=np.float32)) + 1.0, backend="cpu")
+    arrays = {"x": np.ones(40, np.float32)}
+    np.testing.assert_allclose(f(**arrays), np.arange(40) + 1.0)
+    sch = _binding(f).schedule
+    at = next(i for i, s in enumerate(sch.steps) if isinstance(s, Kernel))
+    k = sch.steps[at]
+    out = [j for j, b in enumerate(k.kernel.buffers) if "w" in b.access]
+    const = next(i for i, s in enumerate(sch.storages) if s.data is not None)
+    for target, said in ((("x", 0), "caller array 'x'"), ((const, 0), f"storage {const}: b")):
+        buffers = tuple(target if j in out else b for j, b in enumerate(k.buffers))
+        steps = list(sch.steps)
+        steps[at] = Kernel(k.function, buffers, k.params, k.start, k.stop, k.kernel)
+        with pytest.raises(guard.GuardError, match="read only") as e:
+            Binding(dataclasses.replace(sch, steps=steps)).run(dict(arrays))
+        assert said in str(e.value)
+    np.testing.assert_array_equal(arrays["x"], 1.0)  # (the caller's array is not the one written)
+
+
 def test_without_the_guard_a_binding_allocates_and_runs_as_before(monkeypatch):
     monkeypatch.setattr(guard, "BYTES", 0)
     g = lm.Graph()
@@ -131,3 +154,18 @@ def test_normal_programs_pass_under_the_guard(guarded, shape):
     assert b._guards and all(x.intact() for x in b._guards.values())
     b.run_steps({"x": x, "w": wv, "i": iv})  # the Python path, checked per step
     assert any(isinstance(s, (Kernel, Split)) for s in b.schedule.steps)
+
+
+def test_the_strict_form_gives_every_temp_its_own_guarded_storage(guarded, monkeypatch):
+    """A write past a buffer smaller than its slot lands in the slot's slack: under STRICT each temp
+    is a storage of its own, its guard right at its end."""
+    monkeypatch.setattr(guard, "STRICT", True)
+    g = lm.Graph()
+    x = g.input("x", (40,))
+    f = lm.compile((x * 2.0).exp2()[:10], backend="cpu")
+    np.testing.assert_allclose(f(x=np.ones(40, np.float32)), 4.0)
+    storages = _binding(f).schedule.storages
+    assert storages and not any("of the memory plan" in s.what for s in storages)
+    bad, k = _overrun(f, 1)
+    with pytest.raises(guard.GuardError, match=r"\(slot \d+\), \d+ bytes: bytes \[\d+, \d+\) \(past its end"):
+        bad.run({"x": np.ones(40, np.float32)})

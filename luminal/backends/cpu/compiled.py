@@ -436,7 +436,24 @@ class Binding:
         copies = {n: guard.caller(arrays[n], *self._caller[n], self._guard_bytes, n) for n in self._names}
         self._guard_callers = copies
         out = Binding.run(self, {n: g.array for n, g in copies.items()})
+        self._guard_read_only(arrays, copies)
         return self._guard_copy_back(arrays, copies, out)
+
+    def _guard_read_only(self, arrays: dict, copies: dict) -> None:
+        """Raise a :class:`guard.GuardError` if the run changed memory no step may write: a caller array
+        other than the states written in place (compared with the caller's), a constant (with its data)."""
+        changed = []
+        for n, g in copies.items():
+            if n not in self._written:
+                want = np.ascontiguousarray(np.asarray(arrays[n], self._caller[n][1]))
+                if g.array.tobytes() != want.tobytes():
+                    changed.append(f"caller array {n!r}")
+        for i, s in enumerate(self.schedule.storages):
+            if s.data is not None and self._guards[i].array.tobytes() != np.ascontiguousarray(s.data).tobytes():
+                changed.append(f"storage {i}: {s.what or 'a constant'}")
+        if changed:
+            raise guard.GuardError("cpu guard mode: the run wrote memory no step writes (read only): " + ", ".join(
+                changed) + "; its writers may be kernels whose stores go to the wrong buffer")
 
     def _guard_copy_back(self, arrays: dict, copies: dict, out: list) -> list:
         """The states written in place copied back into the caller's arrays (where a run without guards
@@ -493,6 +510,7 @@ class Binding:
             outs = [f(*args) for f, args in self._bind(s.outputs, callers=True)]
         outs += [f(*args) for f, args in self._bind(s.updates, callers=True)]
         self._guard_check(None, None)
+        self._guard_read_only(arrays, copies)
         return self._guard_copy_back(arrays, copies, outs)
 
     def _guard_check(self, spaces, at, cause: BaseException | None = None) -> None:

@@ -13,13 +13,18 @@ mode that sees it at the call that does it:
   (inputs, states, random draws), and copies back the states written in place.
 - ``LUMINAL_CPU_GUARD=N`` (an integer above 64): guards of ``N`` bytes (rounded up to 64).
 - unset, empty, ``0``: off. A binding then allocates and runs as it always does: no per-call work.
+- ``LUMINAL_CPU_GUARD_STRICT=1`` as well: every temp gets a storage of its own instead of its slot of
+  the memory plan (``plan.Planner._allocate_all``), so that a write just past a buffer smaller than its
+  slot (into the slot's slack, or a later buffer's place) hits a guard too. More memory.
 
 Each native step is its own entry of the binding's run (``driver.build`` per step instead of per run
 of steps). After each one, the guards of the storages and caller arrays the step names are compared
 with the pattern; after the whole call (and after a failed one) every guard is. A changed guard
 raises a :class:`GuardError` (a RuntimeError) naming the storage (what lives there), the bytes that
-changed, the step that ran last, and the steps that write that storage. ``Binding.run_steps`` (the
-Python path) checks the same way.
+changed, the step that ran last, and the steps that write that storage. Memory no step may write is
+compared after each call too: the caller's arrays but the states written in place (the guarded copy
+with the caller's array) and the constants (with their data): a store into the wrong buffer, in its
+bounds, changes them. ``Binding.run_steps`` (the Python path) checks the same way.
 
 Tests turn it on per binding by setting :data:`BYTES` (``monkeypatch.setattr(guard, "BYTES", 64)``):
 it is read when a binding is made.
@@ -49,6 +54,9 @@ def bytes_from(value: str | None) -> int:
 
 
 BYTES = bytes_from(os.environ.get("LUMINAL_CPU_GUARD"))
+# ``LUMINAL_CPU_GUARD_STRICT=1`` (with the guard): every temp a storage of its own instead of its slot of the
+# memory plan, so that a write past a buffer smaller than its slot hits a guard too (more memory)
+STRICT = bytes_from(os.environ.get("LUMINAL_CPU_GUARD_STRICT")) > 0
 
 
 class GuardError(RuntimeError):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from luminal.backends.cpu import attention, batched, blas, blocked, driver, gathered, layout, tune
+from luminal.backends.cpu import attention, batched, blas, blocked, driver, gathered, guard, layout, tune
 from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
 from luminal.backends.cpu.lowering import Memory, acc_output, lower, lower_attention, lower_batched, lower_run
 from luminal.backends.cpu.parallel import Split, item_ranges, split_rows, thread_count
@@ -428,7 +428,10 @@ class Planner:
                 at = memory.slot_of[buf.id]
                 sizes[at] = max(sizes[at], prod(self.shape(buf.shape)) * storage_itemsize(buf.dtype))
                 held[at].append(buf)
-        slots = [self._storage(n, _slot_words(at, names)) for at, (n, names) in enumerate(zip(sizes, held))]
+        # (guard mode's strict form gives every temp a storage of its own: its guards at its own end)
+        strict = guard.BYTES and guard.STRICT
+        slots = None if strict else \
+            [self._storage(n, _slot_words(at, names)) for at, (n, names) in enumerate(zip(sizes, held))]
         for buf in placed:
             shape = self.shape(buf.shape)
             dtype = buf.dtype.np
@@ -438,8 +441,11 @@ class Planner:
                 data = np.ascontiguousarray(buf.value, dtype).reshape(-1) if buf.kind == "const" else \
                     np.arange(shape[0], dtype=np.int32)
                 self._own(buf, self._storage(data.nbytes, repr(buf), data=data), shape, dtype)
-            elif buf.id in memory.slot_of:
+            elif buf.id in memory.slot_of and slots is not None:
                 self._own(buf, slots[memory.slot_of[buf.id]], shape, dtype)
+            elif buf.id in memory.slot_of:
+                nbytes = prod(shape) * storage_itemsize(buf.dtype)
+                self._own(buf, self._storage(nbytes, f"{buf!r} (slot {memory.slot_of[buf.id]})"), shape, dtype)
             else:  # a temp no kernel writes (the plan skips it): zeros of its own
                 self._own(buf, self._storage(prod(shape) * dtype.itemsize, f"unwritten {buf!r}"), shape, dtype)
 
