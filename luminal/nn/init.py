@@ -16,8 +16,8 @@ from luminal.frontend import seed
 from luminal.frontend.state import State
 
 __all__ = [
-    "calculate_gain", "constant_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",
-    "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_",
+    "calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",
+    "orthogonal_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_",
 ]
 
 
@@ -129,15 +129,123 @@ def normal_(p, mean: float = 0.0, std: float = 1.0, generator=None):
 
 
 def trunc_normal_(p, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator=None):
-    """N(mean, std) restricted to [a, b], by redrawing the values that fall outside."""
+    """torch's ``nn.init.trunc_normal_``: fill ``p`` with draws from N(mean, std**2) restricted to [a, b].
+
+    The time is bounded whatever the bounds: normal draws are kept where they fall in [a, b] (when
+    that is likely: most of them) and the others are drawn by the inverse CDF, which always lands
+    inside. Redrawing until every value fell inside never ended for a far tail (a = 6 std keeps one
+    draw in a billion). The inverse CDF takes its probabilities on the side of the median where they
+    are small, so a tail interval is sampled as accurately as a central one (torch's ``erfinv`` of a
+    difference of CDFs rounds to the bound there, hence its warning when the mean is more than 2 std
+    outside [a, b]). ``std=0`` puts every value at the mean clipped to [a, b] (the limit as std goes to 0).
+
+    Args:
+        p: the Parameter (or numpy array) to fill.
+        mean: the mean of the normal distribution.
+        std: its standard deviation (at least 0).
+        a: the lower bound.
+        b: the upper bound (at least ``a``).
+        generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
+
+    Returns:
+        ``p``, filled in place.
+    """
+    if not a <= b:  # (torch: "uniform_ expects to return a [from, to) range, but found from=1 > to=-1")
+        raise ValueError(f"trunc_normal_: expects the range [a, b] with a <= b, but found a={a} > b={b}")
+    if not std >= 0:
+        raise ValueError(f"trunc_normal_: std must be at least 0, got {std}")
+    if std == 0:
+        return _write(p, np.full(p.shape, min(max(mean, a), b)))
     rng = _rng(generator)
-    d = _draw_dtype(p)
-    out = _normal(rng, mean, std, p.shape, d)
-    bad = (out < a) | (out > b)
-    while bad.any():
-        out[bad] = _normal(rng, mean, std, int(bad.sum()), d)
-        bad = (out < a) | (out > b)
-    return _write(p, out)
+    lo, hi = (a - mean) / std, (b - mean) / std  # the bounds in standard units
+    below, above = _norm_cdf(lo), _norm_cdf(-hi)  # the mass below lo and above hi, each accurate when small
+    if below + above < 0.5:  # most normal draws land inside: keep those (exact: each kept one is a draw
+        z = _normal(rng, 0.0, 1.0, p.shape, _draw_dtype(p))  # of the truncated normal), replace the rest
+        outside = ~((z >= lo) & (z <= hi))
+        z[outside] = _truncated_standard(rng, lo, hi, below, above, int(outside.sum()))
+    else:
+        z = _truncated_standard(rng, lo, hi, below, above, p.shape)
+    return _write(p, np.clip(mean + std * z, a, b))
+
+
+def _truncated_standard(rng, lo: float, hi: float, below: float, above: float, shape) -> np.ndarray:
+    """Draws of the standard normal restricted to [lo, hi] by its inverse CDF (``below``, ``above``:
+    the mass outside each bound)."""
+    u = _uniform(rng, 0.0, 1.0, shape, np.float64)
+    edge = lo if lo > 0 else -hi if hi < 0 else None
+    if edge is not None and _norm_cdf(-edge) < 1e-300:  # beyond 37 std the tail's mass underflows, and its
+        # density exp(-x**2 / 2) is exp(-edge * (x - edge)) within 1 / edge**2: an exponential's
+        z = edge - np.log1p(u * np.expm1(-edge * (hi - lo))) / edge
+        return z if lo > 0 else -z
+    if lo >= 0:  # the mass between the bounds, without the cancellation of 1 - below - above in a tail
+        mass = _norm_cdf(-lo) - above
+    elif hi <= 0:
+        mass = _norm_cdf(hi) - below
+    else:
+        mass = 1.0 - below - above
+    left = below + mass * u  # P(X <= x) for the draws, and P(X > x) computed directly (not as 1 - left):
+    right = above + mass * (1.0 - u)  # the smaller of the two, at most 1/2, keeps its digits
+    z = _norm_ppf_lower(np.minimum(left, right))
+    np.negative(z, out=z, where=left > right)
+    return z
+
+
+def _norm_cdf(x: float) -> float:
+    """P(X <= x) for a standard normal X, accurate to its last digits when small (x << 0)."""
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+def _norm_ppf_lower(q: np.ndarray) -> np.ndarray:
+    """The standard normal quantile of each ``q`` in [0, 0.5] (0 gives the smallest positive float's):
+    Wichura's AS241 (the algorithm of Python's ``statistics.NormalDist.inv_cdf``, about 1e-16 relative
+    error), vectorised for numpy, which has no ``erfinv``."""
+    q = np.maximum(q, np.finfo(np.float64).tiny)
+    central = q >= 0.075  # |q - 0.5| <= 0.425
+    if central.all():  # (the common case, the bounds within 1.44 std: no tail to pick out)
+        return _central(q)
+    out = np.empty_like(q)
+    out[central] = _central(q[central])
+    r = np.sqrt(-np.log(q[~central]))
+    near = r <= 5.0
+    tail = np.where(near, _poly(r - 1.6, _AS241_NEAR_NUM) / _poly(r - 1.6, _AS241_NEAR_DEN),
+                    _poly(r - 5.0, _AS241_FAR_NUM) / _poly(r - 5.0, _AS241_FAR_DEN))
+    out[~central] = -tail
+    return out
+
+
+def _central(q: np.ndarray) -> np.ndarray:
+    c = q - 0.5
+    r = 0.180625 - c * c
+    return c * _poly(r, _AS241_CENTRAL_NUM) / _poly(r, _AS241_CENTRAL_DEN)
+
+
+def _poly(x: np.ndarray, coefficients: tuple[float, ...]) -> np.ndarray:
+    """The polynomial with ``coefficients`` (highest power first) at ``x``, by Horner's rule."""
+    out = np.full_like(x, coefficients[0])
+    for c in coefficients[1:]:
+        out *= x
+        out += c
+    return out
+
+
+_AS241_CENTRAL_NUM = (2.5090809287301226727e+3, 3.3430575583588128105e+4, 6.7265770927008700853e+4,
+                      4.5921953931549871457e+4, 1.3731693765509461125e+4, 1.9715909503065514427e+3,
+                      1.3314166789178437745e+2, 3.3871328727963666080e+0)
+_AS241_CENTRAL_DEN = (5.2264952788528545610e+3, 2.8729085735721942674e+4, 3.9307895800092710610e+4,
+                      2.1213794301586595867e+4, 5.3941960214247511077e+3, 6.8718700749205790830e+2,
+                      4.2313330701600911252e+1, 1.0)
+_AS241_NEAR_NUM = (7.7454501427834140764e-4, 2.2723844989269184583e-2, 2.4178072517745061177e-1,
+                   1.2704582524523683826e+0, 3.6478483247632046050e+0, 5.7694972214606914055e+0,
+                   4.6303378461565452959e+0, 1.4234371107496835773e+0)
+_AS241_NEAR_DEN = (1.0507500716444168432e-9, 5.4759380849953449460e-4, 1.5198666563616457197e-2,
+                   1.4810397642748007459e-1, 6.8976733498510000455e-1, 1.6763848301838038494e+0,
+                   2.0531916266377588219e+0, 1.0)
+_AS241_FAR_NUM = (2.0103343992922881327e-7, 2.7115555687434875782e-5, 1.2426609473880784386e-3,
+                  2.6532189526576123093e-2, 2.9656057182850489123e-1, 1.7848265399172913358e+0,
+                  5.4637849111641143699e+0, 6.6579046435011037772e+0)
+_AS241_FAR_DEN = (2.0442631033899397856e-15, 1.4215117583164458887e-7, 1.8463183175100546818e-5,
+                  7.8686913114561325910e-4, 1.4875361290850614853e-2, 1.3692988092273580531e-1,
+                  5.9983220655588793769e-1, 1.0)
 
 
 def constant_(p, val: float):
@@ -189,6 +297,63 @@ def eye_(p):
     if len(p.shape) != 2:
         raise ValueError(f"eye_ needs a 2-d parameter, got shape {tuple(p.shape)}")
     return _write(p, np.eye(*p.shape))
+
+
+def dirac_(p, groups: int = 1):
+    """torch's ``nn.init.dirac_``: fill the 3-, 4- or 5-d convolution weight ``p`` with the Dirac delta,
+    so the convolution passes its input through (output channel ``d`` of each group copies input
+    channel ``d`` at the kernel's centre; the channels one side has more of stay 0).
+
+    Args:
+        p: the Parameter (or numpy array) to fill, shaped (out_channels, in_channels / groups, *kernel).
+        groups: the convolution's groups (``out_channels`` must divide by it).
+
+    Returns:
+        ``p``, filled in place.
+    """
+    shape = tuple(p.shape)
+    if len(shape) not in (3, 4, 5):
+        raise ValueError(f"dirac_: only tensors with 3, 4, or 5 dimensions are supported, got shape {shape}")
+    if groups < 1 or shape[0] % groups:
+        raise ValueError(f"dirac_: dim 0 ({shape[0]}) must be divisible by groups ({groups})")
+    per_group = shape[0] // groups
+    values = np.zeros(shape)
+    centre = tuple(k // 2 for k in shape[2:])
+    for g in range(groups):
+        for d in range(min(per_group, shape[1])):
+            values[(g * per_group + d, d, *centre)] = 1.0
+    return _write(p, values)
+
+
+def orthogonal_(p, gain: float = 1.0, generator=None):
+    """torch's ``nn.init.orthogonal_``: fill ``p`` (2-d or more, flattened after dim 0) with a (semi-)
+    orthogonal matrix times ``gain``: the Q of a normal matrix's QR, its columns' signs set by R's
+    diagonal so that Q is uniformly distributed (Mezzadri, math-ph/0609050), as torch's. An empty
+    ``p`` is left alone.
+
+    Args:
+        p: the Parameter (or numpy array) to fill.
+        gain: the scale factor.
+        generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
+
+    Returns:
+        ``p``, filled in place.
+    """
+    shape = tuple(p.shape)
+    if len(shape) < 2:
+        raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, got shape {shape}")
+    if 0 in shape:
+        return p
+    rows = shape[0]
+    cols = int(np.prod(shape)) // rows
+    flat = _normal(_rng(generator), 0.0, 1.0, (rows, cols), np.float64)
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q *= np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _write(p, (q * gain).reshape(shape))
 
 
 def kaiming_uniform_(p, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
