@@ -16,7 +16,7 @@ import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 import numpy as np
 
@@ -66,7 +66,8 @@ class Module:
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
-        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())  # (per module, as torch's: a
+        object.__setattr__(self, "_modules", OrderedDict())  # buffer shared by two modules may be saved by one)
         object.__setattr__(self, "_training", True)
 
     @property
@@ -85,42 +86,130 @@ class Module:
 
     # registration -----------------------------------------------------------------------------
     def __setattr__(self, name, value):
+        """torch's rules: a Parameter, a Module or a Buffer registers under ``name`` (replacing what had
+        it: weight tying keeps the name's place); a registered name takes only its own kind or None
+        (kept registered as None, in its place), so that a misspelt port (``lin.weight = array``) fails
+        here and not as a missing parameter much later. A registered buffer also takes an array or a
+        tensor whose values are known now (torch's ``self.bias = self.bias[:, :, :n, :n]``): its new value."""
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__}: call super().__init__() before assigning attributes")
-        if name in self._buffers and (isinstance(value, np.ndarray) or (isinstance(value, GraphTensor)
-                                                                        and value.graph.host)):
-            # torch: assigning a tensor to a buffer's name sets the buffer (``self.bias = self.bias[:, :, :n, :n]``
-            # when cropping a model); an array or a host tensor (its values known now) becomes the new value
-            value = Buffer(value, persistent=self._buffers[name].persistent)
-        own = self._parameters if isinstance(value, Parameter) else self._buffers if isinstance(value, Buffer) \
-            else self._modules if isinstance(value, Module) else None
-        for table in (self._parameters, self._buffers, self._modules):
-            if table is not own:
-                table.pop(name, None)
-        if own is not None:
-            own[name] = value  # re-assigning (weight tying) keeps the name's place, as torch
+        if isinstance(value, Parameter):
+            self._register("_parameters", name, value)
+        elif name in self._parameters:
+            if value is not None:
+                raise TypeError(f"{type(self).__name__}: cannot assign '{type(value).__name__}' as parameter "
+                                f"'{name}' (nn.Parameter or None expected: nn.Parameter(array) makes a new "
+                                f"parameter, and .{name}.set(array) writes new values into this one)")
+            self._parameters[name] = None
+        elif isinstance(value, Module):
+            self._register("_modules", name, value)
+        elif name in self._modules:
+            if value is not None:
+                raise TypeError(f"{type(self).__name__}: cannot assign '{type(value).__name__}' as child module "
+                                f"'{name}' (nn.Module or None expected)")
+            self._modules[name] = None
+        elif isinstance(value, Buffer) or name in self._buffers:
+            value = self._buffer_value(name, value)
+            # (a Buffer brings its own persistence, as torch's nn.Buffer; an array keeps the name's)
+            persistent = value.persistent if isinstance(value, Buffer) else name not in self._non_persistent_buffers_set
+            self._register("_buffers", name, value)
+            (self._non_persistent_buffers_set.discard if persistent else self._non_persistent_buffers_set.add)(name)
         object.__setattr__(self, name, value)
+
+    def _register(self, table: str, name: str, value) -> None:
+        """Put ``value`` under ``name`` in ``table`` (in the name's place if it had one there) and take the
+        name out of the other tables."""
+        for other in ("_parameters", "_buffers", "_modules"):
+            if other != table:
+                self.__dict__[other].pop(name, None)
+        if table != "_buffers":
+            self._non_persistent_buffers_set.discard(name)
+        self.__dict__[table][name] = value
+
+    def _buffer_value(self, name: str, value) -> Buffer | None:
+        """``value`` as the buffer ``name``: a Buffer or None as it is, an array or a tensor whose values
+        are known now as a new Buffer. A tensor computed in a graph is refused: assigning it here would
+        not update the buffer (the module's array, which every run reads), only hide it; torch's
+        ``self.avg = self.avg * 0.9 + ...`` is ``graph.assign`` here."""
+        if value is None or isinstance(value, Buffer):
+            return value
+        if isinstance(value, np.ndarray) or (isinstance(value, GraphTensor) and value.graph.host):
+            return Buffer(value, persistent=name not in self._non_persistent_buffers_set)
+        if isinstance(value, GraphTensor):
+            raise TypeError(f"{type(self).__name__}: cannot assign a tensor computed in a graph to buffer '{name}': "
+                            f"a buffer is the array every run reads, which this assignment would not change; to "
+                            f"update it after every run of the compiled program, write "
+                            f"x.graph.assign(self.{name}, new_value) and keep reading self.{name} (as BatchNorm "
+                            f"updates its running statistics)")
+        raise TypeError(f"{type(self).__name__}: cannot assign '{type(value).__name__}' as buffer '{name}' "
+                        f"(nn.Buffer, a numpy array or None expected)")
+
+    def _check_name(self, kind: str, name, table: str) -> None:
+        """torch's rules for a name ``register_buffer``/``register_parameter``/``add_module`` is given: a
+        str, not empty, without "." (state_dict keys join names with dots), and not an attribute that
+        is not already of this kind (``register_buffer("weight")`` on a Linear would drop its parameter;
+        a ModuleDict key ``"train"`` would hide the method)."""
+        if not isinstance(name, str):
+            raise TypeError(f"{type(self).__name__}: {kind} name should be a string, got {type(name).__name__}")
+        if name == "":
+            raise KeyError(f'{type(self).__name__}: {kind} name can\'t be empty string ""')
+        if "." in name:
+            raise KeyError(f'{type(self).__name__}: {kind} name can\'t contain ".", got: {name}')
+        if hasattr(self, name) and name not in self.__dict__[table]:
+            raise KeyError(f"{type(self).__name__}: attribute '{name}' already exists (a {kind} needs a name of "
+                           f"its own)")
 
     def __delattr__(self, name):
         for table in (self._parameters, self._buffers, self._modules):
             table.pop(name, None)
+        self._non_persistent_buffers_set.discard(name)
         object.__delattr__(self, name)
 
-    def register_buffer(self, name: str, value, persistent: bool = True, dtype=None) -> Buffer:
-        """Register ``value`` (an array or a Buffer) as the buffer ``name``; a non-persistent one is left
-        out of the state_dict."""
-        buf = value if isinstance(value, Buffer) else Buffer(value, dtype, persistent)
-        buf.persistent = persistent
-        setattr(self, name, buf)
+    def register_buffer(self, name: str, value, persistent: bool = True, dtype=None) -> Buffer | None:
+        """Register ``value`` (an array, a Buffer, or None: declared but absent) as the buffer ``name``;
+        a non-persistent one is left out of this module's state_dict (a buffer shared with another
+        module keeps the persistence each registered it with, as torch's).
+
+        Args:
+            name: a new attribute name (or a buffer's). value: the buffer's values.
+            persistent: whether ``state_dict`` saves it. dtype: the dtype to convert an array to.
+        """
+        self._check_name("buffer", name, "_buffers")
+        buf = value if value is None or isinstance(value, Buffer) else Buffer(value, dtype, persistent)
+        self._register("_buffers", name, buf)
+        (self._non_persistent_buffers_set.discard if persistent else self._non_persistent_buffers_set.add)(name)
+        object.__setattr__(self, name, buf)
         return buf
 
     def register_parameter(self, name: str, value: Parameter | None) -> None:
-        """Register ``value`` as the parameter ``name`` (None: declared but absent)."""
-        setattr(self, name, value)
+        """Register ``value`` as the parameter ``name`` (None: declared but absent).
+
+        Args:
+            name: a new attribute name (or a parameter's). value: an nn.Parameter or None.
+        """
+        self._check_name("parameter", name, "_parameters")
+        if value is not None and not isinstance(value, Parameter):
+            raise TypeError(f"{type(self).__name__}: cannot assign '{type(value).__name__}' object to parameter "
+                            f"'{name}' (nn.Parameter or None required; nn.Parameter(array) wraps an array)")
+        self._register("_parameters", name, value)
+        object.__setattr__(self, name, value)
 
     def add_module(self, name: str, module: Module | None) -> None:
-        """Register ``module`` as the child ``name``."""
-        setattr(self, name, module)
+        """Register ``module`` as the child ``name``.
+
+        Args:
+            name: a new attribute name (or a child's). module: an nn.Module or None.
+        """
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(self).__name__}: {type(module).__name__} is not a Module subclass (add_module "
+                            f"{name!r})")
+        self._check_name("module", name, "_modules")
+        self._register("_modules", name, module)
+        object.__setattr__(self, name, module)
+
+    def register_module(self, name: str, module: Module | None) -> None:
+        """``add_module`` (torch's alias)."""
+        self.add_module(name, module)
 
     # traversal --------------------------------------------------------------------------------
     def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
@@ -296,31 +385,52 @@ class Module:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Accepted for torch compatibility: gradients are graph outputs here, never stored on parameters."""
 
-    def _named(self, table: str, prefix: str, recurse: bool):
+    def _named(self, table: str, prefix: str, recurse: bool, remove_duplicate: bool):
         seen = set()
-        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
         for mprefix, m in mods:
             for name, v in getattr(m, table).items():
-                if v is None or id(v) in seen:
+                if v is None or (remove_duplicate and id(v) in seen):
                     continue
                 seen.add(id(v))
                 yield (f"{mprefix}.{name}" if mprefix else name), v
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True):
-        """(qualified name, Parameter) for each parameter, a shared one once."""
-        return self._named("_parameters", prefix, recurse)
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """(qualified name, Parameter) for each parameter, a shared one once unless ``remove_duplicate=False``
+        (then under each of its names).
 
-    def parameters(self, recurse: bool = True) -> list[Parameter]:
-        """The parameters (see ``named_parameters``)."""
-        return [p for _, p in self.named_parameters(recurse=recurse)]
+        Args:
+            prefix: put before every name. recurse: include the submodules' parameters.
+            remove_duplicate: list a shared parameter once.
+        """
+        return self._named("_parameters", prefix, recurse, remove_duplicate)
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True):
-        """(qualified name, Buffer) for each buffer, a shared one once."""
-        return self._named("_buffers", prefix, recurse)
+    def parameters(self, recurse: bool = True):
+        """An iterator over the parameters (see ``named_parameters``), as torch's: ``next(m.parameters())``
+        is the first, ``list(m.parameters())`` all of them.
 
-    def buffers(self, recurse: bool = True) -> list[Buffer]:
-        """The buffers (see ``named_buffers``)."""
-        return [b for _, b in self.named_buffers(recurse=recurse)]
+        Args:
+            recurse: include the submodules' parameters.
+        """
+        return (p for _, p in self.named_parameters(recurse=recurse))
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """(qualified name, Buffer) for each buffer (non-persistent ones too), a shared one once unless
+        ``remove_duplicate=False``.
+
+        Args:
+            prefix: put before every name. recurse: include the submodules' buffers.
+            remove_duplicate: list a shared buffer once.
+        """
+        return self._named("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True):
+        """An iterator over the buffers (see ``named_buffers``).
+
+        Args:
+            recurse: include the submodules' buffers.
+        """
+        return (b for _, b in self.named_buffers(recurse=recurse))
 
     # modes ------------------------------------------------------------------------------------
     def train(self, mode: bool = True) -> Module:
@@ -331,6 +441,9 @@ class Module:
         Args:
             mode: True for training, False for evaluation.
         """
+        if not isinstance(mode, (bool, np.bool_)):  # (train("eval") would be truthy: training mode)
+            raise ValueError(f"{type(self).__name__}.train: training mode is expected to be boolean, got "
+                             f"{type(mode).__name__} {mode!r} (eval() for evaluation mode)")
         return self._set_mode(bool(mode))
 
     def _set_mode(self, mode: bool, stacklevel: int = 3) -> Module:
@@ -406,6 +519,10 @@ class Module:
     def _state_items(self):
         """(name, State) in torch's state_dict order: each module's parameters, then its persistent
         buffers, then its children, depth first."""
+        return [(k, st) for k, st, _, _ in self._state_entries()]
+
+    def _state_entries(self):
+        """(name, State, owning module, the State's name in it) in torch's state_dict order."""
         out = []
 
         def walk(m, prefix, path):  # a module registered under several names is saved under each, as torch
@@ -414,10 +531,10 @@ class Module:
             path = path | {id(m)}
             for n, p in m._parameters.items():
                 if p is not None:
-                    out.append((prefix + n, p))
+                    out.append((prefix + n, p, m, n))
             for n, b in m._buffers.items():
-                if b is not None and b.persistent:
-                    out.append((prefix + n, b))
+                if b is not None and n not in m._non_persistent_buffers_set:
+                    out.append((prefix + n, b, m, n))
             for n, c in m._modules.items():
                 if c is not None:
                     walk(c, f"{prefix}{n}.", path)
@@ -425,29 +542,40 @@ class Module:
         walk(self, "", set())
         return out
 
-    def state_dict(self) -> OrderedDict:
-        """Name -> the live numpy array (bfloat16 values are carried in float32 arrays)."""
-        return OrderedDict((n, s.data) for n, s in self._state_items())
+    def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False):
+        """Name -> the live numpy array (bfloat16 values are carried in float32 arrays), as torch's.
+
+        Args:
+            destination: a dict to add the entries to (and return); a new OrderedDict by default.
+            prefix: put before every name.
+            keep_vars: give the Parameters and Buffers themselves instead of their arrays.
+        """
+        out = OrderedDict() if destination is None else destination
+        for n, st in self._state_items():
+            out[prefix + n] = st if keep_vars else st.data
+        return out
 
     def state_dtypes(self) -> OrderedDict:
         """Name -> lm dtype of each state_dict entry (how it is saved)."""
         return OrderedDict((n, s.dtype) for n, s in self._state_items())
 
-    def load_state_dict(self, state_dict, strict: bool = True) -> tuple[list[str], list[str]]:
+    def load_state_dict(self, state_dict, strict: bool = True) -> _IncompatibleKeys:
         """Copy values by name into the parameters and buffers, converting dtypes. Shapes must match;
         with ``strict``, names must match exactly. Every problem is listed in one error, and nothing is
         changed unless every value loads, and a Ctrl-C during the copy is raised after the last value.
-        Returns (missing, unexpected) like torch."""
+        A BatchNorm's ``num_batches_tracked`` may be absent (checkpoints from before torch added it):
+        it keeps its value, as torch's. Returns torch's ``(missing_keys, unexpected_keys)`` named tuple."""
         apply, missing, unexpected = self.prepare_load(state_dict, strict)
         apply()
-        return missing, unexpected
+        return _IncompatibleKeys(missing, unexpected)
 
     def prepare_load(self, state_dict, strict: bool = True):
         """``load_state_dict``'s checks and conversions, changing nothing: ``(apply, missing,
         unexpected)``, where ``apply()`` writes the values (a checkpoint checks all its parts first)."""
-        own = OrderedDict(self._state_items())
+        entries = self._state_entries()
+        own = OrderedDict((k, st) for k, st, _, _ in entries)
         given, bad = self._arrays(state_dict)
-        missing = [k for k in own if k not in state_dict]
+        missing = [k for k, _, m, n in entries if k not in state_dict and not _optional_state(m, n)]
         unexpected = [k for k in state_dict if k not in own]  # (as torch: their values are not looked at)
         problems = [bad[k] for k in own if k in bad]
         mis_shaped = [f"{k}: checkpoint {tuple(given[k].shape)} vs model {tuple(own[k].shape)}"
@@ -490,6 +618,11 @@ class Module:
                 arr = np.asarray(v)
             except ValueError:  # numpy's "inhomogeneous shape": a ragged nested list
                 arr = None
+            except TypeError as e:  # an object numpy cannot read: a torch bfloat16 tensor
+                hint = " (a torch bfloat16 tensor: pass t.float().numpy(); the parameter's dtype is kept)" \
+                    if "BFloat16" in str(e) else ""
+                problems[k] = f"the value for {k!r} cannot be read as an array ({type(v).__name__}: {e}){hint}"
+                continue
             if arr is None or arr.dtype.kind not in "biuf":
                 dtype = f" of dtype {arr.dtype}" if isinstance(v, np.ndarray) else ""
                 problems[k] = f"the value for {k!r} is not an array of numbers (got {type(v).__name__}{dtype})"
@@ -505,7 +638,7 @@ class Module:
         save_file({n: s.data for n, s in items}, path, metadata=metadata,
                   dtypes={n: s.dtype for n, s in items})
 
-    def load_safetensors(self, path, strict: bool = True) -> tuple[list[str], list[str]]:
+    def load_safetensors(self, path, strict: bool = True) -> _IncompatibleKeys:
         """Load a safetensors file by name (bf16/f16/f32/f64 converted to each parameter's dtype);
         strict name and shape checks as in ``load_state_dict``."""
         from luminal.core.safetensors_io import load_file
@@ -565,6 +698,25 @@ class Module:
             body = extra_lines[0] if len(extra_lines) == 1 and not child_lines else \
                 "\n  " + "\n  ".join(lines) + "\n"
         return f"{type(self).__name__}({body})"
+
+
+class _IncompatibleKeys(NamedTuple):
+    """What ``load_state_dict`` returns, as torch's: the model's names the state_dict lacks and the
+    state_dict's names the model lacks (a tuple: ``missing, unexpected = model.load_state_dict(sd)``)."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+    def __repr__(self):
+        return "<All keys matched successfully>" if not self.missing_keys and not self.unexpected_keys else \
+            f"_IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
+
+
+def _optional_state(module: Module, name: str) -> bool:
+    """Whether a state_dict may lack the state ``name`` of ``module``: torch's ``_NormBase`` (the batch
+    and instance norms) added ``num_batches_tracked`` in its version 2 and, loading a state_dict without
+    it, keeps the buffer's value (``_load_from_state_dict``); our norms have torch's attribute names."""
+    return name == "num_batches_tracked" and getattr(module, "track_running_stats", False) is True
 
 
 def _data(a, nested: bool = False) -> bool:

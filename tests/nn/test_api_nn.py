@@ -48,7 +48,7 @@ def module_parity(make, inputs, backend, *, call=None, tcall=None, train_mode=Fa
         loss = o.sum() if loss is None else loss + o.sum()
     fl = [i for i, a in enumerate(inputs) if a.dtype.kind == "f"]
     names = [n for n, _ in m.named_parameters()]
-    grads = train.grad(loss, [xs[i] for i in fl] + m.parameters(), allow_unused=True)
+    grads = train.grad(loss, [xs[i] for i in fl] + list(m.parameters()), allow_unused=True)
     got = lm.compile(outs + list(grads), backend=backend)(**{f"x{i}": a for i, a in enumerate(inputs)})
     got = got if isinstance(got, tuple) else (got,)
 

@@ -31,7 +31,7 @@ def grad_check(make, x, backend, *, call=None, tcall=None, train_mode=False, rto
     xi = g.input("x", x.shape, dtype=lm.core.dtype.as_dtype(x.dtype))
     out = call(m, xi)
     names = [n for n, p in m.named_parameters()]
-    wrt = ([xi] if x.dtype == np.float32 else []) + m.parameters()
+    wrt = ([xi] if x.dtype == np.float32 else []) + list(m.parameters())
     grads = train.grad(out.sum(), wrt)
     got = lm.compile([out] + list(grads), backend=backend)(x=x)
 

@@ -99,7 +99,7 @@ def test_state_dict_as_torch(make):
     sd = theirs.state_dict()
     assert list(ours.state_dict()) == list(sd)
     assert [n for n, _ in ours.named_buffers()] == [n for n, _ in theirs.named_buffers()]
-    assert not ours.parameters()
+    assert not list(ours.parameters())
     ours.load_state_dict({k: v.numpy() * 3 for k, v in sd.items()})
     for k, v in ours.state_dict().items():
         np.testing.assert_array_equal(v, sd[k].numpy() * 3)

@@ -452,7 +452,7 @@ def test_weighted_modules_state_dict_as_torch(name):
     ours, theirs = getattr(M, name)(weight=W5), getattr(torch.nn, name)(weight=torch.from_numpy(W5))
     sd = theirs.state_dict()
     assert list(ours.state_dict()) == list(sd) == ["weight"]
-    assert not ours.parameters()
+    assert not list(ours.parameters())
     ours.load_state_dict({k: v.numpy() * 2 for k, v in sd.items()})
     np.testing.assert_array_equal(ours.weight.data, W5 * 2)
     assert list(getattr(M, name)().state_dict()) == list(getattr(torch.nn, name)().state_dict()) == []

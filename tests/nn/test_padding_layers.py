@@ -47,7 +47,7 @@ def test_state_dict_is_empty_as_torch():
     for kind in KINDS:
         ours, theirs = _make(nn, kind, 2, 1), _make(torch.nn, kind, 2, 1)
         assert list(ours.state_dict()) == list(theirs.state_dict()) == []
-        assert not ours.parameters()
+        assert not list(ours.parameters())
 
 
 def test_constructor_errors():

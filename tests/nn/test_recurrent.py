@@ -84,7 +84,7 @@ def run_sequence(name, kw, *, batch=3, seq=4, feat=5, given=False, backend="cpu"
     if grads:
         weights = [randn(*o.shape, seed=50 + i) for i, o in enumerate(touts)]
         loss = sum((o * g.constant(w)).sum() for o, w in zip(outs, weights))
-        wrt = [ins[k] for k in arrays] + m.parameters()
+        wrt = [ins[k] for k in arrays] + list(m.parameters())
         fetch += train.grad(loss, wrt)
         sum((o * torch.from_numpy(w)).sum() for o, w in zip(touts, weights)).backward()
     got = lm.compile(fetch, backend=backend)(**arrays)
@@ -197,7 +197,7 @@ def test_cells(backend, name, kw, given, batched):
     outs, touts = (list(out), list(tout)) if lstm else ([out], [tout])
     weights = [randn(*o.shape, seed=10 + i) for i, o in enumerate(touts)]
     loss = sum((o * g.constant(w)).sum() for o, w in zip(outs, weights))
-    grads = train.grad(loss, [ins[k] for k in arrays] + m.parameters())
+    grads = train.grad(loss, [ins[k] for k in arrays] + list(m.parameters()))
     got = lm.compile(outs + list(grads), backend=backend)(**arrays)
     sum((o * torch.from_numpy(w)).sum() for o, w in zip(touts, weights)).backward()
     for a, b in zip(got, touts):

@@ -69,7 +69,7 @@ def test_forward_and_gradients_match_torch(batch_first, norm_first, tgt_mask):
           "is_causal": {"tgt_is_causal": True},
           "bool_tensor": {"tgt_mask": g.constant(np.triu(np.ones((t, t), bool), 1))}}[tgt_mask]
     out = m(xs, xt, src_key_padding_mask=sp, tgt_key_padding_mask=tp, memory_key_padding_mask=sp, **kw)
-    wrt = [xs, xt] + m.parameters()
+    wrt = [xs, xt, *m.parameters()]
     got = lm.compile([out, *train.grad((out * g.constant(w)).sum(), wrt)], backend="reference")(
         src=src, tgt=tgt, sp=src_pad, tp=tgt_pad)
 

@@ -215,7 +215,7 @@ def test_autocast_rewrites_float32_compute_and_keeps_float32_gradients():
     idx = g.input("i", ("B",), dtype=lm.int32)
     (o16, i16) = train.autocast([out, idx * 2], lm.float16)
     assert o16.dtype is lm.float16 and i16.dtype is lm.int32 and o16.shape == out.shape
-    w = model.parameters()[0]
+    w = next(model.parameters())
     (gw,) = [train.grad(o16.float().sum(), [w])[0]]
     assert gw.dtype is lm.float32
     xs = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
