@@ -180,7 +180,9 @@ from luminal.frontend.ops.pointwise import (
     hypot,
     isclose,
     logaddexp,
+    logaddexp2,
     rad2deg,
+    sinc,
 )
 from luminal.frontend.ops.reduce import (
     all_ as all,
@@ -382,7 +384,8 @@ def _install():
         "to": _core.to, "type_as": _core.type_as, "new_zeros": creation.new_zeros, "new_ones": creation.new_ones,
         "new_full": creation.new_full,
         # more elementwise math (pointwise.py)
-        "logaddexp": logaddexp, "hypot": hypot, "copysign": copysign, "fmax": fmax, "fmin": fmin,
+        "logaddexp": logaddexp, "logaddexp2": logaddexp2, "sinc": sinc, "hypot": hypot, "copysign": copysign,
+        "fmax": fmax, "fmin": fmin,
         "isclose": isclose, "allclose": allclose, "deg2rad": deg2rad, "rad2deg": rad2deg,
         # more reductions (reduce_extra.py)
         "nansum": nansum, "nanmean": nanmean, "count_nonzero": count_nonzero,
@@ -439,18 +442,18 @@ __all__ = [
     "frac", "full", "full_like", "gather", "gcd", "ge", "gelu", "gt", "hardshrink", "heaviside", "histc", "hsplit",
     "hstack", "hypot", "index_add", "index_copy", "index_put", "index_select", "inverse", "isclose", "isfinite", "isin",
     "isinf", "isnan", "kron", "kthvalue", "lcm", "le", "leaky_relu", "lerp", "linspace", "log", "log10", "log1p",
-    "log2", "log_softmax", "logaddexp", "logcumsumexp", "logdet", "logical_and", "logical_not", "logical_or",
-    "logical_xor", "logit", "logspace", "logsumexp", "lt", "masked_fill", "matmul", "max", "maximum", "mean", "median",
-    "meshgrid", "min", "minimum", "mish", "mode", "moveaxis", "movedim", "mul", "multiply", "nan_to_num", "nanmean",
-    "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "negative", "norm", "one_hot", "ones", "ones_like",
-    "outer", "permute", "pow", "prod", "quantile", "rad2deg", "reciprocal", "relu", "remainder", "repeat_interleave",
-    "reshape", "result_type", "roll", "rot90", "round", "row_stack", "rsqrt", "scatter", "scatter_add",
-    "scatter_reduce", "searchsorted", "select", "sgn", "sigmoid", "sign", "signbit", "silu", "sin", "sinh", "slogdet",
-    "softmax", "softmin", "softplus", "sort", "split", "sqrt", "square", "squeeze", "stack", "std", "std_mean", "sub",
-    "subtract", "sum", "swapaxes", "swapdims", "take_along_dim", "tan", "tanh", "tensor_split", "tensordot",
-    "threshold", "tile", "topk", "trace", "transpose", "tril", "tril_indices", "triu", "triu_indices", "true_divide",
-    "trunc", "unbind", "unsqueeze", "var", "var_mean", "vector_norm", "vsplit", "vstack", "where", "xlogy", "zeros",
-    "zeros_like",
+    "log2", "log_softmax", "logaddexp", "logaddexp2", "logcumsumexp", "logdet", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "logit", "logspace", "logsumexp", "lt", "masked_fill", "matmul", "max", "maximum",
+    "mean", "median", "meshgrid", "min", "minimum", "mish", "mode", "moveaxis", "movedim", "mul", "multiply",
+    "nan_to_num", "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "negative", "norm", "one_hot",
+    "ones", "ones_like", "outer", "permute", "pow", "prod", "quantile", "rad2deg", "reciprocal", "relu", "remainder",
+    "repeat_interleave", "reshape", "result_type", "roll", "rot90", "round", "row_stack", "rsqrt", "scatter",
+    "scatter_add", "scatter_reduce", "searchsorted", "select", "sgn", "sigmoid", "sign", "signbit", "silu", "sin",
+    "sinc", "sinh", "slogdet", "softmax", "softmin", "softplus", "sort", "split", "sqrt", "square", "squeeze", "stack",
+    "std", "std_mean", "sub", "subtract", "sum", "swapaxes", "swapdims", "take_along_dim", "tan", "tanh",
+    "tensor_split", "tensordot", "threshold", "tile", "topk", "trace", "transpose", "tril", "tril_indices", "triu",
+    "triu_indices", "true_divide", "trunc", "unbind", "unsqueeze", "var", "var_mean", "vector_norm", "vsplit", "vstack",
+    "where", "xlogy", "zeros", "zeros_like",
 ]
 
 joins_all(globals(), __all__)  # lm.<op>: Parameters, Buffers and host tensors join the op's graph (join.py)

@@ -1,5 +1,6 @@
-"""More elementwise math with torch's names: logaddexp, hypot, copysign, fmax/fmin, isclose/allclose,
-deg2rad/rad2deg, clamp_min/clamp_max (``elementwise.py`` holds the core set these are built from).
+"""More elementwise math with torch's names: logaddexp/logaddexp2, hypot, copysign, fmax/fmin,
+isclose/allclose, deg2rad/rad2deg, clamp_min/clamp_max, sinc (``elementwise.py`` holds the core set
+these are built from).
 
 Each is written for torch's values at the edges (NaN, infinities, signed zeros) and for torch's
 gradients, which a textbook composition would get wrong: logaddexp never forms ``exp`` of a large
@@ -23,6 +24,7 @@ from luminal.frontend.ops.elementwise import (
     div,
     eq,
     exp,
+    exp2,
     ge,
     isfinite,
     isinf,
@@ -34,6 +36,7 @@ from luminal.frontend.ops.elementwise import (
     mul,
     ne,
     neg,
+    sin,
     sqrt,
     sub,
     where,
@@ -66,6 +69,39 @@ def logaddexp(input, other) -> GraphTensor:  # noqa: A002 - torch's names
     same_inf = logical_and(isinf(a), eq(a, b))
     out = add(hi, log1p(exp(where(same_inf, 0.0, sub(lo, hi)))))
     return where(same_inf, a, out)
+
+
+@_opmath
+def logaddexp2(input, other) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.logaddexp2: ``log2(2**input + 2**other)``, as ``hi + log1p(2**(lo - hi)) / ln 2`` (the
+    ``logaddexp`` construction in base 2: nothing overflows; the gradients are ``2**input / (2**input +
+    2**other)`` and the other's, 1/2 each at a tie). Equal infinities give that infinity; NaN gives NaN.
+
+    Args:
+        input: a float tensor (or a number, with ``other`` a tensor).
+        other: a float tensor or a number.
+    """
+    a, b = _floats("logaddexp2", input, other)
+    first = ge(a, b)
+    hi, lo = where(first, a, b), where(first, b, a)
+    same_inf = logical_and(isinf(a), eq(a, b))
+    out = add(hi, mul(log1p(exp2(where(same_inf, 0.0, sub(lo, hi)))), 1.0 / math.log(2.0)))
+    return where(same_inf, a, out)
+
+
+@tensor_op("sinc")
+@_opmath
+def sinc(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.sinc: the normalised sinc, ``sin(pi x) / (pi x)``, 1 at 0 (its gradient there 0, as torch's);
+    int and bool inputs give float32. ``pi x`` is rounded in the input's dtype, as torch's.
+
+    Args:
+        input: the input tensor.
+    """
+    x = input if input.dtype.is_float else cast(input, dt.float32)
+    zero = eq(x, 0)
+    px = mul(where(zero, 1.0, x), math.pi)  # (the zero branch never divides by 0, so its gradient is not NaN)
+    return where(zero, 1.0, div(sin(px), px))
 
 
 def hypot(input, other) -> GraphTensor:  # noqa: A002 - torch's names
