@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from luminal.core import dtype as dt
@@ -205,6 +207,10 @@ def coerce(op: str, *xs, dtype: dt.DType | None = None, min_kind: str | None = N
     shape = broadcast_shapes(op, *tensors)
     out = []
     for x in xs:
+        if not isinstance(x, GraphTensor) and dtype.kind == "i" and dt.scalar_kind(x) == "i" \
+                and not -2**31 <= int(x) < 2**31:  # (named by the op the user called, not "constant")
+            raise op_error(ValueError, op, f"{x} does not fit in int32, the operation's dtype (luminal's one "
+                           f"integer type)", *tensors)
         t = x if isinstance(x, GraphTensor) else scalar(tensors[0], x, dtype)
         t = cast(t, dtype)
         if t.shape != shape:
@@ -329,6 +335,23 @@ def check_device(factory: str, device) -> None:
                    f"backend='cuda') (registered: {', '.join(backend_names())})")
 
 
+def check_fill(op: str, value, d: dt.DType, *tensors) -> None:
+    """torch refuses a fill value the dtype cannot hold ("value cannot be converted to type int without
+    overflow"): a float NaN, inf or one outside int32's range (a fraction within it truncates), a
+    finite float beyond a float dtype's largest value (``65505`` in float16, though it would round to
+    65504). A bool takes any value; an int value in a float dtype is not checked (torch's neither)."""
+    if not isinstance(value, (float, np.floating)) or d.kind == "b":
+        return
+    v = float(value)
+    if d.kind == "i":
+        bad = not (math.isfinite(v) and -(2.0**31) <= v <= 2.0**31 - 1)
+    else:
+        bad = math.isfinite(v) and abs(v) > dt.finfo(d).max
+    if bad:
+        raise op_error(ValueError, op, f"value {value!r} cannot be converted to {d.name} without overflow, as "
+                       f"torch's", *tensors)
+
+
 def full(*args, dtype=None, graph: Graph | None = None, device=None) -> GraphTensor:
     """torch.full: a tensor of shape ``size`` filled with ``fill_value`` (a broadcast scalar: a view,
     no storage).
@@ -356,6 +379,7 @@ def full(*args, dtype=None, graph: Graph | None = None, device=None) -> GraphTen
     check_number("full", "value", value)
     if dtype is None:
         dtype = {"b": dt.bool_, "i": dt.int32, "f": dt.float32}[dt.scalar_kind(value)]
+    check_fill("full", value, dt.as_dtype(dtype))
     c = g.constant(value, dtype)
     return c.reshape((1,) * len(shape)).expand(*shape) if shape else c
 

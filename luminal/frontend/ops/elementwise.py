@@ -19,7 +19,17 @@ from luminal.core import dtype as dt
 from luminal.core.errors import op_error, renamed
 from luminal.core.symbolic import Sym
 from luminal.frontend.checks import check_tensors, tensor_op
-from luminal.frontend.ops.core import broadcast_shapes, cast, coerce, fresh, full_like, prim, require, result_dtype
+from luminal.frontend.ops.core import (
+    broadcast_shapes,
+    cast,
+    check_fill,
+    coerce,
+    fresh,
+    full_like,
+    prim,
+    require,
+    result_dtype,
+)
 from luminal.frontend.tensor import GraphTensor
 
 LOG2E, LN2 = 1.4426950408889634, 0.6931471805599453
@@ -1460,6 +1470,7 @@ def masked_fill(x, mask, value) -> GraphTensor:
     elif isinstance(value, Sym):  # a symbolic size (``x.masked_fill(m, T)``): its value at run time
         v = cast(x.graph.constant(value), x.dtype)
     else:
+        check_fill("masked_fill", value, x.dtype, x)
         v = x.graph.constant(value, x.dtype)
     shape = broadcast_shapes("masked_fill", x, mask)
     return where(mask, v.expand(*shape), x)

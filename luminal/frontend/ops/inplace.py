@@ -34,7 +34,7 @@ from luminal.frontend import join
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.eager import eager_only
 from luminal.frontend.host import value as host_value
-from luminal.frontend.ops.core import cast
+from luminal.frontend.ops.core import cast, check_fill
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 
@@ -48,7 +48,8 @@ def _fill(x: GraphTensor, value) -> GraphTensor:
                            f"{shape_str(value.shape)}", x, value)
         v = value
     else:
-        v = x.graph.constant(check_number("fill_", "value", value, x))
+        check_fill("fill_", check_number("fill_", "value", value, x), x.dtype, x)
+        v = x.graph.constant(value)
     return cast(v, x.dtype).expand(*x.shape)
 
 
