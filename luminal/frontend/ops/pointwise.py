@@ -63,12 +63,19 @@ def logaddexp(input, other) -> GraphTensor:  # noqa: A002 - torch's names
         input: a float tensor (or a number, with ``other`` a tensor).
         other: a float tensor or a number.
     """
-    a, b = _floats("logaddexp", input, other)
+    return _log_add("logaddexp", input, other, exp, 1.0)
+
+
+def _log_add(op: str, input, other, power, per_e: float) -> GraphTensor:  # noqa: A002
+    """``hi + log1p(power(lo - hi)) * per_e`` (``power`` exp or exp2, ``per_e`` 1 or 1/ln 2): the
+    larger operand plus the log of 1 + the smaller's share, which never overflows; equal infinities
+    give that infinity (their difference would be NaN)."""
+    a, b = _floats(op, input, other)
     first = ge(a, b)
     hi, lo = where(first, a, b), where(first, b, a)
     same_inf = logical_and(isinf(a), eq(a, b))
-    out = add(hi, log1p(exp(where(same_inf, 0.0, sub(lo, hi)))))
-    return where(same_inf, a, out)
+    tail = log1p(power(where(same_inf, 0.0, sub(lo, hi))))
+    return where(same_inf, a, add(hi, tail if per_e == 1.0 else mul(tail, per_e)))
 
 
 @_opmath
@@ -81,12 +88,7 @@ def logaddexp2(input, other) -> GraphTensor:  # noqa: A002 - torch's names
         input: a float tensor (or a number, with ``other`` a tensor).
         other: a float tensor or a number.
     """
-    a, b = _floats("logaddexp2", input, other)
-    first = ge(a, b)
-    hi, lo = where(first, a, b), where(first, b, a)
-    same_inf = logical_and(isinf(a), eq(a, b))
-    out = add(hi, mul(log1p(exp2(where(same_inf, 0.0, sub(lo, hi)))), 1.0 / math.log(2.0)))
-    return where(same_inf, a, out)
+    return _log_add("logaddexp2", input, other, exp2, 1.0 / math.log(2.0))
 
 
 @tensor_op("sinc")
