@@ -500,3 +500,18 @@ def test_train_takes_a_boolean():
                "training mode is expected to be boolean", "eval()")
     m = nn.Linear(1, 1)
     assert m.train(False) is m and not m.training and m.train(np.bool_(True)).training
+
+
+def test_parameter_dict_pop_get_and_clear_as_torchs():
+    """torch's ParameterDict has pop, get and clear (luminal's had none of them)."""
+    mine = nn.ParameterDict({"a": nn.Parameter(np.ones(2, np.float32)), "b": nn.Parameter(np.zeros(3, np.float32))})
+    theirs = torch.nn.ParameterDict({"a": torch.nn.Parameter(torch.ones(2)), "b": torch.nn.Parameter(torch.zeros(3))})
+    assert tuple(mine.pop("a").shape) == tuple(theirs.pop("a").shape) == (2,)
+    assert list(mine.keys()) == list(theirs.keys()) == ["b"]
+    assert [k for k, _ in mine.named_parameters()] == ["b"] and list(mine.state_dict()) == ["b"]
+    assert mine.get("zz", 5) == theirs.get("zz", 5) == 5 and mine.get("b") is mine["b"]
+    with pytest.raises(KeyError):
+        mine.pop("zz")
+    mine.clear()
+    theirs.clear()
+    assert len(mine) == len(theirs) == 0 and list(mine.state_dict()) == []

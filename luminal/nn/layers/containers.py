@@ -416,6 +416,21 @@ class ParameterDict(Module):
         for k, v in items:
             self[k] = v
 
+    def get(self, key: str, default=None):
+        """The parameter named ``key``, or ``default``."""
+        return self._parameters.get(key, default)
+
+    def pop(self, key: str):
+        """Remove the parameter named ``key`` and return it (a KeyError when there is none)."""
+        p = self._parameters[key]
+        del self[key]
+        return p
+
+    def clear(self) -> None:
+        """Remove every parameter."""
+        for k in list(self._parameters):
+            del self[k]
+
     def extra_repr(self) -> str:
         return "\n".join(f"  ({k}): Parameter containing: [torch.{_TYPENAME[p.dtype.name]} of size "
                          f"{'x'.join(str(s) for s in p.shape)}]" for k, p in self._parameters.items())
