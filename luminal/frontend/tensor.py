@@ -643,6 +643,7 @@ class GraphTensor:
         new_zeros: Callable[..., GraphTensor]; new_ones: Callable[..., GraphTensor]
         new_full: Callable[..., GraphTensor]; logaddexp: Callable[..., GraphTensor]
         logaddexp2: Callable[..., GraphTensor]; sinc: Callable[..., GraphTensor]
+        lgamma: Callable[..., GraphTensor]; digamma: Callable[..., GraphTensor]; polygamma: Callable[..., GraphTensor]
         hypot: Callable[..., GraphTensor]; copysign: Callable[..., GraphTensor]; fmax: Callable[..., GraphTensor]
         fmin: Callable[..., GraphTensor]; isclose: Callable[..., GraphTensor]; allclose: Callable[..., GraphTensor]
         deg2rad: Callable[..., GraphTensor]; rad2deg: Callable[..., GraphTensor]

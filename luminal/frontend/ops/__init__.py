@@ -220,7 +220,8 @@ from luminal.frontend.ops.reduce import (
 )
 from luminal.frontend.ops.reduce_extra import aminmax, count_nonzero, nanmean, nansum
 from luminal.frontend.ops.search import bucketize, histc, isin, searchsorted
-from luminal.frontend.ops.special import erfc, logit, xlogy
+from luminal.frontend.ops.special import digamma, erfc, lgamma, logit, polygamma, xlogy
+from luminal.frontend.ops.special import polygamma_method as _polygamma_method
 from luminal.frontend.ops.torch_more import (
     block_diag,
     cartesian_prod,
@@ -398,7 +399,8 @@ def _install():
         "det": det, "slogdet": slogdet, "inverse": inverse, "cholesky": cholesky,
         # special functions, bounds, min-max, splits and diagonals (special.py, pointwise.py, reduce_extra.py,
         # combine.py, movement.py)
-        "logit": logit, "xlogy": xlogy, "erfc": erfc, "clamp_min": clamp_min, "clamp_max": clamp_max,
+        "logit": logit, "xlogy": xlogy, "erfc": erfc, "lgamma": lgamma, "digamma": digamma,
+        "polygamma": _polygamma_method, "clamp_min": clamp_min, "clamp_max": clamp_max,
         "aminmax": aminmax, "tensor_split": tensor_split, "diag_embed": diag_embed,
         # torch's other names (x.true_divide(y); the in-place forms are inplace.py's)
         "true_divide": true_divide, "divide": divide, "multiply": multiply, "subtract": subtract,
@@ -437,20 +439,20 @@ __all__ = [
     "block_diag", "bmm", "broadcast_shapes", "bucketize", "cartesian_prod", "cast", "cat", "cdist", "ceil", "cholesky",
     "chunk", "clamp", "clamp_max", "clamp_min", "clone", "copysign", "corrcoef", "cos", "cosh", "count_nonzero", "cov",
     "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "det", "diag", "diag_embed", "diagonal", "diff",
-    "dist", "div", "divide", "dot", "dsplit", "einsum", "elu", "eq", "erf", "erfc", "exp", "exp2", "expm1", "eye",
-    "fix", "flatten", "flip", "fliplr", "flipud", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod",
+    "digamma", "dist", "div", "divide", "dot", "dsplit", "einsum", "elu", "eq", "erf", "erfc", "exp", "exp2", "expm1",
+    "eye", "fix", "flatten", "flip", "fliplr", "flipud", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod",
     "frac", "full", "full_like", "gather", "gcd", "ge", "gelu", "gt", "hardshrink", "heaviside", "histc", "hsplit",
     "hstack", "hypot", "index_add", "index_copy", "index_put", "index_select", "inverse", "isclose", "isfinite", "isin",
-    "isinf", "isnan", "kron", "kthvalue", "lcm", "le", "leaky_relu", "lerp", "linspace", "log", "log10", "log1p",
-    "log2", "log_softmax", "logaddexp", "logaddexp2", "logcumsumexp", "logdet", "logical_and", "logical_not",
+    "isinf", "isnan", "kron", "kthvalue", "lcm", "le", "leaky_relu", "lerp", "lgamma", "linspace", "log", "log10",
+    "log1p", "log2", "log_softmax", "logaddexp", "logaddexp2", "logcumsumexp", "logdet", "logical_and", "logical_not",
     "logical_or", "logical_xor", "logit", "logspace", "logsumexp", "lt", "masked_fill", "matmul", "max", "maximum",
     "mean", "median", "meshgrid", "min", "minimum", "mish", "mode", "moveaxis", "movedim", "mul", "multiply",
     "nan_to_num", "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "negative", "norm", "one_hot",
-    "ones", "ones_like", "outer", "permute", "pow", "prod", "quantile", "rad2deg", "reciprocal", "relu", "remainder",
-    "repeat_interleave", "reshape", "result_type", "roll", "rot90", "round", "row_stack", "rsqrt", "scatter",
-    "scatter_add", "scatter_reduce", "searchsorted", "select", "sgn", "sigmoid", "sign", "signbit", "silu", "sin",
-    "sinc", "sinh", "slogdet", "softmax", "softmin", "softplus", "sort", "split", "sqrt", "square", "squeeze", "stack",
-    "std", "std_mean", "sub", "subtract", "sum", "swapaxes", "swapdims", "take_along_dim", "tan", "tanh",
+    "ones", "ones_like", "outer", "permute", "polygamma", "pow", "prod", "quantile", "rad2deg", "reciprocal", "relu",
+    "remainder", "repeat_interleave", "reshape", "result_type", "roll", "rot90", "round", "row_stack", "rsqrt",
+    "scatter", "scatter_add", "scatter_reduce", "searchsorted", "select", "sgn", "sigmoid", "sign", "signbit", "silu",
+    "sin", "sinc", "sinh", "slogdet", "softmax", "softmin", "softplus", "sort", "split", "sqrt", "square", "squeeze",
+    "stack", "std", "std_mean", "sub", "subtract", "sum", "swapaxes", "swapdims", "take_along_dim", "tan", "tanh",
     "tensor_split", "tensordot", "threshold", "tile", "topk", "trace", "transpose", "tril", "tril_indices", "triu",
     "triu_indices", "true_divide", "trunc", "unbind", "unsqueeze", "var", "var_mean", "vector_norm", "vsplit", "vstack",
     "where", "xlogy", "zeros", "zeros_like",
