@@ -64,8 +64,10 @@ LINEAR_B1 = ((2048, 2048), (2048, 5632), (5632, 2048), (2048, 32000))  # (in, ou
 ATTENTION = (8, 8, 128, 32)  # batch, heads, tokens, head width: a 4 MB score matrix
 ROWS = ("encoder-gelu", "encoder-relu", "attention", "mlp-b1", "mlp-b1024",
         *(f"linear-b1-{i}x{o}" for i, o in LINEAR_B1), "overhead")
-# luminal / torch eager, by row prefix (the Codegen issue's; linear-b1: the Schedules issue's)
-GOALS = {"encoder": 1.0, "linear-b1": 1.0, "overhead": 1.0}
+# luminal / torch eager, by row prefix: (goal, whose). The open Schedules issue (#34) sets the transformer
+# encoder forward <= 0.85 and batch-1 Linear at TinyLlama shapes <= 1.0; it sets none for ``overhead``,
+# whose 1.0 is the closed Codegen issue's.
+GOALS = {"encoder": (0.85, "#34"), "linear-b1": (1.0, "#34"), "overhead": (1.0, "Codegen, closed")}
 READ_BANDWIDTH_GOAL = 0.8  # linear-b1: the share of the machine's read bandwidth luminal should reach
 
 
@@ -192,8 +194,8 @@ def print_table(rows):
         else:
             comp, cratio, cs = "-", "-", f"{r['compile_s']['luminal']:.2f}, -"
         ratio = s["luminal"][1] / s["torch"][1]
-        goal = next((g for prefix, g in GOALS.items() if r["row"].startswith(prefix)), None)
-        goal_s = f"<= {goal} ({'met' if ratio <= goal else 'not met'})" if goal else "-"
+        goal, whose = next((g for prefix, g in GOALS.items() if r["row"].startswith(prefix)), (None, None))
+        goal_s = f"<= {goal} ({whose}: {'met' if ratio <= goal else 'not met'})" if goal else "-"
         print(f"| {r['row']} | {r['unit']} | {fmt(s['luminal'], d)} | {fmt(s['torch'], d)} | {comp} | "
               f"{ratio:.2f} | {cratio} | {goal_s} | {cs} |")
 

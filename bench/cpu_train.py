@@ -26,9 +26,10 @@ a call; on 2 cores that made torch's MLP step tens of times slower). Steps rotat
 so no side times one cached input; the table reports the median and the 10th-90th percentile spread,
 and the header the load average (on a shared machine a wide spread means other work was running:
 compare medians of quiet runs only). Ratios are luminal / torch (lower is better); the goals (against
-torch eager) are MLP <= 0.9, width-4096 MLP <= 1.0 and CNN <= 1.0. ``compile s`` is the one-time cost
-(luminal's: building the step and its first call, which compiles; torch.compile's: its first call), not
-in the ratios.
+torch eager) are the open Schedules issue's (#34): MLP <= 0.6 and CNN <= 0.8; it sets none for the
+width-4096 MLP, whose <= 1.0 is the closed Codegen issue's (the goal column names whose goal it is).
+``compile s`` is the one-time cost (luminal's: building the step and its first call, which compiles;
+torch.compile's: its first call), not in the ratios.
 
 The MLP rows also print the machine's **floor** for the step: the GEMM FLOPs of forward + backward
 (the two layers' forward products, both weight gradients and the hidden layer's input gradient; the
@@ -63,7 +64,10 @@ import luminal as lm  # noqa: E402
 from luminal import train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-GOALS = {"mlp": 0.9, "mlp4096": 1.0, "cnn": 1.0}  # luminal / torch eager (the Codegen issue's)
+# luminal / torch eager: (goal, whose). The open Schedules issue (#34) sets the MNIST MLP train step
+# "stays <= 0.6" and the MNIST CNN train step <= 0.8; it sets none for the width-4096 MLP, whose 1.0 is
+# the closed Codegen issue's.
+GOALS = {"mlp": (0.6, "#34"), "mlp4096": (1.0, "Codegen, closed"), "cnn": (0.8, "#34")}
 HIDDEN = {"mlp": 256, "mlp4096": 4096}  # the MLP rows' hidden width (784-H-10)
 STEPS = {"mlp": 50, "mlp4096": 20, "cnn": 20}
 BATCH = 128
@@ -197,8 +201,8 @@ def print_table(rows):
     for r in rows:
         s = r["stats"]
         ratio = s["luminal"][1] / s["torch"][1]
-        goal = GOALS.get(r["model"])
-        goal_s = f"<= {goal} ({'met' if ratio <= goal else 'not met'})" if goal else "-"
+        goal, whose = GOALS.get(r["model"], (None, None))
+        goal_s = f"<= {goal} ({whose}: {'met' if ratio <= goal else 'not met'})" if goal else "-"
         if "compile" in s:
             comp, cratio = fmt(s["compile"]), f"{s['luminal'][1] / s['compile'][1]:.2f}"
             cs = f"{r['compile_s']['luminal']:.2f}, {r['compile_s']['compile']:.1f}"
