@@ -8,8 +8,11 @@ Same work on both sides, batch 1, float32: the same random weights (luminal's ar
 without a copy), a 128-token prompt (prefill: all of it at once), then greedy decode one token at a time
 with a KV cache: luminal's two compiled programs (prefill and decode, each compiled once) and the torch
 reference of ``tests/examples/llama_reference.py`` (HF's eager formulation: concatenated cache,
-``repeat_interleave`` for grouped-query attention), under ``torch.inference_mode``. Before timing, the
-prefill logits are asserted equal and both sides must pick the same greedy tokens.
+``repeat_interleave`` for grouped-query attention), under ``torch.inference_mode``. Both sides apply the
+final norm and the LM head to the last position only (luminal's ``last_only=True``; torch through
+``forward_last``), so the prefill does the same work on both. Before timing, torch's last-position
+logits are asserted equal to its full forward's last row, luminal's prefill logits to those, and both
+sides must pick the same greedy tokens.
 
 Timing follows ``bench/cpu_train.py``: the sides alternate in rounds (prefill, then the decode steps),
 each after a pause, so load from other work hits both alike; the table gives medians and the 10th-90th
@@ -42,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples" / "llama"))
 sys.path.insert(0, str(ROOT / "tests" / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
+import llama_reference  # noqa: E402
 from cpu_train import blas_threads  # noqa: E402
 from llama_reference import TorchLlama  # noqa: E402
 from model import Llama, LlamaConfig, Session  # noqa: E402
@@ -123,6 +127,22 @@ def make_models(shape: str):
     return model, TorchLlama(cfg=cfg.to_dict(), sd=sd)
 
 
+def forward_last(ref, ids, cache=None):
+    """``ref.forward(ids, cache)`` with the final norm and the LM head on the last position only, the work
+    luminal's programs do (``last_only=True``): the reference's ``rms_norm`` is wrapped, for this call,
+    to keep only the last row when it is given the final norm's weight (the tensor itself, by identity)."""
+    final, norm = ref.sd["model.norm.weight"], llama_reference.rms_norm
+
+    def last_norm(x, w, eps):
+        return norm(x[:, -1:] if w is final else x, w, eps)
+
+    llama_reference.rms_norm = last_norm
+    try:
+        return ref.forward(ids, cache)
+    finally:
+        llama_reference.rms_norm = norm
+
+
 def _pct(xs):
     return np.percentile(np.asarray(xs) * 1e3, [10, 50, 90])
 
@@ -154,7 +174,7 @@ def bench_inference(shape: str, rounds: int, decode_tokens: int) -> dict:
         with torch.inference_mode():
             cache: list = []
             t0 = time.perf_counter()
-            logits = ref.forward(torch.tensor([prompt]), cache)[0, -1]
+            logits = forward_last(ref, torch.tensor([prompt]), cache)[0, -1]
             times["prefill"].append(time.perf_counter() - t0)
             toks = []
             for _ in range(decode_tokens):
@@ -166,6 +186,11 @@ def bench_inference(shape: str, rounds: int, decode_tokens: int) -> dict:
 
     with torch.inference_mode():
         want = ref.forward(torch.tensor([prompt]))[0, -1].numpy()
+        last = forward_last(ref, torch.tensor([prompt]))
+    assert last.shape[1] == 1, f"{shape}: the torch side's head ran on {last.shape[1]} positions, not 1"
+    last = last[0, -1].numpy()
+    err = float(np.abs(last - want).max() / np.abs(want).max())
+    assert err < 1e-5, f"{shape}: torch's last-position head differs from its full forward ({err:.2e})"
     got = session.start(prompt)
     err = float(np.abs(got - want).max() / np.abs(want).max())
     assert err < 1e-3, f"{shape}: prefill logits differ (max relative error {err:.2e})"
