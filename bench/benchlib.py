@@ -52,6 +52,31 @@ def blas_threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def llc_bytes(default: int = 64 << 20) -> tuple[int, str]:
+    """(bytes, where from) of the last-level cache: the highest-level data or unified cache of cpu0 in
+    ``/sys/devices/system/cpu/cpu0/cache/index*`` (its ``size``, e.g. ``32768K``), else ``default``."""
+    best = None
+    for d in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level = int((d / "level").read_text())
+            kind = (d / "type").read_text().strip()
+            size = (d / "size").read_text().strip().upper()
+        except (OSError, ValueError):
+            continue
+        if kind == "Instruction" or not size:
+            continue
+        unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1], 1)
+        try:
+            n = int(size.rstrip("KMG")) * unit
+        except ValueError:
+            continue
+        if best is None or level > best[0]:
+            best = (level, n)
+    if best is None:
+        return default, f"assumed ({default >> 20} MB: no cache sizes in /sys)"
+    return best[1], f"L{best[0]}, /sys"
+
+
 def load_avg() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
 
