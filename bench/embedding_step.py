@@ -9,7 +9,9 @@ rows into a table of zeros (``codegen/lowering/indexing.py``'s ``scatter_add``),
 pass over the whole table. Same work on both sides: ``nn.Embedding(V, D)`` (torch's loaded from
 luminal's weights), a batch of 1 x 256 random token ids (repeats among them), loss = the embeddings'
 mean times 0.5 plus their squares' mean, SGD(lr=0.1) (no momentum: the step is the scatter and one
-pass over the table). The losses of the first two steps are asserted equal before timing.
+pass over the table). Before timing, the losses of the first two steps are asserted equal and so are
+the tables after them (within a tenth of the norm of what the two updates changed: a side that skipped
+its update would differ by all of it; the losses alone could not tell).
 
 Timing follows ``bench/cpu_train.py`` (``benchlib.alternate``): the sides alternate in blocks of steps,
 each after a pause and a warm-up step; steps rotate over four batches; the table gives the median and
@@ -37,7 +39,8 @@ TOKENS = 256
 
 
 def sides(vocab: int, dim: int):
-    """(luminal step, torch step, batches): each step takes a (1, TOKENS) int array and returns the loss."""
+    """(luminal step, torch step, batches, weights): each step takes a (1, TOKENS) int array and returns
+    the loss; ``weights()`` gives (luminal's table, torch's table) as numpy arrays, as they are now."""
     lm.manual_seed(0)
     emb = nn.Embedding(vocab, dim)
     g = lm.Graph()
@@ -59,7 +62,10 @@ def sides(vocab: int, dim: int):
 
     rng = np.random.default_rng(1)
     batches = [rng.integers(0, vocab, (1, TOKENS)).astype(np.int32) for _ in range(4)]
-    return (lambda x: float(step(ids=x))), torch_step, batches
+    def weights():
+        return np.array(emb.weight.data), temb.weight.detach().numpy().copy()
+
+    return (lambda x: float(step(ids=x))), torch_step, batches, weights
 
 
 def main():
@@ -76,10 +82,17 @@ def main():
     print("|---|---|---|---|---|")
     for name in dict.fromkeys(args.tables):
         vocab, dim = TABLES[name]
-        lm_step, torch_step, batches = sides(vocab, dim)
+        lm_step, torch_step, batches, weights = sides(vocab, dim)
+        start = weights()[1]
         for k in range(2):
             a, b = lm_step(batches[k]), torch_step(torch.from_numpy(batches[k]).long())
             assert abs(a - b) <= 1e-4 * max(1.0, abs(b)), f"{name} step {k + 1}: loss {a} (luminal) vs {b} (torch)"
+        # The losses cannot see a missing update (it moves them by far less than 1e-4): the tables must
+        # agree after the two steps to within a tenth of what the updates moved them.
+        w_lm, w_t = weights()
+        moved, apart = np.linalg.norm(w_t - start), np.linalg.norm(w_lm - w_t)
+        assert moved > 0 and apart <= 0.1 * moved, (
+            f"{name}: after 2 steps the tables differ by {apart:.3e}, the updates moved torch's by {moved:.3e}")
         samples = 4 if args.quick else 12
         times = alternate({"luminal": lm_step, "torch": torch_step}, samples=samples, rounds=2 if args.quick else 4,
                           warmup=1, pause_s=0.2,
