@@ -18,7 +18,9 @@ Timing follows ``bench/cpu_train.py``: the sides alternate in rounds (prefill, t
 each after a pause, so load from other work hits both alike; the table gives medians and the 10th-90th
 percentile spread of the decode steps. Ratios are luminal / torch (lower is better; decode goal <= 1.0).
 The training step (small model: batch 4 x 128 tokens, cross-entropy, AdamW, clipping) is timed the same
-way against torch autograd + ``torch.optim.AdamW``.
+way against torch autograd + ``torch.optim.AdamW``; before timing, the losses of the first two steps and
+the parameters after them are asserted equal (parameters within a tenth of the norm of what the two
+updates changed: the losses alone could not see a skipped update).
 
 The **memory-bandwidth floor** of decode is the weight bytes each token must read (every parameter but the
 embedding table, of which a token reads one row) divided by the copy
@@ -235,9 +237,17 @@ def bench_train(rounds: int, steps: int, batch: int = 4, seq: int = 128) -> dict
         opt.step()
         return out.item()
 
+    start = {n: ref.sd[n].detach().numpy().copy() for n in names}
     for k in range(2):
         a, b = lm_step(k), torch_step(k)
         assert abs(a - b) <= 1e-4 * max(1.0, abs(b)), f"train step {k + 1}: loss {a} (luminal) vs {b} (torch)"
+    # The losses cannot see a missing update (a skipped second step moves the second loss by less than the
+    # tolerance): the parameters must agree after the two steps to within a tenth of what the updates moved.
+    lm_params = dict(model.named_parameters())
+    moved = np.sqrt(sum(np.sum((ref.sd[n].detach().numpy() - start[n]) ** 2.0) for n in names))
+    apart = np.sqrt(sum(np.sum((np.asarray(lm_params[n].data) - ref.sd[n].detach().numpy()) ** 2.0) for n in names))
+    print(f"  train step: after 2 steps the parameters differ by {apart:.2e}; the updates moved them {moved:.2e}")
+    assert moved > 0 and apart <= 0.1 * moved, f"train step: parameters {apart:.3e} apart, updates moved {moved:.3e}"
     times = {"luminal": [], "torch": []}
     for r in range(rounds):
         for side, fn in (("luminal", lm_step), ("torch", torch_step)):
