@@ -275,6 +275,9 @@ def has_grad(loss: GraphTensor, wrt) -> list[bool]:
             seen.add(n.id)
             if n.id not in stops:
                 stack.extend(s for s, _ in n.srcs)
+                custom = graph.vjps.get(n.id)
+                if custom is not None:  # (a straight-through estimator: the rule's inputs have a gradient
+                    stack.extend(s for s, _ in custom[1])  # though its own chain passes a comparison)
     return [n is not None and n.id in seen for n in nodes]
 
 

@@ -323,6 +323,38 @@ def test_a_detached_parameter_is_left_alone_with_a_compute_dtype(compute_dtype):
     assert not np.array_equal(a.weight.data, a0)
 
 
+def test_a_straight_through_estimator_over_a_comparison_trains_as_torchs():
+    """A binarised weight with a straight-through gradient (``Graph.custom_vjp`` over the user's own
+    ``v > 0``; torch: an autograd.Function) reaches the loss only through a comparison along its chain,
+    but its rule's input has a gradient: the first version of the no-gradient skip stopped at the
+    comparison and never trained it (silently)."""
+    (tw, tv), (lw, lv), _, _, _ = _pair("SGD", {})
+    g = lm.Graph()
+    x, y = g.input("x", (8, 4)), g.input("y", (8, 2))
+    v = lv.on(g)
+    b = g.custom_vjp((v > 0).float() * 2 - 1, [v], lambda out, adj, inp: [adj])
+    loss = (((x @ lw.on(g).T) @ b.T) - y).pow(2).mean()
+    step = train.compile_step(loss, train.SGD([lw, lv], lr=0.1), backend="cpu")
+
+    class _Ste(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return (t > 0).float() * 2 - 1
+
+        @staticmethod
+        def backward(ctx, a):
+            return a
+
+    topt = torch.optim.SGD([tw, tv], lr=0.1)
+    for _ in range(3):
+        topt.zero_grad()
+        ((torch.from_numpy(X) @ tw.T @ _Ste.apply(tv).T - torch.from_numpy(Y)) ** 2).mean().backward()
+        topt.step()
+        step(x=X, y=Y)
+    assert not np.array_equal(lv.data, V0)
+    _same((tw, lw), (tv, lv))
+
+
 def test_sign_still_trains_beside_the_users_own_comparison():
     """``sign``'s inner comparisons are not the user's: a parameter read through ``sign`` has a zero
     gradient (torch's), not None, also when the user compares it alike elsewhere in the graph."""
