@@ -70,6 +70,15 @@ class Module:
         object.__setattr__(self, "_modules", OrderedDict())  # buffer shared by two modules may be saved by one)
         object.__setattr__(self, "_training", True)
 
+    def __setstate__(self, state: dict) -> None:
+        """Unpickling (``pickle``, ``copy.deepcopy``): a module pickled before buffer persistence was
+        kept per module has no ``_non_persistent_buffers_set``; its buffers carried the flag."""
+        self.__dict__.update(state)
+        if "_non_persistent_buffers_set" not in state:
+            buffers = state.get("_buffers", {})
+            object.__setattr__(self, "_non_persistent_buffers_set", {
+                n for n, b in buffers.items() if b is not None and not getattr(b, "persistent", True)})
+
     @property
     def training(self) -> bool:
         """Whether graphs built from now on use training mode (``train()``/``eval()``). A read while a

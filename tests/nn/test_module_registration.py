@@ -515,3 +515,22 @@ def test_parameter_dict_pop_get_and_clear_as_torchs():
     mine.clear()
     theirs.clear()
     assert len(mine) == len(theirs) == 0 and list(mine.state_dict()) == []
+
+
+def test_a_module_pickled_before_per_module_persistence_loads():
+    """Modules pickled before buffer persistence was kept per module have no
+    ``_non_persistent_buffers_set`` (their Buffers carried the flag): state_dict, register_buffer and
+    assigning a buffer raised AttributeError after unpickling. ``Module.__setstate__`` fills it in."""
+    import pickle
+
+    m = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8))
+    m[1].register_buffer("scratch", np.zeros(3, np.float32), persistent=False)
+    want = list(m.state_dict())
+    old = pickle.loads(pickle.dumps(m))
+    for mod in old.modules():  # as an old pickle has it: no set, the flag on the Buffer
+        del mod.__dict__["_non_persistent_buffers_set"]
+    revived = pickle.loads(pickle.dumps(old))
+    assert list(revived.state_dict()) == want and "1.scratch" not in want
+    revived[1].running_mean = np.ones(8, np.float32)
+    revived.register_buffer("extra", np.zeros(2, np.float32))
+    assert "extra" in revived.state_dict()
