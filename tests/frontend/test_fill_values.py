@@ -18,7 +18,7 @@ import luminal as lm
 
 REFUSED = [(math.nan, lm.int32), (math.inf, lm.int32), (3e9, lm.int32), (-2147483648.5, lm.int32),
            (2147483647.5, lm.int32), (1e5, lm.float16), (-1e9, lm.float16), (65505.0, lm.float16),
-           (3.39e38, lm.bfloat16), (1e39, lm.float32)]
+           (3.39e38, lm.bfloat16), (1e39, lm.float32), (70000, lm.float16), (-100000, lm.float16)]
 TAKEN = [(2.5, lm.int32), (-2147483648.0, lm.int32), (-math.inf, lm.float16), (65504.0, lm.float16),
          (math.nan, lm.bool), (3.3895e38, lm.bfloat16), (7, lm.float16)]
 

@@ -338,15 +338,19 @@ def check_device(factory: str, device) -> None:
 def check_fill(op: str, value, d: dt.DType, *tensors) -> None:
     """torch refuses a fill value the dtype cannot hold ("value cannot be converted to type int without
     overflow"): a float NaN, inf or one outside int32's range (a fraction within it truncates), a
-    finite float beyond a float dtype's largest value (``65505`` in float16, though it would round to
-    65504). A bool takes any value; an int value in a float dtype is not checked (torch's neither)."""
-    if not isinstance(value, (float, np.floating)) or d.kind == "b":
+    finite number (an int too) beyond a float dtype's largest value (``65505`` in float16, though it
+    would round to 65504). A bool takes any value (and is never checked); an int out of int32's range
+    in int32 is the constant's own error."""
+    if isinstance(value, (bool, np.bool_)) or d.kind == "b" or not isinstance(value, (int, float, np.number)):
         return
-    v = float(value)
     if d.kind == "i":
+        if not isinstance(value, (float, np.floating)):
+            return
+        v = float(value)
         bad = not (math.isfinite(v) and -(2.0**31) <= v <= 2.0**31 - 1)
     else:
-        bad = math.isfinite(v) and abs(v) > dt.finfo(d).max
+        v = float(value) if abs(value) < 2**1024 else math.inf  # (an int past a double's range)
+        bad = (math.isfinite(v) and abs(v) > dt.finfo(d).max) or (math.isinf(v) and isinstance(value, int))
     if bad:
         raise op_error(ValueError, op, f"value {value!r} cannot be converted to {d.name} without overflow, as "
                        f"torch's", *tensors)
