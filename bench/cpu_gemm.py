@@ -10,7 +10,8 @@ prefill product and its decode products (one row: the generated GEMV against Ope
 GB/s of the weight read are the GFLOP/s times 2). ``--pair`` runs two products at once, one per
 thread, as the backend's threads do (on a 2-vCPU machine the two share a core). Sides alternate in
 blocks (``benchlib.alternate``); the table gives GFLOP/s (median, p10-p90) and generated / OpenBLAS
-time.
+time. Before a row is timed, each side's product (its output poisoned with NaN) is checked against
+float64's: ||out - ref|| / ||ref|| <= 1e-4, printed under the table.
 
     python bench/cpu_gemm.py            # every row, one product at a time
     python bench/cpu_gemm.py --pair     # two at once, one per thread
@@ -97,6 +98,20 @@ def _paired(run, problems):
     return both
 
 
+def check(name, sides, problem, ta, tb, tol: float = 1e-4):
+    """Each side's product of ``problem`` (its output poisoned with NaN first) against float64's, by
+    ||out - ref|| / ||ref||: float32 arithmetic lands far under ``tol``; an unwritten element is NaN."""
+    a, b, c = problem
+    ref = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+    errs = {}
+    for side, fn in sides.items():
+        c[...] = np.nan
+        fn(a, b, c)
+        errs[side] = float(np.linalg.norm(c - ref) / np.linalg.norm(ref))
+        assert errs[side] <= tol, f"{name}: {side}'s product is {errs[side]:.1e} from float64's (> {tol:.0e})"
+    return errs
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--pair", action="store_true", help="two products at once, one per thread")
@@ -113,6 +128,7 @@ def main(argv=None):
     print("\n| product | m x n x k | a, b | cost model | generated | OpenBLAS | torch (MKL) | generated / OpenBLAS |")
     print("|---|---|---|---|---|---|---|---|")
     rng = np.random.default_rng(0)
+    checked = []
     for name, (m, n, k, ta, tb) in ROWS.items():
         if args.only and args.only not in name:
             continue
@@ -122,6 +138,9 @@ def main(argv=None):
         else:
             sides = {"generated": _cblas(gen, m, n, k, ta, tb), "openblas": _cblas(ob, m, n, k, ta, tb)}
         sides["torch"] = _torch(m, n, k, ta, tb)
+        with blas.single_threaded():
+            errs = check(name, sides, problems[0], ta, tb)
+        checked.append(f"{name}: " + ", ".join(f"{s} {e:.0e}" for s, e in errs.items()))
         sides = {s: _paired(f, problems) for s, f in sides.items()}
         with blas.single_threaded():
             times = alternate(sides, samples=4 if args.quick else 30, rounds=2 if args.quick else 5, warmup=1,
@@ -134,6 +153,8 @@ def main(argv=None):
         layout = f"{'T' if ta else 'N'}{'T' if tb else 'N'}"
         print(f"| {name} | {m} x {n} x {k} | {layout} | {pick} | {cell['generated']} | {cell['openblas']} | "
               f"{cell['torch']} | {ratio:.2f} |")
+    print("\nEach side's product against float64's before timing, ||out - ref|| / ||ref|| (limit 1e-4; outputs "
+          "poisoned with NaN first):\n" + "\n".join(checked))
 
 
 if __name__ == "__main__":
