@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import time
 from pathlib import Path
 
@@ -39,6 +40,23 @@ def blas_name() -> str:
         return f"{b.get('name')} {b.get('version')}"
     except Exception:  # noqa: BLE001 - only a label
         return "unknown"
+
+
+def torch_blas() -> str:
+    """torch's BLAS, from its build configuration (``BLAS_INFO`` in ``torch.__config__.show()``), with
+    whether MKL is available to it."""
+    try:
+        m = re.search(r"\bBLAS_INFO=([^,\s]+)", torch.__config__.show())
+        info = m.group(1) if m else "unknown"
+    except Exception:  # noqa: BLE001 - only a label
+        info = "unknown"
+    return f"{info} (MKL {'available' if torch.backends.mkl.is_available() else 'not available'})"
+
+
+def luminal_threads() -> int:
+    """Threads luminal's cpu backend uses: ``LUMINAL_NUM_THREADS``, else numpy's OpenBLAS count."""
+    from luminal.backends.cpu.parallel import thread_count
+    return thread_count()
 
 
 def blas_threads() -> int:
@@ -81,11 +99,15 @@ def load_avg() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
 
 
-def header(threads: int, what: str) -> str:
-    """One line: the machine, the libraries, the thread count and the load average."""
-    return (f"# {cpu_model()}, {os.cpu_count()} cores; BLAS {blas_name()}; numpy {np.__version__}; "
-            f"torch {torch.__version__}; {threads} thread(s) each (numpy BLAS = torch intra-op = luminal); "
-            f"{what}; load average {load_avg()}")
+def header(threads: int, what: str, luminal: int | None = None) -> str:
+    """One line: the machine, the libraries (numpy's BLAS and torch's), the thread counts and the load
+    average. ``threads``: numpy's BLAS and torch's intra-op threads; ``luminal``: the cpu backend's
+    (default: ``luminal_threads()``, which honours ``LUMINAL_NUM_THREADS``)."""
+    lt = luminal_threads() if luminal is None else luminal
+    counts = (f"{threads} thread(s) each (numpy BLAS = torch intra-op = luminal)" if lt == threads else
+              f"{threads} thread(s) for numpy BLAS and torch intra-op, {lt} for luminal (LUMINAL_NUM_THREADS)")
+    return (f"# {cpu_model()}, {os.cpu_count()} cores; numpy BLAS {blas_name()}; torch BLAS {torch_blas()}; "
+            f"numpy {np.__version__}; torch {torch.__version__}; {counts}; {what}; load average {load_avg()}")
 
 
 def copy_bandwidth(nbytes: int = 256 << 20, repeats: int = 7) -> float:

@@ -124,7 +124,8 @@ def main(argv=None):
     gen, ob = _SGEMM(generated_gemm.gemm(np.float32)), _SGEMM(blas.gemms()[np.dtype(np.float32)])
     gen_v, ob_v = _SGEMV(generated_gemv.gemv(np.float32)), _SGEMV(blas.gemvs()[np.dtype(np.float32)])
     copies = 2 if args.pair else 1
-    print(header(1, f"float32 GEMMs, {'two at once' if args.pair else 'one at a time'}; GFLOP/s per side, all copies"))
+    print(header(1, f"float32 GEMMs, {'two at once' if args.pair else 'one at a time'}; GFLOP/s per side, all copies",
+                 luminal=1))
     print("\n| product | m x n x k | a, b | cost model | generated | OpenBLAS | torch (MKL) | generated / OpenBLAS |")
     print("|---|---|---|---|---|---|---|---|")
     rng = np.random.default_rng(0)

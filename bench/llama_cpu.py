@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT / "examples" / "llama"))
 sys.path.insert(0, str(ROOT / "tests" / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 import llama_reference  # noqa: E402
+from benchlib import header  # noqa: E402
 from cpu_train import blas_threads  # noqa: E402
 from llama_reference import TorchLlama  # noqa: E402
 from model import Llama, LlamaConfig, Session  # noqa: E402
@@ -295,8 +296,7 @@ def main(argv=None):
     threads = blas_threads()
     torch.set_num_threads(threads)
     bw = copy_bandwidth()
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; BLAS: {blas_name()}; torch {torch.__version__} eager; "
-          f"{threads} thread(s) each; copy bandwidth {bw / 1e9:.1f} GB/s (read + write); load average {_load()}")
+    print(header(threads, f"luminal backend=cpu vs torch eager; copy bandwidth {bw / 1e9:.1f} GB/s (read + write)"))
     rows = []
     for shape in args.models.split(","):
         rounds = args.rounds or (5 if shape == "small" else 2)
