@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -70,24 +69,6 @@ PROMPT = 128
 PAUSE_S = 0.2
 GOAL = 1.0
 WARMUP_DECODE = 2  # untimed decode steps per side before timing (luminal's first one generates its code)
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def blas_name() -> str:
-    try:
-        b = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-        return f"{b.get('name')} {b.get('version')}"
-    except Exception:  # noqa: BLE001 - only a label
-        return "unknown"
 
 
 def copy_bandwidth(nbytes: int = 256 << 20, repeats: int = 7) -> float:
