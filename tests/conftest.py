@@ -86,6 +86,19 @@ def one_torch_thread():
     torch.set_num_threads(n)
 
 
+@pytest.fixture(scope="module")
+def cpu_guard():
+    """Every cpu program of the module runs in guard mode (``luminal/backends/cpu/guard.py``): a kernel
+    writing out of bounds (into slack or another buffer, where its results may still be right) fails the
+    program. A module uses it with ``pytestmark = pytest.mark.usefixtures("cpu_guard")``."""
+    from luminal.backends.cpu import guard
+
+    saved = guard.BYTES
+    guard.BYTES = saved or 64
+    yield
+    guard.BYTES = saved
+
+
 FULL_TIER_BACKENDS = ("cuda-emulated",)  # their parity tests run in the full tier (``slow``)
 FULL_TIER_DIRS = ("tests/cuda/",)  # and every test of the GPU lowering: the NVRTC check sees all their kernels
 

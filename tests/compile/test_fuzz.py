@@ -43,9 +43,10 @@ from hypothesis import strategies as st
 
 import luminal as lm
 from luminal import train
-from luminal.backends.cpu import guard
 from luminal.core import dtype as dt
 from luminal.core.symbolic import evaluate, is_static, shape_str
+
+pytestmark = pytest.mark.usefixtures("cpu_guard")  # (conftest: out-of-bounds writes fail)
 
 FLOATS = (lm.float32, lm.float16, lm.bfloat16)
 DTYPES = FLOATS + (lm.int32, lm.bool)
@@ -597,16 +598,6 @@ def _compare(got, want, v: Val, what: str):
         rtol, atol = BASE_TOL[v.dt]
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
                                    atol=max(atol, 2 * v.err), equal_nan=True, err_msg=what)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _cpu_guard():
-    """Every cpu program here runs in guard mode (``luminal/backends/cpu/guard.py``): a kernel writing out
-    of bounds (into slack or another buffer, where its results may still be right) fails the program."""
-    saved = guard.BYTES
-    guard.BYTES = saved or 64
-    yield
-    guard.BYTES = saved
 
 
 def check(p: Program, seed: int, grad: bool):

@@ -53,8 +53,9 @@ from test_fuzz import CODEGEN_BACKENDS, FUZZ, GRAD_TOL, SCALE, U_ACC, UNARY, Val
 
 import luminal as lm
 from luminal import train
-from luminal.backends.cpu import guard
 from luminal.compiler.rolling.detect import MIN_BODY, MIN_SAVED
+
+pytestmark = pytest.mark.usefixtures("cpu_guard")  # (conftest: out-of-bounds writes fail)
 
 U = 2.0**-24  # float32 unit roundoff: the stacks are float32 throughout
 # the steepest slopes of test_fuzz's exp templates, exp(3 tanh x) and 2^(4 tanh x) (its table bounds them
@@ -401,16 +402,6 @@ def check(stack: Stack, log=note):
                 scale = max(1.0, float(np.max(np.abs(w), initial=0.0)))
                 np.testing.assert_allclose(gg, w, rtol=tol, atol=tol * scale,
                                            err_msg=f"{backend}: gradient of {name} under {env}")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _cpu_guard():
-    """Every cpu program here runs in guard mode (``luminal/backends/cpu/guard.py``): a kernel writing out
-    of bounds (into slack or another buffer, where its results may still be right) fails the program."""
-    saved = guard.BYTES
-    guard.BYTES = saved or 64
-    yield
-    guard.BYTES = saved
 
 
 def _run(case: Case, log=note):

@@ -12,20 +12,11 @@ import pytest
 
 import luminal as lm
 from luminal import nn, train
-from luminal.backends.cpu import guard
 from luminal.nn import functional as F
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("cpu_guard")]
 
 R = np.random.default_rng(0)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _cpu_guard():
-    saved = guard.BYTES
-    guard.BYTES = saved or 64
-    yield
-    guard.BYTES = saved
 
 
 def _same(outs, **feeds):
