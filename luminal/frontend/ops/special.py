@@ -160,10 +160,15 @@ def _power(v, n: int):
     return out
 
 
-def _shifted(z):
-    """``(z', small)``: ``z + 10`` where ``z < 10`` (``small``), else ``z``."""
+def _shifted(z, term, combine):
+    """``(z', small, steps)``: ``z + 10`` where ``z < 10`` (``small``), else ``z``; and the recurrence's
+    ten steps ``term(z + k)``, k = 0..9, folded by ``combine`` (``mul`` for lgamma's product, ``add``
+    for digamma's and trigamma's sums)."""
     small = lt(z, float(_SHIFT))
-    return where(small, add(z, float(_SHIFT)), z), small
+    steps = term(z)
+    for k in range(1, _SHIFT):
+        steps = combine(steps, term(add(z, float(k))))
+    return where(small, add(z, float(_SHIFT)), z), small, steps
 
 
 def _reflected(w):
@@ -180,11 +185,7 @@ def _pole(w):
 
 def _lgamma64(w):
     z, refl, r = _reflected(w)
-    zs, small = _shifted(z)
-    prod = None
-    for k in range(_SHIFT):
-        term = add(z, float(k))
-        prod = term if prod is None else mul(prod, term)
+    zs, small, prod = _shifted(z, lambda v: v, mul)
     inv = div(1.0, zs)
     big = add(sub(mul(sub(zs, 0.5), log(zs)), zs), 0.5 * math.log(2 * math.pi))
     at_z = sub(add(big, _odd_series(_STIRLING, inv, 1)), where(small, log(where(small, prod, 1.0)), 0.0))
@@ -196,11 +197,7 @@ def _lgamma64(w):
 
 def _digamma64(w):
     z, refl, r = _reflected(w)
-    zs, small = _shifted(z)
-    recip = None
-    for k in range(_SHIFT):
-        term = div(1.0, add(z, float(k)))
-        recip = term if recip is None else add(recip, term)
+    zs, small, recip = _shifted(z, lambda v: div(1.0, v), add)
     inv = div(1.0, zs)
     at_z = sub(sub(sub(log(zs), mul(inv, 0.5)), _odd_series(_DIGAMMA, inv, 2)), where(small, recip, 0.0))
     cot = div(math.pi, tan(mul(where(eq(r, 0.0), 0.5, r), math.pi)))
@@ -215,11 +212,7 @@ def _digamma64(w):
 
 def _trigamma64(w):
     z, refl, r = _reflected(w)
-    zs, small = _shifted(z)
-    sq = None
-    for k in range(_SHIFT):
-        t = div(1.0, add(z, float(k)))
-        sq = mul(t, t) if sq is None else add(sq, mul(t, t))
+    zs, small, sq = _shifted(z, lambda v: div(1.0, mul(v, v)), add)
     inv = div(1.0, zs)
     at_z = add(add(add(inv, mul(mul(inv, inv), 0.5)), _odd_series(_TRIGAMMA, inv, 3)), where(small, sq, 0.0))
     s = sin(mul(r, math.pi))
