@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from luminal.train.schedulers import _Nested, _rates, _real
+from luminal.train.schedulers import _Nested, _no_epoch, _rates, _real
 
 
 class ChainedScheduler(_Nested):
@@ -35,8 +35,13 @@ class ChainedScheduler(_Nested):
         self.optimizer = optimizer
         self._last_lr = self._lrs()
 
-    def step(self) -> None:
-        """Step every scheduler, in order; the rates they leave are the step's."""
+    def step(self, epoch=None) -> None:
+        """Step every scheduler, in order; the rates they leave are the step's.
+
+        Args:
+            epoch: refused (a TypeError), as torch's ChainedScheduler.step refuses it.
+        """
+        _no_epoch(self, epoch)
         for sch in self._schedulers:
             sch.step()
         self._last_lr = self._lrs()

@@ -5,7 +5,12 @@ never recompiles.
 
 As in torch, the constructor performs the initial step (``last_epoch`` becomes 0 and the groups hold
 the epoch-0 rates); call ``step()`` after each optimizer step (ReduceLROnPlateau: ``step(metric)``
-after each evaluation; its constructor changes no rate). ``state_dict()`` is a plain JSON-able
+after each evaluation; its constructor changes no rate). torch's deprecated ``step(epoch)`` (and
+ReduceLROnPlateau's ``step(metrics, epoch)``) works as torch's: it sets ``last_epoch`` to ``epoch``
+and computes the rates by the closed form where the scheduler has one (else by ``get_lr``, from the
+current rates), with torch's deprecation UserWarning; CosineAnnealingWarmRestarts takes a
+fractional epoch without a warning, and SequentialLR and ChainedScheduler take no epoch, as torch's.
+``state_dict()`` is a plain JSON-able
 dict; restore the optimizer's state (its groups hold the current ``lr``) and then the scheduler's.
 A state is data: ``load_state_dict`` takes only the scheduler's own keys, each checked as the
 constructor checks that argument, and applies all of them or none.
@@ -20,6 +25,7 @@ import math
 import numbers
 import sys
 import types
+import warnings
 
 import numpy as np
 
@@ -40,6 +46,16 @@ def _positive_int(owner: str, name: str, v, minimum: int = 1) -> int:
 
 
 _epoch = functools.partial(_positive_int, minimum=-1)
+
+
+def _step_epoch(owner: str, epoch) -> int:
+    """The ``epoch`` of a deprecated ``step(epoch)``, checked (an integer >= 0: ``last_epoch`` must stay
+    one a state can hold), after torch's deprecation warning, which old scripts expect to see."""
+    epoch = _positive_int(owner, "epoch", epoch, minimum=0)
+    warnings.warn(f"{owner}: the epoch argument is deprecated, as in torch: step(epoch) sets last_epoch to "
+                  f"{epoch} and uses the closed form where the scheduler has one; call step() instead",
+                  UserWarning, stacklevel=3)
+    return epoch
 
 
 def _number(owner: str, name: str, v, what: str = "a number >= 0", ok=lambda x: x >= 0):
@@ -123,13 +139,22 @@ class LRScheduler:
         """
         raise NotImplementedError
 
-    def step(self) -> None:
-        """Advance one epoch (or iteration) and write the new rates into the optimizer's groups."""
-        self._update_lr()
+    def step(self, epoch: int | None = None) -> None:
+        """Advance one epoch (or iteration) and write the new rates into the optimizer's groups.
+
+        Args:
+            epoch: deprecated, as in torch (it warns): go to this epoch (an integer >= 0, any order:
+                skipping or going back) instead, by the closed form where the scheduler has one,
+                else by ``get_lr`` from the current rates, as torch's ``step(epoch)``.
+        """
+        if epoch is not None:
+            epoch = _step_epoch(f"{type(self).__name__}.step", epoch)
+        self._update_lr(epoch)
 
     def _update_lr(self, epoch: int | None = None) -> None:
-        """Advance one epoch, or (``epoch`` given: SequentialLR restarting this scheduler at a milestone)
-        jump to ``epoch``, by the closed form where the scheduler has one, as torch's ``_update_lr``.
+        """Advance one epoch, or (``epoch`` given: ``step(epoch)``, or SequentialLR restarting this scheduler
+        at a milestone) jump to ``epoch``, by the closed form where the scheduler has one, as torch's
+        ``_update_lr``.
         A step that fails (a LambdaLR's function returning a str) leaves the epoch as it was."""
         previous = self.last_epoch
         try:
@@ -652,6 +677,15 @@ def _milestones_for(owner: str, name: str, v, n: int) -> list[int]:
     return [_positive_int(owner, f"{name}[{i}]", m, minimum=0) for i, m in enumerate(v)]
 
 
+def _no_epoch(scheduler, epoch) -> None:
+    """A scheduler of schedulers has no ``step(epoch)`` (torch's SequentialLR and ChainedScheduler take
+    none: which of its schedulers would go to that epoch, and from where?)."""
+    if epoch is not None:
+        name = type(scheduler).__name__
+        raise TypeError(f"{name}.step: takes no epoch (got {epoch!r}), as torch's {name}.step; call step() once "
+                        f"per epoch")
+
+
 class _Nested(LRScheduler):
     """A scheduler of schedulers (SequentialLR, ChainedScheduler): the checks of the list it is given,
     and each scheduler's state kept, checked and restored in its place."""
@@ -723,8 +757,13 @@ class SequentialLR(_Nested):
         for sch in self._schedulers:
             sch._undo_initial_step()
 
-    def step(self) -> None:
-        """Advance one epoch: the scheduler of this epoch's stretch steps, or restarts at its milestone."""
+    def step(self, epoch=None) -> None:
+        """Advance one epoch: the scheduler of this epoch's stretch steps, or restarts at its milestone.
+
+        Args:
+            epoch: refused (a TypeError), as torch's SequentialLR.step refuses it.
+        """
+        _no_epoch(self, epoch)
         self.last_epoch += 1
         i = bisect.bisect_right(self._milestones, self.last_epoch)
         sch = self._schedulers[i]
@@ -778,9 +817,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             self.T_cur += 1
             if self.T_cur >= self.T_i:
                 self.T_cur, self.T_i = self.T_cur % self.T_i, self.T_i * self.T_mult
-        else:
-            if isinstance(epoch, bool) or not isinstance(epoch, numbers.Real) or epoch < 0:
-                raise ValueError(f"CosineAnnealingWarmRestarts: epoch must be a number >= 0, got {epoch!r}")
+        else:  # (no deprecation warning: a fractional epoch is this scheduler's own API, as in torch)
+            epoch = _number("CosineAnnealingWarmRestarts.step", "epoch", epoch)
             if epoch < self.T_0:
                 self.T_i, self.T_cur = self.T_0, epoch
             elif self.T_mult == 1:
@@ -889,20 +927,24 @@ class ReduceLROnPlateau(LRScheduler):
             return a > best * (self.threshold + 1.0)
         return a > best + self.threshold
 
-    def step(self, metrics) -> None:
+    def step(self, metrics, epoch: int | None = None) -> None:
         """Count one epoch with the monitored value ``metrics``, and reduce the rates if it has not
         improved for more than ``patience`` epochs (outside a cooldown).
 
         Args:
             metrics: the monitored value: a float, a numpy scalar or a 0-d array (NaN counts as no
                 improvement, as in torch).
+            epoch: deprecated, as in torch (it warns): the epoch number to record as ``last_epoch``
+                (an integer >= 0) instead of the next one; the plateau logic is the same.
         """
         current = _metric(metrics)
+        if epoch is not None:
+            epoch = _step_epoch("ReduceLROnPlateau.step", epoch)
         n = len(self.optimizer.param_groups)
         if n != len(self.min_lrs) and self.default_min_lr is None:
             raise ValueError(f"ReduceLROnPlateau.step: the optimizer has {n} param groups and min_lr has "
                              f"{len(self.min_lrs)} values (a param group was added); set min_lrs to one per group")
-        self.last_epoch += 1
+        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
         if self._is_better(current, self.best):
             self.best, self.num_bad_epochs = current, 0
         else:
