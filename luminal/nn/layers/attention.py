@@ -9,7 +9,7 @@ from luminal.core import dtype as dt
 from luminal.core.errors import check_int, op_error, renamed
 from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend.checks import check_tensors
-from luminal.frontend.ops import where
+from luminal.frontend.ops import broadcast_shapes, cast, where
 from luminal.nn import init
 from luminal.nn.layers._util import bad_input, layer_forward, layer_name, param
 from luminal.nn.layers.dropout import dropout
@@ -30,8 +30,16 @@ def _repeat_heads(t, r: int):
     return t.unsqueeze(-3).expand(*lead, h, r, s, e).reshape(*lead, h * r, s, e)
 
 
-def _attention_scores(query, key, attn_mask, is_causal, scale, enable_gqa, name):
-    """``q @ k^T * scale`` with the mask applied (masked out: -inf), before the softmax."""
+def _wide(t):
+    """A float16/bfloat16 tensor in float32, others as they are: torch's sdpa computes 16-bit attention in
+    float32 and rounds only its output (a score ``q.k * scale`` beyond 65504 is inf in float16 storage, and
+    a row holding one turned into NaN through the softmax)."""
+    return cast(t, dt.float32) if t.dtype in (dt.float16, dt.bfloat16) else t
+
+
+def _attention_scores(query, key, attn_mask, is_causal, scale, enable_gqa, name, wide=False):
+    """``q @ k^T * scale`` with the mask applied (masked out: -inf), before the softmax; with ``wide``,
+    16-bit query and key are multiplied in float32 (``_wide``)."""
     if query.ndim < 2 or key.ndim < 2 or query.shape[-1] != key.shape[-1]:
         raise op_error(ValueError, name, f"query (..., L, E) and key (..., S, E) must share E, got "
                        f"{shape_str(query.shape)} and {shape_str(key.shape)}", query, key)
@@ -40,7 +48,10 @@ def _attention_scores(query, key, attn_mask, is_causal, scale, enable_gqa, name)
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         key = _repeat_heads(key, query.shape[-3] // key.shape[-3])
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = (query * scale) @ key.transpose(-2, -1)
+    # (the batch dims checked here, so that the error names the inputs as given, not their float32 copies)
+    broadcast_shapes(name, query, key, shapes=[query.shape[:-2], key.shape[:-2]])
+    q, k = (_wide(query), _wide(key)) if wide else (query, key)
+    scores = (q * scale) @ k.transpose(-2, -1)
     if is_causal:
         attn_mask = _causal(query.graph, query.shape[-2], key.shape[-2])
     if attn_mask is not None:
@@ -83,10 +94,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
                                  scale: float | None = None, enable_gqa: bool = False):
     """torch's ``F.scaled_dot_product_attention``: ``softmax(q @ k^T * scale + mask) @ v``. A bool mask
     marks the positions that take part; a float mask is added to the scores. Rows with every key masked
-    out give 0, as torch's."""
+    out give 0, as torch's. float16/bfloat16 inputs are computed in float32 and the output rounded once,
+    as torch's CPU kernels (math and flash) do: the scores may exceed the 16-bit range."""
     name = "scaled_dot_product_attention"
     check_tensors(name, optional=("attn_mask",), query=query, key=key, value=value, attn_mask=attn_mask)
-    scores = _attention_scores(query, key, attn_mask, is_causal, scale, enable_gqa, name)
+    scores = _attention_scores(query, key, attn_mask, is_causal, scale, enable_gqa, name, wide=True)
     if value.ndim < 2 or value.shape[-2] != key.shape[-2]:
         raise op_error(ValueError, name, f"key (..., S, E) and value (..., S, Ev) must share S, got "
                        f"{shape_str(key.shape)} and {shape_str(value.shape)}", key, value)
@@ -96,7 +108,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
         w = dropout(w, dropout_p)
     if enable_gqa and query.ndim >= 3 and value.shape[-3] != query.shape[-3]:
         value = _repeat_heads(value, query.shape[-3] // value.shape[-3])
-    return w @ value
+    broadcast_shapes(name, w, value, shapes=[w.shape[:-2], value.shape[:-2]])
+    return _narrow(w @ _wide(value), query, key, value, attn_mask)
+
+
+def _narrow(out, *operands):
+    """``out``, computed in float32 for 16-bit ``operands`` (``_wide``), in the dtype those operands give
+    without widening (float masks included; a bool mask selects and does not promote)."""
+    want = None
+    for t in operands:
+        if t is not None and t.dtype.is_float:
+            want = t.dtype if want is None else dt.promote(want, t.dtype)
+    return out if out.dtype is want else cast(out, want)
 
 
 def _float_mask(mask, like, name: str, what: str):
@@ -232,15 +255,18 @@ class MultiheadAttention(Module):
         if key_padding_mask is not None:
             kpm = _float_mask(key_padding_mask, q, name, "key_padding_mask").reshape(n, 1, 1, n_k)
             mask = kpm if mask is None else mask + kpm
-        scores = _attention_scores(q, k, mask, False, None, False, name)
         # torch computes need_weights=False through sdpa, whose rows with every key masked out (a sequence
-        # all padding, a left-padded causal row) give 0 and no gradient; with the weights asked for, a plain
-        # softmax (NaN there, as torch's). A causal mask alone always keeps key 0.
+        # all padding, a left-padded causal row) give 0 and no gradient, and whose 16-bit attention is
+        # computed in float32 (``_wide``); with the weights asked for, a plain softmax in the inputs' dtype
+        # (NaN in those rows, and from scores beyond the float16 range, as torch's). A causal mask alone
+        # always keeps key 0.
+        scores = _attention_scores(q, k, mask, False, None, False, name, wide=not need_weights)
         given = attn_mask is not None or key_padding_mask is not None
         w = _safe_softmax(scores) if given and not need_weights else scores.softmax(-1)
         if self.dropout > 0.0 and self.training:  # (reads the mode only where it matters)
             w = dropout(w, self.dropout)
-        out = (w @ v).permute(2, 0, 1, 3).reshape(n_q, n, self.embed_dim)  # (L, N, E)
+        att = w @ v if need_weights else _narrow(w @ _wide(v), q, k, v, mask)
+        out = att.permute(2, 0, 1, 3).reshape(n_q, n, self.embed_dim)  # (L, N, E)
         out = self.out_proj(out)
         if unbatched:
             out = out.squeeze(1)
