@@ -657,6 +657,7 @@ class GraphTensor:
         det: Callable[..., GraphTensor]; slogdet: Callable[..., tuple[GraphTensor, GraphTensor]]
         inverse: Callable[..., GraphTensor]; cholesky: Callable[..., GraphTensor]
         logit: Callable[..., GraphTensor]; xlogy: Callable[..., GraphTensor]; erfc: Callable[..., GraphTensor]
+        erfinv: Callable[..., GraphTensor]
         clamp_min: Callable[..., GraphTensor]; clamp_max: Callable[..., GraphTensor]
         aminmax: Callable[..., MinMax]; tensor_split: Callable[..., tuple[GraphTensor, ...]]
         diag_embed: Callable[..., GraphTensor]; true_divide: Callable[..., GraphTensor]

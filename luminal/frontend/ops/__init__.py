@@ -220,7 +220,7 @@ from luminal.frontend.ops.reduce import (
 )
 from luminal.frontend.ops.reduce_extra import aminmax, count_nonzero, nanmean, nansum
 from luminal.frontend.ops.search import bucketize, histc, isin, searchsorted
-from luminal.frontend.ops.special import digamma, erfc, lgamma, logit, polygamma, xlogy
+from luminal.frontend.ops.special import digamma, erfc, erfinv, lgamma, logit, polygamma, xlogy
 from luminal.frontend.ops.special import polygamma_method as _polygamma_method
 from luminal.frontend.ops.torch_more import (
     block_diag,
@@ -399,7 +399,7 @@ def _install():
         "det": det, "slogdet": slogdet, "inverse": inverse, "cholesky": cholesky,
         # special functions, bounds, min-max, splits and diagonals (special.py, pointwise.py, reduce_extra.py,
         # combine.py, movement.py)
-        "logit": logit, "xlogy": xlogy, "erfc": erfc, "lgamma": lgamma, "digamma": digamma,
+        "logit": logit, "xlogy": xlogy, "erfc": erfc, "erfinv": erfinv, "lgamma": lgamma, "digamma": digamma,
         "polygamma": _polygamma_method, "clamp_min": clamp_min, "clamp_max": clamp_max,
         "aminmax": aminmax, "tensor_split": tensor_split, "diag_embed": diag_embed,
         # torch's other names (x.true_divide(y); the in-place forms are inplace.py's)
@@ -439,7 +439,8 @@ __all__ = [
     "block_diag", "bmm", "broadcast_shapes", "bucketize", "cartesian_prod", "cast", "cat", "cdist", "ceil", "cholesky",
     "chunk", "clamp", "clamp_max", "clamp_min", "clone", "copysign", "corrcoef", "cos", "cosh", "count_nonzero", "cov",
     "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "det", "diag", "diag_embed", "diagonal", "diff",
-    "digamma", "dist", "div", "divide", "dot", "dsplit", "einsum", "elu", "eq", "erf", "erfc", "exp", "exp2", "expm1",
+    "digamma", "dist", "div", "divide", "dot", "dsplit", "einsum", "elu", "eq", "erf", "erfc", "erfinv", "exp",
+    "exp2", "expm1",
     "eye", "fix", "flatten", "flip", "fliplr", "flipud", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod",
     "frac", "full", "full_like", "gather", "gcd", "ge", "gelu", "gt", "hardshrink", "heaviside", "histc", "hsplit",
     "hstack", "hypot", "index_add", "index_copy", "index_put", "index_select", "inverse", "isclose", "isfinite", "isin",

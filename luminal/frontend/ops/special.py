@@ -8,7 +8,9 @@ including where the formula as written would differentiate to something else: ``
 
 from __future__ import annotations
 
+import functools
 import math
+from fractions import Fraction
 
 from luminal.core import dtype as dt
 from luminal.core.errors import check_number, op_error, renamed
@@ -16,9 +18,12 @@ from luminal.frontend.checks import tensor_op
 from luminal.frontend.ops.core import cast, coerce
 from luminal.frontend.ops.elementwise import (
     _derivative,
+    _erf64,
     _erfcx64,
     _float,
+    _neg_side,
     _opmath,
+    _poly,
     abs_,
     add,
     div,
@@ -26,11 +31,13 @@ from luminal.frontend.ops.elementwise import (
     erf,
     exp,
     floor,
+    ge,
     gt,
     isinf,
     isnan,
     le,
     log,
+    log1p,
     logical_and,
     logical_not,
     logical_or,
@@ -41,6 +48,7 @@ from luminal.frontend.ops.elementwise import (
     neg,
     round_,
     sin,
+    sqrt,
     sub,
     tan,
     where,
@@ -123,15 +131,90 @@ def erfc(input) -> GraphTensor:  # noqa: A002 - torch's names
     w = cast(x, dt.float64)
     neg_side = lt(w, 0.0)
     a = where(neg_side, neg(w), w)
-    gauss = exp(neg(mul(a, a)))
-    mid = mul(_erfcx64(minimum(maximum(a, 0.5), 6.0)), gauss)
+    tail = mul(_erfcx_big(a), exp(neg(mul(a, a))))
+    out = where(lt(a, 0.5), sub(1.0, erf(w)), where(neg_side, sub(2.0, tail), tail))
+    out = _derivative(out, w, lambda w, y: mul(exp(neg(mul(w, w))), -2 / math.sqrt(math.pi)))
+    return cast(out, x.dtype)
+
+
+def _erfcx_big(a):
+    """``erfc(a) exp(a**2)`` for float64 ``a >= 0.5``: ``_erfcx64``'s Chebyshev expansion up to 6,
+    Laplace's continued fraction past it (0 at +inf)."""
     far = maximum(a, 6.0)
     f = far
     for k in range(_CF_TERMS, 0, -1):
         f = add(far, div(k / 2, f))
-    tail = where(le(a, 6.0), mid, div(gauss, mul(f, math.sqrt(math.pi))))
-    out = where(lt(a, 0.5), sub(1.0, erf(w)), where(neg_side, sub(2.0, tail), tail))
-    out = _derivative(out, w, lambda w, y: mul(exp(neg(mul(w, w))), -2 / math.sqrt(math.pi)))
+    return where(le(a, 6.0), _erfcx64(minimum(maximum(a, 0.5), 6.0)), div(1.0 / math.sqrt(math.pi), f))
+
+
+def _erfcx_nonneg(a):
+    """``erfc(a) exp(a**2)`` for float64 ``a >= 0``: ``(1 - erf(a)) exp(a**2)`` below 0.5."""
+    small = lt(a, 0.5)
+    near = where(small, a, 0.0)
+    return where(small, mul(sub(1.0, _erf64(near)), exp(mul(near, near))), _erfcx_big(a))
+
+
+# erf's inverse: Giles' single-precision approximation as the first guess ("Approximating the erfinv
+# function", GPU Computing Gems, 2011: relative error below 1e-7 to 1 - |x| = 1e-7), the asymptotic
+# tail beyond it, then two of Halley's steps in float64 (cubic: 1e-7 becomes 1e-21) ------------------
+_GILES_CENTRAL = (1.50140941, 0.246640727, -0.00417768164, -0.00125372503, 0.00021858087, -4.39150654e-06,
+                  -3.5233877e-06, 3.43273939e-07, 2.81022636e-08)  # w - 2.5, w < 5
+_GILES_TAIL = (2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.00573950773, -0.00367342844,
+               0.00134934322, 0.000100950558, -0.000200214257)  # sqrt(w) - 3, w >= 5
+_GILES_END = 16.0  # w past which the asymptotic guess is the better one (1 - |x| below 6e-8)
+
+
+def _erfinv_nonneg(a, q):
+    """``y >= 0`` with ``erf(y) = a`` and ``erfc(y) = q`` (float64, ``0 <= a < 1``, ``q = 1 - a``): ``a``
+    must be exact where ``a < 0.5`` and ``q`` where ``a >= 0.5`` (``1 - a`` is, there), so that
+    ``erfinv`` and ``ndtri`` (which knows ``q`` exactly in the tail) share it. The residual of each step
+    is ``erf(y) - a`` in the centre and ``q - erfc(y)`` in the tail, written ``(q exp(y**2) - erfcx(y))
+    exp(-y**2)`` with ``q exp(y**2) = exp(log q + y**2)``: relative to ``q`` down to the smallest
+    subnormal, where ``erfc`` and ``exp(-y**2)`` would underflow. Accurate to a few float64 ulps."""
+    w = neg(log(mul(q, sub(2.0, q))))  # -log(1 - a**2)
+    giles = mul(where(lt(w, 5.0), _poly(sub(w, 2.5), _GILES_CENTRAL),
+                      _poly(sub(sqrt(maximum(w, 5.0)), 3.0), _GILES_TAIL)), a)
+    # erfc(y) ~ exp(-y**2) / (y sqrt(pi)) (1 - 1/(2 y**2)): y**2 = L - log(y sqrt(pi)) + log(1 - 1/(2 y**2))
+    big = ge(w, _GILES_END)
+    L = where(big, neg(log(q)), _GILES_END)
+    y = sqrt(L)
+    for _ in range(3):
+        y = sqrt(add(sub(L, log(mul(y, math.sqrt(math.pi)))), log1p(div(-0.5, mul(y, y)))))
+    y = where(big, y, giles)
+    centre, log_q = lt(a, 0.5), log(q)
+    for _ in range(2):
+        y2 = mul(y, y)
+        near = sub(_erf64(where(centre, y, 0.0)), a)  # (erf(y) - a) exp(y**2), centre ...
+        far = sub(exp(add(log_q, y2)), _erfcx_nonneg(y))  # ... and tail
+        u = mul(where(centre, mul(near, exp(where(centre, y2, 0.0))), far), math.sqrt(math.pi) / 2)
+        y = sub(y, div(u, add(1.0, mul(y, u))))  # Halley's step (erf'' = -2 y erf')
+    return y
+
+
+def _erfinv_slope(w, y):
+    """``d/dx erfinv(x) = sqrt(pi)/2 exp(erfinv(x)**2)`` (+inf at +-1, NaN outside [-1, 1])."""
+    return mul(exp(mul(y, y)), math.sqrt(math.pi) / 2)
+
+
+@tensor_op("erfinv")
+def erfinv(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.erfinv (``torch.special.erfinv``): ``y`` with ``erf(y) = x`` for ``x`` in [-1, 1]; -inf at
+    -1, +inf at 1, NaN outside [-1, 1] and at NaN; odd, so ``erfinv(-0.0)`` is -0.0. Computed in float64
+    and rounded once (``_erfinv_nonneg``: a few float64 ulps; torch's float64 erfinv loses digits as
+    ``|x|`` nears 1, where it corrects with ``erf``). The gradient is ``sqrt(pi)/2 exp(erfinv(x)**2)``.
+    Int and bool inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    x = _float(input, "erfinv")
+    w = cast(x, dt.float64)
+    a = abs_(w)
+    inside = lt(a, 1.0)
+    a_in = where(inside, a, 0.5)
+    y = _erfinv_nonneg(a_in, sub(1.0, a_in))
+    y = where(inside, y, where(eq(a, 1.0), math.inf, math.nan))
+    out = _derivative(where(_neg_side(w), neg(y), y), w, _erfinv_slope)
     return cast(out, x.dtype)
 
 
@@ -142,7 +225,6 @@ def erfc(input) -> GraphTensor:  # noqa: A002 - torch's names
 _SHIFT = 10
 _STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156)  # z**-1, z**-3, ...
 _DIGAMMA = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)  # B2k / 2k: z**-2, z**-4, ...
-_TRIGAMMA = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6)  # B2k: z**-3, z**-5, ...
 
 
 def _odd_series(coefs, inv, first):
@@ -154,21 +236,26 @@ def _odd_series(coefs, inv, first):
 
 
 def _power(v, n: int):
-    out = v
-    for _ in range(n - 1):
-        out = mul(out, v)
-    return out
+    """``v**n`` for an int ``n >= 1``, by squaring (about ``2 log2(n)`` products)."""
+    out, sq = None, v
+    while True:
+        if n & 1:
+            out = sq if out is None else mul(out, sq)
+        n >>= 1
+        if not n:
+            return out
+        sq = mul(sq, sq)
 
 
-def _shifted(z, term, combine):
-    """``(z', small, steps)``: ``z + 10`` where ``z < 10`` (``small``), else ``z``; and the recurrence's
-    ten steps ``term(z + k)``, k = 0..9, folded by ``combine`` (``mul`` for lgamma's product, ``add``
-    for digamma's and trigamma's sums)."""
-    small = lt(z, float(_SHIFT))
+def _shifted(z, term, combine, shift: int = _SHIFT):
+    """``(z', small, steps)``: ``z + shift`` where ``z < shift`` (``small``), else ``z``; and the
+    recurrence's steps ``term(z + k)``, k = 0..shift-1, folded by ``combine`` (``mul`` for lgamma's
+    product, ``add`` for digamma's and polygamma's sums)."""
+    small = lt(z, float(shift))
     steps = term(z)
-    for k in range(1, _SHIFT):
+    for k in range(1, shift):
         steps = combine(steps, term(add(z, float(k))))
-    return where(small, add(z, float(_SHIFT)), z), small, steps
+    return where(small, add(z, float(shift)), z), small, steps
 
 
 def _reflected(w):
@@ -210,14 +297,99 @@ def _digamma64(w):
     return where(zero, signed, out)
 
 
-def _trigamma64(w):
-    z, refl, r = _reflected(w)
-    zs, small, sq = _shifted(z, lambda v: div(1.0, mul(v, v)), add)
+def _bernoulli_even(count: int) -> list[Fraction]:
+    """B_2, B_4, ..., B_(2 count), exact (the Akiyama-Tanigawa algorithm)."""
+    a, out = [], []
+    for m in range(2 * count + 1):
+        a.append(Fraction(1, m + 1))
+        for j in range(m, 0, -1):
+            a[j - 1] = j * (a[j - 1] - a[j])
+        if m >= 2 and m % 2 == 0:
+            out.append(a[0])
+    return out
+
+
+_MAX_ORDER = 150  # polygamma's n: the reflection's coefficients (n! and more) overflow float64 past ~160
+
+
+@functools.cache
+def _polygamma_plan(n: int) -> tuple[int, tuple[float, ...]]:
+    """``(shift, coefs)`` for ``polygamma(n, .)``, n >= 1: the recurrence's number of steps and the
+    asymptotic series' coefficients ``B_2k (2k + n - 1)! / ((2k)! (n - 1)!)`` of ``z**-(n + 2k)``
+    (relative to the leading term ``z**-n``), k = 1, 2, ..., enough that the first left out is below
+    1e-17 of the leading term at ``z = shift`` (10 for small n; larger orders need a larger z for the
+    series to converge as fast)."""
+    bern = _bernoulli_even(24)
+    for shift in range(_SHIFT, 20 * _SHIFT):
+        coefs = []
+        for k, b in enumerate(bern, 1):
+            c = b * Fraction(math.factorial(2 * k + n - 1), math.factorial(2 * k) * math.factorial(n - 1))
+            if abs(c) < Fraction(shift ** (2 * k), 10**17):
+                return shift, tuple(float(c) for c in coefs)
+            coefs.append(c)
+    raise AssertionError(f"no polygamma plan for n = {n}")  # (n <= _MAX_ORDER all have one)
+
+
+@functools.cache
+def _cot_derivative(n: int) -> tuple[int, ...]:
+    """The coefficients (constant first) of ``P_n`` with ``d^n/dx^n cot(x) = P_n(cot(x))``:
+    ``P_0(c) = c``, ``P_(k+1)(c) = -(1 + c**2) P_k'(c)``."""
+    p = [0, 1]
+    for _ in range(n):
+        d = [k * p[k] for k in range(1, len(p))] + [0, 0]
+        p = [-(d[k] + (d[k - 2] if k >= 2 else 0)) for k in range(len(d))]
+    while len(p) > 1 and p[-1] == 0:
+        p.pop()
+    return tuple(p)
+
+
+def _polygamma64(n: int, w):
+    """``polygamma(n, w)``, n >= 1, in float64: for ``z >= 0`` the recurrence
+    ``psi_n(z) = psi_n(z + s) + (-1)**(n+1) n! sum_k (z + k)**-(n+1)`` up to ``z + s >= s``
+    (``_polygamma_plan``) and there the asymptotic series ``(-1)**(n+1) ((n-1)!/z**n + n!/(2 z**(n+1))
+    + sum_k B_2k (2k+n-1)!/(2k)! z**-(2k+n))``; below 0 the reflection formula
+    ``psi_n(w) = (-1)**n psi_n(1 - w) - pi d^n/dw^n cot(pi w)`` (``_cot_derivative``), with
+    ``cot(pi w)`` of the exactly reduced ``w - round(w)``. At the poles (0, -1, -2, ...), where
+    ``psi_n(w) ~ (-1)**(n+1) n! / (w - pole)**(n+1)``: +inf for odd ``n``; for even ``n`` the limit from
+    each side has the other sign, so NaN, except at +0 (-inf) and -0 (+inf), the one-sided limits (as
+    digamma's). At +inf 0 (signed as the limit), at -inf NaN."""
+    shift, coefs = _polygamma_plan(n)
+    sign = (-1) ** (n + 1)
+    refl = lt(w, 0.0)
+    z = where(refl, sub(1.0, w), w)
+    zs, small, steps = _shifted(z, lambda v: _power(div(1.0, v), n + 1), add, shift)
     inv = div(1.0, zs)
-    at_z = add(add(add(inv, mul(mul(inv, inv), 0.5)), _odd_series(_TRIGAMMA, inv, 3)), where(small, sq, 0.0))
-    s = sin(mul(r, math.pi))
-    out = where(refl, sub(div(math.pi**2, mul(s, s)), at_z), at_z)  # (a pole: pi**2 / 0 = inf)
-    return where(isinf(w), where(gt(w, 0.0), 0.0, math.nan), out)
+    lead = add(_power(inv, n), mul(_power(inv, n + 1), n / 2))  # (all over (n - 1)!)
+    series = add(lead, _odd_series(coefs, inv, n + 2)) if coefs else lead
+    at_z = mul(add(series, mul(where(small, steps, 0.0), float(n))), sign * float(math.factorial(n - 1)))
+    cot_part = mul(_poly(_cot_pi(w), _cot_derivative(n)), math.pi ** (n + 1))
+    out = where(refl, sub(mul(at_z, float((-1) ** n)), cot_part), at_z)
+    if n % 2:
+        at_pole = math.inf
+    else:
+        zero = eq(w, 0.0)
+        at_pole = where(zero, where(lt(div(1.0, where(zero, w, 1.0)), 0.0), math.inf, -math.inf), math.nan)
+    out = where(_pole(w), at_pole, out)
+    return where(isinf(w), where(gt(w, 0.0), sign * 0.0, math.nan), out)
+
+
+def _cot_pi(w):
+    """``cot(pi w)`` in float64 to its relative precision also near its zeros (``w`` near a half
+    integer, where ``1 / tan`` of the rounded ``pi w`` leaves 6e-17 at -100.5): from ``r = w - round(w)``
+    (exact, in [-1/2, 1/2]), ``1 / tan(pi r)`` for ``|r| < 1/4`` and ``tan(pi (1/2 - |r|))`` with r's
+    sign (``1/2 - |r|`` exact) beyond; +-inf at the integers."""
+    r = sub(w, round_(w))
+    a = abs_(r)
+    near = div(1.0, tan(mul(where(eq(r, 0.0), 0.5, r), math.pi)))
+    far = tan(mul(sub(0.5, a), math.pi))
+    return where(lt(a, 0.25), where(eq(r, 0.0), math.inf, near), where(lt(r, 0.0), neg(far), far))
+
+
+def _polygamma_diff(n: int, w):
+    """``polygamma(n, w)`` in float64 whose gradient is ``polygamma(n + 1, w)`` (built when asked for),
+    so lgamma, digamma and polygamma differentiate any number of times."""
+    value = _digamma64(w) if n == 0 else _polygamma64(n, w)
+    return _derivative(value, w, lambda w, y: _polygamma_diff(n + 1, w))
 
 
 def _gamma_family(op: str, x, f64, slope):
@@ -237,12 +409,7 @@ def lgamma(input) -> GraphTensor:  # noqa: A002 - torch's names
     Args:
         input: a tensor.
     """
-    return _gamma_family("lgamma", input, _lgamma64, _digamma_vjp)
-
-
-def _digamma_vjp(w):
-    """digamma in float64 with trigamma as its own gradient (so ``lgamma`` differentiates twice)."""
-    return _derivative(_digamma64(w), w, lambda w, y: _trigamma64(w))
+    return _gamma_family("lgamma", input, _lgamma64, functools.partial(_polygamma_diff, 0))
 
 
 @tensor_op("digamma")
@@ -254,28 +421,35 @@ def digamma(input) -> GraphTensor:  # noqa: A002 - torch's names
     Args:
         input: a tensor.
     """
-    return _gamma_family("digamma", input, _digamma64, _trigamma64)
+    return _gamma_family("digamma", input, _digamma64, functools.partial(_polygamma_diff, 1))
 
 
 def polygamma(n: int, input) -> GraphTensor:  # noqa: A002 - torch's names
-    """torch.polygamma: the ``n``-th derivative of ``digamma``, for ``n`` 0 (digamma) and 1 (trigamma:
-    ``pi**2 / sin(pi x)**2 - trigamma(1 - x)`` below 1/2; 0 at +inf, NaN at -inf). Higher orders are
-    not provided (an error). Computed in float64 and rounded once; trigamma's gradient is that of its
-    formula.
+    """torch.polygamma (``torch.special.polygamma``): the ``n``-th derivative of ``digamma``, any order
+    0 <= n <= 150 (past it the reflection formula's coefficients overflow float64). Computed in float64
+    and rounded once: the recurrence and asymptotic series above 0, the reflection formula below
+    (``_polygamma64``); relative error near 1e-15, except close to the zeros on the negative axis
+    (where the reflection's two terms cancel: there the error is relative to the terms).
+
+    The poles (0, -1, -2, ...) give the mathematical limits, where torch (2.13) gives -inf at every pole
+    for even n: +inf for odd ``n``; for even ``n`` NaN (the two one-sided limits are -inf and +inf),
+    except -inf at +0 and +inf at -0, as digamma. +inf gives 0 (torch: NaN for even n), -inf NaN. The gradient is
+    ``polygamma(n + 1, x)``, itself differentiable. Int and bool inputs give float32.
 
     Args:
-        n: the order, 0 or 1.
+        n: the order, an int in [0, 150].
         input: a tensor.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise op_error(ValueError, "polygamma", f"n must be an int >= 0, got {n!r}", input)
-    if n == 0:
-        with renamed("polygamma"):
-            return digamma(input)
-    if n > 1:
-        raise op_error(NotImplementedError, "polygamma", f"order n = {n} is not provided (only 0 and 1)", input)
+    if n > _MAX_ORDER:
+        raise op_error(ValueError, "polygamma", f"order n = {n} is past {_MAX_ORDER} (the reflection formula's "
+                       "coefficients overflow float64)", input)
     with renamed("polygamma"):
-        return _gamma_family("polygamma", input, _trigamma64, None)
+        if n == 0:
+            return digamma(input)
+        return _gamma_family("polygamma", input, functools.partial(_polygamma64, n),
+                             functools.partial(_polygamma_diff, n + 1))
 
 
 def polygamma_method(input, n: int) -> GraphTensor:  # noqa: A002 - torch's names
@@ -283,6 +457,6 @@ def polygamma_method(input, n: int) -> GraphTensor:  # noqa: A002 - torch's name
 
     Args:
         input: the tensor.
-        n: the order, 0 or 1.
+        n: the order, an int in [0, 150].
     """
     return polygamma(n, input)
