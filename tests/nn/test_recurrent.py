@@ -381,8 +381,8 @@ def test_long_sequence_rolls_into_loops():
 # refused options and wrong inputs -------------------------------------------------------------------------------
 
 def test_refused_options():
-    with pytest.raises(NotImplementedError, match="LSTM: proj_size"):
-        LSTM(3, 4, proj_size=2)
+    with pytest.raises(ValueError, match="LSTM: proj_size has to be smaller than hidden_size"):
+        LSTM(3, 4, proj_size=4)
     with pytest.raises(ValueError, match="GRU: proj_size argument is only supported for LSTM"):
         GRU(3, 4, proj_size=2)
     with pytest.raises(ValueError, match="RNN: dropout should be a number in range"):

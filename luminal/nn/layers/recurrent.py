@@ -38,10 +38,13 @@ def _rnn_cell(gx, h, w_hh, relu: bool):
     return a.relu() if relu else a.tanh()
 
 
-def _lstm_cell(gx, h, c, w_hh):
+def _lstm_cell(gx, h, c, w_hh, w_hr=None):
+    """torch's LSTM step; with projections (``w_hr``, (proj_size, hidden_size)) h' is projected to proj_size
+    features, c' keeps hidden_size."""
     i, f, g, o = (gx + h @ w_hh.T).chunk(4, -1)
     c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    return o.sigmoid() * c.tanh(), c
+    h = o.sigmoid() * c.tanh()
+    return (h if w_hr is None else h @ w_hr.T), c
 
 
 def _gru_cell(gx, h, w_hh, b_hn):
@@ -118,8 +121,9 @@ def _is_packed(x) -> bool:
 class RNNBase(Module):
     """The common base of RNN, LSTM and GRU (torch's ``nn.RNNBase``): ``num_layers`` layers of one or two
     directions; layer k's parameters are ``weight_ih_l{k}`` (gates*hidden_size, input), ``weight_hh_l{k}``
-    (gates*hidden_size, hidden_size), ``bias_ih_l{k}`` and ``bias_hh_l{k}`` (gates*hidden_size,), with the
-    suffix ``_reverse`` for the backward direction, in torch's order.
+    (gates*hidden_size, hidden_size), ``bias_ih_l{k}`` and ``bias_hh_l{k}`` (gates*hidden_size,), and with
+    LSTM's ``proj_size`` P > 0 ``weight_hr_l{k}`` (P, hidden_size), the recurrent weights then (4*hidden_size,
+    P); with the suffix ``_reverse`` for the backward direction, in torch's order.
 
     Args:
         mode: "RNN_TANH", "RNN_RELU", "LSTM" or "GRU".
@@ -130,7 +134,8 @@ class RNNBase(Module):
         batch_first: inputs and outputs are (N, L, H) instead of (L, N, H) (the states stay (D*layers, N, H)).
         dropout: in training mode, dropout with this probability on the outputs of every layer but the last.
         bidirectional: run each layer forward and backward in time; the outputs are concatenated.
-        proj_size: LSTM's projections; only 0 is supported.
+        proj_size: LSTM only: if > 0 (and < hidden_size), every step's hidden state is projected to
+            proj_size features (``h_t = W_hr (o_t * tanh(c_t))``); h and the outputs have proj_size features.
         device: ignored (arrays live on the host).
         dtype: the parameters' dtype (default float32).
     """
@@ -143,14 +148,15 @@ class RNNBase(Module):
         if mode not in _GATES:
             raise ValueError(f"{name}: unknown mode {mode!r}")
         self.mode = mode
-        self.input_size = check_int(name, "input_size", input_size, 0)
+        self.input_size = check_int(name, "input_size", input_size, 1)  # (torch's cells allow 0, its RNNs not)
         self.hidden_size = check_int(name, "hidden_size", hidden_size, 1)
         self.num_layers = check_int(name, "num_layers", num_layers, 1)
         self.proj_size = check_int(name, "proj_size", proj_size, 0)
-        if self.proj_size > 0:
-            if mode != "LSTM":
-                raise ValueError(f"{name}: proj_size argument is only supported for LSTM, not RNN or GRU")
-            raise NotImplementedError(f"{name}: proj_size > 0 (LSTM projections) is not supported")
+        if self.proj_size > 0 and mode != "LSTM":
+            raise ValueError(f"{name}: proj_size argument is only supported for LSTM, not RNN or GRU")
+        if self.proj_size >= self.hidden_size:
+            raise ValueError(f"{name}: proj_size has to be smaller than hidden_size, got proj_size="
+                             f"{self.proj_size} and hidden_size={self.hidden_size}")
         if isinstance(dropout, bool) or not 0.0 <= check_number(name, "dropout", dropout) <= 1.0:
             raise ValueError(f"{name}: dropout should be a number in range [0, 1] representing the probability "
                              f"of an element being zeroed, got {dropout!r}")
@@ -162,20 +168,26 @@ class RNNBase(Module):
         self.dropout, self.bidirectional = float(dropout), bool(bidirectional)
         gates = _GATES[mode] * self.hidden_size
         dirs = 2 if self.bidirectional else 1
+        out_size = self._out_size
         self._flat_weights_names: list[str] = []
         for layer in range(self.num_layers):
             for d in range(dirs):
                 sfx = f"_l{layer}" + ("_reverse" if d else "")
-                width = self.input_size if layer == 0 else self.hidden_size * dirs
-                names = [f"weight_ih{sfx}", f"weight_hh{sfx}"]
-                setattr(self, names[0], param((gates, width), dtype))
-                setattr(self, names[1], param((gates, self.hidden_size), dtype))
+                width = self.input_size if layer == 0 else out_size * dirs
+                shapes = {f"weight_ih{sfx}": (gates, width), f"weight_hh{sfx}": (gates, out_size)}
                 if self.bias:
-                    names += [f"bias_ih{sfx}", f"bias_hh{sfx}"]
-                    setattr(self, names[2], param((gates,), dtype))
-                    setattr(self, names[3], param((gates,), dtype))
-                self._flat_weights_names.extend(names)
+                    shapes |= {f"bias_ih{sfx}": (gates,), f"bias_hh{sfx}": (gates,)}
+                if self.proj_size:
+                    shapes[f"weight_hr{sfx}"] = (self.proj_size, self.hidden_size)
+                for n, shape in shapes.items():
+                    setattr(self, n, param(shape, dtype))
+                self._flat_weights_names.extend(shapes)
         self.reset_parameters()
+
+    @property
+    def _out_size(self) -> int:
+        """The features of h (and of each direction's output): proj_size with LSTM projections, else hidden_size."""
+        return self.proj_size or self.hidden_size
 
     def reset_parameters(self) -> None:
         """Re-initialise as torch does: every weight and bias from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
@@ -183,9 +195,9 @@ class RNNBase(Module):
 
     @property
     def all_weights(self) -> list[list]:
-        """torch's ``all_weights``: per layer and direction, the list [w_ih, w_hh, b_ih, b_hh] (no biases
-        without ``bias``)."""
-        per = 4 if self.bias else 2
+        """torch's ``all_weights``: per layer and direction, the list [w_ih, w_hh, b_ih, b_hh, w_hr] (no biases
+        without ``bias``, no w_hr without ``proj_size``)."""
+        per = (4 if self.bias else 2) + (1 if self.proj_size else 0)
         ws = [getattr(self, n) for n in self._flat_weights_names]
         return [ws[i:i + per] for i in range(0, len(ws), per)]
 
@@ -199,12 +211,13 @@ class RNNBase(Module):
             input: (L, N, input_size), (N, L, input_size) with ``batch_first``, or unbatched (L, input_size);
                 L must be static (an int).
             hx: the initial states, (D*num_layers, N, hidden_size) (or (D*num_layers, hidden_size) for an
-                unbatched input), D = 2 if bidirectional else 1; for LSTM a tuple (h_0, c_0). None: zeros.
+                unbatched input), D = 2 if bidirectional else 1; for LSTM a tuple (h_0, c_0), h_0 with
+                proj_size features when proj_size > 0. None: zeros.
 
         Returns:
-            ``(output, h_n)`` (LSTM: ``(output, (h_n, c_n))``): output (L, N, D*hidden_size) (batch_first:
-            (N, L, D*hidden_size)), the last layer's hidden state at every step; h_n and c_n the final
-            states of every layer and direction, shaped as ``hx``.
+            ``(output, h_n)`` (LSTM: ``(output, (h_n, c_n))``): output (L, N, D*H_out) (batch_first:
+            (N, L, D*H_out)), H_out = proj_size or hidden_size, the last layer's hidden state at every step;
+            h_n and c_n the final states of every layer and direction, shaped as ``hx``.
         """
         if _is_packed(input):
             raise NotImplementedError(f"{layer_name(self)}: PackedSequence inputs are not supported; pad the "
@@ -256,15 +269,17 @@ class RNNBase(Module):
         else:
             given = {"hx": hx}
         check_tensors(name, **given)
-        want = (count, self.hidden_size) if unbatched else (count, batch, self.hidden_size)
         out = []
         for what, t in given.items():
+            size = self.hidden_size if what == "c_0" else self._out_size
+            want = (count, size) if unbatched else (count, batch, size)
             if unbatched and t.ndim != 2:
                 raise op_error(ValueError, name, f"for an unbatched 2-d input, {what} should also be 2-d "
                                f"{shape_str(want)}, got shape {shape_str(t.shape)}", x, t)
             if t.ndim != len(want) or any(a != b for a, b in zip(t.shape, want)):
+                feat = "proj_size" if size != self.hidden_size else "hidden_size"
                 raise op_error(ValueError, name, f"expected {what} of shape {shape_str(want)} "
-                               f"(num_layers * num_directions, N, hidden_size), got {shape_str(t.shape)}", x, t)
+                               f"(num_layers * num_directions, N, {feat}), got {shape_str(t.shape)}", x, t)
             if t.dtype is not x.dtype:
                 raise op_error(TypeError, name, f"{what} must have the input's dtype {x.dtype.name}, got "
                                f"{t.dtype.name}", x, t)
@@ -296,6 +311,7 @@ class RNNBase(Module):
         """One layer in one direction over the (L, N, F) sequence: the input projection of all steps in
         one matmul, then the steps. Returns the (L, N, H) outputs and the final states."""
         w_ih, w_hh = getattr(self, "weight_ih" + sfx).on(g), getattr(self, "weight_hh" + sfx).on(g)
+        w_hr = getattr(self, "weight_hr" + sfx).on(g) if self.proj_size else None
         b_hn = None
         gx = x @ w_ih.T  # (L, N, gates*H)
         if self.bias:
@@ -306,7 +322,7 @@ class RNNBase(Module):
                 gx = gx + (b_ih + b_hh[:2 * hsz].pad([0, hsz]))
             else:
                 gx = gx + (b_ih + b_hh)
-        h = init_states[0] if init_states[0] is not None else _zeros(x, self.hidden_size)
+        h = init_states[0] if init_states[0] is not None else _zeros(x, self._out_size)
         c = None
         if self.mode == "LSTM":
             c = init_states[1] if init_states[1] is not None else _zeros(x, self.hidden_size)
@@ -314,7 +330,7 @@ class RNNBase(Module):
         steps_in = {t: _step_input(gx, t) for t in order}  # (before the steps: see the note above ``_step_input``)
         hs = {}
         for t in order:
-            h, c = _step(self.mode, steps_in[t], h, c, w_hh, b_hn)
+            h, c = _step(self.mode, steps_in[t], h, c, w_hh, b_hn, w_hr)
             hs[t] = h
         return _stack_steps([hs[t] for t in range(seq_len)]), ([h, c] if self.mode == "LSTM" else [h])
 
@@ -335,9 +351,9 @@ class RNNBase(Module):
         return s
 
 
-def _step(mode, gx, h, c, w_hh, b_hn):
+def _step(mode, gx, h, c, w_hh, b_hn, w_hr):
     if mode == "LSTM":
-        return _lstm_cell(gx, h, c, w_hh)
+        return _lstm_cell(gx, h, c, w_hh, w_hr)
     if mode == "GRU":
         return _gru_cell(gx, h, w_hh, b_hn), None
     return _rnn_cell(gx, h, w_hh, mode == "RNN_RELU"), None
@@ -369,14 +385,15 @@ class RNN(RNNBase):
 class LSTM(RNNBase):
     """torch's ``nn.LSTM``: per step ``i, f, g, o`` gates from ``x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh``
     (in that order in the weights' rows), ``c_t = sigmoid(f) c_{t-1} + sigmoid(i) tanh(g)``,
-    ``h_t = sigmoid(o) tanh(c_t)``. ``forward(input, (h_0, c_0)=None)`` returns ``(output, (h_n, c_n))``; the
-    sequence length must be static.
+    ``h_t = sigmoid(o) tanh(c_t)`` (projected, ``h_t W_hr^T``, with ``proj_size``). ``forward(input,
+    (h_0, c_0)=None)`` returns ``(output, (h_n, c_n))``; the sequence length must be static.
 
     Args:
         input_size: the features of the input. hidden_size: the features of the hidden state.
         num_layers: stacked layers. bias: use b_ih and b_hh. batch_first: (N, L, H) inputs and outputs.
         dropout: dropout between layers in training mode. bidirectional: also run backward in time.
-        proj_size: only 0 (no projections) is supported. device: ignored. dtype: the parameters' dtype.
+        proj_size: if > 0, project h to this many features (``weight_hr_l{k}``); must be < hidden_size.
+        device: ignored. dtype: the parameters' dtype.
     """
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
