@@ -94,6 +94,10 @@ def _median_pos(x: GraphTensor, a: int, skip_nan: bool):
 
 def _whole(x: GraphTensor, skip_nan: bool, op: str) -> GraphTensor:
     flat = x.reshape(-1)
+    if x.dtype.is_float and is_static(flat.shape[0]) and flat.shape[0] == 0:
+        # no elements: NaN, as torch's (and as mean()); written from x (its sum, 0) so that a loss
+        # holding it still reaches x, whose gradient is empty, as torch's
+        return mul(sum_(flat), float("nan"))
     _check_input(op, flat, 0)
     # keepdim: the Gather itself, a whole node, which evenly_shared's copy of it must read to be free
     values, _ = _pick(flat, 0, _median_pos(flat, 0, skip_nan), True, MedianResult)
@@ -117,9 +121,11 @@ def _along(x: GraphTensor, dim, keepdim: bool, skip_nan: bool, op: str, result) 
 @tensor_op("median")
 def median(input: GraphTensor, dim=None, keepdim: bool = False) -> GraphTensor | ValuesIndices:  # noqa: A002
     """torch.median: with no ``dim`` the lower median of all elements (the smaller of the two middle
-    values for an even count; NaN if any element is NaN), a 0-d tensor whose gradient is shared
-    evenly among the elements equal to it; with ``dim`` the named tuple ``(values, indices)`` along it
-    (the gradient goes to ``indices``). Not defined for bool tensors.
+    values for an even count; NaN if any element is NaN, or if a float tensor has no elements, as
+    torch's), a 0-d tensor whose gradient is shared evenly among the elements equal to it; with
+    ``dim`` the named tuple ``(values, indices)`` along it (the gradient goes to ``indices``; among
+    equal values which index is picked is luminal's, torch leaves it unspecified). Not defined for
+    bool tensors.
 
     Args:
         input: the input tensor.

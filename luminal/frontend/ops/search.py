@@ -13,6 +13,7 @@ import numbers
 
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error
+from luminal.core.symbolic import is_static
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.core import cast, prim
 from luminal.frontend.ops.elementwise import (
@@ -21,6 +22,7 @@ from luminal.frontend.ops.elementwise import (
     eq,
     floor,
     ge,
+    gt,
     isnan,
     le,
     logical_and,
@@ -60,9 +62,11 @@ def searchsorted(sorted_sequence: GraphTensor, input, *, out_int32: bool = False
     """torch.searchsorted: for each value, the index at which it would be inserted into the sorted
     last dim of ``sorted_sequence`` to keep it sorted: before equal entries (``side="left"``, the
     default) or after them (``"right"``), as int32 (``out_int32`` is accepted: torch's int64 is
-    luminal's int32 anyway). NaN sorts as the largest value, as torch.sort puts it (a NaN value goes
-    to the end, as in torch; a sequence holding NaN is searched in that order, where torch's binary
-    search gives answers that depend on its path).
+    luminal's int32 anyway). NaN sorts as the largest value, as torch.sort puts it. A value that no
+    entry is above (at or above, for the left side) goes to the end, ``n``, as in torch: a NaN value
+    always, and one above every number of a sequence ending in NaNs (after the NaNs too: torch's
+    binary search compares with ``>``/``>=``, false against NaN). Other values in a sequence holding
+    NaN are placed in sort order, where torch's answer depends on its search path.
 
     Args:
         sorted_sequence: ``(n,)``, or ``(*B, n)`` with ``input`` of shape ``(*B, k)``.
@@ -78,7 +82,8 @@ def searchsorted(sorted_sequence: GraphTensor, input, *, out_int32: bool = False
 def bucketize(input, boundaries: GraphTensor, *, out_int32: bool = False, right: bool = False) -> GraphTensor:  # noqa: A002
     """torch.bucketize: the index of the bucket of each value among the sorted 1-d ``boundaries``:
     the number of boundaries below it (``right=False``: ``boundaries[i-1] < x <= boundaries[i]``) or
-    at or below it (``right=True``), as int32. NaN goes past the last boundary, as torch.
+    at or below it (``right=True``), as int32. NaN goes past the last boundary, as torch (with NaN
+    boundaries at the end, a value above every number too: see ``searchsorted``).
 
     Args:
         input: the values (a tensor, or a number: a 0-d result).
@@ -117,7 +122,15 @@ def _search(op: str, seq: GraphTensor, values, right: bool, side, sorter) -> Gra
         s = seq.unsqueeze(-2)
     v = x.unsqueeze(-1)
     hits = logical_not(_before(v, s)) if right else _before(s, v)
-    return sum_(cast(hits, dt.int32), -1)
+    count = sum_(cast(hits, dt.int32), -1)
+    if not s.dtype.is_float:  # (no NaN in the sequence: a NaN value already counts every entry)
+        return count
+    # torch's binary search moves right past every entry that is not above the value (``s > v``; at
+    # or above, ``s >= v``, for the left side), a NaN entry too: where no entry is, it ends at n, past
+    # the NaNs at the sequence's end (a NaN value, or one above every number of the sequence)
+    above = gt(s, v) if right else ge(s, v)
+    n = s.shape[-1]
+    return where(any_(above, -1), count, n if is_static(n) else x.graph.constant(n))
 
 
 def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False) -> GraphTensor:
