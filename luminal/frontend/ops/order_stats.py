@@ -182,8 +182,10 @@ def kthvalue(input: GraphTensor, k: int, dim: int | None = -1, keepdim: bool = F
 def mode(input: GraphTensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:  # noqa: A002
     """torch.mode: the most frequent value along ``dim``, as the named tuple ``(values, indices)``.
     Among values equally frequent, the smallest; its index is the last position holding it (torch's
-    rule). A NaN equals nothing, so each counts once (``mode([1, nan, nan, nan])`` is 1, as torch's;
-    torch's index for a NaN result is not its last one). The gradient goes to ``indices``.
+    in rows of up to 16 elements; in longer ones torch's index follows its unstable sort, e.g. 1 for
+    ``zeros(17)``, and its docs promise none). A NaN equals nothing, so each counts once
+    (``mode([1, nan, nan, nan])`` is 1; torch sorts a row holding NaN with a comparison that is no
+    order, so its answer there is not defined). The gradient goes to ``indices``.
 
     It reads the stable sort (an (n, n) comparison): the length of the run of equal values ending at
     each sorted position is the position minus the run's start (a running maximum of where runs
