@@ -20,6 +20,7 @@ from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend import ops
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops import value_checks
+from luminal.frontend.ops.elementwise import _opmath
 from luminal.frontend.ops.reduce import log_softmax_parts
 from luminal.frontend.tensor import GraphTensor
 
@@ -68,9 +69,17 @@ def _reduce(loss: GraphTensor, reduction: str) -> GraphTensor:
     return loss if reduction == "none" else loss.sum() if reduction == "sum" else loss.mean()
 
 
-def _number(like: GraphTensor, n):
-    """A dim as a divisor: the int itself, or a runtime scalar when it is symbolic."""
-    return n if is_static(n) else ops.cast(like.graph.constant(n), like.dtype)
+def _over(x: GraphTensor, n) -> GraphTensor:
+    """``x / n`` for a dim ``n`` (a count of classes or samples), in ``x``'s dtype. A static ``n`` divides
+    as a Python int (a 16-bit ``x`` in float32, rounded once: ``ops.div``); a symbolic one is read at run
+    time and divides the same way (``_div_count``): cast to float16 it was inf beyond 65504, and a
+    batchmean over 70000 samples was 0, with no gradient, where torch's is finite."""
+    return x / n if is_static(n) else _div_count(x, n)
+
+
+@_opmath
+def _div_count(x: GraphTensor, n) -> GraphTensor:
+    return x / ops.cast(x.graph.constant(n), x.dtype)
 
 
 def _log1p(u: GraphTensor) -> GraphTensor:
@@ -240,20 +249,29 @@ def cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor |
     elif ignore_index >= 0:
         raise op_error(ValueError, loss, "ignore_index is not supported with class-probability targets", input, target)
     wv = _class_weight(loss, input, weight, cdim)
-    n_classes = _number(input, input.shape[cdim])
+    n_classes = input.shape[cdim]
     parts = log_softmax_parts(input, cdim)
     logp = input.log_softmax(cdim) if parts is None else (parts[0] - parts[1]) - parts[2]
     if soft:
         if label_smoothing > 0:
-            target = target * (1.0 - label_smoothing) + label_smoothing / n_classes
+            target = target * (1.0 - label_smoothing) + _uniform(input, label_smoothing, n_classes)
         p = logp * target if wv is None else logp * target * wv
         return _reduce(-p.sum(cdim), reduction)  # the mean is over N, d1, ... (numel / C)
     elem, w, keep = _nll(logp, target, weight, ignore_index, parts)
     value_checks.guard(check, elem)  # only programs computing the loss check its labels
     if label_smoothing > 0:
         smooth = ops.where(keep, -(logp if wv is None else logp * wv).sum(cdim), 0.0)
-        elem = elem * (1.0 - label_smoothing) + smooth * label_smoothing / n_classes
+        elem = elem * (1.0 - label_smoothing) + _over(smooth * label_smoothing, n_classes)
     return _weighted_mean(elem, w, reduction)
+
+
+def _uniform(like: GraphTensor, mass: float, n):
+    """``mass / n``, the uniform distribution's share of ``mass`` over ``n`` classes: a Python float for
+    a static ``n``, else a 0-d tensor of ``like``'s dtype, divided in float32 or wider (``_over``)."""
+    if is_static(n):
+        return mass / n
+    wide = dt.float64 if like.dtype is dt.float64 else dt.float32
+    return ops.cast(_over(like.graph.constant(mass, wide), n), like.dtype)
 
 
 @renamed("binary_cross_entropy")
@@ -313,7 +331,7 @@ def kl_div(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean", 
         out = _xlogy_self(target) - target * input
     if reduction == "batchmean":
         s = out.sum()
-        return s / _number(s, input.shape[0]) if input.ndim else s
+        return _over(s, input.shape[0]) if input.ndim else s
     return _reduce(out, reduction)
 
 

@@ -20,7 +20,7 @@ from luminal.frontend import ops
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops import value_checks
 from luminal.frontend.tensor import GraphTensor
-from luminal.nn.losses import _float, _log_sigmoid, _number, _reduce, _reduction
+from luminal.nn.losses import _float, _log_sigmoid, _over, _reduce, _reduction
 
 
 def _labels(loss: str, what: str, t: GraphTensor, like: GraphTensor) -> GraphTensor:
@@ -136,7 +136,7 @@ def multilabel_soft_margin_loss(input: GraphTensor, target: GraphTensor,  # noqa
         _float(loss, "weight", weight)
         ops.broadcast_shapes(loss, out, weight)
         out = out * weight
-    out = out.sum(-1) / _number(out, input.shape[-1])
+    out = _over(out.sum(-1), input.shape[-1])
     return _reduce(out, reduction)
 
 
@@ -192,7 +192,7 @@ def multi_margin_loss(input: GraphTensor, target: GraphTensor, p: int = 1, margi
     h = ops.where(ops.eq(ops.arange(c, graph=x.graph), safe.unsqueeze(1)), 0.0, h)  # i != y
     if weight is not None:
         h = h * ops.index_select(weight, 0, safe).unsqueeze(1)
-    out = (h.sum(1) / _number(h, c)).reshape(target.shape)
+    out = _over(h.sum(1), c).reshape(target.shape)
     value_checks.guard(check, out)
     return _reduce(out, reduction)
 
@@ -237,7 +237,7 @@ def multilabel_margin_loss(input: GraphTensor, target: GraphTensor, *,  # noqa: 
     xj = ops.gather(x, 1, safe)  # (n, K): the listed classes' scores
     z = _positive_part(xj.unsqueeze(2) * -1.0 + 1.0 + x.unsqueeze(1))  # (n, K, C)
     pairs = ops.logical_and(listed.unsqueeze(2), ops.logical_not(present).unsqueeze(1))
-    out = ops.where(pairs, z, 0.0).sum((1, 2)) / _number(x, c)
+    out = _over(ops.where(pairs, z, 0.0).sum((1, 2)), c)
     out = out.reshape(input.shape[:-1])
     value_checks.guard(check, out)
     return _reduce(out, reduction)

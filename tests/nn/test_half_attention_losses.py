@@ -102,3 +102,52 @@ def test_multihead_attention_no_weights_large_scores(dtype, backend):
     for name, a, b in zip(["input"] + [n for n, _ in tm.named_parameters()], got[1:], want[1:], strict=True):
         a, b = a.astype(np.float64), b.astype(np.float64)
         assert np.abs(a - b).max() <= grt * np.abs(b).max(), name
+
+
+# losses -------------------------------------------------------------------------------------------
+# A count that is a symbolic dim (the batch of kl_div's batchmean, the classes of the per-class means and
+# of label smoothing) was cast to the input's dtype before dividing: inf in float16 beyond 65504, so the
+# loss was 0 (or lost its smoothing term) with a zero gradient, where torch divides by the Python int.
+BIG = 70_000  # > 65504, the float16 maximum
+
+
+def test_kl_div_batchmean_symbolic_batch_beyond_float16_range(backend):
+    x = randn((BIG, 2), F16, 0)
+    t = lm.core.dtype.to_storage(np.random.default_rng(1).uniform(0.1, 0.9, (BIG, 2)), F16)
+    check(lambda x, t: lm.nn.functional.kl_div(x, t, reduction="batchmean"), [x, t], dtypes=[F16, F16],
+          shapes=[("N", 2), ("N", 2)], torch_op=lambda x, t: F.kl_div(x, t, reduction="batchmean"), backend=backend)
+
+
+def test_multilabel_soft_margin_symbolic_classes_beyond_float16_range(backend):
+    x = randn((2, BIG), F16, 0)
+    t = (np.random.default_rng(1).random((2, BIG)) < 0.5).astype(np.float16)
+    check(lambda x, t: lm.nn.functional.multilabel_soft_margin_loss(x, t), [x, t], dtypes=[F16, F16],
+          shapes=[(2, "C"), (2, "C")], torch_op=F.multilabel_soft_margin_loss, backend=backend)
+
+
+def test_cross_entropy_label_smoothing_symbolic_classes_beyond_float16_range(backend):
+    """Class-probability targets (the forward is finite: the smoothed target's share 0.1 / C per class)."""
+    x = randn((2, BIG), F16, 0)
+    t = np.zeros((2, BIG), np.float16)
+    t[0, 3] = t[1, 7] = 1.0
+
+    def op(f):
+        return lambda x, t: f(x, t, label_smoothing=0.1)
+
+    check(op(lm.nn.functional.cross_entropy), [x, t], dtypes=[F16, F16], shapes=[(2, "C"), (2, "C")],
+          torch_op=op(F.cross_entropy), backend=backend)
+
+
+def test_cross_entropy_label_smoothing_index_target_symbolic_classes_gradient(backend):
+    """Class-index targets over C > 65504 classes: the loss itself overflows float16 on both sides (the sum
+    of C log-probabilities), the gradient ``(1 - s)(p - onehot) + s (p - 1/C)`` is finite and compared."""
+    x = randn((2, BIG), F16, 0)
+    y = np.array([3, 7], np.int32)
+    g = lm.Graph()
+    xi = g.input("x", (2, "C"), dtype=F16)
+    loss = lm.nn.functional.cross_entropy(xi, g.input("y", (2,), dtype=lm.int32), label_smoothing=0.1)
+    got = lm.compile(train.grad(loss.float(), xi), backend=backend)(x=x, y=y)
+    tx = to_torch(x, F16).requires_grad_()
+    F.cross_entropy(tx, torch.from_numpy(y).long(), label_smoothing=0.1).float().backward()
+    np.testing.assert_allclose(got.astype(np.float64), from_torch(tx.grad).astype(np.float64),
+                               rtol=GRAD_TOLERANCE[F16][0], atol=1e-7)
