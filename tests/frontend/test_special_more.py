@@ -153,3 +153,147 @@ def test_polygamma_errors():
         lm.polygamma(151, x)
     with pytest.raises(TypeError, match="polygamma: input must be a GraphTensor"):
         lm.polygamma(2, np.zeros(2))
+
+
+# lm.special -----------------------------------------------------------------------------------------
+def _sp(t):
+    return torch.special if isinstance(t, torch.Tensor) else lm.special
+
+
+UNARY = {  # name -> inputs inside its domain, away from poles
+    "erf": (-3, 3), "erfc": (-3, 5), "erfcx": (-3, 8), "erfinv": (-0.99, 0.99), "expit": (-8, 8),
+    "logit": (0.02, 0.98), "gammaln": (0.1, 6), "digamma": (0.1, 6), "psi": (0.1, 6), "entr": (0.01, 4),
+    "ndtr": (-6, 6), "ndtri": (0.001, 0.999), "log_ndtr": (-20, 6), "exp2": (-4, 4), "expm1": (-3, 3),
+    "log1p": (-0.9, 4), "sinc": (-3, 3), "round": (-5, 5),
+}
+NO_16BIT = {"erfcx", "ndtri", "log_ndtr"}  # (torch's CPU kernels lack float16/bfloat16 for these)
+
+
+def _inputs(name, dtype, n=12):
+    lo, hi = UNARY[name]
+    x = np.linspace(lo, hi, n) + 0.013  # (off the grid's round numbers: round's ties, sinc's zeros)
+    return lm.core.dtype.to_storage(np.clip(x, lo, hi), dtype)
+
+
+def test_special_names_are_torch_special_names():
+    assert lm.special.__all__ == sorted(lm.special.__all__)
+    for name in lm.special.__all__:
+        assert hasattr(torch.special, name), name
+    assert set(UNARY) | {"xlogy", "xlog1py", "polygamma", "multigammaln", "softmax", "log_softmax",
+                         "logsumexp"} == set(lm.special.__all__)
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@pytest.mark.parametrize("dtype", [lm.float32, lm.float64])
+def test_unary_against_torch_special(name, dtype, backend):
+    check(lambda t: getattr(_sp(t), name)(t), [_inputs(name, dtype)], dtypes=[dtype], backend=backend)
+
+
+@pytest.mark.parametrize("name", sorted(set(UNARY) - NO_16BIT))
+@pytest.mark.parametrize("dtype", [lm.float16, lm.bfloat16])
+def test_unary_16bit_against_torch_special(name, dtype):
+    check(lambda t: getattr(_sp(t), name)(t), [_inputs(name, dtype)], dtypes=[dtype])
+
+
+@pytest.mark.parametrize("dtype", [lm.float32, lm.float64, lm.bfloat16])
+@pytest.mark.parametrize("name", ["xlogy", "xlog1py"])
+def test_xlogy_xlog1py_against_torch(name, dtype, backend):
+    x = lm.core.dtype.to_storage(np.array([[0.0, 1.5, -2.0, 0.0], [3.0, 0.0, 0.5, -1.0]]), dtype)
+    y = lm.core.dtype.to_storage(np.array([[2.0, 0.7, 3.0, 0.0], [0.25, 5.0, 1e-3, 2.0]]), dtype)
+    check(lambda a, b: getattr(_sp(a), name)(a, b), [x, y], dtypes=[dtype, dtype], backend=backend)
+    check(lambda a, b: getattr(_sp(a), name)(a, b), [x, y[1:]], dtypes=[dtype, dtype], backend=backend)  # broadcast
+    check(lambda a: getattr(_sp(a), name)(a, 2.5), [x], dtypes=[dtype], backend=backend)
+    check(lambda b: getattr(_sp(b), name)(3.0, b), [y], dtypes=[dtype], backend=backend)
+
+
+def test_xlog1py_edges():
+    """0 where x is 0 (also for y = -1 and inf) unless y is NaN; log1p's precision for tiny y. The
+    gradient by x is log1p(y) (0 where x = 0 and y <= -1), by y x / (1 + y) (0/0 NaN at x = 0, y = -1)."""
+    xs = np.array([0.0, 0.0, 0.0, 0.0, 2.0, 1.0, 3.0])
+    ys = np.array([-1.0, inf, nan, 2.0, 1e-20, -1.0, -2.0])
+    g = lm.Graph()
+    x, y = g.input("x", (7,), dtype=lm.float64), g.input("y", (7,), dtype=lm.float64)
+    out = lm.special.xlog1py(x, y)
+    got, gx, gy = lm.compile([out, *train.grad(out.sum(), [x, y])], backend="cpu")(x=xs, y=ys)
+    np.testing.assert_array_equal(got, [0.0, 0.0, nan, 0.0, 2e-20, -inf, nan])
+    np.testing.assert_array_equal(gx, [0.0, inf, nan, math.log1p(2.0), 1e-20, -inf, nan])
+    np.testing.assert_array_equal(gy, [nan, 0.0, nan, 0.0, 2.0, inf, -3.0])
+
+
+def _ndtri_exact(v):
+    with mp.workdps(400):  # (1 - 2v exact down to v = 5e-324)
+        return mp.sqrt(2) * mp.erfinv(2 * v - 1)
+
+
+def test_tails_against_mpmath():
+    """ndtr, log_ndtr, ndtri and erfcx keep their relative precision in the tails where the naive
+    formulas underflow or round to 0/1 (torch 2.13's ndtr(-10) is 0)."""
+    cases = {
+        lm.special.ndtr: ([-38.0, -20.0, -10.0, -1.0, 0.5, 8.0], lambda v: mp.ncdf(v)),
+        lm.special.log_ndtr: ([-1e5, -40.0, -10.0, -1.0, 0.3, 8.0], lambda v: mp.log(mp.ncdf(v))),
+        lm.special.ndtri: ([5e-324, 1e-300, 1e-20, 0.01, 0.3, 0.5 + 1e-9, 0.99, 1 - 2.0**-53], _ndtri_exact),
+        lm.special.erfcx: ([-6.0, -2.0, -0.2, 0.1, 0.7, 3.0, 6.5, 40.0, 1e10], lambda v: mp.erfc(v) * mp.exp(v * v)),
+    }
+    for fn, (pts, exact) in cases.items():
+        pts = np.array(pts)
+        want = np.array([float(exact(mp.mpf(float(v)))) for v in pts])
+        np.testing.assert_allclose(_run(fn, pts), want, rtol=2e-14, atol=0, err_msg=fn.__name__)
+
+
+def _values_and_grads(fn, vals):
+    g = lm.Graph()
+    x = g.input("x", vals.shape, dtype=lm.float64)
+    y = fn(x)
+    return lm.compile([y, train.grad(y.sum(), x)], backend="cpu")(x=vals)
+
+
+def test_special_values():
+    """The defined values at the edges (and the gradients' limits), written out."""
+    sq = math.sqrt(2 * math.pi)
+    got, grad = _values_and_grads(lm.special.ndtri, np.array([0.0, 1.0, 0.5, -0.1, 1.1, nan]))
+    np.testing.assert_array_equal(got, [-inf, inf, 0.0, nan, nan, nan])
+    np.testing.assert_array_equal(grad, [inf, inf, sq, nan, nan, nan])
+    got, grad = _values_and_grads(lm.special.ndtr, np.array([-inf, inf, 0.0, nan]))
+    np.testing.assert_array_equal(got, [0.0, 1.0, 0.5, nan])
+    np.testing.assert_array_equal(grad, [0.0, 0.0, 1 / sq, nan])
+    got, grad = _values_and_grads(lm.special.log_ndtr, np.array([-inf, inf, nan]))
+    np.testing.assert_array_equal(got, [-inf, 0.0, nan])
+    np.testing.assert_array_equal(grad, [inf, 0.0, nan])  # (d/dx log ndtr(x) ~ -x as x -> -inf)
+    got, grad = _values_and_grads(lm.special.erfcx, np.array([-inf, inf, 0.0, nan]))
+    np.testing.assert_array_equal(got, [inf, 0.0, 1.0, nan])
+    np.testing.assert_array_equal(grad, [-inf, 0.0, -2 / math.sqrt(math.pi), nan])
+    got, grad = _values_and_grads(lm.special.entr, np.array([0.0, -1.0, inf, nan, 1.0]))
+    np.testing.assert_array_equal(got, [0.0, -inf, -inf, nan, 0.0])
+    np.testing.assert_array_equal(grad, [inf, nan, -inf, nan, -1.0])
+
+
+@pytest.mark.parametrize("dtype", [lm.float32, lm.float64, lm.bfloat16])
+@pytest.mark.parametrize("p", [1, 2, 4])
+def test_multigammaln_against_torch(p, dtype, backend):
+    x = lm.core.dtype.to_storage(np.array([2.6, 3.0, 4.25, 10.5, 33.0]), dtype)
+    check(lambda t: _sp(t).multigammaln(t, p), [x], dtypes=[dtype], backend=backend)
+
+
+def test_polygamma_softmax_logsumexp_against_torch(backend):
+    x = np.random.default_rng(0).uniform(0.2, 3.0, (3, 4)).astype(np.float32)
+    check(lambda t: _sp(t).polygamma(3, t), [x], backend=backend)
+    for d in (0, 1, -1):
+        check(lambda t: _sp(t).softmax(t, d), [x], backend=backend)
+        check(lambda t: _sp(t).log_softmax(t, d), [x], backend=backend)
+        check(lambda t: _sp(t).logsumexp(t, d), [x], backend=backend)
+    check(lambda t: _sp(t).logsumexp(t, (0, 1), keepdim=True), [x], backend=backend)
+    check(lambda t: _sp(t).softmax(t, 1, dtype=torch.float64 if isinstance(t, torch.Tensor) else lm.float64), [x],
+          backend=backend)
+    check(lambda t: _sp(t).round(t, decimals=1), [x], backend=backend)
+
+
+def test_special_errors():
+    x = lm.Graph().input("x", (2,))
+    with pytest.raises(ValueError, match="multigammaln: p must be at least 1, got 0"):
+        lm.special.multigammaln(x, 0)
+    with pytest.raises(TypeError, match="multigammaln: p must be an int"):
+        lm.special.multigammaln(x, 1.5)
+    with pytest.raises(TypeError, match="ndtri: input must be a GraphTensor"):
+        lm.special.ndtri([0.5])
+    with pytest.raises(TypeError, match="xlog1py: at least one operand must be a GraphTensor"):
+        lm.special.xlog1py(1.0, 2.0)

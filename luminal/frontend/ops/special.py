@@ -13,7 +13,7 @@ import math
 from fractions import Fraction
 
 from luminal.core import dtype as dt
-from luminal.core.errors import check_number, op_error, renamed
+from luminal.core.errors import check_int, check_number, op_error, renamed
 from luminal.frontend.checks import tensor_op
 from luminal.frontend.ops.core import cast, coerce
 from luminal.frontend.ops.elementwise import (
@@ -110,6 +110,55 @@ def xlogy(input, other) -> GraphTensor:  # noqa: A002 - torch's names
         return [by_x, div(mul(a, x), y)]
 
     return x.graph.custom_vjp(out, [x, y], rule)
+
+
+def _xlog1py(x: GraphTensor, y: GraphTensor) -> GraphTensor:
+    """``x * log1p(y)``, 0 where ``x == 0`` unless ``y`` is NaN (same-shape float operands)."""
+    zero = logical_and(eq(x, 0), logical_not(isnan(y)))
+    return where(zero, 0.0, mul(x, log1p(where(zero, 0.0, y))))
+
+
+@_opmath
+def xlog1py(input, other) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.xlog1py: ``input * log1p(other)``, and 0 where ``input`` is 0 (also for ``other``
+    -1 or inf) unless ``other`` is NaN; as ``xlogy``, with ``log1p`` accurate for small ``other``.
+    Operands broadcast and promote, int and bool ones to float32. The gradients are torch's: by
+    ``input`` ``log1p(other)`` (0 where ``input == 0`` and ``other <= -1``), by ``other``
+    ``input / (1 + other)``.
+
+    Args:
+        input: a tensor, or a number with ``other`` a tensor.
+        other: a tensor or a number.
+    """
+    x, y = coerce("xlog1py", input, other, min_kind="f")
+    out = _xlog1py(x, y)
+
+    def rule(_, a, x, y):
+        by_x = where(logical_and(eq(x, 0), le(y, -1)), 0.0, _xlog1py(a, y))
+        return [by_x, div(mul(a, x), add(y, 1.0))]
+
+    return x.graph.custom_vjp(out, [x, y], rule)
+
+
+@tensor_op("entr")
+def entr(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.entr: the elementwise entropy ``-x log(x)``; 0 at 0, -inf for negative ``x`` and at
+    +inf, NaN at NaN. The gradient is torch's ``-(1 + log(x))``: +inf at 0, NaN below it. Computed in
+    the input's dtype (16-bit ones in float32); int and bool inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    x = _float(input, "entr")
+    return _entr(x)
+
+
+@_opmath
+def _entr(x):
+    pos = gt(x, 0.0)
+    value = neg(mul(x, log(where(pos, x, 1.0))))
+    out = where(pos, value, where(eq(x, 0.0), 0.0, where(lt(x, 0.0), -math.inf, x)))  # (NaN stays NaN)
+    return _derivative(out, x, lambda x, y: neg(add(log(x), 1.0)))
 
 
 _CF_TERMS = 16  # erfc's continued fraction past 6: 16 terms are exact to float64 rounding there
@@ -216,6 +265,88 @@ def erfinv(input) -> GraphTensor:  # noqa: A002 - torch's names
     y = where(inside, y, where(eq(a, 1.0), math.inf, math.nan))
     out = _derivative(where(_neg_side(w), neg(y), y), w, _erfinv_slope)
     return cast(out, x.dtype)
+
+
+@tensor_op("erfcx")
+def erfcx(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.erfcx: the scaled complementary error function ``exp(x**2) erfc(x)``, without the
+    overflow and underflow of that product (``erfcx(30)`` is 0.0188); ``2 exp(x**2) - erfcx(-x)`` for
+    negative ``x`` (+inf below about -26.6, and at -inf), 0 at +inf. The gradient is
+    ``2 x erfcx(x) - 2/sqrt(pi)`` (0 at +inf, its limit). Computed in float64 and rounded once; int and
+    bool inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    x = _float(input, "erfcx")
+    w = cast(x, dt.float64)
+    neg_side = lt(w, 0.0)
+    a = where(neg_side, neg(w), w)
+    pos = _erfcx_nonneg(where(isnan(a), 0.0, a))
+    out = where(isnan(w), w, where(neg_side, sub(mul(exp(mul(a, a)), 2.0), pos), pos))
+    slope = lambda w, y: where(eq(w, math.inf), 0.0, sub(mul(mul(w, y), 2.0), 2 / math.sqrt(math.pi)))  # noqa: E731
+    return cast(_derivative(out, w, slope), x.dtype)
+
+
+@tensor_op("ndtr")
+def ndtr(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.ndtr: the standard normal distribution function ``(1 + erf(x / sqrt(2))) / 2``,
+    computed as ``erfc(-x / sqrt(2)) / 2`` in float64 and rounded once, so the lower tail keeps its
+    relative precision (``ndtr(-30)`` is 4.9e-198, not 0). The gradient is the normal density. Int and
+    bool inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    x = _float(input, "ndtr")
+    return cast(mul(erfc(mul(cast(x, dt.float64), -math.sqrt(0.5))), 0.5), x.dtype)
+
+
+@tensor_op("log_ndtr")
+def log_ndtr(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.log_ndtr: ``log(ndtr(x))``, finite for very negative ``x`` where ``ndtr``
+    underflows: below -1 ``log(erfcx(t) / 2) - x**2 / 2`` with ``t = -x / sqrt(2)`` (``log_ndtr(-1e5)``
+    is -5e9), elsewhere ``log1p(-erfc(x / sqrt(2)) / 2)``. -inf at -inf, -0.0 at +inf. The gradient is
+    ``pdf(x) / ndtr(x)``, ``sqrt(2/pi) / erfcx(t)`` below -1 (+inf at -inf, the limit). Computed in
+    float64 and rounded once; int and bool inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    x = _float(input, "log_ndtr")
+    w = cast(x, dt.float64)
+    low = lt(w, -1.0)
+    t = maximum(mul(w, -math.sqrt(0.5)), 0.5)  # (t > 0.7 where used)
+    cx = _erfcx_big(t)
+    below = sub(log(mul(cx, 0.5)), mul(mul(w, w), 0.5))
+    mid = where(low, 0.0, w)
+    gauss = mul(exp(mul(mul(mid, mid), -0.5)), 1 / math.sqrt(2 * math.pi))
+    out = where(low, below, log1p(mul(erfc(mul(mid, math.sqrt(0.5))), -0.5)))
+    slope = lambda w, y: where(low, div(math.sqrt(2 / math.pi), cx), div(gauss, exp(y)))  # noqa: E731
+    return cast(_derivative(out, w, slope), x.dtype)
+
+
+@tensor_op("ndtri")
+def ndtri(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.ndtri: the inverse of ``ndtr`` (the standard normal quantile function): ``-inf``
+    at 0, ``+inf`` at 1, NaN outside [0, 1]. ``sqrt(2) erfinv(2p - 1)`` loses the tails (``2p - 1``
+    rounds to -1 below p = 1e-17), so it is ``-+sqrt(2) erfcinv(2q)``, ``q = min(p, 1 - p)`` exact, via
+    ``_erfinv_nonneg``: a few float64 ulps down to the smallest subnormal p. The gradient is
+    ``sqrt(2 pi) exp(ndtri(p)**2 / 2)``. Computed in float64 and rounded once; int and bool inputs give
+    float32.
+
+    Args:
+        input: a tensor.
+    """
+    x = _float(input, "ndtri")
+    p = cast(x, dt.float64)
+    lower = lt(p, 0.5)
+    inside = logical_and(gt(p, 0.0), lt(p, 1.0))
+    q = mul(where(inside, where(lower, p, sub(1.0, p)), 0.5), 2.0)  # erfc(y) = q, in (0, 1]
+    y = mul(_erfinv_nonneg(sub(1.0, q), q), math.sqrt(2.0))
+    out = where(inside, where(lower, neg(y), y), where(eq(p, 0.0), -math.inf, where(eq(p, 1.0), math.inf, math.nan)))
+    slope = lambda p, y: mul(exp(mul(mul(y, y), 0.5)), math.sqrt(2 * math.pi))  # noqa: E731
+    return cast(_derivative(out, p, slope), x.dtype)
 
 
 # the gamma function's logarithm and derivatives: each in float64 and rounded once, from the
@@ -422,6 +553,27 @@ def digamma(input) -> GraphTensor:  # noqa: A002 - torch's names
         input: a tensor.
     """
     return _gamma_family("digamma", input, _digamma64, functools.partial(_polygamma_diff, 1))
+
+
+def multigammaln(input, p: int) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.multigammaln (``torch.mvlgamma``): the log of the multivariate gamma function of
+    dimension ``p``, ``p (p - 1) / 4 log(pi) + sum_j lgamma(x - j / 2)``, j = 0..p-1, summed in float64
+    and rounded once. It is defined for ``x > (p - 1) / 2``; below that this is the same sum of
+    ``lgamma``'s, as torch's (2.13, which does not check the values). The gradient is the sum of the
+    digammas. Int and bool inputs give float32.
+
+    Args:
+        input: a tensor.
+        p: the dimension, an int >= 1.
+    """
+    x = _float(input, "multigammaln")
+    p = check_int("multigammaln", "p", p, 1)
+    w = cast(x, dt.float64)
+    with renamed("multigammaln"):
+        out = p * (p - 1) / 4 * math.log(math.pi)
+        for j in range(p):
+            out = add(lgamma(sub(w, j / 2)), out)
+        return cast(out, x.dtype)
 
 
 def polygamma(n: int, input) -> GraphTensor:  # noqa: A002 - torch's names

@@ -1,0 +1,109 @@
+"""``luminal.special`` (``lm.special``): ``torch.special``'s functions under torch's names and signatures,
+so that ``torch.special.ndtr(x)`` ports as ``lm.special.ndtr(x)``.
+
+Most are the ops luminal has under torch's top-level names (``expit`` is ``sigmoid``, ``gammaln``
+``lgamma``, ``psi`` ``digamma``); the rest (``erfcx``, ``ndtr``, ``ndtri``, ``log_ndtr``, ``entr``,
+``xlog1py``, ``multigammaln``) are ``luminal/frontend/ops/special.py``'s. Each is wrapped so that a
+Parameter or Buffer argument joins the graph of the call (``luminal/frontend/join.py``).
+
+Not provided (no luminal implementation yet): the Bessel functions (``i0``, ``i0e``, ``i1``, ``i1e``,
+``bessel_*``, ``modified_bessel_*``, ...), ``gammainc``/``gammaincc``, ``zeta``, ``airy_ai`` and the
+orthogonal polynomials.
+"""
+
+from __future__ import annotations
+
+from luminal.frontend.join import joins_all as _joins_all
+from luminal.frontend.ops import reduce as _reduce
+from luminal.frontend.ops.activations import sigmoid as _sigmoid
+from luminal.frontend.ops.elementwise import erf, exp2, expm1, log1p
+from luminal.frontend.ops.elementwise import round_ as round  # noqa: A004 - torch's name
+from luminal.frontend.ops.pointwise import sinc
+from luminal.frontend.ops.special import (
+    digamma,
+    entr,
+    erfc,
+    erfcx,
+    erfinv,
+    log_ndtr,
+    logit,
+    multigammaln,
+    ndtr,
+    ndtri,
+    polygamma,
+    xlog1py,
+    xlogy,
+)
+from luminal.frontend.ops.special import lgamma as _lgamma
+from luminal.frontend.tensor import GraphTensor
+
+
+def expit(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.expit: the logistic sigmoid ``1 / (1 + exp(-x))`` (``lm.sigmoid``).
+
+    Args:
+        input: a tensor.
+    """
+    return _sigmoid(input)
+
+
+def gammaln(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.gammaln: ``log |gamma(x)|`` (``lm.lgamma``).
+
+    Args:
+        input: a tensor.
+    """
+    return _lgamma(input)
+
+
+def psi(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.psi: the digamma function (``lm.digamma``).
+
+    Args:
+        input: a tensor.
+    """
+    return digamma(input)
+
+
+def softmax(input, dim: int, *, dtype=None) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.softmax: ``lm.softmax`` along ``dim`` (required, as torch's), computed in ``dtype``
+    when given.
+
+    Args:
+        input: a tensor.
+        dim: the dimension to normalise.
+        dtype: the dtype to cast ``input`` to first (default: its own).
+    """
+    return _reduce.softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim: int, *, dtype=None) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.log_softmax: ``lm.log_softmax`` along ``dim`` (required, as torch's).
+
+    Args:
+        input: a tensor.
+        dim: the dimension to normalise.
+        dtype: the dtype to cast ``input`` to first (default: its own).
+    """
+    return _reduce.log_softmax(input, dim, dtype)
+
+
+def logsumexp(input, dim, keepdim: bool = False) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.logsumexp: ``lm.logsumexp`` over ``dim`` (an int or a tuple, required as torch's).
+
+    Args:
+        input: a tensor.
+        dim: the dimension(s) to reduce.
+        keepdim: keep the reduced dimensions with size 1.
+    """
+    return _reduce.logsumexp(input, dim, keepdim)
+
+
+__all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln", "log1p",
+           "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi",
+           "round", "sinc", "softmax", "xlog1py", "xlogy"]
+_joins_all(globals(), __all__)
+
+
+def __dir__():
+    return sorted(__all__)
