@@ -28,6 +28,7 @@ from luminal.nn.layers.activation import (
     prelu,
     relu,
     relu6,
+    rrelu,
     selu,
     sigmoid,
     silu,
@@ -132,7 +133,8 @@ __all__ = [
     "local_response_norm", "log_softmax", "logsigmoid", "lp_pool1d", "lp_pool2d", "lp_pool3d",
     "max_pool1d", "max_pool2d", "max_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
     "mish", "normalize", "one_hot", "pad", "pairwise_distance",
-    "pixel_shuffle", "pixel_unshuffle", "prelu", "relu", "relu6", "rms_norm", "scaled_dot_product_attention", "selu",
+    "pixel_shuffle", "pixel_unshuffle", "prelu", "relu", "relu6", "rms_norm", "rrelu", "scaled_dot_product_attention",
+    "selu",
     "sigmoid", "silu", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh", "tanhshrink", "threshold",
     "unfold", "upsample",
 ]

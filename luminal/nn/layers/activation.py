@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from luminal.core import dtype as dt
-from luminal.core.errors import check_int, op_error, renamed
+from luminal.core.errors import check_int, check_number, op_error, renamed
 from luminal.frontend import ops
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.elementwise import _float, _opmath, add, div, exp, ge, gt, le, log, lt, mul, neg, sub, where
@@ -507,3 +507,53 @@ class PReLU(Module):
 
     def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"
+
+
+def _rrelu_bounds(owner: str, lower, upper, *operands) -> tuple[float, float]:
+    lower = float(check_number(owner, "lower", lower, *operands))
+    upper = float(check_number(owner, "upper", upper, *operands))
+    if lower > upper:
+        raise op_error(ValueError, owner, f"lower bound should be less than or equal to the upper bound, got "
+                       f"lower={lower}, upper={upper}", *operands)
+    return lower, upper
+
+
+@tensor_op("rrelu")
+def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,  # noqa: A002
+          inplace: bool = False):
+    """torch's ``F.rrelu`` (randomized leaky ReLU): ``x`` where ``x > 0``, else ``a * x``. In training
+    mode ``a`` is drawn uniformly from ``[lower, upper)`` for each element, afresh on every run of the
+    compiled program (a graph input from ``x.graph.rng``, as dropout's mask), and the gradient there is
+    the ``a`` used; otherwise ``a = (lower + upper) / 2`` (``leaky_relu``). Note torch's default
+    ``training=False`` for the function (``nn.RReLU`` follows the module's mode).
+
+    Args:
+        input: a float tensor (int and bool inputs give float32).
+        lower: the smallest slope (default 1/8). upper: the largest (default 1/3), at least ``lower``.
+        training: draw random slopes. inplace: ignored (graphs have no in-place ops).
+    """
+    x = _float(input, "rrelu")
+    lower, upper = _rrelu_bounds("rrelu", lower, upper, x)
+    if not training:
+        return ops.leaky_relu(x, (lower + upper) / 2)
+    slope = add(mul(x.graph.rand(x.shape), upper - lower), lower).to(x.dtype)
+    return where(gt(x, 0), x, mul(x, slope))
+
+
+class RReLU(_Elementwise):
+    """torch's ``nn.RReLU(lower=1/8, upper=1/3, inplace=False)``: ``rrelu`` with random slopes in
+    training mode, the mean slope ``(lower + upper) / 2`` in eval mode.
+
+    Args:
+        lower: the smallest slope. upper: the largest. inplace: ignored.
+    """
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__(inplace)
+        self.lower, self.upper = _rrelu_bounds("RReLU", lower, upper)
+
+    def forward(self, x):
+        return rrelu(x, self.lower, self.upper, self.training)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
