@@ -52,7 +52,7 @@ def tensor_op(name: str) -> Callable[[_F], _F]:
     """Decorator for a public op whose first argument is a tensor: that argument is checked on entry
     (``relu(None)`` says ``relu: input must be a GraphTensor``, not ``'NoneType' object has no attribute``),
     and errors of the ops it is built from are reported under ``name`` (``renamed``). Its new int and
-    bool results are marked as having no gradient when the user called it (``Graph.no_grad_results``)."""
+    bool results are marked as having no gradient when the user called it (``Graph.user_stop``)."""
 
     def deco(f: _F) -> _F:
         first = inspect.unwrap(f).__code__.co_varnames[0]
@@ -64,11 +64,10 @@ def tensor_op(name: str) -> Callable[[_F], _F]:
             if not isinstance(x, GraphTensor):
                 check_tensors(name, input=x)  # raises, with the one wording
             users = outermost_op() is None
-            made = len(x.graph.nodes)
             with rename:
                 out = f(*args, **kwargs)
             if users:
-                _mark_no_grad(out, made)
+                out = _mark_no_grad(out)
             if isinstance(out, GraphTensor) and any(out is a for a in (*args, *kwargs.values())):
                 # an op that changes nothing (cat of one, pow(1), roll by 0) still gives a handle of its
                 # own, as torch's give a new tensor: an in-place method on it must not rebind its input
@@ -80,9 +79,12 @@ def tensor_op(name: str) -> Callable[[_F], _F]:
     return deco
 
 
-def _mark_no_grad(out, made: int) -> None:
-    """Mark the int and bool tensors among an op's results (a tensor or a tuple of them) made by the
-    call (node ids from ``made`` on: an existing node may be an op's inner one) as ``no_grad_results``."""
-    for t in out if isinstance(out, tuple) else (out,):
-        if isinstance(t, GraphTensor) and not t.dtype.is_float and t.node.id >= made:
-            t.graph.no_grad_results.add(t.node.id)
+def _mark_no_grad(out):
+    """An op's results (a tensor or a tuple of them) with each int and bool one as the user's own node,
+    marked as having no gradient (``Graph.user_stop``: not the node, which an op's inner one may be)."""
+    if isinstance(out, GraphTensor):
+        return out if out.dtype.is_float else out.graph.user_stop(out)
+    if isinstance(out, tuple) and any(isinstance(t, GraphTensor) and not t.dtype.is_float for t in out):
+        marked = [_mark_no_grad(t) if isinstance(t, GraphTensor) else t for t in out]
+        return out._make(marked) if hasattr(out, "_make") else tuple(marked)  # (a namedtuple stays one)
+    return out

@@ -47,6 +47,7 @@ class ConstKey:
 
 
 INDEX_OPS = {"Gather": "gather", "ScatterAdd": "scatter_add"}  # primitives that read an index: their names
+USER_STOP = "user stop"  # the arg of the Copy that is a result of the user's (``Graph.user_stop``)
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,16 +104,18 @@ class Graph:
         # out of range is found only when a program runs; the call then names what made it, and the
         # user's own value (``x[i, j]``: i's or j's, not the flat position they combine to).
         self.index_ops: dict[int, tuple] = {}
-        # ``detach()`` nodes the user made (not an op's, which marks a zero gradient: Tensor.detach)
+        # The user's stops (``user_stop``): ``detach()`` nodes the user made (not an op's, which marks a
+        # zero gradient: Tensor.detach), and int and bool results of ops the user called (a comparison, an
+        # int cast, argmax): torch's never require grad, so a parameter read only through them has no
+        # gradient at all, not zeros (``train.autograd.has_grad``). Each is a Copy of its own (arg
+        # ``USER_STOP``), never an op's inner node: ``sign``'s comparisons make a float result whose
+        # gradient is zero, as torch's, also where the user compares alike.
         self.user_detached: set[int] = set()
-        # int and bool results of ops the user called (a comparison, an int cast, argmax): torch's never
-        # require grad, so a parameter read only through them has no gradient at all, not zeros
-        # (``train.autograd.has_grad``). An op's inner ones are not marked: ``sign``'s comparisons make
-        # a float result whose gradient is zero, as torch's.
         self.no_grad_results: set[int] = set()
         # Gradients given by formula (``custom_vjp``): node id -> (rule, inputs as (Node, View)). Autograd
         # sends such a node's adjoint to the inputs by the rule instead of through the node's own chain.
         self.vjps: dict[int, tuple] = {}
+        self._user_vjps: dict[int, int] = {}  # node id -> how many user rules sit on copies of it
         # A host graph (``frontend/host.py``) holds the tensors made outside any graph (``lm.ones(3)`` in a
         # module's ``__init__``): constants whose values are known now, which join other graphs by value.
         self.host = False
@@ -140,9 +143,23 @@ class Graph:
             self._index[key] = node
             if op in INDEX_OPS:  # (an index out of range is found at run time: say what made it)
                 self.index_ops[node.id] = (outermost_op() or INDEX_OPS[op], user_frame())
-            if not dtype.is_float and outermost_op() is None:  # (a comparison or cast the user wrote)
-                self.no_grad_results.add(node.id)
         return node
+
+    def user_stop(self, t: GraphTensor) -> GraphTensor:
+        """``t`` (a result of an op the user called) as a node that only the user's results are: a
+        Copy with arg ``USER_STOP``, read through ``t``'s view. For an int or bool ``t`` (a
+        comparison, an int cast, argmax) and the user's ``detach()``, where torch's gradient is None
+        (``no_grad_results``, ``user_detached``; ``train.autograd.has_grad``).
+
+        The mark cannot sit on ``t``'s own node: the graph builds each expression once, so an op's
+        inner comparison (``sign``'s ``x > 0``) built before or after the user's is that node too, and
+        whether a parameter had a gradient depended on which came first. The compiler drops the copy
+        (a Copy of a whole node is its operand)."""
+        if t.node.op == "Copy" and t.node.arg == USER_STOP:
+            return self.tensor(t.node, t.layout)
+        node = self.add("Copy", (self.tensor(t.node),), USER_STOP, t.dtype, t.node.shape)
+        (self.no_grad_results if not t.dtype.is_float else self.user_detached).add(node.id)
+        return self.tensor(node, t.layout)
 
     def node_keys(self):
         """The hash-consing key of every node, in id order: ``(signature number, input ids)``. Each key
@@ -158,7 +175,12 @@ class Graph:
     def custom_vjp(self, out: GraphTensor, inputs, rule) -> GraphTensor:
         """Give ``out`` (a whole node) the gradient ``rule(out, adjoint, *inputs) -> [gradient per
         input]`` with respect to ``inputs`` (tensors it was computed from), in place of differentiating
-        the primitives that compute it; returns ``out``.
+        the primitives that compute it; returns the tensor that carries the rule: ``out`` itself in an
+        op's code, a copy of it (a Copy node of its own, which the compiler drops) when the user calls
+        it, as torch's ``autograd.Function.apply`` gives a new tensor. The rule must then be read
+        through the returned tensor: ``out``'s node is every copy of its expression in the graph (the
+        user's other ``w.sign()``, which a straight-through ``sign`` must not give its gradient to),
+        and an op's rule on it (the function's own derivative) stays.
 
         For a function that a long chain of primitives computes (a rational approximation, a series,
         an exp formula): differentiating the chain keeps each of its partial values for the backward
@@ -171,6 +193,10 @@ class Graph:
         if not (isinstance(out, GraphTensor) and out.graph is self and out.layout.is_contiguous()
                 and tuple(out.shape) == tuple(out.node.shape)):
             raise ValueError("custom_vjp: out must be a whole node of this graph")
+        if outermost_op() is None:  # (a user's rule: a straight-through estimator)
+            k = self._user_vjps.get(out.node.id, 0)
+            self._user_vjps[out.node.id] = k + 1
+            out = self.tensor(self.add("Copy", (out,), f"custom_vjp {k}", out.dtype, out.shape))
         self.vjps[out.node.id] = (rule, tuple((t.node, t.layout) for t in inputs))
         return out
 

@@ -215,10 +215,9 @@ class GraphTensor:
         """The same values with no gradient flowing back through them (torch ``detach``). The user's own
         (not an op's, which marks a zero gradient) is remembered: a parameter read only through it has no
         gradient at all (``train.autograd.has_grad``), so an optimizer skips it, as torch's."""
-        node = self.graph.add("Copy", (self,), "detach", self.dtype, self.shape)
-        if outermost_op() is None:
-            self.graph.user_detached.add(node.id)
-        return self.graph.tensor(node)
+        if outermost_op() is None:  # (a node of its own, not an op's detach of the same tensor)
+            return self.graph.user_stop(self)
+        return self.graph.tensor(self.graph.add("Copy", (self,), "detach", self.dtype, self.shape))
 
     def reshape(self, *shape) -> GraphTensor:
         """torch ``Tensor.reshape``: the same elements in a new shape (a view when the layout allows,

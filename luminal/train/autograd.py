@@ -11,9 +11,9 @@ otherwise all be kept for the backward pass.
 
 Some edges carry no gradient: comparisons (``LessThan``), a ``Where``'s condition, indices of
 ``Gather``/``ScatterAdd``, casts to int/bool, ``detach()`` (a ``Copy`` with arg ``"detach"``, which
-rounding ops use) and everything of int or bool dtype. Asking for the gradient of something the loss
-reaches only through such edges is an error naming where the gradient stops, not silent zeros (with
-``allow_unused=True`` it is zeros, as torch's).
+rounding ops use; the user's has arg ``USER_STOP``) and everything of int or bool dtype. Asking for
+the gradient of something the loss reaches only through such edges is an error naming where the
+gradient stops, not silent zeros (with ``allow_unused=True`` it is zeros, as torch's).
 
 Where a composition's gradient at an edge value differs from torch's, the composition is rewritten
 (never given a rule of its own): e.g. no ``where`` branch may compute an inf that its zero adjoint
@@ -26,6 +26,7 @@ import math
 
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error, where
+from luminal.frontend.graph import USER_STOP
 from luminal.frontend.ops import cast, div, eq, full_like, gt
 from luminal.frontend.ops import where as select
 from luminal.frontend.ops.core import prim
@@ -135,6 +136,7 @@ RULES = {
 }
 # (op, input index) edges along which no gradient flows, whatever the dtypes
 _NO_GRAD_EDGES = {("Where", 0), ("Gather", 1), ("ScatterAdd", 1), ("LessThan", 0), ("LessThan", 1)}
+_DETACHED = ("detach", USER_STOP)  # the args of Copy nodes that pass no gradient: an op's detach(), the user's
 
 
 def _carries_grad(n, i: int, graph) -> bool:
@@ -143,7 +145,7 @@ def _carries_grad(n, i: int, graph) -> bool:
         return n.dtype.is_float and graph.vjps[n.id][1][i][0].dtype.is_float
     src = n.srcs[i][0]
     return (n.dtype.is_float and src.dtype.is_float and (n.op, i) not in _NO_GRAD_EDGES
-            and not (n.op == "Copy" and n.arg == "detach"))
+            and not (n.op == "Copy" and n.arg in _DETACHED))
 
 
 def _grad_srcs(n, graph) -> tuple:
@@ -261,9 +263,10 @@ def reaches(loss: GraphTensor, wrt) -> list[bool]:
 def has_grad(loss: GraphTensor, wrt) -> list[bool]:
     """Whether torch would give each of ``wrt`` a gradient tensor for ``loss`` rather than None: whether
     the loss reads it other than only through the user's ``detach()`` or an int or bool result of an op
-    the user called (a comparison, an int cast, argmax: ``Graph.no_grad_results``). Where every op on the
-    way has a zero gradient (``floor``, ``sign``, ``trunc``, whose own detach and comparisons are inner
-    ones) torch's gradient is zeros, not None. An optimizer skips a parameter whose gradient is None (no
+    the user called (a comparison, an int cast, argmax: ``Graph.user_stop``, a node of the user's alone,
+    so the answer does not depend on whether an op built the same comparison before or after). Where
+    every op on the way has a zero gradient (``floor``, ``sign``, ``trunc``, whose own detach and
+    comparisons are inner ones) torch's gradient is zeros, not None. An optimizer skips a parameter whose gradient is None (no
     weight decay, no step of its own)."""
     graph = loss.graph
     nodes = [_node_of(t, graph) for t in wrt]
@@ -329,7 +332,7 @@ def _no_path_error(t, n, loss, graph, ancestors):
 
 
 def _no_grad_reason(m, i: int) -> str:
-    if m.op == "Copy" and m.arg == "detach":
+    if m.op == "Copy" and m.arg in _DETACHED:
         return "Copy (detach)"
     if m.op == "LessThan":
         return "LessThan (a comparison)"

@@ -8,7 +8,7 @@ import numpy as np
 
 from luminal.core import dtype as dt
 from luminal.core.backend import backend_names
-from luminal.core.errors import check_number, op_error
+from luminal.core.errors import check_number, op_error, outermost_op
 from luminal.core.symbolic import Sym, is_static, shape_str, sizes
 from luminal.frontend import building
 from luminal.frontend.checks import check_tensors, got, tensor_op
@@ -29,8 +29,10 @@ def prim(op: str, *srcs: GraphTensor, arg=None, dtype: dt.DType | None = None, s
         under = _under_broadcast(srcs[0])
         if under is not None:
             return prim(op, under, arg=arg, dtype=dtype)._with_view(srcs[0].layout)
-    node = g.add(op, srcs, arg, dtype or srcs[0].dtype, srcs[0].shape if shape is None else shape)
-    return g.tensor(node)
+    out = g.tensor(g.add(op, srcs, arg, dtype or srcs[0].dtype, srcs[0].shape if shape is None else shape))
+    if not out.dtype.is_float and outermost_op() is None:  # (a comparison or cast the user wrote)
+        return g.user_stop(out)
+    return out
 
 
 _UNARY = frozenset({"Log2", "Exp2", "Sin", "Sqrt", "Recip", "Cast"})  # (not Copy: it materialises the view)
