@@ -382,14 +382,41 @@ def _floor_divide(a, b, op: str) -> GraphTensor:
     return where(eq(b, 0), div(a, b), q).detach()  # piecewise constant (a/b at b == 0): no gradient, as torch
 
 
-@_opmath
 def pow(a, b) -> GraphTensor:  # noqa: A001 - torch's name
     """``a ** b``. Integer exponents (Python ints, and integral Python floats on float tensors)
     multiply exactly; otherwise ``exp2(b*log2|a|)`` with the sign restored for integral exponents,
     NaN for a negative base with a fractional exponent. int32 powers wrap on overflow as torch's
     (a tensor exponent: ``_int_pow``). A bool base, as torch's: to a Python int, an int32 power (``x ** 0``
     is all 1); to a Python bool, bool (``x ** True`` is ``x``, ``x ** False`` all True); to a bool
-    tensor, refused."""
+    tensor, refused.
+
+    float16/bfloat16 tensors are raised in float32 and rounded once; a Python number with one is first
+    rounded to its dtype, as torch does (``_pow_scalar``)."""
+    if isinstance(a, GraphTensor) and not isinstance(b, GraphTensor):
+        b = _pow_scalar(a, b, "exponent")
+    elif isinstance(b, GraphTensor) and not isinstance(a, GraphTensor):
+        a = _pow_scalar(b, a, "base")
+    return _pow(a, b)
+
+
+def _pow_scalar(t: GraphTensor, v, what: str):
+    """A Python number ``v`` raised with (or raising) the float16/bfloat16 tensor ``t``, rounded to
+    ``t``'s dtype, as torch's pow reads it: ``x ** 2.7`` is ``x ** 2.69921875`` in float16 (5 ulps
+    from ``x ** 2.7`` computed in float32), ``x ** 2.0001`` is ``x ** 2`` (finite for x < 0), and
+    ``x ** 4097`` is ``x ** 4096``. A finite number beyond the dtype's range is refused, as torch does;
+    other numbers and dtypes pass unchanged."""
+    if t.dtype not in _LOWP or isinstance(v, bool) or not isinstance(v, (int, float)):
+        return v
+    if abs(v) > _finite_max(t.dtype) and v not in (math.inf, -math.inf):  # (a Python int may exceed float64)
+        raise op_error(ValueError, "pow", f"the {what} {v!r} does not fit {t.dtype.name} (largest finite value "
+                       f"{_finite_max(t.dtype):g}), the dtype a Python number takes with a {t.dtype.name} "
+                       f"tensor; cast the tensor to float32 first", t)
+    r = float(dt.to_storage(np.asarray(float(v)), t.dtype).reshape(-1)[0])
+    return int(r) if isinstance(v, int) else r
+
+
+@_opmath
+def _pow(a, b) -> GraphTensor:
     if isinstance(a, GraphTensor) and a.dtype.kind == "b" and isinstance(b, (bool, int)):
         if isinstance(b, bool):
             return fresh(a) if b else full_like(a, True)
