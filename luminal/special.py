@@ -3,12 +3,13 @@ so that ``torch.special.ndtr(x)`` ports as ``lm.special.ndtr(x)``.
 
 Most are the ops luminal has under torch's top-level names (``expit`` is ``sigmoid``, ``gammaln``
 ``lgamma``, ``psi`` ``digamma``); the rest (``erfcx``, ``ndtr``, ``ndtri``, ``log_ndtr``, ``entr``,
-``xlog1py``, ``multigammaln``) are ``luminal/frontend/ops/special.py``'s. Each is wrapped so that a
+``xlog1py``, ``multigammaln``, the Bessel functions ``i0``, ``i0e``, ``i1``, ``i1e``) are
+``luminal/frontend/ops/special.py``'s. Each is wrapped so that a
 Parameter or Buffer argument joins the graph of the call (``luminal/frontend/join.py``).
 
-Not provided (no luminal implementation yet): the Bessel functions (``i0``, ``i0e``, ``i1``, ``i1e``,
-``bessel_*``, ``modified_bessel_*``, ...), ``gammainc``/``gammaincc``, ``zeta``, ``airy_ai`` and the
-orthogonal polynomials.
+Not provided (no luminal implementation yet): the other Bessel functions (``bessel_j0``, ...,
+``modified_bessel_*``, ``scaled_modified_bessel_*``, ``spherical_bessel_j0``), ``gammainc``/``gammaincc``,
+``zeta``, ``airy_ai`` and the orthogonal polynomials.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from luminal.frontend.ops.special import (
     erfc,
     erfcx,
     erfinv,
+    i0,
+    i0e,
+    i1,
+    i1e,
     log_ndtr,
     logit,
     multigammaln,
@@ -99,9 +104,9 @@ def logsumexp(input, dim, keepdim: bool = False) -> GraphTensor:  # noqa: A002 -
     return _reduce.logsumexp(input, dim, keepdim)
 
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln", "log1p",
-           "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi",
-           "round", "sinc", "softmax", "xlog1py", "xlogy"]
+__all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "i0e",
+           "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
+           "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy"]
 _joins_all(globals(), __all__)
 
 

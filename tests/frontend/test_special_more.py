@@ -164,7 +164,8 @@ UNARY = {  # name -> inputs inside its domain, away from poles
     "erf": (-3, 3), "erfc": (-3, 5), "erfcx": (-3, 8), "erfinv": (-0.99, 0.99), "expit": (-8, 8),
     "logit": (0.02, 0.98), "gammaln": (0.1, 6), "digamma": (0.1, 6), "psi": (0.1, 6), "entr": (0.01, 4),
     "ndtr": (-6, 6), "ndtri": (0.001, 0.999), "log_ndtr": (-20, 6), "exp2": (-4, 4), "expm1": (-3, 3),
-    "log1p": (-0.9, 4), "sinc": (-3, 3), "round": (-5, 5),
+    "log1p": (-0.9, 4), "sinc": (-3, 3), "round": (-5, 5), "i0": (-40, 40), "i0e": (-40, 40), "i1": (-40, 40),
+    "i1e": (-40, 40),
 }
 NO_16BIT = {"erfcx", "ndtri", "log_ndtr"}  # (torch's CPU kernels lack float16/bfloat16 for these)
 
@@ -238,6 +239,47 @@ def test_tails_against_mpmath():
         pts = np.array(pts)
         want = np.array([float(exact(mp.mpf(float(v)))) for v in pts])
         np.testing.assert_allclose(_run(fn, pts), want, rtol=2e-14, atol=0, err_msg=fn.__name__)
+
+
+BESSEL = {"i0": lambda v: mp.besseli(0, v), "i1": lambda v: mp.besseli(1, v),
+          "i0e": lambda v: mp.besseli(0, v) * mp.exp(-abs(v)), "i1e": lambda v: mp.besseli(1, v) * mp.exp(-abs(v))}
+
+
+@pytest.mark.parametrize("name", sorted(BESSEL))
+def test_bessel_against_mpmath(name):
+    """Both sides of the switch from the power series to the asymptotic one (30), up to where i0
+    overflows (713.99); the unscaled ones multiply by exp(|x|), whose rounding at |x| = 700 is ~5e-14."""
+    pts = np.array([1e-10, 0.5, -1.3, 5.0, -12.0, 29.99, 30.0, 30.01, -45.0, 100.0, 700.0, 713.0, -713.0])
+    want = np.array([float(BESSEL[name](mp.mpf(float(v)))) for v in pts])
+    rtol = 1e-13 if name in ("i0", "i1") else 4e-15
+    np.testing.assert_allclose(_run(getattr(lm.special, name), pts), want, rtol=rtol, atol=0)
+
+
+def test_bessel_special_values():
+    """i0 even, i1 odd (keeping -0.0); +-inf at +-inf, the scaled ones +-0 there; the gradients at 0:
+    i0' = i1(0) = 0, i1' = 1/2, i0e' = 0, i1e' = 1/2."""
+    vals = np.array([0.0, -0.0, inf, -inf, nan])
+    for name, want, slope0 in [("i0", [1.0, 1.0, inf, inf, nan], 0.0), ("i1", [0.0, -0.0, inf, -inf, nan], 0.5),
+                               ("i0e", [1.0, 1.0, 0.0, 0.0, nan], 0.0), ("i1e", [0.0, -0.0, 0.0, -0.0, nan], 0.5)]:
+        got, grad = _values_and_grads(getattr(lm.special, name), vals)
+        np.testing.assert_array_equal(got, want, err_msg=name)
+        np.testing.assert_array_equal(np.signbit(got[:4]), np.signbit(want[:4]), err_msg=name)
+        np.testing.assert_array_equal(grad[:2], slope0, err_msg=name)
+
+
+def test_bessel_second_derivatives():
+    """i0'' = i1' = i0 - i1/x; the gradients are themselves differentiable."""
+    x0 = np.array([-3.0, -0.5, 0.25, 2.0, 35.0])
+    for name in ("i0", "i1e"):
+        xt = torch.tensor(x0, requires_grad=True)
+        (gt,) = torch.autograd.grad(getattr(torch.special, name)(xt).sum(), xt, create_graph=True)
+        (ht,) = torch.autograd.grad(gt.sum(), xt)
+        g = lm.Graph()
+        x = g.input("x", (5,), dtype=lm.float64)
+        gx = train.grad(getattr(lm.special, name)(x).sum(), x)
+        got_g, got_h = lm.compile([gx, train.grad(gx.sum(), x)], backend="cpu")(x=x0)
+        np.testing.assert_allclose(got_g, gt.detach().numpy(), rtol=1e-12)
+        np.testing.assert_allclose(got_h, ht.numpy(), rtol=1e-11)
 
 
 def _values_and_grads(fn, vals):

@@ -47,6 +47,7 @@ from luminal.frontend.ops.elementwise import (
     mul,
     neg,
     round_,
+    sign,
     sin,
     sqrt,
     sub,
@@ -347,6 +348,112 @@ def ndtri(input) -> GraphTensor:  # noqa: A002 - torch's names
     out = where(inside, where(lower, neg(y), y), where(eq(p, 0.0), -math.inf, where(eq(p, 1.0), math.inf, math.nan)))
     slope = lambda p, y: mul(exp(mul(mul(y, y), 0.5)), math.sqrt(2 * math.pi))  # noqa: E731
     return cast(_derivative(out, p, slope), x.dtype)
+
+
+# the modified Bessel functions of the first kind, orders 0 and 1 (and scaled by exp(-|x|)): in float64
+# from |x| = a, the power series below 30 (52 terms: the next is below 1e-17 of the sum at 30) and
+# the asymptotic series above (terms until below 1e-17 at 30) --------------------------------------
+_BESSEL_SWITCH, _BESSEL_SERIES = 30.0, 52
+
+
+@functools.cache
+def _bessel_asymptotic(nu: int) -> tuple[float, ...]:
+    """``(-1)**k prod_{j<=k} (4 nu**2 - (2j - 1)**2) / (k! 8**k)``: ``exp(a) / sqrt(2 pi a)`` times their
+    series in ``1/a`` is ``I_nu(a)``."""
+    coefs, c, k = [1.0], 1.0, 0
+    while abs(c) >= 1e-17 * _BESSEL_SWITCH**k:
+        k += 1
+        c *= -(4 * nu * nu - (2 * k - 1) ** 2) / (8 * k)
+        coefs.append(c)
+    return tuple(coefs[:-1])
+
+
+def _bessel_ie(nu: int, a):
+    """``exp(-a) I_nu(a)`` for float64 ``a >= 0``, ``nu`` 0 or 1 (0 at +inf, NaN at NaN)."""
+    small = lt(a, _BESSEL_SWITCH)
+    s = where(small, a, 0.0)
+    series = _poly(mul(mul(s, s), 0.25), [1 / (math.factorial(k) * math.factorial(k + nu))
+                                          for k in range(_BESSEL_SERIES)])
+    near = mul(mul(series, mul(s, 0.5)) if nu else series, exp(neg(s)))
+    b = where(small, _BESSEL_SWITCH, a)
+    far = div(_poly(div(1.0, b), _bessel_asymptotic(nu)), sqrt(mul(b, 2 * math.pi)))
+    return where(small, near, far)
+
+
+def _bessel(nu: int, scaled: bool, w):
+    """I_nu(w) (``scaled``: ``exp(-|w|) I_nu(w)``) in float64 with its derivative as the gradient
+    (itself differentiable): ``I0' = I1``, ``I1' = I0 - I1 / w`` (1/2 at 0), and for the scaled ones
+    ``I0e' = I1e - sign(w) I0e``, ``I1e' = I0e - I1e (sign(w) + 1/w)``. I1 is odd (keeping -0.0)."""
+    a = abs_(w)
+    v = _bessel_ie(nu, a)
+    if not scaled:
+        half = exp(mul(a, 0.5))  # (exp(a) overflows before I_nu(a) does)
+        v = where(isinf(a), math.inf, mul(mul(v, half), half))
+    if nu:
+        v = where(_neg_side(w), neg(v), v)
+
+    def slope(w, y):
+        at0 = eq(w, 0.0)
+        if nu == 0:
+            d = _bessel(1, scaled, w)
+            return sub(d, mul(sign(w), y)) if scaled else d
+        corr = where(at0, 0.5, div(y, where(at0, 1.0, w)))  # y / w, whose limit at 0 is 1/2
+        d = sub(_bessel(0, scaled, w), corr)
+        return sub(d, mul(sign(w), y)) if scaled else d
+
+    return _derivative(v, w, slope)
+
+
+def _bessel_op(op: str, nu: int, scaled: bool, input):  # noqa: A002 - torch's names
+    x = _float(input, op)
+    return cast(_bessel(nu, scaled, cast(x, dt.float64)), x.dtype)
+
+
+@tensor_op("i0")
+def i0(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.i0 (``torch.i0``): the modified Bessel function of the first kind of order 0, even;
+    +inf at +-inf. Computed in float64 (power series below 30, asymptotic series above) and rounded
+    once. The gradient is ``i1(x)``. Int and bool inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    return _bessel_op("i0", 0, False, input)
+
+
+@tensor_op("i0e")
+def i0e(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.i0e: ``exp(-|x|) i0(x)``, finite for every ``x`` (0 at +-inf). The gradient is
+    ``i1e(x) - sign(x) i0e(x)``. Computed in float64 and rounded once; int and bool inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    return _bessel_op("i0e", 0, True, input)
+
+
+@tensor_op("i1")
+def i1(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.i1: the modified Bessel function of the first kind of order 1, odd; +-inf at +-inf.
+    The gradient is ``i0(x) - i1(x) / x`` (1/2 at 0). Computed in float64 and rounded once; int and bool
+    inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    return _bessel_op("i1", 1, False, input)
+
+
+@tensor_op("i1e")
+def i1e(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.i1e: ``exp(-|x|) i1(x)`` (+-0 at +-inf). The gradient is
+    ``i0e(x) - i1e(x) (sign(x) + 1/x)`` (1/2 at 0). Computed in float64 and rounded once; int and bool
+    inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    return _bessel_op("i1e", 1, True, input)
 
 
 # the gamma function's logarithm and derivatives: each in float64 and rounded once, from the
