@@ -1,5 +1,7 @@
-"""torch's special functions built on ``elementwise.py``'s: logit, xlogy, erfc, and the gamma
-function's lgamma, digamma and polygamma.
+"""torch's special functions built on ``elementwise.py``'s: logit, xlogy, xlog1py, entr, erfc, erfcx,
+erfinv, the normal distribution's ndtr, ndtri and log_ndtr, the Bessel functions i0, i0e, i1 and i1e,
+and the gamma function's lgamma, digamma, polygamma (any order up to 150) and multigammaln. Most
+compute in float64 and round once. ``luminal/special.py`` gathers them under torch.special's names.
 
 Each has torch's value at the edges (0, 1, infinities, NaN) and torch's gradient (``Graph.custom_vjp``),
 including where the formula as written would differentiate to something else: ``xlogy``'s gradient by
