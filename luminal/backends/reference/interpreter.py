@@ -76,8 +76,11 @@ class ReferenceInterpreter:
         letters = _LETTERS[:ndim]
         subs, arrs = [], []
         for k, a in enumerate(operands):
-            keep = [i for i in range(ndim) if not (a.strides[i] == 0 and a.shape[i] > 1 and k == 1)
-                    and not (a.strides[i] == 0 and a.shape[i] > 1 and k == 0 and operands[1].strides[i] != 0)]
+            # a broadcast axis is dropped (einsum then need not walk it), but never the summed one: an
+            # operand without the summed letter is factored out of the sum (``r * sum(x)`` for
+            # ``sum(x * r)``), which rounds otherwise and loses IEEE's ``0 * inf = NaN``
+            keep = [i for i in range(ndim) if i == n.arg or not (a.strides[i] == 0 and a.shape[i] > 1 and (
+                k == 1 or operands[1].strides[i] != 0))]
             a = a[tuple(slice(None) if i in keep else 0 for i in range(ndim))]
             subs.append("".join(letters[i] for i in keep))
             arrs.append(a.astype(cd, copy=False))
