@@ -624,7 +624,7 @@ class GraphTensor:
         var_mean: Callable[..., tuple[GraphTensor, GraphTensor]]
         std_mean: Callable[..., tuple[GraphTensor, GraphTensor]]; cummax: Callable[..., ValuesIndices]
         cummin: Callable[..., ValuesIndices]; logcumsumexp: Callable[..., GraphTensor]
-        sort: Callable[..., ValuesIndices]; argsort: Callable[..., GraphTensor]
+        sort: Callable[..., ValuesIndices]; argsort: Callable[..., GraphTensor]; msort: Callable[..., GraphTensor]
         topk: Callable[..., ValuesIndices]; long: Callable[..., GraphTensor]
         bitwise_and: Callable[..., GraphTensor]; bitwise_or: Callable[..., GraphTensor]
         bitwise_xor: Callable[..., GraphTensor]; bitwise_not: Callable[..., GraphTensor]

@@ -915,6 +915,16 @@ def argsort(x: GraphTensor, dim: int = -1, descending: bool = False, stable: boo
     return sort(x, dim, descending).indices
 
 
+@tensor_op("msort")
+def msort(x: GraphTensor) -> GraphTensor:
+    """torch.msort: ``x`` sorted along its first dim, the values alone (``sort(x, 0).values``: stable,
+    NaN as the largest value); the gradient goes back to where each value came from.
+
+    Args:
+        x: the input (a 0-d one is itself, as torch's)."""
+    return sort(x, 0).values
+
+
 @tensor_op("topk")
 def topk(x: GraphTensor, k: int, dim: int = -1, largest: bool = True,
          sorted: bool = True) -> ValuesIndices:  # noqa: A002
