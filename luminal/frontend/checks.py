@@ -51,8 +51,9 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 def tensor_op(name: str) -> Callable[[_F], _F]:
     """Decorator for a public op whose first argument is a tensor: that argument is checked on entry
     (``relu(None)`` says ``relu: input must be a GraphTensor``, not ``'NoneType' object has no attribute``),
-    and errors of the ops it is built from are reported under ``name`` (``renamed``). Its new int and
-    bool results are marked as having no gradient when the user called it (``Graph.user_stop``)."""
+    and errors of the ops it is built from are reported under ``name`` (``renamed``). Its int and bool
+    results of float tensors are marked as having no gradient when the user called it
+    (``Graph.user_stop``)."""
 
     def deco(f: _F) -> _F:
         first = inspect.unwrap(f).__code__.co_varnames[0]
@@ -66,7 +67,7 @@ def tensor_op(name: str) -> Callable[[_F], _F]:
             users = outermost_op() is None
             with rename:
                 out = f(*args, **kwargs)
-            if users:
+            if users and any(isinstance(a, GraphTensor) and a.dtype.is_float for a in (*args, *kwargs.values())):
                 out = _mark_no_grad(out)
             if isinstance(out, GraphTensor) and any(out is a for a in (*args, *kwargs.values())):
                 # an op that changes nothing (cat of one, pow(1), roll by 0) still gives a handle of its
@@ -80,8 +81,9 @@ def tensor_op(name: str) -> Callable[[_F], _F]:
 
 
 def _mark_no_grad(out):
-    """An op's results (a tensor or a tuple of them) with each int and bool one as the user's own node,
-    marked as having no gradient (``Graph.user_stop``: not the node, which an op's inner one may be)."""
+    """An op's results (a tensor or a tuple of them; the op read a float tensor) with each int and bool
+    one as the user's own node, marked as having no gradient (``Graph.user_stop``: not the node, which
+    an op's inner one may be)."""
     if isinstance(out, GraphTensor):
         return out if out.dtype.is_float else out.graph.user_stop(out)
     if isinstance(out, tuple) and any(isinstance(t, GraphTensor) and not t.dtype.is_float for t in out):

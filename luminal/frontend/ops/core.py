@@ -30,8 +30,8 @@ def prim(op: str, *srcs: GraphTensor, arg=None, dtype: dt.DType | None = None, s
         if under is not None:
             return prim(op, under, arg=arg, dtype=dtype)._with_view(srcs[0].layout)
     out = g.tensor(g.add(op, srcs, arg, dtype or srcs[0].dtype, srcs[0].shape if shape is None else shape))
-    if not out.dtype.is_float and outermost_op() is None:  # (a comparison or cast the user wrote)
-        return g.user_stop(out)
+    if not out.dtype.is_float and outermost_op() is None and any(s.dtype.is_float for s in srcs):
+        return g.user_stop(out)  # (a comparison or int cast of floats the user wrote)
     return out
 
 
