@@ -66,6 +66,35 @@ def _align(t: GraphTensor, labels: list, target: list, sizes: dict) -> GraphTens
     return t.expand(*full) if full != t.shape else t
 
 
+def _sublist_equation(args: tuple):
+    """torch's sublist format ``einsum(op1, [0, 1], op2, [1, 2], [0, 2])`` as an equation and its
+    operands: subscript ``i`` in [0, 26) is the letter ``'A' + i``, in [26, 52) ``'a' + i - 26``, and
+    ``Ellipsis`` is ``...`` (the letters torch maps them to, so the implicit output's order agrees)."""
+
+    def term(sub, where: str) -> str:
+        if not isinstance(sub, (tuple, list)):
+            raise op_error(TypeError, "einsum", f"{where} must be a list of subscripts, got {type(sub).__name__}")
+        out = []
+        for i in sub:
+            if i is Ellipsis:
+                out.append("...")
+            elif isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 52:
+                out.append(chr(ord("A") + i) if i < 26 else chr(ord("a") + i - 26))
+            else:
+                raise op_error(ValueError, "einsum", f"{where}: subscript {i!r} is not an int in [0, 52) or ...")
+        return "".join(out)
+
+    operands, terms = args[0::2], args[1::2]
+    rhs = ""
+    if len(args) % 2 and isinstance(args[-1], GraphTensor):
+        raise op_error(TypeError, "einsum", f"operand {len(args) // 2} has no sublist after it", *operands)
+    if len(args) % 2:  # an odd count ends with the output's sublist
+        operands, terms = args[:-1][0::2], args[:-1][1::2]
+        rhs = "->" + term(args[-1], "the output sublist")
+    lhs = ",".join(term(t, f"the sublist of operand {k}") for k, t in enumerate(terms))
+    return lhs + rhs, operands
+
+
 def einsum(equation: str, *operands) -> GraphTensor:
     """torch.einsum: sum of products over the subscripts in ``equation``.
 
@@ -73,9 +102,13 @@ def einsum(equation: str, *operands) -> GraphTensor:
         equation: ``"ij,jk->ik"`` style subscripts: letters, ``...`` for broadcast dims (aligned
             from the right and broadcast across operands), a letter repeated in one operand takes its
             diagonal; without ``->`` the output is the broadcast dims then the letters used once, in
-            alphabetical order; an explicit output without ``...`` sums the broadcast dims.
+            alphabetical order; an explicit output without ``...`` sums the broadcast dims. Or torch's
+            sublist format ``einsum(op1, sublist1, op2, sublist2, ..., [sublist_out])``, a sublist
+            being ints in [0, 52) and ``...``.
         operands: the tensors (or one sequence of them).
     """
+    if isinstance(equation, GraphTensor):
+        equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (tuple, list)):
         operands = tuple(operands[0])
     if not isinstance(equation, str):

@@ -5,8 +5,13 @@ Gauss-Jordan elimination with partial pivoting, ``det`` and ``slogdet`` from the
 Each step is ordinary ops (argmax, one-hot row swaps as ``where``, broadcast multiply-subtract), so
 gradients come from autograd through the elimination, and every backend runs them. The pivot is the
 largest magnitude in its column (argmax), which keeps the elimination stable on the well-conditioned
-matrices these are meant for. Singular (or, for cholesky, non positive-definite) inputs are not
-detected: their results hold inf or NaN where torch raises."""
+matrices these are meant for. Singular (or, for cholesky, non positive-definite) inputs cannot raise
+from data in a compiled graph: ``inv`` and ``solve`` give inf/NaN where torch raises, ``cholesky`` NaN
+from the first non-positive pivot on (a positive semi-definite matrix with an exactly zero pivot and
+zeros below it gets a valid factor with a 0 on its diagonal), and a singular matrix's ``det`` is 0 and
+``slogdet`` (0, -inf), as torch's. ``det``'s gradient there is finite; where a zero pivot is not the
+last one it lacks the cofactor terms of that pivot's column (torch's is not the cofactor matrix
+either)."""
 
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.combine import cat, stack
 from luminal.frontend.ops.core import broadcast_shapes
 from luminal.frontend.ops.creation import eye
-from luminal.frontend.ops.elementwise import abs_, add, div, eq, ge, gt, log, lt, mul, ne, sign, sqrt, sub, where
+from luminal.frontend.ops.elementwise import abs_, add, clone, div, eq, ge, gt, log, lt, mul, ne, sign, sqrt, sub, where
 from luminal.frontend.ops.reduce import argmax
 from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.tensor import GraphTensor
@@ -52,15 +57,21 @@ def _pivot(m: GraphTensor, k: int, n: int):
     return where(is_k, row_p, where(is_p, row_k, m)), ne(p, k)
 
 
-def _eliminate(m: GraphTensor, n: int):
+def _eliminate(m: GraphTensor, n: int, *, skip_zero_pivots: bool = False):
     """Gauss-Jordan on ``m`` (..., n, w): the reduced matrix (its first n columns the identity), the
-    pivots (each (..., 1, 1)) and the swap flags."""
+    pivots (each (..., 1, 1)) and the swap flags.
+
+    A zero pivot (its column is zero from row k down: the matrix is singular) divides by zero, so that
+    ``inv``/``solve`` give inf/NaN. With ``skip_zero_pivots`` (``det``/``slogdet``, which need only
+    the pivots) that step divides by 1 instead, as LAPACK's getrf skips the column: the rows below
+    are unchanged, the later pivots stay finite and the product of the pivots is exactly 0 (not the
+    NaN of 0/0 reaching every later pivot), with finite gradients."""
     rows = m.graph.arange(n).reshape(n, 1)
     pivots, swaps = [], []
     for k in range(n):
         m, swapped = _pivot(m, k, n)
         piv = m[..., k:k + 1, k:k + 1]
-        r = div(m[..., k:k + 1, :], piv)
+        r = div(m[..., k:k + 1, :], where(eq(piv, 0), 1.0, piv) if skip_zero_pivots else piv)
         m = where(eq(rows, k), r, sub(m, mul(m[..., :, k:k + 1], r)))
         pivots.append(piv)
         swaps.append(swapped)
@@ -114,7 +125,7 @@ def solve(A: GraphTensor, B: GraphTensor, *, left: bool = True) -> GraphTensor: 
 def _lu_parts(op: str, A: GraphTensor):
     """``(sign, pivots)`` of ``A``'s elimination: the permutation's sign (..., 1, 1) and the pivots."""
     n = _square(op, A)
-    _, pivots, swaps = _eliminate(A, n)
+    _, pivots, swaps = _eliminate(A, n, skip_zero_pivots=True)
     s = A.graph.constant(1.0, A.dtype)
     for swapped in swaps:
         s = where(swapped, mul(s, -1.0), s)
@@ -124,7 +135,8 @@ def _lu_parts(op: str, A: GraphTensor):
 @tensor_op("det")
 def det(A: GraphTensor) -> GraphTensor:  # noqa: N803 - torch's name
     """torch.linalg.det: the determinant of each square matrix of ``A``: the product of the pivots of
-    an elimination with partial pivoting, signed by the row swaps (static size n).
+    an elimination with partial pivoting, signed by the row swaps (static size n); exactly 0 for a
+    matrix whose elimination meets a zero pivot.
 
     Args:
         A: a float32/float64 tensor (*, n, n).
@@ -177,6 +189,8 @@ def cholesky(A: GraphTensor, upper: bool = False) -> GraphTensor:  # noqa: N803 
         upper: return the upper-triangular factor ``L.mT`` instead.
     """
     n = _square("cholesky", A)
+    if n == 0:  # an empty factor (no columns to stack)
+        return clone(A)
     rows = A.graph.arange(n)
     # the values of A's lower triangle mirrored (torch reads only that), the gradient of (A + A.mT) / 2
     lower = where(ge(rows.reshape(n, 1), rows), A, A.transpose(-2, -1))
