@@ -1,6 +1,7 @@
 """Linear-algebra audit against torch: the determinant of a matrix whose elimination meets an exactly
-zero pivot (0 and (0, -inf), not NaN), einsum's sublist format, and cholesky of an empty matrix
-(``luminal/frontend/ops/linalg_solve.py``, ``einsum.py``)."""
+zero pivot (0 and (0, -inf), not NaN), einsum's sublist format, cholesky of an empty matrix, and
+addmm/baddbmm of integer operands with float scales (``luminal/frontend/ops/linalg_solve.py``,
+``einsum.py``, ``linalg.py``)."""
 
 from __future__ import annotations
 
@@ -94,3 +95,14 @@ def test_einsum_sublist_diagonal_and_errors():
 @pytest.mark.parametrize("shape, upper", [((0, 0), False), ((2, 0, 0), True)])
 def test_cholesky_of_empty_matrix(shape, upper):
     check(lambda t: _lib(t).linalg.cholesky(t, upper=upper), [np.zeros(shape, np.float32)])
+
+
+@pytest.mark.parametrize("beta, alpha", [(0.5, 1), (1, 0.5), (2.0, -1.7), (-0.9, 3)])
+def test_addmm_baddbmm_int_operands_with_float_scales(beta, alpha):
+    """Integer operands keep an integer result, the float scales truncated toward zero, as torch
+    (luminal promoted the result to float32)."""
+    i32 = lm.int32
+    check(lambda i, x, y: _lib(x).addmm(i, x, y, beta=beta, alpha=alpha),
+          [rand((2, 5), i32), rand((2, 3), i32, seed=2), rand((3, 5), i32, seed=3)])
+    check(lambda i, x, y: _lib(x).baddbmm(i, x, y, beta=beta, alpha=alpha),
+          [rand((2, 2, 5), i32), rand((2, 2, 3), i32, seed=2), rand((2, 3, 5), i32, seed=3)])

@@ -75,9 +75,13 @@ def bmm(input: GraphTensor, mat2: GraphTensor) -> GraphTensor:  # noqa: A002 - t
 
 def _scaled_sum(op: str, input: GraphTensor, product: GraphTensor, beta, alpha) -> GraphTensor:
     """``beta * input + alpha * product``; ``input`` is ignored when beta is 0 (as torch: its NaN and
-    inf do not propagate), and must broadcast to the product's shape."""
+    inf do not propagate), and must broadcast to the product's shape. With integer operands the
+    scales are converted to int first (truncated toward zero), as torch does: the result stays
+    integer (``beta=0.5`` is 0, where a float scale would have promoted the result to float)."""
     check_number(op, "beta", beta, input)
     check_number(op, "alpha", alpha, input)
+    if not dt.promote(input.dtype, product.dtype).is_float:
+        beta, alpha = int(beta), int(alpha)
     if broadcast_shapes(op, input, product) != product.shape:
         raise op_error(ValueError, op, f"input {shape_str(input.shape)} must broadcast to the product's "
                        f"{shape_str(product.shape)}", input, product)
