@@ -398,12 +398,6 @@ def test_multihead_attention_unbatched_masks(backend, batch_first):
            randn(4, 8, seed=2), kpm, mask, backend=backend, call=call)
 
 
-@pytest.mark.parametrize("kw", [{"add_bias_kv": True}, {"add_zero_attn": True}])
-def test_multihead_attention_missing_options_raise(kw):
-    with pytest.raises(NotImplementedError):
-        L.MultiheadAttention(8, 2, **kw)
-
-
 # containers ------------------------------------------------------------------------------------
 def test_sequential_ordered_dict_names_and_indexing(backend):
     def make(nn):

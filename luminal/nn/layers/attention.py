@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from luminal.core import dtype as dt
 from luminal.core.errors import check_int, op_error, renamed
 from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend.checks import check_tensors
-from luminal.frontend.ops import broadcast_shapes, cast, where
+from luminal.frontend.ops import broadcast_shapes, cast, cat, where
+from luminal.frontend.tensor import GraphTensor
 from luminal.nn import init
 from luminal.nn.layers._util import bad_input, layer_forward, layer_name, param
 from luminal.nn.layers.dropout import dropout
@@ -131,6 +134,14 @@ def _float_mask(mask, like, name: str, what: str):
     return mask.to(like.dtype)
 
 
+def _mask_on(mask, like):
+    """``mask`` as a tensor of ``like``'s graph: a numpy array (torch code builds its masks before any
+    graph exists, with ``Transformer.generate_square_subsequent_mask`` or numpy) becomes a constant of
+    it; a GraphTensor or None is passed on as it is (and so is anything when ``like`` is no tensor: the
+    attention's checks name that input)."""
+    return like.graph.constant(mask) if isinstance(mask, np.ndarray) and isinstance(like, GraphTensor) else mask
+
+
 def _same(a, b) -> bool:
     """``a`` and ``b`` read the same elements the same way (one tensor passed twice)."""
     return a is b or (a.node is b.node and a.layout == b.layout)
@@ -143,7 +154,10 @@ class NonDynamicallyQuantizableLinear(Linear):
 class MultiheadAttention(Module):
     """torch's ``nn.MultiheadAttention``. Inputs are (L, N, E) (or (N, L, E) with ``batch_first``, or
     unbatched (L, E)); returns ``(output, weights)`` with the weights averaged over heads unless
-    ``average_attn_weights=False``, or None with ``need_weights=False``."""
+    ``average_attn_weights=False``, or None with ``need_weights=False``. A mask may be a numpy array
+    (``Transformer.generate_square_subsequent_mask``'s): it becomes a constant of the query's graph.
+    ``add_bias_kv`` appends the learned ``bias_k``/``bias_v`` as one more key and value, ``add_zero_attn``
+    a zero key and value per head, after the projections, as torch's."""
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
@@ -154,8 +168,6 @@ class MultiheadAttention(Module):
         if embed_dim % num_heads:
             raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
                              f"({num_heads})")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are not supported")
         self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
         self.kdim, self.vdim = kdim or embed_dim, vdim or embed_dim
         self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
@@ -170,16 +182,25 @@ class MultiheadAttention(Module):
             self.in_proj_weight = None
         self.in_proj_bias = param((3 * embed_dim,), dtype) if bias else None
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        if add_bias_kv:  # one learned key and value appended to every sequence (after the projection)
+            self.bias_k, self.bias_v = param((1, 1, embed_dim), dtype), param((1, 1, embed_dim), dtype)
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """torch's: xavier_uniform_ projections, zero biases; out_proj.weight keeps Linear's init."""
+        """torch's: xavier_uniform_ projections, zero biases, xavier_normal_ bias_k and bias_v;
+        out_proj.weight keeps Linear's init."""
         for w in (self.in_proj_weight, self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
             if w is not None:
                 init.xavier_uniform_(w)
         if self.in_proj_bias is not None:
             init.zeros_(self.in_proj_bias)
             init.zeros_(self.out_proj.bias)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def _project(self, x, i: int | None):
         """The i-th (q, k, v) input projection: rows [i*E, (i+1)*E) of the packed weight and bias; with
@@ -193,8 +214,9 @@ class MultiheadAttention(Module):
         y = x @ w.T
         return y + self.in_proj_bias.on(g)[rows] if self.in_proj_bias is not None else y
 
-    def _check(self, name, query, key, value):
-        check_tensors(name, query=query, key=key, value=value)
+    def _check(self, name, query, key, value, key_padding_mask, attn_mask):
+        check_tensors(name, optional=("key_padding_mask", "attn_mask"), query=query, key=key, value=value,
+                      key_padding_mask=key_padding_mask, attn_mask=attn_mask)
         for t, d, what in ((query, self.embed_dim, "query"), (key, self.kdim, "key"), (value, self.vdim, "value")):
             if t.ndim not in (2, 3) or t.shape[-1] != d:
                 layout = "(N, L, {d}) or (L, {d})" if self.batch_first else "(L, N, {d}) or (L, {d})"
@@ -215,7 +237,8 @@ class MultiheadAttention(Module):
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
                 average_attn_weights: bool = True, is_causal: bool = False):
         name = layer_name(self)
-        self._check(name, query, key, value)
+        key_padding_mask, attn_mask = _mask_on(key_padding_mask, query), _mask_on(attn_mask, query)
+        self._check(name, query, key, value, key_padding_mask, attn_mask)
         # self-attention (one tensor as query, key and value): one product with the packed weight
         packed = self.in_proj_weight is not None and _same(query, key) and _same(key, value)
         unbatched = query.ndim == 2
@@ -238,6 +261,14 @@ class MultiheadAttention(Module):
             q = heads(self._project(query, 0), n_q)
             k = heads(self._project(key, 1), n_k)
             v = heads(self._project(value, 2), n_k)
+        # torch's order: bias_k/bias_v appended as one more key and value of every sequence, then (with
+        # add_zero_attn) a zero key and value per head; the masks keep those keys (padded with 0 below)
+        extra = 0
+        if self.bias_k is not None:
+            bk, bv = (heads(b.on(q.graph).expand(1, n, self.embed_dim), 1) for b in (self.bias_k, self.bias_v))
+            k, v, extra = cat([k, bk], 2), cat([v, bv], 2), 1
+        if self.add_zero_attn:
+            k, v, extra = k.pad([0, 0, 0, 1]), v.pad([0, 0, 0, 1]), extra + 1
         mask = None
         want = {2: (n_q, n_k), 3: (n * h, n_q, n_k)}
         if attn_mask is not None and tuple(attn_mask.shape) != want.get(attn_mask.ndim):
@@ -255,6 +286,8 @@ class MultiheadAttention(Module):
         if key_padding_mask is not None:
             kpm = _float_mask(key_padding_mask, q, name, "key_padding_mask").reshape(n, 1, 1, n_k)
             mask = kpm if mask is None else mask + kpm
+        if mask is not None and extra:
+            mask = mask.pad([0, extra], 0.0)
         # torch computes need_weights=False through sdpa, whose rows with every key masked out (a sequence
         # all padding, a left-padded causal row) give 0 and no gradient, and whose 16-bit attention is
         # computed in float32 (``_wide``); with the weights asked for, a plain softmax in the inputs' dtype

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import copy
 
-import numpy as np
-
 from luminal.core.errors import check_int
-from luminal.frontend.tensor import GraphTensor
 from luminal.nn.layers.activation import gelu, relu
-from luminal.nn.layers.attention import MultiheadAttention
+from luminal.nn.layers.attention import MultiheadAttention, _mask_on
 from luminal.nn.layers.containers import ModuleList
 from luminal.nn.layers.dropout import Dropout
 from luminal.nn.layers.linear import Linear
@@ -31,14 +28,6 @@ def _activation(layer: str, activation):
     if not callable(activation):
         raise TypeError(f"{layer}: activation must be 'relu', 'gelu' or a callable, got {activation!r}")
     return activation
-
-
-def _mask_on(mask, like):
-    """``mask`` as a tensor of ``like``'s graph: a numpy array (torch code builds its masks before any
-    graph exists, with ``Transformer.generate_square_subsequent_mask`` or numpy) becomes a constant of
-    it; a GraphTensor or None is passed on as it is (and so is anything when ``like`` is no tensor: the
-    attention's checks name that input)."""
-    return like.graph.constant(mask) if isinstance(mask, np.ndarray) and isinstance(like, GraphTensor) else mask
 
 
 class TransformerEncoderLayer(Module):
