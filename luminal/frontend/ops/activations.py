@@ -10,6 +10,7 @@ from luminal.core.errors import check_number, op_error
 from luminal.frontend.checks import tensor_op
 from luminal.frontend.ops.core import cast, require
 from luminal.frontend.ops.elementwise import (
+    _derivative,
     _float,
     _opmath,
     add,
@@ -125,7 +126,6 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0) -> GraphTensor:
 
 
 @tensor_op("elu")
-@_opmath
 def elu(x, alpha: float = 1.0) -> GraphTensor:
     """torch's ``elu``: ``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``.
 
@@ -133,11 +133,34 @@ def elu(x, alpha: float = 1.0) -> GraphTensor:
         x: the input tensor.
         alpha: the scale of the negative side (default 1).
     """
-    x = _float(x, "elu")
+    return scaled_elu(_float(x, "elu"), alpha)
+
+
+@_opmath
+def scaled_elu(x: GraphTensor, alpha: float, scale: float = 1.0, input_scale: float = 1.0) -> GraphTensor:
+    """torch's elu kernel, which ``elu``, ``celu`` (``input_scale = 1 / alpha``) and ``selu`` (its
+    ``scale``) share: ``scale * x`` where ``x > 0``, else ``scale * alpha * expm1(input_scale * x)``.
+
+    The gradient is torch's formula (``Graph.custom_vjp``), not the composition's: at 0 (either
+    sign) it is the ``x <= 0`` side's slope ``scale * alpha * input_scale``, whose own derivative
+    (the second derivative) is 0 there, as torch's double backward (it masks ``x < 0``; the
+    composition gave ``scale * alpha * input_scale**2``). At NaN both are NaN (torch's kernels differ
+    there). The slope is ``exp``, not expm1's ``y + 1``, which cancels (1.7e-4 off at x = -30,
+    float64 too).
+    """
     pos = gt(x, 0)
     # expm1 only of the negative side: exp(x) overflowing for large x would make the gradient NaN; and
     # expm1, not exp(x) - 1, which cancels near 0 (1% off at -1e-6 in float32) and loses -0.0's sign
-    return where(pos, x, mul(expm1(where(pos, 0.0, x)), alpha))
+    neg_side = mul(expm1(mul(where(pos, 0.0, x), input_scale)), alpha * scale)
+    out = where(pos, x if scale == 1 else mul(x, scale), neg_side)
+
+    def slope(x, _):
+        # the exp reads 0, a constant, at x >= 0 (so the slope's derivative at 0 is 0, as torch's; and no
+        # overflow on the other side), and x itself below 0 and at NaN
+        bent = exp(mul(where(ge(x, 0), 0.0, x), input_scale))
+        return where(gt(x, 0), x.graph.constant(scale, x.dtype), mul(bent, alpha * scale * input_scale))
+
+    return _derivative(out, x, slope)
 
 
 @tensor_op("mish")

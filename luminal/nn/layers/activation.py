@@ -9,6 +9,7 @@ from luminal.core import dtype as dt
 from luminal.core.errors import check_int, check_number, op_error, renamed
 from luminal.frontend import ops
 from luminal.frontend.checks import check_tensors, tensor_op
+from luminal.frontend.ops.activations import scaled_elu
 from luminal.frontend.ops.elementwise import _float, _opmath, add, div, exp, ge, gt, le, log, lt, mul, neg, sub, where
 from luminal.nn.module import Module
 from luminal.nn.parameter import Parameter
@@ -267,16 +268,15 @@ def selu(input, inplace: bool = False):  # noqa: A002
 @tensor_op("celu")
 @_opmath
 def celu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
-    """torch's ``F.celu``: ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+    """torch's ``F.celu``: ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``, torch's elu kernel
+    with ``input_scale = 1 / alpha`` (``scaled_elu``: expm1, and torch's first and second derivatives).
 
     Args:
         input: a float tensor. alpha: the negative side's scale (not 0). inplace: ignored.
     """
     if alpha == 0:
         raise op_error(ValueError, "celu", "alpha cannot be 0", input)
-    x = _float(input, "celu")
-    pos = gt(x, 0)
-    return where(pos, x, mul(sub(exp(div(where(pos, 0.0, x), alpha)), 1.0), alpha))
+    return scaled_elu(_float(input, "celu"), alpha, 1.0, 1.0 / alpha)
 
 
 @tensor_op("softsign")
