@@ -155,11 +155,15 @@ class Graph:
         inner comparison (``sign``'s ``x > 0``) built before or after the user's is that node too, and
         whether a parameter had a gradient depended on which came first. The compiler drops the copy
         (a Copy of a whole node is its operand)."""
+        if t.dtype.is_float:  # the user's detach(): a Copy through the view, as an op's detach
+            node = self.add("Copy", (t,), USER_STOP, t.dtype, t.shape)
+            self.user_detached.add(node.id)
+            return self.tensor(node)
         if t.node.op == "Copy" and t.node.arg == USER_STOP:
             return self.tensor(t.node, t.layout)
         node = self.add("Copy", (self.tensor(t.node),), USER_STOP, t.dtype, t.node.shape)
-        (self.no_grad_results if not t.dtype.is_float else self.user_detached).add(node.id)
-        return self.tensor(node, t.layout)
+        self.no_grad_results.add(node.id)
+        return self.tensor(node, t.layout)  # (the view stays a view: no copy of an expanded mask)
 
     def node_keys(self):
         """The hash-consing key of every node, in id order: ``(signature number, input ids)``. Each key
