@@ -224,9 +224,10 @@ def test_companions_name_the_modules_build_may_call():
     plain = [(driver.DRIVER_IR, False)]
     with_gemm = plain + [(generated_gemm.module_text(np.float32)[0], True)]
     conv, square, row = gemm(16, 25, 300), gemm(512, 512, 512), gemm(1, 64, 96)
+    narrow = generated_gemm._shape(np.float32).nr // 2  # fewer columns than the host's microkernel is wide
     assert driver.companions([conv], "auto") == with_gemm
-    assert driver.companions([gemm(300, 25, 16)], "auto") == plain  # BLAS's: 16 columns
-    assert driver.companions([gemm(300, 25, 16, out_columns=True)], "auto") == with_gemm  # its transpose
+    assert driver.companions([gemm(300, 25, narrow)], "auto") == plain  # BLAS's: too few columns
+    assert driver.companions([gemm(300, 25, narrow, out_columns=True)], "auto") == with_gemm  # its transpose
     assert driver.companions([conv], "auto", blas_threads=2) == plain
     assert driver.companions([gemm(128, 128, 256)], "auto") == plain
     assert driver.companions([gemm(128, 128, 256)], "auto", parts=2) == with_gemm  # 64 rows a part

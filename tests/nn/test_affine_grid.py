@@ -40,7 +40,10 @@ def test_affine_grid_2d_and_3d_on_every_backend(backend, ac):
 @pytest.mark.parametrize("size,ac", list(itertools.product([(1, 2, 1, 6), (3, 1, 7, 1), (1, 1, 1, 1), (2, 1, 1, 3, 1),
                                                             (1, 2, 5, 9, 8)], [False, True])))
 def test_affine_grid_sizes(size, ac):
-    check(_affine(size, ac), [_theta(size[0], len(size) - 2, seed=2)])
+    # theta's gradient sums the grid's coordinates over every position: where they are symmetric about 0
+    # the exact value is 0, and float32 leaves a residue of the sum's rounding in any order (up to ~1e-4
+    # over the 360 positions of (1, 2, 5, 9, 8): torch's 3e-6, the reference's einsum -4e-5)
+    check(_affine(size, ac), [_theta(size[0], len(size) - 2, seed=2)], grad_atol=1e-4)
 
 
 def test_affine_grid_float64_and_symbolic_batch():
