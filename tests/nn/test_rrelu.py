@@ -111,3 +111,13 @@ def test_errors():
         F.rrelu(np.zeros(3))
     with pytest.raises(TypeError, match="rrelu: upper must be a"):
         F.rrelu(x, 0.1, "0.3")
+
+
+@pytest.mark.parametrize("bounds", [(float("nan"), 0.3), (0.1, float("nan")), (0.1, float("inf"))])
+def test_bounds_must_be_finite(bounds):
+    """A NaN bound passed the order check (NaN > x is False) and made every slope NaN; torch refuses it."""
+    x = lm.Graph().input("x", (3,))
+    with pytest.raises(ValueError, match="rrelu: (lower|upper) bound must be finite"):
+        F.rrelu(x, *bounds, training=True)
+    with pytest.raises(ValueError, match="RReLU: (lower|upper) bound must be finite"):
+        nn.RReLU(*bounds)

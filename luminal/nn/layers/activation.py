@@ -3,6 +3,8 @@ They call the ops as functions, not methods, so a non-tensor input is reported b
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from luminal.core import dtype as dt
@@ -257,12 +259,13 @@ def glu(input, dim: int = -1):  # noqa: A002
 
 @tensor_op("selu")
 def selu(input, inplace: bool = False):  # noqa: A002
-    """torch's ``F.selu``: ``scale * elu(x, alpha)`` with torch's constants.
+    """torch's ``F.selu``: ``scale * elu(x, alpha)`` with torch's constants, torch's elu kernel with its
+    ``scale`` (``scaled_elu``: a 16-bit input rounded once, not after the elu and again after the scale).
 
     Args:
         input: a float tensor. inplace: ignored.
     """
-    return mul(ops.elu(_float(input, "selu"), _SELU_ALPHA), _SELU_SCALE)
+    return scaled_elu(_float(input, "selu"), _SELU_ALPHA, _SELU_SCALE)
 
 
 @tensor_op("celu")
@@ -512,6 +515,9 @@ class PReLU(Module):
 def _rrelu_bounds(owner: str, lower, upper, *operands) -> tuple[float, float]:
     lower = float(check_number(owner, "lower", lower, *operands))
     upper = float(check_number(owner, "upper", upper, *operands))
+    for what, v in (("lower", lower), ("upper", upper)):
+        if not math.isfinite(v):  # (a NaN bound passed the order check and made every slope NaN)
+            raise op_error(ValueError, owner, f"{what} bound must be finite, got {v}", *operands)
     if lower > upper:
         raise op_error(ValueError, owner, f"lower bound should be less than or equal to the upper bound, got "
                        f"lower={lower}, upper={upper}", *operands)
