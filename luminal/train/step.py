@@ -184,6 +184,10 @@ class TrainStep(Generic[StepResult]):
             (:meth:`prepare`), so that the compile's time includes it and the first step only runs.
         data_parallel: average the gradients over the ranks of an MPI job (``luminal.distributed``),
             each rank calling the step with its share of every global batch (module docstring).
+        search: ``lm.compile``'s ``search=N`` for the step's programs: the egglog search times up to N
+            alternative programs, and the cpu backend times up to N layouts of each new batch shape
+            on its first call, keeping the fastest (for one machine: the cost models' defaults were
+            measured on others). 0 (the default): the cost models' choices, nothing timed.
     """
 
     @overload  # (the result's type, for type checkers: see compile_step)
@@ -198,14 +202,16 @@ class TrainStep(Generic[StepResult]):
                  clip_grad_norm: float | None = None, clip_grad_value: float | None = None,
                  accumulate: int = 1, norm_type: float = 2.0, check_finite: bool = False,
                  compute_dtype=None, scaler: GradScaler | None = None, shapes: dict | None = None,
-                 data_parallel: bool = False):
+                 data_parallel: bool = False, search: int = 0):
         # (what a rebuild after the optimizer's structure changed compiles again: ``_rebuild``)
         # (handles of their own: an in-place method on the caller's loss or outputs rebinds those, not these)
         self._args = dict(loss=_handle(loss), optimizer=optimizer, backend=backend,
                           outputs=[_handle(o) for o in outputs] if isinstance(outputs, (list, tuple)) else outputs,
                           clip_grad_norm=clip_grad_norm, clip_grad_value=clip_grad_value, accumulate=accumulate,
                           norm_type=norm_type, check_finite=check_finite, compute_dtype=compute_dtype, scaler=scaler,
-                          shapes=shapes, data_parallel=data_parallel)
+                          shapes=shapes, data_parallel=data_parallel, search=search)
+        if isinstance(search, bool) or not isinstance(search, int) or search < 0:
+            raise op_error(ValueError, "compile_step", f"search must be a non-negative int, got {search!r}")
         if not isinstance(loss, GraphTensor):
             raise TypeError(f"compile_step: loss must be a GraphTensor, got {type(loss).__name__}")
         if not isinstance(optimizer, Optimizer):
@@ -295,7 +301,8 @@ class TrainStep(Generic[StepResult]):
             micro = {a: at + g for a, at, g in zip(self._acc, acc_t, grads)}
             if check_finite:
                 micro = {a: where(loss_ok, v, at) for (a, v), at in zip(micro.items(), acc_t)}
-            self._micro = compile_graph([loss, *self._outputs], backend=backend, updates={**graph_updates, **micro})
+            self._micro = compile_graph([loss, *self._outputs], backend=backend, updates={**graph_updates, **micro},
+                                        search=search)
             acc_grads = [(at + g) * (1.0 / accumulate) for at, g in zip(acc_t, grads)]
             updates.update({a: zeros_like(at) for a, at in zip(self._acc, acc_t)})  # not at * 0: inf * 0 is NaN
             old.update(zip(self._acc, acc_t))
@@ -349,10 +356,10 @@ class TrainStep(Generic[StepResult]):
         if dp is not None:  # no forward here: the graph's own updates are the gradients program's, kept as read
             keep = {st_: graph.state(st_) for st_ in graph.updates}
             self._update = compile_graph([graph.state(dp.weight), *extra], backend=backend,
-                                         updates={**keep, **updates})
+                                         updates={**keep, **updates}, search=search)
         else:
             self._update = compile_graph([loss, *self._outputs, *extra], backend=backend,
-                                         updates={**graph_updates, **updates})
+                                         updates={**graph_updates, **updates}, search=search)
         self._structure = self._structure_now()
         if shapes:
             self.prepare(**shapes)
@@ -580,7 +587,8 @@ def compile_step(loss: GraphTensor, optimizer, backend: str = "cpu", **options) 
     steps whose gradients overflow), ``shapes`` (``{input name: shape}``: generate the code for
     batches of these shapes now, :meth:`TrainStep.prepare`), ``data_parallel`` (each rank of an MPI job
     calls the step with its share of every global batch; the update is the whole batch's, see
-    ``luminal/train/data_parallel.py``).
+    ``luminal/train/data_parallel.py``), ``search`` (``lm.compile``'s ``search=N``: time alternatives on
+    this machine and keep the fastest).
 
     Args:
         loss: the scalar loss tensor.
