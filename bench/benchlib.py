@@ -25,13 +25,22 @@ from luminal.backends.cpu import blas
 
 
 def cpu_model() -> str:
+    """The CPU's model name, with its family/model numbers and widest vectors where /proc/cpuinfo has
+    them: a VM may name only the vendor ("AMD EPYC"), and an AVX-512 and an AVX2 EPYC time the same
+    code differently (the generated GEMM's microkernel, BLAS's kernels)."""
     try:
+        info = {}
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
     except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        return platform.processor() or platform.machine()
+    flags = info.get("flags", "").split()
+    vectors = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "AVX" if "avx" in flags else None
+    detail = [f"family {info['cpu family']} model {info['model']}"] if "cpu family" in info and "model" in info else []
+    detail += [vectors] if vectors else []
+    name = info.get("model name") or platform.processor() or platform.machine()
+    return f"{name} ({', '.join(detail)})" if detail else name
 
 
 def blas_name() -> str:

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -27,23 +28,10 @@ import torch
 import luminal as lm
 from luminal import nn
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import blas_name, cpu_model  # noqa: E402
+
 BLOCKS, CALLS = 15, 2000
-
-
-def _cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def _blas() -> str:
-    cfg = np.show_config(mode="dicts") if "mode" in np.show_config.__code__.co_varnames else {}
-    lib = cfg.get("Build Dependencies", {}).get("blas", {}) if isinstance(cfg, dict) else {}
-    return f"{lib.get('name', '?')} {lib.get('version', '')}".strip()
 
 
 def _per_call_us(fn) -> float:
@@ -139,7 +127,7 @@ def main():
             times[side].append(_per_call_us(fn))
     f._lock = locked
     med = {k: float(np.median(v)) for k, v in times.items()}
-    print(f"# {_cpu_model()}, {os.cpu_count()} cores, BLAS {_blas()}, torch {torch.__version__}, "
+    print(f"# {cpu_model()}, {os.cpu_count()} cores, BLAS {blas_name()}, torch {torch.__version__}, "
           f"numpy {np.__version__}; {what}, {BLOCKS} blocks x {CALLS} calls")
     print("| side | us per call (median) | p10-p90 |")
     print("|---|---|---|")
