@@ -184,17 +184,25 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: in
     return conv_nd(input, weight, bias, stride, padding, dilation, groups, "conv3d")
 
 
-def _channels(name: str, in_channels, out_channels, groups, padding_mode: str) -> tuple[int, int, int]:
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def _channels(name: str, in_channels, out_channels, groups, padding_mode: str,
+              transposed: bool = False) -> tuple[int, int, int]:
     """A convolution layer's channel counts and groups, checked (both counts divisible by groups), and
-    its padding mode, of which only torch's default 'zeros' is supported."""
+    its padding mode: one of torch's four, and only 'zeros' for a transposed convolution (as torch,
+    whose transposed layers have no padding step to make in another mode)."""
     in_channels = check_int(name, "in_channels", in_channels, 1)
     out_channels = check_int(name, "out_channels", out_channels, 1)
     groups = check_int(name, "groups", groups)
     if groups <= 0 or in_channels % groups or out_channels % groups:
         raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
                          f"divisible by groups ({groups})")
-    if padding_mode != "zeros":
-        raise NotImplementedError(f"{name}: padding_mode={padding_mode!r} is not supported (only 'zeros')")
+    if padding_mode not in _PADDING_MODES:
+        raise ValueError(f"{name}: padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}")
+    if transposed and padding_mode != "zeros":
+        raise ValueError(f"{name}: only padding_mode='zeros' is supported for a transposed convolution, got "
+                         f"{padding_mode!r}")
     return in_channels, out_channels, groups
 
 
@@ -237,8 +245,13 @@ class _ConvNd(Module):
         if x.ndim not in (nd + 1, nd + 2) or x.shape[x.ndim - nd - 1] != self.in_channels:
             raise bad_input(name, expected, x)
         g = x.graph  # conv_nd runs an unbatched input as a batch of one
+        padding = self.padding
+        if self.padding_mode != "zeros":  # torch's two steps: pad in that mode, then convolve unpadded
+            pads = _pad_pairs(padding, nd, self.kernel_size, self.dilation, self.stride, name)
+            x = x.pad([v for pair in reversed(pads) for v in pair], mode=self.padding_mode)
+            padding = 0
         return conv_nd(x, self.weight.on(g), self.bias.on(g) if self.bias is not None else None,
-                       self.stride, self.padding, self.dilation, self.groups, name)
+                       self.stride, padding, self.dilation, self.groups, name)
 
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
@@ -248,6 +261,8 @@ class _ConvNd(Module):
             s += f", dilation={self.dilation}"
         if self.groups != 1:
             s += f", groups={self.groups}"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode!r}"
         return s + ("" if self.bias is not None else ", bias=False")
 
 
@@ -257,7 +272,7 @@ class Conv1d(_ConvNd):
 
     Args:
         in_channels, out_channels, kernel_size, stride, padding (ints, 'same' or 'valid'): as torch's.
-        dilation, groups, bias, padding_mode ('zeros' only), dtype: as torch's.
+        dilation, groups, bias, padding_mode ('zeros', 'reflect', 'replicate', 'circular'), dtype: as torch's.
     """
 
     _nd = 1
@@ -305,7 +320,7 @@ def _conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups,
     kernel = tuple(weight.shape[2:])
     stride = ntuple(stride, nd, f"{name}: stride", 1)
     dilation = ntuple(dilation, nd, f"{name}: dilation", 1)
-    padding = ntuple(padding, nd, f"{name}: padding", 0)
+    padding = _transposed_padding(padding, nd, name)
     output_padding = ntuple(output_padding, nd, f"{name}: output_padding", 0)
     if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
         raise op_error(ValueError, name, f"output_padding {output_padding} must be smaller than either stride "
@@ -315,6 +330,13 @@ def _conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups,
         raise op_error(ValueError, name, f"expected input with {c_in} channels (dim 1, divisible by groups="
                        f"{groups}), got {shape_str(x.shape)}", x, weight)
     spatial = x.shape[2:]
+    sizes = tuple((n - 1) * s - 2 * p + d * (k - 1) + op + 1
+                  for n, s, p, d, k, op in zip(spatial, stride, padding, dilation, kernel, output_padding))
+    if any(is_static(n) and n < 1 for n in sizes):
+        raise op_error(ValueError, name, f"output size {shape_str(sizes)} is too small for input "
+                       f"{shape_str(x.shape)}: each must be (in - 1) * stride - 2 * padding + dilation * "
+                       f"(kernel - 1) + output_padding + 1 >= 1 (stride {stride}, padding {padding}, dilation "
+                       f"{dilation}, kernel {kernel}, output_padding {output_padding})", x, weight)
     for i, s in enumerate(stride):  # zeros between the elements of each spatial dim
         if s > 1:
             dim, n = 2 + i, spatial[i]
@@ -336,6 +358,16 @@ def _conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups,
     w = w.reshape(groups * c_out_g, c_in // groups, *kernel).flip(*range(2, 2 + nd))
     padded = x.pad([v for lo, hi in reversed(pads) for v in (lo, hi)]) if any(lo or hi for lo, hi in pads) else x
     return _conv_nd(padded, w, bias, 1, 0, dilation, groups, name)
+
+
+def _transposed_padding(padding, nd: int, name: str) -> tuple[int, ...]:
+    """A transposed convolution's padding: ints only. 'same'/'valid' name the input a convolution
+    reads, which a transposed one does not have; torch refuses them too (before, ``int('same')``
+    failed with no op named)."""
+    if isinstance(padding, str):
+        raise TypeError(f"{name}: padding must be an int or {nd} ints, got {padding!r} (a transposed "
+                        f"convolution takes no 'same'/'valid' padding)")
+    return ntuple(padding, nd, f"{name}: padding", 0)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1,  # noqa: A002
@@ -381,11 +413,12 @@ class _ConvTransposeNd(Module):
                  groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", dtype=None):
         super().__init__()
         nd, name = self._nd, type(self).__name__
-        in_channels, out_channels, groups = _channels(name, in_channels, out_channels, groups, padding_mode)
+        in_channels, out_channels, groups = _channels(name, in_channels, out_channels, groups, padding_mode,
+                                                     transposed=True)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = ntuple(kernel_size, nd, f"{name}: kernel_size", 1)
         self.stride = ntuple(stride, nd, f"{name}: stride", 1)
-        self.padding = ntuple(padding, nd, f"{name}: padding", 0)
+        self.padding = _transposed_padding(padding, nd, name)
         self.output_padding = ntuple(output_padding, nd, f"{name}: output_padding", 0)
         self.dilation = ntuple(dilation, nd, f"{name}: dilation", 1)
         self.padding_mode = padding_mode
@@ -405,9 +438,12 @@ class _ConvTransposeNd(Module):
         if output_size is None:
             return self.output_padding
         nd = self._nd
-        want = tuple(output_size)[-nd:]
-        if len(want) != nd:
-            raise ValueError(f"{layer_name(self)}: output_size must have {nd} or {nd + 2} elements, got {output_size}")
+        lead = x.ndim - nd  # torch drops the (N, C) or (C,) entries of a full size, and takes nothing else
+        want = tuple(output_size)
+        if len(want) not in (nd, nd + lead):
+            raise ValueError(f"{layer_name(self)}: for a {x.ndim}-d input, output_size must have {nd} or "
+                             f"{nd + lead} elements, got {want}")
+        want = want[len(want) - nd:]
         spatial = x.shape[x.ndim - nd:]
         out = []
         for n, w, s, p, k, d in zip(spatial, want, self.stride, self.padding, self.kernel_size, self.dilation):
