@@ -201,7 +201,13 @@ class _PoolNd(Module):
         if x.ndim not in (self._nd + 1, self._nd + 2):
             spatial = {1: "L", 2: "H, W"}[self._nd]
             raise bad_input(name, f"(N, C, {spatial}) or (C, {spatial})", x)
+        self._check_nonempty(name, x)
         return name
+
+    def _check_nonempty(self, name, x) -> None:
+        """torch's condition: only the batch dim may be empty (an empty window has no max or mean)."""
+        if any(is_static(n) and n == 0 for n in x.shape[x.ndim - self._nd - 1:]):
+            raise bad_input(name, "with nonzero channel and spatial dims (only the batch may be empty)", x)
 
     def _half_kernel_check(self) -> None:
         """torch's limit, for max pooling too: half the kernel size, whatever the dilation."""
@@ -279,9 +285,9 @@ class _AvgPoolNd(_PoolNd):
         self.stride = ntuple(stride if stride is not None else kernel_size, nd, f"{name}: stride", 1)
         self.padding = ntuple(padding, nd, f"{name}: padding", 0)
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
-        if divisor_override is not None and divisor_override <= 0:
-            raise ValueError(f"{name}: divisor_override must be positive, got {divisor_override}")
-        self.divisor_override = divisor_override
+        # an int, as torch's (it refuses a float)
+        self.divisor_override = None if divisor_override is None else check_int(name, "divisor_override",
+                                                                                 divisor_override, 1)
         self._half_kernel_check()
 
     @layer_forward
@@ -406,6 +412,13 @@ class _AdaptiveAvgPoolNd(_PoolNd):
         if len(sizes) != self._nd:
             raise ValueError(f"{type(self).__name__}: output_size must be an int or {self._nd} values")
         self.output_size = tuple(s if s is None else check_int(type(self).__name__, "output_size", s, 1) for s in sizes)
+
+    def _check_nonempty(self, name, x) -> None:
+        """torch's condition for adaptive average pooling: no empty spatial dim pooled to a size other than
+        1 (its windows would be empty; global pooling of an empty dim is a mean, NaN, as torch's)."""
+        spatial = x.shape[x.ndim - self._nd:]
+        if any(is_static(n) and n == 0 and o not in (1, None) for n, o in zip(spatial, self.output_size)):
+            raise bad_input(name, f"with nonzero spatial dims for an output size {self.output_size}", x)
 
     @layer_forward
     def forward(self, x):

@@ -5,6 +5,7 @@ signatures. The functional forms run the layers, so they share one implementatio
 from __future__ import annotations
 
 from luminal.core.errors import check_int, renamed
+from luminal.core.symbolic import prod
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops import cat
 from luminal.nn.layers._util import bad_input, check_float, layer_forward, layer_name
@@ -18,6 +19,7 @@ from luminal.nn.layers.pool import (
     _adaptive_whole_dims,
     _AdaptiveAvgPoolNd,
     _AvgPoolNd,
+    _first_max_position,
     _MaxPoolNd,
     _PoolNd,
     _window_max,
@@ -32,6 +34,7 @@ class _Pool3dCheck:
         check_float(name, x)
         if x.ndim not in (4, 5):
             raise bad_input(name, "(N, C, D, H, W) or (C, D, H, W)", x)
+        self._check_nonempty(name, x)
         return name
 
 
@@ -74,8 +77,6 @@ class _AdaptiveMaxPoolNd(_PoolNd):
         sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * self._nd
         if len(sizes) != self._nd:
             raise ValueError(f"{name}: output_size must be an int or {self._nd} values")
-        if return_indices:
-            raise NotImplementedError(f"{name}: return_indices=True is not supported")
         self.output_size = tuple(s if s is None else check_int(name, "output_size", s, 1) for s in sizes)
         self.return_indices = return_indices
 
@@ -84,12 +85,28 @@ class _AdaptiveMaxPoolNd(_PoolNd):
         """The max one dim at a time (a window is a product of one interval per dim), the last dim
         first: each step's gradient goes to the first maximum along its dim (``pool._window_max``), so
         the steps together choose the first maximum of the whole window in row-major order, torch's
-        (the first step picks each row's first maximum, the next the first row holding the window's).
-        Runs of adjacent dims pooled whole (output size 1) are one step: one reduction."""
+        (the first step picks each row's first maximum, the next the first row holding the window's;
+        with NaNs, the last row's last NaN). Runs of adjacent dims pooled whole (output size 1) are one
+        step: one reduction. ``return_indices``: each step also carries the chosen elements' flat
+        positions in the input plane (int32, as MaxPool's), picked by ``_first_max_position``, the
+        same choice."""
         name = self._check(x)
         nd = self._nd
         spatial = x.shape[x.ndim - nd:]
         whole = _adaptive_whole_dims(name, x, self.output_size)
+        at = x.graph.arange(prod(spatial)).reshape(spatial).expand(*x.shape) if self.return_indices else None
+
+        def pool(v, pos, axes):
+            """``v``'s max over the adjacent ``axes`` (kept as size 1), and its chosen flat positions."""
+            best = _distinct_max(v, axes)
+            kept = (*v.shape[:axes[0]], *(1 for _ in axes), *v.shape[axes[-1] + 1:])
+            if pos is None:
+                return best.reshape(*kept), None
+            first = _first_max_position(v, axes, best, merged=True).reshape(*kept[:axes[0]], 1,
+                                                                              *kept[axes[-1] + 1:])
+            flat = pos.reshape(*v.shape[:axes[0]], prod(v.shape[a] for a in axes), *v.shape[axes[-1] + 1:])
+            return best.reshape(*kept), flat.gather(axes[0], first).reshape(*kept)
+
         i = nd - 1
         while i >= 0:
             dim = x.ndim - nd + i
@@ -98,13 +115,17 @@ class _AdaptiveMaxPoolNd(_PoolNd):
                 while i > 0 and dim - len(run) in whole:
                     run.insert(0, dim - len(run))
                     i -= 1
-                x = _distinct_max(x, tuple(run)).reshape(*x.shape[:run[0]], *(1 for _ in run), *x.shape[dim + 1:])
+                x, at = pool(x, at, tuple(run))
             elif self.output_size[i] is not None and self.output_size[i] != spatial[i]:
-                parts = [_distinct_max(x._slice_dim(dim, lo, hi - lo, 1), (dim,)).unsqueeze(dim)
-                         for lo, hi in _adaptive_windows(spatial[i], self.output_size[i])]
-                x = cat(parts, dim) if len(parts) > 1 else parts[0]
+                windows = _adaptive_windows(spatial[i], self.output_size[i])
+                parts = [pool(x._slice_dim(dim, lo, hi - lo, 1),
+                              None if at is None else at._slice_dim(dim, lo, hi - lo, 1), (dim,))
+                         for lo, hi in windows]
+                x = cat([v for v, _ in parts], dim) if len(parts) > 1 else parts[0][0]
+                if at is not None:
+                    at = cat([a for _, a in parts], dim) if len(parts) > 1 else parts[0][1]
             i -= 1
-        return x
+        return (x, at) if self.return_indices else x
 
     def extra_repr(self) -> str:
         out = self.output_size[0] if len(set(self.output_size)) == 1 and self._nd == 1 else self.output_size
@@ -115,7 +136,8 @@ class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     """torch's ``nn.AdaptiveMaxPool1d(output_size, return_indices=False)`` over (N, C, L) or (C, L).
 
     Args:
-        output_size: the output length. return_indices: not supported.
+        output_size: the output length. return_indices: also return the
+            int32 flat index of each maximum within its input plane.
     """
 
     _nd = 1
@@ -125,7 +147,8 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """torch's ``nn.AdaptiveMaxPool2d(output_size, return_indices=False)`` over (N, C, H, W) or (C, H, W).
 
     Args:
-        output_size: an int or (H_out, W_out) (None keeps that dim). return_indices: not supported.
+        output_size: an int or (H_out, W_out) (None keeps that dim). return_indices: also return the
+            int32 flat index of each maximum within its input plane.
     """
 
     _nd = 2
@@ -135,7 +158,8 @@ class AdaptiveMaxPool3d(_Pool3dCheck, _AdaptiveMaxPoolNd):
     """torch's ``nn.AdaptiveMaxPool3d(output_size, return_indices=False)`` over (N, C, D, H, W) or (C, D, H, W).
 
     Args:
-        output_size: an int or (D_out, H_out, W_out) (None keeps that dim). return_indices: not supported.
+        output_size: an int or (D_out, H_out, W_out) (None keeps that dim). return_indices: also return the
+            int32 flat index of each maximum within its input plane.
     """
 
 
@@ -256,7 +280,8 @@ def adaptive_max_pool1d(input, output_size, return_indices: bool = False):  # no
     """torch's ``F.adaptive_max_pool1d`` over (N, C, L) or (C, L).
 
     Args:
-        input: a float tensor. output_size: the output length. return_indices: not supported.
+        input: a float tensor. output_size: the output length. return_indices: also return the
+            int32 flat index of each maximum within its input plane.
     """
     return _pool(AdaptiveMaxPool1d(output_size, return_indices), "adaptive_max_pool1d", input)
 
@@ -265,7 +290,8 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):  # no
     """torch's ``F.adaptive_max_pool2d`` over (N, C, H, W) or (C, H, W).
 
     Args:
-        input: a float tensor. output_size: an int or (H_out, W_out). return_indices: not supported.
+        input: a float tensor. output_size: an int or (H_out, W_out). return_indices: also return the
+            int32 flat index of each maximum within its input plane.
     """
     return _pool(AdaptiveMaxPool2d(output_size, return_indices), "adaptive_max_pool2d", input)
 
@@ -274,7 +300,8 @@ def adaptive_max_pool3d(input, output_size, return_indices: bool = False):  # no
     """torch's ``F.adaptive_max_pool3d`` over (N, C, D, H, W) or (C, D, H, W).
 
     Args:
-        input: a float tensor. output_size: an int or (D_out, H_out, W_out). return_indices: not supported.
+        input: a float tensor. output_size: an int or (D_out, H_out, W_out). return_indices: also return the
+            int32 flat index of each maximum within its input plane.
     """
     return _pool(AdaptiveMaxPool3d(output_size, return_indices), "adaptive_max_pool3d", input)
 
