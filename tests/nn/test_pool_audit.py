@@ -126,3 +126,16 @@ def test_empty_channel_or_spatial_dims_are_refused(case):
     x = lm.Graph().input("x", shape)
     with pytest.raises(ValueError, match=r"expected input of shape with nonzero .*got \(" + ", ".join(map(str, shape))):
         make(L)(x)
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_with_indices_functional_forms(nd, backend):
+    """torch's ``F.max_poolNd_with_indices`` and ``F.adaptive_max_poolNd_with_indices`` (they were missing)."""
+    x = _ties(1, 2, *(5, 6, 7)[3 - nd:], seed=nd)
+
+    def pick(nn):
+        return torch.nn.functional if nn is torch.nn else LF
+
+    _check(lambda nn: lambda t: getattr(pick(nn), f"max_pool{nd}d_with_indices")(t, 3, 2, 1, ceil_mode=True), x,
+           backend)
+    _check(lambda nn: lambda t: getattr(pick(nn), f"adaptive_max_pool{nd}d_with_indices")(t, 3), x, backend)

@@ -306,7 +306,33 @@ def adaptive_max_pool3d(input, output_size, return_indices: bool = False):  # no
     return _pool(AdaptiveMaxPool3d(output_size, return_indices), "adaptive_max_pool3d", input)
 
 
+
+def _with_indices(pool, nd: int, kind: str):
+    """torch's ``F.{kind}_pool{nd}d_with_indices``: ``F.{kind}_pool{nd}d`` with ``return_indices=True``,
+    returning (values, int32 indices) whatever ``return_indices`` says (torch's keep the parameter for
+    their signature and ignore it too)."""
+    name = f"{kind}_pool{nd}d_with_indices"
+    if kind == "max":
+        def fn(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,  # noqa: A002
+               return_indices: bool = True):
+            return pool(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+    else:
+        def fn(input, output_size, return_indices: bool = True):  # noqa: A002
+            return pool(input, output_size, True)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""torch's ``F.{name}``: ``{pool.__name__}(..., return_indices=True)``, (values, int32 indices)."""
+    return fn
+
+
+max_pool1d_with_indices = _with_indices(max_pool1d, 1, "max")
+max_pool2d_with_indices = _with_indices(max_pool2d, 2, "max")
+max_pool3d_with_indices = _with_indices(max_pool3d, 3, "max")
+adaptive_max_pool1d_with_indices = _with_indices(adaptive_max_pool1d, 1, "adaptive_max")
+adaptive_max_pool2d_with_indices = _with_indices(adaptive_max_pool2d, 2, "adaptive_max")
+adaptive_max_pool3d_with_indices = _with_indices(adaptive_max_pool3d, 3, "adaptive_max")
+
 __all__ = ["AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AvgPool3d",
            "MaxPool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "adaptive_max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "max_pool1d",
-           "max_pool2d", "max_pool3d"]
+           "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices"]
