@@ -266,8 +266,8 @@ def has_grad(loss: GraphTensor, wrt) -> list[bool]:
     the user called (a comparison, an int cast, argmax: ``Graph.user_stop``, a node of the user's alone,
     so the answer does not depend on whether an op built the same comparison before or after). Where
     every op on the way has a zero gradient (``floor``, ``sign``, ``trunc``, whose own detach and
-    comparisons are inner ones) torch's gradient is zeros, not None. An optimizer skips a parameter whose gradient is None (no
-    weight decay, no step of its own)."""
+    comparisons are inner ones) torch's gradient is zeros, not None. An optimizer skips a parameter
+    whose gradient is None (no weight decay, no step of its own)."""
     graph = loss.graph
     nodes = [_node_of(t, graph) for t in wrt]
     stops = graph.user_detached | graph.no_grad_results
