@@ -21,12 +21,13 @@ def _mlp_step(**compile_kw):
     y = g.input("y", (6,), dtype=lm.int32)
     loss = train.cross_entropy(fc2(fc1(x).relu()), y)
     opt = train.SGD(list(fc1.parameters()) + list(fc2.parameters()), lr=0.1)
+    search = compile_kw.pop("search", 0)  # (compile_step's own option; the rest reaches lm.compile below)
     if not compile_kw:
-        return train.compile_step(loss, opt)
+        return train.compile_step(loss, opt, search=search)
     orig = step_mod.compile_graph
     step_mod.compile_graph = functools.partial(lm.compile, **compile_kw)
     try:
-        return train.compile_step(loss, opt)
+        return train.compile_step(loss, opt, search=search)
     finally:
         step_mod.compile_graph = orig
 
