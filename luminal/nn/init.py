@@ -9,6 +9,7 @@ functions return their tensor.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from luminal.frontend.state import State
 
 __all__ = [
     "calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",
-    "orthogonal_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_",
+    "orthogonal_", "sparse_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_",
 ]
 
 
@@ -33,12 +34,25 @@ def _rng(generator):
     return generator if generator is not None else seed.default_rng()
 
 
-def _draw_dtype(p) -> type:
-    """The numpy dtype to draw ``p``'s values in: float32 unless ``p`` holds float64 (or ints). Drawing
-    float64 and converting took most of a model's build (0.4 s of 10 million values here, against
-    0.05 s), as torch also draws in the parameter's dtype."""
+def _draw_dtype(p, who: str) -> type:
+    """The numpy dtype to draw ``p``'s values in: float32 unless ``p`` holds float64. Drawing float64 and
+    converting took most of a model's build (0.4 s of 10 million values here, against 0.05 s), as torch
+    also draws in the parameter's dtype. A random fill of an integer or bool ``p`` is refused, as torch
+    refuses it ("normal_kernel_cpu" not implemented for 'Long'): the draws were truncated on writing, so
+    ``uniform_`` of an int array gave all zeros."""
     held = p.data.dtype if isinstance(p, State) else np.asarray(p).dtype
-    return np.float32 if held.kind == "f" and held.itemsize <= 4 else np.float64
+    if held.kind != "f":
+        raise TypeError(f"{who}: random values need a floating-point parameter, got dtype {held} "
+                        f"(shape {tuple(p.shape)})")
+    return np.float32 if held.itemsize <= 4 else np.float64
+
+
+def _is_empty(p, who: str) -> bool:
+    """Whether ``p`` has no elements; torch's kaiming_* warn then that they do nothing, and so do these."""
+    if 0 not in tuple(p.shape):
+        return False
+    warnings.warn(f"{who}: initializing zero-element tensors is a no-op", UserWarning, stacklevel=3)
+    return True
 
 
 def _uniform(rng, a: float, b: float, shape, dtype) -> np.ndarray:
@@ -110,7 +124,9 @@ def uniform_(p, a: float = 0.0, b: float = 1.0, generator=None):
     Returns:
         ``p``, filled in place.
     """
-    return _write(p, _uniform(_rng(generator), a, b, p.shape, _draw_dtype(p)))
+    if not a <= b:  # (torch: "uniform_ expects to return a [from, to) range, but found from=1 > to=-1")
+        raise ValueError(f"uniform_: expects the range [a, b) with a <= b, but found a={a} > b={b}")
+    return _write(p, _uniform(_rng(generator), a, b, p.shape, _draw_dtype(p, "uniform_")))
 
 
 def normal_(p, mean: float = 0.0, std: float = 1.0, generator=None):
@@ -125,7 +141,9 @@ def normal_(p, mean: float = 0.0, std: float = 1.0, generator=None):
     Returns:
         ``p``, filled in place.
     """
-    return _write(p, _normal(_rng(generator), mean, std, p.shape, _draw_dtype(p)))
+    if not std >= 0:  # (torch: "normal expects std >= 0.0, but found std -1"; numpy drew -N(0, 1) silently)
+        raise ValueError(f"normal_: std must be at least 0, got {std}")
+    return _write(p, _normal(_rng(generator), mean, std, p.shape, _draw_dtype(p, "normal_")))
 
 
 def trunc_normal_(p, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator=None):
@@ -154,13 +172,14 @@ def trunc_normal_(p, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: fl
         raise ValueError(f"trunc_normal_: expects the range [a, b] with a <= b, but found a={a} > b={b}")
     if not std >= 0:
         raise ValueError(f"trunc_normal_: std must be at least 0, got {std}")
+    dtype = _draw_dtype(p, "trunc_normal_")
     if std == 0:
         return _write(p, np.full(p.shape, min(max(mean, a), b)))
     rng = _rng(generator)
     lo, hi = (a - mean) / std, (b - mean) / std  # the bounds in standard units
     below, above = _norm_cdf(lo), _norm_cdf(-hi)  # the mass below lo and above hi, each accurate when small
     if below + above < 0.5:  # most normal draws land inside: keep those (exact: each kept one is a draw
-        z = _normal(rng, 0.0, 1.0, p.shape, _draw_dtype(p))  # of the truncated normal), replace the rest
+        z = _normal(rng, 0.0, 1.0, p.shape, dtype)  # of the truncated normal), replace the rest
         outside = ~((z >= lo) & (z <= hi))
         z[outside] = _truncated_standard(rng, lo, hi, below, above, int(outside.sum()))
     else:
@@ -342,6 +361,7 @@ def orthogonal_(p, gain: float = 1.0, generator=None):
     shape = tuple(p.shape)
     if len(shape) < 2:
         raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, got shape {shape}")
+    _draw_dtype(p, "orthogonal_")
     if 0 in shape:
         return p
     rows = shape[0]
@@ -356,18 +376,41 @@ def orthogonal_(p, gain: float = 1.0, generator=None):
     return _write(p, (q * gain).reshape(shape))
 
 
+def sparse_(p, sparsity: float, std: float = 0.01, generator=None):
+    """torch's ``nn.init.sparse_`` (Martens 2010): fill the 2-d ``p`` with N(0, std**2) draws, then set
+    ``ceil(sparsity * rows)`` entries of each column to 0, in rows chosen at random per column.
+
+    Args:
+        p: the 2-d Parameter (or numpy array) to fill.
+        sparsity: the fraction of each column set to 0, in [0, 1] (torch takes any value: above 1 it
+            zeroes everything, below 0 all rows but ``ceil(-sparsity * rows)``; refused here).
+        std: the standard deviation of the nonzero values.
+        generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
+
+    Returns:
+        ``p``, filled in place.
+    """
+    shape = tuple(p.shape)
+    if len(shape) != 2:
+        raise ValueError(f"sparse_: only tensors with 2 dimensions are supported, got shape {shape}")
+    if not 0 <= sparsity <= 1:
+        raise ValueError(f"sparse_: sparsity is the fraction of each column set to 0, in [0, 1], got {sparsity}")
+    if not std >= 0:
+        raise ValueError(f"sparse_: std must be at least 0, got {std}")
+    rng = _rng(generator)
+    rows, cols = shape
+    values = _normal(rng, 0.0, std, shape, _draw_dtype(p, "sparse_"))
+    zeros = math.ceil(sparsity * rows)
+    if zeros and cols:  # each column's zeroed rows: the first `zeros` of a random permutation of its rows
+        picked = np.argsort(_uniform(rng, 0.0, 1.0, shape, np.float64), axis=0)[:zeros]
+        values[picked, np.arange(cols)] = 0
+    return _write(p, values)
+
+
 def kaiming_uniform_(p, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
-    """U(-bound, bound), bound = gain * sqrt(3 / fan). Linear/Conv use a=sqrt(5): 1/sqrt(fan_in)."""
-    if 0 in p.shape:
-        return p
-    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(p, mode))
-    bound = math.sqrt(3.0) * std
-    return uniform_(p, -bound, bound, generator)
-
-
-def kaiming_normal_(p, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
-    """torch's ``nn.init.kaiming_normal_``: N(0, std**2) with ``std = gain / sqrt(fan)``, ``gain =
-    calculate_gain(nonlinearity, a)``. An empty ``p`` is left alone.
+    """torch's ``nn.init.kaiming_uniform_``: U(-bound, bound) with ``bound = gain * sqrt(3 / fan)``, ``gain =
+    calculate_gain(nonlinearity, a)``; Linear and Conv use ``a=sqrt(5)``, a bound of ``1 / sqrt(fan_in)``.
+    An empty ``p`` is left alone, with torch's warning.
 
     Args:
         p: the Parameter (or numpy array) to fill.
@@ -379,14 +422,47 @@ def kaiming_normal_(p, a: float = 0.0, mode: str = "fan_in", nonlinearity: str =
     Returns:
         ``p``, filled in place.
     """
-    if 0 in p.shape:
+    if _is_empty(p, "kaiming_uniform_"):
         return p
+    _draw_dtype(p, "kaiming_uniform_")
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(p, mode))
+    bound = math.sqrt(3.0) * std
+    return uniform_(p, -bound, bound, generator)
+
+
+def kaiming_normal_(p, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
+    """torch's ``nn.init.kaiming_normal_``: N(0, std**2) with ``std = gain / sqrt(fan)``, ``gain =
+    calculate_gain(nonlinearity, a)``. An empty ``p`` is left alone, with torch's warning.
+
+    Args:
+        p: the Parameter (or numpy array) to fill.
+        a: the negative slope of a leaky_relu that follows (for the gain).
+        mode: ``"fan_in"`` (default; keeps the forward variance) or ``"fan_out"`` (the backward's).
+        nonlinearity: the nonlinearity's name, for ``calculate_gain``.
+        generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
+
+    Returns:
+        ``p``, filled in place.
+    """
+    if _is_empty(p, "kaiming_normal_"):
+        return p
+    _draw_dtype(p, "kaiming_normal_")
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(p, mode))
     return normal_(p, 0.0, std, generator)
 
 
 def xavier_uniform_(p, gain: float = 1.0, generator=None):
-    """U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out))."""
+    """torch's ``nn.init.xavier_uniform_``: U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))``.
+
+    Args:
+        p: the Parameter (or numpy array) to fill.
+        gain: the scale factor.
+        generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
+
+    Returns:
+        ``p``, filled in place.
+    """
+    _draw_dtype(p, "xavier_uniform_")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(p)
     a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
     return uniform_(p, -a, a, generator)
@@ -403,6 +479,7 @@ def xavier_normal_(p, gain: float = 1.0, generator=None):
     Returns:
         ``p``, filled in place.
     """
+    _draw_dtype(p, "xavier_normal_")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(p)
     return normal_(p, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
 
