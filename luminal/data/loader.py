@@ -1,5 +1,10 @@
 """Minibatches over numpy arrays: :func:`batches` (one epoch), :class:`Dataset` and :class:`DataLoader`.
 
+A :class:`DataLoader` also takes a torch-style map dataset (any object with ``__len__`` and
+``__getitem__`` that is not an array or a list/tuple of arrays, or a :class:`Dataset` subclass that
+overrides ``__getitem__``): it reads ``dataset[i]`` for each index and joins a batch's samples with
+``collate_fn``, :func:`default_collate` (torch's ``default_collate`` in numpy) unless given.
+
 The shuffle order comes only from the ``seed`` given (an int, a sequence of ints, or a numpy
 ``Generator``), so a seeded run sees the same batches on every machine. A :class:`DataLoader` with an
 int seed draws epoch ``e``'s order from ``np.random.default_rng([seed, e])``: each epoch is shuffled
@@ -16,7 +21,7 @@ A ``Generator`` seed is used as it is: give every rank one seeded alike.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -107,6 +112,75 @@ def batches(arrays, batch_size: int, shuffle: bool = False, drop_last: bool = Fa
     return _epoch(arrays, batch_size, order, bool(drop_last))
 
 
+def default_collate(batch: Sequence):
+    """Join a batch's samples as torch's ``default_collate`` does, with numpy arrays for its tensors.
+
+    By the first sample's type: arrays (or array-likes with ``__array__``) are stacked on a new first
+    dim (equal shapes needed); numpy scalars become an array of their dtype, Python floats a float64
+    array, Python ints an int64 one (bools a bool one); strings and bytes stay a list; a mapping
+    gives a mapping of the collated values per key; a namedtuple, tuple or list gives one of the same
+    kind with each position collated (torch returns a list for a plain tuple: a tuple here, as
+    :class:`DataLoader` yields for arrays; either unpacks alike). Anything else is refused, as torch's.
+
+    Args:
+        batch: the samples, a non-empty sequence.
+
+    Returns:
+        The batch, its samples joined.
+
+    Example::
+
+        default_collate([{"x": np.zeros(3), "y": 1}, {"x": np.ones(3), "y": 0}])
+        # {"x": array of shape (2, 3), "y": array([1, 0])}
+    """
+    if not len(batch):
+        raise ValueError("default_collate: got an empty batch (no samples to join)")
+    elem = batch[0]
+    if isinstance(elem, (str, bytes)):
+        return list(batch)
+    if isinstance(elem, np.generic):
+        return np.array(batch, dtype=elem.dtype)
+    if isinstance(elem, bool):
+        return np.array(batch)
+    if isinstance(elem, numbers.Integral):
+        return np.array(batch, dtype=np.int64)
+    if isinstance(elem, numbers.Real):
+        return np.array(batch, dtype=np.float64)
+    if isinstance(elem, np.ndarray) or hasattr(elem, "__array__"):
+        arrays = [np.asarray(a) for a in batch]
+        if arrays[0].dtype.kind in "SUOV":
+            raise TypeError(f"default_collate: arrays of dtype {arrays[0].dtype} cannot be batched (numbers "
+                            f"only, as torch's)")
+        shapes = {a.shape for a in arrays}
+        if len(shapes) > 1:
+            raise ValueError(f"default_collate: the samples' arrays differ in shape ({sorted(shapes)}); stacking "
+                             f"needs one shape (pad them, or pass a collate_fn)")
+        return np.stack(arrays)
+    if isinstance(elem, Mapping):
+        out = {key: default_collate([sample[key] for sample in batch]) for key in elem}
+        try:
+            return type(elem)(out)
+        except TypeError:  # (a mapping type that cannot be built from a dict)
+            return out
+    if isinstance(elem, Sequence):
+        lengths = {len(sample) for sample in batch}
+        if len(lengths) > 1:
+            raise ValueError(f"default_collate: the samples differ in length ({sorted(lengths)}); each position "
+                             f"is collated across the batch, so every sample needs the same number")
+        columns = [default_collate(column) for column in zip(*batch)]
+        if hasattr(elem, "_fields"):  # a namedtuple
+            return type(elem)(*columns)
+        return tuple(columns) if isinstance(elem, tuple) else columns
+    raise TypeError(f"default_collate: a batch must hold numpy arrays, numbers, strings, dicts or lists; found "
+                    f"{type(elem).__name__}")
+
+
+def _is_map_style(dataset) -> bool:
+    """A torch-style map dataset: indexable with a length, but not an array or a list/tuple of arrays."""
+    return (hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")
+            and not isinstance(dataset, (np.ndarray, Sequence)))
+
+
 class Dataset:
     """A dataset of numpy arrays sharing their first dim (torch's ``TensorDataset``).
 
@@ -139,11 +213,17 @@ class DataLoader:
     every rank of an MPI launch of several: the module docstring).
 
     Args:
-        dataset: a :class:`Dataset`, a numpy array or a sequence of arrays sharing their first dim.
+        dataset: a :class:`Dataset`, a numpy array or a list/tuple of arrays sharing their first dim (the
+            rows are sliced out together); or a map dataset, any other object with ``__len__`` and
+            ``__getitem__`` (a :class:`Dataset` subclass that overrides ``__getitem__`` too), read one
+            sample at a time as torch's ``DataLoader`` reads it. A list of samples is taken as a list of
+            arrays, so wrap samples in such an object.
         batch_size: examples per batch (an int >= 1).
         shuffle: a new random order every epoch.
         drop_last: skip each epoch's final short batch.
         seed: an int (per-epoch seeded orders), a ``np.random.Generator``, or None.
+        collate_fn: joins a map dataset's samples into a batch (default :func:`default_collate`); given
+            for arrays, it receives their rows' tuples as a map dataset's samples.
 
     Example::
 
@@ -153,8 +233,18 @@ class DataLoader:
                 step(x=xb, y=yb)
     """
 
-    def __init__(self, dataset, batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, seed=None):
-        self.dataset = dataset if isinstance(dataset, Dataset) else Dataset(*_as_arrays(dataset, "DataLoader"))
+    def __init__(self, dataset, batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, seed=None,
+                 collate_fn: Callable | None = None):
+        if not (isinstance(dataset, Dataset) or _is_map_style(dataset)):
+            dataset = Dataset(*_as_arrays(dataset, "DataLoader"))
+        self.dataset = dataset
+        if collate_fn is not None and not callable(collate_fn):
+            raise TypeError(f"DataLoader: collate_fn must be callable, got {type(collate_fn).__name__}")
+        self.collate_fn = collate_fn
+        # slicing the arrays serves a plain Dataset; a subclass's own __getitem__ (torch's way to transform
+        # samples) was bypassed by it, so such a dataset, like any map dataset, is read sample by sample
+        self._arrays = dataset.arrays if collate_fn is None and isinstance(dataset, Dataset) and \
+            type(dataset).__getitem__ is Dataset.__getitem__ else None
         self.batch_size = _check_batch_size(batch_size, "DataLoader")
         self.shuffle, self.drop_last = bool(shuffle), bool(drop_last)
         if seed is not None and not isinstance(seed, (numbers.Integral, np.random.Generator)):
@@ -184,7 +274,18 @@ class DataLoader:
             rng = self._rng if self._rng is not None else np.random.default_rng([int(self.seed), self.epoch])
             order = rng.permutation(len(self.dataset))
         self.epoch += 1
-        return _epoch(self.dataset.arrays, self.batch_size, order, self.drop_last)
+        if self._arrays is not None:
+            return _epoch(self._arrays, self.batch_size, order, self.drop_last)
+        return self._samples(order)
+
+    def _samples(self, order: np.ndarray | None) -> Iterator:
+        """One epoch of a map dataset: ``collate_fn`` of ``dataset[i]`` for each batch's indices ``i``."""
+        n = len(self.dataset)
+        order = np.arange(n) if order is None else order
+        collate = self.collate_fn or default_collate
+        stop = n - n % self.batch_size if self.drop_last else n
+        for start in range(0, stop, self.batch_size):
+            yield collate([self.dataset[int(i)] for i in order[start:start + self.batch_size]])
 
     def __repr__(self):
         return (f"DataLoader({self.dataset!r}, batch_size={self.batch_size}, shuffle={self.shuffle}, "
