@@ -192,15 +192,25 @@ class Dataset:
     def __init__(self, *arrays):
         self.arrays = _as_arrays(list(arrays), "Dataset")
 
+    def _held(self, method: str) -> tuple[np.ndarray, ...]:
+        """The arrays, or torch's refusal for a subclass that holds none (its own ``__init__`` did not call
+        this one's) and did not define ``method`` itself, as a torch map dataset must."""
+        if "arrays" not in vars(self):
+            raise NotImplementedError(f"{type(self).__name__}: a Dataset subclass that does not pass arrays to "
+                                      f"Dataset.__init__ must implement {method} (torch's map dataset)")
+        return self.arrays
+
     def __len__(self) -> int:
-        return len(self.arrays[0])
+        return len(self._held("__len__")[0])
 
     def __getitem__(self, index) -> tuple[np.ndarray, ...]:
-        return tuple(a[index] for a in self.arrays)
+        return tuple(a[index] for a in self._held("__getitem__"))
 
     def __repr__(self):
+        if "arrays" not in vars(self):  # (a subclass holding its own data)
+            return f"{type(self).__name__}(len={len(self)})"
         shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in self.arrays)
-        return f"Dataset({shapes})"
+        return f"{type(self).__name__}({shapes})"
 
 
 class DataLoader:
@@ -243,7 +253,7 @@ class DataLoader:
         self.collate_fn = collate_fn
         # slicing the arrays serves a plain Dataset; a subclass's own __getitem__ (torch's way to transform
         # samples) was bypassed by it, so such a dataset, like any map dataset, is read sample by sample
-        self._arrays = dataset.arrays if collate_fn is None and isinstance(dataset, Dataset) and \
+        self._arrays = dataset._held("__getitem__") if collate_fn is None and isinstance(dataset, Dataset) and \
             type(dataset).__getitem__ is Dataset.__getitem__ else None
         self.batch_size = _check_batch_size(batch_size, "DataLoader")
         self.shuffle, self.drop_last = bool(shuffle), bool(drop_last)

@@ -194,3 +194,38 @@ def test_bad_batch_sizes(batch_size):
     for dataset in (np.arange(4), Samples(4)):
         with pytest.raises(ValueError, match=f"DataLoader: batch_size must be an int >= 1, got {batch_size}"):
             DataLoader(dataset, batch_size=batch_size)
+
+
+def test_a_dataset_subclass_holding_its_own_data():
+    """torch's usual port: a subclass with its own __init__ (no arrays), __len__ and __getitem__. The loader
+    read ``.arrays`` (AttributeError); one that lacks __getitem__ is refused naming it, as torch's base."""
+
+    class Files(Dataset):
+        def __init__(self, n):
+            self.n = n
+
+        def __len__(self):
+            return self.n
+
+        def __getitem__(self, i):
+            return np.full(2, i, np.float32), i
+
+    loader = DataLoader(Files(5), batch_size=2, shuffle=True, seed=1)
+    assert len(loader) == 3 and "Files(len=5)" in repr(loader)
+    got = list(loader)
+    assert sorted(np.concatenate([b[1] for b in got]).tolist()) == list(range(5))
+    for x, i in got:
+        assert x.dtype == np.float32 and i.dtype == np.int64
+        np.testing.assert_array_equal(x[:, 0], i)
+
+    class Bare(Dataset):
+        def __init__(self):
+            pass
+
+        def __len__(self):
+            return 3
+
+    with pytest.raises(NotImplementedError):
+        tud.Dataset()[0]
+    with pytest.raises(NotImplementedError, match="Bare: a Dataset subclass .* must implement __getitem__"):
+        list(DataLoader(Bare()))
