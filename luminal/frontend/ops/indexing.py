@@ -115,9 +115,21 @@ def _constant_array(t: GraphTensor):
     return None if arr is None or arr.shape != t.shape else arr
 
 
+class _NewDim:
+    """A bool scalar in an index (``x[True]``, ``x[False]``, a 0-d mask): as torch's and numpy's, a new
+    dim of size 1 taken by the advanced index ``[0]`` (True) or ``[]`` (False), which broadcasts with
+    the other advanced indices of the index (``x[True, i]`` is ``x[i]``, ``x[False]`` is empty)."""
+
+    def __init__(self, x: GraphTensor, keep: bool):
+        self.index = x.graph.constant(np.zeros(1 if keep else 0, np.int64), dt.int32)
+
+
 def _as_index(x: GraphTensor, ix, op: str):
     """One entry of an index: Python lists and numpy arrays become int32 constants (bools: a mask,
-    kept as a numpy array); a boolean tensor is a mask only when its values are known now."""
+    kept as a numpy array, a bool scalar a 0-d one); a boolean tensor is a mask only when its values
+    are known now."""
+    if isinstance(ix, (bool, np.bool_)):
+        return np.array(bool(ix))
     if isinstance(ix, (np.integer,)):
         return int(ix)
     if isinstance(ix, (list, np.ndarray)):
@@ -143,7 +155,8 @@ def _as_index(x: GraphTensor, ix, op: str):
 
 def _normalize_index(x: GraphTensor, index, op: str) -> list:
     """``index`` as one entry per input dim (plus the Nones): ellipsis expanded, lists and constant
-    masks converted (a k-d mask becomes k int32 index tensors, its nonzero positions)."""
+    masks converted (a k-d mask becomes k int32 index tensors, its nonzero positions; a 0-d one, a
+    ``_NewDim``)."""
     if not isinstance(index, tuple):
         index = (index,)
     index = [_as_index(x, ix, op) for ix in index]
@@ -158,7 +171,9 @@ def _normalize_index(x: GraphTensor, index, op: str) -> list:
     index = index[:ell[0]] + fill + index[ell[0] + 1:] if ell else index + fill
     out, dim = [], 0
     for ix in index:
-        if isinstance(ix, np.ndarray):  # a static boolean mask over the next ix.ndim dims
+        if isinstance(ix, np.ndarray) and ix.ndim == 0:
+            out.append(_NewDim(x, bool(ix)))
+        elif isinstance(ix, np.ndarray):  # a static boolean mask over the next ix.ndim dims
             covered = x.shape[dim:dim + ix.ndim]
             if tuple(covered) != ix.shape:
                 raise op_error(IndexError, op, f"mask of shape {ix.shape} does not match dims {dim}.. of size "
@@ -174,13 +189,15 @@ def _normalize_index(x: GraphTensor, index, op: str) -> list:
 def getitem(x: GraphTensor, index) -> GraphTensor:
     """``x[index]`` with torch's semantics: ints, slices, None, Ellipsis (views), and advanced indices:
     integer tensors, Python lists and numpy arrays of ints, and boolean masks whose values are known
-    at build time (lists, numpy arrays, constants). Several index tensors broadcast together; the
-    result's indexed dims stand where the first of them stood when they are adjacent, else first (as
-    torch, which takes ints as plain selections, not as advanced indices)."""
+    at build time (lists, numpy arrays, constants; a bool scalar: ``_NewDim``). Several index tensors
+    broadcast together; the result's indexed dims stand where the first of them stood when they are
+    adjacent, else first (as torch, which takes ints as plain selections, not as advanced indices)."""
     index = _normalize_index(x, index, "getitem")
     view, dim, out_shape, adv, needs = x.layout, 0, [], [], []
     for ix in index:
-        if ix is None:
+        if ix is None or isinstance(ix, _NewDim):
+            if ix is not None:
+                adv.append((len(out_shape), ix.index))
             out_shape.append(1)
             continue
         n = view.shape[dim]
@@ -527,9 +544,10 @@ def scatter_reduce(input: GraphTensor, dim: int, index: GraphTensor, src: GraphT
                               include_self=include_self).reshape(())
     d = x._axis(dim, "scatter_reduce")
     src = cast(src, x.dtype)
-    if index.ndim != x.ndim or src.ndim != x.ndim:
-        raise op_error(ValueError, "scatter_reduce", "input, index and src must have the same number of dims",
-                       x, index, src)
+    _scatter_shapes("scatter_reduce", x, d, index, src)  # (the dense reductions below would fail unclearly)
+    if reduce == "mean" and x.dtype.kind == "b":
+        raise op_error(TypeError, "scatter_reduce", "reduce='mean' is not defined for bool tensors (as torch's); "
+                       "cast the input and src to a number dtype first", x)
     g = x.graph
     zero, one = g.constant(0, x.dtype), g.constant(1, x.dtype)
     ones_i = g.constant(1, dt.int32).expand(*index.shape)
@@ -557,7 +575,7 @@ def scatter_reduce(input: GraphTensor, dim: int, index: GraphTensor, src: GraphT
     onehot = eq(cast(_wrap_negative(index, n), dt.int32).unsqueeze(d), pos)
     vals = src.unsqueeze(d).expand(*cells)
     if reduce == "prod":
-        red = prod_(where(onehot, vals, one), d + 1)
+        red = prod_(where(onehot, vals, one), d + 1, dtype=x.dtype)  # (bool: all of them, not an int32 count)
     else:
         big = _extreme(x.dtype, reduce == "amin")
         red = where(onehot, vals, g.constant(big, x.dtype))
@@ -695,23 +713,29 @@ def scatter_add(x: GraphTensor, dim: int, index: GraphTensor, src: GraphTensor) 
         check_tensors("scatter_add", input=x, src=src)
     else:
         src = x.graph.constant(check_number("scatter_add", "src", src, x), x.dtype).expand(*index.shape)
-    if index.ndim != x.ndim or src.ndim != x.ndim:
-        msg = "input, index and src must have the same number of dims"
-        raise op_error(ValueError, "scatter_add", msg, x, index, src)
-    for k in range(x.ndim):  # as torch: index.shape[k] <= x.shape[k] off ``dim``, and <= src.shape[k]
-        if k != d and index.shape[k] != x.shape[k] and not (
-                is_static(index.shape[k]) and is_static(x.shape[k]) and index.shape[k] <= x.shape[k]):
-            raise op_error(ValueError, "scatter_add", f"index dim {k} ({index.shape[k]}) exceeds the input's "
-                           f"({x.shape[k]})", x, index)
-        if src.shape[k] != index.shape[k] and not (
-                is_static(index.shape[k]) and is_static(src.shape[k]) and index.shape[k] <= src.shape[k]):
-            raise op_error(ValueError, "scatter_add", f"index dim {k} ({index.shape[k]}) exceeds src's "
-                           f"({src.shape[k]})", x, index, src)
+    _scatter_shapes("scatter_add", x, d, index, src)
     if src.shape != index.shape:
         src = src[tuple(slice(0, n) for n in index.shape)]
     if src.dtype is not x.dtype:
         src = cast(src, x.dtype)
     return prim("ScatterAdd", x, cast(index, dt.int32), src, arg=d, shape=x.shape)
+
+
+def _scatter_shapes(op: str, x: GraphTensor, d: int, index: GraphTensor, src: GraphTensor) -> None:
+    """torch's shape rule of the scatters: ``input``, ``index`` and ``src`` have the same number of
+    dims, and ``index.shape[k]`` is at most ``src.shape[k]``, and at most ``input.shape[k]`` off ``d``."""
+    if index.ndim != x.ndim or src.ndim != x.ndim:
+        raise op_error(ValueError, op, f"input, index and src must have the same number of dims, got "
+                       f"{x.ndim}, {index.ndim} and {src.ndim}", x, index, src)
+    for k in range(x.ndim):
+        if k != d and index.shape[k] != x.shape[k] and not (
+                is_static(index.shape[k]) and is_static(x.shape[k]) and index.shape[k] <= x.shape[k]):
+            raise op_error(ValueError, op, f"index dim {k} ({index.shape[k]}) exceeds the input's "
+                           f"({x.shape[k]})", x, index)
+        if src.shape[k] != index.shape[k] and not (
+                is_static(index.shape[k]) and is_static(src.shape[k]) and index.shape[k] <= src.shape[k]):
+            raise op_error(ValueError, op, f"index dim {k} ({index.shape[k]}) exceeds src's "
+                           f"({src.shape[k]})", x, index, src)
 
 
 @tensor_op("scatter")
@@ -725,7 +749,8 @@ def scatter(x: GraphTensor, dim: int, index: GraphTensor, src) -> GraphTensor:
     d = x._axis(dim, "scatter")
     if not isinstance(src, GraphTensor):
         src = x.graph.constant(check_number("scatter", "src", src, x), x.dtype).expand(*index.shape)
-    scatter_add(x, d, index, src)  # (its checks: dims, shapes, dtypes, named as the user's op)
+    check_tensors("scatter", input=x, src=src)
+    _scatter_shapes("scatter", x, d, index, src)
     return _overwrite(x, d, index, cast(src, x.dtype) if src.dtype is not x.dtype else src)
 
 
