@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from luminal.core import dtype as dt
 from luminal.core.errors import check_int, op_error
-from luminal.core.symbolic import free_vars, is_static
+from luminal.core.symbolic import free_vars, is_static, shape_str
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.core import cast, fresh
 from luminal.frontend.ops.elementwise import add
@@ -34,33 +34,44 @@ def _sequence(op: str, tensors) -> list[GraphTensor]:
 
 def cat(tensors, dim: int = 0) -> GraphTensor:
     """torch.cat: the tensors joined along ``dim``; their shapes must agree in every other dim, and the
-    result takes their promoted dtype.
+    result takes their promoted dtype (every tensor's, as torch's).
+
+    As torch's, a 1-d empty tensor (shape ``(0,)``, torch's legacy empty tensor) is skipped whatever
+    the others' shapes (so an empty accumulator can start a loop of joins), and a 0-d tensor is refused.
 
     Args:
         tensors: a non-empty sequence of tensors of one graph.
         dim: the dim to join along (default 0).
     """
     tensors = _sequence("cat", tensors)
-    first = tensors[0]
-    d = first._axis(dim, "cat")
-    for t in tensors[1:]:
-        if t.ndim != first.ndim or any(a != b for k, (a, b) in enumerate(zip(t.shape, first.shape)) if k != d):
-            raise op_error(ValueError, "cat", f"shapes must match except in dim {d}{_rounded_hint(first, t, d)}",
-                           *tensors)
-    dtype = first.dtype
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise op_error(ValueError, "cat", f"tensors[{i}] is 0-d and cannot be concatenated (as torch's: "
+                           "unsqueeze it, or use stack)", *tensors)
+    dtype = tensors[0].dtype
     for t in tensors[1:]:
         dtype = dt.promote(dtype, t.dtype)
+    joined = [t for t in tensors if not (t.ndim == 1 and is_static(t.shape[0]) and t.shape[0] == 0)] or tensors
+    first = joined[0]
+    d = first._axis(dim, "cat")
+    for t in joined[1:]:
+        if t.ndim != first.ndim:
+            raise op_error(ValueError, "cat", f"tensors must have the same number of dims, got {first.ndim} and "
+                           f"{t.ndim}", *tensors)
+        if any(a != b for k, (a, b) in enumerate(zip(t.shape, first.shape)) if k != d):
+            raise op_error(ValueError, "cat", f"shapes must match except in dim {d}, got {shape_str(first.shape)} "
+                           f"and {shape_str(t.shape)}{_rounded_hint(first, t, d)}", *tensors)
     total = 0
-    for t in tensors:
+    for t in joined:
         total = total + t.shape[d]
     out, before = None, 0
-    for t in tensors:
+    for t in joined:
         after = total - before - t.shape[d]
         pads = [0, 0] * (first.ndim - 1 - d) + [before, after]
         piece = cast(t, dtype).pad(pads, -0.0 if dtype.is_float else 0)  # x + -0.0 is x, even for x = -0.0
         out = piece if out is None else add(out, piece)
         before = before + t.shape[d]
-    return fresh(out) if out is first else out  # (cat of one: a handle of its own, as torch's copy)
+    return fresh(out) if any(out is t for t in tensors) else out  # (cat of one: a handle of its own, as torch's copy)
 
 
 def _rounded_hint(a: GraphTensor, b: GraphTensor, d: int) -> str:
@@ -115,9 +126,12 @@ def split(x: GraphTensor, split_size_or_sections, dim: int = 0) -> tuple[GraphTe
     n = x.shape[d]
     if isinstance(split_size_or_sections, int):
         size = split_size_or_sections
-        if size <= 0 or not is_static(n):
-            raise op_error(ValueError, "split", f"need a positive size and a static dim (dim {d} is {n})", x)
-        sizes = [min(size, n - s) for s in range(0, n, size)] or [0]
+        if not is_static(n):
+            raise op_error(ValueError, "split", f"an int size needs a static dim, got dim {d} of size {n}", x)
+        if size < 0 or size == 0 and n != 0:  # (torch: a size of 0 only for an empty dim)
+            raise op_error(ValueError, "split", f"the size must be positive (0 only for an empty dim), got {size} "
+                           f"for dim {d} of size {n}", x)
+        sizes = [min(size, n - s) for s in range(0, n, size)] if n else [0]
     else:
         sizes = list(split_size_or_sections)
         if any(isinstance(s, int) and s < 0 for s in sizes):
@@ -212,3 +226,28 @@ def vstack(tensors) -> GraphTensor:
 
 
 row_stack = vstack
+
+
+def dstack(tensors) -> GraphTensor:
+    """torch.dstack: concatenate along dim 2 (depth) after viewing each tensor as at least 3-d, as
+    torch's ``atleast_3d``: a 0-d tensor as ``(1, 1, 1)``, a 1-d ``(n,)`` as ``(1, n, 1)``, a 2-d
+    ``(m, n)`` as ``(m, n, 1)``.
+
+    Args:
+        tensors: a sequence of tensors.
+    """
+    def atleast_3d(t):
+        return t.reshape(1, 1, 1) if t.ndim == 0 else t.reshape(1, t.shape[0], 1) if t.ndim == 1 else \
+            t.unsqueeze(-1) if t.ndim == 2 else t
+    return cat([atleast_3d(t) for t in _sequence("dstack", tensors)], 2)
+
+
+def column_stack(tensors) -> GraphTensor:
+    """torch.column_stack: concatenate along dim 1 after viewing each 0-d or 1-d tensor as a column
+    ``(n, 1)`` (a 0-d one as ``(1, 1)``); tensors of 2 or more dims join as they are.
+
+    Args:
+        tensors: a sequence of tensors.
+    """
+    ts = _sequence("column_stack", tensors)
+    return cat([t.reshape(t.shape[0] if t.ndim else 1, 1) if t.ndim < 2 else t for t in ts], 1)

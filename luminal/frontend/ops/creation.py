@@ -18,7 +18,7 @@ from luminal.core.symbolic import Sym, is_static, sizes, sym
 from luminal.frontend.checks import tensor_op
 from luminal.frontend.graph import Graph
 from luminal.frontend.ops.core import cast, check_device, full, full_like, take_graph  # noqa: F401 - creation ops, made in core
-from luminal.frontend.ops.elementwise import add, eq, ge, le, mul, sub, where
+from luminal.frontend.ops.elementwise import add, eq, ge, le, minimum, mul, sub, where
 from luminal.frontend.tensor import GraphTensor
 
 
@@ -34,8 +34,13 @@ def arange(*args, end=None, step=None, dtype=None, graph: Graph | None = None, d
     Args:
         start: the first value (the only number given is ``end``, as in torch).
         end: the bound, excluded.
-        step: the distance between values, non-zero (default 1).
+        step: the distance between values, non-zero (default 1); ``end - start`` must not have the
+            other sign (torch refuses it rather than giving an empty tensor).
         dtype: the dtype; by default int32 (torch's int64) when every number is an int, else float32.
+            The values are ``start + i * step`` computed in float64 and rounded once to a float dtype,
+            as torch's CPU ``arange`` (so ``arange(0, 1, 0.1)[9]`` is float32's 0.9, not 9 float32
+            roundings away); an integer dtype truncates float bounds and step toward zero first, as
+            torch's int64 ``arange`` (a step below 1 is then refused); bool is refused, as torch's.
         graph: the Graph to build in, when not given first (``ops/core.py``'s ``take_graph``: without one,
             the graph of the enclosing module call, else a host tensor).
         device: ``"cpu"`` or None (``check_device``).
@@ -59,20 +64,34 @@ def arange(*args, end=None, step=None, dtype=None, graph: Graph | None = None, d
     start, end, step = (_arange_bound(what, v) for what, v in (("start", start), ("end", end), ("step", step)))
     floats = any(isinstance(v, float) for v in (start, end, step))
     d = dt.as_dtype(dtype) if dtype is not None else (dt.float32 if floats else dt.int32)
+    if d.kind == "b":
+        raise op_error(TypeError, "arange", "is not defined for bool (as torch's)")
     if step == 0:
         raise op_error(ValueError, "arange", "step must be non-zero")
-    if floats:
+    if floats and not d.is_float:  # torch's int64 arange: start, end and step truncated toward zero first
+        given = step
+        start, end, step = (math.trunc(v) if isinstance(v, float) else v for v in (start, end, step))
+        if step == 0:
+            raise op_error(ValueError, "arange", f"step {given} truncates to 0 for the integer dtype {d.name}")
+        floats = False
+    span = sym(end) - sym(start) if not floats else end - start
+    if (floats or is_static(span)) and (span < 0 < step or step < 0 < span):
+        raise op_error(ValueError, "arange", f"the bounds are inconsistent with the step's sign: start {start}, "
+                       f"end {end}, step {step} (as torch's)")
+    if floats:  # the count in float64, as torch's
         n = max(0, math.ceil((end - start) / step))
     else:
-        start, end = sym(start), sym(end)
-        span = end - start
+        start = sym(start)
         n = max(0, -(-span // step)) if is_static(span) else (span + step - 1) // step if step > 0 else None
         if n is None:
             raise op_error(ValueError, "arange", "a negative step needs static bounds")
     base = g.tensor(g.add("Arange", (), n, dt.int32, (n,)))
     if not floats and step == 1 and is_static(start) and start == 0:
         return cast(base, d)
-    out = add(mul(cast(base, d if d.is_float else dt.int32), step), start if not floats else float(start))
+    if not floats and not d.is_float:
+        return cast(add(mul(base, step), start), d)
+    # start + i * step in float64, rounded once to the dtype (torch's CPU arithmetic, exact in the count)
+    out = add(mul(cast(base, dt.float64), float(step)), start if not is_static(start) else float(start))
     return cast(out, d)
 
 
@@ -252,6 +271,24 @@ def ones_like(x: GraphTensor, dtype=None) -> GraphTensor:
         dtype: the result's dtype (default: ``x``'s).
     """
     return full_like(x, 1, dtype)
+
+
+@tensor_op("rand_like")
+def rand_like(x: GraphTensor, dtype=None) -> GraphTensor:
+    """torch.rand_like: uniform ``[0, 1)`` noise of ``x``'s shape, in ``x``'s graph, drawn afresh on
+    every call of a compiled program (``Graph.rand``: float32 noise, rounded to the dtype, and kept
+    below 1 where a half-precision dtype would round it up).
+
+    Args:
+        x: the tensor whose shape, graph and (by default) dtype are used (its values are not read).
+        dtype: the result's dtype (default ``x``'s), a float dtype: torch's uniform noise is not
+            defined for integer or bool tensors.
+    """
+    d = x.dtype if dtype is None else dt.as_dtype(dtype)
+    if not d.is_float:
+        raise op_error(TypeError, "rand_like", f"needs a float dtype (as torch's), got {d.name}", x)
+    out = cast(x.graph.rand(x.shape), d)
+    return minimum(out, 1 - dt.finfo(d).eps / 2) if dt.finfo(d).eps > dt.finfo(dt.float32).eps else out
 
 
 def _new_shape(op: str, size: tuple) -> tuple:

@@ -271,7 +271,8 @@ def repeat_interleave(input: GraphTensor, repeats, dim=None, *, output_size=None
             element along ``dim`` (or one count for all). A tensor's counts are known only at run
             time, so the output length must be given as ``output_size`` (torch's argument).
         dim: the dim to repeat along; None repeats the flattened tensor.
-        output_size: the total output length along ``dim`` (needed with a tensor of repeats).
+        output_size: the total output length along ``dim`` (needed with a tensor of repeats; with an
+            int it must be the length the repeats give, as torch checks it).
     """
     x = input
     if dim is None:
@@ -281,6 +282,9 @@ def repeat_interleave(input: GraphTensor, repeats, dim=None, *, output_size=None
         x = x.reshape(1)
     if not isinstance(repeats, GraphTensor):
         r = check_int("repeat_interleave", "repeats", repeats, 0)
+        if output_size is not None and is_static(x.shape[d]) and output_size != x.shape[d] * r:
+            raise op_error(ValueError, "repeat_interleave", f"output_size={output_size} but {r} repeats of dim {d} "
+                           f"of size {x.shape[d]} give {x.shape[d] * r}", x)
         out = x.unsqueeze(d + 1).expand(*x.shape[:d + 1], r, *x.shape[d + 1:])
         return out.reshape(*x.shape[:d], x.shape[d] * r, *x.shape[d + 1:])
     check_tensors("repeat_interleave", input=x, repeats=repeats)
@@ -382,6 +386,19 @@ def diag(input: GraphTensor, diagonal: int = 0) -> GraphTensor:  # noqa: A002
     return where(eq(sub(c, r), k), vals, g.constant(0, x.dtype))
 
 
+@tensor_op("diagflat")
+def diagflat(input: GraphTensor, offset: int = 0) -> GraphTensor:  # noqa: A002
+    """torch.diagflat: the square matrix with the flattened ``input`` on diagonal ``offset``, zeros
+    elsewhere (``diag`` of ``input.flatten()``: a 0-d input gives a ``1 + |offset|`` square matrix).
+
+    Args:
+        input: a tensor of any shape (its size must be static).
+        offset: which diagonal: 0 the main one, > 0 above it, < 0 below it.
+    """
+    offset = check_int("diagflat", "offset", offset)
+    return diag(input.reshape(-1) if input.ndim != 1 else input, offset)
+
+
 @tensor_op("diag_embed")
 def diag_embed(input: GraphTensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> GraphTensor:  # noqa: A002
     """torch.diag_embed: a tensor with one more dim whose 2-d planes over dims ``dim1``/``dim2`` (of
@@ -427,7 +444,7 @@ def meshgrid(*tensors, indexing: str = "ij") -> tuple[GraphTensor, ...]:
     """torch.meshgrid: coordinate grids from 1-d (or 0-d) tensors (broadcast views).
 
     Args:
-        tensors: the tensors, or one sequence of them.
+        tensors: the tensors, all of one dtype (torch refuses a mix), or one sequence of them.
         indexing: ``"ij"`` (matrix: output dim i follows tensor i) or ``"xy"`` (Cartesian: the first
             two dims swapped).
     """
@@ -439,6 +456,9 @@ def meshgrid(*tensors, indexing: str = "ij") -> tuple[GraphTensor, ...]:
     for t in ts:
         if t.ndim > 1:
             raise op_error(ValueError, "meshgrid", f"expects 0-d or 1-d tensors, got {t.ndim}-d", t)
+    if len({t.dtype for t in ts}) > 1:
+        raise op_error(TypeError, "meshgrid", "expects tensors of one dtype (as torch's), got "
+                       + ", ".join(t.dtype.name for t in ts), *ts)
     ts = [t.reshape(-1) if t.ndim == 0 else t for t in ts]
     swap = indexing == "xy" and len(ts) >= 2
     order = [ts[1], ts[0], *ts[2:]] if swap else ts
