@@ -392,3 +392,17 @@ def test_errors_where_torch_raises(name):
         op(torch.zeros(shape))
     with pytest.raises(kind, match=match):
         op(lm.Graph().input("x", shape))
+
+
+def test_eye_m_keyword_and_factories_without_a_size(backend):
+    """torch.eye(n, m=...) takes m by keyword (it was refused); torch.zeros() without a size is a
+    TypeError (a 0-d tensor was made)."""
+    [(d, got)] = _made(lambda g: lm.eye(3, m=2, graph=g), backend)
+    np.testing.assert_array_equal(got, torch.eye(3, m=2).numpy())
+    for name in ("zeros", "ones"):
+        with pytest.raises(TypeError):
+            getattr(torch, name)()
+        with pytest.raises(TypeError, match=rf"^{name}: missing the size"):
+            getattr(lm, name)(graph=lm.Graph())
+    with pytest.raises(TypeError, match=r"^eye: m given both"):
+        lm.eye(3, 2, m=2, graph=lm.Graph())

@@ -217,6 +217,8 @@ def _filled(factory: str, value, args: tuple, dtype, graph, device) -> GraphTens
     g, args = take_graph(factory, args, graph)
     if len(args) == 2 and isinstance(args[0], (tuple, list)) and dtype is None:  # g.zeros(shape, dtype)
         args, dtype = args[:1], args[1]
+    if not args:  # (torch's TypeError: ``zeros(())`` is the 0-d tensor)
+        raise op_error(TypeError, factory, "missing the size (a 0-d tensor's is ())")
     shape = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
     return full(g, tuple(shape), value, dt.float32 if dtype is None else dtype)
 
@@ -341,7 +343,7 @@ def _rows_cols(g, n, m):
     return g.arange(n).reshape(n, 1), g.arange(m).reshape(1, m)
 
 
-def eye(*args, dtype=None, graph: Graph | None = None, device=None) -> GraphTensor:
+def eye(*args, m=None, dtype=None, graph: Graph | None = None, device=None) -> GraphTensor:
     """torch.eye: a 2-d tensor with ones on the diagonal and zeros elsewhere.
 
     Called as ``eye(n, m=None, dtype=None, graph=g)`` or with the graph first (``eye(g, n)``,
@@ -360,7 +362,9 @@ def eye(*args, dtype=None, graph: Graph | None = None, device=None) -> GraphTens
         args, dtype = args[:2], args[2]
     if not 1 <= len(args) <= 2:
         raise op_error(TypeError, "eye", f"expected n (and m), got {len(args)} positional arguments")
-    n, m = args[0], args[1] if len(args) == 2 else None
+    if len(args) == 2 and m is not None:
+        raise op_error(TypeError, "eye", "m given both by position and as m=")
+    n, m = args[0], args[1] if len(args) == 2 else m
     dtype = dt.float32 if dtype is None else dtype
     m = n if m is None else m
     sizes("eye", (n, m))
