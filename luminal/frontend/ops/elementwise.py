@@ -274,11 +274,22 @@ def _exact_reciprocal(b: GraphTensor) -> bool:
     return m == 0.5 and -126 <= 1 - e <= 127
 
 
+def _number_divisor(a, b) -> bool:
+    """Whether ``b`` is a Python (or numpy) number dividing a float16/bfloat16 tensor ``a``: torch's
+    trunc and floor division kernels then read ``b`` in float32, unrounded, and divide in float32
+    (``original_scalar_value``), where a tensor divisor, or a number dividend, is rounded to the
+    16-bit dtype first: ``bf16(35.75) // 0.3`` is 119 (35.75 / 0.3), not 118 (/ 0.30078125)."""
+    return (isinstance(a, GraphTensor) and a.dtype in _LOWP and isinstance(b, numbers.Real)
+            and not isinstance(b, (bool, np.bool_)))
+
+
 def _trunc_div(a, b) -> GraphTensor:
     """torch: ``trunc`` of the quotient rounded to the dtype. ``a * (1/b)`` is not correctly rounded
     (-188 / 47 comes out as -3.9999998), so float32 divides in float64 and rounds once, and
     float16/bfloat16 divide in float32 (``_opmath``); float64 takes the nearest integer when ``b``
     divides ``a`` exactly. Integers divide exactly."""
+    if _number_divisor(a, b):
+        return cast(_trunc_div(cast(a, dt.float32), b), a.dtype)
     a, b = coerce("div", a, b)
     _not_bool(a, "div")
     if a.dtype.kind == "i":
@@ -370,6 +381,8 @@ def floor_divide(a, b) -> GraphTensor:
 
 
 def _floor_divide(a, b, op: str) -> GraphTensor:
+    if _number_divisor(a, b):  # (in float32, rounded once, as torch)
+        return cast(_floor_divide(cast(a, dt.float32), b, op), a.dtype)
     a, b = coerce(op, a, b)
     _not_bool(a, op)
     if a.dtype.kind == "i":
@@ -421,6 +434,8 @@ def _pow(a, b) -> GraphTensor:
         if isinstance(b, bool):
             return fresh(a) if b else full_like(a, True)
         a = cast(a, dt.int32)
+    if isinstance(b, float) and isinstance(a, GraphTensor) and not a.dtype.is_float:
+        a = cast(a, dt.float32)  # (an int or bool base to a float power is float32, as torch: 10 ** 2.0 is 100)
     if isinstance(b, float) and b.is_integer() and abs(b) <= 64 and isinstance(a, GraphTensor) and a.dtype.is_float:
         b = int(b)  # x ** 2.0 is x * x, as in torch (whose gradient at x = 0 is then 0, not NaN)
     if isinstance(b, (int,)) and not isinstance(b, bool) and isinstance(a, GraphTensor) and abs(b) <= 64:
@@ -443,6 +458,10 @@ def _pow(a, b) -> GraphTensor:
     _not_bool(a, "pow")
     if not a.dtype.is_float:
         return _int_pow(a, b)
+    if a.dtype is dt.float32:
+        # in float64, rounded once: exp2(b * log2(a)) in float32 carries log2(a)'s rounding times b
+        # (35 ulps off at 20 ** 10; 5 ** 3.0 was 124.99998), within an ulp of torch in float64
+        return cast(_float_pow(cast(a, dt.float64), cast(b, dt.float64)), dt.float32)
     return _float_pow(a, b)
 
 
@@ -1012,8 +1031,10 @@ def abs_(x) -> GraphTensor:
 
 @tensor_op("sign")
 def sign(x) -> GraphTensor:
-    """-1, 0 or 1; 0 for NaN, as torch (numpy gives NaN)."""
-    _not_bool(x, "sign")
+    """-1, 0 or 1; 0 for NaN, as torch (numpy gives NaN). A bool tensor is its own sign (a copy, as
+    torch's: True is 1, False 0)."""
+    if x.dtype.kind == "b":
+        return fresh(x)
     return sub(cast(gt(x, 0), x.dtype), cast(lt(x, 0), x.dtype))
 
 
@@ -1066,11 +1087,20 @@ def ceil(x) -> GraphTensor:
 
 @tensor_op("round")
 def round_(x, decimals: int = 0) -> GraphTensor:
-    """Round half to even, as torch; a zero result has the sign of ``x`` (``round(-0.5)`` is -0.0)."""
+    """Round half to even, as torch; a zero result has the sign of ``x`` (``round(-0.5)`` is -0.0).
+    With ``decimals``, to that many decimal places (negative: to tens, hundreds...), as torch's
+    ``round(x * 10**d) / 10**d`` and ``round(x / 10**-d) * 10**-d`` (``_round_decimals``). Int tensors
+    are returned unchanged, but to a negative number of places, which is refused (torch refuses
+    every integer round)."""
+    if isinstance(decimals, bool) or not isinstance(decimals, numbers.Integral):
+        raise op_error(TypeError, "round", f"decimals must be an int, got {type(decimals).__name__} {decimals!r}",
+                       x)
     if not x.dtype.is_float:
+        require("round", decimals >= 0, f"decimals={decimals} is not defined for {x.dtype.name} tensors (torch "
+                "rounds no integer tensor); cast to a float dtype first", x, kind=ValueError)
         return x
     if decimals:
-        return _round_decimals(x, decimals)
+        return _round_decimals(x, int(decimals)).detach()  # piecewise constant: no gradient, as torch
     f = floor(x)
     d = sub(x, f)
     odd = ne(fmod(f, 2.0), 0)
@@ -1078,10 +1108,62 @@ def round_(x, decimals: int = 0) -> GraphTensor:
     return _zero_signed(x, where(up, add(f, 1), f))
 
 
+_MANTISSA = {32: 24, 64: 53}  # significand bits of the dtypes _round_decimals computes in
+
+
 @_opmath
-def _round_decimals(x, decimals):
-    s = 10.0 ** decimals
-    return div(round_(mul(x, s)), s)
+def _round_decimals(x, decimals: int) -> GraphTensor:
+    """torch's formulas, in ``x``'s dtype (float32 for the 16-bit types): ``round(x * p) / p`` for
+    ``decimals > 0`` and ``round(x / p) * p`` below, ``p = 10**|decimals|``; the divisions are
+    correctly rounded as torch's (``x * 10**-k`` made ``round(1234.5677, -3)`` 999.99994, and
+    float64's ``n * (1/p)`` ``round(1.5, 5)`` 1.5000000000000002). Where torch's formula breaks down,
+    the mathematically defined value: ``x`` itself where ``x * p`` overflows or ``x`` is already an
+    integer at or above 2**(mantissa - 1) (torch: inf for ``round(1e9, 30)`` in float32; NaN where
+    ``p`` is no float32, from 0 * inf), and zero, signed as ``x``, for ``decimals`` below -38 in
+    float32 (-308 in float64), where every finite value rounds to 0. Above 38 places float32 computes
+    in float64; above 308, float64 returns ``x`` (exact for ``|x| >= 1e-77``: smaller values have
+    binary digits past the 308th decimal place)."""
+    k = abs(decimals)
+    big = k > 308 or not math.isfinite(float(np.float32(10.0 ** k))) if x.dtype is not dt.float64 else k > 308
+    if big and decimals < 0:
+        return where(isfinite(x), mul(x, 0.0), x)
+    if big and x.dtype is not dt.float64:
+        return cast(_round_decimals(cast(x, dt.float64), decimals), x.dtype)
+    if big:
+        return fresh(x)
+    p = 10.0 ** k
+    if decimals < 0:
+        return mul(round_(_div_by(x, p)), p)
+    xp = mul(x, p)
+    q = _div_by(round_(xp), p)
+    keep = logical_or(ge(abs_(x), 2.0 ** (_MANTISSA[x.dtype.bits] - 1)), logical_and(isinf(xp), isfinite(x)))
+    return where(keep, x, q)
+
+
+def _div_by(x: GraphTensor, p: float) -> GraphTensor:
+    """``x / p`` correctly rounded (``p`` a positive Python float, finite in ``x``'s dtype). float32's
+    ``div`` is (it divides in float64); float64 takes ``q = x * (1/p)`` (within an ulp) and one
+    Markstein correction ``q + r * (1/p)`` with the remainder ``r = x - q p`` made exact by Dekker's
+    product (``q`` and ``p`` split into 26-bit halves): correctly rounded but within 2**-53 ulp of a
+    midpoint. The correction is skipped where ``|q| >= 2**52`` (every such float64 is an integer,
+    nothing to round to, and the split would overflow near the top of the range), where ``r`` is 0
+    (a zero quotient keeps its sign) and at inf/NaN."""
+    if x.dtype is not dt.float64:
+        return div(x, p)
+    inv = 1.0 / p
+    q = mul(x, inv)
+    split = 134217729.0  # 2**27 + 1: Veltkamp's splitter
+    ph = p * split - (p * split - p)
+    pl = p - ph
+    small = lt(abs_(q), 2.0 ** 52)
+    qs = where(small, q, 0.0)
+    c = mul(qs, split)
+    qh = sub(c, sub(c, qs))
+    ql = sub(qs, qh)
+    prod = mul(qs, p)
+    err = add(add(add(sub(mul(qh, ph), prod), mul(qh, pl)), mul(ql, ph)), mul(ql, pl))
+    r = sub(sub(where(small, x, 0.0), prod), err)
+    return where(logical_and(small, ne(r, 0)), add(q, mul(r, inv)), q)
 
 
 # tanh's Taylor coefficients (2**(2n) (2**(2n) - 1) B_2n / (2n)!, from the Bernoulli numbers), for
