@@ -406,3 +406,15 @@ def test_eye_m_keyword_and_factories_without_a_size(backend):
             getattr(lm, name)(graph=lm.Graph())
     with pytest.raises(TypeError, match=r"^eye: m given both"):
         lm.eye(3, 2, m=2, graph=lm.Graph())
+
+
+@pytest.mark.parametrize("shape,repeats,dim,size", [((2, 2), [1, 0, 2, 3], None, 6), ((3,), 2, 0, 6),
+                                                     ((3,), [2], 0, 6), ((2, 3, 4), [1, 0, 2], 1, 3),
+                                                     ((2, 3, 4), [0, 1, 2, 1], -1, 4)], ids=str)
+def test_repeat_interleave_tensor_repeats(shape, repeats, dim, size, backend):
+    """A tensor of counts (0-d, one for all, or one per element; dim None flattens) with output_size."""
+    def op(t, k):
+        if isinstance(t, torch.Tensor):
+            return torch.repeat_interleave(t, k.long(), dim, output_size=size)
+        return lm.repeat_interleave(t, k, dim, output_size=size)
+    check(op, [rand(shape), np.asarray(repeats, np.int32)], backend=backend)
