@@ -638,6 +638,8 @@ class GraphTensor:
         addmm: Callable[..., GraphTensor]; baddbmm: Callable[..., GraphTensor]; bmm: Callable[..., GraphTensor]
         index_add: Callable[..., GraphTensor]; index_copy: Callable[..., GraphTensor]
         index_put: Callable[..., GraphTensor]; scatter_reduce: Callable[..., GraphTensor]
+        index_fill: Callable[..., GraphTensor]; index_reduce: Callable[..., GraphTensor]
+        masked_scatter: Callable[..., GraphTensor]; put: Callable[..., GraphTensor]; take: Callable[..., GraphTensor]
         __setitem__: Callable[..., None]; type_as: Callable[..., GraphTensor]
         new_zeros: Callable[..., GraphTensor]; new_ones: Callable[..., GraphTensor]
         new_full: Callable[..., GraphTensor]; logaddexp: Callable[..., GraphTensor]
@@ -690,7 +692,8 @@ class GraphTensor:
         masked_fill_: _InPlace; scatter_: _InPlace; scatter_add_: _InPlace; scatter_reduce_: _InPlace
         index_add_: _InPlace; index_copy_: _InPlace; index_put_: _InPlace; cumsum_: _InPlace; cumprod_: _InPlace
         detach_: _InPlace; fill_: _InPlace; zero_: _InPlace; copy_: _InPlace; squeeze_: _InPlace; unsqueeze_: _InPlace
-        t_: _InPlace; transpose_: _InPlace; swapaxes_: _InPlace
+        t_: _InPlace; transpose_: _InPlace; swapaxes_: _InPlace; index_fill_: _InPlace; index_reduce_: _InPlace
+        masked_scatter_: _InPlace; put_: _InPlace
 
 class ValuesIndices(NamedTuple):
     """A ``(values, indices)`` pair of tensors, as torch's ``torch.return_types``: the base of the

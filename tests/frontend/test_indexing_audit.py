@@ -325,3 +325,105 @@ def test_bad_arguments_name_the_op(name):
     op, exc, msg = BAD[name]
     with pytest.raises(exc, match=msg):
         op(*_graph())
+
+
+# torch's take, put, index_fill, index_reduce and masked_scatter (they were missing) ----------------------------
+@pytest.mark.parametrize("dtype", [F32, F64, I32, BOOL], ids=str)
+def test_take_put_index_fill_masked_scatter(dtype, backend):
+    x = rand((3, 4), dtype)
+    check(lambda x, i: lm.take(x, i), [x, np.array([[-1, 0], [5, 11], [5, 5]], np.int32)],
+          torch_op=lambda x, i: torch.take(x, i.long()), backend=backend)
+    check(lambda x, i: x.index_fill(1, i, 1), [x, np.array([-1, 0, 3], np.int32)],
+          torch_op=lambda x, i: x.index_fill(1, i.long(), 1), backend=backend)
+    check(lambda x, m, s: x.masked_scatter(m, s), [rand((1, 4), dtype), rand((3, 1), BOOL, seed=3),
+                                                   rand((2, 7), dtype, seed=4)],
+          torch_op=lambda x, m, s: x.masked_scatter(m, s), backend=backend)
+    check(lambda x, i, s: x.put(i, s), [x, np.array([[-1, 0], [5, 2]], np.int32), rand((4,), dtype, seed=3)],
+          torch_op=lambda x, i, s: x.put(i.long(), s), backend=backend)
+    if dtype is not BOOL:
+        check(lambda x, i, s: x.put(i, s, accumulate=True), [x, np.array([[-1, 0], [5, -1]], np.int32),
+                                                             rand((4,), dtype, seed=3)],
+              torch_op=lambda x, i, s: x.put(i.long(), s, accumulate=True), backend=backend)
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("dtype", [F32, I32], ids=str)
+def test_index_reduce(reduce, include_self, dtype, backend):
+    low, high = (0.5, 2.0) if dtype.is_float else (-3, 3)
+    check(lambda x, i, s: x.index_reduce(0, i, s, reduce, include_self=include_self),
+          [rand((4, 3), dtype), np.array([0, 2, 0, 3, 2], np.int32), rand((5, 3), dtype, seed=2, low=low, high=high)],
+          torch_op=lambda x, i, s: x.index_reduce(0, i.long(), s, reduce, include_self=include_self), backend=backend)
+
+
+def test_index_fill_tensor_value_gets_each_position_once(backend):
+    """A 0-d tensor value's gradient is the sum over the filled positions, a repeated index counted
+    once (torch's); the input's is zero there."""
+    check(lambda x, i, v: x.index_fill(0, i, v.reshape(())), [rand((3, 4)), np.array([1, 1, 2], np.int32),
+                                                             rand((1,), seed=3)],
+          torch_op=lambda x, i, v: x.index_fill(0, i.long(), v.reshape(())), backend=backend)
+
+
+def test_new_ops_edges(backend):
+    check(lambda x, i: x.take(i.reshape(())), [rand((3, 4)), np.array([7], np.int32)],
+          torch_op=lambda x, i: torch.take(x, i.reshape(()).long()), backend=backend)
+    check(lambda x, i: x.index_fill(0, i.reshape(()), 2.5), [rand((3, 4)), np.array([2], np.int32)],
+          torch_op=lambda x, i: x.index_fill(0, i.reshape(()).long(), 2.5), backend=backend)
+    check(lambda x, m, s: x.masked_scatter(m, s), [rand((3, 4)), np.zeros((3, 4), bool), rand((0,), seed=4)],
+          torch_op=lambda x, m, s: x.masked_scatter(m, s), backend=backend)  # nothing selected, nothing read
+    check(lambda x, m, s: x.masked_scatter(m, s), [rand((3, 4)), np.eye(3, 4, dtype=bool), rand((3,), seed=4)],
+          torch_op=lambda x, m, s: x.masked_scatter(m, s), backend=backend)  # exactly as many as selected
+
+
+def test_masked_scatter_short_source_is_refused_before_the_run(backend):
+    """torch: ``Number of elements of source < number of ones in mask``; the count is known at run time."""
+    g = lm.Graph()
+    x, m, s = g.input("x", (3, 4)), g.input("m", (3, 4), dtype=BOOL), g.input("s", (5,))
+    f = lm.compile(x.masked_scatter(m, s), backend=backend)
+    with pytest.raises(IndexError, match=r"^masked_scatter: the mask selects 6 elements, source has only 5"):
+        f(x=rand((3, 4)), m=np.arange(12).reshape(3, 4) % 2 == 0, s=rand((5,)))
+    mask = np.arange(12).reshape(3, 4) % 3 == 0
+    np.testing.assert_array_equal(f(x=np.zeros((3, 4), np.float32), m=mask, s=np.arange(1, 6, dtype=np.float32)),
+                                  np.where(mask, np.cumsum(mask).reshape(3, 4), 0))
+
+
+@pytest.mark.parametrize("name,op,opname", [
+    ("take", lambda x, i: x.take(i), "take"),
+    ("index_fill", lambda x, i: x.index_fill(1, i, 0.0), "index_fill"),
+    ("put", lambda x, i: x.put(i, x[0, :2]), "put"),
+    ("index_reduce", lambda x, i: x.index_reduce(1, i, x[:, :2], "amax"), "index_reduce"),
+])
+def test_new_ops_out_of_range_index(name, op, opname, backend):
+    g = lm.Graph()
+    x, i = g.input("x", (3, 4)), g.input("i", (2,), dtype=I32)
+    f = lm.compile(op(x, i), backend=backend)
+    bad = 12 if name in ("take", "put") else 4
+    with pytest.raises(IndexError, match=rf"^{opname}: index {bad} is out of range"):
+        f(x=rand((3, 4)), i=np.array([0, bad], np.int32))
+
+
+NEW_BAD = {
+    "take_float_index": (lambda g, x, i, s: x.take(s), TypeError, r"^take: index must be an integer tensor"),
+    "index_fill_2d_index": (lambda g, x, i, s: x.index_fill(0, i, 1.0), ValueError,
+                            r"^index_fill: index must be 0-d or 1-d, got 2-d"),
+    "index_fill_1d_value": (lambda g, x, i, s: x.index_fill(0, i[0], s[0]), ValueError,
+                            r"^index_fill: value must be a number or a 0-d tensor, got shape \(3,\)"),
+    "index_fill_int_overflow": (lambda g, x, i, s: i.index_fill(0, i[0], float("inf")), ValueError,
+                                r"^index_fill: value inf cannot be converted to int32"),
+    "put_count": (lambda g, x, i, s: x.put(i, s[0]), ValueError,
+                  r"^put: source and index must have the same number of elements, got 3 and 6"),
+    "masked_scatter_float_mask": (lambda g, x, i, s: x.masked_scatter(x, s), TypeError,
+                                  r"^masked_scatter: mask must be a bool tensor, got float32"),
+    "masked_scatter_shape": (lambda g, x, i, s: x.masked_scatter(s > 0, s), ValueError,
+                             r"^masked_scatter: shapes \(4, 3\) and \(2, 3\) cannot broadcast"),
+    "index_reduce_sum": (lambda g, x, i, s: x.index_reduce(0, i[0, :2], s, "sum"), ValueError,
+                         r"^index_reduce: reduce must be one of \('prod', 'mean', 'amax', 'amin'\)"),
+}
+
+
+@pytest.mark.parametrize("name", NEW_BAD)
+def test_new_ops_bad_arguments(name):
+    op, exc, msg = NEW_BAD[name]
+    with pytest.raises(exc, match=msg):
+        op(*_graph())

@@ -1,5 +1,6 @@
 """Indexing: ``__getitem__`` (views, advanced indices) and ``__setitem__``, gather / take_along_dim /
-index_select, scatter / scatter_add / scatter_reduce, index_add / index_copy / index_put, one_hot."""
+index_select / take, scatter / scatter_add / scatter_reduce, index_add / index_copy / index_put /
+index_fill / index_reduce, put, masked_scatter, one_hot."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from luminal.core.errors import where as at_line
 from luminal.core.symbolic import Sym, ceildiv, dmax, dmin, is_static, shape_str, sym
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.combine import cat
-from luminal.frontend.ops.core import broadcast_shapes, cast, prim, require
+from luminal.frontend.ops.core import broadcast_shapes, cast, check_fill, prim, require
 from luminal.frontend.ops.elementwise import (
     add,
     div,
@@ -28,7 +29,8 @@ from luminal.frontend.ops.elementwise import (
     mul,
     where,
 )
-from luminal.frontend.ops.reduce import amax, amin, prod_
+from luminal.frontend.ops.reduce import amax, amin, cumsum, prod_
+from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.ops.value_checks import guard, range_check
 from luminal.frontend.tensor import GraphTensor, scalar_as_1d
 
@@ -594,6 +596,130 @@ def scatter_reduce(input: GraphTensor, dim: int, index: GraphTensor, src: GraphT
     if include_self and reduce == "prod":
         red = mul(red, x)
     return where(hit, red, x)
+
+
+@tensor_op("index_reduce")
+def index_reduce(input: GraphTensor, dim: int, index: GraphTensor, source: GraphTensor, reduce: str, *,  # noqa: A002
+                 include_self: bool = True) -> GraphTensor:
+    """torch.index_reduce: ``source[..., i, ...]`` reduced into ``out[..., index[i], ...]``
+    (``scatter_reduce`` with ``index`` along ``dim`` of every row).
+
+    Args:
+        input: the tensor.
+        dim: the dim ``index`` indexes.
+        index: a 1-d integer tensor, one entry per element of ``source`` along ``dim``.
+        source: the values, shaped as ``input`` except ``len(index)`` along ``dim``.
+        reduce: ``"prod"``, ``"mean"``, ``"amax"`` or ``"amin"`` (torch's; ``index_add`` sums).
+        include_self: whether ``input``'s own values take part at the positions written to.
+    """
+    if reduce not in _REDUCES[1:]:
+        raise op_error(ValueError, "index_reduce", f"reduce must be one of {_REDUCES[1:]}, got {reduce!r}", input)
+    x, d, ix, src = _along("index_reduce", input, dim, index, source)
+    return scatter_reduce(x, d, ix, src, reduce, include_self=include_self).reshape(input.shape)
+
+
+@tensor_op("index_fill")
+def index_fill(input: GraphTensor, dim: int, index: GraphTensor, value) -> GraphTensor:  # noqa: A002
+    """torch.index_fill: ``input`` with the positions ``index`` along ``dim`` (negative ones count from
+    the end, as torch's) set to ``value``, in ``input``'s dtype. A 0-d tensor ``value`` receives the
+    gradient of the filled positions, each counted once however often ``index`` names it (torch's).
+
+    Args:
+        input: the tensor.
+        dim: the dim ``index`` indexes.
+        index: a 0-d or 1-d integer tensor.
+        value: a number or a 0-d tensor.
+    """
+    x = input
+    _index("index_fill", index, input=x)
+    d = x._axis(dim, "index_fill")
+    if index.ndim > 1:
+        raise op_error(ValueError, "index_fill", f"index must be 0-d or 1-d, got {index.ndim}-d", x, index)
+    if isinstance(value, GraphTensor):
+        check_tensors("index_fill", input=x, value=value)
+        if value.ndim != 0:
+            raise op_error(ValueError, "index_fill", f"value must be a number or a 0-d tensor, got shape "
+                           f"{shape_str(value.shape)}", x, value)
+        v = cast(value, x.dtype)
+    else:
+        check_fill("index_fill", check_number("index_fill", "value", value, x), x.dtype, x)
+        v = x.graph.constant(value, x.dtype)
+    n = x.shape[d] if x.ndim else 1
+    g = x.graph
+    index = index.reshape(-1)
+    hits = scatter_add(g.constant(0, dt.int32).expand(n), 0, cast(_wrap_negative(index, n), dt.int32),
+                       g.constant(1, dt.int32).expand(*index.shape))
+    _given_by(hits, [(index, n, True, d)])
+    hit = gt(hits, 0).reshape(tuple(n if k == d else 1 for k in range(x.ndim)))
+    return where(hit, v, x)
+
+
+@tensor_op("take")
+def take(input: GraphTensor, index: GraphTensor) -> GraphTensor:  # noqa: A002
+    """torch.take: ``input`` read as 1-d (row-major) at ``index``, in ``index``'s shape; negative
+    indices count from the end.
+
+    Args:
+        input: the tensor.
+        index: an integer tensor of flat positions.
+    """
+    _index("take", index, input=input)
+    return getitem(input.reshape(-1), index)
+
+
+@tensor_op("put")
+def put(input: GraphTensor, index: GraphTensor, source: GraphTensor, accumulate: bool = False) -> GraphTensor:  # noqa: A002
+    """torch.Tensor.put: ``input`` read as 1-d (row-major) with ``source``'s elements written at the flat
+    positions ``index`` (negative ones count from the end), or added to them (``accumulate``).
+    Without ``accumulate``, a position named twice gets the mean of its values (torch leaves the pick
+    unspecified), as ``index_put``.
+
+    Args:
+        input: the tensor.
+        index: an integer tensor of flat positions.
+        source: the values, as many as ``index`` has (any shape).
+        accumulate: add the values instead of writing them.
+    """
+    _index("put", index, input=input)
+    check_tensors("put", input=input, source=source)
+    if is_static(index.numel()) and is_static(source.numel()) and index.numel() != source.numel():
+        raise op_error(ValueError, "put", f"source and index must have the same number of elements, got "
+                       f"{source.numel()} and {index.numel()}", input, index, source)
+    flat = index_put(input.reshape(-1), (index.reshape(-1),), source.reshape(-1), accumulate)
+    return flat.reshape(input.shape)
+
+
+@tensor_op("masked_scatter")
+def masked_scatter(input: GraphTensor, mask: GraphTensor, source: GraphTensor) -> GraphTensor:  # noqa: A002
+    """torch.masked_scatter: ``input`` and ``mask`` broadcast together; the positions where ``mask`` is
+    True take ``source``'s elements in row-major order, the k-th True position ``source.reshape(-1)[k]``.
+
+    The shape is static (that of the broadcast), so the number of True positions may be known only at
+    run time: ``source`` must have at least that many elements, checked before the program runs
+    (``Graph.guard``). Gradients: each used element of ``source`` gets its position's, the others zero.
+
+    Args:
+        input: the tensor.
+        mask: a bool tensor.
+        source: the values (any shape), in ``input``'s dtype.
+    """
+    x = input
+    check_tensors("masked_scatter", mask=mask, source=source)
+    require("masked_scatter", mask.dtype.kind == "b", f"mask must be a bool tensor, got {mask.dtype.name}", x, mask)
+    shape = broadcast_shapes("masked_scatter", x, mask)
+    m = mask.expand(*shape).reshape(-1)
+    g = x.graph
+    rank = cumsum(cast(m, dt.int32), 0)  # the k-th True position: k + 1
+    count, have = sum_(cast(m, dt.int32)), source.numel()
+    g.guard(gt(count, _size(g, have)), count, IndexError,
+            str(op_error(IndexError, "masked_scatter", f"the mask selects {{value}} elements, source has only {have}",
+                         x, mask, source)), of=rank)
+    # source after one leading element that the False positions read (so an empty source is read only
+    # where the mask selects something)
+    vals = cat([g.constant(0, x.dtype).reshape(1), cast(source, x.dtype).reshape(-1)], 0)
+    with renamed("masked_scatter"):
+        picked = index_select(vals, 0, where(m, rank, 0))
+    return where(m, picked, x.expand(*shape).reshape(-1)).reshape(shape)
 
 
 def _extreme(d, lowest_first: bool):

@@ -95,7 +95,9 @@ INPLACE: dict[str, str | Callable[..., GraphTensor]] = {
     "bitwise_right_shift_": "bitwise_right_shift",
     "tril_": "tril", "triu_": "triu", "masked_fill_": "masked_fill", "scatter_": "scatter",
     "scatter_add_": "scatter_add", "scatter_reduce_": "scatter_reduce", "index_add_": "index_add",
-    "index_copy_": "index_copy", "index_put_": "index_put", "cumsum_": "cumsum", "cumprod_": "cumprod",
+    "index_copy_": "index_copy", "index_put_": "index_put", "index_fill_": "index_fill",
+    "index_reduce_": "index_reduce", "masked_scatter_": "masked_scatter", "put_": "put", "cumsum_": "cumsum",
+    "cumprod_": "cumprod",
     "detach_": "detach", "fill_": _fill, "zero_": _zero, "copy_": _copy,
     # views: the handle takes the new shape (the only in-place methods that change it)
     "squeeze_": "squeeze", "unsqueeze_": "unsqueeze", "t_": "t", "transpose_": "transpose", "swapaxes_": "transpose",
