@@ -427,3 +427,54 @@ def test_new_ops_bad_arguments(name):
     op, exc, msg = NEW_BAD[name]
     with pytest.raises(exc, match=msg):
         op(*_graph())
+
+
+@pytest.mark.parametrize("alpha", [1.5, -1.5, 2.7, True])
+@pytest.mark.parametrize("dtype", [I32, BOOL], ids=str)
+def test_index_add_alpha_in_the_inputs_dtype(alpha, dtype, backend):
+    """torch converts alpha to an int or bool input's dtype (int32: 1.5 is 1, -1.5 is -1): luminal
+    multiplied by the float and truncated each product (3 * 1.5 gave 4, torch's 3)."""
+    check(lambda x, i, s: x.index_add(0, i, s, alpha=alpha),
+          [rand((3, 4), dtype), np.array([1, 1, 0], np.int32), (rand((3, 4), dtype, seed=2, low=1, high=5))],
+          torch_op=lambda x, i, s: x.index_add(0, i.long(), s, alpha=alpha), backend=backend)
+
+
+HIGHER_KIND = {  # a float src into an int32 input or an int32 one into a bool input: torch refuses, the cast loses
+    "index_add": lambda x, i, s: x.index_add(0, i, s),
+    "index_copy": lambda x, i, s: x.index_copy(0, i, s),
+    "index_reduce": lambda x, i, s: x.index_reduce(0, i, s, "amax"),
+    "scatter": lambda x, i, s: x.scatter(0, i.unsqueeze(1).expand(2, 3), s),
+    "scatter_add": lambda x, i, s: x.scatter_add(0, i.unsqueeze(1).expand(2, 3), s),
+    "scatter_reduce": lambda x, i, s: x.scatter_reduce(0, i.unsqueeze(1).expand(2, 3), s, "sum"),
+    "index_put": lambda x, i, s: x.index_put((i,), s),
+    "put": lambda x, i, s: x.put(i, s[0, :2]),
+    "masked_scatter": lambda x, i, s: x.masked_scatter(x.graph.constant(True), s),
+}
+
+
+@pytest.mark.parametrize("kinds", [(I32, F32), (BOOL, I32)], ids=str)
+@pytest.mark.parametrize("name", HIGHER_KIND)
+def test_a_source_of_a_higher_kind_is_refused(name, kinds):
+    g = lm.Graph()
+    x, i, s = g.input("x", (4, 3), dtype=kinds[0]), g.input("i", (2,), dtype=I32), g.input("s", (2, 3), dtype=kinds[1])
+    with pytest.raises(TypeError, match=rf"^{name}: (src|source|values) is {kinds[1].name} and the input "
+                                        rf"{kinds[0].name}: .* would lose values"):
+        HIGHER_KIND[name](x, i, s)
+
+
+def test_a_source_of_a_lower_kind_or_width_is_cast(backend):
+    """luminal casts what keeps its values (an int src into a float input) and a float64 src into float32 (torch
+    needs equal dtypes); x[i] = v casts any v, as torch's."""
+    i = np.array([2, 0], np.int32)
+    check(lambda x, i, s: x.index_add(0, i, s.double()) + x.scatter_add(0, i.unsqueeze(1).expand(2, 3), s.int()),
+          [rand((4, 3)), i, rand((2, 3), seed=2)],
+          torch_op=lambda x, i, s: x.index_add(0, i.long(), s) + x.scatter_add(0, i.long().unsqueeze(1).expand(2, 3),
+                                                                                s.int().float()),
+          backend=backend)
+
+    def set_float_into_int(x, s):
+        y = x.clone()
+        y[1:3] = s
+        return y
+
+    check(set_float_into_int, [rand((4, 3), I32), rand((2, 3), seed=2)], backend=backend)

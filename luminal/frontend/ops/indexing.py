@@ -347,9 +347,23 @@ def _basic_region(x: GraphTensor, index, needs: list):
     return region
 
 
+def _in_dtype_of(op: str, x: GraphTensor, src: GraphTensor, what: str) -> GraphTensor:
+    """``src``, the values an index op writes into ``x``, in ``x``'s dtype. torch's index_put, index_add,
+    scatter & co. need the two dtypes equal; luminal casts, as its other ops promote, but refuses a
+    ``src`` of a higher kind (bool < int < float: floats into an int tensor, ints into a bool one), whose
+    cast would silently drop fractions or magnitudes, as luminal's in-place ops refuse such a result."""
+    if dt.kind_rank(src.dtype) > dt.kind_rank(x.dtype):
+        raise op_error(TypeError, op, f"{what} is {src.dtype.name} and the input {x.dtype.name}: cast to the "
+                       f"input's dtype it would lose values (torch needs the same dtype); cast it first "
+                       f"({what}.to(lm.{x.dtype.name}))", x, src)
+    return cast(src, x.dtype) if src.dtype is not x.dtype else src
+
+
 def _value(x: GraphTensor, value, op: str) -> GraphTensor:
     if isinstance(value, GraphTensor):
         check_tensors(op, input=x, values=value)
+        if op != "setitem":  # (x[i] = v casts v, as torch's; index_put and put refuse as torch's)
+            return _in_dtype_of(op, x, value, "values")
         return cast(value, x.dtype)
     if isinstance(value, (list, np.ndarray)):
         return x.graph.constant(np.asarray(value), x.dtype)
@@ -479,7 +493,7 @@ def _along(op: str, x: GraphTensor, dim: int, index: GraphTensor, source: GraphT
         raise op_error(ValueError, op, f"source must have shape {shape_str(want)} (index {shape_str(index.shape)} "
                        f"along dim {d}), got {shape_str(source.shape)}", x, index, source)
     ix = index.reshape(tuple(index.shape[0] if k == d else 1 for k in range(x.ndim))).expand(*want)
-    return x, d, ix, cast(source, x.dtype)
+    return x, d, ix, _in_dtype_of(op, x, source, "source")
 
 
 @tensor_op("index_add")
@@ -494,8 +508,11 @@ def index_add(input: GraphTensor, dim: int, index: GraphTensor, source: GraphTen
         alpha: the scale of ``source``.
     """
     x, d, ix, src = _along("index_add", input, dim, index, source)
+    alpha = check_number("index_add", "alpha", alpha, input)
+    if not x.dtype.is_float:  # torch converts alpha to the input's dtype: an int tensor's 1.5 is 1
+        alpha = bool(alpha) if x.dtype.kind == "b" else int(alpha)
     if alpha != 1:
-        src = mul(src, check_number("index_add", "alpha", alpha, input))
+        src = mul(src, alpha)
     return scatter_add(x, d, ix, src).reshape(input.shape)
 
 
@@ -545,7 +562,7 @@ def scatter_reduce(input: GraphTensor, dim: int, index: GraphTensor, src: GraphT
         return scatter_reduce(x.reshape(1), 0, index.reshape(1), src.reshape(1), reduce,
                               include_self=include_self).reshape(())
     d = x._axis(dim, "scatter_reduce")
-    src = cast(src, x.dtype)
+    src = _in_dtype_of("scatter_reduce", x, src, "src")
     _scatter_shapes("scatter_reduce", x, d, index, src)  # (the dense reductions below would fail unclearly)
     if reduce == "mean" and x.dtype.kind == "b":
         raise op_error(TypeError, "scatter_reduce", "reduce='mean' is not defined for bool tensors (as torch's); "
@@ -685,6 +702,7 @@ def put(input: GraphTensor, index: GraphTensor, source: GraphTensor, accumulate:
     if is_static(index.numel()) and is_static(source.numel()) and index.numel() != source.numel():
         raise op_error(ValueError, "put", f"source and index must have the same number of elements, got "
                        f"{source.numel()} and {index.numel()}", input, index, source)
+    source = _in_dtype_of("put", input, source, "source")
     flat = index_put(input.reshape(-1), (index.reshape(-1),), source.reshape(-1), accumulate)
     return flat.reshape(input.shape)
 
@@ -716,7 +734,7 @@ def masked_scatter(input: GraphTensor, mask: GraphTensor, source: GraphTensor) -
                          x, mask, source)), of=rank)
     # source after one leading element that the False positions read (so an empty source is read only
     # where the mask selects something)
-    vals = cat([g.constant(0, x.dtype).reshape(1), cast(source, x.dtype).reshape(-1)], 0)
+    vals = cat([g.constant(0, x.dtype).reshape(1), _in_dtype_of("masked_scatter", x, source, "source").reshape(-1)], 0)
     with renamed("masked_scatter"):
         picked = index_select(vals, 0, where(m, rank, 0))
     return where(m, picked, x.expand(*shape).reshape(-1)).reshape(shape)
@@ -842,8 +860,7 @@ def scatter_add(x: GraphTensor, dim: int, index: GraphTensor, src: GraphTensor) 
     _scatter_shapes("scatter_add", x, d, index, src)
     if src.shape != index.shape:
         src = src[tuple(slice(0, n) for n in index.shape)]
-    if src.dtype is not x.dtype:
-        src = cast(src, x.dtype)
+    src = _in_dtype_of("scatter_add", x, src, "src")
     return prim("ScatterAdd", x, cast(index, dt.int32), src, arg=d, shape=x.shape)
 
 
@@ -877,7 +894,7 @@ def scatter(x: GraphTensor, dim: int, index: GraphTensor, src) -> GraphTensor:
         src = x.graph.constant(check_number("scatter", "src", src, x), x.dtype).expand(*index.shape)
     check_tensors("scatter", input=x, src=src)
     _scatter_shapes("scatter", x, d, index, src)
-    return _overwrite(x, d, index, cast(src, x.dtype) if src.dtype is not x.dtype else src)
+    return _overwrite(x, d, index, _in_dtype_of("scatter", x, src, "src"))
 
 
 def one_hot(index: GraphTensor, num_classes: int) -> GraphTensor:
