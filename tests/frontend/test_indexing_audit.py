@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from parity import check, rand
+from sizes import check_sizes
 
 import luminal as lm
 from luminal import train
@@ -478,3 +479,22 @@ def test_a_source_of_a_lower_kind_or_width_is_cast(backend):
         return y
 
     check(set_float_into_int, [rand((4, 3), I32), rand((2, 3), seed=2)], backend=backend)
+
+
+SYMBOLIC_NEW = {  # (graph shapes, make(n), op, torch op): one compiled graph at two sizes
+    "take": ([("B", 4), (3,)], lambda n: [rand((n, 4)), rand((3,), I32, low=-4 * n, high=4 * n - 1)],
+             lambda x, i: x.take(i), lambda x, i: torch.take(x, i.long())),
+    "index_fill": ([("B", 4), (3,)], lambda n: [rand((n, 4)), rand((3,), I32, low=-n, high=n - 1)],
+                   lambda x, i: x.index_fill(0, i, 1.0), lambda x, i: x.index_fill(0, i.long(), 1.0)),
+    "masked_scatter": ([("B", 4), ("B", 4), ("S",)], lambda n: [rand((n, 4)), rand((n, 4), BOOL, seed=2),
+                                                                rand((4 * n,), seed=3)],
+                       lambda x, m, s: x.masked_scatter(m, s), lambda x, m, s: x.masked_scatter(m, s)),
+    "put": ([("B", 4), (2,), (2,)], lambda n: [rand((n, 4)), np.array([-1, 1], np.int32), rand((2,), seed=3)],
+            lambda x, i, s: x.put(i, s, accumulate=True), lambda x, i, s: x.put(i.long(), s, accumulate=True)),
+}
+
+
+@pytest.mark.parametrize("name", SYMBOLIC_NEW)
+def test_new_ops_symbolic(name, backend):
+    shapes, make, op, top = SYMBOLIC_NEW[name]
+    check_sizes(op, make, shapes, sizes=(5, 2), torch_op=top, backend=backend)
