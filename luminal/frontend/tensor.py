@@ -657,6 +657,8 @@ class GraphTensor:
         mode: Callable[..., ValuesIndices]; histc: Callable[..., GraphTensor]
         det: Callable[..., GraphTensor]; slogdet: Callable[..., tuple[GraphTensor, GraphTensor]]
         inverse: Callable[..., GraphTensor]; cholesky: Callable[..., GraphTensor]
+        ldexp: Callable[..., GraphTensor]; frexp: Callable[..., tuple[GraphTensor, GraphTensor]]
+        nextafter: Callable[..., GraphTensor]
         logit: Callable[..., GraphTensor]; xlogy: Callable[..., GraphTensor]; erfc: Callable[..., GraphTensor]
         erfinv: Callable[..., GraphTensor]
         clamp_min: Callable[..., GraphTensor]; clamp_max: Callable[..., GraphTensor]

@@ -298,3 +298,97 @@ def test_gradients_at_the_kinks_are_torchs(backend):
                         _ns(x).copysign(x, y), x ** 2.0), [a, b], backend=backend)
     check(lambda x, y: (x % y, _ns(x).fmod(x, y), x / y, _ns(x).hypot(x, y), (x.abs() + 0.5) ** y), [a[2:], b[2:]],
           backend=backend)
+
+
+# ldexp, frexp, nextafter, clip (torch names luminal lacked) ---------------------------------------------
+_TD = {F16: torch.float16, BF16: torch.bfloat16, F32: torch.float32, F64: torch.float64}
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16, F32, F64], ids=lambda d: d.name)
+def test_ldexp_is_torchs(dtype, backend):
+    x = lm.core.dtype.to_storage(np.array([1.5, -3.0, 0.0, -0.0, 1e-3, 0.7, math.inf, 2.5, -1.25]), dtype)
+    n = np.array([3, -2, 5, 100, 20, -130, -4, 0, 1000], np.int32)
+    check(lambda a, b: _ns(a).ldexp(a, b), [x, n], dtypes=[dtype, I32], backend=backend, grad=False)
+    check(lambda a, b: a.ldexp(b), [x[:2], lm.core.dtype.to_storage(np.array([2.0, -1.5]), dtype)],
+          dtypes=[dtype, dtype], backend=backend)  # (a float exponent: the gradient by it too)
+
+
+def test_ldexp_gradient_is_two_to_the_power(backend):
+    """d/dx ``x * 2**n`` is ``2**n`` (torch's is 0 for a negative int ``n``: it differentiates through an
+    integer ``2**n``)."""
+    g = lm.Graph()
+    x, n = g.input("x", (4,)), g.input("n", (4,), dtype=I32)
+    dx = lm.train.grad(lm.ldexp(x, n).sum(), x)
+    got = lm.compile(dx, backend=backend)(x=np.array([1.5, -3.0, 0.7, 2.0], np.float32),
+                                          n=np.array([3, -2, -130, 0], np.int32))
+    _same(got, np.array([8.0, 0.25, 2.0**-130, 1.0], np.float32))
+
+
+def test_ldexp_has_no_overflow_or_underflow_before_the_result(backend):
+    """``input * 2**other`` rounded once: 2**-160 is 0 in float32, but ``ldexp(2**100, -160)`` is 2**-60."""
+    x32 = np.array([2.0**100, 1.0, 3.0, 1e-3, 3.0], np.float32)
+    n32 = np.array([-160, 128, -150, 20, -149], np.int32)
+    x64 = np.array([2.0**-1074, 2.0**1023, 3.0, 1.0], np.float64)
+    n64 = np.array([2000, -2000, 2.0, -1074], np.int32)
+    r32, r64, ri = _run(lambda a, b, c, d: (lm.ldexp(a, b), lm.ldexp(c, d), lm.ldexp(b, b)), [x32, n32, x64, n64],
+                        backend=backend)
+    # (3 * 2**-150 is 1.5 of the smallest subnormal: rounded to even, 2 of them)
+    _same(r32, np.array([2.0**-60, math.inf, 2.0**-148, 1e-3 * 2.0**20, 3 * 2.0**-149], np.float32))
+    _same(r64, [2.0**926, 2.0**-977, 12.0, 2.0**-1074])
+    assert ri.dtype == np.float32  # (int operands give float32, as torch)
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16, F32, F64], ids=lambda d: d.name)
+def test_frexp_is_torchs(dtype, backend):
+    """``input = mantissa * 2**exponent`` with ``|mantissa|`` in [0.5, 1); zeros, infinities and NaN give
+    themselves and exponent 0; subnormals included (float32 ``1e-45`` is ``0.5 * 2**-148``)."""
+    vals = [0.0, -0.0, 1.0, -3.0, 0.75, 1e-3, 6e-8, 1e-45, 1e-310, 65504.0, 3e38, math.inf, -math.inf, math.nan]
+    x = lm.core.dtype.to_storage(np.array(vals), dtype)
+    m, e = _run(lambda t: lm.frexp(t), [x], [dtype], backend=backend)
+    tm, te = torch.frexp(torch.from_numpy(np.asarray(x, np.float64)).to(_TD[dtype]))
+    _same(np.asarray(m, np.float64), tm.double().numpy())
+    np.testing.assert_array_equal(e, te.numpy())
+    assert e.dtype == np.int32
+    check(lambda t: tuple(t.frexp()), [x[:11]], dtypes=[dtype], backend=backend)  # (the mantissa's gradient)
+
+
+def test_frexp_refuses_integers():
+    g = lm.Graph()
+    with pytest.raises(TypeError, match="frexp: only supports float tensors"):
+        lm.frexp(g.input("i", (2,), dtype=I32))
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16, F32, F64], ids=lambda d: d.name)
+def test_nextafter_is_torchs(dtype, backend):
+    """Towards larger and smaller values, from and to zero (the smallest subnormal), at powers of two
+    (half the step towards zero), from infinities (the largest finite value), equal operands (the second;
+    its gradient by input 0, as torch's)."""
+    vals = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, -7.25, 1e-3, math.inf, -math.inf, math.nan, 65504.0, 6e-8, 1e-40,
+            3e38, 1e-310, 2.0**-1022, -2.0**-126, 2.0**-14]
+    x = lm.core.dtype.to_storage(np.array(vals), dtype)
+    tx = torch.from_numpy(np.asarray(x, np.float64)).to(_TD[dtype])
+    targets = [math.inf, -math.inf, 0.0, -0.0, math.nan]
+    ys = [lm.core.dtype.to_storage(np.full(len(vals), v), dtype) for v in targets] + [x]
+    outs = _run(lambda a, *bs: tuple(lm.nextafter(a, b) for b in bs), [x, *ys], [dtype] * 7, backend=backend)
+    for got, y in zip(outs, ys):
+        want = torch.nextafter(tx, torch.from_numpy(np.asarray(y, np.float64)).to(_TD[dtype]))
+        _same(np.asarray(got, np.float64), want.double().numpy())
+    rng = np.random.default_rng(0)
+    r = lm.core.dtype.to_storage(rng.standard_normal(300) * 10.0 ** rng.uniform(-30, 30, 300), dtype)
+    check(lambda a, b: _ns(a).nextafter(a, b), [r, r[::-1].copy()], dtypes=[dtype, dtype], backend=backend,
+          rtol=0, atol=0)
+    check(lambda a, b: _ns(a).nextafter(a, b), [r[:6], r[6:18].reshape(2, 1, 6)], dtypes=[dtype, dtype],
+          backend=backend, rtol=0, atol=0)  # (broadcast: the gradient by input sums over the broadcast)
+
+
+def test_nextafter_exact_values(backend):
+    x = np.array([1.0, 1.0, 0.0, 0.0, -0.0, 2.0, math.inf], np.float32)
+    y = np.array([2.0, 0.0, 1.0, -0.0, 1.0, 0.0, 0.0], np.float32)
+    got = _run(lambda a, b: lm.nextafter(a, b), [x, y], backend=backend)
+    f32 = np.finfo(np.float32)
+    _same(got, np.array([1 + 2.0**-23, 1 - 2.0**-24, 2.0**-149, -0.0, 2.0**-149, 2 - 2.0**-23, f32.max], np.float32))
+
+
+def test_clip_is_clamp(backend):
+    x = np.array([-3.0, -0.5, 0.0, 0.7, 4.0], np.float32)
+    check(lambda t: (_ns(t).clip(t, -1.0, 1.0), _ns(t).clip(t, min=0.0), t.clip(max=0.5)), [x], backend=backend)

@@ -1613,6 +1613,18 @@ def true_divide(input, other) -> GraphTensor:  # noqa: A002 - torch's names
     return div(input, other)
 
 
+@renamed("clip")
+def clip(input, min=None, max=None) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.clip: ``clamp(input, min, max)`` (values, dtype and gradient as ``clamp``'s).
+
+    Args:
+        input: the input tensor.
+        min: the lower bound, a number or a tensor (broadcast), or None.
+        max: the upper bound, a number or a tensor (broadcast), or None.
+    """
+    return clamp(input, min, max)
+
+
 @renamed("divide")
 def divide(input, other, *, rounding_mode=None) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.divide: ``div(input, other, rounding_mode=...)`` (``rounding_mode`` keyword-only, as

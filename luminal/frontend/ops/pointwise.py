@@ -1,6 +1,6 @@
 """More elementwise math with torch's names: logaddexp/logaddexp2, hypot, copysign, fmax/fmin,
-isclose/allclose, deg2rad/rad2deg, clamp_min/clamp_max, sinc (``elementwise.py`` holds the core set
-these are built from).
+isclose/allclose, deg2rad/rad2deg, clamp_min/clamp_max, sinc, ldexp/frexp/nextafter (``elementwise.py``
+holds the core set these are built from).
 
 Each is written for torch's values at the edges (NaN, infinities, signed zeros) and for torch's
 gradients, which a textbook composition would get wrong: logaddexp never forms ``exp`` of a large
@@ -9,12 +9,16 @@ number, hypot never overflows before its result does, fmax/fmin skip NaN and giv
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import NamedTuple
+
+import numpy as np
 
 from luminal.core import dtype as dt
 from luminal.core.errors import check_number, op_error
 from luminal.frontend.checks import tensor_op
-from luminal.frontend.ops.core import cast, coerce, require
+from luminal.frontend.ops.core import broadcast_shapes, cast, coerce, require
 from luminal.frontend.ops.elementwise import (
     _neg_side,
     _opmath,
@@ -25,14 +29,20 @@ from luminal.frontend.ops.elementwise import (
     eq,
     exp,
     exp2,
+    floor,
     ge,
+    gt,
     isfinite,
     isinf,
     isnan,
     le,
     log1p,
+    log2,
     logical_and,
     logical_or,
+    logical_xor,
+    lt,
+    maximum,
     mul,
     ne,
     neg,
@@ -276,3 +286,102 @@ def clamp_max(input, max) -> GraphTensor:  # noqa: A002 - torch's names
     if max is None:
         raise op_error(TypeError, "clamp_max", "max must be a number or a tensor, got None", input)
     return clamp(input, max=max)
+
+
+# significand bits and smallest normal exponent of each float dtype (ldexp, frexp, nextafter)
+_FORMAT = {dt.float16: (11, -14), dt.bfloat16: (8, -126), dt.float32: (24, -126), dt.float64: (53, -1022)}
+
+
+def _exponent(a: GraphTensor) -> GraphTensor:
+    """``floor(log2(a))`` of a positive finite float64 ``a``, exact: ``log2`` rounded near a power of two
+    is corrected by comparing with the powers of two on either side (``exp2`` of an integer is exact)."""
+    e = floor(log2(a))
+    e = where(gt(exp2(e), a), sub(e, 1.0), e)
+    return where(ge(a, exp2(add(e, 1.0))), add(e, 1.0), e)
+
+
+def ldexp(input, other) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.ldexp: ``input * 2**other``, rounded once to the promoted dtype (int and bool give
+    float32), with no overflow or underflow before the result's: ``ldexp(2.0**100, -160)`` is 2**-60 in
+    float32, ``ldexp(float16(1e-3), 20)`` is 1049. Computed in float64 (float64 itself multiplies by
+    2**k1 and 2**k2, each a normal float64; a subnormal result with ``|other| > 1022`` may round twice).
+    The gradients are torch's: ``2**other`` and ``input * 2**other * ln 2``.
+
+    Args:
+        input: the significands (a tensor, or a number with ``other`` a tensor).
+        other: the powers of two (a tensor or a number; usually integers).
+    """
+    a, n = coerce("ldexp", input, other, min_kind="f")
+    d = a.dtype
+    n = clamp(cast(n, dt.float64), -2200.0, 2200.0)  # (beyond, every finite product is 0 or inf)
+    if d is not dt.float64:
+        return cast(mul(cast(a, dt.float64), exp2(n)), d)
+    n1 = clamp(n, -1022.0, 1023.0)
+    return mul(mul(a, exp2(n1)), exp2(sub(n, n1).detach()))
+
+
+class FrexpResult(NamedTuple):
+    """``frexp``'s result, as torch's ``torch.return_types.frexp``: ``mantissa`` and ``exponent``."""
+
+    mantissa: GraphTensor
+    exponent: GraphTensor
+
+
+@tensor_op("frexp")
+def frexp(input) -> tuple[GraphTensor, GraphTensor]:  # noqa: A002 - torch's names
+    """torch.frexp: ``input = mantissa * 2**exponent`` with ``|mantissa|`` in [0.5, 1) (the input's
+    dtype) and an int32 exponent; zeros give themselves and 0, as do infinities and NaN (C's frexp
+    leaves their exponent unspecified; glibc's, and torch's, is 0). Float tensors only, as torch. The
+    mantissa's gradient is ``2**-exponent``.
+
+    Args:
+        input: a float tensor.
+    """
+    require("frexp", input.dtype.is_float, f"only supports float tensors, as torch's; got {input.dtype.name}",
+            input)
+    x = cast(input, dt.float64) if input.dtype is not dt.float64 else input
+    keep = logical_and(isfinite(x), ne(x, 0))
+    mag = abs_(where(keep, x, 1.0)).detach()
+    sub_normal = lt(mag, 2.0 ** -1022)  # (only float64 has them here: scaled up by 2**54 first, exactly)
+    e = add(_exponent(where(sub_normal, mul(mag, 2.0 ** 54), mag)), 1.0)
+    m = mul(where(sub_normal, mul(x, 2.0 ** 54), x), exp2(neg(e)))
+    e = where(sub_normal, sub(e, 54.0), e)
+    return FrexpResult(cast(where(keep, m, x), input.dtype), cast(where(keep, e, 0.0), dt.int32))
+
+
+def nextafter(input, other) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.nextafter: the next float after ``input`` towards ``other``, in their promoted float dtype
+    (subnormals included: ``nextafter(0, 1)`` is the smallest one; ``other`` itself where they are
+    equal, so ``nextafter(0.0, -0.0)`` is -0.0; the largest finite value after an infinity; NaN where
+    either is NaN). The step is the spacing at ``input``: ``2**(e - p + 1)`` for ``|input|`` in
+    [2**e, 2**(e+1)) with ``p`` significand bits, half that towards zero from a power of two, computed
+    in float64 (exactly). The gradient is torch's: 1 by ``input`` (the result is ``input`` within an
+    ulp) but 0 where ``input == other`` (the result is then ``other``), none by ``other``.
+
+    Args:
+        input: the starting values (a float tensor, or a number with ``other`` a tensor).
+        other: the directions (a float tensor or a number).
+    """
+    a, b = _floats("nextafter", input, other)
+    shape = broadcast_shapes("nextafter", a, b)
+    a, b = (t if tuple(t.shape) == tuple(shape) else t.expand(*shape) for t in (a, b))  # (a's gradient)
+    d = a.dtype
+    p, emin = _FORMAT[d]
+    x, y = (a, b) if d is dt.float64 else (cast(a, dt.float64), cast(b, dt.float64))
+    regular = logical_and(isfinite(x), ne(x, 0))
+    mag = abs_(where(regular, x, 1.0))
+    e = maximum(_exponent(mag), float(emin))
+    step = exp2(sub(e, float(p - 1)))
+    down = where(logical_and(eq(mag, exp2(e)), gt(e, float(emin))), mul(step, 0.5), step)
+    away = logical_xor(gt(y, x), lt(x, 0))  # (towards the larger magnitude)
+    r = where(away, add(mag, step), sub(mag, down))
+    r = where(lt(x, 0), neg(r), r)
+    tiny = 2.0 ** (emin - p + 1)
+    big = (2.0 - 2.0 ** (1 - p)) * 2.0 ** (-emin + 1) if d is not dt.float64 else float(np.finfo(np.float64).max)
+    c = functools.partial(x.graph.constant, dtype=dt.float64)  # (where's two numbers would be float32)
+    r = where(eq(x, 0), where(gt(y, x), c(tiny), c(-tiny)), r)
+    r = where(isinf(x), where(gt(x, 0), c(big), c(-big)), r)
+    r = where(logical_or(isnan(x), isnan(y)), math.nan, where(eq(x, y), y, r))
+    out = cast(r, d).detach()
+    # torch's gradient: the adjoint by input where the operands differ (0 where the result is other)
+    return out.graph.custom_vjp(out, [a], lambda y, adjoint, a: [where(ne(a, b), adjoint, 0.0)])
