@@ -204,6 +204,15 @@ class GraphTensor:
             raise op_error(ValueError, op, f"dim {axis} is out of range for a {n}-d tensor", self)
         return axis % max(n, 1)
 
+    def _axes(self, axes, op: str) -> list[int]:
+        """Each of ``axes`` made non-negative (``_axis``), in order; a dim named twice is a ValueError, as
+        torch's "dim appears multiple times" (flipping, squeezing or reducing a dim twice is a mistake)."""
+        out = [self._axis(a, op) for a in axes]
+        for i, a in enumerate(out):
+            if a in out[:i]:
+                raise op_error(ValueError, op, f"dim {a} appears multiple times in the dims {tuple(axes)}", self)
+        return out
+
     # movement ---------------------------------------------------------------------------------
     def contiguous(self) -> GraphTensor:
         """Materialise the view (a Copy node); a no-op when the view is already the identity."""
@@ -380,7 +389,7 @@ class GraphTensor:
         if dim is None:
             dims = [i for i, d in enumerate(self.shape) if is_static(d) and d == 1]
         else:
-            dims = [self._axis(d, "squeeze") for d in (dim if isinstance(dim, (tuple, list)) else (dim,))]
+            dims = self._axes(dim if isinstance(dim, (tuple, list)) else (dim,), "squeeze")
             for d in dims:
                 if not is_static(self.shape[d]):
                     raise op_error(ValueError, "squeeze", f"dim {d} has the symbolic size {self.shape[d]}: whether "
@@ -443,8 +452,8 @@ class GraphTensor:
     @scalar_as_1d("flip", dims=("dims",))
     def _flip(self, dims) -> GraphTensor:
         v = self.layout
-        for d in dims:
-            v = v.flip(self._axis(d, "flip"))
+        for d in self._axes(dims, "flip"):
+            v = v.flip(d)
         return self._with_view(v)
 
     def pad(self, pads, value=0.0, mode: str = "constant") -> GraphTensor:
@@ -524,7 +533,7 @@ class GraphTensor:
         gives just the window, as torch (``scalar_as_1d``, whose one-window count dim is dropped)."""
         d = self._axis(dimension, "unfold")
         n = self.shape[d]
-        if size <= 0 or step <= 0 or (is_static(n) and size > n):
+        if size < 0 or step <= 0 or (is_static(n) and size > n):
             raise op_error(ValueError, "unfold", f"size {size} / step {step} invalid for dim of size {n}", self)
         v = self.layout.unfold(d, size, step)
         t = self

@@ -178,7 +178,7 @@ CASES = [
     case("pad-crop-too-much", lambda t: t.v.pad((-5, 0)), V, r"^pad: "),
     case("pad-value-str", lambda t: t.v.pad((1, 1), value="a"), T, r"^pad: "),
     case("pad-int-frac", lambda t: t.i.pad((1, 1), value=0.5), T, r"^pad: "),
-    case("unfold-size0", lambda t: t.m.unfold(1, 0, 1), V, r"^unfold: "),
+    case("unfold-negative-size", lambda t: t.m.unfold(1, -1, 1), V, r"^unfold: "),  # (size 0 is torch's empty windows)
     case("unfold-step0", lambda t: t.m.unfold(1, 2, 0), V, r"^unfold: "),
     case("unfold-big", lambda t: t.m.unfold(1, 4, 1), V, r"^unfold: "),
     case("repeat-few", lambda t: t.m.repeat(2), V, r"^repeat: "),

@@ -285,15 +285,16 @@ def require(op: str, cond: bool, msg: str, *ts, kind=TypeError):
 
 
 def normalize_axes(x: GraphTensor, axis, op: str, empty_is_all: bool = True) -> tuple[int, ...]:
-    """``axis`` as None (all), an int, or a sequence; returns sorted unique non-negative axes. An empty
-    sequence is every dim too, as torch's reductions take ``dim=[]`` (not numpy's ``axis=()``, no dim);
-    ``empty_is_all=False`` for torch's any/all, which take it as no dim."""
+    """``axis`` as None (all), an int, or a sequence; returns sorted non-negative axes (a dim named
+    twice is refused, as torch). An empty sequence is every dim too, as torch's reductions take
+    ``dim=[]`` (not numpy's ``axis=()``, no dim); ``empty_is_all=False`` for torch's any/all, which take
+    it as no dim."""
     if axis is None:
         return tuple(range(x.ndim))
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     if not axes and empty_is_all:
         return tuple(range(x.ndim))
-    out = sorted({x._axis(a, op) for a in axes})
+    out = sorted(x._axes(axes, op))
     if x.ndim == 0:
         return ()
     return tuple(out)
