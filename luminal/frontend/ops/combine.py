@@ -205,6 +205,26 @@ def tensor_split(input: GraphTensor, indices_or_sections, dim: int = 0) -> tuple
     return split(x, [q + 1] * r + [q] * (k - r), d)
 
 
+def concat(tensors, dim: int = 0) -> GraphTensor:
+    """torch.concat: :func:`cat` under another of torch's names.
+
+    Args:
+        tensors: a non-empty sequence of tensors of one graph.
+        dim: the dim to join along (default 0).
+    """
+    return cat(tensors, dim)
+
+
+def concatenate(tensors, dim: int = 0) -> GraphTensor:
+    """torch.concatenate: :func:`cat` under numpy's name.
+
+    Args:
+        tensors: a non-empty sequence of tensors of one graph.
+        dim: the dim to join along (default 0).
+    """
+    return cat(tensors, dim)
+
+
 def hstack(tensors) -> GraphTensor:
     """torch.hstack: concatenate along dim 1, or along dim 0 for 1-d tensors (0-d ones count as 1-d).
 

@@ -474,6 +474,16 @@ def swapdims(input: GraphTensor, dim0: int, dim1: int) -> GraphTensor:  # noqa: 
     return input.transpose(dim0, dim1)
 
 
+@tensor_op("t")
+def t(input: GraphTensor) -> GraphTensor:  # noqa: A002
+    """torch.t: ``input.t()``, a 2-d tensor's transpose (a 0-d or 1-d tensor as it is; a view).
+
+    Args:
+        input: a tensor of at most 2 dims.
+    """
+    return input.t()
+
+
 @tensor_op("permute")
 def permute(input: GraphTensor, dims) -> GraphTensor:  # noqa: A002
     """torch.permute: ``input.permute(dims)`` (a view).
