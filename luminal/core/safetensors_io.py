@@ -18,8 +18,10 @@ readers see the old file or the new one, never half of one.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from math import prod
 
 import numpy as np
@@ -53,7 +55,9 @@ def _to_disk(arr: np.ndarray, code: str) -> np.ndarray:
         return np.ascontiguousarray(arr, dtype=_NP[code])
     f = round_bf16(arr)  # a no-op on luminal's bf16-exact arrays; round-to-nearest-even otherwise
     bits = np.asarray((f.view(np.uint32) >> 16).astype("<u2"))  # 0-d: an array, not a numpy scalar
-    bits[np.isnan(f)] = 0x7FC0  # as torch: a NaN with only low mantissa bits must not truncate to inf
+    # A NaN keeps its sign and payload (a bf16 value's NaN, read from a file, is written back bit for bit);
+    # one with only low mantissa bits would truncate to inf, and becomes torch's 0x7FC0.
+    bits[np.isnan(f) & ((bits & 0x7F) == 0)] = 0x7FC0
     return bits
 
 
@@ -134,13 +138,42 @@ def _shape_problem(shape, itemsize: int) -> str | None:
     return None
 
 
+# The safetensors library's limit on the header (its MAX_HEADER_SIZE): the header length is read before
+# anything else, and one corrupt high byte in a multi-gigabyte file would otherwise be a read (an
+# allocation) of gigabytes, or a MemoryError, instead of an error naming the file.
+MAX_HEADER = 100_000_000
+
+
+def _open(path):
+    """``path`` opened for binary reading, refused unless it is a regular file: opening a FIFO waits for
+    a writer (forever, if none comes) and a device has no size to check the header against. The open
+    itself does not block (O_NONBLOCK); the mode is checked on the opened descriptor, not on a name that
+    could change before the open."""
+    nonblock = getattr(os, "O_NONBLOCK", 0)  # (not on Windows, which has no FIFOs to block on)
+    fd = os.open(path, os.O_RDONLY | nonblock | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "cannot load a safetensors file: the path is a directory", path)
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+            raise OSError(errno.EINVAL, f"cannot load a safetensors file: the path is {kind}, not a regular file",
+                          path)
+        if nonblock:
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _read_header(path, f=None) -> tuple[dict, dict, int]:
     """(tensor entries, metadata, data start) after checking every entry against the file size, so a
     corrupt or truncated file is reported here, by name, instead of as garbage values or a crash.
     ``f``: the file, already open (``load_file`` reads the data through the same descriptor)."""
     path = os.fspath(path)
     if f is None:
-        with open(path, "rb") as f:
+        with _open(path) as f:
             return _read_header(path, f)
     size = os.fstat(f.fileno()).st_size
     if size < 8:
@@ -155,7 +188,12 @@ def _read_header(path, f=None) -> tuple[dict, dict, int]:
     if 8 + n > size:
         raise ValueError(f"{path}: header length {n} runs past the end of the file ({size} bytes): "
                          f"a truncated or corrupt safetensors file")
+    if n > MAX_HEADER:
+        raise ValueError(f"{path}: header length {n} is over the format's limit of {MAX_HEADER} bytes (the "
+                         f"safetensors library's): a corrupt safetensors file")
     raw = first + f.read(n - 1)
+    if len(raw) != n:
+        raise ValueError(f"{path}: the file ended inside the header (it was truncated while being read)")
     try:
         header = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
     except ValueError as e:  # also JSONDecodeError and UnicodeDecodeError
@@ -190,10 +228,20 @@ def _read_header(path, f=None) -> tuple[dict, dict, int]:
                 spans.append((offs[0], offs[1], name))
             continue
         raise ValueError(f"{path}: tensor {name!r}: {problem}")
-    spans.sort()
-    for (_, end, a), (begin, _, b) in zip(spans, spans[1:]):
-        if begin < end:
-            raise ValueError(f"{path}: tensors {a!r} and {b!r} overlap in the data section")
+    # As the format requires (and the safetensors library checks): the tensors cover the data section
+    # exactly, without holes. A hole or a tail belongs to no tensor, so an offset that a corruption moved
+    # (with its partner) or a file with something appended is refused, not read as other values.
+    at, prev = 0, None
+    for begin, end, name in sorted(spans):
+        if begin < at:
+            raise ValueError(f"{path}: tensors {prev!r} and {name!r} overlap in the data section")
+        if begin > at:
+            raise ValueError(f"{path}: bytes {at} to {begin} of the data section belong to no tensor (a hole "
+                             f"before tensor {name!r}): a corrupt safetensors file")
+        at, prev = end, name
+    if at != data_len:
+        raise ValueError(f"{path}: the data section has {data_len} bytes but its tensors cover only the first "
+                         f"{at}: a corrupt safetensors file, or one with something appended")
     return header, meta, 8 + n
 
 
@@ -207,16 +255,29 @@ def load_file(path, mmap: bool = False) -> dict[str, np.ndarray]:
     truncating it makes the next read of a lost page raise SIGBUS, which kills the process. (A save
     by ``save_file`` renames a new file over the old one and is safe: the mapping keeps the old file.)
     """
+    return load_with_metadata(path, mmap)[0]
+
+
+def load_with_metadata(path, mmap: bool = False, check=None) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """(:func:`load_file`'s tensors, the ``__metadata__``), both from one opening of the file: reading
+    them with two calls, a save renaming a new file over ``path`` between the two would pair the old
+    file's metadata with the new file's tensors (a checkpoint's step count with other moments).
+    ``check(metadata)``, if given, runs before any tensor is read (to refuse a file of the wrong kind
+    without reading its gigabytes)."""
     path = os.fspath(path)
-    if mmap:
-        header, _, start = _read_header(path)
-        mm = np.memmap(path, dtype=np.uint8, mode="r")
-        raw = {name: np.asarray(mm[start + e["data_offsets"][0]:start + e["data_offsets"][1]])
-               for name, e in header.items()}
-    else:
-        raw = {}
-        with open(path, "rb") as f:
-            header, _, start = _read_header(path, f)
+    raw = {}
+    with _open(path) as f:
+        header, meta, start = _read_header(path, f)
+        if check is not None:
+            check(dict(meta))
+        if mmap:  # the same descriptor: a file renamed over ``path`` since the header was read is not mapped
+            mm = np.memmap(f, dtype=np.uint8, mode="r")
+            need = start + max((e["data_offsets"][1] for e in header.values()), default=0)
+            if len(mm) < need:
+                raise ValueError(f"{path}: the file ended early (it was truncated while being read)")
+            raw = {name: np.asarray(mm[start + e["data_offsets"][0]:start + e["data_offsets"][1]])
+                   for name, e in header.items()}
+        else:
             for name, e in header.items():
                 b, end = e["data_offsets"]
                 buf = np.empty(end - b, np.uint8)
@@ -227,9 +288,14 @@ def load_file(path, mmap: bool = False) -> dict[str, np.ndarray]:
                 raw[name] = buf
     out = {}
     for name, e in header.items():
+        if e["dtype"] == "BOOL" and raw[name].size and (bad := np.flatnonzero(raw[name] > 1)).size:
+            # numpy would take any byte as a bool without converting it, and such a "bool" compares
+            # unequal to True and inverts to another nonzero byte: corruption, not a value
+            raise ValueError(f"{path}: tensor {name!r}: BOOL data holds byte {raw[name][bad[0]]} at element "
+                             f"{bad[0]} ({bad.size} such); a bool is stored as 0 or 1")
         arr = raw[name].view(_NP[e["dtype"]]).reshape(e["shape"])
         out[name] = np.asarray(arr.astype(np.uint32) << 16).view(np.float32) if e["dtype"] == "BF16" else arr
-    return out
+    return out, dict(meta)
 
 
 def load_metadata(path) -> dict[str, str]:

@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from luminal.core.interrupts import interrupts_deferred
-from luminal.core.safetensors_io import load_file, load_metadata, save_file
+from luminal.core.safetensors_io import load_with_metadata, save_file
 
 FORMAT = "luminal-checkpoint/1"
 
@@ -98,10 +98,12 @@ def load_checkpoint(path, *, model=None, optimizer=None, scheduler=None, step=No
     ``extra``. Restore into the same kind of objects that were saved (an AdamW's state into an
     AdamW). Any problem, in the file or in a mismatch with what is given, is a ValueError naming
     the file, raised before anything is changed."""
-    meta = load_metadata(path)
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a luminal checkpoint (format {meta.get('format')!r})")
-    tensors = load_file(path)
+
+    def is_checkpoint(meta):  # before the tensors are read: another kind of file is refused at once
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"{path}: not a luminal checkpoint (format {meta.get('format')!r})")
+
+    tensors, meta = load_with_metadata(path, check=is_checkpoint)  # one read: two could see two files
 
     def section(prefix):
         return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
