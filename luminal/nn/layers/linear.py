@@ -8,6 +8,7 @@ from luminal.core.errors import check_int, op_error, renamed
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops import broadcast_shapes, where
 from luminal.frontend.ops.elementwise import _opmath
+from luminal.frontend.ops.norms import vector_norm
 from luminal.nn import init
 from luminal.nn.layers._util import bad_input, layer_forward, layer_name, param
 from luminal.nn.module import Module
@@ -246,18 +247,9 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):  # noqa:
 
 
 def _norm(x, p: float, dim: int):
-    """The p-norm along ``dim`` (keepdim), with a zero gradient at a zero vector, as torch's."""
-    if p == 2:
-        s = (x * x).sum(dim, keepdim=True)
-        zero = s == 0
-        return where(zero, 0.0, where(zero, 1.0, s).sqrt())
-    if p == 1:
-        return x.abs().sum(dim, keepdim=True)
-    if p == float("inf"):
-        return x.abs().amax(dim, keepdim=True)
-    s = (x.abs() ** p).sum(dim, keepdim=True)
-    zero = s == 0
-    return where(zero, 0.0, where(zero, 1.0, s) ** (1.0 / p))
+    """The p-norm along ``dim`` (keepdim): ``vector_norm``'s, with torch's gradients (0 at a zero
+    vector; for ``p < 1`` 0 at each zero element) and its ``p`` = 0 and ``-inf``."""
+    return vector_norm(x, p, dim, keepdim=True)
 
 
 @_opmath  # (16-bit inputs: the norm's sum of squares in float32, as torch's; it overflowed)
