@@ -38,7 +38,10 @@ def load_tokenizer(model_dir: Path, required: bool):
         if required:
             raise SystemExit(f"generate.py: {path} not found; pass token ids with --ids instead")
         return None
-    return Tokenizer.from_file(str(path))
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as e:  # tokenizers raises a bare Exception ("EOF while parsing...") naming no file
+        raise ValueError(f"{path}: not a tokenizer the 'tokenizers' package can read: {e}") from None
 
 
 class TextStream:

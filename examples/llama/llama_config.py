@@ -300,6 +300,9 @@ def _scaling(params: dict | None, max_positions: int, where: str) -> dict | None
     params = dict(params)
     kind = params.pop("rope_type", None)
     old = params.pop("type", None)
+    for key, v in (("rope_type", kind), ("type", old)):
+        if v is not None and not isinstance(v, str):  # (a list or an object is no kind: not a TypeError below)
+            raise ValueError(f"config: {where} {key!r} must be a string naming the rotary kind, got {v!r}")
     if kind is not None and old is not None and kind != old:
         raise ValueError(f"config: {where} has rope_type {kind!r} and type {old!r}")
     kind = kind or old or "default"

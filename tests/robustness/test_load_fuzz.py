@@ -321,3 +321,48 @@ def test_valid_files_load_as_the_safetensors_package_loads_them(tmp_path):
             assert a.keys() == b.keys() == arrays.keys(), p
             for k in a:
                 assert (a[k].dtype, a[k].shape, a[k].tobytes()) == (b[k].dtype, b[k].shape, b[k].tobytes()), (p, k)
+
+
+# ------------------------------------------------------------------------------- interrupted saves
+@pytest.mark.parametrize("exc", [OSError("disk full"), KeyboardInterrupt()], ids=["OSError", "KeyboardInterrupt"])
+def test_a_save_interrupted_at_any_point_leaves_the_old_file_and_no_temp(tmp_path, monkeypatch, exc):
+    """The k-th write of the temp, its fsync, chmod or the rename raising (an error, or Ctrl-C): the old
+    file is there byte for byte and the directory holds nothing else; the save that is not interrupted
+    replaces it."""
+    import tempfile
+
+    p = tmp_path / "x.safetensors"
+    save_file({"old": np.arange(3, dtype=np.int32)}, p)
+    before = p.read_bytes()
+    new = {"a": np.zeros(10, np.float32), "b": np.ones(3, np.int64), "c": np.array([True])}
+    real_ntf = tempfile.NamedTemporaryFile
+
+    def failing_at(k):
+        def ntf(*a, **kw):
+            f, calls = real_ntf(*a, **kw), []
+            real_write = f.file.write
+
+            def write(b):
+                calls.append(b)
+                if len(calls) == k:
+                    raise exc
+                return real_write(b)
+
+            f.write = write
+            return f
+        return ntf
+
+    # one write for the length and header, one per tensor; then fsync, chmod, the rename
+    for patch in [("tempfile.NamedTemporaryFile", failing_at(k)) for k in range(1, 5)] + \
+                 [(f"os.{name}", None) for name in ("fsync", "chmod", "replace")]:
+        target, value = patch
+        if value is None:
+            def value(*a, **k):
+                raise exc
+        with monkeypatch.context() as m:
+            m.setattr(target, value)
+            with pytest.raises(type(exc)):
+                save_file(new, p)
+        assert p.read_bytes() == before and os.listdir(tmp_path) == ["x.safetensors"], target
+    save_file(new, p)
+    assert load_file(p).keys() == new.keys() and os.listdir(tmp_path) == ["x.safetensors"]
