@@ -49,10 +49,19 @@ def _unique_keys(pairs: list) -> dict:
     return out
 
 
+# config.json is a few kilobytes and the shard index of the largest published checkpoints well under a
+# megabyte: a bigger file there is another file (weights copied over it, say), refused before it is read
+# whole into memory (a MemoryError, or gigabytes spent, otherwise).
+MAX_JSON = 64 << 20
+
+
 def read_json(f: Path):
     """The JSON value in file ``f`` (a model directory's ``config.json`` or shard index), every error a
-    ValueError naming the file: bad UTF-8 or JSON, a key given twice in any object, or nesting too
-    deep for json's recursive parser (a RecursionError otherwise)."""
+    ValueError naming the file: bad UTF-8 or JSON, a key given twice in any object, nesting too deep
+    for json's recursive parser (a RecursionError otherwise), or a file over :data:`MAX_JSON` bytes."""
+    size = f.stat().st_size
+    if size > MAX_JSON:
+        raise ValueError(f"{f}: {size} bytes, not a model's JSON file (those are under {MAX_JSON} bytes)")
     try:
         return json.loads(f.read_text(encoding="utf-8"), object_pairs_hook=_unique_keys)
     except _Duplicate as e:

@@ -118,3 +118,16 @@ def test_a_fifo_where_a_model_file_should_be_is_an_os_error_not_a_hang(tmp_path)
     os.mkfifo(tmp_path / "config.json")
     with pytest.raises(FileNotFoundError, match="no config.json"):
         LlamaConfig.from_dir(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["config.json", "model.safetensors.index.json"])
+def test_a_json_file_of_absurd_size_is_refused_before_it_is_read(tmp_path, name):
+    """Before: read whole (here a sparse 1 TiB file: a MemoryError) to be parsed."""
+    _dir(tmp_path, BASE)
+    with open(tmp_path / name, "wb") as f:
+        try:
+            f.truncate(2**40)
+        except OSError as e:
+            pytest.skip(f"no sparse 1 TiB file here: {e}")
+    with pytest.raises(ValueError, match=rf"{name}: 1099511627776 bytes, not a model's JSON file"):
+        Llama.from_pretrained(tmp_path)
