@@ -75,8 +75,9 @@ def test_every_truncation_is_refused_naming_the_file(tmp_path, mmap):
 @pytest.mark.parametrize("mmap", [False, True], ids=["read", "mmap"])
 def test_byte_flips_are_refused_or_load_a_consistent_file(tmp_path, mmap):
     """Flipping a bit of a value cannot be detected (the format has no checksum), so a flipped file may
-    load; what loads must still be a consistent file: the tensors cover the data section exactly and a
-    bool is 0 or 1 (before: a flipped BOOL byte loaded as a "bool" holding 2, 16, 33...)."""
+    load; what loads must still be a consistent file: the tensors cover the data section exactly, a
+    bool is 0 or 1 (before: a flipped BOOL byte loaded as a "bool" holding 2, 16, 33...), and the
+    safetensors package reads the same tensors from it."""
     p = tmp_path / "f.safetensors"
     save_file(_sample(), p, metadata={"k": "v"})
     good = p.read_bytes()
@@ -89,6 +90,10 @@ def test_byte_flips_are_refused_or_load_a_consistent_file(tmp_path, mmap):
         if out is None:
             continue
         assert sum(a.nbytes for a in out.values()) == _data_size(bytes(raw)), f"flip at {pos}"
+        theirs = safetensors.numpy.load_file(p)  # what luminal accepts, the safetensors package reads the same
+        assert theirs.keys() == out.keys() and all(
+            (a.dtype, a.shape, a.tobytes()) == (theirs[k].dtype, theirs[k].shape, theirs[k].tobytes())
+            for k, a in out.items()), f"flip at {pos}"
         for name, a in out.items():
             if a.dtype == bool:
                 assert a.view(np.uint8).max(initial=0) <= 1, f"flip at {pos}: {name!r} holds {a.view(np.uint8)}"
