@@ -12,6 +12,12 @@ memory map, reading a page that a truncation removed raises SIGBUS and kills the
 ``try`` can catch. Mapping stays available as ``load_file(path, mmap=True)`` for files known to stay
 put (read-only model weights), where paging in only the tensors used is worth that risk.
 
+Every file is checked before any value is used: a regular file (a FIFO would block the open), a header
+length within the file and under the format's 100 MB, JSON that is an object without repeated keys,
+each entry's dtype, shape and offsets against the file's size, the tensors covering the data section
+without overlaps or holes, BOOL bytes 0 or 1. A problem is a ValueError naming the file and what is
+wrong (an OSError for a path that is missing or not a file), never a crash or a wrong tensor.
+
 Saving writes a temp file beside the target and renames it over the target (``atomic_file.py``), so
 readers see the old file or the new one, never half of one.
 """
