@@ -227,8 +227,9 @@ def nll_loss(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None
 def cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None = None, *,  # noqa: A002
                   ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0) -> GraphTensor:
     """Cross entropy of logits ``input`` (N, C, d1, ...) or (C,) against int32 class indices (the
-    input's shape without C) or float class probabilities (the input's shape), as torch decides: by
-    the target's dtype. Label smoothing mixes in the uniform distribution over the C classes."""
+    input's shape without C) or float class probabilities (the input's shape), told apart by the
+    target's dtype; an int target of the input's shape is refused, as torch (which tells them apart by
+    shape) refuses it. Label smoothing mixes in the uniform distribution over the C classes."""
     loss = "cross_entropy"
     check_tensors(loss, optional=("weight",), input=input, target=target, weight=weight)
     _float(loss, "input", input)
@@ -239,6 +240,12 @@ def cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor |
     cdim = _class_dim(loss, input)
     soft = target.dtype.is_float
     check = None
+    if not soft and target.shape == input.shape and target.dtype.kind in "iu":
+        # (torch reads a target of the input's shape as class probabilities, which must be float)
+        msg = (f"an int target of the input's shape {shape_str(input.shape)} reads as class probabilities, which "
+               f"must be float (e.g. a one-hot target: cast it to float, or give its argmax as class indices of "
+               f"shape {shape_str(input.shape[:cdim] + input.shape[cdim + 1:])})")
+        raise op_error(TypeError, loss, msg, input, target)
     if not soft:
         check = _check_indices(loss, input, target, weight, ignore_index)
     elif target.shape != input.shape:
@@ -401,13 +408,18 @@ def smooth_l1_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = 
 @renamed("huber_loss")
 def huber_loss(input: GraphTensor, target: GraphTensor, reduction: str = "mean", delta: float = 1.0,  # noqa: A002
                weight: GraphTensor | None = None) -> GraphTensor:
-    """Quadratic below ``delta``, linear above with slope ``delta``: smooth_l1 scaled by ``delta``."""
+    """Quadratic below ``delta``, linear above with slope ``delta``: smooth_l1 scaled by ``delta``.
+
+    The loss has the input's dtype, as torch's (its kernel writes into a tensor like the input; unlike
+    mse/l1/smooth_l1, which promote): a float32 input against a float64 target gives float32."""
     _pair("huber_loss", input, target)
     _reduction("huber_loss", reduction, input)
     if not check_number("huber_loss", "delta", delta, input) > 0:
         raise op_error(ValueError, "huber_loss", f"delta must be > 0, got {delta}", input)
     z = ops.abs(input - target)
     out = ops.where(ops.lt(z, delta), z * z * 0.5, (z - 0.5 * delta) * delta)
+    if input.dtype.is_float and out.dtype is not input.dtype:
+        out = ops.cast(out, input.dtype)
     return _elementwise_weight("huber_loss", input, out, weight, reduction, by_weight=False)
 
 

@@ -113,7 +113,7 @@ def gaussian_nll_loss(input: GraphTensor, target: GraphTensor, var, full: bool =
 
     Args:
         input: the predicted means, a float tensor.
-        target: the targets, broadcasting with ``input``.
+        target: the targets, broadcasting with ``input`` (float, or int read in the input's dtype).
         var: the predicted variances (>= 0): the input's shape, the input's without the last dim (one per
             vector), the input's with one dim of size 1 (shared along it), or a number.
         full: add the constant ``log(2 pi) / 2``.
@@ -121,9 +121,7 @@ def gaussian_nll_loss(input: GraphTensor, target: GraphTensor, var, full: bool =
         reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
     """
     loss = "gaussian_nll_loss"
-    check_tensors(loss, input=input, target=target)
-    _float(loss, "input", input)
-    _float(loss, "target", target)
+    target = _target(loss, input, target)  # (int targets are read as floats, as torch promotes them)
     check_number(loss, "eps", eps, input)
     given = var
     if isinstance(var, GraphTensor):

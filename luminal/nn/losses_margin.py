@@ -23,12 +23,17 @@ from luminal.frontend.tensor import GraphTensor
 from luminal.nn.losses import _float, _log_sigmoid, _over, _reduce, _reduction
 
 
-def _labels(loss: str, what: str, t: GraphTensor, like: GraphTensor) -> GraphTensor:
+def _labels(loss: str, what: str, t: GraphTensor, like: GraphTensor, promote: bool = False) -> GraphTensor:
     """A target of labels (+1/-1, or 0/1 probabilities) given as a float or int tensor, read in the
-    dtype of ``like`` (torch promotes an int target the same way)."""
+    dtype of ``like`` (torch promotes an int target the same way). With ``promote`` a float target keeps
+    its dtype, so that the loss is computed in the wider of the two, as torch's composite losses
+    (``margin_ranking_loss``, ``multilabel_soft_margin_loss``) do: a float32 soft label against
+    float16 logits was rounded to float16 first, and the loss was float16 where torch's is float32."""
     if t.dtype.kind == "b":
         raise op_error(TypeError, loss, f"{what} must be a float or int tensor, got bool", like, t)
-    return t if t.dtype is like.dtype else ops.cast(t, like.dtype)
+    if t.dtype is like.dtype or (promote and t.dtype.is_float):
+        return t
+    return ops.cast(t, like.dtype)
 
 
 def _hinge(z: GraphTensor) -> GraphTensor:
@@ -63,7 +68,7 @@ def margin_ranking_loss(input1: GraphTensor, input2: GraphTensor, target: GraphT
         raise op_error(ValueError, loss, msg, input1, input2, target)
     _reduction(loss, reduction, input1)
     ops.broadcast_shapes(loss, input1, input2, target)
-    t = _labels(loss, "target", target, input1)
+    t = _labels(loss, "target", target, input1, promote=True)
     return _reduce(_hinge(-t * (input1 - input2) + margin), reduction)
 
 
@@ -130,7 +135,7 @@ def multilabel_soft_margin_loss(input: GraphTensor, target: GraphTensor,  # noqa
         raise op_error(ValueError, loss, "input needs a class dim: (C,) or (N, C)", input)
     _reduction(loss, reduction, input)
     ops.broadcast_shapes(loss, input, target)
-    t = _labels(loss, "target", target, input)
+    t = _labels(loss, "target", target, input, promote=True)
     out = -(t * _log_sigmoid(input) + (1.0 - t) * _log_sigmoid(-input))
     if weight is not None:
         _float(loss, "weight", weight)
