@@ -10,7 +10,9 @@ Where torch's result is inf or NaN the value expected is written out here. Findi
 the ``inf``/``-inf`` norm of a vector holding a NaN had a NaN gradient, torch's is 0 (its
 ``norm_backward`` masks them); F.normalize and F.pairwise_distance divided by ``p`` = 0
 (ZeroDivisionError), gave the wrong ``-inf`` norm and the NaN gradients above (their norm is now
-``vector_norm``)."""
+``vector_norm``); torch.linalg.matrix_norm and torch.renorm (Tensor.renorm) were missing, and
+``norm(x, "nuc")`` said only that the order was not supported; amin over an empty dim said
+``min: max: ...``."""
 
 from __future__ import annotations
 
@@ -218,6 +220,12 @@ def test_extrema_over_an_empty_dim_are_refused(op):
         op(g.input("x", (3, 0)))
 
 
+def test_amin_over_an_empty_dim_names_min_alone():
+    g = lm.Graph()
+    with pytest.raises(ValueError, match=r"^min: cannot reduce over the empty dim 1"):
+        g.input("x", (3, 0)).amin(1)
+
+
 # all, any, count_nonzero -------------------------------------------------------------------------
 NANS = np.array([[NAN, 0.0, 1.0], [0.0, 0.0, -0.0], [2.0, NAN, -0.0]], np.float32)
 
@@ -315,3 +323,71 @@ def test_dist_of_order_0_counts_the_differences_with_gradient_0(backend):
     assert float(got) == 2.0
     with pytest.raises(ValueError, match="only through"):
         train.grad(d, x)
+
+
+# matrix norms and renorm -------------------------------------------------------------------------
+def _mnorm(t, *a, **k):
+    return (torch.linalg.matrix_norm if _is_torch(t) else lm.linalg.matrix_norm)(t, *a, **k)
+
+
+@pytest.mark.parametrize("ord_", ["fro", 1, -1, INF, -INF], ids=str)
+def test_matrix_norm(ord_, backend):
+    """Column sums (1, -1) or row sums (inf, -inf) of ``|A|``, then their max or min: ties share the
+    gradient, as torch's amax/amin; a zero matrix has gradient 0."""
+    ties = np.array([[1.0, -2.0, 3.0], [3.0, 2.0, -1.0], [0.0, 0.0, 0.0]], np.float32)
+    check(lambda t: (_mnorm(t, ord_), _mnorm(t, ord_, (2, 0), keepdim=True), _mnorm(t, ord_, (-1, 1))),
+          [rand((2, 3, 4))], backend=backend)
+    check(lambda t: _mnorm(t, ord_), [ties], backend=backend)
+    check(lambda t: _mnorm(t, ord_), [np.zeros((2, 3), np.float32)], backend=backend)
+    check(lambda t: _mnorm(t, ord_, dtype=_td(t, F64)), [rand((3, 2), lm.float16)], dtypes=[lm.float16],
+          backend=backend)
+    check(lambda t: t.norm(ord_, (0, 1)) if ord_ == "fro" else _mnorm(t, ord_, (0, 1)), [rand((3, 4))],
+          backend=backend)
+
+
+def test_matrix_norm_of_empty_matrices_as_torchs(backend):
+    """No entries: 0 for 'fro', 1 and inf (the max of no sums, or of sums of nothing); -1 and -inf
+    refuse a matrix without columns (rows), as torch's amin."""
+    for shape in [(0, 3), (3, 0), (2, 0, 3)]:
+        check(lambda t: (_mnorm(t), _mnorm(t, 1), _mnorm(t, INF)), [np.zeros(shape, np.float32)], backend=backend)
+    g = lm.Graph()
+    with pytest.raises(ValueError, match=r"matrix_norm: min: cannot reduce over the empty dim"):
+        lm.linalg.matrix_norm(g.input("x", (3, 0)), -1)
+
+
+@pytest.mark.parametrize("op,exc,msg", [
+    (lambda t: lm.linalg.matrix_norm(t, "nuc"), NotImplementedError, r"ord='nuc' needs singular values"),
+    (lambda t: lm.linalg.matrix_norm(t, -2), NotImplementedError, r"ord=-2 needs singular values"),
+    (lambda t: t[0].norm("nuc"), NotImplementedError, r"norm: matrix_norm: ord='nuc' needs singular values"),
+    (lambda t: lm.linalg.matrix_norm(t, 3), ValueError, r"ord=3 is not a matrix norm"),
+    (lambda t: t.norm("fro", (0, 1, 2)), TypeError, r"dim must be a pair of dims, got \(0, 1, 2\)"),
+    (lambda t: lm.linalg.matrix_norm(t, 1, (0, -3)), ValueError, r"the dims must differ"),
+    (lambda t: lm.linalg.matrix_norm(t[0, 0]), ValueError, r"at least 2 dims, got 1"),
+    (lambda t: lm.linalg.matrix_norm(t.int()), TypeError, r"needs a float tensor, got int32"),
+    (lambda t: lm.renorm(t, 0, 0, 1.0), ValueError, r"renorm: p must be positive, got 0"),
+    (lambda t: lm.renorm(t, 2, 0, -1.0), ValueError, r"renorm: maxnorm must be >= 0, got -1.0"),
+    (lambda t: lm.renorm(t[0, 0], 2, 0, 1.0), ValueError, r"renorm: needs a tensor of at least 2 dims, got 1"),
+    (lambda t: lm.renorm(t, 2, 3, 1.0), ValueError, r"renorm: dim 3 is out of range"),
+], ids=["nuc", "ord-2", "norm-nuc", "ord3", "fro-3-dims", "same-dims", "1d", "int", "p0", "maxnorm", "renorm-1d",
+        "renorm-dim"])
+def test_matrix_norm_and_renorm_errors(op, exc, msg):
+    """torch refuses the same; 'nuc' and 2 / -2 are refused as not computed (no SVD in luminal)."""
+    g = lm.Graph()
+    with pytest.raises(exc, match=msg):
+        op(g.input("x", (2, 3, 4)))
+
+
+@pytest.mark.parametrize("p,dim,maxnorm", [(2, 0, 1.0), (1, 1, 0.5), (INF, -1, 0.3), (0.5, 0, 2.0), (3, 2, 0.7),
+                                           (2, 0, 0.0), (2, 1, 100.0)])
+def test_renorm(p, dim, maxnorm, backend):
+    """Slices along ``dim`` with a norm above ``maxnorm`` scaled by ``maxnorm / (norm + 1e-7)`` (the
+    gradient through the norm, as torch's renorm_backward); the others, and zero slices, kept."""
+    def op(t):
+        return torch.renorm(t, p, dim, maxnorm) if _is_torch(t) else lm.renorm(t, p, dim, maxnorm)
+
+    check(op, [rand((2, 3, 4))], backend=backend)
+    check(lambda t: t.renorm(p, dim, maxnorm), [rand((2, 3, 4), seed=1)], backend=backend)
+    if dim != 2:  # matrices: a zero row, one below maxnorm; float16 (the norm in float32)
+        rows = np.array([[3.0, 4.0, 0.0], [0.1, 0.2, 0.0], [0.0, 0.0, 0.0]], np.float32)
+        check(op, [rows], backend=backend)
+        check(op, [rand((3, 4), lm.float16)], dtypes=[lm.float16], backend=backend)

@@ -188,7 +188,7 @@ from luminal.frontend.ops.movement import (
     trace,
     unbind,
 )
-from luminal.frontend.ops.norms import norm, vector_norm
+from luminal.frontend.ops.norms import matrix_norm, norm, renorm, vector_norm
 from luminal.frontend.ops.order_stats import kthvalue, median, mode, nanmedian, nanquantile, quantile
 from luminal.frontend.ops.pointwise import (
     allclose,
@@ -437,6 +437,7 @@ def _install():
         # more of torch's names (torch_more.py, linalg.py)
         "sgn": sgn, "frac": frac, "signbit": signbit, "heaviside": heaviside, "float_power": float_power,
         "fliplr": fliplr, "flipud": flipud, "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit, "dist": dist,
+        "renorm": renorm,
         "logdet": logdet, "cov": cov, "corrcoef": corrcoef, "gcd": gcd, "lcm": lcm, "outer": outer,
         "swapdims": swapdims,
     }
@@ -482,14 +483,15 @@ __all__ = [
     "log10",
     "log1p", "log2", "log_softmax", "logaddexp", "logaddexp2", "logcumsumexp", "logdet", "logical_and", "logical_not",
     "logical_or", "logical_xor", "logit", "logspace", "logsumexp", "lt", "masked_fill", "masked_scatter",
-    "matmul", "max", "maximum",
+    "matmul", "matrix_norm", "max", "maximum",
     "mean", "median", "meshgrid", "min", "minimum", "mish", "mode", "moveaxis", "movedim", "msort", "mul", "multiply",
     "nan_to_num", "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "negative", "nextafter",
     "norm", "one_hot",
     "ones", "ones_like", "outer", "permute", "polygamma", "pow", "prod", "put",
     "quantile", "rad2deg", "rand_like",
     "reciprocal", "relu",
-    "remainder", "repeat_interleave", "reshape", "result_type", "roll", "rot90", "round", "row_stack", "rsqrt",
+    "remainder", "renorm", "repeat_interleave", "reshape", "result_type", "roll", "rot90", "round", "row_stack",
+    "rsqrt",
     "scatter", "scatter_add", "scatter_reduce", "searchsorted", "select", "sgn", "sigmoid", "sign", "signbit", "silu",
     "sin", "sinc", "sinh", "slogdet", "softmax", "softmin", "softplus", "sort", "split", "sqrt", "square", "squeeze",
     "stack", "std", "std_mean", "sub", "subtract", "sum", "swapaxes", "swapdims", "t", "take",

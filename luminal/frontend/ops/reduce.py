@@ -59,8 +59,9 @@ def _reduce(x: GraphTensor, op: str, axes) -> GraphTensor:
 
 @tensor_op("sum")
 def sum(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, dtype=None) -> GraphTensor:  # noqa: A001
-    """torch.sum: the sum over ``axis`` (all dims by default). Bool inputs sum as int32, as torch
-    (which gives int64).
+    """torch.sum: the sum over ``axis`` (all dims by default). Bool and int32 inputs sum as int32
+    (torch's int64): past 2**31 the sum wraps, to torch's sum modulo 2**32 (``dtype=lm.float64``
+    for larger sums). float16/bfloat16 sums accumulate in float32 and round once, as torch's.
 
     Args:
         x: the input tensor.
@@ -304,6 +305,7 @@ def amin(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> Graph
         keepdim: keep the reduced dims as size 1.
         dim: torch's name for ``axis``.
     """
+    _nonempty(x, normalize_axes(x, _axis_kw(axis, dim, "min", x), "min"), "min")  # (not amax's "max: ...")
     return _reverse_order(amax(_reverse_order(x), axis, keepdim, dim=dim))
 
 

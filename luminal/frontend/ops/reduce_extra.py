@@ -43,6 +43,9 @@ def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None) -> GraphTenso
     there are none (all NaN, or an empty dim), as torch. Needs a float tensor, as torch. The gradient
     is ``1 / count`` at the numbers and 0 at the NaNs, also where all are NaN (torch's is NaN there,
     from ``0 * inf`` in its backward; the NaN result already says that nothing was averaged).
+    float16/bfloat16 means are computed in float32 and rounded once, as ``mean``'s (torch's nanmean
+    rounds the sum to 16 bits before dividing: a bfloat16 mean of 5000 values in [0, 1) can be off
+    by a unit in the last place).
 
     Args:
         input: a float tensor.
