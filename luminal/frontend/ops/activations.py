@@ -12,6 +12,7 @@ from luminal.frontend.ops.core import cast, require
 from luminal.frontend.ops.elementwise import (
     _derivative,
     _float,
+    _not_bool,
     _opmath,
     add,
     div,
@@ -21,7 +22,7 @@ from luminal.frontend.ops.elementwise import (
     ge,
     gt,
     le,
-    log,
+    log1p,
     logical_and,
     lt,
     mul,
@@ -37,7 +38,9 @@ from luminal.frontend.tensor import GraphTensor
 
 @tensor_op("relu")
 def relu(x) -> GraphTensor:
-    """torch's: NaN stays NaN, -0.0 stays -0.0; the gradient is 0 where x <= 0 and 1 elsewhere (NaN too)."""
+    """torch's: NaN stays NaN, -0.0 stays -0.0; the gradient is 0 where x <= 0 and 1 elsewhere (NaN too).
+    An int input keeps its dtype; a bool one is refused, as torch's (its result was int32)."""
+    _not_bool(x, "relu")
     return where(le(x, 0), where(lt(x, 0), 0, x.detach()), x)
 
 
@@ -109,19 +112,23 @@ def silu(x) -> GraphTensor:
 @_opmath
 def softplus(x, beta: float = 1.0, threshold: float = 20.0) -> GraphTensor:
     """torch's ``softplus``: ``log(1 + exp(beta * x)) / beta``, and ``x`` itself where
-    ``beta * x > threshold`` (linear there, as torch, so that exp cannot overflow).
+    ``beta * x > threshold`` (linear there, as torch, so that exp cannot overflow). ``log1p``, as
+    torch's: ``log(1 + e)`` rounds ``1 + e`` and lost the tail (0 below ``beta * x`` = -17 in float32,
+    17% off at -15; mish, built on it, too).
 
     Args:
         x: the input tensor.
         beta: the sharpness (default 1).
         threshold: above this value of ``beta * x`` the result is ``x`` (default 20).
     """
+    check_number("softplus", "beta", beta, x)
+    check_number("softplus", "threshold", threshold, x)
     x = _float(x, "softplus")
     bx = mul(x, beta)
     linear = gt(bx, threshold)
     # the log branch never sees the linear region's inputs: exp(bx) overflowing there would make its
     # (unselected) gradient inf * 0 = NaN
-    soft = div(log(add(exp(where(linear, 0.0, bx)), 1.0)), beta)
+    soft = div(log1p(exp(where(linear, 0.0, bx))), beta)
     return where(linear, x, soft)
 
 
@@ -133,6 +140,7 @@ def elu(x, alpha: float = 1.0) -> GraphTensor:
         x: the input tensor.
         alpha: the scale of the negative side (default 1).
     """
+    check_number("elu", "alpha", alpha, x)
     return scaled_elu(_float(x, "elu"), alpha)
 
 

@@ -12,7 +12,23 @@ from luminal.core.errors import check_int, check_number, op_error, renamed
 from luminal.frontend import ops
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.activations import scaled_elu
-from luminal.frontend.ops.elementwise import _float, _opmath, add, div, exp, ge, gt, le, log, lt, mul, neg, sub, where
+from luminal.frontend.ops.elementwise import (
+    _float,
+    _not_bool,
+    _opmath,
+    add,
+    div,
+    exp,
+    ge,
+    gt,
+    le,
+    log1p,
+    lt,
+    mul,
+    neg,
+    sub,
+    where,
+)
 from luminal.nn.module import Module
 from luminal.nn.parameter import Parameter
 
@@ -183,25 +199,40 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 @tensor_op("hardtanh")
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):  # noqa: A002
     """torch's ``F.hardtanh``: ``clamp(input, min_val, max_val)``; the gradient is 1 strictly inside
-    the range and 0 at and beyond its ends, as torch's.
+    the range and 0 at and beyond its ends, as torch's. An int input keeps its dtype, its bounds
+    truncated to ints, as torch's (they gave a float32 result), and a bound out of int32's range
+    (infinities, NaN) is refused, as torch's; bool is refused, as torch's. A NaN bound of a float input
+    makes every value NaN, as torch's clamp (the other bound alone was applied).
 
     Args:
-        input: a float tensor. min_val, max_val: the range. inplace: ignored.
+        input: a tensor. min_val, max_val: the range. inplace: ignored.
     """
+    check_number("hardtanh", "min_val", min_val, input)
+    check_number("hardtanh", "max_val", max_val, input)
     if min_val > max_val:
         raise op_error(ValueError, "hardtanh", f"min_val ({min_val}) cannot be greater than max_val ({max_val})",
                        input)
-    x = _float(input, "hardtanh")
+    _not_bool(input, "hardtanh")
+    x = input
+    if not x.dtype.is_float:  # torch converts the bounds to the tensor's int type (toward zero), or refuses
+        for what, v in (("min_val", min_val), ("max_val", max_val)):
+            if not -2**31 <= v < 2**31:
+                raise op_error(ValueError, "hardtanh", f"{what} {v} cannot be converted to the input's dtype "
+                               f"{x.dtype.name}", x)
+        min_val, max_val = int(min_val), int(max_val)
+    elif math.isnan(min_val) or math.isnan(max_val):
+        return where(x.isnan(), x, math.nan)
     return where(le(x, min_val), min_val, where(ge(x, max_val), max_val, x))
 
 
 @tensor_op("relu6")
 def relu6(input, inplace: bool = False):  # noqa: A002
-    """torch's ``F.relu6``: ``min(max(0, x), 6)`` (``hardtanh(x, 0, 6)``).
+    """torch's ``F.relu6``: ``min(max(0, x), 6)`` (``hardtanh(x, 0, 6)``; an int input keeps its dtype).
 
     Args:
-        input: a float tensor. inplace: ignored.
+        input: a tensor. inplace: ignored.
     """
+    _not_bool(input, "relu6")
     return hardtanh(input, 0.0, 6.0)
 
 
@@ -229,8 +260,9 @@ def hardswish(input, inplace: bool = False):  # noqa: A002
 @tensor_op("logsigmoid")
 @_opmath
 def logsigmoid(input):  # noqa: A002
-    """torch's ``F.logsigmoid``: ``log(1 / (1 + exp(-x)))``, computed as ``min(x, 0) - log(1 + exp(-|x|))``
-    (no overflow).
+    """torch's ``F.logsigmoid``: ``log(1 / (1 + exp(-x)))``, computed as ``min(x, 0) - log1p(exp(-|x|))``
+    (no overflow; ``log1p``, as torch's: ``log(1 + e)`` rounded ``1 + e`` and lost the tail, 0 above
+    x = 17 in float32 where torch's is ``-exp(-x)``, 17% off at 15).
 
     Args:
         input: a float tensor.
@@ -238,7 +270,7 @@ def logsigmoid(input):  # noqa: A002
     x = _float(input, "logsigmoid")
     neg_side = lt(x, 0)
     m = where(neg_side, x, 0.0)
-    return sub(m, log(add(exp(where(neg_side, x, neg(x))), 1.0)))
+    return sub(m, log1p(exp(where(neg_side, x, neg(x)))))
 
 
 @tensor_op("glu")
@@ -249,8 +281,10 @@ def glu(input, dim: int = -1):  # noqa: A002
         input: a float tensor whose size along ``dim`` is even. dim: the dim to split.
     """
     x = _float(input, "glu")
-    n = x.shape[dim % x.ndim] if x.ndim else 0
-    if x.ndim == 0 or not isinstance(n, int) or n % 2:
+    if x.ndim == 0:
+        raise op_error(ValueError, "glu", "needs a tensor with at least 1 dim (it halves one), got a 0-d one", x)
+    n = x.shape[x._axis(dim, "glu")]
+    if not isinstance(n, int) or n % 2:
         raise op_error(ValueError, "glu", f"halving dimension {dim} must have an even size, got shape "
                        f"{tuple(x.shape)}", x)
     a, b = x.split(n // 2, dim)
@@ -277,6 +311,7 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
     Args:
         input: a float tensor. alpha: the negative side's scale (not 0). inplace: ignored.
     """
+    check_number("celu", "alpha", alpha, input)
     if alpha == 0:
         raise op_error(ValueError, "celu", "alpha cannot be 0", input)
     return scaled_elu(_float(input, "celu"), alpha, 1.0, 1.0 / alpha)
@@ -295,7 +330,8 @@ def softsign(input):  # noqa: A002
 
 def prelu(input, weight):  # noqa: A002
     """torch's ``F.prelu``: ``x`` where positive, ``weight * x`` elsewhere; ``weight`` has one value or
-    one per channel (dim 1 of the input; dim 0 of a 1-d input).
+    one per channel (dim 1 of the input). A 0-d or 1-d input has one channel, as torch's: a weight of
+    more values is refused (it was applied along dim 0 of a 1-d input, where torch refuses).
 
     Args:
         input: a float tensor. weight: a 1-d float tensor of size 1 or the number of channels.
@@ -304,10 +340,11 @@ def prelu(input, weight):  # noqa: A002
     with renamed("prelu"):
         x = _float(input, "prelu")
         n = weight.numel()
-        if weight.ndim > 1 or (n != 1 and (x.ndim == 0 or x.shape[1 if x.ndim > 1 else 0] != n)):
+        if weight.ndim > 1 or (n != 1 and (x.ndim < 2 or x.shape[1] != n)):
             raise op_error(ValueError, "prelu", f"weight of shape {tuple(weight.shape)} must have 1 or as many "
-                           f"values as channels (dim 1) of the input, got input {tuple(x.shape)}", x, weight)
-        w = weight.reshape(()) if n == 1 else weight.reshape(n, *(1,) * (x.ndim - 2)) if x.ndim > 1 else weight
+                           f"values as channels (dim 1) of the input, got input {tuple(x.shape)} (an input of "
+                           f"fewer than 2 dims has 1 channel)", x, weight)
+        w = weight.reshape(()) if n == 1 else weight.reshape(n, *(1,) * (x.ndim - 2))
         return where(gt(x, 0), x, mul(w.to(x.dtype), x))
 
 
@@ -420,12 +457,18 @@ class Hardsigmoid(_Elementwise):
     def forward(self, x):
         return hardsigmoid(x)
 
+    def extra_repr(self) -> str:
+        return ""  # torch's shows no inplace
+
 
 class Hardswish(_Elementwise):
     """torch's ``nn.Hardswish(inplace=False)``: ``x * relu6(x + 3) / 6``."""
 
     def forward(self, x):
         return hardswish(x)
+
+    def extra_repr(self) -> str:
+        return ""  # torch's shows no inplace
 
 
 class LogSigmoid(Module):
