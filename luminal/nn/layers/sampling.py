@@ -18,10 +18,11 @@ torch checks on the sizes is checked when the program runs."""
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
-from luminal.core.errors import op_error, renamed
+from luminal.core.errors import check_number, op_error, renamed
 from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops.elementwise import _opmath
@@ -135,16 +136,27 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
         if (size is None) == (scale_factor is None):
             raise op_error(ValueError, name, "give exactly one of size and scale_factor", x)
         if size is not None:
+            if recompute_scale_factor:
+                raise op_error(ValueError, name, "recompute_scale_factor is not meaningful with an explicit size "
+                               "(as torch's)", x)
             outs = tuple(size) if isinstance(size, (tuple, list)) else (size,) * nd
             if len(outs) != nd:
                 raise op_error(ValueError, name, f"size {size!r} must have {nd} elements for input "
                                f"{shape_str(x.shape)}", x)
+            if any(isinstance(o, bool) or not hasattr(o, "__index__") for o in outs):
+                raise op_error(TypeError, name, f"size {size!r} must be an int or a sequence of ints", x)
+            outs = tuple(int(o) for o in outs)
             scales, steps = (None,) * nd, (None,) * nd
         else:
             sf = tuple(scale_factor) if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * nd
             if len(sf) != nd:
                 raise op_error(ValueError, name, f"scale_factor {scale_factor!r} must have {nd} elements for "
                                f"input {shape_str(x.shape)}", x)
+            for f in sf:  # (0 divided by zero, infinities and NaN failed converting to int, naming nothing)
+                check_number(name, "scale_factor", f, x)
+                if not (0 < f < math.inf):
+                    raise op_error(ValueError, name, f"scale_factor must be positive and finite, got "
+                                   f"{scale_factor!r}", x)
             steps = tuple(_integer_scale(f) for f in sf)
             scales = (None,) * nd if recompute_scale_factor else tuple(1.0 / f for f in sf)
             outs = tuple(n * k if k is not None else (int(math.floor(n * f)) if is_static(n) else None)
@@ -280,8 +292,11 @@ def pixel_shuffle(input, upscale_factor: int):  # noqa: A002
     name = "pixel_shuffle"
     check_tensors(name, input=input)
     r = upscale_factor
-    if not isinstance(r, int) or r < 1:
+    if isinstance(r, bool) or not isinstance(r, numbers.Integral):  # (True reached reshape, 2.0 said "positive")
+        raise op_error(TypeError, name, f"upscale_factor must be an int, got {type(r).__name__} {r!r}", input)
+    if r < 1:
         raise op_error(ValueError, name, f"upscale_factor must be a positive int, got {r!r}", input)
+    r = int(r)
     if input.ndim < 3 or not is_static(input.shape[-3]) or input.shape[-3] % (r * r):
         raise op_error(ValueError, name, f"expected an input (*, C*{r * r}, H, W) (channels divisible by "
                        f"upscale_factor**2), got {shape_str(input.shape)}", input)
@@ -302,8 +317,11 @@ def pixel_unshuffle(input, downscale_factor: int):  # noqa: A002
     name = "pixel_unshuffle"
     check_tensors(name, input=input)
     r = downscale_factor
-    if not isinstance(r, int) or r < 1:
+    if isinstance(r, bool) or not isinstance(r, numbers.Integral):  # (True reached reshape, 2.0 said "positive")
+        raise op_error(TypeError, name, f"downscale_factor must be an int, got {type(r).__name__} {r!r}", input)
+    if r < 1:
         raise op_error(ValueError, name, f"downscale_factor must be a positive int, got {r!r}", input)
+    r = int(r)
     if input.ndim < 3 or any(not is_static(d) or d % r for d in input.shape[-2:]):
         raise op_error(ValueError, name, f"expected an input (*, C, H, W) with H and W divisible by {r}, got "
                        f"{shape_str(input.shape)}", input)
