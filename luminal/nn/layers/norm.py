@@ -237,11 +237,17 @@ def running_stats(g, rm, rv, dtype, per_channel) -> tuple:
 def normalise(x, mean, var, eps, weight, bias, per_channel):
     """``(x - mean) / sqrt(var + eps)``, then times ``weight`` and plus ``bias`` per channel (each
     optional): what batch and instance norms share once they have their statistics."""
-    y = (x - mean) * (var + eps).rsqrt()
+    return affine((x - mean) * (var + eps).rsqrt(), weight, bias, per_channel)
+
+
+def affine(y, weight, bias, shape=None):
+    """``y * weight + bias`` (each optional), the parameters reshaped to ``shape`` (if given) and read in ``y``'s
+    dtype: the functional norms return their input's dtype, as torch's, whose only mixed case is a
+    16-bit input with float32 parameters (computed in float32, rounded to the input's dtype)."""
     if weight is not None:
-        y = y * weight.to(y.dtype).reshape(per_channel)
+        y = y * (weight.to(y.dtype) if shape is None else weight.to(y.dtype).reshape(shape))
     if bias is not None:
-        y = y + bias.to(y.dtype).reshape(per_channel)
+        y = y + (bias.to(y.dtype) if shape is None else bias.to(y.dtype).reshape(shape))
     return y
 
 
@@ -314,21 +320,18 @@ class GroupNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-@_opmath
 def _group_norm(x, num_groups: int, weight, bias, eps: float):
     n, c = x.shape[0], x.shape[1]
     rest = tuple(x.shape[2:])
-    xg = x.reshape(n, num_groups, -1) if all(is_static(d) for d in rest) else \
-        x.reshape(n, num_groups, c // num_groups, *rest)
-    axes = tuple(range(2, xg.ndim))
-    mean = xg.mean(axes, keepdim=True)
-    y = ((xg - mean) * (batch_var(xg, axes) + eps).rsqrt()).reshape(*x.shape)
-    per_channel = (c,) + (1,) * len(rest)
-    if weight is not None:
-        y = y * weight.to(y.dtype).reshape(per_channel)
-    if bias is not None:
-        y = y + bias.to(y.dtype).reshape(per_channel)
-    return y
+    axes = (2,) if all(is_static(d) for d in rest) else tuple(range(2, 3 + len(rest)))
+
+    @_opmath  # (x alone: a 16-bit input with float32 weights is torch's mixed type, of the input's dtype)
+    def run(x):
+        xg = x.reshape(n, num_groups, -1) if len(axes) == 1 else x.reshape(n, num_groups, c // num_groups, *rest)
+        y = ((xg - xg.mean(axes, keepdim=True)) * (batch_var(xg, axes) + eps).rsqrt()).reshape(*x.shape)
+        return affine(y, weight, bias, (c,) + (1,) * len(rest))
+
+    return run(x)
 
 
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):  # noqa: A002
@@ -382,14 +385,13 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     check_tensors(name, optional=("weight", "bias"), input=input, weight=weight, bias=bias)
     axes = _trailing_axes(name, input, normalized_shape, weight, bias)
 
-    @_opmath
-    def run(x, w, b):
+    @_opmath  # (x alone: a 16-bit input with float32 weights is torch's mixed type, of the input's dtype)
+    def run(x):
         y = (x - x.mean(axes, keepdim=True)) * (batch_var(x, axes) + eps).rsqrt()
-        y = y * w.to(y.dtype) if w is not None else y
-        return y + b.to(y.dtype) if b is not None else y
+        return affine(y, weight, bias)
 
     with renamed(name):
-        return run(input, weight, bias)
+        return run(input)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):  # noqa: A002
@@ -407,13 +409,13 @@ def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):  #
     axes = _trailing_axes(name, input, normalized_shape, weight, None)
     e = eps if eps is not None else _FINFO_EPS[input.dtype]
 
-    @_opmath
-    def run(x, w):
+    @_opmath  # (x alone, as layer_norm's)
+    def run(x):
         y = x * ((x * x).mean(axes, keepdim=True) + e).rsqrt()
-        return y * w.to(y.dtype) if w is not None else y
+        return affine(y, weight, None)
 
     with renamed(name):
-        return run(input, weight)
+        return run(input)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,  # noqa: A002

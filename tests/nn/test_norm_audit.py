@@ -1,0 +1,173 @@
+"""Normalisation layers against torch 2.13 as a torch user trains them: several compiled train steps
+(``train.compile_step``) against the same torch SGD loop, comparing the loss, the parameters and the
+running statistics (``running_mean``/``running_var``/``num_batches_tracked``) after every step; then
+eval mode, mixed dtypes (16-bit inputs with float32 parameters, torch's "mixed type"), state_dict
+round trips, resets and reprs. Single forwards, options and errors already covered elsewhere
+(test_layer_modes, test_layer_options, test_instance_norm, test_half_precision) are not repeated."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from parity import GRAD_TOLERANCE, TOLERANCE, TORCH_DTYPE, check, rand
+
+import luminal as lm
+import luminal.nn.functional as F
+from luminal import nn, train
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def _pair(cls: str, *args, **kw):
+    """luminal's and torch's ``cls(*args, **kw)`` behind a Linear over the last dim (so that every
+    norm, affine or not, has parameters to train), luminal's loaded from torch's state_dict as is
+    (torch tensors, int64 ``num_batches_tracked``), with random parameters and running statistics."""
+    last = kw.pop("last")
+    theirs = torch.nn.Sequential(torch.nn.Linear(last, last), getattr(torch.nn, cls)(*args, **kw))
+    with torch.no_grad():
+        for name, t in theirs.named_parameters():
+            t.uniform_(-1, 1) if "1." in name else None
+        norm = theirs[1]
+        if getattr(norm, "running_mean", None) is not None:
+            norm.running_mean.uniform_(-1, 1)
+            norm.running_var.uniform_(0.5, 2)
+            norm.num_batches_tracked.fill_(2)
+    ours = nn.Sequential(nn.Linear(last, last), getattr(nn, cls)(*args, **kw))
+    ours.load_state_dict(theirs.state_dict())
+    return ours, theirs
+
+
+def _assert_state(ours, theirs, what, tol=None):
+    sd = ours.state_dict()
+    assert list(sd) == list(theirs.state_dict())
+    rtol, atol = tol or (2e-5, 2e-6)
+    for k, v in theirs.state_dict().items():
+        np.testing.assert_allclose(np.asarray(sd[k], np.float64), v.double().numpy(), rtol=rtol, atol=atol,
+                                   err_msg=f"{what}: {k}")
+
+
+def _train_parity(cls, args, kw, shape, steps=3, eval_after=True):
+    """``steps`` SGD steps of ``(norm(linear(x)) * c).sum()`` on both sides, state compared after each;
+    then (``eval_after``) an eval forward on both."""
+    ours, theirs = _pair(cls, *args, **kw)
+    g = lm.Graph()
+    x, c = g.input("x", shape), g.input("c", shape)
+    loss = (ours(x) * c).sum()
+    step = train.compile_step(loss, train.SGD(ours.parameters(), lr=0.1), backend="cpu")
+    opt = torch.optim.SGD(theirs.parameters(), lr=0.1)
+    cs = rand(shape, seed=99)
+    for s in range(steps):
+        xs = rand(shape, seed=s, low=-1, high=3)
+        got = step(x=xs, c=cs)
+        opt.zero_grad()
+        want = (theirs(torch.from_numpy(xs)) * torch.from_numpy(cs)).sum()
+        want.backward()
+        opt.step()
+        np.testing.assert_allclose(got, want.item(), rtol=1e-4, atol=1e-4, err_msg=f"loss of step {s}")
+        _assert_state(ours, theirs, f"after step {s}")
+    if eval_after:
+        ours.eval()
+        theirs.eval()
+        xe = rand(shape, seed=42)
+        g = lm.Graph()
+        y = lm.compile(ours(g.input("x", shape)), backend="cpu")(x=xe)
+        np.testing.assert_allclose(y, theirs(torch.from_numpy(xe)).detach().numpy(), rtol=1e-4, atol=1e-5)
+        assert not g.updates  # eval leaves the running statistics alone
+        _assert_state(ours, theirs, "after eval")
+
+
+BN_TRAIN = {
+    "bn1d_2d": ("BatchNorm1d", (3,), {}, (5, 3)),
+    "bn1d_3d": ("BatchNorm1d", (3,), {}, (4, 3, 5)),
+    "bn2d": ("BatchNorm2d", (3,), {}, (2, 3, 4, 5)),
+    "bn3d": ("BatchNorm3d", (2,), {}, (2, 2, 3, 2, 4)),
+    "bn2d_momentum_none": ("BatchNorm2d", (3,), {"momentum": None}, (2, 3, 2, 3)),
+    "bn3d_momentum_none": ("BatchNorm3d", (2,), {"momentum": None}, (2, 2, 2, 2, 3)),
+    "bn1d_affine_false": ("BatchNorm1d", (3,), {"affine": False}, (4, 3, 2)),
+    "bn2d_no_stats": ("BatchNorm2d", (3,), {"track_running_stats": False}, (2, 3, 2, 2)),
+    "bn3d_eps_no_bias": ("BatchNorm3d", (2,), {"eps": 0.3, "bias": False}, (2, 2, 2, 2, 2)),
+    "gn_2d": ("GroupNorm", (2, 4), {}, (3, 4)),
+    "gn_3d": ("GroupNorm", (2, 4), {}, (2, 4, 3)),
+    "gn_4d_affine_false": ("GroupNorm", (1, 2), {"affine": False}, (2, 2, 2, 3)),
+    "gn_5d": ("GroupNorm", (3, 3), {"eps": 0.1}, (2, 3, 2, 2, 2)),
+    "in1d_tracked": ("InstanceNorm1d", (3,), {"affine": True, "track_running_stats": True}, (2, 3, 4)),
+    "in2d_tracked_noaffine": ("InstanceNorm2d", (3,), {"track_running_stats": True, "momentum": 0.4}, (2, 3, 2, 3)),
+    "in3d_affine": ("InstanceNorm3d", (2,), {"affine": True}, (2, 2, 2, 2, 3)),
+    "in2d_unbatched_tracked": ("InstanceNorm2d", (3,), {"affine": True, "track_running_stats": True}, (3, 2, 4)),
+    "ln_int": ("LayerNorm", (4,), {}, (3, 2, 4)),
+    "ln_tuple_no_bias": ("LayerNorm", ((2, 4),), {"bias": False, "eps": 0.1}, (3, 2, 4)),
+    "ln_no_affine": ("LayerNorm", ([4],), {"elementwise_affine": False}, (3, 4)),
+    "rms": ("RMSNorm", (4,), {}, (3, 2, 4)),
+    "rms_no_affine_eps": ("RMSNorm", ((2, 4),), {"elementwise_affine": False, "eps": 0.01}, (3, 2, 4)),
+}
+
+
+@pytest.mark.parametrize("case", list(BN_TRAIN))
+def test_train_steps_match_torch(case):
+    cls, args, kw, shape = BN_TRAIN[case]
+    _train_parity(cls, args, dict(kw, last=shape[-1]), shape)
+
+
+# 16-bit inputs with float32 parameters: torch's "mixed type", which returns the input's dtype --------
+def _fn(name, x):
+    """torch's functional ``name`` for a torch tensor ``x``, luminal's for a graph tensor."""
+    return getattr(TF if isinstance(x, torch.Tensor) else F, name)
+
+
+MIXED = {  # (op, parameter shapes): every parameter float32
+    "layer_norm": (lambda x, w, b: _fn("layer_norm", x)(x, (2, 3), w, b, 1e-3), [(2, 3), (2, 3)]),
+    "rms_norm": (lambda x, w: _fn("rms_norm", x)(x, [3], w), [(3,)]),
+    "group_norm": (lambda x, w, b: _fn("group_norm", x)(x, 2, w, b, 1e-3), [(4,), (4,)]),
+    "batch_norm": (lambda x, w, b: _fn("batch_norm", x)(x, None, None, w, b, True, 0.1, 1e-3), [(4,), (4,)]),
+    "instance_norm": (lambda x, w, b: _fn("instance_norm", x)(x, None, None, w, b, True, 0.1, 1e-3), [(4,), (4,)]),
+}
+
+
+@pytest.mark.parametrize("dtype", [lm.float16, lm.bfloat16], ids=lambda d: d.name)
+@pytest.mark.parametrize("op", list(MIXED))
+def test_functional_16_bit_input_with_float32_parameters(op, dtype):
+    """F.layer_norm, F.rms_norm and F.group_norm returned float32 here (the parameters' dtype), torch
+    the input's: values and gradients (of the input and the float32 parameters) as torch's. (The
+    gradients within the 16-bit dtype's tolerance: torch's layer_norm rounds its float32 weight's
+    gradient to the input's dtype, -0.147705078125 where the sum is -0.14912.)"""
+    f, shapes = MIXED[op]
+    x = rand((3, 4, 2, 3), dtype, low=-1, high=3)
+    params = [rand(s, seed=i + 1) for i, s in enumerate(shapes)]
+    rtol, atol = GRAD_TOLERANCE[dtype]
+    check(f, [x, *params], dtypes=[dtype] + [lm.float32] * len(params), grad_rtol=rtol, grad_atol=atol)
+
+
+@pytest.mark.parametrize("dtype", [lm.float16, lm.bfloat16], ids=lambda d: d.name)
+@pytest.mark.parametrize("make", [lambda nn: nn.GroupNorm(2, 4), lambda nn: nn.GroupNorm(4, 4, affine=False),
+                                  lambda nn: nn.LayerNorm(3), lambda nn: nn.RMSNorm([2, 3]),
+                                  lambda nn: nn.BatchNorm2d(4), lambda nn: nn.InstanceNorm2d(4, affine=True)],
+                         ids=["gn", "gn_noaffine", "ln", "rms", "bn", "in"])
+def test_module_16_bit_input_with_float32_parameters(make, dtype):
+    """A float32 module on a 16-bit input: the output in the input's dtype (nn.GroupNorm's was float32),
+    values and gradients as torch's."""
+    ours, theirs = make(nn), make(torch.nn)
+    with torch.no_grad():
+        for p in theirs.parameters():
+            p.uniform_(-1, 1)
+    ours.load_state_dict(theirs.state_dict())
+    check(ours, [rand((3, 4, 2, 3), dtype, low=-1, high=3)], dtypes=[dtype], torch_op=theirs)
+
+
+@pytest.mark.parametrize("dtype", [lm.float16, lm.bfloat16], ids=lambda d: d.name)
+@pytest.mark.parametrize("cls,kw", [("BatchNorm1d", {}), ("BatchNorm1d", {"momentum": None}),
+                                    ("InstanceNorm1d", {"track_running_stats": True})])
+def test_16_bit_input_updates_float32_running_stats(cls, kw, dtype):
+    """The float32 running statistics of a training-mode norm on a 16-bit input, run after run, as
+    torch's (which computes the statistics in float32). torch's instance_norm rounds each instance's
+    updated statistics to the input's dtype before averaging them over the batch (its float32
+    buffers then hold 16-bit values); luminal keeps them in float32: equal within that rounding."""
+    ours, theirs = getattr(nn, cls)(3, **kw), getattr(torch.nn, cls)(3, **kw)
+    g = lm.Graph()
+    f = lm.compile(ours(g.input("x", (4, 3, 5), dtype=dtype)), backend="cpu")
+    for s in range(3):
+        x = rand((4, 3, 5), dtype, seed=s, low=-1, high=4)
+        got, want = f(x=x), theirs(torch.from_numpy(x).to(TORCH_DTYPE[dtype]))
+        np.testing.assert_allclose(np.asarray(got, np.float32), want.float().detach().numpy(), rtol=2e-2, atol=2e-2)
+        _assert_state(ours, theirs, f"after run {s}", tol=TOLERANCE[dtype] if cls.startswith("Instance") else None)
