@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from luminal.frontend.join import joins_all as _joins_all
 from luminal.frontend.ops import one_hot as _one_hot
+from luminal.frontend.ops import pdist
 from luminal.nn.layers.activation import (
     celu,
     elu,
@@ -140,7 +141,7 @@ __all__ = [
     "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
     "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
     "adaptive_max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d",
-    "mish", "normalize", "one_hot", "pad", "pairwise_distance",
+    "mish", "normalize", "one_hot", "pad", "pairwise_distance", "pdist",
     "pixel_shuffle", "pixel_unshuffle", "prelu", "relu", "relu6", "rms_norm", "rrelu", "scaled_dot_product_attention",
     "selu",
     "sigmoid", "silu", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh", "tanhshrink", "threshold",

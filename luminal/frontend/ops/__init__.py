@@ -65,7 +65,7 @@ from luminal.frontend.ops.creation import (
     zeros,
     zeros_like,
 )
-from luminal.frontend.ops.distance import cdist
+from luminal.frontend.ops.distance import cdist, pdist
 from luminal.frontend.ops.einsum import einsum, tensordot
 from luminal.frontend.ops.elementwise import (
     abs_ as abs,
@@ -487,7 +487,7 @@ __all__ = [
     "mean", "median", "meshgrid", "min", "minimum", "mish", "mode", "moveaxis", "movedim", "msort", "mul", "multiply",
     "nan_to_num", "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "negative", "nextafter",
     "norm", "one_hot",
-    "ones", "ones_like", "outer", "permute", "polygamma", "pow", "prod", "put",
+    "ones", "ones_like", "outer", "pdist", "permute", "polygamma", "pow", "prod", "put",
     "quantile", "rad2deg", "rand_like",
     "reciprocal", "relu",
     "remainder", "renorm", "repeat_interleave", "reshape", "result_type", "roll", "rot90", "round", "row_stack",

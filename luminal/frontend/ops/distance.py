@@ -1,12 +1,16 @@
-"""``cdist``: the p-norm distance between every row of one batch of points and every row of another."""
+"""``cdist``: the p-norm distance between every row of one batch of points and every row of another;
+``pdist``: between every pair of rows of one set of points."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from luminal.core import dtype as dt
 from luminal.core.errors import check_number, op_error
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops.core import broadcast_shapes, cast, require
 from luminal.frontend.ops.elementwise import add, gt, mul, sqrt, sub, where
+from luminal.frontend.ops.indexing import index_select
 from luminal.frontend.ops.linalg import matmul
 from luminal.frontend.ops.norms import vector_norm
 from luminal.frontend.ops.reduce import sum as sum_
@@ -56,3 +60,29 @@ def cdist(x1: GraphTensor, x2: GraphTensor, p: float = 2.0,
         pos = gt(sq, 0)  # (rounding may leave a small negative; and sqrt's gradient at 0 is infinite)
         return where(pos, sqrt(where(pos, sq, 1.0)), 0.0)
     return vector_norm(sub(a.unsqueeze(-2), b.unsqueeze(-3)), p, -1)
+
+
+def pdist(input: GraphTensor, p: float = 2.0) -> GraphTensor:  # noqa: A002
+    """torch.pdist (``F.pdist``): the p-norm distance between every pair of rows ``i < j`` of the
+    ``(N, M)`` points, in torch's order (row-major over the upper triangle), ``N * (N - 1) / 2`` of them.
+    As ``cdist``'s exact form: the differences of each pair, then ``vector_norm`` (a distance of 0 has
+    gradient 0, as torch's). The pairs are chosen when the graph is built, so ``N`` must be static.
+
+    Args:
+        input: ``(N, M)`` float points.
+        p: the norm's order (>= 0; 0 counts the differing coordinates, ``inf`` takes the largest).
+    """
+    check_tensors("pdist", input=input)
+    require("pdist", input.dtype.is_float, f"needs a float tensor, got {input.dtype.name}", input)
+    if input.ndim != 2:
+        raise op_error(ValueError, "pdist", f"needs a 2-d tensor (N, M), got {input.ndim}-d", input)
+    if not check_number("pdist", "p", p, input) >= 0:
+        raise op_error(ValueError, "pdist", f"p must be >= 0, got {p!r}", input)
+    n = input.shape[0]
+    if not isinstance(n, int):
+        raise op_error(ValueError, "pdist", f"needs a static number of points, got {n} (the pairs are chosen when "
+                       "the graph is built); cdist takes a symbolic one", input)
+    i, j = np.triu_indices(n, 1)
+    g = input.graph
+    a, b = (index_select(input, 0, g.constant(k.astype(np.int32))) for k in (i, j))
+    return vector_norm(sub(a, b), p, -1)

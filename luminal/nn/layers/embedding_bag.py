@@ -18,12 +18,12 @@ amax), so it needs a static number of bags and suits moderate sizes; ``sum`` and
 from __future__ import annotations
 
 from luminal.core import dtype as dt
-from luminal.core.errors import check_int, op_error
+from luminal.core.errors import check_int, op_error, renamed
 from luminal.core.symbolic import is_static
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops import where, zeros
 from luminal.nn.layers._util import layer_name
-from luminal.nn.layers.linear import _Table
+from luminal.nn.layers.linear import _pretrained_shape, _refuse_max_norm, _Table
 
 _MODES = ("sum", "mean", "max")
 
@@ -50,8 +50,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         input: int indices: (B, N), B bags of N; or (N,) with ``offsets``.
         weight: (num_embeddings, embedding_dim) float.
         offsets: with a 1-d input, (B,) int starts of the bags (B + 1 with ``include_last_offset``).
-        max_norm, scale_grad_by_freq, sparse: not supported (refused when set).
+        max_norm, scale_grad_by_freq: not supported (refused when set).
         norm_type: accepted for torch's signature (it only matters with ``max_norm``).
+        sparse: accepted; the gradient has torch's values, held dense.
         mode: 'sum', 'mean' or 'max'.
         per_sample_weights: float weights of ``input``'s shape, multiplying each row ('sum' only).
         include_last_offset: the last offset ends the last bag (torch's CSR layout).
@@ -63,8 +64,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     name = _name
     check_tensors(name, optional=("offsets", "per_sample_weights"), input=input, weight=weight, offsets=offsets,
                   per_sample_weights=per_sample_weights)
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise op_error(NotImplementedError, name, "max_norm, scale_grad_by_freq and sparse are not supported", input)
+    _refuse_max_norm(name, max_norm, input)
+    _refuse_scale_grad_by_freq(name, scale_grad_by_freq, input)
     if mode not in _MODES:
         raise op_error(ValueError, name, f"mode must be one of {_MODES}, got {mode!r}", input)
     if input.dtype.kind != "i":
@@ -90,7 +91,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         if offsets is not None:
             raise op_error(ValueError, name, "a 2-d input is B bags of equal size: offsets must be None", input,
                            offsets)
-        return _fixed_bags(input, weight, mode, per_sample_weights, padding_idx)
+        with renamed(name):  # (an index out of range, found when the program runs, names the op)
+            return _fixed_bags(input, weight, mode, per_sample_weights, padding_idx)
     if input.ndim != 1:
         raise op_error(ValueError, name, f"input must be 1-d (with offsets) or 2-d (B, N), got {input.ndim}-d", input)
     if offsets is None or offsets.ndim != 1 or offsets.dtype.kind != "i":
@@ -105,8 +107,17 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     if mode == "max" and not is_static(bags):
         raise op_error(ValueError, name, f"mode='max' over offsets needs a static number of bags, got {bags} "
                        f"(its maxima compare every index with every bag); sum and mean take a symbolic one", offsets)
-    if mode == "max" and is_static(n) and n == 0:
-        return zeros(bags, dim, dtype=weight.dtype, graph=input.graph)  # (every bag empty)
+    if (is_static(bags) and bags == 0) or (mode == "max" and is_static(n) and n == 0):
+        return zeros(bags, dim, dtype=weight.dtype, graph=input.graph)  # (no bags, or every bag empty)
+    with renamed(name):  # (an index out of range, found when the program runs, names the op)
+        return _offset_bags(input, weight, offsets, bags, mode, per_sample_weights, include_last_offset,
+                            padding_idx)
+
+
+def _offset_bags(input, weight, offsets, bags, mode: str, per_sample_weights, include_last_offset: bool,  # noqa: A002
+                 padding_idx):
+    """Bags given by ``offsets`` over the 1-d ``input``: each index scattered into its bag."""
+    n, dim = input.shape[0], weight.shape[1]
     g = input.graph
     starts = offsets[:-1] if include_last_offset else offsets
     positions = g.arange(n)
@@ -133,6 +144,15 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         return total
     count = zeros(bags, dtype=weight.dtype, graph=input.graph).index_add(0, bag, keep.to(weight.dtype))
     return total / count.clamp(min=1.0).unsqueeze(1)
+
+
+def _refuse_scale_grad_by_freq(name: str, scale_grad_by_freq: bool, *tensors) -> None:
+    """torch's bags scale the gradient by frequencies it counts in its own way (an index seen once in
+    bags of three gets a third), not by each index's count as ``F.embedding``; rather than a second rule
+    that only looks like torch's, the option is refused."""
+    if scale_grad_by_freq:
+        raise op_error(NotImplementedError, name, "scale_grad_by_freq=True is not supported for bags (torch's "
+                       "scaling there is not the index counts F.embedding divides by)", *tensors)
 
 
 def _fixed_bags(idx, weight, mode: str, per_sample_weights, padding_idx):
@@ -164,7 +184,8 @@ class EmbeddingBag(_Table):
     Args:
         num_embeddings, embedding_dim: the table's shape. mode: 'sum', 'mean' (default) or 'max'.
         include_last_offset, padding_idx: as ``F.embedding_bag``; the ``padding_idx`` row starts at zero.
-        max_norm, scale_grad_by_freq, sparse: not supported. norm_type: accepted.
+        max_norm, scale_grad_by_freq: not supported. norm_type: accepted. sparse: accepted (dense gradient).
+        device: ignored (arrays live on the host).
         dtype: the weight's dtype (default float32).
     """
 
@@ -173,9 +194,10 @@ class EmbeddingBag(_Table):
                  include_last_offset: bool = False, padding_idx: int | None = None, device=None, dtype=None):
         if mode not in _MODES:
             raise ValueError(f"EmbeddingBag: mode must be one of {_MODES}, got {mode!r}")
-        super().__init__("EmbeddingBag", num_embeddings, embedding_dim, padding_idx, max_norm, scale_grad_by_freq,
-                         sparse, _weight, dtype)
-        self.mode, self.include_last_offset, self.norm_type = mode, bool(include_last_offset), norm_type
+        _refuse_scale_grad_by_freq("EmbeddingBag", scale_grad_by_freq)
+        super().__init__("EmbeddingBag", num_embeddings, embedding_dim, padding_idx, max_norm, norm_type,
+                         scale_grad_by_freq, sparse, _weight, dtype)
+        self.mode, self.include_last_offset = mode, bool(include_last_offset)
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze: bool = True, max_norm=None, norm_type: float = 2.0,
@@ -189,7 +211,7 @@ class EmbeddingBag(_Table):
             max_norm, norm_type, scale_grad_by_freq, mode, sparse, include_last_offset, padding_idx, dtype:
                 as the constructor's.
         """
-        n, d = embeddings.shape
+        n, d = _pretrained_shape("EmbeddingBag", embeddings)
         bag = cls(n, d, max_norm, norm_type, scale_grad_by_freq, mode, sparse, embeddings, include_last_offset,
                   padding_idx, dtype=dtype)
         bag.weight.requires_grad = not freeze
@@ -203,4 +225,5 @@ class EmbeddingBag(_Table):
 
     def extra_repr(self) -> str:
         pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
-        return f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}{pad}"
+        norm = f", norm_type={self.norm_type}" if self.norm_type != 2 else ""
+        return f"{self.num_embeddings}, {self.embedding_dim}{norm}, mode={self.mode!r}{pad}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from luminal.core import dtype as dt
 from luminal.core.errors import check_int, op_error, renamed
 from luminal.frontend.checks import check_tensors
-from luminal.frontend.ops import broadcast_shapes, where
+from luminal.frontend.ops import broadcast_shapes, isfinite, where, zeros
 from luminal.frontend.ops.elementwise import _opmath
 from luminal.frontend.ops.norms import vector_norm
 from luminal.nn import init
@@ -25,9 +25,10 @@ class Identity(Module):
 
 
 class Linear(Module):
-    """``y = x @ weight.T + bias`` with ``weight`` (out_features, in_features), as torch's."""
+    """``y = x @ weight.T + bias`` with ``weight`` (out_features, in_features), as torch's; ``device``
+    is accepted for torch's signature and ignored (arrays live on the host)."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None):
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
         super().__init__()
         self.in_features = check_int("Linear", "in_features", in_features, 0)
         self.out_features = check_int("Linear", "out_features", out_features, 0)
@@ -57,15 +58,15 @@ class Linear(Module):
 
 class _Table(Module):
     """A lookup table ``weight`` (num_embeddings, embedding_dim) with an optional ``padding_idx`` row
-    that starts at zero: what Embedding and EmbeddingBag share (their checks, initialisation, layout)."""
+    that starts at zero: what Embedding and EmbeddingBag share (their checks, initialisation, layout,
+    torch's option attributes)."""
 
-    def __init__(self, name: str, num_embeddings: int, embedding_dim: int, padding_idx, max_norm,
+    def __init__(self, name: str, num_embeddings: int, embedding_dim: int, padding_idx, max_norm, norm_type,
                  scale_grad_by_freq: bool, sparse: bool, _weight, dtype):
         super().__init__()
         num_embeddings = check_int(name, "num_embeddings", num_embeddings, 0)
         embedding_dim = check_int(name, "embedding_dim", embedding_dim, 0)
-        if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError(f"{name}: max_norm, scale_grad_by_freq and sparse are not supported")
+        _refuse_max_norm(name, max_norm)
         if padding_idx is not None:
             padding_idx = check_int(name, "padding_idx", padding_idx)
             if not -num_embeddings <= padding_idx < num_embeddings:
@@ -73,6 +74,8 @@ class _Table(Module):
                                  f"({num_embeddings})")
             padding_idx %= num_embeddings
         self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = bool(scale_grad_by_freq), bool(sparse)
         self.weight = param((num_embeddings, embedding_dim), dtype)
         if _weight is None:
             self.reset_parameters()
@@ -86,47 +89,98 @@ class _Table(Module):
             self.weight.data[self.padding_idx] = 0
 
 
+def _refuse_max_norm(name: str, max_norm, *tensors) -> None:
+    """torch's ``max_norm`` rescales the looked-up rows of the weight in place during the forward (a
+    second forward, and the optimizer's step, see the rescaled rows). A luminal graph cannot write a
+    tensor it reads mid-program, and a parameter's write-back would be overwritten by the optimizer's
+    step, so the option is refused rather than half done."""
+    if max_norm is not None:
+        raise op_error(NotImplementedError, name, f"max_norm={max_norm!r} is not supported: torch renormalises "
+                       "the weight's rows in place during the forward; renormalise the weight (lm.renorm) before "
+                       "the lookup instead", *tensors)
+
+
+def _pretrained_shape(name: str, embeddings) -> tuple[int, int]:
+    """The (num_embeddings, embedding_dim) of a ``from_pretrained`` table, which must be 2-d."""
+    shape = tuple(getattr(embeddings, "shape", ()))
+    if len(shape) != 2:
+        raise ValueError(f"{name}.from_pretrained: embeddings must be 2-d (num_embeddings, embedding_dim), "
+                         f"got shape {shape}")
+    return shape
+
+
+def _scale_grad_by_freq(rows, idx, num_embeddings: int):
+    """``rows`` (one per index of the flat ``idx``) as they are, with each row's gradient divided by how
+    often its index occurs in ``idx``, as torch's ``scale_grad_by_freq``. ``rows.detach() + (s - s.detach())``
+    with ``s = rows / count`` is ``rows`` exactly (a finite ``s - s.detach()`` is 0) with ``s``'s
+    gradient; a non-finite row is passed through as read."""
+    g = idx.graph
+    ones = g.constant(1, dt.int32).expand(idx.shape[0])
+    count = zeros(num_embeddings, dtype=dt.int32, graph=g).index_add(0, idx, ones).index_select(0, idx)
+    s = rows / count.to(rows.dtype).unsqueeze(1)
+    return where(isfinite(rows), rows.detach() + (s - s.detach()), rows)
+
+
+def _lookup(weight, idx, padding_idx, scale_grad_by_freq: bool):
+    """``weight``'s rows at the int32 indices ``idx`` (any shape): (*idx.shape, embedding_dim); the
+    ``padding_idx`` row (non-negative, or None) read detached, as torch gives it no gradient."""
+    n, d = weight.shape
+    if padding_idx is not None:
+        pad_row = (idx.graph.arange(n) == padding_idx).unsqueeze(1)
+        weight = weight.detach().where(pad_row, weight)
+    flat = idx.reshape(-1)
+    rows = weight.index_select(0, flat)
+    if scale_grad_by_freq:
+        rows = _scale_grad_by_freq(rows, flat, n)
+    return rows.reshape(*idx.shape, d)
+
+
 class Embedding(_Table):
     """A lookup table ``weight`` (num_embeddings, embedding_dim); rows are read by integer index.
-    The ``padding_idx`` row starts at zero and, as in torch, gets no gradient (it is read detached)."""
+    The ``padding_idx`` row starts at zero and, as in torch, gets no gradient (it is read detached).
+    ``scale_grad_by_freq`` divides each row's gradient by how often its index occurs in the input, as
+    torch's. ``sparse=True`` is accepted: the gradient has torch's values, held dense (luminal has no
+    sparse tensors). ``max_norm`` is refused (torch renormalises the weight in place mid-forward).
+    ``device`` is ignored (arrays live on the host)."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
                  max_norm=None, norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
-                 _weight=None, _freeze: bool = False, dtype=None):
-        super().__init__("Embedding", num_embeddings, embedding_dim, padding_idx, max_norm, scale_grad_by_freq,
-                         sparse, _weight, dtype)
+                 _weight=None, _freeze: bool = False, device=None, dtype=None):
+        super().__init__("Embedding", num_embeddings, embedding_dim, padding_idx, max_norm, norm_type,
+                         scale_grad_by_freq, sparse, _weight, dtype)
         self.weight.requires_grad = not _freeze
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx: int | None = None, dtype=None):
+    def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx: int | None = None, max_norm=None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False, dtype=None):
         """torch's ``Embedding.from_pretrained``: an Embedding whose weight is ``embeddings``.
 
         Args:
             embeddings: a 2-d array (num_embeddings, embedding_dim).
             freeze: when True (default) the weight gets no gradient and no update (``requires_grad=False``).
             padding_idx: the row that gets no gradient, as in the constructor.
+            max_norm, norm_type, scale_grad_by_freq, sparse: as the constructor's.
             dtype: the weight's dtype (default float32).
 
         Returns:
             The Embedding.
         """
-        n, d = embeddings.shape
-        return cls(n, d, padding_idx, _weight=embeddings, _freeze=freeze, dtype=dtype)
+        n, d = _pretrained_shape("Embedding", embeddings)
+        return cls(n, d, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse, _weight=embeddings,
+                   _freeze=freeze, dtype=dtype)
 
     @layer_forward
     def forward(self, idx):
         if idx.dtype is not dt.int32:
             raise op_error(TypeError, layer_name(self), f"expected integer indices, got {idx.dtype.name}", idx)
-        w = self.weight.on(idx.graph)
-        if self.padding_idx is not None:
-            pad_row = (idx.graph.arange(self.num_embeddings) == self.padding_idx).unsqueeze(1)
-            w = w.detach().where(pad_row, w)
-        rows = w.index_select(0, idx.reshape(-1))
-        return rows.reshape(*idx.shape, self.embedding_dim)
+        return _lookup(self.weight.on(idx.graph), idx, self.padding_idx, self.scale_grad_by_freq)
 
     def extra_repr(self) -> str:
         pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
-        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
+        norm = f", norm_type={self.norm_type}" if self.norm_type != 2 else ""
+        freq = ", scale_grad_by_freq=True" if self.scale_grad_by_freq else ""
+        sparse = ", sparse=True" if self.sparse else ""
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}{norm}{freq}{sparse}"
 
 
 class Flatten(Module):
@@ -193,7 +247,8 @@ def bilinear(input1, input2, weight, bias=None):
     """
     name = "bilinear"
     check_tensors(name, optional=("bias",), input1=input1, input2=input2, weight=weight, bias=bias)
-    if weight.ndim != 3 or input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
+    if (weight.ndim != 3 or input1.ndim == 0 or input2.ndim == 0 or input1.shape[-1] != weight.shape[1]
+            or input2.shape[-1] != weight.shape[2]):
         raise op_error(ValueError, name, f"input1 (*, in1), input2 (*, in2) and weight (out, in1, in2) do not match: "
                        f"{tuple(input1.shape)}, {tuple(input2.shape)}, {tuple(weight.shape)}", input1, input2, weight)
     with renamed(name):
@@ -211,27 +266,26 @@ def embedding(input, weight, padding_idx: int | None = None, max_norm=None, norm
         input: int32 indices of any shape.
         weight: (num_embeddings, embedding_dim).
         padding_idx: a row that receives no gradient.
-        max_norm, scale_grad_by_freq, sparse: not supported.
+        max_norm: not supported (torch renormalises ``weight`` in place). norm_type: accepted.
+        scale_grad_by_freq: divide each row's gradient by how often its index occurs in ``input``.
+        sparse: accepted; the gradient has torch's values, held dense.
     """
     name = "embedding"
     check_tensors(name, input=input, weight=weight)
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise op_error(NotImplementedError, name, "max_norm, scale_grad_by_freq and sparse are not supported", input)
+    _refuse_max_norm(name, max_norm, input)
     if input.dtype is not dt.int32:
         raise op_error(TypeError, name, f"expected integer indices, got {input.dtype.name}", input)
     if weight.ndim != 2:
         raise op_error(ValueError, name, f"weight must be 2-d (num_embeddings, embedding_dim), got "
                        f"{tuple(weight.shape)}", weight)
+    n = weight.shape[0]
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise op_error(ValueError, name, f"padding_idx {padding_idx} must be within num_embeddings ({n})",
+                           weight)
+        padding_idx %= n
     with renamed(name):
-        w = weight
-        if padding_idx is not None:
-            n = weight.shape[0]
-            if not -n <= padding_idx < n:
-                raise op_error(ValueError, name, f"padding_idx {padding_idx} must be within num_embeddings ({n})",
-                               weight)
-            pad_row = (input.graph.arange(n) == padding_idx % n).unsqueeze(1)
-            w = w.detach().where(pad_row, w)
-        return w.index_select(0, input.reshape(-1)).reshape(*input.shape, weight.shape[1])
+        return _lookup(weight, input, padding_idx, scale_grad_by_freq)
 
 
 @_opmath  # (16-bit inputs: the norm's sum of squares in float32, as torch's; it overflowed)
