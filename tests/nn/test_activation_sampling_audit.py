@@ -16,6 +16,8 @@ Found by the audit (each test below marked so failed before the fix):
 - interpolate: scale_factor 0 raised a bare ZeroDivisionError, inf/NaN/str bare conversion errors,
   a size with None or floats a bare TypeError; recompute_scale_factor=True with a size was accepted
   silently (torch refuses); pixel_shuffle(x, True) failed inside reshape.
+- F.softmax/log_softmax/softmin(x, dim, dtype=int32) cast x to int32 first (silently truncating it) and
+  gave float32; torch refuses a non-float dtype.
 """
 
 from __future__ import annotations
@@ -399,3 +401,14 @@ def test_pixel_shuffle_factor_errors(name):
             getattr(F, name)(x, bad)
         with warnings.catch_warnings(), pytest.raises((TypeError, RuntimeError)):  # torch refuses too
             getattr(TF, name)(torch.zeros(1, 4, 2, 2), bad)
+
+
+@pytest.mark.parametrize("dtype", [lm.int32, lm.bool, "int32"], ids=str)
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmin"])
+def test_softmax_family_refuses_a_non_float_dtype(name, dtype):
+    """The input was cast to it first: softmax(x, dtype=int32) silently truncated x (torch refuses)."""
+    g = lm.Graph()
+    with pytest.raises(TypeError, match=f"^{name}: dtype must be a float dtype, got"):
+        getattr(F, name)(g.input("x", (3,)), 0, dtype=dtype)
+    with pytest.raises((RuntimeError, NotImplementedError)):
+        getattr(TF, name)(torch.zeros(3), 0, dtype=torch.int32)
