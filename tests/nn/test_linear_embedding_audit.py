@@ -254,3 +254,17 @@ def test_pdist_errors():
         lm.pdist(g.input("c", (3, 2), dtype=lm.int32))
     with pytest.raises(ValueError, match=r"^pdist: needs a static number of points"):
         lm.pdist(g.input("d", ("N", 2)))
+
+
+@pytest.mark.parametrize("mode", ["use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"])
+@pytest.mark.parametrize("dtype", [lm.float16, lm.bfloat16])
+def test_16_bit_cdist_and_pdist_compute_in_float32(dtype, mode, backend):
+    """Points of size ~100 in float16: the matmul form's squared norms (~5e4 summed) overflowed to inf.
+    torch's CPU cdist refuses 16-bit; its reference here is float32 rounded once, as its GPU kernels."""
+    tdt = {lm.float16: torch.float16, lm.bfloat16: torch.bfloat16}[dtype]
+    x1, x2 = rand((30, 8), dtype, low=-100, high=100), rand((27, 8), dtype, seed=1, low=-100, high=100)
+    check(lambda a, b: lm.cdist(a, b, compute_mode=mode), [x1, x2], dtypes=[dtype] * 2, backend=backend,
+          torch_op=lambda a, b: torch.cdist(a.float(), b.float(), compute_mode=mode).to(tdt), rtol=1e-2, atol=0.5,
+          grad_rtol=2e-2, grad_atol=2e-2)
+    check(lambda a: lm.pdist(a), [x1], dtypes=[dtype], backend=backend, rtol=1e-2, atol=0.5,
+          torch_op=lambda a: torch.pdist(a.float()).to(tdt), grad_rtol=2e-2, grad_atol=2e-2)

@@ -9,7 +9,7 @@ from luminal.core import dtype as dt
 from luminal.core.errors import check_number, op_error
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops.core import broadcast_shapes, cast, require
-from luminal.frontend.ops.elementwise import add, gt, mul, sqrt, sub, where
+from luminal.frontend.ops.elementwise import _opmath, add, gt, mul, sqrt, sub, where
 from luminal.frontend.ops.indexing import index_select
 from luminal.frontend.ops.linalg import matmul
 from luminal.frontend.ops.norms import vector_norm
@@ -50,9 +50,15 @@ def cdist(x1: GraphTensor, x2: GraphTensor, p: float = 2.0,
         raise op_error(ValueError, "cdist", f"compute_mode must be one of {', '.join(_MODES)}, got {compute_mode!r}",
                        x1, x2)
     batch = broadcast_shapes("cdist", x1, x2, shapes=[x1.shape[:-2], x2.shape[:-2]])
-    (P, M), (R, _) = x1.shape[-2:], x2.shape[-2:]
     d = dt.promote(x1.dtype, x2.dtype)
-    a, b = cast(x1, d).expand(*batch, P, M), cast(x2, d).expand(*batch, R, M)
+    return _cdist(cast(x1, d), cast(x2, d), p, compute_mode, batch)
+
+
+@_opmath  # (16-bit points: the squares and their sums in float32, as torch's kernels; they overflowed)
+def _cdist(x1: GraphTensor, x2: GraphTensor, p: float, compute_mode: str, batch) -> GraphTensor:
+    """cdist of checked points of one dtype, their batch dims broadcast to ``batch``."""
+    (P, M), (R, _) = x1.shape[-2:], x2.shape[-2:]
+    a, b = x1.expand(*batch, P, M), x2.expand(*batch, R, M)
     big = any(isinstance(n, int) and n > 25 for n in (P, R)) or not all(isinstance(n, int) for n in (P, R))
     if p == 2 and (compute_mode == _MODES[1] or (compute_mode == _MODES[0] and big)):
         sq = add(add(sum_(mul(a, a), -1, keepdim=True), sum_(mul(b, b), -1).unsqueeze(-2)),
@@ -82,7 +88,12 @@ def pdist(input: GraphTensor, p: float = 2.0) -> GraphTensor:  # noqa: A002
     if not isinstance(n, int):
         raise op_error(ValueError, "pdist", f"needs a static number of points, got {n} (the pairs are chosen when "
                        "the graph is built); cdist takes a symbolic one", input)
-    i, j = np.triu_indices(n, 1)
-    g = input.graph
-    a, b = (index_select(input, 0, g.constant(k.astype(np.int32))) for k in (i, j))
+    return _pdist(input, p)
+
+
+@_opmath  # (16-bit points: the differences' powers and sums in float32, as cdist's)
+def _pdist(x: GraphTensor, p: float) -> GraphTensor:
+    """pdist of checked (N, M) points, N static."""
+    i, j = np.triu_indices(x.shape[0], 1)
+    a, b = (index_select(x, 0, x.graph.constant(k.astype(np.int32))) for k in (i, j))
     return vector_norm(sub(a, b), p, -1)
