@@ -20,22 +20,29 @@ from luminal import nn, train
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-def _pair(cls: str, *args, **kw):
-    """luminal's and torch's ``cls(*args, **kw)`` behind a Linear over the last dim (so that every
-    norm, affine or not, has parameters to train), luminal's loaded from torch's state_dict as is
-    (torch tensors, int64 ``num_batches_tracked``), with random parameters and running statistics."""
-    last = kw.pop("last")
-    theirs = torch.nn.Sequential(torch.nn.Linear(last, last), getattr(torch.nn, cls)(*args, **kw))
+def _norm_pair(cls: str, *args, **kw):
+    """luminal's and torch's ``cls(*args, **kw)``, torch's with random parameters and running
+    statistics, luminal's loaded from its state_dict as is (torch tensors, int64 num_batches_tracked)."""
+    theirs = getattr(torch.nn, cls)(*args, **kw)
     with torch.no_grad():
-        for name, t in theirs.named_parameters():
-            t.uniform_(-1, 1) if "1." in name else None
-        norm = theirs[1]
-        if getattr(norm, "running_mean", None) is not None:
-            norm.running_mean.uniform_(-1, 1)
-            norm.running_var.uniform_(0.5, 2)
-            norm.num_batches_tracked.fill_(2)
-    ours = nn.Sequential(nn.Linear(last, last), getattr(nn, cls)(*args, **kw))
+        for t in theirs.parameters():
+            t.uniform_(-1, 1)
+        if getattr(theirs, "running_mean", None) is not None:
+            theirs.running_mean.uniform_(-1, 1)
+            theirs.running_var.uniform_(0.5, 2)
+            theirs.num_batches_tracked.fill_(2)
+    ours = getattr(nn, cls)(*args, **kw)
     ours.load_state_dict(theirs.state_dict())
+    return ours, theirs
+
+
+def _pair(cls: str, *args, last: int, **kw):
+    """``_norm_pair`` behind a Linear(last, last) over the last dim, so that every norm, affine or
+    not, has parameters to train."""
+    norm, tnorm = _norm_pair(cls, *args, **kw)
+    theirs = torch.nn.Sequential(torch.nn.Linear(last, last), tnorm)
+    ours = nn.Sequential(nn.Linear(last, last), norm)
+    ours[0].load_state_dict(theirs[0].state_dict())
     return ours, theirs
 
 
@@ -105,6 +112,7 @@ BN_TRAIN = {
 
 
 @pytest.mark.parametrize("case", list(BN_TRAIN))
+@pytest.mark.filterwarnings("ignore:.*set to eval mode after a graph was built")
 def test_train_steps_match_torch(case):
     cls, args, kw, shape = BN_TRAIN[case]
     _train_parity(cls, args, dict(kw, last=shape[-1]), shape)
@@ -171,3 +179,41 @@ def test_16_bit_input_updates_float32_running_stats(cls, kw, dtype):
         got, want = f(x=x), theirs(torch.from_numpy(x).to(TORCH_DTYPE[dtype]))
         np.testing.assert_allclose(np.asarray(got, np.float32), want.float().detach().numpy(), rtol=2e-2, atol=2e-2)
         _assert_state(ours, theirs, f"after run {s}", tol=TOLERANCE[dtype] if cls.startswith("Instance") else None)
+
+
+# empty inputs: torch returns an empty output (and leaves the running statistics alone) -------------
+@pytest.mark.parametrize("shape", [(0, 4, 3), (2, 4, 0)], ids=["no-batch", "no-positions"])
+def test_empty_input_gives_an_empty_output(shape):
+    """``reshape(n, c, -1)`` of an input with no batch (N = 0) was refused as ambiguous."""
+    x = np.zeros(shape, np.float32)
+    check(lambda t: _fn("local_response_norm", t)(t, 2), [x], grad=False)
+    check(lambda t: _fn("group_norm", t)(t, 2), [x], grad=False)
+    check(lambda t: (nn if isinstance(t, lm.GraphTensor) else torch.nn).GroupNorm(2, 4)(t), [x], grad=False)
+
+
+@pytest.mark.parametrize("cls,shape", [("BatchNorm1d", (0, 4)), ("BatchNorm1d", (2, 4, 0)),
+                                       ("BatchNorm2d", (0, 4, 2, 2)), ("InstanceNorm1d", (2, 4, 0))])
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_empty_training_batch_leaves_the_running_stats(cls, shape, momentum):
+    """torch normalises an empty training batch to an empty output, leaving running_mean/running_var
+    alone (BatchNorm still counts it in num_batches_tracked); luminal refused it as "one value per
+    channel" (its count, 0, is not 1), and instance_norm as "one spatial element"."""
+    ours, theirs = _norm_pair(cls, 4, momentum=momentum, track_running_stats=True)
+    before = theirs.running_mean.clone().numpy()
+    g = lm.Graph()
+    f = lm.compile(ours(g.input("x", shape)), backend="cpu")
+    for _ in range(2):
+        assert f(x=np.zeros(shape, np.float32)).shape == shape
+        assert theirs(torch.zeros(shape)).shape == shape
+    _assert_state(ours, theirs, "after two empty batches")
+    np.testing.assert_array_equal(ours.running_mean.data, before)
+
+
+def test_functional_batch_norm_on_an_empty_training_batch():
+    m = nn.BatchNorm1d(3)
+    m.running_mean.set(np.array([1.0, 2.0, 3.0]))
+    g = lm.Graph()
+    y = F.batch_norm(g.input("x", (0, 3, 2)), m.running_mean, m.running_var, training=True, momentum=0.5)
+    assert lm.compile(y, backend="cpu")(x=np.zeros((0, 3, 2), np.float32)).shape == (0, 3, 2)
+    np.testing.assert_array_equal(m.running_mean.data, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(m.running_var.data, [1.0, 1.0, 1.0])

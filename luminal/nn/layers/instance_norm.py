@@ -39,7 +39,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     the running statistics normalise instead.
 
     Args:
-        input: a float tensor (N, C, *) with more than one spatial element.
+        input: a float tensor (N, C, *) with more than one spatial element (or none: an empty output,
+            the running statistics left alone, as torch's).
         running_mean, running_var: (C,) States (updated), GraphTensors (read, with
             ``use_input_stats=False``) or None.
         weight, bias: optional (C,) tensors.
@@ -53,7 +54,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if input.ndim < 3:
         raise bad_input(name, "(N, C, *) with at least one spatial dim", input)
     spatial = prod(input.shape[2:])
-    if use_input_stats and is_static(spatial) and spatial <= 1:
+    if use_input_stats and is_static(spatial) and spatial == 1:  # (0 passes, as torch's: an empty output)
         raise op_error(ValueError, name, "expected more than 1 spatial element when using the input's "
                        "statistics", input)
     rm = _running(name, "running_mean", running_mean, use_input_stats, momentum)
@@ -73,7 +74,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             mean = x.mean(axes, keepdim=True)
             var = batch_var(x, axes)
             for st, per in ((rm, mean), (rv, x.var(axes, correction=1))):
-                if st is not None:
+                if st is not None and not (is_static(spatial) and spatial == 0):  # (torch's leaves them)
                     batch = per.reshape(n, c).mean(0).detach()
                     g.assign(st, _current(g, st) * (1 - momentum) + batch.to(st.dtype) * momentum)
         else:

@@ -187,10 +187,11 @@ class _BatchNorm(_NormBase):
         per_channel = (1, self.num_features) + (1,) * (x.ndim - 2)
         if self.training or self.running_mean is None:
             mean = x.mean(axes, keepdim=True)
-            _more_than_one_value(layer_name(self), x, axes)  # (batch statistics: in eval too, without running ones)
+            # (batch statistics: in eval too, without running ones)
+            empty = not _more_than_one_value(layer_name(self), x, axes)
             var = batch_var(x, axes)
             if self.training and self.running_mean is not None:
-                self._update_running_stats(g, mean.reshape(-1), x.var(axes, correction=1))
+                self._update_running_stats(g, mean.reshape(-1), x.var(axes, correction=1), empty)
         else:
             mean = self.running_mean.on(g).reshape(per_channel)
             var = self.running_var.on(g).reshape(per_channel)
@@ -201,30 +202,34 @@ class _BatchNorm(_NormBase):
             y = y + self.bias.on(g).reshape(per_channel)
         return y
 
-    def _update_running_stats(self, g, mean, unbiased_var) -> None:
+    def _update_running_stats(self, g, mean, unbiased_var, empty: bool) -> None:
         """torch's update: ``stat = (1 - f) * stat + f * batch_stat`` with ``f = momentum``, or
         ``1 / num_batches_tracked`` (a cumulative average) when momentum is None. A module called
-        twice in one graph updates twice, in order, as torch would."""
+        twice in one graph updates twice, in order, as torch would. An ``empty`` batch counts in
+        ``num_batches_tracked`` but leaves the statistics alone, as torch's kernel does."""
         nbt = _current(g, self.num_batches_tracked) + 1
         f = self.momentum if self.momentum is not None else 1.0 / nbt.float()
-        for s, batch in ((self.running_mean, mean), (self.running_var, unbiased_var)):
+        for s, batch in ((self.running_mean, mean), (self.running_var, unbiased_var)) if not empty else ():
             g.assign(s, _current(g, s) * (1 - f) + batch * f)
         g.assign(self.num_batches_tracked, nbt)
 
 
-def _more_than_one_value(name: str, x: GraphTensor, axes: tuple) -> None:
+def _more_than_one_value(name: str, x: GraphTensor, axes: tuple) -> bool:
     """torch's rule for a batch norm in training mode: more than one value per channel (with one, the
     unbiased variance divides by zero and the running variance becomes NaN, silently: the step's loss
     stays finite). Checked now where the count is known; else once per binding of the dims, before a
-    program reading ``x`` runs (a requirement, ``GraphTensor._requires``): a ragged last batch of one row."""
+    program reading ``x`` runs (a requirement, ``GraphTensor._requires``): a ragged last batch of one row.
+    An empty input (a count of 0 known now) passes, as torch's: False says so (there are no statistics
+    to update the running ones with); a count known only when the program runs must be over 1."""
     n = prod(x.shape[a] for a in axes)
     if is_static(n):
-        if n <= 1:
+        if n == 1:
             raise bad_input(name, "with more than 1 value per channel when training", x)
-        return
+        return n > 0
     size = next(x.shape[a] for a in axes if not is_static(x.shape[a]))
     x._requires(n - 2, size, name, f"expected more than 1 value per channel when training (an input of shape "
                 f"{shape_str(x.shape)})")
+    return True
 
 
 def running_stats(g, rm, rv, dtype, per_channel) -> tuple:
@@ -327,7 +332,8 @@ def _group_norm(x, num_groups: int, weight, bias, eps: float):
 
     @_opmath  # (x alone: a 16-bit input with float32 weights is torch's mixed type, of the input's dtype)
     def run(x):
-        xg = x.reshape(n, num_groups, -1) if len(axes) == 1 else x.reshape(n, num_groups, c // num_groups, *rest)
+        xg = x.reshape(n, num_groups, c // num_groups * prod(rest)) if len(axes) == 1 else \
+            x.reshape(n, num_groups, c // num_groups, *rest)  # (sizes spelled out: -1 is ambiguous when empty)
         y = ((xg - xg.mean(axes, keepdim=True)) * (batch_var(xg, axes) + eps).rsqrt()).reshape(*x.shape)
         return affine(y, weight, bias, (c,) + (1,) * len(rest))
 
@@ -467,10 +473,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     def run(x):
         if training:
             mean = x.mean(axes, keepdim=True)
-            _more_than_one_value(name, x, axes)
+            values = _more_than_one_value(name, x, axes)
             var = batch_var(x, axes)
             for st, batch in ((rm, mean.reshape(-1)), (rv, x.var(axes, correction=1))):
-                if st is not None:
+                if st is not None and values:  # (torch's kernel leaves them alone for an empty batch)
                     g.assign(st, _current(g, st) * (1 - momentum) + batch * momentum)
         else:
             mean, var = running_stats(g, rm, rv, x.dtype, per_channel)
