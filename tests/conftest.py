@@ -101,6 +101,9 @@ def cpu_guard():
 
 FULL_TIER_BACKENDS = ("cuda-emulated",)  # their parity tests run in the full tier (``slow``)
 FULL_TIER_DIRS = ("tests/cuda/",)  # and every test of the GPU lowering: the NVRTC check sees all their kernels
+# and the audits: sweeps of one area's edge cases against torch (tests/**/test_*_audit.py, *_fuzz.py), whose
+# ops the quick tier's parity tests check at ordinary values
+FULL_TIER_SUFFIXES = ("_audit.py", "_fuzz.py")
 
 
 @pytest.hookimpl(tryfirst=True)  # (before ``-m`` deselects by marker)
@@ -110,14 +113,16 @@ def pytest_collection_modifyitems(config, items):
     runs every test. Here the tests of the GPU lowering are marked ``slow``: those in ``FULL_TIER_DIRS``
     and the parity tests on its emulator (a ``backend`` parameter in ``FULL_TIER_BACKENDS``: each runs
     on the cpu and reference backends in the quick tier too), with the NVRTC check of every kernel
-    they generate.
+    they generate; and the audits (files ending in ``FULL_TIER_SUFFIXES``), thousands of edge cases
+    that keep the quick tier near 8 minutes on 2 cores if they run only in the full one.
 
     That check runs last, so it sees the kernels of every ``cuda-emulated`` test before it
     (``tests/cuda/test_generated_kernels_compile.py``)."""
     for item in items:
         spec = getattr(item, "callspec", None)
         on_emulator = spec is not None and spec.params.get("backend") in FULL_TIER_BACKENDS
-        if item.nodeid.startswith(FULL_TIER_DIRS) or on_emulator:
+        audit = item.nodeid.split("::", 1)[0].endswith(FULL_TIER_SUFFIXES)
+        if item.nodeid.startswith(FULL_TIER_DIRS) or on_emulator or audit:
             item.add_marker(pytest.mark.slow)
     last = [i for i in items if i.nodeid.startswith("tests/cuda/test_generated_kernels_compile.py")]
     if last:
