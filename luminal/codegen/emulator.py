@@ -18,11 +18,10 @@ and other dtypes are themselves. The elementwise primitives call the ufuncs of
 exactly: Max is IEEE maximum (NaN-propagating, -0 < +0), Mod is fmod, bool Add/Mul are or/and,
 int32 wraps. A 16-bit float result is computed in float32 and rounded once per op (bfloat16 to
 nearest even). ``cast`` is ``numpy_ops.cast``, the Cast primitive's rule: float->int truncates toward
-zero and ->bool is ``x != 0``. Converting a float that is out of range for an int, or NaN, is
-undefined, because numpy and the GPU give different results. ``Div`` is floor division. The IR only
-promises ``a >= 0, b > 0`` for it, and there C's ``/`` agrees. Inactive lanes compute too, but their
-values are never observed: loads, stores and atomics skip them, and shuffles and ``Mma`` refuse to
-read them.
+zero (a NaN is 0, a value past int32's range saturates, as the GPU converts) and ->bool is ``x != 0``.
+``Div`` is floor division. The IR only promises ``a >= 0, b > 0`` for it, and there C's ``/`` agrees.
+Inactive lanes compute too, but their values are never observed: loads, stores and atomics skip
+them, and shuffles and ``Mma`` refuse to read them.
 
 **Storage.** A buffer is a flat 1-d array in the target's storage. On a GPU: float16 as
 ``np.float16``, bfloat16 as ``np.uint16`` bit patterns, and float32, float64, int32 and bool

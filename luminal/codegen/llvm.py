@@ -36,9 +36,10 @@ loops, the last axis innermost: the loop LLVM vectorises). A caller splits axis 
   Add/Mul wrap; on bool, Add/Max are or, Mul is and.
 - Max is ``llvm.maximum`` (IEEE 754-2019 maximum, the primitive's semantics: NaN if either operand
   is, -0 < +0). LessThan is ``fcmp olt`` (False on NaN). Where is ``select``.
-- Cast: float -> int truncates toward zero; a NaN, an infinity or a value outside int32 gives
-  ``INT_MIN``, numpy's result on x86 (LLVM's ``fptosi`` would be poison there); -> bool is ``x != 0``
-  (``fcmp une``: NaN is True); int -> float is ``sitofp``; bool -> number is 0/1.
+- Cast: float -> int truncates toward zero and saturates (``numpy_ops.float_to_int32``): NaN gives 0,
+  a value past int32's range (an infinity too) ``INT_MAX``/``INT_MIN``, as a GPU's conversion (LLVM's
+  ``fptosi`` would be poison there); -> bool is ``x != 0`` (``fcmp une``: NaN is True); int -> float is
+  ``sitofp``; bool -> number is 0/1.
 - Index math (``ir.INDEX``) is i64 with ``nsw`` (offsets never overflow); ``Div``/``Mod`` are
   ``sdiv``/``srem`` (floor division for the non-negative operands the IR promises).
 - A ``load`` with ``valid`` reads only where ``valid`` holds (a branch around the load, which the
@@ -511,8 +512,8 @@ class _Emitter:
         return self.round(x, dst)
 
     def _to_int(self, x, t):
-        """float -> int truncating toward zero; NaN, infinities and values out of range give the
-        smallest integer (x86's, which numpy returns there; ``fptosi`` alone would be poison)."""
+        """float -> int truncating toward zero, saturating as ``numpy_ops.float_to_int32``: NaN gives
+        0, values past the range (infinities included) its end (``fptosi`` alone would be poison)."""
         b = self.b
         bits = t.width
         lo = -(2.0 ** (bits - 1))
@@ -521,7 +522,10 @@ class _Emitter:
         else:
             fits = b.fcmp_ordered(">=", x, ll.Constant(x.type, lo))
         fits = b.and_(fits, b.fcmp_ordered("<", x, ll.Constant(x.type, -lo)))
-        return b.select(fits, b.fptosi(x, t), ll.Constant(t, -(1 << (bits - 1))))
+        zero = ll.Constant(x.type, 0.0)
+        end = b.select(b.fcmp_ordered(">", x, zero), ll.Constant(t, (1 << (bits - 1)) - 1),
+                       b.select(b.fcmp_ordered("<", x, zero), ll.Constant(t, -(1 << (bits - 1))), ll.Constant(t, 0)))
+        return b.select(fits, b.fptosi(x, t), end)
 
 
 # Exp2 and Log2 as inline arithmetic -----------------------------------------------------------------

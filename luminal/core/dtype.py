@@ -74,33 +74,47 @@ _ALIASES = {"bool_": "bool", "half": "float16", "float": "float32", "double": "f
 
 
 def as_dtype(x) -> DType:
-    """Accept an lm dtype, a numpy dtype/type, or a name (also torch's ``"half"``, ``"float"``,
-    ``"double"``, ``"int"``, ``"long"``)."""
+    """Accept an lm dtype, a numpy dtype/type, a Python type (``float`` is float64 and ``int`` int32, as
+    torch's and numpy's float64/int64), or a name (also torch's ``"half"``, ``"float"``, ``"double"``,
+    ``"int"``, ``"long"``)."""
     if isinstance(x, DType):
         return x
-    names = [d.name for d in ALL]
     if isinstance(x, str):
         try:
             return _by_name(_ALIASES.get(x, x))
         except KeyError:
-            raise TypeError(f"unknown dtype {x!r}; use one of {names}") from None
+            raise TypeError(_unsupported(f"unknown dtype {x!r}", x)) from None
     if x is bool:
         return bool_
     if x is int:
         return int32
     if x is float:
-        return float32
+        return float64
     if type(x).__module__ == "torch":  # (torch.float16: luminal takes its own dtypes, lm.float16)
-        raise TypeError(f"{x} is a torch dtype; use luminal's own (lm.{str(x).removeprefix('torch.')}), "
-                        f"one of {names}")
+        name = str(x).removeprefix("torch.")
+        if name in _NAMES:
+            raise TypeError(f"{x} is a torch dtype; use luminal's own (lm.{name}), one of {list(_NAMES)}")
+        raise TypeError(_unsupported(f"{x} is a torch dtype luminal does not have", name))
     try:
         npd = np.dtype(x)
     except TypeError:
-        raise TypeError(f"unknown dtype {x!r}; use one of {names}") from None
+        raise TypeError(_unsupported(f"unknown dtype {x!r}", "")) from None
     for d in (float16, float32, float64, int32, bool_):
         if d.np == npd:
             return d
-    raise TypeError(f"dtype {npd} is not supported; use one of {[d.name for d in ALL]}")
+    raise TypeError(_unsupported(f"dtype {npd} is not supported", npd.name))
+
+
+_NAMES = {d.name: d for d in ALL}
+
+
+def _unsupported(what: str, name: str) -> str:
+    """The error for a dtype luminal lacks: the dtypes it has, and for another integer type
+    (int64, uint8...) that int32 is its one integer type."""
+    hint = ""
+    if name.startswith(("int", "uint")) or name in ("long", "short"):
+        hint = " (luminal's one integer type is int32: x.long() and x.int() give int32)"
+    return f"{what}{hint}; use one of {list(_NAMES)}"
 
 
 def promote(a: DType, b: DType) -> DType:

@@ -53,11 +53,16 @@ def where(c, a, b):
 
 
 def cast(x, src: dt.DType, dst: dt.DType, out=None):
-    """float->int truncates toward zero; ->bool is ``x != 0``; ->float16/bfloat16 goes through float32."""
+    """float->int truncates toward zero and saturates (:func:`float_to_int32`); ->bool is ``x != 0``;
+    ->float16/bfloat16 goes through float32."""
     if dst.kind == "b":
         return np.not_equal(x, 0, out)
     if dst.kind == "i" and src.is_float:
-        return np.trunc(x).astype(np.int32) if out is None else np.trunc(x, out=out, casting="unsafe")
+        r = float_to_int32(x)
+        if out is None:
+            return r
+        np.copyto(out, r)
+        return out
     if out is None:
         return dt.to_storage(np.asarray(x).astype(compute_dtype(dst)), dst)
     if dst is dt.float16 and x.dtype == np.float64:  # round once to float32, as the allocating path does
@@ -66,6 +71,19 @@ def cast(x, src: dt.DType, dst: dt.DType, out=None):
     if dst is dt.bfloat16:
         round_bf16_(out)
     return out
+
+
+_INT32_RANGE = (float(np.iinfo(np.int32).min), float(np.iinfo(np.int32).max))
+
+
+def float_to_int32(x) -> np.ndarray:
+    """Floats to int32 by the Cast rule: truncated toward zero, and where the result does not fit
+    (C and torch leave it undefined: torch gives INT_MIN on x86 and saturates on ARM and CUDA) every
+    backend gives the same: NaN is 0, values past the range (infinities included) its end, INT_MAX or
+    INT_MIN. That is what a GPU's conversion does, and numpy's own cast is the platform's (x86: INT_MIN),
+    so it is spelt out here."""
+    w = np.trunc(np.asarray(x, dtype=np.float64))  # (float64 holds every float16/32 and both ends exactly)
+    return np.clip(np.where(np.isnan(w), 0.0, w), *_INT32_RANGE).astype(np.int32)
 
 
 # reductions -----------------------------------------------------------------------------------------

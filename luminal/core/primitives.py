@@ -10,7 +10,7 @@ node's dtype. The one table below is the whole semantics; backends implement exa
 | Constant   | -                 | ConstKey | a literal array, or a scalar (a number or a symbolic dim)
 | Arange     | -                 | n (Dim)  | int32 ``[0, 1, ..., n-1]``
 | Copy       | x                 | detach?  | ``x`` made contiguous (materialises a view); ``"detach"``: no gradient
-| Cast       | x                 | dtype    | ``x`` converted; float->int truncates toward zero; ->bool is ``x != 0``
+| Cast       | x                 | dtype    | ``x`` converted; float->int truncates, saturating, NaN 0; ->bool: x != 0
 | Log2       | x (float)         | -        | ``log2(x)``; -inf at 0, NaN below 0
 | Exp2       | x (float)         | -        | ``2**x``
 | Sin        | x (float)         | -        | ``sin(x)``
@@ -158,7 +158,7 @@ PRIMITIVES: dict[str, Primitive] = {p.name: p for p in (
               '``x`` made contiguous (materialises a view); ``"detach"``: no gradient',
               "like x", "elementwise", "Un", "_copy"),
     Primitive("Cast", ("x",), "x", "dtype",
-              "``x`` converted; float->int truncates toward zero; ->bool is ``x != 0``",
+              "``x`` converted; float->int truncates, saturating, NaN 0; ->bool: x != 0",
               "arg", "elementwise", "Un", "_cast", numpy_op="cast"),
     _unary("Log2", np.log2, "``log2(x)``; -inf at 0, NaN below 0", "_log2"),
     _unary("Exp2", np.exp2, "``2**x``", "_exp2"),

@@ -37,6 +37,7 @@ import numpy as np
 from luminal.codegen import ir
 from luminal.codegen.simplify import simplify_index
 from luminal.core import dtype as dt
+from luminal.core import numpy_ops
 
 INDEX = ir.INDEX
 _MAX_INLINE_DEPTH = 24  # deeper single-use expressions go to a local (compilers limit paren nesting)
@@ -551,6 +552,8 @@ class _Renderer:
             if src.kind == "f" and src is not dt.float64:  # a 16-bit constant is already on its grid
                 value = float(np.float32(value))
             return literal(value, dst) if dst is dt.float64 else literal(np.float32(value), dst)
+        if src.kind == "f" and dst is dt.int32:  # the Cast rule (the device's conversion): NaN 0, saturating
+            return literal(int(numpy_ops.float_to_int32(value)), dst)
         if src.kind == "f" and not math.isfinite(float(value)):
             return None  # the device's conversion decides (saturating; NaN -> 0)
         return literal(math.trunc(value), dst)
