@@ -412,3 +412,19 @@ def test_softmax_family_refuses_a_non_float_dtype(name, dtype):
         getattr(F, name)(g.input("x", (3,)), 0, dtype=dtype)
     with pytest.raises((RuntimeError, NotImplementedError)):
         getattr(TF, name)(torch.zeros(3), 0, dtype=torch.int32)
+
+
+def test_pixel_unshuffle_of_symbolic_multiples():
+    """H and W declared as multiples of the factor (pixel_shuffle's output, ``2*lm.sym("h")``) are divisible
+    whatever their values: pixel_unshuffle refused every symbolic dim. One compiled graph, two sizes."""
+    g = lm.Graph()
+    x = g.input("x", ("B", 3, 2 * lm.sym("h"), 4 * lm.sym("w")))
+    y = F.pixel_unshuffle(x, 2)
+    z = F.pixel_shuffle(g.input("c", (1, 4 * lm.sym("C"), "H", 3)), 2)
+    assert str(y.shape) == "(B, 12, h, 2*w)" and str(z.shape) == "(1, C, 2*H, 6)"
+    f = lm.compile(y, backend="cpu")
+    for shape in [(1, 3, 4, 8), (2, 3, 6, 4)]:
+        a = rand(shape)
+        np.testing.assert_array_equal(f(x=a), TF.pixel_unshuffle(torch.from_numpy(a), 2).numpy())
+    with pytest.raises(ValueError, match=r"^pixel_unshuffle: expected an input .* divisible by 2, got \(1, 2, H, W\)"):
+        F.pixel_unshuffle(g.input("q", (1, 2, "H", "W")), 2)

@@ -23,7 +23,7 @@ import numbers
 import numpy as np
 
 from luminal.core.errors import check_number, op_error, renamed
-from luminal.core.symbolic import is_static, shape_str
+from luminal.core.symbolic import exact_div, is_static, shape_str
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops.elementwise import _opmath
 from luminal.frontend.ops.movement import pad_mode_dim
@@ -283,25 +283,30 @@ class UpsamplingBilinear2d(Upsample):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
+def _shuffle_factor(name: str, what: str, r, input) -> int:  # noqa: A002
+    """pixel_shuffle's and pixel_unshuffle's factor: a positive int (True reached reshape, 2.0 said "positive")."""
+    if isinstance(r, bool) or not isinstance(r, numbers.Integral):
+        raise op_error(TypeError, name, f"{what} must be an int, got {type(r).__name__} {r!r}", input)
+    if r < 1:
+        raise op_error(ValueError, name, f"{what} must be a positive int, got {r!r}", input)
+    return int(r)
+
+
 def pixel_shuffle(input, upscale_factor: int):  # noqa: A002
-    """torch's ``F.pixel_shuffle``: (*, C*r^2, H, W) -> (*, C, H*r, W*r).
+    """torch's ``F.pixel_shuffle``: (*, C*r^2, H, W) -> (*, C, H*r, W*r). Every dim may be symbolic, the
+    channels a multiple of ``r**2`` (``4*C`` for r = 2).
 
     Args:
         input: a tensor of at least 3 dims. upscale_factor: r.
     """
     name = "pixel_shuffle"
     check_tensors(name, input=input)
-    r = upscale_factor
-    if isinstance(r, bool) or not isinstance(r, numbers.Integral):  # (True reached reshape, 2.0 said "positive")
-        raise op_error(TypeError, name, f"upscale_factor must be an int, got {type(r).__name__} {r!r}", input)
-    if r < 1:
-        raise op_error(ValueError, name, f"upscale_factor must be a positive int, got {r!r}", input)
-    r = int(r)
-    if input.ndim < 3 or not is_static(input.shape[-3]) or input.shape[-3] % (r * r):
+    r = _shuffle_factor(name, "upscale_factor", upscale_factor, input)
+    oc = exact_div(input.shape[-3], r * r) if input.ndim >= 3 else None
+    if oc is None:
         raise op_error(ValueError, name, f"expected an input (*, C*{r * r}, H, W) (channels divisible by "
                        f"upscale_factor**2), got {shape_str(input.shape)}", input)
-    *lead, c, h, w = input.shape
-    oc = c // (r * r)
+    *lead, _, h, w = input.shape
     k = len(lead)
     y = input.reshape(*lead, oc, r, r, h, w)
     y = y.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)  # (*, oc, h, r, w, r)
@@ -310,26 +315,24 @@ def pixel_shuffle(input, upscale_factor: int):  # noqa: A002
 
 def pixel_unshuffle(input, downscale_factor: int):  # noqa: A002
     """torch's ``F.pixel_unshuffle``: (*, C, H*r, W*r) -> (*, C*r^2, H, W), the inverse of pixel_shuffle.
+    Every dim may be symbolic, H and W multiples of ``r`` (``2*H`` for r = 2: pixel_shuffle's output;
+    a bare ``H`` was refused).
 
     Args:
         input: a tensor of at least 3 dims. downscale_factor: r.
     """
     name = "pixel_unshuffle"
     check_tensors(name, input=input)
-    r = downscale_factor
-    if isinstance(r, bool) or not isinstance(r, numbers.Integral):  # (True reached reshape, 2.0 said "positive")
-        raise op_error(TypeError, name, f"downscale_factor must be an int, got {type(r).__name__} {r!r}", input)
-    if r < 1:
-        raise op_error(ValueError, name, f"downscale_factor must be a positive int, got {r!r}", input)
-    r = int(r)
-    if input.ndim < 3 or any(not is_static(d) or d % r for d in input.shape[-2:]):
+    r = _shuffle_factor(name, "downscale_factor", downscale_factor, input)
+    hw = [exact_div(d, r) for d in input.shape[-2:]] if input.ndim >= 3 else [None]
+    if None in hw:
         raise op_error(ValueError, name, f"expected an input (*, C, H, W) with H and W divisible by {r}, got "
                        f"{shape_str(input.shape)}", input)
-    *lead, c, h, w = input.shape
-    k = len(lead)
-    y = input.reshape(*lead, c, h // r, r, w // r, r)
+    *lead, c, _, _ = input.shape
+    (h, w), k = hw, len(lead)
+    y = input.reshape(*lead, c, h, r, w, r)
     y = y.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)  # (*, c, r, r, h/r, w/r)
-    return y.reshape(*lead, c * r * r, h // r, w // r)
+    return y.reshape(*lead, c * r * r, h, w)
 
 
 class PixelShuffle(Module):
