@@ -76,6 +76,30 @@ def test_linear_layer_16_bit_values_and_gradients(dtype):
         np.testing.assert_allclose(np.asarray(a, np.float64), b.detach().double().numpy(), rtol=2e-2, atol=2e-2)
 
 
+def _ulp(values, dtype):
+    """The spacing of ``dtype`` at each of ``values`` (float32 arrays of 16-bit values)."""
+    if dtype is lm.float16:
+        return np.spacing(np.abs(values).astype(np.float16)).astype(np.float64)
+    return np.spacing(np.abs(values).astype(np.float32)).astype(np.float64) * 2.0 ** 16  # bfloat16: 8 bits
+
+
+@pytest.mark.parametrize("dtype", [lm.float16, lm.bfloat16])
+@pytest.mark.parametrize("x_shape", [(16, 64), (64,), (2, 8, 64)], ids=str)
+def test_16_bit_linear_with_a_bias_rounds_once(dtype, x_shape, backend):
+    """torch's addmm adds the bias to the float32 product and rounds once: within half an ulp of the exact
+    result. The product rounded to 16 bits before the bias was added was an ulp off at a quarter of the
+    elements."""
+    x, w, b = rand(x_shape, dtype), rand((32, 64), dtype, seed=1), rand((32,), dtype, seed=2)
+    exact = x.astype(np.float64) @ w.astype(np.float64).T + b
+    g = lm.Graph()
+    xi, wi, bi = (g.input(n, a.shape, dtype=dtype) for n, a in zip("xwb", (x, w, b)))
+    m = nn.Linear(64, 32, dtype=dtype)
+    m.load_state_dict({"weight": w, "bias": b})
+    for got in lm.compile([F.linear(xi, wi, bi), m(xi)], backend=backend)(x=x, w=w, b=b):
+        got = np.asarray(got, np.float64)
+        assert np.all(np.abs(got - exact) <= 0.5 * _ulp(got, dtype) + 1e-5 * np.abs(exact))
+
+
 def test_bilinear_1d_inputs_and_no_bias(backend):
     check(bilinear, [rand((3,)), rand((4,), seed=1), rand((5, 3, 4), seed=2), rand((5,), seed=3)], backend=backend)
     check(bilinear, [rand((2, 6, 3)), rand((2, 6, 4), seed=1), rand((5, 3, 4), seed=2)], backend=backend)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from luminal.core import dtype as dt
 from luminal.core.errors import check_int, op_error, renamed
 from luminal.frontend.checks import check_tensors
-from luminal.frontend.ops import broadcast_shapes, isfinite, where, zeros
+from luminal.frontend.ops import broadcast_shapes, where, zeros
+from luminal.frontend.ops.core import prim
 from luminal.frontend.ops.elementwise import _opmath
 from luminal.frontend.ops.norms import vector_norm
 from luminal.nn import init
@@ -49,8 +50,8 @@ class Linear(Module):
     def forward(self, x):
         if x.ndim == 0 or x.shape[-1] != self.in_features:
             raise bad_input(layer_name(self), f"(*, {self.in_features})", x)
-        y = x @ self.weight.on(x.graph).T
-        return y + self.bias.on(x.graph) if self.bias is not None else y
+        g = x.graph
+        return _affine(x, self.weight.on(g).T, self.bias.on(g) if self.bias is not None else None)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
@@ -111,14 +112,13 @@ def _pretrained_shape(name: str, embeddings) -> tuple[int, int]:
 
 def _scale_grad_by_freq(rows, idx, num_embeddings: int):
     """``rows`` (one per index of the flat ``idx``) as they are, with each row's gradient divided by how
-    often its index occurs in ``idx``, as torch's ``scale_grad_by_freq``. ``rows.detach() + (s - s.detach())``
-    with ``s = rows / count`` is ``rows`` exactly (a finite ``s - s.detach()`` is 0) with ``s``'s
-    gradient; a non-finite row is passed through as read."""
+    often its index occurs in ``idx``, as torch's ``scale_grad_by_freq`` (a rule of its own,
+    ``Graph.custom_vjp``: the values are the rows', untouched)."""
     g = idx.graph
     ones = g.constant(1, dt.int32).expand(idx.shape[0])
     count = zeros(num_embeddings, dtype=dt.int32, graph=g).index_add(0, idx, ones).index_select(0, idx)
-    s = rows / count.to(rows.dtype).unsqueeze(1)
-    return where(isfinite(rows), rows.detach() + (s - s.detach()), rows)
+    out = prim("Copy", rows)
+    return g.custom_vjp(out, [rows], lambda _, adjoint, r: [adjoint / count.to(adjoint.dtype).unsqueeze(1)])
 
 
 def _lookup(weight, idx, padding_idx, scale_grad_by_freq: bool):
@@ -235,8 +235,17 @@ def linear(input, weight, bias=None):  # noqa: A002
         raise op_error(ValueError, name, f"input (*, in_features) and weight (out_features, in_features) must share "
                        f"in_features, got {tuple(input.shape)} and {tuple(weight.shape)}", input, weight)
     with renamed(name):
-        y = input @ (weight.T if weight.ndim == 2 else weight)
-        return y + bias if bias is not None else y
+        return _affine(input, weight.T if weight.ndim == 2 else weight, bias)
+
+
+def _affine(x, wt, bias):
+    """``x @ wt + bias`` (no bias: ``x @ wt``), on 16-bit operands rounded once, as torch's addmm."""
+    return x @ wt if bias is None else _affine_opmath(x, wt, bias)
+
+
+@_opmath  # (16-bit: the product and the bias's sum in float32; rounding the product first differed by an ulp)
+def _affine_opmath(x, wt, bias):
+    return x @ wt + bias
 
 
 def bilinear(input1, input2, weight, bias=None):
