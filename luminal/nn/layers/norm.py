@@ -9,6 +9,9 @@ whose mean is large against it.
 
 from __future__ import annotations
 
+import numbers
+from collections.abc import Iterable
+
 import numpy as np
 
 from luminal.core import dtype as dt
@@ -41,8 +44,17 @@ def batch_var(x, axes):
     return v if xs is x else v.to(x.dtype)
 
 
+def _shape_arg(s, name: str) -> tuple[int, ...]:
+    """``normalized_shape`` as a tuple: an integer (a numpy one too, as torch's ``numbers.Integral``)
+    or a sequence of them (a list, a tuple, ``x.shape``); anything else is refused naming ``name``."""
+    dims = (s,) if isinstance(s, numbers.Integral) else tuple(s) if isinstance(s, Iterable) else None
+    if dims is None or not all(isinstance(d, numbers.Integral) for d in dims):
+        raise TypeError(f"{name}: normalized_shape must be an int or a sequence of ints, got {s!r}")
+    return tuple(int(d) for d in dims)
+
+
 def _normalized_shape(s, layer: str) -> tuple[int, ...]:
-    out = (int(s),) if isinstance(s, int) else tuple(int(d) for d in s)
+    out = _shape_arg(s, layer)
     if not out or any(d < 1 for d in out):  # torch: an empty shape normalises nothing, and is refused
         raise ValueError(f"{layer}: normalized_shape must be one or more positive sizes, got {s!r}")
     return out
@@ -365,7 +377,7 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
 
 def _trailing_axes(name, x, normalized_shape, weight, bias):
     check_float(name, x)
-    shape = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    shape = _shape_arg(normalized_shape, name)
     k = len(shape)
     if not k:  # (as torch's: normalising over no dim is no norm; a mean over () would be over every dim)
         raise op_error(ValueError, name, "normalized_shape must have at least one dim, got ()", x)
