@@ -306,10 +306,11 @@ def _int_div(a: GraphTensor, b: GraphTensor, floor: bool) -> GraphTensor:
     """Exact int32 quotient (truncated or floored): ``a - fmod(a, b)`` is an exact multiple of ``b``,
     so its float64 quotient is within rounding of an integer and rounds to it. (``a * (1/b)`` alone
     is not enough: ``49 * (1/49)`` is 0.9999999999999999 in float64.) A zero divisor gives garbage:
-    callers check it (``_divisor_checked``)."""
+    callers check it (``_divisor_checked``). ``INT_MIN / -1`` is 2**31, past int32: it wraps to
+    INT_MIN, as an int32 division does (a cast of 2**31 would saturate to INT_MAX)."""
     m = prim("Mod", a, b)
-    q = mul(cast(sub(a, m), dt.float64), reciprocal(cast(b, dt.float64)))
-    q = cast(round_(q), a.dtype)
+    q = round_(mul(cast(sub(a, m), dt.float64), reciprocal(cast(b, dt.float64))))
+    q = cast(where(ge(q, 2.0**31), sub(q, 2.0**32), q), a.dtype)
     if floor:
         q = where(logical_and(ne(m, 0), ne(lt(m, 0), lt(b, 0))), sub(q, 1), q)
     return q
