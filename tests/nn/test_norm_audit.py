@@ -270,3 +270,56 @@ def test_functional_running_stats_over_train_steps(op):
         np.testing.assert_allclose(got, want.item(), rtol=1e-4, atol=1e-4)
         for ours, theirs in ((buffers.running_mean, rm), (buffers.running_var, rv), (w, tw), (b, tb)):
             np.testing.assert_allclose(ours.data, theirs.detach().numpy(), rtol=2e-5, atol=2e-6, err_msg=f"step {s}")
+
+
+# state_dict, load from torch, resets and repr ----------------------------------------------------------
+STATEFUL = {
+    "bn1d": lambda m: m.BatchNorm1d(3, momentum=None), "bn2d_noaffine": lambda m: m.BatchNorm2d(3, affine=False),
+    "bn3d_nostats": lambda m: m.BatchNorm3d(3, track_running_stats=False, eps=1e-3),
+    "bn1d_nobias": lambda m: m.BatchNorm1d(3, bias=False), "gn": lambda m: m.GroupNorm(3, 6, eps=0.1),
+    "gn_nobias": lambda m: m.GroupNorm(1, 2, bias=False), "gn_noaffine": lambda m: m.GroupNorm(2, 2, affine=False),
+    "ln": lambda m: m.LayerNorm([2, 3]), "ln_nobias": lambda m: m.LayerNorm(3, bias=False, eps=0.5),
+    "rms": lambda m: m.RMSNorm(3), "rms_noaffine": lambda m: m.RMSNorm((2, 3), 1e-3, False),
+    "lrn": lambda m: m.LocalResponseNorm(4, 1e-3, 0.5, 2.0),
+}
+
+
+@pytest.mark.parametrize("case", list(STATEFUL))
+def test_state_dict_resets_and_repr_as_torch(case):
+    """Keys (and their order), values after loading torch's trained-looking state_dict, after
+    reset_running_stats and after reset_parameters, and the repr."""
+    ours, theirs = STATEFUL[case](nn), STATEFUL[case](torch.nn)
+    assert repr(ours) == repr(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    with torch.no_grad():
+        for t in theirs.state_dict().values():
+            t.add_(3) if t.dtype == torch.int64 else t.uniform_(0.5, 2)
+    ours.load_state_dict(theirs.state_dict())
+    _assert_state(ours, theirs, "loaded")
+    for reset in ("reset_running_stats", "reset_parameters"):
+        if hasattr(theirs, reset):
+            getattr(theirs, reset)()
+            getattr(ours, reset)()
+            _assert_state(ours, theirs, reset)
+
+
+# errors --------------------------------------------------------------------------------------------------
+def test_group_norm_errors():
+    with pytest.raises(ValueError, match=r"^GroupNorm: num_channels \(4\) must be divisible by num_groups \(3\)"):
+        nn.GroupNorm(3, 4)  # (torch's words)
+    g = lm.Graph()
+    with pytest.raises(ValueError, match=r"^group_norm: expected input of shape \(N, C, \*\) with C divisible by "
+                                         r"num_groups=3, got \(2, 4, 5\)"):
+        F.group_norm(g.input("x", (2, 4, 5)), 3)
+    with pytest.raises(ValueError, match=r"^group_norm: expected input of shape \(N, C, \*\) .*got \(4,\)"):
+        F.group_norm(g.input("y", (4,)), 2)  # (torch: at least 2 dims)
+    with pytest.raises(ValueError, match=r"^GroupNorm\(2, 4, .*\): expected input of shape \(N, 4, \*\), got \(2, 6\)"):
+        nn.GroupNorm(2, 4)(g.input("z", (2, 6)))
+
+
+@pytest.mark.parametrize("dtype", [lm.float16, lm.bfloat16], ids=lambda d: d.name)
+def test_local_response_norm_16_bit(dtype):
+    """torch computes a 16-bit LRN of a 3-d input (its 4-d and wider ones are not implemented on
+    the CPU for 16 bits): values and gradients."""
+    check(lambda t: _fn("local_response_norm", t)(t, 3, 0.5, 0.75, 2.0), [rand((2, 5, 4), dtype, low=-20, high=20)],
+          dtypes=[dtype])

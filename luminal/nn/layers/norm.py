@@ -1,4 +1,5 @@
-"""Normalisation layers: LayerNorm, RMSNorm, BatchNorm1d/2d, with torch's parameters, buffers and formulas.
+"""Normalisation layers: LayerNorm, RMSNorm, BatchNorm1d/2d/3d, GroupNorm and their functional forms, with
+torch's parameters, buffers and formulas.
 
 BatchNorm in training mode normalises with the batch statistics and registers its running-statistic
 updates with ``graph.assign``, so every run of the compiled program updates the module's buffers.
