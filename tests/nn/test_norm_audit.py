@@ -323,3 +323,20 @@ def test_local_response_norm_16_bit(dtype):
     the CPU for 16 bits): values and gradients."""
     check(lambda t: _fn("local_response_norm", t)(t, 3, 0.5, 0.75, 2.0), [rand((2, 5, 4), dtype, low=-20, high=20)],
           dtypes=[dtype])
+
+
+@pytest.mark.parametrize("cls,one,two", [("BatchNorm2d", (1, 3, 1, 1), (1, 3, 2, 1)),
+                                         ("BatchNorm3d", (1, 3, 1, 1, 1), (1, 3, 1, 2, 1))])
+def test_batch_of_one_in_training(cls, one, two):
+    """A single sample with one value per channel is refused, as torch's; with two it trains (the
+    running variance unbiased over 2 values) as torch's."""
+    g = lm.Graph()
+    with pytest.raises(ValueError, match=rf"^{cls}\(3, .*\): expected input of shape with more than 1 value per "
+                                         r"channel when training"):
+        getattr(nn, cls)(3)(g.input("x", one))
+    ours, theirs = _norm_pair(cls, 3)
+    x = rand(two, seed=5)
+    g = lm.Graph()
+    np.testing.assert_allclose(lm.compile(ours(g.input("x", two)), backend="cpu")(x=x),
+                               theirs(torch.from_numpy(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
+    _assert_state(ours, theirs, "after one step")
