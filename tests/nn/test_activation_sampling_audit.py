@@ -412,6 +412,11 @@ def test_softmax_family_refuses_a_non_float_dtype(name, dtype):
         getattr(F, name)(g.input("x", (3,)), 0, dtype=dtype)
     with pytest.raises((RuntimeError, NotImplementedError)):
         getattr(TF, name)(torch.zeros(3), 0, dtype=torch.int32)
+    if name != "softmin":  # lm.softmax / lm.log_softmax and the methods check it too (they truncated)
+        with pytest.raises(TypeError, match=f"^{name}: dtype must be a float dtype, got"):
+            getattr(lm, name)(g.input("y", (3,)), 0, dtype=dtype)
+        with pytest.raises(TypeError, match=f"^{name}: dtype must be a float dtype, got"):
+            getattr(g.input("z", (3,)), name)(0, dtype=dtype)
 
 
 def test_pixel_unshuffle_of_symbolic_multiples():

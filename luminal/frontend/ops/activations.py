@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import math
 
-from luminal.core.dtype import as_dtype
 from luminal.core.errors import check_number, op_error
 from luminal.frontend.checks import tensor_op
-from luminal.frontend.ops.core import cast, require
+from luminal.frontend.ops.core import require
 from luminal.frontend.ops.elementwise import (
     _derivative,
     _float,
@@ -33,7 +32,7 @@ from luminal.frontend.ops.elementwise import (
     where,
 )
 from luminal.frontend.ops.elementwise import tanh_ as _tanh
-from luminal.frontend.ops.reduce import softmax
+from luminal.frontend.ops.reduce import softmax, softmax_input
 from luminal.frontend.tensor import GraphTensor
 
 
@@ -195,17 +194,6 @@ def softmin(x, dim: int, dtype=None) -> GraphTensor:
         dtype: the dtype to compute in.
     """
     return softmax(neg(_float(softmax_input("softmin", x, dtype), "softmin")), dim)
-
-
-def softmax_input(op: str, x: GraphTensor, dtype) -> GraphTensor:
-    """``x`` cast to the ``dtype`` argument of the softmax family, which must be a float dtype: torch
-    refuses an int or bool one, and casting to it first silently truncated the input (softmax then
-    computed in float32 from the truncated values)."""
-    if dtype is None:
-        return x
-    d = as_dtype(dtype)
-    require(op, d.is_float, f"dtype must be a float dtype, got {d.name}", x)
-    return cast(x, d)
 
 
 def _lambd(op: str, x, lambd, nonnegative: bool):

@@ -468,12 +468,22 @@ def _shifted(x: GraphTensor, axis, dim, op: str):
     return sub(x, _amax_or(x, (a,), float("-inf"), keepdim=True).detach()), a
 
 
+def softmax_input(op: str, x: GraphTensor, dtype) -> GraphTensor:
+    """``x`` cast to the ``dtype`` argument of the softmax family, which must be a float dtype: torch
+    refuses an int or bool one, and casting to it first silently truncated the input (softmax then
+    computed in float32 from the truncated values)."""
+    if dtype is None:
+        return x
+    d = dt.as_dtype(dtype)
+    require(op, d.is_float, f"dtype must be a float dtype, got {d.name}", x)
+    return cast(x, d)
+
+
 @tensor_op("softmax")
 @scalar_as_1d("softmax", dims=("axis", "dim"))
 def softmax(x: GraphTensor, axis=None, dtype=None, *, dim=None) -> GraphTensor:
     """``exp(x) / sum(exp(x))`` along ``dim`` (``dtype``: cast the input to it first, as torch)."""
-    if dtype is not None:
-        x = cast(x, dtype)
+    x = softmax_input("softmax", x, dtype)
     z, a = _shifted(x, axis, dim, "softmax")
     if z is None:  # nothing to normalise over
         return _float(x, "softmax")
@@ -495,8 +505,7 @@ def _times_reciprocal(e: GraphTensor, s: GraphTensor) -> GraphTensor:
 @scalar_as_1d("log_softmax", dims=("axis", "dim"))
 def log_softmax(x: GraphTensor, axis=None, dtype=None, *, dim=None) -> GraphTensor:
     """``x - logsumexp(x)`` along ``dim`` (``dtype``: cast the input to it first, as torch)."""
-    if dtype is not None:
-        x = cast(x, dtype)
+    x = softmax_input("log_softmax", x, dtype)
     z, a = _shifted(x, axis, dim, "log_softmax")
     if z is None:
         return _float(x, "log_softmax")

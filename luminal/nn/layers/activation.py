@@ -11,7 +11,7 @@ from luminal.core import dtype as dt
 from luminal.core.errors import check_int, check_number, op_error, renamed
 from luminal.frontend import ops
 from luminal.frontend.checks import check_tensors, tensor_op
-from luminal.frontend.ops.activations import scaled_elu, softmax_input
+from luminal.frontend.ops.activations import scaled_elu
 from luminal.frontend.ops.elementwise import (
     _float,
     _not_bool,
@@ -401,8 +401,7 @@ def softmax(input, dim: int | None = None, _stacklevel: int = 3, dtype=None):  #
 
     Args: input: a tensor. dim: the dim to normalise. dtype: the dtype to compute in."""
     check_tensors("softmax", input=input)
-    x = softmax_input("softmax", input, dtype)
-    return ops.softmax(x, dim if dim is not None else _legacy_softmax_dim(x.ndim))
+    return ops.softmax(input, dim if dim is not None else _legacy_softmax_dim(input.ndim), dtype)
 
 
 def log_softmax(input, dim: int | None = None, _stacklevel: int = 3, dtype=None):  # noqa: A002
@@ -410,8 +409,7 @@ def log_softmax(input, dim: int | None = None, _stacklevel: int = 3, dtype=None)
 
     Args: input: a tensor. dim: the dim to normalise. dtype: the dtype to compute in."""
     check_tensors("log_softmax", input=input)
-    x = softmax_input("log_softmax", input, dtype)
-    return ops.log_softmax(x, dim if dim is not None else _legacy_softmax_dim(x.ndim))
+    return ops.log_softmax(input, dim if dim is not None else _legacy_softmax_dim(input.ndim), dtype)
 
 
 # modules ---------------------------------------------------------------------------------------
