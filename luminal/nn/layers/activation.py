@@ -531,10 +531,11 @@ class PReLU(Module):
     value or one per channel (dim 1 of the input).
 
     Args:
-        num_parameters: 1 or the number of channels. init: the initial slope. dtype: the weight's dtype.
+        num_parameters: 1 or the number of channels. init: the initial slope. device: ignored.
+        dtype: the weight's dtype.
     """
 
-    def __init__(self, num_parameters: int = 1, init: float = 0.25, dtype=None):
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
         super().__init__()
         self.num_parameters = check_int("PReLU", "num_parameters", num_parameters, 1)
         self.init = init

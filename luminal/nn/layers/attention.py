@@ -157,11 +157,12 @@ class MultiheadAttention(Module):
     ``average_attn_weights=False``, or None with ``need_weights=False``. A mask may be a numpy array
     (``Transformer.generate_square_subsequent_mask``'s): it becomes a constant of the query's graph.
     ``add_bias_kv`` appends the learned ``bias_k``/``bias_v`` as one more key and value, ``add_zero_attn``
-    a zero key and value per head, after the projections, as torch's."""
+    a zero key and value per head, after the projections, as torch's. ``device`` is accepted for torch's
+    signature and ignored (arrays live on the host)."""
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
-                 vdim: int | None = None, batch_first: bool = False, dtype=None):
+                 vdim: int | None = None, batch_first: bool = False, device=None, dtype=None):
         super().__init__()
         embed_dim = check_int("MultiheadAttention", "embed_dim", embed_dim, 1)
         num_heads = check_int("MultiheadAttention", "num_heads", num_heads, 1)

@@ -210,7 +210,7 @@ class _ConvNd(Module):
     _nd = 0
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", dtype=None):
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None):
         super().__init__()
         nd, name = self._nd, type(self).__name__
         in_channels, out_channels, groups = _channels(name, in_channels, out_channels, groups, padding_mode)
@@ -272,7 +272,8 @@ class Conv1d(_ConvNd):
 
     Args:
         in_channels, out_channels, kernel_size, stride, padding (ints, 'same' or 'valid'): as torch's.
-        dilation, groups, bias, padding_mode ('zeros', 'reflect', 'replicate', 'circular'), dtype: as torch's.
+        dilation, groups, bias, padding_mode ('zeros', 'reflect', 'replicate', 'circular'), device (ignored),
+        dtype: as torch's.
     """
 
     _nd = 1
@@ -283,7 +284,7 @@ class Conv2d(_ConvNd):
 
     Args:
         in_channels, out_channels, kernel_size, stride, padding: as torch's.
-        dilation, groups, bias, padding_mode, dtype: as torch's.
+        dilation, groups, bias, padding_mode, device (ignored), dtype: as torch's.
     """
 
     _nd = 2
@@ -294,7 +295,7 @@ class Conv3d(_ConvNd):
 
     Args:
         in_channels, out_channels, kernel_size, stride, padding: as torch's.
-        dilation, groups, bias, padding_mode, dtype: as torch's.
+        dilation, groups, bias, padding_mode, device (ignored), dtype: as torch's.
     """
 
     _nd = 3
@@ -410,7 +411,7 @@ class _ConvTransposeNd(Module):
     _nd = 0
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
-                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", dtype=None):
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None, dtype=None):
         super().__init__()
         nd, name = self._nd, type(self).__name__
         in_channels, out_channels, groups = _channels(name, in_channels, out_channels, groups, padding_mode,
@@ -488,7 +489,7 @@ class ConvTranspose1d(_ConvTransposeNd):
 
     Args:
         in_channels, out_channels, kernel_size, stride, padding, output_padding: as torch's.
-        groups, bias, dilation, padding_mode ('zeros' only), dtype: as torch's.
+        groups, bias, dilation, padding_mode ('zeros' only), device (ignored), dtype: as torch's.
     """
 
     _nd = 1
@@ -499,7 +500,7 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     Args:
         in_channels, out_channels, kernel_size, stride, padding, output_padding: as torch's.
-        groups, bias, dilation, padding_mode ('zeros' only), dtype: as torch's.
+        groups, bias, dilation, padding_mode ('zeros' only), device (ignored), dtype: as torch's.
     """
 
     _nd = 2
@@ -510,7 +511,7 @@ class ConvTranspose3d(_ConvTransposeNd):
 
     Args:
         in_channels, out_channels, kernel_size, stride, padding, output_padding: as torch's.
-        groups, bias, dilation, padding_mode ('zeros' only), dtype: as torch's.
+        groups, bias, dilation, padding_mode ('zeros' only), device (ignored), dtype: as torch's.
     """
 
     _nd = 3

@@ -92,8 +92,8 @@ class _InstanceNorm(_NormBase):
     normalises by them."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
-                 track_running_stats: bool = False, dtype=None, *, bias: bool = True):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype, bias=bias)
+                 track_running_stats: bool = False, device=None, dtype=None, *, bias: bool = True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype=dtype, bias=bias)
 
     @layer_forward
     def forward(self, x):
@@ -128,7 +128,7 @@ class InstanceNorm1d(_InstanceNorm):
         num_features: C. eps: added to the variance. momentum: the running statistics' update factor
             (None: 0, no update, as torch). affine: learn ``weight`` (ones) and ``bias`` (zeros).
         track_running_stats: keep ``running_mean``/``running_var`` (and ``num_batches_tracked``),
-            updated in training mode and used in eval mode. dtype: of the parameters and buffers.
+            updated in training mode and used in eval mode. device: ignored. dtype: of the parameters and buffers.
         bias: with ``affine``, learn the bias too.
     """
 

@@ -85,11 +85,11 @@ class LayerNorm(_TrailingNorm):
 
     Args:
         normalized_shape: the trailing dims normalised. eps: added to the variance.
-        elementwise_affine: learn ``weight`` (and ``bias``). bias: learn the bias. dtype: their dtype.
+        elementwise_affine: learn ``weight`` (and ``bias``). bias: learn the bias. device: ignored. dtype: their dtype.
     """
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
-                 dtype=None):
+                 device=None, dtype=None):
         super().__init__()
         self.normalized_shape = _normalized_shape(normalized_shape, type(self).__name__)
         self.eps, self.elementwise_affine = eps, elementwise_affine
@@ -115,9 +115,11 @@ class LayerNorm(_TrailingNorm):
 
 
 class RMSNorm(_TrailingNorm):
-    """``x / sqrt(mean(x^2) + eps) * weight``; ``eps=None`` is the input dtype's machine epsilon, as torch."""
+    """``x / sqrt(mean(x^2) + eps) * weight``; ``eps=None`` is the input dtype's machine epsilon, as torch.
+    ``device`` is accepted for torch's signature and ignored."""
 
-    def __init__(self, normalized_shape, eps: float | None = None, elementwise_affine: bool = True, dtype=None):
+    def __init__(self, normalized_shape, eps: float | None = None, elementwise_affine: bool = True, device=None,
+                 dtype=None):
         super().__init__()
         self.normalized_shape = _normalized_shape(normalized_shape, type(self).__name__)
         self.eps, self.elementwise_affine = eps, elementwise_affine
@@ -146,7 +148,7 @@ class _NormBase(Module):
     _layout = ""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, dtype=None, *, bias: bool = True):
+                 track_running_stats: bool = True, device=None, dtype=None, *, bias: bool = True):
         super().__init__()
         num_features = check_int(type(self).__name__, "num_features", num_features, 1)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
@@ -300,12 +302,12 @@ class GroupNorm(Module):
 
     Args:
         num_groups: groups the channels are split into. num_channels: C. eps: added to the variance.
-        affine: learn ``weight`` (ones) and ``bias`` (zeros) of shape (C,). dtype: their dtype.
+        affine: learn ``weight`` (ones) and ``bias`` (zeros) of shape (C,). device: ignored. dtype: their dtype.
         bias: with ``affine``, learn the bias too (torch's keyword).
     """
 
-    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, dtype=None, *,
-                 bias: bool = True):
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device=None,
+                 dtype=None, *, bias: bool = True):
         super().__init__()
         num_groups = check_int("GroupNorm", "num_groups", num_groups, 1)
         num_channels = check_int("GroupNorm", "num_channels", num_channels, 1)

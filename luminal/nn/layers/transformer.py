@@ -44,12 +44,13 @@ class TransformerEncoderLayer(Module):
         batch_first: inputs are (N, S, E) instead of (S, N, E).
         norm_first: pre-norm.
         bias: biases in the linears and norms.
+        device: accepted for torch's signature and ignored (arrays live on the host).
         dtype: the parameters' dtype.
     """
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
-                 norm_first: bool = False, bias: bool = True, dtype=None):
+                 norm_first: bool = False, bias: bool = True, device=None, dtype=None):
         super().__init__()
         d_model = check_int("TransformerEncoderLayer", "d_model", d_model, 1)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
@@ -92,12 +93,12 @@ class TransformerDecoderLayer(Module):
 
     Args:
         d_model, nhead, dim_feedforward, dropout, activation: as ``TransformerEncoderLayer``.
-        layer_norm_eps, batch_first, norm_first, bias, dtype: as ``TransformerEncoderLayer``.
+        layer_norm_eps, batch_first, norm_first, bias, device, dtype: as ``TransformerEncoderLayer``.
     """
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
-                 norm_first: bool = False, bias: bool = True, dtype=None):
+                 norm_first: bool = False, bias: bool = True, device=None, dtype=None):
         super().__init__()
         d_model = check_int("TransformerDecoderLayer", "d_model", d_model, 1)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
