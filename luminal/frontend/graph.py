@@ -308,7 +308,8 @@ class Graph:
             d = dt.as_dtype(dtype) if dtype is not None else _scalar_dtype(value)
             if d.kind == "i" and dt.scalar_kind(value) == "i" and not -2**31 <= int(value) < 2**31:
                 raise op_error(ValueError, "constant", f"{value} does not fit in {d.name}")
-            v = dt.to_storage(np.asarray(value).astype(d.np), d).item()  # bfloat16: the rounded value
+            with np.errstate(over="ignore"):  # (a number past the dtype's range is inf, as in torch: no warning)
+                v = dt.to_storage(np.asarray(value).astype(d.np), d).item()  # bfloat16: the rounded value
             digest = f"{d.name}:{np.asarray(v, d.np).tobytes().hex()}"
             return self.tensor(self.add("Constant", (), ConstKey(digest, v), d, ()))
         arr = np.asarray(value)
