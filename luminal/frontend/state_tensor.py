@@ -29,10 +29,14 @@ from luminal.frontend.tensor import GraphTensor
 
 # GraphTensor members a State does not take: its node and view, its dtype (a State's own attribute), the
 # eager-only calls (their errors speak of graph tensors), in-place assignment, iteration and truth (a State
-# stays a truthy object).
+# stays a truthy object), the protocols needing values, copying and pickling (a State has its values, and
+# copies and pickles as itself), and augmented assignment (``w += x`` keeps Python's ``w = w + x``).
 _SKIP = {"graph", "node", "layout", "origin", "dtype", "backward", "item", "numpy", "tolist", "__setitem__", "__iter__",
          "__len__", "__bool__", "__repr__", "__init__", "__hash__", "__slots__", "__module__", "__doc__",
-         "__annotations__", "__array_ufunc__", "__eq__", "__ne__"}
+         "__annotations__", "__array_ufunc__", "__eq__", "__ne__", "__contains__", "__int__", "__float__",
+         "__complex__", "__format__", "__copy__", "__deepcopy__", "__reduce_ex__",
+         *(f"__i{o}__" for o in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+                                 "lshift", "rshift"))}
 
 
 def tensor_of(s: State, op: str, args=(), kwargs=None, host_ok: bool = False) -> GraphTensor:
@@ -68,7 +72,7 @@ def _equality(name: str):
     op = name[2:-2]
 
     def method(self: State, other):
-        if not isinstance(other, (GraphTensor, numbers.Number, np.ndarray)):
+        if not isinstance(other, (GraphTensor, numbers.Number, np.ndarray, np.bool_)):  # (np.bool_: no Number)
             return NotImplemented
         return getattr(GraphTensor, name)(tensor_of(self, op, (other,)), other)
 

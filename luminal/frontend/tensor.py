@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
 from luminal.core import dtype as dt
-from luminal.core.errors import check_number, op_error, outermost_op, user_frame, where
+from luminal.core.errors import check_number, op_error, outermost_op, renamed, user_frame, where
 from luminal.core.symbolic import Dim, dims, exact_div, is_static, nonnegative, prod, shape_str
 from luminal.core.view import View
 from luminal.frontend.eager import COMPILE_TO_READ, TRAIN_STEP, eager_only
@@ -69,6 +69,28 @@ def scalar_as_1d(op: str, dims=("dim",), tensors=(), result=None) -> Callable[[_
         return run  # type: ignore[return-value]  # functools.wraps keeps fn's signature
 
     return deco
+
+
+def _needs_values(t: GraphTensor, op: str, why: str) -> Exception:
+    """The error for a Python protocol that needs ``t``'s values now (``bool(t)``, ``float(t)``,
+    ``f"{t:.2f}"``, ``pickle``): a graph's tensor has none until a compiled program runs, and a tensor made
+    outside any graph (a host tensor) gives them by ``np.asarray(t)``; ``why`` names the lazy form."""
+    how = ("a tensor made outside any graph gives its values by np.asarray(t)" if getattr(t.graph, "host", False)
+           else COMPILE_TO_READ)
+    return eager_only(op, f"{how}. {why}", t)
+
+
+def _augmented(symbol: str, method: str) -> Callable[..., GraphTensor]:
+    """``x <op>= y``: the in-place method ``method`` (``x.add_(y)``), whose errors name ``symbol``."""
+
+    def op(self: GraphTensor, other) -> GraphTensor:
+        with renamed(symbol):
+            return getattr(self, method)(other)
+
+    op.__name__ = op.__qualname__ = f"__i{method.rstrip('_')}__"
+    op.__doc__ = (f"``x {symbol} y``: ``x.{method}(y)``, torch's in-place rules (the handle keeps its dtype and "
+                  f"shape, and is rebound: ``frontend/ops/inplace.py``).")
+    return op
 
 
 def _dims_to_zero(d, x: GraphTensor, op: str):
@@ -148,21 +170,92 @@ class GraphTensor:
         return prod(self.shape)
 
     def __len__(self) -> int:
+        """The size of the first dim, as torch's; a 0-d tensor, or a symbolic first dim (known only when
+        the program runs), is a TypeError naming the line (``x.shape[0]`` is the symbolic size)."""
+        return self._rows("len", "len() of")
+
+    def __iter__(self) -> Iterator[GraphTensor]:
+        """The rows ``x[0], x[1], ...`` (views), as torch's; a 0-d tensor or a symbolic first dim is a
+        TypeError naming the line, as ``len``."""
+        return (self[i] for i in range(self._rows("iter", "iteration over")))
+
+    def _rows(self, op: str, what: str) -> int:
         if not self.shape:
-            raise TypeError("len() of a 0-d tensor")
+            raise op_error(TypeError, op, f"{what} a 0-d tensor", self)
         n = self.shape[0]
         if not is_static(n):
-            raise TypeError(f"len() of a tensor whose first dim {n} is symbolic")
+            raise op_error(TypeError, op, f"{what} a tensor whose first dim {n} is symbolic: its size is known only "
+                           f"when the program runs (x.shape[0] is the symbolic size; index rows with x[i])", self)
         return n
 
     def __repr__(self) -> str:
         return f"GraphTensor({shape_str(self.shape)}, {self.dtype.name}, node={self.node.op}#{self.node.id})"
 
-    def __bool__(self) -> bool:
-        raise TypeError("a GraphTensor is lazy and has no truth value; compile and run it first")
+    # Python's protocols that need values ----------------------------------------------------------
+    # A lazy tensor has none while the graph is built, so each fails naming the line and the lazy form,
+    # where torch's would read the values (and, for a one-element tensor, silently compare them).
+    def __bool__(self) -> NoReturn:
+        raise _needs_values(self, "bool", "Python asks for one truth value in `if t:`, `while t:`, `t and u`, "
+                            "`not t`, `a < t < b`, `max(t, u)`, `sorted(...)` and `t in [tensors]`; the lazy forms "
+                            "are lm.where(cond, a, b), t.any(), t.all(), lm.maximum(t, u) and lm.sort(t)")
 
-    def __iter__(self) -> Iterator[GraphTensor]:
-        return (self[i] for i in range(len(self)))
+    def __contains__(self, value) -> NoReturn:
+        raise _needs_values(self, "in", "`v in t` needs t's values; (t == v).any() is the lazy form")
+
+    def __int__(self) -> NoReturn:
+        raise _needs_values(self, "int", "int(t) needs the value; t.int() is the lazy cast")
+
+    def __float__(self) -> NoReturn:
+        raise _needs_values(self, "float", "float(t) needs the value, and so do the math module's functions "
+                            "(math.floor(t), math.sqrt(t)); t.float() is the lazy cast, t.floor() and lm.sqrt(t) "
+                            "the lazy ops")
+
+    def __complex__(self) -> NoReturn:
+        raise _needs_values(self, "complex", "complex(t) needs the value")
+
+    def __format__(self, spec: str) -> str:
+        """``str(t)`` for an empty spec (``f"{t}"``); a number's spec (``f"{loss:.4f}"``) needs the value."""
+        if not spec:
+            return str(self)
+        raise _needs_values(self, "format", f"The format spec {spec!r} needs the value; format the compiled array")
+
+    # (no ``__index__``: ``hasattr(v, "__index__")`` marks an integer, and a tensor is not one; ``range(t)``
+    # and ``seq[t]`` fail with Python's "'GraphTensor' object cannot be interpreted as an integer")
+
+    # copies and pickles ------------------------------------------------------------------------------
+    def __copy__(self) -> GraphTensor:
+        """A new handle on the same value: an in-place method on either rebinds only that one."""
+        return GraphTensor(self.graph, self.node, self.layout, self.origin)
+
+    def __deepcopy__(self, memo) -> GraphTensor:
+        """A new handle on the same value, in the same graph (as ``copy.copy``). The graph is not copied:
+        a copy would hold copies of the Parameters it reads, so a program compiled from it would keep
+        their old values, and its tensors could not be combined with the original's."""
+        return self.__copy__()
+
+    def __reduce_ex__(self, protocol) -> str | tuple:
+        """A tensor made outside any graph pickles with its host graph of constants (it has values); a
+        graph's tensor is refused: it has no values, and its graph holds copies of the Parameters it reads."""
+        if getattr(self.graph, "host", False):
+            return object.__reduce_ex__(self, protocol)
+        raise _needs_values(self, "pickle", "Pickle the arrays a compiled program returns, or a module's "
+                            "state_dict() for its parameters")
+
+    # augmented assignment: torch's in-place ops (``ops/inplace.py``: the tensor keeps its dtype and shape,
+    # so ``int_x += 1.5`` and ``x += wider`` are refused and ``half_x += float_y`` stays float16). ``@=`` is
+    # left to Python's ``x = x @ w``, as torch defines no in-place matmul.
+    __iadd__ = _augmented("+=", "add_")
+    __isub__ = _augmented("-=", "sub_")
+    __imul__ = _augmented("*=", "mul_")
+    __itruediv__ = _augmented("/=", "div_")
+    __ifloordiv__ = _augmented("//=", "floor_divide_")
+    __imod__ = _augmented("%=", "remainder_")
+    __ipow__ = _augmented("**=", "pow_")
+    __iand__ = _augmented("&=", "bitwise_and_")
+    __ior__ = _augmented("|=", "bitwise_or_")
+    __ixor__ = _augmented("^=", "bitwise_xor_")
+    __ilshift__ = _augmented("<<=", "bitwise_left_shift_")
+    __irshift__ = _augmented(">>=", "bitwise_right_shift_")
 
     # eager-PyTorch habits: an error naming the lazy way (eager.py) ------------------------------------
     def backward(self, *args, **kwargs) -> NoReturn:

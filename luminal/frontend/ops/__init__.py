@@ -298,13 +298,17 @@ def _flip(f):
 
 def _equality(f):
     """``==``/``!=`` against something that is neither a tensor, a numpy array nor a number defers to
-    Python (``t == None`` is False, ``Ellipsis in (t,)`` works) instead of raising."""
+    Python (``t == None`` is False, ``Ellipsis in (t,)`` works) instead of raising. ``np.bool_`` (not a
+    ``numbers.Number``) and a symbolic size are numbers here, as to ``<`` and ``+``: Python's default
+    would silently answer False."""
     import numbers
 
     import numpy as np
 
+    from luminal.core.symbolic import Sym
+
     def op(self: GraphTensor, other) -> GraphTensor:
-        if not isinstance(other, (GraphTensor, numbers.Number, np.ndarray)):
+        if not isinstance(other, (GraphTensor, numbers.Number, np.ndarray, np.bool_, Sym)):
             return NotImplemented
         return f(self, other)
 
