@@ -108,6 +108,8 @@ class Sym:
 
     # arithmetic -----------------------------------------------------------------------------
     def __add__(self, other):
+        if not isinstance(other, (int, Sym)):  # (a tensor: its reflected operator, ``S + x`` elementwise)
+            return NotImplemented
         t = self._lift(self)
         for m, c in self._lift(other).items():
             t[m] = t.get(m, 0) + c
@@ -134,6 +136,8 @@ class Sym:
             out.terms = tuple((m, c * other) for m, c in self.terms)
             out._hash, out._vars = hash(out.terms), self._vars
             return out
+        if not isinstance(other, (int, Sym)):
+            return NotImplemented
         t: dict[tuple, int] = {}
         for m1, c1 in self._lift(self).items():
             for m2, c2 in self._lift(other).items():
@@ -154,7 +158,9 @@ class Sym:
 
     # comparison -----------------------------------------------------------------------------
     def __eq__(self, other):
-        return isinstance(other, Sym) and self.terms == other.terms
+        if isinstance(other, Sym):
+            return self.terms == other.terms
+        return False if isinstance(other, int) else NotImplemented  # (``S == x``: the tensor's, elementwise)
 
     def __hash__(self):
         return self._hash
@@ -172,22 +178,24 @@ class Sym:
     # name no dim and no line). The checks that matter are made when the program runs: a slice of a
     # 16-long dim by T requires T <= 16 then (``GraphTensor._requires``).
     def _compare(self, other, op: str):
+        if not isinstance(other, (numbers.Number, Sym)):  # (a tensor: its reflected comparison, elementwise)
+            return NotImplemented
         raise op_error(TypeError, f"{self} {op} {other}", f"symbolic dim {self} has no value while the graph is "
                        "built (it is bound from the inputs' shapes when a compiled program runs), so it cannot be "
                        "compared here; size checks are made by the program when it runs (slicing a 16-long dim "
                        "by T requires T <= 16 then)")
 
     def __lt__(self, other):
-        self._compare(other, "<")
+        return self._compare(other, "<")
 
     def __le__(self, other):
-        self._compare(other, "<=")
+        return self._compare(other, "<=")
 
     def __gt__(self, other):
-        self._compare(other, ">")
+        return self._compare(other, ">")
 
     def __ge__(self, other):
-        self._compare(other, ">=")
+        return self._compare(other, ">=")
 
     def __str__(self):
         parts = []
