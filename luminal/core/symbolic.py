@@ -148,13 +148,13 @@ class Sym:
     __rmul__ = __mul__
 
     def __floordiv__(self, other):
-        return floordiv(self, other)
+        return floordiv(self, other) if isinstance(other, (int, Sym)) else NotImplemented
 
     def __rfloordiv__(self, other):
-        return floordiv(other, self)
+        return floordiv(other, self) if isinstance(other, (int, Sym)) else NotImplemented
 
     def __mod__(self, other):
-        return mod(self, other)
+        return mod(self, other) if isinstance(other, (int, Sym)) else NotImplemented
 
     # comparison -----------------------------------------------------------------------------
     def __eq__(self, other):

@@ -348,17 +348,17 @@ def test_equality_with_a_numpy_bool_or_a_symbolic_size_is_elementwise():
 
 
 def test_a_symbolic_size_on_the_left_of_a_tensor_is_elementwise():
-    """``S + x``, ``S * x``, ``S - x``, ``S < x``, ``S == x`` (``S = x.shape[0]``, as torch code writes
-    ``x.shape[1] - pos``) defer to the tensor's reflected operator, as an int does: they failed with
+    """``S + x``, ``S * x``, ``S - x``, ``S // x``, ``S % x``, ``S < x``, ``S == x`` (``S = x.shape[0]``, as
+    torch code writes ``x.shape[1] - pos``) defer to the tensor's reflected operator, as an int does: they failed with
     "'GraphTensor' object has no attribute 'terms'", "symbolic dim S has no value", or answered False."""
     g = lm.Graph()
     x = g.input("x", ("S",))
     n = x.shape[0]
-    outs = [n + x, n * x, n - x, n < x, n >= x, n == x, n != x]
+    outs = [n + x, n * x, n - x, n // x, n % x, n < x, n >= x, n == x, n != x]
     a = np.array([1.0, 3.0, 5.0], np.float32)
     t = torch.from_numpy(a)
     got = _run(outs, x=a)
-    for o, w in zip(got, [3 + t, 3 * t, 3 - t, 3 < t, 3 >= t, 3 == t, 3 != t]):
+    for o, w in zip(got, [3 + t, 3 * t, 3 - t, 3 // t, 3 % t, 3 < t, 3 >= t, 3 == t, 3 != t]):
         np.testing.assert_array_equal(o, w.numpy())
     assert n == n and n != 3 and not n == 3.0  # (plain sizes compare as before)
     with pytest.raises(TypeError, match="symbolic dim S has no value"):
