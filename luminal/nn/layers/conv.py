@@ -272,8 +272,8 @@ class Conv1d(_ConvNd):
 
     Args:
         in_channels, out_channels, kernel_size, stride, padding (ints, 'same' or 'valid'): as torch's.
-        dilation, groups, bias, padding_mode ('zeros', 'reflect', 'replicate', 'circular'), device (ignored),
-        dtype: as torch's.
+        dilation, groups, bias, padding_mode ('zeros', 'reflect', 'replicate', 'circular'), dtype: as torch's.
+        device: ignored (arrays live on the host).
     """
 
     _nd = 1
