@@ -3,13 +3,13 @@ so that ``torch.special.ndtr(x)`` ports as ``lm.special.ndtr(x)``.
 
 Most are the ops luminal has under torch's top-level names (``expit`` is ``sigmoid``, ``gammaln``
 ``lgamma``, ``psi`` ``digamma``); the rest (``erfcx``, ``ndtr``, ``ndtri``, ``log_ndtr``, ``entr``,
-``xlog1py``, ``multigammaln``, the Bessel functions ``i0``, ``i0e``, ``i1``, ``i1e``) are
-``luminal/frontend/ops/special.py``'s. Each is wrapped so that a
+``xlog1py``, ``multigammaln``, the Bessel functions ``i0``, ``i0e``, ``i1``, ``i1e``, ``bessel_j0``,
+``bessel_j1``, ``bessel_y0``, ``bessel_y1``, ``modified_bessel_i0/i1/k0/k1``,
+``scaled_modified_bessel_k0/k1``, ``spherical_bessel_j0``, the incomplete gamma functions ``gammainc``
+and ``gammaincc``) are ``luminal/frontend/ops/special.py``'s. Each is wrapped so that a
 Parameter or Buffer argument joins the graph of the call (``luminal/frontend/join.py``).
 
-Not provided (no luminal implementation yet): the other Bessel functions (``bessel_j0``, ...,
-``modified_bessel_*``, ``scaled_modified_bessel_*``, ``spherical_bessel_j0``), ``gammainc``/``gammaincc``,
-``zeta``, ``airy_ai`` and the orthogonal polynomials.
+Not provided (no luminal implementation yet): ``airy_ai``.
 """
 
 from __future__ import annotations
@@ -21,21 +21,34 @@ from luminal.frontend.ops.elementwise import erf, exp2, expm1, log1p
 from luminal.frontend.ops.elementwise import round_ as round  # noqa: A004 - torch's name
 from luminal.frontend.ops.pointwise import sinc
 from luminal.frontend.ops.special import (
+    bessel_j0,
+    bessel_j1,
+    bessel_y0,
+    bessel_y1,
     digamma,
     entr,
     erfc,
     erfcx,
     erfinv,
+    gammainc,
+    gammaincc,
     i0,
     i0e,
     i1,
     i1e,
     log_ndtr,
     logit,
+    modified_bessel_i0,
+    modified_bessel_i1,
+    modified_bessel_k0,
+    modified_bessel_k1,
     multigammaln,
     ndtr,
     ndtri,
     polygamma,
+    scaled_modified_bessel_k0,
+    scaled_modified_bessel_k1,
+    spherical_bessel_j0,
     xlog1py,
     xlogy,
 )
@@ -104,9 +117,12 @@ def logsumexp(input, dim, keepdim: bool = False) -> GraphTensor:  # noqa: A002 -
     return _reduce.logsumexp(input, dim, keepdim)
 
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "i0e",
-           "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
-           "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy"]
+__all__ = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv",
+           "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p",
+           "log_ndtr", "log_softmax", "logit", "logsumexp", "modified_bessel_i0", "modified_bessel_i1",
+           "modified_bessel_k0", "modified_bessel_k1", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
+           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "sinc", "softmax", "spherical_bessel_j0",
+           "xlog1py", "xlogy"]
 _joins_all(globals(), __all__)
 
 

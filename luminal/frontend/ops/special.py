@@ -28,10 +28,12 @@ from luminal.frontend.ops.elementwise import (
     _poly,
     abs_,
     add,
+    cos,
     div,
     eq,
     erf,
     exp,
+    expm1,
     floor,
     ge,
     gt,
@@ -721,3 +723,587 @@ def polygamma_method(input, n: int) -> GraphTensor:  # noqa: A002 - torch's name
         n: the order, an int in [0, 150].
     """
     return polygamma(n, input)
+
+
+# torch.special's further functions: the incomplete gamma functions, Hurwitz's zeta, the Bessel
+# functions of the first and second kinds, the modified ones of the second kind, spherical_bessel_j0
+# and the orthogonal polynomials. Each computes in float64 and rounds once; the coefficient tables
+# (Chebyshev expansions, Temme's) were computed with mpmath at 60 digits ---------------------------
+def _cheb(t, coefs, lo: float, hi: float):
+    """``sum_k coefs[k] T_k(u)`` with ``u`` the map of ``t`` in [lo, hi] to [-1, 1] (Clenshaw)."""
+    u = sub(mul(t, 2.0 / (hi - lo)), (hi + lo) / (hi - lo))
+    u2 = mul(u, 2.0)
+    b1, b2 = coefs[-1], 0.0
+    for c in coefs[-2:0:-1]:
+        b1, b2 = add(sub(mul(u2, b1), b2), c), b1
+    return add(sub(mul(u, b1), b2), coefs[0])
+
+
+def _log1pmx(lam):
+    """``log(lam) - (lam - 1)`` for float64 ``lam > 0``, to its relative precision also near 1: for lam
+    in [1/2, 2] from ``t = lam - 1`` (exact there) and ``s = t / (2 + t)`` (``|s| <= 1/3``),
+    ``-2 s**2 / (1 - s) + 2 sum_k s**(2k+1) / (2k+1)`` (``log(1 + t) = 2 atanh(s)``, ``t = 2 s / (1 - s)``),
+    whose leading term carries it; elsewhere as written."""
+    near = logical_and(ge(lam, 0.5), le(lam, 2.0))
+    tn = where(near, sub(lam, 1.0), 0.0)
+    s = div(tn, add(tn, 2.0))
+    s2 = mul(s, s)
+    odd = mul(mul(s, s2), _poly(s2, [2 / (2 * k + 3) for k in range(18)]))
+    series = add(div(mul(s2, -2.0), sub(1.0, s)), odd)
+    lf = where(near, 1.0, lam)
+    return where(near, series, sub(log(lf), sub(lf, 1.0)))
+
+
+def _lgamma1p(u):
+    """``lgamma(1 + u)`` for float64 ``u`` in (-1/2, 3/2], to its relative precision also near 0 and 1
+    (its zeros): the Taylor series ``-euler u + sum_k zeta(k) (-u)**k / k`` for ``|u| <= 1/2``, and
+    ``log(u) + lgamma1p(u - 1)`` above."""
+    up = gt(u, 0.5)
+    v = where(up, sub(u, 1.0), u)
+    return add(_poly(v, _LGAM1P), where(up, log(where(up, u, 1.0)), 0.0))
+
+
+def _igam_fac(a, x):
+    """``x**a exp(-x) / gamma(a)`` for float64 ``a, x > 0``: from a = 10 on
+    ``exp(a log1pmx(x/a)) sqrt(a / (2 pi)) / gammastar(a)`` (gammastar: Stirling's series), whose
+    exponent keeps its relative precision where ``a log x - x - lgamma(a)`` would cancel; below,
+    that sum (with ``lgamma(1 + a)`` for a <= 3/2)."""
+    big = ge(a, 10.0)
+    ab = where(big, a, 10.0)
+    stirling = exp(_odd_series(_STIRLING, div(1.0, ab), 1))
+    large = div(mul(exp(mul(ab, _log1pmx(div(x, ab)))), sqrt(div(ab, 2 * math.pi))), stirling)
+    asm = where(big, 1.0, a)
+    expo = sub(mul(asm, log(x)), x)
+    # (below 3/2, a exp(. - lgamma(1 + a)): lgamma(a) = lgamma(1 + a) - log(a) is 690 at a = 1e-300,
+    # where exp's rounding of the sum would cost 690 ulps)
+    tiny = le(asm, 1.5)
+    small = where(tiny, mul(asm, exp(sub(expo, _lgamma1p(where(tiny, asm, 1.0))))),
+                  exp(sub(expo, _lgamma64(asm))))
+    return where(big, large, small)
+
+
+_IGAM_SERIES = 120  # P's series: x < a + ... as used, the ratio x / (a + n) is below 0.7 or a <= 20
+_IGAMC_CF = 110  # Q's continued fraction for x > max(a, 1.1) outside Temme's region
+_IGAMC_SMALL = 26  # Q's series in x for x <= 1.1: 1.1**26 / 26! is 1e-26
+
+
+def _igamma_parts(a, x):
+    """``(P, Q)``, the regularized lower and upper incomplete gamma functions, for float64 ``a, x > 0``
+    finite, each to its own relative precision (the regions and methods of Cephes' igam.c, as torch's):
+    Temme's uniform asymptotic expansion (``_TEMME``) for a > 20 and ``|x - a| < 0.3 a``; else for
+    x > 1.1 and x >= a, Q from Legendre's continued fraction (backward, ``_IGAMC_CF`` terms) and
+    ``P = 1 - Q``; else P from its power series ``x**a exp(-x) / gamma(a + 1) sum_n x**n / ((a+1)..(a+n))``
+    and ``Q = 1 - P``, except for x <= 1.1 with small a (where P is near 1), where Q is
+    ``1 - x**a / gamma(a + 1) + x**a / gamma(a) sum_n (-x)**n / (n! (a + n))`` (expm1 and
+    ``_lgamma1p`` for its first part)."""
+    fac = _igam_fac(a, x)
+    # Temme: Q = erfc(eta sqrt(a/2)) / 2 + exp(-a eta**2 / 2) / sqrt(2 pi a) sum_k C_k(eta) a**-k
+    t = sub(div(x, a), 1.0)
+    temme = logical_and(gt(a, 20.0), lt(abs_(t), 0.3))
+    at = where(temme, a, 30.0)
+    tt = where(temme, t, 0.1)
+    lpm = _log1pmx(add(tt, 1.0))  # (exact: |t| < 0.3)
+    eta = mul(sign(tt), sqrt(mul(lpm, -2.0)))
+    inv, acc = div(1.0, at), None
+    for row in reversed(_TEMME):
+        ck = _poly(eta, row) if len(row) > 1 else row[0]
+        acc = ck if acc is None else add(mul(acc, inv), ck)
+    common = mul(div(exp(mul(at, lpm)), sqrt(mul(at, 2 * math.pi))), acc)
+    arg = mul(eta, sqrt(mul(at, 0.5)))
+    q_temme = add(mul(erfc(arg), 0.5), common)
+    p_temme = sub(mul(erfc(neg(arg)), 0.5), common)
+    # Q's continued fraction
+    use_cf = logical_and(gt(x, 1.1), ge(x, a))
+    xc, ac = where(use_cf, x, 2.0), where(use_cf, a, 1.0)
+    f = add(sub(xc, ac), 2 * _IGAMC_CF + 1.0)
+    for n in range(_IGAMC_CF, 0, -1):
+        f = sub(add(sub(xc, ac), 2 * n - 1.0), div(mul(sub(float(n), ac), float(n)), f))
+    q_cf = div(where(use_cf, fac, 0.0), f)
+    # P's series
+    ser, c = 1.0, 1.0
+    for n in range(1, _IGAM_SERIES + 1):
+        c = mul(c, div(x, add(a, float(n))))
+        ser = add(ser, c)
+    p_ser = div(mul(ser, fac), a)
+    # Q's series for small x
+    small_q = logical_and(le(x, 1.1), where(le(x, 0.5), ge(div(-0.4, log(x)), a), ge(mul(x, 1.1), a)))
+    xs, as_ = where(small_q, x, 0.5), where(small_q, a, 0.5)
+    s, term = 0.0, 1.0
+    for n in range(1, _IGAMC_SMALL + 1):
+        term = mul(term, div(neg(xs), float(n)))
+        s = add(s, div(term, add(as_, float(n))))
+    la = mul(as_, log(xs))
+    lg1p = _lgamma1p(as_)  # (as_ <= 1.21 here)
+    q_small = sub(neg(expm1(sub(la, lg1p))), mul(mul(exp(sub(la, lg1p)), as_), s))
+    p = where(temme, p_temme, where(use_cf, sub(1.0, q_cf), where(small_q, sub(1.0, q_small), p_ser)))
+    q = where(temme, q_temme, where(use_cf, q_cf, where(small_q, q_small, sub(1.0, p_ser))))
+    return p, q, fac
+
+
+def _igamma(op: str, upper: bool, input, other):  # noqa: A002 - torch's names
+    a, x = coerce(op, input, other, min_kind="f")
+    wa, wx = cast(a, dt.float64), cast(x, dt.float64)
+    ok = logical_and(logical_and(gt(wa, 0.0), gt(wx, 0.0)),
+                     logical_and(logical_not(isinf(wa)), logical_not(isinf(wx))))
+    sa, sx = where(ok, wa, 1.0), where(ok, wx, 1.0)
+    p, q, fac = _igamma_parts(sa, sx)
+    out = q if upper else p
+    # the limits: P(a, 0) = 0, P(0, x > 0) = 1, P(inf, x) = 0, P(a, inf) = 1; NaN below 0, at
+    # P(0, 0) and P(inf, inf)
+    lo, hi = (1.0, 0.0) if upper else (0.0, 1.0)
+    bad = logical_or(logical_or(lt(wa, 0.0), lt(wx, 0.0)), logical_or(isnan(wa), isnan(wx)))
+    bad = logical_or(bad, logical_and(eq(wa, 0.0), eq(wx, 0.0)))
+    bad = logical_or(bad, logical_and(isinf(wa), isinf(wx)))
+    edge = where(logical_or(eq(wx, 0.0), isinf(wa)), lo, hi)  # (x = inf or a = 0: hi)
+    out = where(bad, math.nan, where(ok, out, edge))
+
+    def rule(_, g, a, x):
+        # d/dx P = x**(a-1) exp(-x) / gamma(a) = fac / x: at x = 0 inf for a < 1, 1 for a = 1, 0 above
+        at0 = eq(x, 0.0)
+        slope = where(ok, div(fac, sx), where(at0, where(lt(a, 1.0), math.inf, where(eq(a, 1.0), 1.0, 0.0)),
+                                              0.0))
+        slope = where(bad, math.nan, slope)
+        by_x = mul(g, cast(neg(slope) if upper else slope, g.dtype))
+        return [mul(g, math.nan), by_x]
+
+    out = cast(out, a.dtype)
+    return a.graph.custom_vjp(out, [a, x], rule)
+
+
+def gammainc(input, other) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.gammainc (``torch.igamma``): the regularized lower incomplete gamma function
+    ``P(a, x) = gamma(a)**-1 int_0^x t**(a-1) exp(-t) dt`` with ``a = input``, ``x = other`` (both >= 0;
+    broadcast, promoted, int and bool to float32). Computed in float64 (``_igamma_parts``) and rounded
+    once: relative error a few float64 ulps times the condition ``1 + |x - a|`` of ``exp(-x) x**a`` (so
+    about 1e-13 where P is near the underflow). The limits: ``P(a, 0) = 0``, ``P(0, x) = 1`` for
+    x > 0, ``P(inf, x) = 0``, ``P(a, inf) = 1``; NaN for a negative ``a`` or ``x``, at ``P(0, 0)``, at
+    ``P(inf, inf)`` and NaN.
+
+    The gradient by ``x`` is ``x**(a-1) exp(-x) / gamma(a)`` (at x = 0: inf for a < 1, 1 for a = 1, 0
+    above; torch's formula gives NaN at a = 1). By ``a`` it is NaN: torch raises ("the derivative for
+    'igamma: input' is not implemented") and luminal has no derivative in ``a`` either, so one asked
+    for is NaN, not a silent 0.
+
+    Args:
+        input: ``a``, a tensor or a number (with ``other`` a tensor).
+        other: ``x``, a tensor or a number.
+    """
+    return _igamma("gammainc", False, input, other)
+
+
+def gammaincc(input, other) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.gammaincc (``torch.igammac``): ``Q(a, x) = 1 - P(a, x)``, computed on its own so
+    that it keeps its relative precision where P is near 1 (see ``gammainc``). The limits:
+    ``Q(a, 0) = 1``, ``Q(0, x) = 0`` for x > 0, ``Q(inf, x) = 1``, ``Q(a, inf) = 0``; NaN as gammainc's.
+    The gradient by ``x`` is ``-x**(a-1) exp(-x) / gamma(a)``, by ``a`` NaN (as gammainc's).
+
+    Args:
+        input: ``a``, a tensor or a number (with ``other`` a tensor).
+        other: ``x``, a tensor or a number.
+    """
+    return _igamma("gammaincc", True, input, other)
+_TEMME = (  # Temme's C_k(eta) = sum_n d[k][n] eta**n, k = 0..24 (DLMF 8.12.10's recurrence, tools: mpmath)
+    (-0.3333333333333333, 0.08333333333333333, -0.014814814814814815, 0.0011574074074074073, 0.0003527336860670194,
+    -0.0001787551440329218, 3.919263178522438e-05, -2.185448510679992e-06, -1.85406221071516e-06,
+    8.296711340953087e-07, -1.7665952736826078e-07, 6.707853543401498e-09, 1.0261809784240309e-08,
+    -4.382036018453353e-09, 9.14769958223679e-10, -2.5514193994946248e-11, -5.830772132550426e-11,
+    2.4361948020667415e-11, -5.0276692801141755e-12),
+    (-0.001851851851851852, -0.003472222222222222, 0.0026455026455026454, -0.0009902263374485596,
+    0.00020576131687242798, -4.018775720164609e-07, -1.8098550334489977e-05, 7.64916091608111e-06,
+    -1.6120900894563446e-06, 4.647127802807434e-09, 1.378633446915721e-07, -5.752545603517705e-08,
+    1.1951628599778148e-08, -1.7543241719747647e-11, -1.0091543710600413e-09, 4.162792991842583e-10,
+    -8.56390702649298e-11, 6.067215101604758e-14, 7.1624989648114856e-12),
+    (0.004133597883597883, -0.0026813271604938273, 0.0007716049382716049, 2.0093878600823047e-06,
+    -0.0001073665322636516, 5.2923448829120125e-05, -1.2760635188618728e-05, 3.423578734096138e-08,
+    1.3721957309062934e-06, -6.298992138380055e-07, 1.4280614206064242e-07, -2.0477098421990866e-10,
+    -1.409252991086752e-08, 6.228974084922022e-09, -1.3670488396617114e-09, 9.428356159014678e-13,
+    1.2872252400089318e-10, -5.5645956134363323e-11),
+    (0.0006494341563786008, 0.00022947209362139917, -0.0004691894943952557, 0.00026772063206283885,
+    -7.561801671883977e-05, -2.396505113867297e-07, 1.1082654115347302e-05, -5.6749528269915965e-06,
+    1.4230900732435883e-06, -2.7861080291528143e-11, -1.6958404091930278e-07, 8.099464905388083e-08,
+    -1.9111168485973655e-08, 2.3928620439808118e-12, 2.0620131815488797e-09, -9.460496661855133e-10,
+    2.1541049775774907e-10),
+    (-0.0008618882909167117, 0.0007840392217200666, -0.0002990724803031902, -1.4638452578843418e-06,
+    6.641498215465122e-05, -3.968365047179435e-05, 1.1375726970678419e-05, 2.507497226237533e-10,
+    -1.6954149536558305e-06, 8.907507532205309e-07, -2.292934834000805e-07, 2.956794137544049e-11,
+    2.8865829742708783e-08, -1.4189739437803219e-08, 3.4463580499464896e-09),
+    (-0.00033679855336635813, -6.972813758365857e-05, 0.0002772753244959392, -0.00019932570516188847,
+    6.797780477937208e-05, 1.419062920643967e-07, -1.3594048189768693e-05, 8.018470256334202e-06,
+    -2.291481176508095e-06, -3.252473551298454e-10, 3.4652846491085265e-07, -1.8447187191171344e-07,
+    4.8240967037894184e-08),
+    (0.0005313079364639922, -0.0005921664373536939, 0.0002708782096718045, 7.902353232660328e-07,
+    -8.153969367561969e-05, 5.61168275310625e-05, -1.8329116582843375e-05, -3.0796134506033047e-09,
+    3.465155368803609e-06, -2.0291327396058603e-06, 5.788792863149004e-07, 2.338630673826657e-13,
+    -8.828600746330484e-08),
+    (0.00034436760689237765, 5.171790908260592e-05, -0.00033493161081142234, 0.0002812695154763237,
+    -0.00010976582244684731, -1.2741009095484485e-07, 2.7744451511563645e-05, -1.8263488805711332e-05,
+    5.7876949497350525e-06, 4.93875893393627e-10, -1.0595367014026043e-06, 6.166714376110408e-07),
+    (-0.0006526239185953094, 0.0008394987206720873, -0.000438297098541721, -6.969091458420552e-07,
+    0.00016644846642067547, -0.00012783517679769218, 4.629953263691304e-05, 4.557909867922708e-09,
+    -1.0595271125805195e-05, 6.783342904865167e-06, -2.1075476666258803e-06),
+    (-0.0005967612901927463, -7.204895416020011e-05, 0.0006782308837667328, -0.0006401475260262758,
+    0.00027750107634328704, 1.819700838046515e-07, -8.479507117068503e-05, 6.105192082501531e-05,
+    -2.1073920183404862e-05),
+    (0.0013324454494800656, -0.0019144384985654776, 0.0011089369134596636, 9.9324041226423e-07,
+    -0.0005087450129309319, 0.00042735056665392886, -0.00016858853767910798),
+    (0.001579727660730835, 0.00016251626278391583, -0.0020633421035543276, 0.00213896861856891,
+    -0.0010108559391263003, -3.99127055299192e-07, 0.0003623502508476469),
+    (-0.004072512119514016, 0.00640336283380807, -0.004041016108167662, -2.1837328028662328e-06,
+    0.002174044180125464, -0.001970044051841889),
+    (-0.0059475779383993, -0.0005401647678926045, 0.00879104135507679, -0.009857631558785612),
+    (0.01740202778752271, -0.02952788094569912, 0.020045875571402798),
+    (0.03024912416090589,),
+    (-0.09905102088015905,),
+    (-0.19994542198219728,),
+    (0.7243860850402943,),
+    (1.6668949727276812,),
+    (-6.618829886137293,),
+    (-17.112706061976095,),
+    (73.89033153567425,),
+    (212.1683709838252,),
+    (-989.5964309832236,),
+)
+_LGAM1P = (0.0, -0.5772156649015329, 0.8224670334241132, -0.40068563438653143, 0.27058080842778454,
+    -0.20738555102867398, 0.1695571769974082, -0.1440498967688461, 0.12550966952474304, -0.11133426586956469,
+    0.1000994575127818, -0.09095401714582904, 0.083353840546109, -0.0769325164113522, 0.07143294629536133,
+    -0.06666870588242046, 0.06250095514121304, -0.058823978658684585, 0.055555767627403614, -0.05263167937961666,
+    0.05000004769810169, -0.047619070330142226, 0.04545455629320467, -0.04347826605304026, 0.04166666915034121,
+    -0.04000000119214014, 0.03846153903467518, -0.037037037312989324, 0.035714285847333355, -0.034482758684919304,
+    0.03333333336437758, -0.03225806453115042, 0.03125000000727597, -0.030303030306558044, 0.029411764707594344,
+    -0.02857142857226011, 0.027777777778181998, -0.027027027027223673, 0.02631578947377995, -0.025641025641072283,
+    0.025000000000022737, -0.024390243902450117, 0.023809523809529224, -0.023255813953491015, 0.02272727272727402,
+    -0.022222222222222855, 0.021739130434782917, -0.021276595744681003, 0.02083333333333341, -0.02040816326530616,
+    0.020000000000000018, -0.019607843137254912, 0.019230769230769235, -0.01886792452830189)
+
+
+# Bessel functions: J0, J1, Y0, Y1 below 5 from Chebyshev expansions in z = x**2 (J's divided by
+# their first zero's factor, multiplied back as (x - j) (x + j) with j in two parts, so that J keeps
+# its relative precision there; Y's less their log term), above 5 Hankel's form
+# J = (P cos(chi) - Q sin(chi)) sqrt(2 / (pi x)), Y = (P sin(chi) + Q cos(chi)) sqrt(2 / (pi x)), with
+# P and xQ Chebyshev expansions in 25 / x**2 up to 25 and the asymptotic series in 1 / x**2 above
+# (its next term below 1e-19). K0, K1: Chebyshev expansions in x**2 below 1 (less their log terms),
+# of sqrt(x) exp(x) K in 1/x up to 25, the asymptotic series above ------------------------------
+@functools.cache
+def _hankel(nu: int, odd: bool, count: int) -> tuple[float, ...]:
+    """Coefficients of Hankel's asymptotic series: ``a_k(nu) = prod_{j<=k} (4 nu**2 - (2j - 1)**2) /
+    (k! 8**k)``; with ``odd``, ``(-1)**k a_(2k+1)`` (xQ's series in x**-2), else ``(-1)**k a_(2k)`` (P's),
+    or with ``count`` < 0 all ``a_k``, k < -count (K's series in 1/x)."""
+    def a(k):
+        p = Fraction(1)
+        for j in range(1, k + 1):
+            p *= Fraction(4 * nu * nu - (2 * j - 1) ** 2, 8 * j)
+        return p
+    if count < 0:
+        return tuple(float(a(k)) for k in range(-count))
+    return tuple(float((-1) ** k * a(2 * k + odd)) for k in range(count))
+
+
+_HANKEL_TERMS = 13  # P's and xQ's series past 25: the next term is below 1e-19
+_K_TERMS = 25  # K's series past 25
+
+
+def _bessel_jy(nu: int, second: bool, w):
+    """J_nu (``second``: Y_nu) of float64 ``w``, nu = 0 or 1, with its derivative as the gradient
+    (itself differentiable): J0' = -J1, Y0' = -Y1, J1' = J0 - J1/x (1/2 at 0), Y1' = Y0 - Y1/x."""
+    a = abs_(w)
+    near = le(a, 5.0)
+    xn = where(near, a, 1.0)
+    z = mul(xn, xn)
+    if nu == 0:
+        hi, lo = _J0_ZERO
+        j_near = mul(mul(sub(sub(xn, hi), lo), add(xn, hi)), _cheb(z, _J0_NEAR, 0.0, 25.0))
+    else:
+        hi, lo = _J1_ZERO
+        j_near = mul(mul(mul(sub(sub(xn, hi), lo), add(xn, hi)), _cheb(z, _J1_NEAR, 0.0, 25.0)), xn)
+    if second:
+        two_log = mul(log(xn), 2 / math.pi)
+        if nu == 0:
+            v_near = add(_cheb(z, _Y0_NEAR, 0.0, 25.0), mul(two_log, j_near))
+        else:
+            v_near = add(mul(_cheb(z, _Y1_NEAR, 0.0, 25.0), xn),
+                         sub(mul(two_log, j_near), div(2 / math.pi, xn)))
+    else:
+        v_near = j_near
+    xf = where(near, 6.0, a)
+    mid = le(xf, 25.0)
+    u = div(1.0, mul(xf, xf))
+    um = where(mid, mul(u, 25.0), 0.5)
+    p_mid, q_mid = (_cheb(um, c, 1 / 25, 1.0) for c in ((_P0_MID, _Q0_MID) if nu == 0 else (_P1_MID, _Q1_MID)))
+    p_far, q_far = _poly(u, _hankel(nu, False, _HANKEL_TERMS)), _poly(u, _hankel(nu, True, _HANKEL_TERMS - 1))
+    p = where(mid, p_mid, p_far)
+    q = div(where(mid, q_mid, q_far), xf)
+    s, c = sin(xf), cos(xf)
+    # chi = x - (2 nu + 1) pi / 4: sqrt(2) (cos chi, sin chi) = (c + s, s - c) for nu = 0, (s - c, -s - c) for 1
+    cc, sc = (add(c, s), sub(s, c)) if nu == 0 else (sub(s, c), neg(add(s, c)))
+    scale = div(1.0 / math.sqrt(math.pi), sqrt(xf))
+    v_far = mul(add(mul(p, sc), mul(q, cc)) if second else sub(mul(p, cc), mul(q, sc)), scale)
+    v = where(near, v_near, where(isinf(a), 0.0, v_far))
+    if second:  # -inf at 0, NaN below 0 (and at -inf)
+        v = where(eq(w, 0.0), -math.inf, where(lt(w, 0.0), math.nan, v))
+    elif nu:
+        v = where(_neg_side(w), neg(v), v)
+
+    def slope(w, y):
+        if nu == 0:
+            return neg(_bessel_jy(1, second, w))
+        at0 = eq(w, 0.0)
+        return sub(_bessel_jy(0, second, w), where(at0, 0.5, div(y, where(at0, 1.0, w))))
+
+    return _derivative(v, w, slope)
+
+
+def _bessel_k(nu: int, scaled: bool, w):
+    """K_nu (``scaled``: ``exp(x) K_nu(x)``) of float64 ``w``, nu = 0 or 1, with its derivative as the
+    gradient: K0' = -K1, K1' = -K0 - K1/x; scaled, K0e' = K0e - K1e, K1e' = K1e - K0e - K1e/x. +inf at 0
+    (K's pole), NaN below 0, 0 at +inf."""
+    near = le(w, 1.0)
+    xn = where(logical_and(near, gt(w, 0.0)), w, 0.5)
+    z = mul(xn, xn)
+    i_nu = _bessel(nu, False, xn)
+    if nu == 0:
+        k_near = sub(_cheb(z, _K0_NEAR, 0.0, 1.0), mul(log(xn), i_nu))
+    else:
+        k_near = add(add(mul(_cheb(z, _K1_NEAR, 0.0, 1.0), xn), div(1.0, xn)), mul(log(xn), i_nu))
+    if scaled:
+        k_near = mul(k_near, exp(xn))
+    xf = where(near, 2.0, w)
+    t = div(1.0, xf)
+    mid = le(xf, 25.0)
+    core = where(mid, _cheb(where(mid, t, 0.5), _K0_MID if nu == 0 else _K1_MID, 1 / 25, 1.0),
+                 mul(_poly(t, _hankel(nu, False, -_K_TERMS)), math.sqrt(math.pi / 2)))
+    far = div(core, sqrt(xf))
+    if not scaled:
+        half = exp(mul(xf, -0.5))  # (exp(-x) underflows before K does)
+        far = mul(mul(far, half), half)
+    v = where(near, k_near, far)
+    v = where(eq(w, 0.0), math.inf, where(lt(w, 0.0), math.nan, where(isinf(w), 0.0, v)))
+
+    def slope(w, y):
+        other = _bessel_k(1 - nu, scaled, w)
+        at0 = eq(w, 0.0)
+        by_x = div(y, where(at0, 1.0, w))
+        d = neg(other) if nu == 0 else sub(neg(other), where(at0, math.inf, by_x))
+        return add(d, y) if scaled else d
+
+    return _derivative(v, w, slope)
+
+
+def _bessel_f64(op: str, f, input):  # noqa: A002 - torch's names
+    x = _float(input, op)
+    return cast(f(cast(x, dt.float64)), x.dtype)
+
+
+@tensor_op("bessel_j0")
+def bessel_j0(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.bessel_j0: the Bessel function of the first kind of order 0, even; 0 at +-inf.
+    Computed in float64 and rounded once: a few float64 ulps relative below 5 (also at its first zero
+    2.405), absolute ``~2e-16 sqrt(2 / (pi |x|))`` (its envelope) above, where near each zero the
+    relative error grows as torch's (and any float64 evaluation of ``cos(x - pi/4)``) does. The gradient
+    is ``-bessel_j1(x)`` (torch's has none). Int and bool inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    return _bessel_f64("bessel_j0", functools.partial(_bessel_jy, 0, False), input)
+
+
+@tensor_op("bessel_j1")
+def bessel_j1(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.bessel_j1: the Bessel function of the first kind of order 1, odd (keeping -0.0); 0 at
+    +-inf. Accurate as ``bessel_j0`` (relative also at its first zero 3.832). The gradient is
+    ``j0(x) - j1(x) / x`` (1/2 at 0). Int and bool inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    return _bessel_f64("bessel_j1", functools.partial(_bessel_jy, 1, False), input)
+
+
+@tensor_op("bessel_y0")
+def bessel_y0(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.bessel_y0: the Bessel function of the second kind of order 0: -inf at 0, NaN for
+    negative ``x`` (and -inf), 0 at +inf. Accurate as ``bessel_j0``, absolute near its zeros (the first,
+    0.894, included). The gradient is ``-bessel_y1(x)``. Int and bool inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    return _bessel_f64("bessel_y0", functools.partial(_bessel_jy, 0, True), input)
+
+
+@tensor_op("bessel_y1")
+def bessel_y1(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.bessel_y1: the Bessel function of the second kind of order 1: -inf at 0, NaN for
+    negative ``x``, 0 at +inf. Accurate as ``bessel_y0``. The gradient is ``y0(x) - y1(x) / x``. Int and
+    bool inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    return _bessel_f64("bessel_y1", functools.partial(_bessel_jy, 1, True), input)
+
+
+@tensor_op("modified_bessel_i0")
+def modified_bessel_i0(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.modified_bessel_i0: ``i0`` (the same function and gradient ``i1(x)``).
+
+    Args:
+        input: a tensor.
+    """
+    return _bessel_op("modified_bessel_i0", 0, False, input)
+
+
+@tensor_op("modified_bessel_i1")
+def modified_bessel_i1(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.modified_bessel_i1: ``i1`` (the same function and gradient ``i0(x) - i1(x) / x``).
+
+    Args:
+        input: a tensor.
+    """
+    return _bessel_op("modified_bessel_i1", 1, False, input)
+
+
+@tensor_op("modified_bessel_k0")
+def modified_bessel_k0(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.modified_bessel_k0: the modified Bessel function of the second kind of order 0: +inf
+    at 0, NaN for negative ``x``, 0 at +inf (and where it underflows, past 705). Computed in float64 and
+    rounded once, to a few float64 ulps. The gradient is ``-modified_bessel_k1(x)``. Int and bool inputs
+    give float32.
+
+    Args:
+        input: a tensor.
+    """
+    return _bessel_f64("modified_bessel_k0", functools.partial(_bessel_k, 0, False), input)
+
+
+@tensor_op("modified_bessel_k1")
+def modified_bessel_k1(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.modified_bessel_k1: the modified Bessel function of the second kind of order 1: +inf
+    at 0, NaN for negative ``x``, 0 at +inf. Accurate as ``modified_bessel_k0``. The gradient is
+    ``-k0(x) - k1(x) / x``. Int and bool inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    return _bessel_f64("modified_bessel_k1", functools.partial(_bessel_k, 1, False), input)
+
+
+@tensor_op("scaled_modified_bessel_k0")
+def scaled_modified_bessel_k0(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.scaled_modified_bessel_k0: ``exp(x) K0(x)``, finite past K0's underflow (+inf at 0,
+    NaN below 0, 0 at +inf). The gradient is ``k0e(x) - k1e(x)``. Computed in float64 and rounded once;
+    int and bool inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    return _bessel_f64("scaled_modified_bessel_k0", functools.partial(_bessel_k, 0, True), input)
+
+
+@tensor_op("scaled_modified_bessel_k1")
+def scaled_modified_bessel_k1(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.scaled_modified_bessel_k1: ``exp(x) K1(x)`` (+inf at 0, NaN below 0, 0 at +inf). The
+    gradient is ``k1e(x) - k0e(x) - k1e(x) / x``. Computed in float64 and rounded once; int and bool
+    inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    return _bessel_f64("scaled_modified_bessel_k1", functools.partial(_bessel_k, 1, True), input)
+
+
+def _sph_j0(w):
+    """``sin(x) / x`` (1 at 0, 0 at +-inf: the Taylor series below 0.5 in magnitude); its gradient
+    ``(x cos x - sin x) / x**2`` (its Taylor series ``-x/3 + x**3/30 - ...`` below 0.5)."""
+    a = abs_(w)
+    small = lt(a, 0.5)
+    ws = where(small, w, 0.0)
+    z = mul(ws, ws)
+    near = _poly(z, [(-1) ** k / math.factorial(2 * k + 1) for k in range(10)])
+    wf = where(small, 1.0, w)
+    v = where(small, near, where(isinf(w), 0.0, div(sin(wf), wf)))
+
+    def slope(w, y):
+        d_near = mul(ws, _poly(z, [(-1) ** (k + 1) * (2 * k + 2) / math.factorial(2 * k + 3) for k in range(10)]))
+        d_far = div(sub(cos(wf), y), wf)
+        return where(small, d_near, where(isinf(w), 0.0, d_far))
+
+    return _derivative(v, w, slope)
+
+
+@tensor_op("spherical_bessel_j0")
+def spherical_bessel_j0(input) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.spherical_bessel_j0: ``sin(x) / x``, 1 at 0, 0 at +-inf. Computed in float64 and
+    rounded once (a few ulps; near its zeros k pi relative to ``sin``'s own rounding). The gradient is
+    ``(x cos x - sin x) / x**2`` (-j1(x), 0 at 0). Int and bool inputs give float32.
+
+    Args:
+        input: a tensor.
+    """
+    return _bessel_f64("spherical_bessel_j0", _sph_j0, input)
+_J0_ZERO = (2.404825557695773, -1.176691651530894e-16)
+_J1_ZERO = (3.8317059702075125, -1.5269184090088067e-16)
+_J0_NEAR = (-0.07405174056387834, 0.07995724165008089, -0.01689860151045831, 0.0018734993201736279,
+    -0.00012786334214099545, 5.919230226082256e-06, -1.9827937012047592e-07, 5.032513126170568e-09,
+    -1.0017563061986844e-10, 1.606362191368658e-12, -2.119981793307844e-14, 2.3433615705472256e-16,
+    -2.2014527429358544e-18, 1.7795622356428403e-20)
+_J1_NEAR = (-0.018028415801166292, 0.013661487082063361, -0.0021632651559238044, 0.0001909490103660189,
+    -1.0816174736957452e-05, 4.278886056259686e-07, -1.251337564352681e-08, 2.8183488843903415e-10,
+    -5.042568567278396e-12, 7.34347631506432e-14, -8.876744102278278e-16, 9.051454724528835e-18,
+    -7.891777052481785e-20)
+_Y0_NEAR = (0.20605257634092228, -0.13017522381095709, -0.291894720865317, 0.10268287966073635,
+    -0.014279159901781987, 0.0011164629864165486, -5.677525113380376e-05, 2.0406703657627165e-06,
+    -5.476431029755533e-08, 1.141220652090372e-09, -1.9021689490013906e-11, 2.5954970583106197e-13,
+    -2.9540707750193604e-15, 2.848154182311252e-17, -2.356607585530683e-19)
+_Y1_NEAR = (0.0531074450560213, 0.14189450894667655, -0.08834328868289824, 0.017111109934210778,
+    -0.0017057852565133666, 0.000105257530278434, -4.44507526565354e-06, 1.3699277670028168e-07,
+    -3.222883768023259e-09, 5.984534092223177e-11, -9.000965667133812e-13, 1.1194186560306676e-14,
+    -1.1707921590181557e-16, 1.0444110354608508e-18)
+_P0_MID = (0.9985977713750755, -0.0012733500504284448, 1.608138169273622e-05, -5.467660471840422e-07,
+    3.21882971225826e-08, -2.7043878228750075e-09, 2.9213570942600666e-10, -3.808758896544717e-11,
+    5.750445742504109e-12, -9.770322305238322e-13, 1.829891067582405e-13, -3.719936905003212e-14,
+    8.111038384855138e-15, -1.879249052411873e-15, 4.591961516814493e-16, -1.1761353577937745e-16,
+    3.14165869107632e-17, -8.714796477281458e-18, 2.501426166473498e-18, -7.4064785757969225e-19,
+    2.2561825419738383e-19)
+_Q0_MID = (-0.12359166325914143, 0.0012609439978365777, -2.926903432265662e-05, 1.396008176256764e-06,
+    -1.029907668150455e-07, 1.0210540640425113e-08, -1.2547418014488342e-09, 1.8164563734795525e-10,
+    -2.993749890799132e-11, 5.48334775532828e-12, -1.0965409097744126e-12, 2.3622697188387166e-13,
+    -5.425451777125223e-14, 1.317508326802474e-14, -3.360309973768829e-15, 8.95221858991687e-16,
+    -2.4798420669600255e-16, 7.115232750526674e-17, -2.1076797406608723e-17, 6.4276148485438345e-18,
+    -2.013110860519366e-18, 6.461538677352586e-19, -2.1215080073444825e-19, 7.11341605950509e-20,
+    -2.4322078965496193e-20)
+_P1_MID = (1.002359188365373, 0.0021502718225226984, -2.1080486970846004e-05, 6.615668651580993e-07,
+    -3.745130369812773e-08, 3.074159995570496e-09, -3.269631098236341e-10, 4.2154968526877056e-11,
+    -6.3108905389178654e-12, 1.0651233439272648e-12, -1.9840938549319159e-13, 4.0152722624622343e-14,
+    -8.721616075901632e-15, 2.0140814327269027e-15, -4.907338330145866e-16, 1.2537405445072926e-16,
+    -3.341434204144867e-17, 9.25028809732232e-18, -2.6502962158992764e-18, 7.834282005288772e-19,
+    -2.3828910342727353e-19)
+_Q1_MID = (0.3730093000792877, -0.0017891098035124323, 3.645165005866133e-05, -1.6474285125098412e-06,
+    1.180223821630951e-07, -1.1485640570691412e-08, 1.393390471965778e-09, -1.9980942762362733e-10,
+    3.269002962462129e-11, -5.9523989232456636e-12, 1.1846022801641723e-12, -2.541649669472393e-13,
+    5.817250629750517e-14, -1.4084197113327775e-14, 3.5827427806666764e-15, -9.52259196629156e-16,
+    2.632355627886909e-16, -7.538689733521703e-17, 2.2293275728205754e-17, -6.788077851423992e-18,
+    2.122993097943774e-18, -6.805336897442029e-19, 2.231690362956054e-19, -7.474476268861246e-20)
+_K0_NEAR = (0.26515980836570446, 0.15251907576831567, 0.003318048844835395, 2.738519788401574e-05,
+    1.1973841928000323e-07, 3.249474443679295e-10, 6.012730386689703e-13, 8.076060733536439e-16, 8.234977983698423e-19)
+_K1_NEAR = (-0.35242753359380785, -0.045059890508404046, -0.0006017177632861077, -3.6154504483539617e-06,
+    -1.245884783549044e-08, -2.7927150084633376e-11, -4.4036594695160716e-14, -5.154391531560412e-17,
+    -4.6578043506603944e-20)
+_K0_MID = (1.1918819913868592, -0.05089031936356283, 0.003869698250853415, -0.00045693123310335584,
+    6.881669443157356e-05, -1.2164656151147597e-05, 2.4145080953014643e-06, -5.238309750480217e-07,
+    1.2202643244206251e-07, -3.014278729068664e-08, 7.823252385365904e-09, -2.1185018332266233e-09,
+    5.952961792288922e-10, -1.728226302407584e-10, 5.1651545219746285e-11, -1.5845260367347446e-11,
+    4.9770602093209865e-12, -1.5973134175684734e-12, 5.228379578406596e-13, -1.7427094219098665e-13,
+    5.907058138651008e-14, -2.033691231488159e-14, 7.104039757755274e-15, -2.515487256567129e-15,
+    9.021280135996834e-16, -3.2742624608715817e-16, 1.2018769671771088e-16, -4.458999663866169e-17,
+    1.671089562119127e-17, -6.322984615488292e-18, 2.414341356041071e-18, -9.2990815473537e-19,
+    3.611368182542768e-19, -1.4136195068816115e-19)
+_K1_MID = (1.4616362127667877, 0.1813812209806132, -0.007512245133317685, 0.0007347332748022451,
+    -0.00010054436193562174, 1.675276361903896e-05, -3.1929461939055618e-06, 6.7236922204025e-07,
+    -1.5307375007959124e-07, 3.7126270240688215e-08, -9.4924157472956e-09, 2.5384919686692383e-09,
+    -7.057497122305367e-10, 2.0301334423195563e-10, -6.018953017898462e-11, 1.833422738328348e-11,
+    -5.722703608025769e-12, 1.8262789246430784e-12, -5.947467370552983e-13, 1.9732499337136685e-13,
+    -6.660337067709334e-14, 2.2841793817099203e-14, -7.950673482790072e-15, 2.8060218022201254e-15,
+    -1.0032541978560803e-15, 3.6309665058206766e-16, -1.329281456610156e-16, 4.9194480146396756e-17,
+    -1.839361977012988e-17, 6.944457974939252e-18, -2.646173582975726e-18, 1.0172154711529313e-18,
+    -3.943151340264001e-19, 1.540794515890208e-19)
