@@ -6,10 +6,11 @@ Most are the ops luminal has under torch's top-level names (``expit`` is ``sigmo
 ``xlog1py``, ``multigammaln``, the Bessel functions ``i0``, ``i0e``, ``i1``, ``i1e``, ``bessel_j0``,
 ``bessel_j1``, ``bessel_y0``, ``bessel_y1``, ``modified_bessel_i0/i1/k0/k1``,
 ``scaled_modified_bessel_k0/k1``, ``spherical_bessel_j0``, the incomplete gamma functions ``gammainc``
-and ``gammaincc``) are ``luminal/frontend/ops/special.py``'s. Each is wrapped so that a
+and ``gammaincc``, Hurwitz's ``zeta``) are ``luminal/frontend/ops/special.py``'s. Each is wrapped so that a
 Parameter or Buffer argument joins the graph of the call (``luminal/frontend/join.py``).
 
-Not provided (no luminal implementation yet): ``airy_ai``.
+Not provided (no luminal implementation yet): ``airy_ai`` and the orthogonal polynomials
+(``chebyshev_polynomial_*``, ``hermite_polynomial_*``, ``laguerre_polynomial_l``, ``legendre_polynomial_p``).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from luminal.frontend.ops.special import (
     spherical_bessel_j0,
     xlog1py,
     xlogy,
+    zeta,
 )
 from luminal.frontend.ops.special import lgamma as _lgamma
 from luminal.frontend.tensor import GraphTensor
@@ -122,7 +124,7 @@ __all__ = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "digamma", "entr"
            "log_ndtr", "log_softmax", "logit", "logsumexp", "modified_bessel_i0", "modified_bessel_i1",
            "modified_bessel_k0", "modified_bessel_k1", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
            "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "sinc", "softmax", "spherical_bessel_j0",
-           "xlog1py", "xlogy"]
+           "xlog1py", "xlogy", "zeta"]
 _joins_all(globals(), __all__)
 
 

@@ -170,7 +170,7 @@ UNARY = {  # name -> inputs inside its domain, away from poles
 NO_16BIT = {"erfcx", "ndtri", "log_ndtr"}  # (torch's CPU kernels lack float16/bfloat16 for these)
 MORE = {"gammainc", "gammaincc", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
         "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
-        "scaled_modified_bessel_k1", "spherical_bessel_j0"}  # (test_special_torch_more.py)
+        "scaled_modified_bessel_k1", "spherical_bessel_j0", "zeta"}  # (test_special_torch_more.py)
 
 
 def _inputs(name, dtype, n=12):

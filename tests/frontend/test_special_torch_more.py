@@ -1,4 +1,4 @@
-"""torch.special's incomplete gamma functions, Bessel functions (J, Y, I, K, scaled K, spherical j0):
+"""torch.special's incomplete gamma functions, Hurwitz's zeta, Bessel functions (J, Y, I, K, scaled K, spherical j0):
 values over wide grids against mpmath (float64) and torch's float64 (float32, 16-bit: within an ulp of
 it, as luminal computes in float64 and rounds once), the defined values at the edges written out,
 gradients against torch where it has them and against the analytic derivative (mpmath) where torch
@@ -11,6 +11,8 @@ Tolerances, in float64 (measured maxima in brackets; ``eps`` = 2**-52):
   ``2e-15`` times the envelope ``sqrt(2 / (pi x))`` [1.1e-15]: near the zeros cos(x - pi/4) cancels.
 - bessel_y0/y1: absolute ``8e-15 max(1, |f|)`` below 5 (their zeros 0.894 and 2.197 included),
   envelope-relative as J above.
+- zeta: relative ``2e-15 (1 + x |log q|)`` [3.3e-16 (1 + x |log q|)], the condition of ``q**-x``;
+  for negative q and odd x, where the terms cancel, absolute near zeta(x, frac(-q))'s rounding.
 - modified_bessel_k0/k1: relative ``1e-15 (2 + x)`` (exp(-x)'s condition x) [4.5e-14 at x = 500];
   the scaled ones relative ``1e-15`` [4.5e-16].
 """
@@ -311,3 +313,64 @@ def test_bessel_gradients(name, backend):
     if name in ("bessel_j0", "bessel_j1", "spherical_bessel_j0", "modified_bessel_i0", "modified_bessel_i1"):
         _, g0 = _run(getattr(lm.special, name), [np.array([0.0])], grad=True)
         assert g0[0] == (0.5 if name.endswith("1") else 0.0), name
+
+
+# zeta -------------------------------------------------------------------------------------------------
+def _zeta_mp(x, q, terms=1500):
+    """Direct summation of ``terms`` terms and Euler-Maclaurin's first three tail terms (mpmath's own
+    zeta is off by 3e-10 at zeta(20, 100))."""
+    x, q = mp.mpf(x), mp.mpf(q)
+    s = mp.fsum((q + k) ** -x for k in range(terms))
+    w = q + terms
+    return s + w ** (1 - x) / (x - 1) + w ** -x / 2 + x * w ** (-x - 1) / 12
+
+
+def _zeta_grid():
+    pts = [(x, q) for x in (1.0001, 1.1, 1.5, 2.0, 2.5, 3.0, 7.0, 10.5, 20.0, 50.0, 300.0)
+           for q in (1e-300, 1e-10, 0.001, 0.3, 0.5, 1.0, 1.5, 8.9, 9.0, 10.0, 100.0, 1e5, 1e10)]
+    pts += [(x, q) for x in (2.0, 3.0, 4.0, 5.0, 10.0) for q in (-0.5, -0.25, -1.5, -2.25, -7.9, -100.5)]
+    return (np.array(v) for v in zip(*pts))
+
+
+def test_zeta_float64_against_mpmath(backend):
+    X, Q = _zeta_grid()
+    mp.dps = 25
+    want = np.array([float(_zeta_mp(x, q)) for x, q in zip(X, Q)])
+    mp.dps = 30
+    got = _run(lm.special.zeta, [X, Q], backend=backend)
+    over = np.isinf(want)  # (q**-x past float64's range: inf alike)
+    np.testing.assert_array_equal(got[over], want[over])
+    got, want, X, Q = got[~over], want[~over], X[~over], Q[~over]
+    err = np.abs(got - want) / np.where(want == 0, 1.0, np.abs(want))
+    assert (err / (1 + X * np.abs(np.log(np.abs(Q))))).max() < 2e-15
+
+
+def test_zeta_low_precision_and_torch(backend):
+    """float32: within an ulp of float64 (torch has no 16-bit zeta); torch's float32 values and its
+    gradient by q, ``-x zeta(x + 1, q)``."""
+    rng = np.random.default_rng(4)
+    X = (1 + 10 ** rng.uniform(-2, 1.5, 300)).astype(np.float32)
+    Q = (10 ** rng.uniform(-2, 3, 300)).astype(np.float32)
+    want = _run(lm.special.zeta, [X.astype(np.float64), Q.astype(np.float64)])
+    got = _run(lm.special.zeta, [X, Q], dtype=F32, backend=backend)
+    fin = np.abs(want) < 3e38
+    assert _ulps(got[fin], want[fin], F32).max() <= 1.0
+    x = np.array([1.5, 2.0, 3.0, 4.5, 7.0], np.float32)
+    q = np.array([0.5, 1.0, 2.5, -0.5, 30.0], np.float32)
+    check(lambda s, t: _sp(s).zeta(s, t), [x, q], backend=backend, grad=False)
+    qt = torch.tensor(q.astype(np.float64) + np.array([0, 0, 0, 1.0, 0]), requires_grad=True)
+    (gt,) = torch.autograd.grad(torch.special.zeta(torch.tensor(x.astype(np.float64)), qt).sum(), qt)
+    _, gx, gq = _run(lm.special.zeta, [x.astype(np.float64), qt.detach().numpy()], backend=backend, grad=True)
+    np.testing.assert_allclose(gq, gt.numpy(), rtol=1e-12)
+    assert np.isnan(gx).all()  # (torch raises: no derivative by x)
+
+
+def test_zeta_special_values():
+    """x = 1: inf; x < 1: NaN; non-integer x with q < 0: NaN; the poles q = 0, -1, ...: +inf for even x,
+    for odd x +inf at +0, -inf at -0, NaN at the negative integers (two different one-sided limits);
+    zeta(x, inf) = 0; zeta(inf, q) = inf for 0 < q < 1, 1 at q = 1, 0 above; NaN at NaN."""
+    X = np.array([1.0, 0.5, 2.5, 2.0, 2.0, 3.0, 3.0, 3.0, 2.0, inf, inf, inf, nan, 2.0, -inf])
+    Q = np.array([1.0, 1.0, -0.5, 0.0, -1.0, 0.0, -0.0, -1.0, inf, 0.5, 1.0, 2.0, 1.0, nan, 1.0])
+    want = [inf, nan, nan, inf, inf, inf, -inf, nan, 0.0, inf, 1.0, 0.0, nan, nan, nan]
+    np.testing.assert_array_equal(_run(lm.special.zeta, [X, Q]), want)
+    assert float(_run(lm.special.zeta, [np.array([2.0]), np.array([-0.5])])[0]) == pytest.approx(4 + np.pi**2 / 2)

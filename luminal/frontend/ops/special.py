@@ -976,6 +976,100 @@ _LGAM1P = (0.0, -0.5772156649015329, 0.8224670334241132, -0.40068563438653143, 0
     0.020000000000000018, -0.019607843137254912, 0.019230769230769235, -0.01886792452830189)
 
 
+
+# Hurwitz's zeta function ----------------------------------------------------------------------------
+_ZETA_TERMS = 9  # terms summed before Euler-Maclaurin's tail at w = q + 9 >= 9
+_ZETA_EM = tuple(float(b / math.factorial(2 * k + 2)) for k, b in enumerate(_bernoulli_even(12)))  # B_2k/(2k)!
+
+
+def _zeta_pos(x, q):
+    """``sum_k (q + k)**-x`` for float64 ``x > 1`` finite and ``q > 0`` (Cephes' zeta.c, as torch's):
+    the first ``_ZETA_TERMS + 1`` terms, then Euler-Maclaurin's tail at ``w = q + 9``:
+    ``w**(1-x) / (x - 1) - w**-x / 2 + sum_j B_2j / (2j)! x (x+1)..(x+2j-2) w**(-x-2j+1)``, 12 terms (the
+    next one is below 1e-17 of the sum for every ``x``: large ``x`` make ``w**-x`` negligible against
+    ``q**-x``). Each power is ``exp(-x log(q + k))``: relative error near ``(1 + x |log q|)`` ulps, the
+    function's own condition in ``x``."""
+    s = None
+    for k in range(_ZETA_TERMS + 1):
+        t = exp(mul(neg(x), log(add(q, float(k)))))
+        s = t if s is None else add(s, t)
+    w = add(q, float(_ZETA_TERMS))
+    b = t  # w**-x
+    s = add(sub(s, mul(b, 0.5)), div(mul(b, w), sub(x, 1.0)))
+    rise, inv_w, k = b, div(1.0, w), 0.0
+    for c in _ZETA_EM:
+        rise = mul(mul(rise, add(x, k)), inv_w)  # x..(x+2j-2) w**(-x-2j+1)
+        s = add(s, mul(rise, c))
+        rise = mul(mul(rise, add(x, k + 1.0)), inv_w)
+        k += 2.0
+    return s
+
+
+def _zeta64(x, q):
+    """Hurwitz's zeta in float64 with every edge (see ``zeta``); for ``q < 0`` (integer ``x`` only) from
+    the positive argument: with ``p = -q`` and ``f = p - floor(p)``, the terms ``(q + k)**-x`` below 0
+    are ``(-1)**x`` times ``zeta(x, f) - zeta(x, p + 1)``, the rest ``zeta(x, 1 - f)``; for odd ``x``
+    the result is absolute near ``zeta(x, f)``'s rounding where the terms cancel."""
+    finite = logical_and(logical_not(isinf(x)), gt(x, 1.0))
+    xs = where(finite, x, 2.0)
+    x_int = eq(xs, floor(xs))
+    odd = logical_and(x_int, eq(sub(xs, mul(floor(mul(xs, 0.5)), 2.0)), 1.0))
+    neg_q = lt(q, 0.0)
+    p = neg(q)
+    f = sub(p, floor(p))
+    inside = logical_and(neg_q, gt(f, 0.0))
+    f_s = where(inside, f, 0.5)
+    q_s = where(gt(q, 0.0), where(isinf(q), 1.0, q), f_s)
+    main = _zeta_pos(xs, q_s)
+    tail, mirror = _zeta_pos(xs, where(inside, add(p, 1.0), 1.0)), _zeta_pos(xs, sub(1.0, f_s))
+    # (odd x: the terms at -(f + j) and 1 - f + j nearly cancel for f near 1/2, exactly at f = 1/2, so
+    # the two sums at f and 1 - f are subtracted first; even x: all positive but the smaller tail)
+    refl = where(odd, add(tail, sub(mirror, main)), sub(add(main, mirror), tail))
+    out = where(neg_q, where(x_int, refl, math.nan), main)
+    # the poles q = 0, -1, -2, ...: (q - pole)**-x, so +inf for even x (both sides), for odd x -inf from
+    # the left (so -0.0: -inf) and +inf from the right (+0.0), NaN at the negative ones
+    zero = eq(q, 0.0)
+    pole = logical_and(le(q, 0.0), eq(q, floor(q)))
+    neg_zero = lt(div(1.0, where(zero, q, 1.0)), 0.0)
+    at_pole = where(x_int, where(odd, where(zero, where(neg_zero, -math.inf, math.inf), math.nan), math.inf), math.nan)
+    out = where(pole, at_pole, where(isinf(q), where(gt(q, 0.0), 0.0, math.nan), out))
+    # x = 1: inf (the series diverges), x < 1 NaN (as torch's: no continuation), x = inf: the limit of
+    # q**-x, inf for 0 < q < 1, 1 at q = 1, 0 above (NaN for q <= 0)
+    at_inf = where(lt(q, 1.0), where(gt(q, 0.0), math.inf, math.nan), where(eq(q, 1.0), 1.0, 0.0))
+    out = where(eq(x, 1.0), where(isnan(q), math.nan, math.inf), where(lt(x, 1.0), math.nan, out))
+    out = where(isinf(x), where(gt(x, 0.0), at_inf, math.nan), out)
+    return where(logical_or(isnan(x), isnan(q)), math.nan, out)
+
+
+def _zeta_diff(x, q):
+    """``_zeta64`` whose gradient by ``q`` is ``-x zeta(x + 1, q)`` (itself differentiable); by ``x``
+    NaN (torch raises: "the derivative for 'zeta' is not implemented")."""
+    out = _zeta64(x, q)
+    return x.graph.custom_vjp(out, [x, q], lambda y, g, x, q: [mul(g, math.nan),
+                                                                mul(g, neg(mul(x, _zeta_diff(add(x, 1.0), q))))])
+
+
+def zeta(input, other) -> GraphTensor:  # noqa: A002 - torch's names
+    """torch.special.zeta: Hurwitz's zeta function ``sum_k (q + k)**-x``, ``x = input``, ``q = other``
+    (broadcast, promoted, int and bool to float32; either may be a number). Computed in float64 and
+    rounded once (``_zeta_pos``): relative error a few ulps times ``1 + x |log q|`` (the condition of
+    ``q**-x``). Defined for ``x > 1``: inf at ``x = 1``, NaN below (as torch's; no analytic
+    continuation). For ``q < 0`` only integer ``x`` give a real sum (else NaN). At the poles
+    ``q = 0, -1, -2, ...``: +inf for even ``x``; for odd ``x`` +inf at +0, -inf at -0 and NaN at the
+    negative ones, whose two one-sided limits differ (torch: +inf everywhere). ``zeta(x, +inf)`` and
+    ``zeta(+inf, q > 1)`` are 0 (torch: NaN), ``zeta(+inf, 1)`` is 1, ``zeta(+inf, 0 < q < 1)`` inf.
+
+    The gradient by ``q`` is ``-x zeta(x + 1, q)``, as torch's; by ``x`` it is NaN (torch raises: not
+    implemented).
+
+    Args:
+        input: ``x``, a tensor or a number (with ``other`` a tensor).
+        other: ``q``, a tensor or a number.
+    """
+    x, q = coerce("zeta", input, other, min_kind="f")
+    return cast(_zeta_diff(cast(x, dt.float64), cast(q, dt.float64)), x.dtype)
+
+
 # Bessel functions: J0, J1, Y0, Y1 below 5 from Chebyshev expansions in z = x**2 (J's divided by
 # their first zero's factor, multiplied back as (x - j) (x + j) with j in two parts, so that J keeps
 # its relative precision there; Y's less their log term), above 5 Hankel's form
