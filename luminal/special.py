@@ -6,11 +6,12 @@ Most are the ops luminal has under torch's top-level names (``expit`` is ``sigmo
 ``xlog1py``, ``multigammaln``, the Bessel functions ``i0``, ``i0e``, ``i1``, ``i1e``, ``bessel_j0``,
 ``bessel_j1``, ``bessel_y0``, ``bessel_y1``, ``modified_bessel_i0/i1/k0/k1``,
 ``scaled_modified_bessel_k0/k1``, ``spherical_bessel_j0``, the incomplete gamma functions ``gammainc``
-and ``gammaincc``, Hurwitz's ``zeta``) are ``luminal/frontend/ops/special.py``'s. Each is wrapped so that a
-Parameter or Buffer argument joins the graph of the call (``luminal/frontend/join.py``).
+and ``gammaincc``, Hurwitz's ``zeta``, the orthogonal polynomials ``chebyshev_polynomial_t/u/v/w``,
+``shifted_chebyshev_polynomial_t/u/v/w``, ``hermite_polynomial_h/he``, ``laguerre_polynomial_l``,
+``legendre_polynomial_p``, whose degree ``n`` must be a number) are ``luminal/frontend/ops/special.py``'s.
+Each is wrapped so that a Parameter or Buffer argument joins the graph of the call (``luminal/frontend/join.py``).
 
-Not provided (no luminal implementation yet): ``airy_ai`` and the orthogonal polynomials
-(``chebyshev_polynomial_*``, ``hermite_polynomial_*``, ``laguerre_polynomial_l``, ``legendre_polynomial_p``).
+Not provided (no luminal implementation yet): ``airy_ai``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ from luminal.frontend.ops.special import (
     bessel_j1,
     bessel_y0,
     bessel_y1,
+    chebyshev_polynomial_t,
+    chebyshev_polynomial_u,
+    chebyshev_polynomial_v,
+    chebyshev_polynomial_w,
     digamma,
     entr,
     erfc,
@@ -33,10 +38,14 @@ from luminal.frontend.ops.special import (
     erfinv,
     gammainc,
     gammaincc,
+    hermite_polynomial_h,
+    hermite_polynomial_he,
     i0,
     i0e,
     i1,
     i1e,
+    laguerre_polynomial_l,
+    legendre_polynomial_p,
     log_ndtr,
     logit,
     modified_bessel_i0,
@@ -49,6 +58,10 @@ from luminal.frontend.ops.special import (
     polygamma,
     scaled_modified_bessel_k0,
     scaled_modified_bessel_k1,
+    shifted_chebyshev_polynomial_t,
+    shifted_chebyshev_polynomial_u,
+    shifted_chebyshev_polynomial_v,
+    shifted_chebyshev_polynomial_w,
     spherical_bessel_j0,
     xlog1py,
     xlogy,
@@ -119,12 +132,15 @@ def logsumexp(input, dim, keepdim: bool = False) -> GraphTensor:  # noqa: A002 -
     return _reduce.logsumexp(input, dim, keepdim)
 
 
-__all__ = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv",
-           "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p",
+__all__ = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t", "chebyshev_polynomial_u",
+           "chebyshev_polynomial_v", "chebyshev_polynomial_w", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv",
+           "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln", "hermite_polynomial_h",
+           "hermite_polynomial_he", "i0", "i0e", "i1", "i1e", "laguerre_polynomial_l", "legendre_polynomial_p", "log1p",
            "log_ndtr", "log_softmax", "logit", "logsumexp", "modified_bessel_i0", "modified_bessel_i1",
            "modified_bessel_k0", "modified_bessel_k1", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
-           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "sinc", "softmax", "spherical_bessel_j0",
-           "xlog1py", "xlogy", "zeta"]
+           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "shifted_chebyshev_polynomial_t",
+           "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "sinc",
+           "softmax", "spherical_bessel_j0", "xlog1py", "xlogy", "zeta"]
 _joins_all(globals(), __all__)
 
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from fractions import Fraction
 
 from luminal.core import dtype as dt
 from luminal.core.errors import check_int, check_number, op_error, renamed
 from luminal.frontend.checks import tensor_op
-from luminal.frontend.ops.core import cast, coerce
+from luminal.frontend.ops.core import cast, coerce, full_like
 from luminal.frontend.ops.elementwise import (
     _derivative,
     _erf64,
@@ -1068,6 +1069,109 @@ def zeta(input, other) -> GraphTensor:  # noqa: A002 - torch's names
     """
     x, q = coerce("zeta", input, other, min_kind="f")
     return cast(_zeta_diff(cast(x, dt.float64), cast(q, dt.float64)), x.dtype)
+
+
+
+# the orthogonal polynomials: torch's three-term recurrences, unrolled to the degree n (a number,
+# truncated toward zero as torch's int64 cast; below 0 the value is 0, as torch's) ----------------
+_POLY_MAX = 1024  # the largest degree: the recurrence is unrolled into the graph, 3 to 5 ops a step
+
+
+def _degree(op: str, n, x) -> int:
+    if isinstance(n, GraphTensor):
+        raise op_error(TypeError, op, "n must be a number: the recurrence is unrolled to degree n when the graph is "
+                       "built, so a tensor n (known only at run time) is not supported", x)
+    if not isinstance(n, numbers.Real) or not math.isfinite(float(n)):
+        raise op_error(TypeError if not isinstance(n, numbers.Real) else ValueError, op,
+                       f"n must be a finite number, got {n!r}", x)
+    k = int(n)  # (toward zero, as torch's cast)
+    if k > _POLY_MAX:
+        raise op_error(ValueError, op, f"degree n = {k} is past {_POLY_MAX} (the recurrence is unrolled into the "
+                       "graph, one step a degree)", x)
+    return k
+
+
+# name -> (shifted, first(y), step(k, y, p, q) -> the degree k + 1 value from p (k - 1) and q (k), sign
+# of the leading coefficient for degree n)
+_POLYS = {
+    "chebyshev_polynomial_t": (lambda y: y, lambda k, y, p, q: sub(mul(add(y, y), q), p), 1),
+    "chebyshev_polynomial_u": (lambda y: add(y, y), lambda k, y, p, q: sub(mul(add(y, y), q), p), 1),
+    "chebyshev_polynomial_v": (lambda y: sub(add(y, y), 1.0), lambda k, y, p, q: sub(mul(add(y, y), q), p), 1),
+    "chebyshev_polynomial_w": (lambda y: add(add(y, y), 1.0), lambda k, y, p, q: sub(mul(add(y, y), q), p), 1),
+    "hermite_polynomial_h": (lambda y: add(y, y), lambda k, y, p, q: sub(mul(add(y, y), q), mul(p, 2.0 * k)), 1),
+    "hermite_polynomial_he": (lambda y: y, lambda k, y, p, q: sub(mul(y, q), mul(p, float(k))), 1),
+    "laguerre_polynomial_l": (lambda y: sub(1.0, y),
+                              lambda k, y, p, q: div(sub(mul(sub(2.0 * k + 1, y), q), mul(p, float(k))), k + 1.0), -1),
+    "legendre_polynomial_p": (lambda y: y,
+                              lambda k, y, p, q: div(sub(mul(mul(y, q), 2.0 * k + 1), mul(p, float(k))), k + 1.0), 1),
+}
+
+
+def _orthogonal(op: str, base: str, shifted: bool, input, n):  # noqa: A002 - torch's names
+    x = _float(input, op)
+    k = _degree(op, n, x)
+    w = cast(x, dt.float64)
+    y = sub(add(w, w), 1.0) if shifted else w  # (the shifted ones: of 2x - 1, as torch's)
+    first, step, lead = _POLYS[base]
+    if k < 0:
+        out = full_like(w, 0.0)
+    elif k == 0:
+        out = full_like(w, 1.0)
+    else:
+        p, q = full_like(w, 1.0), first(y)
+        for j in range(1, k):
+            p, q = q, step(j, y, p, q)
+        # past float64's range the recurrence makes inf - inf: there the value is the leading term's
+        # infinity, sign(y)**n times the leading coefficient's sign
+        sign_n = sign(y) if k % 2 else abs_(sign(y))
+        big = mul(math.inf, mul(sign_n, float(lead ** k)))
+        out = where(logical_and(isnan(q), logical_not(isnan(y))), big, q)
+    return cast(out, x.dtype)
+
+
+def _poly_op(base: str, shifted: bool = False):
+    op = ("shifted_" if shifted else "") + base
+    what = {"chebyshev_polynomial_t": "the Chebyshev polynomial of the first kind T_n",
+            "chebyshev_polynomial_u": "the Chebyshev polynomial of the second kind U_n",
+            "chebyshev_polynomial_v": "the Chebyshev polynomial of the third kind V_n",
+            "chebyshev_polynomial_w": "the Chebyshev polynomial of the fourth kind W_n",
+            "hermite_polynomial_h": "the physicists' Hermite polynomial H_n",
+            "hermite_polynomial_he": "the probabilists' Hermite polynomial He_n",
+            "laguerre_polynomial_l": "the Laguerre polynomial L_n",
+            "legendre_polynomial_p": "the Legendre polynomial P_n"}[base]
+
+    def fn(input, n) -> GraphTensor:  # noqa: A002 - torch's names
+        return _orthogonal(op, base, shifted, input, n)
+
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"""torch.special.{op}: {what}{' of 2x - 1' if shifted else ''}, by torch's three-term
+    recurrence in float64 (rounded once; the recurrence is the polynomial, so the values are torch's to
+    rounding, and its trigonometric forms for |x| < 1 agree to a few ulps of max(1, |value|)). ``n`` is
+    a number (not a tensor: the recurrence is unrolled when the graph is built), truncated toward zero
+    as torch's, at most {_POLY_MAX}; below 0 the value is 0, as torch's. Past float64's range the
+    value is the leading term's infinity (torch's recurrence gives NaN there). The gradient by ``input``
+    is the polynomial's derivative (autograd through the recurrence; torch has none). Int and bool inputs
+    give float32.
+
+    Args:
+        input: a tensor.
+        n: the degree, a number.
+    """
+    return tensor_op(op)(fn)
+
+
+chebyshev_polynomial_t = _poly_op("chebyshev_polynomial_t")
+chebyshev_polynomial_u = _poly_op("chebyshev_polynomial_u")
+chebyshev_polynomial_v = _poly_op("chebyshev_polynomial_v")
+chebyshev_polynomial_w = _poly_op("chebyshev_polynomial_w")
+shifted_chebyshev_polynomial_t = _poly_op("chebyshev_polynomial_t", True)
+shifted_chebyshev_polynomial_u = _poly_op("chebyshev_polynomial_u", True)
+shifted_chebyshev_polynomial_v = _poly_op("chebyshev_polynomial_v", True)
+shifted_chebyshev_polynomial_w = _poly_op("chebyshev_polynomial_w", True)
+hermite_polynomial_h = _poly_op("hermite_polynomial_h")
+hermite_polynomial_he = _poly_op("hermite_polynomial_he")
+laguerre_polynomial_l = _poly_op("laguerre_polynomial_l")
+legendre_polynomial_p = _poly_op("legendre_polynomial_p")
 
 
 # Bessel functions: J0, J1, Y0, Y1 below 5 from Chebyshev expansions in z = x**2 (J's divided by
