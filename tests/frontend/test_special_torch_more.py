@@ -34,6 +34,11 @@ import luminal as lm
 from luminal import train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+# The accuracy sweeps (dense grids against mpmath, ulp counts in every dtype) run in the full tier, as the
+# audits do: the quick tier keeps the comparisons with torch, the special values and the gradients.
+ACCURACY_SWEEP = pytest.mark.slow
+
 mp.dps = 30
 inf, nan = math.inf, math.nan
 F64, F32 = lm.float64, lm.float32
@@ -129,6 +134,7 @@ def _igamma_mp(a, x):
             return 1 - q, q
 
 
+@ACCURACY_SWEEP
 def test_igamma_float64_against_mpmath():
     A, X = (np.array(v) for v in zip(*IGAMMA_MP))
     want = np.array([[float(v) for v in _igamma_mp(a, x)] for a, x in IGAMMA_MP])
@@ -138,6 +144,7 @@ def test_igamma_float64_against_mpmath():
         assert (err / (1 + np.abs(X - A))).max() < 2e-14, fn.__name__
 
 
+@ACCURACY_SWEEP
 @pytest.mark.parametrize("dtype", [F32, lm.float16, lm.bfloat16])
 def test_igamma_low_precision_within_an_ulp(dtype):
     """Inputs exact in ``dtype``: luminal's result is the float64 value rounded once, so within an ulp
@@ -212,6 +219,7 @@ def _envelope(x):
     return np.sqrt(2 / (np.pi * x))
 
 
+@ACCURACY_SWEEP
 @pytest.mark.parametrize("name", sorted(JY))
 def test_jy_float64_against_mpmath(name):
     """See the module docstring for the tolerances: relative below 5 for J (at its first zero too),
@@ -224,6 +232,7 @@ def test_jy_float64_against_mpmath(name):
     assert (np.abs(got - want) / scale).max() < (8e-15 if y else 2e-15)
 
 
+@ACCURACY_SWEEP
 @pytest.mark.parametrize("name", sorted(K))
 def test_k_float64_against_mpmath(name):
     x = BESSEL_X[::2][BESSEL_X[::2] < (1e15 if name.startswith("scaled") else 700)]
@@ -250,6 +259,7 @@ MP_OF = {**JY, **K, "spherical_bessel_j0": lambda v: mp.sinc(v), "modified_besse
          "modified_bessel_i1": lambda v: mp.besseli(1, v)}
 
 
+@ACCURACY_SWEEP
 @pytest.mark.parametrize("name", ALL_BESSEL)
 def test_bessel_float32_within_an_ulp(name, backend):
     """float32 (where it neither overflows nor underflows): within an ulp of the exact value (mpmath),
@@ -335,6 +345,7 @@ def _zeta_grid():
     return (np.array(v) for v in zip(*pts))
 
 
+@ACCURACY_SWEEP
 def test_zeta_float64_against_mpmath(backend):
     X, Q = _zeta_grid()
     mp.dps = 25
