@@ -1271,16 +1271,20 @@ def _erf64(x):
 
 
 def _erfcx64(a):
-    """``erfc(a) exp(a**2)`` for ``a`` in [0.5, 6] (float64): Clenshaw's recurrence over
-    ``_ERFCX_CHEB`` (outside the interval, finite values that ``erf`` does not select)."""
-    t = div(2.0, add(a, 2.0))
-    lo, hi = _ERFCX_T
+    """``erfc(a) exp(a**2)`` for ``a`` in [0.5, 6] (float64): a Chebyshev expansion in ``2 / (a + 2)``
+    (outside the interval, finite values that ``erf`` does not select)."""
+    return _cheb(div(2.0, add(a, 2.0)), _ERFCX_CHEB, *_ERFCX_T)
+
+
+def _cheb(t, coefs, lo: float, hi: float):
+    """``sum_k coefs[k] T_k(u)`` with ``u`` the map of ``t`` in [lo, hi] to [-1, 1] (Clenshaw's
+    recurrence): the Chebyshev expansions of erfcx and of ``special.py``'s functions."""
     u = sub(mul(t, 2.0 / (hi - lo)), (hi + lo) / (hi - lo))
     u2 = mul(u, 2.0)
-    b1, b2 = _ERFCX_CHEB[-1], 0.0
-    for c in _ERFCX_CHEB[-2:0:-1]:
+    b1, b2 = coefs[-1], 0.0
+    for c in coefs[-2:0:-1]:
         b1, b2 = add(sub(mul(u2, b1), b2), c), b1
-    return add(sub(mul(u, b1), b2), _ERFCX_CHEB[0])
+    return add(sub(mul(u, b1), b2), coefs[0])
 
 
 # more unary math: log1p, expm1, log10, hyperbolic and inverse trigonometric functions --------------

@@ -20,6 +20,7 @@ from luminal.core.errors import check_int, check_number, op_error, renamed
 from luminal.frontend.checks import tensor_op
 from luminal.frontend.ops.core import cast, coerce, full_like
 from luminal.frontend.ops.elementwise import (
+    _cheb,
     _derivative,
     _erf64,
     _erfcx64,
@@ -730,16 +731,6 @@ def polygamma_method(input, n: int) -> GraphTensor:  # noqa: A002 - torch's name
 # functions of the first and second kinds, the modified ones of the second kind, spherical_bessel_j0
 # and the orthogonal polynomials. Each computes in float64 and rounds once; the coefficient tables
 # (Chebyshev expansions, Temme's) were computed with mpmath at 60 digits ---------------------------
-def _cheb(t, coefs, lo: float, hi: float):
-    """``sum_k coefs[k] T_k(u)`` with ``u`` the map of ``t`` in [lo, hi] to [-1, 1] (Clenshaw)."""
-    u = sub(mul(t, 2.0 / (hi - lo)), (hi + lo) / (hi - lo))
-    u2 = mul(u, 2.0)
-    b1, b2 = coefs[-1], 0.0
-    for c in coefs[-2:0:-1]:
-        b1, b2 = add(sub(mul(u2, b1), b2), c), b1
-    return add(sub(mul(u, b1), b2), coefs[0])
-
-
 def _log1pmx(lam):
     """``log(lam) - (lam - 1)`` for float64 ``lam > 0``, to its relative precision also near 1: for lam
     in [1/2, 2] from ``t = lam - 1`` (exact there) and ``s = t / (2 + t)`` (``|s| <= 1/3``),
