@@ -489,6 +489,8 @@ class OneCycleLR(LRScheduler):
         self.anneal_strategy = _anneal_strategy("OneCycleLR", "anneal_strategy", anneal_strategy)
         self.cycle_momentum = _cycle_momentum("OneCycleLR", "cycle_momentum", bool(cycle_momentum), optimizer)
         self.phases = _one_cycle_phases(pct_start, total_steps, three_phase)
+        if self.phases[0][0] == 0:  # (the constructor's step 0 would fall in it: refused before a group is written)
+            self._empty_phase(0, 0, 0)
         groups = optimizer.param_groups
         max_lrs = _per_group("OneCycleLR", "max_lr", max_lr, groups)  # (all checked before a group is written)
         his = _per_group("OneCycleLR", "max_momentum", max_momentum, groups)
@@ -529,6 +531,16 @@ class OneCycleLR(LRScheduler):
             return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
         return (end - start) * pct + start
 
+    def _empty_phase(self, i: int, at: float, step: int) -> None:
+        """Refuse a step in phase ``i``, which starts and ends at step ``at``: ``pct_start * total_steps``
+        (the warm-up's length, ``at + 1`` for the first phase) leaves it no steps, and its position in it is
+        0 / 0."""
+        n, warm = len(self.phases), self.phases[0][0] + 1
+        raise ValueError(f"OneCycleLR: step {step} falls in phase {i + 1} of {n}, which has no steps (it starts and "
+                         f"ends at step {at:g}): pct_start * total_steps = {warm:g} with total_steps="
+                         f"{self.total_steps}{', three_phase=True' if n == 3 else ''}; choose a pct_start that "
+                         f"gives every phase at least one step")
+
     def get_lr(self):
         step = self.last_epoch
         if step > self.total_steps:
@@ -538,6 +550,8 @@ class OneCycleLR(LRScheduler):
             start = 0.0
             for i, (end, lr0, lr1, m0, m1) in enumerate(self.phases):
                 if step <= end or i == len(self.phases) - 1:
+                    if end == start:  # (torch: ZeroDivisionError)
+                        self._empty_phase(i, start, step)
                     pct = (step - start) / (end - start)
                     lrs.append(self._anneal(group[lr0], group[lr1], pct))
                     if self.cycle_momentum:
@@ -824,11 +838,27 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             elif self.T_mult == 1:
                 self.T_cur = epoch % self.T_0
             else:
-                n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
-                self.T_cur = epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1)
+                n = self._restarts(epoch)
+                self.T_cur = epoch - self._restart_epoch(n)
                 self.T_i = self.T_0 * self.T_mult**n
         self.last_epoch = math.floor(epoch)
         self._set_lrs(self.get_lr())
+
+    def _restart_epoch(self, n: int) -> int:
+        """The epoch of the ``n``-th restart (T_mult > 1): the sum of the first ``n`` periods, exactly."""
+        return self.T_0 * (self.T_mult**n - 1) // (self.T_mult - 1)
+
+    def _restarts(self, epoch: float) -> int:
+        """The number of restarts by ``epoch`` (>= T_0, T_mult > 1): the largest ``n`` whose restart epoch is
+        at most ``epoch``. torch's float logarithm alone is one short at some restarts (``log(243, 3)`` is
+        4.999...: epoch 121 with ``T_0=1, T_mult=3`` gave the end of the previous period, ``eta_min``, instead
+        of the restart's base rate); it is the first guess here, corrected against the exact restart epochs."""
+        n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+        while n > 0 and self._restart_epoch(n) > epoch:
+            n -= 1
+        while self._restart_epoch(n + 1) <= epoch:
+            n += 1
+        return n
 
 
 def _choice(*options: str):
