@@ -19,6 +19,7 @@ implements two methods:
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import numbers
@@ -45,6 +46,23 @@ def _optimizer_options() -> frozenset:
     return frozenset(k for cls in every(Optimizer) for k in inspect.signature(cls.__init__).parameters) - skip
 
 
+def _ordered(owner: str, what: str, params) -> None:
+    """Parameters must come in an ordered collection (torch's rule for a group's params; here for the
+    whole list too): a set's order follows the parameters' hashes, which change from run to run, and the
+    state dict maps state to parameters by position, so a checkpoint would load into the wrong ones."""
+    if isinstance(params, (set, frozenset)):
+        raise TypeError(f"{owner}: {what} is a {type(params).__name__}; give the parameters in an ordered "
+                        f"collection (a list): a set's order changes between runs, and the optimizer's state "
+                        f"dict maps its state to parameters by position")
+
+
+def _is_number(x) -> bool:
+    """A real number (not a bool), or a 0-d numeric array (a value a numpy schedule computed)."""
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    return isinstance(x, numbers.Real) or (isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iuf")
+
+
 class Optimizer:
     """The optimizer base, as torch's: ``param_groups`` (dicts of parameters and hyperparameters),
     per-parameter state as persistent States, and the update written as graph ops, so that
@@ -57,7 +75,20 @@ class Optimizer:
 
     state_names: tuple[str, ...] = ()
 
+    def __init_subclass__(cls, **kwargs):
+        """A subclass's ``scalars`` checks the group's numbers first (``_check_numbers``): the step reads
+        ``param_groups``, which the user may have edited since the constructor checked them."""
+        super().__init_subclass__(**kwargs)
+        own = vars(cls).get("scalars")
+        if own is not None:
+            @functools.wraps(own)
+            def scalars(self, group: dict, t: int) -> dict[str, float]:
+                self._check_numbers(group)
+                return own(self, group, t)
+            cls.scalars = scalars
+
     def __init__(self, params, defaults: dict):
+        _ordered(type(self).__name__, "params", params)
         try:
             params = list(params)
         except TypeError:
@@ -94,6 +125,7 @@ class Optimizer:
                              f"group is a dict {{\"params\": [...], <hyperparameters>}}), got keys {list(group)}")
         name, gi = type(self).__name__, len(self.param_groups)
         ps = group["params"]
+        _ordered(name, f"param group {gi}'s params", ps)
         group["params"] = [ps] if isinstance(ps, State) else list(ps)
         self._names(group)
         for p in group["params"]:
@@ -200,6 +232,22 @@ class Optimizer:
             else:
                 holders[k].set(v)
         return holders
+
+    def _check_numbers(self, group: dict) -> None:
+        """The group's numeric hyperparameters (those whose default is a number, or a tuple of numbers as
+        ``betas``) must still be numbers when ``scalars`` reads them: ``param_groups[i]["lr"] = "0.1"`` or
+        ``None``, set after the constructor's checks, failed inside its arithmetic naming nothing."""
+        name = type(self).__name__
+        gi = next((i for i, g in enumerate(self.param_groups) if g is group), None)
+        for k, d in self.defaults.items():
+            if k not in group or not (_is_number(d) or isinstance(d, tuple) and all(map(_is_number, d))):
+                continue
+            v, where = group[k], (f"param_groups[{gi}]" if gi is not None else "a param group") + f"[{k!r}]"
+            if isinstance(d, tuple):
+                if not (isinstance(v, (tuple, list)) and len(v) == len(d) and all(map(_is_number, v))):
+                    raise TypeError(f"{name}: {where} must be a tuple of {len(d)} numbers, got {v!r}")
+            elif not _is_number(v):
+                raise TypeError(f"{name}: {where} must be a number, got {type(v).__name__} {v!r}")
 
     def first_step(self, p) -> int:
         """The step count from which ``p`` counts its own steps (now, for one that has not trained yet)."""
