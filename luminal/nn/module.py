@@ -180,10 +180,15 @@ class Module:
         module keeps the persistence each registered it with, as torch's).
 
         Args:
-            name: a new attribute name (or a buffer's). value: the buffer's values.
+            name: a new attribute name (or a buffer's). value: the buffer's values: an array, a State or
+                a tensor whose values are known now (a list or a number is refused, as torch refuses
+                what is not a tensor: its dtype would be guessed).
             persistent: whether ``state_dict`` saves it. dtype: the dtype to convert an array to.
         """
         self._check_name("buffer", name, "_buffers")
+        if not (value is None or isinstance(value, (Buffer, State, np.ndarray, np.generic))
+                or (isinstance(value, GraphTensor) and value.graph.host)):
+            self._buffer_value(name, value)  # (raises naming the buffer: a list, a str, a tensor of a graph)
         buf = value if value is None or isinstance(value, Buffer) else Buffer(value, dtype, persistent)
         self._register("_buffers", name, buf)
         (self._non_persistent_buffers_set.discard if persistent else self._non_persistent_buffers_set.add)(name)
@@ -568,17 +573,28 @@ class Module:
         """Name -> lm dtype of each state_dict entry (how it is saved)."""
         return OrderedDict((n, s.dtype) for n, s in self._state_items())
 
-    def load_state_dict(self, state_dict, strict: bool = True) -> _IncompatibleKeys:
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
         """Copy values by name into the parameters and buffers, converting dtypes. Shapes must match;
-        with ``strict``, names must match exactly. Every problem is listed in one error, and nothing is
+        with ``strict``, names must match exactly. Every problem is listed in one
+        :class:`StateDictError` (a ValueError that is also torch's RuntimeError), and nothing is
         changed unless every value loads, and a Ctrl-C during the copy is raised after the last value.
         A BatchNorm's ``num_batches_tracked`` may be absent (checkpoints from before torch added it):
-        it keeps its value, as torch's. Returns torch's ``(missing_keys, unexpected_keys)`` named tuple."""
-        apply, missing, unexpected = self.prepare_load(state_dict, strict)
+        it keeps its value, as torch's. Returns torch's ``(missing_keys, unexpected_keys)`` named tuple.
+
+        Args:
+            state_dict: name -> array (numpy arrays, CPU torch tensors, nested lists of numbers).
+            strict: whether every name must match.
+            assign: torch's ``assign=True``: each parameter and buffer takes the checkpoint's array
+                itself (no copy: the memory is shared, as torch's module then holds the checkpoint's
+                tensor) and a floating state takes the checkpoint's floating dtype; the Parameter
+                objects stay (optimizers and ``requires_grad`` keep them). An array a state cannot hold
+                as it is (read-only, strided, an int64 count: integers are int32 here) is copied.
+        """
+        apply, missing, unexpected = self.prepare_load(state_dict, strict, assign)
         apply()
         return _IncompatibleKeys(missing, unexpected)
 
-    def prepare_load(self, state_dict, strict: bool = True):
+    def prepare_load(self, state_dict, strict: bool = True, assign: bool = False):
         """``load_state_dict``'s checks and conversions, changing nothing: ``(apply, missing,
         unexpected)``, where ``apply()`` writes the values (a checkpoint checks all its parts first)."""
         entries = self._state_entries()
@@ -599,16 +615,26 @@ class Module:
         for k, st in own.items():
             if k in given and tuple(given[k].shape) == tuple(st.shape):
                 try:
-                    values[k] = st.prepared(given[k])
+                    values[k] = _assigned(st, given[k]) if assign else (st.prepared(given[k]), None)
                 except ValueError as e:
                     problems.append(f"{k}: {e}")
+        retyped = [f"{k} ({own[k].dtype.name} -> {d.name})" for k, (_, d) in values.items()
+                   if d is not None and d is not own[k].dtype]
+        live = self._live_graphs() if retyped else []
+        if live:
+            problems.append(f"assign=True would change the dtype of {', '.join(retyped)} while {len(live)} graph(s) "
+                            f"built from this module read the old one (load with assign=False to convert the "
+                            f"values, or load before building a graph)")
         if problems:
-            raise ValueError(f"load_state_dict into {type(self).__name__}: " + " | ".join(problems))
+            raise StateDictError(f"load_state_dict into {type(self).__name__}: " + " | ".join(problems))
 
         def apply():
             with interrupts_deferred():  # a Ctrl-C waits for the last value: no half-loaded model
-                for k, v in values.items():
-                    np.copyto(own[k].data, v, casting="unsafe")
+                for k, (v, d) in values.items():
+                    if d is None:
+                        np.copyto(own[k].data, v, casting="unsafe")
+                    else:
+                        own[k]._replace(v, d)
 
         return apply, missing, unexpected
 
@@ -655,8 +681,8 @@ class Module:
         tensors = load_file(path)
         try:
             return self.load_state_dict(tensors, strict=strict)
-        except ValueError as e:
-            raise ValueError(f"{path}: {e}") from None
+        except StateDictError as e:
+            raise StateDictError(f"{path}: {e}") from None
 
     # calling ----------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -707,6 +733,26 @@ class Module:
             body = extra_lines[0] if len(extra_lines) == 1 and not child_lines else \
                 "\n  " + "\n  ".join(lines) + "\n"
         return f"{type(self).__name__}({body})"
+
+
+class StateDictError(ValueError, RuntimeError):
+    """``load_state_dict``'s error (names or shapes that do not match, values that cannot be read): a
+    ValueError, and torch's RuntimeError too, so that a port's ``except RuntimeError:`` around
+    ``load_state_dict`` (a strict load falling back to ``strict=False``) catches it."""
+
+
+def _assigned(st: State, arr: np.ndarray) -> tuple[np.ndarray, dt.DType]:
+    """``arr`` as the new storage of ``st`` for ``load_state_dict(assign=True)``, and its dtype: a
+    floating state takes a floating array's dtype, another keeps its own (lm has one integer type);
+    the array itself when the state can hold it as it is (torch's module then shares the checkpoint's
+    memory), else a converted copy."""
+    if st.dtype.is_float and arr.dtype.kind == "f":
+        d, value = dt.as_dtype(arr.dtype), arr
+    else:
+        d, value = st.dtype, st.prepared(arr)
+    if value is arr and arr.dtype == d.np and arr.flags.c_contiguous and arr.flags.writeable:
+        return arr, d
+    return np.array(dt.to_storage(value, d), order="C", copy=True), d
 
 
 class _IncompatibleKeys(NamedTuple):
