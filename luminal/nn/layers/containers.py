@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import operator
 from collections import OrderedDict
+from collections.abc import Iterable, Mapping
 
 from luminal.nn.module import Module, _addindent
 from luminal.nn.parameter import Parameter
@@ -38,6 +40,9 @@ class Sequential(Module):
 
     def __setitem__(self, idx, module: Module) -> None:
         """Replace the module at ``idx`` (its name is kept)."""
+        if isinstance(idx, slice):
+            raise TypeError("Sequential: assignment takes one integer index, got a slice (torch's neither): "
+                            "del seq[a:b] and insert, or build a new Sequential")
         setattr(self, self._key(idx), _module("Sequential", module))
 
     def __delitem__(self, idx) -> None:
@@ -53,6 +58,28 @@ class Sequential(Module):
         if not isinstance(other, Sequential):
             raise TypeError(f"Sequential + {type(other).__name__}: can only add a Sequential")
         return Sequential(*self, *other)
+
+    def __iadd__(self, other: Sequential) -> Sequential:
+        """``seq += other``: append ``other``'s modules (named ``str(len(self))`` on, as ``append``)."""
+        if not isinstance(other, Sequential):
+            raise TypeError(f"Sequential += {type(other).__name__}: can only add a Sequential (extend takes "
+                            f"any iterable of modules)")
+        return self.extend(list(other))  # (a list first: seq += seq)
+
+    def __mul__(self, n: int) -> Sequential:
+        """A new Sequential of this one's modules ``n`` times over, as torch's: the same module objects
+        (their parameters shared), named "0", "1", ...
+
+        Args:
+            n: a positive int.
+        """
+        return Sequential(*(list(self) * _factor(n)))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, n: int) -> Sequential:
+        """``seq *= n``: append this Sequential's modules ``n - 1`` more times (shared, as ``*``)."""
+        return self.extend(list(self) * (_factor(n) - 1))
 
     def append(self, module: Module) -> Sequential:
         """Add ``module`` at the end, under the name ``str(len(self))``, as torch's.
@@ -210,15 +237,51 @@ class ModuleList(Module):
         return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
 
 
-def _index(container: str, idx, n: int) -> int:
+def _index(container: str, idx, n: int, what: str = "modules") -> int:
     """``idx`` as a position in [0, n): an int or anything with ``__index__`` (``np.int64``), as torch's."""
     try:
         i = operator.index(idx)
     except TypeError:
         raise TypeError(f"{container} indices must be integers or slices, got {type(idx).__name__} {idx!r}") from None
     if not -n <= i < n:
-        raise IndexError(f"{container}: index {i} is out of range for {n} modules")
+        raise IndexError(f"{container}: index {i} is out of range for {n} {what}")
     return i % n
+
+
+def _factor(n) -> int:
+    """``n`` as Sequential's repeat count: an int (not a bool) of at least 1, as torch's."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"Sequential * {type(n).__name__}: the repeat count must be an int")
+    if n <= 0:
+        raise ValueError(f"Sequential * {n}: non-positive multiplication factor (at least 1)")
+    return n
+
+
+def _pairs(where: str, items, sort_dict: bool) -> list:
+    """The (name, value) pairs of ``items``: a mapping's items (a plain dict's sorted when
+    ``sort_dict``, as torch's ParameterDict; an OrderedDict's or a container's in order) or an
+    iterable of pairs, each checked to be one, as torch's update."""
+    if isinstance(items, (OrderedDict, ModuleDict, ParameterDict)) or (isinstance(items, Mapping) and not sort_dict):
+        return list(items.items())
+    if isinstance(items, Mapping):
+        try:
+            return sorted(items.items())
+        except TypeError:
+            kinds = sorted({type(k).__name__ for k in items})
+            raise TypeError(f"{where}: a dict's names must be strings, got {kinds}") from None
+    if not isinstance(items, Iterable):
+        raise TypeError(f"{where}: expected a mapping or an iterable of (name, value) pairs, got "
+                        f"{type(items).__name__}")
+    pairs = []
+    for j, p in enumerate(items):
+        if not isinstance(p, Iterable) or isinstance(p, str):
+            raise TypeError(f"{where}: element #{j} of the sequence should be a (name, value) pair, got "
+                            f"{type(p).__name__}")
+        if len(p := tuple(p)) != 2:
+            raise ValueError(f"{where}: element #{j} of the sequence has length {len(p)}; a (name, value) pair "
+                             f"is required")
+        pairs.append(p)
+    return pairs
 
 
 def _insert_index(container: str, idx, n: int) -> int:
@@ -279,6 +342,8 @@ class ModuleDict(Module):
         self.add_module(key, _module("ModuleDict", module))
 
     def __delitem__(self, key: str) -> None:
+        if key not in self._modules:
+            raise KeyError(key)
         delattr(self, key)
 
     def __len__(self):
@@ -314,9 +379,8 @@ class ModuleDict(Module):
         return self._modules.values()
 
     def update(self, modules) -> None:
-        """Add (or replace) modules from a mapping or an iterable of (name, module) pairs."""
-        items = modules.items() if hasattr(modules, "items") else modules
-        for k, m in items:
+        """Add (or replace) modules from a mapping (in its order) or an iterable of (name, module) pairs."""
+        for k, m in _pairs("ModuleDict.update", modules, sort_dict=False):
             self.add_module(k, _module("ModuleDict.update", m))
 
     def forward(self, *args, **kwargs):
@@ -344,18 +408,27 @@ class ParameterList(Module):
     def __getitem__(self, idx):
         if isinstance(idx, slice):
             return ParameterList(list(self._parameters.values())[idx])
-        return self._parameters[str(_index("ParameterList", idx, len(self)))]
+        return self._parameters[str(_index("ParameterList", idx, len(self), "parameters"))]
 
     def __setitem__(self, idx: int, value) -> None:
-        setattr(self, str(_index("ParameterList", idx, len(self))), _as_parameter(value))
+        i = _index("ParameterList", idx, len(self), "parameters")
+        setattr(self, str(i), _as_parameter("ParameterList", value))
+
+    def __iadd__(self, values) -> ParameterList:
+        return self.extend(values)
 
     def append(self, value) -> ParameterList:
-        """Add a parameter at the end."""
-        setattr(self, str(len(self)), _as_parameter(value))
+        """Add a parameter at the end (an array is wrapped in a Parameter)."""
+        setattr(self, str(len(self)), _as_parameter("ParameterList.append", value))
         return self
 
     def extend(self, values) -> ParameterList:
         """Add parameters at the end."""
+        try:
+            values = list(values)
+        except TypeError:
+            raise TypeError(f"ParameterList.extend: expected an iterable of parameters, got "
+                            f"{type(values).__name__}") from None
         for v in values:
             self.append(v)
         return self
@@ -384,9 +457,13 @@ class ParameterDict(Module):
         return self._parameters[key]
 
     def __setitem__(self, key: str, value) -> None:
-        setattr(self, key, _as_parameter(value))
+        """Set the parameter ``key`` (an array is wrapped in a Parameter; None declares it absent, kept
+        out of the state_dict, as torch's)."""
+        self.register_parameter(key, None if value is None else _as_parameter("ParameterDict", value))
 
     def __delitem__(self, key: str) -> None:
+        if key not in self._parameters:
+            raise KeyError(key)
         delattr(self, key)
 
     def __len__(self):
@@ -394,6 +471,46 @@ class ParameterDict(Module):
 
     def __iter__(self):
         return iter(self._parameters)
+
+    def __reversed__(self):
+        return reversed(list(self._parameters))
+
+    def __or__(self, other) -> ParameterDict:
+        """A new ParameterDict of this one's parameters updated with ``other``'s (the same objects)."""
+        new = self.copy()
+        new.update(other)
+        return new
+
+    def __ror__(self, other) -> ParameterDict:
+        new = ParameterDict(OrderedDict(_pairs("ParameterDict |", other, sort_dict=True)))
+        new.update(self)
+        return new
+
+    def __ior__(self, other) -> ParameterDict:
+        self.update(other)
+        return self
+
+    def copy(self) -> ParameterDict:
+        """A new ParameterDict holding the same Parameter objects, in the same order."""
+        return ParameterDict(OrderedDict(self._parameters))
+
+    def setdefault(self, key: str, default=None):
+        """The parameter named ``key``, first set to ``default`` when there is none."""
+        if key not in self._parameters:
+            self[key] = default
+        return self._parameters[key]
+
+    def popitem(self):
+        """Remove the last (name, parameter) pair and return it."""
+        if not self._parameters:
+            raise KeyError("popitem(): ParameterDict is empty")
+        key = next(reversed(self._parameters))
+        return key, self.pop(key)
+
+    @staticmethod
+    def fromkeys(keys, default=None) -> ParameterDict:
+        """A new ParameterDict with each of ``keys`` holding a copy of ``default``."""
+        return ParameterDict(OrderedDict((k, copy.deepcopy(default)) for k in keys))
 
     def __contains__(self, key) -> bool:
         return key in self._parameters
@@ -411,9 +528,11 @@ class ParameterDict(Module):
         return self._parameters.values()
 
     def update(self, parameters) -> None:
-        """Add (or replace) parameters from a mapping or an iterable of (name, value) pairs."""
-        items = parameters.items() if hasattr(parameters, "items") else parameters
-        for k, v in items:
+        """Add (or replace) parameters from a mapping or an iterable of (name, value) pairs. A plain
+        dict's names are taken in sorted order, as torch's ParameterDict does (its state_dict and
+        ``parameters()`` order, which an optimizer's saved state follows); an OrderedDict's, another
+        ParameterDict's or the pairs' in their own order."""
+        for k, v in _pairs("ParameterDict.update", parameters, sort_dict=True):
             self[k] = v
 
     def get(self, key: str, default=None):
@@ -432,7 +551,8 @@ class ParameterDict(Module):
             del self[k]
 
     def extra_repr(self) -> str:
-        return "\n".join(f"  ({k}): Parameter containing: [torch.{_TYPENAME[p.dtype.name]} of size "
+        return "\n".join(f"  ({k}): Object of type: NoneType" if p is None else
+                         f"  ({k}): Parameter containing: [torch.{_TYPENAME[p.dtype.name]} of size "
                          f"{'x'.join(str(s) for s in p.shape)}]" for k, p in self._parameters.items())
 
     def forward(self, *args, **kwargs):
@@ -443,5 +563,13 @@ _TYPENAME = {"float32": "FloatTensor", "float16": "HalfTensor", "bfloat16": "BFl
              "float64": "DoubleTensor", "int32": "IntTensor", "bool": "BoolTensor"}  # torch.typename's
 
 
-def _as_parameter(value) -> Parameter:
-    return value if isinstance(value, Parameter) else Parameter(value)
+def _as_parameter(where: str, value) -> Parameter:
+    """``value`` as a Parameter: itself, or an array (a State, a known tensor, numbers) wrapped in a new
+    one; anything else is refused naming the container (torch would keep it as a plain attribute,
+    which no parameters() or state_dict sees)."""
+    if isinstance(value, Parameter):
+        return value
+    try:
+        return Parameter(value)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{where}: cannot make a parameter of {type(value).__name__} {value!r:.60} ({e})") from None
