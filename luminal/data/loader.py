@@ -1,9 +1,13 @@
-"""Minibatches over numpy arrays: :func:`batches` (one epoch), :class:`Dataset` and :class:`DataLoader`.
+"""Minibatches over numpy arrays: :func:`batches` (one epoch) and :class:`DataLoader` (torch's, in numpy).
 
-A :class:`DataLoader` also takes a torch-style map dataset (any object with ``__len__`` and
-``__getitem__`` that is not an array or a list/tuple of arrays, or a :class:`Dataset` subclass that
-overrides ``__getitem__``): it reads ``dataset[i]`` for each index and joins a batch's samples with
-``collate_fn``, :func:`default_collate` (torch's ``default_collate`` in numpy) unless given.
+A :class:`DataLoader` slices arrays (a :class:`~luminal.data.Dataset`, an array, a tuple of arrays) a
+batch at a time; it also takes a torch-style map dataset (any other object with ``__len__`` and
+``__getitem__``, a list of samples among them, or a :class:`~luminal.data.Dataset` subclass that overrides
+``__getitem__``), reading ``dataset[i]`` for each index of its sampler and joining a batch's samples with
+``collate_fn``, :func:`default_collate` (torch's ``default_collate`` in numpy) unless given; and an
+iterable dataset (``__iter__``, no ``__getitem__``), batching its samples in the order they come.
+Samples are read in the calling process: ``num_workers`` and the other worker arguments start nothing
+(``DataLoader``'s docstring).
 
 The shuffle order comes only from the ``seed`` given (an int, a sequence of ints, or a numpy
 ``Generator``), so a seeded run sees the same batches on every machine. A :class:`DataLoader` with an
@@ -20,56 +24,21 @@ A ``Generator`` seed is used as it is: give every rank one seeded alike.
 
 from __future__ import annotations
 
+import itertools
 import numbers
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from luminal import distributed
-
-
-def _as_arrays(arrays, who: str) -> tuple[np.ndarray, ...]:
-    """A single array or a sequence of arrays -> a tuple of arrays sharing their first dim."""
-    if isinstance(arrays, Dataset):
-        return arrays.arrays
-    if isinstance(arrays, np.ndarray):
-        arrays = (arrays,)
-    if isinstance(arrays, (str, bytes)) or not isinstance(arrays, Sequence):
-        raise TypeError(f"{who}: expected a numpy array or a sequence of arrays, got {type(arrays).__name__}")
-    if not arrays:
-        raise ValueError(f"{who}: got no arrays")
-    out = tuple(np.asarray(a) for a in arrays)
-    for i, a in enumerate(out):
-        if a.ndim == 0:
-            raise ValueError(f"{who}: array {i} is 0-d; every array needs a first (example) dim")
-    lengths = [len(a) for a in out]
-    if len(set(lengths)) != 1:
-        raise ValueError(f"{who}: the arrays differ in length (first dims {lengths})")
-    return out
+from luminal.data.datasets import Dataset, _as_arrays, _is_iterable_style
+from luminal.data.samplers import BatchSampler, SequentialSampler
+from luminal.data.seeding import _generator
 
 
 def _check_batch_size(batch_size, who: str) -> int:
     if not isinstance(batch_size, numbers.Integral) or isinstance(batch_size, (bool, np.bool_)) or batch_size < 1:
         raise ValueError(f"{who}: batch_size must be an int >= 1, got {batch_size!r}")
     return int(batch_size)
-
-
-def _generator(seed) -> np.random.Generator:
-    """A numpy Generator from ``seed``: a Generator is used as is (it advances), anything else seeds one;
-    None (fresh entropy) is rank 0's on every rank of a launch of several (``_agreed_entropy``)."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    return np.random.default_rng(_agreed_entropy() if seed is None else seed)
-
-
-def _agreed_entropy() -> np.ndarray | None:
-    """Fresh entropy for a shuffle, the same on every rank: rank 0's, broadcast, under a launcher of
-    several ranks; None (numpy draws its own) for a process alone, which touches no MPI."""
-    if distributed.world_size() == 1:
-        return None
-    words = np.random.SeedSequence().generate_state(4, np.uint64) if distributed.rank() == 0 else \
-        np.zeros(4, np.uint64)
-    return distributed.broadcast(words, root=0)
 
 
 def _epoch(arrays: tuple[np.ndarray, ...], batch_size: int, order: np.ndarray | None,
@@ -175,65 +144,90 @@ def default_collate(batch: Sequence):
                     f"{type(elem).__name__}")
 
 
-def _is_map_style(dataset) -> bool:
-    """A torch-style map dataset: indexable with a length, but not an array or a list/tuple of arrays."""
-    return (hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")
-            and not isinstance(dataset, (np.ndarray, Sequence)))
+def default_convert(data):
+    """A sample as torch's ``default_convert`` leaves it, in numpy: what a :class:`DataLoader` with
+    ``batch_size=None`` (no batching) yields for each sample unless given a ``collate_fn``.
 
-
-class Dataset:
-    """A dataset of numpy arrays sharing their first dim (torch's ``TensorDataset``).
-
-    Args:
-        *arrays: the arrays, e.g. ``Dataset(images, labels)``; ``dataset[i]`` is the tuple of their
-            ``i``-th rows (``i`` may also be a slice or an index array).
+    Arrays stay as they are; numpy scalars become 0-d arrays (torch: 0-d tensors); mappings, namedtuples,
+    tuples and lists keep their kind with each element converted (torch returns a list for a plain tuple:
+    a tuple here, as :func:`default_collate`); anything else (Python numbers, strings, objects) is returned
+    unchanged.
     """
+    if isinstance(data, np.generic) and not isinstance(data, (np.str_, np.bytes_)):
+        return np.asarray(data)
+    if isinstance(data, Mapping):
+        out = {key: default_convert(value) for key, value in data.items()}
+        try:
+            return type(data)(out)
+        except TypeError:  # (a mapping type that cannot be built from a dict)
+            return out
+    if isinstance(data, tuple):
+        items = [default_convert(d) for d in data]
+        return type(data)(*items) if hasattr(data, "_fields") else tuple(items)
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
+        items = [default_convert(d) for d in data]
+        try:
+            return type(data)(items)
+        except TypeError:
+            return items
+    return data
 
-    def __init__(self, *arrays):
-        self.arrays = _as_arrays(list(arrays), "Dataset")
 
-    def _held(self, method: str) -> tuple[np.ndarray, ...]:
-        """The arrays, or torch's refusal for a subclass that holds none (its own ``__init__`` did not call
-        this one's) and did not define ``method`` itself, as a torch map dataset must."""
-        if "arrays" not in vars(self):
-            raise NotImplementedError(f"{type(self).__name__}: a Dataset subclass that does not pass arrays to "
-                                      f"Dataset.__init__ must implement {method} (torch's map dataset)")
-        return self.arrays
+class _EpochShuffle:
+    """``shuffle=True``'s sampler: the order of the epoch the loader serves next (``DataLoader._order``)."""
+
+    def __init__(self, loader: DataLoader):
+        self.loader = loader
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.loader._order(self.loader.epoch).tolist())
 
     def __len__(self) -> int:
-        return len(self._held("__len__")[0])
+        return len(self.loader.dataset)
 
-    def __getitem__(self, index) -> tuple[np.ndarray, ...]:
-        return tuple(a[index] for a in self._held("__getitem__"))
 
-    def __repr__(self):
-        if "arrays" not in vars(self):  # (a subclass holding its own data)
-            return f"{type(self).__name__}(len={len(self)})"
-        shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in self.arrays)
-        return f"{type(self).__name__}({shapes})"
+def _nonneg_int(value, what: str) -> int:
+    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)) or value < 0:
+        raise ValueError(f"DataLoader: {what} must be an int >= 0, got {value!r}")
+    return int(value)
 
 
 class DataLoader:
-    """Iterate minibatches of a :class:`Dataset` (or of arrays), epoch after epoch (torch's ``DataLoader``).
+    """Iterate minibatches of a dataset, epoch after epoch (torch's ``DataLoader``, its arguments in torch's order).
 
-    Each ``iter(loader)`` is one epoch; ``len(loader)`` is its number of batches. With ``shuffle`` each
-    epoch has its own order: from ``np.random.default_rng([seed, epoch])`` for an int seed (so epoch
-    ``e`` is the same in every run, and ``set_epoch(e)`` resumes there), from one generator made at
-    construction otherwise (a ``Generator`` seed is used as is; None draws fresh entropy, rank 0's on
-    every rank of an MPI launch of several: the module docstring).
+    Each ``iter(loader)`` is one epoch; ``len(loader)`` is its number of batches (with ``batch_size=None``,
+    of samples; for an iterable dataset, from its ``len``). With ``shuffle`` each epoch has its own order:
+    from ``np.random.default_rng([seed, epoch])`` for an int seed (so epoch ``e`` is the same in every run,
+    and ``set_epoch(e)`` resumes there), from one generator made at construction otherwise (a ``Generator``
+    is used as is; None draws fresh entropy, rank 0's on every rank of an MPI launch: the module docstring).
 
     Args:
-        dataset: a :class:`Dataset`, a numpy array or a list/tuple of arrays sharing their first dim (the
-            rows are sliced out together); or a map dataset, any other object with ``__len__`` and
-            ``__getitem__`` (a :class:`Dataset` subclass that overrides ``__getitem__`` too), read one
-            sample at a time as torch's ``DataLoader`` reads it. A list of samples is taken as a list of
-            arrays, so wrap samples in such an object.
-        batch_size: examples per batch (an int >= 1).
-        shuffle: a new random order every epoch.
+        dataset: a :class:`Dataset`, a numpy array or a tuple of arrays sharing their first dim (the rows are
+            sliced out together, and a batch is a tuple of arrays); a map dataset, any other object with
+            ``__len__`` and ``__getitem__`` (a list of samples, e.g. ``[(x0, y0), (x1, y1), ...]``, or a
+            :class:`Dataset` subclass overriding ``__getitem__``), read a sample at a time (a batch at a time
+            through its ``__getitems__`` if it has one), as torch reads it; or an iterable dataset (an
+            :class:`~luminal.data.IterableDataset`, any object with ``__iter__`` and no ``__getitem__``),
+            its samples batched in the order they come.
+        batch_size: samples per batch (an int >= 1), or None: no batching, each sample passed through
+            ``collate_fn`` (default :func:`default_convert`) on its own.
+        shuffle: a new random order every epoch (refused with ``sampler``, ``batch_sampler`` or an iterable
+            dataset, as torch's).
+        sampler: the order of a map dataset's indices, a :mod:`~luminal.data.samplers` sampler or any
+            iterable of indices.
+        batch_sampler: the batches' index lists, e.g. a :class:`~luminal.data.BatchSampler`; it replaces
+            ``batch_size``, ``shuffle``, ``sampler`` and ``drop_last`` (refused with them, as torch's).
+        num_workers: an int >= 0. Samples are read in the calling process whatever it is (the batches are
+            those torch's workers give in order); ``worker_init_fn`` is refused with workers, as it would not
+            run, and ``prefetch_factor``, ``persistent_workers``, ``multiprocessing_context`` and ``timeout``
+            need ``num_workers > 0``, as torch's, where they change nothing here.
+        collate_fn: joins a batch's samples (default :func:`default_collate`); given for arrays, it
+            receives their rows' tuples as a map dataset's samples.
+        pin_memory, pin_memory_device, in_order: accepted and change nothing: batches are host numpy
+            arrays, handed to a compiled program as its inputs, and always come in order.
         drop_last: skip each epoch's final short batch.
-        seed: an int (per-epoch seeded orders), a ``np.random.Generator``, or None.
-        collate_fn: joins a map dataset's samples into a batch (default :func:`default_collate`); given
-            for arrays, it receives their rows' tuples as a map dataset's samples.
+        generator, seed: the shuffle's randomness, given as either: an int (per-epoch seeded orders), a
+            ``np.random.Generator``, or None. torch's ``Generator`` is refused (its stream is not numpy's).
 
     Example::
 
@@ -243,29 +237,104 @@ class DataLoader:
                 step(x=xb, y=yb)
     """
 
-    def __init__(self, dataset, batch_size: int = 1, shuffle: bool = False, drop_last: bool = False, seed=None,
-                 collate_fn: Callable | None = None):
-        if not (isinstance(dataset, Dataset) or _is_map_style(dataset)):
-            dataset = Dataset(*_as_arrays(dataset, "DataLoader"))
+    def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool | None = None, sampler=None,
+                 batch_sampler=None, num_workers: int = 0, collate_fn: Callable | None = None,
+                 pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
+                 worker_init_fn: Callable | None = None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor: int | None = None, persistent_workers: bool = False, pin_memory_device: str = "",
+                 in_order: bool = True, seed=None):
+        self._check_workers(num_workers, timeout, worker_init_fn, multiprocessing_context, prefetch_factor,
+                            persistent_workers)
+        self.num_workers, self.pin_memory, self.timeout = int(num_workers), bool(pin_memory), timeout
+        self._iterable = _is_iterable_style(dataset)
+        if not self._iterable and not isinstance(dataset, Dataset):
+            if isinstance(dataset, (np.ndarray, tuple)):
+                dataset = Dataset(*_as_arrays(dataset, "DataLoader"))
+            elif isinstance(dataset, (str, bytes)) or not (hasattr(dataset, "__len__") and
+                                                            hasattr(dataset, "__getitem__")):
+                raise TypeError(f"DataLoader: dataset must be a Dataset, arrays, a map dataset (__len__ and "
+                                f"__getitem__) or an iterable dataset (__iter__), got {type(dataset).__name__}")
         self.dataset = dataset
         if collate_fn is not None and not callable(collate_fn):
             raise TypeError(f"DataLoader: collate_fn must be callable, got {type(collate_fn).__name__}")
         self.collate_fn = collate_fn
+        shuffle = bool(shuffle)
+        if self._iterable:
+            for name, value in (("shuffle", shuffle or None), ("sampler", sampler), ("batch_sampler", batch_sampler)):
+                if value is not None:
+                    raise ValueError(f"DataLoader: an iterable dataset ({type(dataset).__name__}) comes in its own "
+                                     f"order, so {name} must be left unset, as torch's; got {name}={value!r}")
+        if sampler is not None and shuffle:
+            raise ValueError("DataLoader: sampler and shuffle=True both set the order: give one (sampler=... "
+                             "or shuffle=True), as torch's")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError(f"DataLoader: batch_sampler sets the batches, so batch_size, shuffle, sampler and "
+                                 f"drop_last must keep their defaults, as torch's; got batch_size={batch_size!r}, "
+                                 f"shuffle={shuffle}, sampler={sampler!r}, drop_last={drop_last!r}")
+            batch_size, drop_last = None, False
+        elif batch_size is None and drop_last:
+            raise ValueError("DataLoader: batch_size=None reads samples one at a time, so there is no short last "
+                             "batch for drop_last=True to drop (torch refuses the pair too)")
+        if batch_size is not None:
+            batch_size = _check_batch_size(batch_size, "DataLoader")
+        self.batch_size, self.shuffle, self.drop_last = batch_size, shuffle, bool(drop_last)
+        self.seed = self._the_seed(seed, generator)
+        # (None: fresh entropy, agreed over the ranks only when it is used, for a shuffle)
+        self._rng = None if isinstance(self.seed, numbers.Integral) else \
+            _generator(self.seed) if self.shuffle else np.random.default_rng(self.seed)
+        self.epoch = 0  # the epoch the next iteration serves
+        self._own_order = sampler is None and batch_sampler is None  # (the fast path for arrays may slice)
+        if self._iterable:
+            self.sampler = None
+        else:
+            self.sampler = sampler if sampler is not None else _EpochShuffle(self) if shuffle else \
+                SequentialSampler(dataset)
+        self.batch_sampler = batch_sampler if batch_sampler is not None or batch_size is None or self._iterable \
+            else BatchSampler(self.sampler, batch_size, self.drop_last)
         # slicing the arrays serves a plain Dataset; a subclass's own __getitem__ (torch's way to transform
         # samples) was bypassed by it, so such a dataset, like any map dataset, is read sample by sample
-        self._arrays = dataset._held("__getitem__") if collate_fn is None and isinstance(dataset, Dataset) and \
-            type(dataset).__getitem__ is Dataset.__getitem__ else None
-        self.batch_size = _check_batch_size(batch_size, "DataLoader")
-        self.shuffle, self.drop_last = bool(shuffle), bool(drop_last)
-        if seed is not None and not isinstance(seed, (numbers.Integral, np.random.Generator)):
-            raise TypeError(f"DataLoader: seed must be an int, a numpy Generator or None, got {type(seed).__name__}")
-        if isinstance(seed, numbers.Integral) and seed < 0:
-            raise ValueError(f"DataLoader: seed must be >= 0, got {seed}")
-        self.seed = seed
-        # (None: fresh entropy, agreed over the ranks only when it is used, for a shuffle)
-        self._rng = None if isinstance(seed, numbers.Integral) else \
-            _generator(seed) if self.shuffle else np.random.default_rng(seed)
-        self.epoch = 0  # the epoch the next iteration serves
+        self._arrays = dataset.arrays if collate_fn is None and isinstance(dataset, Dataset) and \
+            type(dataset).__getitem__ is Dataset.__getitem__ and "arrays" in vars(dataset) else None
+
+    @staticmethod
+    def _check_workers(num_workers, timeout, worker_init_fn, multiprocessing_context, prefetch_factor,
+                       persistent_workers) -> None:
+        """torch's conditions on the worker arguments; samples are read in this process, so a worker hook
+        that would not run (``worker_init_fn``) is refused rather than skipped."""
+        workers = _nonneg_int(num_workers, "num_workers")
+        if not isinstance(timeout, numbers.Real) or timeout < 0:
+            raise ValueError(f"DataLoader: timeout must be a number >= 0, got {timeout!r}")
+        given = {"timeout": timeout > 0, "prefetch_factor": prefetch_factor is not None,
+                 "persistent_workers": bool(persistent_workers), "multiprocessing_context": multiprocessing_context
+                 is not None}
+        for name, set_ in given.items():
+            if set_ and workers == 0:
+                raise ValueError(f"DataLoader: {name} applies to worker processes and needs num_workers > 0, as "
+                                 f"torch's (num_workers=0)")
+        if prefetch_factor is not None:
+            _nonneg_int(prefetch_factor, "prefetch_factor")
+        if worker_init_fn is not None and workers > 0:
+            raise NotImplementedError(f"DataLoader: worker_init_fn runs in worker processes, and this loader reads "
+                                      f"samples in the calling process (num_workers={workers} starts none), so it "
+                                      f"would never run; do its setup before the loop and drop worker_init_fn")
+
+    @staticmethod
+    def _the_seed(seed, generator):
+        """The shuffle's randomness, given as ``seed=`` or as torch's ``generator=`` (either takes an int, a
+        numpy Generator or None; a torch Generator cannot drive numpy's shuffle)."""
+        if seed is not None and generator is not None:
+            raise ValueError("DataLoader: give the shuffle's randomness once, as seed= or generator=, not both")
+        name, value = ("seed", seed) if generator is None else ("generator", generator)
+        if value is not None and (not isinstance(value, (numbers.Integral, np.random.Generator))
+                                  or isinstance(value, (bool, np.bool_))):
+            hint = " (luminal shuffles with numpy; pass the torch Generator's seed as an int)" \
+                if type(value).__module__.startswith("torch") else ""
+            raise TypeError(f"DataLoader: {name} must be an int, a numpy Generator or None, got "
+                            f"{type(value).__module__}.{type(value).__name__}{hint}")
+        if isinstance(value, numbers.Integral) and value < 0:
+            raise ValueError(f"DataLoader: {name} must be >= 0, got {value}")
+        return value
 
     def set_epoch(self, epoch: int) -> None:
         """Make the next iteration epoch ``epoch`` (0-based): with an int seed, its order is the one a
@@ -274,28 +343,69 @@ class DataLoader:
             raise ValueError(f"DataLoader.set_epoch: epoch must be an int >= 0, got {epoch!r}")
         self.epoch = int(epoch)
 
+    def _order(self, epoch: int) -> np.ndarray:
+        """The shuffle's order for ``epoch`` (drawn from the loader's generator unless the seed is an int)."""
+        rng = self._rng if self._rng is not None else np.random.default_rng([int(self.seed), epoch])
+        return rng.permutation(len(self.dataset))
+
     def __len__(self) -> int:
-        n = len(self.dataset)
-        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        if self._iterable:
+            if not hasattr(self.dataset, "__len__"):
+                raise TypeError(f"DataLoader: len() of a loader over an iterable dataset is its __len__'s, and "
+                                f"{type(self.dataset).__name__} has none")
+            n = len(self.dataset)
+            if self.batch_size is None:
+                return n
+            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        counted = self.sampler if self.batch_sampler is None else self.batch_sampler
+        try:
+            return len(counted)
+        except TypeError:
+            which = "sampler" if self.batch_sampler is None else "batch_sampler"
+            if isinstance(counted, BatchSampler):  # (its length is its sampler's)
+                which, counted = "sampler", counted.sampler
+            raise TypeError(f"DataLoader: len() is the length of its {which}, and {type(counted).__name__} has "
+                            f"none") from None
 
-    def __iter__(self) -> Iterator[tuple[np.ndarray, ...]]:
-        order = None
-        if self.shuffle:
-            rng = self._rng if self._rng is not None else np.random.default_rng([int(self.seed), self.epoch])
-            order = rng.permutation(len(self.dataset))
-        self.epoch += 1
+    def __iter__(self) -> Iterator:
+        epoch, self.epoch = self.epoch, self.epoch + 1
+        if self._iterable:
+            return self._stream()
+        order = self._order(epoch) if self.shuffle else None
+        if self._arrays is not None and self._own_order and self.batch_size is not None:
+            return _epoch(self._arrays, self.batch_size, order, self.drop_last)  # (slices: views when in order)
+        if not self._own_order:
+            indices = self.sampler if self.batch_sampler is None else self.batch_sampler
+        else:
+            indices = range(len(self.dataset)) if order is None else order.tolist()
+            if self.batch_size is not None:
+                indices = BatchSampler(indices, self.batch_size, self.drop_last)
+        return self._fetch(indices)
+
+    def _fetch(self, indices: Iterable) -> Iterator:
+        """A map dataset's epoch: each index list's samples collated (or, unbatched, each sample converted)."""
+        if self.batch_size is None and self.batch_sampler is None:
+            convert = self.collate_fn or default_convert
+            return (convert(self.dataset[i]) for i in indices)
         if self._arrays is not None:
-            return _epoch(self._arrays, self.batch_size, order, self.drop_last)
-        return self._samples(order)
-
-    def _samples(self, order: np.ndarray | None) -> Iterator:
-        """One epoch of a map dataset: ``collate_fn`` of ``dataset[i]`` for each batch's indices ``i``."""
-        n = len(self.dataset)
-        order = np.arange(n) if order is None else order
+            return (tuple(a[np.asarray(idx, dtype=np.intp)] for a in self._arrays) for idx in indices)
         collate = self.collate_fn or default_collate
-        stop = n - n % self.batch_size if self.drop_last else n
-        for start in range(0, stop, self.batch_size):
-            yield collate([self.dataset[int(i)] for i in order[start:start + self.batch_size]])
+        getitems = getattr(self.dataset, "__getitems__", None)
+        if callable(getitems):
+            return (collate(getitems(list(idx))) for idx in indices)
+        return (collate([self.dataset[i] for i in idx]) for idx in indices)
+
+    def _stream(self) -> Iterator:
+        """An iterable dataset's epoch: its samples, batched in the order they come."""
+        samples = iter(self.dataset)
+        if self.batch_size is None:
+            yield from map(self.collate_fn or default_convert, samples)
+            return
+        collate = self.collate_fn or default_collate
+        while batch := list(itertools.islice(samples, self.batch_size)):
+            if len(batch) < self.batch_size and self.drop_last:
+                return
+            yield collate(batch)
 
     def __repr__(self):
         return (f"DataLoader({self.dataset!r}, batch_size={self.batch_size}, shuffle={self.shuffle}, "
