@@ -174,7 +174,8 @@ def default_convert(data):
 
 
 class _EpochShuffle:
-    """``shuffle=True``'s sampler: the order of the epoch the loader serves next (``DataLoader._order``)."""
+    """``shuffle=True``'s sampler (``loader.sampler``): with an int seed, the order of the epoch the loader
+    serves next; otherwise a draw from the loader's generator, which advances it (``DataLoader._order``)."""
 
     def __init__(self, loader: DataLoader):
         self.loader = loader
@@ -221,8 +222,8 @@ class DataLoader:
             those torch's workers give in order); ``worker_init_fn`` is refused with workers, as it would not
             run, and ``prefetch_factor``, ``persistent_workers``, ``multiprocessing_context`` and ``timeout``
             need ``num_workers > 0``, as torch's, where they change nothing here.
-        collate_fn: joins a batch's samples (default :func:`default_collate`); given for arrays, it
-            receives their rows' tuples as a map dataset's samples.
+        collate_fn: joins a batch's samples (default :func:`default_collate`; unbatched,
+            :func:`default_convert`); given for arrays, it receives their rows' tuples as a map dataset's samples.
         pin_memory, pin_memory_device, in_order: accepted and change nothing: batches are host numpy
             arrays, handed to a compiled program as its inputs, and always come in order.
         drop_last: skip each epoch's final short batch.
@@ -257,7 +258,6 @@ class DataLoader:
         self.dataset = dataset
         if collate_fn is not None and not callable(collate_fn):
             raise TypeError(f"DataLoader: collate_fn must be callable, got {type(collate_fn).__name__}")
-        self.collate_fn = collate_fn
         shuffle = bool(shuffle)
         if self._iterable:
             for name, value in (("shuffle", shuffle or None), ("sampler", sampler), ("batch_sampler", batch_sampler)):
@@ -279,6 +279,9 @@ class DataLoader:
         if batch_size is not None:
             batch_size = _check_batch_size(batch_size, "DataLoader")
         self.batch_size, self.shuffle, self.drop_last = batch_size, shuffle, bool(drop_last)
+        # (torch's defaults: batches are collated, unbatched samples converted)
+        self.collate_fn = collate_fn or (default_convert if batch_size is None and batch_sampler is None
+                                         else default_collate)
         self.seed = self._the_seed(seed, generator)
         # (None: fresh entropy, agreed over the ranks only when it is used, for a shuffle)
         self._rng = None if isinstance(self.seed, numbers.Integral) else \
@@ -385,27 +388,24 @@ class DataLoader:
     def _fetch(self, indices: Iterable) -> Iterator:
         """A map dataset's epoch: each index list's samples collated (or, unbatched, each sample converted)."""
         if self.batch_size is None and self.batch_sampler is None:
-            convert = self.collate_fn or default_convert
-            return (convert(self.dataset[i]) for i in indices)
+            return (self.collate_fn(self.dataset[i]) for i in indices)
         if self._arrays is not None:
             return (tuple(a[np.asarray(idx, dtype=np.intp)] for a in self._arrays) for idx in indices)
-        collate = self.collate_fn or default_collate
         getitems = getattr(self.dataset, "__getitems__", None)
         if callable(getitems):
-            return (collate(getitems(list(idx))) for idx in indices)
-        return (collate([self.dataset[i] for i in idx]) for idx in indices)
+            return (self.collate_fn(getitems(list(idx))) for idx in indices)
+        return (self.collate_fn([self.dataset[i] for i in idx]) for idx in indices)
 
     def _stream(self) -> Iterator:
         """An iterable dataset's epoch: its samples, batched in the order they come."""
         samples = iter(self.dataset)
         if self.batch_size is None:
-            yield from map(self.collate_fn or default_convert, samples)
+            yield from map(self.collate_fn, samples)
             return
-        collate = self.collate_fn or default_collate
         while batch := list(itertools.islice(samples, self.batch_size)):
             if len(batch) < self.batch_size and self.drop_last:
                 return
-            yield collate(batch)
+            yield self.collate_fn(batch)
 
     def __repr__(self):
         return (f"DataLoader({self.dataset!r}, batch_size={self.batch_size}, shuffle={self.shuffle}, "

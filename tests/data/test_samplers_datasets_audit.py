@@ -153,6 +153,15 @@ def test_batch_size_none_yields_converted_samples_as_torchs(name):
     assert sorted(s[1] for s in shuffled) == list(range(7))
 
 
+def test_the_default_collate_fn_is_torchs_choice():
+    """loader.collate_fn is the function in use, as torch's: default_collate when batching, else default_convert."""
+    assert DataLoader(_tuples()).collate_fn is data.default_collate
+    assert DataLoader(_tuples(), batch_size=None).collate_fn is data.default_convert
+    assert DataLoader(_tuples(), batch_sampler=[[0]]).collate_fn is data.default_collate
+    assert DataLoader(Stream(3), batch_size=None).collate_fn is data.default_convert
+    assert tud.DataLoader(_tuples(), batch_size=None).collate_fn is tud.default_convert
+
+
 CONVERT = {"array": np.arange(3), "numpy scalar": np.float32(2.5), "int": 3, "float": 1.5, "string": "s",
            "tuple": (np.zeros(2), 1), "list": [np.ones(2), 2.0], "dict": {"a": np.int64(1), "b": "x"},
            "namedtuple": Point(np.zeros(2), np.int32(1)), "string array": np.array(["a", "b"])}
