@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import copy
 
-from luminal.core.errors import check_int
+from luminal.core.errors import check_int, op_error
+from luminal.core.symbolic import shape_str
+from luminal.frontend.tensor import GraphTensor
+from luminal.nn.layers._util import bad_input, layer_name
 from luminal.nn.layers.activation import gelu, relu
-from luminal.nn.layers.attention import MultiheadAttention, _mask_on
+from luminal.nn.layers.attention import MultiheadAttention, _check_mask_dtype, _mask_on
 from luminal.nn.layers.containers import ModuleList
 from luminal.nn.layers.dropout import Dropout
 from luminal.nn.layers.linear import Linear
@@ -28,6 +31,54 @@ def _activation(layer: str, activation):
     if not callable(activation):
         raise TypeError(f"{layer}: activation must be 'relu', 'gelu' or a callable, got {activation!r}")
     return activation
+
+
+def _check_heads(layer: str, d_model, nhead) -> int:
+    """``d_model`` and ``nhead`` as ints, each head taking ``d_model // nhead`` features: checked here so
+    that the error names the layer and its own arguments (MultiheadAttention's say embed_dim/num_heads).
+    Returns ``d_model``."""
+    d_model, nhead = check_int(layer, "d_model", d_model, 1), check_int(layer, "nhead", nhead, 1)
+    if d_model % nhead:
+        raise ValueError(f"{layer}: d_model ({d_model}) must be divisible by nhead ({nhead})")
+    return d_model
+
+
+def _lengths(layer: Module, what: str, x):
+    """(N, L) of a layer's input ``x`` ((L, N, E), (N, L, E) with batch_first, or (L, E): N is None),
+    checked against d_model here, so that the error names the layer and the argument (``src``,
+    ``memory``); None for what is no tensor (the module call names that)."""
+    if not isinstance(x, GraphTensor):
+        return None
+    attn = layer.self_attn
+    e = attn.embed_dim
+    if x.ndim not in (2, 3) or x.shape[-1] != e:
+        raise bad_input(layer_name(layer), f"(N, L, {e}) or (L, {e})" if attn.batch_first else
+                        f"(L, N, {e}) or (L, {e})", x, what=what)
+    if x.ndim == 2:
+        return None, x.shape[0]
+    return (x.shape[0], x.shape[1]) if attn.batch_first else (x.shape[1], x.shape[0])
+
+
+def _check_masks(layer: Module, query, key, **masks) -> None:
+    """The shapes of the masks of one attention of ``layer``: an attention mask (``*_mask``) is (L, S),
+    or (N * nhead, L, S) per head ((nhead, L, S) unbatched), a ``*_key_padding_mask`` (N, S) ((S,)
+    unbatched), with ``query``/``key`` = (N, L)/(N, S) from ``_lengths``. MultiheadAttention checks them
+    too, but under its own argument names: a decoder's tgt_mask and memory_mask are both its attn_mask."""
+    if query is None or key is None:
+        return
+    (n, n_q), (_, n_k) = query, key
+    heads = layer.self_attn.num_heads * (1 if n is None else n)
+    for what, mask in masks.items():
+        if not isinstance(mask, GraphTensor):
+            continue
+        _check_mask_dtype(layer_name(layer), what, mask)
+        if what.endswith("key_padding_mask"):
+            want = {"(S,)" if n is None else "(N, S)": (n_k,) if n is None else (n, n_k)}
+        else:
+            want = {"(L, S)": (n_q, n_k), "(nhead, L, S)" if n is None else "(N * nhead, L, S)": (heads, n_q, n_k)}
+        if tuple(mask.shape) not in want.values():
+            shapes = " or ".join(f"{k} = {shape_str(v)}" for k, v in want.items())
+            raise op_error(ValueError, layer_name(layer), f"{what} must be {shapes}, got {shape_str(mask.shape)}", mask)
 
 
 class TransformerEncoderLayer(Module):
@@ -52,7 +103,7 @@ class TransformerEncoderLayer(Module):
                  activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, device=None, dtype=None):
         super().__init__()
-        d_model = check_int("TransformerEncoderLayer", "d_model", d_model, 1)
+        d_model = _check_heads("TransformerEncoderLayer", d_model, nhead)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
                                             dtype=dtype)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
@@ -69,6 +120,8 @@ class TransformerEncoderLayer(Module):
         """``src`` (S, N, E), (N, S, E) with batch_first, or (S, E); masks as ``MultiheadAttention``'s
         (``src_mask`` is its ``attn_mask``; bool True masks out; numpy arrays are taken as constants)."""
         src_mask, src_key_padding_mask = _mask_on(src_mask, src), _mask_on(src_key_padding_mask, src)
+        lengths = _lengths(self, "src", src)
+        _check_masks(self, lengths, lengths, src_mask=src_mask, src_key_padding_mask=src_key_padding_mask)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -100,7 +153,7 @@ class TransformerDecoderLayer(Module):
                  activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, device=None, dtype=None):
         super().__init__()
-        d_model = check_int("TransformerDecoderLayer", "d_model", d_model, 1)
+        d_model = _check_heads("TransformerDecoderLayer", d_model, nhead)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
                                             dtype=dtype)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
@@ -123,6 +176,13 @@ class TransformerDecoderLayer(Module):
         ``MultiheadAttention``'s (numpy arrays are taken as constants)."""
         tgt_mask, tgt_key_padding_mask = _mask_on(tgt_mask, tgt), _mask_on(tgt_key_padding_mask, tgt)
         memory_mask, memory_key_padding_mask = _mask_on(memory_mask, tgt), _mask_on(memory_key_padding_mask, tgt)
+        t, m = _lengths(self, "tgt", tgt), _lengths(self, "memory", memory)
+        if t is not None and m is not None and (tgt.ndim != memory.ndim or t[0] != m[0]):
+            raise op_error(ValueError, layer_name(self), f"tgt and memory must both be batched with the same batch "
+                           f"size N, or both unbatched, got {shape_str(tgt.shape)} and {shape_str(memory.shape)}",
+                           tgt, memory)
+        _check_masks(self, t, t, tgt_mask=tgt_mask, tgt_key_padding_mask=tgt_key_padding_mask)
+        _check_masks(self, t, m, memory_mask=memory_mask, memory_key_padding_mask=memory_key_padding_mask)
         x = tgt
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
@@ -159,7 +219,9 @@ class TransformerEncoder(Module):
 
     Args:
         encoder_layer: the layer to copy. num_layers: how many. norm: an optional final module.
-        enable_nested_tensor, mask_check: accepted for torch compatibility (no effect here).
+        enable_nested_tensor, mask_check: accepted for torch compatibility. They choose torch's nested-tensor
+            inference fast path (and the check of its masks), which changes the speed, not the result, at
+            the non-padded positions; there is no such path here, so ``use_nested_tensor`` is always False.
     """
 
     def __init__(self, encoder_layer: Module, num_layers: int, norm: Module | None = None,
@@ -169,6 +231,7 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor, self.mask_check = enable_nested_tensor, mask_check
+        self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal: bool | None = None):
         """Run ``src`` through every layer with the same masks, then ``norm``."""

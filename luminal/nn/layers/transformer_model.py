@@ -18,6 +18,7 @@ from luminal.nn.layers.transformer import (
     TransformerDecoderLayer,
     TransformerEncoder,
     TransformerEncoderLayer,
+    _check_heads,
 )
 from luminal.nn.module import Module
 
@@ -50,7 +51,7 @@ class Transformer(Module):
                  custom_decoder=None, layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, device=None, dtype=None):
         super().__init__()
-        d_model = check_int("Transformer", "d_model", d_model, 1)
+        d_model = _check_heads("Transformer", d_model, nhead)
         layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first,
                       bias)
         if custom_encoder is not None:
@@ -111,7 +112,8 @@ class Transformer(Module):
 
     @staticmethod
     def generate_square_subsequent_mask(sz: int, device=None, dtype=None) -> np.ndarray:
-        """torch's causal mask: a (sz, sz) float array, -inf above the diagonal and 0 elsewhere.
+        """torch's causal mask: a (sz, sz) float array, -inf above the diagonal and 0 elsewhere (with
+        ``dtype=bool``, as torch's: True above the diagonal, the positions masked out).
 
         A numpy array, not a tensor: torch code makes it before calling the model, when no graph
         exists yet, and an array serves any graph. The Transformer layers take it as a constant of
@@ -121,13 +123,16 @@ class Transformer(Module):
         Args:
             sz: the sequence length.
             device: accepted for torch's signature.
-            dtype: a float dtype (float32 when None).
+            dtype: a float dtype (float32 when None), or bool.
         """
         if isinstance(sz, Sym):
             raise TypeError(f"Transformer.generate_square_subsequent_mask: sz is symbolic ({sz}); an array needs a "
                             f"fixed size: pass tgt_is_causal=True (is_causal=True) to the model instead")
         sz = check_int("Transformer.generate_square_subsequent_mask", "sz", sz, 0)
         d = dt.as_dtype(dt.float32 if dtype is None else dtype)
+        if d is dt.bool_:
+            return np.triu(np.ones((sz, sz), bool), k=1)
         if not d.is_float:
-            raise TypeError(f"Transformer.generate_square_subsequent_mask: dtype must be a float dtype, got {d.name}")
+            raise TypeError(f"Transformer.generate_square_subsequent_mask: dtype must be a float dtype or bool, got "
+                            f"{d.name} (-inf has no {d.name} value)")
         return np.triu(np.full((sz, sz), -np.inf, d.np), k=1)
