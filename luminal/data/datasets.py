@@ -41,8 +41,10 @@ def _as_arrays(arrays, who: str) -> tuple[np.ndarray, ...]:
 
 
 def _is_iterable_style(dataset) -> bool:
-    """A stream of samples (torch's ``IterableDataset``): iterable, with no ``__getitem__`` to index it."""
-    return hasattr(dataset, "__iter__") and not hasattr(dataset, "__getitem__")
+    """A stream of samples (torch's ``IterableDataset``): an :class:`IterableDataset` (whatever else it defines,
+    as torch decides), or an iterable with no ``__getitem__`` to index it."""
+    return isinstance(dataset, IterableDataset) or (hasattr(dataset, "__iter__")
+                                                    and not hasattr(dataset, "__getitem__"))
 
 
 class Dataset:

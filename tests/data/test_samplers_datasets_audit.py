@@ -385,6 +385,22 @@ def test_len_of_an_iterable_dataset_as_torchs():
         list(DataLoader(IterableDataset()))
 
 
+def test_an_iterable_dataset_with_a_getitem_is_still_a_stream():
+    """torch decides by the class: an IterableDataset is iterated even if it also defines __getitem__."""
+
+    class Both(Stream):
+        def __getitem__(self, i):
+            raise AssertionError("indexed")
+
+    class TorchBoth(TorchStream):
+        def __getitem__(self, i):
+            raise AssertionError("indexed")
+
+    _all_same(DataLoader(Both(5), batch_size=2), tud.DataLoader(TorchBoth(5), batch_size=2))
+    with pytest.raises(ValueError, match="an iterable dataset \\(Both\\)"):
+        DataLoader(Both(5), shuffle=True)
+
+
 def test_an_iterable_dataset_with_a_collate_fn():
     assert list(DataLoader(Stream(5), batch_size=2, collate_fn=len)) == [2, 2, 1]
     assert list(DataLoader(Stream(3), batch_size=None, collate_fn=float)) == [0.0, 1.0, 2.0]
