@@ -11,6 +11,7 @@ its parameters and buffers as tensors, as torch's does (``x * self.weight``, ``s
 from __future__ import annotations
 
 import copy
+import itertools
 import threading
 import warnings
 import weakref
@@ -697,12 +698,117 @@ class Module:
         _calls.depth = getattr(_calls, "depth", 0) + 1
         try:
             with building.module_call(g, self._who, args, kwargs):
-                return self.forward(*args, **kwargs)
+                if not (self.__dict__.get("_forward_pre_hooks") or self.__dict__.get("_forward_hooks")):
+                    return self.forward(*args, **kwargs)
+                return self._call_with_hooks(args, kwargs)
         except Exception as e:
             _note_module_path(e, self)
             raise
         finally:
             _calls.depth -= 1
+
+    def _call_with_hooks(self, args: tuple, kwargs: dict):
+        """``forward`` between the forward pre-hooks and hooks, in torch's order and with torch's rules
+        for what a hook's result replaces (``register_forward_pre_hook``, ``register_forward_hook``)."""
+        for hook, with_kwargs, _ in list(self.__dict__.get("_forward_pre_hooks", {}).values()):
+            if with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError(f"{type(self).__name__}: a forward pre-hook registered with_kwargs=True "
+                                           f"must return None or a tuple (new_args, new_kwargs), got "
+                                           f"{type(result).__name__}")
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        hooks = list(self.__dict__.get("_forward_hooks", {}).values())
+        called = set()
+        try:
+            out = self.forward(*args, **kwargs)
+            for i, (hook, with_kwargs, _) in enumerate(hooks):
+                called.add(i)
+                result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
+                if result is not None:
+                    out = result
+            return out
+        except Exception:
+            for i, (hook, with_kwargs, always) in enumerate(hooks):  # (torch's always_call: also on failure)
+                if always and i not in called:
+                    try:
+                        hook(self, args, kwargs, None) if with_kwargs else hook(self, args, None)
+                    except Exception as e:  # noqa: BLE001 (the forward's error is the one raised)
+                        warnings.warn(f"{type(self).__name__}: an always_call forward hook raised {e!r} while "
+                                      f"handling the forward's error", UserWarning, stacklevel=3)
+            raise
+
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False) -> RemovableHandle:
+        """Call ``hook(module, args)`` before each call's ``forward``, as torch's (here, when the call
+        builds its graph ops: the args are the call's GraphTensors). A result other than None replaces
+        the args (a value that is not a tuple is the one positional argument). With ``with_kwargs``,
+        ``hook(module, args, kwargs)`` returns None or ``(args, kwargs)``.
+
+        Args:
+            hook: the function. prepend: run it before the hooks registered so far.
+            with_kwargs: pass (and let it replace) the keyword arguments too.
+
+        Returns:
+            A handle whose ``remove()`` (or the end of its ``with`` block) unregisters the hook.
+        """
+        return self._add_hook("_forward_pre_hooks", (hook, with_kwargs, False), prepend)
+
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """Call ``hook(module, args, output)`` after each call's ``forward``, as torch's (here, when the
+        call builds its graph ops: the output is a GraphTensor, which can be kept to be compiled as
+        another output, as torch's hooks keep activations). A result other than None replaces the
+        output.
+
+        Args:
+            hook: the function. prepend: run it before the hooks registered so far.
+            with_kwargs: call ``hook(module, args, kwargs, output)``.
+            always_call: call it (with output None) also when ``forward`` raised.
+
+        Returns:
+            A handle whose ``remove()`` (or the end of its ``with`` block) unregisters the hook.
+        """
+        return self._add_hook("_forward_hooks", (hook, with_kwargs, always_call), prepend)
+
+    def _add_hook(self, table: str, entry: tuple, prepend: bool) -> RemovableHandle:
+        if not callable(entry[0]):
+            raise TypeError(f"{type(self).__name__}: a hook must be callable, got {type(entry[0]).__name__}")
+        hooks = self.__dict__.get(table)
+        if hooks is None:
+            hooks = OrderedDict()
+            object.__setattr__(self, table, hooks)
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = entry
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend: bool = False) -> NoReturn:
+        """torch's backward hooks have nothing to run on here: see ``_no_backward_hooks``."""
+        self._no_backward_hooks("register_full_backward_hook")
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> NoReturn:
+        """torch's backward hooks have nothing to run on here: see ``_no_backward_hooks``."""
+        self._no_backward_hooks("register_full_backward_pre_hook")
+
+    def register_backward_hook(self, hook) -> NoReturn:
+        """torch's backward hooks have nothing to run on here: see ``_no_backward_hooks``."""
+        self._no_backward_hooks("register_backward_hook")
+
+    def _no_backward_hooks(self, name: str) -> NoReturn:
+        """A backward hook runs during torch's eager backward pass; here gradients are graph outputs
+        that ``train.grad`` builds once, so there is no pass to call it in: the error says how to get
+        the gradients such a hook would see."""
+        raise NotImplementedError(
+            f"{type(self).__name__}.{name}: luminal has no backward hooks (gradients are graph outputs "
+            f"built by luminal.train.grad, not computed in an eager backward pass); to see a layer's gradients, "
+            f"keep its output with register_forward_hook and compile luminal.train.grad(loss, [output, "
+            f"*module.parameters()]) as extra outputs")
 
     def _who(self) -> str:
         """This module as errors name it: ``Linear(in_features=3, out_features=4, bias=True)``, ``GPT()``."""
@@ -733,6 +839,28 @@ class Module:
             body = extra_lines[0] if len(extra_lines) == 1 and not child_lines else \
                 "\n  " + "\n  ".join(lines) + "\n"
         return f"{type(self).__name__}({body})"
+
+
+class RemovableHandle:
+    """What a ``register_*_hook`` returns, as torch's: ``remove()`` unregisters the hook (once; the
+    module's later copies keep theirs), and so does leaving a ``with handle:`` block."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks: OrderedDict):
+        self.id = next(RemovableHandle._ids)
+        self._hooks = weakref.ref(hooks)
+
+    def remove(self) -> None:
+        hooks = self._hooks()
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
 
 
 class StateDictError(ValueError, RuntimeError):

@@ -59,3 +59,20 @@ def test_parameter_dict_order_and_names_as_torch():
 def test_register_buffer_refuses_what_is_not_an_array():
     with pytest.raises(TypeError, match="cannot assign 'list' as buffer 'scale'"):
         nn.Module().register_buffer("scale", [1.0, 2.0])
+
+
+def test_a_forward_hook_keeps_an_activation_as_torchs():
+    import luminal as lm
+
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    t = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2))
+    m = nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2))
+    m.load_state_dict({k: v.detach().numpy() for k, v in t.state_dict().items()})
+    kept = {}
+    for seq in (t, m):
+        seq[1].register_forward_hook(lambda mod, args, out, seq=seq: kept.__setitem__(id(seq), out))
+    t(torch.from_numpy(x))
+    g = lm.Graph()
+    m(g.input("x", x.shape))
+    (act,) = lm.compile([kept[id(m)]])(x=x)
+    np.testing.assert_allclose(act, kept[id(t)].detach().numpy(), rtol=1e-5, atol=1e-6)

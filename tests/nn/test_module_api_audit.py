@@ -492,3 +492,107 @@ def test_known_differences():
         PD(nn)["zz"]
     with pytest.raises(TypeError, match="ParameterList.append: cannot make a parameter of str"):
         PL(nn).append("abc")
+
+
+# forward hooks (torch's register_forward_pre_hook / register_forward_hook) ----------------------------
+
+
+def run_both(build, x):
+    """``build(ns)`` -> (module, kept): the torch model on ``x``, and the luminal one built in a graph
+    and compiled with every tensor its hooks kept, as arrays: (output, [kept...]) for each."""
+    tm, tkept = build(torch.nn)
+    tout = tm(torch.from_numpy(x))
+    tvals = (tout.detach().numpy(), [k.detach().numpy() for k in tkept])
+    lmod, lkept = build(nn)
+    g = lm.Graph()
+    out = lmod(g.input("x", x.shape))
+    vals = lm.compile([out, *lkept])(x=x)
+    return tvals, (vals[0], list(vals[1:]))
+
+
+def model(ns, seed=0):
+    """A Linear-ReLU-Linear with the same weights in both."""
+    m = ns.Sequential(ns.Linear(3, 4), ns.ReLU(), ns.Linear(4, 2))
+    rng = np.random.default_rng(seed)
+    sd = {k: rng.standard_normal(tuple(v.shape)).astype(np.float32) for k, v in m.state_dict().items()}
+    m.load_state_dict({k: torch.from_numpy(v) for k, v in sd.items()} if ns is torch.nn else sd)
+    return m
+
+
+def assert_same(tvals, lvals):
+    np.testing.assert_allclose(lvals[0], tvals[0], rtol=1e-5, atol=1e-5)
+    assert len(lvals[1]) == len(tvals[1])
+    for a, b in zip(lvals[1], tvals[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+X = np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)
+
+
+def test_forward_hooks_keep_and_replace_as_torch():
+    """A hook keeping an activation (the feature-extraction use), a pre-hook replacing the input (a
+    single value: the one positional argument), a hook replacing the output, in torch's order."""
+    def build(ns):
+        m, kept, order = model(ns), [], []
+        m[0].register_forward_hook(lambda mod, args, out: kept.append(out))
+        m[2].register_forward_pre_hook(lambda mod, args: args[0] * 2)
+        m[2].register_forward_hook(lambda mod, args, out: (order.append("second"), out + 1)[1])
+        m[2].register_forward_hook(lambda mod, args, out: (order.append("first"), out * 3)[1], prepend=True)
+        m.register_forward_hook(lambda mod, args, out: kept.append(args[0]))  # (the Sequential's input)
+        return m, kept
+    assert_same(*run_both(build, X))
+
+
+def test_forward_hooks_with_kwargs_as_torch():
+    def build(ns):
+        m, kept = model(ns), []
+
+        def pre(mod, args, kwargs):
+            return (args[0] - 1,), kwargs
+
+        m[0].register_forward_pre_hook(pre, with_kwargs=True)
+        m[1].register_forward_hook(lambda mod, args, kwargs, out: kept.append(out * 0.5) or out, with_kwargs=True)
+        return m, kept
+    assert_same(*run_both(build, X))
+
+
+def test_removed_hooks_do_not_run():
+    def build(ns):
+        m, kept = model(ns), []
+        h = m[0].register_forward_hook(lambda mod, args, out: out * 100)
+        with m[1].register_forward_pre_hook(lambda mod, args: args[0] * 100):
+            pass
+        h.remove()
+        h.remove()  # (twice: nothing more)
+        return m, kept
+    assert_same(*run_both(build, X))
+
+
+def test_a_pre_hook_with_kwargs_returning_one_value_is_refused_as_torch():
+    for ns in (torch.nn, nn):
+        m = model(ns)
+        m[0].register_forward_pre_hook(lambda mod, args, kwargs: args[0], with_kwargs=True)
+        x = torch.from_numpy(X) if ns is torch.nn else lm.Graph().input("x", X.shape)
+        with pytest.raises(RuntimeError, match="forward pre-hook"):
+            m(x)
+
+
+def test_always_call_runs_when_forward_raises():
+    for ns in (torch.nn, nn):
+        seen = []
+        m = ns.Linear(3, 2)
+        m.register_forward_hook(lambda mod, args, out: seen.append(out), always_call=True)
+        m.register_forward_hook(lambda mod, args, out: seen.append("not always"))
+        x = torch.ones(4, 5) if ns is torch.nn else lm.Graph().input("x", (4, 5))
+        with pytest.raises(Exception):  # noqa: B017 (torch's RuntimeError, luminal's shape error)
+            m(x)
+        assert seen == [None]
+
+
+def test_backward_hooks_name_what_to_do_instead():
+    m = nn.Linear(2, 2)
+    for name in ("register_full_backward_hook", "register_full_backward_pre_hook", "register_backward_hook"):
+        assert hasattr(torch.nn.Module, name)
+        with pytest.raises(NotImplementedError, match=f"Linear.{name}: luminal has no backward hooks.*"
+                                                      f"register_forward_hook"):
+            getattr(m, name)(lambda *a: None)
