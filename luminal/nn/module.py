@@ -277,6 +277,30 @@ class Module:
             m = child
         return m
 
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Put ``module`` at the dotted path ``target`` (model surgery: ``set_submodule("encoder.0.fc",
+        lora_fc)``), as torch's: the parent must exist; the name may be new (with ``strict``, it must
+        exist) and, if it exists, must hold a module. A graph built before keeps the module it called.
+
+        Args:
+            target: e.g. ``"encoder.layers.0.linear1"``. module: the new module.
+            strict: refuse a name the parent does not have yet.
+        """
+        if not isinstance(target, str) or target == "":
+            raise ValueError(f"{type(self).__name__}.set_submodule: a target name is required, got {target!r}")
+        if not isinstance(module, Module):
+            raise ValueError(f"{type(self).__name__}.set_submodule({target!r}): {type(module).__name__} is not an "
+                             f"nn.Module")
+        path, _, name = target.rpartition(".")
+        parent = self.get_submodule(path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{type(parent).__name__} has no attribute `{name}` (set_submodule({target!r}, "
+                                 f"strict=True))")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module (set_submodule({target!r}): "
+                                 f"{type(getattr(parent, name)).__name__} there)")
+        setattr(parent, name, module)
+
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at the dotted path ``target`` (``"linear1.weight"``).
 
@@ -809,6 +833,10 @@ class Module:
             f"built by luminal.train.grad, not computed in an eager backward pass); to see a layer's gradients, "
             f"keep its output with register_forward_hook and compile luminal.train.grad(loss, [output, "
             f"*module.parameters()]) as extra outputs")
+
+    def _get_name(self) -> str:
+        """The class name, as torch's (custom ``__repr__``s call it)."""
+        return type(self).__name__
 
     def _who(self) -> str:
         """This module as errors name it: ``Linear(in_features=3, out_features=4, bias=True)``, ``GPT()``."""

@@ -10,6 +10,8 @@ get_buffer, repr, and the containers (Sequential, ModuleList, ModuleDict, Parame
 ParameterDict). Where luminal knowingly differs from torch the case says why, in
 ``test_known_differences``."""
 
+import copy
+import pickle
 from collections import OrderedDict
 
 import numpy as np
@@ -224,6 +226,27 @@ CASES = {
     "get_buffer": lambda ns: tuple(nested(ns).get_buffer("enc.1.running_mean").shape),
     "get_buffer non-persistent": lambda ns: tuple(nonpersistent(ns).get_buffer("b").shape),
     "get_buffer of a parameter": lambda ns: nested(ns).get_buffer("enc.1.weight"),
+    "set_submodule": lambda ns: then(lambda m: m.set_submodule("enc.0", ns.ReLU()), lambda m: kinds(m.modules()),
+                                     lambda m: list(m.state_dict()))(nested(ns)),
+    "set_submodule a new name": lambda ns: then(lambda m: m.set_submodule("enc.extra", ns.ReLU()),
+                                                lambda m: names(m.named_modules()))(nested(ns)),
+    "set_submodule a new name strict": lambda ns: nested(ns).set_submodule("enc.extra", ns.ReLU(), strict=True),
+    "set_submodule over a parameter": lambda ns: nested(ns).set_submodule("enc.0.weight", ns.ReLU()),
+    "set_submodule of a missing parent": lambda ns: nested(ns).set_submodule("nope.x", ns.ReLU()),
+    "set_submodule ''": lambda ns: nested(ns).set_submodule("", ns.ReLU()),
+    "set_submodule of an int": lambda ns: nested(ns).set_submodule("dec", 3),
+    "_get_name": lambda ns: ns.Linear(2, 2)._get_name(),
+    "a deepcopy keeps tied parameters tied": lambda ns: (lambda c: c.a.weight is c.b.weight)(copy.deepcopy(tied(ns))),
+    "a deepcopy keeps a shared module shared": lambda ns: (lambda c: c[0] is c[2])(copy.deepcopy(shared(ns))),
+    "state_dict keep_vars of tied parameters": lambda ns: (lambda sd: sd["a.weight"] is sd["b.weight"])(
+        tied(ns).state_dict(keep_vars=True)),
+    "pickle keeps the state_dict's names": lambda ns: list(pickle.loads(pickle.dumps(nested(ns))).state_dict()),
+    "load_state_dict's result repr": lambda ns: (repr(ns.Linear(2, 2).load_state_dict(ns.Linear(2, 2).state_dict())),
+                                                 repr(ns.Linear(2, 2).load_state_dict({}, strict=False))),
+    "a module twice in a ModuleList": lambda ns: (lambda lin: (len(list(ns.ModuleList([lin, lin]).parameters())),
+                                                               list(ns.ModuleList([lin, lin]).state_dict())))(
+        ns.Linear(2, 2)),
+    "reversed containers": lambda ns: (kinds(reversed(ML(ns))), kinds(reversed(S(ns)))),
     # repr
     "repr nested": lambda ns: repr(nested(ns)),
     "repr empty Sequential": lambda ns: repr(ns.Sequential()),
