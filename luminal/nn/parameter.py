@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from luminal.frontend.state import State
 
 
 class Parameter(State):
     """A trainable array owned by a module. In a graph it is a persistent input
     (``p.on(graph)``); optimizers update ``p.data`` in place, so the module always holds the
-    current values."""
+    current values. torch's ``Parameter(data, False)`` (its second argument is ``requires_grad``) is
+    read as ``requires_grad=False``: a bool is never a dtype."""
 
     def __init__(self, data, dtype=None, requires_grad: bool = True, name: str | None = None):
+        if isinstance(dtype, (bool, np.bool_)):  # torch's Parameter(data, requires_grad): a flag, never a dtype
+            dtype, requires_grad = None, bool(dtype)
         super().__init__(data, dtype, name)
         self.requires_grad = requires_grad
 

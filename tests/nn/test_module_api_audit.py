@@ -236,6 +236,9 @@ CASES = {
     "set_submodule ''": lambda ns: nested(ns).set_submodule("", ns.ReLU()),
     "set_submodule of an int": lambda ns: nested(ns).set_submodule("dec", 3),
     "_get_name": lambda ns: ns.Linear(2, 2)._get_name(),
+    "Parameter(data, False)": lambda ns: (ns.Parameter(A(ns, 2), False).requires_grad,
+                                          ns.Parameter(A(ns, 2)).requires_grad,
+                                          ns.Parameter(A(ns, 2), requires_grad=False).requires_grad),
     "a deepcopy keeps tied parameters tied": lambda ns: (lambda c: c.a.weight is c.b.weight)(copy.deepcopy(tied(ns))),
     "a deepcopy keeps a shared module shared": lambda ns: (lambda c: c[0] is c[2])(copy.deepcopy(shared(ns))),
     "state_dict keep_vars of tied parameters": lambda ns: (lambda sd: sd["a.weight"] is sd["b.weight"])(
