@@ -99,6 +99,9 @@ class LRScheduler:
     the state it keeps, with each value's check, in ``_state_checks``."""
 
     _not_state: tuple[str, ...] = ("optimizer", "_initial")  # attributes that state_dict leaves out
+    # whether get_lr reads values fixed per param group when the scheduler was built (base_lrs, lr_lambdas,
+    # max_lrs, a group's initial_lr): a group added since has none (``_check_groups``)
+    _fixed_groups = False
 
     def __init__(self, optimizer, last_epoch: int = -1):
         if not hasattr(optimizer, "param_groups"):
@@ -156,6 +159,10 @@ class LRScheduler:
         at a milestone) jump to ``epoch``, by the closed form where the scheduler has one, as torch's
         ``_update_lr``.
         A step that fails (a LambdaLR's function returning a str) leaves the epoch as it was."""
+        if epoch is not None and hasattr(self, "_closed_form_lr"):
+            self._check_groups("step(epoch)'s closed form reads")
+        else:
+            self._check_groups()
         previous = self.last_epoch
         try:
             if epoch is None:
@@ -169,6 +176,20 @@ class LRScheduler:
             self.last_epoch = previous
             raise
         self._set_lrs(lrs)
+
+    def _check_groups(self, reads: str | None = None) -> None:
+        """Refuse to step when a param group was added to the optimizer after this scheduler was built and
+        the rates read values the scheduler fixed per group then (``_fixed_groups``, or ``reads``: what reads
+        them at this step, as ``step(epoch)``'s closed form reads ``base_lrs``): the new group has none.
+        torch's fail on a ``zip``, a missing ``'initial_lr'``, or leave the group unscheduled; the
+        chainable ones (StepLR, ...) schedule it from its own rate, here as there."""
+        n, built = len(self.optimizer.param_groups), len(self.base_lrs)
+        if n != built and (self._fixed_groups or reads):
+            name = type(self).__name__
+            how = reads if reads and not self._fixed_groups else "its rates read"
+            raise ValueError(f"{name}.step: the optimizer has {n} param groups, and this {name} was built for "
+                             f"{built}: {how} values fixed per group when it was built, which a group added since "
+                             f"does not have; build the scheduler after adding the group")
 
     def _set_lrs(self, lrs) -> None:
         for group, lr in zip(self.optimizer.param_groups, lrs, strict=True):
@@ -325,6 +346,7 @@ class CosineAnnealingLR(LRScheduler):
             return self._lrs()
         e, T, lo = self.last_epoch, self.T_max, self.eta_min
         if (e - 1 - T) % (2 * T) == 0:  # leaving the bottom of a cycle: the recursion's ratio would be 0/0
+            self._check_groups(f"epoch {e}, leaving the bottom of the cosine, reads")  # (from base_lrs)
             return [lr + (base - lo) * (1 - math.cos(math.pi / T)) / 2 for lr, base in zip(self._lrs(), self.base_lrs)]
         ratio = (1 + math.cos(math.pi * e / T)) / (1 + math.cos(math.pi * (e - 1) / T))
         return [ratio * (lr - lo) + lo for lr in self._lrs()]
@@ -470,6 +492,8 @@ class OneCycleLR(LRScheduler):
     ``momentum`` (SGD, RMSprop) or ``betas[0]`` (Adam family) moves inversely between
     ``max_momentum`` and ``base_momentum``."""
 
+    _fixed_groups = True
+
     def __init__(self, optimizer, max_lr, total_steps: int | None = None, epochs: int | None = None,
                  steps_per_epoch: int | None = None, pct_start: float = 0.3, anneal_strategy: str = "cos",
                  cycle_momentum: bool = True, base_momentum=0.85, max_momentum=0.95, div_factor: float = 25.0,
@@ -614,6 +638,8 @@ def _check_fn_state(owner: str, name: str, f, attrs, whose: str):
 class _FunctionScheduler(LRScheduler):
     """LambdaLR's and MultiplicativeLR's machinery: ``lr_lambda``, one function of the epoch or one per
     param group, saved as torch saves it (``_fn_state``)."""
+
+    _fixed_groups = True
 
     _not_state = (*LRScheduler._not_state, "lr_lambdas")
 
@@ -802,6 +828,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
     the base rate, each period ``T_mult`` times the last. ``step(epoch)`` may jump to a fractional
     epoch (``epoch + i / iters`` per batch), as torch's."""
 
+    _fixed_groups = True
+
     def __init__(self, optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0, last_epoch: int = -1):  # noqa: N803
         owner = "CosineAnnealingWarmRestarts"
         self.T_0 = self.T_i = _positive_int(owner, "T_0", T_0)
@@ -824,6 +852,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         Args:
             epoch: None (the next epoch) or the epoch to set.
         """
+        self._check_groups()
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:
@@ -1043,6 +1072,8 @@ class CyclicLR(LRScheduler):
     ``state_dict`` holds a callable object's attributes for ``scale_fn`` and None for a plain function
     or lambda, which cannot be saved (torch's rule): rebuild the scheduler with the same function, then
     load."""
+
+    _fixed_groups = True
 
     _not_state = (*LRScheduler._not_state, "_scale_fn_custom")
 

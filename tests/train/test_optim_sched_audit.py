@@ -444,3 +444,51 @@ def test_warm_restarts_step_epoch_matches_torch_away_from_its_rounding():
             for e in np.arange(0, 60, 0.25):
                 s.step(float(e)), ts.step(float(e))
                 _close(s.get_last_lr(), ts.get_last_lr(), f"T_mult={t_mult} epoch {e}")
+
+
+CHAINABLE = {"StepLR": {"step_size": 2}, "MultiStepLR": {"milestones": [1, 4]}, "ExponentialLR": {"gamma": 0.9},
+             "LinearLR": {}, "PolynomialLR": {}, "ConstantLR": {}, "CosineAnnealingLR": {"T_max": 4}}
+FIXED = {"LambdaLR": {"lr_lambda": lambda e: 0.9**e}, "MultiplicativeLR": {"lr_lambda": lambda e: 0.9},
+         "OneCycleLR": {"max_lr": 0.1, "total_steps": 20}, "CosineAnnealingWarmRestarts": {"T_0": 3},
+         "CyclicLR": {"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 3}}
+
+
+@pytest.mark.parametrize("name", list(CHAINABLE))
+def test_a_group_added_after_a_chainable_scheduler_is_scheduled_as_torchs(name):
+    """A param group added after the scheduler was built: a scheduler whose step multiplies the current
+    rates (torch's chainable form) schedules it from its own rate, as torch's (CosineAnnealingLR up to the
+    bottom of its cosine, whose next step reads the base rates: see the next test)."""
+    o, t = make_optimizers("SGD", momentum=0.9)
+    s, ts = getattr(S, name)(o, **CHAINABLE[name]), getattr(torch.optim.lr_scheduler, name)(t, **CHAINABLE[name])
+    s.step(), ts.step()
+    o.add_param_group({"params": [nn.Parameter(np.zeros(2, np.float32))], "lr": 0.5})
+    t.add_param_group({"params": [torch.zeros(2, requires_grad=True)], "lr": 0.5})
+    for i in range(3 if name == "CosineAnnealingLR" else 8):
+        s.step(), ts.step()
+        _close(snapshot(o), snapshot(t), f"{name} step {i} after the group was added")
+
+
+@pytest.mark.parametrize("name", [*FIXED, "CosineAnnealingLR", "StepLR.step(epoch)"])
+def test_a_group_added_after_a_scheduler_of_fixed_rates_is_named(name):
+    """Schedulers whose rates read values fixed per group when built (base rates, lr_lambdas, max_lr, a
+    group's initial_lr) have none for a group added since: torch's fail with ``zip() argument 2 is shorter
+    than argument 1`` or ``KeyError: 'initial_lr'`` (or, for CosineAnnealingLR at the bottom of its cosine
+    and a closed-form step(epoch), leave the new group unscheduled). luminal's say so, naming the scheduler
+    and the counts, and change nothing."""
+    cls = name.split(".")[0]
+    kw = {**CHAINABLE, **FIXED}[cls]
+    o, _ = make_optimizers("SGD", momentum=0.9)
+    s = getattr(S, cls)(o, **kw)
+    for _ in range(4 if cls == "CosineAnnealingLR" else 1):
+        s.step()
+    o.add_param_group({"params": [nn.Parameter(np.zeros(2, np.float32))], "lr": 0.5})
+    before, epoch = snapshot(o), s.last_epoch
+    with pytest.raises(ValueError, match=f"^{cls}.step: the optimizer has 3 param groups, and this {cls} was built "
+                                         f"for 2: .* build the scheduler after adding the group"):
+        if name.endswith("(epoch)"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                s.step(5)
+        else:
+            s.step()
+    assert snapshot(o) == before and s.last_epoch == epoch
