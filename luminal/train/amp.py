@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import NoReturn
+from collections.abc import Sequence
+from typing import NoReturn, overload
 
 import numpy as np
 
@@ -37,11 +38,20 @@ from luminal.core.primitives import LEAVES
 from luminal.core.symbolic import is_static
 from luminal.frontend.eager import eager_only
 from luminal.frontend.ops import cast
+from luminal.frontend.ops.core import _device_name
 from luminal.frontend.state import scalar_state
 from luminal.frontend.tensor import GraphTensor
 
 
-def autocast(tensors: list[GraphTensor], dtype) -> list[GraphTensor]:
+@overload
+def autocast(tensors: GraphTensor, dtype) -> GraphTensor: ...
+
+
+@overload
+def autocast(tensors: Sequence[GraphTensor], dtype) -> list[GraphTensor]: ...
+
+
+def autocast(tensors, dtype):
     """Rewrite the computation of ``tensors`` to run in ``dtype`` wherever it ran in float32.
 
     Every float32 leaf the tensors depend on (inputs, parameters and other States, constants) is read
@@ -56,21 +66,31 @@ def autocast(tensors: list[GraphTensor], dtype) -> list[GraphTensor]:
     an int or bool result of the user's op) stays so (``train.autograd.has_grad``).
 
     Args:
-        tensors: tensors of one graph (a loss, extra outputs, State update values).
+        tensors: tensors of one graph (a loss, extra outputs, State update values), or one tensor.
         dtype: the compute dtype, ``lm.float16`` or ``lm.bfloat16``.
 
     Returns:
-        The rewritten tensors, in order, each in ``dtype`` where it was float32 (same shapes and views).
+        The rewritten tensors, in order, each in ``dtype`` where it was float32 (same shapes and views);
+        one tensor for one tensor.
     """
+    if isinstance(tensors, GraphTensor):  # (one tensor, as lm.compile takes one: one back)
+        return autocast([tensors], dtype)[0]
+    if dtype is None:  # (as_dtype(None) is float64, torch's default float: "got float64" named no mistake)
+        raise ValueError("autocast: dtype is None; pass the compute dtype, lm.float16 or lm.bfloat16")
     dtype = dt.as_dtype(dtype)
     if dtype not in (dt.float16, dt.bfloat16):
         raise ValueError(f"autocast: compute dtype must be float16 or bfloat16, got {dtype.name}")
+    tensors = list(tensors)
+    for i, t in enumerate(tensors):  # (a number or an array here failed as an AttributeError on .graph)
+        if not isinstance(t, GraphTensor):
+            raise TypeError(f"autocast: tensors[{i}] is a {type(t).__name__}, not a GraphTensor")
     if not tensors:
         return []
     graph = tensors[0].graph
-    for t in tensors:
-        if not isinstance(t, GraphTensor) or t.graph is not graph:
-            raise ValueError("autocast: the tensors must be GraphTensors of one graph")
+    for i, t in enumerate(tensors):
+        if t.graph is not graph:
+            raise ValueError(f"autocast: the tensors must be of one graph; tensors[{i}] is of another graph than "
+                             f"tensors[0]")
     need, stack = set(), [t.node for t in tensors]
     while stack:  # the ancestors, iteratively (graphs are deep)
         n = stack.pop()
@@ -124,6 +144,10 @@ class GradScaler:
     runtime scalar of the compiled program, so changing it never recompiles.
 
     Args:
+        device: torch.amp.GradScaler's first argument, where its scale tensor lives (``"cuda"``,
+            ``"cpu"``). Any torch device name is accepted and changes nothing: the scale is a runtime
+            scalar of the compiled step, on the backend the step was compiled for. A number here
+            (``torch.cuda.amp.GradScaler(65536.0)``'s order) is refused, naming ``init_scale=``.
         init_scale: the first scale (default ``2**16``, torch's).
         growth_factor: the factor applied after ``growth_interval`` good steps (> 1).
         backoff_factor: the factor applied after an overflow (in (0, 1)).
@@ -131,8 +155,12 @@ class GradScaler:
         enabled: False makes the scaler a no-op (scale 1, never skips), as torch's ``enabled``.
     """
 
-    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
-                 growth_interval: int = 2000, enabled: bool = True):
+    def __init__(self, device: str = "cpu", init_scale: float = 2.0**16, growth_factor: float = 2.0,
+                 backoff_factor: float = 0.5, growth_interval: int = 2000, enabled: bool = True):
+        if not isinstance(device, str) or _device_name(device) is None:
+            hint = f"; for a scale, pass init_scale={device!r}" if isinstance(device, numbers.Real) else ""
+            raise ValueError(f"GradScaler: device must be a device name as torch.amp.GradScaler's first argument "
+                             f"('cuda', 'cpu'), got {device!r}{hint}")
         _check_settings("GradScaler", init_scale=init_scale, growth_factor=growth_factor,
                         backoff_factor=backoff_factor, growth_interval=growth_interval)
         self.enabled = bool(enabled)
@@ -232,7 +260,7 @@ class GradScaler:
         self.growth_tracker += 1
         if self.growth_tracker == self.growth_interval:
             grown = self.scale * self.growth_factor
-            if math.isfinite(np.float32(grown)):  # torch keeps the scale finite too
+            if grown <= _F32_MAX_ROUNDED:  # torch keeps the scale finite too (its float32 rounding of grown)
                 self._set(grown)
             self.growth_tracker = 0
 
@@ -304,6 +332,11 @@ class GradScaler:
                 f"enabled={self.enabled})")
 
 
+_F32_MAX = float(np.finfo(np.float32).max)
+# the largest float64 that rounds to a finite float32 (to nearest even): float32's max plus half its last ulp
+_F32_MAX_ROUNDED = math.nextafter(_F32_MAX + 2.0**103, 0.0)
+
+
 def _check_settings(name: str, growth_factor, backoff_factor, growth_interval, **scales) -> None:
     """The constructor's checks, which a loaded state passes too: a scale (``init_scale``, ``scale``)
     positive and finite, growth_factor > 1, 0 < backoff_factor < 1 (a NaN backoff made the scale NaN and
@@ -311,6 +344,10 @@ def _check_settings(name: str, growth_factor, backoff_factor, growth_interval, *
     for k, v in (*scales.items(), ("growth_factor", growth_factor), ("backoff_factor", backoff_factor)):
         if not isinstance(v, numbers.Real) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
             raise ValueError(f"{name}: {k} must be a positive finite number, got {v!r}")
+    for k, v in scales.items():  # (float32(1e39) is inf: every step skipped, the scale inf for ever)
+        if v > _F32_MAX:
+            raise ValueError(f"{name}: {k} {v!r} is above float32's largest value {_F32_MAX!r}; the scale is a "
+                             f"float32, as torch's")
     if growth_factor <= 1:
         raise ValueError(f"{name}: growth_factor must be > 1, got {growth_factor!r}")
     if backoff_factor >= 1:
