@@ -7,6 +7,12 @@ projection ``x @ W_ih^T + b_ih`` of every time step is one matmul over the whole
 computes only the recurrent ``h @ W_hh^T`` and its gates. The steps are identical blocks of ops, so
 the compiler's loop rolling optimises one step and calls it once per time step (forward and
 backward): compile time stays nearly flat in the sequence length.
+
+A :class:`~luminal.nn.utils.rnn.PackedSequence` (``nn.utils.rnn.pack_padded_sequence``) carries the padded
+batch and each sequence's length; the layers then keep each sequence's state once its steps are done
+(``h_t = h_{t-1}`` where ``t >= length``) and give zeros past its end, which is torch's result on the
+packed batch: ``h_n``/``c_n`` are each sequence's own last step, a reverse direction starts at its own
+last element (from the initial state), and no gradient reaches the padding.
 """
 
 from __future__ import annotations
@@ -19,10 +25,12 @@ from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops.combine import cat, stack
 from luminal.frontend.ops.core import prim
+from luminal.frontend.ops.elementwise import where
 from luminal.nn import init
 from luminal.nn.layers._util import bad_input, check_float, layer_forward, layer_name, param
 from luminal.nn.layers.dropout import dropout as _dropout
 from luminal.nn.module import Module
+from luminal.nn.utils.rnn import PackedSequence, step_mask
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -112,8 +120,13 @@ def _reset_uniform(module, hidden_size: int) -> None:
 
 
 def _is_packed(x) -> bool:
-    """A PackedSequence (torch's, or any look-alike): data with batch_sizes."""
+    """A PackedSequence of another library (torch's, or any look-alike): data with batch_sizes."""
     return type(x).__name__ == "PackedSequence" or (hasattr(x, "batch_sizes") and hasattr(x, "data"))
+
+
+def _step_mask(mask, t: int):
+    """Step ``t``'s (N, 1) slice of the (L, N, 1) mask as a node of its own, as ``_step_input``'s."""
+    return prim("Copy", mask[t])
 
 
 # the sequence layers ------------------------------------------------------------------------------
@@ -209,7 +222,8 @@ class RNNBase(Module):
 
         Args:
             input: (L, N, input_size), (N, L, input_size) with ``batch_first``, or unbatched (L, input_size);
-                L must be static (an int).
+                L must be static (an int). Or a :class:`~luminal.nn.utils.rnn.PackedSequence` (its data
+                (L, N, input_size) whatever ``batch_first``): each sequence runs for its own length.
             hx: the initial states, (D*num_layers, N, hidden_size) (or (D*num_layers, hidden_size) for an
                 unbatched input), D = 2 if bidirectional else 1; for LSTM a tuple (h_0, c_0), h_0 with
                 proj_size features when proj_size > 0. None: zeros.
@@ -217,20 +231,28 @@ class RNNBase(Module):
         Returns:
             ``(output, h_n)`` (LSTM: ``(output, (h_n, c_n))``): output (L, N, D*H_out) (batch_first:
             (N, L, D*H_out)), H_out = proj_size or hidden_size, the last layer's hidden state at every step;
-            h_n and c_n the final states of every layer and direction, shaped as ``hx``.
+            h_n and c_n the final states of every layer and direction, shaped as ``hx``. For a
+            PackedSequence, output is one too (zeros past each sequence's end; ``pad_packed_sequence``
+            pads it) and h_n, c_n are the states at each sequence's last step.
         """
+        if isinstance(input, PackedSequence):
+            out, states = self._forward(input.data, hx, input.lengths)
+            return input._replace(data=out), states
         if _is_packed(input):
-            raise NotImplementedError(f"{layer_name(self)}: PackedSequence inputs are not supported; pad the "
-                                      f"sequences to one length instead")
+            raise TypeError(f"{layer_name(self)}: got a {type(input).__module__}.{type(input).__name__}; pack "
+                            f"with luminal.nn.utils.rnn.pack_padded_sequence (its data stays padded, with "
+                            f"the lengths)")
         return self._forward(input, hx)
 
     @layer_forward
-    def _forward(self, x, hx):
+    def _forward(self, x, hx, lengths=None):
         name = layer_name(self)
         check_float(name, x)
         feat = f"{self.input_size}"
         layout = f"(N, L, {feat}) or (L, {feat})" if self.batch_first else f"(L, N, {feat}) or (L, {feat})"
-        if x.ndim not in (2, 3) or x.shape[-1] != self.input_size:
+        if lengths is not None:
+            layout = f"PackedSequence data (L, N, {feat})"
+        if x.ndim not in (2, 3) or x.shape[-1] != self.input_size or (lengths is not None and x.ndim != 3):
             raise bad_input(name, layout, x)
         w0 = self.weight_ih_l0
         if x.dtype is not w0.dtype:
@@ -238,7 +260,7 @@ class RNNBase(Module):
                            f"{x.dtype.name}", x)
         unbatched = x.ndim == 2
         given = x  # (the errors show the input as the user passed it)
-        x = x.unsqueeze(1) if unbatched else x.transpose(0, 1) if self.batch_first else x
+        x = x.unsqueeze(1) if unbatched else x.transpose(0, 1) if self.batch_first and lengths is None else x
         seq_len, batch = x.shape[0], x.shape[1]  # (L, N, F) from here on
         if not is_static(seq_len):
             raise op_error(NotImplementedError, name, f"the sequence length must be static (an int), got "
@@ -246,11 +268,12 @@ class RNNBase(Module):
         if seq_len == 0:
             raise op_error(ValueError, name, "expected a sequence length larger than 0", given)
         states = self._initial_states(name, hx, unbatched, batch, given)
-        out, finals = self._layers(x, states, seq_len)
+        mask = None if lengths is None else step_mask(lengths, seq_len, x.graph).unsqueeze(-1)
+        out, finals = self._layers(x, states, seq_len, mask)
         finals = [stack(f, 0) for f in finals]  # h_n (and c_n): (D*num_layers, N, H)
         if unbatched:
             out, finals = out.squeeze(1), [f.squeeze(1) for f in finals]
-        elif self.batch_first:
+        elif self.batch_first and lengths is None:
             out = out.transpose(0, 1)
         return (out, tuple(finals)) if self.mode == "LSTM" else (out, finals[0])
 
@@ -287,9 +310,10 @@ class RNNBase(Module):
             out.append([t[k] for k in range(count)])
         return out
 
-    def _layers(self, x, states, seq_len):
-        """Every layer over the (L, N, F) sequence ``x``; returns the last layer's (L, N, D*H) output and
-        the final states (lists over layers*directions, torch's order)."""
+    def _layers(self, x, states, seq_len, mask=None):
+        """Every layer over the (L, N, F) sequence ``x`` (``mask``: the (L, N, 1) steps that are data, or
+        None: all); returns the last layer's (L, N, D*H) output and the final states (lists over
+        layers*directions, torch's order)."""
         g = x.graph
         dirs = 2 if self.bidirectional else 1
         finals = [[] for _ in states]
@@ -298,7 +322,7 @@ class RNNBase(Module):
             for d in range(dirs):
                 k = layer * dirs + d
                 sfx = f"_l{layer}" + ("_reverse" if d else "")
-                seq, last = self._direction(g, x, sfx, [s[k] for s in states], seq_len, reverse=bool(d))
+                seq, last = self._direction(g, x, sfx, [s[k] for s in states], seq_len, bool(d), mask)
                 outs.append(seq)
                 for f, v in zip(finals, last):
                     f.append(v)
@@ -307,9 +331,10 @@ class RNNBase(Module):
                 x = _dropout(x, self.dropout)
         return x, finals
 
-    def _direction(self, g, x, sfx, init_states, seq_len, reverse):
+    def _direction(self, g, x, sfx, init_states, seq_len, reverse, mask=None):
         """One layer in one direction over the (L, N, F) sequence: the input projection of all steps in
-        one matmul, then the steps. Returns the (L, N, H) outputs and the final states."""
+        one matmul, then the steps. Returns the (L, N, H) outputs and the final states. With the (L, N, 1)
+        bool ``mask``, a step outside it keeps the state and outputs zeros (a packed batch)."""
         w_ih, w_hh = getattr(self, "weight_ih" + sfx).on(g), getattr(self, "weight_hh" + sfx).on(g)
         w_hr = getattr(self, "weight_hr" + sfx).on(g) if self.proj_size else None
         b_hn = None
@@ -327,11 +352,18 @@ class RNNBase(Module):
         if self.mode == "LSTM":
             c = init_states[1] if init_states[1] is not None else _zeros(x, self.hidden_size)
         order = list(reversed(range(seq_len)) if reverse else range(seq_len))
-        steps_in = {t: _step_input(gx, t) for t in order}  # (before the steps: see the note above ``_step_input``)
+        # (before the steps: see the note above ``_step_input``)
+        steps_in = {t: (_step_input(gx, t), None if mask is None else _step_mask(mask, t)) for t in order}
         hs = {}
         for t in order:
-            h, c = _step(self.mode, steps_in[t], h, c, w_hh, b_hn, w_hr)
-            hs[t] = h
+            gx_t, m = steps_in[t]
+            h_new, c_new = _step(self.mode, gx_t, h, c, w_hh, b_hn, w_hr)
+            if m is None:
+                h, c, hs[t] = h_new, c_new, h_new
+            else:
+                h = where(m, h_new, h)
+                c = None if c is None else where(m, c_new, c)
+                hs[t] = where(m, h_new, 0.0)
         return _stack_steps([hs[t] for t in range(seq_len)]), ([h, c] if self.mode == "LSTM" else [h])
 
     def extra_repr(self) -> str:

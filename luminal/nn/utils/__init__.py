@@ -1,4 +1,6 @@
-"""``nn.utils``: torch's gradient clipping names, pointing to where luminal clips.
+"""``nn.utils``: torch's gradient clipping names, pointing to where luminal clips, and ``nn.utils.rnn``
+(``pad_sequence``, ``pack_padded_sequence``, ``PackedSequence``, ...: variable-length batches for the
+recurrent layers).
 
 torch clips eagerly, in place, the ``.grad`` that ``backward()`` left on each parameter. luminal keeps
 no gradient on parameters: gradients are graph outputs of the compiled train step, which clips them
@@ -13,6 +15,7 @@ from __future__ import annotations
 from typing import NoReturn
 
 from luminal.frontend.eager import eager_only
+from luminal.nn.utils import rnn
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,
@@ -46,3 +49,6 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> NoReturn:
                      f"clip_grad_value={clip_value!r} to train.compile_step(loss, optimizer, ...), which clips "
                      "inside the compiled step, or clip gradients from train.grad with "
                      "train.clip_by_value(grads, clip_value)")
+
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "rnn"]
