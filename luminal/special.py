@@ -9,9 +9,8 @@ Most are the ops luminal has under torch's top-level names (``expit`` is ``sigmo
 and ``gammaincc``, Hurwitz's ``zeta``, the orthogonal polynomials ``chebyshev_polynomial_t/u/v/w``,
 ``shifted_chebyshev_polynomial_t/u/v/w``, ``hermite_polynomial_h/he``, ``laguerre_polynomial_l``,
 ``legendre_polynomial_p``, whose degree ``n`` must be a number) are ``luminal/frontend/ops/special.py``'s.
-Each is wrapped so that a Parameter or Buffer argument joins the graph of the call (``luminal/frontend/join.py``).
-
-Not provided (no luminal implementation yet): ``airy_ai``.
+``airy_ai`` is ``luminal/frontend/ops/airy.py``'s. Each is wrapped so that a Parameter or Buffer argument
+joins the graph of the call (``luminal/frontend/join.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from __future__ import annotations
 from luminal.frontend.join import joins_all as _joins_all
 from luminal.frontend.ops import reduce as _reduce
 from luminal.frontend.ops.activations import sigmoid as _sigmoid
+from luminal.frontend.ops.airy import airy_ai
 from luminal.frontend.ops.elementwise import erf, exp2, expm1, log1p
 from luminal.frontend.ops.elementwise import round_ as round  # noqa: A004 - torch's name
 from luminal.frontend.ops.pointwise import sinc
@@ -132,15 +132,15 @@ def logsumexp(input, dim, keepdim: bool = False) -> GraphTensor:  # noqa: A002 -
     return _reduce.logsumexp(input, dim, keepdim)
 
 
-__all__ = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t", "chebyshev_polynomial_u",
-           "chebyshev_polynomial_v", "chebyshev_polynomial_w", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv",
-           "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln", "hermite_polynomial_h",
-           "hermite_polynomial_he", "i0", "i0e", "i1", "i1e", "laguerre_polynomial_l", "legendre_polynomial_p", "log1p",
-           "log_ndtr", "log_softmax", "logit", "logsumexp", "modified_bessel_i0", "modified_bessel_i1",
-           "modified_bessel_k0", "modified_bessel_k1", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
-           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "shifted_chebyshev_polynomial_t",
-           "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "sinc",
-           "softmax", "spherical_bessel_j0", "xlog1py", "xlogy", "zeta"]
+__all__ = ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t",
+           "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w", "digamma", "entr", "erf",
+           "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln",
+           "hermite_polynomial_h", "hermite_polynomial_he", "i0", "i0e", "i1", "i1e", "laguerre_polynomial_l",
+           "legendre_polynomial_p", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "modified_bessel_i0",
+           "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1", "multigammaln", "ndtr", "ndtri",
+           "polygamma", "psi", "round", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+           "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+           "shifted_chebyshev_polynomial_w", "sinc", "softmax", "spherical_bessel_j0", "xlog1py", "xlogy", "zeta"]
 _joins_all(globals(), __all__)
 
 
