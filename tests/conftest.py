@@ -113,8 +113,10 @@ def pytest_collection_modifyitems(config, items):
     runs every test. Here the tests of the GPU lowering are marked ``slow``: those in ``FULL_TIER_DIRS``
     and the parity tests on its emulator (a ``backend`` parameter in ``FULL_TIER_BACKENDS``: each runs
     on the cpu and reference backends in the quick tier too), with the NVRTC check of every kernel
-    they generate; and the audits (files ending in ``FULL_TIER_SUFFIXES``), thousands of edge cases
-    that keep the quick tier near 8 minutes on 2 cores if they run only in the full one.
+    they generate; the audits (files ending in ``FULL_TIER_SUFFIXES``), thousands of edge cases
+    that keep the quick tier near 8 minutes on 2 cores if they run only in the full one; and the
+    fuzzers wherever they are (a test function named ``*fuzz*``: seeds of random programs, each a
+    compile, whose ops and layouts the quick tier checks one by one).
 
     That check runs last, so it sees the kernels of every ``cuda-emulated`` test before it
     (``tests/cuda/test_generated_kernels_compile.py``)."""
@@ -122,7 +124,8 @@ def pytest_collection_modifyitems(config, items):
         spec = getattr(item, "callspec", None)
         on_emulator = spec is not None and spec.params.get("backend") in FULL_TIER_BACKENDS
         audit = item.nodeid.split("::", 1)[0].endswith(FULL_TIER_SUFFIXES)
-        if item.nodeid.startswith(FULL_TIER_DIRS) or on_emulator or audit:
+        fuzz = "fuzz" in getattr(item, "originalname", item.name)
+        if item.nodeid.startswith(FULL_TIER_DIRS) or on_emulator or audit or fuzz:
             item.add_marker(pytest.mark.slow)
     last = [i for i in items if i.nodeid.startswith("tests/cuda/test_generated_kernels_compile.py")]
     if last:

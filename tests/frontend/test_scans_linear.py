@@ -165,6 +165,7 @@ def test_static_blocked(name, n, backend, monkeypatch):
         check(SYM_OPS[name], _blocked_inputs(name, n, I32), backend=backend)
 
 
+@pytest.mark.slow  # (the full tier: a 100000-long scan per case; test_static_blocked's sizes cover the blocks here)
 @pytest.mark.parametrize("shape", [(100000, 2), ("N", 2)], ids=["static", "symbolic"])
 def test_long(shape, backend):
     """n above 128**2: the real blocks (both levels and, symbolic, a window of 7 totals)."""
@@ -174,6 +175,7 @@ def test_long(shape, backend):
     check(lambda t: (t.cumsum(0), *t.cummin(0)), [ints], backend=backend, shapes=[shape])
 
 
+@pytest.mark.slow  # (the full tier: 100000-long accuracy sweeps)
 @pytest.mark.parametrize("shape", [(2, 100000), (2, "N")], ids=["static", "symbolic"])
 @pytest.mark.parametrize("name", ["cumsum", "logcumsumexp"])
 def test_float32_accuracy(name, shape, backend):
