@@ -5,8 +5,8 @@ torch where torch is accurate, the defined values at the edges written out, and 
 Tolerances in float64 (measured maxima in brackets, ``eps`` = 2**-52; the dense sweeps are in
 ``test_special_airy_audit.py``):
 - x >= 0: relative ``4 eps`` [1.6 eps], subnormal results (x in [103.9, 107.4]) to one subnormal step;
-- x < 0: absolute ``5 eps`` of the envelope ``|x|**(-1/4) / sqrt(pi)`` [2.5 eps] to x = -1e9, ``20 eps``
-  at -1e12 [7 eps]: the phase ``2/3 |x|**1.5`` is kept in two parts, exact to ``zeta * 3e-33`` rad.
+- x < 0: absolute ``5 eps`` of the envelope ``|x|**(-1/4) / sqrt(pi)`` [2.5 eps] to x = -1e10, ``20 eps``
+  to -1e12 [11 eps]: the phase ``2/3 |x|**1.5`` is kept in two parts, exact to ``zeta * 2e-32`` rad.
   torch's float64 is off by 6e-6 of the envelope between -10 and -2.09 (Cephes' rational
   approximations), 1.5e-12 at -1000 and 0.13 at -1e12 (its phase in one float64), and relatively by
   1.4e-13 near x = 103 (``exp(-zeta)``'s rounding), 0 past 103.9;
@@ -51,6 +51,7 @@ def ai_error(x, got, deriv=False):
     want = np.array([float(mp.airyai(mp.mpf(float(v)), 1 if deriv else 0)) for v in x])
     env = np.abs(np.minimum(x, -1.0)) ** (0.25 if deriv else -0.25) / math.sqrt(math.pi)
     scale = np.where(x < 0, np.maximum(env, np.abs(want)), np.abs(want))
+    scale = np.where(scale == 0, 1.0, scale)  # (past x = 107.4: 0 alike)
     return np.abs(np.asarray(got, np.float64) - want) / scale / EPS
 
 
@@ -62,7 +63,7 @@ X64 = np.concatenate([np.linspace(-12, 12, 97), [-1e3, -12345.678, -1e6 - 0.1, -
 def test_float64_against_mpmath(backend):
     got = _run(lm.special.airy_ai, X64, backend=backend)
     err = ai_error(X64, got)
-    far = X64 < -1e10  # (the phase's double-double rounding, zeta * 3e-33 rad: 7 eps at -1e12)
+    far = X64 < -1e10  # (the phase's double-double rounding, zeta * 2e-32 rad: 11 eps at -3e11)
     assert err[~far].max() < 5 and err[far].max() < 20
 
 

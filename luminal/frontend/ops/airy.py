@@ -20,9 +20,10 @@ The pieces (x the input, ``a = |x|``, ``zeta = 2/3 a**1.5``):
   even and odd parts of the same series (DLMF 9.7.9), and the phase ``zeta`` in two parts: a float64
   ``zeta`` is off by up to 1.5 ulps, which is 1e-13 rad at x = -1000 and the whole phase past
   x = -1e11 (torch's error: 1.5e-12 of the envelope at -1000, 0.13 at -1e12); in two parts it is
-  exact to about ``zeta * 3e-33`` rad (double-double's limit), so the absolute error stays a few
-  ulps of the envelope ``a**(-1/4) / sqrt(pi)`` to x = -1e12 and grows as ``zeta * 3e-33`` beyond
-  (1.6e-10 of the envelope at -1e15; past -1e19 the value is only bounded by the envelope).
+  exact to about ``zeta * 2e-32`` rad (double-double's limit), so the absolute error stays a few
+  ulps of the envelope ``a**(-1/4) / sqrt(pi)`` to x = -1e11 and grows as ``zeta * 2e-32`` beyond
+  (11 ulps at -3e11, 1e-13 of the envelope at -1e13, 1.6e-10 at -1e15; past -1e19 the value is only
+  bounded by the envelope).
 Coefficients: mpmath at 50 digits (Chebyshev interpolation at 120 nodes, cut where the rest is below
 1e-18). Ai' has the same pieces (its own tables and DLMF's ``v_k``), Ai'' is ``x Ai(x)``.
 """
@@ -178,7 +179,7 @@ def airy_ai(input) -> GraphTensor:  # noqa: A002 - torch's names
     (``exp(-2/3 x**1.5) / (2 sqrt(pi) x**(1/4))``), oscillating for negative x inside the envelope
     ``|x|**(-1/4) / sqrt(pi)``. Computed in float64 and rounded once (``airy.py``'s docstring): for
     x >= 0 relative error a few float64 ulps, subnormal values included (0 from x = 107.4 on; torch
-    gives 0 from 103.9); for x < 0 absolute error a few ulps of the envelope to x = -1e12 (torch: 1.5e-12
+    gives 0 from 103.9); for x < 0 absolute error a few ulps of the envelope to x = -1e11 (torch: 1.5e-12
     of it at -1000, 3e-6 at -2.1). Ai(+-inf) is 0 (torch: NaN), NaN stays NaN.
 
     The gradient is the derivative Ai'(x) (computed as Ai, NaN at -inf, where it oscillates without
