@@ -268,7 +268,11 @@ class RNNBase(Module):
         if seq_len == 0:
             raise op_error(ValueError, name, "expected a sequence length larger than 0", given)
         states = self._initial_states(name, hx, unbatched, batch, given)
-        mask = None if lengths is None else step_mask(lengths, seq_len, x.graph).unsqueeze(-1)
+        mask = None
+        if lengths is not None:
+            mask = step_mask(lengths, seq_len, x.graph).unsqueeze(-1)
+            # torch never reads the padding: a NaN there must not reach the (masked) steps' gradients
+            x = where(mask, x, 0.0)
         out, finals = self._layers(x, states, seq_len, mask)
         finals = [stack(f, 0) for f in finals]  # h_n (and c_n): (D*num_layers, N, H)
         if unbatched:

@@ -76,6 +76,15 @@ class PackedSequence(_Fields):
             if batch_sizes is None:
                 raise op_error(TypeError, "PackedSequence", "give batch_sizes or lengths", data)
             lengths = _lengths_from_batch_sizes(data, batch_sizes, unsorted_indices)
+        lengths = _lengths("PackedSequence", lengths, data)
+        steps, batch = data.shape[0], data.shape[1]
+        size = lengths.shape[0] if isinstance(lengths, GraphTensor) else lengths.size
+        if is_static(batch) and is_static(size) and size != batch:
+            raise op_error(ValueError, "PackedSequence", f"{size} lengths for the batch of {batch} of data "
+                           f"{shape_str(data.shape)} (T, B, *)", data)
+        if not isinstance(lengths, GraphTensor) and is_static(steps) and lengths.size and lengths.max() > steps:
+            raise op_error(ValueError, "PackedSequence", f"lengths {lengths.tolist()}: {lengths.max()} is longer "
+                           f"than the {steps} steps of data {shape_str(data.shape)} (T, B, *)", data)
         self = super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
         self.lengths = lengths
         return self
