@@ -65,6 +65,12 @@ def autocast(tensors, dtype):
     float32 program); a node with a ``Graph.custom_vjp`` keeps its rule, and one the user detached (or
     an int or bool result of the user's op) stays so (``train.autograd.has_grad``).
 
+    A tensor that is a State's new value (``graph.updates``: a BatchNorm's running statistics, which
+    ``compile_step`` passes with the loss) is computed as built, in float32, over the 16-bit values it
+    shares with the other tensors (the batch statistics), cast back: as torch's float32 buffers. A
+    running mean blended in 16 bits stalls where ``momentum * (batch_mean - running_mean)`` rounds
+    away, within ``2**-9 / momentum`` (bfloat16: 4%) of the batch mean.
+
     Args:
         tensors: tensors of one graph (a loss, extra outputs, State update values), or one tensor.
         dtype: the compute dtype, ``lm.float16`` or ``lm.bfloat16``.
@@ -91,21 +97,23 @@ def autocast(tensors, dtype):
         if t.graph is not graph:
             raise ValueError(f"autocast: the tensors must be of one graph; tensors[{i}] is of another graph than "
                              f"tensors[0]")
-    need, stack = set(), [t.node for t in tensors]
-    while stack:  # the ancestors, iteratively (graphs are deep)
-        n = stack.pop()
-        if n.id not in need:
-            need.add(n.id)
-            stack.extend(s for s, _ in n.srcs)
+    written = {t.node.id for t in graph.updates.values()}
+    need = _ancestors([t.node for t in tensors])
+    # the nodes the other tensors need compute in dtype; those only a State's new value needs stay as built
+    low = _ancestors([t.node for t in tensors if t.node.id not in written])
     new = {}  # node id -> its rewritten node
     made = len(graph.nodes)  # (nodes from here on are the rewrite's)
     for nid in sorted(need):  # ids are creation order: producers first
         n = graph.nodes[nid]
         if n.op in LEAVES:  # (one element, a constant 1e-8 or a mean's count, stays: cast where it joins)
-            new[nid] = cast(graph.tensor(n), dtype).node if n.dtype is dt.float32 and not _one_element(n.shape) else n
+            to_low = n.dtype is dt.float32 and not _one_element(n.shape) and nid in low
+            new[nid] = cast(graph.tensor(n), dtype).node if to_low else n
             continue
         srcs = [graph.tensor(new[s.id], v) for s, v in n.srcs]
-        if n.dtype is dt.float32 and _one_element(n.shape):  # (a loss's last reductions and scalings)
+        if nid not in low:  # a running statistic's blend: as built, over its operands cast back
+            srcs = [cast(t, s.dtype) if t.dtype is not s.dtype else t for t, (s, _) in zip(srcs, n.srcs)]
+            out_dtype = n.dtype
+        elif n.dtype is dt.float32 and _one_element(n.shape):  # (a loss's last reductions and scalings)
             srcs = [cast(t, dt.float32) if t.dtype is dtype else t for t in srcs]
             out_dtype = dt.float32
         else:
@@ -128,6 +136,17 @@ def autocast(tensors, dtype):
                 rule, inputs = custom
                 graph.vjps[new[nid].id] = (rule, tuple((new[s.id], v) for s, v in inputs))
     return [graph.tensor(new[t.node.id], t.layout) for t in tensors]
+
+
+def _ancestors(nodes) -> set[int]:
+    """The ids of ``nodes`` and of every node they read, iteratively (graphs are deep)."""
+    seen, stack = set(), list(nodes)
+    while stack:
+        n = stack.pop()
+        if n.id not in seen:
+            seen.add(n.id)
+            stack.extend(s for s, _ in n.srcs)
+    return seen
 
 
 def _one_element(shape) -> bool:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
 import luminal as lm
 from luminal import train
+from luminal.frontend.state import State
 
 
 def _torch_scales(kw, bad_steps, n):
@@ -98,3 +100,21 @@ def test_autocast_arguments():
         train.autocast([x, 3.0], lm.float16)  # (was AttributeError: 'float' object has no attribute 'graph')
     with pytest.raises(ValueError, match=r"tensors\[1\] is of another graph than tensors\[0\]"):
         train.autocast([x, lm.Graph().input("y", (2,))], lm.float16)
+
+
+def test_a_states_new_value_is_blended_in_float32():
+    """A value written back to a State (``graph.assign``, a running statistic) that shares a 16-bit
+    batch statistic with the loss computes its own ops in float32 over it; the loss's stay 16-bit."""
+    g = lm.Graph()
+    x = g.input("x", (8, 4))
+    running = State(np.zeros(4, np.float32), name="running")
+    mean = x.mean(0)
+    g.assign(running, g.state(running) * 0.9 + mean * 0.1)
+    loss = ((x - mean) ** 2).sum(-1)
+    out, upd = train.autocast([loss, g.updates[running]], lm.bfloat16)
+    assert out.dtype is lm.bfloat16 and upd.dtype is lm.float32
+    assert {s.dtype for s, _ in upd.node.srcs} == {lm.float32}
+    r = np.float32(2.98)
+    running.set(np.full(4, r, np.float32))
+    (got,) = lm.compile([upd])(x=np.full((8, 4), 3.25, np.float32))  # (a batch mean exact in bfloat16)
+    np.testing.assert_allclose(got, r * np.float32(0.9) + np.float32(3.25) * np.float32(0.1), rtol=1e-6)
