@@ -205,6 +205,8 @@ def test_lengths_forms():
         pack_padded_sequence(x, g.input("lf", (2,)))
     with pytest.raises(ValueError, match="different graphs"):
         pack_padded_sequence(x, lm.Graph().input("l", (2,), dtype=lm.int32))
+    with pytest.raises(ValueError, match=r"the batch B is symbolic but the 2 lengths are host data"):
+        pack_padded_sequence(g.input("xb", (3, "B", 1)), [3, 2])
 
 
 def test_sorted_indices_with_ties_sort_the_lengths():

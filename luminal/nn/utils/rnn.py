@@ -173,7 +173,10 @@ def _check_lengths(op: str, lengths, x: GraphTensor, given: GraphTensor, enforce
         if enforce_sorted and lengths.shape[0] != 1:
             g.guard((lengths[1:] > lengths[:-1]).any(), high, RuntimeError, f"{op}: {_SORTED_MSG}")
         return
-    if is_static(batch) and lengths.size != batch:
+    if not is_static(batch):
+        raise op_error(ValueError, op, f"the batch {batch} is symbolic but the {lengths.size} lengths are host "
+                       f"data, which fix it: pass them as a graph input of shape ({batch},) (int32)", given)
+    if lengths.size != batch:
         raise op_error(ValueError, op, f"Expected `len(lengths)` to be equal to batch_size, but got "
                        f"{lengths.size} (batch_size={batch})", given)
     if lengths.size and lengths.min() <= 0:
