@@ -173,6 +173,18 @@ def test_repacking_recovers_the_lengths(graph_lengths):
     data, batch_sizes, sorted_indices, unsorted_indices = p  # (torch's four fields, unpacked as a tuple)
 
 
+def test_hand_made_packed_sequence_pads_to_the_longest():
+    """A PackedSequence made with data longer than its lengths pads to the longest length (or total_length),
+    as torch's pad_packed_sequence does."""
+    g = lm.Graph()
+    x = g.input("x", (5, 2, 1))
+    p = PackedSequence(x, lengths=[3, 1])
+    ys = [pad_packed_sequence(p, padding_value=-1.0, total_length=n)[0] for n in (None, 4)]
+    assert [y.shape for y in ys] == [(3, 2, 1), (4, 2, 1)]
+    got = lm.compile(ys)(x=np.ones((5, 2, 1), np.float32))
+    np.testing.assert_array_equal(got[1][..., 0], [[1, 1], [1, -1], [1, -1], [-1, -1]])
+
+
 def test_packed_sequence_refuses_mismatched_lengths():
     g = lm.Graph()
     x = g.input("x", (3, 2, 1))

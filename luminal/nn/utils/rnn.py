@@ -251,26 +251,29 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
         raise TypeError(f"{op}: expected a luminal PackedSequence (nn.utils.rnn.pack_padded_sequence), got "
                         f"{got(sequence)}")
     x, lengths = sequence.data, sequence.lengths
-    steps = x.shape[0]
+    target = total_length  # the steps returned (None: the padded length, for graph lengths)
     if total_length is not None:
         if isinstance(total_length, bool) or not isinstance(total_length, (int, np.integer)):
             raise TypeError(f"{op}: total_length must be an int, got {got(total_length)}")
-        total_length = int(total_length)
+        target = total_length = int(total_length)
         if isinstance(lengths, GraphTensor):
-            g = lengths.graph
-            g.guard((lengths > total_length).any(), lengths.amax(), ValueError,
-                    f"{op}: Expected total_length to be at least the length of the longest sequence in input, "
-                    f"but got total_length={total_length} and max sequence length being {{value}}")
-            if is_static(steps) and total_length < steps:
-                x, steps = x[:total_length], total_length
-        elif lengths.size and total_length < lengths.max():
+            lengths.graph.guard((lengths > total_length).any(), lengths.amax(), ValueError,
+                                f"{op}: Expected total_length to be at least the length of the longest sequence "
+                                f"in input, but got total_length={total_length} and max sequence length being "
+                                f"{{value}}")
+    if not isinstance(lengths, GraphTensor):
+        longest = int(lengths.max()) if lengths.size else 0
+        if total_length is not None and total_length < longest:
             raise ValueError(f"{op}: Expected total_length to be at least the length of the longest sequence in "
-                             f"input, but got total_length={total_length} and max sequence length being "
-                             f"{lengths.max()}")
+                             f"input, but got total_length={total_length} and max sequence length being {longest}")
+        target = longest if total_length is None else total_length
+    steps = x.shape[0]
+    if target is not None and is_static(steps) and target < steps:
+        x, steps = x[:target], target
     mask = step_mask(lengths, steps, x.graph).reshape(*(x.shape[:2]), *([1] * (x.ndim - 2)))
     out = where(mask, x, padding_value)
-    if total_length is not None and is_static(steps) and total_length > steps:
-        out = out.pad([0, 0] * (x.ndim - 1) + [0, total_length - steps], padding_value)
+    if target is not None and is_static(steps) and target > steps:
+        out = out.pad([0, 0] * (x.ndim - 1) + [0, target - steps], padding_value)
     return (out.transpose(0, 1) if batch_first else out), lengths
 
 
