@@ -9,6 +9,11 @@ node the function's own derivative, built of ops (so gradients of gradients work
 the adjoint to its inputs by that rule instead of through the chain, whose partial values would
 otherwise all be kept for the backward pass.
 
+A rule may give an exception instead of a gradient for an input it has no derivative for (torch's
+"the derivative for ... is not implemented": ``gammainc`` by ``a``, ``zeta`` by ``x``): ``grad`` raises
+it when a gradient asked for would flow through that input, and ignores it otherwise, so asking is an
+error when the backward graph is built (``grad``, ``compile_step``) rather than a NaN gradient.
+
 Some edges carry no gradient: comparisons (``LessThan``), a ``Where``'s condition, indices of
 ``Gather``/``ScatterAdd``, casts to int/bool, ``detach()`` (a ``Copy`` with arg ``"detach"``, which
 rounding ops use; the user's has arg ``USER_STOP``) and everything of int or bool dtype. Asking for
@@ -208,6 +213,8 @@ def grad(loss: GraphTensor, wrt, grad_output: GraphTensor | None = None, allow_u
         for i, ((s, v), gi) in enumerate(zip(srcs, outs)):
             if gi is None or s.id not in carries or not _carries_grad(n, i, graph):
                 continue
+            if isinstance(gi, Exception):  # (a rule's refusal: no derivative by this input)
+                raise gi.with_traceback(None)
             gb = view_grad(gi, v, s.shape)
             prev = adjoint.get(s.id)
             adjoint[s.id] = gb if prev is None else prev + gb

@@ -171,6 +171,7 @@ NO_16BIT = {"erfcx", "ndtri", "log_ndtr"}  # (torch's CPU kernels lack float16/b
 MORE = {"gammainc", "gammaincc", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
         "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
         "scaled_modified_bessel_k1", "spherical_bessel_j0", "zeta"}  # (test_special_torch_more.py)
+MORE |= {"airy_ai"}  # (test_special_airy.py)
 MORE |= {f"{s}chebyshev_polynomial_{k}" for s in ("", "shifted_") for k in "tuvw"}
 MORE |= {"hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"}
 
@@ -187,6 +188,7 @@ def test_special_names_are_torch_special_names():
         assert hasattr(torch.special, name), name
     assert set(UNARY) | {"xlogy", "xlog1py", "polygamma", "multigammaln", "softmax", "log_softmax",
                          "logsumexp"} | MORE == set(lm.special.__all__)
+    assert set(lm.special.__all__) == set(torch.special.__all__)  # (all of torch.special's functions)
 
 
 @pytest.mark.parametrize("name", sorted(UNARY))

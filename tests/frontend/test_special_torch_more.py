@@ -189,17 +189,45 @@ def test_igamma_against_torch_float32_and_x_gradient(name, backend):
 def test_igamma_special_values_and_gradients():
     """The limits written out: P(a, 0) = 0, P(0, x > 0) = 1, P(inf, x) = 0, P(a, inf) = 1, NaN for
     negative arguments, P(0, 0), P(inf, inf) and NaN; Q = 1 - P there. The gradient by x at x = 0 is the
-    limit of x**(a-1) exp(-x) / gamma(a): inf for a < 1, 1 for a = 1 (torch: NaN), 0 for a > 1. The
-    gradient by a is NaN (torch raises: not implemented)."""
+    limit of x**(a-1) exp(-x) / gamma(a): inf for a < 1, 1 for a = 1 (torch: NaN), 0 for a > 1 (the
+    gradient by a is refused: test_refused_gradients_raise)."""
     A = np.array([1.0, 0.0, inf, 1.0, -1.0, 1.0, 0.0, inf, nan, 2.0, 0.5, 1.0, 3.0])
     X = np.array([0.0, 1.0, 1.0, inf, 1.0, -1.0, 0.0, inf, 1.0, nan, 0.0, 0.0, 0.0])
     p = [0.0, 1.0, 0.0, 1.0, nan, nan, nan, nan, nan, nan, 0.0, 0.0, 0.0]
     q = [1.0, 0.0, 1.0, 0.0, nan, nan, nan, nan, nan, nan, 1.0, 1.0, 1.0]
     for name, want, sgn in (("gammainc", p, 1.0), ("gammaincc", q, -1.0)):
-        got, ga, gx = _run(getattr(lm.special, name), [A, X], grad=True)
+        got, gx = _run(lambda x: getattr(lm.special, name)(x.graph.constant(A), x), [X], grad=True)
         np.testing.assert_array_equal(got, want, err_msg=name)
         np.testing.assert_array_equal(gx[-3:], [sgn * inf, sgn * 1.0, sgn * 0.0], err_msg=name)
-        assert np.isnan(ga).all(), name
+
+
+@pytest.mark.parametrize("name", ["gammainc", "gammaincc", "zeta"])
+def test_refused_gradients_raise(name):
+    """torch has no derivative of gammainc/gammaincc by a (input) nor of zeta by x (input) and raises
+    NotImplementedError in backward; luminal raises it when the backward graph is built (train.grad,
+    compile_step, and the second derivative through zeta's gradient by q), naming the op and the
+    argument, where it gave NaN before. A gradient by the other argument alone builds as before."""
+    fn = getattr(lm.special, name)
+    arg = "x" if name == "zeta" else "a"
+    g = lm.Graph()
+    first, second = g.input("first", (3,), dtype=F64), g.input("second", (3,), dtype=F64)
+    y = fn(first, second).sum()
+    with pytest.raises(NotImplementedError, match=rf"{name}: the gradient by input \({arg}, the first argument\)"):
+        train.grad(y, [first, second])
+    with pytest.raises(NotImplementedError, match=name):
+        train.grad(fn(first.exp(), second).sum(), [first])  # (through another op too)
+    (d,) = train.grad(y, [second])  # (the other argument's: no error)
+    assert d.shape == (3,)
+    p = lm.nn.Parameter(np.array([1.5, 2.0, 3.0]))
+    with pytest.raises(NotImplementedError, match=name):
+        train.compile_step(fn(g.state(p), second).sum(), train.SGD([p], lr=0.1))
+    t = torch.tensor([1.5, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="derivative for .* is not implemented"):
+        getattr(torch.special, name)(t, torch.tensor([2.0, 1.0, 0.5], dtype=torch.float64)).sum().backward()
+    if name == "zeta":  # d/dq zeta(x, q) = -x zeta(x + 1, q): its derivative by x is refused in turn
+        (dq,) = train.grad(y, [second])
+        with pytest.raises(NotImplementedError, match="zeta"):
+            train.grad(dq.sum(), [first])
 
 
 
@@ -374,9 +402,10 @@ def test_zeta_low_precision_and_torch(backend):
     check(lambda s, t: _sp(s).zeta(s, t), [x, q], backend=backend, grad=False)
     qt = torch.tensor(q.astype(np.float64) + np.array([0, 0, 0, 1.0, 0]), requires_grad=True)
     (gt,) = torch.autograd.grad(torch.special.zeta(torch.tensor(x.astype(np.float64)), qt).sum(), qt)
-    _, gx, gq = _run(lm.special.zeta, [x.astype(np.float64), qt.detach().numpy()], backend=backend, grad=True)
-    np.testing.assert_allclose(gq, gt.numpy(), rtol=1e-12)
-    assert np.isnan(gx).all()  # (torch raises: no derivative by x)
+    xc = x.astype(np.float64)
+    _, gq = _run(lambda q: lm.special.zeta(q.graph.constant(xc), q), [qt.detach().numpy()],
+                 backend=backend, grad=True)
+    np.testing.assert_allclose(gq, gt.numpy(), rtol=1e-12)  # (by x: refused, test_refused_gradients_raise)
 
 
 def test_zeta_special_values():

@@ -849,6 +849,11 @@ def _igamma(op: str, upper: bool, input, other):  # noqa: A002 - torch's names
     edge = where(logical_or(eq(wx, 0.0), isinf(wa)), lo, hi)  # (x = inf or a = 0: hi)
     out = where(bad, math.nan, where(ok, out, edge))
 
+    # (created now, so that it names where the op was called; grad raises it only if asked for)
+    refused = op_error(NotImplementedError, op, "the gradient by input (a, the first argument) is not implemented, "
+                       f"as torch's ('the derivative for '{'igammac' if upper else 'igamma'}: input' is not "
+                       "implemented'): make a a constant or detach() it, or differentiate by other (x) only", a)
+
     def rule(_, g, a, x):
         # d/dx P = x**(a-1) exp(-x) / gamma(a) = fac / x: at x = 0 inf for a < 1, 1 for a = 1, 0 above
         at0 = eq(x, 0.0)
@@ -856,7 +861,7 @@ def _igamma(op: str, upper: bool, input, other):  # noqa: A002 - torch's names
                                               0.0))
         slope = where(bad, math.nan, slope)
         by_x = mul(g, cast(neg(slope) if upper else slope, g.dtype))
-        return [mul(g, math.nan), by_x]
+        return [refused, by_x]
 
     out = cast(out, a.dtype)
     return a.graph.custom_vjp(out, [a, x], rule)
@@ -872,9 +877,9 @@ def gammainc(input, other) -> GraphTensor:  # noqa: A002 - torch's names
     ``P(inf, inf)`` and NaN.
 
     The gradient by ``x`` is ``x**(a-1) exp(-x) / gamma(a)`` (at x = 0: inf for a < 1, 1 for a = 1, 0
-    above; torch's formula gives NaN at a = 1). By ``a`` it is NaN: torch raises ("the derivative for
-    'igamma: input' is not implemented") and luminal has no derivative in ``a`` either, so one asked
-    for is NaN, not a silent 0.
+    above; torch's formula gives NaN at a = 1). By ``a`` there is none: asking for a gradient through
+    ``a`` (``train.grad``, ``compile_step``) raises NotImplementedError naming gammainc and its input,
+    as torch's backward does ("the derivative for 'igamma: input' is not implemented").
 
     Args:
         input: ``a``, a tensor or a number (with ``other`` a tensor).
@@ -887,7 +892,7 @@ def gammaincc(input, other) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.gammaincc (``torch.igammac``): ``Q(a, x) = 1 - P(a, x)``, computed on its own so
     that it keeps its relative precision where P is near 1 (see ``gammainc``). The limits:
     ``Q(a, 0) = 1``, ``Q(0, x) = 0`` for x > 0, ``Q(inf, x) = 1``, ``Q(a, inf) = 0``; NaN as gammainc's.
-    The gradient by ``x`` is ``-x**(a-1) exp(-x) / gamma(a)``, by ``a`` NaN (as gammainc's).
+    The gradient by ``x`` is ``-x**(a-1) exp(-x) / gamma(a)``; by ``a`` asking raises (as gammainc's).
 
     Args:
         input: ``a``, a tensor or a number (with ``other`` a tensor).
@@ -1035,9 +1040,12 @@ def _zeta64(x, q):
 
 def _zeta_diff(x, q):
     """``_zeta64`` whose gradient by ``q`` is ``-x zeta(x + 1, q)`` (itself differentiable); by ``x``
-    NaN (torch raises: "the derivative for 'zeta' is not implemented")."""
+    there is none: asking raises, as torch's "the derivative for 'zeta' is not implemented"."""
     out = _zeta64(x, q)
-    return x.graph.custom_vjp(out, [x, q], lambda y, g, x, q: [mul(g, math.nan),
+    refused = op_error(NotImplementedError, "zeta", "the gradient by input (x, the first argument) is not "
+                       "implemented, as torch's ('the derivative for 'zeta' is not implemented'): make x a "
+                       "constant or detach() it, or differentiate by other (q) only", x)
+    return x.graph.custom_vjp(out, [x, q], lambda y, g, x, q: [refused,
                                                                 mul(g, neg(mul(x, _zeta_diff(add(x, 1.0), q))))])
 
 
@@ -1051,8 +1059,9 @@ def zeta(input, other) -> GraphTensor:  # noqa: A002 - torch's names
     negative ones, whose two one-sided limits differ (torch: +inf everywhere). ``zeta(x, +inf)`` and
     ``zeta(+inf, q > 1)`` are 0 (torch: NaN), ``zeta(+inf, 1)`` is 1, ``zeta(+inf, 0 < q < 1)`` inf.
 
-    The gradient by ``q`` is ``-x zeta(x + 1, q)``, as torch's; by ``x`` it is NaN (torch raises: not
-    implemented).
+    The gradient by ``q`` is ``-x zeta(x + 1, q)``, as torch's; by ``x`` there is none: asking for it
+    (``train.grad``, ``compile_step``, also through the gradient by ``q``) raises NotImplementedError, as
+    torch's backward does.
 
     Args:
         input: ``x``, a tensor or a number (with ``other`` a tensor).
