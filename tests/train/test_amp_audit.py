@@ -254,3 +254,22 @@ def test_batchnorm_running_statistics_converge_as_torchs(dtype):
     np.testing.assert_allclose(stats[1][0], stats[0][0], rtol=tol)
     np.testing.assert_allclose(stats[1][0], tbn.running_mean.numpy(), rtol=tol)
     np.testing.assert_allclose(stats[1][1], tbn.running_var.numpy(), rtol=0.05)  # (of 16-bit squares)
+
+
+def test_float_labels_cast_to_int_keep_their_class_under_float16():
+    """Labels that arrive as float32 and are cast for cross_entropy (``y.to(lm.int32)``) went through
+    float16 first: class 2049 became 2048 and 2999 became 3000 (out of range). Now the step trains on the
+    classes given, as torch's autocast (which leaves casts alone) and as the float32 step."""
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((4, 8)).astype(np.float32)
+    ys = np.array([2049.0, 2999.0, 1.0, 2047.0], np.float32)
+    losses = []
+    for cd in (None, lm.float16):
+        lm.manual_seed(0)
+        model = nn.Linear(8, 3000)
+        g = lm.Graph()
+        x, y = g.input("x", ("B", 8)), g.input("y", ("B",))
+        step = train.compile_step(train.cross_entropy(model(x), y.to(lm.int32)), train.SGD(model.parameters(), lr=0.1),
+                                  compute_dtype=cd, scaler=train.GradScaler() if cd else None)
+        losses.append([step(x=xs, y=ys) for _ in range(2)])
+    np.testing.assert_allclose(losses[1], losses[0], rtol=2e-3)

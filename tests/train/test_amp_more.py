@@ -118,3 +118,22 @@ def test_a_states_new_value_is_blended_in_float32():
     running.set(np.full(4, r, np.float32))
     (got,) = lm.compile([upd])(x=np.full((8, 4), 3.25, np.float32))  # (a batch mean exact in bfloat16)
     np.testing.assert_allclose(got, r * np.float32(0.9) + np.float32(3.25) * np.float32(0.1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [lm.float16, lm.bfloat16])
+def test_casts_and_comparisons_of_float32_inputs_are_exact(dtype):
+    """torch's autocast leaves casts and comparisons alone; the rewrite read a float32 input through a
+    16-bit cast first: ``y.to(lm.int32)`` of 2049.0 was 2048 (float16), of 70000.0 int32's max (float16's
+    inf), 70144 (bfloat16); ``y.double()`` inf; ``y.half()`` rounded twice under bfloat16."""
+    g = lm.Graph()
+    y = g.input("y", (5,))
+    outs = [y.to(lm.int32), y.double(), y.half(), y < 2049.5, y.sum()]
+    ys = np.array([2049.0, 70000.0, 3.0001, 1e-8, 1.005], np.float32)
+    ints, wide, half, less, total = lm.compile(train.autocast(outs, dtype))(y=ys)
+    np.testing.assert_array_equal(ints, [2049, 70000, 3, 0, 1])
+    assert wide.dtype == np.float64 and (wide == ys.astype(np.float64)).all()
+    # one rounding, to nearest even (2049 a tie; 1.005 is 1.0078125 through bfloat16's 8 bits)
+    np.testing.assert_array_equal(half, np.array([2048.0, np.inf, 3.0, 0.0, 1 + 5 * 2.0**-10], np.float16))
+    np.testing.assert_array_equal(less, [True, False, True, True, True])
+    assert total.dtype == np.float32  # (one element: float32, over the input as it is)
+    np.testing.assert_allclose(total, ys.sum(dtype=np.float64), rtol=1e-7)
