@@ -23,7 +23,7 @@ import numpy as np
 
 from luminal.core import dtype as dt
 from luminal.core.backend import backend_names
-from luminal.core.errors import op_error
+from luminal.core.errors import op_error, user_stacklevel
 from luminal.core.interrupts import interrupts_deferred
 from luminal.frontend import building
 from luminal.frontend.eager import eager_only
@@ -84,11 +84,27 @@ class Module:
     def training(self) -> bool:
         """Whether graphs built from now on use training mode (``train()``/``eval()``). A read while a
         graph is being built (Dropout, BatchNorm, a user's ``forward``) marks that graph as depending
-        on this module's mode: changing the mode later warns only for such graphs."""
+        on this module's mode: changing the mode later warns only for such graphs.
+
+        A read in the other mode than an earlier read in the same graph, once that graph holds state
+        updates (BatchNorm's running statistics), warns: every program compiled from the graph writes
+        all of its updates, so an evaluation compiled from the training graph would update the running
+        statistics from its batch on every call (and need the training forward's inputs)."""
         g = building.current()
+        mode = self.__dict__["_training"]
         if isinstance(g, Graph):
-            g.__dict__.setdefault("nn_mode_reads", set()).add(id(self))
-        return self.__dict__["_training"]
+            modes = g.__dict__.setdefault("nn_mode_reads", {}).setdefault(id(self), set())
+            if modes and mode not in modes and g.updates and not g.__dict__.get("nn_mixed_warned"):
+                g.__dict__["nn_mixed_warned"] = True
+                states = ", ".join(s.name or "(unnamed)" for s in list(g.updates)[:3])
+                more = f" and {len(g.updates) - 3} more" if len(g.updates) > 3 else ""
+                warnings.warn(f"{type(self).__name__}: called in {_mode(mode)} mode in a graph that already holds "
+                              f"its {_mode(not mode)}-mode forward: every program compiled from this graph writes the "
+                              f"graph's state updates ({states}{more}) after each run, from that forward; build "
+                              f"the {_mode(mode)}-mode graph in a new lm.Graph()", UserWarning,
+                              stacklevel=user_stacklevel())
+            modes.add(mode)
+        return mode
 
     @training.setter
     def training(self, mode: bool) -> None:
