@@ -1,12 +1,14 @@
-"""``lm.linalg``: the ``torch.linalg`` names luminal has: ``vector_norm``, ``matrix_norm``, ``cross``, and for static
-square sizes ``inv``, ``solve``, ``det``, ``slogdet`` and ``cholesky`` (``frontend/ops/linalg_solve.py``)."""
+"""``lm.linalg``: the ``torch.linalg`` names luminal has: ``vector_norm``, ``matrix_norm``, ``cross``, ``multi_dot``,
+and for static square sizes ``inv``, ``solve``, ``det``, ``slogdet`` and ``cholesky``
+(``frontend/ops/linalg_solve.py``)."""
 
 from luminal.frontend.join import joins_all as _joins_all
 from luminal.frontend.ops import linalg as _ops
+from luminal.frontend.ops.linalg import multi_dot
 from luminal.frontend.ops.linalg_solve import cholesky, det, inv, slogdet, solve
 from luminal.frontend.ops.norms import matrix_norm, vector_norm
 
-__all__ = ["cholesky", "cross", "det", "inv", "matrix_norm", "slogdet", "solve", "vector_norm"]
+__all__ = ["cholesky", "cross", "det", "inv", "matrix_norm", "multi_dot", "slogdet", "solve", "vector_norm"]
 
 
 def cross(input, other, *, dim: int = -1):  # noqa: A002 - torch's names

@@ -775,6 +775,9 @@ class GraphTensor:
         dsplit: Callable[..., tuple[GraphTensor, ...]]; dist: Callable[..., GraphTensor]
         logdet: Callable[..., GraphTensor]; cov: Callable[..., GraphTensor]; corrcoef: Callable[..., GraphTensor]
         gcd: Callable[..., GraphTensor]; lcm: Callable[..., GraphTensor]; outer: Callable[..., GraphTensor]
+        mm: Callable[..., GraphTensor]; mv: Callable[..., GraphTensor]; vdot: Callable[..., GraphTensor]
+        inner: Callable[..., GraphTensor]; ger: Callable[..., GraphTensor]; addmv: Callable[..., GraphTensor]
+        addr: Callable[..., GraphTensor]; addbmm: Callable[..., GraphTensor]
         swapdims: Callable[..., GraphTensor]; renorm: Callable[..., GraphTensor]
         # the in-place methods frontend/ops/inplace.py installs (``x.add_(y)`` rebinds ``x`` and returns it)
         add_: _InPlace; sub_: _InPlace; subtract_: _InPlace; mul_: _InPlace; multiply_: _InPlace; div_: _InPlace

@@ -213,7 +213,7 @@ CASES = [
     case("matmul-0d", lambda t: t.g.input("z", ()) @ t.v, V, r"^matmul: .*at least one dim"),
     case("matmul-ndarray", lambda t: lm.matmul(t.m, np.ones((3, 2), f32)), T, r"^matmul: "),
     case("matmul-two-graphs", lambda t: t.m @ t.o, V, r"^matmul: .*different graphs"),
-    case("dot-mismatch", lambda t: lm.dot(t.v, t.v4), V, r"^matmul: .*3 vs 4"),
+    case("dot-mismatch", lambda t: lm.dot(t.v, t.v4), V, r"^dot: matmul: .*3 vs 4"),
     case("outer-2d", lambda t: lm.outer(t.m, t.v), V, r"^outer: "),
     case("outer-list", lambda t: lm.outer(t.v, [1.0, 2.0]), T, r"^outer: "),
     case("cat-none", lambda t: lm.cat([t.v, None]), T, r"^cat: "),

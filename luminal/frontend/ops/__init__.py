@@ -166,7 +166,25 @@ from luminal.frontend.ops.indexing import (
     take,
     take_along_dim,
 )
-from luminal.frontend.ops.linalg import addmm, baddbmm, bmm, cross, dot, kron, matmul, outer
+from luminal.frontend.ops.linalg import (
+    addbmm,
+    addmm,
+    addmv,
+    addr,
+    baddbmm,
+    bmm,
+    chain_matmul,
+    cross,
+    dot,
+    ger,
+    inner,
+    kron,
+    matmul,
+    mm,
+    mv,
+    outer,
+    vdot,
+)
 from luminal.frontend.ops.linalg_solve import cholesky, det, slogdet
 from luminal.frontend.ops.linalg_solve import inv as inverse
 from luminal.frontend.ops.movement import (
@@ -444,6 +462,9 @@ def _install():
         "renorm": renorm,
         "logdet": logdet, "cov": cov, "corrcoef": corrcoef, "gcd": gcd, "lcm": lcm, "outer": outer,
         "swapdims": swapdims,
+        # the rest of torch's matrix products (linalg.py)
+        "mm": mm, "mv": mv, "vdot": vdot, "inner": inner, "ger": ger, "addmv": addmv, "addr": addr,
+        "addbmm": addbmm,
     }
     for name, fn in methods.items():  # (a Parameter or Buffer argument joins the tensor's graph: join.py)
         setattr(GraphTensor, name, joins(fn, op_name(name)))
@@ -467,10 +488,12 @@ host.install()  # np.asarray of a tensor made outside any graph (host.py)
 # The public ops (re-exported as ``lm.<name>``): every function defined in this package's modules,
 # written out so that type checkers and editors see them (tests/test_api_types.py checks the list).
 __all__ = [
-    "abs", "absolute", "acos", "acosh", "add", "addcdiv", "addcmul", "addmm", "all", "allclose", "amax", "amin",
+    "abs", "absolute", "acos", "acosh", "add", "addbmm", "addcdiv", "addcmul", "addmm", "addmv", "addr", "all",
+    "allclose", "amax", "amin",
     "aminmax", "any", "arange", "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm",
     "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
-    "block_diag", "bmm", "broadcast_shapes", "bucketize", "cartesian_prod", "cast", "cat", "cdist", "ceil", "cholesky",
+    "block_diag", "bmm", "broadcast_shapes", "bucketize", "cartesian_prod", "cast", "cat", "cdist", "ceil",
+    "chain_matmul", "cholesky",
     "chunk", "clamp", "clamp_max", "clamp_min", "clip", "clone", "column_stack", "concat", "concatenate",
     "copysign", "corrcoef", "cos", "cosh",
     "count_nonzero", "cov",
@@ -479,16 +502,18 @@ __all__ = [
     "digamma", "dist", "div", "divide", "dot", "dsplit", "dstack", "einsum", "elu", "eq", "erf", "erfc", "erfinv",
     "exp", "exp2", "expm1",
     "eye", "fix", "flatten", "flip", "fliplr", "flipud", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod",
-    "frac", "frexp", "full", "full_like", "gather", "gcd", "ge", "gelu", "gt", "hardshrink", "heaviside", "histc",
+    "frac", "frexp", "full", "full_like", "gather", "gcd", "ge", "gelu", "ger", "gt", "hardshrink", "heaviside",
+    "histc",
     "hsplit",
     "hstack", "hypot", "index_add", "index_copy", "index_fill", "index_put",
-    "index_reduce", "index_select", "inverse", "isclose", "isfinite", "isin",
+    "index_reduce", "index_select", "inner", "inverse", "isclose", "isfinite", "isin",
     "isinf", "isnan", "kron", "kthvalue", "lcm", "ldexp", "le", "leaky_relu", "lerp", "lgamma", "linspace", "log",
     "log10",
     "log1p", "log2", "log_softmax", "logaddexp", "logaddexp2", "logcumsumexp", "logdet", "logical_and", "logical_not",
     "logical_or", "logical_xor", "logit", "logspace", "logsumexp", "lt", "masked_fill", "masked_scatter",
     "matmul", "matrix_norm", "max", "maximum",
-    "mean", "median", "meshgrid", "min", "minimum", "mish", "mode", "moveaxis", "movedim", "msort", "mul", "multiply",
+    "mean", "median", "meshgrid", "min", "minimum", "mish", "mm", "mode", "moveaxis", "movedim", "msort", "mul",
+    "multiply", "mv",
     "nan_to_num", "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "negative", "nextafter",
     "norm", "one_hot",
     "ones", "ones_like", "outer", "pdist", "permute", "polygamma", "pow", "prod", "put",
@@ -501,7 +526,8 @@ __all__ = [
     "stack", "std", "std_mean", "sub", "subtract", "sum", "swapaxes", "swapdims", "t", "take",
     "take_along_dim", "tan", "tanh",
     "tensor_split", "tensordot", "threshold", "tile", "topk", "trace", "transpose", "tril", "tril_indices", "triu",
-    "triu_indices", "true_divide", "trunc", "unbind", "unsqueeze", "var", "var_mean", "vector_norm", "vsplit", "vstack",
+    "triu_indices", "true_divide", "trunc", "unbind", "unsqueeze", "var", "var_mean", "vdot", "vector_norm", "vsplit",
+    "vstack",
     "where", "xlogy", "zeros", "zeros_like",
 ]
 

@@ -15,29 +15,51 @@ from luminal.core.errors import op_error
 from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops.elementwise import mul
-from luminal.frontend.ops.movement import diagonal
+from luminal.frontend.ops.movement import diagonal, movedim
 from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.tensor import GraphTensor
 
 _LETTERS = set(string.ascii_letters)
 
 
+def _check_letters(subs: str, where: str, eq: str, *operands) -> None:
+    """Subscripts are letters (torch's [a-zA-Z]); ``where`` names the operand or the output."""
+    for c in subs:
+        if c not in _LETTERS:
+            raise op_error(ValueError, "einsum", f"invalid subscript {c!r} in {where} of {eq!r}: use letters a-z, "
+                           "A-Z", *operands)
+
+
 def _parse_term(term: str, t: GraphTensor, k: int, eq: str):
     """The labels of one operand: letters, and ``("...", j)`` for its j-th broadcast dim counted
     from the right."""
     if term.count("...") > 1 or "." in term.replace("...", ""):
-        raise op_error(ValueError, "einsum", f"operand {k}: bad ellipsis in {term!r} (equation {eq!r})", t)
+        raise op_error(ValueError, "einsum", f"operand {k}: bad ellipsis in {term!r} of {eq!r} (one '...' at "
+                       "most)", t)
     head, _, tail = term.partition("...")
-    for c in head + tail:
-        if c not in _LETTERS:
-            raise op_error(ValueError, "einsum", f"invalid subscript {c!r} in {eq!r}: use letters a-z, A-Z", t)
+    _check_letters(head + tail, f"operand {k}'s {term!r}", eq, t)
     n_ell = t.ndim - len(head) - len(tail)
     if ("..." in term and n_ell < 0) or ("..." not in term and n_ell != 0):
-        raise op_error(ValueError, "einsum", f"operand {k} has {t.ndim} dims but subscripts {term!r}", t)
+        raise op_error(ValueError, "einsum", f"operand {k} has {t.ndim} dims but {len(head + tail)} subscripts "
+                       f"{term!r} in {eq!r}" + ("" if "..." in term else " (and no '...')"), t)
     return list(head) + [("...", j) for j in reversed(range(n_ell))] + list(tail)
 
 
-def _take_diagonals(t: GraphTensor, labels: list):
+def _diagonal(t: GraphTensor, j: int, i: int) -> GraphTensor:
+    """The diagonal of dims ``j`` and ``i`` (of equal size ``n``) as a new last dim. A static ``n``
+    takes ``diagonal``'s strided slice; a symbolic one (which ``diagonal`` refuses) reads element
+    ``(r, r)`` of the flattened pair, at ``r * (n + 1)``, as column 0 of the flat padded to ``n * (n + 1)``
+    and viewed as ``(n, n + 1)``."""
+    n = t.shape[i]
+    if is_static(n):
+        return diagonal(t, 0, j, i)
+    t = movedim(t, (j, i), (-2, -1))
+    lead = t.shape[:-2]
+    wide = t.reshape(*lead, n * n).pad((0, n)).reshape(*lead, n, n + 1)
+    return wide._slice_dim(len(lead) + 1, 0, 1, 1).squeeze(-1)
+
+
+def _take_diagonals(t: GraphTensor, labels: list, k: int, eq: str):
     """A label repeated within one operand reads its diagonal: the two dims become one (last)."""
     while True:
         seen = {}
@@ -45,10 +67,10 @@ def _take_diagonals(t: GraphTensor, labels: list):
             if lab in seen:
                 j = seen[lab]
                 if t.shape[i] != t.shape[j]:
-                    raise op_error(ValueError, "einsum", f"subscript {lab!r} is repeated over dims of sizes "
-                                   f"{t.shape[j]} and {t.shape[i]}", t)
-                t = diagonal(t, 0, j, i)
-                labels = [lab2 for k, lab2 in enumerate(labels) if k not in (i, j)] + [lab]
+                    raise op_error(ValueError, "einsum", f"subscript {lab!r} is repeated in operand {k} of {eq!r} "
+                                   f"over dims of sizes {t.shape[j]} and {t.shape[i]}", t)
+                t = _diagonal(t, j, i)
+                labels = [lab2 for k2, lab2 in enumerate(labels) if k2 not in (i, j)] + [lab]
                 break
             seen[lab] = i
         else:
@@ -127,7 +149,7 @@ def einsum(equation: str, *operands) -> GraphTensor:
         labs = _parse_term(term, t, k, eq)
         for lab in labs:
             counts[lab] = counts.get(lab, 0) + 1
-        t, labs = _take_diagonals(t, labs)
+        t, labs = _take_diagonals(t, labs, k, eq)
         ops.append(t)
         labels.append(labs)
     # sizes, with 1 broadcasting (as torch does for ... dims and single letters alike)
@@ -139,22 +161,25 @@ def einsum(equation: str, *operands) -> GraphTensor:
                 sizes[lab] = n
             elif n != old and not (is_static(n) and n == 1):
                 name = "..." if isinstance(lab, tuple) else lab
-                raise op_error(ValueError, "einsum", f"subscript {name!r} has sizes {old} and {n} "
-                               f"(shapes {', '.join(shape_str(o.shape) for o in operands)})", *operands)
+                raise op_error(ValueError, "einsum", f"subscript {name!r} of {eq!r} has sizes {old} and {n}, "
+                               f"which do not broadcast (shapes {', '.join(shape_str(o.shape) for o in operands)})",
+                               *operands)
     n_ell = max((sum(isinstance(lab, tuple) for lab in labs) for labs in labels), default=0)
     ell = [("...", j) for j in reversed(range(n_ell))]
     if arrow:
-        if "..." in rhs and rhs.count("...") == 1:
-            head, _, tail = rhs.partition("...")
-        elif "." in rhs:
-            raise op_error(ValueError, "einsum", f"bad ellipsis in the output {rhs!r}", *operands)
-        else:
-            head, tail = rhs, ""
+        if rhs.count("...") > 1 or "." in rhs.replace("...", ""):
+            raise op_error(ValueError, "einsum", f"bad ellipsis in the output {rhs!r} of {eq!r} (one '...' at most)",
+                           *operands)
+        head, _, tail = rhs.partition("...")
+        _check_letters(head + tail, "the output", eq, *operands)
         for c in head + tail:
-            if c not in _LETTERS or c not in sizes:
-                raise op_error(ValueError, "einsum", f"output subscript {c!r} of {eq!r} is no input's", *operands)
+            if c not in sizes:
+                raise op_error(ValueError, "einsum", f"output subscript {c!r} of {eq!r} appears in no input operand",
+                               *operands)
         if len(set(head + tail)) != len(head + tail):
-            raise op_error(ValueError, "einsum", f"output subscripts {rhs!r} repeat a letter", *operands)
+            twice = next(c for c in head + tail if (head + tail).count(c) > 1)
+            raise op_error(ValueError, "einsum", f"output subscript {twice!r} appears more than once in {eq!r}",
+                           *operands)
         # an output without '...' sums the broadcast dims, as torch ('...->' is the sum of all)
         out = list(head) + (ell if "..." in rhs else []) + list(tail)
     else:
@@ -206,19 +231,25 @@ def tensordot(a: GraphTensor, b: GraphTensor, dims=2) -> GraphTensor:
             raise op_error(ValueError, "tensordot", f"dims {dims}: both lists must have the same length", a, b)
         da = [a._axis(d, "tensordot") for d in da]
         db = [b._axis(d, "tensordot") for d in db]
+        for name, ds in (("a", da), ("b", db)):
+            if len(set(ds)) != len(ds):
+                twice = next(d for d in ds if ds.count(d) > 1)
+                raise op_error(ValueError, "tensordot", f"dim {twice} of {name} appears more than once in dims "
+                               f"{dims}", a, b)
     else:
         raise op_error(TypeError, "tensordot", f"dims must be an int or a pair of dim lists, got {dims!r}", a, b)
     for i, j in zip(da, db):
         if a.shape[i] != b.shape[j]:
             raise op_error(ValueError, "tensordot", f"contracted dims differ: dim {i} of a ({a.shape[i]}) vs "
                            f"dim {j} of b ({b.shape[j]})", a, b)
+    if a.ndim + b.ndim > len(string.ascii_letters):
+        raise op_error(ValueError, "tensordot", f"{a.ndim}-d and {b.ndim}-d operands: at most "
+                       f"{len(string.ascii_letters)} dims in all", a, b)
     letters = iter(string.ascii_letters)
     la = [next(letters) for _ in range(a.ndim)]
     lb = [next(letters) for _ in range(b.ndim)]
     for i, j in zip(da, db):
         lb[j] = la[i]
     out = [la[i] for i in range(a.ndim) if i not in da] + [lb[j] for j in range(b.ndim) if j not in db]
-    if a.ndim + b.ndim > len(string.ascii_letters):
-        raise op_error(ValueError, "tensordot", "too many dims", a, b)
     return einsum(f"{''.join(la)},{''.join(lb)}->{''.join(out)}", a, b)
 
