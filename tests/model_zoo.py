@@ -32,14 +32,15 @@ def to_torch(model, tmodel) -> None:
 def assert_params_close(model, tmodel, rtol, atol, noise_atol=None):
     """Every parameter and buffer of luminal's ``model`` against torch's ``tmodel``, by name.
 
-    ``noise_atol``: the bound for the key part of an attention's ``in_proj_bias``. Its true gradient is
+    ``noise_atol``: the bound for the key part of an attention's fused qkv bias (``in_proj_bias``,
+    nanoGPT's ``c_attn.bias``). Its true gradient is
     zero (softmax is unchanged by adding q.b_k to every score of a row), so what either framework
     computes is float rounding, which Adam turns into steps of up to lr each; float32 runs compare it to
     the sum of the learning rates (float64 runs pass None: everything at ``rtol``/``atol``)."""
     tsd = tmodel.state_dict()
     for k, v in model.state_dict().items():
         ours, theirs = np.asarray(v, np.float64), tsd[k].detach().double().numpy()
-        if noise_atol is not None and k.endswith("in_proj_bias"):
+        if noise_atol is not None and k.endswith(("in_proj_bias", "c_attn.bias")):
             d = len(ours) // 3
             np.testing.assert_allclose(ours[d:2 * d], theirs[d:2 * d], rtol=0, atol=noise_atol, err_msg=k)
             ours, theirs = np.delete(ours, np.s_[d:2 * d]), np.delete(theirs, np.s_[d:2 * d])
@@ -165,5 +166,77 @@ def gpt(framework: str, vocab=13, ctx=6, d=16, heads=2, layers=2):
             for i, block in enumerate(self.blocks):
                 x = block(x, float_mask, True) if i == 0 else block(x, bool_mask, False)
             return self.head(self.ln_f(x))
+
+    return GPT()
+
+
+def nano_gpt(framework: str, vocab=13, ctx=6, d=16, heads=2, layers=2):
+    """nanoGPT's model: fused qkv Linear split into heads, a causal mask buffer with masked_fill in
+    block 0 and scaled_dot_product_attention(is_causal=True) in the others, positions from arange,
+    the embedding tied to the head (``wte.weight = lm_head.weight``), init by ``apply``."""
+    nn, T = namespaces(framework)
+    F = nn.functional
+
+    class CausalSelfAttention(nn.Module):
+        def __init__(self, flash):
+            super().__init__()
+            self.c_attn, self.c_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.flash = flash
+            self.register_buffer("bias", T.tril(T.ones(ctx, ctx)).view(1, 1, ctx, ctx))
+
+        def forward(self, x):
+            B, L, C = x.size()
+            q, k, v = self.c_attn(x).split(d, dim=2)
+            q, k, v = (t.view(B, L, heads, C // heads).transpose(1, 2) for t in (q, k, v))
+            if self.flash:
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                att = (q @ k.transpose(-2, -1)) * (1.0 / (k.size(-1) ** 0.5))
+                att = att.masked_fill(self.bias[:, :, :L, :L] == 0, float("-inf"))
+                y = F.softmax(att, dim=-1) @ v
+            return self.c_proj(y.transpose(1, 2).contiguous().view(B, L, C))
+
+    class Block(nn.Module):
+        def __init__(self, flash):
+            super().__init__()
+            self.ln_1, self.attn = nn.LayerNorm(d), CausalSelfAttention(flash)
+            self.ln_2 = nn.LayerNorm(d)
+            self.mlp = nn.ModuleDict(dict(c_fc=nn.Linear(d, 4 * d), c_proj=nn.Linear(4 * d, d)))
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp.c_proj(F.gelu(self.mlp.c_fc(self.ln_2(x)), approximate="tanh"))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.transformer = nn.ModuleDict(dict(
+                wte=nn.Embedding(vocab, d), wpe=nn.Embedding(ctx, d),
+                h=nn.ModuleList([Block(i > 0) for i in range(layers)]), ln_f=nn.LayerNorm(d)))
+            self.lm_head = nn.Linear(d, vocab, bias=False)
+            self.transformer.wte.weight = self.lm_head.weight
+            self.apply(self._init_weights)
+
+        def _init_weights(self, module):
+            if isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, mean=0.0, std=0.02)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Embedding):
+                nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+        def forward(self, idx):
+            L = idx.size(1)
+            pos = T.arange(0, L, dtype=T.long)
+            x = self.transformer.wte(idx) + self.transformer.wpe(pos)
+            for block in self.transformer.h:
+                x = block(x)
+            return self.lm_head(self.transformer.ln_f(x))
+
+        def configure_optimizers(self, optim, weight_decay, lr, betas):
+            params = {n: p for n, p in self.named_parameters() if p.requires_grad}
+            groups = [{"params": [p for p in params.values() if p.dim() >= 2], "weight_decay": weight_decay},
+                      {"params": [p for p in params.values() if p.dim() < 2], "weight_decay": 0.0}]
+            return optim.AdamW(groups, lr=lr, betas=betas)
 
     return GPT()

@@ -647,7 +647,11 @@ class Module:
         mis_shaped = [f"{k}: checkpoint {tuple(given[k].shape)} vs model {tuple(own[k].shape)}"
                       for k in own if k in given and tuple(given[k].shape) != tuple(own[k].shape)]
         if strict and missing:
-            problems.append("missing: " + ", ".join(missing))
+            tied = {k: next((o for o in state_dict if o in own and own[o] is own[k]), None) for k in missing}
+            problems.append("missing: " + ", ".join(k + (f" (tied: the same parameter as {tied[k]!r}, which the "
+                                                         f"checkpoint has)" if tied[k] else "") for k in missing))
+            if any(tied.values()):  # safetensors' save_model (and Hugging Face files) keep a tied weight once
+                problems.append("a checkpoint that stores tied weights under one name loads with strict=False")
         if strict and unexpected:
             problems.append("unexpected: " + ", ".join(unexpected))
         if mis_shaped:

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from model_zoo import assert_params_close, to_torch, unet, vit, vit_param_groups
+from model_zoo import assert_params_close, nano_gpt, to_torch, unet, vit, vit_param_groups
 
 import luminal as lm
 from luminal import nn, train
@@ -97,3 +97,23 @@ def test_eval_built_in_the_training_graph_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         bn(lm.Graph().input("x", ("B", 3)))
+
+
+def test_tied_weights_saved_once_load_with_strict_false(tmp_path):
+    """safetensors' save_model (as Hugging Face files) keeps a tied weight under one name. A strict load
+    reports the other name missing, as torch's load_state_dict does, and says it is tied to a name the
+    file has; strict=False loads it, tie kept."""
+    import safetensors.torch
+
+    manual_seed(0)
+    tmodel, model = nano_gpt("torch"), nano_gpt("lm")
+    path = tmp_path / "tied.safetensors"
+    safetensors.torch.save_model(tmodel, str(path))
+    with pytest.raises(ValueError, match=r"missing: transformer.wte.weight \(tied: the same parameter as "
+                                         r"'lm_head.weight', which the checkpoint has\) \| a checkpoint that stores "
+                                         r"tied weights under one name loads with strict=False"):
+        model.load_safetensors(path)
+    missing, unexpected = model.load_safetensors(path, strict=False)
+    assert (missing, unexpected) == (["transformer.wte.weight"], [])
+    assert model.transformer.wte.weight is model.lm_head.weight
+    np.testing.assert_array_equal(model.lm_head.weight.data, tmodel.lm_head.weight.detach().numpy())
