@@ -131,6 +131,12 @@ def test_einsum_symbolic(name):
     check_sizes(_einsum(eq), lambda n: _inputs(arrays(n)), shapes, sizes=(3, 2), backend="reference")
 
 
+@pytest.mark.parametrize("name", ["diagonal_BB", "diagonal_BB_kept", "trace_BB"])
+def test_einsum_symbolic_diagonal_at_sizes_1_and_0(name):
+    eq, shapes, arrays = EINSUM_SYM[name]
+    check_sizes(_einsum(eq), lambda n: _inputs(arrays(n)), shapes, sizes=(4, 1, 0), backend="reference")
+
+
 # tensordot ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("sa,sb,dims", [
     ((3, 4), (4, 3), 0), ((3, 4), (4, 3), 1), ((3, 4, 2), (4, 2, 5), 2), ((3, 4), (4, 3), ([1, 0], [0, 1])),
