@@ -77,12 +77,16 @@ def vit(framework: str, img=8, patch=4, ch=3, d=16, heads=2, layers=2, ncls=5):
     return ViT()
 
 
-def vit_param_groups(model, weight_decay):
-    """The usual AdamW split: no decay on biases, norms and the embeddings (cls/pos tokens)."""
+def vit_param_groups(model, weight_decay, no_decay_lr=None):
+    """The usual AdamW split: no decay on biases, norms and the embeddings (cls/pos tokens); that group
+    at its own learning rate when ``no_decay_lr`` is given."""
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         (no_decay if p.ndim < 2 or name in ("cls_token", "pos_embed") else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    rest = {"params": no_decay, "weight_decay": 0.0}
+    if no_decay_lr is not None:
+        rest["lr"] = no_decay_lr
+    return [{"params": decay, "weight_decay": weight_decay}, rest]
 
 
 def unet(framework: str, cin=2, ncls=3, width=4, p_drop=0.0):

@@ -11,7 +11,7 @@ both frameworks.
 import numpy as np
 import pytest
 import torch
-from model_zoo import assert_params_close, char_lm, gpt, to_torch, unet, vit, vit_param_groups
+from model_zoo import assert_params_close, char_lm, gpt, nano_gpt, to_torch, unet, vit, vit_param_groups
 
 import luminal as lm
 from luminal import train
@@ -51,9 +51,9 @@ def warmup_cosine(sched_mod, opt, warmup, total):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_vit_adamw_param_groups_warmup_cosine_clip(dtype):
-    """ViT, AdamW with two groups (no decay on biases/norms/embeddings), warmup + cosine by
-    SequentialLR, clip_grad_norm: 8 steps, the loss and the clipped norm at every step, every weight
-    at the end, then the eval-mode logits of a fresh batch."""
+    """ViT, AdamW with two groups at different learning rates (no decay on biases/norms/embeddings),
+    warmup + cosine by SequentialLR, clip_grad_norm: 8 steps, the loss and the clipped norm at every
+    step, every weight at the end, then the eval-mode logits of a fresh batch."""
     manual_seed(0)
     model, tmodel = vit("lm"), vit("torch")
     to_torch(model, tmodel)
@@ -67,11 +67,11 @@ def test_vit_adamw_param_groups_warmup_cosine_clip(dtype):
     x, y = g.input("x", ("B", 3, 8, 8), dtype=dtype), g.input("y", ("B",), dtype=lm.int32)
     model.train()
     loss = F.cross_entropy(model(x), y)
-    opt = train.AdamW(vit_param_groups(model, 0.05), lr=3e-3)
+    opt = train.AdamW(vit_param_groups(model, 0.05, no_decay_lr=1e-3), lr=3e-3)
     sched = warmup_cosine(train, opt, 3, steps)
     step = train.compile_step(loss, opt, clip_grad_norm=0.5)
 
-    topt = torch.optim.AdamW(vit_param_groups(tmodel, 0.05), lr=3e-3, foreach=False)
+    topt = torch.optim.AdamW(vit_param_groups(tmodel, 0.05, no_decay_lr=1e-3), lr=3e-3, foreach=False)
     tsched = warmup_cosine(torch.optim.lr_scheduler, topt, 3, steps)
     tol = dict(rtol=1e-4, atol=1e-6) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
     for i, (xb, yb) in enumerate(batches):
@@ -85,14 +85,16 @@ def test_vit_adamw_param_groups_warmup_cosine_clip(dtype):
         sched.step()
         np.testing.assert_allclose(ours, tl.item(), **tol, err_msg=f"loss at step {i}")
         np.testing.assert_allclose(step.last_grad_norm, tnorm.item(), **tol, err_msg=f"grad norm at step {i}")
-        assert opt.param_groups[0]["lr"] == pytest.approx(topt.param_groups[0]["lr"], rel=1e-12)
+        for ours_g, theirs_g in zip(opt.param_groups, topt.param_groups, strict=True):
+            assert ours_g["lr"] == pytest.approx(theirs_g["lr"], rel=1e-12)
     assert_params_close(model, tmodel, **({"rtol": 1e-4, "atol": 1e-6, "noise_atol": steps * 3e-3}
                                           if dtype == "float32" else tol))
 
-    model.eval()
+    with pytest.warns(UserWarning, match="keep train mode"):  # (its dropout layers read the mode)
+        model.eval()
     tmodel.eval()
     xe = images(1, 3, (3, 8, 8), 5, seed=2, dtype=npd)[0][0]
-    out = lm.compile(model(g.input("xe", ("B", 3, 8, 8), dtype=dtype)))(xe=xe)
+    out = lm.compile(model(lm.Graph().input("x", ("B", 3, 8, 8), dtype=dtype)))(x=xe)
     with torch.no_grad():
         np.testing.assert_allclose(out, tmodel(tt(xe)).numpy(), **({"rtol": 1e-3, "atol": 1e-5}
                                                                    if dtype == "float32" else tol))
@@ -375,3 +377,43 @@ def test_unet_resume_keeps_batchnorm_statistics_and_momentum(tmp_path):
         tlosses.append(tl.item())
     np.testing.assert_allclose(losses, tlosses, rtol=1e-5, atol=1e-6)
     assert_params_close(model, tmodel, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_nano_gpt_as_written_for_torch(dtype):
+    """nanoGPT's model and configure_optimizers (AdamW, decay on the >= 2-d parameters only, betas
+    (0.9, 0.95)), CosineAnnealingLR, clip_grad_norm 1.0, batches of changing size (the batch dim is
+    symbolic): 6 steps against torch, losses, clipped norms and every weight."""
+    manual_seed(0)
+    model, tmodel = nano_gpt("lm"), nano_gpt("torch")
+    to_torch(model, tmodel)
+    if dtype == "float64":
+        model.double()
+        tmodel.double()
+    g = lm.Graph()
+    x, y = g.input("x", ("B", 6), dtype=lm.int32), g.input("y", ("B", 6), dtype=lm.int32)
+    logits = model(x)
+    opt = model.configure_optimizers(train, 0.1, 6e-3, (0.9, 0.95))
+    sched = train.CosineAnnealingLR(opt, T_max=6)
+    step = train.compile_step(F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1)), opt, clip_grad_norm=1.0)
+    topt = tmodel.configure_optimizers(torch.optim, 0.1, 6e-3, (0.9, 0.95))
+    tsched = torch.optim.lr_scheduler.CosineAnnealingLR(topt, T_max=6)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == "float32" else dict(rtol=1e-11, atol=1e-13)
+    rng = np.random.default_rng(11)
+    for i, b in enumerate([3, 3, 1, 4, 2, 3]):
+        s = rng.integers(0, 13, (b, 7)).astype(np.int32)
+        xb, yb = s[:, :-1].copy(), s[:, 1:].copy()
+        ours = step(x=xb, y=yb)
+        sched.step()
+        topt.zero_grad()
+        tlog = tmodel(tt(xb))
+        tl = TF.cross_entropy(tlog.view(-1, tlog.size(-1)), tt(yb).view(-1))
+        tl.backward()
+        tnorm = torch.nn.utils.clip_grad_norm_(tmodel.parameters(), 1.0)
+        topt.step()
+        tsched.step()
+        np.testing.assert_allclose(ours, tl.item(), **tol, err_msg=f"loss at step {i}")
+        np.testing.assert_allclose(step.last_grad_norm, tnorm.item(), **tol, err_msg=f"norm at step {i}")
+    assert_params_close(model, tmodel, **({"rtol": 1e-4, "atol": 1e-6, "noise_atol": 6 * 6e-3}
+                                          if dtype == "float32" else {"rtol": 1e-9, "atol": 1e-12,
+                                                                      "noise_atol": 1e-8}))
