@@ -115,21 +115,22 @@ def unet(framework: str, cin=2, ncls=3, width=4, p_drop=0.0):
     return UNet()
 
 
-def char_lm(framework: str, vocab=11, d=12):
-    """Embedding -> 2-layer LSTM (batch_first) -> Linear whose weight is the embedding's (tied)."""
+def char_lm(framework: str, vocab=11, d=12, padding_idx=None):
+    """Embedding -> 2-layer LSTM (batch_first) -> Linear whose weight is the embedding's (tied).
+    ``forward(x, hc=None)`` returns (logits, (h_n, c_n)): truncated BPTT carries the state."""
     nn, T = namespaces(framework)
 
     class CharLM(nn.Module):
         def __init__(self):
             super().__init__()
-            self.embedding = nn.Embedding(vocab, d)
+            self.embedding = nn.Embedding(vocab, d, padding_idx=padding_idx)
             self.lstm = nn.LSTM(d, d, num_layers=2, batch_first=True)
             self.decoder = nn.Linear(d, vocab)
             self.decoder.weight = self.embedding.weight
 
-        def forward(self, x):
-            h, _ = self.lstm(self.embedding(x))
-            return self.decoder(h)
+        def forward(self, x, hc=None):
+            h, hc = self.lstm(self.embedding(x), hc)
+            return self.decoder(h), hc
 
     return CharLM()
 

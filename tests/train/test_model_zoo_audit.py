@@ -164,7 +164,7 @@ def _char_lm_run(batches, ckpt_at=None, path=None):
         model = char_lm("lm")
         g = lm.Graph()
         x, y = g.input("x", ("B", 7), dtype=lm.int32), g.input("y", ("B", 7), dtype=lm.int32)
-        logits = model(x)
+        logits, _ = model(x)
         loss = F.cross_entropy(logits.reshape(-1, 11), y.reshape(-1))
         opt = train.Adam(model.parameters(), lr=1e-2)
         sched = train.StepLR(opt, step_size=3, gamma=0.5)
@@ -202,7 +202,7 @@ def test_char_lm_tied_lstm_adam_checkpoint_resume(tmp_path):
     theirs = []
     for xb, yb in batches:
         topt.zero_grad()
-        tl = TF.cross_entropy(tmodel(tt(xb)).reshape(-1, 11), tt(yb).reshape(-1))
+        tl = TF.cross_entropy(tmodel(tt(xb))[0].reshape(-1, 11), tt(yb).reshape(-1))
         tl.backward()
         topt.step()
         tsched.step()
@@ -417,3 +417,37 @@ def test_nano_gpt_as_written_for_torch(dtype):
     assert_params_close(model, tmodel, **({"rtol": 1e-4, "atol": 1e-6, "noise_atol": 6 * 6e-3}
                                           if dtype == "float32" else {"rtol": 1e-9, "atol": 1e-12,
                                                                       "noise_atol": 1e-8}))
+
+
+def test_char_lm_truncated_bptt_with_padding_idx():
+    """Truncated BPTT: the LSTM state (h_n, c_n) is an extra output of the step and the next call's
+    input (torch: detached, fed back). The embedding has padding_idx=0 and is tied to the decoder:
+    torch zeroes row 0's gradient from the lookup only, so the decoder's gradient still moves it."""
+    manual_seed(4)
+    model, tmodel = char_lm("lm", padding_idx=0), char_lm("torch", padding_idx=0)
+    to_torch(model, tmodel)
+    g = lm.Graph()
+    x, y = g.input("x", ("B", 5), dtype=lm.int32), g.input("y", ("B", 5), dtype=lm.int32)
+    h0, c0 = g.input("h0", (2, "B", 12)), g.input("c0", (2, "B", 12))
+    logits, (hn, cn) = model(x, (h0, c0))
+    step = train.compile_step(F.cross_entropy(logits.reshape(-1, 11), y.reshape(-1)),
+                              train.Adam(model.parameters(), lr=1e-2), outputs=[hn, cn])
+    topt = torch.optim.Adam(tmodel.parameters(), lr=1e-2, foreach=False)
+    stream = np.random.default_rng(12).integers(0, 11, (3, 21)).astype(np.int32)
+    h = c = np.zeros((2, 3, 12), np.float32)
+    th = None
+    row0 = model.embedding.weight.data[0].copy()
+    for i in range(4):
+        xb, yb = stream[:, 5 * i:5 * i + 5].copy(), stream[:, 5 * i + 1:5 * i + 6].copy()
+        ours, h, c = step(x=xb, y=yb, h0=h, c0=c)
+        topt.zero_grad()
+        tlogits, th = tmodel(tt(xb), th)
+        th = tuple(t.detach() for t in th)
+        tl = TF.cross_entropy(tlogits.reshape(-1, 11), tt(yb).reshape(-1))
+        tl.backward()
+        topt.step()
+        np.testing.assert_allclose(ours, tl.item(), rtol=1e-5, atol=1e-6, err_msg=f"loss at step {i}")
+        np.testing.assert_allclose(h, th[0].numpy(), rtol=1e-4, atol=1e-6, err_msg=f"h_n at step {i}")
+        np.testing.assert_allclose(c, th[1].numpy(), rtol=1e-4, atol=1e-6, err_msg=f"c_n at step {i}")
+    assert_params_close(model, tmodel, rtol=1e-4, atol=1e-6)
+    assert not np.array_equal(model.embedding.weight.data[0], row0)  # the decoder's gradient reached it
