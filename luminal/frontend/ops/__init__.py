@@ -226,6 +226,7 @@ from luminal.frontend.ops.pointwise import (
     rad2deg,
     sinc,
 )
+from luminal.frontend.ops.random import bernoulli, normal, randint_like, randn_like
 from luminal.frontend.ops.reduce import (
     all_ as all,
 )
@@ -465,6 +466,8 @@ def _install():
         # the rest of torch's matrix products (linalg.py)
         "mm": mm, "mv": mv, "vdot": vdot, "inner": inner, "ger": ger, "addmv": addmv, "addr": addr,
         "addbmm": addbmm,
+        # random sampling (random.py)
+        "bernoulli": bernoulli,
     }
     for name, fn in methods.items():  # (a Parameter or Buffer argument joins the tensor's graph: join.py)
         setattr(GraphTensor, name, joins(fn, op_name(name)))
@@ -491,8 +494,9 @@ __all__ = [
     "abs", "absolute", "acos", "acosh", "add", "addbmm", "addcdiv", "addcmul", "addmm", "addmv", "addr", "all",
     "allclose", "amax", "amin",
     "aminmax", "any", "arange", "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm",
-    "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
-    "block_diag", "bmm", "broadcast_shapes", "bucketize", "cartesian_prod", "cast", "cat", "cdist", "ceil",
+    "bernoulli", "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift",
+    "bitwise_xor", "block_diag", "bmm", "broadcast_shapes", "bucketize", "cartesian_prod", "cast", "cat", "cdist",
+    "ceil",
     "chain_matmul", "cholesky",
     "chunk", "clamp", "clamp_max", "clamp_min", "clip", "clone", "column_stack", "concat", "concatenate",
     "copysign", "corrcoef", "cos", "cosh",
@@ -515,9 +519,9 @@ __all__ = [
     "mean", "median", "meshgrid", "min", "minimum", "mish", "mm", "mode", "moveaxis", "movedim", "msort", "mul",
     "multiply", "mv",
     "nan_to_num", "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "negative", "nextafter",
-    "norm", "one_hot",
+    "norm", "normal", "one_hot",
     "ones", "ones_like", "outer", "pdist", "permute", "polygamma", "pow", "prod", "put",
-    "quantile", "rad2deg", "rand_like",
+    "quantile", "rad2deg", "rand_like", "randint_like", "randn_like",
     "reciprocal", "relu",
     "remainder", "renorm", "repeat_interleave", "reshape", "result_type", "roll", "rot90", "round", "row_stack",
     "rsqrt",

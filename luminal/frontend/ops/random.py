@@ -1,0 +1,227 @@
+"""Random sampling in a graph with torch's names: ``randn_like``, ``randint_like``, ``bernoulli`` and
+``normal``, all built on ``Graph.rand``'s uniform float32 noise (drawn afresh on every call of a compiled
+program from the graph's generator, which ``lm.manual_seed`` seeds when the graph is made; the streams
+differ from torch's).
+
+A uniform is ``k / 2**24`` for an integer ``0 <= k < 2**24``: strictly below 1, and possibly 0. So the
+normal's Box-Muller takes the log of ``1 - u`` (never 0), and the integers take 48 bits from two uniforms.
+No gradient flows through the noise; ``bernoulli`` and ``normal`` give none to their probabilities, means
+and standard deviations either (torch's gradients there are zeros, not the reparameterised ones: write
+``mean + std * lm.randn_like(std)`` for those).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from luminal.core import dtype as dt
+from luminal.core.errors import op_error, renamed
+from luminal.frontend.checks import check_tensors, got, tensor_op
+from luminal.frontend.graph import Graph
+from luminal.frontend.ops.core import broadcast_shapes, cast
+from luminal.frontend.ops.elementwise import (
+    add,
+    cos,
+    floor,
+    ge,
+    le,
+    log,
+    logical_and,
+    logical_not,
+    lt,
+    mul,
+    sqrt,
+    sub,
+)
+from luminal.frontend.ops.reduce import any_
+from luminal.frontend.ops.reduce import sum as sum_
+from luminal.frontend.ops.value_checks import known_values
+from luminal.frontend.tensor import GraphTensor
+
+
+def _float_dtype(op: str, x: GraphTensor, dtype) -> dt.DType:
+    """The result's dtype (``x``'s unless given), which must be a float one: torch's continuous noise is
+    not defined for integer or bool tensors."""
+    d = x.dtype if dtype is None else dt.as_dtype(dtype)
+    if not d.is_float:
+        raise op_error(TypeError, op, f"needs a float dtype (as torch's), got {d.name}", x)
+    return d
+
+
+def _work(d: dt.DType) -> dt.DType:
+    """The dtype a result of ``d`` is computed in: float64 for float64, else float32 (half-precision
+    results are rounded once from float32, as torch's half kernels compute in float)."""
+    return dt.float64 if d == dt.float64 else dt.float32
+
+
+def _standard_normal(g: Graph, shape, d: dt.DType) -> GraphTensor:
+    """Standard normal noise of ``shape`` and dtype ``d`` by Box-Muller over two fresh uniforms:
+    ``sqrt(-2 log(1 - u1)) cos(2 pi u2)``. ``1 - u1`` is in ``[2**-24, 1]``, so the log is finite and
+    the values lie within about +-5.77 (24-bit uniforms: the tails beyond that are never drawn)."""
+    w = _work(d)
+    u1, u2 = cast(g.rand(shape), w), cast(g.rand(shape), w)
+    radius = sqrt(mul(log(sub(1, u1)), -2))
+    return cast(mul(radius, cos(mul(u2, 2 * math.pi))), d)
+
+
+@tensor_op("randn_like")
+def randn_like(x: GraphTensor, dtype=None) -> GraphTensor:
+    """torch.randn_like: standard normal noise (mean 0, variance 1) of ``x``'s shape, in ``x``'s graph,
+    drawn afresh on every call of a compiled program (Box-Muller over two ``Graph.rand`` uniforms; the
+    24-bit uniforms bound the values to about +-5.77). No gradient flows to ``x``.
+
+    Args:
+        x: the tensor whose shape, graph and (by default) dtype are used (its values are not read).
+        dtype: the result's dtype (default ``x``'s), a float dtype: torch's normal noise is not defined
+            for integer or bool tensors.
+    """
+    return _standard_normal(x.graph, x.shape, _float_dtype("randn_like", x, dtype))
+
+
+def _int_arg(what: str, v) -> int:
+    """randint_like's ``low``/``high``: a Python or numpy int (torch refuses floats and bools)."""
+    if isinstance(v, GraphTensor):
+        raise op_error(TypeError, "randint_like", f"{what} must be an int, got a tensor (its value is known "
+                       "only when the program runs)")
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise op_error(TypeError, "randint_like", f"{what} must be an int, got {type(v).__name__} {v!r}")
+    return int(v)
+
+
+def _int_range(d: dt.DType) -> tuple[int, int]:
+    """The integers a dtype holds exactly, every one of them (torch's bounds for ``randint``): int32's
+    range, bool's 0 and 1, a float's ``+-2**digits``."""
+    if d.kind == "b":
+        return 0, 1
+    if d.kind == "i":
+        return -2**31, 2**31 - 1
+    digits = 1 - round(math.log2(dt.finfo(d).eps))
+    return -2**digits, 2**digits
+
+
+@tensor_op("randint_like")
+def randint_like(x: GraphTensor, low=0, high=None, *, dtype=None) -> GraphTensor:
+    """torch.randint_like: integers drawn uniformly from ``[low, high)``, of ``x``'s shape, in ``x``'s
+    graph, afresh on every call of a compiled program.
+
+    Called as torch's: ``randint_like(x, high)`` (low 0) or ``randint_like(x, low, high)``. The draw is
+    ``floor(u * (high - low)) + low`` in float64 with a 48-bit uniform ``u`` made of two ``Graph.rand``
+    uniforms: ``u <= 1 - 2**-48``, so ``u * n`` (exact to far below 1 for ``n <= 2**32``) never reaches
+    ``n``: ``high`` never occurs and ``high - 1`` does, and each value's probability is within
+    ``n * 2**-48`` of ``1 / n`` (no visible rounding bias). Ranges wider than ``2**48`` reach only some
+    of their values.
+
+    Args:
+        x: the tensor whose shape, graph and (by default) dtype are used (its values are not read).
+        low: the smallest value (an int; default 0).
+        high: the bound, excluded (an int above ``low``).
+        dtype: the result's dtype (default ``x``'s): int32, bool, or a float dtype holding every value
+            of the range exactly (``low`` and ``high - 1`` within ``+-2**11`` for float16, ``2**8`` for
+            bfloat16, ``2**24`` for float32; torch only warns past float16's).
+    """
+    if high is None:  # randint_like(x, high)
+        low, high = 0, low
+    low, high = _int_arg("low", low), _int_arg("high", high)
+    d = x.dtype if dtype is None else dt.as_dtype(dtype)
+    if high <= low:
+        raise op_error(ValueError, "randint_like", f"expects low < high, got low={low}, high={high} (as torch's)", x)
+    lo, hi = _int_range(d)
+    if not lo <= low <= high - 1 <= hi:
+        raise op_error(ValueError, "randint_like", f"the range [{low}, {high}) does not fit in {d.name}, whose "
+                       f"integers are exact from {lo} to {hi}", x)
+    g = x.graph
+    u = add(cast(g.rand(x.shape), dt.float64), mul(cast(g.rand(x.shape), dt.float64), 2.0**-24))
+    return cast(add(floor(mul(u, float(high - low))), float(low)), d)
+
+
+def _check_range(op: str, t: GraphTensor, lo: float, hi: float, what: str, of: GraphTensor) -> None:
+    """A RuntimeError, as torch's, for values of ``t`` outside ``[lo, hi]`` or NaN: now when ``t``'s
+    values are known (a constant), else before a program computing ``of`` runs (``Graph.guard``)."""
+    known = known_values(t)
+    if known is not None:
+        bad = ~((known >= lo) & (known <= hi))
+        if bad.any():
+            raise op_error(RuntimeError, op, f"expects {what}, got {known[bad].flat[0]}", t)
+        return
+    bad = logical_not(logical_and(ge(t, lo), le(t, hi)))
+    message = op_error(RuntimeError, op, f"expects {what}; {{value}} value(s) are not", t)
+    t.graph.guard(any_(bad), sum_(cast(bad, dt.int32)), RuntimeError, str(message), of=of)
+
+
+def _probability(op: str, p) -> float:
+    """A number ``p`` in ``[0, 1]`` (torch's RuntimeError otherwise, a ValueError here: known now)."""
+    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise op_error(TypeError, op, f"p must be a float, got {type(p).__name__} {p!r}")
+    if not 0 <= p <= 1:
+        raise op_error(ValueError, op, f"expects p in [0, 1], got p={p} (as torch's)")
+    return float(p)
+
+
+@tensor_op("bernoulli")
+def bernoulli(input: GraphTensor, p=None) -> GraphTensor:  # noqa: A002 - torch's name
+    """torch.bernoulli / ``Tensor.bernoulli``: 1 with probability ``input`` (elementwise), else 0, drawn
+    afresh on every call of a compiled program; of ``input``'s dtype and shape, as torch's.
+
+    ``u < p`` for a fresh uniform ``u`` in ``[0, 1)``, compared in float32 (float64 for float64
+    probabilities), so ``p = 0`` never gives 1 and ``p = 1`` always does; probabilities resolve to
+    ``2**-24``. Probabilities outside ``[0, 1]`` or NaN are torch's RuntimeError: raised now when they
+    are constants, else before a program computing the result runs (a ``Graph.guard``). No gradient
+    flows to ``input`` (torch's is zero).
+
+    Args:
+        input: the probabilities, a float tensor; with ``p`` given, only its shape, graph and dtype
+            (any dtype, as torch's) are used.
+        p: one probability for every element (torch's ``bernoulli(input, p)``), a number in ``[0, 1]``.
+    """
+    g = input.graph
+    u = g.rand(input.shape)
+    if p is not None:
+        return cast(lt(cast(u, dt.float64), _probability("bernoulli", p)), input.dtype)
+    if not input.dtype.is_float:
+        raise op_error(TypeError, "bernoulli", f"needs float probabilities (as torch's), got {input.dtype.name}",
+                       input)
+    w = _work(input.dtype)
+    out = cast(lt(cast(u, w), cast(input.detach(), w)), input.dtype)
+    _check_range("bernoulli", input, 0, 1, "every probability in [0, 1]", out)
+    return out
+
+
+def normal(mean, std=1.0) -> GraphTensor:
+    """torch.normal for tensors: normal noise with the given means and standard deviations (broadcast
+    together), ``mean + std * randn``, drawn afresh on every call of a compiled program.
+
+    The dtype is ``mean``'s when it is a tensor, else ``std``'s (torch's), a float one; half-precision
+    results are computed in float32 and rounded once. No gradient flows to ``mean`` or ``std``: torch's
+    ``normal`` gives them zeros, not the reparameterised ``1`` and ``noise`` (for those write
+    ``mean + std * lm.randn_like(std)``). A negative or NaN ``std`` is torch's RuntimeError: raised now
+    when known, else before a program computing the result runs (a ``Graph.guard``). torch's
+    ``normal(mean, std, size)`` of two numbers needs a graph: ``mean + std * lm.randn_like(g.zeros(size))``.
+
+    Args:
+        mean: the means, a float tensor or a number.
+        std: the standard deviations, a float tensor or a non-negative number (default 1.0); at least
+            one of ``mean`` and ``std`` is a tensor.
+    """
+    with renamed("normal"):
+        for what, v in (("mean", mean), ("std", std)):
+            if not isinstance(v, GraphTensor) and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
+                raise op_error(TypeError, "normal", f"{what} must be a tensor or a number, got {got(v)}")
+        tensors = {k: v for k, v in (("mean", mean), ("std", std)) if isinstance(v, GraphTensor)}
+        if not tensors:
+            raise op_error(TypeError, "normal", "needs mean or std to be a tensor: for numbers write "
+                           "mean + std * lm.randn_like(g.zeros(size)) (torch's normal(mean, std, size))")
+        check_tensors("normal", **tensors)
+        first = next(iter(tensors.values()))
+        d = first.dtype
+        if not d.is_float:
+            raise op_error(TypeError, "normal", f"needs float tensors (as torch's), got {d.name}", first)
+        if not isinstance(std, GraphTensor) and not std >= 0:
+            raise op_error(ValueError, "normal", f"expects std >= 0, got std={std} (as torch's)")
+        shape = broadcast_shapes("normal", *tensors.values())
+        w, g = _work(d), first.graph
+        m, s = (cast(v.detach(), w) if isinstance(v, GraphTensor) else float(v) for v in (mean, std))
+        out = cast(add(m, mul(s, _standard_normal(g, shape, w))), d)
+        if isinstance(std, GraphTensor):
+            _check_range("normal", std, 0, math.inf, "every std >= 0", out)
+        return out
