@@ -182,7 +182,7 @@ def bernoulli(input: GraphTensor, p=None) -> GraphTensor:  # noqa: A002 - torch'
         raise op_error(TypeError, "bernoulli", f"needs float probabilities (as torch's), got {input.dtype.name}",
                        input)
     w = _work(input.dtype)
-    out = cast(lt(cast(u, w), cast(input.detach(), w)), input.dtype)
+    out = cast(lt(cast(u, w), cast(input, w)), input.dtype)  # (a comparison: no gradient to input)
     _check_range("bernoulli", input, 0, 1, "every probability in [0, 1]", out)
     return out
 
