@@ -124,6 +124,15 @@ def test_symbolic_shapes():
     assert abs(res[3].mean() - 10) < 0.1
 
 
+def test_zero_dim_and_empty_tensors():
+    g = lm.Graph()
+    s, e = g.input("s", ()), g.input("e", (0, 3))
+    outs = [lm.randn_like(s), lm.randint_like(s, 4), lm.bernoulli(s), lm.normal(s, s), lm.randn_like(e),
+            lm.randint_like(e, 4), lm.bernoulli(e), lm.normal(e, e)]
+    res = _run(outs, s=np.array(0.5, np.float32), e=np.zeros((0, 3), np.float32))
+    assert [r.shape for r in res] == [()] * 4 + [(0, 3)] * 4
+
+
 # -------------------------------------------------------------------------------------------------- randint
 
 
