@@ -107,8 +107,8 @@ def randint_like(x: GraphTensor, low=0, high=None, *, dtype=None) -> GraphTensor
 
     Called as torch's: ``randint_like(x, high)`` (low 0) or ``randint_like(x, low, high)``. The draw is
     ``floor(u * (high - low)) + low`` in float64 with a 48-bit uniform ``u`` made of two ``Graph.rand``
-    uniforms: ``u <= 1 - 2**-48``, so ``u * n`` (exact to far below 1 for ``n <= 2**32``) never reaches
-    ``n``: ``high`` never occurs and ``high - 1`` does, and each value's probability is within
+    uniforms: ``u <= 1 - 2**-48``, so ``u * n`` stays ``n * 2**-48`` (16 float64 ulps of ``n``) below ``n``
+    however it rounds: ``high`` never occurs and ``high - 1`` does, and each value's probability is within
     ``n * 2**-48`` of ``1 / n`` (no visible rounding bias). Ranges wider than ``2**48`` reach only some
     of their values.
 
