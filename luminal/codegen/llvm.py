@@ -261,7 +261,7 @@ class _Emitter:
         if v.op == "var" and v.arg in self.regs and v.arg not in self.loopvars:
             deps = frozenset((v.arg,))
         else:
-            deps = frozenset().union(*(self.deps[id(a)] for a in v.args)) if v.args else frozenset()
+            deps = frozenset().union(*(self.deps[id(a)] for a in _operands(v))) if v.args else frozenset()
         self.cache[key], self.deps[key] = x, deps
         for r in deps:
             self.readers.setdefault(r, set()).add(key)
@@ -370,10 +370,10 @@ class _Emitter:
             if id(x) in cache:
                 continue
             if ready:
-                self._remember(x, self._emit(x, [cache[id(a)] for a in x.args]))
+                self._remember(x, self._emit(x, [cache[id(a)] for a in _operands(x)]))
                 continue
             stack.append((x, True))
-            stack.extend((a, False) for a in reversed(x.args) if id(a) not in cache)
+            stack.extend((a, False) for a in reversed(_operands(x)) if id(a) not in cache)
         return cache[id(v)]
 
     def _emit(self, v: ir.V, xs: list):
@@ -391,6 +391,8 @@ class _Emitter:
         if op == "load":
             return self._load(v, xs)
         if op == "cast":
+            if _operands(v) is not v.args:  # (float32 of a float64 exp2: at float32's accuracy)
+                return _exp2_narrow(b, xs[0])
             return self._cast(xs[0], v.args[0].dtype, v.dtype)
         if op in ("And", "Or", "Not"):
             return {"And": b.and_, "Or": b.or_}[op](*xs) if op != "Not" else b.not_(xs[0])
@@ -599,11 +601,28 @@ def _exp2_reduce(b, x, limit: float):
 
 
 def _exp2_f32(b, x):
-    """exp2 of a float: in double, 2**n exact (|n| <= 200), one rounding to float at the end (below
-    2**-126 to a subnormal or 0, above 2**128 to inf)."""
-    n, r = _exp2_reduce(b, b.fpext(x, F64), 200.0)
+    """exp2 of a float: :func:`_exp2_narrow` of it as a double."""
+    return _exp2_narrow(b, b.fpext(x, F64))
+
+
+def _exp2_narrow(b, x):
+    """exp2 of a double ``x`` as a float: in double, 2**n exact (|n| <= 200), q's error (1.7e-10) far
+    under float's half ulp, one rounding to float at the end (below 2**-126 to a subnormal or 0, above
+    2**128 to inf)."""
+    n, r = _exp2_reduce(b, x, 200.0)
     p = b.fadd(_d(1.0), b.fmul(r, _horner(b, _EXP2_Q32, r)))
     return b.fptrunc(b.fmul(p, _pow2(b, n)), F32)
+
+
+def _operands(v: ir.V) -> tuple:
+    """The values ``v`` is emitted from: its operands, but for a float32 cast of a float64 Exp2 (what
+    ``lm.exp`` of float32 computes: the product ``x log2(e)`` in double, rounded once at the end), the
+    Exp2's operand: the cast is emitted as :func:`_exp2_narrow`, a polynomial of float32's accuracy,
+    not float64's (half the work; the Exp2 itself is emitted only if something else reads it)."""
+    a = v.args
+    if v.op == "cast" and v.dtype is dt.float32 and a[0].op == "Exp2" and a[0].dtype is dt.float64:
+        return a[0].args
+    return a
 
 
 def _exp2_f64(b, x):

@@ -36,6 +36,10 @@ from luminal.core.primitives import ELEMENTWISE
 from luminal.core.symbolic import prod
 
 RECOMPUTE_LIMIT = 4  # elementwise ops worth recomputing in each reader rather than storing once
+# ops that cost next to nothing to recompute, left out of that count: a float32 exp computes its
+# product in float64 (``exp``: two casts around exp2 and its multiply), which must not make softmax's
+# ``exp(x - max)`` a stored kernel of its own where the uncast form was recomputed in its readers
+_FREE = frozenset({"Cast"})
 MAX_INLINE_DEPTH = 128  # longer chains of inlined ops are cut into several kernels (bounded kernel size)
 _EXACT_CHAIN = (dt.float32, dt.float64, dt.int32)  # sums that chain without a rounding in between
 
@@ -98,7 +102,7 @@ class KernelBuilder:
                     or not all(r.fusible and r.fusible[i] for r, i in rd):
                 mat.add(t)
                 continue
-            c, d = 1, 0
+            c, d = (0 if t.op in _FREE else 1), 0
             for s, _ in t.srcs:
                 if s not in mat:
                     c += cone.get(s, 0)

@@ -89,4 +89,6 @@ def test_a_softmax_computes_each_exponential_once(dtype):
     binding = next(reversed(f.runner.program._bindings.values()))
     counts = [_exp2_count(s.kernel) for s in binding.schedule.steps if getattr(s, "kernel", None) is not None
               and s.kernel.name.startswith("rows")]
-    assert counts == [1], counts
+    # (float64's exp is two Exp2, exp(r) and 2**n, and long enough to be stored by a kernel of its own
+    # rather than recomputed in the two phases that read it: ``_exp_f64``, ``kernels.RECOMPUTE_LIMIT``)
+    assert counts == [1] if dtype == "float32" else sum(counts) == 2, counts

@@ -235,7 +235,9 @@ def _ndtri_exact(v):
 
 def test_tails_against_mpmath():
     """ndtr, log_ndtr, ndtri and erfcx keep their relative precision in the tails where the naive
-    formulas underflow or round to 0/1 (torch 2.13's ndtr(-10) is 0)."""
+    formulas underflow or round to 0/1 (torch 2.13's ndtr(-10) is 0). ndtr's relative error is bound by
+    its condition, ``x ndtr'(x) / ndtr(x)``, about ``x**2`` in the lower tail: a correctly rounded
+    ``exp`` of the rounded ``x**2 / 2`` is off by ``x**2`` half-ulps (``ndtr(-20)``: 400)."""
     cases = {
         lm.special.ndtr: ([-38.0, -20.0, -10.0, -1.0, 0.5, 8.0], lambda v: mp.ncdf(v)),
         lm.special.log_ndtr: ([-1e5, -40.0, -10.0, -1.0, 0.3, 8.0], lambda v: mp.log(mp.ncdf(v))),
@@ -245,7 +247,8 @@ def test_tails_against_mpmath():
     for fn, (pts, exact) in cases.items():
         pts = np.array(pts)
         want = np.array([float(exact(mp.mpf(float(v)))) for v in pts])
-        np.testing.assert_allclose(_run(fn, pts), want, rtol=2e-14, atol=0, err_msg=fn.__name__)
+        bound = 2e-14 * np.maximum(1.0, pts * pts / 4) if fn is lm.special.ndtr else 2e-14
+        assert np.all(np.abs(_run(fn, pts) - want) <= bound * np.abs(want)), fn.__name__
 
 
 BESSEL = {"i0": lambda v: mp.besseli(0, v), "i1": lambda v: mp.besseli(1, v),

@@ -884,6 +884,20 @@ def where(cond, a, b) -> GraphTensor:
 
 
 # unary math ---------------------------------------------------------------------------------
+def _wide(f: _F) -> _F:
+    """Compute a float composition in float64 and round once to the input's dtype (float32 and the
+    16-bit types; int and bool inputs give float32, as torch): the compositions below then keep
+    float64's accuracy (and range: ``exp(89)`` overflows float32 where ``sinh(89)`` does not)."""
+
+    @functools.wraps(f)
+    def run(x, *args, **kw):
+        x = _float(x, f.__name__)
+        out = f(cast(x, dt.float64), *args, **kw)
+        return cast(out, x.dtype)
+
+    return run  # type: ignore[return-value]  # functools.wraps keeps f's signature
+
+
 @tensor_op("exp2")
 def exp2(x) -> GraphTensor:
     """``2 ** x`` elementwise (torch.exp2). Int and bool inputs give float32.
@@ -907,18 +921,55 @@ def log2(x) -> GraphTensor:
 @tensor_op("exp")
 @_opmath
 def exp(x) -> GraphTensor:
-    """``e ** x`` elementwise (torch.exp), as ``exp2(x * log2(e))``. Int and bool inputs give float32.
+    """``e ** x`` elementwise (torch.exp), within an ulp as torch's. Int and bool inputs give float32.
+
+    Not ``exp2(x * log2(e))`` in ``x``'s dtype: the product's rounding, up to ``|x log2(e)| / 2`` ulps of
+    the exponent, moves the result by as much relative to it (64 ulps of float32 near x = 88, 7 below
+    |x| = 10; 439 ulps of float64 near x = 700). float32 (and the 16-bit types, ``_opmath``) takes the
+    product in float64 and rounds ``exp2``'s result once; float64 is reduced exactly (``_exp_f64``).
+    The gradient is the result itself (``Graph.custom_vjp``), as torch's.
 
     Args:
         x: the input tensor.
     """
-    return exp2(mul(_float(x, "exp"), LOG2E))
+    x = _float(x, "exp")
+    if x.dtype is dt.float64:
+        y = _exp_f64(x)
+    else:
+        y = cast(exp2(mul(cast(x, dt.float64), LOG2E)), x.dtype)
+    g = x.graph
+    out = g.tensor(g.add("Copy", (y,), "exp", y.dtype, y.shape))  # (a node of its own to carry the rule)
+    return g.custom_vjp(out, [x], lambda out, adjoint, x: [mul(adjoint, out)])
+
+
+_LN2_HI = float.fromhex("0x1.62e42f8p-1")  # ln 2 in 26 bits: n * _LN2_HI is exact for |n| < 2**27
+_LN2_LO = float.fromhex("0x1.be8e7bcd5e4f2p-27")  # ln 2 - _LN2_HI
+_ROUND = 6755399441055744.0  # 1.5 * 2**52: (y + _ROUND) - _ROUND is y rounded to an integer for |y| < 2**51
+
+
+def _exp_f64(x: GraphTensor) -> GraphTensor:
+    """float64 ``e ** x`` as ``2**n exp(r)``, ``n`` the integer nearest ``x log2(e)`` (``_ROUND``'s
+    addition and subtraction), ``r = x - n ln 2`` with ln 2 in two parts (Cody and Waite: ``x - n
+    _LN2_HI`` is exact), ``exp(r) = exp2(r log2(e))`` for ``|r| <= ln(2) / 2`` (the product's rounding:
+    at most a third of an ulp), times ``2**n`` as ``2**(n - 1) * 2`` or ``2**(n + 1) / 2`` (the factor
+    exact on ``exp(r)``; so ``2**n`` neither overflows below ``x = 709.79`` nor flushes to 0 above
+    -745.2), rounded once. Past 710 and -746 the result is inf and 0 (``n`` is no longer an exact
+    integer there); a NaN stays NaN. Each intermediate is a few operations, so that a kernel reading
+    the result twice (softmax's) recomputes them rather than storing them (``RECOMPUTE_LIMIT``)."""
+    n = sub(add(mul(x, LOG2E), _ROUND), _ROUND)
+    r = sub(sub(x, mul(n, _LN2_HI)), mul(n, _LN2_LO))
+    scale = add(mul(cast(gt(n, 0), dt.float64), 1.5), 0.5)  # 2 or 1/2
+    k = sub(1.0, mul(cast(lt(n, 0.5), dt.float64), 2.0))  # 1 or -1 (another node than ``scale``'s test)
+    out = mul(mul(exp2(mul(r, LOG2E)), scale), exp2(sub(n, k)))
+    return where(gt(x, 710.0), math.inf, where(lt(x, -746.0), 0.0, out))
 
 
 @tensor_op("log")
-@_opmath
+@_wide
 def log(x) -> GraphTensor:
-    """The natural logarithm, elementwise (torch.log), as ``log2(x) * ln(2)``. Int and bool inputs give float32.
+    """The natural logarithm, elementwise (torch.log), as ``log2(x) * ln(2)``, float32 and the 16-bit
+    types in float64, rounded once (within half an ulp; in float32 the product's rounding and
+    ``ln(2)``'s made it 1.2 ulps). Int and bool inputs give float32.
 
     Args:
         x: the input tensor.
@@ -1291,20 +1342,6 @@ def _cheb(t, coefs, lo: float, hi: float):
 LOG10_2 = 0.30102999566398120
 
 
-def _wide(f: _F) -> _F:
-    """Compute a float composition in float64 and round once to the input's dtype (float32 and the
-    16-bit types; int and bool inputs give float32, as torch): the compositions below then keep
-    float64's accuracy (and range: ``exp(89)`` overflows float32 where ``sinh(89)`` does not)."""
-
-    @functools.wraps(f)
-    def run(x, *args, **kw):
-        x = _float(x, f.__name__)
-        out = f(cast(x, dt.float64), *args, **kw)
-        return cast(out, x.dtype)
-
-    return run  # type: ignore[return-value]  # functools.wraps keeps f's signature
-
-
 def _poly(z, coeffs):
     """Horner's scheme: ``coeffs[0] + coeffs[1] z + coeffs[2] z**2 + ...``."""
     out = coeffs[-1]
@@ -1319,12 +1356,13 @@ def _neg_side(x):
 
 
 @tensor_op("log1p")
-@_opmath
+@_wide
 def log1p(x) -> GraphTensor:
     """``log(1 + x)``, accurate near 0: for ``|x| < 1/2``, ``log(u) - ((u - 1) - x) / u`` with
     ``u = 1 + x`` rounded (``u - 1`` is exact; the second term restores what rounding ``1 + x`` lost,
     so tiny ``x`` gives ``x``); elsewhere ``log(1 + x)``, where that rounding is relatively small. Each
-    branch only sees inputs where it is finite, so gradients stay ``1 / (1 + x)``."""
+    branch only sees inputs where it is finite, so gradients stay ``1 / (1 + x)``. float32 and the
+    16-bit types in float64, rounded once (float32 was 2 ulps off)."""
     x = _float(x, "log1p")
     small = lt(abs_(x), 0.5)
     xs = where(small, x, 0.0)
@@ -1354,9 +1392,10 @@ def expm1(x) -> GraphTensor:
 
 
 @tensor_op("log10")
-@_opmath
+@_wide
 def log10(x) -> GraphTensor:
-    """``log2(x) * log10(2)``."""
+    """``log2(x) * log10(2)``; float32 and the 16-bit types in float64, rounded once (in float32 it
+    was 1.8 ulps off)."""
     return mul(log2(_float(x, "log10")), LOG10_2)
 
 
