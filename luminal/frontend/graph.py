@@ -63,6 +63,18 @@ class Node:
         return f"%{self.id} = {self.op}({self.arg}) {shape_str(self.shape)} {self.dtype.name}"
 
 
+def ancestors(nodes) -> set[int]:
+    """The ids of ``nodes`` and of every node they read, iteratively (graphs are thousands of nodes
+    deep)."""
+    seen, stack = set(), list(nodes)
+    while stack:
+        n = stack.pop()
+        if n.id not in seen:
+            seen.add(n.id)
+            stack.extend(s for s, _ in n.srcs)
+    return seen
+
+
 class Graph:
     """A lazy computation: the nodes that tensors are read from, hash-consed (an op applied twice to
     the same inputs is one node), with the graph's named inputs, States, constants and updates.

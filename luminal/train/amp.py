@@ -40,6 +40,7 @@ from luminal.core.interrupts import interrupts_deferred
 from luminal.core.primitives import LEAVES
 from luminal.core.symbolic import is_static
 from luminal.frontend.eager import eager_only
+from luminal.frontend.graph import ancestors
 from luminal.frontend.ops import cast
 from luminal.frontend.ops.core import _device_name
 from luminal.frontend.state import scalar_state
@@ -104,9 +105,9 @@ def autocast(tensors, dtype):
             raise ValueError(f"autocast: the tensors must be of one graph; tensors[{i}] is of another graph than "
                              f"tensors[0]")
     written = {t.node.id for t in graph.updates.values()}
-    need = _ancestors([t.node for t in tensors])
+    need = ancestors([t.node for t in tensors])
     # the nodes the other tensors need compute in dtype; those only a State's new value needs stay as built
-    low = _ancestors([t.node for t in tensors if t.node.id not in written])
+    low = ancestors([t.node for t in tensors if t.node.id not in written])
     new = {}  # node id -> its rewritten node
     leaf_casts = {}  # float32 leaf id -> its Cast to dtype, in the leaf's own shape (read through the views)
     made = len(graph.nodes)  # (nodes from here on are the rewrite's)
@@ -150,17 +151,6 @@ def autocast(tensors, dtype):
                 graph.vjps[new[nid].id] = (rule, tuple((t.node, t.layout) for t in
                                                        (operand(s, v, in_dtype) for s, v in inputs)))
     return [graph.tensor(new[t.node.id], t.layout) for t in tensors]
-
-
-def _ancestors(nodes) -> set[int]:
-    """The ids of ``nodes`` and of every node they read, iteratively (graphs are deep)."""
-    seen, stack = set(), list(nodes)
-    while stack:
-        n = stack.pop()
-        if n.id not in seen:
-            seen.add(n.id)
-            stack.extend(s for s, _ in n.srcs)
-    return seen
 
 
 def _one_element(shape) -> bool:

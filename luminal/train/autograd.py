@@ -32,6 +32,7 @@ import math
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error, where
 from luminal.frontend.graph import USER_STOP
+from luminal.frontend.graph import ancestors as graph_ancestors
 from luminal.frontend.ops import cast, div, eq, full_like, gt
 from luminal.frontend.ops import where as select
 from luminal.frontend.ops.core import prim
@@ -180,7 +181,7 @@ def grad(loss: GraphTensor, wrt, grad_output: GraphTensor | None = None, allow_u
     graph = _check_loss(loss, grad_output)
     nodes = [_node_of(t, graph) for t in targets]
 
-    ancestors = _ancestors(loss.node)
+    ancestors = graph_ancestors([loss.node])
     # nodes that reach a wrt node along gradient-carrying edges, in topological (id) order
     wanted = {n.id for n in nodes if n is not None}
     carries: set[int] = set()
@@ -263,7 +264,7 @@ def reaches(loss: GraphTensor, wrt) -> list[bool]:
     """Whether ``loss`` depends on each of ``wrt`` (Parameters/States or whole tensors of its graph)
     along edges that carry a gradient: where ``grad`` would give more than zeros."""
     nodes = [_node_of(t, loss.graph) for t in wrt]
-    live = _reaching(loss.node, loss.graph, _ancestors(loss.node))
+    live = _reaching(loss.node, loss.graph, graph_ancestors([loss.node]))
     return [n is not None and n.id in live for n in nodes]
 
 
@@ -289,16 +290,6 @@ def has_grad(loss: GraphTensor, wrt) -> list[bool]:
                 if custom is not None:  # (a straight-through estimator: the rule's inputs have a gradient
                     stack.extend(s for s, _ in custom[1])  # though its own chain passes a comparison)
     return [n is not None and n.id in seen for n in nodes]
-
-
-def _ancestors(root) -> set[int]:
-    seen, stack = set(), [root]
-    while stack:
-        n = stack.pop()
-        if n.id not in seen:
-            seen.add(n.id)
-            stack.extend(s for s, _ in n.srcs)
-    return seen
 
 
 def _reaching(target, graph, ancestors) -> set[int]:
