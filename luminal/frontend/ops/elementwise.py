@@ -33,6 +33,9 @@ from luminal.frontend.ops.core import (
 from luminal.frontend.tensor import GraphTensor
 
 LOG2E, LN2 = 1.4426950408889634, 0.6931471805599453
+_LN2_HI = float.fromhex("0x1.62e42f8p-1")  # ln 2 in 26 bits: n * _LN2_HI is exact for |n| < 2**27
+_LN2_LO = float.fromhex("0x1.be8e7bcd5e4f2p-27")  # ln 2 - _LN2_HI
+_ROUND = 6755399441055744.0  # 1.5 * 2**52: (y + _ROUND) - _ROUND is y rounded to an integer for |y| < 2**51
 
 
 def _float(x: GraphTensor, op: str) -> GraphTensor:
@@ -463,7 +466,7 @@ def _pow(a, b) -> GraphTensor:
         # in float64, rounded once: exp2(b * log2(a)) in float32 carries log2(a)'s rounding times b
         # (35 ulps off at 20 ** 10; 5 ** 3.0 was 124.99998), within an ulp of torch in float64
         return cast(_float_pow(cast(a, dt.float64), cast(b, dt.float64)), dt.float32)
-    return _float_pow(a, b)
+    return _float_pow(a, b, exact_exponent=True)
 
 
 def _int_pow(a: GraphTensor, b: GraphTensor) -> GraphTensor:
@@ -487,7 +490,7 @@ def _int_pow(a: GraphTensor, b: GraphTensor) -> GraphTensor:
     return where(lt(b, 0), negative_power, out)
 
 
-def _float_pow(a, b) -> GraphTensor:
+def _float_pow(a, b, exact_exponent: bool = False) -> GraphTensor:
     """IEEE/C pow special cases, as torch: |a| == 1 never computes 0 * inf (so (-1) ** inf is 1);
     infinite exponents are even integers; -0 keeps its sign under odd exponents; only a finite
     negative base with a fractional exponent is NaN ((-inf) ** 0.5 is inf).
@@ -498,11 +501,17 @@ def _float_pow(a, b) -> GraphTensor:
     (gradient 0; torch's is +-inf for b < 1, b != 0, where a**b has a pole or a vertical tangent). The
     fractional-power NaN is a factor ``NaN``, so its gradients are NaN as torch's. Known difference: for
     a negative base torch's gradient by b is NaN (log of a negative number); here it is the
-    derivative of ``sign * |a|**b``."""
+    derivative of ``sign * |a|**b``.
+
+    ``exact_exponent`` (a float64 power): ``|a|**b`` by :func:`_pow_magnitude`, within about an ulp,
+    where ``exp2(b * log2|a|)`` is off by the rounding of ``b * log2|a|``, up to ``|b log2 a|`` ulps
+    (90 at ``x ** 2.5`` for x near 1e13); float32 computes in float64, where that is far below its ulp."""
     zero = eq(a, 0)  # +-0
-    lg = log2(abs_(where(zero, 1.0, a)))
+    pos = abs_(where(zero, 1.0, a))
+    lg = log2(pos)
     unit = eq(lg, 0)  # |a| == 1
-    mag = exp2(mul(where(logical_and(unit, isinf(b)), 0.0, b), lg))  # 1 ** inf = 1, not inf * 0
+    b_eff = where(logical_and(unit, isinf(b)), 0.0, b)  # 1 ** inf = 1, not inf * 0
+    mag = _pow_magnitude(pos, b_eff, lg) if exact_exponent else exp2(mul(b_eff, lg))
     b_int = eq(b, trunc(b))  # true for +-inf
     b_odd = eq(abs_(fmod(b, 2)), 1)  # false for +-inf and NaN
     a_neg = logical_or(lt(a, 0), lt(reciprocal(a), 0))  # includes -0
@@ -519,6 +528,38 @@ def _float_pow(a, b) -> GraphTensor:
     # x ** 0 = 1 for x = +-inf and NaN too, and 1 ** NaN = 1
     one = logical_or(logical_and(eq(b, 0), logical_not(isfinite(lg))), logical_and(eq(a, 1), isnan(b)))
     return where(one, 1.0, out)
+
+
+_SPLIT = 134217729.0  # 2**27 + 1: Veltkamp's split of a double into its high 26 bits and the rest
+
+
+def _pow_magnitude(p: GraphTensor, b: GraphTensor, lg: GraphTensor) -> GraphTensor:
+    """float64 ``p ** b`` for ``p > 0`` (``lg = log2(p)``) with the exponent ``b log2(p)`` carried in
+    more than a double: ``p = 2**e m``, ``e`` the integer nearest ``lg`` and ``m`` in about
+    [sqrt(1/2), sqrt(2)] (exact), ``b`` split in halves of 26 and 27 bits (Veltkamp: ``bh e`` is exact),
+    so ``b log2(p) = bh e + (bl e + b log2(m))`` with ``bh e`` cut into its nearest integer ``n`` and the
+    rest, and ``p ** b = 2**n 2**(rest)``, 2**n applied as in ``_exp_f64`` (rounded once). Errors: the
+    rounding of ``rest`` and of ``b log2(m)``, about ``(1 + |b|) / 2`` ulps at most (under an ulp for
+    the usual exponents, against ``|b log2(p)|`` for ``exp2(b * lg)``). Subnormal ``p``, non-finite
+    operands and ``|b| >= 2**60`` (where the result is 0, 1 or inf, or the split overflows) take
+    ``exp2(b * lg)``. The gradients are the function's, as torch's: ``b p**b / p`` and
+    ``p**b ln(p)`` (``Graph.custom_vjp``)."""
+    e = sub(add(lg, _ROUND), _ROUND)
+    m = mul(p, exp2(neg(e)))
+    c = mul(b, _SPLIT)
+    bh = sub(c, sub(c, b))
+    high = mul(bh, e)
+    n = sub(add(high, _ROUND), _ROUND)
+    rest = add(sub(high, n), add(mul(sub(b, bh), e), mul(b, log2(m))))
+    scale = add(mul(cast(gt(n, 0), dt.float64), 1.5), 0.5)  # 2 or 1/2 (as in _exp_f64)
+    k = sub(1.0, mul(cast(lt(n, 0.5), dt.float64), 2.0))
+    fine = mul(mul(exp2(rest), scale), exp2(sub(n, k)))
+    usable = logical_and(logical_and(ge(p, 2.0 ** -1022), lt(p, math.inf)), lt(abs_(b), 2.0 ** 60))
+    y = where(usable, fine, exp2(mul(b, lg)))
+    g = p.graph
+    out = g.tensor(g.add("Copy", (y,), "pow", y.dtype, y.shape))  # (a node of its own to carry the rule)
+    return g.custom_vjp(out, [p, b], lambda out, adjoint, p, b: [div(mul(mul(adjoint, b), out), p),
+                                                               mul(mul(adjoint, out), mul(log2(p), LN2))])
 
 
 def maximum(a, b) -> GraphTensor:
@@ -942,9 +983,6 @@ def exp(x) -> GraphTensor:
     return g.custom_vjp(out, [x], lambda out, adjoint, x: [mul(adjoint, out)])
 
 
-_LN2_HI = float.fromhex("0x1.62e42f8p-1")  # ln 2 in 26 bits: n * _LN2_HI is exact for |n| < 2**27
-_LN2_LO = float.fromhex("0x1.be8e7bcd5e4f2p-27")  # ln 2 - _LN2_HI
-_ROUND = 6755399441055744.0  # 1.5 * 2**52: (y + _ROUND) - _ROUND is y rounded to an integer for |y| < 2**51
 
 
 def _exp_f64(x: GraphTensor) -> GraphTensor:
