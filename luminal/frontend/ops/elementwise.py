@@ -538,7 +538,7 @@ def _pow_magnitude(p: GraphTensor, b: GraphTensor, lg: GraphTensor) -> GraphTens
     more than a double: ``p = 2**e m``, ``e`` the integer nearest ``lg`` and ``m`` in about
     [sqrt(1/2), sqrt(2)] (exact), ``b`` split in halves of 26 and 27 bits (Veltkamp: ``bh e`` is exact),
     so ``b log2(p) = bh e + (bl e + b log2(m))`` with ``bh e`` cut into its nearest integer ``n`` and the
-    rest, and ``p ** b = 2**n 2**(rest)``, 2**n applied as in ``_exp_f64`` (rounded once). Errors: the
+    rest, and ``p ** b = 2**n 2**(rest)`` (``_times_pow2``, rounded once). Errors: the
     rounding of ``rest`` and of ``b log2(m)``, about ``(1 + |b|) / 2`` ulps at most (under an ulp for
     the usual exponents, against ``|b log2(p)|`` for ``exp2(b * lg)``). Subnormal ``p``, non-finite
     operands and ``|b| >= 2**60`` (where the result is 0, 1 or inf, or the split overflows) take
@@ -551,9 +551,7 @@ def _pow_magnitude(p: GraphTensor, b: GraphTensor, lg: GraphTensor) -> GraphTens
     high = mul(bh, e)
     n = sub(add(high, _ROUND), _ROUND)
     rest = add(sub(high, n), add(mul(sub(b, bh), e), mul(b, log2(m))))
-    scale = add(mul(cast(gt(n, 0), dt.float64), 1.5), 0.5)  # 2 or 1/2 (as in _exp_f64)
-    k = sub(1.0, mul(cast(lt(n, 0.5), dt.float64), 2.0))
-    fine = mul(mul(exp2(rest), scale), exp2(sub(n, k)))
+    fine = _times_pow2(exp2(rest), n)
     usable = logical_and(logical_and(ge(p, 2.0 ** -1022), lt(p, math.inf)), lt(abs_(b), 2.0 ** 60))
     y = where(usable, fine, exp2(mul(b, lg)))
     g = p.graph
@@ -989,17 +987,25 @@ def _exp_f64(x: GraphTensor) -> GraphTensor:
     """float64 ``e ** x`` as ``2**n exp(r)``, ``n`` the integer nearest ``x log2(e)`` (``_ROUND``'s
     addition and subtraction), ``r = x - n ln 2`` with ln 2 in two parts (Cody and Waite: ``x - n
     _LN2_HI`` is exact), ``exp(r) = exp2(r log2(e))`` for ``|r| <= ln(2) / 2`` (the product's rounding:
-    at most a third of an ulp), times ``2**n`` as ``2**(n - 1) * 2`` or ``2**(n + 1) / 2`` (the factor
-    exact on ``exp(r)``; so ``2**n`` neither overflows below ``x = 709.79`` nor flushes to 0 above
-    -745.2), rounded once. Past 710 and -746 the result is inf and 0 (``n`` is no longer an exact
+    at most a third of an ulp), times ``2**n`` (``_times_pow2``: no overflow below ``x = 709.79``, no
+    flush to 0 above -745.2), rounded once. Past 710 and -746 the result is inf and 0 (``n`` is no longer an exact
     integer there); a NaN stays NaN. Each intermediate is a few operations, so that a kernel reading
     the result twice (softmax's) recomputes them rather than storing them (``RECOMPUTE_LIMIT``)."""
     n = sub(add(mul(x, LOG2E), _ROUND), _ROUND)
     r = sub(sub(x, mul(n, _LN2_HI)), mul(n, _LN2_LO))
-    scale = add(mul(cast(gt(n, 0), dt.float64), 1.5), 0.5)  # 2 or 1/2
-    k = sub(1.0, mul(cast(lt(n, 0.5), dt.float64), 2.0))  # 1 or -1 (another node than ``scale``'s test)
-    out = mul(mul(exp2(mul(r, LOG2E)), scale), exp2(sub(n, k)))
+    out = _times_pow2(exp2(mul(r, LOG2E)), n)
     return where(gt(x, 710.0), math.inf, where(lt(x, -746.0), 0.0, out))
+
+
+def _times_pow2(p: GraphTensor, n: GraphTensor) -> GraphTensor:
+    """float64 ``p * 2**n`` for ``p`` in about [1/2, 2] and an integer ``n``, rounded once: as
+    ``(p * 2) * 2**(n - 1)`` for ``n > 0`` and ``(p / 2) * 2**(n + 1)`` below (the first factor exact),
+    so that ``2**n`` itself neither overflows at ``n = 1024`` nor flushes to 0 at ``n = -1075``. The two
+    tests are two nodes (``n > 0``, ``n < 0.5``), each read once: a shared one would be stored by its
+    kernel rather than recomputed (``kernels.RECOMPUTE_LIMIT``)."""
+    scale = add(mul(cast(gt(n, 0), dt.float64), 1.5), 0.5)  # 2 or 1/2
+    k = sub(1.0, mul(cast(lt(n, 0.5), dt.float64), 2.0))  # 1 or -1
+    return mul(mul(p, scale), exp2(sub(n, k)))
 
 
 @tensor_op("log")
