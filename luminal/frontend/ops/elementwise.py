@@ -539,7 +539,7 @@ def _pow_magnitude(p: GraphTensor, b: GraphTensor, lg: GraphTensor) -> GraphTens
     [sqrt(1/2), sqrt(2)] (exact), ``b`` split in halves of 26 and 27 bits (Veltkamp: ``bh e`` is exact),
     so ``b log2(p) = bh e + (bl e + b log2(m))`` with ``bh e`` cut into its nearest integer ``n`` and the
     rest, and ``p ** b = 2**n 2**(rest)`` (``_times_pow2``, rounded once). Errors: the
-    rounding of ``rest`` and of ``b log2(m)``, about ``(1 + |b|) / 2`` ulps at most (under an ulp for
+    rounding of ``rest`` and of ``b log2(m)``, at most about ``1 + |b| / 2`` ulps (under an ulp for
     the usual exponents, against ``|b log2(p)|`` for ``exp2(b * lg)``). Subnormal ``p``, non-finite
     operands and ``|b| >= 2**60`` (where the result is 0, 1 or inf, or the split overflows) take
     ``exp2(b * lg)``. The gradients are the function's, as torch's: ``b p**b / p`` and
