@@ -51,7 +51,7 @@ def test_randn_like_is_standard_normal(dtype):
     z = lm.randn_like(x)
     assert (z.dtype, z.shape) == (dtype, (N,))
     v = np.asarray(_run([z], x=np.zeros(N, dtype.np))[0], np.float64)
-    assert np.isfinite(v).all() and np.abs(v).max() <= math.sqrt(-2 * math.log(2.0**-24)) + 0.05
+    assert np.isfinite(v).all() and np.abs(v).max() <= math.sqrt(-2 * math.log(2.0**-48)) + 0.01
     # standard errors: mean 1/sqrt(N) = 0.0022, variance sqrt(2/N) = 0.0032; KS at p=1e-9: 0.0072
     assert abs(v.mean()) < 0.015 and abs(v.var() - 1) < 0.025
     assert _ks_normal(v) < 0.01
@@ -69,18 +69,21 @@ def test_randn_like_dtypes_as_torch():
         torch.randn_like(torch.zeros(3, dtype=torch.int32))
 
 
-@pytest.mark.parametrize("u1, u2, want", [
-    (0.0, 0.25, 0.0),  # log(1 - 0) = 0
-    (U_MAX, 0.0, math.sqrt(-2 * math.log(2.0**-24))),  # 1 - u1 = 2**-24: finite, the largest radius
-    (U_MAX, 0.5, -math.sqrt(-2 * math.log(2.0**-24))),
-    (0.5, 0.125, math.sqrt(-2 * math.log(0.5)) * math.cos(math.pi / 4)),
+@pytest.mark.parametrize("hi, lo, u2, want", [
+    (0.0, 0.0, 0.25, 0.0),  # log(1 - 0) = 0
+    (U_MAX, U_MAX, 0.0, math.sqrt(-2 * math.log(2.0**-48))),  # 1 - u1 = 2**-48: finite, the largest radius
+    (U_MAX, U_MAX, 0.5, -math.sqrt(-2 * math.log(2.0**-48))),
+    (U_MAX, 0.0, 0.0, math.sqrt(-2 * math.log(2.0**-24))),  # the largest radius of a 24-bit uniform
+    (0.5, 0.0, 0.125, math.sqrt(-2 * math.log(0.5)) * math.cos(math.pi / 4)),
 ])
-def test_randn_box_muller_at_the_extreme_uniforms(u1, u2, want):
-    g = lm.Graph()
-    x = g.input("x", (2,))
-    _fixed_uniforms(g, u1, u2)
-    v = _run([lm.randn_like(x)], x=np.zeros(2, np.float32))[0]
-    np.testing.assert_allclose(v, [want, want], rtol=1e-5, atol=1e-6)
+def test_randn_box_muller_at_the_extreme_uniforms(hi, lo, u2, want):
+    """The radius's uniform is 48 bits (``hi + lo * 2**-24``), so the values reach 8.16 sigma."""
+    for dtype in (lm.float32, lm.float64):
+        g = lm.Graph()
+        x = g.input("x", (2,), dtype=dtype)
+        _fixed_uniforms(g, hi, lo, u2)
+        v = _run([lm.randn_like(x)], x=np.zeros(2, dtype.np))[0]
+        np.testing.assert_allclose(v, [want, want], rtol=1e-5, atol=1e-6)
 
 
 def test_fresh_draws_and_reproducible_after_manual_seed():

@@ -4,7 +4,8 @@ program from the graph's generator, which ``lm.manual_seed`` seeds when the grap
 differ from torch's).
 
 A uniform is ``k / 2**24`` for an integer ``0 <= k < 2**24``: strictly below 1, and possibly 0. So the
-normal's Box-Muller takes the log of ``1 - u`` (never 0), and the integers take 48 bits from two uniforms.
+normal's Box-Muller takes the log of ``1 - u`` (never 0), and the normal's radius and the integers take
+48 bits from two uniforms (``_uniform48``).
 No gradient flows through the noise; ``bernoulli`` and ``normal`` give none to their probabilities, means
 and standard deviations either (torch's gradients there are zeros, not the reparameterised ones: write
 ``mean + std * lm.randn_like(std)`` for those).
@@ -55,21 +56,31 @@ def _work(d: dt.DType) -> dt.DType:
     return dt.float64 if d == dt.float64 else dt.float32
 
 
+def _uniform48(g: Graph, shape) -> GraphTensor:
+    """A float64 uniform ``k / 2**48`` (an integer ``0 <= k < 2**48``) from two ``Graph.rand`` draws,
+    ``u1 + u2 * 2**-24``: every value exact, at most ``1 - 2**-48``."""
+    return add(cast(g.rand(shape), dt.float64), mul(cast(g.rand(shape), dt.float64), 2.0**-24))
+
+
 def _standard_normal(g: Graph, shape, d: dt.DType) -> GraphTensor:
-    """Standard normal noise of ``shape`` and dtype ``d`` by Box-Muller over two fresh uniforms:
-    ``sqrt(-2 log(1 - u1)) cos(2 pi u2)``. ``1 - u1`` is in ``[2**-24, 1]``, so the log is finite and
-    the values lie within about +-5.77 (24-bit uniforms: the tails beyond that are never drawn)."""
+    """Standard normal noise of ``shape`` and dtype ``d`` by Box-Muller, ``sqrt(-2 log(1 - u1))
+    cos(2 pi u2)``, with a 48-bit ``u1`` (``_uniform48``) for the radius: ``1 - u1`` is exact in float64
+    and in ``[2**-48, 1]``, so the log is finite and the radius reaches ``sqrt(96 ln 2) = 8.16`` (a 24-bit
+    uniform stopped it at 5.77, cutting the tail beyond 5.77 sigma, 6e-8 of the draws, for float32 as
+    for float64). ``1 - u1`` is rounded once to the work dtype, so float32 takes its log in float32."""
     w = _work(d)
-    u1, u2 = cast(g.rand(shape), w), cast(g.rand(shape), w)
-    radius = sqrt(mul(log(sub(1, u1)), -2))
+    one_minus_u1 = cast(sub(1.0, _uniform48(g, shape)), w)
+    u2 = cast(g.rand(shape), w)
+    radius = sqrt(mul(log(one_minus_u1), -2))
     return cast(mul(radius, cos(mul(u2, 2 * math.pi))), d)
 
 
 @tensor_op("randn_like")
 def randn_like(x: GraphTensor, dtype=None) -> GraphTensor:
     """torch.randn_like: standard normal noise (mean 0, variance 1) of ``x``'s shape, in ``x``'s graph,
-    drawn afresh on every call of a compiled program (Box-Muller over two ``Graph.rand`` uniforms; the
-    24-bit uniforms bound the values to about +-5.77). No gradient flows to ``x``.
+    drawn afresh on every call of a compiled program (Box-Muller over ``Graph.rand`` uniforms, 48 bits
+    for the radius: the values reach about +-8.16, the tail beyond falling below ``2**-48``). No gradient
+    flows to ``x``.
 
     Args:
         x: the tensor whose shape, graph and (by default) dtype are used (its values are not read).
@@ -130,8 +141,7 @@ def randint_like(x: GraphTensor, low=0, high=None, *, dtype=None) -> GraphTensor
     if not lo <= low <= high - 1 <= hi:
         raise op_error(ValueError, "randint_like", f"the range [{low}, {high}) does not fit in {d.name}, whose "
                        f"integers are exact from {lo} to {hi}", x)
-    g = x.graph
-    u = add(cast(g.rand(x.shape), dt.float64), mul(cast(g.rand(x.shape), dt.float64), 2.0**-24))
+    u = _uniform48(x.graph, x.shape)
     return cast(add(floor(mul(u, float(high - low))), float(low)), d)
 
 
