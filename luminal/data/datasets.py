@@ -23,6 +23,9 @@ from luminal.data.seeding import checked_generator
 def _as_arrays(arrays, who: str) -> tuple[np.ndarray, ...]:
     """A single array or a sequence of arrays -> a tuple of arrays sharing their first dim."""
     if isinstance(arrays, Dataset):
+        if "arrays" not in vars(arrays):  # (a Subset, a ConcatDataset, a subclass holding its own data)
+            raise TypeError(f"{who}: a {type(arrays).__name__} holds no arrays to slice; read its samples with "
+                            f"DataLoader(dataset, batch_size) instead")
         return arrays.arrays
     if isinstance(arrays, np.ndarray):
         arrays = (arrays,)

@@ -9,8 +9,8 @@ iterable dataset (``__iter__``, no ``__getitem__``), batching its samples in the
 Samples are read in the calling process: ``num_workers`` and the other worker arguments start nothing
 (``DataLoader``'s docstring).
 
-The shuffle order comes only from the ``seed`` given (an int, a sequence of ints, or a numpy
-``Generator``), so a seeded run sees the same batches on every machine. A :class:`DataLoader` with an
+The shuffle order comes only from the ``seed`` given (an int or a numpy ``Generator``; :func:`batches`
+also takes a sequence of ints), so a seeded run sees the same batches on every machine. A :class:`DataLoader` with an
 int seed draws epoch ``e``'s order from ``np.random.default_rng([seed, e])``: each epoch is shuffled
 differently, and a run resumed at epoch ``e`` (``set_epoch``) sees exactly the batches it would have.
 
@@ -24,15 +24,16 @@ A ``Generator`` seed is used as it is: give every rank one seeded alike.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import numbers
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 
 import numpy as np
 
 from luminal.data.datasets import Dataset, _as_arrays, _is_iterable_style
 from luminal.data.samplers import BatchSampler, SequentialSampler
-from luminal.data.seeding import _generator
+from luminal.data.seeding import _generator, checked_generator
 
 
 def _check_batch_size(batch_size, who: str) -> int:
@@ -77,17 +78,34 @@ def batches(arrays, batch_size: int, shuffle: bool = False, drop_last: bool = Fa
     """
     arrays = _as_arrays(arrays, "batches")
     batch_size = _check_batch_size(batch_size, "batches")
-    order = _generator(seed).permutation(len(arrays[0])) if shuffle else None
+    order = checked_generator(seed, "batches").permutation(len(arrays[0])) if shuffle else None
     return _epoch(arrays, batch_size, order, bool(drop_last))
+
+
+def _same_mapping(like: Mapping, values: dict) -> Mapping:
+    """``values`` in a mapping of ``like``'s kind, as torch's collate and convert build it: a mutable mapping
+    copied and updated (a defaultdict keeps its default, a subclass its attributes), another rebuilt from
+    the dict, else the dict itself."""
+    if isinstance(like, MutableMapping):
+        out = copy.copy(like)
+        out.update(values)
+        return out
+    try:
+        return type(like)(values)
+    except TypeError:  # (a mapping type that cannot be built from a dict)
+        return values
 
 
 def default_collate(batch: Sequence):
     """Join a batch's samples as torch's ``default_collate`` does, with numpy arrays for its tensors.
 
     By the first sample's type: arrays (or array-likes with ``__array__``) are stacked on a new first
-    dim (equal shapes needed); numpy scalars become an array of their dtype, Python floats a float64
-    array, Python ints an int64 one (bools a bool one); strings and bytes stay a list; a mapping
-    gives a mapping of the collated values per key; a namedtuple, tuple or list gives one of the same
+    dim (equal shapes needed); numpy scalars become an array of their dtype (promoted over the batch, as
+    ``torch.as_tensor``: int32 with int64 gives int64, an int with a float a float), Python ints an int64
+    array and Python floats a float64 one (ints with a float among them too; torch: its default float32),
+    bools a bool one; strings and bytes stay a list; a mapping gives a mapping of the
+    collated values per key (of its kind: a mutable one copied and updated, as torch's, so a defaultdict
+    keeps its default); a namedtuple, tuple or list gives one of the same
     kind with each position collated (torch returns a list for a plain tuple: a tuple here, as
     :class:`DataLoader` yields for arrays; either unpacks alike). Anything else is refused, as torch's.
 
@@ -107,13 +125,13 @@ def default_collate(batch: Sequence):
     elem = batch[0]
     if isinstance(elem, (str, bytes)):
         return list(batch)
-    if isinstance(elem, np.generic):
-        return np.array(batch, dtype=elem.dtype)
-    if isinstance(elem, bool):
+    if isinstance(elem, np.generic):  # (numpy's promotion over the batch, as torch.as_tensor: no value cast away)
         return np.array(batch)
-    if isinstance(elem, numbers.Integral):
+    if isinstance(elem, bool) and all(isinstance(s, (bool, np.bool_)) for s in batch):
+        return np.array(batch, dtype=bool)
+    if isinstance(elem, numbers.Integral) and all(isinstance(s, (numbers.Integral, np.bool_)) for s in batch):
         return np.array(batch, dtype=np.int64)
-    if isinstance(elem, numbers.Real):
+    if isinstance(elem, numbers.Real):  # (floats, or ints with a float among them: torch.tensor's float)
         return np.array(batch, dtype=np.float64)
     if isinstance(elem, np.ndarray) or hasattr(elem, "__array__"):
         arrays = [np.asarray(a) for a in batch]
@@ -126,11 +144,7 @@ def default_collate(batch: Sequence):
                              f"needs one shape (pad them, or pass a collate_fn)")
         return np.stack(arrays)
     if isinstance(elem, Mapping):
-        out = {key: default_collate([sample[key] for sample in batch]) for key in elem}
-        try:
-            return type(elem)(out)
-        except TypeError:  # (a mapping type that cannot be built from a dict)
-            return out
+        return _same_mapping(elem, {key: default_collate([sample[key] for sample in batch]) for key in elem})
     if isinstance(elem, Sequence):
         lengths = {len(sample) for sample in batch}
         if len(lengths) > 1:
@@ -156,11 +170,7 @@ def default_convert(data):
     if isinstance(data, np.generic) and not isinstance(data, (np.str_, np.bytes_)):
         return np.asarray(data)
     if isinstance(data, Mapping):
-        out = {key: default_convert(value) for key, value in data.items()}
-        try:
-            return type(data)(out)
-        except TypeError:  # (a mapping type that cannot be built from a dict)
-            return out
+        return _same_mapping(data, {key: default_convert(value) for key, value in data.items()})
     if isinstance(data, tuple):
         items = [default_convert(d) for d in data]
         return type(data)(*items) if hasattr(data, "_fields") else tuple(items)

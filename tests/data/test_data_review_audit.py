@@ -1,0 +1,71 @@
+"""A second review of luminal.data against torch 2.13's ``torch.utils.data``: default_collate keeping every
+value of a batch that mixes number types (torch promotes; a cast to the first sample's dtype truncated
+2.5 to 2), mappings that cannot be rebuilt from a dict (a defaultdict keeps its kind and default, as
+torch's copy-and-update), and ``batches`` refusing a dataset with no arrays to slice by name."""
+
+import collections
+
+import numpy as np
+import pytest
+import torch
+import torch.utils.data as tud
+
+import luminal.data as data
+
+
+@pytest.mark.parametrize("batch,dtype", [
+    ([1, 2.5], np.float64),  # (torch: float32, its default dtype)
+    ([0, 1, 0.5], np.float64),
+    ([True, 2], np.int64),
+    ([True, 2.5], np.float64),
+    ([np.int64(1), np.float64(2.5)], np.float64),
+    ([np.int32(1), np.int64(2**40)], np.int64),
+    ([np.float32(1.5), np.float64(1e-50)], np.float64),
+    ([np.float32(1.5), np.float32(2.5)], np.float32),
+    ([np.int16(3), np.int16(-4)], np.int16),
+])
+def test_default_collate_keeps_every_value_of_mixed_numbers(batch, dtype):
+    got = data.default_collate(batch)
+    assert got.dtype == dtype
+    want = tud.default_collate(batch)
+    np.testing.assert_array_equal(got, want.numpy().astype(dtype))
+    np.testing.assert_array_equal(got, np.array([float(v) for v in batch]).astype(dtype))
+
+
+def test_default_collate_mixed_numbers_inside_samples():
+    batch = [{"y": 0, "p": (1, np.float32(0.25))}, {"y": 0.5, "p": (2, np.float64(1e-40))}]
+    got = data.default_collate(batch)
+    np.testing.assert_array_equal(got["y"], [0.0, 0.5])
+    assert got["p"][1].dtype == np.float64 and got["p"][1][1] == 1e-40
+
+
+def test_a_defaultdict_keeps_its_kind_and_default():
+    batch = [collections.defaultdict(list, a=1, b=np.zeros(2)), collections.defaultdict(list, a=2, b=np.ones(2))]
+    want = tud.default_collate(batch)
+    for got in (data.default_collate(batch), data.default_convert(batch[0])):
+        assert type(got) is type(want) and got.default_factory is list
+        assert list(got) == ["a", "b"] and got["missing"] == []
+    np.testing.assert_array_equal(data.default_collate(batch)["a"], [1, 2])
+    assert isinstance(data.default_convert({"a": np.float32(1)})["a"], np.ndarray)
+
+
+def test_the_collated_mapping_is_a_copy():
+    sample = collections.OrderedDict(a=1)
+    got = data.default_collate([sample])
+    assert type(got) is collections.OrderedDict and got is not sample and sample["a"] == 1
+
+
+def test_batches_refuses_a_dataset_without_arrays():
+    d = data.Dataset(np.arange(6))
+    for bad in (data.Subset(d, [0, 1]), data.ConcatDataset([d, d])):
+        with pytest.raises(TypeError, match=f"batches: a {type(bad).__name__} holds no arrays to slice"):
+            data.batches(bad, 2)
+    assert [b[0].tolist() for b in data.batches(d, 4)] == [[0, 1, 2, 3], [4, 5]]
+
+
+@pytest.mark.parametrize("seed,error", [(-1, TypeError), (1.5, TypeError), (torch.Generator(), TypeError)])
+def test_batches_names_itself_for_a_bad_seed(seed, error):
+    with pytest.raises(error, match="batches: generator must be"):
+        list(data.batches(np.arange(4), 2, shuffle=True, seed=seed))
+    assert [b[0].tolist() for b in data.batches(np.arange(4), 2, shuffle=True, seed=[0, 1])] == \
+        [b[0].tolist() for b in data.batches(np.arange(4), 2, shuffle=True, seed=np.random.default_rng([0, 1]))]
