@@ -779,7 +779,7 @@ class GraphTensor:
         inner: Callable[..., GraphTensor]; ger: Callable[..., GraphTensor]; addmv: Callable[..., GraphTensor]
         addr: Callable[..., GraphTensor]; addbmm: Callable[..., GraphTensor]
         swapdims: Callable[..., GraphTensor]; renorm: Callable[..., GraphTensor]
-        bernoulli: Callable[..., GraphTensor]
+        bernoulli: Callable[..., GraphTensor]; multinomial: Callable[..., GraphTensor]
         # the in-place methods frontend/ops/inplace.py installs (``x.add_(y)`` rebinds ``x`` and returns it)
         add_: _InPlace; sub_: _InPlace; subtract_: _InPlace; mul_: _InPlace; multiply_: _InPlace; div_: _InPlace
         divide_: _InPlace; true_divide_: _InPlace; pow_: _InPlace; fmod_: _InPlace; remainder_: _InPlace

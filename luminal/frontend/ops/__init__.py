@@ -226,7 +226,7 @@ from luminal.frontend.ops.pointwise import (
     rad2deg,
     sinc,
 )
-from luminal.frontend.ops.random import bernoulli, normal, randint_like, randn_like
+from luminal.frontend.ops.random import bernoulli, multinomial, normal, randint_like, randn_like
 from luminal.frontend.ops.reduce import (
     all_ as all,
 )
@@ -467,7 +467,7 @@ def _install():
         "mm": mm, "mv": mv, "vdot": vdot, "inner": inner, "ger": ger, "addmv": addmv, "addr": addr,
         "addbmm": addbmm,
         # random sampling (random.py)
-        "bernoulli": bernoulli,
+        "bernoulli": bernoulli, "multinomial": multinomial,
     }
     for name, fn in methods.items():  # (a Parameter or Buffer argument joins the tensor's graph: join.py)
         setattr(GraphTensor, name, joins(fn, op_name(name)))
@@ -517,7 +517,7 @@ __all__ = [
     "logical_or", "logical_xor", "logit", "logspace", "logsumexp", "lt", "masked_fill", "masked_scatter",
     "matmul", "matrix_norm", "max", "maximum",
     "mean", "median", "meshgrid", "min", "minimum", "mish", "mm", "mode", "moveaxis", "movedim", "msort", "mul",
-    "multiply", "mv",
+    "multinomial", "multiply", "mv",
     "nan_to_num", "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "negative", "nextafter",
     "norm", "normal", "one_hot",
     "ones", "ones_like", "outer", "pdist", "permute", "polygamma", "pow", "prod", "put",

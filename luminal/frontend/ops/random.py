@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
+
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error, renamed
 from luminal.frontend.checks import check_tensors, got, tensor_op
@@ -24,19 +26,23 @@ from luminal.frontend.ops.core import broadcast_shapes, cast
 from luminal.frontend.ops.elementwise import (
     add,
     cos,
+    div,
     floor,
     ge,
+    gt,
     le,
     log,
     logical_and,
     logical_not,
     lt,
     mul,
+    neg,
     sqrt,
     sub,
 )
-from luminal.frontend.ops.reduce import any_
+from luminal.frontend.ops.reduce import any_, cumsum, topk
 from luminal.frontend.ops.reduce import sum as sum_
+from luminal.frontend.ops.search import searchsorted
 from luminal.frontend.ops.value_checks import known_values
 from luminal.frontend.tensor import GraphTensor
 
@@ -235,3 +241,92 @@ def normal(mean, std=1.0) -> GraphTensor:
         if isinstance(std, GraphTensor):
             _check_range("normal", std, 0, math.inf, "every std >= 0", out)
         return out
+
+
+def _no_generator(op: str, generator) -> None:
+    """torch's ``generator=``: only None. A graph draws from its own generator (``Graph.rng``, seeded
+    from ``lm.manual_seed``'s when the graph is made), at every run; a torch.Generator cannot reach it."""
+    if generator is not None:
+        raise op_error(NotImplementedError, op, f"generator= is not supported (got {got(generator)}): a graph draws "
+                       "from its own generator, seeded by lm.manual_seed before the graph is made")
+
+
+def _refuse(op: str, t: GraphTensor, known_bad, bad: GraphTensor, message: str, of: GraphTensor) -> None:
+    """torch's RuntimeError ``message`` (``{value}`` in it: how many entries are bad) if any entry of
+    the bool ``bad`` is True: now when ``t``'s values are known (``known_bad``: the same test in numpy,
+    of the float64 values), else before a program computing ``of`` runs (a ``Graph.guard``)."""
+    known = known_values(t)
+    if known is not None:
+        with np.errstate(invalid="ignore"):
+            count = int(np.sum(known_bad(np.asarray(known, np.float64))))
+        if count:
+            raise op_error(RuntimeError, op, message.format(value=count), t)
+        return
+    t.graph.guard(any_(bad), sum_(cast(bad, dt.int32)), RuntimeError, str(op_error(RuntimeError, op, message, t)),
+                  of=of)
+
+
+@tensor_op("multinomial")
+def multinomial(input: GraphTensor, num_samples: int, replacement: bool = False, *,  # noqa: A002 - torch's name
+                generator=None) -> GraphTensor:
+    """torch.multinomial / ``Tensor.multinomial``: ``num_samples`` category indices drawn per row of
+    (unnormalised, non-negative) weights, afresh on every call of a compiled program. A 1-d ``input``
+    of ``n`` weights gives ``(num_samples,)``, a 2-d one ``(rows, num_samples)``; int32 (luminal's
+    integer type, where torch's is int64). No gradient flows to ``input`` (torch's has none).
+
+    With ``replacement``, each draw is the inverse CDF of a 48-bit uniform ``u``: the number of
+    running sums (in float64) at or below ``u * total``, so a zero weight is never drawn and the
+    last category is the most there is. Without, the categories race: weight ``p`` finishes at
+    ``E / p`` for an exponential ``E`` (zero weights never), and the first ``num_samples`` to finish
+    are drawn in order, so the first is distributed as the weights and each next as the weights of
+    those left (torch's order). There ``num_samples`` may not exceed the categories, nor the non-zero
+    weights of any row (torch's CPU kernel then returns zero-weight categories; this refuses).
+
+    Negative, infinite or NaN weights, rows summing to 0, and (without replacement) rows with too
+    few non-zero weights are torch's RuntimeErrors: raised now when ``input`` is a constant, else
+    before a program computing the result runs (a ``Graph.guard``).
+
+    Args:
+        input: the weights, a 1-d or 2-d float tensor (its last dim the categories, at most 2**24).
+        num_samples: how many indices per row, an int >= 1.
+        replacement: draw with replacement (default False: distinct indices per row).
+        generator: only None (a graph draws from its own generator: ``lm.manual_seed``).
+    """
+    _no_generator("multinomial", generator)
+    if not input.dtype.is_float:
+        raise op_error(TypeError, "multinomial", f"needs float weights (as torch's), got {input.dtype.name}", input)
+    if input.ndim not in (1, 2):
+        raise op_error(ValueError, "multinomial", f"prob_dist must be 1 or 2 dim (as torch's), got {input.ndim}-d",
+                       input)
+    if isinstance(num_samples, bool) or not isinstance(num_samples, numbers.Integral):
+        raise op_error(TypeError, "multinomial", f"num_samples must be an int, got {got(num_samples)}", input)
+    num_samples, n = int(num_samples), input.shape[-1]
+    if num_samples <= 0:
+        raise op_error(ValueError, "multinomial", f"cannot sample num_samples={num_samples} <= 0 samples (as torch's)",
+                       input)
+    if isinstance(n, int) and n > 2**24:
+        raise op_error(ValueError, "multinomial", f"number of categories cannot exceed 2**24, got {n} (as torch's)",
+                       input)
+    if isinstance(n, int) and not replacement and num_samples > n:
+        raise op_error(ValueError, "multinomial", f"cannot sample num_samples={num_samples} > {n} categories without "
+                       "replacement (as torch's)", input)
+    g, p = input.graph, cast(input.detach(), dt.float64)
+    shape = (*input.shape[:-1], num_samples)
+    if replacement:
+        cdf = cumsum(p, -1)
+        target = mul(_uniform48(g, shape), cdf[..., -1:])
+        out = searchsorted(cdf[..., :-1], target, right=True)
+    else:
+        exponential = neg(log(add(_uniform48(g, shape[:-1] + (n,)), 2.0**-49)))  # (> 0: u + 2**-49 < 1)
+        out = topk(div(exponential, p), num_samples, largest=False).indices
+    checks = [(lambda k: ~(np.isfinite(k) & (k >= 0)), logical_not(logical_and(ge(p, 0), lt(p, math.inf))),
+               "probability tensor contains either inf, nan or element < 0 ({value} of them)"),
+              (lambda k: k.sum(-1) <= 0, le(sum_(p, -1), 0),
+               "invalid multinomial distribution (sum of probabilities <= 0) in {value} row(s)")]
+    if not replacement:
+        checks.append((lambda k: (k > 0).sum(-1) < num_samples, lt(sum_(cast(gt(p, 0), dt.int32), -1), num_samples),
+                       f"cannot sample {num_samples} without replacement from fewer non-zero weights (in "
+                       "{value} row(s))"))
+    for known_bad, bad, message in checks:
+        _refuse("multinomial", input, known_bad, bad, message, out)
+    return out
