@@ -180,8 +180,11 @@ def _split_lengths(n: int, lengths: Sequence) -> list[int]:
         if min(counts) < 0 or sum(counts) != n:
             raise ValueError(f"random_split: the lengths {counts} must be >= 0 and sum to the dataset's length {n}")
         return counts
+    # torch's test is on the float sum, whose rounding depends on the order; the exact sum accepts the
+    # fractions torch refuses only by that rounding, and neither refuses what torch accepts
     total = math.fsum(lengths)
-    if not (math.isclose(total, 1) and total <= 1) or not all(0 <= f <= 1 for f in lengths):
+    if not any(math.isclose(t, 1) and t <= 1 for t in (total, sum(lengths))) or \
+            not all(0 <= f <= 1 for f in lengths):
         raise ValueError(f"random_split: fractions must each lie in [0, 1] and sum to 1, got {list(lengths)} "
                          f"(sum {total}); or give ints summing to the dataset's length {n}")
     counts = [math.floor(n * f) for f in lengths]

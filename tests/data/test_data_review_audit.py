@@ -69,3 +69,19 @@ def test_batches_names_itself_for_a_bad_seed(seed, error):
         list(data.batches(np.arange(4), 2, shuffle=True, seed=seed))
     assert [b[0].tolist() for b in data.batches(np.arange(4), 2, shuffle=True, seed=[0, 1])] == \
         [b[0].tolist() for b in data.batches(np.arange(4), 2, shuffle=True, seed=np.random.default_rng([0, 1]))]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # (empty splits, warned by both)
+@pytest.mark.parametrize("n", [7, 100, 1001])
+@pytest.mark.parametrize("fractions", [
+    # torch's float sum is 1 - 1 ulp (accepted); the exact sum is above 1
+    [0.04596718957227974, 0.0635888710534693, 0.0349365929335294, 0.2687663713233496, 0.067606507020359,
+     0.5191344680970131],
+    [0.1] * 10,
+    [1 / 3] * 3,
+])
+def test_random_split_accepts_the_fractions_torch_accepts(n, fractions):
+    want = [len(s) for s in tud.random_split(range(n), fractions)]
+    got = data.random_split(range(n), fractions, generator=0)
+    assert [len(s) for s in got] == want
+    assert sorted(i for s in got for i in s.indices) == list(range(n))
