@@ -1,6 +1,8 @@
-"""``nn.utils``: torch's gradient clipping names, pointing to where luminal clips, and ``nn.utils.rnn``
+"""``nn.utils``: torch's gradient clipping names, pointing to where luminal clips; ``nn.utils.rnn``
 (``pad_sequence``, ``pack_padded_sequence``, ``PackedSequence``, ...: variable-length batches for the
-recurrent layers).
+recurrent layers); ``nn.utils.parametrize`` (``register_parametrization``, ``remove_parametrizations``,
+``is_parametrized``, ``cached``) and ``nn.utils.parametrizations`` (``weight_norm``): tensors computed in
+the graph from other parameters.
 
 torch clips eagerly, in place, the ``.grad`` that ``backward()`` left on each parameter. luminal keeps
 no gradient on parameters: gradients are graph outputs of the compiled train step, which clips them
@@ -15,7 +17,7 @@ from __future__ import annotations
 from typing import NoReturn
 
 from luminal.frontend.eager import eager_only
-from luminal.nn.utils import rnn
+from luminal.nn.utils import parametrizations, parametrize, rnn
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,
@@ -51,4 +53,4 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> NoReturn:
                      "train.clip_by_value(grads, clip_value)")
 
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "rnn"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parametrizations", "parametrize", "rnn"]
