@@ -2,7 +2,8 @@
 (``pad_sequence``, ``pack_padded_sequence``, ``PackedSequence``, ...: variable-length batches for the
 recurrent layers); ``nn.utils.parametrize`` (``register_parametrization``, ``remove_parametrizations``,
 ``is_parametrized``, ``cached``) and ``nn.utils.parametrizations`` (``weight_norm``): tensors computed in
-the graph from other parameters.
+the graph from other parameters; ``parameters_to_vector`` / ``vector_to_parameters``
+(``convert_parameters``); ``fuse_conv_bn_eval`` / ``fuse_linear_bn_eval`` (``fusion``).
 
 torch clips eagerly, in place, the ``.grad`` that ``backward()`` left on each parameter. luminal keeps
 no gradient on parameters: gradients are graph outputs of the compiled train step, which clips them
@@ -17,7 +18,14 @@ from __future__ import annotations
 from typing import NoReturn
 
 from luminal.frontend.eager import eager_only
-from luminal.nn.utils import parametrizations, parametrize, rnn
+from luminal.nn.utils import convert_parameters, fusion, parametrizations, parametrize, rnn
+from luminal.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
+from luminal.nn.utils.fusion import (
+    fuse_conv_bn_eval,
+    fuse_conv_bn_weights,
+    fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
+)
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,
@@ -53,4 +61,6 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> NoReturn:
                      "train.clip_by_value(grads, clip_value)")
 
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parametrizations", "parametrize", "rnn"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "convert_parameters", "fuse_conv_bn_eval", "fuse_conv_bn_weights",
+           "fuse_linear_bn_eval", "fuse_linear_bn_weights", "fusion", "parameters_to_vector", "parametrizations",
+           "parametrize", "rnn", "vector_to_parameters"]
