@@ -288,9 +288,11 @@ class GradScaler:
             self.growth_tracker = 0
 
     def state_dict(self) -> dict:
-        """The scaler's state as plain values (a checkpoint's step metadata holds it)."""
+        """The scaler's state as plain values (a checkpoint's step metadata holds it), under torch's keys
+        (``_growth_tracker`` too), so that a torch GradScaler's ``load_state_dict`` takes it; ``skipped``
+        and ``enabled`` are luminal's own (torch ignores keys it does not read)."""
         return {"scale": self.get_scale(), "growth_factor": self.growth_factor, "backoff_factor": self.backoff_factor,
-                "growth_interval": self.growth_interval, "growth_tracker": self.growth_tracker,
+                "growth_interval": self.growth_interval, "_growth_tracker": self.growth_tracker,
                 "skipped": self.skipped, "enabled": self.enabled}
 
     def load_state_dict(self, sd: dict) -> None:
@@ -303,8 +305,9 @@ class GradScaler:
 
     def prepare_load(self, sd: dict):
         """``load_state_dict``'s checks, changing nothing; returns ``apply()``. A torch GradScaler's
-        ``state_dict()`` loads too (its ``_growth_tracker`` is ``growth_tracker``; a disabled torch
-        scaler's is empty, which only a disabled scaler takes, as torch's).
+        ``state_dict()`` loads too (a disabled torch scaler's is empty, which only a disabled scaler takes,
+        as torch's), and so does a state saved before luminal wrote torch's ``_growth_tracker``
+        (``growth_tracker``).
 
         Args:
             sd: a dict from :meth:`state_dict` (or torch's).

@@ -93,7 +93,7 @@ def test_grad_scaler_growth_backoff_and_validation():
     (dict(growth_interval=2.9), "growth_interval must be an int >= 1"),
     (dict(growth_interval=float("inf")), "growth_interval must be an int >= 1"),
     (dict(skipped=-5), "skipped must be an int >= 0"),
-    (dict(growth_tracker=True), "growth_tracker must be an int >= 0"),
+    (dict(_growth_tracker=True), "growth_tracker must be an int >= 0"),
     (dict(enabled=False), "the state is of a scaler with enabled=False"),
     (dict(scale=float("inf")), "scale must be a positive finite number"),
     (dict(init_scale=4.0), "the state has 'init_scale', which a GradScaler does not"),
@@ -199,7 +199,7 @@ def test_bfloat16_compute_trains_and_step_state_dict_keeps_the_scaler():
     _, _, s16 = _linear_step(lm.float16, scaler)
     s16(**_batch(0))
     sd = s16.state_dict()
-    assert sd["scaler"]["scale"] == 256.0 and sd["scaler"]["growth_tracker"] == 1
+    assert sd["scaler"]["scale"] == 256.0 and sd["scaler"]["_growth_tracker"] == 1
     scaler2 = train.GradScaler()
     _, _, other = _linear_step(lm.float16, scaler2)
     other.load_state_dict(sd)

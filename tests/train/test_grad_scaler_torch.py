@@ -73,3 +73,32 @@ def test_a_torch_scalers_state_loads():
         train.GradScaler().load_state_dict({})
     with pytest.raises(ValueError, match="both 'growth_tracker' and torch's '_growth_tracker'"):
         train.GradScaler().load_state_dict({**sd, "growth_tracker": 1})
+
+
+def test_torch_loads_a_luminal_scalers_state_and_continues_the_same():
+    """luminal's state_dict under torch's keys (``_growth_tracker``, not ``growth_tracker``): a torch
+    GradScaler loads it and continues the same scale sequence; a state written with the old key still
+    loads here."""
+    kw = dict(init_scale=64.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=3)
+    s = train.GradScaler(**kw)
+    for bad in (False, True, False, False):
+        s.update(bad)
+    sd = s.state_dict()
+    assert sd["_growth_tracker"] == 2 and "growth_tracker" not in sd
+    t = torch.amp.GradScaler("cpu")
+    t.load_state_dict(sd)
+    p = torch.nn.Parameter(torch.ones(1))
+    opt = torch.optim.SGD([p], lr=0.1)
+    for i, bad in enumerate((False, False, True, False)):
+        opt.zero_grad()
+        t.scale(p.sum()).backward()
+        if bad:
+            p.grad.fill_(float("inf"))
+        t.step(opt)
+        t.update()
+        s.update(bad)
+        assert t.get_scale() == s.get_scale() and int(t._growth_tracker) == s.growth_tracker, i
+    old = {("growth_tracker" if k == "_growth_tracker" else k): v for k, v in sd.items()}
+    back = train.GradScaler()
+    back.load_state_dict(old)
+    assert (back.get_scale(), back.growth_tracker) == (32.0, 2)
