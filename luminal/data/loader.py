@@ -126,7 +126,11 @@ def default_collate(batch: Sequence):
     if isinstance(elem, (str, bytes)):
         return list(batch)
     if isinstance(elem, np.generic):  # (numpy's promotion over the batch, as torch.as_tensor: no value cast away)
-        return np.array(batch)
+        out = np.array(batch)
+        if out.dtype.kind not in "biufc":
+            raise TypeError(f"default_collate: a batch of numpy scalars must hold numbers only, got "
+                            f"{sorted({type(s).__name__ for s in batch})} (joined as dtype {out.dtype})")
+        return out
     if isinstance(elem, bool) and all(isinstance(s, (bool, np.bool_)) for s in batch):
         return np.array(batch, dtype=bool)
     if isinstance(elem, numbers.Integral) and all(isinstance(s, (numbers.Integral, np.bool_)) for s in batch):

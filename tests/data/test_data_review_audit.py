@@ -85,3 +85,11 @@ def test_random_split_accepts_the_fractions_torch_accepts(n, fractions):
     got = data.random_split(range(n), fractions, generator=0)
     assert [len(s) for s in got] == want
     assert sorted(i for s in got for i in s.indices) == list(range(n))
+
+
+@pytest.mark.parametrize("batch", [[np.float32(1), "a"], [np.int64(1), None], [np.float64(1), b"x"]])
+def test_numpy_scalars_with_non_numbers_are_refused(batch):
+    with pytest.raises((TypeError, ValueError, RuntimeError)):
+        tud.default_collate(batch)
+    with pytest.raises(TypeError, match="default_collate: a batch of numpy scalars must hold numbers only"):
+        data.default_collate(batch)
