@@ -310,9 +310,11 @@ class DataLoader:
         self.batch_sampler = batch_sampler if batch_sampler is not None or batch_size is None or self._iterable \
             else BatchSampler(self.sampler, batch_size, self.drop_last)
         # slicing the arrays serves a plain Dataset; a subclass's own __getitem__ (torch's way to transform
-        # samples) was bypassed by it, so such a dataset, like any map dataset, is read sample by sample
+        # samples) or __len__ (fewer samples than rows) was bypassed by it, so such a dataset, like any map
+        # dataset, is read sample by sample
         self._arrays = dataset.arrays if collate_fn is None and isinstance(dataset, Dataset) and \
-            type(dataset).__getitem__ is Dataset.__getitem__ and "arrays" in vars(dataset) else None
+            type(dataset).__getitem__ is Dataset.__getitem__ and type(dataset).__len__ is Dataset.__len__ and \
+            "arrays" in vars(dataset) else None
 
     @staticmethod
     def _check_workers(num_workers, timeout, worker_init_fn, multiprocessing_context, prefetch_factor,

@@ -93,3 +93,27 @@ def test_numpy_scalars_with_non_numbers_are_refused(batch):
         tud.default_collate(batch)
     with pytest.raises(TypeError, match="default_collate: a batch of numpy scalars must hold numbers only"):
         data.default_collate(batch)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"drop_last": True}, {"shuffle": True, "seed": 0}])
+def test_a_dataset_subclass_with_its_own_len_is_read_to_that_len(kwargs):
+    """A subclass that keeps Dataset's arrays but narrows ``__len__`` has that many samples, as torch reads it
+    (slicing the arrays read every row: 3 batches for a len of 2)."""
+
+    class First3(data.Dataset):
+        def __len__(self):
+            return 3
+
+    class TorchFirst3(tud.TensorDataset):
+        def __len__(self):
+            return 3
+
+    loader = data.DataLoader(First3(np.arange(5), np.arange(5) * 10), batch_size=2, **kwargs)
+    kwargs.pop("seed", None)
+    want = tud.DataLoader(TorchFirst3(torch.arange(5), torch.arange(5) * 10), batch_size=2, **kwargs)
+    got = list(loader)
+    assert len(loader) == len(want) == len(got)
+    assert sorted(np.concatenate([b[0] for b in got]).tolist()) == \
+        sorted(torch.cat([b[0] for b in want]).tolist())
+    for x, y in got:
+        np.testing.assert_array_equal(y, x * 10)
