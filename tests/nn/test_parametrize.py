@@ -295,3 +295,69 @@ def test_reads_outside_a_module_call_and_cached():
         a, b = m.weight.on(g2), m.weight.on(g2)
         assert a.node is b.node
     assert not getattr(parametrize._cache, "table", {})  # (emptied on leaving the block)
+
+
+SPECTRAL = [
+    ("linear", lambda n: n.Linear(4, 3), (2, 4), {}),
+    ("linear_3iters", lambda n: n.Linear(3, 5), (2, 3), {"n_power_iterations": 3}),
+    ("conv2d", lambda n: n.Conv2d(2, 3, 2), (1, 2, 4, 4), {}),
+    ("conv2d_dim1", lambda n: n.Conv2d(2, 3, 2), (1, 2, 4, 4), {"dim": 1}),
+    ("convT1d", lambda n: n.ConvTranspose1d(2, 3, 2), (2, 2, 4), {}),  # (dim 1 by default)
+    ("bias_1d", lambda n: n.Linear(3, 4), (2, 3), {"name": "bias"}),
+]
+
+
+@pytest.mark.parametrize("train_mode", [True, False])
+@pytest.mark.parametrize("make,shape,kw", [c[1:] for c in SPECTRAL], ids=[c[0] for c in SPECTRAL])
+def test_spectral_norm_matches_torch(make, shape, kw, train_mode):
+    """Forward, gradients and, in training mode, the power-iteration vectors written back after the run
+    (torch's in-place update), from torch's state (its random start vectors)."""
+    torch.manual_seed(5)
+    tm = torch.nn.utils.parametrizations.spectral_norm(make(torch.nn), **kw).train(train_mode)
+    m = parametrizations.spectral_norm(make(nn), **kw).train(train_mode)
+    assert list(m.state_dict()) == list(tm.state_dict())
+    load_from_torch(m, tm)
+    before = {k: v.copy() for k, v in m.state_dict().items()}
+    grads_vs_torch(m, tm, randn(*shape))
+    for k, v in tm.state_dict().items():  # (float32 power iteration: a few ulps of cancellation in _v)
+        np.testing.assert_allclose(m.state_dict()[k], v.numpy(), rtol=1e-5, atol=1e-5, err_msg=k)
+        if k.endswith(("_u", "_v")) and not train_mode:
+            np.testing.assert_array_equal(m.state_dict()[k], before[k])
+
+
+def test_spectral_norm_trains_as_torch():
+    torch.manual_seed(6)
+    tm = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    m = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    for i in (0, 2):
+        torch.nn.utils.parametrizations.spectral_norm(tm[i])
+        parametrizations.spectral_norm(m[i])
+    load_from_torch(m, tm)
+    x, y = randn(5, 3), randn(5, 2, seed=1)
+    g = lm.Graph()
+    loss = train.mse_loss(m(g.input("x", x.shape)), g.input("y", y.shape))
+    step = train.compile_step(loss, train.SGD(m.parameters(), lr=0.2), backend="cpu")
+    topt = torch.optim.SGD(tm.parameters(), lr=0.2)
+    for _ in range(3):
+        got = step(x=x, y=y)
+        topt.zero_grad()
+        want = torch.nn.functional.mse_loss(tm(torch.from_numpy(x)), torch.from_numpy(y))
+        want.backward()
+        topt.step()
+        np.testing.assert_allclose(got, want.item(), rtol=1e-5)
+    for k, v in tm.state_dict().items():
+        np.testing.assert_allclose(m.state_dict()[k], v.numpy(), rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def test_spectral_norm_start_and_errors():
+    lm.manual_seed(0)
+    m = parametrizations.spectral_norm(nn.Linear(6, 4))
+    w = m.parametrizations.weight.original.data.astype(np.float64)
+    sigma = np.linalg.svd(w, compute_uv=False)[0]  # 15 iterations at registration: close to the top one
+    u, v = m.parametrizations.weight[0]._u.data, m.parametrizations.weight[0]._v.data
+    np.testing.assert_allclose(u @ w @ v, sigma, rtol=1e-2)
+    np.testing.assert_allclose(np.linalg.norm(u), 1, rtol=1e-6)
+    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-2, 1\] but got 2\)"):
+        parametrizations.spectral_norm(nn.Linear(2, 2), dim=2)
+    with pytest.raises(ValueError, match="n_power_iterations to be positive"):
+        parametrizations.spectral_norm(nn.Linear(2, 2), n_power_iterations=0)

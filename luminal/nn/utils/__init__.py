@@ -1,8 +1,8 @@
 """``nn.utils``: torch's gradient clipping names, pointing to where luminal clips; ``nn.utils.rnn``
 (``pad_sequence``, ``pack_padded_sequence``, ``PackedSequence``, ...: variable-length batches for the
 recurrent layers); ``nn.utils.parametrize`` (``register_parametrization``, ``remove_parametrizations``,
-``is_parametrized``, ``cached``) and ``nn.utils.parametrizations`` (``weight_norm``): tensors computed in
-the graph from other parameters; ``parameters_to_vector`` / ``vector_to_parameters``
+``is_parametrized``, ``cached``) and ``nn.utils.parametrizations`` (``weight_norm``, ``spectral_norm``):
+tensors computed in the graph from other parameters; ``parameters_to_vector`` / ``vector_to_parameters``
 (``convert_parameters``); ``fuse_conv_bn_eval`` / ``fuse_linear_bn_eval`` (``fusion``).
 
 torch clips eagerly, in place, the ``.grad`` that ``backward()`` left on each parameter. luminal keeps

@@ -4,9 +4,16 @@ originals (gradients reach them) and saved under torch's state_dict names."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from luminal.core.errors import check_int
+from luminal.frontend import join
 from luminal.frontend.ops.norms import vector_norm
+from luminal.frontend.seed import default_rng
+from luminal.nn.layers.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from luminal.nn.layers.linear import normalize
 from luminal.nn.module import Module
+from luminal.nn.parameter import Buffer
 from luminal.nn.utils import parametrize
 
 
@@ -74,4 +81,93 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
     return parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
 
 
-__all__ = ["weight_norm"]
+def _np_normalize(x: np.ndarray, eps: float) -> np.ndarray:
+    return x / max(float(np.linalg.norm(x)), eps)
+
+
+class _SpectralNorm(Module):
+    """The spectral-norm parametrization, as torch's: ``forward(w) = w / sigma``, ``sigma`` the largest
+    singular value of ``w`` as a matrix (``dim`` first, the rest flattened), estimated by power
+    iteration with the vectors ``_u`` and ``_v`` (buffers). In training mode each forward runs
+    ``n_power_iterations`` more iterations (on the weight, detached) and, as BatchNorm's running
+    statistics, every run of a program compiled from that graph writes the new ``_u`` and ``_v`` back
+    (``graph.assign``); in eval mode they are read as they are. ``sigma`` is differentiated through the
+    weight only, as torch's. A 1-d weight is divided by its norm.
+
+    A host tensor (``module.weight`` read outside any graph, in training mode) is computed with the
+    iterated vectors but writes nothing: no program runs it (torch's read would update them)."""
+
+    def __init__(self, weight, n_power_iterations: int = 1, dim: int = 0, eps: float = 1e-12):
+        super().__init__()
+        ndim = weight.ndim
+        dim = check_int("spectral_norm", "dim", dim)
+        if dim >= ndim or dim < -ndim:
+            raise IndexError(f"spectral_norm: Dimension out of range (expected to be in range of [-{ndim}, "
+                             f"{ndim - 1}] but got {dim})")
+        n_power_iterations = check_int("spectral_norm", "n_power_iterations", n_power_iterations)
+        if n_power_iterations <= 0:
+            raise ValueError(f"spectral_norm: Expected n_power_iterations to be positive, but got "
+                             f"n_power_iterations={n_power_iterations}")
+        self.dim = dim if dim >= 0 else dim + ndim
+        self.eps = eps
+        if ndim > 1:
+            self.n_power_iterations = n_power_iterations
+            mat = self._matrix(np.asarray(weight).astype(np.float64))
+            rng = default_rng()  # (lm.manual_seed; torch's draws differ: load its _u, _v to match it)
+            u = _np_normalize(rng.standard_normal(mat.shape[0]), eps)
+            v = _np_normalize(rng.standard_normal(mat.shape[1]), eps)
+            for _ in range(15):  # torch's start: 15 iterations at registration
+                u = _np_normalize(mat @ v, eps)
+                v = _np_normalize(mat.T @ u, eps)
+            self.register_buffer("_u", Buffer(u, weight.dtype))
+            self.register_buffer("_v", Buffer(v, weight.dtype))
+
+    def _matrix(self, w):
+        """The weight as a matrix: ``dim`` first, the other dims flattened."""
+        if self.dim != 0:
+            w = w.transpose(self.dim, *(d for d in range(w.ndim) if d != self.dim)) if isinstance(w, np.ndarray) \
+                else w.permute(self.dim, *(d for d in range(w.ndim) if d != self.dim))
+        return w.reshape(w.shape[0], -1)
+
+    def forward(self, weight):
+        if weight.ndim == 1:
+            return normalize(weight, dim=0, eps=self.eps)
+        g = weight.graph
+        mat = self._matrix(weight)
+        u, v = (g.updates[s] if s in g.updates else join.into(s, g) for s in (self._u, self._v))
+        if self.training:
+            fixed = mat.detach()
+            for _ in range(self.n_power_iterations):
+                u = normalize(fixed @ v, dim=0, eps=self.eps)
+                v = normalize(fixed.T @ u, dim=0, eps=self.eps)
+            if not g.host:
+                g.assign(self._u, u)
+                g.assign(self._v, v)
+        sigma = (u.detach() * (mat @ v.detach())).sum()
+        return weight / sigma
+
+    def right_inverse(self, value):
+        return value
+
+
+def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int = 1, eps: float = 1e-12,
+                  dim: int | None = None) -> Module:
+    """torch's ``parametrizations.spectral_norm``: ``module.<name>`` becomes ``w / sigma``, ``sigma`` its
+    largest singular value estimated by power iteration (see ``_SpectralNorm``: the vectors ``_u``, ``_v``
+    are buffers, updated by every run of a program compiled in training mode). state_dict names as
+    torch's: ``parametrizations.<name>.original``, ``parametrizations.<name>.0._u`` and ``._v``.
+
+    Args:
+        module: the module. name: its parameter's name. n_power_iterations: iterations per training
+            forward. eps: the normalisation's floor. dim: the output dim (default 0; 1 for ConvTranspose).
+
+    Returns:
+        The module.
+    """
+    w, _ = _check_dim("spectral_norm", module, name, None)
+    if dim is None:
+        dim = 1 if isinstance(module, (ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)) else 0
+    return parametrize.register_parametrization(module, name, _SpectralNorm(w, n_power_iterations, dim, eps))
+
+
+__all__ = ["spectral_norm", "weight_norm"]
