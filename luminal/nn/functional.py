@@ -41,11 +41,14 @@ from luminal.nn.layers.activation import (
 from luminal.nn.layers.affine_grid import affine_grid
 from luminal.nn.layers.alpha_dropout import alpha_dropout, feature_alpha_dropout
 from luminal.nn.layers.attention import scaled_dot_product_attention
+from luminal.nn.layers.channel import channel_shuffle, native_channel_shuffle
 from luminal.nn.layers.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
+from luminal.nn.layers.deprecated import upsample_bilinear, upsample_nearest
 from luminal.nn.layers.dropout import dropout, dropout1d, dropout2d, dropout3d
 from luminal.nn.layers.embedding_bag import embedding_bag
 from luminal.nn.layers.fold import fold, unfold
 from luminal.nn.layers.grid_sample import grid_sample
+from luminal.nn.layers.gumbel import gumbel_softmax
 from luminal.nn.layers.instance_norm import instance_norm
 from luminal.nn.layers.linear import (
     bilinear,
@@ -152,6 +155,7 @@ __all__ += ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_e
 __all__ += ["cosine_embedding_loss", "ctc_loss", "gaussian_nll_loss", "hinge_embedding_loss", "margin_ranking_loss",
             "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
             "soft_margin_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss"]
+__all__ += ["channel_shuffle", "gumbel_softmax", "native_channel_shuffle", "upsample_bilinear", "upsample_nearest"]
 # (the running statistics stay States: batch_norm and instance_norm update them in place)
 _joins_all(globals(), __all__, keep={"batch_norm": ("running_mean", "running_var"),
                                      "instance_norm": ("running_mean", "running_var")})

@@ -26,6 +26,7 @@ from luminal.nn.layers.activation import (
 )
 from luminal.nn.layers.alpha_dropout import AlphaDropout, FeatureAlphaDropout
 from luminal.nn.layers.attention import MultiheadAttention, scaled_dot_product_attention
+from luminal.nn.layers.channel import ChannelShuffle, Softmax2d
 from luminal.nn.layers.containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from luminal.nn.layers.conv import (
     Conv1d,
@@ -39,6 +40,7 @@ from luminal.nn.layers.conv import (
     conv3d,
     conv_nd,
 )
+from luminal.nn.layers.deprecated import NLLLoss2d
 from luminal.nn.layers.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, dropout
 from luminal.nn.layers.embedding_bag import EmbeddingBag
 from luminal.nn.layers.fold import Fold, Unfold
@@ -153,3 +155,4 @@ __all__ = [
 __all__ += ["CTCLoss", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss",
             "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss",
             "TripletMarginLoss", "TripletMarginWithDistanceLoss"]
+__all__ += ["ChannelShuffle", "NLLLoss2d", "Softmax2d"]
