@@ -171,7 +171,9 @@ class ConcatDataset(Dataset):
 
 def _split_lengths(n: int, lengths: Sequence) -> list[int]:
     """random_split's lengths: ints summing to ``n``, or fractions summing to 1 (each ``floor(n f)``, the
-    remainder handed out one by one from the first split on, as torch's)."""
+    remainder handed out one by one from the first split on, as torch's); a 1-d numpy array of them too."""
+    if isinstance(lengths, np.ndarray) and lengths.ndim == 1 and lengths.dtype.kind in "iuf":
+        lengths = lengths.tolist()
     if not isinstance(lengths, Sequence) or isinstance(lengths, (str, bytes)) or not lengths or \
             any(isinstance(v, bool) or not isinstance(v, numbers.Real) for v in lengths):
         raise TypeError(f"random_split: lengths must be a non-empty sequence of ints or fractions, got {lengths!r}")
@@ -203,7 +205,7 @@ def random_split(dataset, lengths: Sequence, generator=None) -> list[Subset]:
     Args:
         dataset: a map dataset.
         lengths: ints summing to ``len(dataset)``, or fractions summing to 1 (``floor(len * f)`` each, the
-            remainder given one by one to the first splits, as torch's).
+            remainder given one by one to the first splits, as torch's): a sequence or a 1-d numpy array.
         generator: the permutation's randomness: a numpy Generator, an int seed (the same split every run)
             or None (fresh entropy, rank 0's on every rank of an MPI launch: :mod:`luminal.data.seeding`).
             torch's ``Generator`` is refused: its stream is not numpy's.

@@ -117,3 +117,15 @@ def test_a_dataset_subclass_with_its_own_len_is_read_to_that_len(kwargs):
         sorted(torch.cat([b[0] for b in want]).tolist())
     for x, y in got:
         np.testing.assert_array_equal(y, x * 10)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("lengths", [np.array([0.8, 0.2]), np.array([7, 3]), np.array([7, 3], np.int32),
+                                     np.array([0.5, 0.5], np.float32), [np.int64(7), np.int64(3)]])
+def test_random_split_takes_numpy_lengths_as_torchs(lengths):
+    want = [len(s) for s in tud.random_split(range(10), lengths)]
+    got = data.random_split(range(10), lengths, generator=0)
+    assert [len(s) for s in got] == want
+    assert sorted(i for s in got for i in s.indices) == list(range(10))
+    with pytest.raises(TypeError, match="random_split: lengths must be a non-empty sequence"):
+        data.random_split(range(10), np.array([[7, 3]]))
