@@ -21,6 +21,7 @@ from luminal.frontend.eager import COMPILE_TO_READ, TRAIN_STEP, eager_only
 _F = TypeVar("_F", bound=Callable[..., Any])
 if TYPE_CHECKING:
     _InPlace = Callable[..., "GraphTensor"]  # an in-place method (``ops/inplace.py``): returns its tensor
+    _RandomFill = Callable[..., "GraphTensor"]  # an in-place random fill (``inplace.RANDOM``): returns its tensor
 
 
 def scalar_as_1d(op: str, dims=("dim",), tensors=(), result=None) -> Callable[[_F], _F]:
@@ -802,6 +803,8 @@ class GraphTensor:
         detach_: _InPlace; fill_: _InPlace; zero_: _InPlace; copy_: _InPlace; squeeze_: _InPlace; unsqueeze_: _InPlace
         t_: _InPlace; transpose_: _InPlace; swapaxes_: _InPlace; index_fill_: _InPlace; index_reduce_: _InPlace
         masked_scatter_: _InPlace; put_: _InPlace
+        normal_: _RandomFill; uniform_: _RandomFill; exponential_: _RandomFill; bernoulli_: _RandomFill
+        random_: _RandomFill; geometric_: _RandomFill; cauchy_: _RandomFill; log_normal_: _RandomFill
 
 class ValuesIndices(NamedTuple):
     """A ``(values, indices)`` pair of tensors, as torch's ``torch.return_types``: the base of the

@@ -9,12 +9,15 @@ the reference for shapes, dtypes, argument forms and errors.
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 import luminal as lm
+from luminal.frontend.ops.inplace import INPLACE, RANDOM
 
 U_MAX = 1 - 2.0**-24  # the largest float32 uniform Graph.rand draws
 
@@ -231,3 +234,222 @@ def test_multinomial_checks_run_time_weights(replacement):
             f(p=np.array([[1, 1, 1], [0, 0, 3]], np.float32))
     else:
         assert (f(p=np.array([[1, 1, 1], [0, 0, 3]], np.float32))[0][1] == 2).all()
+
+
+# ---------------------------------------------------------------------------------------- in-place fills
+
+M = 200_000
+
+
+def _filled(dtype, fill, seed=17, n=M):
+    """``fill(x)`` of a fresh ``(n,)`` tensor ``x`` of ``dtype``, run once: its values (float64), the
+    handle ``fill`` returned and ``x``."""
+    lm.manual_seed(seed)
+    g = lm.Graph()
+    x = g.input("x", (n,), dtype=dtype)
+    out = fill(x)
+    assert out is x and (x.dtype, x.shape) == (dtype, (n,))
+    v = _run([x], x=np.zeros(n, dtype.np))[0]
+    assert v.dtype == dtype.np
+    return np.asarray(v, np.float64)
+
+
+@pytest.mark.parametrize("dtype", [lm.float32, lm.float64])
+@pytest.mark.parametrize("name, args, cdf", [
+    ("normal_", (), _normal_cdf),
+    ("normal_", (2.0, 3.0), lambda v: _normal_cdf((v - 2) / 3)),
+    ("uniform_", (), lambda v: np.clip(v, 0, 1)),
+    ("uniform_", (-1.0, 4.0), lambda v: np.clip((v + 1) / 5, 0, 1)),
+    ("exponential_", (), lambda v: 1 - np.exp(-np.maximum(v, 0))),
+    ("exponential_", (2.5,), lambda v: 1 - np.exp(-2.5 * np.maximum(v, 0))),
+    ("cauchy_", (), lambda v: 0.5 + np.arctan(v) / math.pi),
+    ("cauchy_", (1.0, 2.0), lambda v: 0.5 + np.arctan((v - 1) / 2) / math.pi),
+    ("log_normal_", (), lambda v: _normal_cdf((np.log(np.maximum(v, 1e-300)) - 1) / 2)),
+    ("log_normal_", (0.0, 0.5), lambda v: _normal_cdf(np.log(np.maximum(v, 1e-300)) / 0.5)),
+])
+def test_continuous_fills_follow_their_distribution(dtype, name, args, cdf):
+    v = _filled(dtype, lambda x: getattr(x, name)(*args))
+    assert np.isfinite(v).all()
+    assert _ks(v, cdf) < _ks_bound(M), name
+    if name == "uniform_":
+        lo, hi = args or (0.0, 1.0)
+        assert lo <= v.min() and v.max() < hi
+    if name in ("exponential_", "log_normal_"):
+        assert v.min() >= 0
+
+
+@pytest.mark.parametrize("dtype", [lm.float16, lm.bfloat16])
+@pytest.mark.parametrize("name, args, mean", [
+    ("normal_", (1.0, 2.0), 1.0), ("uniform_", (2.0, 4.0), 3.0), ("exponential_", (0.5,), 2.0),
+    ("log_normal_", (0.0, 0.25), math.exp(0.25**2 / 2)), ("bernoulli_", (0.25,), 0.25), ("random_", (7,), 3.0),
+    ("geometric_", (0.5,), 2.0), ("cauchy_", (), None),
+])
+def test_fills_of_half_precision_tensors(dtype, name, args, mean):
+    """Computed in float32 and rounded once to the tensor's dtype (as torch's half kernels)."""
+    v = _filled(dtype, lambda x: getattr(x, name)(*args), n=50_000)
+    t = getattr(torch.zeros(3, dtype={lm.float16: torch.float16, lm.bfloat16: torch.bfloat16}[dtype]), name)(*args)
+    assert t.dtype == {lm.float16: torch.float16, lm.bfloat16: torch.bfloat16}[dtype]
+    if mean is None:
+        assert abs(np.median(v)) < 0.05
+    else:
+        assert abs(v.mean() - mean) < 0.05 * max(1, mean), (name, v.mean())
+
+
+@pytest.mark.parametrize("dtype", [lm.int32, lm.float32, lm.float64])
+def test_geometric_fill(dtype):
+    """``P(k) = (1 - p)**(k - 1) p`` for ``k = 1, 2, ...`` (chi-square over 1..20 and the rest)."""
+    p = 0.3
+    v = _filled(dtype, lambda x: x.geometric_(p)).astype(np.int64)
+    assert v.min() >= 1 and (v == np.round(v)).all()
+    counts = np.bincount(np.minimum(v, 21))[1:]
+    probs = np.array([(1 - p) ** (k - 1) * p for k in range(1, 21)] + [(1 - p) ** 20])
+    assert _chi2(counts, probs) < _chi2_bound(21)
+
+
+@pytest.mark.parametrize("dtype, args, low, high", [
+    (lm.int32, (), 0, 2**31 - 1), (lm.float32, (), 0, 2**24), (lm.float64, (), 0, 2**53), (lm.bool, (), 0, 1),
+    (lm.int32, (10,), 0, 9), (lm.float32, (-3, 3), -3, 2), (lm.int32, (5, None), 5, 2**31 - 1),
+    (lm.float16, (), 0, 2**11), (lm.int32, (-7, -6), -7, -7),
+])
+def test_random_fill_ranges_as_torch(dtype, args, low, high):
+    """torch's forms: ``random_()`` (0 to the dtype's largest exact integer), ``random_(to)``,
+    ``random_(from, to)``, ``random_(from, None)``; every value ``low..high``, uniform."""
+    v = _filled(dtype, lambda x: x.random_(*args)).astype(np.int64)
+    assert v.min() >= low and v.max() <= high
+    span = high - low + 1
+    if span <= 16:
+        counts = np.bincount(v - low, minlength=span)
+        assert _chi2(counts, np.full(span, 1 / span)) < _chi2_bound(span)
+    else:
+        assert abs((v.mean() - low) / (span - 1) - 0.5) < 0.01
+    tt = {lm.int32: torch.int32, lm.float32: torch.float32, lm.float64: torch.float64, lm.bool: torch.bool,
+          lm.float16: torch.float16}[dtype]
+    t = torch.zeros(100_000, dtype=tt).random_(*args).double()
+    assert low <= t.min() and t.max() <= high  # (torch's range is the same)
+
+
+@pytest.mark.parametrize("dtype", [lm.float32, lm.int32, lm.bool])
+def test_bernoulli_fill_with_a_number_or_tensor_p(dtype):
+    lm.manual_seed(18)
+    rows = 50_000
+    g = lm.Graph()
+    x = g.input("x", (rows, 3), dtype=dtype)
+    p = g.input("p", (3,))
+    a = x.clone().bernoulli_()
+    b = x.clone().bernoulli_(p)
+    assert (a.dtype, b.dtype, b.shape) == (dtype, dtype, (rows, 3))
+    va, vb = _run([a, b], x=np.zeros((rows, 3), dtype.np), p=np.array([0.0, 0.2, 1.0], np.float32))
+    va, vb = np.asarray(va, np.float64), np.asarray(vb, np.float64)
+    assert set(np.unique(va)) == {0, 1} and abs(va.mean() - 0.5) < 0.01
+    assert vb[:, 0].sum() == 0 and vb[:, 2].sum() == rows and abs(vb[:, 1].mean() - 0.2) < 0.01
+    assert len({tuple(r) for r in vb[:20, 1:2].tolist()}) == 2  # a draw per row, not one broadcast
+
+
+@pytest.mark.parametrize("u, want_exp, want_geo", [
+    (0.0, 0.0, 1), (U_MAX, 48 * math.log(2), math.floor(48 * math.log(2) / -math.log1p(-0.3)) + 1),
+])
+def test_fills_at_the_extreme_uniforms(u, want_exp, want_geo):
+    """Exponential and geometric draws at the 48-bit uniform's ends (``1 - u`` from 1 down to
+    ``2**-48``); Cauchy's stay finite and keep the sign of ``u - 1/2``."""
+    for dtype in (lm.float32, lm.float64):
+        g = lm.Graph()
+        x = g.input("x", (2,), dtype=dtype)
+        _pinned_uniforms(g, u, u, u, u, u, u)
+        e, geo, c = (x.clone().exponential_(), x.clone().geometric_(0.3), x.clone().cauchy_())
+        ve, vg, vc = _run([e, geo, c], x=np.zeros(2, dtype.np))
+        np.testing.assert_allclose(ve, want_exp, rtol=1e-6)
+        np.testing.assert_array_equal(vg, want_geo)
+        assert np.isfinite(vc).all() and (np.sign(vc) == (1 if u > 0.5 else -1)).all() and (np.abs(vc) > 1e13).all()
+
+
+def test_fills_draw_afresh_on_every_call_and_rebind_the_handle():
+    lm.manual_seed(19)
+    g = lm.Graph()
+    x = g.input("x", (64,)) * 1
+    old, view = x.node, x[:4]
+    assert x.normal_() is x and x.node is not old
+    f = lm.compile([x, view])
+    (a, va), (b, _) = f(x=np.ones(64, np.float32)), f(x=np.ones(64, np.float32))
+    assert not np.array_equal(a, b) and abs(a.mean()) < 0.6 and abs(b.mean()) < 0.6
+    np.testing.assert_array_equal(va, 1)  # a view taken before keeps the old values, as after x[i] = v
+
+
+def test_fills_of_a_parameter_outside_a_graph_change_it_now():
+    """torch's ``with torch.no_grad(): w.normal_(0, 0.02)`` (nn.init's way); inside a graph, refused."""
+    lm.manual_seed(20)
+    w = lm.nn.Parameter(np.zeros(20_000, np.float32))
+    assert w.normal_(0, 0.02) is w
+    assert abs(w.data.std() - 0.02) < 0.001 and abs(w.data.mean()) < 0.001
+    w.uniform_(-1, 1)
+    assert w.data.min() >= -1 and w.data.max() < 1 and abs(w.data.mean()) < 0.03
+    noisy = Noisy()
+    with pytest.raises(lm.frontend.eager.EagerOnlyError, match=r"^normal_: Parameter .* is read into a graph here.* "
+                                                                 r"draw noise of its shape \(lm.randn_like\(w\)"):
+        noisy(lm.Graph().input("x", (3,)))
+    np.testing.assert_array_equal(noisy.w.data, 1)
+
+
+class Noisy(lm.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = lm.nn.Parameter(np.ones(3, np.float32))
+
+    def forward(self, x):
+        return x * self.w.normal_()
+
+
+@pytest.mark.parametrize("name, args, dtype, error, match", [
+    ("normal_", (0.0, -1.0), lm.float32, ValueError, r"^normal_: expects std >= 0, got std=-1.0"),
+    ("normal_", (), lm.int32, TypeError, r"^normal_: needs a float tensor \(as torch's: a continuous distribution\), "
+                                         r"got int32"),
+    ("normal_", ("1",), lm.float32, TypeError, r"^normal_: mean must be a number, got str"),
+    ("uniform_", (2.0, 1.0), lm.float32, ValueError, r"^uniform_: expects a \[from, to\) range, got from=2.0 > "
+                                                     r"to=1.0"),
+    ("uniform_", (), lm.int32, TypeError, r"^uniform_: needs a float tensor"),
+    ("uniform_", (0.0, math.inf), lm.float32, ValueError, r"^uniform_: to=inf is out of bounds for float32"),
+    ("uniform_", (0.0, 1e5), lm.float16, ValueError, r"^uniform_: to=100000.0 is out of bounds for float16"),
+    ("exponential_", (0.0,), lm.float32, ValueError, r"^exponential_: expects lambd > 0, got lambd=0.0"),
+    ("exponential_", (-1.0,), lm.float32, ValueError, r"^exponential_: expects lambd > 0"),
+    ("exponential_", (), lm.int32, TypeError, r"^exponential_: needs a float tensor"),
+    ("bernoulli_", (1.5,), lm.float32, ValueError, r"^bernoulli_: expects p in \[0, 1\], got p=1.5"),
+    ("bernoulli_", (-0.5,), lm.int32, ValueError, r"^bernoulli_: expects p in \[0, 1\], got p=-0.5"),
+    ("random_", (5, 2), lm.float32, ValueError, r"^random_: expects from < to, got from=5, to=2"),
+    ("random_", (5, 5), lm.int32, ValueError, r"^random_: expects from < to, got from=5, to=5"),
+    ("random_", (5,), lm.bool, ValueError, r"^random_: randint_like: the range \[0, 5\) does not fit in bool"),
+    ("random_", (2.5,), lm.float32, TypeError, r"^random_: to must be an int, got float 2.5"),
+    ("geometric_", (0.0,), lm.float32, ValueError, r"^geometric_: expects p in \(0, 1\), got p=0.0"),
+    ("geometric_", (1.0,), lm.int32, ValueError, r"^geometric_: expects p in \(0, 1\), got p=1.0"),
+    ("geometric_", (0.5,), lm.bool, TypeError, r"^geometric_: is not defined for bool tensors"),
+    ("cauchy_", (0.0, 0.0), lm.float32, ValueError, r"^cauchy_: expects sigma > 0, got sigma=0.0"),
+    ("cauchy_", (), lm.int32, TypeError, r"^cauchy_: needs a float tensor"),
+    ("log_normal_", (1.0, 0.0), lm.float32, ValueError, r"^log_normal_: expects std > 0, got std=0.0"),
+    ("log_normal_", (), lm.int32, TypeError, r"^log_normal_: needs a float tensor"),
+])
+def test_fills_refuse_as_torch(name, args, dtype, error, match):
+    x = lm.Graph().input("x", (3,), dtype=dtype)
+    with pytest.raises(error, match=match):
+        getattr(x, name)(*args)
+    tt = {lm.float32: torch.float32, lm.int32: torch.int32, lm.bool: torch.bool, lm.float16: torch.float16}[dtype]
+    with pytest.raises((RuntimeError, NotImplementedError, TypeError)):
+        getattr(torch.zeros(3, dtype=tt), name)(*args)
+
+
+def test_fills_refuse_a_generator_and_a_bad_p_shape():
+    g = lm.Graph()
+    x = g.input("x", (3,))
+    with pytest.raises(NotImplementedError, match=r"^normal_: generator= is not supported"):
+        x.normal_(generator=torch.Generator())
+    with pytest.raises(ValueError, match=r"^bernoulli_: p of shape \(4,\) does not broadcast to the tensor's shape "
+                                         r"\(3,\)"):
+        x.bernoulli_(g.input("p", (4,)))
+    with pytest.raises(RuntimeError):
+        torch.zeros(3).bernoulli_(torch.zeros(4))
+
+
+def test_every_fill_is_torchs_and_declared_for_type_checkers():
+    text = (Path(lm.__file__).parent / "frontend" / "tensor.py").read_text()
+    assert sorted(re.findall(r"(\w+_): _RandomFill\b", text)) == sorted(RANDOM)
+    assert not set(RANDOM) & set(INPLACE)
+    for name in RANDOM:
+        assert hasattr(torch.Tensor, name) and callable(getattr(lm.GraphTensor, name)), name
+        assert callable(getattr(lm.nn.Parameter, name)), name

@@ -14,7 +14,8 @@ output type Int"; a lower or narrower one is cast back (``half_x.add_(float_y)``
 result broadcast to another shape is refused. ``fill_``, ``zero_`` and ``copy_`` convert their value
 to the tensor's dtype, as torch's do.
 
-One mechanism serves every method: ``INPLACE`` names the out-of-place op each writes back. A
+One mechanism serves every method: ``INPLACE`` names the out-of-place op each writes back, ``RANDOM``
+the random fill (``x.normal_()``: ``random.py``). A
 Parameter or Buffer (a State, host values) takes the same methods from :func:`install`: outside any
 graph (``__init__``, a script: torch's ``with torch.no_grad(): w.mul_(0.5)``) they change its values
 now; inside a graph, where a State is only read, they are refused with the way to do it.
@@ -34,6 +35,7 @@ from luminal.frontend import join
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.eager import eager_only
 from luminal.frontend.host import value as host_value
+from luminal.frontend.ops import random
 from luminal.frontend.ops.core import cast, check_fill
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
@@ -103,6 +105,14 @@ INPLACE: dict[str, str | Callable[..., GraphTensor]] = {
     "squeeze_": "squeeze", "unsqueeze_": "unsqueeze", "t_": "t", "transpose_": "transpose", "swapaxes_": "transpose",
 }
 RESHAPING = frozenset({"squeeze_", "unsqueeze_", "t_", "transpose_", "swapaxes_"})
+# torch's in-place random fills (random.py): the tensor takes fresh noise of its shape and dtype, drawn on
+# every call of a compiled program; they write back as the methods above (a separate table: they have no
+# out-of-place op, no values or gradients to compare with torch's, and a dtype rule of their own)
+RANDOM: dict[str, Callable[..., GraphTensor]] = {
+    "normal_": random.normal_fill, "uniform_": random.uniform_fill, "exponential_": random.exponential_fill,
+    "bernoulli_": random.bernoulli_fill, "random_": random.random_fill, "geometric_": random.geometric_fill,
+    "cauchy_": random.cauchy_fill, "log_normal_": random.log_normal_fill,
+}
 
 
 def _written_back(x: GraphTensor, new: GraphTensor, name: str) -> GraphTensor:
@@ -129,7 +139,7 @@ def _tensor_method(name: str, op: Callable[..., GraphTensor]):
         self.graph, self.node, self.layout = new.graph, new.node, new.layout
         return self
 
-    base = INPLACE[name]
+    base = {**INPLACE, **RANDOM}[name]
     what = (f"``self.{base}(...)`` in the tensor's dtype (a result of a higher kind is refused, as torch's)"
             if isinstance(base, str) else f"{op.__doc__} in the tensor's dtype")
     method.__name__ = method.__qualname__ = name
@@ -148,14 +158,14 @@ def _state_method(name: str):
     def method(self: State, *args, **kwargs) -> State:
         g = join.target(name, (self, *args), kwargs, host_ok=True)
         if not g.host:
-            base = INPLACE[name]
-            base = base if isinstance(base, str) else name
+            base = INPLACE.get(name, name)
+            instead = (f"use the out-of-place op (w.{base if isinstance(base, str) else name}(...))" if name in INPLACE
+                       else "draw noise of its shape (lm.randn_like(w), lm.randint_like(w, n), w.bernoulli(p))")
             raise eager_only(name, f"{self.describe()} is read into a graph here, and a graph cannot change a "
                              f"Parameter or Buffer: its values change between runs (train.compile_step updates "
                              f"Parameters; graph.assign(buffer, value) writes a Buffer after each run, as "
-                             f"BatchNorm's running statistics). For a new value in this graph use the "
-                             f"out-of-place op (w.{base}(...)); outside any graph (__init__, a script) "
-                             f"w.{name}(...) changes the values now")
+                             f"BatchNorm's running statistics). For a new value in this graph {instead}; outside "
+                             f"any graph (__init__, a script) w.{name}(...) changes the values now")
         if name in RESHAPING:  # (graphs, optimizer moments and checkpoints hold its shape)
             raise op_error(ValueError, name, f"{self.describe()}: a Parameter's or Buffer's shape is fixed; use "
                            f"the view w.{INPLACE[name]}(...) where it is used")
@@ -175,7 +185,7 @@ def install() -> None:
     """Give GraphTensor and State every method of ``INPLACE`` (after GraphTensor has the out-of-place
     ones, before ``state_tensor.install`` gives State the rest: a State's own in-place methods change
     its values, where GraphTensor's would rebind a temporary handle and leave the State as it was)."""
-    for name, op in INPLACE.items():
+    for name, op in {**INPLACE, **RANDOM}.items():
         fn = getattr(GraphTensor, op) if isinstance(op, str) else join.joins(op, name)  # (methods join already)
         setattr(GraphTensor, name, _tensor_method(name, fn))
         setattr(State, name, _state_method(name))

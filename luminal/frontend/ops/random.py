@@ -20,6 +20,7 @@ import numpy as np
 
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error, renamed
+from luminal.core.symbolic import shape_str
 from luminal.frontend.checks import check_tensors, got, tensor_op
 from luminal.frontend.graph import Graph
 from luminal.frontend.ops.core import broadcast_shapes, cast
@@ -27,6 +28,7 @@ from luminal.frontend.ops.elementwise import (
     add,
     cos,
     div,
+    exp,
     floor,
     ge,
     gt,
@@ -35,10 +37,12 @@ from luminal.frontend.ops.elementwise import (
     logical_and,
     logical_not,
     lt,
+    minimum,
     mul,
     neg,
     sqrt,
     sub,
+    tan,
 )
 from luminal.frontend.ops.reduce import any_, cumsum, topk
 from luminal.frontend.ops.reduce import sum as sum_
@@ -96,13 +100,14 @@ def randn_like(x: GraphTensor, dtype=None) -> GraphTensor:
     return _standard_normal(x.graph, x.shape, _float_dtype("randn_like", x, dtype))
 
 
-def _int_arg(what: str, v) -> int:
-    """randint_like's ``low``/``high``: a Python or numpy int (torch refuses floats and bools)."""
+def _int_arg(what: str, v, op: str = "randint_like") -> int:
+    """randint_like's ``low``/``high`` (``random_``'s ``from``/``to``): a Python or numpy int (torch
+    refuses floats and bools)."""
     if isinstance(v, GraphTensor):
-        raise op_error(TypeError, "randint_like", f"{what} must be an int, got a tensor (its value is known "
-                       "only when the program runs)")
+        raise op_error(TypeError, op, f"{what} must be an int, got a tensor (its value is known only when the "
+                       "program runs)")
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise op_error(TypeError, "randint_like", f"{what} must be an int, got {type(v).__name__} {v!r}")
+        raise op_error(TypeError, op, f"{what} must be an int, got {type(v).__name__} {v!r}")
     return int(v)
 
 
@@ -330,3 +335,140 @@ def multinomial(input: GraphTensor, num_samples: int, replacement: bool = False,
     for known_bad, bad, message in checks:
         _refuse("multinomial", input, known_bad, bad, message, out)
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# In-place random fills (``x.normal_()``, ``x.uniform_(a, b)``, ...): ops/inplace.py's RANDOM installs them
+# on GraphTensor and State, rebinding the handle to the result (of the tensor's shape and dtype). Each
+# draws afresh on every call of a compiled program and reads nothing of the tensor but its shape, graph
+# and dtype (no gradient flows to its old values, as torch's). Arguments are checked as torch's.
+
+
+def _number(op: str, what: str, v) -> float:
+    """A fill's parameter: a real number (not a bool or a tensor, as torch's float arguments)."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise op_error(TypeError, op, f"{what} must be a number, got {got(v)}")
+    return float(v)
+
+
+def _float_fill(op: str, x: GraphTensor, generator) -> dt.DType:
+    """The work dtype of a continuous fill of ``x``, which must be a float tensor (as torch's)."""
+    _no_generator(op, generator)
+    if not x.dtype.is_float:
+        raise op_error(TypeError, op, f"needs a float tensor (as torch's: a continuous distribution), got "
+                       f"{x.dtype.name}", x)
+    return _work(x.dtype)
+
+
+def _exponential(g: Graph, shape, w: dt.DType) -> GraphTensor:
+    """Exponential noise of mean 1, ``-log(1 - u)`` of a 48-bit ``u`` (``1 - u`` exact in float64, then
+    rounded once to ``w``): finite, reaching 33.3 (a 24-bit uniform would stop at 16.6)."""
+    return neg(log(cast(sub(1.0, _uniform48(g, shape)), w)))
+
+
+def normal_fill(x: GraphTensor, mean=0.0, std=1.0, *, generator=None) -> GraphTensor:
+    """normal noise of mean ``mean`` and standard deviation ``std >= 0`` (``randn_like``'s, to 8.16 std)"""
+    mean, std = _number("normal_", "mean", mean), _number("normal_", "std", std)
+    if not std >= 0:
+        raise op_error(ValueError, "normal_", f"expects std >= 0, got std={std} (as torch's)", x)
+    w = _float_fill("normal_", x, generator)
+    return cast(add(mul(_standard_normal(x.graph, x.shape, w), std), mean), x.dtype)
+
+
+def log_normal_fill(x: GraphTensor, mean=1.0, std=2.0, *, generator=None) -> GraphTensor:
+    """``exp`` of normal noise of mean ``mean`` and standard deviation ``std > 0``"""
+    mean, std = _number("log_normal_", "mean", mean), _number("log_normal_", "std", std)
+    if not std > 0:
+        raise op_error(ValueError, "log_normal_", f"expects std > 0, got std={std} (as torch's)", x)
+    w = _float_fill("log_normal_", x, generator)
+    return cast(exp(add(mul(_standard_normal(x.graph, x.shape, w), std), mean)), x.dtype)
+
+
+def uniform_fill(x: GraphTensor, from_=0.0, to=1.0, *, generator=None) -> GraphTensor:
+    """uniform noise in ``[from_, to)``, ``from_ + (to - from_) * u`` (48-bit ``u`` for float64, else
+    24-bit; rounding to a narrow dtype may give ``to`` itself, as torch's half kernels may); torch
+    refuses ``from_ > to`` and bounds past the dtype's range"""
+    from_, to = _number("uniform_", "from", from_), _number("uniform_", "to", to)
+    w = _float_fill("uniform_", x, generator)
+    biggest = float(dt.finfo(x.dtype).max)
+    for what, v in (("from", from_), ("to", to)):
+        if not -biggest <= v <= biggest:
+            raise op_error(ValueError, "uniform_", f"{what}={v} is out of bounds for {x.dtype.name} (as torch's)", x)
+    if from_ > to:
+        raise op_error(ValueError, "uniform_", f"expects a [from, to) range, got from={from_} > to={to} (as torch's)",
+                       x)
+    g = x.graph
+    u = _uniform48(g, x.shape) if w == dt.float64 else cast(g.rand(x.shape), dt.float64)
+    return cast(add(mul(u, to - from_), from_), x.dtype)
+
+
+def exponential_fill(x: GraphTensor, lambd=1.0, *, generator=None) -> GraphTensor:
+    """exponential noise of rate ``lambd > 0`` (mean ``1 / lambd``)"""
+    lambd = _number("exponential_", "lambd", lambd)
+    if not lambd > 0:
+        raise op_error(ValueError, "exponential_", f"expects lambd > 0, got lambd={lambd} (as torch's)", x)
+    w = _float_fill("exponential_", x, generator)
+    return cast(div(_exponential(x.graph, x.shape, w), lambd), x.dtype)
+
+
+def cauchy_fill(x: GraphTensor, median=0.0, sigma=1.0, *, generator=None) -> GraphTensor:
+    """Cauchy noise of median ``median`` and scale ``sigma > 0``, ``median + sigma tan(pi v)`` for the
+    48-bit uniform ``v`` moved to ``(-1/2, 1/2)`` (by ``2**-49 - 1/2``), in float64, where ``pi v``
+    stays below float64's ``pi / 2``: finite, of either sign as drawn"""
+    median, sigma = _number("cauchy_", "median", median), _number("cauchy_", "sigma", sigma)
+    if not sigma > 0:
+        raise op_error(ValueError, "cauchy_", f"expects sigma > 0, got sigma={sigma} (as torch's)", x)
+    _float_fill("cauchy_", x, generator)
+    v = add(_uniform48(x.graph, x.shape), 2.0**-49 - 0.5)
+    return cast(add(mul(tan(mul(v, math.pi)), sigma), median), x.dtype)
+
+
+def bernoulli_fill(x: GraphTensor, p=0.5, *, generator=None) -> GraphTensor:
+    """1 with probability ``p`` (a number in ``[0, 1]``, or a float tensor of probabilities broadcast to
+    the tensor's shape), else 0; any dtype, as torch's (``bernoulli``'s draws and checks)"""
+    _no_generator("bernoulli_", generator)
+    if isinstance(p, GraphTensor):
+        check_tensors("bernoulli_", input=x, p=p)
+        try:
+            p = p.expand(*x.shape)
+        except ValueError:
+            raise op_error(ValueError, "bernoulli_", f"p of shape {shape_str(p.shape)} does not broadcast to the "
+                           f"tensor's shape {shape_str(x.shape)}", x, p) from None
+        return cast(bernoulli(p), x.dtype)
+    return bernoulli(x, _probability("bernoulli_", p))
+
+
+_UNSET = object()  # random_'s ``to`` when not given (None means: to the dtype's largest integer)
+
+
+def random_fill(x: GraphTensor, from_=None, to=_UNSET, *, generator=None) -> GraphTensor:
+    """integers drawn uniformly from ``[from_, to)`` (``randint_like``'s), in torch's forms:
+    ``random_()`` the dtype's integers from 0 (to ``2**24`` for float32, ``2**31 - 1`` for int32, 1 for
+    bool), ``random_(to)`` from 0, ``random_(from_, to)``, and ``random_(from_, None)`` from ``from_`` to
+    the dtype's largest"""
+    _no_generator("random_", generator)
+    largest = _int_range(x.dtype)[1]
+    if to is _UNSET:  # random_() or random_(to)
+        from_, to = 0, largest + 1 if from_ is None else from_
+    elif to is None:
+        to = largest + 1
+    from_, to = _int_arg("from", 0 if from_ is None else from_, "random_"), _int_arg("to", to, "random_")
+    if from_ >= to:
+        raise op_error(ValueError, "random_", f"expects from < to, got from={from_}, to={to} (as torch's)", x)
+    return randint_like(x, from_, to, dtype=x.dtype)
+
+
+def geometric_fill(x: GraphTensor, p, *, generator=None) -> GraphTensor:
+    """the number of Bernoulli(``p``) trials to the first success, ``p`` in ``(0, 1)``: ``1 + floor(E /
+    -log(1 - p))`` for an exponential ``E`` (so ``P(> k) = (1 - p)**k``), in float64; int32 results past
+    its largest integer (``p`` below about 1.6e-8) are clamped to it; not for bool (as torch's)"""
+    _no_generator("geometric_", generator)
+    p = _number("geometric_", "p", p)
+    if not 0 < p < 1:
+        raise op_error(ValueError, "geometric_", f"expects p in (0, 1), got p={p} (as torch's)", x)
+    if x.dtype == dt.bool_:
+        raise op_error(TypeError, "geometric_", "is not defined for bool tensors (as torch's)", x)
+    out = add(floor(div(_exponential(x.graph, x.shape, dt.float64), -math.log1p(-p))), 1.0)
+    if x.dtype.kind == "i":
+        out = minimum(out, float(_int_range(x.dtype)[1]))
+    return cast(out, x.dtype)
