@@ -453,3 +453,18 @@ def test_every_fill_is_torchs_and_declared_for_type_checkers():
     for name in RANDOM:
         assert hasattr(torch.Tensor, name) and callable(getattr(lm.GraphTensor, name)), name
         assert callable(getattr(lm.nn.Parameter, name)), name
+
+
+@pytest.mark.parametrize("name, args", [
+    ("randn_like", ()), ("randint_like", (5,)), ("bernoulli", ()), ("normal", (1.0,)), ("multinomial", (1,)),
+])
+def test_generator_is_refused_by_name(name, args):
+    """torch's ``generator=`` keyword is taken by every sampler, and refused unless None: a graph draws
+    from its own generator (``lm.manual_seed``), which a torch.Generator cannot reach."""
+    x = lm.Graph().input("x", (3,))
+    with pytest.raises(NotImplementedError, match=rf"^{name}: generator= is not supported \(got Generator"):
+        getattr(lm, name)(x, *args, generator=torch.Generator())
+    assert getattr(lm, name)(x, *args, generator=None).ndim == 1
+    assert getattr(torch, name)(torch.full((3,), 0.5), *args, generator=torch.Generator()).ndim == 1
+    with pytest.raises(NotImplementedError, match=r"^uniform_: generator= is not supported"):
+        x.uniform_(generator=torch.Generator())

@@ -86,7 +86,7 @@ def _standard_normal(g: Graph, shape, d: dt.DType) -> GraphTensor:
 
 
 @tensor_op("randn_like")
-def randn_like(x: GraphTensor, dtype=None) -> GraphTensor:
+def randn_like(x: GraphTensor, dtype=None, *, generator=None) -> GraphTensor:
     """torch.randn_like: standard normal noise (mean 0, variance 1) of ``x``'s shape, in ``x``'s graph,
     drawn afresh on every call of a compiled program (Box-Muller over ``Graph.rand`` uniforms, 48 bits
     for the radius: the values reach about +-8.16, the tail beyond falling below ``2**-48``). No gradient
@@ -96,7 +96,9 @@ def randn_like(x: GraphTensor, dtype=None) -> GraphTensor:
         x: the tensor whose shape, graph and (by default) dtype are used (its values are not read).
         dtype: the result's dtype (default ``x``'s), a float dtype: torch's normal noise is not defined
             for integer or bool tensors.
+        generator: only None (a graph draws from its own generator: ``lm.manual_seed``).
     """
+    _no_generator("randn_like", generator)
     return _standard_normal(x.graph, x.shape, _float_dtype("randn_like", x, dtype))
 
 
@@ -123,7 +125,7 @@ def _int_range(d: dt.DType) -> tuple[int, int]:
 
 
 @tensor_op("randint_like")
-def randint_like(x: GraphTensor, low=0, high=None, *, dtype=None) -> GraphTensor:
+def randint_like(x: GraphTensor, low=0, high=None, *, generator=None, dtype=None) -> GraphTensor:
     """torch.randint_like: integers drawn uniformly from ``[low, high)``, of ``x``'s shape, in ``x``'s
     graph, afresh on every call of a compiled program.
 
@@ -141,7 +143,9 @@ def randint_like(x: GraphTensor, low=0, high=None, *, dtype=None) -> GraphTensor
         dtype: the result's dtype (default ``x``'s): int32, bool, or a float dtype holding every value
             of the range exactly (``low`` and ``high - 1`` within ``+-2**11`` for float16, ``2**8`` for
             bfloat16, ``2**24`` for float32; torch only warns past float16's).
+        generator: only None (a graph draws from its own generator: ``lm.manual_seed``).
     """
+    _no_generator("randint_like", generator)
     if high is None:  # randint_like(x, high)
         low, high = 0, low
     low, high = _int_arg("low", low), _int_arg("high", high)
@@ -180,7 +184,7 @@ def _probability(op: str, p) -> float:
 
 
 @tensor_op("bernoulli")
-def bernoulli(input: GraphTensor, p=None) -> GraphTensor:  # noqa: A002 - torch's name
+def bernoulli(input: GraphTensor, p=None, *, generator=None) -> GraphTensor:  # noqa: A002 - torch's name
     """torch.bernoulli / ``Tensor.bernoulli``: 1 with probability ``input`` (elementwise), else 0, drawn
     afresh on every call of a compiled program; of ``input``'s dtype and shape, as torch's.
 
@@ -194,7 +198,9 @@ def bernoulli(input: GraphTensor, p=None) -> GraphTensor:  # noqa: A002 - torch'
         input: the probabilities, a float tensor; with ``p`` given, only its shape, graph and dtype
             (any dtype, as torch's) are used.
         p: one probability for every element (torch's ``bernoulli(input, p)``), a number in ``[0, 1]``.
+        generator: only None (a graph draws from its own generator: ``lm.manual_seed``).
     """
+    _no_generator("bernoulli", generator)
     g = input.graph
     u = g.rand(input.shape)
     if p is not None:
@@ -208,7 +214,7 @@ def bernoulli(input: GraphTensor, p=None) -> GraphTensor:  # noqa: A002 - torch'
     return out
 
 
-def normal(mean, std=1.0) -> GraphTensor:
+def normal(mean, std=1.0, *, generator=None) -> GraphTensor:
     """torch.normal for tensors: normal noise with the given means and standard deviations (broadcast
     together), ``mean + std * randn``, drawn afresh on every call of a compiled program.
 
@@ -223,8 +229,10 @@ def normal(mean, std=1.0) -> GraphTensor:
         mean: the means, a float tensor or a number.
         std: the standard deviations, a float tensor or a non-negative number (default 1.0); at least
             one of ``mean`` and ``std`` is a tensor.
+        generator: only None (a graph draws from its own generator: ``lm.manual_seed``).
     """
     with renamed("normal"):
+        _no_generator("normal", generator)
         for what, v in (("mean", mean), ("std", std)):
             if not isinstance(v, GraphTensor) and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
                 raise op_error(TypeError, "normal", f"{what} must be a tensor or a number, got {got(v)}")
@@ -285,7 +293,9 @@ def multinomial(input: GraphTensor, num_samples: int, replacement: bool = False,
     ``E / p`` for an exponential ``E`` (zero weights never), and the first ``num_samples`` to finish
     are drawn in order, so the first is distributed as the weights and each next as the weights of
     those left (torch's order). There ``num_samples`` may not exceed the categories, nor the non-zero
-    weights of any row (torch's CPU kernel then returns zero-weight categories; this refuses).
+    weights of any row (torch's CPU kernel then returns zero-weight categories; this refuses). The
+    search compares every draw with every running sum (``searchsorted``): it costs rows x
+    ``num_samples`` x categories, meant for the category counts of models (classes, tokens).
 
     Negative, infinite or NaN weights, rows summing to 0, and (without replacement) rows with too
     few non-zero weights are torch's RuntimeErrors: raised now when ``input`` is a constant, else
