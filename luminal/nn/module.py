@@ -637,7 +637,10 @@ class Module:
 
     def prepare_load(self, state_dict, strict: bool = True, assign: bool = False):
         """``load_state_dict``'s checks and conversions, changing nothing: ``(apply, missing,
-        unexpected)``, where ``apply()`` writes the values (a checkpoint checks all its parts first)."""
+        unexpected)``, where ``apply()`` writes the values (a checkpoint checks all its parts first).
+        The modules' load pre-hooks (``register_load_state_dict_pre_hook``) rewrite a copy of the
+        state_dict first, as torch's."""
+        state_dict = self._pre_hooked(state_dict, strict)
         entries = self._state_entries()
         own = OrderedDict((k, st) for k, st, _, _ in entries)
         given, bad = self._arrays(state_dict)
@@ -682,6 +685,38 @@ class Module:
                         own[k]._replace(v, d)
 
         return apply, missing, unexpected
+
+    def register_load_state_dict_pre_hook(self, hook) -> RemovableHandle:
+        """Call ``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs)`` before ``load_state_dict`` reads this module's entries, as torch's: it may rewrite
+        the (copied) state_dict, e.g. rename an old checkpoint's keys (``prefix`` is this module's path
+        with a trailing dot); a message it appends to ``error_msgs`` fails the load.
+
+        Returns:
+            A handle whose ``remove()`` unregisters the hook.
+        """
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False) -> RemovableHandle:
+        """torch's private form (ported code uses it): ``hook(state_dict, prefix, ...)``, with the module
+        first when ``with_module``."""
+        return self._add_hook("_load_state_dict_pre_hooks", (hook, with_module, False), False)
+
+    def _pre_hooked(self, state_dict, strict: bool):
+        """``state_dict`` as the load pre-hooks of this module and its submodules (parents first, as
+        torch's recursive load calls them) rewrite it: a copy, when there are hooks."""
+        hooked = [(p, m) for p, m in self.named_modules() if m.__dict__.get("_load_state_dict_pre_hooks")]
+        if not hooked or not isinstance(state_dict, Mapping):
+            return state_dict
+        state_dict, errors = OrderedDict(state_dict), []
+        for path, m in hooked:
+            prefix = f"{path}." if path else ""
+            for hook, with_module, _ in list(m._load_state_dict_pre_hooks.values()):
+                args = (state_dict, prefix, {}, strict, [], [], errors)
+                hook(m, *args) if with_module else hook(*args)
+        if errors:
+            raise StateDictError(f"load_state_dict into {type(self).__name__}: " + " | ".join(map(str, errors)))
+        return state_dict
 
     def _arrays(self, state_dict) -> tuple[dict, dict]:
         """The state_dict's values as numeric arrays, and a problem for each value that is none (a

@@ -361,3 +361,67 @@ def test_spectral_norm_start_and_errors():
         parametrizations.spectral_norm(nn.Linear(2, 2), dim=2)
     with pytest.raises(ValueError, match="n_power_iterations to be positive"):
         parametrizations.spectral_norm(nn.Linear(2, 2), n_power_iterations=0)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.nn.utils.weight_norm` is deprecated:FutureWarning")
+@pytest.mark.parametrize("make,shape,dim", [c[1:] for c in WEIGHT_NORM], ids=[c[0] for c in WEIGHT_NORM])
+def test_old_weight_norm_matches_torch(make, shape, dim):
+    """torch's older nn.utils.weight_norm: weight_g / weight_v, values and gradients, then removal."""
+    torch.manual_seed(7)
+    tm = torch.nn.utils.weight_norm(make(torch.nn), dim=dim)
+    m = make(nn)
+    with pytest.warns(FutureWarning, match="parametrizations.weight_norm"):
+        assert nn.utils.weight_norm(m, dim=dim) is m
+    assert list(m.state_dict()) == list(tm.state_dict())
+    load_from_torch(m, tm)
+    np.testing.assert_allclose(np.asarray(m.weight), tm.weight.detach().numpy(), rtol=1e-6, atol=1e-6)
+    grads_vs_torch(m, tm, randn(*shape))
+    assert type(m).__name__ == type(tm).__name__ and not parametrize.is_parametrized(m)  # (torch's keeps its class)
+    with pytest.raises(AttributeError, match="weight is computed from weight_g and weight_v"):
+        m.weight = np.zeros(tuple(m.weight.shape), np.float32)
+    torch.nn.utils.remove_weight_norm(tm)
+    assert nn.utils.remove_weight_norm(m) is m
+    assert type(m) is type(make(nn))
+    assert list(m.state_dict()) == list(tm.state_dict())
+    np.testing.assert_allclose(m.weight.data, tm.weight.detach().numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.nn.utils.weight_norm` is deprecated:FutureWarning")
+def test_old_weight_norm_errors_and_old_checkpoint_into_new_api():
+    m = nn.utils.weight_norm(nn.Linear(3, 2))
+    with pytest.raises(RuntimeError, match="Cannot register two weight_norm hooks on the same parameter weight"):
+        nn.utils.weight_norm(m)
+    with pytest.raises(ValueError, match="weight_norm of 'bias' not found in Linear"):
+        nn.utils.remove_weight_norm(m, "bias")
+    torch.manual_seed(8)
+    old = torch.nn.utils.weight_norm(torch.nn.Conv1d(2, 3, 2))  # a checkpoint with weight_g / weight_v
+    new = parametrizations.weight_norm(nn.Conv1d(2, 3, 2))
+    assert not new.load_state_dict({k: v.detach().numpy() for k, v in old.state_dict().items()}).missing_keys
+    np.testing.assert_allclose(np.asarray(new.weight), old.weight.detach().numpy(), rtol=1e-6)
+    np.testing.assert_array_equal(new.parametrizations.weight.original0.data, old.weight_g.detach().numpy())
+
+
+def test_load_state_dict_pre_hooks():
+    """Module.register_load_state_dict_pre_hook (and torch's private form): hooks rewrite a copy of the
+    state_dict, parents first, with each module's prefix; an error message fails the load."""
+    m = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
+    calls = []
+
+    def rename(module, sd, prefix, *rest):
+        calls.append((type(module).__name__, prefix))
+        if f"{prefix}w" in sd:
+            sd[f"{prefix}weight"] = sd.pop(f"{prefix}w")
+
+    m.register_load_state_dict_pre_hook(rename)
+    handle = m[1].register_load_state_dict_pre_hook(rename)
+    sd = {k: v.copy() + 1 for k, v in m.state_dict().items()}
+    sd["1.w"] = sd.pop("1.weight")
+    given = dict(sd)
+    m.load_state_dict(sd)
+    assert calls == [("Sequential", ""), ("Linear", "1.")] and sd == given  # (the caller's dict is not changed)
+    np.testing.assert_array_equal(m[1].weight.data, given["1.w"])
+    handle.remove()
+    m._register_load_state_dict_pre_hook(lambda sd, prefix, meta, strict, missing, unexpected, errors:
+                                         errors.append("refused by the hook"))
+    with pytest.raises(RuntimeError, match="refused by the hook"):
+        m.load_state_dict(m.state_dict())

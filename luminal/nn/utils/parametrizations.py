@@ -69,7 +69,8 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
     """torch's ``parametrizations.weight_norm``: ``module.<name>`` becomes ``g * v / ||v||`` (the norm over
     every dim but ``dim``; over the whole tensor for ``dim`` None or -1, as torch's), with ``g`` and ``v``
     the Parameters ``parametrizations.<name>.original0`` and ``original1`` (torch's state_dict names),
-    starting at ``||w||`` and ``w``.
+    starting at ``||w||`` and ``w``. A checkpoint of the old ``nn.utils.weight_norm`` (``<name>_g``,
+    ``<name>_v``) loads too, as torch's.
 
     Args:
         module: the module. name: its parameter's name. dim: the dim whose slices are normalised.
@@ -78,7 +79,18 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
         The module.
     """
     _check_dim("weight_norm", module, name, dim)
-    return parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+    parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def _weight_norm_compat_hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                 error_msgs) -> None:
+        """A checkpoint of the old ``nn.utils.weight_norm`` (``<name>_g``, ``<name>_v``) loads, as torch's."""
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
+
+    module._register_load_state_dict_pre_hook(_weight_norm_compat_hook)
+    return module
 
 
 def _np_normalize(x: np.ndarray, eps: float) -> np.ndarray:

@@ -235,24 +235,44 @@ def _check_same(what: str, z, shape: tuple, dtype: dt.DType, layout: str) -> Non
                          + layout.format(what="shape", want=tuple(shape), got=tuple(z.shape)))
 
 
-class _Parametrized(property):
-    """The property a parametrized module's class has for each parametrized name."""
+class _Computed(property):
+    """The property a module's class has for each computed name (a parametrization's, the old weight norm's)."""
 
 
-def _read(module: Module, name: str) -> ParametrizedTensor:
-    """``module.<name>``: the parametrized tensor in the graph being built (module docstring)."""
-    plist = module.parametrizations[name]
+class _ByParametrizations:
+    """How ``register_parametrization``'s names are computed and assigned: from ``module.parametrizations``."""
+
+    parametrized = True
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def build(self, module: Module, g: Graph) -> GraphTensor:
+        return module.parametrizations[self.name]._compute(g)
+
+    def assign(self, module: Module, value) -> None:
+        module.parametrizations[self.name].right_inverse(value)
+
+
+def _read(module: Module, name: str, how) -> ParametrizedTensor:
+    """``module.<name>``: the tensor ``how`` computes, in the graph being built (module docstring)."""
 
     def build(g: Graph) -> GraphTensor:
         table = getattr(_cache, "table", None) if getattr(_cache, "depth", 0) else None
         key = (id(module), name, id(g))
         if table is not None and key in table:
             return table[key][1]
-        t = plist._compute(g)
+        t = how.build(module, g)
         if table is not None:
             table[key] = (g, t)  # (the graph kept alive: its id stays its own while cached)
         return t
 
+    return _built(build)
+
+
+def _built(build) -> ParametrizedTensor:
+    """``build(g)`` (a tensor computed from parameters in the graph ``g``) in the graph being built, else
+    in a host graph, as a :class:`ParametrizedTensor` whose ``on`` builds it in another graph."""
     g = building.current()
     t = build(g if isinstance(g, Graph) else host_graph())
     out = ParametrizedTensor(t.graph, t.node, t.layout, t.origin)
@@ -260,13 +280,30 @@ def _read(module: Module, name: str) -> ParametrizedTensor:
     return out
 
 
-def _parametrized_class(base: type, names) -> type:
-    """``base`` with a property for each of ``names`` (torch's ``ParametrizedLinear``); a new class for
-    every change, so a deep copy (which shares its original's class) keeps its own parametrizations."""
+def computed_attrs(module: Module) -> dict:
+    """The module's computed names: name -> how (an object with ``build(module, graph)`` and
+    ``assign(module, value)``)."""
+    return dict(type(module).__dict__.get("_computed_attrs", {}))
 
+
+def set_computed(module: Module, name: str, how) -> None:
+    """Make ``module.<name>`` computed by ``how`` (None: no longer computed), by giving the module a new
+    class: its original class with a property per computed name (torch's ``ParametrizedLinear`` when a
+    parametrization is among them). A new class for every change, so a deep copy (which shares its
+    original's class) keeps its own."""
+    base = type(module).__dict__.get("_parametrized_base", type(module))
+    attrs = computed_attrs(module)
+    if how is None:
+        attrs.pop(name, None)
+    else:
+        attrs[name] = how
+    object.__setattr__(module, "__class__", _computed_class(base, attrs) if attrs else base)
+
+
+def _computed_class(base: type, attrs: dict) -> type:
     def setattr_(self, name, value):
-        if isinstance(getattr(type(self), name, None), _Parametrized):
-            object.__setattr__(self, name, value)  # (the property: right_inverse into the originals)
+        if isinstance(getattr(type(self), name, None), _Computed):
+            object.__setattr__(self, name, value)  # (the property: how.assign, e.g. right_inverse)
         else:
             base.__setattr__(self, name, value)
 
@@ -275,11 +312,12 @@ def _parametrized_class(base: type, names) -> type:
                            "parametrized module's class is made when the parametrization is registered)")
 
     body = {"__setattr__": setattr_, "__getstate__": getstate, "__module__": base.__module__,
-            "_parametrized_base": base}
-    for n in names:
-        body[n] = _Parametrized(lambda self, n=n: _read(self, n),
-                                lambda self, value, n=n: self.parametrizations[n].right_inverse(value))
-    return type(f"Parametrized{base.__name__}", (base,), body)
+            "_parametrized_base": base, "_computed_attrs": attrs}
+    for n, how in attrs.items():
+        body[n] = _Computed(lambda self, n=n, how=how: _read(self, n, how),
+                            lambda self, value, how=how: how.assign(self, value))
+    name = f"Parametrized{base.__name__}" if any(h.parametrized for h in attrs.values()) else base.__name__
+    return type(name, (base,), body)
 
 
 def type_before_parametrizations(module: Module) -> type:
@@ -353,8 +391,7 @@ def register_parametrization(module: Module, tensor_name: str, parametrization: 
     if not is_parametrized(module):
         module.parametrizations = ModuleDict()
     module.parametrizations[tensor_name] = plist
-    base = type(module).__dict__.get("_parametrized_base", type(module))
-    object.__setattr__(module, "__class__", _parametrized_class(base, list(module.parametrizations.keys())))
+    set_computed(module, tensor_name, _ByParametrizations(tensor_name))
     return module
 
 
@@ -388,10 +425,8 @@ def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized
         raise ValueError("Cannot leave unparametrized (`leave_parametrized=False`) a tensor that is parametrized in "
                          "terms of a sequence of tensors.")
     del module.parametrizations[tensor_name]
-    rest = list(module.parametrizations.keys())
-    base = type(module).__dict__["_parametrized_base"]
-    object.__setattr__(module, "__class__", _parametrized_class(base, rest) if rest else base)
-    if not rest:
+    set_computed(module, tensor_name, None)
+    if not len(module.parametrizations):
         delattr(module, "parametrizations")
     _register_state(module, tensor_name, original)
     return module
