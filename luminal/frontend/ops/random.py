@@ -1,11 +1,14 @@
-"""Random sampling in a graph with torch's names: ``randn_like``, ``randint_like``, ``bernoulli`` and
-``normal``, all built on ``Graph.rand``'s uniform float32 noise (drawn afresh on every call of a compiled
-program from the graph's generator, which ``lm.manual_seed`` seeds when the graph is made; the streams
-differ from torch's).
+"""Random sampling in a graph with torch's names: ``randn_like``, ``randint_like``, ``bernoulli``,
+``normal`` and ``multinomial``, and the in-place fills (``x.normal_()``, ``uniform_``, ``exponential_``,
+``bernoulli_``, ``random_``, ``geometric_``, ``cauchy_``, ``log_normal_``: ``inplace.RANDOM``), all built
+on ``Graph.rand``'s uniform float32 noise (drawn afresh on every call of a compiled program from the
+graph's generator, which ``lm.manual_seed`` seeds when the graph is made; the streams differ from
+torch's, and torch's ``generator=`` is refused).
 
 A uniform is ``k / 2**24`` for an integer ``0 <= k < 2**24``: strictly below 1, and possibly 0. So the
-normal's Box-Muller takes the log of ``1 - u`` (never 0), and the normal's radius and the integers take
-48 bits from two uniforms (``_uniform48``).
+normal's Box-Muller takes the log of ``1 - u`` (never 0), and where 24 bits would cut a tail or a range
+short (the normal's radius, the exponential, Cauchy, multinomial's draws, the integers) two uniforms
+make a 48-bit one (``_uniform48``).
 No gradient flows through the noise; ``bernoulli`` and ``normal`` give none to their probabilities, means
 and standard deviations either (torch's gradients there are zeros, not the reparameterised ones: write
 ``mean + std * lm.randn_like(std)`` for those).
