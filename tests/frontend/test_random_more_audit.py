@@ -181,6 +181,27 @@ def test_multinomial_symbolic_rows():
         assert (np.sort(a, 1) == [0, 2]).all() and set(np.unique(b)) <= {0, 2}
 
 
+def test_multinomial_symbolic_categories():
+    """A symbolic number of categories (the total is the running sums' largest, not a slice's last)."""
+    lm.manual_seed(21)
+    g = lm.Graph()
+    p = g.input("p", ("k",))
+    f = lm.compile([lm.multinomial(p, 4000, True), lm.multinomial(p, 2)])
+    for w in ([0, 1, 1, 0], [0, 0, 0, 0, 0, 2, 1], [3]):
+        w = np.array(w, np.float32)
+        if (w > 0).sum() < 2:
+            with pytest.raises(RuntimeError, match=r"^multinomial: cannot sample 2 without replacement"):
+                f(p=w)
+            continue
+        a, b = f(p=w)
+        assert _chi2(np.bincount(a, minlength=w.size), w / w.sum()) < _chi2_bound(int((w > 0).sum()))
+        assert len(set(b)) == 2 and (w[b] > 0).all()
+    with pytest.raises(ValueError, match=r"^multinomial: needs at least one category, got none"):
+        lm.multinomial(g.input("e", (3, 0)), 1, True)
+    with pytest.raises(RuntimeError):
+        torch.multinomial(torch.ones(3, 0), 1, True)
+
+
 @pytest.mark.parametrize("weights, args, error, match", [
     ([1.0, 2.0], (0,), ValueError, r"^multinomial: cannot sample num_samples=0 <= 0 samples"),
     ([1.0, 2.0], (3,), ValueError, r"^multinomial: cannot sample num_samples=3 > 2 categories without replacement"),

@@ -47,7 +47,7 @@ from luminal.frontend.ops.elementwise import (
     sub,
     tan,
 )
-from luminal.frontend.ops.reduce import any_, cumsum, topk
+from luminal.frontend.ops.reduce import amax, any_, cumsum, topk
 from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.ops.search import searchsorted
 from luminal.frontend.ops.value_checks import known_values
@@ -322,6 +322,8 @@ def multinomial(input: GraphTensor, num_samples: int, replacement: bool = False,
     if num_samples <= 0:
         raise op_error(ValueError, "multinomial", f"cannot sample num_samples={num_samples} <= 0 samples (as torch's)",
                        input)
+    if isinstance(n, int) and n == 0:  # (torch: an empty max, or a sum of probabilities <= 0)
+        raise op_error(ValueError, "multinomial", "needs at least one category, got none", input)
     if isinstance(n, int) and n > 2**24:
         raise op_error(ValueError, "multinomial", f"number of categories cannot exceed 2**24, got {n} (as torch's)",
                        input)
@@ -332,7 +334,7 @@ def multinomial(input: GraphTensor, num_samples: int, replacement: bool = False,
     shape = (*input.shape[:-1], num_samples)
     if replacement:
         cdf = cumsum(p, -1)
-        target = mul(_uniform48(g, shape), cdf[..., -1:])
+        target = mul(_uniform48(g, shape), amax(cdf, -1, keepdim=True))  # (the last sum, also over a symbolic dim)
         out = searchsorted(cdf[..., :-1], target, right=True)
     else:
         exponential = neg(log(add(_uniform48(g, shape[:-1] + (n,)), 2.0**-49)))  # (> 0: u + 2**-49 < 1)
