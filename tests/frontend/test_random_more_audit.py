@@ -489,3 +489,14 @@ def test_generator_is_refused_by_name(name, args):
     assert getattr(torch, name)(torch.full((3,), 0.5), *args, generator=torch.Generator()).ndim == 1
     with pytest.raises(NotImplementedError, match=r"^uniform_: generator= is not supported"):
         x.uniform_(generator=torch.Generator())
+
+
+def test_fills_with_degenerate_parameters():
+    """``uniform_(a, a)`` is ``a``, ``normal_(m, 0)`` is ``m``, ``exponential_(inf)`` is 0 (torch allows
+    each); written out, not read from torch."""
+    g = lm.Graph()
+    x = g.input("x", (4,))
+    got = _run([x.clone().uniform_(1.5, 1.5), x.clone().normal_(3.0, 0.0), x.clone().exponential_(math.inf)],
+               x=np.zeros(4, np.float32))
+    for v, want in zip(got, (1.5, 3.0, 0.0)):
+        np.testing.assert_array_equal(v, want)
