@@ -45,6 +45,23 @@ from luminal.nn.layers.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, 
 from luminal.nn.layers.embedding_bag import EmbeddingBag
 from luminal.nn.layers.fold import Fold, Unfold
 from luminal.nn.layers.instance_norm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from luminal.nn.layers.lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    LazyLinear,
+    UninitializedBuffer,
+    UninitializedParameter,
+)
 from luminal.nn.layers.linear import (
     Bilinear,
     CosineSimilarity,
@@ -156,3 +173,6 @@ __all__ += ["CTCLoss", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbedding
             "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss",
             "TripletMarginLoss", "TripletMarginWithDistanceLoss"]
 __all__ += ["ChannelShuffle", "NLLLoss2d", "Softmax2d"]
+__all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d", "LazyConv3d",
+            "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyInstanceNorm1d",
+            "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "UninitializedBuffer", "UninitializedParameter"]
