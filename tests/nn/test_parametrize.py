@@ -58,9 +58,9 @@ class TScale(torch.nn.Module):
 
 def grads_vs_torch(m, tm, x, rtol=1e-5, atol=1e-5):
     """Forward and the gradient of sum(out * c) w.r.t. every parameter, luminal's train.grad vs torch."""
-    c = randn(*tm(torch.from_numpy(x)).shape, seed=7)
     g = lm.Graph()
     out = m(g.input("x", x.shape))
+    c = randn(*out.shape, seed=7)  # (not from a torch call: a training forward updates spectral norm's vectors)
     names = [n for n, _ in m.named_parameters()]
     assert names == [n for n, _ in tm.named_parameters()]
     grads = train.grad((out * c).sum(), list(m.parameters()))
@@ -425,3 +425,67 @@ def test_load_state_dict_pre_hooks():
                                          errors.append("refused by the hook"))
     with pytest.raises(RuntimeError, match="refused by the hook"):
         m.load_state_dict(m.state_dict())
+
+
+OLD_SPECTRAL = [
+    ("linear", lambda n: n.Linear(4, 3), (2, 4), {}),
+    ("conv1d_3iters", lambda n: n.Conv1d(2, 3, 2), (2, 2, 5), {"n_power_iterations": 3}),
+    ("convT1d", lambda n: n.ConvTranspose1d(2, 3, 2), (2, 2, 4), {}),  # (dim 1 by default)
+]
+
+
+@pytest.mark.parametrize("train_mode", [True, False])
+@pytest.mark.parametrize("make,shape,kw", [c[1:] for c in OLD_SPECTRAL], ids=[c[0] for c in OLD_SPECTRAL])
+def test_old_spectral_norm_matches_torch(make, shape, kw, train_mode):
+    """torch's older nn.utils.spectral_norm: weight_orig / weight_u / weight_v, values, gradients, the
+    vectors written back in training mode (left alone in eval), then removal."""
+    torch.manual_seed(9)
+    tm = torch.nn.utils.spectral_norm(make(torch.nn), **kw).train(train_mode)
+    m = nn.utils.spectral_norm(make(nn), **kw).train(train_mode)
+    assert type(m).__name__ == type(tm).__name__ and list(m.state_dict()) == list(tm.state_dict())
+    load_from_torch(m, tm)
+    before = m.weight_u.data.copy()
+    grads_vs_torch(m, tm, randn(*shape), rtol=1e-4)
+    for k, v in tm.state_dict().items():
+        np.testing.assert_allclose(m.state_dict()[k], v.numpy(), rtol=1e-5, atol=1e-5, err_msg=k)
+    assert np.abs(m.weight_u.data - before).max() > 0 if train_mode else np.array_equal(m.weight_u.data, before)
+    with pytest.raises(AttributeError, match="weight is computed from weight_orig"):
+        m.weight = np.zeros(tuple(m.weight.shape), np.float32)
+    torch.nn.utils.remove_spectral_norm(tm)
+    assert nn.utils.remove_spectral_norm(m) is m
+    assert type(m) is type(make(nn)) and list(m.state_dict()) == list(tm.state_dict())
+    np.testing.assert_allclose(m.weight.data, tm.weight.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_old_spectral_norm_trains_as_torch_and_errors():
+    torch.manual_seed(10)
+    tm = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    m = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    for i in (0, 2):
+        torch.nn.utils.spectral_norm(tm[i])
+        nn.utils.spectral_norm(m[i])
+    load_from_torch(m, tm)
+    x, y = randn(5, 3), randn(5, 2, seed=1)
+    g = lm.Graph()
+    loss = train.mse_loss(m(g.input("x", x.shape)), g.input("y", y.shape))
+    step = train.compile_step(loss, train.SGD(m.parameters(), lr=0.2), backend="cpu")
+    topt = torch.optim.SGD(tm.parameters(), lr=0.2)
+    for _ in range(3):
+        got = step(x=x, y=y)
+        topt.zero_grad()
+        want = torch.nn.functional.mse_loss(tm(torch.from_numpy(x)), torch.from_numpy(y))
+        want.backward()
+        topt.step()
+        np.testing.assert_allclose(got, want.item(), rtol=1e-5)
+    for k, v in tm.state_dict().items():
+        np.testing.assert_allclose(m.state_dict()[k], v.numpy(), rtol=1e-5, atol=1e-5, err_msg=k)
+    with pytest.raises(RuntimeError, match="Cannot register two spectral_norm hooks on the same parameter weight"):
+        nn.utils.spectral_norm(m[0])
+    with pytest.raises(ValueError, match="spectral_norm of 'bias' not found in Linear"):
+        nn.utils.remove_spectral_norm(m[0], "bias")
+    with pytest.raises(ValueError, match="cannot be applied as parameter `kernel` is None"):
+        nn.utils.spectral_norm(nn.Linear(2, 2), name="kernel")
+    old = {"bias": np.zeros(4, np.float32), "weight_orig": np.ones((4, 3), np.float32),
+           "weight": np.ones((4, 3), np.float32), "weight_u": np.ones(4, np.float32)}
+    with pytest.raises(RuntimeError, match="spectral_norm checkpoint from before torch 1.0"):
+        m[0].load_state_dict(old)

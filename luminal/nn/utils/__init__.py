@@ -4,7 +4,8 @@ recurrent layers); ``nn.utils.parametrize`` (``register_parametrization``, ``rem
 ``is_parametrized``, ``cached``) and ``nn.utils.parametrizations`` (``weight_norm``, ``spectral_norm``):
 tensors computed in the graph from other parameters; ``parameters_to_vector`` / ``vector_to_parameters``
 (``convert_parameters``); ``fuse_conv_bn_eval`` / ``fuse_linear_bn_eval`` (``fusion``); torch's older
-``weight_norm`` / ``remove_weight_norm`` (``weight_g``, ``weight_v``).
+``weight_norm`` / ``remove_weight_norm`` (``weight_g``, ``weight_v``) and ``spectral_norm`` /
+``remove_spectral_norm`` (``weight_orig``, ``weight_u``, ``weight_v``).
 
 torch clips eagerly, in place, the ``.grad`` that ``backward()`` left on each parameter. luminal keeps
 no gradient on parameters: gradients are graph outputs of the compiled train step, which clips them
@@ -27,6 +28,7 @@ from luminal.nn.utils.fusion import (
     fuse_linear_bn_eval,
     fuse_linear_bn_weights,
 )
+from luminal.nn.utils.spectral_norm import remove_spectral_norm, spectral_norm
 from luminal.nn.utils.weight_norm import remove_weight_norm, weight_norm
 
 
@@ -65,4 +67,5 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> NoReturn:
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "convert_parameters", "fuse_conv_bn_eval", "fuse_conv_bn_weights",
            "fuse_linear_bn_eval", "fuse_linear_bn_weights", "fusion", "parameters_to_vector", "parametrizations",
-           "parametrize", "remove_weight_norm", "rnn", "vector_to_parameters", "weight_norm"]
+           "parametrize", "remove_spectral_norm", "remove_weight_norm", "rnn", "spectral_norm", "vector_to_parameters",
+           "weight_norm"]

@@ -97,6 +97,35 @@ def _np_normalize(x: np.ndarray, eps: float) -> np.ndarray:
     return x / max(float(np.linalg.norm(x)), eps)
 
 
+def _matrix(w, dim: int):
+    """The weight (an array or a tensor) as a matrix: ``dim`` first, the other dims flattened."""
+    if dim != 0:
+        order = (dim, *(d for d in range(w.ndim) if d != dim))
+        w = w.transpose(order) if isinstance(w, np.ndarray) else w.permute(order)
+    return w.reshape(w.shape[0], -1)
+
+
+def _sigma(mat, u_state, v_state, iterations: int, eps: float, v_first: bool = False):
+    """The spectral norm estimate ``u . (mat @ v)`` after ``iterations`` power iterations on ``mat``
+    detached, from the buffers ``u_state``, ``v_state`` (their values after this graph's updates so far);
+    with iterations, the new vectors are written back after every run (``graph.assign``; a host graph
+    is never run, and writes nothing). ``v_first``: torch's older order (v from u, then u from v).
+    Differentiable through ``mat`` only, as torch's."""
+    g = mat.graph
+    u, v = (g.updates[s] if s in g.updates else join.into(s, g) for s in (u_state, v_state))
+    fixed = mat.detach()
+    for _ in range(iterations):
+        if v_first:
+            v = normalize(fixed.T @ u, dim=0, eps=eps)
+        u = normalize(fixed @ v, dim=0, eps=eps)
+        if not v_first:
+            v = normalize(fixed.T @ u, dim=0, eps=eps)
+    if iterations and not g.host:
+        g.assign(u_state, u)
+        g.assign(v_state, v)
+    return (u.detach() * (mat @ v.detach())).sum()
+
+
 class _SpectralNorm(Module):
     """The spectral-norm parametrization, as torch's: ``forward(w) = w / sigma``, ``sigma`` the largest
     singular value of ``w`` as a matrix (``dim`` first, the rest flattened), estimated by power
@@ -124,7 +153,7 @@ class _SpectralNorm(Module):
         self.eps = eps
         if ndim > 1:
             self.n_power_iterations = n_power_iterations
-            mat = self._matrix(np.asarray(weight).astype(np.float64))
+            mat = _matrix(np.asarray(weight).astype(np.float64), self.dim)
             rng = default_rng()  # (lm.manual_seed; torch's draws differ: load its _u, _v to match it)
             u = _np_normalize(rng.standard_normal(mat.shape[0]), eps)
             v = _np_normalize(rng.standard_normal(mat.shape[1]), eps)
@@ -134,29 +163,11 @@ class _SpectralNorm(Module):
             self.register_buffer("_u", Buffer(u, weight.dtype))
             self.register_buffer("_v", Buffer(v, weight.dtype))
 
-    def _matrix(self, w):
-        """The weight as a matrix: ``dim`` first, the other dims flattened."""
-        if self.dim != 0:
-            w = w.transpose(self.dim, *(d for d in range(w.ndim) if d != self.dim)) if isinstance(w, np.ndarray) \
-                else w.permute(self.dim, *(d for d in range(w.ndim) if d != self.dim))
-        return w.reshape(w.shape[0], -1)
-
     def forward(self, weight):
         if weight.ndim == 1:
             return normalize(weight, dim=0, eps=self.eps)
-        g = weight.graph
-        mat = self._matrix(weight)
-        u, v = (g.updates[s] if s in g.updates else join.into(s, g) for s in (self._u, self._v))
-        if self.training:
-            fixed = mat.detach()
-            for _ in range(self.n_power_iterations):
-                u = normalize(fixed @ v, dim=0, eps=self.eps)
-                v = normalize(fixed.T @ u, dim=0, eps=self.eps)
-            if not g.host:
-                g.assign(self._u, u)
-                g.assign(self._v, v)
-        sigma = (u.detach() * (mat @ v.detach())).sum()
-        return weight / sigma
+        iterations = self.n_power_iterations if self.training else 0
+        return weight / _sigma(_matrix(weight, self.dim), self._u, self._v, iterations, self.eps)
 
     def right_inverse(self, value):
         return value
