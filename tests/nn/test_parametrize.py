@@ -489,3 +489,13 @@ def test_old_spectral_norm_trains_as_torch_and_errors():
            "weight": np.ones((4, 3), np.float32), "weight_u": np.ones(4, np.float32)}
     with pytest.raises(RuntimeError, match="spectral_norm checkpoint from before torch 1.0"):
         m[0].load_state_dict(old)
+
+
+def test_transfer_parametrizations_and_params():
+    src = parametrizations.weight_norm(nn.Linear(3, 2))
+    dst = nn.Linear(3, 2)
+    assert parametrize.transfer_parametrizations_and_params(src, dst) is dst
+    assert parametrize.is_parametrized(dst, "weight") and list(dst.state_dict()) == list(src.state_dict())
+    assert dst.parametrizations.weight.original1 is src.parametrizations.weight.original1  # shared, as torch's
+    assert dst.parametrizations.weight[0] is src.parametrizations.weight[0]
+    np.testing.assert_allclose(np.asarray(dst.weight), np.asarray(src.weight), rtol=1e-6)

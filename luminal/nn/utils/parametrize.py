@@ -308,8 +308,9 @@ def _computed_class(base: type, attrs: dict) -> type:
             base.__setattr__(self, name, value)
 
     def getstate(self):
-        raise RuntimeError("Serialization of parametrized modules is only supported through state_dict() (a "
-                           "parametrized module's class is made when the parametrization is registered)")
+        raise RuntimeError(f"Serialization of parametrized modules is only supported through state_dict(): "
+                           f"{type(self).__name__}'s class was made when {', '.join(sorted(attrs))} became computed "
+                           f"(a parametrization, weight_norm or spectral_norm), so pickle cannot find it again")
 
     body = {"__setattr__": setattr_, "__getstate__": getstate, "__module__": base.__module__,
             "_parametrized_base": base, "_computed_attrs": attrs}
