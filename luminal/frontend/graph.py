@@ -127,6 +127,8 @@ class Graph:
         # Gradients given by formula (``custom_vjp``): node id -> (rule, inputs as (Node, View)). Autograd
         # sends such a node's adjoint to the inputs by the rule instead of through the node's own chain.
         self.vjps: dict[int, tuple] = {}
+        # Nodes mixed precision leaves in float32 (``frontend/float32_ops.py``: what a loss's call made)
+        self.float32_ops: set[int] = set()
         self._user_vjps: dict[int, int] = {}  # node id -> how many user rules sit on copies of it
         # A host graph (``frontend/host.py``) holds the tensors made outside any graph (``lm.ones(3)`` in a
         # module's ``__init__``): constants whose values are known now, which join other graphs by value.

@@ -19,6 +19,7 @@ from luminal.core.errors import check_int, check_number, op_error, renamed
 from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend import ops
 from luminal.frontend.checks import check_tensors
+from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops import value_checks
 from luminal.frontend.ops.elementwise import _opmath
 from luminal.frontend.ops.reduce import log_softmax_parts
@@ -208,6 +209,7 @@ def _weighted_mean(elem: GraphTensor, w: GraphTensor, reduction: str) -> GraphTe
 
 
 # classification -------------------------------------------------------------------------------
+@float32_under_autocast
 @renamed("nll_loss")
 def nll_loss(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None = None, *,  # noqa: A002
              ignore_index: int = -100, reduction: str = "mean") -> GraphTensor:
@@ -223,6 +225,7 @@ def nll_loss(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None
     return _weighted_mean(elem, w, reduction)
 
 
+@float32_under_autocast
 @renamed("cross_entropy")
 def cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None = None, *,  # noqa: A002
                   ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0) -> GraphTensor:
@@ -281,6 +284,7 @@ def _uniform(like: GraphTensor, mass: float, n):
     return ops.cast(_over(like.graph.constant(mass, wide), n), like.dtype)
 
 
+@float32_under_autocast
 @renamed("binary_cross_entropy")
 def binary_cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphTensor | None = None, *,  # noqa: A002
                          reduction: str = "mean") -> GraphTensor:
@@ -299,6 +303,7 @@ def binary_cross_entropy(input: GraphTensor, target: GraphTensor, weight: GraphT
     return _reduce(out if weight is None else out * _as_input_dtype(weight, input), reduction)
 
 
+@float32_under_autocast
 @renamed("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input: GraphTensor, target: GraphTensor,  # noqa: A002
                                      weight: GraphTensor | None = None, *, reduction: str = "mean",
@@ -321,6 +326,7 @@ def binary_cross_entropy_with_logits(input: GraphTensor, target: GraphTensor,  #
     return _reduce(out if weight is None else out * weight, reduction)
 
 
+@float32_under_autocast
 @renamed("kl_div")
 def kl_div(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean",  # noqa: A002
            log_target: bool = False) -> GraphTensor:
@@ -356,6 +362,7 @@ def _elementwise_weight(loss: str, x: GraphTensor, out: GraphTensor, weight, red
     return out.sum() / weight.sum() if by_weight and reduction == "mean" else _reduce(out, reduction)
 
 
+@float32_under_autocast
 @renamed("mse_loss")
 def mse_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean",  # noqa: A002
              weight: GraphTensor | None = None) -> GraphTensor:
@@ -374,6 +381,7 @@ def mse_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean"
     return _elementwise_weight("mse_loss", input, d * d, weight, reduction, by_weight=True)
 
 
+@float32_under_autocast
 @renamed("l1_loss")
 def l1_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean",  # noqa: A002
             weight: GraphTensor | None = None) -> GraphTensor:
@@ -391,6 +399,7 @@ def l1_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean",
     return _elementwise_weight("l1_loss", input, ops.abs(input - target), weight, reduction, by_weight=True)
 
 
+@float32_under_autocast
 @renamed("smooth_l1_loss")
 def smooth_l1_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean",  # noqa: A002
                    beta: float = 1.0) -> GraphTensor:
@@ -405,6 +414,7 @@ def smooth_l1_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = 
     return _reduce(ops.where(ops.lt(z, beta), z * z * 0.5 / beta, z - 0.5 * beta), reduction)
 
 
+@float32_under_autocast
 @renamed("huber_loss")
 def huber_loss(input: GraphTensor, target: GraphTensor, reduction: str = "mean", delta: float = 1.0,  # noqa: A002
                weight: GraphTensor | None = None) -> GraphTensor:

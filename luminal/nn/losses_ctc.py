@@ -27,6 +27,7 @@ from luminal.core.errors import check_int, op_error, renamed
 from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend import ops
 from luminal.frontend.checks import check_tensors
+from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops import value_checks
 from luminal.frontend.ops.value_checks import known_values
 from luminal.frontend.tensor import GraphTensor
@@ -134,6 +135,7 @@ def _padded_targets(targets, tl, tl_known, n: int, cap: int, guards: list):
     return ops.index_select(targets, 0, idx.reshape(-1)).reshape(n, s), s
 
 
+@float32_under_autocast
 @renamed("ctc_loss")
 def ctc_loss(log_probs: GraphTensor, targets: GraphTensor, input_lengths, target_lengths, blank: int = 0,
              reduction: str = "mean", zero_infinity: bool = False) -> GraphTensor:

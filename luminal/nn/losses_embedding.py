@@ -16,12 +16,14 @@ from luminal.core.errors import check_number, op_error, renamed
 from luminal.core.symbolic import shape_str
 from luminal.frontend import ops
 from luminal.frontend.checks import check_tensors
+from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.tensor import GraphTensor
 from luminal.nn.losses import _float, _reduce, _reduction
 
 _COS_EPS = 1e-12  # torch's EPSILON added to each squared norm in cosine_embedding_loss
 
 
+@float32_under_autocast
 @renamed("cosine_embedding_loss")
 def cosine_embedding_loss(input1: GraphTensor, input2: GraphTensor, target: GraphTensor, margin: float = 0.0, *,
                           reduction: str = "mean") -> GraphTensor:
@@ -90,6 +92,7 @@ def _pairwise_distance(p: float, eps: float):
     return lambda x1, x2: ops.vector_norm(x1 - x2 + eps, p, -1)
 
 
+@float32_under_autocast
 @renamed("triplet_margin_loss")
 def triplet_margin_loss(anchor: GraphTensor, positive: GraphTensor, negative: GraphTensor, margin: float = 1.0,
                         p: float = 2, eps: float = 1e-6, swap: bool = False, *,

@@ -20,6 +20,7 @@ from luminal.core.errors import check_number, op_error, renamed
 from luminal.core.symbolic import shape_str
 from luminal.frontend import ops
 from luminal.frontend.checks import check_tensors
+from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops.value_checks import known_values
 from luminal.frontend.tensor import GraphTensor
 from luminal.nn.losses import _float, _reduce, _reduction
@@ -38,6 +39,7 @@ def _target(loss: str, x: GraphTensor, t: GraphTensor) -> GraphTensor:
     return t if t.dtype.is_float else ops.cast(t, x.dtype)
 
 
+@float32_under_autocast
 @renamed("poisson_nll_loss")
 def poisson_nll_loss(input: GraphTensor, target: GraphTensor, log_input: bool = True,  # noqa: A002
                      full: bool = False, *, eps: float = 1e-8, reduction: str = "mean") -> GraphTensor:

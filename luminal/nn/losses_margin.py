@@ -18,6 +18,7 @@ from luminal.core.errors import check_number, op_error, renamed
 from luminal.core.symbolic import shape_str
 from luminal.frontend import ops
 from luminal.frontend.checks import check_tensors
+from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops import value_checks
 from luminal.frontend.tensor import GraphTensor
 from luminal.nn.losses import _float, _log_sigmoid, _over, _reduce, _reduction
@@ -46,6 +47,7 @@ def _positive_part(z: GraphTensor) -> GraphTensor:
     return ops.where(ops.gt(z, 0), z, 0.0)
 
 
+@float32_under_autocast
 @renamed("margin_ranking_loss")
 def margin_ranking_loss(input1: GraphTensor, input2: GraphTensor, target: GraphTensor, margin: float = 0.0, *,
                         reduction: str = "mean") -> GraphTensor:
@@ -72,6 +74,7 @@ def margin_ranking_loss(input1: GraphTensor, input2: GraphTensor, target: GraphT
     return _reduce(_hinge(-t * (input1 - input2) + margin), reduction)
 
 
+@float32_under_autocast
 @renamed("hinge_embedding_loss")
 def hinge_embedding_loss(input: GraphTensor, target: GraphTensor, margin: float = 1.0, *,  # noqa: A002
                          reduction: str = "mean") -> GraphTensor:
@@ -95,6 +98,7 @@ def hinge_embedding_loss(input: GraphTensor, target: GraphTensor, margin: float 
     return _reduce(out, reduction)
 
 
+@float32_under_autocast
 @renamed("soft_margin_loss")
 def soft_margin_loss(input: GraphTensor, target: GraphTensor, *, reduction: str = "mean") -> GraphTensor:  # noqa: A002
     """torch's ``F.soft_margin_loss``: the two-class logistic loss ``log(1 + exp(-target * input))`` of
@@ -115,6 +119,7 @@ def soft_margin_loss(input: GraphTensor, target: GraphTensor, *, reduction: str 
     return _reduce(-_log_sigmoid(t * input), reduction)
 
 
+@float32_under_autocast
 @renamed("multilabel_soft_margin_loss")
 def multilabel_soft_margin_loss(input: GraphTensor, target: GraphTensor,  # noqa: A002
                                 weight: GraphTensor | None = None, *, reduction: str = "mean") -> GraphTensor:
@@ -161,6 +166,7 @@ def _class_indices(loss: str, x: GraphTensor, target: GraphTensor):
     return x.reshape(rows, c), target.reshape(rows), c
 
 
+@float32_under_autocast
 @renamed("multi_margin_loss")
 def multi_margin_loss(input: GraphTensor, target: GraphTensor, p: int = 1, margin: float = 1.0,  # noqa: A002
                       weight: GraphTensor | None = None, *, reduction: str = "mean") -> GraphTensor:
@@ -202,6 +208,7 @@ def multi_margin_loss(input: GraphTensor, target: GraphTensor, p: int = 1, margi
     return _reduce(out, reduction)
 
 
+@float32_under_autocast
 @renamed("multilabel_margin_loss")
 def multilabel_margin_loss(input: GraphTensor, target: GraphTensor, *,  # noqa: A002
                            reduction: str = "mean") -> GraphTensor:

@@ -11,12 +11,14 @@ Why a rewrite of the finished graph rather than a model built in 16 bits: a grap
 dtypes, and ``compile_step`` receives the loss after the model was called. Rewriting there needs no
 change to the model or to ``nn`` (any model, any loss), keeps a single copy of every parameter (the
 float32 one the optimizer and ``state_dict`` see), and lets the same loss graph also compile an
-ordinary float32 step or eval program. The rewrite is "pure" 16-bit but for ops of one element (a
-loss's final sum and scaling), the values written back to States (running statistics) and ops of other
-dtypes (casts to int or float64, comparisons): unlike torch's autocast, which runs only matmuls and
-convolutions in 16 bits, softmax, norms and losses compute in 16 bits too (the cpu backend accumulates
-half matmuls and sums in float32 anyway; measured on Linear, LayerNorm, cross_entropy in bfloat16: the
-loss 2e-3 off float32's where torch's is 1e-4 off, the gradients 7e-3 where torch's are 4e-3).
+ordinary float32 step or eval program. Every float32 op computes in 16 bits but ops of one element (a
+loss's final sum and scaling), the values written back to States (running statistics), ops of other
+dtypes (casts to int or float64, comparisons) and the ops torch's CPU autocast runs in float32: losses,
+``prod``, ``cdist``, ``quantile``, ``trace`` and the solvers (``frontend/float32_ops.py``), which read
+the 16-bit values reaching them widened back. Softmax and the norms compute in 16 bits, as torch's CPU
+autocast runs them (its CUDA autocast runs them in float32; the cpu backend accumulates half sums and
+matmuls in float32 anyway). Measured on Linear, LayerNorm, ReLU, Linear and cross_entropy in bfloat16:
+the loss 1.1e-4 off float32's (torch's 0.8e-4; 2e-3 while the loss computed in bfloat16).
 
 float16's range is small (max 65504, smallest normal 6e-5): gradients of a loss near 1 underflow.
 :class:`GradScaler` (torch's ``GradScaler``) multiplies the loss by ``scale`` before the backward pass
@@ -63,9 +65,11 @@ def autocast(tensors, dtype):
     ``dtype`` of the whole leaf (the leaf itself is unchanged, so gradients with respect to a float32
     parameter still arrive in float32); a Cast to float32 becomes a Cast to ``dtype``. Every other op
     is kept as built, reading its operands in their built dtypes (a 16-bit value widened back, exactly;
-    a leaf as it is): integer, bool and float64 computations, comparisons and Casts to another dtype,
-    which torch's autocast leaves alone too (``y.to(lm.int32)`` of a float32 input's 2049.0 is 2049,
-    not float16's 2048; 70000.0 not float16's inf). So is a float32 op with a single element: a
+    a leaf as it is): the nodes of the ops torch's CPU autocast runs in float32 (losses, ``prod``,
+    ``cdist``, ``quantile``, ``trace``, the solvers: ``Graph.float32_ops``), integer, bool and float64
+    computations, comparisons and Casts to another dtype, which torch's autocast leaves alone too
+    (``y.to(lm.int32)`` of a float32 input's 2049.0 is 2049, not float16's 2048; 70000.0 not float16's
+    inf). So is a float32 op with a single element: a
     loss's last reductions and scalings, where the backward pass starts from the loss scale, which
     float16 cannot hold (``GradScaler``'s default 2**16 > 65504: every first step was skipped). The
     new nodes are added to the same graph (the original ones stay, so the graph can still compile a
@@ -134,7 +138,7 @@ def autocast(tensors, dtype):
         # float32 ops compute in dtype; as built: a float32 op of one element (a loss's last reductions and
         # scalings), an op of another dtype (a Cast to int32 or float64, a comparison: a float32 input's
         # 70000.0 or 2049.0 is not read through float16's inf or 2048) and a running statistic's blend
-        in_dtype = n.dtype is dt.float32 and not _one_element(n.shape) and nid in low
+        in_dtype = n.dtype is dt.float32 and not _one_element(n.shape) and nid in low and nid not in graph.float32_ops
         srcs = [operand(s, v, in_dtype) for s, v in n.srcs]
         out_dtype = dtype if in_dtype else n.dtype
         arg = dtype if in_dtype and n.op == "Cast" else n.arg  # (a Cast to float32 casts to dtype)

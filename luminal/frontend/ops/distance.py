@@ -8,6 +8,7 @@ import numpy as np
 from luminal.core import dtype as dt
 from luminal.core.errors import check_number, op_error
 from luminal.frontend.checks import check_tensors
+from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops.core import broadcast_shapes, cast, require
 from luminal.frontend.ops.elementwise import _opmath, add, gt, mul, sqrt, sub, where
 from luminal.frontend.ops.indexing import index_select
@@ -19,6 +20,7 @@ from luminal.frontend.tensor import GraphTensor
 _MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
 
 
+@float32_under_autocast
 def cdist(x1: GraphTensor, x2: GraphTensor, p: float = 2.0,
           compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> GraphTensor:
     """torch.cdist: ``out[..., i, j] = ||x1[..., i, :] - x2[..., j, :]||_p`` (batch dims broadcast), for

@@ -20,6 +20,7 @@ from typing import NamedTuple
 from luminal.core.errors import op_error
 from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend.checks import check_tensors, tensor_op
+from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops.combine import cat, stack
 from luminal.frontend.ops.core import broadcast_shapes
 from luminal.frontend.ops.creation import eye
@@ -78,6 +79,7 @@ def _eliminate(m: GraphTensor, n: int, *, skip_zero_pivots: bool = False):
     return m, pivots, swaps
 
 
+@float32_under_autocast
 @tensor_op("inv")
 def inv(A: GraphTensor) -> GraphTensor:  # noqa: N803 - torch's name
     """torch.linalg.inv: the inverse of each square matrix of ``A`` (Gauss-Jordan with partial pivoting,
@@ -92,6 +94,7 @@ def inv(A: GraphTensor) -> GraphTensor:  # noqa: N803 - torch's name
     return m[..., :, n:]
 
 
+@float32_under_autocast
 @tensor_op("solve")
 def solve(A: GraphTensor, B: GraphTensor, *, left: bool = True) -> GraphTensor:  # noqa: N803 - torch's names
     """torch.linalg.solve: ``X`` with ``A @ X = B`` (``left=False``: ``X @ A = B``), by Gauss-Jordan
@@ -132,6 +135,7 @@ def _lu_parts(op: str, A: GraphTensor):
     return s, pivots
 
 
+@float32_under_autocast
 @tensor_op("det")
 def det(A: GraphTensor) -> GraphTensor:  # noqa: N803 - torch's name
     """torch.linalg.det: the determinant of each square matrix of ``A``: the product of the pivots of
@@ -160,6 +164,7 @@ class SlogdetResult(NamedTuple):
     logabsdet: GraphTensor
 
 
+@float32_under_autocast
 @tensor_op("slogdet")
 def slogdet(A: GraphTensor) -> tuple[GraphTensor, GraphTensor]:  # noqa: N803 - torch's name
     """torch.linalg.slogdet: ``(sign, logabsdet)`` of each square matrix of ``A``, with
@@ -177,6 +182,7 @@ def slogdet(A: GraphTensor) -> tuple[GraphTensor, GraphTensor]:  # noqa: N803 - 
     return SlogdetResult(_unmat(s, A), _unmat(logabs, A))
 
 
+@float32_under_autocast
 @tensor_op("cholesky")
 def cholesky(A: GraphTensor, upper: bool = False) -> GraphTensor:  # noqa: N803 - torch's name
     """torch.linalg.cholesky: the lower-triangular ``L`` with ``A = L @ L.mT`` (``upper``: ``L.mT``),

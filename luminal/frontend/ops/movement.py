@@ -12,6 +12,7 @@ from luminal.core.errors import check_int, op_error, user_frame
 from luminal.core.errors import where as at_line
 from luminal.core.symbolic import Dim, Sym, is_static, nonnegative, shape_str, sym
 from luminal.frontend.checks import check_tensors, tensor_op
+from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops.combine import _sequence, cat
 from luminal.frontend.ops.core import cast, require
 from luminal.frontend.ops.elementwise import add, eq, le, logical_xor, lt, ne, sub, where
@@ -428,6 +429,7 @@ def diag_embed(input: GraphTensor, offset: int = 0, dim1: int = -2, dim2: int = 
     return movedim(where(eq(sub(c, r), k), vals, g.constant(0, x.dtype)), (-2, -1), (a, b))
 
 
+@float32_under_autocast
 @tensor_op("trace")
 def trace(input: GraphTensor) -> GraphTensor:  # noqa: A002
     """torch.trace: the sum of the main diagonal of a 2-d tensor (int32 for integer inputs).

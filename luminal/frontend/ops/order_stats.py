@@ -18,6 +18,7 @@ from luminal.core import dtype as dt
 from luminal.core.errors import op_error
 from luminal.core.symbolic import is_static
 from luminal.frontend.checks import tensor_op
+from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops.combine import cat
 from luminal.frontend.ops.core import cast, require
 from luminal.frontend.ops.elementwise import (
@@ -308,6 +309,7 @@ def _quantile(op: str, x: GraphTensor, q, dim, keepdim: bool, interpolation: str
     return moved.reshape((qt.shape[0],) + out_shape)
 
 
+@float32_under_autocast
 @tensor_op("quantile")
 def quantile(input: GraphTensor, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear") -> GraphTensor:  # noqa: A002
     """torch.quantile: the ``q``-th quantiles along ``dim`` (of all elements when None), interpolated
@@ -327,6 +329,7 @@ def quantile(input: GraphTensor, q, dim=None, keepdim: bool = False, *, interpol
     return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
 
 
+@float32_under_autocast
 @tensor_op("nanquantile")
 def nanquantile(input: GraphTensor, q, dim=None, keepdim: bool = False, *,  # noqa: A002
                 interpolation: str = "linear") -> GraphTensor:

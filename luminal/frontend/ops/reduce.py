@@ -7,6 +7,7 @@ from luminal.core.errors import op_error, outermost_op, user_frame
 from luminal.core.errors import where as at_line
 from luminal.core.symbolic import is_static, prod, shape_str
 from luminal.frontend.checks import tensor_op
+from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops.core import cast, fresh, normalize_axes, prim, require
 from luminal.frontend.ops.elementwise import (
     _float,
@@ -352,6 +353,7 @@ def all_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None) -> Graph
     return logical_not(any_(logical_not(b), axis, keepdim, dim=dim))
 
 
+@float32_under_autocast
 @tensor_op("prod")
 def prod_(x: GraphTensor, axis=None, keepdim: bool = False, *, dim=None, dtype=None) -> GraphTensor:
     """torch.prod: the product over ``axis`` (all dims by default), by pairwise halving (exact
