@@ -24,6 +24,7 @@ from luminal.nn.layers.activation import (
     Softsign,
     Tanh,
 )
+from luminal.nn.layers.adaptive_softmax import AdaptiveLogSoftmaxWithLoss
 from luminal.nn.layers.alpha_dropout import AlphaDropout, FeatureAlphaDropout
 from luminal.nn.layers.attention import MultiheadAttention, scaled_dot_product_attention
 from luminal.nn.layers.channel import ChannelShuffle, Softmax2d
@@ -176,3 +177,4 @@ __all__ += ["ChannelShuffle", "NLLLoss2d", "Softmax2d"]
 __all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d", "LazyConv3d",
             "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyInstanceNorm1d",
             "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "UninitializedBuffer", "UninitializedParameter"]
+__all__ += ["AdaptiveLogSoftmaxWithLoss"]
