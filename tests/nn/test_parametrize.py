@@ -499,3 +499,9 @@ def test_transfer_parametrizations_and_params():
     assert dst.parametrizations.weight.original1 is src.parametrizations.weight.original1  # shared, as torch's
     assert dst.parametrizations.weight[0] is src.parametrizations.weight[0]
     np.testing.assert_allclose(np.asarray(dst.weight), np.asarray(src.weight), rtol=1e-6)
+
+
+def test_orthogonal_is_refused_by_name():
+    with pytest.raises(NotImplementedError, match=r"parametrizations.orthogonal\(Linear, 'weight', "
+                                                  r"orthogonal_map=None\) is not supported: .*matrix_exp"):
+        parametrizations.orthogonal(nn.Linear(3, 3))

@@ -193,4 +193,22 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
     return parametrize.register_parametrization(module, name, _SpectralNorm(w, n_power_iterations, dim, eps))
 
 
-__all__ = ["spectral_norm", "weight_norm"]
+def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None = None, *,
+               use_trivialization: bool = True):
+    """torch's ``parametrizations.orthogonal``; raises NotImplementedError: its maps need
+    ``matrix_exp`` ("matrix_exp", the square default), ``householder_product`` ("householder", the
+    default otherwise) or, for "cayley" with the trivialization, a QR decomposition in ``right_inverse``,
+    none of which luminal has. A map of your own built from ``lm.linalg.solve`` registers with
+    ``parametrize.register_parametrization``.
+
+    Args:
+        module, name, orthogonal_map, use_trivialization: torch's arguments (for the message).
+    """
+    raise NotImplementedError(f"parametrizations.orthogonal({type(module).__name__}, {name!r}, "
+                              f"orthogonal_map={orthogonal_map!r}) is not supported: torch's maps need matrix_exp, "
+                              f"householder_product or a QR decomposition, which luminal lacks; register a "
+                              f"parametrization of your own (e.g. a Cayley map with lm.linalg.solve) with "
+                              f"nn.utils.parametrize.register_parametrization")
+
+
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
