@@ -12,8 +12,9 @@ reading ``self.weight`` or ``self.weight.on(g)``) the parametrization is built i
 from its originals, so ``train.grad`` and ``train.compile_step`` differentiate through it to the
 originals and the optimizer updates them. Outside any graph (a script inspecting ``m.weight``) it is a
 host tensor (``frontend/host.py``) of the current value: ``np.asarray(m.weight)`` reads it, and
-``m.weight.on(g)`` builds it in ``g``. Assigning ``m.weight = value`` (an array or a tensor whose values
-are known now) writes ``right_inverse(value)`` into the originals, as torch's.
+``m.weight.on(g)`` builds it in ``g`` (a host tensor itself used in a graph is a constant there, with no
+gradient: ``train.grad`` then reports the originals unused). Assigning ``m.weight = value`` (an array
+or a tensor whose values are known now) writes ``right_inverse(value)`` into the originals, as torch's.
 """
 
 from __future__ import annotations
