@@ -232,3 +232,83 @@ def test_gumbel_softmax_arguments():
         F.gumbel_softmax(g.input("z", (2, 3)), eps=1e-5)
     one = lm.compile(F.gumbel_softmax(g.input("s", ()), hard=True))(s=np.float32(0.3))
     assert one == 1.0 and one.shape == ()
+
+
+# SyncBatchNorm ---------------------------------------------------------------------------------------
+
+
+def _sync_pair(*args, **kwargs):
+    m, ref = nn.SyncBatchNorm(*args, **kwargs), torch.nn.SyncBatchNorm(*args, **kwargs)
+    lm.manual_seed(3)
+    if m.affine:  # (not the initial ones and zeros: a gradient of the affine part shows)
+        m.weight.set(rand((m.num_features,), seed=1, low=0.5, high=1.5))
+        m.bias.set(rand((m.num_features,), seed=2))
+    ref.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in m.state_dict().items()})
+    return m, ref
+
+
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (2, 3, 2, 3), (2, 3, 2, 2, 2), (2, 3, 1, 2, 2, 2)])
+@pytest.mark.parametrize("training", [True, False])
+def test_sync_batchnorm_is_batchnorm_in_one_process_as_torchs(shape, training):
+    """torch's SyncBatchNorm without a process group: batch_norm, over (N, C, *) of any rank."""
+    m, ref = _sync_pair(3, momentum=0.3)
+    m.train(training)
+    ref.train(training)
+    if not training:
+        m.running_mean.set(np.array([0.5, -1, 0], np.float32))
+        ref.running_mean.copy_(torch.tensor([0.5, -1, 0]))
+    w = rand(shape, seed=7)
+    check(lambda t: (m if isinstance(t, lm.GraphTensor) else ref)(t) * _weighted_const(t, w), [rand(shape, seed=4)])
+    for k, v in ref.state_dict().items():  # (check ran one forward on each side: the running statistics' update)
+        np.testing.assert_allclose(m.state_dict()[k], v.numpy(), rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def _weighted_const(t, w):
+    return torch.from_numpy(w) if isinstance(t, torch.Tensor) else t.graph.constant(w)
+
+
+def test_sync_batchnorm_repr_state_and_errors():
+    m, ref = _sync_pair(4, affine=False, track_running_stats=False)
+    assert repr(m) == repr(ref) and list(m.state_dict()) == list(ref.state_dict()) == []
+    assert repr(nn.SyncBatchNorm(5)) == repr(torch.nn.SyncBatchNorm(5))
+    assert list(nn.SyncBatchNorm(5).state_dict()) == list(torch.nn.SyncBatchNorm(5).state_dict())
+    assert nn.SyncBatchNorm(5).process_group is None
+    with pytest.raises(ValueError, match=r"^SyncBatchNorm\(4, .*\): expected input of shape \(N, 4, \*\), got \(4,\)"):
+        nn.SyncBatchNorm(4)(lm.Graph().input("x", (4,)))
+    with pytest.raises(ValueError, match=r"expected input of shape \(N, 4, \*\), got \(2, 3, 5\)"):
+        nn.SyncBatchNorm(4)(lm.Graph().input("x", (2, 3, 5)))
+    with pytest.raises(TypeError, match=r"^SyncBatchNorm: process_group must be None: luminal has no process groups"):
+        nn.SyncBatchNorm(4, process_group="group")
+    with pytest.raises(TypeError, match="process_group must be None"):
+        nn.SyncBatchNorm.convert_sync_batchnorm(nn.BatchNorm1d(3), process_group=object())
+
+
+def test_sync_batchnorm_refuses_to_train_over_several_ranks(monkeypatch):
+    from luminal import distributed
+
+    monkeypatch.setattr(distributed, "world_size", lambda: 2)
+    m = nn.SyncBatchNorm(3)
+    with pytest.raises(ValueError, match=r"^SyncBatchNorm\(3, .*\): cannot synchronise batch statistics across the "
+                                         r"2 ranks of this job: .* Use nn.BatchNorm2d"):
+        m(lm.Graph().input("x", (2, 3, 4, 4)))
+    m.eval()  # (evaluation reads the running statistics: nothing to synchronise, as torch's)
+    m(lm.Graph().input("x", (2, 3, 4, 4)))
+
+
+def test_convert_sync_batchnorm_as_torchs():
+    def build(ns):
+        inner = ns.Sequential(ns.Conv2d(2, 3, 1), ns.BatchNorm2d(3, momentum=0.2))
+        return ns.Sequential(ns.Linear(4, 4), ns.BatchNorm1d(4, affine=False), inner, ns.BatchNorm3d(2, eps=1e-3))
+
+    m, ref = build(nn), build(torch.nn)
+    m[2][1].eval()
+    ref[2][1].eval()
+    old = [m[1].running_mean, m[2][1].weight, m[2][1].running_var, m[3].bias]
+    c, tc = nn.SyncBatchNorm.convert_sync_batchnorm(m), torch.nn.SyncBatchNorm.convert_sync_batchnorm(ref)
+    assert c is m and repr(c) == repr(tc)
+    assert list(c.state_dict()) == list(tc.state_dict())
+    assert [type(x).__name__ for x in (c[1], c[2][1], c[3])] == ["SyncBatchNorm"] * 3
+    assert all(a is b for a, b in zip([c[1].running_mean, c[2][1].weight, c[2][1].running_var, c[3].bias], old))  # (shared)
+    assert (c[2][1].training, c[3].training) == (False, True)
+    single = nn.BatchNorm1d(2)
+    assert isinstance(nn.SyncBatchNorm.convert_sync_batchnorm(single), nn.SyncBatchNorm)

@@ -137,6 +137,7 @@ from luminal.nn.layers.sampling import (
     UpsamplingNearest2d,
 )
 from luminal.nn.layers.shrink import Hardshrink, Softmin, Softshrink, Tanhshrink, Threshold
+from luminal.nn.layers.sync_batchnorm import SyncBatchNorm
 from luminal.nn.layers.transformer import (
     TransformerDecoder,
     TransformerDecoderLayer,
@@ -178,3 +179,4 @@ __all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d
             "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyInstanceNorm1d",
             "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "UninitializedBuffer", "UninitializedParameter"]
 __all__ += ["AdaptiveLogSoftmaxWithLoss"]
+__all__ += ["SyncBatchNorm"]
