@@ -308,7 +308,8 @@ def test_convert_sync_batchnorm_as_torchs():
     assert c is m and repr(c) == repr(tc)
     assert list(c.state_dict()) == list(tc.state_dict())
     assert [type(x).__name__ for x in (c[1], c[2][1], c[3])] == ["SyncBatchNorm"] * 3
-    assert all(a is b for a, b in zip([c[1].running_mean, c[2][1].weight, c[2][1].running_var, c[3].bias], old))  # (shared)
+    shared = [c[1].running_mean, c[2][1].weight, c[2][1].running_var, c[3].bias]
+    assert all(a is b for a, b in zip(shared, old))
     assert (c[2][1].training, c[3].training) == (False, True)
     single = nn.BatchNorm1d(2)
     assert isinstance(nn.SyncBatchNorm.convert_sync_batchnorm(single), nn.SyncBatchNorm)
