@@ -217,8 +217,9 @@ class DataLoader:
     is used as is; None draws fresh entropy, rank 0's on every rank of an MPI launch: the module docstring).
 
     Args:
-        dataset: a :class:`Dataset`, a numpy array or a tuple of arrays sharing their first dim (the rows are
-            sliced out together, and a batch is a tuple of arrays); a map dataset, any other object with
+        dataset: a :class:`Dataset`, a numpy array (a batch is an array of its rows, as torch's) or a tuple
+            of arrays sharing their first dim (the rows are sliced out together, and a batch is a tuple of
+            arrays); a map dataset, any other object with
             ``__len__`` and ``__getitem__`` (a list of samples, e.g. ``[(x0, y0), (x1, y1), ...]``, or a
             :class:`Dataset` subclass overriding ``__getitem__``), read a sample at a time (a batch at a time
             through its ``__getitems__`` if it has one), as torch reads it; or an iterable dataset (an
@@ -262,6 +263,9 @@ class DataLoader:
                             persistent_workers)
         self.num_workers, self.pin_memory, self.timeout = int(num_workers), bool(pin_memory), timeout
         self._iterable = _is_iterable_style(dataset)
+        # a lone array's samples are its rows and its batches arrays, as torch's (not 1-tuples: a tuple of
+        # arrays, or a Dataset of one array, TensorDataset's, gives tuples)
+        self._bare = isinstance(dataset, np.ndarray)
         if not self._iterable and not isinstance(dataset, Dataset):
             if isinstance(dataset, (np.ndarray, tuple)):
                 dataset = Dataset(*_as_arrays(dataset, "DataLoader"))
@@ -392,7 +396,8 @@ class DataLoader:
             return self._stream()
         order = self._order(epoch) if self.shuffle else None
         if self._arrays is not None and self._own_order and self.batch_size is not None:
-            return _epoch(self._arrays, self.batch_size, order, self.drop_last)  # (slices: views when in order)
+            batches = _epoch(self._arrays, self.batch_size, order, self.drop_last)  # (slices: views when in order)
+            return (b for (b,) in batches) if self._bare else batches
         if not self._own_order:
             indices = self.sampler if self.batch_sampler is None else self.batch_sampler
         else:
@@ -403,14 +408,16 @@ class DataLoader:
 
     def _fetch(self, indices: Iterable) -> Iterator:
         """A map dataset's epoch: each index list's samples collated (or, unbatched, each sample converted)."""
+        sample = (lambda i: self.dataset.arrays[0][i]) if self._bare else self.dataset.__getitem__
         if self.batch_size is None and self.batch_sampler is None:
-            return (self.collate_fn(self.dataset[i]) for i in indices)
+            return (self.collate_fn(sample(i)) for i in indices)
         if self._arrays is not None:
-            return (tuple(a[np.asarray(idx, dtype=np.intp)] for a in self._arrays) for idx in indices)
+            rows = (tuple(a[np.asarray(idx, dtype=np.intp)] for a in self._arrays) for idx in indices)
+            return (b for (b,) in rows) if self._bare else rows
         getitems = getattr(self.dataset, "__getitems__", None)
         if callable(getitems):
             return (self.collate_fn(getitems(list(idx))) for idx in indices)
-        return (self.collate_fn([self.dataset[i] for i in idx]) for idx in indices)
+        return (self.collate_fn([sample(i) for i in idx]) for idx in indices)
 
     def _stream(self) -> Iterator:
         """An iterable dataset's epoch: its samples, batched in the order they come."""

@@ -322,8 +322,8 @@ def loader():
 
     ids = np.arange(20)
     loader = DataLoader(Dataset(ids), batch_size=6, shuffle=True)
-    epochs = [list(loader), list(loader), list(DataLoader(ids, batch_size=6, shuffle=True)),
-              list(epoch_batches(ids, 6, shuffle=True))]
+    epochs = [list(loader), list(loader), [(b,) for b in DataLoader(ids, batch_size=6, shuffle=True)],  # (an array's
+              list(epoch_batches(ids, 6, shuffle=True))]  # batches are arrays, as torch's; the others 1-tuples)
     seen = []
     for epoch in epochs:
         count = np.zeros(20, np.int64)
