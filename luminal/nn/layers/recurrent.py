@@ -30,7 +30,7 @@ from luminal.nn import init
 from luminal.nn.layers._util import bad_input, check_float, layer_forward, layer_name, param
 from luminal.nn.layers.dropout import dropout as _dropout
 from luminal.nn.module import Module
-from luminal.nn.utils.rnn import PackedSequence, step_mask
+from luminal.nn.packed_sequence import PackedSequence, step_mask
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
