@@ -570,6 +570,12 @@ class Module:
                 s.name = None
         return new
 
+    def __getstate__(self):
+        """What ``pickle`` keeps: the module without the graphs built from it (weak references, which
+        cannot be pickled: a module called once could not be saved with ``torch.save``-style pickling),
+        as a copy's (``__deepcopy__``)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_graph_modes"}
+
     # state ------------------------------------------------------------------------------------
     def _state_items(self):
         """(name, State) in torch's state_dict order: each module's parameters, then its persistent
