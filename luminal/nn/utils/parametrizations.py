@@ -4,6 +4,8 @@ originals (gradients reach them) and saved under torch's state_dict names."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from luminal.core.errors import check_int
@@ -81,16 +83,19 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
     _check_dim("weight_norm", module, name, dim)
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
 
-    def _weight_norm_compat_hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                                 error_msgs) -> None:
-        """A checkpoint of the old ``nn.utils.weight_norm`` (``<name>_g``, ``<name>_v``) loads, as torch's."""
-        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
-        if g_key in state_dict and v_key in state_dict:
-            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
-            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
-
-    module._register_load_state_dict_pre_hook(_weight_norm_compat_hook)
+    module._register_load_state_dict_pre_hook(functools.partial(_weight_norm_compat_hook, name))
     return module
+
+
+def _weight_norm_compat_hook(name: str, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                             error_msgs) -> None:
+    """A load pre-hook (bound to ``name`` with ``functools.partial``: a module-level function, so the
+    module still pickles once the parametrization is removed; torch's closure does not): a checkpoint of
+    the old ``nn.utils.weight_norm`` (``<name>_g``, ``<name>_v``) loads, as torch's."""
+    g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+    if g_key in state_dict and v_key in state_dict:
+        state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+        state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
 
 
 def _np_normalize(x: np.ndarray, eps: float) -> np.ndarray:

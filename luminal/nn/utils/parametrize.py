@@ -308,18 +308,29 @@ def _computed_class(base: type, attrs: dict) -> type:
         else:
             base.__setattr__(self, name, value)
 
-    def getstate(self):
-        raise RuntimeError(f"Serialization of parametrized modules is only supported through state_dict(): "
-                           f"{type(self).__name__}'s class was made when {', '.join(sorted(attrs))} became computed "
-                           f"(a parametrization, weight_norm or spectral_norm), so pickle cannot find it again")
+    def reduce_ex(self, protocol):
+        """Pickle rebuilds the class from ``base`` and ``attrs`` (``pickle`` cannot find a class made here
+        by name), so a module under the older weight_norm / spectral_norm pickles, as torch's (whose hooks
+        leave the class alone); a parametrized one is refused, as torch refuses it."""
+        if any(h.parametrized for h in attrs.values()):
+            raise RuntimeError(f"Serialization of parametrized modules is only supported through state_dict(): "
+                               f"{type(self).__name__}'s class was made when {', '.join(sorted(attrs))} became "
+                               f"computed by a parametrization, so pickle cannot find it again")
+        return _computed_instance, (base, attrs), self.__getstate__()
 
-    body = {"__setattr__": setattr_, "__getstate__": getstate, "__module__": base.__module__,
+    body = {"__setattr__": setattr_, "__reduce_ex__": reduce_ex, "__module__": base.__module__,
             "_parametrized_base": base, "_computed_attrs": attrs}
     for n, how in attrs.items():
         body[n] = _Computed(lambda self, n=n, how=how: _read(self, n, how),
                             lambda self, value, how=how: how.assign(self, value))
     name = f"Parametrized{base.__name__}" if any(h.parametrized for h in attrs.values()) else base.__name__
     return type(name, (base,), body)
+
+
+def _computed_instance(base: type, attrs: dict) -> Module:
+    """An empty instance of ``base`` with the computed names ``attrs`` (what unpickling starts from)."""
+    cls = _computed_class(base, attrs)
+    return cls.__new__(cls)
 
 
 def type_before_parametrizations(module: Module) -> type:

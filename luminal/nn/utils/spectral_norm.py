@@ -14,6 +14,8 @@ hook (a saved ``weight`` and no ``weight_v``) are refused by name.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from luminal.core.errors import check_int
@@ -75,7 +77,7 @@ class SpectralNorm:
         module.register_buffer(name + "_u", Buffer(u, weight.dtype))
         module.register_buffer(name + "_v", Buffer(v, weight.dtype))
         set_computed(module, name, fn)
-        module._register_load_state_dict_pre_hook(_refuse_version_0(name))
+        module._register_load_state_dict_pre_hook(functools.partial(_refuse_version_0, name))
         return fn
 
     def remove(self, module: Module) -> None:
@@ -92,18 +94,16 @@ class SpectralNorm:
         module.register_parameter(self.name, Parameter(values, d))
 
 
-def _refuse_version_0(name: str):
-    """A load pre-hook: a state_dict from before torch's version 1 of spectral_norm (it saved the
+def _refuse_version_0(name: str, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                      error_msgs) -> None:
+    """A load pre-hook (bound to ``name`` with ``functools.partial``, which pickles with the module, as
+    torch's hook object does): a state_dict from before torch's version 1 of spectral_norm (it saved the
     normalised ``weight`` and no ``weight_v``, which torch reconstructs with a pseudo-inverse) is refused
     by name instead of failing as missing keys."""
-
-    def hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs) -> None:
-        key = prefix + name
-        if key in state_dict and key + "_orig" in state_dict and key + "_v" not in state_dict:
-            error_msgs.append(f"{key}: a spectral_norm checkpoint from before torch 1.0 ({name} saved, no "
-                              f"{name}_v) is not supported; load it in torch and save its state_dict again")
-
-    return hook
+    key = prefix + name
+    if key in state_dict and key + "_orig" in state_dict and key + "_v" not in state_dict:
+        error_msgs.append(f"{key}: a spectral_norm checkpoint from before torch 1.0 ({name} saved, no "
+                          f"{name}_v) is not supported; load it in torch and save its state_dict again")
 
 
 def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int = 1, eps: float = 1e-12,
