@@ -7,9 +7,11 @@ IEEE does, and ``where`` is a primitive so masked-out values never leak.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import numbers
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
@@ -935,11 +937,8 @@ def _wide(f: _F) -> _F:
         x = _float(x, f.__name__)
         if x.dtype is dt.float64:
             return f(x, *args, **kw)
-        _NARROW[0] += 1
-        try:
+        with _narrow():
             out = f(cast(x, dt.float64), *args, **kw)
-        finally:
-            _NARROW[0] -= 1
         return cast(out, x.dtype)
 
     return run  # type: ignore[return-value]  # functools.wraps keeps f's signature
@@ -1019,14 +1018,33 @@ def _times_pow2(p: GraphTensor, n: GraphTensor) -> GraphTensor:
 # float64 within about an ulp: exact sums and products of doubles (double-double arithmetic), from
 # which log, log10, log1p, expm1, tanh, sinh, cosh, sigmoid and softplus carry their last bits to one
 # final rounding. Composed of the primitives in the graph (no FMA): each costs tens of operations.
-_NARROW = [0]  # > 0 while ``_wide`` composes in float64 for a narrower result
+class _Narrow(threading.local):
+    """``depth`` > 0 while ``_wide`` composes in float64 for a narrower result. Per thread: graphs are
+    built per thread (``frontend/building.py``), and one thread's composition must not turn another's
+    float64 functions to their plain formulas."""
+
+    depth = 0
+
+
+_NARROW = _Narrow()
+
+
+@contextlib.contextmanager
+def _narrow(depth: int | None = None):
+    """Compose with ``_NARROW.depth`` one deeper (or set to ``depth``), restored on exit, errors too."""
+    saved = _NARROW.depth
+    _NARROW.depth = saved + 1 if depth is None else depth
+    try:
+        yield
+    finally:
+        _NARROW.depth = saved
 
 
 def _accurate(x: GraphTensor) -> bool:
     """Whether ``x``'s function takes the float64 path within about an ulp: for a float64 ``x``, but
     not inside a ``_wide`` composition for float32 and the 16-bit types, whose one rounding at the end
     hides float64's last bits (their values and cost stay those of the plain formulas)."""
-    return x.dtype is dt.float64 and not _NARROW[0]
+    return x.dtype is dt.float64 and not _NARROW.depth
 
 
 def _two_sum(a, b) -> tuple[GraphTensor, GraphTensor]:
@@ -1223,14 +1241,11 @@ def _derivative(out, x, slope):
     chain's, whose partial values autograd would keep for the backward pass (10 to 32 of them for
     the functions here). The rule is composed as ``out`` was: inside ``_wide`` for a narrower dtype
     too (``_NARROW``), so that a float32 sinh's gradient is the plain float64 cosh."""
-    narrow = _NARROW[0]
+    narrow = _NARROW.depth
 
     def rule(y, a, x):
-        saved, _NARROW[0] = _NARROW[0], narrow
-        try:
+        with _narrow(narrow):
             return [mul(a, slope(x, y))]
-        finally:
-            _NARROW[0] = saved
 
     return x.graph.custom_vjp(out, [x], rule)
 
@@ -1706,11 +1721,8 @@ def _plain(f, x: GraphTensor) -> GraphTensor:
     """``f(x)`` by its plain float64 formula (``_NARROW``): the gradients of float64 sinh and cosh, whose
     accurate paths would share their intermediate values with the forward pass (kept alive for the
     backward pass, each a buffer of the input's size); a few ulps there, as before."""
-    _NARROW[0] += 1
-    try:
+    with _narrow():
         return f(x)
-    finally:
-        _NARROW[0] -= 1
 
 
 def _sinh_cosh_f64(x: GraphTensor, odd: bool) -> GraphTensor:
