@@ -293,7 +293,8 @@ def multinomial(input: GraphTensor, num_samples: int, replacement: bool = False,
     With ``replacement``, each draw is the inverse CDF of a 48-bit uniform ``u``: the number of
     running sums (in float64) at or below ``u * total``, so a zero weight is never drawn and the
     last category is the most there is. Without, the categories race: weight ``p`` finishes at
-    ``E / p`` for an exponential ``E`` (zero weights never), and the first ``num_samples`` to finish
+    ``E / p`` for an exponential ``E`` (compared as ``log(E) - log(p)``, finite for every positive
+    weight; zero weights never finish), and the first ``num_samples`` to finish
     are drawn in order, so the first is distributed as the weights and each next as the weights of
     those left (torch's order). There ``num_samples`` may not exceed the categories, nor the non-zero
     weights of any row (torch's CPU kernel then returns zero-weight categories; this refuses). The
@@ -338,7 +339,9 @@ def multinomial(input: GraphTensor, num_samples: int, replacement: bool = False,
         out = searchsorted(cdf[..., :-1], target, right=True)
     else:
         exponential = neg(log(add(_uniform48(g, shape[:-1] + (n,)), 2.0**-49)))  # (> 0: u + 2**-49 < 1)
-        out = topk(div(exponential, p), num_samples, largest=False).indices
+        # the finishing times E / p compared as logs: E / p overflowed to inf for p below about 1e-307,
+        # a tie with the zero weights' inf (log(0) = -inf: theirs stays inf, never before a weight's)
+        out = topk(sub(log(exponential), log(p)), num_samples, largest=False).indices
     checks = [(lambda k: ~(np.isfinite(k) & (k >= 0)), logical_not(logical_and(ge(p, 0), lt(p, math.inf))),
                "probability tensor contains either inf, nan or element < 0 ({value} of them)"),
               (lambda k: k.sum(-1) <= 0, le(sum_(p, -1), 0),

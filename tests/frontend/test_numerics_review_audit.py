@@ -1,0 +1,83 @@
+"""Review of the float64 transcendentals (``elementwise._log_parts``, ``_exp_reduced``, the ``_NARROW``
+flag) and of lm.multinomial: the cases the first tests missed. Expected values are the mathematical
+ones (mpmath at 40 digits), not torch's, where torch's formula cancels."""
+
+from __future__ import annotations
+
+import threading
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+import luminal as lm
+from luminal import train
+from luminal.frontend.ops import elementwise
+
+
+def _log_graph_size() -> int:
+    g = lm.Graph()
+    g.input("x", (3,), dtype=lm.float64).log()
+    return len(g.nodes)
+
+
+def test_narrow_flag_is_per_thread():
+    """Graphs are built per thread (``frontend/building.py``): a float32 composition under way on one
+    thread (``_wide``, which marks its float64 steps narrow) must not make a float64 log built on
+    another take the plain formula (1.4 ulps) instead of the accurate one."""
+    alone = _log_graph_size()
+    inside, release = threading.Event(), threading.Event()
+
+    @elementwise._wide
+    def held(x):
+        inside.set()
+        release.wait(30)
+        return x
+
+    worker = threading.Thread(target=held, args=(lm.Graph().input("x", (2,)),))
+    worker.start()
+    try:
+        assert inside.wait(30)
+        assert _log_graph_size() == alone
+    finally:
+        release.set()
+        worker.join()
+    assert _log_graph_size() == alone
+
+
+def test_narrow_flag_restored_after_an_error():
+    """An exception inside a ``_wide`` composition leaves the flag as it was."""
+    alone = _log_graph_size()
+
+    @elementwise._wide
+    def failing(x):
+        raise RuntimeError("inside")
+
+    with pytest.raises(RuntimeError, match="inside"):
+        failing(lm.Graph().input("x", (2,)))
+    assert _log_graph_size() == alone
+
+
+def _draws(weights, num_samples, runs):
+    g = lm.Graph()
+    p = g.input("p", (len(weights),), dtype=lm.float64)
+    f = lm.compile([lm.multinomial(p, num_samples)], backend="reference")
+    return np.array([f(p=np.array(weights, np.float64))[0] for _ in range(runs)])
+
+
+def test_multinomial_without_replacement_never_draws_a_zero_weight_beside_a_tiny_one():
+    """The race's keys: ``E / p`` overflowed to inf for a weight below about 1e-307, tying it with the
+    zero weights (inf too), and the tie went to the first index: ``[0, 1e-310, 1]`` drew category 0
+    every time (torch draws 2 and 1)."""
+    lm.manual_seed(30)
+    got = _draws([0.0, 1e-310, 1.0], 2, 20)
+    np.testing.assert_array_equal(got, [[2, 1]] * 20)
+
+
+def test_multinomial_without_replacement_orders_tiny_weights_by_the_race():
+    """Two equal tiny weights finish first each about half the time (the tie at inf always gave 0
+    first): over 400 draws the count of 0 first is Binomial(400, 1/2), kept within 5.5 sigma."""
+    lm.manual_seed(31)
+    got = _draws([1e-310, 1e-310, 0.0], 2, 400)
+    assert (np.sort(got, 1) == [0, 1]).all()
+    assert abs((got[:, 0] == 0).sum() - 200) < 5.5 * 10
