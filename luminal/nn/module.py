@@ -395,8 +395,8 @@ class Module:
             raise RuntimeError(f"{type(self).__name__}.to({d.name}): {len(live)} graph(s) built from this module "
                                f"read its parameters as {states[0].dtype.name}; convert before building a graph "
                                f"(or drop those graphs and build new ones)")
-        for s in states:
-            s._replace(np.array(dt.to_storage(s.data.astype(np.float64), d), order="C", copy=True), d)
+        for s in states:  # (host_array: a lazy module's uninitialized parameters, empty, convert too, as torch's)
+            s._replace(np.array(dt.to_storage(s.host_array().astype(np.float64), d), order="C", copy=True), d)
         return self
 
     def half(self) -> Module:

@@ -6,6 +6,8 @@
   computes the same weights and outputs. A parametrized module is still refused, as torch's is; once
   ``parametrizations.weight_norm`` is removed the module pickles (its load pre-hook was a closure; torch's
   is one too, and fails there).
+- ``model.to(dtype)`` / ``.half()`` / ``.double()`` of a model holding lazy modules raised before the first
+  call (``Module.to`` read the uninitialized parameters' values); torch's converts them.
 """
 
 import pickle
@@ -14,6 +16,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from parity import TORCH_DTYPE
 
 import luminal as lm
 from luminal import nn
@@ -72,3 +75,28 @@ def test_a_parametrized_module_still_refuses_pickle_as_torch():
         pickle.dumps(tm)
     parametrize.remove_parametrizations(m, "weight")
     assert type(pickle.loads(pickle.dumps(m))) is nn.Linear
+
+
+@pytest.mark.parametrize("convert, dtype", [("double", lm.float64), ("half", lm.float16), ("bfloat16", lm.bfloat16)])
+def test_lazy_modules_convert_dtype_before_their_first_call_as_torch(convert, dtype):
+    """``module.to(dtype)`` / ``.double()`` ... of a model holding lazy modules (before its first call, as
+    torch users convert a model right after building it) raised reading the uninitialized parameters'
+    values; torch's converts them, and the first call materialises them in that dtype."""
+    m = getattr(nn.Sequential(nn.LazyLinear(3), nn.LazyBatchNorm1d(), nn.LazyConv1d(2, 1)), convert)()
+    tm = torch.nn.Sequential(torch.nn.LazyLinear(3), torch.nn.LazyBatchNorm1d(), torch.nn.LazyConv1d(2, 1))
+    tm.to(TORCH_DTYPE[dtype])  # (torch's lazy parameters refuse .bfloat16() but take .to(torch.bfloat16))
+    x = randn(2, 3, 4)
+    tout = tm(torch.from_numpy(x).to(tm[0].weight.dtype))
+    assert [type(s).__name__ for s in m] == ["LazyLinear", "LazyBatchNorm1d", "LazyConv1d"]
+    m.load_state_dict({k: v.detach().float().numpy() for k, v in tm.state_dict().items()})
+    m.eval()
+    tm.eval()
+    g = lm.Graph()
+    out = m(g.input("x", x.shape, dtype))
+    assert out.dtype is dtype
+    assert {s.dtype for s in (*m.parameters(), *m.buffers()) if s.dtype.is_float} == {dtype}
+    assert m[1].num_batches_tracked.dtype is lm.int32
+    got = lm.compile(out)(x=lm.core.dtype.to_storage(x, dtype))
+    tol = 1e-6 if dtype is lm.float64 else 2e-2
+    want = tm(torch.from_numpy(x).to(tout.dtype)).detach().double().numpy()
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=tol, atol=tol)
