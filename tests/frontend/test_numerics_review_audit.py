@@ -81,3 +81,41 @@ def test_multinomial_without_replacement_orders_tiny_weights_by_the_race():
     got = _draws([1e-310, 1e-310, 0.0], 2, 400)
     assert (np.sort(got, 1) == [0, 1]).all()
     assert abs((got[:, 0] == 0).sum() - 200) < 5.5 * 10
+
+
+def _grad64(name, x):
+    g = lm.Graph()
+    t = g.input("x", (len(x),), dtype=lm.float64)
+    return lm.compile([train.grad(getattr(t, name)().sum(), t)], backend="reference")(x=np.array(x, np.float64))[0]
+
+
+@pytest.mark.parametrize("name, x, slope", [
+    # torch's y + 1 keeps expm1's rounding near -1: 2e-8 off at -20, 0 from -37.4 on
+    ("expm1", [-3.0, -20.0, -40.0, -700.0, 0.5, 700.0], mp.exp),
+    # torch's 1 - y**2 keeps tanh's rounding near 1: 1.4e-8 off at 10, 0 from 19.1 on
+    ("tanh", [0.3, -3.0, 10.0, -19.5, 25.0, -300.0], lambda v: 1 / mp.cosh(v) ** 2),
+    # torch's 1 / (x ln 10): x ln 10 overflows from 7.8e307 on (0, where the slope is 2.4e-309 and up)
+    ("log10", [0.25, 3.0, 1e300, 1e308, 1.7976931348623157e308], lambda v: 1 / (v * mp.log(10))),
+])
+def test_float64_slopes_are_the_mathematical_ones(name, x, slope):
+    """The float64 paths' gradients where torch's formulas cancel or overflow: the derivative itself,
+    to a few ulps (``exp(x)``; ``4 e / (1 + e)**2`` with ``e = exp(-2|x|)``; ``(1 / x) / ln 10``)."""
+    with mp.workdps(40):
+        want = [float(slope(mp.mpf(v))) for v in x]
+    np.testing.assert_allclose(_grad64(name, x), want, rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("name, x, curvature", [
+    ("expm1", [-20.0, -1.0, 0.5], mp.exp),
+    ("tanh", [0.0, 0.7, -4.0, 12.0], lambda v: -2 * mp.tanh(v) / mp.cosh(v) ** 2),
+    ("log10", [0.5, 7.0], lambda v: -1 / (v * v * mp.log(10))),
+])
+def test_float64_second_derivatives(name, x, curvature):
+    """train.grad of train.grad through the float64 slopes (their own chains differentiated)."""
+    g = lm.Graph()
+    t = g.input("x", (len(x),), dtype=lm.float64)
+    first = train.grad(getattr(t, name)().sum(), t)
+    got = lm.compile([train.grad(first.sum(), t)], backend="reference")(x=np.array(x, np.float64))[0]
+    with mp.workdps(40):
+        want = [float(curvature(mp.mpf(v))) for v in x]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
