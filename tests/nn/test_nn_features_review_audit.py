@@ -6,6 +6,7 @@
   computes the same weights and outputs. A parametrized module is still refused, as torch's is; once
   ``parametrizations.weight_norm`` is removed the module pickles (its load pre-hook was a closure; torch's
   is one too, and fails there).
+- ``AdaptiveLogSoftmaxWithLoss(div_value=0)`` was a bare ZeroDivisionError; it names the argument now.
 - ``model.to(dtype)`` / ``.half()`` / ``.double()`` of a model holding lazy modules raised before the first
   call (``Module.to`` read the uninitialized parameters' values); torch's converts them.
 """
@@ -100,3 +101,13 @@ def test_lazy_modules_convert_dtype_before_their_first_call_as_torch(convert, dt
     tol = 1e-6 if dtype is lm.float64 else 2e-2
     want = tm(torch.from_numpy(x).to(tout.dtype)).detach().double().numpy()
     np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("div_value", [0, 0.0, -4.0, float("nan")])
+def test_adaptive_softmax_refuses_a_div_value_that_is_not_positive(div_value):
+    """div_value 0 was a bare ZeroDivisionError naming nothing (torch's too), a negative one a Linear of
+    negative size: both are refused naming the module and the argument."""
+    with pytest.raises(ValueError, match=r"AdaptiveLogSoftmaxWithLoss: div_value must be positive .* got"):
+        nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=div_value)
+    assert nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=0.5).tail[0][0].out_features == 16  # as torch's
+    assert torch.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=0.5).tail[0][0].out_features == 16

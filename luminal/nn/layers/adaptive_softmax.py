@@ -51,6 +51,9 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         in_features = check_int(name, "in_features", in_features, 1)
         n_classes = check_int(name, "n_classes", n_classes, 2)
         div_value = check_number(name, "div_value", div_value)
+        if not div_value > 0:  # (torch's fails with a bare ZeroDivisionError, or a negative Linear size)
+            raise ValueError(f"{name}: div_value must be positive (cluster i's projection has in_features // "
+                             f"div_value**(i+1) features), got {div_value}")
         cutoffs = list(cutoffs)
         if not cutoffs:
             raise ValueError(f"{name}: cutoffs should be a sequence of length larger than 0")
