@@ -7,6 +7,7 @@
   ``parametrizations.weight_norm`` is removed the module pickles (its load pre-hook was a closure; torch's
   is one too, and fails there).
 - ``AdaptiveLogSoftmaxWithLoss(div_value=0)`` was a bare ZeroDivisionError; it names the argument now.
+- A lazy norm with affine=False and track_running_stats=False failed its first call (StopIteration).
 - ``model.to(dtype)`` / ``.half()`` / ``.double()`` of a model holding lazy modules raised before the first
   call (``Module.to`` read the uninitialized parameters' values); torch's converts them.
 """
@@ -111,3 +112,21 @@ def test_adaptive_softmax_refuses_a_div_value_that_is_not_positive(div_value):
         nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=div_value)
     assert nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=0.5).tail[0][0].out_features == 16  # as torch's
     assert torch.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=0.5).tail[0][0].out_features == 16
+
+
+@pytest.mark.parametrize("lazy, torch_lazy", [(nn.LazyBatchNorm1d, torch.nn.LazyBatchNorm1d),
+                                              (nn.LazyInstanceNorm1d, torch.nn.LazyInstanceNorm1d)])
+def test_lazy_norm_without_parameters_or_statistics_as_torch(lazy, torch_lazy):
+    """A lazy norm with affine=False and track_running_stats=False has nothing to materialise: its first
+    call raised a bare StopIteration; it normalises as torch's now (num_features is the input's channels,
+    where torch's stays 0, unused)."""
+    x = randn(4, 3, 5)
+    m = lazy(affine=False, track_running_stats=False)
+    tm = torch_lazy(affine=False, track_running_stats=False)
+    g = lm.Graph()
+    out = m(g.input("x", x.shape))
+    assert type(m) is lazy.cls_to_become and m.num_features == 3 and not list(m.state_dict())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # (torch's instance norm: "does not match num_features")
+        want = tm(torch.from_numpy(x)).detach().numpy()
+    np.testing.assert_allclose(lm.compile(out)(x=x), want, rtol=1e-5, atol=1e-5)

@@ -361,8 +361,11 @@ class _LazyNormMixin(LazyModuleMixin):
                 if st is not None:
                     st.materialize((c,))
             self.reset_parameters()
-        elif self.num_features == 0:  # (materialised by a load)
-            self.num_features = next(s for s in (self.weight, self.running_mean) if s is not None).shape[0]
+        elif self.num_features == 0:  # materialised by a load, or nothing to materialise
+            loaded = [s for s in (self.weight, self.running_mean) if s is not None]
+            # (affine=False, track_running_stats=False: torch's keeps num_features 0, which luminal's
+            # BatchNorm would check the input's channels against)
+            self.num_features = loaded[0].shape[0] if loaded else c
             _not_lazy(self, input, c, "num_features")
 
 
