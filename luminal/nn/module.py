@@ -710,8 +710,10 @@ class Module:
 
     def _pre_hooked(self, state_dict, strict: bool):
         """``state_dict`` as the load pre-hooks of this module and its submodules (parents first, as
-        torch's recursive load calls them) rewrite it: a copy, when there are hooks."""
-        hooked = [(p, m) for p, m in self.named_modules() if m.__dict__.get("_load_state_dict_pre_hooks")]
+        torch's recursive load calls them; a module shared by several paths, once per path, with that
+        path's prefix, as its entries are saved under each) rewrite it: a copy, when there are hooks."""
+        hooked = [(p, m) for p, m in self.named_modules(remove_duplicate=False)
+                  if m.__dict__.get("_load_state_dict_pre_hooks")]
         if not hooked or not isinstance(state_dict, Mapping):
             return state_dict
         state_dict, errors = OrderedDict(state_dict), []

@@ -8,6 +8,7 @@
   is one too, and fails there).
 - ``AdaptiveLogSoftmaxWithLoss(div_value=0)`` was a bare ZeroDivisionError; it names the argument now.
 - A lazy norm with affine=False and track_running_stats=False failed its first call (StopIteration).
+- Load pre-hooks of a module shared by two paths ran for the first path only (torch: once per path).
 - ``model.to(dtype)`` / ``.half()`` / ``.double()`` of a model holding lazy modules raised before the first
   call (``Module.to`` read the uninitialized parameters' values); torch's converts them.
 """
@@ -130,3 +131,27 @@ def test_lazy_norm_without_parameters_or_statistics_as_torch(lazy, torch_lazy):
         warnings.simplefilter("ignore", UserWarning)  # (torch's instance norm: "does not match num_features")
         want = tm(torch.from_numpy(x)).detach().numpy()
     np.testing.assert_allclose(lm.compile(out)(x=x), want, rtol=1e-5, atol=1e-5)
+
+
+def test_load_pre_hooks_of_a_shared_module_run_for_each_path_as_torch():
+    """A module registered under two names (tied layers) has its entries saved under both; its load
+    pre-hooks ran for the first path only, so an old weight_norm checkpoint (weight_g / weight_v) loaded
+    half of it. torch's recursive load calls them once per path."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        tl = torch.nn.utils.weight_norm(torch.nn.Linear(2, 3))
+    old = {k: v.detach().numpy() for k, v in torch.nn.Sequential(tl, tl).state_dict().items()}
+    layer = utils.parametrizations.weight_norm(nn.Linear(2, 3))
+    assert nn.Sequential(layer, layer).load_state_dict(old) is not None
+    np.testing.assert_allclose(np.asarray(layer.weight), tl.weight.detach().numpy(), rtol=1e-6, atol=1e-7)
+    seen = []
+    child = nn.Linear(2, 2)
+    child.register_load_state_dict_pre_hook(lambda module, sd, prefix, *rest: seen.append(prefix))
+    model = nn.Sequential(child, nn.Sequential(child))
+    model.load_state_dict(model.state_dict())
+    tchild = torch.nn.Linear(2, 2)
+    tseen = []
+    tchild.register_load_state_dict_pre_hook(lambda module, sd, prefix, *rest: tseen.append(prefix))
+    tmodel = torch.nn.Sequential(tchild, torch.nn.Sequential(tchild))
+    tmodel.load_state_dict(tmodel.state_dict())
+    assert seen == tseen == ["0.", "1.0."]
