@@ -119,3 +119,27 @@ def test_float64_second_derivatives(name, x, curvature):
     with mp.workdps(40):
         want = [float(curvature(mp.mpf(v))) for v in x]
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
+
+
+def test_multinomial_with_replacement_never_draws_a_zero_weight_however_the_sums_round():
+    """cumsum adds in a tree's order, so the running sum at a zero weight can come out an ulp below
+    the one before it; counting the sums at or below ``u * total`` then drew that zero weight for a
+    ``u`` in the gap (found here from luminal's own running sums; one was [3693], of weight 0)."""
+    n = 4096
+    w = np.random.default_rng(0).random(n)
+    w[::3] = 0
+    g = lm.Graph()
+    p = g.input("p", (n,), dtype=lm.float64)
+    cdf = lm.compile([lm.cumsum(p, -1)], backend="reference")(p=w)[0]
+    total = cdf.max()
+    ks = {254499208070117}
+    for j in np.nonzero((np.diff(cdf) < 0) & (w[1:] == 0))[0]:
+        k = int(np.ceil(cdf[j + 1] / total * 2.0**48))
+        ks |= {k - 1, k, k + 1}
+    drawn = iter(range(2))
+    g.rand = lambda shape: g.input(f"u{next(drawn)}", shape)  # (the two halves of the 48-bit uniform)
+    f = lm.compile([lm.multinomial(p, 1, True)], backend="reference")
+    for k in sorted(ks):
+        hi, lo = divmod(k, 2**24)
+        (got,) = f(p=w, u0=np.float32([hi / 2**24]), u1=np.float32([lo / 2**24]))
+        assert w[got[0]] > 0, (k, got)

@@ -46,10 +46,10 @@ from luminal.frontend.ops.elementwise import (
     sqrt,
     sub,
     tan,
+    where,
 )
 from luminal.frontend.ops.reduce import amax, any_, cumsum, topk
 from luminal.frontend.ops.reduce import sum as sum_
-from luminal.frontend.ops.search import searchsorted
 from luminal.frontend.ops.value_checks import known_values
 from luminal.frontend.tensor import GraphTensor
 
@@ -290,9 +290,9 @@ def multinomial(input: GraphTensor, num_samples: int, replacement: bool = False,
     of ``n`` weights gives ``(num_samples,)``, a 2-d one ``(rows, num_samples)``; int32 (luminal's
     integer type, where torch's is int64). No gradient flows to ``input`` (torch's has none).
 
-    With ``replacement``, each draw is the inverse CDF of a 48-bit uniform ``u``: the number of
-    running sums (in float64) at or below ``u * total``, so a zero weight is never drawn and the
-    last category is the most there is. Without, the categories race: weight ``p`` finishes at
+    With ``replacement``, each draw is the inverse CDF of a 48-bit uniform ``u``: the last non-zero
+    weight whose range (from the running sums, in float64) starts at or below ``u * total``, so a
+    zero weight is never drawn, however the sums round. Without, the categories race: weight ``p`` finishes at
     ``E / p`` for an exponential ``E`` (compared as ``log(E) - log(p)``, finite for every positive
     weight; zero weights never finish), and the first ``num_samples`` to finish
     are drawn in order, so the first is distributed as the weights and each next as the weights of
@@ -336,7 +336,12 @@ def multinomial(input: GraphTensor, num_samples: int, replacement: bool = False,
     if replacement:
         cdf = cumsum(p, -1)
         target = mul(_uniform48(g, shape), amax(cdf, -1, keepdim=True))  # (the last sum, also over a symbolic dim)
-        out = searchsorted(cdf[..., :-1], target, right=True)
+        # the last non-zero weight whose range starts (the running sum before it; the first one's is 0) at
+        # or below the target: not a count of the running sums below it, which drew a zero weight where
+        # the scan's tree order put its running sum an ulp below the one before it
+        starts = cdf.pad([1, 0]).pad([0, -1]).unsqueeze(-2)
+        hit = logical_and(gt(p, 0).unsqueeze(-2), le(starts, target.unsqueeze(-1)))
+        out = amax(where(hit, g.arange(n), -1), -1)
     else:
         exponential = neg(log(add(_uniform48(g, shape[:-1] + (n,)), 2.0**-49)))  # (> 0: u + 2**-49 < 1)
         # the finishing times E / p compared as logs: E / p overflowed to inf for p below about 1e-307,
