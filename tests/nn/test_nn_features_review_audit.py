@@ -9,6 +9,7 @@
 - ``AdaptiveLogSoftmaxWithLoss(div_value=0)`` was a bare ZeroDivisionError; it names the argument now.
 - A lazy norm with affine=False and track_running_stats=False failed its first call (StopIteration).
 - Load pre-hooks of a module shared by two paths ran for the first path only (torch: once per path).
+- F.upsample_bilinear/upsample_nearest errors were reported under interpolate's name.
 - ``model.to(dtype)`` / ``.half()`` / ``.double()`` of a model holding lazy modules raised before the first
   call (``Module.to`` read the uninitialized parameters' values); torch's converts them.
 """
@@ -155,3 +156,12 @@ def test_load_pre_hooks_of_a_shared_module_run_for_each_path_as_torch():
     tmodel = torch.nn.Sequential(tchild, torch.nn.Sequential(tchild))
     tmodel.load_state_dict(tmodel.state_dict())
     assert seen == tseen == ["0.", "1.0."]
+
+
+@pytest.mark.parametrize("fn", ["upsample_bilinear", "upsample_nearest"])
+def test_deprecated_upsample_errors_name_the_function_called(fn):
+    """A bad input to F.upsample_bilinear / F.upsample_nearest was reported as interpolate's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with pytest.raises(ValueError, match=rf"^{fn}: .*\(1, 2\)"):
+            getattr(nn.functional, fn)(lm.Graph().input("x", (1, 2)), scale_factor=2)

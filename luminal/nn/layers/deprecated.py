@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import warnings
 
-from luminal.core.errors import user_stacklevel
+from luminal.core.errors import renamed, user_stacklevel
 from luminal.nn.layers.loss import NLLLoss
 from luminal.nn.layers.sampling import interpolate
 
@@ -35,7 +35,8 @@ def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
     """
     warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
                   stacklevel=user_stacklevel())
-    return interpolate(input, size, scale_factor, mode="nearest")
+    with renamed("upsample_nearest"):  # (its errors name the function called)
+        return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
@@ -47,4 +48,5 @@ def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
     """
     warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
                   stacklevel=user_stacklevel())
-    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+    with renamed("upsample_bilinear"):
+        return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
