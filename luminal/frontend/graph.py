@@ -19,6 +19,7 @@ from luminal.core.errors import op_error, outermost_op, user_frame
 from luminal.core.primitives import PRIMITIVES
 from luminal.core.symbolic import dims, shape_str, sizes
 from luminal.core.view import View
+from luminal.frontend import float64_paths
 from luminal.frontend.seed import default_rng
 from luminal.frontend.state import State
 
@@ -215,7 +216,9 @@ class Graph:
             k = self._user_vjps.get(out.node.id, 0)
             self._user_vjps[out.node.id] = k + 1
             out = self.tensor(self.add("Copy", (out,), f"custom_vjp {k}", out.dtype, out.shape))
-        self.vjps[out.node.id] = (rule, tuple((t.node, t.layout) for t in inputs))
+        # (the rule composes as ``out`` was built: a float32 function's float64 steps take the plain
+        # formulas in its backward pass too, ``float64_paths``)
+        self.vjps[out.node.id] = (float64_paths.as_built(rule), tuple((t.node, t.layout) for t in inputs))
         return out
 
     def tensor(self, node: Node, view: View | None = None) -> GraphTensor:

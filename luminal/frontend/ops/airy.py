@@ -35,6 +35,7 @@ import math
 from fractions import Fraction
 
 from luminal.frontend.checks import tensor_op
+from luminal.frontend.float64_paths import plain_unless_float64
 from luminal.frontend.ops.elementwise import (
     _cheb,
     _derivative,
@@ -173,6 +174,7 @@ def _airy(deriv: bool, w):
     return _derivative(out, w, slope)
 
 
+@plain_unless_float64
 @tensor_op("airy_ai")
 def airy_ai(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.airy_ai: the Airy function Ai, the solution of ``y'' = x y`` that decays as x grows

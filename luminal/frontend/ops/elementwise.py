@@ -7,11 +7,9 @@ IEEE does, and ``where`` is a primitive so masked-out values never leak.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import numbers
-import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
@@ -20,6 +18,7 @@ import numpy as np
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error, renamed
 from luminal.core.symbolic import Sym
+from luminal.frontend import float64_paths
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.core import (
     broadcast_shapes,
@@ -937,7 +936,7 @@ def _wide(f: _F) -> _F:
         x = _float(x, f.__name__)
         if x.dtype is dt.float64:
             return f(x, *args, **kw)
-        with _narrow():
+        with float64_paths.narrow():
             out = f(cast(x, dt.float64), *args, **kw)
         return cast(out, x.dtype)
 
@@ -1018,33 +1017,11 @@ def _times_pow2(p: GraphTensor, n: GraphTensor) -> GraphTensor:
 # float64 within about an ulp: exact sums and products of doubles (double-double arithmetic), from
 # which log, log10, log1p, expm1, tanh, sinh, cosh, sigmoid and softplus carry their last bits to one
 # final rounding. Composed of the primitives in the graph (no FMA): each costs tens of operations.
-class _Narrow(threading.local):
-    """``depth`` > 0 while ``_wide`` composes in float64 for a narrower result. Per thread: graphs are
-    built per thread (``frontend/building.py``), and one thread's composition must not turn another's
-    float64 functions to their plain formulas."""
-
-    depth = 0
-
-
-_NARROW = _Narrow()
-
-
-@contextlib.contextmanager
-def _narrow(depth: int | None = None):
-    """Compose with ``_NARROW.depth`` one deeper (or set to ``depth``), restored on exit, errors too."""
-    saved = _NARROW.depth
-    _NARROW.depth = saved + 1 if depth is None else depth
-    try:
-        yield
-    finally:
-        _NARROW.depth = saved
-
-
 def _accurate(x: GraphTensor) -> bool:
     """Whether ``x``'s function takes the float64 path within about an ulp: for a float64 ``x``, but
-    not inside a ``_wide`` composition for float32 and the 16-bit types, whose one rounding at the end
-    hides float64's last bits (their values and cost stay those of the plain formulas)."""
-    return x.dtype is dt.float64 and not _NARROW.depth
+    not inside a narrow composition (``_wide`` for float32 and the 16-bit types, a special function),
+    whose one rounding at the end hides float64's last bits (``frontend/float64_paths.py``)."""
+    return float64_paths.accurate(x.dtype)
 
 
 def _two_sum(a, b) -> tuple[GraphTensor, GraphTensor]:
@@ -1239,15 +1216,10 @@ def _derivative(out, x, slope):
     """``out`` (computed from ``x`` by a chain of primitives) with the gradient ``adjoint * slope(x,
     out)`` (``Graph.custom_vjp``): the function's own derivative, torch's formula, instead of the
     chain's, whose partial values autograd would keep for the backward pass (10 to 32 of them for
-    the functions here). The rule is composed as ``out`` was: inside ``_wide`` for a narrower dtype
-    too (``_NARROW``), so that a float32 sinh's gradient is the plain float64 cosh."""
-    narrow = _NARROW.depth
-
-    def rule(y, a, x):
-        with _narrow(narrow):
-            return [mul(a, slope(x, y))]
-
-    return x.graph.custom_vjp(out, [x], rule)
+    the functions here). ``custom_vjp`` composes the rule as ``out`` was: inside ``_wide`` for a
+    narrower dtype too (``frontend/float64_paths.py``), so a float32 sinh's gradient is the plain
+    float64 cosh."""
+    return x.graph.custom_vjp(out, [x], lambda y, a, x: [mul(a, slope(x, y))])
 
 
 @tensor_op("tan")
@@ -1730,10 +1702,10 @@ def cosh(x) -> GraphTensor:
 
 
 def _plain(f, x: GraphTensor) -> GraphTensor:
-    """``f(x)`` by its plain float64 formula (``_NARROW``): the gradients of float64 sinh and cosh, whose
+    """``f(x)`` by its plain float64 formula (``float64_paths.narrow``): the gradients of float64 sinh and cosh, whose
     accurate paths would share their intermediate values with the forward pass (kept alive for the
     backward pass, each a buffer of the input's size); a few ulps there, as before."""
-    with _narrow():
+    with float64_paths.narrow():
         return f(x)
 
 

@@ -18,6 +18,7 @@ from fractions import Fraction
 from luminal.core import dtype as dt
 from luminal.core.errors import check_int, check_number, op_error, renamed
 from luminal.frontend.checks import tensor_op
+from luminal.frontend.float64_paths import plain_unless_float64
 from luminal.frontend.ops.core import cast, coerce, full_like
 from luminal.frontend.ops.elementwise import (
     _cheb,
@@ -63,6 +64,7 @@ from luminal.frontend.ops.elementwise import (
 from luminal.frontend.tensor import GraphTensor
 
 
+@plain_unless_float64
 @tensor_op("logit")
 @_opmath
 def logit(input, eps: float | None = None) -> GraphTensor:  # noqa: A002 - torch's names
@@ -98,6 +100,7 @@ def _xlogy(x: GraphTensor, y: GraphTensor) -> GraphTensor:
     return where(zero, 0.0, mul(x, log(where(zero, 1.0, y))))
 
 
+@plain_unless_float64
 @_opmath
 def xlogy(input, other) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.xlogy (``torch.special.xlogy``): ``input * log(other)``, and 0 where ``input`` is 0 (also for
@@ -125,6 +128,7 @@ def _xlog1py(x: GraphTensor, y: GraphTensor) -> GraphTensor:
     return where(zero, 0.0, mul(x, log1p(where(zero, 0.0, y))))
 
 
+@plain_unless_float64
 @_opmath
 def xlog1py(input, other) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.xlog1py: ``input * log1p(other)``, and 0 where ``input`` is 0 (also for ``other``
@@ -147,6 +151,7 @@ def xlog1py(input, other) -> GraphTensor:  # noqa: A002 - torch's names
     return x.graph.custom_vjp(out, [x, y], rule)
 
 
+@plain_unless_float64
 @tensor_op("entr")
 def entr(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.entr: the elementwise entropy ``-x log(x)``; 0 at 0, -inf for negative ``x`` and at
@@ -171,6 +176,7 @@ def _entr(x):
 _CF_TERMS = 16  # erfc's continued fraction past 6: 16 terms are exact to float64 rounding there
 
 
+@plain_unless_float64
 @tensor_op("erfc")
 def erfc(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.erfc (``torch.special.erfc``): ``1 - erf(x)``, to the input dtype's relative precision also
@@ -252,6 +258,7 @@ def _erfinv_slope(w, y):
     return mul(exp(mul(y, y)), math.sqrt(math.pi) / 2)
 
 
+@plain_unless_float64
 @tensor_op("erfinv")
 def erfinv(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.erfinv (``torch.special.erfinv``): ``y`` with ``erf(y) = x`` for ``x`` in [-1, 1]; -inf at
@@ -274,6 +281,7 @@ def erfinv(input) -> GraphTensor:  # noqa: A002 - torch's names
     return cast(out, x.dtype)
 
 
+@plain_unless_float64
 @tensor_op("erfcx")
 def erfcx(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.erfcx: the scaled complementary error function ``exp(x**2) erfc(x)``, without the
@@ -295,6 +303,7 @@ def erfcx(input) -> GraphTensor:  # noqa: A002 - torch's names
     return cast(_derivative(out, w, slope), x.dtype)
 
 
+@plain_unless_float64
 @tensor_op("ndtr")
 def ndtr(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.ndtr: the standard normal distribution function ``(1 + erf(x / sqrt(2))) / 2``,
@@ -309,6 +318,7 @@ def ndtr(input) -> GraphTensor:  # noqa: A002 - torch's names
     return cast(mul(erfc(mul(cast(x, dt.float64), -math.sqrt(0.5))), 0.5), x.dtype)
 
 
+@plain_unless_float64
 @tensor_op("log_ndtr")
 def log_ndtr(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.log_ndtr: ``log(ndtr(x))``, finite for very negative ``x`` where ``ndtr``
@@ -333,6 +343,7 @@ def log_ndtr(input) -> GraphTensor:  # noqa: A002 - torch's names
     return cast(_derivative(out, w, slope), x.dtype)
 
 
+@plain_unless_float64
 @tensor_op("ndtri")
 def ndtri(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.ndtri: the inverse of ``ndtr`` (the standard normal quantile function): ``-inf``
@@ -415,6 +426,7 @@ def _bessel_op(op: str, nu: int, scaled: bool, input):  # noqa: A002 - torch's n
     return cast(_bessel(nu, scaled, cast(x, dt.float64)), x.dtype)
 
 
+@plain_unless_float64
 @tensor_op("i0")
 def i0(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.i0 (``torch.i0``): the modified Bessel function of the first kind of order 0, even;
@@ -427,6 +439,7 @@ def i0(input) -> GraphTensor:  # noqa: A002 - torch's names
     return _bessel_op("i0", 0, False, input)
 
 
+@plain_unless_float64
 @tensor_op("i0e")
 def i0e(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.i0e: ``exp(-|x|) i0(x)``, finite for every ``x`` (0 at +-inf). The gradient is
@@ -438,6 +451,7 @@ def i0e(input) -> GraphTensor:  # noqa: A002 - torch's names
     return _bessel_op("i0e", 0, True, input)
 
 
+@plain_unless_float64
 @tensor_op("i1")
 def i1(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.i1: the modified Bessel function of the first kind of order 1, odd; +-inf at +-inf.
@@ -450,6 +464,7 @@ def i1(input) -> GraphTensor:  # noqa: A002 - torch's names
     return _bessel_op("i1", 1, False, input)
 
 
+@plain_unless_float64
 @tensor_op("i1e")
 def i1e(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.i1e: ``exp(-|x|) i1(x)`` (+-0 at +-inf). The gradient is
@@ -643,6 +658,7 @@ def _gamma_family(op: str, x, f64, slope):
     return cast(out, x.dtype)
 
 
+@plain_unless_float64
 @tensor_op("lgamma")
 def lgamma(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.lgamma (``torch.special.gammaln``): ``log |gamma(x)|``; +inf at the poles (0, -1, -2, ...)
@@ -656,6 +672,7 @@ def lgamma(input) -> GraphTensor:  # noqa: A002 - torch's names
     return _gamma_family("lgamma", input, _lgamma64, functools.partial(_polygamma_diff, 0))
 
 
+@plain_unless_float64
 @tensor_op("digamma")
 def digamma(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.digamma (``torch.special.digamma``, ``psi``): the derivative of ``lgamma``; torch's values at
@@ -668,6 +685,7 @@ def digamma(input) -> GraphTensor:  # noqa: A002 - torch's names
     return _gamma_family("digamma", input, _digamma64, functools.partial(_polygamma_diff, 1))
 
 
+@plain_unless_float64
 def multigammaln(input, p: int) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.multigammaln (``torch.mvlgamma``): the log of the multivariate gamma function of
     dimension ``p``, ``p (p - 1) / 4 log(pi) + sum_j lgamma(x - j / 2)``, j = 0..p-1, summed in float64
@@ -689,6 +707,7 @@ def multigammaln(input, p: int) -> GraphTensor:  # noqa: A002 - torch's names
         return cast(out, x.dtype)
 
 
+@plain_unless_float64
 def polygamma(n: int, input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.polygamma (``torch.special.polygamma``): the ``n``-th derivative of ``digamma``, any order
     0 <= n <= 150 (past it the reflection formula's coefficients overflow float64). Computed in float64
@@ -717,6 +736,7 @@ def polygamma(n: int, input) -> GraphTensor:  # noqa: A002 - torch's names
                              functools.partial(_polygamma_diff, n + 1))
 
 
+@plain_unless_float64
 def polygamma_method(input, n: int) -> GraphTensor:  # noqa: A002 - torch's names
     """torch ``Tensor.polygamma(n)``: ``polygamma(n, self)`` (the order comes second on the method).
 
@@ -867,6 +887,7 @@ def _igamma(op: str, upper: bool, input, other):  # noqa: A002 - torch's names
     return a.graph.custom_vjp(out, [a, x], rule)
 
 
+@plain_unless_float64
 def gammainc(input, other) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.gammainc (``torch.igamma``): the regularized lower incomplete gamma function
     ``P(a, x) = gamma(a)**-1 int_0^x t**(a-1) exp(-t) dt`` with ``a = input``, ``x = other`` (both >= 0;
@@ -888,6 +909,7 @@ def gammainc(input, other) -> GraphTensor:  # noqa: A002 - torch's names
     return _igamma("gammainc", False, input, other)
 
 
+@plain_unless_float64
 def gammaincc(input, other) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.gammaincc (``torch.igammac``): ``Q(a, x) = 1 - P(a, x)``, computed on its own so
     that it keeps its relative precision where P is near 1 (see ``gammainc``). The limits:
@@ -1049,6 +1071,7 @@ def _zeta_diff(x, q):
                                                                 mul(g, neg(mul(x, _zeta_diff(add(x, 1.0), q))))])
 
 
+@plain_unless_float64
 def zeta(input, other) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.zeta: Hurwitz's zeta function ``sum_k (q + k)**-x``, ``x = input``, ``q = other``
     (broadcast, promoted, int and bool to float32; either may be a number). Computed in float64 and
@@ -1291,6 +1314,7 @@ def _bessel_f64(op: str, f, input):  # noqa: A002 - torch's names
     return cast(f(cast(x, dt.float64)), x.dtype)
 
 
+@plain_unless_float64
 @tensor_op("bessel_j0")
 def bessel_j0(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.bessel_j0: the Bessel function of the first kind of order 0, even; 0 at +-inf.
@@ -1305,6 +1329,7 @@ def bessel_j0(input) -> GraphTensor:  # noqa: A002 - torch's names
     return _bessel_f64("bessel_j0", functools.partial(_bessel_jy, 0, False), input)
 
 
+@plain_unless_float64
 @tensor_op("bessel_j1")
 def bessel_j1(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.bessel_j1: the Bessel function of the first kind of order 1, odd (keeping -0.0); 0 at
@@ -1317,6 +1342,7 @@ def bessel_j1(input) -> GraphTensor:  # noqa: A002 - torch's names
     return _bessel_f64("bessel_j1", functools.partial(_bessel_jy, 1, False), input)
 
 
+@plain_unless_float64
 @tensor_op("bessel_y0")
 def bessel_y0(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.bessel_y0: the Bessel function of the second kind of order 0: -inf at 0, NaN for
@@ -1329,6 +1355,7 @@ def bessel_y0(input) -> GraphTensor:  # noqa: A002 - torch's names
     return _bessel_f64("bessel_y0", functools.partial(_bessel_jy, 0, True), input)
 
 
+@plain_unless_float64
 @tensor_op("bessel_y1")
 def bessel_y1(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.bessel_y1: the Bessel function of the second kind of order 1: -inf at 0, NaN for
@@ -1341,6 +1368,7 @@ def bessel_y1(input) -> GraphTensor:  # noqa: A002 - torch's names
     return _bessel_f64("bessel_y1", functools.partial(_bessel_jy, 1, True), input)
 
 
+@plain_unless_float64
 @tensor_op("modified_bessel_i0")
 def modified_bessel_i0(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.modified_bessel_i0: ``i0`` (the same function and gradient ``i1(x)``).
@@ -1351,6 +1379,7 @@ def modified_bessel_i0(input) -> GraphTensor:  # noqa: A002 - torch's names
     return _bessel_op("modified_bessel_i0", 0, False, input)
 
 
+@plain_unless_float64
 @tensor_op("modified_bessel_i1")
 def modified_bessel_i1(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.modified_bessel_i1: ``i1`` (the same function and gradient ``i0(x) - i1(x) / x``).
@@ -1361,6 +1390,7 @@ def modified_bessel_i1(input) -> GraphTensor:  # noqa: A002 - torch's names
     return _bessel_op("modified_bessel_i1", 1, False, input)
 
 
+@plain_unless_float64
 @tensor_op("modified_bessel_k0")
 def modified_bessel_k0(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.modified_bessel_k0: the modified Bessel function of the second kind of order 0: +inf
@@ -1374,6 +1404,7 @@ def modified_bessel_k0(input) -> GraphTensor:  # noqa: A002 - torch's names
     return _bessel_f64("modified_bessel_k0", functools.partial(_bessel_k, 0, False), input)
 
 
+@plain_unless_float64
 @tensor_op("modified_bessel_k1")
 def modified_bessel_k1(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.modified_bessel_k1: the modified Bessel function of the second kind of order 1: +inf
@@ -1386,6 +1417,7 @@ def modified_bessel_k1(input) -> GraphTensor:  # noqa: A002 - torch's names
     return _bessel_f64("modified_bessel_k1", functools.partial(_bessel_k, 1, False), input)
 
 
+@plain_unless_float64
 @tensor_op("scaled_modified_bessel_k0")
 def scaled_modified_bessel_k0(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.scaled_modified_bessel_k0: ``exp(x) K0(x)``, finite past K0's underflow (+inf at 0,
@@ -1398,6 +1430,7 @@ def scaled_modified_bessel_k0(input) -> GraphTensor:  # noqa: A002 - torch's nam
     return _bessel_f64("scaled_modified_bessel_k0", functools.partial(_bessel_k, 0, True), input)
 
 
+@plain_unless_float64
 @tensor_op("scaled_modified_bessel_k1")
 def scaled_modified_bessel_k1(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.scaled_modified_bessel_k1: ``exp(x) K1(x)`` (+inf at 0, NaN below 0, 0 at +inf). The
@@ -1429,6 +1462,7 @@ def _sph_j0(w):
     return _derivative(v, w, slope)
 
 
+@plain_unless_float64
 @tensor_op("spherical_bessel_j0")
 def spherical_bessel_j0(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.spherical_bessel_j0: ``sin(x) / x``, 1 at 0, 0 at +-inf. Computed in float64 and

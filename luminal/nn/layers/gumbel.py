@@ -17,6 +17,7 @@ from luminal.core import dtype as dt
 from luminal.core.errors import check_number, renamed, user_stacklevel
 from luminal.frontend import ops
 from luminal.frontend.checks import check_tensors
+from luminal.frontend.float64_paths import plain_unless_float64
 from luminal.frontend.ops.core import cast
 from luminal.frontend.tensor import GraphTensor
 from luminal.nn.layers._util import check_float
@@ -24,6 +25,7 @@ from luminal.nn.layers._util import check_float
 _NAME = "gumbel_softmax"
 
 
+@plain_unless_float64  # (float32 noise rounds once: the plain float64 log suffices)
 def _gumbel_noise(logits: GraphTensor) -> GraphTensor:
     """Standard Gumbel noise of ``logits``' shape and dtype, computed in float64 and rounded once."""
     g = logits.graph
