@@ -8,7 +8,7 @@ torch's, and torch's ``generator=`` is refused).
 A uniform is ``k / 2**24`` for an integer ``0 <= k < 2**24``: strictly below 1, and possibly 0. So the
 normal's Box-Muller takes the log of ``1 - u`` (never 0), and where 24 bits would cut a tail or a range
 short (the normal's radius, the exponential, Cauchy, multinomial's draws, the integers) two uniforms
-make a 48-bit one (``_uniform48``).
+make a 48-bit one (``uniform48``).
 No gradient flows through the noise; ``bernoulli`` and ``normal`` give none to their probabilities, means
 and standard deviations either (torch's gradients there are zeros, not the reparameterised ones: write
 ``mean + std * lm.randn_like(std)`` for those).
@@ -69,7 +69,7 @@ def _work(d: dt.DType) -> dt.DType:
     return dt.float64 if d == dt.float64 else dt.float32
 
 
-def _uniform48(g: Graph, shape) -> GraphTensor:
+def uniform48(g: Graph, shape) -> GraphTensor:
     """A float64 uniform ``k / 2**48`` (an integer ``0 <= k < 2**48``) from two ``Graph.rand`` draws,
     ``u1 + u2 * 2**-24``: every value exact, at most ``1 - 2**-48``."""
     return add(cast(g.rand(shape), dt.float64), mul(cast(g.rand(shape), dt.float64), 2.0**-24))
@@ -77,12 +77,12 @@ def _uniform48(g: Graph, shape) -> GraphTensor:
 
 def _standard_normal(g: Graph, shape, d: dt.DType) -> GraphTensor:
     """Standard normal noise of ``shape`` and dtype ``d`` by Box-Muller, ``sqrt(-2 log(1 - u1))
-    cos(2 pi u2)``, with a 48-bit ``u1`` (``_uniform48``) for the radius: ``1 - u1`` is exact in float64
+    cos(2 pi u2)``, with a 48-bit ``u1`` (``uniform48``) for the radius: ``1 - u1`` is exact in float64
     and in ``[2**-48, 1]``, so the log is finite and the radius reaches ``sqrt(96 ln 2) = 8.16`` (a 24-bit
     uniform stopped it at 5.77, cutting the tail beyond 5.77 sigma, 6e-8 of the draws, for float32 as
     for float64). ``1 - u1`` is rounded once to the work dtype, so float32 takes its log in float32."""
     w = _work(d)
-    one_minus_u1 = cast(sub(1.0, _uniform48(g, shape)), w)
+    one_minus_u1 = cast(sub(1.0, uniform48(g, shape)), w)
     u2 = cast(g.rand(shape), w)
     radius = sqrt(mul(log(one_minus_u1), -2))
     return cast(mul(radius, cos(mul(u2, 2 * math.pi))), d)
@@ -159,7 +159,7 @@ def randint_like(x: GraphTensor, low=0, high=None, *, generator=None, dtype=None
     if not lo <= low <= high - 1 <= hi:
         raise op_error(ValueError, "randint_like", f"the range [{low}, {high}) does not fit in {d.name}, whose "
                        f"integers are exact from {lo} to {hi}", x)
-    u = _uniform48(x.graph, x.shape)
+    u = uniform48(x.graph, x.shape)
     return cast(add(floor(mul(u, float(high - low))), float(low)), d)
 
 
@@ -335,7 +335,7 @@ def multinomial(input: GraphTensor, num_samples: int, replacement: bool = False,
     shape = (*input.shape[:-1], num_samples)
     if replacement:
         cdf = cumsum(p, -1)
-        target = mul(_uniform48(g, shape), amax(cdf, -1, keepdim=True))  # (the last sum, also over a symbolic dim)
+        target = mul(uniform48(g, shape), amax(cdf, -1, keepdim=True))  # (the last sum, also over a symbolic dim)
         # the last non-zero weight whose range starts (the running sum before it; the first one's is 0) at
         # or below the target: not a count of the running sums below it, which drew a zero weight where
         # the scan's tree order put its running sum an ulp below the one before it
@@ -343,7 +343,7 @@ def multinomial(input: GraphTensor, num_samples: int, replacement: bool = False,
         hit = logical_and(gt(p, 0).unsqueeze(-2), le(starts, target.unsqueeze(-1)))
         out = amax(where(hit, g.arange(n), -1), -1)
     else:
-        exponential = neg(log(add(_uniform48(g, shape[:-1] + (n,)), 2.0**-49)))  # (> 0: u + 2**-49 < 1)
+        exponential = neg(log(add(uniform48(g, shape[:-1] + (n,)), 2.0**-49)))  # (> 0: u + 2**-49 < 1)
         # the finishing times E / p compared as logs: E / p overflowed to inf for p below about 1e-307,
         # a tie with the zero weights' inf (log(0) = -inf: theirs stays inf, never before a weight's)
         out = topk(sub(log(exponential), log(p)), num_samples, largest=False).indices
@@ -386,7 +386,7 @@ def _float_fill(op: str, x: GraphTensor, generator) -> dt.DType:
 def _exponential(g: Graph, shape, w: dt.DType) -> GraphTensor:
     """Exponential noise of mean 1, ``-log(1 - u)`` of a 48-bit ``u`` (``1 - u`` exact in float64, then
     rounded once to ``w``): finite, reaching 33.3 (a 24-bit uniform would stop at 16.6)."""
-    return neg(log(cast(sub(1.0, _uniform48(g, shape)), w)))
+    return neg(log(cast(sub(1.0, uniform48(g, shape)), w)))
 
 
 def normal_fill(x: GraphTensor, mean=0.0, std=1.0, *, generator=None) -> GraphTensor:
@@ -421,7 +421,7 @@ def uniform_fill(x: GraphTensor, from_=0.0, to=1.0, *, generator=None) -> GraphT
         raise op_error(ValueError, "uniform_", f"expects a [from, to) range, got from={from_} > to={to} (as torch's)",
                        x)
     g = x.graph
-    u = _uniform48(g, x.shape) if w == dt.float64 else cast(g.rand(x.shape), dt.float64)
+    u = uniform48(g, x.shape) if w == dt.float64 else cast(g.rand(x.shape), dt.float64)
     return cast(add(mul(u, to - from_), from_), x.dtype)
 
 
@@ -442,7 +442,7 @@ def cauchy_fill(x: GraphTensor, median=0.0, sigma=1.0, *, generator=None) -> Gra
     if not sigma > 0:
         raise op_error(ValueError, "cauchy_", f"expects sigma > 0, got sigma={sigma} (as torch's)", x)
     _float_fill("cauchy_", x, generator)
-    v = add(_uniform48(x.graph, x.shape), 2.0**-49 - 0.5)
+    v = add(uniform48(x.graph, x.shape), 2.0**-49 - 0.5)
     return cast(add(mul(tan(mul(v, math.pi)), sigma), median), x.dtype)
 
 

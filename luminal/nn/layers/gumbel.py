@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import warnings
 
-from luminal.core import dtype as dt
 from luminal.core.errors import check_number, renamed, user_stacklevel
 from luminal.frontend import ops
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.float64_paths import plain_unless_float64
 from luminal.frontend.ops.core import cast
+from luminal.frontend.ops.random import uniform48
 from luminal.frontend.tensor import GraphTensor
 from luminal.nn.layers._util import check_float
 
@@ -29,7 +29,7 @@ _NAME = "gumbel_softmax"
 def _gumbel_noise(logits: GraphTensor) -> GraphTensor:
     """Standard Gumbel noise of ``logits``' shape and dtype, computed in float64 and rounded once."""
     g = logits.graph
-    v = cast(g.rand(logits.shape), dt.float64) + cast(g.rand(logits.shape), dt.float64) * 2.0**-24 + 2.0**-49
+    v = uniform48(g, logits.shape) + 2.0**-49  # (half a step off 0: the logs stay finite)
     return cast(-(-v.log()).log(), logits.dtype)
 
 
