@@ -39,6 +39,24 @@ _SKIP = {"graph", "node", "layout", "origin", "dtype", "backward", "item", "nump
                                  "lshift", "rshift"))}
 
 
+class StateView(GraphTensor):
+    """A host tensor of a State's values read by basic indexing outside any graph (``w[pad]``,
+    ``w[:, :k]``, ``w[..., None]``: ints, slices, ``...`` and None, where torch's result is a view of
+    the parameter). Its in-place methods (``frontend/ops/inplace.py``) write their result into the
+    State at those positions as well, as torch's do through the view: ``emb.weight[pad].zero_()`` in
+    an ``__init__`` zeroes the row (it changed a copy, silently). Advanced indexing copies, in torch
+    too, and gives a plain host tensor."""
+
+    __slots__ = ("state", "key")
+
+
+def _basic(key) -> bool:
+    """Whether index ``key`` is basic (torch's and numpy's view-making indexing)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(p is None or p is Ellipsis or isinstance(p, slice) or
+               (isinstance(p, numbers.Integral) and not isinstance(p, (bool, np.bool_))) for p in parts)
+
+
 def tensor_of(s: State, op: str, args=(), kwargs=None, host_ok: bool = False) -> GraphTensor:
     """``s`` as a tensor of the graph ``op`` builds in (``join.target``)."""
     return join.into(s, join.target(op, (s, *args), kwargs or {}, host_ok=host_ok))
@@ -50,7 +68,12 @@ def _method(name: str):
 
     def method(self: State, *args, **kwargs):
         t = tensor_of(self, op, args, kwargs, host_ok)
-        return getattr(GraphTensor, name)(t, *args, **kwargs)
+        out = getattr(GraphTensor, name)(t, *args, **kwargs)
+        if host_ok and t.graph.host and len(args) == 1 and not kwargs and _basic(args[0]):
+            view = StateView(out.graph, out.node, out.layout, out.origin)
+            view.state, view.key = self, args[0]
+            return view
+        return out
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = (f"GraphTensor's ``{name}`` on this State, read into the graph the op builds in "

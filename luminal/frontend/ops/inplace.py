@@ -5,7 +5,9 @@ anything: it builds the out-of-place op's result and rebinds the handle to it, a
 (``indexing.setitem``), and returns the handle, so ``x.mul_(2).add_(1)`` chains and ``y = x.add_(1)``
 is ``x``. Other handles keep what they named: a view taken before (``v = x[0]``) keeps the old values,
 and an in-place op on a view (``x[0].add_(1)``) rebinds only that temporary handle, never ``x``
-(``docs/porting.md``). Gradients are those of the out-of-place op, which are torch's for its in-place
+(``docs/porting.md``); but a Parameter or Buffer is storage: outside any graph its basic-indexed view
+(``state_tensor.StateView``: ``emb.weight[pad].zero_()``) writes its result into it, as torch's view
+does. Gradients are those of the out-of-place op, which are torch's for its in-place
 op (torch differentiates ``x.clone().mul_(2)`` as ``x * 2``).
 
 As in torch, the result keeps the tensor's dtype and shape: a result of a higher kind (bool < int <
@@ -38,6 +40,7 @@ from luminal.frontend.host import value as host_value
 from luminal.frontend.ops import random
 from luminal.frontend.ops.core import cast, check_fill
 from luminal.frontend.state import State
+from luminal.frontend.state_tensor import StateView
 from luminal.frontend.tensor import GraphTensor
 
 
@@ -136,6 +139,8 @@ def _tensor_method(name: str, op: Callable[..., GraphTensor]):
     def method(self: GraphTensor, *args, **kwargs) -> GraphTensor:
         with rename:
             new = _written_back(self, op(self, *args, **kwargs), name)
+            if isinstance(self, StateView) and name not in RESHAPING:  # (torch's view of a Parameter)
+                self.state.data[self.key] = host_value(new, name)
         self.graph, self.node, self.layout = new.graph, new.node, new.layout
         return self
 
