@@ -26,9 +26,11 @@ def _positive_int(value, what: str, who: str) -> int:
     return int(value)
 
 
-def _bool(value, what: str, who: str) -> bool:
+def _bool(value, what: str, who: str, error: type[Exception] = TypeError) -> bool:
+    """``value`` as a bool; anything else raises ``error``: torch's type for that sampler's check
+    (RandomSampler's is a TypeError, WeightedRandomSampler's and BatchSampler's a ValueError)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{who}: {what} must be a bool, got {value!r}")
+        raise error(f"{who}: {what} must be a bool, got {value!r}")
     return bool(value)
 
 
@@ -132,7 +134,7 @@ class WeightedRandomSampler(Sampler):
     def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True, generator=None):
         who = "WeightedRandomSampler"
         self.num_samples = _positive_int(num_samples, "num_samples", who)
-        self.replacement = _bool(replacement, "replacement", who)
+        self.replacement = _bool(replacement, "replacement", who, ValueError)
         w = np.asarray(weights, dtype=np.float64)
         if w.ndim != 1:
             raise ValueError(f"{who}: weights must be a 1-d sequence, got shape {w.shape}")
@@ -169,7 +171,7 @@ class BatchSampler(Sampler):
     def __init__(self, sampler: Iterable, batch_size: int, drop_last: bool):
         self.sampler = sampler
         self.batch_size = _positive_int(batch_size, "batch_size", "BatchSampler")
-        self.drop_last = _bool(drop_last, "drop_last", "BatchSampler")
+        self.drop_last = _bool(drop_last, "drop_last", "BatchSampler", ValueError)
 
     def __iter__(self) -> Iterator[list]:
         indices = iter(self.sampler)

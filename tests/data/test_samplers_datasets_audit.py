@@ -635,7 +635,7 @@ def test_weighted_random_sampler_without_replacement_is_successive_sampling():
 @pytest.mark.parametrize("args,kwargs,error,match", [
     (([1.0, 2.0], 0), {}, ValueError, "WeightedRandomSampler: num_samples must be a positive int, got 0"),
     (([1.0, 2.0], True), {}, ValueError, "num_samples must be a positive int, got True"),
-    (([1.0, 2.0], 2), dict(replacement="yes"), TypeError, "replacement must be a bool, got 'yes'"),
+    (([1.0, 2.0], 2), dict(replacement="yes"), ValueError, "replacement must be a bool, got 'yes'"),
     (([[1.0, 2.0]], 2), {}, ValueError, "weights must be a 1-d sequence, got shape \\(1, 2\\)"),
 ])
 def test_weighted_random_sampler_bad_arguments_as_torchs(args, kwargs, error, match):
@@ -675,7 +675,7 @@ def test_batch_sampler_as_torchs(n, batch_size, drop_last):
     (0, False, ValueError, "BatchSampler: batch_size must be a positive int, got 0"),
     (2.0, False, ValueError, "batch_size must be a positive int, got 2.0"),
     (True, False, ValueError, "batch_size must be a positive int, got True"),
-    (2, 1, TypeError, "BatchSampler: drop_last must be a bool, got 1"),
+    (2, 1, ValueError, "BatchSampler: drop_last must be a bool, got 1"),
 ])
 def test_batch_sampler_bad_arguments(batch_size, drop_last, error, match):
     with pytest.raises(ValueError):
