@@ -1,14 +1,34 @@
-"""``lm.linalg``: the ``torch.linalg`` names luminal has: ``vector_norm``, ``matrix_norm``, ``cross``, ``multi_dot``,
-and for static square sizes ``inv``, ``solve``, ``det``, ``slogdet`` and ``cholesky``
-(``frontend/ops/linalg_solve.py``)."""
+"""``lm.linalg``: the ``torch.linalg`` names luminal has: ``vector_norm``, ``matrix_norm``, ``norm``, ``cross``,
+``multi_dot``, ``matmul``, ``diagonal``, ``vecdot``, ``vander``, ``matrix_power``, and for static square sizes
+``inv``, ``solve``, ``det``, ``slogdet``, ``cholesky`` (``frontend/ops/linalg_solve.py``), their ``*_ex``
+variants, ``tensorinv``, ``tensorsolve`` (``linalg_more.py``) and ``solve_triangular``
+(``linalg_triangular.py``)."""
 
 from luminal.frontend.join import joins_all as _joins_all
 from luminal.frontend.ops import linalg as _ops
-from luminal.frontend.ops.linalg import multi_dot
+from luminal.frontend.ops.linalg import matmul, multi_dot
+from luminal.frontend.ops.linalg_more import (
+    LinAlgError,
+    cholesky_ex,
+    inv_ex,
+    matrix_power,
+    norm,
+    solve_ex,
+    tensorinv,
+    tensorsolve,
+    vander,
+    vecdot,
+)
 from luminal.frontend.ops.linalg_solve import cholesky, det, inv, slogdet, solve
+from luminal.frontend.ops.linalg_triangular import solve_triangular
+from luminal.frontend.ops.movement import diagonal as _diagonal
 from luminal.frontend.ops.norms import matrix_norm, vector_norm
 
-__all__ = ["cholesky", "cross", "det", "inv", "matrix_norm", "multi_dot", "slogdet", "solve", "vector_norm"]
+__all__ = [
+    "LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "diagonal", "inv", "inv_ex", "matmul", "matrix_norm",
+    "matrix_power", "multi_dot", "norm", "slogdet", "solve", "solve_ex", "solve_triangular", "tensorinv",
+    "tensorsolve", "vander", "vecdot", "vector_norm",
+]
 
 
 def cross(input, other, *, dim: int = -1):  # noqa: A002 - torch's names
@@ -21,6 +41,19 @@ def cross(input, other, *, dim: int = -1):  # noqa: A002 - torch's names
         dim: the dim of the vectors' components.
     """
     return _ops.cross(input, other, dim)
+
+
+def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):  # noqa: N803 - torch's names
+    """torch.linalg.diagonal: ``lm.diagonal`` with torch.linalg's defaults, the diagonals of the
+    matrices in the last two dims (as a new last dim).
+
+    Args:
+        A: a tensor of at least 2 dims.
+        offset: which diagonal: 0 the main one, > 0 above it, < 0 below it.
+        dim1: the first dim of the matrices.
+        dim2: the second dim.
+    """
+    return _diagonal(A, offset, dim1, dim2)
 
 
 _joins_all(globals(), __all__)  # a Parameter, Buffer or host tensor joins the other operand's graph (join.py)

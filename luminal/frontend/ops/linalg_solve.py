@@ -194,9 +194,16 @@ def cholesky(A: GraphTensor, upper: bool = False) -> GraphTensor:  # noqa: N803 
         A: a symmetric positive-definite float32/float64 tensor (*, n, n).
         upper: return the upper-triangular factor ``L.mT`` instead.
     """
-    n = _square("cholesky", A)
+    low, _ = _cholesky("cholesky", A)
+    return low.transpose(-2, -1) if upper else low
+
+
+def _cholesky(op: str, A: GraphTensor) -> tuple[GraphTensor, list[GraphTensor]]:  # noqa: N803
+    """``cholesky``'s lower factor of ``A`` and the values whose square roots are its diagonal (each
+    (..., 1): > 0 exactly where the leading minors are positive-definite; ``cholesky_ex``'s info)."""
+    n = _square(op, A)
     if n == 0:  # an empty factor (no columns to stack)
-        return clone(A)
+        return clone(A), []
     rows = A.graph.arange(n)
     # the values of A's lower triangle mirrored (torch reads only that), the gradient of (A + A.mT) / 2
     lower = where(ge(rows.reshape(n, 1), rows), A, A.transpose(-2, -1))
@@ -204,11 +211,12 @@ def cholesky(A: GraphTensor, upper: bool = False) -> GraphTensor:  # noqa: N803 
     s = add(lower.detach(), sub(half, half.detach()))
     zero = A.graph.constant(0, A.dtype)
     cols: list[GraphTensor] = []
+    pivots: list[GraphTensor] = []
     for j in range(n):
         c = s[..., :, j]  # (..., n)
         for col in cols:
             c = sub(c, mul(col, col[..., j:j + 1]))
-        d = sqrt(c[..., j:j + 1])
+        pivots.append(c[..., j:j + 1])
+        d = sqrt(pivots[-1])
         cols.append(where(gt(rows, j), div(c, d), where(eq(rows, j), d, zero)))
-    low = stack(cols, -1)
-    return low.transpose(-2, -1) if upper else low
+    return stack(cols, -1), pivots
