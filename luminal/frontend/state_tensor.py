@@ -23,7 +23,7 @@ import numbers
 
 import numpy as np
 
-from luminal.frontend import join
+from luminal.frontend import host, join
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 
@@ -44,10 +44,76 @@ class StateView(GraphTensor):
     ``w[:, :k]``, ``w[..., None]``: ints, slices, ``...`` and None, where torch's result is a view of
     the parameter). Its in-place methods (``frontend/ops/inplace.py``) write their result into the
     State at those positions as well, as torch's do through the view: ``emb.weight[pad].zero_()`` in
-    an ``__init__`` zeroes the row (it changed a copy, silently). Advanced indexing copies, in torch
-    too, and gives a plain host tensor."""
+    an ``__init__`` zeroes the row (it changed a copy, silently). A view of it by basic indexing or by
+    one of torch's view methods (``w[0][1:]``, ``w[:2].mT``, ``w[1].view(2, 2)``, ``.unbind(0)``: the
+    ``_VIEWS`` below) is a StateView too, and so is it after ``t_()``/``unsqueeze_()``/...: ``index``
+    holds the State's flat positions of its elements, and each view method maps it as it maps the
+    values. Advanced indexing copies, in torch too, and gives a plain host tensor; so do the methods
+    that copy (``reshape``, ``flatten``: torch's copy where a view cannot be made)."""
 
-    __slots__ = ("state", "key")
+    __slots__ = ("state", "index")
+
+    def write(self, values: np.ndarray) -> None:
+        """Write ``values`` (this view's shape) into the State at the view's positions."""
+        self.state.data.flat[self.index] = values
+
+    def follow(self, name: str, args, kwargs):
+        """``index`` mapped by GraphTensor's view method ``name``: a tensor of positions (or a tuple)."""
+        return getattr(GraphTensor, name)(host.host_graph().constant(self.index), *args, **kwargs)
+
+
+# torch's view methods: their result shares the storage, so an in-place op on it writes the State
+_VIEWS = ("__getitem__", "view", "view_as", "t", "transpose", "swapaxes", "swapdims", "permute", "squeeze", "unsqueeze",
+          "narrow", "select", "diagonal", "movedim", "moveaxis", "unbind", "unflatten", "split", "chunk")
+
+
+def _state_view(out: GraphTensor, state: State, index: np.ndarray) -> StateView:
+    view = StateView(out.graph, out.node, out.layout, out.origin)
+    view.state, view.index = state, index
+    return view
+
+
+def _tie(out, index, state: State):
+    """``out`` (a view method's result: a tensor, or a tuple of them) as StateViews of ``state`` at the
+    positions ``index`` (the same method's result on the positions)."""
+    if isinstance(out, (tuple, list)):
+        return type(out)(_tie(o, i, state) for o, i in zip(out, index))
+    return _state_view(out, state, host.value(index))
+
+
+def _view_method(name: str):
+    def method(self: StateView, *args, **kwargs):
+        out = getattr(GraphTensor, name)(self, *args, **kwargs)  # (ops installs it after this module)
+        if name == "__getitem__" and not _basic(args[0]):
+            return out  # (advanced indexing copies)
+        return _tie(out, self.follow(name, args, kwargs), self.state)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"GraphTensor's ``{name}``, a StateView of the same State (torch's view of it)."
+    return method
+
+
+for _name in _VIEWS:
+    setattr(StateView, _name, _view_method(_name))
+for _name in ("T", "mT"):
+    setattr(StateView, _name, property(lambda self, n=_name: _tie(getattr(GraphTensor, n).fget(self),
+                                                                 getattr(host.host_graph().constant(self.index), n),
+                                                                 self.state)))
+
+
+def _positions(shape: tuple, key) -> np.ndarray:
+    """The flat (C order) positions of the elements of ``a[key]`` in an array ``a`` of ``shape``, for a
+    basic ``key``: numpy indexes a zero-size stand-in with byte strides equal to the C positions (no
+    array of the whole: an embedding's row costs the row), the view's offset and strides give them."""
+    strides = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape)))
+    whole = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape, strides)
+    key = key if isinstance(key, tuple) else (key,)
+    part = whole[key if Ellipsis in key else (*key, Ellipsis)]  # (an ... keeps an all-int key's result a view)
+    at = part.__array_interface__["data"][0] - whole.__array_interface__["data"][0]
+    pos = np.full(part.shape, at, np.int64)
+    for d, (n, s) in enumerate(zip(part.shape, part.strides)):
+        pos += (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (part.ndim - d - 1))
+    return pos.astype(np.int32)
 
 
 def _basic(key) -> bool:
@@ -69,10 +135,9 @@ def _method(name: str):
     def method(self: State, *args, **kwargs):
         t = tensor_of(self, op, args, kwargs, host_ok)
         out = getattr(GraphTensor, name)(t, *args, **kwargs)
-        if host_ok and t.graph.host and len(args) == 1 and not kwargs and _basic(args[0]):
-            view = StateView(out.graph, out.node, out.layout, out.origin)
-            view.state, view.key = self, args[0]
-            return view
+        if (host_ok and t.graph.host and len(args) == 1 and not kwargs and _basic(args[0]) and
+                self.numel() < 2**31):  # (positions are int32 tensors, luminal's integer type)
+            return _state_view(out, self, _positions(self.shape, args[0]))
         return out
 
     method.__name__ = method.__qualname__ = name

@@ -139,8 +139,11 @@ def _tensor_method(name: str, op: Callable[..., GraphTensor]):
     def method(self: GraphTensor, *args, **kwargs) -> GraphTensor:
         with rename:
             new = _written_back(self, op(self, *args, **kwargs), name)
-            if isinstance(self, StateView) and name not in RESHAPING:  # (torch's view of a Parameter)
-                self.state.data[self.key] = host_value(new, name)
+            if isinstance(self, StateView):  # (torch's view of a Parameter: its storage)
+                if name in RESHAPING:
+                    self.index = host_value(self.follow(INPLACE[name], args, kwargs), name)
+                else:
+                    self.write(host_value(new, name))
         self.graph, self.node, self.layout = new.graph, new.node, new.layout
         return self
 
