@@ -2,11 +2,13 @@
 ``multi_dot``, ``matmul``, ``diagonal``, ``vecdot``, ``vander``, ``matrix_power``, and for static square sizes
 ``inv``, ``solve``, ``det``, ``slogdet``, ``cholesky`` (``frontend/ops/linalg_solve.py``), their ``*_ex``
 variants, ``tensorinv``, ``tensorsolve`` (``linalg_more.py``) and ``solve_triangular``
-(``linalg_triangular.py``)."""
+(``linalg_triangular.py``), ``lu_factor``, ``lu_factor_ex``, ``lu``, ``lu_solve``, ``qr`` and
+``householder_product`` (``linalg_decomp.py``)."""
 
 from luminal.frontend.join import joins_all as _joins_all
 from luminal.frontend.ops import linalg as _ops
 from luminal.frontend.ops.linalg import matmul, multi_dot
+from luminal.frontend.ops.linalg_decomp import householder_product, lu, lu_factor, lu_factor_ex, lu_solve, qr
 from luminal.frontend.ops.linalg_more import (
     LinAlgError,
     cholesky_ex,
@@ -25,9 +27,10 @@ from luminal.frontend.ops.movement import diagonal as _diagonal
 from luminal.frontend.ops.norms import matrix_norm, vector_norm
 
 __all__ = [
-    "LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "diagonal", "inv", "inv_ex", "matmul", "matrix_norm",
-    "matrix_power", "multi_dot", "norm", "slogdet", "solve", "solve_ex", "solve_triangular", "tensorinv",
-    "tensorsolve", "vander", "vecdot", "vector_norm",
+    "LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "diagonal", "householder_product", "inv", "inv_ex",
+    "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_norm", "matrix_power", "multi_dot", "norm", "qr",
+    "slogdet", "solve", "solve_ex", "solve_triangular", "tensorinv", "tensorsolve", "vander", "vecdot",
+    "vector_norm",
 ]
 
 

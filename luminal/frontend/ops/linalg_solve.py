@@ -47,7 +47,7 @@ def _square(op: str, a: GraphTensor) -> int:
 
 def _pivot(m: GraphTensor, k: int, n: int):
     """``m`` (..., n, w) with row ``k`` swapped with the row ``p >= k`` of largest ``|m[p, k]|``
-    (a one-hot swap), and whether a swap happened (bool, (..., 1, 1))."""
+    (a one-hot swap), and ``p`` (int32, (..., 1, 1))."""
     rows = m.graph.arange(n).reshape(n, 1)
     mag = where(lt(rows, k), -1.0, abs_(m[..., :, k:k + 1]))  # rows above k are done
     p = argmax(mag, -2, keepdim=True)  # (..., 1, 1)
@@ -55,7 +55,7 @@ def _pivot(m: GraphTensor, k: int, n: int):
     zero = m.graph.constant(0, m.dtype)
     row_p = sum_(where(is_p, m, zero), -2, keepdim=True)
     row_k = m[..., k:k + 1, :]
-    return where(is_k, row_p, where(is_p, row_k, m)), ne(p, k)
+    return where(is_k, row_p, where(is_p, row_k, m)), p
 
 
 def _eliminate(m: GraphTensor, n: int, *, skip_zero_pivots: bool = False):
@@ -70,12 +70,12 @@ def _eliminate(m: GraphTensor, n: int, *, skip_zero_pivots: bool = False):
     rows = m.graph.arange(n).reshape(n, 1)
     pivots, swaps = [], []
     for k in range(n):
-        m, swapped = _pivot(m, k, n)
+        m, p = _pivot(m, k, n)
         piv = m[..., k:k + 1, k:k + 1]
         r = div(m[..., k:k + 1, :], where(eq(piv, 0), 1.0, piv) if skip_zero_pivots else piv)
         m = where(eq(rows, k), r, sub(m, mul(m[..., :, k:k + 1], r)))
         pivots.append(piv)
-        swaps.append(swapped)
+        swaps.append(ne(p, k))
     return m, pivots, swaps
 
 
