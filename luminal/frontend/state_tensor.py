@@ -57,6 +57,11 @@ class StateView(GraphTensor):
         """Write ``values`` (this view's shape) into the State at the view's positions."""
         self.state.data.flat[self.index] = values
 
+    def __setitem__(self, key, value) -> None:
+        """``v[key] = value`` writes into the State too, as torch's through the view (``w[0][1:] = 0``)."""
+        GraphTensor.__setitem__(self, key, value)  # (this handle takes the new values: ``indexing.setitem``)
+        self.write(host.value(self, "__setitem__"))
+
     def follow(self, name: str, args, kwargs):
         """``index`` mapped by GraphTensor's view method ``name``: a tensor of positions (or a tuple)."""
         return getattr(GraphTensor, name)(host.host_graph().constant(self.index), *args, **kwargs)
@@ -146,6 +151,20 @@ def _method(name: str):
     return method
 
 
+def _setitem(self: State, key, value) -> None:
+    """``w[key] = value`` outside any graph (an ``__init__``, a script: torch's under ``no_grad``) writes
+    the values into the State, any key (``indexing.setitem``'s: advanced ones too). Inside a graph a
+    State is an input of the program, not storage: refused, naming what to do."""
+    t = tensor_of(self, "__setitem__", (key, value), host_ok=True)
+    if not t.graph.host:
+        raise TypeError(f"__setitem__: {self.describe()} cannot be assigned into inside a graph (a program reads "
+                        f"it; item assignment writes its values, outside any graph, as torch's under no_grad): "
+                        f"compute a new tensor instead (w.index_put(...), lm.where(mask, v, w)), or assign before "
+                        f"building the graph")
+    t[key] = value
+    self.data[...] = host.value(t, "__setitem__")
+
+
 def _property(name: str):
     def get(self: State):
         return getattr(tensor_of(self, name), name)
@@ -181,6 +200,7 @@ def install() -> None:
             setattr(State, name, _property(name))
         elif callable(getattr(GraphTensor, name)):
             setattr(State, name, _method(name))
+    State.__setitem__ = _setitem  # type: ignore[method-assign,assignment]
     State.__eq__ = _equality("__eq__")  # type: ignore[method-assign,assignment]
     State.__ne__ = _equality("__ne__")  # type: ignore[method-assign,assignment]
     State.__hash__ = object.__hash__  # type: ignore[method-assign,assignment]

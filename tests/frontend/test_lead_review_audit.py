@@ -66,3 +66,45 @@ def test_a_compiled_program_reads_the_write_through_a_chained_view():
     assert (w[1, 1:] == 0).all()
     np.testing.assert_allclose(f(x=xs), xs @ w.T, rtol=1e-6)
     assert first[0, 1] != f(x=xs)[0, 1]
+
+
+SETS = [
+    ("basic", lambda w, c: w.__setitem__((0, slice(1, None)), 5.0)),
+    ("chained", lambda w, c: w[1].__setitem__(slice(1, None), 7.0)),
+    ("chained-tensor", lambda w, c: w[:, 2].__setitem__(slice(None, 2), c([8.0, 9.0]))),
+    ("advanced", lambda w, c: w.__setitem__(([0, 3], [1, 1]), -1.0)),
+    ("mask-row", lambda w, c: w.__setitem__(2, c([1.0, 2.0, 3.0, 4.0]))),
+]
+
+
+@pytest.mark.parametrize("name,edit", SETS, ids=[c[0] for c in SETS])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_item_assignment_into_a_parameter_outside_a_graph_writes_as_torchs(name, edit, dtype):
+    """``w[0, 1:] = 5`` was a bare 'does not support item assignment'; ``w[1][1:] = 7`` changed a copy."""
+    start = np.arange(16, dtype=np.float32).reshape(4, 4) / 4 + 0.1
+    p = nn.Parameter(start.copy(), dtype=getattr(lm, dtype))
+    t = torch.from_numpy(start.copy()).to(getattr(torch, dtype))
+    edit(p, lambda a: np.array(a, np.float32))
+    edit(t, lambda a: _t(a).to(getattr(torch, dtype)))
+    np.testing.assert_array_equal(np.asarray(p.data).astype(np.float32), t.float().numpy())
+
+
+def test_item_assignment_into_a_buffer_and_inside_a_graph():
+    m = nn.BatchNorm1d(3)
+    m.num_batches_tracked[...] = 4
+    m.running_mean[1:] = np.array([1.0, 2.0], np.float32)
+    assert int(m.num_batches_tracked.data) == 4
+    np.testing.assert_array_equal(m.running_mean.data, [0.0, 1.0, 2.0])
+
+    class Writes(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(np.zeros(3, np.float32))
+
+        def forward(self, x):
+            self.w[0] = 1.0
+            return x
+
+    g = lm.Graph()
+    with pytest.raises(TypeError, match=r"__setitem__: Parameter w \(3,\) float32 cannot be assigned into inside"):
+        Writes()(g.input("x", (3,)))
