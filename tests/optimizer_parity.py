@@ -27,7 +27,7 @@ class UpdateStep:
             s = {n: graph.state(st) for n, st in opt.scalar_states(gi, opt.steps + 1).items()}
             for p in group["params"]:
                 states = opt.state_for(p)
-                new_p, new_states = opt.update(graph.state(p), graph.input(f"g{k}", p.shape),
+                new_p, new_states = opt.update(graph.state(p), graph.input(f"g{k}", p.shape, dtype=p.dtype),
                                                {n: graph.state(st) for n, st in states.items()}, s, group)
                 assert set(new_states) == set(states)
                 updates[p] = new_p
@@ -50,14 +50,16 @@ def groups(params, group_opts):
 
 
 def run_both(ours_cls, theirs_cls, kwargs, steps=1, group_opts=None, seed=0, schedulers=None,
-             every_state=True):
+             every_state=True, dtype=np.float32, shapes=None, rtol=RTOL, atol=ATOL):
     """``steps`` updates of luminal's ``ours_cls`` and torch's ``theirs_cls`` on identical values and
     gradients, the parameters and states compared after each step (``every_state``: each of luminal's
     states must be one torch keeps too; else a state torch lacks is skipped: SGD's unused momentum
     buffer of a group without momentum). ``schedulers(opt, topt)`` makes schedulers (after the step is
-    compiled), stepped after every step. Returns both optimizers."""
+    compiled), stepped after every step. ``dtype``: of the parameters and gradients; ``shapes``: the
+    parameters' (default ``SHAPES``). Returns both optimizers."""
     rng = np.random.default_rng(seed)
-    inits = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
+    shapes = SHAPES if shapes is None else shapes
+    inits = [rng.standard_normal(s).astype(dtype) for s in shapes]
     ours = [Parameter(x, name=f"p{i}") for i, x in enumerate(inits)]
     theirs = [torch.tensor(x, requires_grad=True) for x in inits]
     opt = ours_cls(groups(ours, group_opts), **kwargs)
@@ -66,18 +68,18 @@ def run_both(ours_cls, theirs_cls, kwargs, steps=1, group_opts=None, seed=0, sch
     scheds = schedulers(opt, topt) if schedulers else []
     what = f"{ours_cls.__name__} {kwargs}"
     for t in range(steps):
-        grads = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
+        grads = [rng.standard_normal(s).astype(dtype) for s in shapes]
         step(grads)
         for tp, g in zip(theirs, grads):
             tp.grad = torch.tensor(g)
         topt.step()
         for p, tp in zip(ours, theirs):
-            np.testing.assert_allclose(p.data, tp.detach().numpy(), rtol=RTOL, atol=ATOL,
+            np.testing.assert_allclose(p.data, tp.detach().numpy(), rtol=rtol, atol=atol,
                                        err_msg=f"{what} param after step {t + 1}")
             for n, st in opt.state_for(p).items():
                 want = topt.state[tp][n] if every_state else topt.state[tp].get(n)
                 if want is not None:
-                    np.testing.assert_allclose(st.data, want.numpy(), rtol=RTOL, atol=ATOL,
+                    np.testing.assert_allclose(st.data, want.numpy(), rtol=rtol, atol=atol,
                                                err_msg=f"{what} state {n} after step {t + 1}")
         for sch in scheds:
             sch.step()

@@ -32,7 +32,24 @@ from luminal.train.amp import GradScaler, autocast
 from luminal.train.autograd import grad
 from luminal.train.chained_scheduler import ChainedScheduler
 from luminal.train.checkpoint import load_checkpoint, save_checkpoint
-from luminal.train.optim import LAMB, SGD, Adagrad, Adam, Adamax, AdamW, NAdam, Optimizer, RAdam, RMSprop
+from luminal.train.optim import (
+    ASGD,
+    LAMB,
+    SGD,
+    Adadelta,
+    Adafactor,
+    Adagrad,
+    Adam,
+    Adamax,
+    AdamW,
+    Muon,
+    NAdam,
+    Optimizer,
+    RAdam,
+    RMSprop,
+    Rprop,
+    SparseAdam,
+)
 from luminal.train.schedulers import (
     ConstantLR,
     CosineAnnealingLR,
@@ -53,7 +70,8 @@ from luminal.train.schedulers import (
 from luminal.train.step import NonFiniteLossError, TrainStep, clip_by_norm, clip_by_value, compile_step
 
 __all__ = [
-    "LAMB", "SGD", "Adagrad", "Adam", "AdamW", "Adamax", "ChainedScheduler", "ConstantLR", "CosineAnnealingLR",
+    "ASGD", "LAMB", "SGD", "Adadelta", "Adafactor", "Muon", "Rprop", "SparseAdam",
+    "Adagrad", "Adam", "AdamW", "Adamax", "ChainedScheduler", "ConstantLR", "CosineAnnealingLR",
     "CosineAnnealingWarmRestarts", "CyclicLR", "ExponentialLR", "GradScaler", "LRScheduler", "LambdaLR", "LinearLR",
     "MultiplicativeLR", "NAdam",
     "PolynomialLR", "ReduceLROnPlateau", "SequentialLR", "MultiStepLR", "NonFiniteLossError", "OneCycleLR",
