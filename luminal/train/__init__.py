@@ -35,6 +35,7 @@ from luminal.train.checkpoint import load_checkpoint, save_checkpoint
 from luminal.train.optim import (
     ASGD,
     LAMB,
+    LBFGS,
     SGD,
     Adadelta,
     Adafactor,
@@ -70,7 +71,7 @@ from luminal.train.schedulers import (
 from luminal.train.step import NonFiniteLossError, TrainStep, clip_by_norm, clip_by_value, compile_step
 
 __all__ = [
-    "ASGD", "LAMB", "SGD", "Adadelta", "Adafactor", "Muon", "Rprop", "SparseAdam",
+    "ASGD", "LAMB", "LBFGS", "SGD", "Adadelta", "Adafactor", "Muon", "Rprop", "SparseAdam",
     "Adagrad", "Adam", "AdamW", "Adamax", "ChainedScheduler", "ConstantLR", "CosineAnnealingLR",
     "CosineAnnealingWarmRestarts", "CyclicLR", "ExponentialLR", "GradScaler", "LRScheduler", "LambdaLR", "LinearLR",
     "MultiplicativeLR", "NAdam",

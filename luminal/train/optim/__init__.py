@@ -7,6 +7,7 @@ from luminal.train.optim.adam import Adam, AdamW
 from luminal.train.optim.adamax import Adamax
 from luminal.train.optim.asgd import ASGD
 from luminal.train.optim.lamb import LAMB
+from luminal.train.optim.lbfgs import LBFGS
 from luminal.train.optim.muon import Muon
 from luminal.train.optim.nadam import NAdam
 from luminal.train.optim.optimizer import Optimizer
@@ -16,5 +17,5 @@ from luminal.train.optim.rprop import Rprop
 from luminal.train.optim.sgd import SGD
 from luminal.train.optim.sparse_adam import SparseAdam
 
-__all__ = ["ASGD", "LAMB", "SGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "Muon",
+__all__ = ["ASGD", "LAMB", "LBFGS", "SGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "Muon",
            "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop", "SparseAdam"]
