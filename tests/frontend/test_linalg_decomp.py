@@ -92,3 +92,92 @@ def test_errors():
         lm.linalg.lu_solve(a, g.input("p", (3,)), a)
     with pytest.raises(ValueError, match=r"^householder_product: tau must be \(\*, k\) with A's batch dims and k <= 2"):
         lm.linalg.householder_product(g.input("h", (3, 2)), g.input("t", (3,)))
+
+
+def _sym(shape, seed=0, dtype=np.float32):
+    m = np.random.default_rng(seed).normal(size=shape)
+    return (m + np.swapaxes(m, -1, -2)).astype(dtype)
+
+
+def _column_signs_fixed(V):
+    """Each column times its first entry: invariant to the column's sign, which is not unique."""
+    return V * V[..., :1, :]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_eigh_eigvalsh(dtype):
+    a = _sym((2, 4, 4), 7, dtype)
+    check(lambda t: (_la(t).eigh(t).eigenvalues, _column_signs_fixed(_la(t).eigh(t).eigenvectors),
+                     _la(t).eigvalsh(t)), [a])
+    upper_only = np.triu(a[0]) + np.tril(np.full((4, 4), 9.0, dtype), -1)  # the lower triangle unread
+    check(lambda t: (_la(t).eigvalsh(t, UPLO="U"), _column_signs_fixed(_la(t).eigh(t, "U")[1])), [upper_only])
+
+
+def test_eigh_invariants_float64():
+    a = _sym((3, 5, 5), 8, np.float64)
+    g = lm.Graph()
+    w, v = lm.linalg.eigh(g.input("a", a.shape, dtype=lm.float64))
+    wv, vv = lm.compile([w, v], backend="reference")(a=a)
+    np.testing.assert_allclose(wv, np.linalg.eigvalsh(a), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(a @ vv, vv * wv[..., None, :], atol=1e-12)
+    np.testing.assert_allclose(np.swapaxes(vv, -1, -2) @ vv, np.broadcast_to(np.eye(5), (3, 5, 5)), atol=1e-13)
+
+
+def _svd_invariant(t, full_matrices=False):
+    U, S, Vh = _la(t).svd(t, full_matrices=full_matrices)
+    return S, _column_signs_fixed(U), _column_signs_fixed(Vh.mT)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(2, 4, 3), (3, 4), (3, 3)], ids=["tall", "wide", "square"])
+def test_svd_svdvals(dtype, shape):
+    a = _normal(shape, 9, dtype)
+    check(_svd_invariant, [a])
+    check(lambda t: _la(t).svdvals(t), [a])
+
+
+def test_svd_full_matrices_invariants():
+    for shape in [(5, 3), (3, 5)]:
+        a = _normal(shape, 10, np.float64)
+        g = lm.Graph()
+        u, s, vh = lm.compile(list(lm.linalg.svd(g.input("a", shape, dtype=lm.float64))), backend="reference")(a=a)
+        m, n = shape
+        assert u.shape == (m, m) and vh.shape == (n, n)
+        np.testing.assert_allclose(u.T @ u, np.eye(m), atol=1e-13)
+        np.testing.assert_allclose(vh @ vh.T, np.eye(n), atol=1e-13)
+        np.testing.assert_allclose(u[:, :len(s)] * s @ vh[:len(s)], a, atol=1e-13)
+        np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-13)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pinv_matrix_rank_cond_norms(dtype):
+    a = _normal((2, 4, 3), 11, dtype)
+    check(lambda t: _la(t).pinv(t), [a])
+    check(lambda t: _la(t).pinv(t, hermitian=True), [_sym((3, 3), 12, dtype)], grad_rtol=1e-3)  # (large gradients)
+    check(lambda t: (_la(t).matrix_norm(t, "nuc"), _la(t).matrix_norm(t, 2), _la(t).matrix_norm(t, -2, keepdim=True),
+                     _la(t).matrix_norm(t, 2, dim=(0, 2)), _la(t).cond(t), t[0].norm("nuc")), [a])
+    sq = _normal((2, 3, 3), 13, dtype) + 3 * np.eye(3, dtype=dtype)
+    check(lambda t: (_la(t).cond(t), _la(t).cond(t, -2)), [sq])
+    # (torch's own backward of cond with these p fails: an in-place write to inv_ex's output)
+    check(lambda t: tuple(_la(t).cond(t, p) for p in ["fro", "nuc", 1, -1, float("inf")]), [sq], grad=False)
+    rank2 = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]], dtype)
+    check(lambda t: (_la(t).matrix_rank(t), _la(t).matrix_rank(t, atol=1.5), _la(t).matrix_rank(t, rtol=0.5),
+                     _la(t).matrix_rank(t + t.mT, hermitian=True)),
+          [rank2], grad=False, torch_op=lambda t: tuple(r.int() for r in (
+              torch.linalg.matrix_rank(t), torch.linalg.matrix_rank(t, atol=1.5), torch.linalg.matrix_rank(t, rtol=0.5),
+              torch.linalg.matrix_rank(t + t.mT, hermitian=True))))
+
+
+def test_spectral_errors():
+    g = lm.Graph()
+    a = g.input("a", (3, 3))
+    with pytest.raises(ValueError, match="^eigh: UPLO must be 'L' or 'U', got 'X'"):
+        lm.linalg.eigh(a, "X")
+    with pytest.raises(ValueError, match="^eigh: is unrolled over the matrix size and supports n <= 16, got n = 17"):
+        lm.linalg.eigh(g.input("big", (17, 17)))
+    with pytest.raises(ValueError, match="^svd: driver='gesvd' is not supported"):
+        lm.linalg.svd(a, driver="gesvd")
+    with pytest.raises(ValueError, match="^cond: p=3 is not a matrix norm"):
+        lm.linalg.cond(a, 3)
+    with pytest.raises(ValueError, match=r"^cond: expected a square matrix, got \(3, 2\)"):
+        lm.linalg.cond(g.input("r", (3, 2)), 1)

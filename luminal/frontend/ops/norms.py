@@ -23,6 +23,7 @@ from luminal.frontend.ops.elementwise import (
     sqrt,
     where,
 )
+from luminal.frontend.ops.movement import movedim
 from luminal.frontend.ops.reduce import _amax_or, _own_node, amax, amin, sum
 from luminal.frontend.tensor import GraphTensor
 
@@ -113,11 +114,12 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
     1 / -1 (the largest / smallest column sum of ``|A|``), ``inf`` / ``-inf`` (row sums), each as
     torch computes it (a 1-norm along one dim, then ``amax``/``amin`` along the other, ties sharing
     the gradient; 0 for a matrix without columns (rows); -1 and -inf refuse one). ``"nuc"``, 2 and -2
-    need singular values, which luminal does not compute: refused.
+    (the sum, largest and smallest singular value) come from ``linalg.svdvals``: static sizes,
+    min(m, n) <= 16.
 
     Args:
         A: a float tensor of at least 2 dims.
-        ord: ``"fro"``, 1, -1, ``inf`` or ``-inf``.
+        ord: ``"fro"``, ``"nuc"``, 1, -1, 2, -2, ``inf`` or ``-inf``.
         dim: the two (different) dims of the matrices.
         keepdim: keep the reduced dims as size 1.
         dtype: cast ``A`` to this dtype first."""
@@ -129,9 +131,14 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
         raise op_error(TypeError, "matrix_norm", f"dim must be a pair of dims, got {dim!r}", A)
     rows, cols = (A._axis(d, "matrix_norm") for d in dim)
     require("matrix_norm", rows != cols, f"the dims must differ, got {tuple(dim)}", A, kind=ValueError)
-    if ord in ("nuc", 2, -2):
-        raise op_error(NotImplementedError, "matrix_norm", f"ord={ord!r} needs singular values, which luminal "
-                       "does not compute ('fro', 1, -1, inf and -inf are supported)", A)
+    if ord in ("nuc", 2, -2):  # from the singular values (svdvals: static sizes, min(m, n) <= 16)
+        from luminal.frontend.ops.linalg_spectral import svdvals
+
+        S = svdvals(movedim(A, (rows, cols), (-2, -1)))
+        out = sum(S, -1) if ord == "nuc" else S[..., 0] if ord == 2 else S[..., -1]
+        for d in sorted((rows, cols)) if keepdim else ():
+            out = out.unsqueeze(d)
+        return out
     if ord == "fro":
         return vector_norm(A, 2, (rows, cols), keepdim)
     if isinstance(ord, bool) or ord not in (1, -1, math.inf, -math.inf):

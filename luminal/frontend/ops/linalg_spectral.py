@@ -1,0 +1,366 @@
+"""Spectral decompositions for static sizes, by Jacobi rotations unrolled over a fixed number of
+cyclic sweeps: ``eigh``/``eigvalsh`` (two-sided Jacobi on the symmetric matrix) and ``svd``/``svdvals``
+(one-sided Jacobi, Hestenes: the columns are rotated until orthogonal, which keeps the small singular
+values' relative accuracy that an eigendecomposition of ``A.mT @ A`` loses), and what is built on them:
+``pinv``, ``matrix_rank``, ``cond``.
+
+Cyclic Jacobi converges quadratically: ``6 + ceil(log2(n))`` sweeps leave the off-diagonal part at
+float64 rounding for n <= 16 (the limit enforced: a sweep is n (n - 1) / 2 rotations of a few nodes
+each). The gradients are not those of the rotations: each decomposition is one node with torch's
+backward formula (``Graph.custom_vjp``: ``linalg_eig_backward`` for ``eigh``, ``svd_backward`` for
+``svd``), undefined, as torch's, where eigenvalues (singular values) repeat."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from luminal.core import dtype as dt
+from luminal.core.errors import op_error
+from luminal.frontend.checks import tensor_op
+from luminal.frontend.float32_ops import float32_under_autocast
+from luminal.frontend.ops.combine import cat
+from luminal.frontend.ops.core import cast
+from luminal.frontend.ops.creation import eye
+from luminal.frontend.ops.elementwise import (
+    abs_,
+    add,
+    div,
+    eq,
+    ge,
+    gt,
+    logical_and,
+    maximum,
+    mul,
+    sqrt,
+    sub,
+    where,
+)
+from luminal.frontend.ops.indexing import take_along_dim
+from luminal.frontend.ops.linalg import matmul
+from luminal.frontend.ops.linalg_decomp import _matrix
+from luminal.frontend.ops.linalg_solve import _square
+from luminal.frontend.ops.linalg_triangular import check_size
+from luminal.frontend.ops.movement import diag_embed
+from luminal.frontend.ops.reduce import amax, sort
+from luminal.frontend.ops.reduce import sum as sum_
+from luminal.frontend.tensor import GraphTensor
+
+JACOBI_LIMIT = 16
+
+
+def _sweeps(n: int) -> int:
+    return 6 + math.ceil(math.log2(max(n, 1)))
+
+
+def _rotation(a: GraphTensor, d: GraphTensor, p: int, q: int, n: int, like: GraphTensor) -> GraphTensor:
+    """The Jacobi rotation J (..., n, n) that zeroes the (p, q) entry of ``J.mT @ M @ J`` for a
+    symmetric M with ``M[p, q] = a`` and ``M[q, q] - M[p, p] = d`` (each (..., 1, 1)):
+    ``t = tan(theta) = 2 a sign(d) / (|d| + sqrt(d**2 + 4 a**2))`` (no division by a small ``a``),
+    ``t = 0`` where ``a`` and ``d`` are both 0."""
+    den = add(abs_(d), sqrt(add(mul(d, d), mul(mul(a, a), 4.0))))
+    flat = eq(den, 0)
+    t = where(flat, 0.0, div(mul(mul(a, 2.0), where(ge(d, 0), 1.0, -1.0)), where(flat, 1.0, den)))
+    c = div(1.0, sqrt(add(mul(t, t), 1.0)))
+    s = mul(t, c)
+    rows = like.graph.arange(n).reshape(n, 1)
+    cols = like.graph.arange(n)
+
+    def at(i: int, j: int) -> GraphTensor:
+        return cast(logical_and(eq(rows, i), eq(cols, j)), like.dtype)
+
+    ident = eye(n, dtype=like.dtype, graph=like.graph)
+    return add(add(ident, mul(sub(c, 1.0), add(at(p, p), at(q, q)))), mul(s, sub(at(p, q), at(q, p))))
+
+
+def _jacobi_eigh(S: GraphTensor, n: int) -> tuple[GraphTensor, GraphTensor]:  # noqa: N803
+    """Eigenvalues (unsorted, (..., n)) and eigenvectors (columns) of the symmetric ``S``."""
+    V = eye(n, dtype=S.dtype, graph=S.graph).expand(*S.shape)
+    for _ in range(_sweeps(n)):
+        for p in range(n):
+            for q in range(p + 1, n):
+                J = _rotation(S[..., p:p + 1, q:q + 1], sub(S[..., q:q + 1, q:q + 1], S[..., p:p + 1, p:p + 1]),
+                              p, q, n, S)
+                S = matmul(J.mT, matmul(S, J))
+                V = matmul(V, J)
+    return S.diagonal(0, -2, -1), V
+
+
+def _jacobi_svd(A: GraphTensor, n: int) -> tuple[GraphTensor, GraphTensor]:  # noqa: N803
+    """One-sided Jacobi on the columns of ``A`` (..., m, n), m >= n: ``(A V, V)`` with ``A V``'s
+    columns orthogonal (their norms the singular values, unsorted)."""
+    V = eye(n, dtype=A.dtype, graph=A.graph).expand(*A.shape[:-2], n, n)
+    for _ in range(_sweeps(n)):
+        for p in range(n):
+            for q in range(p + 1, n):
+                ap, aq = A[..., :, p:p + 1], A[..., :, q:q + 1]
+                alpha, beta = sum_(mul(ap, ap), -2, keepdim=True), sum_(mul(aq, aq), -2, keepdim=True)
+                J = _rotation(sum_(mul(ap, aq), -2, keepdim=True), sub(beta, alpha), p, q, n, A)
+                A = matmul(A, J)
+                V = matmul(V, J)
+    return A, V
+
+
+def _sorted(values: GraphTensor, vectors: GraphTensor, descending: bool):
+    """``values`` (..., k) sorted, and the columns of ``vectors`` (..., m, k) in the same order."""
+    vals, idx = sort(values, -1, descending)
+    return vals, take_along_dim(vectors, idx.unsqueeze(-2).expand(*vectors.shape), -1)
+
+
+def _pack(*parts: GraphTensor) -> GraphTensor:
+    """The tensors flattened over their non-batch dims and joined: one node, for ``custom_vjp``."""
+    lead = parts[0].ndim - (2 if parts[0].ndim >= 2 else 1)
+    return cat([p.reshape(*p.shape[:lead], -1) for p in parts], -1).contiguous()
+
+
+def _unpack(packed: GraphTensor, shapes: list[tuple]) -> list[GraphTensor]:
+    out, at = [], 0
+    for shape in shapes:
+        size = math.prod(shape)
+        out.append(packed[..., at:at + size].reshape(*packed.shape[:-1], *shape))
+        at += size
+    return out
+
+
+class EighResult(NamedTuple):
+    """``eigh``'s result, as torch's ``torch.return_types.linalg_eigh``."""
+
+    eigenvalues: GraphTensor
+    eigenvectors: GraphTensor
+
+
+def _symmetric(op: str, A: GraphTensor, UPLO: str) -> GraphTensor:  # noqa: N803
+    """``A`` with the triangle ``UPLO`` names mirrored onto the other (torch reads only that one)."""
+    if UPLO not in ("L", "U"):
+        raise op_error(ValueError, op, f"UPLO must be 'L' or 'U', got {UPLO!r}", A)
+    n = A.shape[-1]
+    rows, cols = A.graph.arange(n).reshape(n, 1), A.graph.arange(n)
+    keep = ge(rows, cols) if UPLO == "L" else ge(cols, rows)
+    return where(keep, A, A.mT)
+
+
+def _eigh(op: str, A: GraphTensor, UPLO: str) -> EighResult:  # noqa: N803
+    n = _square(op, A)
+    check_size(op, n, JACOBI_LIMIT, A)
+    S = _symmetric(op, A, UPLO).detach()
+    w, V = _sorted(*_jacobi_eigh(S, n), descending=False)
+    shapes = [(n,), (n, n)]
+    packed = _pack(w.unsqueeze(-2), V)
+
+    def rule(out, adjoint, A):  # torch's linalg_eig_backward, real symmetric
+        w, V = _unpack(out, shapes)
+        gw, gV = _unpack(adjoint, shapes)
+        VtgV = matmul(V.mT, gV)
+        skew = mul(sub(VtgV, VtgV.mT), 0.5)
+        E = sub(w.unsqueeze(-2), w.unsqueeze(-1))
+        rows, cols = A.graph.arange(n).reshape(n, 1), A.graph.arange(n)
+        diag = eq(rows, cols)
+        inner = where(diag, diag_embed(gw), div(skew, where(diag, 1.0, E)))
+        return [matmul(V, matmul(inner, V.mT))]
+
+    out = A.graph.custom_vjp(packed, [A], rule)
+    w, V = _unpack(out, shapes)
+    return EighResult(w, V)
+
+
+@float32_under_autocast
+@tensor_op("eigh")
+def eigh(A: GraphTensor, UPLO: str = "L") -> EighResult:  # noqa: N803 - torch's names
+    """torch.linalg.eigh: ``(eigenvalues, eigenvectors)`` of each symmetric matrix of ``A``: the
+    eigenvalues ascending, the eigenvectors as columns (each one's sign is arbitrary, as torch's and
+    not necessarily the same). Cyclic Jacobi, static n <= 16. Only the triangle ``UPLO`` is read; the
+    gradient is torch's (undefined where eigenvalues repeat).
+
+    Args:
+        A: a float32/float64 tensor (*, n, n).
+        UPLO: ``"L"`` (the lower triangle is read) or ``"U"``.
+    """
+    return _eigh("eigh", A, UPLO)
+
+
+@float32_under_autocast
+@tensor_op("eigvalsh")
+def eigvalsh(A: GraphTensor, UPLO: str = "L") -> GraphTensor:  # noqa: N803 - torch's names
+    """torch.linalg.eigvalsh: ``eigh``'s eigenvalues alone, ascending (static n <= 16).
+
+    Args:
+        A: a float32/float64 tensor (*, n, n).
+        UPLO: ``"L"`` (the lower triangle is read) or ``"U"``.
+    """
+    return _eigh("eigvalsh", A, UPLO).eigenvalues
+
+
+class SVDResult(NamedTuple):
+    """``svd``'s result, as torch's ``torch.return_types.linalg_svd``."""
+
+    U: GraphTensor  # noqa: N815 - torch's names
+    S: GraphTensor  # noqa: N815
+    Vh: GraphTensor  # noqa: N815
+
+
+def _svd(op: str, A: GraphTensor) -> SVDResult:  # noqa: N803
+    """The reduced SVD (U (m, k), S (k,) descending, Vh (k, n)) with torch's gradient."""
+    m, n = _matrix(op, A)
+    check_size(op, min(m, n), JACOBI_LIMIT, A)
+    k = min(m, n)
+    X = A.detach() if m >= n else A.detach().mT
+    AV, V = _jacobi_svd(X, k)
+    S, order = sort(sqrt(sum_(mul(AV, AV), -2)), -1, True)
+    order = order.unsqueeze(-2)
+    AV, V = take_along_dim(AV, order.expand(*AV.shape), -1), take_along_dim(V, order.expand(*V.shape), -1)
+    U = div(AV, where(eq(S, 0), 1.0, S).unsqueeze(-2))
+    if m < n:
+        U, V = V, U
+    shapes = [(m, k), (k,), (k, n)]
+    packed = _pack(U, S.unsqueeze(-2), V.mT)
+
+    def rule(out, adjoint, A):  # torch's svd_backward
+        U, S, Vh = _unpack(out, shapes)
+        gU, gS, gVh = _unpack(adjoint, shapes)
+        V, gV = Vh.mT, gVh.mT
+        UtgU, VtgV = matmul(U.mT, gU), matmul(V.mT, gV)
+        UtgU, VtgV = sub(UtgU, UtgU.mT), sub(VtgV, VtgV.mT)
+        S2 = mul(S, S)
+        rows, cols = A.graph.arange(k).reshape(k, 1), A.graph.arange(k)
+        diag = eq(rows, cols)
+        E = where(diag, 1.0, sub(S2.unsqueeze(-2), S2.unsqueeze(-1)))
+        gA = div(add(mul(UtgU, S.unsqueeze(-2)), mul(S.unsqueeze(-1), VtgV)), E)
+        gA = add(where(diag, 0.0, gA), diag_embed(gS))
+        if m > k:
+            gUSinv = div(gU, S.unsqueeze(-2))
+            gA = add(matmul(U, gA), sub(gUSinv, matmul(U, matmul(U.mT, gUSinv))))
+            return [matmul(gA, Vh)]
+        if n > k:
+            gVSinv = div(gV, S.unsqueeze(-2))
+            gA = add(matmul(gA, Vh), sub(gVSinv.mT, matmul(matmul(gVSinv.mT, V), Vh)))
+            return [matmul(U, gA)]
+        return [matmul(U, matmul(gA, Vh))]
+
+    out = A.graph.custom_vjp(packed, [A], rule)
+    return SVDResult(*_unpack(out, shapes))
+
+
+def _complete(Q: GraphTensor, m: int) -> GraphTensor:  # noqa: N803
+    """``Q`` (..., m, k) with orthonormal columns, completed to an orthogonal (..., m, m) by the
+    complete Q of its own Householder QR (whose first k columns are +-Q's)."""
+    from luminal.frontend.ops.linalg_decomp import qr
+
+    full = qr(Q.detach(), mode="complete").Q
+    return cat([Q, full[..., :, Q.shape[-1]:]], -1)
+
+
+@float32_under_autocast
+@tensor_op("svd")
+def svd(A: GraphTensor, full_matrices: bool = True, *, driver=None) -> SVDResult:  # noqa: N803 - torch's names
+    """torch.linalg.svd: ``(U, S, Vh)`` with ``A = U diag(S) Vh``, the singular values descending
+    (each pair of singular vectors' sign is arbitrary, as torch's). One-sided Jacobi, static
+    min(m, n) <= 16; the gradient is torch's (undefined where singular values repeat).
+    ``full_matrices`` (torch's default) completes U (m, m) or Vh (n, n) with an orthonormal basis of
+    the rest (no gradient through that part).
+
+    Args:
+        A: a float32/float64 tensor (*, m, n).
+        full_matrices: complete U and Vh to square matrices.
+        driver: None (a LAPACK driver name is CUDA-only in torch).
+    """
+    if driver is not None:
+        raise op_error(ValueError, "svd", f"driver={driver!r} is not supported (torch takes it on CUDA only)", A)
+    U, S, Vh = _svd("svd", A)
+    m, n = A.shape[-2], A.shape[-1]
+    if full_matrices and m > n:
+        U = _complete(U, m)
+    elif full_matrices and n > m:
+        Vh = _complete(Vh.mT, n).mT
+    return SVDResult(U, S, Vh)
+
+
+@float32_under_autocast
+@tensor_op("svdvals")
+def svdvals(A: GraphTensor, *, driver=None) -> GraphTensor:  # noqa: N803 - torch's names
+    """torch.linalg.svdvals: ``svd``'s singular values alone, descending (static min(m, n) <= 16).
+
+    Args:
+        A: a float32/float64 tensor (*, m, n).
+        driver: None (a LAPACK driver name is CUDA-only in torch).
+    """
+    if driver is not None:
+        raise op_error(ValueError, "svdvals", f"driver={driver!r} is not supported (torch takes it on CUDA only)", A)
+    return _svd("svdvals", A).S
+
+
+def _threshold(op: str, S: GraphTensor, A: GraphTensor, atol, rtol) -> GraphTensor:  # noqa: N803
+    """torch's cut-off for ``pinv``/``matrix_rank``: ``max(atol, rtol * S.max())``, ``rtol`` by default
+    ``eps * max(m, n)`` when ``atol`` is unset or 0, else 0."""
+    for name, v in (("atol", atol), ("rtol", rtol)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise op_error(TypeError, op, f"{name} must be a number or None (a tensor tolerance is not supported), "
+                           f"got {v!r}", A)
+    if rtol is None:
+        rtol = dt.finfo(A.dtype).eps * max(A.shape[-2], A.shape[-1]) if not atol else 0.0
+    top = amax(S, -1, keepdim=True) if S.shape[-1] else S.graph.constant(0.0, S.dtype)
+    return maximum(mul(top, float(rtol)), float(atol or 0.0))
+
+
+@float32_under_autocast
+@tensor_op("pinv")
+def pinv(A: GraphTensor, *, atol=None, rtol=None, hermitian: bool = False) -> GraphTensor:  # noqa: N803
+    """torch.linalg.pinv: the Moore-Penrose pseudo-inverse ``V diag(1/S) U.mT`` over the singular values
+    above ``max(atol, rtol * S.max())`` (``svd``; ``hermitian``: from ``eigh``, ``|eigenvalues|``).
+
+    Args:
+        A: a float32/float64 tensor (*, m, n), min(m, n) <= 16 (static).
+        atol: the absolute cut-off (None: 0).
+        rtol: the relative cut-off (None: ``eps * max(m, n)`` when atol is unset or 0, else 0).
+        hermitian: ``A`` is symmetric (only its lower triangle is read).
+    """
+    if hermitian:
+        w, V = _eigh("pinv", A, "L")
+        S, U, Vr = abs_(w), V, mul(V, where(ge(w, 0), 1.0, -1.0).unsqueeze(-2))
+    else:
+        U, S, Vh = _svd("pinv", A)
+        Vr = Vh.mT
+    keep = gt(S, _threshold("pinv", S, A, atol, rtol))
+    inv_s = where(keep, div(1.0, where(keep, S, 1.0)), 0.0)
+    return matmul(mul(Vr, inv_s.unsqueeze(-2)), U.mT)
+
+
+@float32_under_autocast
+@tensor_op("matrix_rank")
+def matrix_rank(A: GraphTensor, *, atol=None, rtol=None, hermitian: bool = False) -> GraphTensor:  # noqa: N803
+    """torch.linalg.matrix_rank: the number of singular values above ``max(atol, rtol * S.max())``
+    (``hermitian``: ``|eigenvalues|``), int32 (torch's is int64).
+
+    Args:
+        A: a float32/float64 tensor (*, m, n), min(m, n) <= 16 (static).
+        atol: the absolute cut-off (None: 0).
+        rtol: the relative cut-off (None: ``eps * max(m, n)`` when atol is unset or 0, else 0).
+        hermitian: ``A`` is symmetric (only its lower triangle is read).
+    """
+    S = abs_(_eigh("matrix_rank", A, "L").eigenvalues) if hermitian else _svd("matrix_rank", A).S
+    return sum_(cast(gt(S, _threshold("matrix_rank", S, A, atol, rtol)), dt.int32), -1)
+
+
+@float32_under_autocast
+@tensor_op("cond")
+def cond(A: GraphTensor, p=None) -> GraphTensor:  # noqa: N803 - torch's names
+    """torch.linalg.cond: the condition number of each matrix of ``A`` for the norm ``p``: with
+    ``p`` None or 2 ``S.max() / S.min()`` (-2: the inverse; any shape), else
+    ``matrix_norm(A, p) * matrix_norm(inv(A), p)`` (``'fro'``, ``'nuc'``, 1, -1, inf, -inf; square).
+
+    Args:
+        A: a float32/float64 tensor (*, m, n), static, min(m, n) <= 16.
+        p: None, 2, -2, ``'fro'``, ``'nuc'``, 1, -1, ``inf`` or ``-inf``.
+    """
+    if p is None or (not isinstance(p, str) and p in (2, -2)):
+        S = _svd("cond", A).S
+        top, bottom = S[..., 0], S[..., -1]
+        return div(top, bottom) if p != -2 else div(bottom, top)
+    if isinstance(p, bool) or p not in ("fro", "nuc", 1, -1, math.inf, -math.inf):
+        raise op_error(ValueError, "cond", f"p={p!r} is not a matrix norm (None, 'fro', 'nuc', 1, -1, 2, -2, inf, "
+                       "-inf)", A)
+    from luminal.frontend.ops.linalg_solve import inv
+    from luminal.frontend.ops.norms import matrix_norm
+
+    _square("cond", A)
+    return mul(matrix_norm(A, p), matrix_norm(inv(A), p))
+
