@@ -165,3 +165,12 @@ def test_a_class_weight_given_as_a_constant_tensor():
     np.testing.assert_array_equal(m.weight.data, CLASS_W)
     with pytest.raises(TypeError, match="^CrossEntropyLoss: weight must be known when the module is built"):
         nn.CrossEntropyLoss(weight=g.input("w", (C,)) * 2)
+
+
+def test_a_class_weight_computed_outside_any_graph():
+    """``lm.ones(5) * 0.5`` (torch's ``torch.ones(5) * 0.5``) is a host tensor: computed now, its values
+    known. It was refused as "a tensor computed in a graph"."""
+    m = nn.CrossEntropyLoss(weight=lm.arange(C) * 0.5 + 1.0)
+    np.testing.assert_allclose(m.weight.data, np.arange(C) * 0.5 + 1.0)
+    w = nn.NLLLoss(weight=lm.ones(C) * 2.0).weight
+    np.testing.assert_array_equal(w.data, np.full(C, 2.0, np.float32))

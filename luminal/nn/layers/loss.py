@@ -10,6 +10,7 @@ torch calls bind the same arguments) but are refused: give ``reduction`` instead
 from __future__ import annotations
 
 from luminal.core.errors import check_int, check_number
+from luminal.frontend.host import value as host_value
 from luminal.frontend.ops.value_checks import known_values
 from luminal.frontend.tensor import GraphTensor
 from luminal.nn import losses
@@ -50,7 +51,8 @@ class _WeightedLoss(_Loss):
             setattr(self, name, None)
             return
         if isinstance(value, GraphTensor):  # (torch.tensor(w) ported as g.constant(w): its values are known)
-            known = known_values(value)
+            # (a host tensor, lm.ones(5) * 0.5: computed outside any graph, its values are known now)
+            known = host_value(value, type(self).__name__) if value.graph.host else known_values(value)
             if known is None:
                 raise TypeError(f"{type(self).__name__}: {name} must be known when the module is built: a numpy array "
                                 f"(or a constant tensor), got a tensor computed in a graph")
