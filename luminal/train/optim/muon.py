@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from luminal.core import dtype as dt
-from luminal.core.errors import check_int, check_number
+from luminal.core.errors import check_int
 from luminal.frontend.ops import maximum
 from luminal.train.optim.checks import as_tuple
 from luminal.train.optim.optimizer import Optimizer
@@ -60,7 +60,6 @@ class Muon(Optimizer):
         fn = h["adjust_lr_fn"]
         if not (fn is None or isinstance(fn, str) and fn in _ADJUST_LR):
             raise ValueError(f"Muon: adjust_lr_fn {fn!r} is not supported (None, 'original' or 'match_rms_adamw')")
-        check_number("Muon", "momentum", h["momentum"])
 
     def add_param_group(self, group: dict) -> None:
         if "ns_coefficients" in group:
