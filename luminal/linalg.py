@@ -4,7 +4,7 @@
 variants, ``tensorinv``, ``tensorsolve`` (``linalg_more.py``) and ``solve_triangular``
 (``linalg_triangular.py``), ``lu_factor``, ``lu_factor_ex``, ``lu``, ``lu_solve``, ``qr`` and
 ``householder_product`` (``linalg_decomp.py``), ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``pinv``,
-``matrix_rank`` and ``cond`` (``linalg_spectral.py``)."""
+``matrix_rank``, ``cond`` and ``lstsq`` (``linalg_spectral.py``), ``matrix_exp`` (``linalg_more.py``)."""
 
 from luminal.frontend.join import joins_all as _joins_all
 from luminal.frontend.ops import linalg as _ops
@@ -14,6 +14,7 @@ from luminal.frontend.ops.linalg_more import (
     LinAlgError,
     cholesky_ex,
     inv_ex,
+    matrix_exp,
     matrix_power,
     norm,
     solve_ex,
@@ -23,16 +24,16 @@ from luminal.frontend.ops.linalg_more import (
     vecdot,
 )
 from luminal.frontend.ops.linalg_solve import cholesky, det, inv, slogdet, solve
-from luminal.frontend.ops.linalg_spectral import cond, eigh, eigvalsh, matrix_rank, pinv, svd, svdvals
+from luminal.frontend.ops.linalg_spectral import cond, eigh, eigvalsh, lstsq, matrix_rank, pinv, svd, svdvals
 from luminal.frontend.ops.linalg_triangular import solve_triangular
 from luminal.frontend.ops.movement import diagonal as _diagonal
 from luminal.frontend.ops.norms import matrix_norm, vector_norm
 
 __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh",
-    "householder_product", "inv", "inv_ex", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_norm",
-    "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex",
-    "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm",
+    "householder_product", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
+    "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",
+    "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm",
 ]
 
 

@@ -181,3 +181,37 @@ def test_spectral_errors():
         lm.linalg.cond(a, 3)
     with pytest.raises(ValueError, match=r"^cond: expected a square matrix, got \(3, 2\)"):
         lm.linalg.cond(g.input("r", (3, 2)), 1)
+
+
+def _lstsq_fields(t, u, driver):
+    r = _la(t).lstsq(t, u, driver=driver)
+    return tuple(x.int() if x.dtype in (torch.int64,) else x for x in r)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("driver", [None, "gels", "gelsd", "gelss"])
+def test_lstsq(dtype, driver):
+    rng = np.random.default_rng(14)
+    tall, wide = rng.normal(size=(2, 5, 3)).astype(dtype), rng.normal(size=(3, 4)).astype(dtype)
+    b5, b3 = rng.normal(size=(2, 5, 2)).astype(dtype), rng.normal(size=(3,)).astype(dtype)
+    check(lambda t, u: _lstsq_fields(t, u, driver), [tall, b5], grad_rtol=1e-3 if dtype is np.float32 else None)
+    if driver != "gels":  # (torch's gels of a wide matrix is not the minimum-norm solution)
+        check(lambda t, u: _lstsq_fields(t, u, driver), [wide, b3], grad_rtol=1e-3 if dtype is np.float32 else None)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matrix_exp(dtype):
+    rng = np.random.default_rng(15)
+    a = np.stack([rng.normal(size=(3, 3)) * 0.1, rng.normal(size=(3, 3)) * 3.0])  # no squaring; several
+    check(lambda t: _la(t).matrix_exp(t), [a.astype(dtype)], rtol=1e-5 if dtype is np.float32 else 1e-12,
+          grad_rtol=1e-3 if dtype is np.float32 else None)
+    check(lambda t: _la(t).matrix_exp(t), [np.zeros((2, 2), dtype)])
+
+
+def test_lstsq_errors():
+    g = lm.Graph()
+    a = g.input("a", (4, 3))
+    with pytest.raises(ValueError, match=r"^lstsq: driver must be one of \('gels', 'gelsy', 'gelsd', 'gelss'\)"):
+        lm.linalg.lstsq(a, g.input("b", (4, 2)), driver="x")
+    with pytest.raises(ValueError, match=r"^lstsq: B \(3, 2\) does not match A \(4, 3\): B needs 4 rows"):
+        lm.linalg.lstsq(a, g.input("b3", (3, 2)))

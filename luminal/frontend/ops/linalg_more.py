@@ -1,6 +1,7 @@
 """The thin ``torch.linalg`` names, built from luminal's products, norms and the eliminations of
 ``linalg_solve.py``: ``vecdot``, ``vander``, ``matrix_power``, ``norm``, ``tensorinv``,
-``tensorsolve``, the ``*_ex`` variants (the result and torch's ``info``) and ``LinAlgError``.
+``tensorsolve``, ``matrix_exp``, the ``*_ex`` variants (the result and torch's ``info``) and
+``LinAlgError``.
 
 A compiled graph cannot raise from the values it computes, so the ``*_ex`` variants are how a port
 learns that a matrix was singular (``info``); their ``check_errors=True`` (raise from the data) is
@@ -19,7 +20,22 @@ from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops.combine import cat, stack
 from luminal.frontend.ops.core import require
 from luminal.frontend.ops.creation import eye, ones_like
-from luminal.frontend.ops.elementwise import eq, gt, logical_not, mul, where
+from luminal.frontend.ops.elementwise import (
+    add,
+    ceil,
+    div,
+    eq,
+    exp2,
+    gt,
+    log2,
+    logical_not,
+    lt,
+    maximum,
+    mul,
+    neg,
+    sub,
+    where,
+)
 from luminal.frontend.ops.linalg import matmul
 from luminal.frontend.ops.linalg_solve import _cholesky, _eliminate, _square, _unmat, solve
 from luminal.frontend.ops.movement import movedim
@@ -276,3 +292,45 @@ def cholesky_ex(A: GraphTensor, *, upper: bool = False, check_errors: bool = Fal
     low, pivots = _cholesky("cholesky_ex", A)
     return CholeskyExResult(low.transpose(-2, -1) if upper else low,
                             _info([logical_not(gt(p, 0)).unsqueeze(-1) for p in pivots], A))
+
+
+# Higham (2005), "The scaling and squaring method for the matrix exponential revisited": the [13/13]
+# Pade approximant's coefficients and the 1-norm up to which it is accurate to float64 rounding
+PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0, 129060195264000.0,
+          10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+THETA13 = 5.371920351148152
+MAX_SQUARINGS = 24  # (the 1-norms up to THETA13 * 2**24, about 9e7: exp of more overflows float64 anyway)
+
+
+@float32_under_autocast
+@tensor_op("matrix_exp")
+def matrix_exp(A: GraphTensor) -> GraphTensor:  # noqa: N803 - torch's name
+    """torch.linalg.matrix_exp: ``exp(A)`` of each square matrix of ``A`` by scaling and squaring
+    (Higham 2005): ``A / 2**s`` with ``s`` the least that brings its 1-norm below 5.37, the [13/13]
+    Pade approximant (one ``solve``), squared ``s`` times (each matrix its own ``s``: the 24 squarings
+    unrolled, each taken or not, so 1-norms beyond about 9e7 are not scaled enough). The gradient is
+    autograd's through these steps (static n: ``solve``'s elimination).
+
+    Args:
+        A: a float32/float64 tensor (*, n, n).
+    """
+    n = _square("matrix_exp", A)
+    norm1 = matrix_norm(A.detach(), 1, keepdim=True)
+    s = maximum(ceil(log2(div(norm1, THETA13))), 0.0)
+    X = mul(A, exp2(neg(s)))
+    ident = eye(n, dtype=A.dtype, graph=A.graph)
+    b = PADE13
+    X2 = matmul(X, X)
+    X4 = matmul(X2, X2)
+    X6 = matmul(X4, X2)
+
+    def comb(c6, c4, c2, c0=None):
+        out = add(add(mul(X6, c6), mul(X4, c4)), mul(X2, c2))
+        return out if c0 is None else add(out, mul(ident, c0))
+
+    U = matmul(X, add(matmul(X6, comb(b[13], b[11], b[9])), comb(b[7], b[5], b[3], b[1])))
+    V = add(matmul(X6, comb(b[12], b[10], b[8])), comb(b[6], b[4], b[2], b[0]))
+    R = solve(sub(V, U), add(V, U))
+    for k in range(MAX_SQUARINGS):
+        R = where(lt(k, s), matmul(R, R), R)
+    return R

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error
+from luminal.core.symbolic import shape_str
 from luminal.frontend.checks import tensor_op
 from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops.combine import cat
@@ -364,3 +365,85 @@ def cond(A: GraphTensor, p=None) -> GraphTensor:  # noqa: N803 - torch's names
     _square("cond", A)
     return mul(matrix_norm(A, p), matrix_norm(inv(A), p))
 
+
+
+class LstsqResult(NamedTuple):
+    """``lstsq``'s result, as torch's ``torch.return_types.linalg_lstsq``."""
+
+    solution: GraphTensor
+    residuals: GraphTensor
+    rank: GraphTensor
+    singular_values: GraphTensor
+
+
+LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+@float32_under_autocast
+@tensor_op("lstsq")
+def lstsq(A: GraphTensor, B: GraphTensor, rcond=None, *, driver=None) -> LstsqResult:  # noqa: N803 - torch's names
+    """torch.linalg.lstsq: the least-squares solution ``X`` of ``A X = B`` (the minimum-norm one for a
+    wide ``A``), as torch's CPU drivers: ``"gelsy"`` (the default) and ``"gels"`` by Householder QR
+    (of ``A``, or of ``A.mT`` when m < n), for full-rank ``A``; ``"gelsd"``/``"gelss"`` from the SVD,
+    dropping the singular values at or below ``rcond * S.max()``. The other fields as torch's:
+    ``residuals`` (the squared residual norms, per column of B, when m > n and the driver is not
+    gelsy; torch leaves them empty for a rank-deficient ``A`` too, which a graph cannot check: they
+    are computed), ``rank`` (int32; gelsy's counts R's diagonal above ``rcond * max |R_ii|``, exact
+    for full-rank matrices; gels leaves it empty) and ``singular_values`` (gelsd/gelss, without a
+    gradient, as torch's; else empty).
+    Static sizes, m, n <= 64 (the SVD drivers: min(m, n) <= 16).
+
+    Args:
+        A: a float32/float64 tensor (*, m, n).
+        B: the right-hand sides, of A's dtype: (*, m, k), or (*, m) for one.
+        rcond: the relative cut-off (None: ``eps * max(m, n)``).
+        driver: None (``"gelsy"``), ``"gels"``, ``"gelsy"``, ``"gelsd"`` or ``"gelss"``.
+    """
+    from luminal.frontend.ops.core import broadcast_shapes
+    from luminal.frontend.ops.creation import zeros
+    from luminal.frontend.ops.linalg_decomp import qr
+    from luminal.frontend.ops.linalg_triangular import solve_triangular
+
+    driver = "gelsy" if driver is None else driver
+    if driver not in LSTSQ_DRIVERS:
+        raise op_error(ValueError, "lstsq", f"driver must be one of {LSTSQ_DRIVERS}, got {driver!r}", A)
+    m, n = _matrix("lstsq", A)
+    if B.dtype is not A.dtype:
+        raise op_error(TypeError, "lstsq", f"B must have A's dtype {A.dtype.name}, got {B.dtype.name}", A, B)
+    vector = B.ndim == A.ndim - 1
+    b = B.unsqueeze(-1) if vector else B
+    if b.ndim < 2 or b.shape[-2] != m:
+        raise op_error(ValueError, "lstsq", f"B {shape_str(B.shape)} does not match A {shape_str(A.shape)}: "
+                       f"B needs {m} rows", A, B)
+    if rcond is not None and (isinstance(rcond, bool) or not isinstance(rcond, (int, float))):
+        raise op_error(TypeError, "lstsq", f"rcond must be a number or None, got {rcond!r}", A)
+    rcond = dt.finfo(A.dtype).eps * max(m, n) if rcond is None else float(rcond)
+    batch = broadcast_shapes("lstsq", A, b, shapes=[A.shape[:-2], b.shape[:-2]])
+    A, b = A.expand(*batch, m, n), b.expand(*batch, m, b.shape[-1])
+    empty = zeros(0, dtype=A.dtype, graph=A.graph)
+    if driver in ("gelsd", "gelss"):
+        U, S, Vh = _svd("lstsq", A)
+        keep = gt(S, mul(amax(S, -1, keepdim=True), rcond)) if S.shape[-1] else eq(S, S)
+        inv_s = where(keep, div(1.0, where(keep, S, 1.0)), 0.0)
+        x = matmul(mul(Vh.mT, inv_s.unsqueeze(-2)), matmul(U.mT, b))
+        rank, values = sum_(cast(keep, dt.int32), -1), S.detach()  # (no gradient, as torch's)
+    else:
+        if m >= n:
+            Q, R = qr(A)
+            x = solve_triangular(R, matmul(Q.mT, b), upper=True)
+        else:
+            Q, R = qr(A.mT)
+            x = matmul(Q, solve_triangular(R.mT, b, upper=False))
+        if driver == "gelsy":
+            d = abs_(R.diagonal(0, -2, -1))
+            rank = sum_(cast(gt(d, mul(amax(d, -1, keepdim=True), rcond)), dt.int32), -1)
+        else:
+            rank = zeros(0, dtype=dt.int32, graph=A.graph)
+        values = empty
+    if m > n and driver != "gelsy":
+        r = sub(matmul(A, x), b)
+        residuals = sum_(mul(r, r), -2)
+        residuals = residuals.squeeze(-1) if vector else residuals
+    else:
+        residuals = empty
+    return LstsqResult(x.squeeze(-1) if vector else x, residuals, rank, values)
