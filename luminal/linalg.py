@@ -4,7 +4,7 @@
 variants, ``tensorinv``, ``tensorsolve`` (``linalg_more.py``) and ``solve_triangular``
 (``linalg_triangular.py``), ``lu_factor``, ``lu_factor_ex``, ``lu``, ``lu_solve``, ``qr`` and
 ``householder_product`` (``linalg_decomp.py``), ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``pinv``,
-``matrix_rank``, ``cond`` and ``lstsq`` (``linalg_spectral.py``), ``matrix_exp`` (``linalg_more.py``)."""
+``matrix_rank`` and ``lstsq`` (``linalg_spectral.py``), ``cond`` and ``matrix_exp`` (``linalg_more.py``)."""
 
 from luminal.frontend.join import joins_all as _joins_all
 from luminal.frontend.ops import linalg as _ops
@@ -13,6 +13,7 @@ from luminal.frontend.ops.linalg_decomp import householder_product, lu, lu_facto
 from luminal.frontend.ops.linalg_more import (
     LinAlgError,
     cholesky_ex,
+    cond,
     inv_ex,
     matrix_exp,
     matrix_power,
@@ -24,7 +25,7 @@ from luminal.frontend.ops.linalg_more import (
     vecdot,
 )
 from luminal.frontend.ops.linalg_solve import cholesky, det, inv, slogdet, solve
-from luminal.frontend.ops.linalg_spectral import cond, eigh, eigvalsh, lstsq, matrix_rank, pinv, svd, svdvals
+from luminal.frontend.ops.linalg_spectral import eigh, eigvalsh, lstsq, matrix_rank, pinv, svd, svdvals
 from luminal.frontend.ops.linalg_triangular import solve_triangular
 from luminal.frontend.ops.movement import diagonal as _diagonal
 from luminal.frontend.ops.norms import matrix_norm, vector_norm

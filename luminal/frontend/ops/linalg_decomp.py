@@ -21,8 +21,7 @@ from luminal.frontend.ops.combine import cat
 from luminal.frontend.ops.core import broadcast_shapes, cast
 from luminal.frontend.ops.creation import eye, tril, triu, zeros
 from luminal.frontend.ops.elementwise import add, div, eq, ge, gt, mul, neg, sqrt, sub, where
-from luminal.frontend.ops.linalg_more import _info, _no_check_errors
-from luminal.frontend.ops.linalg_solve import _pivot
+from luminal.frontend.ops.linalg_solve import _info, _no_check_errors, _pivot
 from luminal.frontend.ops.linalg_triangular import check_size, substitute
 from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.tensor import GraphTensor

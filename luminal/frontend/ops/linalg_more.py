@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from luminal.core import dtype as dt
 from luminal.core.errors import check_int, op_error
 from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend.checks import check_tensors, tensor_op
@@ -37,7 +36,16 @@ from luminal.frontend.ops.elementwise import (
     where,
 )
 from luminal.frontend.ops.linalg import matmul
-from luminal.frontend.ops.linalg_solve import _cholesky, _eliminate, _square, _unmat, solve
+from luminal.frontend.ops.linalg_solve import (
+    _cholesky,
+    _eliminate,
+    _info,
+    _no_check_errors,
+    _square,
+    inv,
+    solve,
+)
+from luminal.frontend.ops.linalg_spectral import _svd
 from luminal.frontend.ops.movement import movedim
 from luminal.frontend.ops.norms import matrix_norm, vector_norm
 from luminal.frontend.ops.reduce import sum as sum_
@@ -49,22 +57,6 @@ class LinAlgError(RuntimeError):
     matrix's ``inv``/``solve`` give inf/NaN and its ``*_ex`` variant's ``info`` is nonzero, nothing
     raises from the data; this class is here so that a port's ``except LinAlgError`` still names a
     type."""
-
-
-def _no_check_errors(op: str, check_errors, *ts) -> None:
-    """``check_errors=True`` asks to raise from the matrix's values, which a lazy graph cannot."""
-    if check_errors:
-        raise op_error(NotImplementedError, op, "check_errors=True is not supported: a compiled graph cannot raise "
-                       "from its values; read the returned info (0: success) instead", *ts)
-
-
-def _info(bad: list, A: GraphTensor) -> GraphTensor:
-    """torch's ``info``: the 1-based index of the first step whose flag in ``bad`` (each (..., 1, 1))
-    is set, 0 where none is, as int32 of ``A``'s batch shape."""
-    info = A.graph.constant(0, dt.int32)
-    for k in reversed(range(len(bad))):
-        info = where(bad[k], A.graph.constant(k + 1, dt.int32), info)
-    return _unmat(info, A)
 
 
 def vecdot(x: GraphTensor, y: GraphTensor, *, dim: int = -1) -> GraphTensor:
@@ -124,8 +116,6 @@ def matrix_power(A: GraphTensor, n: int) -> GraphTensor:  # noqa: N803 - torch's
         require("matrix_power", is_static(m), f"n=0 needs a static matrix size, got {m}", A, kind=ValueError)
         return eye(m, dtype=A.dtype, graph=A.graph).expand(*A.shape)
     if n < 0:
-        from luminal.frontend.ops.linalg_solve import inv
-
         A, n = inv(A), -n
     out, base = None, A
     while True:
@@ -188,7 +178,6 @@ def tensorinv(A: GraphTensor, ind: int = 2) -> GraphTensor:  # noqa: N803 - torc
     rows, cols = _prod(A.shape[:ind]), _prod(A.shape[ind:])
     require("tensorinv", rows == cols, f"prod(A.shape[ind:]) = {cols} must equal prod(A.shape[:ind]) = {rows} "
             f"(A {shape_str(A.shape)}, ind={ind})", A, kind=ValueError)
-    from luminal.frontend.ops.linalg_solve import inv
 
     return inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
 
@@ -334,3 +323,25 @@ def matrix_exp(A: GraphTensor) -> GraphTensor:  # noqa: N803 - torch's name
     for k in range(MAX_SQUARINGS):
         R = where(lt(k, s), matmul(R, R), R)
     return R
+
+
+@float32_under_autocast
+@tensor_op("cond")
+def cond(A: GraphTensor, p=None) -> GraphTensor:  # noqa: N803 - torch's names
+    """torch.linalg.cond: the condition number of each matrix of ``A`` for the norm ``p``: with
+    ``p`` None or 2 ``S.max() / S.min()`` (-2: the inverse; any shape), else
+    ``matrix_norm(A, p) * matrix_norm(inv(A), p)`` (``'fro'``, ``'nuc'``, 1, -1, inf, -inf; square).
+
+    Args:
+        A: a float32/float64 tensor (*, m, n), static, min(m, n) <= 16.
+        p: None, 2, -2, ``'fro'``, ``'nuc'``, 1, -1, ``inf`` or ``-inf``.
+    """
+    if p is None or (not isinstance(p, str) and p in (2, -2)):
+        S = _svd("cond", A).S
+        top, bottom = S[..., 0], S[..., -1]
+        return div(top, bottom) if p != -2 else div(bottom, top)
+    if isinstance(p, bool) or p not in ("fro", "nuc", 1, -1, math.inf, -math.inf):
+        raise op_error(ValueError, "cond", f"p={p!r} is not a matrix norm (None, 'fro', 'nuc', 1, -1, 2, -2, inf, "
+                       "-inf)", A)
+    _square("cond", A)
+    return mul(matrix_norm(A, p), matrix_norm(inv(A), p))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from luminal.core import dtype as dt
 from luminal.core.errors import op_error
 from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend.checks import check_tensors, tensor_op
@@ -220,3 +221,19 @@ def _cholesky(op: str, A: GraphTensor) -> tuple[GraphTensor, list[GraphTensor]]:
         d = sqrt(pivots[-1])
         cols.append(where(gt(rows, j), div(c, d), where(eq(rows, j), d, zero)))
     return stack(cols, -1), pivots
+
+
+def _no_check_errors(op: str, check_errors, *ts) -> None:
+    """``check_errors=True`` asks to raise from the matrix's values, which a lazy graph cannot."""
+    if check_errors:
+        raise op_error(NotImplementedError, op, "check_errors=True is not supported: a compiled graph cannot raise "
+                       "from its values; read the returned info (0: success) instead", *ts)
+
+
+def _info(bad: list, A: GraphTensor) -> GraphTensor:
+    """torch's ``info``: the 1-based index of the first step whose flag in ``bad`` (each (..., 1, 1))
+    is set, 0 where none is, as int32 of ``A``'s batch shape."""
+    info = A.graph.constant(0, dt.int32)
+    for k in reversed(range(len(bad))):
+        info = where(bad[k], A.graph.constant(k + 1, dt.int32), info)
+    return _unmat(info, A)

@@ -341,32 +341,6 @@ def matrix_rank(A: GraphTensor, *, atol=None, rtol=None, hermitian: bool = False
     return sum_(cast(gt(S, _threshold("matrix_rank", S, A, atol, rtol)), dt.int32), -1)
 
 
-@float32_under_autocast
-@tensor_op("cond")
-def cond(A: GraphTensor, p=None) -> GraphTensor:  # noqa: N803 - torch's names
-    """torch.linalg.cond: the condition number of each matrix of ``A`` for the norm ``p``: with
-    ``p`` None or 2 ``S.max() / S.min()`` (-2: the inverse; any shape), else
-    ``matrix_norm(A, p) * matrix_norm(inv(A), p)`` (``'fro'``, ``'nuc'``, 1, -1, inf, -inf; square).
-
-    Args:
-        A: a float32/float64 tensor (*, m, n), static, min(m, n) <= 16.
-        p: None, 2, -2, ``'fro'``, ``'nuc'``, 1, -1, ``inf`` or ``-inf``.
-    """
-    if p is None or (not isinstance(p, str) and p in (2, -2)):
-        S = _svd("cond", A).S
-        top, bottom = S[..., 0], S[..., -1]
-        return div(top, bottom) if p != -2 else div(bottom, top)
-    if isinstance(p, bool) or p not in ("fro", "nuc", 1, -1, math.inf, -math.inf):
-        raise op_error(ValueError, "cond", f"p={p!r} is not a matrix norm (None, 'fro', 'nuc', 1, -1, 2, -2, inf, "
-                       "-inf)", A)
-    from luminal.frontend.ops.linalg_solve import inv
-    from luminal.frontend.ops.norms import matrix_norm
-
-    _square("cond", A)
-    return mul(matrix_norm(A, p), matrix_norm(inv(A), p))
-
-
-
 class LstsqResult(NamedTuple):
     """``lstsq``'s result, as torch's ``torch.return_types.linalg_lstsq``."""
 
