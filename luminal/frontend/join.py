@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from luminal.core.errors import op_error
+from luminal.core.errors import op_error, user_stacklevel
 from luminal.frontend import building
 from luminal.frontend.graph import Graph
 from luminal.frontend.host import host_graph, value
@@ -99,12 +100,46 @@ def into(a, g: Graph):
     """``a`` as an operand of an op building in ``g``: a State as its tensor there (a host graph takes its
     current value as a constant), a host tensor of another graph as a constant; anything else as is."""
     if isinstance(a, State):
-        return g.constant(a.data, a.dtype) if g.host else g.state(a)
+        if not g.host:
+            return g.state(a)
+        c = g.constant(a.data, a.dtype)
+        if a.dtype.is_float and getattr(a, "requires_grad", False):  # (a Parameter: see _warn_if_trained)
+            g.__dict__.setdefault("parameter_constants", {})[c.node.id] = a
+        return c
     if isinstance(a, GraphTensor) and a.graph is not g and a.graph.host:
+        if not g.host:
+            _warn_if_trained(a)
         return g.constant(value(a), a.dtype)
     if isinstance(a, (list, tuple)) and any(_foreign(b) for b in a):
         return type(a)(into(b, g) for b in a)
     return a
+
+
+def _warn_if_trained(a: GraphTensor) -> None:
+    """Warn when host tensor ``a``, joining a graph as a constant, was computed differentiably from a
+    trainable Parameter's current values: torch's eager value would carry the Parameter's gradient
+    (``F.mse_loss(m.weight, lm.zeros(3, 3)) + m(x).sum()``: a weight penalty built outside the module's
+    call), this constant carries none, silently. The walk stops at int and bool values and the user's
+    ``detach()``, where torch's gradient stops too (a pruning mask ``w[:] > 0.1`` warns of nothing)."""
+    found = a.graph.__dict__.get("parameter_constants")
+    if not found or not a.dtype.is_float:
+        return
+    stops = a.graph.user_detached | a.graph.no_grad_results
+    seen, todo = set(), [a.node]
+    while todo:
+        n = todo.pop()
+        if n.id in seen or n.id in stops or not n.dtype.is_float:
+            continue
+        seen.add(n.id)
+        if n.id in found:
+            p = found[n.id]
+            warnings.warn(f"a value computed outside any graph from {p.describe()} (its current values) joins this "
+                          f"graph as a constant: no gradient reaches the Parameter through it, where torch's eager "
+                          f"value would carry one. Compute it inside the graph (in the module's forward, or from "
+                          f"the Parameter's tensor there: w.on(graph)) for a gradient; detach() it to say it is a "
+                          f"constant", UserWarning, stacklevel=user_stacklevel())
+            return
+        todo.extend(s for s, _ in n.srcs)
 
 
 def join(op: str, args: tuple, kwargs: dict, keep: frozenset = frozenset()) -> tuple[tuple, dict]:

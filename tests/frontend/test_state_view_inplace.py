@@ -54,7 +54,8 @@ def test_inside_a_graph_a_view_is_a_handle():
     before = lin.weight.data.copy()
     g = lm.Graph()
     x = g.input("x", (1, 3))
-    row = lin.weight[0] * 1.0 + x[0]  # (joins g: a graph value, not storage)
+    with pytest.warns(UserWarning, match="joins this graph as a constant"):  # (host values of the weight)
+        row = lin.weight[0] * 1.0 + x[0]
     v = lin.weight.on(g)[0]
     v.zero_()
     np.testing.assert_array_equal(lin.weight.data, before)
