@@ -401,3 +401,16 @@ def full_like(x: GraphTensor, value, dtype=None) -> GraphTensor:
         dtype: the result's dtype (default: ``x``'s).
     """
     return full(x.graph, x.shape, value, x.dtype if dtype is None else dtype)
+
+
+def power_by_squaring(x, n: int, times):
+    """``x`` to the int power ``n >= 1`` under the product ``times`` (``mul`` for elementwise powers,
+    ``matmul`` for matrix powers), by repeated squaring: about ``2 log2(n)`` products."""
+    out = None
+    while True:
+        if n & 1:
+            out = x if out is None else times(out, x)
+        n >>= 1
+        if not n:
+            return out
+        x = times(x, x)

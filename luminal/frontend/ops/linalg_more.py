@@ -17,7 +17,7 @@ from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops.combine import cat, stack
-from luminal.frontend.ops.core import require
+from luminal.frontend.ops.core import power_by_squaring, require
 from luminal.frontend.ops.creation import eye, ones_like
 from luminal.frontend.ops.elementwise import (
     add,
@@ -117,14 +117,7 @@ def matrix_power(A: GraphTensor, n: int) -> GraphTensor:  # noqa: N803 - torch's
         return eye(m, dtype=A.dtype, graph=A.graph).expand(*A.shape)
     if n < 0:
         A, n = inv(A), -n
-    out, base = None, A
-    while True:
-        if n & 1:
-            out = base if out is None else matmul(out, base)
-        n >>= 1
-        if not n:
-            return out
-        base = matmul(base, base)
+    return power_by_squaring(A, n, matmul)
 
 
 @tensor_op("norm")

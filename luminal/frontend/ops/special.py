@@ -19,7 +19,7 @@ from luminal.core import dtype as dt
 from luminal.core.errors import check_int, check_number, op_error, renamed
 from luminal.frontend.checks import tensor_op
 from luminal.frontend.float64_paths import plain_unless_float64
-from luminal.frontend.ops.core import cast, coerce, full_like
+from luminal.frontend.ops.core import cast, coerce, full_like, power_by_squaring
 from luminal.frontend.ops.elementwise import (
     _cheb,
     _derivative,
@@ -496,14 +496,7 @@ def _odd_series(coefs, inv, first):
 
 def _power(v, n: int):
     """``v**n`` for an int ``n >= 1``, by squaring (about ``2 log2(n)`` products)."""
-    out, sq = None, v
-    while True:
-        if n & 1:
-            out = sq if out is None else mul(out, sq)
-        n >>= 1
-        if not n:
-            return out
-        sq = mul(sq, sq)
+    return power_by_squaring(v, n, mul)
 
 
 def _shifted(z, term, combine, shift: int = _SHIFT):
