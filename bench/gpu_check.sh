@@ -82,7 +82,7 @@ g = lm.Graph(); x = g.input('x', (8,))
 f = lm.compile(x * 2.0, backend='cuda')
 assert (f(x=np.ones(8, np.float32)) == 2).all() and (f(x=np.ones(8, np.float32)) == 2).all()
 print('runtime: launch by launch and replayed, ok')"
-  stage tests 150 "$py" -m pytest -p no:cacheprovider -n 0 -q -x -m gpu tests/cuda tests/codegen
+  stage tests 150 "$py" -m pytest -p no:cacheprovider -n 0 -q -m gpu tests/cuda tests/codegen  # (no -x: every failure in one run)
   stage benches 90 "$py" bench/gpu_step.py --quick
   stage schedules 60 "$py" bench/gpu_schedules.py
 fi

@@ -58,6 +58,7 @@ def main() -> None:
     p.add_argument("--search", type=int, default=4,
                    help="schedules timed per kernel (a product: cuBLASLt and three own kernels)")
     args = p.parse_args()
+    torch = _torch()  # before any kernel runs: on the H200 (torch 2.11) importing it after them failed
     os.environ["LUMINAL_CACHE"] = "llvm,compile"  # (not cuda: every kernel is timed, none taken from the cache)
     backend = "cuda-emulated" if args.dry else "cuda"
     ok, why = lm.cuda.status()
@@ -80,15 +81,22 @@ def main() -> None:
             print(f"| {name} | {k.kind} {shape} | {timed} | {defaults[id(k)]} | {kept} |")
             if k.kind == "matmul" and k.domain[0] > 1:
                 products.append((k, times))
-    torch_products(products, args.dry)
+    torch_products(torch, products, args.dry)
 
 
-def torch_products(products: list, dry: bool) -> None:
-    """Each timed square product against ``torch.matmul`` on the same device and dtype (device events
-    around it; the median of 10 after a warm-up; the CPU when --dry): TFLOP/s per side."""
+def _torch():
+    """torch, or None where it is not installed (then the table has no reference column)."""
     try:
         import torch
     except ImportError:
+        return None
+    return torch
+
+
+def torch_products(torch, products: list, dry: bool) -> None:
+    """Each timed square product against ``torch.matmul`` on the same device and dtype (device events
+    around it; the median of 10 after a warm-up; the CPU when --dry): TFLOP/s per side."""
+    if torch is None:
         print("\n(no torch: no reference column)")
         return
     device = "cpu" if dry else "cuda"
