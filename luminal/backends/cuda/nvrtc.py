@@ -229,14 +229,17 @@ def _compile(source: str, name: str, arch: str, opts: tuple) -> Cubin:
         args = [f"--gpu-architecture={arch}".encode()] + [o.encode() for o in opts]
         (result,) = nvrtc.nvrtcCompileProgram(prog, len(args), args)
         (size,) = _check(nvrtc, nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-        buf = b" " * size
+        # NVRTC writes into the buffers it is given: mutable ones of our own. (``b" " * size`` was the
+        # process-wide one-byte singleton ``b" "`` when the log was empty (size 1): NVRTC's NUL turned
+        # every b" " in the process into b"\0", and torch 2.11 then failed to import.)
+        buf = bytearray(size)
         _check(nvrtc, nvrtc.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
         log = buf.rstrip(b"\0").decode(errors="replace").strip()
         if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise NvrtcError(f"NVRTC could not compile kernel {name} for {arch} ({result.name}):\n{log}\n\n"
                              f"source:\n{numbered(source)}")
         (size,) = _check(nvrtc, nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
-        data = b" " * size
+        data = bytearray(size)
         _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, data), "nvrtcGetCUBIN")
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
