@@ -376,7 +376,7 @@ def test_parse_resources():
            "ptxas info    : Function properties for helper\n"
            "ptxas         .     0 bytes stack frame, 2 bytes spill stores, 0 bytes spill loads\n")
     assert nvrtc.parse_resources(log, "k") == (40, 10)
-    assert nvrtc.parse_resources("", "k") == (-1, 0)
+    assert nvrtc.parse_resources("", "k") == (-1, -1)  # no report: unknown, not "no spills"
 
 
 def test_missing_cuda_python_names_the_extra(monkeypatch):
@@ -409,7 +409,9 @@ def _run(k, buffers, params):
     from luminal.backends.cuda.oneshot import launch_once
 
     cubin = nvrtc.compile_cubin(render(k), kernel_symbol(k))  # the device's arch
-    assert cubin.spills == 0
+    # no spills, where the log says (-1: no ptxas report; on the H200 image NVRTC left it out once torch
+    # was imported, as conftest does; test_compiles_to_sm90_without_spills checks the same kernels)
+    assert cubin.spills in (0, -1), cubin.log
     launch_once(runtime.gpu().device, k, buffers, params)
 
 

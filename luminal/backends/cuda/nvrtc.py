@@ -160,7 +160,10 @@ def _write_cache(path: Path, cubin: Cubin):
 
 def parse_resources(log: str, name: str) -> tuple[int, int]:
     """(registers of entry function ``name``, spill bytes stored + loaded over all functions) from
-    ptxas's ``-v`` report in NVRTC's log; registers -1 when the report is not there."""
+    ptxas's ``-v`` report in NVRTC's log; both -1 when the report is not there (unknown, not "none":
+    on the H200 image, NVRTC 13.0 left the report out of every log once torch 2.11 was imported)."""
+    if "ptxas" not in log:
+        return -1, -1
     registers = -1
     entry = re.search(rf"Compiling entry function '{re.escape(name)}'", log)
     if entry:

@@ -133,7 +133,8 @@ class CudaProgram:
                 continue
             try:
                 cubin = nvrtc.compile_cubin(render.render(k), render.kernel_symbol(k))
-                compiled = f"; {cubin.arch}: {cubin.registers} registers, {cubin.spills} spill bytes"
+                compiled = (f"; {cubin.arch}: {cubin.registers} registers, {cubin.spills} spill bytes"
+                            if cubin.spills >= 0 else f"; {cubin.arch}: (NVRTC's log has no ptxas report)")
             except nvrtc.CudaUnavailableError as e:
                 compiled = f"; not compiled ({e})"
             options = ", ".join(launch.choices) or launch.choice
