@@ -35,13 +35,16 @@ from luminal.core.interrupts import interrupts_deferred  # noqa: E402
 from luminal.core.safetensors_io import stage_file  # noqa: E402
 from luminal.core.symbolic import is_static  # noqa: E402
 
-__all__ = ["KVCache", "Llama", "LlamaConfig", "Session", "attention_factor", "generate", "inv_freq", "rope_tables",
-           "sample", "write_atomic"]
+__all__ = ["KVCache", "Llama", "LlamaConfig", "Session", "attention_factor", "generate", "generate_batch", "inv_freq",
+           "ntk_theta", "rope_tables", "rotary", "sample", "write_atomic"]
 
 
-def inv_freq(cfg: LlamaConfig) -> np.ndarray:
+def inv_freq(cfg: LlamaConfig, seq_len: int | None = None) -> np.ndarray:
     """Rotary inverse frequencies (head_dim / 2,) float32, with ``rope_scaling`` applied, computed as
     Hugging Face (and Meta's reference code) compute them: in float32, operation by operation.
+    ``seq_len`` matters only for ``dynamic`` (NTK) scaling: the frequencies for a sequence of that
+    length (:func:`ntk_theta`); None, or a length within ``max_position_embeddings``, gives the
+    unscaled ones.
 
     ``1 / theta ** (arange(0, d, 2) / d)``: the exponents are float32 quotients, ``theta`` is rounded
     to float32 and the power is correctly rounded to float32 (``math.pow`` in float64 on the float32
@@ -56,7 +59,7 @@ def inv_freq(cfg: LlamaConfig) -> np.ndarray:
     f32 = np.float32
     d = cfg.head_dim
     e = np.arange(0, d, 2, dtype=np.int64).astype(f32) / f32(d)
-    theta = float(f32(cfg.rope_theta))
+    theta = float(f32(cfg.rope_theta)) if cfg.rope_type != "dynamic" else ntk_theta(cfg, seq_len)
     powers = np.array([math.pow(theta, float(x)) for x in e], np.float64).astype(f32)
     f = f32(1) / powers
     rs = cfg.rope_scaling or {}
@@ -76,6 +79,21 @@ def inv_freq(cfg: LlamaConfig) -> np.ndarray:
     elif cfg.rope_type == "yarn":
         f = _yarn(cfg, powers)
     return f.astype(f32)
+
+
+def ntk_theta(cfg: LlamaConfig, seq_len: int | None) -> float:
+    """Dynamic NTK's rotary base for a sequence of ``seq_len`` tokens, as transformers'
+    ``_compute_dynamic_ntk_parameters`` computes it: ``theta * ((factor * n / max_pos) - (factor - 1))
+    ** (d / (d - 2))`` with ``n = max(seq_len, max_pos)``. At model build (and on its reset) transformers
+    passes no length: Python floats, theta itself up to rounding; while generating it passes the length
+    as an int64 tensor, so every step is a float32 torch operation, rounded here one by one (the power
+    correctly rounded, as in :func:`inv_freq`). The result is a float32 value."""
+    f32, d, mpe = np.float32, cfg.head_dim, cfg.max_position_embeddings
+    factor, theta = cfg.rope_scaling["factor"], cfg.rope_theta
+    if seq_len is None or seq_len <= mpe:
+        return float(f32(theta * ((factor * mpe / mpe) - (factor - 1)) ** (d / (d - 2))))
+    x = f32(f32(factor) * f32(seq_len)) / f32(mpe) - f32(factor - 1)
+    return float(f32(theta) * f32(math.pow(float(x), d / (d - 2))))  # (torch: a float32 tensor ** a double)
 
 
 def _yarn(cfg: LlamaConfig, pos_freqs: np.ndarray) -> np.ndarray:
@@ -122,15 +140,20 @@ def attention_factor(cfg: LlamaConfig) -> float:
 
 
 def rope_tables(cfg: LlamaConfig, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """cos and sin of ``position * inv_freq`` for positions 0..n-1, each (n, head_dim / 2) float32.
+    """cos and sin of ``position * inv_freq`` for positions 0..n-1, each (n, head_dim / 2) float32."""
+    return rotary(np.arange(n), inv_freq(cfg), attention_factor(cfg))
+
+
+def rotary(positions: np.ndarray, freqs: np.ndarray, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin of ``positions * freqs``, each ``positions.shape + (head_dim / 2,)`` float32.
     The angle is HF's float32 product (``positions.float() * inv_freq``, one rounding); its cosine and
     sine are taken in float64 and rounded once (torch's float32 cos/sin are within an ulp of that, the
-    same at every position: the error that grows with the position is the angle's, which is exact)."""
-    ang = np.arange(n, dtype=np.float32)[:, None] * inv_freq(cfg)[None, :]
+    same at every position: the error that grows with the position is the angle's, which is exact).
+    ``scale``: :func:`attention_factor` (transformers: the float32 tables times the factor)."""
+    ang = np.asarray(positions).astype(np.float32)[..., None] * freqs
     a = ang.astype(np.float64)
     cos, sin = np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
-    scale = attention_factor(cfg)
-    if scale != 1.0:  # (transformers: the float32 tables times the factor)
+    if scale != 1.0:
         cos, sin = cos * np.float32(scale), sin * np.float32(scale)
     return cos, sin
 
@@ -222,12 +245,13 @@ class KVCache:
     """Keys and values of every layer, (B, num_key_value_heads, capacity, head_dim) each: persistent
     state that the compiled steps read and update in place. Rows past the current position hold stale
     values from earlier prompts; the attention mask never lets a query see them, so starting a new
-    prompt needs no reset."""
+    prompt needs no reset. The capacity is at most ``max_position_embeddings``, except with ``dynamic``
+    NTK scaling, whose frequencies stretch to longer sequences."""
 
     def __init__(self, cfg: LlamaConfig, capacity: int, batch: int = 1, dtype=lm.float32):
-        if capacity > cfg.max_position_embeddings:
+        if capacity > cfg.max_position_embeddings and cfg.rope_type != "dynamic":
             raise ValueError(f"KV cache capacity {capacity} exceeds max_position_embeddings "
-                             f"({cfg.max_position_embeddings})")
+                             f"({cfg.max_position_embeddings}); only rope_scaling 'dynamic' goes past it")
         shape = (batch, cfg.num_key_value_heads, capacity, cfg.head_dim)
         self.capacity, self.batch = capacity, batch
         self.k = [nn.Buffer(np.zeros(shape, np.float32), dtype, name=f"cache.{i}.k")
@@ -253,33 +277,51 @@ class Llama(nn.Module):
     def head_weight(self):
         return self.model.embed_tokens.weight if self.config.tie_word_embeddings else self.lm_head.weight
 
-    def forward(self, ids, positions=None, cache: KVCache | None = None, last_only: bool = False):
+    def forward(self, ids, positions=None, cache: KVCache | None = None, last_only: bool = False, *,
+                starts=None, rope=None):
         """Logits (B, S, vocab) for token ids (B, S) int32 (only the last position's, (B, 1, vocab), with
         ``last_only``). Without a cache: causal attention over the S tokens, positions 0..S-1 (training).
-        With one: ``positions`` (S,) int32 are the rows this step writes; each query sees the cache rows
-        up to its own position."""
+
+        With one, the batch's sequences are left-padded to a common length and share the cache's rows:
+        ``positions`` (S,) int32 are the rows (columns of the padded batch) this step writes, ``starts``
+        (B,) int32 the first row of each sequence (its padding ends there; None: no padding), and
+        ``rope`` = (cos, sin), each (B, S, head_dim / 2) float32, the rotary tables at each sequence's
+        own positions (row - start), which :class:`Session` computes on the host: with ``dynamic`` NTK
+        scaling the frequencies change from call to call. A query sees the rows of its sequence up to
+        its own; a padding query sees only its own row (a row that sees nothing would be NaN, and
+        NaN keys written to the cache would reach every later query through ``0 * NaN``)."""
         cfg, g = self.config, ids.graph
-        s = ids.shape[1]
+        b, s = ids.shape[0], ids.shape[1]
         mpe = cfg.max_position_embeddings
-        n_rows = cache.capacity if cache is not None else mpe
-        if cache is None and is_static(s) and s > mpe:
-            raise ValueError(f"Llama: a sequence of {s} tokens exceeds max_position_embeddings ({mpe}); "
-                             f"the rotary tables end there")
-        cos_t, sin_t = (g.constant(t) for t in rope_tables(cfg, n_rows))
         if cache is None:
-            positions = g.arange(s)
-            keys = positions
+            why = ("the rotary tables end there" if cfg.rope_type != "dynamic" else
+                   "rope_scaling 'dynamic' rescales the frequencies past it only in Session (generation "
+                   "with the KV cache); this cacheless forward keeps to the unscaled ones")
+            if is_static(s) and s > mpe:
+                raise ValueError(f"Llama: a sequence of {s} tokens exceeds max_position_embeddings ({mpe}); {why}")
+            cos_t, sin_t = (g.constant(t) for t in rope_tables(cfg, mpe))
+            positions = keys = g.arange(s)
+            cos, sin = cos_t.index_select(0, positions), sin_t.index_select(0, positions)
+            if not is_static(s):
+                # a symbolic S: required to fit when the program runs, checked per binding before any work
+                # (``graph.node_requirements`` on the gathered rows, which every layer reads), rather than the
+                # gather's index error naming neither S nor the limit
+                g.node_requirements.setdefault(cos.node.id, []).append(
+                    (mpe - s, f"Llama: the sequence length {s} exceeds max_position_embeddings ({mpe}); {why}",
+                     ValueError))
+            visible = keys.reshape(1, -1) <= positions.reshape(-1, 1)  # (S, T)
         else:
+            if rope is None:
+                raise ValueError("Llama.forward with a KV cache needs rope=(cos, sin), each (B, S, head_dim/2): "
+                                 "the rotary tables at each sequence's positions (see Session)")
+            cos, sin = (t.reshape(b, 1, s, cfg.head_dim // 2) for t in rope)
             keys = g.arange(cache.capacity)
-        cos, sin = cos_t.index_select(0, positions), sin_t.index_select(0, positions)
-        if cache is None and not is_static(s):
-            # a symbolic S: required to fit when the program runs, checked per binding before any work
-            # (``graph.node_requirements`` on the gathered rows, which every layer reads), rather than the
-            # gather's index error naming neither S nor the limit
-            g.node_requirements.setdefault(cos.node.id, []).append(
-                (mpe - s, f"Llama: the sequence length {s} exceeds max_position_embeddings ({mpe}); the "
-                          f"rotary tables end there", ValueError))
-        visible = keys.reshape(1, -1) <= positions.reshape(-1, 1)  # (S, T)
+            row = positions.reshape(1, -1, 1)  # (1, S, 1) against keys (1, 1, T)
+            visible = keys.reshape(1, 1, -1) <= row
+            if starts is not None:
+                own = keys.reshape(1, 1, -1) >= starts.reshape(-1, 1, 1)
+                visible = visible & (own | (keys.reshape(1, 1, -1) == row))  # (B, S, T)
+                visible = visible.reshape(b, 1, 1, s, cache.capacity)  # against the scores (B, kv, r, S, T)
         mask = lm.where(visible, g.constant(0.0), g.constant(-math.inf))
         if cache is not None:
             hit = keys.reshape(-1, 1) == positions.reshape(1, -1)  # (T, S)
@@ -543,62 +585,140 @@ def read_checkpoint(path, where: dict | None = None) -> dict[str, np.ndarray]:
 
 class Session:
     """Generation with a KV cache: a prefill program (any prompt length, symbolic ``S``) and a decode
-    program (one token), each compiled once and reused for every prompt and position.
+    program (one token per sequence), each compiled once and reused for every prompt and position.
 
-    ``pos`` is the number of tokens of the current sequence (None before the first :meth:`start`).
-    A refused :meth:`start` or :meth:`step` (too long, a token id out of range) is refused before
-    anything runs and leaves the session as it was: the sequence under way continues."""
+    ``batch`` sequences run together (:meth:`start_batch`, :meth:`step_batch`), left-padded to the
+    longest prompt with an attention mask, as Hugging Face's ``generate`` does for decoder-only models:
+    column ``c`` of the padded batch is cache row ``c`` for every sequence, so one decode step writes
+    one row and the write stays a single map shared by the batch; only the mask (a sequence sees its
+    own rows) and the rotary positions (``c - start`` of each sequence) differ per sequence. The
+    padding costs ``longest - shortest`` cache rows per sequence, and the logits of a padded batch are
+    the ones transformers computes on it. :meth:`start` and :meth:`step` are the one-sequence forms.
 
-    def __init__(self, model: Llama, capacity: int | None = None, backend: str = "cpu"):
+    ``pos`` is the number of columns of the current batch (a sequence's length with ``batch`` 1; None
+    before the first start) and ``starts`` each sequence's first column. A refused start or step (too
+    long, a token id out of range, the wrong number of sequences) is refused before anything runs and
+    leaves the session as it was: the sequences under way continue.
+
+    With ``rope_scaling`` ``dynamic`` (NTK), the frequencies of each call are transformers': those for
+    ``rope_len``, which grows to the call's length ``n`` (its largest position + 1) once ``n`` passes
+    it, and falls back to ``max_position_embeddings`` on a call shorter than that, as in transformers'
+    ``dynamic_rope_update``. Keys are cached rotated, so as in transformers the keys of earlier calls keep
+    the frequencies they were written with. The state spans sequences as in one transformers model: a
+    session behaves as one ``LlamaForCausalLM`` instance does across its ``generate`` calls."""
+
+    def __init__(self, model: Llama, capacity: int | None = None, backend: str = "cpu", batch: int = 1):
         cfg = model.config
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ValueError(f"Session: batch must be a positive integer, got {batch!r}")
         capacity = capacity or cfg.max_position_embeddings
-        self.model, self.cfg = model, cfg
-        self.cache = KVCache(cfg, capacity)
+        self.model, self.cfg, self.batch = model, cfg, batch
+        self.cache = KVCache(cfg, capacity, batch)
+        self.rope_len = cfg.max_position_embeddings  # transformers' max_seq_len_cached (dynamic NTK)
+        self._freqs, self._scale = inv_freq(cfg), attention_factor(cfg)
         model.eval()
         self.prefill = self._compile("S", backend)
         self.decode = self._compile(1, backend)
         self.pos: int | None = None
+        self.starts: np.ndarray | None = None
 
     def _compile(self, s, backend):
-        g = lm.Graph()
-        ids = g.input("ids", (1, s), dtype=lm.int32)
+        g, b, half = lm.Graph(), self.batch, self.cfg.head_dim // 2
+        ids = g.input("ids", (b, s), dtype=lm.int32)
         positions = g.input("positions", (s,), dtype=lm.int32)
-        return lm.compile(self.model(ids, positions, self.cache, last_only=True), backend=backend)
+        starts = g.input("starts", (b,), dtype=lm.int32)
+        rope = g.input("cos", (b, s, half)), g.input("sin", (b, s, half))
+        return lm.compile(self.model(ids, positions, self.cache, last_only=True, starts=starts, rope=rope),
+                          backend=backend)
 
-    def _checked(self, ids, start: int) -> np.ndarray:
-        """``ids`` as (1, n) int32, after checking that they fit positions ``start..start+n-1`` and the
+    def _checked(self, ids: np.ndarray, start: int) -> np.ndarray:
+        """``ids`` (B, n) as int32, after checking that they fit columns ``start..start+n-1`` and the
         vocabulary (changes nothing)."""
-        ids = np.asarray(ids, dtype=np.int32).reshape(1, -1)
+        ids = ids.astype(np.int32)
         n = ids.shape[1]
-        limit = min(self.cache.capacity, self.cfg.max_position_embeddings)
+        mpe = self.cfg.max_position_embeddings
+        limit = self.cache.capacity if self.cfg.rope_type == "dynamic" else min(self.cache.capacity, mpe)
         if start + n > limit:
-            what = ("max_position_embeddings" if limit == self.cfg.max_position_embeddings
-                    else "the KV cache capacity")
-            raise ValueError(f"context of {start + n} tokens exceeds {what} ({limit})")
+            what = "max_position_embeddings" if limit == mpe else "the KV cache capacity"
+            padded = " (the batch's longest sequence, padding included)" if self.batch > 1 else ""
+            raise ValueError(f"context of {start + n} tokens{padded} exceeds {what} ({limit})")
         if ids.size and (ids.min() < 0 or ids.max() >= self.cfg.vocab_size):
             raise ValueError(f"token ids must be in [0, {self.cfg.vocab_size}), got {ids.min()}..{ids.max()}")
         return ids
 
-    def _run(self, fn, ids, start: int) -> np.ndarray:
+    def _rope_len(self, n: int) -> int:
+        """The length transformers' dynamic NTK update computes a call's frequencies for, the call's own
+        length being ``n``: a longer one than ever grows it; one within the original limit resets it."""
+        if n > self.rope_len:
+            return n
+        mpe = self.cfg.max_position_embeddings
+        return mpe if n < mpe < self.rope_len else self.rope_len
+
+    def _run(self, fn, ids: np.ndarray, start: int, starts: np.ndarray) -> np.ndarray:
         n = ids.shape[1]
-        logits = fn(ids=ids, positions=np.arange(start, start + n, dtype=np.int32))
-        self.pos = start + n
-        return logits[0, -1]
+        rows = np.arange(start, start + n, dtype=np.int32)
+        positions = np.maximum(rows[None, :] - starts[:, None], 0)  # each sequence's own; padding: 0
+        freqs, rope_len = self._freqs, self.rope_len
+        if self.cfg.rope_type == "dynamic":
+            rope_len = self._rope_len(int(positions.max()) + 1)
+            freqs = inv_freq(self.cfg, rope_len)
+        cos, sin = rotary(positions, freqs, self._scale)
+        logits = fn(ids=ids, positions=rows, starts=starts, cos=cos, sin=sin)
+        self.pos, self.starts, self.rope_len = start + n, starts, rope_len
+        return logits[:, -1]
+
+    def start_batch(self, prompts) -> np.ndarray:
+        """Run ``batch`` prompts (lists of token ids, of any lengths >= 1) from position 0, left-padded
+        to the longest; returns each one's next-token logits, (batch, vocab). Refused prompts leave the
+        session as it was."""
+        if isinstance(prompts, np.ndarray) and prompts.ndim == 2:
+            prompts = list(prompts)
+        if not isinstance(prompts, (list, tuple)) or len(prompts) != self.batch:
+            got = len(prompts) if isinstance(prompts, (list, tuple)) else type(prompts).__name__
+            raise ValueError(f"Session(batch={self.batch}).start_batch needs {self.batch} prompts, got {got}")
+        seqs = [np.asarray(p) for p in prompts]
+        for i, p in enumerate(seqs):
+            if p.ndim != 1 or p.size == 0 or not np.issubdtype(p.dtype, np.integer):
+                raise ValueError(f"Session.start_batch: prompt {i} must be a non-empty list of token ids, "
+                                 f"got shape {p.shape} of {p.dtype}")
+        n = max(p.size for p in seqs)
+        ids = np.zeros((self.batch, n), np.int64)  # padding: token 0, never seen by a real token
+        for i, p in enumerate(seqs):
+            ids[i, n - p.size:] = p
+        ids = self._checked(ids, 0)
+        self.pos = None  # the prefill overwrites the cache's first rows: the old sequences end here
+        return self._run(self.prefill, ids, 0, np.array([n - p.size for p in seqs], np.int32))
+
+    def step_batch(self, tokens) -> np.ndarray:
+        """Feed one token per sequence at the next column; returns the next-token logits (batch, vocab)."""
+        if self.pos is None:
+            raise RuntimeError("Session.step() needs a sequence: call Session.start(prompt_ids) first")
+        ids = np.asarray(tokens)
+        if ids.shape != (self.batch,) or not np.issubdtype(ids.dtype, np.integer):
+            raise ValueError(f"Session(batch={self.batch}).step_batch needs {self.batch} token ids, got "
+                             f"shape {ids.shape} of {ids.dtype}")
+        return self._run(self.decode, self._checked(ids.reshape(-1, 1), self.pos), self.pos, self.starts)
+
+    def _single(self, what: str) -> None:
+        if self.batch != 1:
+            raise ValueError(f"Session(batch={self.batch}).{what} runs one sequence; use {what}_batch")
 
     def start(self, prompt_ids) -> np.ndarray:
-        """Run the prompt from position 0; returns the next-token logits (vocab,). A prompt that is
-        refused leaves the session as it was."""
-        if len(prompt_ids) == 0:
+        """Run one prompt (a list of token ids) from position 0; returns the next-token logits (vocab,).
+        A prompt that is refused leaves the session as it was."""
+        self._single("start")
+        ids = np.asarray(prompt_ids)
+        if ids.size == 0:
             raise ValueError("the prompt must have at least one token")
-        ids = self._checked(prompt_ids, 0)
-        self.pos = None  # the prefill overwrites the cache's first rows: the old sequence ends here
-        return self._run(self.prefill, ids, 0)
+        if ids.ndim != 1:  # a batch of prompts would otherwise be read as one, concatenated
+            raise ValueError(f"Session.start takes one prompt, a list of token ids; got shape {ids.shape} "
+                             f"(for several prompts: Session(model, batch=B).start_batch(prompts))")
+        return self.start_batch([ids])[0]
 
     def step(self, token: int) -> np.ndarray:
         """Feed one token at the next position; returns the next-token logits."""
-        if self.pos is None:
-            raise RuntimeError("Session.step() needs a sequence: call Session.start(prompt_ids) first")
-        return self._run(self.decode, self._checked([token], self.pos), self.pos)
+        self._single("step")
+        return self.step_batch([token])[0]
 
 
 def sample(logits: np.ndarray, rng: np.random.Generator, temperature: float = 0.0, top_k: int = 0,
@@ -632,3 +752,26 @@ def generate(session: Session, prompt_ids, max_new_tokens: int, *, temperature: 
         if tok in eos_ids or i == max_new_tokens - 1:
             return
         logits = session.step(tok)
+
+
+def generate_batch(session: Session, prompts, max_new_tokens: int, *, temperature: float = 0.0, top_k: int = 0,
+                   top_p: float = 1.0, seed: int = 0, eos_ids=()) -> list[list[int]]:
+    """The new token ids of each of ``session.batch`` prompts (of any lengths), decoded together: each
+    list stops after ``max_new_tokens`` or at its own end-of-sequence id (included, as :func:`generate`
+    yields it); the batch stops when every sequence has. A finished sequence is fed its last token
+    until then, its logits ignored. Sequence ``i`` samples with its own generator seeded ``seed + i``,
+    drawn from only while it runs, so it gets the tokens :func:`generate` gives it alone with that seed
+    (greedy: the same tokens whatever the seed), up to the rounding that batching changes."""
+    rngs = [np.random.default_rng(seed + i) for i in range(session.batch)]
+    out: list[list[int]] = [[] for _ in range(session.batch)]
+    running = [True] * session.batch
+    logits = session.start_batch(prompts)
+    for step in range(max_new_tokens):
+        for i in range(session.batch):
+            if running[i]:
+                out[i].append(sample(logits[i], rngs[i], temperature, top_k, top_p))
+                running[i] = out[i][-1] not in eos_ids
+        if not any(running) or step == max_new_tokens - 1:
+            return out
+        logits = session.step_batch([seq[-1] for seq in out])
+    return out

@@ -1,7 +1,8 @@
 """A reference Llama in plain torch, written from Hugging Face's ``modeling_llama.py`` semantics and
 independent of the DSL example: its own config reading, safetensors loading (``safetensors.torch``),
 rotary tables (``rotate_half`` over duplicated frequencies), ``repeat_kv`` for grouped-query attention
-and a growing (concatenated) KV cache, as HF's ``DynamicCache``."""
+and a growing (concatenated) KV cache, as HF's ``DynamicCache``. Plus :func:`hf_generation_logits`,
+which runs transformers' own model as its ``generate`` runs a left-padded batch."""
 
 from __future__ import annotations
 
@@ -129,3 +130,34 @@ class TorchLlama:
             out.append(tok)
             logits = self.forward(torch.tensor([[tok]]), cache)
         return out
+
+
+def hf_generation_logits(hf, prompts, fed, pad: int = 0) -> list:
+    """Hugging Face's own ``LlamaForCausalLM`` ``hf`` (transformers) as its ``generate`` runs a batch:
+    the prompts left-padded with ``pad`` and an attention mask, positions ``cumsum(mask) - 1``, then one
+    token per sequence per step (``fed``: a list of per-sequence token lists) through its KV cache.
+    Returns the last column's logits of each call, (B, vocab) arrays. ``hf`` keeps its state between
+    calls (a dynamic NTK rotary module remembers the longest length it has seen)."""
+    n = max(len(p) for p in prompts)
+    ids = torch.tensor([[pad] * (n - len(p)) + list(p) for p in prompts])
+    mask = torch.tensor([[0] * (n - len(p)) + [1] * len(p) for p in prompts])
+    cache, out = None, []
+    with torch.no_grad():
+        for step in range(len(fed) + 1):
+            x = ids if step == 0 else torch.tensor(fed[step - 1]).reshape(-1, 1)
+            pos = (mask.cumsum(-1) - 1).clamp(min=0)[:, -x.shape[1]:]
+            r = hf(input_ids=x, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True)
+            cache = r.cache
+            out.append(r.logits[:, -1].numpy())
+            mask = torch.cat([mask, torch.ones(len(prompts), 1, dtype=mask.dtype)], 1)
+    return out
+
+
+def hf_model(path):
+    """transformers' ``LlamaForCausalLM`` from a checkpoint directory, float32, eager attention (its
+    additive mask keeps a fully masked padding row finite)."""
+    import transformers
+
+    hf = transformers.LlamaForCausalLM.from_pretrained(str(path), torch_dtype=torch.float32,
+                                                       attn_implementation="eager")
+    return hf.eval()
