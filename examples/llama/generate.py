@@ -111,15 +111,17 @@ def parse_args(argv=None):
 
 def check_context(p: argparse.ArgumentParser, args, cfg: LlamaConfig, n_prompt: int) -> int:
     """The KV cache capacity of the run, after checking (before anything is loaded or compiled) that
-    the prompt and the new tokens fit in it and that it fits in ``max_position_embeddings``; a
-    refusal is an argparse error (usage, the message, exit status 2)."""
+    the prompt and the new tokens fit in it and that it fits in ``max_position_embeddings`` (any
+    length with ``rope_scaling`` ``dynamic``, whose frequencies stretch past it); a refusal is an
+    argparse error (usage, the message, exit status 2)."""
     mpe = cfg.max_position_embeddings
     need = positions_needed(n_prompt, args.max_new_tokens)
     run = (f"prompt ({n_prompt} tokens) + --max-new-tokens ({args.max_new_tokens}) needs {need} positions "
            f"(the last new token is not fed back)")
-    if args.context is not None and args.context > mpe:
+    bounded = cfg.rope_type != "dynamic"
+    if bounded and args.context is not None and args.context > mpe:
         p.error(f"--context {args.context} exceeds max_position_embeddings ({mpe}) of {args.model_dir}")
-    if need > mpe:
+    if bounded and need > mpe:
         p.error(f"{run}, which exceeds max_position_embeddings ({mpe})")
     if args.context is not None and need > args.context:
         p.error(f"{run}, more than --context {args.context}")

@@ -116,12 +116,13 @@ INERT = frozenset({
 })
 
 # rotary kind -> (keys it requires, keys it may have) besides rope_type / type, rope_theta and a
-# partial_rotary_factor of 1. ``dynamic`` (NTK: frequencies that change with the length of each call,
-# which a compiled program with a KV cache would have to recompute per length), ``longrope`` and the rest
-# are not implemented.
+# partial_rotary_factor of 1. ``dynamic`` (NTK): frequencies recomputed for each call's length past
+# max_position_embeddings, which the generation Session passes to its programs as runtime tables.
+# ``longrope`` and the rest are not implemented.
 ROPE_KEYS = {
     "default": (frozenset(), frozenset()),
     "linear": (frozenset({"factor"}), frozenset()),
+    "dynamic": (frozenset({"factor"}), frozenset()),
     "llama3": (frozenset({"factor", "low_freq_factor", "high_freq_factor"}),
                frozenset({"original_max_position_embeddings"})),  # default: max_position_embeddings (as 5.x)
     "yarn": (frozenset({"factor"}),
@@ -158,8 +159,8 @@ def _same(a, b) -> bool:
 @dataclass
 class LlamaConfig:
     """The fields of a Hugging Face ``config.json`` this model uses, with HF's defaults. ``rope_scaling``
-    is None for plain RoPE, else a dict with ``rope_type`` (``linear`` or ``llama3``) and that kind's
-    parameters; :meth:`from_dict` fills it from either layout."""
+    is None for plain RoPE, else a dict with ``rope_type`` (``linear``, ``dynamic``, ``llama3`` or
+    ``yarn``) and that kind's parameters; :meth:`from_dict` fills it from either layout."""
 
     vocab_size: int = 32000
     hidden_size: int = 4096

@@ -1,7 +1,8 @@
 """Write a small, randomly initialised Llama in the exact Hugging Face layout.
 
     python examples/llama/make_random.py OUT_DIR [--layers 2 --hidden 64 --heads 4 --kv-heads 2
-        --intermediate 128 --vocab 512 --head-dim D --tie --llama3-rope --dtype bfloat16 --sharded]
+        --intermediate 128 --vocab 512 --head-dim D --tie --llama3-rope | --dynamic-rope F --dtype bfloat16
+        --sharded]
 
 This environment cannot download models, so the example, its tests and its benchmark run on one of
 these: ``config.json``, ``model.safetensors`` (or shards with ``model.safetensors.index.json``) and a
@@ -107,8 +108,10 @@ def write_checkpoint(out: Path, tensors: dict, dtype: str, shards: int = 1) -> N
 def make_random(out, *, layers: int = 2, hidden: int = 64, heads: int = 4, kv_heads: int = 2,
                 intermediate: int = 128, vocab: int = 512, head_dim: int | None = None, tie: bool = False,
                 llama3_rope: bool = False, dtype: str = "float32", shards: int = 1, max_positions: int = 256,
-                bias: bool = False, seed: int = 0, std: float = 0.02, tokenizer: bool = True) -> Path:
-    """Write the directory; returns its path."""
+                bias: bool = False, seed: int = 0, std: float = 0.02, tokenizer: bool = True,
+                dynamic_rope: float | None = None) -> Path:
+    """Write the directory; returns its path. ``dynamic_rope``: the factor of a ``rope_scaling`` of type
+    ``dynamic`` (NTK scaling past ``max_positions``)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cfg = {
@@ -125,6 +128,10 @@ def make_random(out, *, layers: int = 2, hidden: int = 64, heads: int = 4, kv_he
     if llama3_rope:
         cfg["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
+    if dynamic_rope is not None:
+        if llama3_rope:
+            raise ValueError("make_random: --llama3-rope and --dynamic-rope are two rope_scaling kinds; pick one")
+        cfg["rope_scaling"] = {"rope_type": "dynamic", "factor": float(dynamic_rope)}
     write_checkpoint(out, random_weights(cfg, seed, std), dtype, shards)  # the weights before the config
     write_atomic(out / "config.json", (json.dumps(cfg, indent=2) + "\n").encode())  # that describes them
     if tokenizer:
@@ -149,6 +156,8 @@ def main(argv=None):
     p.add_argument("--max-positions", type=int, default=256)
     p.add_argument("--tie", action="store_true", help="tie_word_embeddings (no lm_head.weight)")
     p.add_argument("--llama3-rope", action="store_true", help="rope_scaling of type llama3")
+    p.add_argument("--dynamic-rope", type=float, default=None, metavar="FACTOR",
+                   help="rope_scaling of type dynamic (NTK) with this factor")
     p.add_argument("--bias", action="store_true", help="attention_bias and mlp_bias")
     p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
     p.add_argument("--sharded", type=int, nargs="?", const=3, default=1, metavar="N",
@@ -158,7 +167,7 @@ def main(argv=None):
     out = make_random(a.out, layers=a.layers, hidden=a.hidden, heads=a.heads, kv_heads=a.kv_heads,
                       intermediate=a.intermediate or 2 * a.hidden, vocab=a.vocab, head_dim=a.head_dim, tie=a.tie,
                       llama3_rope=a.llama3_rope, dtype=a.dtype, shards=a.sharded, max_positions=a.max_positions,
-                      bias=a.bias, seed=a.seed)
+                      bias=a.bias, seed=a.seed, dynamic_rope=a.dynamic_rope)
     print(f"wrote {out}: " + ", ".join(sorted(f.name for f in out.iterdir())))
 
 

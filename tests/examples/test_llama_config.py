@@ -157,7 +157,7 @@ def _drop_rope(key):
     (_set("quantization_config", {"quant_method": "bitsandbytes"}), r"'quantization_config'"),
     (_set("attention_dropout", 0.1), r"'attention_dropout' = 0\.1"),
     (_set("partial_rotary_factor", 0.5), r"'partial_rotary_factor' = 0\.5"),
-    (_rope(rope_type="dynamic"), r"rope_type 'dynamic'"),
+    (_rope(rope_type="dynamic"), r"'high_freq_factor' = 4\.0 is not understood for rope_type 'dynamic'"),
     (_rope(partial_rotary_factor=0.5), r"'partial_rotary_factor' = 0\.5"),
     (_rope(attention_factor=2.0), r"'attention_factor'"),
     (_drop_rope("low_freq_factor"), r"'low_freq_factor'"),
