@@ -4,7 +4,10 @@
 the arguments torch documents and the edge cases a user meets.
 
 What it found: ``grid_sample`` refused 5-d (volume) inputs, which torch samples trilinearly or by the
-nearest voxel. Where torch's own gradient is wrong the defined value is written out instead: torch's
+nearest voxel; ``cdist``/``pdist`` of points with no coordinates raised for ``p = inf`` (torch: 0);
+``local_response_norm`` raised for an input with no channels (torch: the empty output).
+
+Where torch's own gradient is wrong the defined value is written out instead: torch's
 ``cdist``/``pdist`` with ``p = inf`` give every coordinate tied for the largest difference the whole
 gradient (no subgradient of the max; luminal shares it among them, as ``torch.linalg.vector_norm``),
 and ``embedding_bag`` with ``include_last_offset`` and indices past the last offset (in no bag) gives
@@ -154,6 +157,15 @@ def test_cdist_float64_symbolic_points_and_backends(backend):
           torch_op=lambda x, y: torch.cdist(x, y, 1.5))
     check(lambda x, y: lm.cdist(x, y), [a, b], shapes=[(2, "P", 4), (2, "R", 4)], backend=backend,
           torch_op=lambda x, y: torch.cdist(x, y))
+
+
+@pytest.mark.parametrize("p", P)
+def test_points_without_coordinates_are_at_distance_zero(p, backend):
+    """(P, 0) and (R, 0) points: every distance 0, as torch's; p = inf was a ValueError from
+    vector_norm (a max over the empty dim)."""
+    check(lambda a, b: lm.cdist(a, b, p), [rand((2, 3, 0)), rand((2, 2, 0))], backend=backend,
+          torch_op=lambda a, b: torch.cdist(a, b, p))
+    check(lambda a: lm.pdist(a, p), [rand((3, 0))], torch_op=lambda a: torch.pdist(a, p), backend=backend)
 
 
 @pytest.mark.parametrize("p", P)
@@ -415,6 +427,14 @@ def test_local_response_norm(size, alpha, beta, k, shape):
           torch_op=lambda t: torch.nn.LocalResponseNorm(size, alpha, beta, k)(t))
     check(lambda t: F.local_response_norm(t, size, alpha, beta, k), [x],
           torch_op=lambda t: TF.local_response_norm(t, size, alpha, beta, k))
+
+
+@pytest.mark.parametrize("shape", [(2, 0, 3), (1, 0, 2, 2), (2, 3, 0), (0, 3, 2)])
+@pytest.mark.parametrize("size", [1, 3])
+def test_local_response_norm_of_an_empty_input(shape, size):
+    """An empty output of the input's shape, as torch's; no channels was a ValueError from the window's
+    unfold."""
+    check(lambda t: F.local_response_norm(t, size), [rand(shape)], torch_op=lambda t: TF.local_response_norm(t, size))
 
 
 def test_local_response_norm_refuses_2d_as_torch():

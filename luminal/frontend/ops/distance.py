@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from luminal.core import dtype as dt
@@ -67,7 +69,16 @@ def _cdist(x1: GraphTensor, x2: GraphTensor, p: float, compute_mode: str, batch)
                  mul(matmul(a, b.mT), -2.0))
         pos = gt(sq, 0)  # (rounding may leave a small negative; and sqrt's gradient at 0 is infinite)
         return where(pos, sqrt(where(pos, sq, 1.0)), 0.0)
-    return vector_norm(sub(a.unsqueeze(-2), b.unsqueeze(-3)), p, -1)
+    return _distance(sub(a.unsqueeze(-2), b.unsqueeze(-3)), p)
+
+
+def _distance(diff: GraphTensor, p: float) -> GraphTensor:
+    """The p-norm of the differences ``diff`` over the last dim. Points with no coordinates are at
+    distance 0 for every ``p``, as torch's cdist/pdist: also for ``inf``, the largest of no (non-negative)
+    differences, which ``vector_norm`` refuses (a max over an empty dim)."""
+    if p == math.inf and diff.shape[-1] == 0:
+        return sum_(diff, -1)
+    return vector_norm(diff, p, -1)
 
 
 def pdist(input: GraphTensor, p: float = 2.0) -> GraphTensor:  # noqa: A002
@@ -98,4 +109,4 @@ def _pdist(x: GraphTensor, p: float) -> GraphTensor:
     """pdist of checked (N, M) points, N static."""
     i, j = np.triu_indices(x.shape[0], 1)
     a, b = (index_select(x, 0, x.graph.constant(k.astype(np.int32))) for k in (i, j))
-    return vector_norm(sub(a, b), p, -1)
+    return _distance(sub(a, b), p)
