@@ -22,8 +22,12 @@ def test_the_dry_run_passes_every_stage_and_writes_the_summary(tmp_path):
                           capture_output=True, text=True, timeout=300)
     summary = (tmp_path / "gpu_check.md").read_text()
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{summary}"
-    for stage in ("probe", "tests", "benches", "schedules"):
+    for stage in ("probe", "tests", "benches", "bandwidth", "decode", "schedules"):
         assert f"| {stage} | ok |" in summary
-    assert "| MLP AdamW step, batch 8 |" in summary and "simulated device: first launch ok" in summary
+    assert "simulated device: first launch ok" in summary
+    for row in ("| MLP AdamW step, batch 8 |", "| CNN AdamW step, batch 1 |", "| elementwise chain | 4096 |",
+                "| softmax rows | 2x2048 |", "| layer norm rows | 16x64 |", "| decode, 2 layers, prompt 4 |"):
+        assert row in summary, row  # each bench's table, after its check against torch passed
+    assert "prefill and 2 decode steps agree" in summary and "CNN: losses of 2 steps equal" in summary
     row = next(line for line in summary.splitlines() if line.startswith("| batch-1 product | matmul 1x300x150 |"))
     assert all(f"{option} " in row for option in ("gemv", "warp", "tiled")), row  # a schedule search's row
