@@ -634,7 +634,6 @@ class Session:
     def _checked(self, ids: np.ndarray, start: int) -> np.ndarray:
         """``ids`` (B, n) as int32, after checking that they fit columns ``start..start+n-1`` and the
         vocabulary (changes nothing)."""
-        ids = ids.astype(np.int32)
         n = ids.shape[1]
         mpe = self.cfg.max_position_embeddings
         limit = self.cache.capacity if self.cfg.rope_type == "dynamic" else min(self.cache.capacity, mpe)
@@ -644,7 +643,7 @@ class Session:
             raise ValueError(f"context of {start + n} tokens{padded} exceeds {what} ({limit})")
         if ids.size and (ids.min() < 0 or ids.max() >= self.cfg.vocab_size):
             raise ValueError(f"token ids must be in [0, {self.cfg.vocab_size}), got {ids.min()}..{ids.max()}")
-        return ids
+        return ids.astype(np.int32)  # (in range: the cast is exact)
 
     def _rope_len(self, n: int) -> int:
         """The length transformers' dynamic NTK update computes a call's frequencies for, the call's own

@@ -87,6 +87,8 @@ def test_batch_errors_name_the_counts_and_leave_the_batch_under_way(sessions):
         batch.step_batch([1, 2])
     with pytest.raises(ValueError, match=r"token ids must be in \[0, 128\), got 1\.\.128"):
         batch.step_batch([1, 2, 128])
+    with pytest.raises(ValueError, match=r"token ids must be in \[0, 128\), got 1\.\.4294967298"):
+        batch.step_batch([1, 2, 2**32 + 2])  # not wrapped to 2 by a cast to int32
     assert batch.pos == 8
     tokens = [int(t) for t in before.argmax(-1)]
     alone = [one.start(p + [t]) for p, t in zip(PROMPTS, tokens)]  # the batch goes on as each sequence alone
