@@ -3,6 +3,7 @@
     python examples/llama/generate.py MODEL_DIR --prompt "Once upon a time" --max-new-tokens 64
     python examples/llama/generate.py MODEL_DIR --prompt "..." --temperature 0.8 --top-k 40 --top-p 0.95 --seed 1
     python examples/llama/generate.py MODEL_DIR --ids 1,450,4996 --max-new-tokens 16    # token ids, no tokenizer
+    python examples/llama/generate.py MODEL_DIR --prompt "One" --prompt "Two words"     # a batch, decoded together
 
 The tokenizer is the directory's ``tokenizer.json``, read with the ``tokenizers`` package (``pip install
 -e ".[llama]"``); ``--ids`` passes token ids directly instead. Text is streamed as it is generated; at the
@@ -10,7 +11,9 @@ end the compile time, the time to first token and the decode rate are printed. G
 (``--temperature 0``, the default) is deterministic.
 
 Contract for other tools: with ``--ids``, the last line printed is ``ids:`` followed by the new token ids
-only, space-separated.
+only, space-separated. ``--prompt`` or ``--ids`` given several times is a batch (``Session(batch=N)``,
+left-padded, each sequence stopping at its own end-of-sequence token): its texts are printed at the end,
+not streamed, and with ``--ids`` the last N lines are the ``ids:`` lines, in the order of the prompts.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from model import Llama, LlamaConfig, Session, generate  # noqa: E402
+from model import Llama, LlamaConfig, Session, generate, generate_batch  # noqa: E402
 
 
 def load_tokenizer(model_dir: Path, required: bool):
@@ -89,8 +92,9 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("model_dir", type=Path)
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--prompt", help="text, tokenized with the directory's tokenizer.json")
-    src.add_argument("--ids", help="comma-separated token ids (no tokenizer needed)")
+    src.add_argument("--prompt", action="append",
+                     help="text, tokenized with the directory's tokenizer.json; several: a batch")
+    src.add_argument("--ids", action="append", help="comma-separated token ids (no tokenizer needed); several: a batch")
     p.add_argument("--max-new-tokens", type=positive_int, default=32)
     p.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
     p.add_argument("--top-k", type=int, default=0, help="sample among the k most likely (0: all)")
@@ -116,7 +120,8 @@ def check_context(p: argparse.ArgumentParser, args, cfg: LlamaConfig, n_prompt: 
     argparse error (usage, the message, exit status 2)."""
     mpe = cfg.max_position_embeddings
     need = positions_needed(n_prompt, args.max_new_tokens)
-    run = (f"prompt ({n_prompt} tokens) + --max-new-tokens ({args.max_new_tokens}) needs {need} positions "
+    longest = "longest " if len(args.ids or args.prompt or ()) > 1 else ""
+    run = (f"{longest}prompt ({n_prompt} tokens) + --max-new-tokens ({args.max_new_tokens}) needs {need} positions "
            f"(the last new token is not fed back)")
     bounded = cfg.rope_type != "dynamic"
     if bounded and args.context is not None and args.context > mpe:
@@ -132,33 +137,38 @@ def main(argv=None) -> dict:
     p = parser()
     args = p.parse_args(argv)
     tokenizer = load_tokenizer(args.model_dir, required=args.prompt is not None)
-    if args.ids is not None:
-        try:
-            prompt = [int(t) for t in args.ids.replace(" ", "").split(",") if t]
-        except ValueError:
-            raise SystemExit(f"generate.py: --ids must be comma-separated integers, got {args.ids!r}") from None
-    else:
-        prompt = tokenizer.encode(args.prompt).ids
-    if not prompt:
-        raise SystemExit("generate.py: the prompt is empty")
-    capacity = check_context(p, args, LlamaConfig.from_dir(args.model_dir), len(prompt))
+    prompts = []
+    for text in args.ids or args.prompt:
+        if args.ids is not None:
+            try:
+                prompts.append([int(t) for t in text.replace(" ", "").split(",") if t])
+            except ValueError:
+                raise SystemExit(f"generate.py: --ids must be comma-separated integers, got {text!r}") from None
+        else:
+            prompts.append(tokenizer.encode(text).ids)
+        if not prompts[-1]:
+            raise SystemExit(f"generate.py: the prompt {text!r} is empty")
+    capacity = check_context(p, args, LlamaConfig.from_dir(args.model_dir), max(map(len, prompts)))
 
     t0 = time.perf_counter()
     model = Llama.from_pretrained(args.model_dir)
     cfg = model.config
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    session = Session(model, capacity=capacity, backend=args.backend)
+    session = Session(model, capacity=capacity, backend=args.backend, batch=len(prompts))
     compile_s = time.perf_counter() - t0
     if args.report:
         for name, program in (("prefill", session.prefill), ("decode", session.decode)):
             print(f"--- {name}")
             program.report()
 
+    stops = set() if args.ignore_eos else eos_ids(cfg, tokenizer)
+    if len(prompts) > 1:
+        return run_batch(args, session, prompts, stops, tokenizer, compile_s)
+    prompt = prompts[0]
     stream = TextStream(tokenizer) if tokenizer is not None else None
     if stream is not None and args.prompt is not None:
-        print(args.prompt, end="", flush=True)
-    stops = set() if args.ignore_eos else eos_ids(cfg, tokenizer)
+        print(args.prompt[0], end="", flush=True)
     new, times = [], []
     t_start = time.perf_counter()
     for tok in generate(session, prompt, args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
@@ -181,6 +191,28 @@ def main(argv=None) -> dict:
     if args.ids is not None:
         print("ids: " + " ".join(str(t) for t in new))
     return {"ids": new, "prompt": prompt, "compile_s": compile_s, "ttft_s": ttft, "tokens_per_s": rate}
+
+
+def run_batch(args, session: Session, prompts: list[list[int]], stops: set[int], tokenizer, compile_s: float) -> dict:
+    """The prompts decoded together (:func:`model.generate_batch`), each one's text (or ids) printed when
+    all are done, then, with ``--ids``, one ``ids:`` line per prompt."""
+    t0 = time.perf_counter()
+    new = generate_batch(session, prompts, args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
+                         top_p=args.top_p, seed=args.seed, eos_ids=stops)
+    total_s = time.perf_counter() - t0
+    for i, ids in enumerate(new):
+        if tokenizer is not None:
+            text = args.prompt[i] if args.prompt is not None else tokenizer.decode(prompts[i])
+            print(f"[{i}] {text}{tokenizer.decode(ids, skip_special_tokens=True)}")
+        else:
+            print(f"[{i}] " + " ".join(map(str, ids)))
+    n = sum(map(len, new))
+    print(f"compile {compile_s:.2f} s; batch of {len(prompts)} prompts ({', '.join(str(len(q)) for q in prompts)} "
+          f"tokens, left-padded to {max(map(len, prompts))}); {n} new tokens in {total_s:.2f} s, prefill included")
+    if args.ids is not None:
+        for ids in new:
+            print("ids: " + " ".join(map(str, ids)))
+    return {"ids": new, "prompt": prompts, "compile_s": compile_s, "total_s": total_s}
 
 
 if __name__ == "__main__":

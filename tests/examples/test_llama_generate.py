@@ -99,3 +99,20 @@ def test_context_is_checked_before_anything_runs(model_dir, capsys, context, mes
     assert len(script.main([str(model_dir), "--ids", "1,2,3,4", "--max-new-tokens", "11", "--ignore-eos",
                             "--context", "14"])["ids"]) == 11  # exactly enough
     capsys.readouterr()
+
+
+def test_several_prompts_are_one_batch_with_an_ids_line_each(model_dir, capsys):
+    prompts = [[1, 40, 41], [1, 2, 3, 4, 5, 6], [7]]
+    args = [str(model_dir), "--max-new-tokens", "5", "--ignore-eos"]
+    out = _script().main(args + [a for q in prompts for a in ("--ids", ",".join(map(str, q)))])
+    lines = capsys.readouterr().out.strip().splitlines()
+    ref = TorchLlama(model_dir)
+    want = [ref.greedy(q, 5) for q in prompts]
+    assert out["ids"] == want
+    assert [[int(t) for t in line.split()[1:]] for line in lines[-3:]] == want and lines[-4].startswith("compile")
+    with pytest.raises(SystemExit):
+        _script().main(args[:1] + ["--ids", "1", "--ids", ",".join(["5"] * 60), "--max-new-tokens", "6"])
+    assert "longest prompt (60 tokens) + --max-new-tokens (6) needs 65 positions" in capsys.readouterr().err
+    out = _script().main(args + ["--prompt", "The compiled", "--prompt", "A"])  # text: printed at the end
+    text = capsys.readouterr().out
+    assert len(out["ids"]) == 2 and text.startswith("[0] The compiled") and "\n[1] A" in text
