@@ -543,22 +543,102 @@ def _pow_magnitude(p: GraphTensor, b: GraphTensor, lg: GraphTensor) -> GraphTens
     rounding of ``rest`` and of ``b log2(m)``, at most about ``1 + |b| / 2`` ulps (under an ulp for
     the usual exponents, against ``|b log2(p)|`` for ``exp2(b * lg)``). Subnormal ``p``, non-finite
     operands and ``|b| >= 2**60`` (where the result is 0, 1 or inf, or the split overflows) take
-    ``exp2(b * lg)``. The gradients are the function's, as torch's: ``b p**b / p`` and
-    ``p**b ln(p)`` (``Graph.custom_vjp``)."""
-    e = sub(add(lg, _ROUND), _ROUND)
-    m = mul(p, exp2(neg(e)))
-    c = mul(b, _SPLIT)
-    bh = sub(c, sub(c, b))
-    high = mul(bh, e)
-    n = sub(add(high, _ROUND), _ROUND)
-    rest = add(sub(high, n), add(mul(sub(b, bh), e), mul(b, log2(m))))
-    fine = _times_pow2(exp2(rest), n)
-    usable = logical_and(logical_and(ge(p, 2.0 ** -1022), lt(p, math.inf)), lt(abs_(b), 2.0 ** 60))
+    ``exp2(b * lg)``. A float64 power outside a narrow composition (``float64_paths``) takes
+    ``_pow_dd`` instead: within an ulp for every exponent, subnormal ``p`` too. The gradients are the
+    function's, as torch's: ``b p**b / p`` and ``p**b ln(p)`` (``Graph.custom_vjp``)."""
+    if _accurate(p):
+        fine, usable = _pow_dd(p, b), logical_and(lt(p, math.inf), lt(abs_(b), 2.0 ** 60))
+    else:
+        e = sub(add(lg, _ROUND), _ROUND)
+        m = mul(p, exp2(neg(e)))
+        c = mul(b, _SPLIT)
+        bh = sub(c, sub(c, b))
+        high = mul(bh, e)
+        n = sub(add(high, _ROUND), _ROUND)
+        rest = add(sub(high, n), add(mul(sub(b, bh), e), mul(b, log2(m))))
+        fine = _times_pow2(exp2(rest), n)
+        usable = logical_and(logical_and(ge(p, 2.0 ** -1022), lt(p, math.inf)), lt(abs_(b), 2.0 ** 60))
     y = where(usable, fine, exp2(mul(b, lg)))
     g = p.graph
     out = g.tensor(g.add("Copy", (y,), "pow", y.dtype, y.shape))  # (a node of its own to carry the rule)
     return g.custom_vjp(out, [p, b], lambda out, adjoint, p, b: [div(mul(mul(adjoint, b), out), p),
                                                                mul(mul(adjoint, out), mul(log2(p), LN2))])
+
+
+# fdlibm's e_pow.c: log2 of m in [sqrt(3)/4 * 2, sqrt(3)) as ``dp + 2/(3 ln 2) s (3 + s**2 + r)``,
+# s = (m - bp) / (m + bp) with bp 1 or 3/2 (|s| < 0.102), log2(3/2) and 2/(3 ln 2) in a 21-bit high part
+# and the rest (mpmath, 50 digits); r's series 3/(2k+1) s**(2k), k >= 2 (Taylor: the first left out is
+# below 2**-66 of the sum)
+_LOG2_BP = (0.5849623680114746, 1.3270968157207873e-07)  # log2(3/2)
+_CP = (0.9617966939259756, 0.9617962837219238, 4.102040517767816e-07)  # 2/(3 ln 2), its 21-bit head, rest
+_LOG2_R = tuple(3 / (2 * k + 1) for k in range(2, 9))
+_LN2_DD = (0.6931471805599453, 2.3190468138462996e-17)
+_LN2_HALVES = (0.6931471824645996, -1.904654323148236e-09)  # Veltkamp's split of _LN2_DD[0]
+
+
+def _log2_dd(x: GraphTensor) -> tuple[GraphTensor, GraphTensor]:
+    """float64 ``log2(x) = t1 + t2`` for finite ``x > 0`` (subnormal too), to about 2**-64 relative
+    (fdlibm's e_pow.c): ``x = 2**e m``, ``m`` in [sqrt(3)/2, sqrt(3)), and ``log2(m)`` from ``s``
+    carried as ``s_h + s_l``, the products of 26-bit halves exact (Veltkamp's ``_halves`` in place of
+    e_pow's zeroed low words). ``t1`` has 26 significant bits."""
+    tiny = lt(x, 2.0 ** -1022)
+    xs = where(tiny, mul(x, 2.0 ** 54), x)
+    e = sub(add(log2(xs), _ROUND), _ROUND)
+    m = mul(xs, exp2(neg(e)))
+    low = lt(m, math.sqrt(3) / 2)
+    m = where(low, mul(m, 2.0), m)
+    e = sub(e, add(cast(low, dt.float64), mul(cast(tiny, dt.float64), 54.0)))
+    k = ge(m, math.sqrt(1.5))
+    bp = where(k, 1.5, 1.0)
+    u = sub(m, bp)  # (exact)
+    inv = reciprocal(add(m, bp))
+    ss = mul(u, inv)
+    s_h, _ = _halves(ss)
+    t_h, _ = _halves(add(m, bp))
+    t_l = sub(m, sub(t_h, bp))
+    s_l = mul(inv, sub(sub(u, mul(s_h, t_h)), mul(s_h, t_l)))
+    s2 = mul(ss, ss)
+    r = add(mul(mul(s2, s2), _poly(s2, _LOG2_R)), mul(s_l, add(s_h, ss)))
+    s2 = mul(s_h, s_h)
+    t_h, _ = _halves(add(add(s2, 3.0), r))
+    t_l = sub(r, sub(sub(t_h, 3.0), s2))
+    u = mul(s_h, t_h)
+    v = add(mul(s_l, t_h), mul(t_l, ss))
+    p_h, _ = _halves(add(u, v))
+    p_l = sub(v, sub(p_h, u))
+    z_h = mul(p_h, _CP[1])
+    kf = cast(k, dt.float64)  # (a where of two Python numbers would be float32)
+    z_l = add(add(mul(p_h, _CP[2]), mul(p_l, _CP[0])), mul(kf, _LOG2_BP[1]))
+    dp_h = mul(kf, _LOG2_BP[0])
+    t1, _ = _halves(add(add(add(z_h, z_l), dp_h), e))
+    return t1, sub(z_l, sub(sub(sub(t1, e), dp_h), z_h))
+
+
+def _pow_dd(p: GraphTensor, b: GraphTensor) -> GraphTensor:
+    """float64 ``p ** b`` for finite ``p > 0`` (subnormal too) and ``|b| < 2**60``, within about an ulp
+    for every exponent (fdlibm's e_pow.c): ``b log2(p)`` as ``p_h + p_l`` (``_log2_dd``; ``p_h`` the
+    exact product of 26-bit halves), ``n`` its nearest integer and ``2**(rest)`` as ``e**(rest ln 2)``
+    with the argument a double-double (``_exp_reduced``), rounded once. ``_pow_magnitude``'s single
+    ``b log2(m)`` carries that product's and ``log2``'s roundings times ``|b log2(m)|``: 600 ulps for
+    ``a`` near 1 with ``|b ln a|`` near 700. The exponent is held to [-1100, 1100], where the result is
+    already 0 or inf, so the reduction stays exact."""
+    t1, t2 = _log2_dd(p)
+    y1, y2 = _halves(b)
+    p_h = mul(y1, t1)
+    p_l = add(mul(y2, t1), mul(b, t2))
+    big = gt(abs_(p_h), 1100.0)
+    p_h = where(big, where(gt(p_h, 0.0), 1100.0, -1100.0), p_h)
+    p_l = where(big, 0.0, p_l)
+    n = sub(add(p_h, _ROUND), _ROUND)
+    r = add(sub(p_h, n), p_l)  # (p_h - n exact)
+    rl = sub(p_l, sub(r, sub(p_h, n)))
+    x = mul(r, _LN2_DD[0])
+    rh, rlo = _halves(r)  # (Dekker's product with ln 2's halves, _LN2_HALVES)
+    xl = add(add(add(sub(mul(rh, _LN2_HALVES[0]), x), mul(rh, _LN2_HALVES[1])), mul(rlo, _LN2_HALVES[0])),
+             mul(rlo, _LN2_HALVES[1]))
+    n2, s, t = _exp_reduced(x, add(xl, add(mul(r, _LN2_DD[1]), mul(rl, _LN2_DD[0]))))
+    u, ul = _two_sum(1.0, s)
+    return _times_pow2(add(u, add(ul, t)), add(n, n2))
 
 
 def maximum(a, b) -> GraphTensor:
@@ -1061,15 +1141,16 @@ def _div_dd(nh, nl, dh: GraphTensor, dl) -> tuple[GraphTensor, GraphTensor]:
 _EXPM1_Q = tuple(1.0 / math.factorial(k) for k in range(3, 17))
 
 
-def _exp_reduced(x: GraphTensor) -> tuple[GraphTensor, GraphTensor, GraphTensor]:
-    """float64 ``e**x = 2**n (1 + s + t)`` for ``|x| < 2**50``: ``n`` the integer nearest ``x log2(e)``,
+def _exp_reduced(x: GraphTensor, xl=None) -> tuple[GraphTensor, GraphTensor, GraphTensor]:
+    """float64 ``e**x = 2**n (1 + s + t)`` for ``|x| < 2**50`` (``e**(x + xl)``, a double-double
+    argument, with ``xl`` below an ulp of ``x``): ``n`` the integer nearest ``x log2(e)``,
     ``r = x - n ln 2`` carried in two parts (``x - n _LN2_HI`` is exact, as in ``_exp_f64``), and
     ``expm1(r) = s + t``: ``r + r**2/2`` exactly (TwoSum, Dekker's ``r**2``), ``r**3 Q(r)`` and the low
     part of ``r`` times ``e**r``, renormalised (``s`` rounded, ``t`` the rest): ``s + t`` is within about
     2**-60 of ``expm1(r)`` (relative), so callers round once. Returns ``(n, s, t)``."""
     n = sub(add(mul(x, LOG2E), _ROUND), _ROUND)
     hi = sub(x, mul(n, _LN2_HI))
-    lo = mul(n, _LN2_LO)
+    lo = mul(n, _LN2_LO) if xl is None else sub(mul(n, _LN2_LO), xl)
     r = sub(hi, lo)
     rc = sub(sub(hi, r), lo)  # r + rc = hi - lo, to 2**-106 relative
     p, pe = _two_prod(r, r)
