@@ -18,7 +18,7 @@ the captured run graph alone (``DeviceBinding.time_run``: events around one repl
 second call captured), without the commit that then copies the new value into the result State's
 device copy (one more pass, which a program returning the result, or feeding it to the next kernel,
 does not make). torch's side: events around the eager call. Before timing, each side's result is
-compared on the device with the other's, ||luminal - torch|| / ||torch|| in float64 under 1e-5;
+compared on the device with the other's, ||luminal - torch|| / ||torch|| in float64 under 1e-4;
 luminal's result State starts as NaN, so an element its kernels leave unwritten fails the check. The
 sides alternate in blocks (``benchlib.alternate``), each sample one event-timed call.
 
@@ -41,7 +41,7 @@ import luminal as lm  # noqa: E402
 from luminal.frontend.state import State  # noqa: E402
 
 GOAL = 0.70  # issue 31: >= 70% of the copy bandwidth
-TOLERANCE = 1e-5  # ||luminal - torch|| / ||torch||: float32 on both sides
+TOLERANCE = 1e-4  # ||luminal - torch|| / ||torch||: float32 on both sides lands far under it, a wrong result near 1
 
 # mode -> (copy floats, [(row, kind, shape)], (warm-up, samples, rounds))
 SIZES = {

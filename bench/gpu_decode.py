@@ -13,7 +13,7 @@ host initialisation (about 4.4 GB) and upload are most of the time before the ti
 
 Before timing: a 128-token prompt runs on both sides (luminal's prefill, torch's forward with the final
 norm and the head on the last position only, as luminal's ``last_only``), and so do two decode steps
-fed the same tokens; the logits are compared each time, ||luminal - torch|| / ||torch|| under 1e-4.
+fed the same tokens; the logits are compared each time, ||luminal - torch|| / ||torch|| under 1e-3.
 Then both restart from the prompt and decode greedily (each side its own argmax), one token per call,
 alternating in blocks (``benchlib.alternate``); a call is a token's whole latency on the host clock:
 luminal's ``Session.step`` (its result comes back to the host), torch's forward and the argmax read back
@@ -46,7 +46,10 @@ from model import Llama, LlamaConfig, Session  # noqa: E402
 import luminal as lm  # noqa: E402
 
 GOAL = 0.7  # issue 31: luminal <= 0.7 x torch eager
-TOLERANCE = 1e-4  # ||luminal - torch|| / ||torch|| of the logits, float32 on both sides
+# ||luminal - torch|| / ||torch|| of the logits: float32 on both sides lands far under it (1e-7 in the dry
+# run); a wrong computation lands near 1. Not tighter: 22 layers of different summation orders on a device
+# never run yet must not cost the row.
+TOLERANCE = 1e-3
 DRY_SHAPE = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
 # mode -> (prompt tokens, (warm-up, timed tokens, rounds) per side, copy floats for the bandwidth)

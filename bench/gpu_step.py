@@ -6,7 +6,7 @@ program.
 Same work on both sides: torch's model loads luminal's initial weights; both take the same host numpy
 batches (rotating over 4), uploaded to the device on every step (luminal's inputs are host arrays, so
 torch's ``.to(device)`` of the same arrays is in its step too); AdamW(lr=1e-3); float32 throughout:
-torch's TF32 is off for cuDNN's convolutions and for its matmuls (cuDNN's default is on), as luminal
+torch's TF32 is off for cuDNN's convolutions (on by torch's default) and its matmuls, as luminal
 computes in float32 (cuBLASLt's ``CUBLAS_COMPUTE_32F``, its own kernels in float). Before timing, the
 losses of the first two steps are asserted equal and so are the parameters after them (within a tenth
 of what the updates moved them). The sides alternate in blocks (``benchlib.alternate``: a pause, warm-up

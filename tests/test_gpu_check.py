@@ -31,3 +31,15 @@ def test_the_dry_run_passes_every_stage_and_writes_the_summary(tmp_path):
     assert "prefill and 2 decode steps agree" in summary and "CNN: losses of 2 steps equal" in summary
     row = next(line for line in summary.splitlines() if line.startswith("| batch-1 product | matmul 1x300x150 |"))
     assert all(f"{option} " in row for option in ("gemv", "warp", "tiled")), row  # a schedule search's row
+
+
+def test_stages_past_the_budget_are_skipped_and_the_check_fails(tmp_path):
+    """Every stage's timeout is cut to what is left of the check's budget (5 minutes on a GPU); with
+    too little left, a stage is skipped and named so in the summary, and the check exits non-zero."""
+    env = dict(os.environ, PYTHON=sys.executable, GPU_CHECK_BUDGET_S="20")
+    proc = subprocess.run(["bash", "bench/gpu_check.sh", "--dry", str(tmp_path)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    summary = (tmp_path / "gpu_check.md").read_text()
+    assert proc.returncode == 1, f"{proc.stdout}\n{proc.stderr}"
+    for stage in ("probe", "tests", "benches", "bandwidth", "decode", "schedules"):
+        assert f"| {stage} | skipped: " in summary, summary
