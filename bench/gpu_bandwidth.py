@@ -10,7 +10,8 @@ once, the output written once. "% of copy" is those bytes over the median time, 
 Rows: an elementwise chain over 2^28 floats (``chain``: six operations; luminal fuses them into one
 kernel, torch eager runs six), softmax over rows of 1024 and of 32768 (a vocabulary's logits), layer
 norm (weight and bias) over rows of 1024 and of 4096, each 2^26 floats (256 MiB, several times the
-H200's 60 MB of L2), on random normal inputs (never zeros: ``../METHOD.md``).
+H200's 60 MB of L2), on random normal inputs (never zeros, which hide unwritten outputs and can run
+faster than real data).
 
 luminal's side: its inputs and its result are resident States (``g.state``, ``g.assign``), so nothing
 crosses to the host: the program's output is the result's first element. Its time is the device's, of
