@@ -65,7 +65,7 @@ from luminal.frontend.ops.creation import (
     zeros,
     zeros_like,
 )
-from luminal.frontend.ops.distance import cdist, pdist
+from luminal.frontend.ops.distance import cdist, cosine_similarity, pairwise_distance, pdist
 from luminal.frontend.ops.einsum import einsum, tensordot
 from luminal.frontend.ops.elementwise import (
     abs_ as abs,
@@ -499,7 +499,7 @@ __all__ = [
     "ceil",
     "chain_matmul", "cholesky",
     "chunk", "clamp", "clamp_max", "clamp_min", "clip", "clone", "column_stack", "concat", "concatenate",
-    "copysign", "corrcoef", "cos", "cosh",
+    "copysign", "corrcoef", "cos", "cosh", "cosine_similarity",
     "count_nonzero", "cov",
     "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "det", "diag", "diag_embed", "diagflat", "diagonal",
     "diff",
@@ -520,7 +520,7 @@ __all__ = [
     "multinomial", "multiply", "mv",
     "nan_to_num", "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne", "neg", "negative", "nextafter",
     "norm", "normal", "one_hot",
-    "ones", "ones_like", "outer", "pdist", "permute", "polygamma", "pow", "prod", "put",
+    "ones", "ones_like", "outer", "pairwise_distance", "pdist", "permute", "polygamma", "pow", "prod", "put",
     "quantile", "rad2deg", "rand_like", "randint_like", "randn_like",
     "reciprocal", "relu",
     "remainder", "renorm", "repeat_interleave", "reshape", "result_type", "roll", "rot90", "round", "row_stack",

@@ -1,5 +1,6 @@
 """``cdist``: the p-norm distance between every row of one batch of points and every row of another;
-``pdist``: between every pair of rows of one set of points."""
+``pdist``: between every pair of rows of one set of points; ``cosine_similarity`` and
+``pairwise_distance``: between matching vectors of two tensors (torch's top-level and ``F.`` names)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import math
 import numpy as np
 
 from luminal.core import dtype as dt
-from luminal.core.errors import check_number, op_error
+from luminal.core.errors import check_number, op_error, renamed
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops.core import broadcast_shapes, cast, require
@@ -110,3 +111,41 @@ def _pdist(x: GraphTensor, p: float) -> GraphTensor:
     i, j = np.triu_indices(x.shape[0], 1)
     a, b = (index_select(x, 0, x.graph.constant(k.astype(np.int32))) for k in (i, j))
     return _distance(sub(a, b), p)
+
+
+@_opmath  # (16-bit inputs: the norm's sum of squares in float32, as torch's; it overflowed)
+def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
+    """torch's ``F.cosine_similarity``: ``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``
+    of the inputs broadcast together. As torch's, the gradient goes through each norm also where ``eps``
+    holds it (torch clamps without recording the clamp).
+
+    Args:
+        x1, x2: float tensors. dim: the dim of the vectors. eps: the smallest norm.
+    """
+    check_tensors("cosine_similarity", x1=x1, x2=x2)
+    with renamed("cosine_similarity"):
+        shape = broadcast_shapes("cosine_similarity", x1, x2)
+        x1, x2 = x1.expand(*shape), x2.expand(*shape)
+        n1, n2 = (_clamped_norm(x, dim, eps) for x in (x1, x2))
+        return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def _clamped_norm(x, dim: int, eps: float):
+    """The 2-norm along ``dim`` (keepdim), ``eps`` where it is smaller, with the norm's gradient there
+    too (``n - n.detach()`` is 0 with the gradient of ``n``)."""
+    n = vector_norm(x, 2, dim, keepdim=True)
+    return where(n < eps, n - n.detach() + eps, n)
+
+
+@_opmath  # (16-bit inputs: the norm's sum of squares in float32, as torch's; it overflowed)
+def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+    """torch's ``F.pairwise_distance``: ``||x1 - x2 + eps||_p`` over the last dim.
+
+    Args:
+        x1, x2: float tensors (broadcast). p: the norm's exponent. eps: added to the difference.
+        keepdim: keep the reduced dim.
+    """
+    check_tensors("pairwise_distance", x1=x1, x2=x2)
+    with renamed("pairwise_distance"):
+        d = vector_norm(x1 - x2 + eps, p, -1, keepdim=True)
+        return d if keepdim else d.squeeze(-1)

@@ -6,8 +6,9 @@ from __future__ import annotations
 from luminal.core import dtype as dt
 from luminal.core.errors import check_int, op_error, renamed
 from luminal.frontend.checks import check_tensors
-from luminal.frontend.ops import broadcast_shapes, where, zeros
+from luminal.frontend.ops import zeros
 from luminal.frontend.ops.core import prim
+from luminal.frontend.ops.distance import cosine_similarity, pairwise_distance
 from luminal.frontend.ops.elementwise import _opmath
 from luminal.frontend.ops.norms import vector_norm
 from luminal.nn import init
@@ -313,44 +314,6 @@ def _norm(x, p: float, dim: int):
     """The p-norm along ``dim`` (keepdim): ``vector_norm``'s, with torch's gradients (0 at a zero
     vector; for ``p < 1`` 0 at each zero element) and its ``p`` = 0 and ``-inf``."""
     return vector_norm(x, p, dim, keepdim=True)
-
-
-@_opmath  # (16-bit inputs: the norm's sum of squares in float32, as torch's; it overflowed)
-def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
-    """torch's ``F.cosine_similarity``: ``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``
-    of the inputs broadcast together. As torch's, the gradient goes through each norm also where ``eps``
-    holds it (torch clamps without recording the clamp).
-
-    Args:
-        x1, x2: float tensors. dim: the dim of the vectors. eps: the smallest norm.
-    """
-    check_tensors("cosine_similarity", x1=x1, x2=x2)
-    with renamed("cosine_similarity"):
-        shape = broadcast_shapes("cosine_similarity", x1, x2)
-        x1, x2 = x1.expand(*shape), x2.expand(*shape)
-        n1, n2 = (_clamped_norm(x, dim, eps) for x in (x1, x2))
-        return ((x1 / n1) * (x2 / n2)).sum(dim)
-
-
-def _clamped_norm(x, dim: int, eps: float):
-    """The 2-norm along ``dim`` (keepdim), ``eps`` where it is smaller, with the norm's gradient there
-    too (``n - n.detach()`` is 0 with the gradient of ``n``)."""
-    n = _norm(x, 2, dim)
-    return where(n < eps, n - n.detach() + eps, n)
-
-
-@_opmath  # (16-bit inputs: the norm's sum of squares in float32, as torch's; it overflowed)
-def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
-    """torch's ``F.pairwise_distance``: ``||x1 - x2 + eps||_p`` over the last dim.
-
-    Args:
-        x1, x2: float tensors (broadcast). p: the norm's exponent. eps: added to the difference.
-        keepdim: keep the reduced dim.
-    """
-    check_tensors("pairwise_distance", x1=x1, x2=x2)
-    with renamed("pairwise_distance"):
-        d = _norm(x1 - x2 + eps, p, -1)
-        return d if keepdim else d.squeeze(-1)
 
 
 class Bilinear(Module):
