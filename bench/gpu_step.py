@@ -13,11 +13,11 @@ of what the updates moved them). The sides alternate in blocks (``benchlib.alter
 steps, then the timed ones), so load from other work hits both alike. The header names the GPU
 (``nvidia-smi``, else torch's device name).
 
-Prints a markdown table: per side the median milliseconds of a step (10th-90th percentile), and
-luminal / torch (lower is better). Every luminal call ends in one synchronize (its loss comes back),
-so a step's time is the device's and the host's together; torch's loss is read back (``.item()``)
-too, so both sides pay one device-to-host sync per step. No ``torch.compile`` column (its first
-compile on a GPU takes longer than the GPU check's stage allows).
+Prints a markdown table: per side the median milliseconds of a step (10th-90th percentile),
+luminal / torch (lower is better) and issue 31's goal for it. Every luminal call ends in one
+synchronize (its loss comes back), so a step's time is the device's and the host's together; torch's
+loss is read back (``.item()``) too, so both sides pay one device-to-host sync per step. No
+``torch.compile`` column (its first compile on a GPU takes longer than the GPU check's stage allows).
 
 ``--dry``: the simulated device (``cuda-emulated``: the emulator runs the kernels, so only tiny
 sizes: the MLP narrow, the CNN, whose shape is fixed, at batch 1 and one timed step) and torch on the
@@ -150,6 +150,7 @@ def replay_host_us(backend: str, calls: int) -> float:
     return float(np.median(_times(lambda: f(x=a), 3, calls)) * 1e3)
 
 
+GOALS = {"mlp": 0.5, "cnn": 1.0}  # issue 31: luminal / torch eager
 # name -> (label, batch, sizes (in, hidden, classes), (warm-up, timed steps, rounds)) per mode
 ROWS = {
     "dry": {"mlp": ("MLP", 8, (32, 16, 10), (2, 4, 2)), "cnn": ("CNN", 1, (784, None, 10), (0, 1, 1))},
@@ -168,7 +169,8 @@ def bench_row(name: str, backend: str, device: str, torch, mode: str, rng) -> tu
     work = f"{label} AdamW step, batch {batch}"
     if torch is None:
         ms = _times(lambda: ours(*data[0]), warmup, steps)
-        return f"| {work} | {_fmt(ms)} | n/a (no torch) | n/a |", "no torch: luminal alone, one batch"
+        row = f"| {work} | {_fmt(ms)} | n/a (no torch) | n/a | <= {GOALS[name]} |"
+        return row, "no torch: luminal alone, one batch"
     from benchlib import alternate  # imports torch
 
     theirs, tmodel = torch_step(device, twin(torch), state)
@@ -177,7 +179,8 @@ def bench_row(name: str, backend: str, device: str, torch, mode: str, rng) -> tu
                       pause_s=0.05, args={"luminal": data, "torch": data})
     ms = {side: ts * 1e3 for side, ts in times.items()}
     ratio = np.median(ms["luminal"]) / np.median(ms["torch"])
-    return f"| {work} | {_fmt(ms['luminal'])} | {_fmt(ms['torch'])} | {ratio:.2f} |", f"{label}: {checked}"
+    goal = f"<= {GOALS[name]}: {'met' if ratio <= GOALS[name] else 'not met'}"
+    return f"| {work} | {_fmt(ms['luminal'])} | {_fmt(ms['torch'])} | {ratio:.2f} | {goal} |", f"{label}: {checked}"
 
 
 def main() -> None:
@@ -215,8 +218,8 @@ def main() -> None:
         row, checked = bench_row(name, backend, device, torch, mode, rng)
         print(checked, flush=True)
         rows.append(row)
-    print("\n| work | luminal ms | torch eager ms | luminal / torch |")
-    print("|---|---|---|---|")
+    print("\n| work | luminal ms | torch eager ms | luminal / torch | goal (issue 31) |")
+    print("|---|---|---|---|---|")
     print("\n".join(rows))
     calls = 40 if args.dry else 400
     print(f"\nhost time of one replayed call of a small program: {replay_host_us(backend, calls):.1f} us")
