@@ -565,7 +565,7 @@ def _pow_magnitude(p: GraphTensor, b: GraphTensor, lg: GraphTensor) -> GraphTens
                                                                mul(mul(adjoint, out), mul(log2(p), LN2))])
 
 
-# fdlibm's e_pow.c: log2 of m in [sqrt(3)/4 * 2, sqrt(3)) as ``dp + 2/(3 ln 2) s (3 + s**2 + r)``,
+# fdlibm's e_pow.c: log2 of m in [sqrt(3)/2, sqrt(3)) as ``dp + 2/(3 ln 2) s (3 + s**2 + r)``,
 # s = (m - bp) / (m + bp) with bp 1 or 3/2 (|s| < 0.102), log2(3/2) and 2/(3 ln 2) in a 21-bit high part
 # and the rest (mpmath, 50 digits); r's series 3/(2k+1) s**(2k), k >= 2 (Taylor: the first left out is
 # below 2**-66 of the sum)
