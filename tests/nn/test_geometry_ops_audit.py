@@ -169,6 +169,20 @@ def test_points_without_coordinates_are_at_distance_zero(p, backend):
     check(lambda a: lm.pdist(a, p), [rand((3, 0))], torch_op=lambda a: torch.pdist(a, p), backend=backend)
 
 
+@pytest.mark.parametrize("m", [0, 4])
+def test_inf_distance_over_a_symbolic_coordinate_count(m, backend):
+    """A symbolic coordinate count M: bound to 0 when the program runs, every distance is 0 as torch's
+    (was vector_norm's 'MaxReduce over an empty axis' at run time, the static 0 alone being handled);
+    bound to 4, with a point repeated across the sets (all its differences 0, gradient 0), the values
+    and gradients of the static case."""
+    a, b = rand((2, 3, m)), rand((2, 2, m), seed=1)
+    b[:, 0] = a[:, 1]
+    check(lambda x, y: lm.cdist(x, y, math.inf), [a, b], shapes=[(2, 3, "M"), (2, 2, "M")], backend=backend,
+          torch_op=lambda x, y: torch.cdist(x, y, math.inf))
+    check(lambda x: lm.pdist(x, math.inf), [a[0]], shapes=[(3, "M")], backend=backend,
+          torch_op=lambda x: torch.pdist(x, math.inf))
+
+
 @pytest.mark.parametrize("p", P)
 def test_pdist(p):
     x = _ints((5, 3))

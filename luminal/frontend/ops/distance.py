@@ -10,6 +10,7 @@ import numpy as np
 
 from luminal.core import dtype as dt
 from luminal.core.errors import check_number, op_error, renamed
+from luminal.core.symbolic import is_static
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops.core import broadcast_shapes, cast, require
@@ -76,7 +77,11 @@ def _cdist(x1: GraphTensor, x2: GraphTensor, p: float, compute_mode: str, batch)
 def _distance(diff: GraphTensor, p: float) -> GraphTensor:
     """The p-norm of the differences ``diff`` over the last dim. Points with no coordinates are at
     distance 0 for every ``p``, as torch's cdist/pdist: also for ``inf``, the largest of no (non-negative)
-    differences, which ``vector_norm`` refuses (a max over an empty dim)."""
+    differences, which ``vector_norm`` refuses (a max over an empty dim). A symbolic coordinate count may
+    be 0 only when the program runs: one 0 appended to the differences makes that max defined and
+    changes no other (every ``|d| >= 0``; a 0 tied with the largest shares a gradient of ``sign(0) = 0``)."""
+    if p == math.inf and not is_static(diff.shape[-1]):
+        diff = diff.pad([0, 1])
     if p == math.inf and diff.shape[-1] == 0:
         return sum_(diff, -1)
     return vector_norm(diff, p, -1)
