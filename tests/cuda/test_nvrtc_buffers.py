@@ -51,3 +51,24 @@ def test_the_cubin_and_a_verbose_log_come_back_whole():
         assert cubin.spills == 0 and cubin.registers > 0, cubin.log
     else:  # (the H200 image: NVRTC 13.0 leaves ptxas's report out once torch 2.11 is imported)
         assert (cubin.registers, cubin.spills) == (-1, -1), "no report must read as unknown, not as 0 spills"
+
+
+def test_a_cached_cubin_reads_its_spills_from_its_log(tmp_path, monkeypatch):
+    """An entry that a luminal from before the fix wrote for a log without ptxas's report stored 0 spills
+    (registers -1): read back, it is unknown (-1), as a compile now says, not "no spills"; an entry whose
+    log has the report reads the report's numbers."""
+    try:
+        nvrtc.nvrtc_version()
+    except nvrtc.CudaUnavailableError as e:
+        pytest.skip(f"no NVRTC here: {e}")
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
+    key = nvrtc.cache_key(SOURCE, "sm_90")
+    nvrtc._write_cache(nvrtc.cache_dir() / f"{key}.cubin", nvrtc.Cubin(b"\x7fELF", "sm_90", -1, 0, ""))
+    cubin = nvrtc.compile_cubin(SOURCE, "k", "sm_90")
+    assert cubin.data == b"\x7fELF"  # (the cache's entry, not a new compile)
+    assert (cubin.registers, cubin.spills) == (-1, -1)
+    report = ("ptxas info    : Compiling entry function 'k' for 'sm_90'\n"
+              "ptxas info    : Used 6 registers, 8 bytes spill stores, 4 bytes spill loads")
+    nvrtc._write_cache(nvrtc.cache_dir() / f"{key}.cubin", nvrtc.Cubin(b"\x7fELF", "sm_90", 6, 12, report))
+    cubin = nvrtc.compile_cubin(SOURCE, "k", "sm_90")
+    assert (cubin.registers, cubin.spills) == (6, 12)

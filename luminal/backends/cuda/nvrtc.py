@@ -61,8 +61,8 @@ class Cubin:
     """A compiled kernel: machine code for ``arch`` plus ptxas's resource report.
 
     ``registers``: registers per thread of the entry function (-1 if the log did not say);
-    ``spills``: bytes of spill stores plus spill loads, over every function of the module;
-    ``log``: NVRTC's whole log."""
+    ``spills``: bytes of spill stores plus spill loads, over every function of the module (-1 if the
+    log has no ptxas report: unknown); ``log``: NVRTC's whole log."""
 
     data: bytes
     arch: str
@@ -138,7 +138,10 @@ def cache_key(source: str, arch: str, opts: tuple | None = None) -> str:
     return h.hexdigest()
 
 
-def _read_cache(path: Path) -> Cubin | None:
+def _read_cache(path: Path, name: str) -> Cubin | None:
+    """The cached cubin at ``path``, its registers and spills read again from its log by
+    :func:`parse_resources` (the stored numbers are what the writer's luminal parsed: one from before
+    0459909 stored 0 spills for a log without ptxas's report, which reads as unknown now)."""
     raw = _DISK.read(path.name)
     if raw is None:
         return None
@@ -147,7 +150,7 @@ def _read_cache(path: Path) -> Cubin | None:
         meta = json.loads(head)
         if not sep:
             return None
-        return Cubin(data, meta["arch"], meta["registers"], meta["spills"], meta["log"])
+        return Cubin(data, meta["arch"], *parse_resources(meta["log"], name), meta["log"])
     except (ValueError, KeyError, TypeError):
         return None  # an older layout: compile again and overwrite it
 
@@ -210,7 +213,7 @@ def compile_cubin(source: str, name: str, arch: str | None = None) -> Cubin:
         raise ValueError(f"arch {arch!r}: expected a real architecture like 'sm_90' (a cubin, not PTX)")
     opts = options()
     path = cache_dir() / f"{cache_key(source, arch, opts)}.cubin"
-    hit = _read_cache(path)
+    hit = _read_cache(path, name)
     if hit is not None:
         return hit
     cubin = _compile(source, name, arch, opts)
