@@ -691,7 +691,8 @@ class Session:
     def step_batch(self, tokens) -> np.ndarray:
         """Feed one token per sequence at the next column; returns the next-token logits (batch, vocab)."""
         if self.pos is None:
-            raise RuntimeError("Session.step() needs a sequence: call Session.start(prompt_ids) first")
+            step, start = ("step", "start(prompt_ids)") if self.batch == 1 else ("step_batch", "start_batch(prompts)")
+            raise RuntimeError(f"Session.{step}() needs a sequence: call Session.{start} first")
         ids = np.asarray(tokens)
         if ids.shape != (self.batch,) or not np.issubdtype(ids.dtype, np.integer):
             raise ValueError(f"Session(batch={self.batch}).step_batch needs {self.batch} token ids, got "

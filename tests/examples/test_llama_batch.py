@@ -95,3 +95,14 @@ def test_batch_errors_name_the_counts_and_leave_the_batch_under_way(sessions):
     np.testing.assert_allclose(batch.step_batch(tokens), np.stack(alone), **TOL)
     with pytest.raises(ValueError, match="batch must be a positive integer, got 0"):
         Session(batch.model, capacity=4, batch=0)
+
+
+def test_a_step_before_any_start_names_the_batch_methods(sessions):
+    """The error of a step before any start names the methods of the session's kind (a batch session's
+    was "Session.step() ... call Session.start(prompt_ids)", which a batch session refuses)."""
+    fresh = Session(sessions[1].model, capacity=4, batch=2)
+    with pytest.raises(RuntimeError, match=r"^Session\.step_batch\(\) needs a sequence: call "
+                                           r"Session\.start_batch\(prompts\) first$"):
+        fresh.step_batch([1, 2])
+    with pytest.raises(RuntimeError, match=r"^Session\.step\(\) needs a sequence: call Session\.start\(prompt_ids\)"):
+        Session(sessions[0].model, capacity=4).step(1)
