@@ -102,8 +102,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backend", default="cpu")
     p.add_argument("--context", type=positive_int, default=None,
-                   help="KV cache capacity, at most max_position_embeddings; at least the prompt + new tokens - 1 "
-                        "(the last new token is not fed back), which is the default")
+                   help="KV cache capacity, at most max_position_embeddings (any, with rope_scaling dynamic); at "
+                        "least the prompt + new tokens - 1 (the last new token is not fed back), which is the default")
     p.add_argument("--ignore-eos", action="store_true", help="do not stop at an end-of-sequence token")
     p.add_argument("--report", action="store_true", help="print the compile reports of prefill and decode")
     return p
