@@ -555,13 +555,20 @@ def _lgamma_below_10(w):
     ``lgamma1p`` of ``w - 1`` (a series in it, exact: ``lgamma1p``) after ``n = max(floor(w - 3/2), 0)
     <= 8`` steps of the recurrence down, ``log((w-1)...(w-n))`` (each factor exact) added: two terms of
     one sign above 2, so nothing cancels."""
+    steps, u = _below_10_steps(w)
+    return add(steps, _lgamma1p(u))
+
+
+def _below_10_steps(w):
+    """``_lgamma_below_10``'s recurrence: ``(log((w-1)...(w-n)), w - n - 1)``, the second in [1/2, 3/2)
+    for w in (3/2, 10] (0 below), where ``lgamma1p`` finishes."""
     low = _lgamma_low(w)
     v = where(low, w, 2.0)
     n = maximum(floor(sub(v, 1.5)), 0.0)
     prod = 1.0
     for j in range(1, 9):
         prod = mul(prod, where(le(float(j), n), sub(v, float(j)), 1.0))
-    return add(log(prod), _lgamma1p(sub(sub(v, n), 1.0)))
+    return log(prod), sub(sub(v, n), 1.0)
 
 
 def _digamma64(w):
@@ -855,23 +862,40 @@ def _lgamma1p(u):
     return add(_poly(v, _LGAM1P), where(up, log(where(up, u, 1.0)), 0.0))
 
 
-def _igam_fac(a, x):
-    """``x**a exp(-x) / gamma(a)`` for float64 ``a, x > 0``: from a = 10 on
-    ``exp(a log1pmx(x/a)) sqrt(a / (2 pi)) / gammastar(a)`` (gammastar: Stirling's series), whose
-    exponent keeps its relative precision where ``a log x - x - lgamma(a)`` would cancel; below,
-    that sum (with ``lgamma(1 + a)`` for a <= 3/2)."""
+def _igam_fac(a, x, ab, scaled):
+    """``(x**a exp(-x) / gamma(a), lgamma(1 + a))`` for float64 ``a, x > 0`` (the second for a <= 3/2,
+    where Q's series shares it), given ``ab = max(a, 10)`` and ``scaled = exp(ab log1pmx(x / ab))``
+    (shared with Temme's expansion). From a = 10 on ``scaled sqrt(a / (2 pi)) / gammastar(a)``
+    (gammastar: Stirling's series), whose exponent keeps its relative precision where
+    ``a log x - x - lgamma(a)`` would cancel; below, that sum: ``lgamma(a) = lgamma1p(a) - log(a)`` for
+    a <= 3/2 (690 at a = 1e-300, where exp's rounding of ``a log x - x - lgamma(a)`` would cost 690
+    ulps: ``a exp(a log x - x - lgamma1p(a))``), ``_lgamma_below_10`` on (3/2, 10) (``_lgamma64``'s own
+    branch there, without the reflection and Stirling's branches it would build and throw away). The
+    two branches' ``lgamma1p`` is one series, at ``a`` or at the recurrence's end."""
     big = ge(a, 10.0)
-    ab = where(big, a, 10.0)
     stirling = exp(_odd_series(_STIRLING, div(1.0, ab), 1))
-    large = div(mul(exp(mul(ab, _log1pmx(div(x, ab)))), sqrt(div(ab, 2 * math.pi))), stirling)
+    large = div(mul(scaled, sqrt(div(ab, 2 * math.pi))), stirling)
     asm = where(big, 1.0, a)
     expo = sub(mul(asm, log(x)), x)
-    # (below 3/2, a exp(. - lgamma(1 + a)): lgamma(a) = lgamma(1 + a) - log(a) is 690 at a = 1e-300,
-    # where exp's rounding of the sum would cost 690 ulps)
     tiny = le(asm, 1.5)
-    small = where(tiny, mul(asm, exp(sub(expo, _lgamma1p(where(tiny, asm, 1.0))))),
-                  exp(sub(expo, _lgamma64(asm))))
-    return where(big, large, small)
+    steps, u = _below_10_steps(asm)
+    lg1p = _lgamma1p(where(tiny, asm, u))
+    small = where(tiny, mul(asm, exp(sub(expo, lg1p))), exp(sub(expo, add(steps, lg1p))))
+    return where(big, large, small), lg1p
+
+
+def _erfc_pair(w):
+    """``(erfc(w), erfc(-w))`` for float64 ``w``, each as ``erfc`` computes it (to its relative
+    precision), from one evaluation: ``1 -+ erf(w)`` below 0.5 in magnitude, else the tail
+    ``erfc(|w|)`` and ``2 -`` it (Temme's P and Q need both, and two ``erfc`` calls are twice the
+    graph)."""
+    a = abs_(w)
+    small = lt(a, 0.5)
+    er = _erf64(where(small, w, 0.0))
+    tail = mul(_erfcx_big(a), exp(neg(mul(a, a))))
+    neg_side = lt(w, 0.0)
+    near, far = where(neg_side, sub(2.0, tail), tail), where(neg_side, tail, sub(2.0, tail))
+    return where(small, sub(1.0, er), near), where(small, add(1.0, er), far)
 
 
 _IGAM_SERIES = 120  # P's series: x < a + ... as used, the ratio x / (a + n) is below 0.7 or a <= 20
@@ -888,22 +912,25 @@ def _igamma_parts(a, x):
     and ``Q = 1 - P``, except for x <= 1.1 with small a (where P is near 1), where Q is
     ``1 - x**a / gamma(a + 1) + x**a / gamma(a) sum_n (-x)**n / (n! (a + n))`` (expm1 and
     ``_lgamma1p`` for its first part)."""
-    fac = _igam_fac(a, x)
+    # shared: log1pmx(x / a) and its exp(a .) (fac's from a = 10 on, Temme's), lgamma(1 + a) (fac's
+    # below 3/2, Q's series')
+    ab = where(ge(a, 10.0), a, 10.0)
+    lpm = _log1pmx(div(x, ab))
+    scaled = exp(mul(ab, lpm))
+    fac, lg1p = _igam_fac(a, x, ab, scaled)
     # Temme: Q = erfc(eta sqrt(a/2)) / 2 + exp(-a eta**2 / 2) / sqrt(2 pi a) sum_k C_k(eta) a**-k
     t = sub(div(x, a), 1.0)
     temme = logical_and(gt(a, 20.0), lt(abs_(t), 0.3))
     at = where(temme, a, 30.0)
-    tt = where(temme, t, 0.1)
-    lpm = _log1pmx(add(tt, 1.0))  # (exact: |t| < 0.3)
-    eta = mul(sign(tt), sqrt(mul(lpm, -2.0)))
+    eta = mul(sign(t), sqrt(mul(where(temme, lpm, 0.0), -2.0)))  # (ab = a, lpm exact there: |t| < 0.3)
     inv, acc = div(1.0, at), None
     for row in reversed(_TEMME):
         ck = _poly(eta, row) if len(row) > 1 else row[0]
         acc = ck if acc is None else add(mul(acc, inv), ck)
-    common = mul(div(exp(mul(at, lpm)), sqrt(mul(at, 2 * math.pi))), acc)
-    arg = mul(eta, sqrt(mul(at, 0.5)))
-    q_temme = add(mul(erfc(arg), 0.5), common)
-    p_temme = sub(mul(erfc(neg(arg)), 0.5), common)
+    common = mul(div(where(temme, scaled, 1.0), sqrt(mul(at, 2 * math.pi))), acc)
+    erfc_arg, erfc_neg = _erfc_pair(mul(eta, sqrt(mul(at, 0.5))))
+    q_temme = add(mul(erfc_arg, 0.5), common)
+    p_temme = sub(mul(erfc_neg, 0.5), common)
     # Q's continued fraction
     use_cf = logical_and(gt(x, 1.1), ge(x, a))
     xc, ac = where(use_cf, x, 2.0), where(use_cf, a, 1.0)
@@ -924,8 +951,7 @@ def _igamma_parts(a, x):
     for n in range(1, _IGAMC_SMALL + 1):
         term = mul(term, div(neg(xs), float(n)))
         s = add(s, div(term, add(as_, float(n))))
-    la = mul(as_, log(xs))
-    lg1p = _lgamma1p(as_)  # (as_ <= 1.21 here)
+    la = mul(as_, log(xs))  # (as_ <= 1.21 here: lg1p is lgamma(1 + as_))
     q_small = sub(neg(expm1(sub(la, lg1p))), mul(mul(exp(sub(la, lg1p)), as_), s))
     p = where(temme, p_temme, where(use_cf, sub(1.0, q_cf), where(small_q, sub(1.0, q_small), p_ser)))
     q = where(temme, q_temme, where(use_cf, q_cf, where(small_q, q_small, sub(1.0, p_ser))))
