@@ -24,7 +24,6 @@ from luminal.frontend.ops.core import cast, coerce, full_like, power_by_squaring
 from luminal.frontend.ops.elementwise import (
     _cheb,
     _derivative,
-    _erf64,
     _erfcx64,
     _float,
     _neg_side,
@@ -35,7 +34,6 @@ from luminal.frontend.ops.elementwise import (
     cos,
     div,
     eq,
-    erf,
     exp,
     expm1,
     floor,
@@ -192,12 +190,31 @@ def erfc(input) -> GraphTensor:  # noqa: A002 - torch's names
     """
     x = _float(input, "erfc")
     w = cast(x, dt.float64)
-    neg_side = lt(w, 0.0)
-    a = where(neg_side, neg(w), w)
-    tail = mul(_erfcx_big(a), exp(neg(mul(a, a))))
-    out = where(lt(a, 0.5), sub(1.0, erf(w)), where(neg_side, sub(2.0, tail), tail))
-    out = _derivative(out, w, lambda w, y: mul(exp(neg(mul(w, w))), -2 / math.sqrt(math.pi)))
+    out = _derivative(_erfc_pair(w)[0], w, lambda w, y: mul(exp(neg(mul(w, w))), -2 / math.sqrt(math.pi)))
     return cast(out, x.dtype)
+
+
+_ERF_TAYLOR = tuple((-1) ** n * 2 / math.sqrt(math.pi) / (math.factorial(n) * (2 * n + 1)) for n in range(13))
+
+
+def _erf_small(w):
+    """``erf(w)`` for float64 ``|w| < 0.5``: ``_erf64``'s Taylor series there (2/sqrt(pi) sum_n (-1)**n
+    w**(2n+1) / (n! (2n+1)), the same operations), without the Chebyshev expansion of erfc that
+    ``_erf64`` builds for ``|w| >= 0.5`` and a caller that needs only the small ones throws away."""
+    return mul(w, _poly(mul(w, w), _ERF_TAYLOR))
+
+
+def _erfc_pair(w):
+    """``(erfc(w), erfc(-w))`` for float64 ``w``, each to its relative precision, from one evaluation:
+    ``1 -+ erf(w)`` below 0.5 in magnitude, else the tail ``erfc(|w|)`` and ``2 -`` it (``erfc``'s
+    value, and Temme's P and Q, which need both: two ``erfc`` calls were twice the graph)."""
+    a = abs_(w)
+    small = lt(a, 0.5)
+    er = _erf_small(where(small, w, 0.0))
+    tail = mul(_erfcx_big(a), exp(neg(mul(a, a))))
+    neg_side = lt(w, 0.0)
+    near, far = where(neg_side, sub(2.0, tail), tail), where(neg_side, tail, sub(2.0, tail))
+    return where(small, sub(1.0, er), near), where(small, add(1.0, er), far)
 
 
 def _erfcx_big(a):
@@ -214,7 +231,7 @@ def _erfcx_nonneg(a):
     """``erfc(a) exp(a**2)`` for float64 ``a >= 0``: ``(1 - erf(a)) exp(a**2)`` below 0.5."""
     small = lt(a, 0.5)
     near = where(small, a, 0.0)
-    return where(small, mul(sub(1.0, _erf64(near)), exp(mul(near, near))), _erfcx_big(a))
+    return where(small, mul(sub(1.0, _erf_small(near)), exp(mul(near, near))), _erfcx_big(a))
 
 
 # erf's inverse: Giles' single-precision approximation as the first guess ("Approximating the erfinv
@@ -247,7 +264,7 @@ def _erfinv_nonneg(a, q):
     centre, log_q = lt(a, 0.5), log(q)
     for _ in range(2):
         y2 = mul(y, y)
-        near = sub(_erf64(where(centre, y, 0.0)), a)  # (erf(y) - a) exp(y**2), centre ...
+        near = sub(_erf_small(where(centre, y, 0.0)), a)  # (erf(y) - a) exp(y**2), centre (y < 0.477) ...
         far = sub(exp(add(log_q, y2)), _erfcx_nonneg(y))  # ... and tail
         u = mul(where(centre, mul(near, exp(where(centre, y2, 0.0))), far), math.sqrt(math.pi) / 2)
         y = sub(y, div(u, add(1.0, mul(y, u))))  # Halley's step (erf'' = -2 y erf')
@@ -873,29 +890,16 @@ def _igam_fac(a, x, ab, scaled):
     branch there, without the reflection and Stirling's branches it would build and throw away). The
     two branches' ``lgamma1p`` is one series, at ``a`` or at the recurrence's end."""
     big = ge(a, 10.0)
-    stirling = exp(_odd_series(_STIRLING, div(1.0, ab), 1))
-    large = div(mul(scaled, sqrt(div(ab, 2 * math.pi))), stirling)
     asm = where(big, 1.0, a)
     expo = sub(mul(asm, log(x)), x)
     tiny = le(asm, 1.5)
     steps, u = _below_10_steps(asm)
     lg1p = _lgamma1p(where(tiny, asm, u))
-    small = where(tiny, mul(asm, exp(sub(expo, lg1p))), exp(sub(expo, add(steps, lg1p))))
-    return where(big, large, small), lg1p
-
-
-def _erfc_pair(w):
-    """``(erfc(w), erfc(-w))`` for float64 ``w``, each as ``erfc`` computes it (to its relative
-    precision), from one evaluation: ``1 -+ erf(w)`` below 0.5 in magnitude, else the tail
-    ``erfc(|w|)`` and ``2 -`` it (Temme's P and Q need both, and two ``erfc`` calls are twice the
-    graph)."""
-    a = abs_(w)
-    small = lt(a, 0.5)
-    er = _erf64(where(small, w, 0.0))
-    tail = mul(_erfcx_big(a), exp(neg(mul(a, a))))
-    neg_side = lt(w, 0.0)
-    near, far = where(neg_side, sub(2.0, tail), tail), where(neg_side, tail, sub(2.0, tail))
-    return where(small, sub(1.0, er), near), where(small, add(1.0, er), far)
+    # one exp for the three: exp(-series) of Stirling's, exp(expo - lgamma1p(a)), exp(expo - lgamma(a))
+    power = where(big, neg(_odd_series(_STIRLING, div(1.0, ab), 1)),
+                  sub(expo, where(tiny, lg1p, add(steps, lg1p))))
+    factor = where(big, mul(scaled, sqrt(div(ab, 2 * math.pi))), where(tiny, asm, 1.0))
+    return mul(factor, exp(power)), lg1p
 
 
 _IGAM_SERIES = 120  # P's series: x < a + ... as used, the ratio x / (a + n) is below 0.7 or a <= 20
@@ -951,7 +955,7 @@ def _igamma_parts(a, x):
     for n in range(1, _IGAMC_SMALL + 1):
         term = mul(term, div(neg(xs), float(n)))
         s = add(s, div(term, add(as_, float(n))))
-    la = mul(as_, log(xs))  # (as_ <= 1.21 here: lg1p is lgamma(1 + as_))
+    la = mul(as_, log(x))  # (x = xs, as_ <= 1.21 here: lg1p is lgamma(1 + as_); log(x) is fac's)
     q_small = sub(neg(expm1(sub(la, lg1p))), mul(mul(exp(sub(la, lg1p)), as_), s))
     p = where(temme, p_temme, where(use_cf, sub(1.0, q_cf), where(small_q, sub(1.0, q_small), p_ser)))
     q = where(temme, q_temme, where(use_cf, q_cf, where(small_q, q_small, sub(1.0, p_ser))))
