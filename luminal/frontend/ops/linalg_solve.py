@@ -1,24 +1,27 @@
 """Dense square-matrix algorithms for a static size n, unrolled over n: ``inv`` and ``solve`` by
-Gauss-Jordan elimination with partial pivoting, ``det`` and ``slogdet`` from the same pivots, and
-``cholesky`` column by column (batched over any leading dims).
+Gauss-Jordan elimination with partial pivoting, ``det`` and ``slogdet`` from the pivots of an LU with
+the same pivoting (getrf's), and ``cholesky`` column by column (batched over any leading dims).
 
 Each step is ordinary ops (argmax, one-hot row swaps as ``where``, broadcast multiply-subtract), so
-gradients come from autograd through the elimination, and every backend runs them. The pivot is the
+gradients come from autograd through the elimination (``det``'s and ``slogdet``'s from rules of
+their own, below), and every backend runs them. The pivot is the
 largest magnitude in its column (argmax), which keeps the elimination stable on the well-conditioned
 matrices these are meant for. Singular (or, for cholesky, non positive-definite) inputs cannot raise
 from data in a compiled graph: ``inv`` and ``solve`` give inf/NaN where torch raises, ``cholesky`` NaN
 from the first non-positive pivot on (a positive semi-definite matrix with an exactly zero pivot and
 zeros below it gets a valid factor with a 0 on its diagonal), and a singular matrix's ``det`` is 0 and
-``slogdet`` (0, -inf), as torch's. ``det``'s gradient there is finite; where a zero pivot is not the
-last one it lacks the cofactor terms of that pivot's column (torch's is not the cofactor matrix
-either)."""
+``slogdet`` (0, -inf), as torch's. ``det``'s gradient is its own rule, the cofactor matrix, exact and
+finite there too (torch's is 0 at some singular matrices); slogdet's is NaN there (it does not
+exist). ``det``'s second derivative comes from differentiating that rule's elimination: exact for a
+regular matrix, not where the elimination meets a zero pivot before the last step."""
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from luminal.core import dtype as dt
-from luminal.core.errors import op_error
+from luminal.core.errors import op_error, renamed
 from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.float32_ops import float32_under_autocast
@@ -26,7 +29,8 @@ from luminal.frontend.ops.combine import cat, stack
 from luminal.frontend.ops.core import broadcast_shapes
 from luminal.frontend.ops.creation import eye
 from luminal.frontend.ops.elementwise import abs_, add, clone, div, eq, ge, gt, log, lt, mul, ne, sign, sqrt, sub, where
-from luminal.frontend.ops.reduce import argmax
+from luminal.frontend.ops.linalg import matmul
+from luminal.frontend.ops.reduce import _own_node, argmax
 from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.tensor import GraphTensor
 
@@ -52,11 +56,15 @@ def _pivot(m: GraphTensor, k: int, n: int):
     rows = m.graph.arange(n).reshape(n, 1)
     mag = where(lt(rows, k), -1.0, abs_(m[..., :, k:k + 1]))  # rows above k are done
     p = argmax(mag, -2, keepdim=True)  # (..., 1, 1)
+    return _swap_rows(m, k, p, rows), p
+
+
+def _swap_rows(m: GraphTensor, k: int, p: GraphTensor, rows: GraphTensor) -> GraphTensor:
+    """``m`` (..., n, w) with its rows ``k`` and ``p`` (..., 1, 1) swapped; ``rows``: arange(n) as (n, 1)."""
     is_p, is_k = eq(rows, p), eq(rows, k)  # (..., n, 1), (n, 1)
     zero = m.graph.constant(0, m.dtype)
     row_p = sum_(where(is_p, m, zero), -2, keepdim=True)
-    row_k = m[..., k:k + 1, :]
-    return where(is_k, row_p, where(is_p, row_k, m)), p
+    return where(is_k, row_p, where(is_p, m[..., k:k + 1, :], m))
 
 
 def _eliminate(m: GraphTensor, n: int, *, skip_zero_pivots: bool = False):
@@ -64,10 +72,8 @@ def _eliminate(m: GraphTensor, n: int, *, skip_zero_pivots: bool = False):
     pivots (each (..., 1, 1)) and the swap flags.
 
     A zero pivot (its column is zero from row k down: the matrix is singular) divides by zero, so that
-    ``inv``/``solve`` give inf/NaN. With ``skip_zero_pivots`` (``det``/``slogdet``, which need only
-    the pivots) that step divides by 1 instead, as LAPACK's getrf skips the column: the rows below
-    are unchanged, the later pivots stay finite and the product of the pivots is exactly 0 (not the
-    NaN of 0/0 reaching every later pivot), with finite gradients."""
+    ``inv``/``solve`` give inf/NaN. With ``skip_zero_pivots`` (``solve_ex``'s info, which needs only
+    the pivots) that step divides by 1 instead, as getrf skips the column (``_getrf``)."""
     rows = m.graph.arange(n).reshape(n, 1)
     pivots, swaps = [], []
     for k in range(n):
@@ -126,14 +132,38 @@ def solve(A: GraphTensor, B: GraphTensor, *, left: bool = True) -> GraphTensor: 
     return x.squeeze(-1) if vector else x
 
 
+def _getrf(A: GraphTensor, n: int):  # noqa: N803
+    """LU with partial pivoting of ``A`` (..., n, n), as LAPACK's getrf: the packed factors (L's
+    multipliers below the diagonal, U on and above it, of the rows permuted), the pivots ``U[k, k]``
+    (each (..., 1, 1)) and the pivot rows (int32, (..., 1, 1)). A zero pivot (its column zero from
+    the diagonal down: the matrix is singular) divides by 1 instead, as getrf skips the column: the
+    rows below are unchanged and the later pivots stay finite, so the product of the pivots is
+    exactly 0 (not the NaN of 0/0 reaching every later pivot)."""
+    rows, cols = A.graph.arange(n).reshape(n, 1), A.graph.arange(n)
+    m, pivots, swaps = A, [], []
+    for k in range(n):
+        m, p = _pivot(m, k, n)
+        piv = m[..., k:k + 1, k:k + 1]
+        mult = div(m[..., :, k:k + 1], where(eq(piv, 0), 1.0, piv))
+        step = where(gt(cols, k), sub(m, mul(mult, m[..., k:k + 1, :])), where(eq(cols, k), mult, m))
+        m = where(gt(rows, k), step, m)
+        pivots.append(piv)
+        swaps.append(p)
+    return m, pivots, swaps
+
+
+def _swap_sign(swaps: list, A: GraphTensor) -> GraphTensor:  # noqa: N803
+    """The sign (+-1, (..., 1, 1) or scalar) of the permutation of ``_getrf``'s pivot rows."""
+    s = A.graph.constant(1.0, A.dtype)
+    for k, p in enumerate(swaps):
+        s = where(ne(p, k), mul(s, -1.0), s)
+    return s
+
+
 def _lu_parts(op: str, A: GraphTensor):
     """``(sign, pivots)`` of ``A``'s elimination: the permutation's sign (..., 1, 1) and the pivots."""
-    n = _square(op, A)
-    _, pivots, swaps = _eliminate(A, n, skip_zero_pivots=True)
-    s = A.graph.constant(1.0, A.dtype)
-    for swapped in swaps:
-        s = where(swapped, mul(s, -1.0), s)
-    return s, pivots
+    _, pivots, swaps = _getrf(A, _square(op, A))
+    return _swap_sign(swaps, A), pivots
 
 
 @float32_under_autocast
@@ -141,7 +171,9 @@ def _lu_parts(op: str, A: GraphTensor):
 def det(A: GraphTensor) -> GraphTensor:  # noqa: N803 - torch's name
     """torch.linalg.det: the determinant of each square matrix of ``A``: the product of the pivots of
     an elimination with partial pivoting, signed by the row swaps (static size n); exactly 0 for a
-    matrix whose elimination meets a zero pivot.
+    matrix whose elimination meets a zero pivot. Its gradient is the cofactor matrix (``_cofactors``)
+    for every matrix, singular ones included: differentiating the elimination instead loses, at a
+    zero pivot, the terms of that pivot's column (the pivot is skipped there, not divided by).
 
     Args:
         A: a float32/float64 tensor (*, n, n).
@@ -150,7 +182,53 @@ def det(A: GraphTensor) -> GraphTensor:  # noqa: N803 - torch's name
     out = s
     for piv in pivots:
         out = mul(out, piv)
-    return _unmat(out, A)
+    out = _own_node(_unmat(out, A), "det")
+
+    def rule(out, adjoint, A):  # noqa: N803
+        with renamed("det"):  # as inside the op, so that the elimination is the forward pass's nodes
+            return [mul(adjoint.unsqueeze(-1).unsqueeze(-1), _cofactors(A))]
+
+    return A.graph.custom_vjp(out, [A], rule)
+
+
+def _cofactors(A: GraphTensor) -> GraphTensor:  # noqa: N803
+    """The cofactor matrix ``adj(A).mT`` of each matrix of ``A`` (..., n, n): ``det``'s gradient,
+    finite for every matrix (``det(A) * inv(A).mT`` is 0/0 at a singular one), with no division but
+    the elimination's by its nonzero pivots.
+
+    An LU with partial pivoting, as getrf (a zero pivot's column skipped), gives ``P A = L U`` with
+    L unit lower triangular; ``adj(XY) = adj(Y) adj(X)`` for any square matrices, so
+    ``adj(A) = adj(U) L^-1 adj(P^T) = s adj(U) L^-1 P`` (s: the swaps' sign). ``adj(U)`` is upper
+    triangular: ``adj(U)[i, j] = W[i, j] * prod(d[:i]) * prod(d[j + 1:])`` (d: U's diagonal), where W
+    is ``U^-1`` scaled by ``prod(d[i:j + 1])``: from ``U U^-1 = I``,
+    ``W[i] = e_i - sum_{m > i} U[i, m] prod(d[i + 1:m]) W[m]``, rows from the last up, polynomials in
+    U that stay finite where a pivot is 0. ``X = adj(U) L^-1`` solves ``X L = adj(U)`` column by
+    column from the last."""
+    n, g, batch = A.shape[-1], A.graph, tuple(A.shape[:-2])
+    zero, one = g.constant(0, A.dtype), g.constant(1, A.dtype)
+    if n == 0:
+        return zero.expand(*A.shape)
+    rows, cols = g.arange(n).reshape(n, 1), g.arange(n)
+    m, _, swaps = _getrf(A, n)
+    d = sum_(where(eq(rows, cols), m, zero), -2, keepdim=True)  # (..., 1, n)
+    W = zero.expand(*batch, n, n)  # noqa: N806
+    before = zero.expand(*batch, 1, n)  # row i's prod(d[i + 1:m]) at m > i; prod(d[:m]) after row 0
+    after = zero.expand(*batch, 1, n)  # prod(d[j + 1:]) once every column is in
+    for i in reversed(range(n)):
+        e = where(eq(cols, i), one, zero)
+        W = where(eq(rows, i), sub(e, matmul(mul(m[..., i:i + 1, :], before), W)), W)  # noqa: N806
+        before = add(mul(d[..., :, i:i + 1], before), e)
+    for j in range(n):
+        after = add(mul(d[..., :, j:j + 1], after), where(eq(cols, j), one, zero))
+    adj_u = mul(mul(before.transpose(-2, -1), W), after)
+    X = zero.expand(*batch, n, n)  # noqa: N806
+    for j in reversed(range(n)):
+        l_col = where(gt(rows, j), m[..., :, j:j + 1], zero)  # L's column j below the diagonal
+        X = where(eq(cols, j), sub(adj_u[..., :, j:j + 1], matmul(X, l_col)), X)  # noqa: N806
+    perm = rows.expand(*batch, n, 1)  # P[i, perm[i]] = 1
+    for k, p in enumerate(swaps):
+        perm = _swap_rows(perm, k, p, rows)
+    return mul(_swap_sign(swaps, A), matmul(X, where(eq(perm, cols), one, zero))).transpose(-2, -1)
 
 
 def _unmat(t: GraphTensor, A: GraphTensor) -> GraphTensor:
@@ -170,7 +248,10 @@ class SlogdetResult(NamedTuple):
 def slogdet(A: GraphTensor) -> tuple[GraphTensor, GraphTensor]:  # noqa: N803 - torch's name
     """torch.linalg.slogdet: ``(sign, logabsdet)`` of each square matrix of ``A``, with
     ``det = sign * exp(logabsdet)``, from the pivots (sum of their log magnitudes). A singular matrix
-    gives sign 0 and -inf.
+    gives sign 0 and -inf. logabsdet's gradient is ``inv(A).mT``; at a singular matrix it does not
+    exist (a change t of an entry with a nonzero cofactor changes logabsdet by about log|t|, one with
+    a zero cofactor leaves it -inf) and is NaN in every entry, where differentiating the elimination
+    gave finite values in some (torch's mixes inf, NaN and finite values there).
 
     Args:
         A: a float32/float64 tensor (*, n, n).
@@ -180,7 +261,13 @@ def slogdet(A: GraphTensor) -> tuple[GraphTensor, GraphTensor]:  # noqa: N803 - 
     for piv in pivots:
         s = mul(s, sign(piv))
         logabs = add(logabs, log(abs_(piv)))
-    return SlogdetResult(_unmat(s, A), _unmat(logabs, A))
+    logabs = _own_node(_unmat(logabs, A), "slogdet")
+
+    def rule(out, adjoint, A):  # noqa: N803
+        singular = eq(out, -math.inf).unsqueeze(-1).unsqueeze(-1)
+        return [mul(adjoint.unsqueeze(-1).unsqueeze(-1), where(singular, math.nan, inv(A).transpose(-2, -1)))]
+
+    return SlogdetResult(_unmat(s, A), A.graph.custom_vjp(logabs, [A], rule))
 
 
 @float32_under_autocast
