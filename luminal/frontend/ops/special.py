@@ -15,6 +15,8 @@ import math
 import numbers
 from fractions import Fraction
 
+import numpy as np
+
 from luminal.core import dtype as dt
 from luminal.core.errors import check_int, check_number, op_error, renamed
 from luminal.frontend import float64_paths
@@ -793,6 +795,10 @@ def multigammaln(input, p: int) -> GraphTensor:  # noqa: A002 - torch's names
     ``lgamma``'s, as torch's (2.13, which does not check the values). The gradient is the sum of the
     digammas. Int and bool inputs give float32.
 
+    The ``p`` arguments ``x - j / 2`` are one tensor along a new last dim, so the graph holds one
+    ``lgamma`` (and its gradient one ``digamma``) whatever ``p`` is: ``p`` of them made its compile
+    ``p`` times ``lgamma``'s.
+
     Args:
         input: a tensor.
         p: the dimension, an int >= 1.
@@ -801,9 +807,10 @@ def multigammaln(input, p: int) -> GraphTensor:  # noqa: A002 - torch's names
     p = check_int("multigammaln", "p", p, 1)
     w = cast(x, dt.float64)
     with renamed("multigammaln"):
+        terms = lgamma(add(w.unsqueeze(-1), x.graph.constant(np.arange(p) * -0.5)))
         out = p * (p - 1) / 4 * math.log(math.pi)
-        for j in range(p):
-            out = add(lgamma(sub(w, j / 2)), out)
+        for j in range(p):  # (summed in this order, as when each term was an lgamma of its own)
+            out = add(terms[..., j], out)
         return cast(out, x.dtype)
 
 
