@@ -49,13 +49,13 @@ def _cofactors(a) -> np.ndarray:
     return c
 
 
-def _det_and_grad(a: np.ndarray, dtype, weights=None):
+def _det_and_grad(a: np.ndarray, dtype, weights=None, backend="reference"):
     """luminal's det of ``a`` (..., n, n) and the gradient of ``sum(weights * det)``."""
     g = lm.Graph()
     x = g.input("x", a.shape, dtype=dtype)
     d = lm.linalg.det(x)
     loss = (d * g.constant(weights, dtype) if weights is not None else d).sum()
-    return lm.compile([d, train.grad(loss, x)], backend="reference")(x=a)
+    return lm.compile([d, train.grad(loss, x)], backend=backend)(x=a)
 
 
 def _grad_tol(np_dtype):
@@ -73,8 +73,9 @@ def test_det_gradient_at_singular_matrix_is_the_cofactor_matrix(name, dtype, np_
     np.testing.assert_allclose(grad, _cofactors(a), **_grad_tol(np_dtype))
 
 
+@pytest.mark.parametrize("backend", ["reference", "cpu"])
 @pytest.mark.parametrize("dtype,np_dtype", DTYPES, ids=["float32", "float64"])
-def test_det_gradient_batched_singular_and_regular(dtype, np_dtype):
+def test_det_gradient_batched_singular_and_regular(dtype, np_dtype, backend):
     """A batch mixing every 3x3 singular case with regular matrices, each det weighted (the rule's
     adjoint per matrix): values as torch's, gradients the cofactors, and torch's at regular ones."""
     rng = np.random.default_rng(0)
@@ -83,7 +84,7 @@ def test_det_gradient_batched_singular_and_regular(dtype, np_dtype):
     order = rng.permutation(len(singular) + len(regular))
     a = np.stack([(singular + regular)[k] for k in order]).reshape(2, -1, 3, 3).astype(np_dtype)
     w = rng.uniform(0.5, 2.0, size=a.shape[:-2]).astype(np_dtype)
-    d, grad = _det_and_grad(a, dtype, weights=w)
+    d, grad = _det_and_grad(a, dtype, weights=w, backend=backend)
     t = torch.from_numpy(a).requires_grad_(True)
     (torch.linalg.det(t) * torch.from_numpy(w)).sum().backward()
     tol = {"rtol": 1e-5, "atol": 1e-5} if np_dtype == np.float32 else {"rtol": 1e-10, "atol": 1e-10}

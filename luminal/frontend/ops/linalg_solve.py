@@ -140,13 +140,14 @@ def _getrf(A: GraphTensor, n: int):  # noqa: N803
     rows below are unchanged and the later pivots stay finite, so the product of the pivots is
     exactly 0 (not the NaN of 0/0 reaching every later pivot)."""
     rows, cols = A.graph.arange(n).reshape(n, 1), A.graph.arange(n)
+    zero = A.graph.constant(0, A.dtype)
     m, pivots, swaps = A, [], []
     for k in range(n):
         m, p = _pivot(m, k, n)
-        piv = m[..., k:k + 1, k:k + 1]
-        mult = div(m[..., :, k:k + 1], where(eq(piv, 0), 1.0, piv))
-        step = where(gt(cols, k), sub(m, mul(mult, m[..., k:k + 1, :])), where(eq(cols, k), mult, m))
-        m = where(gt(rows, k), step, m)
+        piv, col = m[..., k:k + 1, k:k + 1], m[..., :, k:k + 1]
+        mult = where(gt(rows, k), div(col, where(eq(piv, 0), 1.0, piv)), zero)  # 0 in rows <= k
+        rest = where(gt(cols, k), m[..., k:k + 1, :], zero)  # row k right of the pivot
+        m = where(eq(cols, k), where(gt(rows, k), mult, col), sub(m, mul(mult, rest)))
         pivots.append(piv)
         swaps.append(p)
     return m, pivots, swaps
@@ -191,10 +192,11 @@ def det(A: GraphTensor) -> GraphTensor:  # noqa: N803 - torch's name
     return A.graph.custom_vjp(out, [A], rule)
 
 
-def _cofactors(A: GraphTensor) -> GraphTensor:  # noqa: N803
+def _cofactors(A: GraphTensor, *, inverse: bool = False) -> GraphTensor:  # noqa: N803
     """The cofactor matrix ``adj(A).mT`` of each matrix of ``A`` (..., n, n): ``det``'s gradient,
     finite for every matrix (``det(A) * inv(A).mT`` is 0/0 at a singular one), with no division but
-    the elimination's by its nonzero pivots.
+    the elimination's by its nonzero pivots. ``inverse``: ``inv(A).mT`` from the same factors
+    (slogdet's gradient; inf/NaN at a singular matrix).
 
     An LU with partial pivoting, as getrf (a zero pivot's column skipped), gives ``P A = L U`` with
     L unit lower triangular; ``adj(XY) = adj(Y) adj(X)`` for any square matrices, so
@@ -202,8 +204,9 @@ def _cofactors(A: GraphTensor) -> GraphTensor:  # noqa: N803
     triangular: ``adj(U)[i, j] = W[i, j] * prod(d[:i]) * prod(d[j + 1:])`` (d: U's diagonal), where W
     is ``U^-1`` scaled by ``prod(d[i:j + 1])``: from ``U U^-1 = I``,
     ``W[i] = e_i - sum_{m > i} U[i, m] prod(d[i + 1:m]) W[m]``, rows from the last up, polynomials in
-    U that stay finite where a pivot is 0. ``X = adj(U) L^-1`` solves ``X L = adj(U)`` column by
-    column from the last."""
+    U that stay finite where a pivot is 0 (``inverse``: ``U^-1`` itself, by back substitution, and
+    ``inv(A) = U^-1 L^-1 P``). ``X = adj(U) L^-1`` solves ``X L = adj(U)`` column by column from the
+    last."""
     n, g, batch = A.shape[-1], A.graph, tuple(A.shape[:-2])
     zero, one = g.constant(0, A.dtype), g.constant(1, A.dtype)
     if n == 0:
@@ -213,22 +216,29 @@ def _cofactors(A: GraphTensor) -> GraphTensor:  # noqa: N803
     d = sum_(where(eq(rows, cols), m, zero), -2, keepdim=True)  # (..., 1, n)
     W = zero.expand(*batch, n, n)  # noqa: N806
     before = zero.expand(*batch, 1, n)  # row i's prod(d[i + 1:m]) at m > i; prod(d[:m]) after row 0
-    after = zero.expand(*batch, 1, n)  # prod(d[j + 1:]) once every column is in
     for i in reversed(range(n)):
         e = where(eq(cols, i), one, zero)
-        W = where(eq(rows, i), sub(e, matmul(mul(m[..., i:i + 1, :], before), W)), W)  # noqa: N806
-        before = add(mul(d[..., :, i:i + 1], before), e)
-    for j in range(n):
-        after = add(mul(d[..., :, j:j + 1], after), where(eq(cols, j), one, zero))
-    adj_u = mul(mul(before.transpose(-2, -1), W), after)
+        if inverse:
+            row = div(sub(e, matmul(where(gt(cols, i), m[..., i:i + 1, :], zero), W)), d[..., :, i:i + 1])
+        else:
+            row = sub(e, matmul(mul(m[..., i:i + 1, :], before), W))
+            before = add(mul(d[..., :, i:i + 1], before), e)
+        W = where(eq(rows, i), row, W)  # noqa: N806
+    if inverse:
+        upper, s = W, one
+    else:
+        after = zero.expand(*batch, 1, n)  # prod(d[j + 1:]) once every column is in
+        for j in range(n):
+            after = add(mul(d[..., :, j:j + 1], after), where(eq(cols, j), one, zero))
+        upper, s = mul(mul(before.transpose(-2, -1), W), after), _swap_sign(swaps, A)
     X = zero.expand(*batch, n, n)  # noqa: N806
     for j in reversed(range(n)):
         l_col = where(gt(rows, j), m[..., :, j:j + 1], zero)  # L's column j below the diagonal
-        X = where(eq(cols, j), sub(adj_u[..., :, j:j + 1], matmul(X, l_col)), X)  # noqa: N806
+        X = where(eq(cols, j), sub(upper[..., :, j:j + 1], matmul(X, l_col)), X)  # noqa: N806
     perm = rows.expand(*batch, n, 1)  # P[i, perm[i]] = 1
     for k, p in enumerate(swaps):
         perm = _swap_rows(perm, k, p, rows)
-    return mul(_swap_sign(swaps, A), matmul(X, where(eq(perm, cols), one, zero))).transpose(-2, -1)
+    return mul(s, matmul(X, where(eq(perm, cols), one, zero))).transpose(-2, -1)
 
 
 def _unmat(t: GraphTensor, A: GraphTensor) -> GraphTensor:
@@ -265,7 +275,9 @@ def slogdet(A: GraphTensor) -> tuple[GraphTensor, GraphTensor]:  # noqa: N803 - 
 
     def rule(out, adjoint, A):  # noqa: N803
         singular = eq(out, -math.inf).unsqueeze(-1).unsqueeze(-1)
-        return [mul(adjoint.unsqueeze(-1).unsqueeze(-1), where(singular, math.nan, inv(A).transpose(-2, -1)))]
+        with renamed("slogdet"):  # as inside the op, so that the elimination is the forward pass's nodes
+            inv_t = _cofactors(A, inverse=True)
+        return [mul(adjoint.unsqueeze(-1).unsqueeze(-1), where(singular, math.nan, inv_t))]
 
     return SlogdetResult(_unmat(s, A), A.graph.custom_vjp(logabs, [A], rule))
 

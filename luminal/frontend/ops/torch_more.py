@@ -203,7 +203,9 @@ def dist(input: GraphTensor, other, p=2) -> GraphTensor:  # noqa: A002
 @tensor_op("logdet")
 def logdet(input: GraphTensor) -> GraphTensor:  # noqa: A002
     """torch.logdet: ``log(det(A))`` of each square matrix: NaN where the determinant is negative,
-    -inf where it is 0 (from ``slogdet``; static size n).
+    -inf where it is 0 (from ``slogdet``; static size n). The gradient is slogdet's, ``inv(A).mT``:
+    NaN at a singular matrix (it does not exist there), and 0 where the value is the NaN of a negative
+    determinant, as torch's.
 
     Args:
         input: a float32/float64 tensor (*, n, n).
