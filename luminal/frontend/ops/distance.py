@@ -119,7 +119,7 @@ def _pdist(x: GraphTensor, p: float) -> GraphTensor:
 
 
 @_opmath  # (16-bit inputs: the norm's sum of squares in float32, as torch's; it overflowed)
-def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
+def cosine_similarity(x1: GraphTensor, x2: GraphTensor, dim: int = 1, eps: float = 1e-8) -> GraphTensor:
     """torch's ``F.cosine_similarity``: ``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``
     of the inputs broadcast together. As torch's, the gradient goes through each norm also where ``eps``
     holds it (torch clamps without recording the clamp).
@@ -143,7 +143,8 @@ def _clamped_norm(x, dim: int, eps: float):
 
 
 @_opmath  # (16-bit inputs: the norm's sum of squares in float32, as torch's; it overflowed)
-def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+def pairwise_distance(x1: GraphTensor, x2: GraphTensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> GraphTensor:
     """torch's ``F.pairwise_distance``: ``||x1 - x2 + eps||_p`` over the last dim.
 
     Args:
