@@ -252,3 +252,15 @@ def test_logdet_of_negative_determinant():
     value, grad = lm.compile([y, train.grad(y, x)], backend="reference")(x=a)
     assert math.isnan(value)
     np.testing.assert_array_equal(grad, np.zeros((2, 2)))
+
+
+def test_det_gradient_with_a_symbolic_batch():
+    """A symbolic batch dim ("B"): the 3x3 shift matrix (every pivot 0, cofactor 1 at [2, 0]) and a
+    regular matrix, bound to B = 2."""
+    a = np.array([[[0, 1, 0], [0, 0, 1], [0, 0, 0]], [[2, 1, 0], [1, 3, 1], [0, 1, 4]]], np.float64)
+    g = lm.Graph()
+    x = g.input("x", ("B", 3, 3), dtype=lm.float64)
+    d = lm.linalg.det(x)
+    value, grad = lm.compile([d, train.grad(d.sum(), x)], backend="reference")(x=a)
+    np.testing.assert_allclose(value, [0.0, 18.0], rtol=1e-12)
+    np.testing.assert_allclose(grad, np.stack([_cofactors(m) for m in a]), rtol=1e-12, atol=1e-12)
