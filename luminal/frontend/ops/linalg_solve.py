@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numpy as np
+
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error, renamed
 from luminal.core.symbolic import is_static, shape_str
@@ -28,7 +30,7 @@ from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops.combine import cat, stack
 from luminal.frontend.ops.core import broadcast_shapes
 from luminal.frontend.ops.creation import eye
-from luminal.frontend.ops.elementwise import abs_, add, clone, div, eq, ge, gt, log, lt, mul, ne, sign, sqrt, sub, where
+from luminal.frontend.ops.elementwise import abs_, add, clone, div, eq, ge, gt, log, mul, ne, sign, sqrt, sub, where
 from luminal.frontend.ops.linalg import matmul
 from luminal.frontend.ops.reduce import _own_node, argmax
 from luminal.frontend.ops.reduce import sum as sum_
@@ -52,19 +54,27 @@ def _square(op: str, a: GraphTensor) -> int:
 
 def _pivot(m: GraphTensor, k: int, n: int):
     """``m`` (..., n, w) with row ``k`` swapped with the row ``p >= k`` of largest ``|m[p, k]|``
-    (a one-hot swap), and ``p`` (int32, (..., 1, 1))."""
-    rows = m.graph.arange(n).reshape(n, 1)
-    mag = where(lt(rows, k), -1.0, abs_(m[..., :, k:k + 1]))  # rows above k are done
+    (a one-hot swap), and ``p`` (int32, (..., 1, 1)). Row and column k are read through step k's
+    masks (``_step_masks``), so that the steps of an elimination roll into one loop."""
+    at, above, _ = _step_masks(m.graph, n, k)
+    mag = where(above.reshape(n, 1), -1.0, abs_(_column(m, at)))  # rows above k are done
     p = argmax(mag, -2, keepdim=True)  # (..., 1, 1)
-    return _swap_rows(m, k, p, rows), p
+    return _swap_rows(m, k, p, m.graph.arange(n).reshape(n, 1)), p
+
+
+def _column(m: GraphTensor, at: GraphTensor) -> GraphTensor:
+    """The column of ``m`` (..., n, w) where the mask ``at`` (n,) over its first n columns is set, as (..., n, 1)."""
+    n = at.shape[0]
+    return sum_(where(at, m[..., :, :n], m.graph.constant(0, m.dtype)), -1, keepdim=True)
 
 
 def _swap_rows(m: GraphTensor, k: int, p: GraphTensor, rows: GraphTensor) -> GraphTensor:
     """``m`` (..., n, w) with its rows ``k`` and ``p`` (..., 1, 1) swapped; ``rows``: arange(n) as (n, 1)."""
-    is_p, is_k = eq(rows, p), eq(rows, k)  # (..., n, 1), (n, 1)
+    n = rows.shape[0]
+    is_p, is_k = eq(rows, p), _step_masks(m.graph, n, k)[0].reshape(n, 1)  # (..., n, 1), (n, 1)
     zero = m.graph.constant(0, m.dtype)
-    row_p = sum_(where(is_p, m, zero), -2, keepdim=True)
-    return where(is_k, row_p, where(is_p, m[..., k:k + 1, :], m))
+    row_p, row_k = sum_(where(is_p, m, zero), -2, keepdim=True), sum_(where(is_k, m, zero), -2, keepdim=True)
+    return where(is_k, row_p, where(is_p, row_k, m))
 
 
 def _eliminate(m: GraphTensor, n: int, *, skip_zero_pivots: bool = False):
@@ -74,13 +84,16 @@ def _eliminate(m: GraphTensor, n: int, *, skip_zero_pivots: bool = False):
     A zero pivot (its column is zero from row k down: the matrix is singular) divides by zero, so that
     ``inv``/``solve`` give inf/NaN. With ``skip_zero_pivots`` (``solve_ex``'s info, which needs only
     the pivots) that step divides by 1 instead, as getrf skips the column (``_getrf``)."""
-    rows = m.graph.arange(n).reshape(n, 1)
     pivots, swaps = [], []
+    zero = m.graph.constant(0, m.dtype)
     for k in range(n):
         m, p = _pivot(m, k, n)
-        piv = m[..., k:k + 1, k:k + 1]
-        r = div(m[..., k:k + 1, :], where(eq(piv, 0), 1.0, piv) if skip_zero_pivots else piv)
-        m = where(eq(rows, k), r, sub(m, mul(m[..., :, k:k + 1], r)))
+        at = _step_masks(m.graph, n, k)[0]
+        at_row = at.reshape(n, 1)
+        row = sum_(where(at_row, m, zero), -2, keepdim=True)  # (..., 1, w)
+        piv = _column(row, at)  # (..., 1, 1)
+        r = div(row, where(eq(piv, 0), 1.0, piv) if skip_zero_pivots else piv)
+        m = where(at_row, r, sub(m, mul(_column(m, at), r)))
         pivots.append(piv)
         swaps.append(ne(p, k))
     return m, pivots, swaps
@@ -132,6 +145,19 @@ def solve(A: GraphTensor, B: GraphTensor, *, left: bool = True) -> GraphTensor: 
     return x.squeeze(-1) if vector else x
 
 
+def _step_masks(g, n: int, k: int):
+    """Step ``k``'s masks over ``range(n)`` (bool, (n,)): ``== k``, ``< k`` and ``> k``, as one constant
+    leaf per step.
+
+    The steps of an elimination then differ in a leaf alone and are copies of one body, which the
+    compiler's loop rolling (``compiler/rolling``) compiles once for the n steps. A step reading row or
+    column k through a slice (its offset k is part of the reader's code) or a mask computed from an
+    arange and k (a computation per step outside the body) makes code that grows with n."""
+    i = np.arange(n)
+    both = g.constant(np.stack([i == k, i < k, i > k]), dt.bool_)
+    return both[0], both[1], both[2]
+
+
 def _getrf(A: GraphTensor, n: int):  # noqa: N803
     """LU with partial pivoting of ``A`` (..., n, n), as LAPACK's getrf: the packed factors (L's
     multipliers below the diagonal, U on and above it, of the rows permuted), the pivots ``U[k, k]``
@@ -139,15 +165,16 @@ def _getrf(A: GraphTensor, n: int):  # noqa: N803
     the diagonal down: the matrix is singular) divides by 1 instead, as getrf skips the column: the
     rows below are unchanged and the later pivots stay finite, so the product of the pivots is
     exactly 0 (not the NaN of 0/0 reaching every later pivot)."""
-    rows, cols = A.graph.arange(n).reshape(n, 1), A.graph.arange(n)
     zero = A.graph.constant(0, A.dtype)
     m, pivots, swaps = A, [], []
     for k in range(n):
         m, p = _pivot(m, k, n)
-        piv, col = m[..., k:k + 1, k:k + 1], m[..., :, k:k + 1]
-        mult = where(gt(rows, k), div(col, where(eq(piv, 0), 1.0, piv)), zero)  # 0 in rows <= k
-        rest = where(gt(cols, k), m[..., k:k + 1, :], zero)  # row k right of the pivot
-        m = where(eq(cols, k), where(gt(rows, k), mult, col), sub(m, mul(mult, rest)))
+        at, _, after = _step_masks(A.graph, n, k)
+        below = after.reshape(n, 1)
+        row = sum_(where(at.reshape(n, 1), m, zero), -2, keepdim=True)  # (..., 1, n)
+        col, piv = _column(m, at), _column(row, at)
+        mult = where(below, div(col, where(eq(piv, 0), 1.0, piv)), zero)  # 0 in rows <= k
+        m = where(at, where(below, mult, col), sub(m, mul(mult, where(after, row, zero))))
         pivots.append(piv)
         swaps.append(p)
     return m, pivots, swaps
