@@ -241,31 +241,44 @@ def _cofactors(A: GraphTensor, *, inverse: bool = False) -> GraphTensor:  # noqa
     rows, cols = g.arange(n).reshape(n, 1), g.arange(n)
     m, _, swaps = _getrf(A, n)
     d = sum_(where(eq(rows, cols), m, zero), -2, keepdim=True)  # (..., 1, n)
+    # each step reads its row/column i through step i's masks (no slice at offset i), so that the
+    # n steps of each loop below roll into one, as the elimination's (``_step_masks``)
     W = zero.expand(*batch, n, n)  # noqa: N806
     before = zero.expand(*batch, 1, n)  # row i's prod(d[i + 1:m]) at m > i; prod(d[:m]) after row 0
     for i in reversed(range(n)):
-        e = where(eq(cols, i), one, zero)
+        at, _, after = _step_masks(g, n, i)
+        at_row = at.reshape(n, 1)
+        m_i, d_i = sum_(where(at_row, m, zero), -2, keepdim=True), _column(d, at)
         if inverse:
-            row = div(sub(e, matmul(where(gt(cols, i), m[..., i:i + 1, :], zero), W)), d[..., :, i:i + 1])
+            row = div(_add_one_hot(mul(matmul(where(after, m_i, zero), W), -1.0), at), d_i)
         else:
-            row = sub(e, matmul(mul(m[..., i:i + 1, :], before), W))
-            before = add(mul(d[..., :, i:i + 1], before), e)
-        W = where(eq(rows, i), row, W)  # noqa: N806
+            row = _add_one_hot(mul(matmul(mul(m_i, before), W), -1.0), at)
+            before = _add_one_hot(mul(d_i, before), at)
+        W = where(at_row, row, W)  # noqa: N806
     if inverse:
         upper, s = W, one
     else:
-        after = zero.expand(*batch, 1, n)  # prod(d[j + 1:]) once every column is in
+        after_d = zero.expand(*batch, 1, n)  # prod(d[j + 1:]) once every column is in
         for j in range(n):
-            after = add(mul(d[..., :, j:j + 1], after), where(eq(cols, j), one, zero))
-        upper, s = mul(mul(before.transpose(-2, -1), W), after), _swap_sign(swaps, A)
+            at = _step_masks(g, n, j)[0]
+            after_d = _add_one_hot(mul(_column(d, at), after_d), at)
+        upper, s = mul(mul(before.transpose(-2, -1), W), after_d), _swap_sign(swaps, A)
     X = zero.expand(*batch, n, n)  # noqa: N806
     for j in reversed(range(n)):
-        l_col = where(gt(rows, j), m[..., :, j:j + 1], zero)  # L's column j below the diagonal
-        X = where(eq(cols, j), sub(upper[..., :, j:j + 1], matmul(X, l_col)), X)  # noqa: N806
+        at, _, after = _step_masks(g, n, j)
+        l_col = where(after.reshape(n, 1), _column(m, at), zero)  # L's column j below the diagonal
+        X = where(at, sub(_column(upper, at), matmul(X, l_col)), X)  # noqa: N806
     perm = rows.expand(*batch, n, 1)  # P[i, perm[i]] = 1
     for k, p in enumerate(swaps):
         perm = _swap_rows(perm, k, p, rows)
     return mul(s, matmul(X, where(eq(perm, cols), one, zero))).transpose(-2, -1)
+
+
+def _add_one_hot(t: GraphTensor, at: GraphTensor) -> GraphTensor:
+    """``t`` plus 1 where the step mask ``at`` is set (``t + e_k``). Not ``add(t, where(at, 1, 0))``:
+    that one-hot depends on the step's constant leaf alone, so it is computed outside the rolled loop,
+    one kernel per step."""
+    return where(at, add(t, 1.0), t)
 
 
 def _unmat(t: GraphTensor, A: GraphTensor) -> GraphTensor:
