@@ -1,6 +1,6 @@
-"""Dense square-matrix algorithms for a static size n, unrolled over n: ``inv`` and ``solve`` by
-Gauss-Jordan elimination with partial pivoting, ``det`` and ``slogdet`` from the pivots of an LU with
-the same pivoting (getrf's), and ``cholesky`` column by column (batched over any leading dims).
+"""Dense square-matrix algorithms for a static size n, unrolled over n: ``solve`` by Gauss-Jordan
+elimination with partial pivoting, ``det`` and ``slogdet`` from the pivots of an LU with the same
+pivoting (getrf's), ``inv`` from that LU's factors, and ``cholesky`` column by column (batched over any leading dims).
 
 Each step is ordinary ops (argmax, one-hot row swaps as ``where``, broadcast multiply-subtract), so
 gradients come from autograd through the elimination (``det``'s and ``slogdet``'s from rules of
@@ -29,7 +29,6 @@ from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops.combine import cat, stack
 from luminal.frontend.ops.core import broadcast_shapes
-from luminal.frontend.ops.creation import eye
 from luminal.frontend.ops.elementwise import abs_, add, clone, div, eq, ge, gt, log, mul, ne, sign, sqrt, sub, where
 from luminal.frontend.ops.linalg import matmul
 from luminal.frontend.ops.reduce import _own_node, argmax
@@ -102,16 +101,16 @@ def _eliminate(m: GraphTensor, n: int, *, skip_zero_pivots: bool = False):
 @float32_under_autocast
 @tensor_op("inv")
 def inv(A: GraphTensor) -> GraphTensor:  # noqa: N803 - torch's name
-    """torch.linalg.inv: the inverse of each square matrix of ``A`` (Gauss-Jordan with partial pivoting,
-    for a static size n; a singular matrix gives inf/NaN where torch raises).
+    """torch.linalg.inv: the inverse of each square matrix of ``A`` (static size n), ``U^-1 L^-1 P`` from
+    an LU with partial pivoting (``_cofactors``, slogdet's gradient); a singular matrix gives NaN
+    where torch raises. Not Gauss-Jordan on ``[A | I]``: at 8x64x64 on the cpu backend that ran about
+    twice as long (and its gradient too), for a compile about 1 s shorter.
 
     Args:
         A: a float32/float64 tensor (*, n, n).
     """
-    n = _square("inv", A)
-    aug = cat([A, eye(n, dtype=A.dtype, graph=A.graph).expand(*A.shape)], -1)
-    m, _, _ = _eliminate(aug, n)
-    return m[..., :, n:]
+    _square("inv", A)
+    return _cofactors(A, inverse=True).transpose(-2, -1)
 
 
 @float32_under_autocast
