@@ -16,7 +16,7 @@ from luminal.core.errors import check_int, op_error
 from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.float32_ops import float32_under_autocast
-from luminal.frontend.ops.combine import cat, stack
+from luminal.frontend.ops.combine import stack
 from luminal.frontend.ops.core import power_by_squaring, require
 from luminal.frontend.ops.creation import eye, ones_like
 from luminal.frontend.ops.elementwise import (
@@ -39,6 +39,7 @@ from luminal.frontend.ops.linalg import matmul
 from luminal.frontend.ops.linalg_solve import (
     _cholesky,
     _eliminate,
+    _getrf,
     _info,
     _no_check_errors,
     _square,
@@ -235,9 +236,8 @@ def inv_ex(A: GraphTensor, *, check_errors: bool = False) -> InvExResult:  # noq
     """
     _no_check_errors("inv_ex", check_errors, A)
     n = _square("inv_ex", A)
-    aug = cat([A, eye(n, dtype=A.dtype, graph=A.graph).expand(*A.shape)], -1)
-    m, pivots, _ = _eliminate(aug, n)
-    return InvExResult(m[..., :, n:], _info([eq(p, 0) for p in pivots], A))
+    _, pivots, _ = _getrf(A, n)  # (the factorisation inv's builds: the graph holds it once)
+    return InvExResult(inv(A), _info([eq(p, 0) for p in pivots], A))
 
 
 @float32_under_autocast
