@@ -72,7 +72,7 @@ def _lu(A: GraphTensor, m: int, n: int):  # noqa: N803
 
 def _pivots(perm: list, A: GraphTensor) -> GraphTensor:  # noqa: N803
     """The 0-based pivot rows as torch's LU_pivots: 1-based int32 (..., k)."""
-    return add(cat([p.squeeze(-1) for p in perm], -1), 1) if perm else cast(A[..., 0, :0], dt.int32)
+    return add(cat([p.squeeze(-1) for p in perm], -1), 1) if perm else cast(sum_(A[..., :0], -2), dt.int32)
 
 
 class LUFactorResult(NamedTuple):

@@ -206,7 +206,7 @@ def det(A: GraphTensor) -> GraphTensor:  # noqa: N803 - torch's name
         A: a float32/float64 tensor (*, n, n).
     """
     s, pivots = _lu_parts("det", A)
-    out = s
+    out = _tie_empty(s, A)
     for piv in pivots:
         out = mul(out, piv)
     out = _own_node(_unmat(out, A), "det")
@@ -235,8 +235,8 @@ def _cofactors(A: GraphTensor, *, inverse: bool = False) -> GraphTensor:  # noqa
     last."""
     n, g, batch = A.shape[-1], A.graph, tuple(A.shape[:-2])
     zero, one = g.constant(0, A.dtype), g.constant(1, A.dtype)
-    if n == 0:
-        return zero.expand(*A.shape)
+    if n == 0:  # empty, and computed from A (``_tie_empty``)
+        return clone(A)
     rows, cols = g.arange(n).reshape(n, 1), g.arange(n)
     m, _, swaps = _getrf(A, n)
     d = sum_(where(eq(rows, cols), m, zero), -2, keepdim=True)  # (..., 1, n)
@@ -280,6 +280,13 @@ def _add_one_hot(t: GraphTensor, at: GraphTensor) -> GraphTensor:
     return where(at, add(t, 1.0), t)
 
 
+def _tie_empty(t: GraphTensor, A: GraphTensor) -> GraphTensor:  # noqa: N803
+    """``t`` plus the sum of ``A``'s entries (exactly 0) when ``A`` is 0 x 0, else ``t``. An empty
+    matrix's det (1) and logabsdet (0) would be constants, which ``train.grad`` takes for unused by
+    the loss (an error without ``allow_unused``); torch's gradient is an empty tensor, as the rules'."""
+    return add(t, sum_(A, (-2, -1), keepdim=True)) if A.shape[-1] == 0 else t
+
+
 def _unmat(t: GraphTensor, A: GraphTensor) -> GraphTensor:
     """A (..., 1, 1) (or scalar) result as ``A``'s batch shape."""
     return t.expand(*A.shape[:-2], 1, 1).reshape(tuple(A.shape[:-2]))
@@ -306,7 +313,7 @@ def slogdet(A: GraphTensor) -> tuple[GraphTensor, GraphTensor]:  # noqa: N803 - 
         A: a float32/float64 tensor (*, n, n).
     """
     s, pivots = _lu_parts("slogdet", A)
-    logabs = A.graph.constant(0.0, A.dtype)
+    logabs = _tie_empty(A.graph.constant(0.0, A.dtype), A)
     for piv in pivots:
         s = mul(s, sign(piv))
         logabs = add(logabs, log(abs_(piv)))
