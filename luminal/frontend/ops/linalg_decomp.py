@@ -14,33 +14,19 @@ from typing import NamedTuple
 
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error
-from luminal.core.symbolic import is_static, shape_str
+from luminal.core.symbolic import shape_str
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops.combine import cat
 from luminal.frontend.ops.core import broadcast_shapes, cast
 from luminal.frontend.ops.creation import eye, tril, triu, zeros
 from luminal.frontend.ops.elementwise import add, div, eq, ge, gt, mul, neg, sqrt, sub, where
-from luminal.frontend.ops.linalg_solve import _info, _no_check_errors, _pivot
-from luminal.frontend.ops.linalg_triangular import check_size, substitute
+from luminal.frontend.ops.linalg_solve import _info, _matrix, _no_check_errors, _pivot
+from luminal.frontend.ops.linalg_triangular import substitute
 from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.tensor import GraphTensor
 
 DECOMP_LIMIT = 64
-
-
-def _matrix(op: str, A: GraphTensor) -> tuple[int, int]:  # noqa: N803
-    """``A``'s static matrix sizes (m, n), after checking it is a float (..., m, n) tensor of m, n <= 64."""
-    if A.ndim < 2:
-        raise op_error(ValueError, op, f"expected a (*, m, n) matrix, got {shape_str(A.shape)}", A)
-    m, n = A.shape[-2], A.shape[-1]
-    if not (is_static(m) and is_static(n)):
-        raise op_error(ValueError, op, f"needs a static matrix size (the algorithm is unrolled over it), got "
-                       f"{shape_str(A.shape)}", A)
-    if A.dtype.name not in ("float32", "float64"):
-        raise op_error(TypeError, op, f"needs a float32 or float64 tensor, got {A.dtype.name}", A)
-    check_size(op, max(m, n), DECOMP_LIMIT, A)
-    return m, n
 
 
 def _no_pivot(op: str, pivot, A: GraphTensor) -> None:  # noqa: N803
@@ -116,7 +102,7 @@ def lu_factor(A: GraphTensor, *, pivot: bool = True) -> LUFactorResult:  # noqa:
 
 def _factor(op: str, A: GraphTensor, pivot) -> LUFactorExResult:  # noqa: N803
     _no_pivot(op, pivot, A)
-    m, n = _matrix(op, A)
+    m, n = _matrix(op, A, limit=DECOMP_LIMIT)
     LU, perm, diag, _ = _lu(A, m, n)
     return LUFactorExResult(LU, _pivots(perm, A), _info([eq(d, 0) for d in diag], A))
 
@@ -147,7 +133,7 @@ def lu(A: GraphTensor, *, pivot: bool = True) -> LUResult:  # noqa: N803 - torch
         pivot: True; False is refused, as on torch's CPU.
     """
     _no_pivot("lu", pivot, A)
-    m, n = _matrix("lu", A)
+    m, n = _matrix("lu", A, limit=DECOMP_LIMIT)
     k = min(m, n)
     LU, _, _, Q = _lu(A, m, n)
     L = add(tril(LU[..., :, :k], -1), eye(m, k, dtype=A.dtype, graph=A.graph))
@@ -183,7 +169,7 @@ def lu_solve(LU: GraphTensor, pivots: GraphTensor, B: GraphTensor, *, left: bool
         adjoint: solve with ``A``'s (conjugate) transpose.
     """
     check_tensors("lu_solve", LU=LU, pivots=pivots, B=B)
-    m, n = _matrix("lu_solve", LU)
+    m, n = _matrix("lu_solve", LU, limit=DECOMP_LIMIT)
     if m != n:
         raise op_error(ValueError, "lu_solve", f"LU must be square, got {shape_str(LU.shape)}", LU)
     if pivots.dtype is not dt.int32 or pivots.ndim < 1 or pivots.shape[-1] != n:
@@ -258,7 +244,7 @@ def qr(A: GraphTensor, mode: str = "reduced") -> QRResult:  # noqa: N803 - torch
     """
     if mode not in ("reduced", "complete", "r"):
         raise op_error(ValueError, "qr", f"mode must be 'reduced', 'complete' or 'r', got {mode!r}", A)
-    m, n = _matrix("qr", A)
+    m, n = _matrix("qr", A, limit=DECOMP_LIMIT)
     k = min(m, n)
     R, vs, taus = _householder(A, m, n)
     if mode == "r":
@@ -280,7 +266,7 @@ def householder_product(A: GraphTensor, tau: GraphTensor) -> GraphTensor:  # noq
         tau: the scales (*, k), k <= n, of A's dtype.
     """
     check_tensors("householder_product", A=A, tau=tau)
-    m, n = _matrix("householder_product", A)
+    m, n = _matrix("householder_product", A, limit=DECOMP_LIMIT)
     if m < n:
         raise op_error(ValueError, "householder_product", f"A must have at least as many rows as columns, got "
                        f"{shape_str(A.shape)}", A)

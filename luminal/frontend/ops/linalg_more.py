@@ -41,8 +41,8 @@ from luminal.frontend.ops.linalg_solve import (
     _eliminate,
     _getrf,
     _info,
+    _matrix,
     _no_check_errors,
-    _square,
     inv,
     solve,
 )
@@ -235,7 +235,7 @@ def inv_ex(A: GraphTensor, *, check_errors: bool = False) -> InvExResult:  # noq
         check_errors: refused when True (a compiled graph cannot raise from its values).
     """
     _no_check_errors("inv_ex", check_errors, A)
-    n = _square("inv_ex", A)
+    n, _ = _matrix("inv_ex", A, square=True)
     _, pivots, _ = _getrf(A, n)  # (the factorisation inv's builds: the graph holds it once)
     return InvExResult(inv(A), _info([eq(p, 0) for p in pivots], A))
 
@@ -253,7 +253,7 @@ def solve_ex(A: GraphTensor, B: GraphTensor, *, left: bool = True, check_errors:
         check_errors: refused when True (a compiled graph cannot raise from its values).
     """
     _no_check_errors("solve_ex", check_errors, A, B)
-    n = _square("solve_ex", A)
+    n, _ = _matrix("solve_ex", A, square=True)
     _, pivots, _ = _eliminate(A, n, skip_zero_pivots=True)
     return SolveExResult(solve(A, B, left=left), _info([eq(p, 0) for p in pivots], A))
 
@@ -296,7 +296,7 @@ def matrix_exp(A: GraphTensor) -> GraphTensor:  # noqa: N803 - torch's name
     Args:
         A: a float32/float64 tensor (*, n, n).
     """
-    n = _square("matrix_exp", A)
+    n, _ = _matrix("matrix_exp", A, square=True)
     norm1 = matrix_norm(A.detach(), 1, keepdim=True)
     s = maximum(ceil(log2(div(norm1, THETA13))), 0.0)
     X = mul(A, exp2(neg(s)))
@@ -336,5 +336,5 @@ def cond(A: GraphTensor, p=None) -> GraphTensor:  # noqa: N803 - torch's names
     if isinstance(p, bool) or p not in ("fro", "nuc", 1, -1, math.inf, -math.inf):
         raise op_error(ValueError, "cond", f"p={p!r} is not a matrix norm (None, 'fro', 'nuc', 1, -1, 2, -2, inf, "
                        "-inf)", A)
-    _square("cond", A)
+    _matrix("cond", A, square=True)
     return mul(matrix_norm(A, p), matrix_norm(inv(A), p))

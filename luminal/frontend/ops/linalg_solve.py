@@ -36,19 +36,31 @@ from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.tensor import GraphTensor
 
 
-def _square(op: str, a: GraphTensor) -> int:
-    """``a``'s static matrix size n, after checking that it is a float (..., n, n) tensor."""
-    if a.ndim < 2:
-        raise op_error(ValueError, op, f"expected a (*, n, n) matrix, got {shape_str(a.shape)}", a)
-    n, m = a.shape[-2], a.shape[-1]
-    if not (is_static(n) and is_static(m)):
-        raise op_error(ValueError, op, f"needs a static matrix size (the algorithm is unrolled over n), got "
-                       f"{shape_str(a.shape)}", a)
-    if n != m:
-        raise op_error(ValueError, op, f"expected a square matrix, got {shape_str(a.shape)}", a)
-    if a.dtype.name not in ("float32", "float64"):
-        raise op_error(TypeError, op, f"needs a float32 or float64 tensor, got {a.dtype.name}", a)
-    return n
+def _matrix(op: str, A: GraphTensor, *, square: bool = False, limit: int | None = None) -> tuple[int, int]:  # noqa: N803
+    """``A``'s static matrix sizes (m, n), after checking that it is a float32/float64 (..., m, n)
+    tensor: with ``square``, m == n; with ``limit``, m, n <= limit (``check_size``). The linalg ops
+    are unrolled over the matrix's steps, so the sizes must be static."""
+    dims = "n, n" if square else "m, n"
+    if A.ndim < 2:
+        raise op_error(ValueError, op, f"expected a (*, {dims}) matrix, got {shape_str(A.shape)}", A)
+    m, n = A.shape[-2], A.shape[-1]
+    if not (is_static(m) and is_static(n)):
+        raise op_error(ValueError, op, f"needs a static matrix size (the algorithm is unrolled over "
+                       f"{'n' if square else 'it'}), got {shape_str(A.shape)}", A)
+    if square and m != n:
+        raise op_error(ValueError, op, f"expected a square matrix, got {shape_str(A.shape)}", A)
+    if A.dtype.name not in ("float32", "float64"):
+        raise op_error(TypeError, op, f"needs a float32 or float64 tensor, got {A.dtype.name}", A)
+    if limit is not None:
+        check_size(op, max(m, n), limit, A)
+    return m, n
+
+
+def check_size(op: str, n: int, limit: int, *ts) -> None:
+    """Refuse a static matrix size above ``limit``: the unrolled graph would take too long to compile."""
+    if n > limit:
+        raise op_error(ValueError, op, f"is unrolled over the matrix size and supports n <= {limit}, got n = {n}",
+                       *ts)
 
 
 def _pivot(m: GraphTensor, k: int, n: int):
@@ -109,7 +121,7 @@ def inv(A: GraphTensor) -> GraphTensor:  # noqa: N803 - torch's name
     Args:
         A: a float32/float64 tensor (*, n, n).
     """
-    _square("inv", A)
+    _matrix("inv", A, square=True)
     return _cofactors(A, inverse=True).transpose(-2, -1)
 
 
@@ -126,7 +138,7 @@ def solve(A: GraphTensor, B: GraphTensor, *, left: bool = True) -> GraphTensor: 
         left: solve ``A X = B`` (True) or ``X A = B``.
     """
     check_tensors("solve", A=A, B=B)
-    n = _square("solve", A)
+    n, _ = _matrix("solve", A, square=True)
     if B.dtype is not A.dtype:
         raise op_error(TypeError, "solve", f"B must have A's dtype {A.dtype.name}, got {B.dtype.name}", A, B)
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
@@ -189,7 +201,7 @@ def _swap_sign(swaps: list, A: GraphTensor) -> GraphTensor:  # noqa: N803
 
 def _lu_parts(op: str, A: GraphTensor):
     """``(sign, pivots)`` of ``A``'s elimination: the permutation's sign (..., 1, 1) and the pivots."""
-    _, pivots, swaps = _getrf(A, _square(op, A))
+    _, pivots, swaps = _getrf(A, _matrix(op, A, square=True)[0])
     return _swap_sign(swaps, A), pivots
 
 
@@ -347,7 +359,7 @@ def cholesky(A: GraphTensor, upper: bool = False) -> GraphTensor:  # noqa: N803 
 def _cholesky(op: str, A: GraphTensor) -> tuple[GraphTensor, list[GraphTensor]]:  # noqa: N803
     """``cholesky``'s lower factor of ``A`` and the values whose square roots are its diagonal (each
     (..., 1): > 0 exactly where the leading minors are positive-definite; ``cholesky_ex``'s info)."""
-    n = _square(op, A)
+    n, _ = _matrix(op, A, square=True)
     if n == 0:  # an empty factor (no columns to stack)
         return clone(A), []
     rows = A.graph.arange(n)

@@ -39,9 +39,8 @@ from luminal.frontend.ops.elementwise import (
 )
 from luminal.frontend.ops.indexing import take_along_dim
 from luminal.frontend.ops.linalg import matmul
-from luminal.frontend.ops.linalg_decomp import _matrix
-from luminal.frontend.ops.linalg_solve import _square
-from luminal.frontend.ops.linalg_triangular import check_size
+from luminal.frontend.ops.linalg_decomp import DECOMP_LIMIT
+from luminal.frontend.ops.linalg_solve import _matrix, check_size
 from luminal.frontend.ops.movement import diag_embed
 from luminal.frontend.ops.reduce import amax, sort
 from luminal.frontend.ops.reduce import sum as sum_
@@ -141,7 +140,7 @@ def _symmetric(op: str, A: GraphTensor, UPLO: str) -> GraphTensor:  # noqa: N803
 
 
 def _eigh(op: str, A: GraphTensor, UPLO: str) -> EighResult:  # noqa: N803
-    n = _square(op, A)
+    n, _ = _matrix(op, A, square=True)
     check_size(op, n, JACOBI_LIMIT, A)
     S = _symmetric(op, A, UPLO).detach()
     w, V = _sorted(*_jacobi_eigh(S, n), descending=False)
@@ -201,7 +200,7 @@ class SVDResult(NamedTuple):
 
 def _svd(op: str, A: GraphTensor) -> SVDResult:  # noqa: N803
     """The reduced SVD (U (m, k), S (k,) descending, Vh (k, n)) with torch's gradient."""
-    m, n = _matrix(op, A)
+    m, n = _matrix(op, A, limit=DECOMP_LIMIT)
     check_size(op, min(m, n), JACOBI_LIMIT, A)
     k = min(m, n)
     X = A.detach() if m >= n else A.detach().mT
@@ -381,7 +380,7 @@ def lstsq(A: GraphTensor, B: GraphTensor, rcond=None, *, driver=None) -> LstsqRe
     driver = "gelsy" if driver is None else driver
     if driver not in LSTSQ_DRIVERS:
         raise op_error(ValueError, "lstsq", f"driver must be one of {LSTSQ_DRIVERS}, got {driver!r}", A)
-    m, n = _matrix("lstsq", A)
+    m, n = _matrix("lstsq", A, limit=DECOMP_LIMIT)
     if B.dtype is not A.dtype:
         raise op_error(TypeError, "lstsq", f"B must have A's dtype {A.dtype.name}, got {B.dtype.name}", A, B)
     vector = B.ndim == A.ndim - 1

@@ -1,5 +1,5 @@
 """Triangular solves by substitution unrolled over a static size n (``solve_triangular``, and the
-substitutions of ``lu_solve``), with the size limit every unrolled decomposition enforces.
+substitutions of ``lu_solve``), with a size limit (``_matrix``, ``check_size``: linalg_solve.py).
 
 Each step of a substitution is one row: ``x_i = (b_i - A[i, :] @ X) / A[i, i]`` with the rows of
 ``X`` not yet found still 0, so only the solved triangle of ``A`` is read (the other is masked to 0
@@ -15,18 +15,11 @@ from luminal.frontend.ops.core import broadcast_shapes
 from luminal.frontend.ops.creation import tril, triu
 from luminal.frontend.ops.elementwise import div, eq, sub, where
 from luminal.frontend.ops.linalg import matmul
-from luminal.frontend.ops.linalg_solve import _square
+from luminal.frontend.ops.linalg_solve import _matrix
 from luminal.frontend.tensor import GraphTensor
 
 # the largest static size the substitutions unroll: n steps of a few nodes each
 TRIANGULAR_LIMIT = 64
-
-
-def check_size(op: str, n: int, limit: int, *ts) -> None:
-    """Refuse a static matrix size above ``limit``: the unrolled graph would take too long to compile."""
-    if n > limit:
-        raise op_error(ValueError, op, f"is unrolled over the matrix size and supports n <= {limit}, got n = {n}",
-                       *ts)
 
 
 def substitute(A: GraphTensor, B: GraphTensor, n: int, *, upper: bool, unit: bool) -> GraphTensor:  # noqa: N803
@@ -62,8 +55,7 @@ def solve_triangular(A: GraphTensor, B: GraphTensor, *, upper: bool, left: bool 
         unitriangular: take ``A``'s diagonal as ones.
     """
     check_tensors("solve_triangular", A=A, B=B)
-    n = _square("solve_triangular", A)
-    check_size("solve_triangular", n, TRIANGULAR_LIMIT, A)
+    n, _ = _matrix("solve_triangular", A, square=True, limit=TRIANGULAR_LIMIT)
     if B.dtype is not A.dtype:
         raise op_error(TypeError, "solve_triangular", f"B must have A's dtype {A.dtype.name}, got {B.dtype.name}",
                        A, B)
