@@ -9,7 +9,7 @@ and gradients through ordinary ops."""
 from __future__ import annotations
 
 from luminal.core.errors import check_int, check_number, renamed
-from luminal.core.symbolic import is_static, prod
+from luminal.core.symbolic import prod
 from luminal.frontend.checks import check_tensors
 from luminal.frontend.ops.elementwise import _opmath
 from luminal.frontend.tensor import GraphTensor
@@ -23,12 +23,13 @@ def _lrn(x: GraphTensor, size: int, alpha: float, beta: float, k: float, name: s
     if x.ndim < 3:
         raise bad_input(name, "(N, C, *) of at least 3 dims", x)
     n, c = x.shape[0], x.shape[1]
-    if is_static(c) and c == 0:  # no channels, no windows (torch's output: the empty input's shape)
-        return x * 1.0
     # (N, C, rest): the window runs over the channels only (rest spelled out: -1 is ambiguous when empty)
     sq = (x * x).reshape(n, c, prod(x.shape[2:]))
-    sq = sq.pad([0, 0, size // 2, (size - 1) // 2])
-    avg = sq.unfold(1, size, 1).sum(-1) / float(size)  # (N, C, rest)
+    # one zero more after the channels than torch's padding, so that a window fits when C is 0 (an
+    # unfold needs size <= the padded C + size - 1, a requirement a symbolic C bound to 0 failed at
+    # run time): C + 1 windows, the last dropped
+    sq = sq.pad([0, 0, size // 2, (size - 1) // 2 + 1])
+    avg = sq.unfold(1, size, 1)[:, :c].sum(-1) / float(size)  # (N, C, rest)
     div = (avg * alpha + k) ** beta
     return x / div.reshape(*x.shape)
 
