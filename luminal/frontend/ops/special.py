@@ -24,13 +24,19 @@ from luminal.frontend.checks import tensor_op
 from luminal.frontend.float64_paths import plain_unless_float64
 from luminal.frontend.ops.core import cast, coerce, full_like, power_by_squaring
 from luminal.frontend.ops.elementwise import (
+    _SPLIT,
     _cheb,
     _derivative,
     _erfcx64,
+    _exp_reduced,
     _float,
+    _halves,
     _neg_side,
     _opmath,
     _poly,
+    _times_pow2,
+    _two_prod,
+    _two_sum,
     abs_,
     add,
     cos,
@@ -329,13 +335,16 @@ def ndtr(input) -> GraphTensor:  # noqa: A002 - torch's names
     """torch.special.ndtr: the standard normal distribution function ``(1 + erf(x / sqrt(2))) / 2``,
     computed as ``erfc(-x / sqrt(2)) / 2`` in float64 and rounded once, so the lower tail keeps its
     relative precision (``ndtr(-30)`` is 4.9e-198, not 0). The gradient is the normal density. Int and
-    bool inputs give float32.
+    bool inputs give float32. A float64 input: within a few ulps down to the smallest subnormal
+    result (x = -38.5), value and gradient (``_ndtr_pair``).
 
     Args:
         input: a tensor.
     """
     x = _float(input, "ndtr")
-    return cast(mul(erfc(mul(cast(x, dt.float64), -math.sqrt(0.5))), 0.5), x.dtype)
+    if not float64_paths.accurate(x.dtype):
+        return cast(mul(erfc(mul(cast(x, dt.float64), -math.sqrt(0.5))), 0.5), x.dtype)
+    return _derivative(_ndtr_pair(x)[0], x, lambda x, y: _gauss(x, _INV_SQRT_2PI))
 
 
 @plain_unless_float64
@@ -345,7 +354,9 @@ def log_ndtr(input) -> GraphTensor:  # noqa: A002 - torch's names
     underflows: below -1 ``log(erfcx(t) / 2) - x**2 / 2`` with ``t = -x / sqrt(2)`` (``log_ndtr(-1e5)``
     is -5e9), elsewhere ``log1p(-erfc(x / sqrt(2)) / 2)``. -inf at -inf, -0.0 at +inf. The gradient is
     ``pdf(x) / ndtr(x)``, ``sqrt(2/pi) / erfcx(t)`` below -1 (+inf at -inf, the limit). Computed in
-    float64 and rounded once; int and bool inputs give float32.
+    float64 and rounded once; int and bool inputs give float32. A float64 input: within a few ulps,
+    value and gradient, with ``_ndtr_pair``'s values above -1 (``log(ndtr(x))`` on [-1, 0),
+    ``log1p(-ndtr(-x))`` above, where ``erfc`` of the rounded ``x / sqrt(2)`` was 75 ulps off at 7.4).
 
     Args:
         input: a tensor.
@@ -353,6 +364,13 @@ def log_ndtr(input) -> GraphTensor:  # noqa: A002 - torch's names
     x = _float(input, "log_ndtr")
     w = cast(x, dt.float64)
     low = lt(w, -1.0)
+    if float64_paths.accurate(x.dtype):
+        p, q, cx = _ndtr_pair(w)  # (cx: erfcx(-w / sqrt(2)) below -1, as the plain path's)
+        below = sub(log(mul(cx, 0.5)), mul(mul(w, w), 0.5))
+        out = where(low, below, where(lt(w, 0.0), log(p), log1p(neg(q))))
+        gauss = div(_gauss(w, _INV_SQRT_2PI), p)
+        slope = lambda w, y: where(low, div(math.sqrt(2 / math.pi), cx), gauss)  # noqa: E731
+        return _derivative(out, w, slope)
     t = maximum(mul(w, -math.sqrt(0.5)), 0.5)  # (t > 0.7 where used)
     cx = _erfcx_big(t)
     below = sub(log(mul(cx, 0.5)), mul(mul(w, w), 0.5))
@@ -361,6 +379,50 @@ def log_ndtr(input) -> GraphTensor:  # noqa: A002 - torch's names
     out = where(low, below, log1p(mul(erfc(mul(mid, math.sqrt(0.5))), -0.5)))
     slope = lambda w, y: where(low, div(math.sqrt(2 / math.pi), cx), div(gauss, exp(y)))  # noqa: E731
     return cast(_derivative(out, w, slope), x.dtype)
+
+
+# 1/sqrt(2 pi) in two parts; past |x| = 40 the normal density and ndtr(-|x|) are below half the
+# smallest subnormal
+_INV_SQRT_2PI = (0.3989422804014327, -2.49232720227773e-17)
+_GAUSS_END = 40.0
+
+
+def _gauss(x, c):
+    """float64 ``c exp(-x**2 / 2)`` within about an ulp (``c``: a number in two parts ``(hi, lo)``, or a
+    float64 tensor), 0 past ``|x| = 40``, NaN at NaN. The exponent is exact as a double-double, ``-p/2 -
+    pe/2`` with ``x**2 = p + pe`` (Dekker's product), and its exp ``2**n (1 + s + t)`` (``_exp_reduced``):
+    ``exp(-x**2 / 2)`` of the rounded square was off by up to ``x**2 / 2`` ulps (700 at x = -37)."""
+    a = minimum(abs_(x), _GAUSS_END)
+    p, pe = _two_prod(a, a)
+    n, s, t = _exp_reduced(mul(p, -0.5), mul(pe, -0.5))
+    u, ul = _two_sum(1.0, s)
+    if isinstance(c, tuple):  # (u + ul + t) (c_hi + c_lo), u c_hi exact (Dekker, c_hi split here)
+        c_big = c[0] * _SPLIT
+        ch = c_big - (c_big - c[0])
+        (uh, uo), cl = _halves(u), c[0] - ch
+        m = mul(u, c[0])
+        me = add(add(add(sub(mul(uh, ch), m), mul(uh, cl)), mul(uo, ch)), mul(uo, cl))
+        m = add(m, add(me, add(mul(add(ul, t), c[0]), mul(u, c[1]))))
+    else:
+        m = mul(add(u, add(ul, t)), c)
+    return _times_pow2(m, n)
+
+
+def _ndtr_pair(x):
+    """``(ndtr(x), ndtr(-x), erfcx(|w|))`` for float64 ``x``, the first two within a few ulps, ``w = -x /
+    sqrt(2)``: ``(1 -+ erf(w)) / 2`` below 0.5 in magnitude, else the tail ``ndtr(-|x|) = erfcx(|w|) / 2
+    exp(-x**2 / 2)`` (``_gauss``, whose exponent is exact: ``erfc`` of the rounded ``w`` was ``1 + x**2``
+    ulps off, 650 at x = -26; erfcx's relative slope is below ``1 / |w|``, so ``w``'s rounding stays
+    below an ulp there) and ``1 -`` it. The third (for ``|w| >= 0.5``) is ``log_ndtr``'s below -1."""
+    w = mul(x, -math.sqrt(0.5))
+    a = abs_(w)
+    small = lt(a, 0.5)
+    er = mul(_erf_small(where(small, w, 0.0)), 0.5)
+    cx = _erfcx_big(maximum(a, 0.5))
+    tail = _gauss(x, mul(cx, 0.5))
+    lower = lt(x, 0.0)
+    near, far = where(lower, tail, sub(1.0, tail)), where(lower, sub(1.0, tail), tail)
+    return where(small, sub(0.5, er), near), where(small, add(0.5, er), far), cx
 
 
 @plain_unless_float64
