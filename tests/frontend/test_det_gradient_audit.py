@@ -185,18 +185,19 @@ def _hessian_vector_product(a: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out
 
 
-def _lm_hessian_vector_product(a: np.ndarray, v: np.ndarray) -> np.ndarray:
+def _lm_hessian_vector_product(a: np.ndarray, v: np.ndarray, shape=None, backend="reference") -> np.ndarray:
+    """luminal's ``d <v, d det(A) / dA> / dA`` for ``a`` (..., n, n) (the dets summed), float64."""
     g = lm.Graph()
-    x = g.input("x", a.shape, dtype=lm.float64)
-    vv = g.input("v", a.shape, dtype=lm.float64)
-    first = train.grad(lm.linalg.det(x), x)
-    return lm.compile([train.grad((first * vv).sum(), x)], backend="reference")(x=a, v=v)[0]
+    x = g.input("x", shape or a.shape, dtype=lm.float64)
+    vv = g.input("v", shape or a.shape, dtype=lm.float64)
+    first = train.grad(lm.linalg.det(x).sum(), x)
+    return lm.compile([train.grad((first * vv).sum(), x)], backend=backend)(x=a, v=v)[0]
 
 
 @pytest.mark.parametrize("name", ["regular", "dependent_row", "singular_2x2"])
 def test_det_second_derivative(name):
-    """The gradient of det's gradient (the rule is ops on A, differentiated in turn): exact at regular
-    matrices and at singular ones whose only zero pivot is the last, as torch's."""
+    """The gradient of det's gradient: exact at regular matrices and at singular ones whose only zero
+    pivot is the last, as torch's."""
     rng = np.random.default_rng(7)
     a = rng.normal(size=(3, 3)) if name == "regular" else np.array(SINGULAR[name][0], np.float64)
     v = rng.normal(size=a.shape)
@@ -208,13 +209,81 @@ def test_det_second_derivative(name):
     np.testing.assert_allclose(_lm_hessian_vector_product(a, v), want, rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.xfail(strict=True, reason="det's second derivative differentiates its rule's elimination, which "
-                   "skips a zero pivot's column: wrong where a zero pivot comes before the last step")
-@pytest.mark.parametrize("name", ["first_pivot_zero", "dependent_column"])
-def test_det_second_derivative_after_an_early_zero_pivot(name):
+@pytest.mark.parametrize("name", list(SINGULAR))
+def test_det_second_derivative_at_every_singular_matrix(name):
+    """Exact at every singular matrix (the second-order cofactors, nonzero at rank n-2 too), a zero
+    pivot before the elimination's last step included: differentiating the elimination of det's
+    gradient rule lost that pivot's column there (first_pivot_zero, dependent_column, ...)."""
     a = np.array(SINGULAR[name][0], np.float64)
     v = np.random.default_rng(8).normal(size=a.shape)
     np.testing.assert_allclose(_lm_hessian_vector_product(a, v), _hessian_vector_product(a, v), atol=1e-10)
+
+
+def test_det_second_derivative_of_random_rank_deficient_matrices():
+    """Integer matrices of every rank (as above), sizes 1 to 5, in one batch per size with a symbolic
+    batch dim: the Hessian-vector products are exact."""
+    rng = np.random.default_rng(10)
+    for n in range(1, 6):
+        mats = []
+        for _ in range(8):
+            r = rng.integers(0, n + 1)
+            m = rng.integers(-3, 4, size=(n, r)) @ rng.integers(-3, 4, size=(r, n))
+            if rng.random() < 0.3:
+                m[:, rng.integers(0, n)] = 0
+            mats.append(m)
+        a = np.stack(mats).astype(np.float64)
+        v = rng.normal(size=a.shape)
+        want = np.stack([_hessian_vector_product(m, w) for m, w in zip(a, v)])
+        got = _lm_hessian_vector_product(a, v, shape=("B", n, n))
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-9, err_msg=f"n={n}")
+
+
+def test_det_second_derivative_batched_on_the_cpu_backend():
+    """Every 3x3 singular case and regular matrices in one batch, compiled by the cpu backend."""
+    rng = np.random.default_rng(13)
+    mats = [np.array(m, np.float64) for m, _ in SINGULAR.values() if np.shape(m) == (3, 3)]
+    a = np.stack([*mats, *(rng.normal(size=(2, 3, 3)) + 2 * np.eye(3))])
+    v = rng.normal(size=a.shape)
+    want = np.stack([_hessian_vector_product(m, w) for m, w in zip(a, v)])
+    np.testing.assert_allclose(_lm_hessian_vector_product(a, v, backend="cpu"), want, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["regular", "first_pivot_zero", "rank_1"])
+def test_det_third_derivative(name):
+    """The minors' cofactors are differentiable the same way: ``d <w, hvp(A, v)> / dA`` is exact (the
+    second-order cofactors are affine in each entry, so a unit step's difference is the derivative);
+    torch's at the regular matrix."""
+    rng = np.random.default_rng(11)
+    a = rng.normal(size=(3, 3)) if name == "regular" else np.array(SINGULAR[name][0], np.float64)
+    v, w = rng.normal(size=a.shape), rng.normal(size=a.shape)
+    base = np.sum(w * _hessian_vector_product(a, v))
+    want = np.empty_like(a)
+    for r, c in np.ndindex(*a.shape):
+        e = np.zeros_like(a)
+        e[r, c] = 1.0
+        want[r, c] = np.sum(w * _hessian_vector_product(a + e, v)) - base
+    g = lm.Graph()
+    x, vv, ww = (g.input(k, a.shape, dtype=lm.float64) for k in "xvw")
+    second = train.grad((train.grad(lm.linalg.det(x), x) * vv).sum(), x)
+    got = lm.compile([train.grad((second * ww).sum(), x)], backend="reference")(x=a, v=v, w=w)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+    if name == "regular":
+        t = torch.from_numpy(a).requires_grad_(True)
+        (first,) = torch.autograd.grad(torch.linalg.det(t), t, create_graph=True)
+        (hvp,) = torch.autograd.grad((first * torch.from_numpy(v)).sum(), t, create_graph=True)
+        (third,) = torch.autograd.grad((hvp * torch.from_numpy(w)).sum(), t)
+        np.testing.assert_allclose(got, third.numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_det_second_derivative_above_the_exact_limit():
+    """Above ``EXACT_SECOND_ORDER_LIMIT`` (n = 9) the second derivative differentiates the
+    elimination: torch's at a regular matrix."""
+    a = _well_conditioned((9, 9), 12, np.float64)
+    v = np.random.default_rng(12).normal(size=a.shape)
+    t = torch.from_numpy(a).requires_grad_(True)
+    (first,) = torch.autograd.grad(torch.linalg.det(t), t, create_graph=True)
+    (want,) = torch.autograd.grad((first * torch.from_numpy(v)).sum(), t)
+    np.testing.assert_allclose(_lm_hessian_vector_product(a, v), want.numpy(), rtol=1e-9, atol=1e-6)
 
 
 @pytest.mark.parametrize("dtype,np_dtype", DTYPES, ids=["float32", "float64"])
