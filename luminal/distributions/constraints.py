@@ -50,6 +50,20 @@ class _GreaterThan(Constraint):
         return f"{type(self).__name__[1:]}(lower_bound={self.lower_bound})"
 
 
+class _LessThan(Constraint):
+    """``x < upper_bound`` (the bound may be a tensor: Uniform's ``low < high``)."""
+
+    def __init__(self, upper_bound) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, x: GraphTensor) -> GraphTensor:
+        return ops.lt(x, self.upper_bound)
+
+    def __repr__(self) -> str:
+        b = self.upper_bound
+        return f"LessThan(upper_bound={f'tensor of shape {tuple(b.shape)}' if isinstance(b, GraphTensor) else b})"
+
+
 class _GreaterThanEq(_GreaterThan):
     def check(self, x: GraphTensor) -> GraphTensor:
         return ops.ge(x, self.lower_bound)
@@ -155,10 +169,11 @@ lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()
 greater_than = _GreaterThan
 greater_than_eq = _GreaterThanEq
+less_than = _LessThan
 interval = _Interval
 half_open_interval = _HalfOpenInterval
 integer_interval = _IntegerInterval
 
 __all__ = ["Constraint", "boolean", "greater_than", "greater_than_eq", "half_open_interval", "integer_interval",
-           "interval", "lower_cholesky", "nonnegative", "nonnegative_integer", "one_hot", "positive",
+           "interval", "less_than", "lower_cholesky", "nonnegative", "nonnegative_integer", "one_hot", "positive",
            "positive_definite", "real", "real_vector", "simplex", "unit_interval"]

@@ -7,9 +7,9 @@ numbers). With numbers alone the parameters live in a host graph (``frontend/hos
 values are known now and join any graph they meet (``Normal(0., 1.)`` as a VAE's prior).
 
 Validation (torch's default, ``validate_args``): a parameter outside its constraint, or a
-``log_prob`` value outside the support, is torch's ValueError naming the distribution, the
-parameter and the constraint: raised now where the values are known (numbers, constants, host
-tensors), else when a compiled program computing the result is called, before it runs
+``log_prob``/``cdf`` value outside the support, is torch's ValueError naming the distribution, the
+parameter and the constraint: raised now where the values are known (computed from numbers,
+constants and host tensors alone), else when a compiled program computing the result is called, before it runs
 (``Graph.guard``), with the count of bad entries.
 """
 
@@ -19,13 +19,12 @@ import copy
 import numbers
 
 from luminal.core import dtype as dt
+from luminal.core.backend import get_backend
 from luminal.core.errors import op_error
-from luminal.core.symbolic import shape_str
+from luminal.core.symbolic import is_static, shape_str
 from luminal.frontend import ops
-from luminal.frontend.host import host_graph, value
 from luminal.frontend.join import into, target
 from luminal.frontend.ops.core import broadcast_shapes
-from luminal.frontend.ops.value_checks import known_values
 from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 
@@ -53,10 +52,20 @@ def broadcast_all(name: str, *values, event_dims=None) -> list[GraphTensor]:
 
 
 def _known(t: GraphTensor):
-    """``t``'s values if known now (a constant, or any tensor of a host graph), else None."""
-    if t.graph.host:
-        return value(t)
-    return known_values(t)
+    """``t``'s values if known now: when it is computed from constants alone (no input, State, noise or
+    symbolic size), evaluated by the reference interpreter (as a host tensor's, ``host.value``); else None."""
+    seen, stack = set(), [t.node]
+    while stack:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if n.op == "Input" or (n.op == "Constant" and n.arg.digest == "sym") or (n.op == "Arange"
+                                                                                and not is_static(n.arg)):
+            return None
+        stack.extend(s for s, _ in n.srcs)
+    (out,) = get_backend("reference").interpret([(t.node, t.layout)], t.graph.constants)({}, {})
+    return out
 
 
 class Distribution:
@@ -87,6 +96,13 @@ class Distribution:
             for name in given:
                 self._check(getattr(self, name), self.arg_constraints[name], f"parameter {name}")
 
+    def _check(self, t: GraphTensor, constraint, what: str) -> None:
+        """torch's ValueError if an entry of parameter ``t`` is outside ``constraint``: now where the
+        values are known, else a guard on every result this distribution computes (``_guarded``)."""
+        guard = self._test(t, constraint, what)
+        if guard is not None:
+            self._guards.append(guard)
+
     @property
     def batch_shape(self) -> tuple:
         """The shape over which the parameters are batched (torch's ``batch_shape``, a tuple)."""
@@ -97,29 +113,23 @@ class Distribution:
         """The shape of a single sample (torch's ``event_shape``, a tuple)."""
         return self._event_shape
 
-    def _check(self, t: GraphTensor, constraint, what: str) -> None:
-        """torch's ValueError if an entry of ``t`` is outside ``constraint``: now where the values are
-        known, else a guard on every result this distribution computes (``_guarded``)."""
+    def _test(self, t: GraphTensor, constraint, what: str):
+        """torch's ValueError now if an entry of ``t`` is known to be outside ``constraint``; where the
+        values are not known, the guard to register: ``(bad entries, message)``."""
         message = (f"expected {what} (of shape {shape_str(t.shape)}) to satisfy the constraint {constraint!r}, "
                    f"but found invalid values")
-        known = _known(t)
-        if known is not None and not any(isinstance(b, GraphTensor) and not b.graph.host
-                                         for b in vars(constraint).values()):
-            hg = host_graph()
-            bad = value(ops.logical_not(constraint.check(hg.constant(known, t.dtype))))
-            if bad.any():
-                raise op_error(ValueError, repr(self), message)
-            return
         ok = constraint.check(t)
-        if ok.graph.host:
-            if not value(ops.all(ok)):
+        known = _known(ok)
+        if known is not None:
+            if not known.all():
                 raise op_error(ValueError, repr(self), message)
-            return
-        self._guards.append((ops.logical_not(ok), f"{repr(self)}: {message}: {{value}} of them"))
+            return None
+        return ops.logical_not(ok), f"{repr(self)}: {message}: {{value}} of them"
 
-    def _guarded(self, out: GraphTensor) -> GraphTensor:
-        """``out``, with this distribution's run-time checks guarding every program that computes it."""
-        for bad, message in self._guards:
+    def _guarded(self, out: GraphTensor, extra=()) -> GraphTensor:
+        """``out``, with this distribution's run-time checks (and ``extra`` ones) guarding every program
+        that computes it."""
+        for bad, message in (*self._guards, *extra):
             if bad.graph is out.graph:
                 g = out.graph
                 g.guard(ops.any(bad), ops.sum(ops.cast(bad, dt.int32)), ValueError, message, of=out)
@@ -146,9 +156,8 @@ class Distribution:
 
     def _validate_sample(self, x: GraphTensor, out: GraphTensor) -> GraphTensor:
         """``out`` (computed from the value ``x``), after torch's support check of ``x`` when validating."""
-        if self._validate_args and self.support is not None:
-            self._check(x, self.support, "value argument")
-        return self._guarded(out)
+        guard = self._test(x, self.support, "value argument") if self._validate_args and self.support else None
+        return self._guarded(out, [guard] if guard else [])
 
     def _graph(self):
         return next(iter(self._tensors())).graph

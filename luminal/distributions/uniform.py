@@ -19,20 +19,20 @@ class Uniform(Distribution):
         validate_args: check the parameters (and ``log_prob``'s values); default torch's, True.
     """
 
-    arg_constraints = {"low": constraints.real, "high": constraints.real}  # (and low < high: checked below)
+    arg_constraints = {"low": constraints.real, "high": constraints.real}  # (torch's: low < high, checked below)
     has_rsample = True
     _params = {"low": 0, "high": 0}
 
     def __init__(self, low, high, validate_args=None) -> None:
         self.low, self.high = broadcast_all("Uniform", low, high)
         super().__init__(self.low.shape, validate_args=validate_args)
-        if self._validate_args:  # torch's dependent constraint: low < high
-            self._check(self.high - self.low, constraints.positive, "high - low")
+        if self._validate_args:  # torch's constraint of low: less than high (NaN fails it too)
+            self._check(self.low, constraints.less_than(self.high), "parameter low")
 
     @property
     def support(self) -> constraints.Constraint:
-        """``half_open_interval(low, high)``."""
-        return constraints.half_open_interval(self.low, self.high)
+        """``interval(low, high)``: closed, as torch's (``log_prob`` is -inf at ``high`` itself)."""
+        return constraints.interval(self.low, self.high)
 
     @property
     def mean(self) -> GraphTensor:
