@@ -1,4 +1,5 @@
-"""float64 ndtr and log_ndtr in their tails against mpmath (50 digits), in ulps of the float64 result.
+"""float64 ndtr and log_ndtr in their tails, and digamma on the negative axis, against mpmath (50
+digits), in ulps of the float64 result.
 
 Before: ``ndtr`` was ``erfc(-x / sqrt(2)) / 2`` of the rounded argument, and erfc's tail
 ``erfcx(a) exp(-a**2)`` of the rounded square: about ``1 + x**2`` ulps off in the lower tail (650 at
@@ -7,6 +8,10 @@ Before: ``ndtr`` was ``erfc(-x / sqrt(2)) / 2`` of the rounded argument, and erf
 gradient ``pdf / ndtr`` 12 ulps at 7. Now ``-x**2 / 2`` is exact as a double-double and so is its exp
 (``special._gauss``); what is left is erfcx's own few ulps (its Chebyshev expansion: 2.6 near 0.9,
 3.3 near 5.3), which the bounds below allow.
+
+digamma below 0 was the reflection ``psi(1 - x) - pi cot(pi x)``, whose terms cancel at digamma's root
+between each two poles (-0.504, -1.573, ...): 4e16 ulps at -5.667, 684 at -4.6536; on (-20, 0) the
+root is now factored out (``special._digamma_neg``), the rest is bounded absolutely as before.
 """
 
 from __future__ import annotations
@@ -99,3 +104,54 @@ def test_float64_ndtr_and_log_ndtr_match_torch_where_torch_is_accurate(name):
     [-5, 5] to a tolerance, values and gradients."""
     xs = np.linspace(-5, 5, 41)
     check(getattr(lm.special, name), [xs], torch_op=getattr(torch.special, name))
+
+
+def _digamma_roots():
+    """digamma's root in each interval (-k-1, -k), k < 20 (mpmath, 50 digits)."""
+    with mpmath.workdps(50):
+        return [mpmath.findroot(mpmath.digamma, (-k - 1 + mpmath.mpf("1e-30"), -k - mpmath.mpf("1e-30")),
+                                solver="anderson") for k in range(20)]
+
+
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+def test_float64_digamma_within_5_ulps_on_minus_20_to_0_its_roots_included(backend):
+    rng = np.random.default_rng(2)
+    xs = rng.uniform(-20, 0, 600)
+    offsets = np.logspace(-15, -1, 12)
+    for r in (float(r) for r in _digamma_roots()):
+        xs = np.concatenate([xs, r + offsets, r - offsets, [r, np.nextafter(r, 0), np.nextafter(r, -21)]])
+    ks = np.arange(20)
+    xs = np.concatenate([xs, -ks - 1e-12, -ks - 0.5, -ks - 1 + 1e-12, -ks - 1e-5, -ks - 1 + 1e-5])
+    xs = xs[xs != np.round(xs)]
+    g = lm.Graph()
+    x = g.input("x", (len(xs),), dtype=lm.float64)
+    got = lm.compile(lm.digamma(x), backend=backend)(x=xs)
+    err, at = _worst(xs, got, mpmath.digamma)
+    assert err <= 5, (err, at)
+
+
+def test_float64_digamma_below_minus_20_within_an_absolute_few_ulps_of_its_terms():
+    """The reflection there (roots not tabled): its error is bounded absolutely, in ulps of the larger of
+    ``|psi(x)|``, ``psi(1 - x)`` and 1."""
+    xs = np.concatenate([np.random.default_rng(3).uniform(-60, -20, 300), [-20.5, -30.5, -20.000001]])
+    g = lm.Graph()
+    x = g.input("x", (len(xs),), dtype=lm.float64)
+    got = lm.compile(lm.digamma(x), backend="cpu")(x=xs)
+    with mpmath.workdps(50):
+        for v, o in zip(xs, got, strict=True):
+            want = mpmath.digamma(mpmath.mpf(float(v)))
+            size = max(1.0, abs(float(want)), abs(float(mpmath.digamma(1 - mpmath.mpf(float(v))))))
+            assert abs(mpmath.mpf(float(o)) - want) <= 4 * size * np.spacing(1.0), v
+    assert got[-3] == pytest.approx(3.0446168825125246, rel=3e-16)  # (cot(pi x) is 0 at -20.5: exactly)
+
+
+def test_float64_digamma_at_the_poles_and_its_gradient_on_the_negative_axis():
+    """torch's values at the poles (+inf at -0.0, -inf at +0.0, NaN at the negative integers and -inf),
+    unchanged; the gradient is trigamma's, compared with torch's."""
+    xs = np.array([-0.0, 0.0, -1.0, -5.0, -19.0, -20.0, -21.0, -math.inf, math.inf])
+    g = lm.Graph()
+    x = g.input("x", (len(xs),), dtype=lm.float64)
+    got = lm.compile(lm.digamma(x), backend="cpu")(x=xs)
+    assert got[0] == math.inf and got[1] == -math.inf and got[8] == math.inf
+    assert np.isnan(got[2:8]).all()
+    check(lm.digamma, [np.array([-19.74, -10.3, -5.667, -2.61, -0.504, -0.1])], torch_op=torch.digamma)

@@ -39,6 +39,7 @@ from luminal.frontend.ops.elementwise import (
     _two_sum,
     abs_,
     add,
+    ceil,
     cos,
     div,
     eq,
@@ -691,8 +692,11 @@ def _digamma_accurate(w):
     """float64 ``digamma(w)`` within a few ulps, relative also at the root 1.4616...: for ``a`` below 10
     (``a = w``, or ``1 - w`` below 0, reflected) ``psi(u)`` by ``_PSI_G`` at ``u = a - n`` in [2, 3)
     plus the recurrence's ``n <= 7`` positive steps ``1/(a - k)`` (nothing cancels), ``u = a`` on
-    [1, 3), ``psi(1 + a) - 1/a`` below 1; Stirling's series from 10; the reflection's
-    ``pi cot(pi w)`` (``_cot_pi``) below 0 (whose roots near each negative pole keep its cancellation)."""
+    [1, 3), ``psi(1 + a) - 1/a`` below 1; Stirling's series from 10. Below 0: on (-20, 0) the root of
+    each interval factored out (``_digamma_neg``), below -20 the reflection ``psi(1 - w) - pi cot(pi w)``,
+    which cancels near the roots there, to an absolute few ulps of its terms (``cot(pi s)``, ``w``
+    reduced exactly to ``s`` in [-1/2, 1/2], as ``sin(pi (1/2 - |s|)) / sin(pi s)``: ``_cot_pi``'s
+    two tans were 260 graph nodes)."""
     refl = lt(w, 0.0)
     a = where(refl, sub(1.0, w), w)
     v = where(lt(a, 10.0), a, 2.0)
@@ -710,7 +714,80 @@ def _digamma_accurate(w):
     inv = div(1.0, za)
     big = sub(sub(log(za), mul(inv, 0.5)), _odd_series(_DIGAMMA, inv, 2))
     at_a = where(lt(a, 10.0), small, big)
-    return where(refl, sub(at_a, mul(_cot_pi(w), math.pi)), at_a)
+    t = sub(w, ceil(w))  # (exact below 0, in (-1, 0]; then s in [-1/2, 1/2] and sin(pi s) = +-sin(pi w))
+    s = where(lt(t, -0.5), add(t, 1.0), t)
+    sin_s = sin(mul(s, math.pi))
+    cos_s = sin(mul(sub(0.5, abs_(s)), math.pi))  # (0 at the half integers, relative near them)
+    reflected = sub(at_a, div(mul(cos_s, math.pi), sin_s))
+    return where(refl, where(gt(w, _PSI_NEG_END), _digamma_neg(w, abs_(sin_s)), reflected), at_a)
+
+
+# digamma's root in each interval (-k-1, -k) of (-20, 0), as (hi, lo, pi / |sin(pi root)|) (mpmath, 50
+# digits): below 0 the reflection psi(1 - w) - pi cot(pi w) cancels near them (4e16 ulps at -5.667)
+_PSI_NEG_END = -20.0
+_PSI_NEG_ROOTS = (
+    (-0.5040830082644554, -8.15428206243813e-18, 3.141851123454259),
+    (-1.5734984731623904, -1.574185691077347e-17, 3.227242697072363),
+    (-2.6107208684441447, 9.881960746978353e-17, 3.3417244345721966),
+    (-3.635293366436901, 5.454396163173039e-17, 3.4484206296467317),
+    (-4.653237761743142, -2.5492686201468193e-16, 3.5444448939260167),
+    (-5.6671624415568855, -3.2153051074948335e-18, 3.630868139165468),
+    (-6.678418213073427, 3.470798723495241e-16, 3.709168988099669),
+    (-7.687788325031626, -1.351562494643672e-16, 3.7806510952253163),
+    (-8.695764163816401, -3.2859903716289447e-16, 3.846375823567905),
+    (-9.702672540001863, -3.2563178405401477e-16, 3.907193684148891),
+    (-10.708740838254144, -6.287211750540301e-16, 3.9637879228211306),
+    (-11.714133061228955, 8.598250154343834e-16, 4.016712105886352),
+    (-12.718971025749207, -4.752312432106917e-16, 4.066419383610186),
+    (-13.723347457363827, 4.528278691518058e-16, 4.1132846260813976),
+    (-14.727334416018529, -3.6618399963139786e-17, 4.157621087392189),
+    (-15.730988906332882, 1.0551956373365842e-16, 4.199693008977511),
+    (-16.734356723955734, -1.2039501631800144e-15, 4.23972523328062),
+    (-17.73747515997759, -5.125776230727235e-16, 4.277910610745498),
+    (-18.7403749447801, 7.757330874026816e-16, 4.3144157662814075),
+    (-19.74308167259022, 6.505672516695227e-16, 4.349385634777331),
+)
+_LOG1P_OVER = tuple((-1) ** j / (j + 1) for j in range(16))  # log1p(y) / y, |y| <= 1/11: to 2**-55
+
+
+def _digamma_neg(w, sin_w):
+    """float64 ``digamma(w)`` for ``w`` in (-20, 0) (not an integer; elsewhere any value) to its relative
+    precision, also at its root ``r`` between the poles: ``psi(w) = psi(w) - psi(r) = (w - r) G`` with
+    ``w - r`` from ``r``'s two parts (``w - r_hi`` exact near ``r``) and, from the reflection, ``G = pi
+    sin(pi (w - r)) / ((w - r) |sin(pi w) sin(pi r)|) - D``, the first term the divided difference of
+    ``-pi cot(pi w)``, at least pi**2, the second ``D = (psi(1 - w) - psi(1 - r)) / (r - w) = sum_n 1 / ((n
+    + 1 - w) (n + 1 - r))``, below 1 (``_psi_divided``): nothing cancels."""
+    rh, rl, c = (full_like(w, v) for v in _PSI_NEG_ROOTS[0])
+    for k, row in enumerate(_PSI_NEG_ROOTS[1:], 1):
+        past = lt(w, -float(k))
+        rh, rl, c = (where(past, v, u) for u, v in zip((rh, rl, c), row, strict=True))
+    d = sub(sub(w, rh), rl)
+    e = where(gt(d, 0.5), sub(1.0, d), where(lt(d, -0.5), sub(-1.0, d), d))  # (exact; sin(pi e) = sin(pi d))
+    outer = div(mul(div(sin(mul(e, math.pi)), d), c), sin_w)
+    return mul(d, sub(outer, _psi_divided(sub(1.0, w), sub(sub(1.0, rh), rl), neg(d))))
+
+
+def _psi_divided(a, b, delta):
+    """``(psi(a) - psi(b)) / (a - b) = sum_n 1 / ((n + a) (n + b))`` for float64 ``a, b >= 1`` with ``a -
+    b = delta``, ``|delta| < 1``, without the difference's cancellation: 10 terms, then the rest by
+    Euler-Maclaurin at ``A = a + 10``, ``B = b + 10``: ``log(A / B) / (A - B)`` (``log1p(y) / y``, ``y =
+    delta / B``, a series) ``+ 1 / (2 A B) + sum_k B_2k / (2k) (B**-2k - A**-2k) / (A - B)``, the last
+    ``h_(2k-1) / (A B)`` with ``h_m = sum_j A**-j B**(j-m)`` (``h_m = h_(m-1) / A + B**-m``): the series
+    of trigamma (``_DIGAMMA``'s coefficients) where ``A = B``."""
+    steps = None
+    for n in range(_SHIFT - 1, -1, -1):  # (the smallest first)
+        term = div(1.0, mul(add(a, float(n)), add(b, float(n))))
+        steps = term if steps is None else add(steps, term)
+    inv_a, inv_b = div(1.0, add(a, float(_SHIFT))), div(1.0, add(b, float(_SHIFT)))
+    h, power, series = 1.0, 1.0, None
+    for m in range(1, 2 * len(_DIGAMMA)):
+        power = mul(power, inv_b)
+        h = add(mul(h, inv_a), power)
+        if m % 2:
+            term = mul(h, _DIGAMMA[m // 2])
+            series = term if series is None else add(series, term)
+    tail = add(mul(inv_b, _poly(mul(delta, inv_b), _LOG1P_OVER)), mul(mul(inv_a, inv_b), add(series, 0.5)))
+    return add(steps, tail)
 
 
 def _bernoulli_even(count: int) -> list[Fraction]:
@@ -840,8 +917,9 @@ def digamma(input) -> GraphTensor:  # noqa: A002 - torch's names
     the poles: -inf at +0, +inf at -0, NaN at -1, -2, ...; +inf at +inf, NaN at -inf. The gradient is
     ``polygamma(1, x)``. Computed in float64 and rounded once. A float64 input: within 3 ulps of the exact
     value on the positive axis, also at its root 1.4616... (``_digamma_accurate``; torch's is 47 ulps off
-    at 1.5); below 0 the reflection cancels near each root between the poles, to an absolute few ulps
-    of the terms. Int and bool inputs give float32.
+    at 1.5), within 5 on (-20, 0), also at its root between each two poles (``_digamma_neg``; the
+    reflection cancelled there: 4e16 ulps at -5.667); below -20 the reflection, to an absolute few ulps
+    of its terms. Int and bool inputs give float32.
 
     Args:
         input: a tensor.
