@@ -1,10 +1,11 @@
-"""Beta(concentration1, concentration0), torch.distributions' densities (no sampling, as Gamma's)."""
+"""Beta(concentration1, concentration0), torch.distributions' (``sample`` from two Gammas, no ``rsample``)."""
 
 from __future__ import annotations
 
+from luminal.core import dtype as dt
 from luminal.distributions import constraints
 from luminal.distributions.distribution import Distribution, broadcast_all
-from luminal.distributions.gamma import NO_GAMMA_SAMPLES
+from luminal.distributions.gamma import NO_GAMMA_RSAMPLE, standard_gamma
 from luminal.frontend import ops
 from luminal.frontend.tensor import GraphTensor
 
@@ -17,7 +18,8 @@ def log_beta(a: GraphTensor, b: GraphTensor) -> GraphTensor:
 class Beta(Distribution):
     """torch.distributions.Beta: density ``x**(a - 1) (1 - x)**(b - 1) / B(a, b)`` on ``[0, 1]`` for
     ``a = concentration1 > 0``, ``b = concentration0 > 0``. ``log_prob``, ``entropy``, moments and KL;
-    ``sample``/``rsample`` raise NotImplementedError (torch's draws two Gammas: ``NO_GAMMA_SAMPLES``).
+    ``sample`` is ``X / (X + Y)`` for Gamma draws ``X`` of ``a`` and ``Y`` of ``b``, as torch's; ``rsample``
+    raises NotImplementedError (``NO_GAMMA_RSAMPLE``).
 
     Args:
         concentration1: ``a``, positive.
@@ -55,12 +57,16 @@ class Beta(Distribution):
         return self._guarded(a * b / (ops.square(total) * (total + 1)))
 
     def sample(self, sample_shape=()) -> GraphTensor:
-        """Not implemented (``NO_GAMMA_SAMPLES``)."""
-        raise NotImplementedError(f"Beta.sample: {NO_GAMMA_SAMPLES}")
+        """``X / (X + Y)`` for ``X ~ Gamma(a)``, ``Y ~ Gamma(b)`` (``standard_gamma``), clamped into
+        ``[tiny, 1 - eps]`` as torch's; no gradient."""
+        shape = self._extended_shape(sample_shape)
+        x, y = standard_gamma(self.concentration1, shape), standard_gamma(self.concentration0, shape)
+        f = dt.finfo(x.dtype)
+        return self._guarded(ops.clamp(x / (x + y), float(f.tiny), 1 - float(f.eps)))
 
     def rsample(self, sample_shape=()) -> GraphTensor:
-        """Not implemented (``NO_GAMMA_SAMPLES``)."""
-        raise NotImplementedError(f"Beta.rsample: {NO_GAMMA_SAMPLES}")
+        """Not implemented (``NO_GAMMA_RSAMPLE``)."""
+        raise NotImplementedError(f"Beta.rsample: {NO_GAMMA_RSAMPLE}")
 
     def log_prob(self, value) -> GraphTensor:
         """``xlogy(a - 1, x) + xlogy(b - 1, 1 - x) - log B(a, b)``."""

@@ -7,6 +7,7 @@ import math
 from luminal.distributions import constraints
 from luminal.distributions.distribution import Distribution, broadcast_all
 from luminal.frontend import ops
+from luminal.frontend.ops.random import uniform_fill
 from luminal.frontend.tensor import GraphTensor
 
 
@@ -55,8 +56,9 @@ class Uniform(Distribution):
         return self._guarded(ops.square(self.high - self.low) / 12)
 
     def rsample(self, sample_shape=()) -> GraphTensor:
-        """``low + u (high - low)`` for a uniform ``u`` in ``[0, 1)`` (``lm.rand_like``)."""
-        u = ops.rand_like(self._noise_like(self._extended_shape(sample_shape)))
+        """``low + u (high - low)`` for a uniform ``u`` in ``[0, 1)`` (``Tensor.uniform_``'s: 48 bits for
+        float64, 24 else)."""
+        u = uniform_fill(self._noise_like(self._extended_shape(sample_shape)))
         return self._guarded(self.low + u * (self.high - self.low))
 
     def log_prob(self, value) -> GraphTensor:
