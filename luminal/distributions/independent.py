@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from luminal.core.errors import op_error
+from luminal.distributions.constraints import Constraint
 from luminal.distributions.distribution import Distribution
 from luminal.frontend.tensor import GraphTensor
 
@@ -43,7 +44,7 @@ class Independent(Distribution):
         return self.base_dist.has_rsample
 
     @property
-    def support(self):  # type: ignore[override]
+    def support(self) -> Constraint | None:  # type: ignore[override]
         """The base distribution's support (checked entry by entry by its ``log_prob``)."""
         return self.base_dist.support
 

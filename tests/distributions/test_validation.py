@@ -134,3 +134,27 @@ def test_default_validation_can_be_switched_off():
         D.Distribution.set_default_validate_args(True)
     with pytest.raises(ValueError):
         D.Normal(0.0, -1.0)
+
+
+def test_uniform_support_is_closed_as_torchs():
+    """torch's Uniform support is the closed interval: log_prob at ``high`` is -inf, no error."""
+    g = lm.Graph()
+    (lp,) = lm.compile([D.Uniform(0.0, 1.0).log_prob(g.constant(np.array([0.0, 1.0], np.float32)))],
+                       backend="cpu")()
+    want = TD.Uniform(0.0, 1.0).log_prob(torch.tensor([0.0, 1.0])).numpy()
+    np.testing.assert_array_equal(lp, want)
+    np.testing.assert_array_equal(lp, [0.0, -math.inf])
+
+
+def test_a_value_check_guards_only_its_own_result():
+    """log_prob's support check of a graph value guards that log_prob, not the distribution's other
+    results (a program computing the entropy and reading the same value is not refused)."""
+    g = lm.Graph()
+    rate, x = g.input("rate", (2,)), g.input("x", (2,))
+    d = D.Exponential(rate)
+    lp = d.log_prob(x)
+    bad = dict(rate=np.ones(2, np.float32), x=np.array([1.0, -1.0], np.float32))
+    entropy, twice = lm.compile([d.entropy(), x * 2], backend="cpu")(**bad)
+    np.testing.assert_allclose(entropy, 1.0)
+    with pytest.raises(ValueError, match=r"Exponential.*value argument.*GreaterThanEq.*: 1 of them"):
+        lm.compile([lp], backend="cpu")(**bad)
