@@ -183,3 +183,42 @@ def test_a_vae_step_trains():
     losses = [step(x=data) for _ in range(300)]
     first, last = np.mean(losses[:10]), np.mean(losses[-10:])
     assert np.isfinite(losses).all() and last < 0.5 * first, (first, last)
+
+
+def test_parameters_of_a_module_train_by_maximum_likelihood():
+    """torch's pattern: a module's forward builds ``Normal(self.loc, self.log_scale.exp())`` from its
+    Parameters (they join the call's graph) and the negative log-likelihood trains them to the data's
+    mean and standard deviation."""
+
+    class Fit(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.loc, self.log_scale = nn.Parameter(np.zeros(2, np.float32)), nn.Parameter(np.zeros(2, np.float32))
+
+        def forward(self, x):
+            return -D.Normal(self.loc, self.log_scale.exp()).log_prob(x).mean()
+
+    data = np.random.default_rng(1).normal([3.0, -1.0], [0.5, 2.0], size=(256, 2)).astype(np.float32)
+    m = Fit()
+    g = lm.Graph()
+    step = train.compile_step(m(g.input("x", (256, 2))), train.Adam(m.parameters(), lr=0.05), backend="cpu")
+    for _ in range(400):
+        step(x=data)
+    np.testing.assert_allclose(m.loc.data, data.mean(0), atol=0.02)
+    np.testing.assert_allclose(np.exp(m.log_scale.data), data.std(0), rtol=0.02)
+
+
+def test_expanded_distributions_sample_the_new_batch():
+    g = lm.Graph()
+    cases = [
+        (D.Categorical(logits=g.input("l", (5,))), (4, 3), ()),
+        (D.OneHotCategorical(probs=g.input("p", (5,))), (4, 3), (5,)),
+        (D.LogNormal(g.input("m", ()), 1.0), (4, 3), ()),
+        (D.MultivariateNormal(g.input("mu", (2,)), covariance_matrix=g.input("c", (2, 2))), (4, 3), (2,)),
+        (D.Bernoulli(logits=g.input("b", (3,))), (4, 3), ()),
+    ]
+    for d, batch, event in cases:
+        e = d.expand(batch)
+        assert (e.batch_shape, e.event_shape) == (batch, event)
+        assert e.sample((2,)).shape == (2, *batch, *event)
+        assert e.log_prob(e.sample()).shape == batch
