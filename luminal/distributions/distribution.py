@@ -9,7 +9,8 @@ values are known now and join any graph they meet (``Normal(0., 1.)`` as a VAE's
 Validation (torch's default, ``validate_args``): a parameter outside its constraint, or a
 ``log_prob``/``cdf`` value outside the support, is torch's ValueError naming the distribution, the
 parameter and the constraint: raised now where the values are known (computed from numbers,
-constants and host tensors alone), else when a compiled program computing the result is called, before it runs
+constants and host tensors alone, of static shapes: a constant broadcast against a symbolic batch
+waits for the run), else when a compiled program computing the result is called, before it runs
 (``Graph.guard``), with the count of bad entries.
 """
 
@@ -53,15 +54,22 @@ def broadcast_all(name: str, *values, event_dims=None) -> list[GraphTensor]:
 
 def _known(t: GraphTensor):
     """``t``'s values if known now: when it is computed from constants alone (no input, State, noise or
-    symbolic size), evaluated by the reference interpreter (as a host tensor's, ``host.value``); else None."""
+    symbolic size anywhere on the way), evaluated by the reference interpreter (as a host tensor's,
+    ``host.value``); else None."""
+
+    def static(shape) -> bool:
+        return all(is_static(d) for d in shape)
+
     seen, stack = set(), [t.node]
+    if not static(t.shape):
+        return None
     while stack:
         n = stack.pop()
         if n.id in seen:
             continue
         seen.add(n.id)
-        if n.op == "Input" or (n.op == "Constant" and n.arg.digest == "sym") or (n.op == "Arange"
-                                                                                and not is_static(n.arg)):
+        if n.op == "Input" or (n.op == "Constant" and n.arg.digest == "sym") or not static(n.shape) \
+                or not all(static(v.shape) for _, v in n.srcs):
             return None
         stack.extend(s for s, _ in n.srcs)
     (out,) = get_backend("reference").interpret([(t.node, t.layout)], t.graph.constants)({}, {})

@@ -158,3 +158,19 @@ def test_a_value_check_guards_only_its_own_result():
     np.testing.assert_allclose(entropy, 1.0)
     with pytest.raises(ValueError, match=r"Exponential.*value argument.*GreaterThanEq.*: 1 of them"):
         lm.compile([lp], backend="cpu")(**bad)
+
+
+def test_symbolic_batch_with_constant_parameters():
+    """A constant parameter broadcast against a symbolic batch ("B") cannot be evaluated now (its shape
+    has no value yet): it is checked when the program is called, as a graph input is."""
+    g = lm.Graph()
+    mu = g.input("mu", ("B", 2))
+    good = D.MultivariateNormal(mu, scale_tril=g.constant(np.eye(2, dtype=np.float32)))
+    bad = D.MultivariateNormal(mu, scale_tril=g.constant(-np.eye(2, dtype=np.float32)))
+    q = D.Normal(mu, 1.0)
+    f = lm.compile([good.log_prob(mu), D.kl_divergence(q, D.Normal(0.0, 1.0)), q.rsample((3,))], backend="cpu")
+    lp, kl, z = f(mu=np.zeros((5, 2), np.float32))
+    np.testing.assert_allclose(lp, -math.log(2 * math.pi), rtol=1e-6)
+    assert kl.shape == (5, 2) and z.shape == (3, 5, 2)
+    with pytest.raises(ValueError, match=r"MultivariateNormal.*scale_tril.*LowerCholesky.*: 5 of them"):
+        lm.compile([bad.log_prob(mu)], backend="cpu")(mu=np.zeros((5, 2), np.float32))
