@@ -155,3 +155,36 @@ def test_float64_digamma_at_the_poles_and_its_gradient_on_the_negative_axis():
     assert got[0] == math.inf and got[1] == -math.inf and got[8] == math.inf
     assert np.isnan(got[2:8]).all()
     check(lm.digamma, [np.array([-19.74, -10.3, -5.667, -2.61, -0.504, -0.1])], torch_op=torch.digamma)
+
+
+def _lgamma_roots():
+    """lgamma's two roots in each interval (-k-1, -k), 2 <= k < 20, around digamma's root there."""
+    exact = lambda v: mpmath.loggamma(v).real  # noqa: E731
+    out = []
+    with mpmath.workdps(50):
+        for k, m in enumerate(_digamma_roots()[2:], 2):
+            for lo, hi in ((-k - 1 + mpmath.mpf("1e-40"), m), (m, -k - mpmath.mpf("1e-40"))):
+                for _ in range(200):  # (bisection: the roots near -20 sit within 1e-18 of the poles)
+                    mid = (lo + hi) / 2
+                    lo, hi = (mid, hi) if (exact(mid) > 0) == (exact(lo) > 0) else (lo, mid)
+                out.append(float(lo))
+    return out
+
+
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+def test_float64_lgamma_within_8_ulps_on_minus_20_to_minus_2_its_roots_included(backend):
+    """The worst is near the zeros in (-3, -2), where even the reflection's exact terms cancel by a
+    factor of 2 (digamma there: ``psi(1 - x)`` 1.2, ``pi cot(pi x)`` 3.1)."""
+    rng = np.random.default_rng(4)
+    xs = rng.uniform(-20, -2, 600)
+    offsets = np.logspace(-15, -1, 10)
+    for r in _lgamma_roots():
+        xs = np.concatenate([xs, r + offsets, r - offsets, [r, np.nextafter(r, 0), np.nextafter(r, -21)]])
+    ks = np.arange(2, 21)
+    xs = np.concatenate([xs, -ks + 1e-12, -ks - 1e-12, -ks + 1e-5, -ks - 0.5])
+    xs = xs[(xs != np.round(xs)) & (xs > -20) & (xs < -2)]
+    g = lm.Graph()
+    x = g.input("x", (len(xs),), dtype=lm.float64)
+    got = lm.compile(lm.lgamma(x), backend=backend)(x=xs)
+    err, at = _worst(xs, got, lambda v: mpmath.loggamma(v).real)
+    assert err <= 8, (err, at)

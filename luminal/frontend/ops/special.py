@@ -624,7 +624,90 @@ def _lgamma64(w):
         at_z = where(near0, sub(_poly(zt, _LGAM1P), log(zt)), at_z)  # (lgamma1p's series about 1)
     sin_pi = abs_(sin(mul(r, math.pi)))
     at_w = where(refl, sub(log(div(math.pi, where(_pole(w), 1.0, sin_pi))), at_z), at_z)
+    if accurate:
+        inside = logical_and(lt(w, -2.0), gt(w, _PSI_NEG_END))
+        at_w = where(inside, _lgamma_neg(w, small, div(1.0, zs), log(zs)), at_w)
     return where(logical_or(_pole(w), isinf(w)), math.inf, at_w)
+
+
+# lgamma's two roots in each interval (-k-1, -k), k = 2..19, as offsets from their nearest pole in two
+# parts: ``r = -k - 1 + e`` left of digamma's root there (``_PSI_NEG_ROOTS``), ``r = -k + e`` right of it
+# (mpmath, 60 digits; the offsets near -20 are below an ulp of 20, so the roots themselves are not doubles)
+_LGAMMA_NEG_ROOTS = (  # (left e_hi, e_lo, right e_hi, e_lo)
+    (0.2523173532725874, -2.04688991691325e-17, -0.45702473822080064, 1.843554041574456e-17),
+    (0.04470571514140207, 8.223977942582053e-19, -0.14358088834998006, 3.862806401714152e-18),
+    (0.008455359439952277, 8.231751957350036e-19, -0.03936183974053688, 3.2731379225891636e-18),
+    (0.0013925199191243706, -7.090441230646531e-20, -0.008218168322593521, -5.582665915956405e-19),
+    (0.0001984921093623021, 6.263909978492175e-21, -0.0013852944531550972, -2.6295731811446077e-20),
+    (2.4802904179335845e-05, 3.15397713595963e-22, -0.00019833340732475162, 1.1820573401560963e-20),
+    (2.7557490225318057e-06, -6.500300408654724e-23, -2.48002706819597e-05, 1.0083974251164085e-21),
+    (2.7557337083353163e-07, 1.4502658434955713e-23, -2.7557148226503463e-06, -5.624459871432079e-23),
+    (2.5052109918476226e-08, -6.807394864189793e-25, -2.755730136466002e-07, -2.4472526783403563e-23),
+    (2.087675709796081e-09, -8.658839215884982e-26, -2.5052106852407546e-08, 1.2924868620853802e-24),
+    (1.6059043843534355e-10, 6.465141936497467e-27, -2.087675687777539e-09, -4.849684877236172e-26),
+    (1.147074559808161e-11, -7.830340218001236e-28, -1.6059043830108875e-10, 7.046449983196074e-27),
+    (7.647163731835846e-13, -3.8035184915187745e-29, -1.147074559737784e-11, 4.194056116105366e-28),
+    (4.779477332388026e-14, -9.319923331229129e-31, -7.647163731803788e-13, 4.886154187641447e-29),
+    (2.8114572543455435e-15, -8.713180440266469e-32, -4.779477332386745e-14, -1.811833433216651e-30),
+    (1.5619206968586233e-16, 9.139764076937634e-33, -2.811457254345498e-15, -2.2878206410005478e-32),
+    (8.22063524662433e-18, 4.221635182443431e-34, -1.561920696858622e-16, 9.970308044546635e-33),
+    (4.110317623312165e-19, 1.951606135968959e-36, -8.22063524662433e-18, -2.0674364147742136e-35),
+)
+
+
+def _lgamma_neg(w, small, inv_a, log_a):
+    """float64 ``lgamma(w)`` for ``w`` in (-20, -2) (not an integer; elsewhere any value) to its relative
+    precision, also at its two roots ``r`` between the poles (|gamma| = 1), where the reflection's terms
+    ``log(pi / |sin(pi w)|)`` and ``lgamma(1 - w)`` cancel: ``lgamma(w) = lgamma(w) - lgamma(r)``, from
+    the root on ``w``'s side of digamma's root, in terms of ``d = w - r`` (exact near ``r``), the
+    reflection's differences ``log(|sin(pi r)| / |sin(pi w)|) = -log1p(rho)``, ``rho = sin(pi d) cot(pi
+    r) - 2 sin(pi d / 2)**2`` and ``lgamma(a) - lgamma(b)`` (``a = 1 - w``, ``b = 1 - r``): the recurrence's
+    ``log(prod_n (a + n) / (b + n)) = log1p(Q)`` (``Q`` summed from ``(a - b) / (b + n)``, one sign) and
+    Stirling's sums at ``A``, ``B`` (``a``, ``b`` + 10 below 10) as ``(a - b)`` times ``(B - 1/2)
+    log1p(y) / (y B) + log(A) - 1 - sum_k c_k (A**(1-2k) - B**(1-2k)) / (A - B)`` (``y = (a - b) / B``,
+    the last ``h_(2k-2) / (A B)`` as in ``_psi_divided``). The two logs are one, ``log1p((Q - rho) /
+    (1 + rho))``, and ``log((1 + Q) |sin(pi r)| / |sin(pi w)|)`` where ``1 + rho`` is below 1/2 (near a
+    pole). ``small``, ``1 / A`` and ``log(A)``: ``_lgamma64``'s."""
+    t = sub(w, ceil(w))  # (as _digamma_accurate's: exact, then |sin(pi w)| = |sin(pi s)|)
+    s = where(lt(t, -0.5), add(t, 1.0), t)
+    sin_w = abs_(sin(mul(s, math.pi)))
+    eh, el = (full_like(w, v) for v in _LGAMMA_NEG_ROOTS[0][2:])
+    for k, row in enumerate(_LGAMMA_NEG_ROOTS, 2):
+        past = lt(w, -float(k))
+        left = logical_and(past, lt(w, _PSI_NEG_ROOTS[k][0]))
+        eh, el = (where(left, v, where(past, u, acc)) for acc, v, u in zip((eh, el), row[:2], row[2:], strict=True))
+    pole = sub(ceil(w), cast(gt(eh, 0.0), dt.float64))  # (r = pole + e: e > 0 left of digamma's root)
+    d = sub(sub(sub(w, pole), eh), el)
+    e = where(gt(d, 0.5), sub(1.0, d), where(lt(d, -0.5), sub(-1.0, d), d))  # (exact; sin(pi e) = sin(pi d))
+    sin_r = sin(mul(eh, math.pi))
+    cot_r = div(sin(mul(sub(0.5, abs_(eh)), math.pi)), sin_r)
+    half = sin(mul(d, math.pi / 2))
+    rho = sub(mul(sin(mul(e, math.pi)), cot_r), mul(mul(half, half), 2.0))
+    b = sub(sub(sub(1.0, pole), eh), el)
+    delta = neg(d)
+    q = None
+    for n in range(_SHIFT):
+        eps = div(delta, add(b, float(n)))
+        q = eps if q is None else add(add(q, eps), mul(q, eps))
+    q = where(small, q, 0.0)
+    ratio = div(mul(add(q, 1.0), abs_(sin_r)), sin_w)  # ((1 + Q) / (1 + rho))
+    near = logical_and(gt(ratio, 0.25), lt(ratio, 4.0))
+    rho_n = where(near, rho, 0.0)
+    up = ge(ratio, 1.0)
+    y = where(near, div(sub(q, rho_n), add(rho_n, 1.0)), sub(where(up, ratio, div(1.0, ratio)), 1.0))
+    log_ratio = where(logical_or(near, up), log1p(y), neg(log1p(y)))
+    inv_b = div(1.0, where(small, add(b, float(_SHIFT)), b))
+    h, power, series = 1.0, 1.0, None
+    for m in range(0, 2 * len(_STIRLING) - 1):
+        if m:
+            power = mul(power, inv_b)
+            h = add(mul(h, inv_a), power)
+        if m % 2 == 0:
+            term = mul(h, _STIRLING[m // 2]) if m else _STIRLING[0]
+            series = term if series is None else add(series, term)
+    series = mul(mul(inv_a, inv_b), series)
+    stirling = add(mul(sub(1.0, mul(inv_b, 0.5)), _poly(mul(delta, inv_b), _LOG1P_OVER)), sub(sub(log_a, 1.0), series))
+    return add(log_ratio, mul(d, stirling))
 
 
 def _lgamma_low(w):
@@ -900,9 +983,10 @@ def lgamma(input) -> GraphTensor:  # noqa: A002 - torch's names
     below 1/2; between 1/2 and 10 a series in ``x - 1`` after the recurrence down): relative error
     near 1e-15, also at lgamma's zeros at 1 and 2. A float64 input: within 3 ulps of the exact value on
     the positive axis, the zeros included (the reflection only below 0, ``lgamma1p(x) - log(x)`` on
-    (0, 1/2], the series about 2 on [3/2, 5/2)); below 0 the reflection cancels near lgamma's zeros
-    there, to an absolute few ulps of ``lgamma(1 - x)``. The gradient is ``digamma(x)``, as torch's. Int
-    and bool inputs give float32.
+    (0, 1/2], the series about 2 on [3/2, 5/2)); on (-20, -2) within 8 ulps, also at its two zeros
+    between each two poles (``_lgamma_neg``; the reflection cancelled there, 8e15 ulps at -3.955);
+    elsewhere below 0 the reflection, to an absolute few ulps of ``lgamma(1 - x)``. The gradient is
+    ``digamma(x)``, as torch's. Int and bool inputs give float32.
 
     Args:
         input: a tensor.
