@@ -26,12 +26,31 @@ def pytest_configure(config):
     global _session_dir
     shared = getattr(config, "workerinput", {}).get("luminal_session_dir")
     if shared is None:  # the controller, or a session without workers
-        _session_dir = shared = tempfile.mkdtemp(prefix="luminal-test-session-")
+        _session_dir = shared = tempfile.mkdtemp(prefix="luminal-test-session-", dir=_scratch_root())
         os.mkdir(os.path.join(shared, "cache"), 0o700)
     os.environ["LUMINAL_CACHE_DIR"] = os.environ.get("LUMINAL_TEST_CACHE_DIR") or os.path.join(shared, "cache")
     os.environ.setdefault("LUMINAL_CACHE", "llvm,cuda")
     os.environ[session_kernels.DIR_ENV] = os.path.join(shared, "kernels")
     session_kernels.announce()
+
+
+SHM = "/dev/shm"
+SHM_FREE = 4 << 30  # bytes free there, at least, to use it (the session's caches grow to a few hundred MB)
+
+
+def _scratch_root() -> str | None:
+    """Where the session's scratch directory goes: memory (``/dev/shm``) where the machine has it with
+    room to spare and ``TMPDIR`` does not say otherwise, else the temporary directory. The caches there
+    are scratch, deleted with the session, but every write to them is an atomic, fsynced one
+    (``disk_cache.write_atomic``, as for a user's cache) and each test waits for its writes: on a
+    virtual disk a write took 4 ms (0.08 ms in memory), and writing and deleting the session's objects
+    took about 7% of a test file's time."""
+    if os.environ.get("TMPDIR") or not os.path.isdir(SHM) or not os.access(SHM, os.W_OK | os.X_OK):
+        return None
+    try:
+        return SHM if shutil.disk_usage(SHM).free >= SHM_FREE else None
+    except OSError:
+        return None
 
 
 @pytest.hookimpl(optionalhook=True)
