@@ -16,13 +16,13 @@ import math
 from typing import NamedTuple
 
 from luminal.core import dtype as dt
-from luminal.core.errors import op_error
+from luminal.core.errors import op_error, renamed
 from luminal.core.symbolic import shape_str
 from luminal.frontend.checks import tensor_op
 from luminal.frontend.float32_ops import float32_under_autocast
 from luminal.frontend.ops.combine import cat
 from luminal.frontend.ops.core import cast
-from luminal.frontend.ops.creation import eye
+from luminal.frontend.ops.creation import eye, tril, triu, zeros
 from luminal.frontend.ops.elementwise import (
     abs_,
     add,
@@ -40,9 +40,9 @@ from luminal.frontend.ops.elementwise import (
 from luminal.frontend.ops.indexing import take_along_dim
 from luminal.frontend.ops.linalg import matmul
 from luminal.frontend.ops.linalg_decomp import DECOMP_LIMIT
-from luminal.frontend.ops.linalg_solve import _matrix, check_size
+from luminal.frontend.ops.linalg_solve import _column, _matrix, _step_masks, _swap_rows, check_size
 from luminal.frontend.ops.movement import diag_embed
-from luminal.frontend.ops.reduce import amax, sort
+from luminal.frontend.ops.reduce import amax, argmax, sort
 from luminal.frontend.ops.reduce import sum as sum_
 from luminal.frontend.tensor import GraphTensor
 
@@ -340,6 +340,123 @@ def matrix_rank(A: GraphTensor, *, atol=None, rtol=None, hermitian: bool = False
     return sum_(cast(gt(S, _threshold("matrix_rank", S, A, atol, rtol)), dt.int32), -1)
 
 
+def _reflector(x: GraphTensor, at: GraphTensor, after: GraphTensor) -> tuple[GraphTensor, GraphTensor]:
+    """LAPACK's dlarfg on the column ``x`` (..., m, 1) at step j, its rows named by step j's masks
+    ``at``/``after`` ((m, 1): row j, rows below): ``(v, tau)`` with ``(I - tau v v^T) x`` zero below
+    row j, ``v`` 0 above row j and 1 at it, ``tau = 0`` (H = I) where x is already zero below row j.
+    As ``linalg_decomp._householder``'s step, but reading row j through the masks (no slice at
+    offset j), so that the steps of a loop roll into one (``linalg_solve._step_masks``)."""
+    zero = x.graph.constant(0, x.dtype)
+    alpha = sum_(where(at, x, zero), -2, keepdim=True)
+    below = sum_(where(after, mul(x, x), zero), -2, keepdim=True)
+    flat = eq(below, 0)
+    norm = sqrt(add(mul(alpha, alpha), where(flat, 1.0, below)))
+    beta = where(ge(alpha, 0), mul(norm, -1.0), norm)
+    tau = where(flat, 0.0, div(sub(beta, alpha), beta))
+    scale = where(flat, 1.0, sub(alpha, beta))
+    return div(where(after, x, where(at, scale, zero)), scale), tau  # v[j] = scale / scale = 1
+
+
+def _reflect(v: GraphTensor, tau: GraphTensor, C: GraphTensor) -> GraphTensor:  # noqa: N803
+    """``(I - tau v v^T) C``."""
+    return sub(C, mul(mul(tau, v), sum_(mul(v, C), -2, keepdim=True)))
+
+
+def _gelsy(A: GraphTensor, b: GraphTensor, m: int, n: int, rcond: float):  # noqa: N803
+    """LAPACK's gelsy on ``A`` (..., m, n) and ``b`` (..., m, k) of one batch: ``(x, rank)``, the
+    minimum-norm solution of the least-squares problem truncated to the rank.
+
+    1. QR with column pivoting (geqp3): ``A P = Q R``, at step j the remaining column whose rows
+       j.. have the largest norm (the first among ties) is swapped to j (argmax and a one-hot swap,
+       as the LU's row pivots), its reflector applied to ``A`` and ``b`` (``c = Q^T b``). The norms
+       are recomputed at each step, where geqp3 downdates them: the choices can differ between
+       columns whose norms agree to rounding.
+    2. The rank r: the number of ``|R_ii|`` above ``rcond * |R_00|`` (nonincreasing with the
+       pivoting). gelsy estimates the condition number of each leading triangle instead
+       (incremental condition estimation): the same r where R's diagonal has a clear gap around
+       the cut-off (a rank-deficient matrix's trailing ``|R_ii|`` are at rounding level), but this
+       rule can count more on a triangle that is ill-conditioned without a small diagonal entry.
+    3. R's rows from r on are dropped (zeroed) and the minimum-norm ``y`` with ``R[:r] y = c[:r]``
+       found by a QR of ``R[:r].mT = Z T`` (for what tzrzf's complete orthogonal factorisation
+       does): ``y = Z T^-T c``, T's forward substitution with its rows from r on set to 0; then
+       ``x = P y``.
+    Every loop reads its step's row and column through ``_step_masks`` (no slice at offset j), so
+    that its steps roll into one and the code generated stays flat in n. For a full-rank ``A`` this
+    is the least-squares solution (a wide one's minimum-norm solution) and its gradient autograd's."""
+    g, k, w = A.graph, min(m, n), b.shape[-1]
+    batch = tuple(A.shape[:-2])
+    zero = g.constant(0, A.dtype)
+    cols_n = g.arange(n).reshape(n, 1)
+    R, c, P = A, b, eye(n, dtype=A.dtype, graph=g).expand(*batch, n, n)
+    for j in range(k):
+        at_c, before_c, _ = _step_masks(g, n, j)
+        at_r, above_r, after_r = (mask.reshape(m, 1) for mask in _step_masks(g, m, j))
+        norms = sum_(where(above_r, zero, mul(R, R)), -2, keepdim=True)  # (..., 1, n), rows j.. only
+        p = argmax(where(before_c, -1.0, norms), -1, keepdim=True)  # (..., 1, 1); columns < j are done
+        R, P = _swap_rows(R.mT, j, p, cols_n).mT, _swap_rows(P.mT, j, p, cols_n).mT
+        v, tau = _reflector(_column(R, at_c), at_r, after_r)
+        R, c = _reflect(v, tau, R), _reflect(v, tau, c)
+    R, c = triu(R)[..., :k, :], c[..., :k, :]
+    d = abs_(R.diagonal(0, -2, -1))  # (..., k)
+    if k == 0:
+        return matmul(P, zeros(*batch, n, w, dtype=A.dtype, graph=g)), sum_(cast(d, dt.int32), -1)
+    rank = sum_(cast(gt(d, mul(amax(d, -1, keepdim=True), rcond)), dt.int32), -1)
+    lead = gt(rank.unsqueeze(-1).unsqueeze(-1), g.arange(k).reshape(k, 1))  # (..., k, 1): rows < r
+    S, c = where(lead, R, zero).mT, where(lead, c, zero)  # (..., n, k): R[:r].mT, its columns >= r zero
+    V, taus = zero.expand(*batch, n, k), zero.expand(*batch, 1, k)  # Z's reflectors, as columns
+    for j in range(k):
+        at_c = _step_masks(g, k, j)[0]
+        at_r, _, after_r = (mask.reshape(n, 1) for mask in _step_masks(g, n, j))
+        v, tau = _reflector(_column(S, at_c), at_r, after_r)
+        S, V, taus = _reflect(v, tau, S), where(at_c, v, V), where(at_c, tau, taus)
+    T = triu(S[..., :k, :])  # (..., k, k): R[:r] = [T^T 0] Z^T, T's columns >= r zero
+    Tt, diag = tril(T.mT, -1), where(lead, T.diagonal(0, -2, -1).unsqueeze(-1), 1.0)
+    y = zero.expand(*batch, k, w)
+    for i in range(k):  # T^T y = c, forward; rows >= r: (0 - 0) / 1
+        at = _step_masks(g, k, i)[0].reshape(k, 1)
+        row = sum_(where(at, Tt, zero), -2, keepdim=True)
+        y = where(at, div(sub(sum_(where(at, c, zero), -2, keepdim=True), matmul(row, y)),
+                          sum_(where(at, diag, zero), -2, keepdim=True)), y)
+    y = cat([y, zero.expand(*batch, n - k, w)], -2) if n > k else y
+    for j in reversed(range(k)):  # y = Z [y; 0] = H_0 ... H_{k-1} [y; 0]
+        at_c = _step_masks(g, k, j)[0]
+        y = _reflect(_column(V, at_c), _column(taus, at_c), y)
+    return matmul(P, y), rank
+
+
+def _pinv_backward(gG: GraphTensor, G: GraphTensor, A: GraphTensor) -> GraphTensor:  # noqa: N803
+    """torch's ``pinv_backward``: the gradient with respect to ``A`` (..., m, n) of a loss whose
+    gradient with respect to ``G = pinv(A)`` is ``gG``, the derivative of the pseudo-inverse at
+    fixed rank (the products ordered to keep the smaller of m and n inside)."""
+    m, n = A.shape[-2], A.shape[-1]
+    Gt, gGt = G.mT, gG.mT
+    if m <= n:
+        K = matmul(gGt, G)
+        KGt = matmul(K, Gt)
+        return add(sub(add(mul(matmul(G, K).mT, -1.0), KGt), matmul(matmul(A, G), KGt)),
+                   matmul(matmul(Gt, G), sub(gGt, matmul(K, A))))
+    K = matmul(G, gGt)
+    GtK = matmul(Gt, K)
+    return add(add(mul(matmul(K, G).mT, -1.0), matmul(matmul(sub(gGt, matmul(A, K)), G), Gt)),
+               sub(GtK, matmul(matmul(GtK, G), A)))
+
+
+def _lstsq_vjp(x: GraphTensor, A: GraphTensor, b: GraphTensor, m: int, n: int, rcond: float) -> GraphTensor:  # noqa: N803
+    """``x`` (gelsy's solution of ``A x = b``, a whole node) with torch's gradient
+    (``linalg_lstsq_backward``): that of ``pinv(A) @ b``, ``G = pinv(A)`` here gelsy's solution for
+    ``b = I`` (the pseudo-inverse of A truncated to gelsy's rank). For a full-rank ``A`` it is the
+    derivative of the solution; at a rank-deficient one, differentiating the algorithm would give
+    the derivative of its truncation of R (an oblique projection onto the rank-r matrices), not
+    torch's. torch's G is ``linalg.pinv``'s with its default cut-off whatever rcond: the two agree
+    for the default rcond on a spectrum with a clear gap."""
+    def rule(out, adjoint, A, b):  # noqa: N803
+        with renamed("lstsq"):  # as inside the op, so that the pivoted QR is the forward pass's nodes
+            G, _ = _gelsy(A, eye(m, dtype=A.dtype, graph=A.graph).expand(*A.shape[:-2], m, m), m, n, rcond)
+        return [_pinv_backward(matmul(adjoint, b.mT), G, A), matmul(G.mT, adjoint)]
+
+    return A.graph.custom_vjp(x, [A, b], rule)
+
+
 class LstsqResult(NamedTuple):
     """``lstsq``'s result, as torch's ``torch.return_types.linalg_lstsq``."""
 
@@ -356,14 +473,20 @@ LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 @tensor_op("lstsq")
 def lstsq(A: GraphTensor, B: GraphTensor, rcond=None, *, driver=None) -> LstsqResult:  # noqa: N803 - torch's names
     """torch.linalg.lstsq: the least-squares solution ``X`` of ``A X = B`` (the minimum-norm one for a
-    wide ``A``), as torch's CPU drivers: ``"gelsy"`` (the default) and ``"gels"`` by Householder QR
-    (of ``A``, or of ``A.mT`` when m < n), for full-rank ``A``; ``"gelsd"``/``"gelss"`` from the SVD,
-    dropping the singular values at or below ``rcond * S.max()``. The other fields as torch's:
-    ``residuals`` (the squared residual norms, per column of B, when m > n and the driver is not
-    gelsy; torch leaves them empty for a rank-deficient ``A`` too, which a graph cannot check: they
-    are computed), ``rank`` (int32; gelsy's counts R's diagonal above ``rcond * max |R_ii|``, exact
-    for full-rank matrices; gels leaves it empty) and ``singular_values`` (gelsd/gelss, without a
-    gradient, as torch's; else empty).
+    wide ``A``), as torch's CPU drivers: ``"gelsy"`` (the default), for any ``A``: QR with column
+    pivoting, the rank r from R's diagonal against ``rcond``, and the minimum-norm solution of the
+    problem truncated to rank r (``_gelsy``), with torch's gradient, that of ``pinv(A) @ B``;
+    ``"gels"`` by Householder QR (of ``A``, or of ``A.mT`` when m < n), for full-rank ``A`` only;
+    ``"gelsd"``/``"gelss"`` from the SVD, dropping the singular values at or below
+    ``rcond * S.max()``. The other fields as torch's: ``residuals`` (the squared residual norms, per
+    column of B, when m > n and the driver is not gelsy; torch leaves them empty for a rank-deficient
+    ``A`` too, which a graph cannot check: they are computed), ``rank`` (int32; gelsy's counts the
+    pivoted R's ``|R_ii|`` above ``rcond * |R_00|``, LAPACK's estimates each leading triangle's
+    condition number: the same on a spectrum with a clear gap at the cut-off; gels leaves it empty)
+    and ``singular_values`` (gelsd/gelss, without a gradient, as torch's; else empty). torch 2.13's
+    own gelsy pins columns from uninitialised memory (pytorch/pytorch#71222), so that on a matrix
+    with dependent leading columns its rank and solution vary from call to call: this one pivots
+    every column, as LAPACK's gelsy with a zeroed ``jpvt``.
     Static sizes, m, n <= 64 (the SVD drivers: min(m, n) <= 16).
 
     Args:
@@ -373,7 +496,6 @@ def lstsq(A: GraphTensor, B: GraphTensor, rcond=None, *, driver=None) -> LstsqRe
         driver: None (``"gelsy"``), ``"gels"``, ``"gelsy"``, ``"gelsd"`` or ``"gelss"``.
     """
     from luminal.frontend.ops.core import broadcast_shapes
-    from luminal.frontend.ops.creation import zeros
     from luminal.frontend.ops.linalg_decomp import qr
     from luminal.frontend.ops.linalg_triangular import solve_triangular
 
@@ -400,6 +522,9 @@ def lstsq(A: GraphTensor, B: GraphTensor, rcond=None, *, driver=None) -> LstsqRe
         inv_s = where(keep, div(1.0, where(keep, S, 1.0)), 0.0)
         x = matmul(mul(Vh.mT, inv_s.unsqueeze(-2)), matmul(U.mT, b))
         rank, values = sum_(cast(keep, dt.int32), -1), S.detach()  # (no gradient, as torch's)
+    elif driver == "gelsy":
+        x, rank = _gelsy(A, b, m, n, rcond)
+        x, values = _lstsq_vjp(x.contiguous(), A, b, m, n, rcond), empty
     else:
         if m >= n:
             Q, R = qr(A)
@@ -407,12 +532,7 @@ def lstsq(A: GraphTensor, B: GraphTensor, rcond=None, *, driver=None) -> LstsqRe
         else:
             Q, R = qr(A.mT)
             x = matmul(Q, solve_triangular(R.mT, b, upper=False))
-        if driver == "gelsy":
-            d = abs_(R.diagonal(0, -2, -1))
-            rank = sum_(cast(gt(d, mul(amax(d, -1, keepdim=True), rcond)), dt.int32), -1)
-        else:
-            rank = zeros(0, dtype=dt.int32, graph=A.graph)
-        values = empty
+        rank, values = zeros(0, dtype=dt.int32, graph=A.graph), empty
     if m > n and driver != "gelsy":
         r = sub(matmul(A, x), b)
         residuals = sum_(mul(r, r), -2)
