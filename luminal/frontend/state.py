@@ -164,3 +164,15 @@ class State(Mirrored, _TensorMethods):
 def scalar_state(value: float, name: str, dtype=dt.float32) -> State:
     """A 0-d runtime scalar (learning rate, a bias correction) fed to the graph on every call."""
     return State(np.asarray(value, dtype=dt.as_dtype(dtype).np), dtype, name)
+
+
+def zeros_state(shape, dtype, name: str | None = None) -> State:
+    """A zero-filled State of ``shape`` and ``dtype`` (an optimizer's moments, a gradient accumulator)
+    whose storage is a fresh ``np.zeros``, not a copy of one: numpy maps a large one's pages when they
+    are first written (by the step that writes them), where the constructor's copy writes them all now
+    (a 10M-parameter AdamW's 156 moments: 80 MB, about 50 ms of its ``compile_step``)."""
+    state = State.__new__(State)
+    state.dtype = dt.as_dtype(dtype)
+    state._replace(np.zeros(shape, state.dtype.np))
+    state.name = name
+    return state

@@ -74,7 +74,7 @@ from luminal.core.walk import postorder
 from luminal.distributed import collectives, mpi
 from luminal.distributed.buckets import Buckets
 from luminal.distributed.errors import DistributedError, ProgramMismatchError, RankFailedError
-from luminal.frontend.state import State, scalar_state
+from luminal.frontend.state import State, scalar_state, zeros_state
 
 # every exchange row: what it is, the call's number, whether this rank failed, then up to three values
 KIND, CALL, FAILED, A, B, C = range(6)
@@ -103,7 +103,7 @@ class DataParallel:
         writes = dict(zip(self.grads, grads))
         self.program = compile_graph(outputs, backend=backend, updates={**graph_updates, **writes})
         self.reduced = [graph.state(st) for st in self.grads]
-        self.acc = [State(np.zeros(p.shape, p.data.dtype), p.dtype, f"{p.name or 'param'}.grad_acc")
+        self.acc = [zeros_state(p.shape, p.dtype, f"{p.name or 'param'}.grad_acc")
                     for _, p in used] if step.accumulate > 1 else []
         # the graph's own float updates (BatchNorm's running statistics) are each rank's until averaged
         self.stats = [st for st in graph.updates if st.data.dtype.kind == "f"]

@@ -53,7 +53,7 @@ from luminal.core.errors import op_error
 from luminal.core.interrupts import interrupts_deferred
 from luminal.frontend.checks import got
 from luminal.frontend.ops import clamp, isfinite, logical_and, minimum, where, zeros_like
-from luminal.frontend.state import State
+from luminal.frontend.state import State, zeros_state
 from luminal.frontend.tensor import GraphTensor
 from luminal.train.amp import GradScaler, autocast
 from luminal.train.autograd import grad, has_grad, reaches
@@ -295,7 +295,7 @@ class TrainStep(Generic[StepResult]):
             self._acc = dp.acc
             acc_grads = dp.reduced
         elif accumulate > 1:
-            self._acc = [State(np.zeros(p.shape, p.data.dtype), p.dtype, f"{p.name or 'param'}.grad_acc")
+            self._acc = [zeros_state(p.shape, p.dtype, f"{p.name or 'param'}.grad_acc")
                          for _, p in used]
             acc_t = [graph.state(a) for a in self._acc]
             micro = {a: at + g for a, at, g in zip(self._acc, acc_t, grads)}

@@ -9,7 +9,7 @@ import numpy as np
 from luminal.core import dtype as dt
 from luminal.core.errors import check_number
 from luminal.frontend.ops import maximum
-from luminal.frontend.state import State
+from luminal.frontend.state import State, zeros_state
 from luminal.train.optim.checks import as_tuple
 from luminal.train.optim.optimizer import Optimizer
 
@@ -67,7 +67,7 @@ class Adafactor(Optimizer):
             shapes = ({"row_var": shape[:-1] + (1,), "col_var": shape[:-2] + (1, shape[-1])} if len(shape) > 1
                       else {"variance": shape})
             for n, sh in shapes.items():
-                st[n] = State(np.zeros(sh, p.data.dtype), p.dtype, f"{tag}.{n}")
+                st[n] = zeros_state(sh, p.dtype, f"{tag}.{n}")
         return st
 
     def scalars(self, group: dict, t: int) -> dict[str, float]:

@@ -31,7 +31,7 @@ from luminal.core import dtype as dt
 from luminal.core.errors import check_number
 from luminal.core.interrupts import interrupts_deferred
 from luminal.frontend.eager import TRAIN_STEP, eager_only
-from luminal.frontend.state import State, scalar_state
+from luminal.frontend.state import State, scalar_state, zeros_state
 
 
 def _optimizer_options() -> frozenset:
@@ -207,7 +207,7 @@ class Optimizer:
         st = self.state.setdefault(id(p), {})
         for n in self.state_names:
             if n not in st:
-                st[n] = State(np.zeros(p.shape, p.data.dtype), p.dtype, f"{p.name or 'param'}.{n}")
+                st[n] = zeros_state(p.shape, p.dtype, f"{p.name or 'param'}.{n}")
         return st
 
     @staticmethod
