@@ -35,6 +35,7 @@ from luminal.frontend.ops.activations import (
     tanh,
     threshold,
 )
+from luminal.frontend.ops.combinations import combinations
 from luminal.frontend.ops.combine import (
     cat,
     chunk,
@@ -166,6 +167,7 @@ from luminal.frontend.ops.indexing import (
     take,
     take_along_dim,
 )
+from luminal.frontend.ops.integrate import cumulative_trapezoid, trapezoid
 from luminal.frontend.ops.linalg import (
     addbmm,
     addmm,
@@ -263,7 +265,7 @@ from luminal.frontend.ops.reduce import (
     prod_ as prod,
 )
 from luminal.frontend.ops.reduce_extra import aminmax, count_nonzero, nanmean, nansum
-from luminal.frontend.ops.search import bucketize, histc, isin, searchsorted
+from luminal.frontend.ops.search import bucketize, histc, histogram, isin, searchsorted
 from luminal.frontend.ops.special import digamma, erfc, erfinv, lgamma, logit, polygamma, xlogy
 from luminal.frontend.ops.special import polygamma_method as _polygamma_method
 from luminal.frontend.ops.torch_more import (
@@ -498,16 +500,18 @@ __all__ = [
     "bitwise_xor", "block_diag", "bmm", "broadcast_shapes", "bucketize", "cartesian_prod", "cast", "cat", "cdist",
     "ceil",
     "chain_matmul", "cholesky",
-    "chunk", "clamp", "clamp_max", "clamp_min", "clip", "clone", "column_stack", "concat", "concatenate",
+    "chunk", "clamp", "clamp_max", "clamp_min", "clip", "clone", "column_stack", "combinations", "concat",
+    "concatenate",
     "copysign", "corrcoef", "cos", "cosh", "cosine_similarity",
     "count_nonzero", "cov",
-    "cross", "cummax", "cummin", "cumprod", "cumsum", "deg2rad", "det", "diag", "diag_embed", "diagflat", "diagonal",
+    "cross", "cummax", "cummin", "cumprod", "cumsum", "cumulative_trapezoid",
+    "deg2rad", "det", "diag", "diag_embed", "diagflat", "diagonal",
     "diff",
     "digamma", "dist", "div", "divide", "dot", "dsplit", "dstack", "einsum", "elu", "eq", "erf", "erfc", "erfinv",
     "exp", "exp2", "expm1",
     "eye", "fix", "flatten", "flip", "fliplr", "flipud", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod",
     "frac", "frexp", "full", "full_like", "gather", "gcd", "ge", "gelu", "ger", "gt", "hardshrink", "heaviside",
-    "histc",
+    "histc", "histogram",
     "hsplit",
     "hstack", "hypot", "index_add", "index_copy", "index_fill", "index_put",
     "index_reduce", "index_select", "inner", "inverse", "isclose", "isfinite", "isin",
@@ -529,7 +533,8 @@ __all__ = [
     "sin", "sinc", "sinh", "slogdet", "softmax", "softmin", "softplus", "sort", "split", "sqrt", "square", "squeeze",
     "stack", "std", "std_mean", "sub", "subtract", "sum", "swapaxes", "swapdims", "t", "take",
     "take_along_dim", "tan", "tanh",
-    "tensor_split", "tensordot", "threshold", "tile", "topk", "trace", "transpose", "tril", "tril_indices", "triu",
+    "tensor_split", "tensordot", "threshold", "tile", "topk", "trace", "transpose", "trapezoid", "tril",
+    "tril_indices", "triu",
     "triu_indices", "true_divide", "trunc", "unbind", "unsqueeze", "var", "var_mean", "vdot", "vector_norm", "vsplit",
     "vstack",
     "where", "xlogy", "zeros", "zeros_like",

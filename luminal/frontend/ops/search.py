@@ -1,4 +1,5 @@
-"""Searching sorted sequences and sets: searchsorted, bucketize, isin; and counting into bins: histc.
+"""Searching sorted sequences and sets: searchsorted, bucketize, isin; and counting into bins: histc,
+histogram.
 
 Each compares every element with every entry of the sequence (or set) and counts (or looks for a
 hit): a broadcast comparison and a sum, which the compiler fuses into one reduction, in place of
@@ -11,24 +12,30 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
+
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error
 from luminal.core.symbolic import is_static
 from luminal.frontend.checks import check_tensors, tensor_op
+from luminal.frontend.ops.combine import cat
 from luminal.frontend.ops.core import cast, prim
 from luminal.frontend.ops.elementwise import (
     add,
+    clamp,
     div,
     eq,
     floor,
     ge,
     gt,
+    isfinite,
     isnan,
     le,
     logical_and,
     logical_not,
     logical_or,
     lt,
+    maximum,
     minimum,
     mul,
     sub,
@@ -197,3 +204,116 @@ def histc(input: GraphTensor, bins: int = 100, min=0, max=0) -> GraphTensor:  # 
     pos = cast(where(counted, minimum(pos, bins - 1), 0.0), dt.int32)  # (max itself: the last bin)
     ones = cast(counted, x.dtype)
     return prim("ScatterAdd", g.zeros((bins,), x.dtype), pos, ones, arg=0, shape=(bins,))
+
+
+def histogram(input: GraphTensor, bins, *, range=None, weight: GraphTensor | None = None,  # noqa: A002
+              density: bool = False) -> tuple[GraphTensor, GraphTensor]:
+    """torch.histogram: ``(hist, bin_edges)``, the (weighted) counts of the elements of ``input`` in
+    bins and the bins' edges, both of ``input``'s dtype. An int ``bins`` makes that many equal-width
+    bins over ``range``, or else over the data's min and max when the program runs (no elements: [0,
+    1]); a range of one value ``v`` is ``[v - 0.5, v + 0.5]``, as numpy's and torch's. The edges are
+    laid out as torch's linspace (counted up from the low end, down from the high end) in the input's
+    dtype, and an element is counted in the bin of those edges it falls in (torch's search against its
+    edges). A 1-d tensor ``bins`` gives the edges (increasing) itself. Each bin holds its left edge, the
+    last its right one too; elements outside the edges, and NaNs, are not counted. ``density`` divides
+    by the total and the bins' widths. The results have no gradient (torch's is not implemented).
+    Where torch fails on data whose range is not finite (an infinity or NaN, found when the program
+    runs), nothing is counted here.
+
+    Args:
+        input: a float tensor (any shape; every element counts).
+        bins: the number of bins (an int > 0) or a 1-d tensor of at least 2 edges, of input's dtype.
+        range: ``(min, max)`` numbers, for an int ``bins`` (default: the data's).
+        weight: a tensor of input's shape and dtype: each element counts its weight instead of 1.
+        density: whether to give a probability density (integrating to 1 over the edges).
+
+    Returns:
+        ``(hist, bin_edges)``: 1-d tensors of ``nbins`` and ``nbins + 1`` elements.
+    """
+    op = "histogram"
+    x = input
+    check_tensors(op, optional=("weight",), input=x, weight=weight)
+    if not x.dtype.is_float:
+        raise op_error(TypeError, op, f"takes a float tensor, got {x.dtype.name} (cast it first)", x)
+    if weight is not None and (weight.dtype is not x.dtype or tuple(weight.shape) != tuple(x.shape)):
+        raise op_error(ValueError, op, f"weight must have input's shape {tuple(x.shape)} and dtype {x.dtype.name}, "
+                       f"got {tuple(weight.shape)} {weight.dtype.name}", x, weight)
+    if not isinstance(density, (bool, np.bool_)):
+        raise op_error(TypeError, op, f"density must be a bool, got {density!r}", x)
+    g = x.graph
+    flat = x.reshape(-1).detach()  # binned, not differentiated
+    if isinstance(bins, GraphTensor):
+        check_tensors(op, input=x, bins=bins)
+        if range is not None:
+            raise op_error(TypeError, op, "range applies to an int bins only: a tensor bins gives the edges", x)
+        if bins.ndim != 1 or bins.dtype is not x.dtype or not is_static(bins.shape[0]) or bins.shape[0] < 2:
+            raise op_error(ValueError, op, f"a tensor bins must be 1-d of input's dtype {x.dtype.name} with a static "
+                           f"count of at least 2 edges, got {tuple(bins.shape)} {bins.dtype.name}", x, bins)
+        edges, n = bins.detach(), bins.shape[0] - 1
+        pos = sub(_search(op, edges, flat, True, None, None), 1)
+    else:
+        if isinstance(bins, bool) or not isinstance(bins, numbers.Integral) or bins <= 0:
+            raise op_error(ValueError, op, f"bins must be an int > 0 or a 1-d tensor of edges, got {bins!r}", x)
+        n = int(bins)
+        edges = _linear_edges(op, flat, n, range)
+        pos = _bin_of(flat, edges, n)
+    lo, hi = edges[0], edges[n]
+    counted = logical_and(ge(flat, lo), le(flat, hi))  # (False for NaN)
+    counted = logical_and(counted, logical_and(isfinite(lo), isfinite(hi)))  # (torch fails there)
+    pos = cast(where(counted, minimum(pos, n - 1), 0), dt.int32)  # (the last edge: the last bin)
+    w = cast(counted, x.dtype) if weight is None else where(counted, weight.reshape(-1).detach(), 0.0)
+    hist = prim("ScatterAdd", g.zeros((n,), x.dtype), pos, w, arg=0, shape=(n,))
+    if density:
+        hist = div(hist, mul(sum_(hist), sub(edges[1:], edges[:-1])))
+    return hist, edges
+
+
+def _linear_edges(op: str, flat: GraphTensor, n: int, range) -> GraphTensor:  # noqa: A002 - torch's name
+    """The ``n + 1`` equal-width edges over ``range`` or the data's min and max, as torch's histogram
+    makes them: the ends found in float64 (widened by 0.5 each way when equal), rounded to the input's
+    dtype, then torch's linspace in that dtype (``lo + step * i`` for the first half, ``hi - step * (n -
+    i)`` for the rest, ``step = (hi - lo) / n``)."""
+    g, d = flat.graph, flat.dtype
+    if range is not None:
+        if (not isinstance(range, (tuple, list)) or len(range) != 2
+                or any(isinstance(v, bool) or not isinstance(v, numbers.Real) for v in range)):
+            raise op_error(TypeError, op, f"range must be a (min, max) pair of numbers, got {range!r}", flat)
+        a, b = (float(v) for v in range)
+        if not (math.isfinite(a) and math.isfinite(b)):
+            raise op_error(ValueError, op, f"the range [{a}, {b}] is not finite", flat)
+        if a > b:
+            raise op_error(ValueError, op, f"min ({a}) must not exceed max ({b}) in range", flat)
+        lo, hi = g.constant(a, dt.float64), g.constant(b, dt.float64)
+    elif is_static(flat.shape[0]) and flat.shape[0] == 0:
+        lo, hi = g.constant(0.0, dt.float64), g.constant(1.0, dt.float64)
+    elif is_static(flat.shape[0]):
+        wide = cast(flat, dt.float64)
+        lo, hi = amin(wide), amax(wide)
+    else:  # a size known when the program runs, maybe 0: the bounds of the data and of the ends of [0, 1]
+        wide = cast(flat, dt.float64)  # (with a reversed pair, so that no data gives lo > hi)
+        lo = amin(cat([wide, g.constant(np.array([math.inf]))]))
+        hi = amax(cat([wide, g.constant(np.array([-math.inf]))]))
+        empty = gt(lo, hi)
+        lo, hi = where(empty, 0.0, lo), where(empty, 1.0, hi)
+    same = eq(lo, hi)
+    lo, hi = cast(where(same, sub(lo, 0.5), lo), d), cast(where(same, add(hi, 0.5), hi), d)
+    step = div(sub(hi, lo), float(n))
+    i = cast(g.arange(n + 1), d)
+    return where(lt(i, (n + 1) // 2), add(lo, mul(step, i)), sub(hi, mul(step, sub(float(n), i))))
+
+
+def _bin_of(flat: GraphTensor, edges: GraphTensor, n: int) -> GraphTensor:
+    """The bin of each element among ``n`` equal-width ``edges`` as torch finds it: ``(x - lo) * n / (hi -
+    lo)`` truncated, then checked against the edges on each side (the last edge found at or below ``x``
+    among those three), so that the count agrees with the edges returned. Meaningful where ``x`` is
+    within the edges (others are not counted)."""
+    lo, hi = edges[0], edges[n]
+    guess = floor(div(mul(sub(flat, lo), float(n)), sub(hi, lo)))
+    guess = cast(minimum(maximum(where(isnan(guess), 0.0, guess), 0.0), float(n)), dt.int32)
+    found = None
+    for k in (-1, 0, 1):
+        at = add(guess, k)
+        valid = logical_and(ge(at, 0), le(at, n))
+        below = logical_and(valid, le(gather(edges, 0, clamp(at, 0, n)), flat))
+        found = cast(below, dt.int32) if found is None else add(found, cast(below, dt.int32))
+    return sub(add(maximum(sub(guess, 1), 0), found), 1)
