@@ -28,6 +28,7 @@ from luminal.nn.functional import (  # F's: they take Parameters and Buffers (fr
     triplet_margin_loss,
     triplet_margin_with_distance_loss,
 )
+from luminal.train import swa_utils  # (torch.optim.swa_utils)
 from luminal.train.amp import GradScaler, autocast
 from luminal.train.autograd import grad
 from luminal.train.chained_scheduler import ChainedScheduler
@@ -69,19 +70,20 @@ from luminal.train.schedulers import (
     StepLR,
 )
 from luminal.train.step import NonFiniteLossError, TrainStep, clip_by_norm, clip_by_value, compile_step
+from luminal.train.swa_utils import SWALR, AveragedModel
 
 __all__ = [
-    "ASGD", "LAMB", "LBFGS", "SGD", "Adadelta", "Adafactor", "Muon", "Rprop", "SparseAdam",
+    "ASGD", "AveragedModel", "LAMB", "LBFGS", "SGD", "Adadelta", "Adafactor", "Muon", "Rprop", "SparseAdam",
     "Adagrad", "Adam", "AdamW", "Adamax", "ChainedScheduler", "ConstantLR", "CosineAnnealingLR",
     "CosineAnnealingWarmRestarts", "CyclicLR", "ExponentialLR", "GradScaler", "LRScheduler", "LambdaLR", "LinearLR",
     "MultiplicativeLR", "NAdam",
     "PolynomialLR", "ReduceLROnPlateau", "SequentialLR", "MultiStepLR", "NonFiniteLossError", "OneCycleLR",
-    "Optimizer", "RAdam", "RMSprop", "StepLR", "TrainStep",
+    "Optimizer", "RAdam", "RMSprop", "StepLR", "SWALR", "TrainStep",
     "autocast", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "clip_by_norm", "clip_by_value", "compile_step", "cross_entropy",
     "focal_loss", "grad", "interrupts_deferred",
     "huber_loss", "kl_div", "l1_loss", "load_checkpoint", "mse_loss", "nll_loss", "save_checkpoint",
-    "smooth_l1_loss",
+    "smooth_l1_loss", "swa_utils",
     "cosine_embedding_loss", "ctc_loss", "gaussian_nll_loss", "hinge_embedding_loss", "margin_ranking_loss",
     "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
     "soft_margin_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss",
