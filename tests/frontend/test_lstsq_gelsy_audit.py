@@ -188,3 +188,13 @@ def test_full_rank_matches_torch_values_and_gradients():
             a, b = rng.normal(size=a_shape).astype(dtype), rng.normal(size=b_shape).astype(dtype)
             loose = {"rtol": 1e-4, "atol": 1e-4, "grad_rtol": 1e-3} if dtype is np.float32 else {}
             check(_solution_rank, [a, b], torch_op=_torch_solution_rank, backend="cpu", **loose)
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((0, 3), (0, 2)), ((3, 0), (3, 2)), ((2, 0, 0), (2, 0, 1))])
+def test_empty(a_shape, b_shape):
+    """No rows or no columns: the solution is 0 (or empty) and the rank 0, as torch's, and the
+    gradients zeros of the inputs' shapes (the reduction for R's largest diagonal entry refused an
+    empty diagonal)."""
+    rng = np.random.default_rng(13)
+    check(_solution_rank, [rng.normal(size=a_shape), rng.normal(size=b_shape)], torch_op=_torch_solution_rank,
+          backend="cpu")

@@ -398,8 +398,9 @@ def _gelsy(A: GraphTensor, b: GraphTensor, m: int, n: int, rcond: float):  # noq
         R, c = _reflect(v, tau, R), _reflect(v, tau, c)
     R, c = triu(R)[..., :k, :], c[..., :k, :]
     d = abs_(R.diagonal(0, -2, -1))  # (..., k)
-    if k == 0:
-        return matmul(P, zeros(*batch, n, w, dtype=A.dtype, graph=g)), sum_(cast(d, dt.int32), -1)
+    if k == 0:  # x is 0 (or empty), computed from A and b, whose sums are 0 when m == 0 (``_tie_empty``)
+        tie = add(sum_(A, (-2, -1), keepdim=True), sum_(b, (-2, -1), keepdim=True))
+        return add(zeros(*batch, n, w, dtype=A.dtype, graph=g), tie), sum_(cast(d, dt.int32), -1)
     rank = sum_(cast(gt(d, mul(amax(d, -1, keepdim=True), rcond)), dt.int32), -1)
     lead = gt(rank.unsqueeze(-1).unsqueeze(-1), g.arange(k).reshape(k, 1))  # (..., k, 1): rows < r
     S, c = where(lead, R, zero).mT, where(lead, c, zero)  # (..., n, k): R[:r].mT, its columns >= r zero
