@@ -61,6 +61,9 @@ def test_trapezoid_symbolic_sizes(name):
     y, x = rand((4, 7), seed=10), rand((4, 7), seed=11)
     check(lambda t, s: getattr(_ns(t), name)(t, s), [y, x], shapes=[("B", "N"), ("B", "N")])
     check(lambda t: getattr(_ns(t), name)(t, dx=0.5, dim=0), [y], shapes=[("B", "N")])
+    for n in (0, 1, 2):  # a symbolic dim with no interval when the program runs: 0 (an empty running integral)
+        check(lambda t, s: getattr(_ns(t), name)(t, s), [rand((n,), seed=n), rand((n,), seed=9)], shapes=[("N",)] * 2)
+        check(lambda t: getattr(_ns(t), name)(t, dx=2.0), [rand((3, n), seed=n)], shapes=[(3, "N")])
 
 
 def test_trapezoid_tensor_dx():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numbers
 
 from luminal.core.errors import op_error
-from luminal.core.symbolic import is_static
+from luminal.core.symbolic import dmax, is_static
 from luminal.frontend.checks import check_tensors, tensor_op
 from luminal.frontend.ops.creation import zeros
 from luminal.frontend.ops.elementwise import add, div, mul, sub
@@ -55,8 +55,7 @@ def _prepare(op: str, y: GraphTensor, x, dx, dim) -> tuple[int, GraphTensor | fl
 
 def _right_left(t: GraphTensor, d: int) -> tuple[GraphTensor, GraphTensor]:
     """``t[1:]`` and ``t[:-1]`` along ``d`` (each empty when ``t`` has no samples there)."""
-    n = t.shape[d]
-    m = max(n - 1, 0) if is_static(n) else n - 1
+    m = dmax(t.shape[d] - 1, 0)
     return t._slice_dim(d, 1, m, 1), t._slice_dim(d, 0, m, 1)
 
 
@@ -81,6 +80,8 @@ def trapezoid(y: GraphTensor, x: GraphTensor | None = None, *, dx=None, dim: int
         return zeros(tuple(s for i, s in enumerate(y.shape) if i != d), dtype=y.dtype, graph=y.graph)
     if isinstance(spacing, GraphTensor) and spacing.ndim == y.ndim:  # the differences of x
         return div(sum_(mul(spacing, add(*_right_left(y, d))), d), 2.0)
+    if not is_static(n):  # (maybe 0 or 1 when the program runs: no ends to take; the same sum, added in pairs)
+        return mul(div(sum_(add(*_right_left(y, d)), d), 2.0), spacing)
     ends = add(y._slice_dim(d, 0, 1, 1), y._slice_dim(d, n - 1, 1, 1)).squeeze(d)
     return mul(sub(sum_(y, d), mul(ends, 0.5)), spacing)
 
