@@ -1,0 +1,375 @@
+"""``lm.autograd.functional``: torch.autograd.functional's ``vjp``, ``jvp``, ``jacobian``, ``hessian``,
+``hvp`` and ``vhp`` over a Python function of GraphTensors.
+
+Each builds its result once, as lazy tensors of the inputs' graph, for the user to compile with
+``lm.compile``; nothing runs here. As torch's, the function is called on fresh copies of the inputs
+(torch's detached ``requires_grad`` leaves): a Copy node of each, of its own, so a function that reads
+the input's expression again by another path (``f(y) = y + 2 * x`` for ``y = 2 * x``) is
+differentiated by its argument alone, and the input may be a view. The copies pass gradients back to
+the originals, so every result can be differentiated again (torch's ``create_graph=True``; the
+argument has no effect).
+
+Costs, as torch's defaults: ``vjp`` and ``vhp`` (``hvp``) are one backward pass (two); ``jvp`` is two,
+by the double-vjp trick (``vjp(u)`` is linear in ``u``, so the gradient of ``<vjp(u), v>`` by ``u`` is
+``J v``: luminal has no forward mode); ``jacobian`` is one backward pass per output element (torch's
+reverse-mode strategy: its graph and compile time grow with the output size times the function's),
+and ``hessian`` the jacobian of the gradient (one more per input element).
+
+``strict=True`` raises where torch's does: an output independent of every input, an input no output
+depends on, and (``jacobian``) an output independent of one input; ``strict=False`` gives zeros there.
+Unlike torch's, whether something "requires grad" is read from the graph: it depends on the inputs.
+"""
+
+from __future__ import annotations
+
+from luminal.autograd.gradients import vjp_list
+from luminal.core.errors import op_error
+from luminal.frontend.ops import full_like, stack
+from luminal.frontend.tensor import GraphTensor
+from luminal.train.autograd import has_grad
+
+__all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
+
+
+def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) -> tuple:
+    """torch.autograd.functional.vjp: ``func``'s outputs and the vector-Jacobian product ``vᵀ J`` at
+    ``inputs``.
+
+    Args:
+        func: a Python function of GraphTensors returning a GraphTensor or a tuple of them.
+        inputs: a GraphTensor or a tuple of them (of one graph).
+        v: the vector: a tensor per output, of its shape; None for a one-element output (ones).
+        create_graph: accepted; no effect (results are always differentiable).
+        strict: raise where an output and an input are independent, instead of giving zeros.
+
+    Returns:
+        ``(outputs, vjp)``: ``func``'s outputs (a tuple if it returned one) and the product per input
+        (a tuple if ``inputs`` is one).
+    """
+    in_tuple, xs = _inputs(inputs, "vjp")
+    out_tuple, outs = _outputs(func(*xs), "vjp", xs, strict)
+    vs = _vectors(v, outs, out_tuple, "vjp", "the user-provided function returns")
+    res = _fill_in_zeros(vjp_list(outs, list(xs), vs), xs, strict, "back")
+    return _post(outs, out_tuple), _post(res, in_tuple)
+
+
+def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) -> tuple:
+    """torch.autograd.functional.jvp: ``func``'s outputs and the Jacobian-vector product ``J v`` at
+    ``inputs``, by the double-vjp trick (the module docstring): two backward passes.
+
+    Args:
+        func: a Python function of GraphTensors returning a GraphTensor or a tuple of them.
+        inputs: a GraphTensor or a tuple of them (of one graph).
+        v: the vector: a tensor per input, of its shape; None for a one-element input (ones).
+        create_graph: accepted; no effect (results are always differentiable).
+        strict: raise where an output and an input are independent, instead of giving zeros.
+
+    Returns:
+        ``(outputs, jvp)``: ``func``'s outputs and the product per output (tuples if ``func``
+        returned a tuple).
+    """
+    in_tuple, xs = _inputs(inputs, "jvp")
+    vs = _vectors(v, xs, in_tuple, "jvp", "the input to the user-provided function is")
+    out_tuple, outs = _outputs(func(*xs), "jvp", xs, strict)
+    graph = xs[0].graph
+    # the vjp's seeds: nodes of their own (their value, zeros, never reaches the result: vjp is linear in them)
+    us = [_fresh(graph.zeros(o.shape, o.dtype), "jvp seed") for o in outs]
+    back = vjp_list(outs, list(xs), us)
+    if strict:
+        _check_requires_grad(back, xs, "grad_inputs")
+    keep = [j for j, b in enumerate(back) if b is not None]
+    res = vjp_list([back[j] for j in keep], us, [vs[j] for j in keep]) if keep else [None] * len(outs)
+    return _post(outs, out_tuple), _post(_fill_in_zeros(res, outs, strict, "back_trick"), out_tuple)
+
+
+def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
+             strategy: str = "reverse-mode"):
+    """torch.autograd.functional.jacobian: the Jacobian of ``func`` at ``inputs``, one backward pass
+    per output element (torch's default reverse mode; the outputs' sizes must be static).
+
+    The block for output i and input j has shape ``outputs[i].shape + inputs[j].shape``. torch's
+    ``vectorize=True`` (vmap) and ``strategy="forward-mode"`` are refused: luminal has neither vmap
+    nor forward-mode AD; the default gives the same values.
+
+    Args:
+        func: a Python function of GraphTensors returning a GraphTensor or a tuple of them.
+        inputs: a GraphTensor or a tuple of them (of one graph).
+        create_graph: accepted; no effect (results are always differentiable).
+        strict: raise where an output is independent of an input, instead of giving zeros.
+        vectorize: only False.
+        strategy: only ``"reverse-mode"``.
+
+    Returns:
+        A tensor when both ``inputs`` and ``func``'s output are single tensors; a tuple over the inputs
+        (single output) or over the outputs (single input); else a tuple (per output) of tuples (per
+        input).
+    """
+    _check_strategy("jacobian", vectorize, strategy, "strategy")
+    in_tuple, xs = _inputs(inputs, "jacobian")
+    out_tuple, outs = _outputs(func(*xs), "jacobian", xs, strict)
+    blocks = []
+    for i, o in enumerate(outs):
+        n = _static_numel(o, f"jacobian: output {i}")
+        used = has_grad(o, list(xs))
+        if strict and not all(used):
+            j = used.index(False)
+            raise op_error(RuntimeError, "jacobian", f"output {i} of the user-provided function is independent of "
+                           f"input {j}; this is not allowed in strict mode", o, xs[j])
+        wanted = [x for x, u in zip(xs, used) if u]
+        flat = o.reshape(-1)
+        rows = [vjp_list([flat[k]], wanted, [None]) for k in range(n)] if wanted and n else []
+        row, k = [], 0
+        for x, u in zip(xs, used):
+            shape = (*o.shape, *x.shape)
+            if u and n:
+                row.append(stack([r[k] for r in rows]).reshape(shape))
+                k += 1
+            else:
+                row.append(x.graph.zeros(shape, x.dtype))
+        blocks.append(_post(row, in_tuple))
+    return _post(blocks, out_tuple)
+
+
+def hessian(func, inputs, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
+            outer_jacobian_strategy: str = "reverse-mode"):
+    """torch.autograd.functional.hessian: the Hessian of a scalar ``func`` at ``inputs``: the jacobian
+    of its gradient (one backward pass for the gradient, then one per input element; static input
+    sizes).
+
+    Args:
+        func: a Python function of GraphTensors returning a one-element GraphTensor.
+        inputs: a GraphTensor or a tuple of them (of one graph).
+        create_graph: accepted; no effect (results are always differentiable).
+        strict: raise where torch's does (an input the output or its gradient does not depend on).
+        vectorize: only False (as ``jacobian``).
+        outer_jacobian_strategy: only ``"reverse-mode"``.
+
+    Returns:
+        For a single input of shape S, a tensor of shape ``S + S``; for a tuple, a tuple of tuples
+        whose entry ``[i][j]`` has shape ``inputs[i].shape + inputs[j].shape``.
+    """
+    _check_strategy("hessian", vectorize, outer_jacobian_strategy, "outer_jacobian_strategy")
+    in_tuple, xs = _as_tuple(inputs, "inputs", "hessian")
+
+    def scalar(*inp):
+        out = func(*inp)
+        _single_output(out, "hessian", inp, strict)
+        return out.reshape(())
+
+    def jac_func(*inp):
+        jac = jacobian(scalar, inp)
+        if strict:
+            _check_requires_grad(jac, inp, "jacobian")
+        return jac
+
+    res = jacobian(jac_func, xs, strict=strict)
+    return res if in_tuple else res[0][0]
+
+
+def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) -> tuple:
+    """torch.autograd.functional.vhp: a scalar ``func``'s output and the vector-Hessian product
+    ``vᵀ H`` at ``inputs``: the gradient of ``<grad func, v>``, two backward passes.
+
+    Args:
+        func: a Python function of GraphTensors returning a one-element GraphTensor.
+        inputs: a GraphTensor or a tuple of them (of one graph).
+        v: the vector: a tensor per input, of its shape; None for a one-element input (ones).
+        create_graph: accepted; no effect (results are always differentiable).
+        strict: raise where torch's does (an input the output or its gradient does not depend on).
+
+    Returns:
+        ``(output, vhp)``: ``func``'s output and the product per input (a tuple if ``inputs`` is one).
+    """
+    return _hessian_product(func, inputs, v, strict, "vhp")
+
+
+def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) -> tuple:
+    """torch.autograd.functional.hvp: a scalar ``func``'s output and the Hessian-vector product
+    ``H v`` at ``inputs``. The Hessian of a twice continuously differentiable function is symmetric,
+    so this is ``vhp``'s product (torch computes it by the double-vjp trick, one more backward pass,
+    to the same value).
+
+    Args:
+        func: a Python function of GraphTensors returning a one-element GraphTensor.
+        inputs: a GraphTensor or a tuple of them (of one graph).
+        v: the vector: a tensor per input, of its shape; None for a one-element input (ones).
+        create_graph: accepted; no effect (results are always differentiable).
+        strict: raise where torch's does (an input the output or its gradient does not depend on).
+
+    Returns:
+        ``(output, hvp)``: ``func``'s output and the product per input (a tuple if ``inputs`` is one).
+    """
+    return _hessian_product(func, inputs, v, strict, "hvp")
+
+
+# helpers ------------------------------------------------------------------------------------------------
+def _hessian_product(func, inputs, v, strict: bool, fn: str) -> tuple:
+    in_tuple, xs = _inputs(inputs, fn)
+    vs = _vectors(v, xs, in_tuple, fn, "the input to the user-provided function is")
+    out = func(*xs)
+    _single_output(out, fn, xs, strict)
+    jac = vjp_list([out], list(xs), [None])
+    if strict:
+        _check_requires_grad(jac, xs, "jacobian")
+    keep = [j for j, g in enumerate(jac) if g is not None]
+    res = vjp_list([jac[j] for j in keep], list(xs), [vs[j] for j in keep]) if keep else [None] * len(xs)
+    return out, _post(_fill_in_zeros(res, xs, strict, "double_back" if fn == "vhp" else "double_back_trick"),
+                      in_tuple)
+
+
+def _as_tuple(x, what: str, fn: str) -> tuple[bool, tuple]:
+    """torch's ``_as_tuple``: a GraphTensor or a tuple of them (a list is neither, as in torch)."""
+    if isinstance(x, GraphTensor):
+        return False, (x,)
+    if isinstance(x, tuple):
+        for i, t in enumerate(x):
+            if not isinstance(t, GraphTensor):
+                raise TypeError(f"{fn}: the {what} must be a GraphTensor or a tuple of GraphTensors, but the value "
+                                f"at index {i} is a {type(t).__name__}")
+        return True, x
+    raise TypeError(f"{fn}: the {what} must be a GraphTensor or a tuple of GraphTensors, got a {type(x).__name__}")
+
+
+def _inputs(inputs, fn: str) -> tuple[bool, tuple]:
+    """The inputs checked (float, one graph, non-empty) as fresh copies: what ``func`` is called on."""
+    is_tuple, xs = _as_tuple(inputs, "inputs", fn)
+    if not xs:
+        raise ValueError(f"{fn}: inputs is an empty tuple")
+    for j, x in enumerate(xs):
+        if x.graph is not xs[0].graph:
+            raise op_error(ValueError, fn, f"input {j} belongs to another graph than input 0", xs[0], x)
+        if not x.dtype.is_float:
+            raise op_error(TypeError, fn, f"input {j} has dtype {x.dtype.name}; only float inputs have "
+                           f"gradients", x)
+    return is_tuple, tuple(_fresh(x, f"{fn} input {j}") for j, x in enumerate(xs))
+
+
+def _fresh(t: GraphTensor, what: str) -> GraphTensor:
+    """``t`` as a Copy node of its own (torch's fresh leaf): the graph builds each expression once, and
+    differentiating by ``t``'s own node would also count every other copy of its expression. The
+    compiler drops the copy; gradients pass through it."""
+    g = t.graph
+    return g.tensor(g.add("Copy", (t,), f"lm.autograd {what} #{len(g.nodes)}", t.dtype, t.shape))
+
+
+def _outputs(out, fn: str, xs: tuple, strict: bool) -> tuple[bool, tuple]:
+    is_tuple, outs = _as_tuple(out, "outputs of the user-provided function", fn)
+    for i, o in enumerate(outs):
+        if o.graph is not xs[0].graph:
+            raise op_error(ValueError, fn, f"output {i} of the user-provided function belongs to another graph "
+                           f"than the inputs", o)
+        if not o.dtype.is_float:
+            raise op_error(TypeError, fn, f"output {i} of the user-provided function has dtype {o.dtype.name}; "
+                           f"only float outputs have gradients", o)
+        if strict and not any(has_grad(o, list(xs))):
+            raise op_error(RuntimeError, fn, f"output {i} of the user-provided function does not depend on the "
+                           f"inputs; the outputs must be computed in a differentiable manner from the inputs in "
+                           f"strict mode", o)
+    return is_tuple, outs
+
+
+def _single_output(out, fn: str, xs: tuple, strict: bool) -> None:
+    if not isinstance(out, GraphTensor):
+        raise TypeError(f"{fn}: the function given to {fn} should return a single GraphTensor, got a "
+                        f"{type(out).__name__}")
+    _outputs(out, fn, xs, strict)
+    if _static_numel(out, f"{fn}: the output of the user-provided function") != 1:
+        raise op_error(RuntimeError, fn, f"the tensor returned by the function given to {fn} should contain a "
+                       f"single element; it has shape {tuple(out.shape)}", out)
+
+
+def _vectors(v, refs: tuple, refs_tuple: bool, fn: str, single: str) -> list:
+    """torch's ``_validate_v``: ``v`` as one tensor per ref, of its shape; None only for a single
+    one-element ref (then ones)."""
+    if v is None:
+        if len(refs) != 1 or not _is_one(_numel(refs[0])):
+            raise op_error(RuntimeError, fn, f"the vector v can only be None if {single} a single tensor with a "
+                           f"single element", *refs)
+        return [full_like(refs[0], 1)]
+    _, vs = _as_tuple(v, "v", fn)
+    if len(vs) != len(refs):
+        raise op_error(RuntimeError, fn, f"v is a tuple of invalid length: should be {len(refs)} but got {len(vs)}"
+                       if refs_tuple else "the given v should contain a single tensor")
+    for j, (a, r) in enumerate(zip(vs, refs)):
+        entry = f"entry {j} in " if refs_tuple else ""
+        if a.graph is not r.graph:
+            raise op_error(ValueError, fn, f"{entry}v belongs to another graph", a)
+        if tuple(a.shape) != tuple(r.shape):
+            raise op_error(RuntimeError, fn, f"{entry}v has invalid size: should "
+                           f"be {tuple(r.shape)} but got {tuple(a.shape)}", a)
+    return list(vs)
+
+
+def _check_requires_grad(grads: list, xs: tuple, stage: str) -> None:
+    """strict mode: every gradient exists and depends on the inputs (torch's ``_check_requires_grad``)."""
+    for j, g in enumerate(grads):
+        if g is None:
+            raise RuntimeError(f"the output of the user-provided function is independent of input {j}; this is "
+                               f"not allowed in strict mode")
+        if not any(has_grad(g, list(xs))):
+            if stage == "jacobian":
+                raise RuntimeError(f"while computing the hessian, found that the jacobian of the user-provided "
+                                   f"function with respect to input {j} is independent of the input; this is not "
+                                   f"allowed in strict mode (the function must be twice differentiable with a "
+                                   f"jacobian that depends on the inputs: a linear function's does not)")
+            raise RuntimeError(f"the gradient with respect to input {j} is independent of the inputs of the "
+                               f"user-provided function; this is not allowed in strict mode")
+
+
+_STRICT_MESSAGES = {
+    "back": "the output of the user-provided function is independent of input {i}",
+    "back_trick": "the gradient with respect to the input is independent of entry {i} in the grad_outputs when "
+                  "using the double backward trick to compute forward mode gradients",
+    "double_back": "the jacobian of the user-provided function is independent of input {i}",
+    "double_back_trick": "the hessian of the user-provided function is independent of entry {i} in the grad_jacobian",
+}
+
+
+def _fill_in_zeros(grads: list, refs, strict: bool, stage: str) -> list:
+    """torch's ``_fill_in_zeros``: zeros of ``refs[i]``'s shape and dtype for a None, or (strict) an
+    error saying which is independent of which."""
+    res = []
+    for i, (g, r) in enumerate(zip(grads, refs)):
+        if g is None:
+            if strict:
+                raise RuntimeError(_STRICT_MESSAGES[stage].format(i=i) + "; this is not allowed in strict mode")
+            g = r.graph.zeros(r.shape, r.dtype)
+        res.append(g)
+    return res
+
+
+def _check_strategy(fn: str, vectorize: bool, strategy: str, name: str) -> None:
+    if strategy not in ("reverse-mode", "forward-mode"):
+        raise ValueError(f"{fn}: {name} must be 'reverse-mode' or 'forward-mode', got {strategy!r}")
+    if strategy == "forward-mode":
+        raise NotImplementedError(f"{fn}: {name}='forward-mode' is not supported: luminal has no forward-mode AD; "
+                                  f"the default 'reverse-mode' (one backward pass per output element) gives the same "
+                                  f"values")
+    if vectorize:
+        raise NotImplementedError(f"{fn}: vectorize=True is not supported: luminal has no vmap; vectorize=False "
+                                  f"(one backward pass per output element, built once into the graph) gives the "
+                                  f"same values")
+
+
+def _numel(t: GraphTensor):
+    n = 1
+    for d in t.shape:
+        n = n * d
+    return n
+
+
+def _is_one(n) -> bool:
+    return isinstance(n, int) and n == 1
+
+
+def _static_numel(t: GraphTensor, what: str) -> int:
+    n = _numel(t)
+    if not isinstance(n, int):
+        raise op_error(ValueError, what.split(":")[0], f"{what.split(': ', 1)[-1]} has the symbolic shape "
+                       f"{tuple(t.shape)}; the jacobian builds one backward pass per element, so its size must be "
+                       f"static", t)
+    return n
+
+
+def _post(items, is_tuple: bool):
+    return tuple(items) if is_tuple else items[0]

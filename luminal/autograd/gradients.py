@@ -1,0 +1,187 @@
+"""``lm.autograd.grad``: ``torch.autograd.grad`` over graph tensors, on ``luminal.train.grad`` (the
+graph transform that appends a backward pass to the graph).
+
+torch's ``create_graph`` and ``retain_graph`` are accepted and change nothing: a luminal gradient is
+itself a lazy tensor of the same graph, built of ordinary ops, so it can always be differentiated
+again (``create_graph=True``'s behaviour) and nothing is freed by differentiating (``retain_graph``).
+The result is a tensor the user compiles with ``lm.compile`` (or a loss for ``train.compile_step``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from luminal.core.errors import op_error
+from luminal.frontend.ops import full_like, stack
+from luminal.frontend.state import State
+from luminal.frontend.tensor import GraphTensor
+from luminal.train.autograd import grad as _graph_grad
+from luminal.train.autograd import has_grad
+
+__all__ = ["grad"]
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None, create_graph: bool = False,
+         only_inputs: bool = True, allow_unused: bool | None = None, is_grads_batched: bool = False,
+         materialize_grads: bool = False) -> tuple[GraphTensor | None, ...]:
+    """torch.autograd.grad: the sum over ``outputs`` of the vector-Jacobian products
+    ``grad_outputs[i]ᵀ · d outputs[i] / d inputs``, one per input, as a tuple.
+
+    As torch's: an input the outputs do not read (or read only through the user's ``detach()``, a
+    comparison, an int cast) is an error unless ``allow_unused=True``, which gives None for it
+    (``materialize_grads=True``: zeros, and ``allow_unused`` defaults to True); an input read only
+    through ops whose gradient is zero (``floor``, ``sign``) gets zeros. ``is_grads_batched=True``
+    takes each ``grad_outputs[i]`` with a leading batch dim (a static size, the same for all) and
+    returns gradients with that leading dim: one backward pass per batch entry, stacked.
+
+    The gradients are lazy tensors of the outputs' graph, differentiable again (higher derivatives,
+    gradient penalties, physics-informed losses); ``create_graph``, ``retain_graph`` and the deprecated
+    ``only_inputs`` have no effect (see the module docstring). An input must be a whole tensor (a
+    graph input, a Parameter/State, an op's result), not a view of one, and stands for every copy of
+    its expression in the graph (``train.grad``).
+
+    Args:
+        outputs: a float GraphTensor or a sequence of them, all of one graph.
+        inputs: the GraphTensors or Parameters/States to differentiate by: one, or a sequence.
+        grad_outputs: the vector of each output's vector-Jacobian product: a tensor of its shape (cast
+            to its dtype, as torch's), or None for a one-element output (ones); one, or a sequence.
+        retain_graph: accepted; no effect.
+        create_graph: accepted; no effect (gradients are always differentiable).
+        only_inputs: accepted; no effect (deprecated in torch too).
+        allow_unused: None for an unused input instead of an error (default: ``materialize_grads``).
+        is_grads_batched: ``grad_outputs`` carry a leading batch dim (see above).
+        materialize_grads: zeros instead of None for an unused input.
+
+    Returns:
+        A tuple with one gradient (or None) per input, each of the input's shape and dtype.
+    """
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    elif materialize_grads and not allow_unused:
+        raise ValueError("grad: materialize_grads=True needs allow_unused=True or left unset (as torch's)")
+    outs = _as_list(outputs, "outputs", GraphTensor)
+    ins = _as_list(inputs, "inputs", (GraphTensor, State))
+    seeds = _seeds(outs, grad_outputs, is_grads_batched)
+    if not is_grads_batched:
+        res = vjp_list(outs, ins, seeds)
+    else:
+        n = _batch_size(outs, seeds)
+        rows = [vjp_list(outs, ins, [s[k] for s in seeds]) for k in range(n)]
+        res = [stack([r[j] for r in rows]) if n else outs[0].graph.zeros((0, *t.shape), t.dtype) if u else None
+               for j, (t, u) in enumerate(zip(ins, _used(outs, ins)))]
+    for j, (g, t) in enumerate(zip(res, ins)):
+        if g is None and not allow_unused:
+            raise op_error(RuntimeError, "grad", f"input {j} ({_describe(t)}) is not used to compute the outputs (or "
+                           f"only through detach(), a comparison or an int cast); pass allow_unused=True to get None "
+                           f"for it, or materialize_grads=True to get zeros", *outs)
+    if materialize_grads:  # (torch's zeros_like(input), without the batch dim also when is_grads_batched)
+        res = [g if g is not None else _zeros_for(t, outs[0]) for g, t in zip(res, ins)]
+    return tuple(res)
+
+
+def vjp_list(outs: list, ins: list, seeds: list) -> list:
+    """The summed vector-Jacobian products of ``outs`` seeded by ``seeds`` (a tensor of each output's
+    shape, or None for a one-element output) for each of ``ins``: a gradient, or None where torch's
+    is None (no output reads the input other than through the user's stops, ``has_grad``). One
+    backward pass, whatever the number of outputs."""
+    used = _used(outs, ins)
+    wanted = [t for t, u in zip(ins, used) if u]
+    if not wanted:
+        return [None] * len(ins)
+    if len(outs) == 1:
+        seed = seeds[0] if seeds[0] is not None or outs[0].shape == () else full_like(outs[0], 1)
+        got = _graph_grad(outs[0], wanted, grad_output=seed, allow_unused=True)
+    else:  # one scalar whose gradient is the sum of the products: one backward pass for all outputs
+        terms = [o.sum() if s is None else (o * s.cast(o.dtype)).sum() for o, s in zip(outs, seeds)]
+        total = terms[0]
+        for t in terms[1:]:
+            total = total + t
+        got = _graph_grad(total, wanted, allow_unused=True)
+    it = iter(got)
+    return [next(it) if u else None for u in used]
+
+
+def _used(outs: list, ins: list) -> list[bool]:
+    """Whether torch would give each of ``ins`` a gradient (not None) for some output (``has_grad``)."""
+    used = [False] * len(ins)
+    for o in outs:
+        used = [u or h for u, h in zip(used, has_grad(o, ins))]
+    return used
+
+
+def _as_list(x, what: str, kinds) -> list:
+    if isinstance(x, kinds):
+        return [x]
+    if isinstance(x, Sequence) and not isinstance(x, str):
+        items = list(x)
+        for i, t in enumerate(items):
+            if not isinstance(t, kinds):
+                raise TypeError(f"grad: {what}[{i}] is a {type(t).__name__}; expected a GraphTensor"
+                                + (" or a Parameter/State" if State in (kinds if isinstance(kinds, tuple) else ())
+                                   else ""))
+        if not items:
+            raise ValueError(f"grad: {what} is empty")
+        return items
+    raise TypeError(f"grad: {what} must be a GraphTensor or a sequence of them, got {type(x).__name__}")
+
+
+def _seeds(outs: list, grad_outputs, batched: bool) -> list:
+    """``grad_outputs`` as one entry per output, checked: a tensor of the output's shape (with the
+    batch dim in front when ``batched``), or None for a one-element output."""
+    if grad_outputs is None:
+        seeds = [None] * len(outs)
+    elif isinstance(grad_outputs, GraphTensor):
+        seeds = [grad_outputs]
+    elif isinstance(grad_outputs, Sequence) and not isinstance(grad_outputs, str):
+        seeds = list(grad_outputs)
+    else:
+        raise TypeError(f"grad: grad_outputs must be a GraphTensor, a sequence of them (or None), got "
+                        f"{type(grad_outputs).__name__}")
+    if len(seeds) != len(outs):
+        raise ValueError(f"grad: {len(seeds)} grad_outputs for {len(outs)} outputs")
+    for i, (o, s) in enumerate(zip(outs, seeds)):
+        if not o.dtype.is_float:
+            raise op_error(TypeError, "grad", f"outputs[{i}] has dtype {o.dtype.name}; only float outputs have "
+                           f"gradients", o)
+        if s is None:
+            if batched:
+                raise op_error(ValueError, "grad", f"is_grads_batched=True needs grad_outputs[{i}] (a batch of "
+                               f"vectors of outputs[{i}]'s shape with a leading batch dim)", o)
+            if not all(isinstance(d, int) and d == 1 for d in o.shape):
+                raise op_error(RuntimeError, "grad", f"grad can be implicitly created only for one-element outputs: "
+                               f"outputs[{i}] has shape {tuple(o.shape)}; pass grad_outputs[{i}]", o)
+            continue
+        if not isinstance(s, GraphTensor):
+            raise TypeError(f"grad: grad_outputs[{i}] is a {type(s).__name__}; expected a GraphTensor or None")
+        if s.graph is not o.graph:
+            raise op_error(ValueError, "grad", f"grad_outputs[{i}] belongs to another graph than outputs[{i}]", o, s)
+        want = tuple(s.shape[1:]) if batched else tuple(s.shape)
+        if (batched and s.ndim == 0) or want != tuple(o.shape):
+            raise op_error(RuntimeError, "grad", f"mismatch in shape: grad_outputs[{i}] has shape {tuple(s.shape)} "
+                           f"and outputs[{i}] has shape {tuple(o.shape)}"
+                           + (" (with is_grads_batched=True, grad_outputs carry a leading batch dim)" if batched
+                              else ""), o, s)
+        if not s.dtype.is_float:
+            raise op_error(TypeError, "grad", f"grad_outputs[{i}] has dtype {s.dtype.name}; expected a float "
+                           f"tensor", s)
+    return seeds
+
+
+def _batch_size(outs: list, seeds: list) -> int:
+    sizes = {s.shape[0] for s in seeds}
+    if len(sizes) != 1:
+        raise op_error(RuntimeError, "grad", f"is_grads_batched=True: the grad_outputs have different batch sizes "
+                       f"{sorted(map(str, sizes))}", *seeds)
+    (n,) = sizes
+    if not isinstance(n, int):
+        raise op_error(ValueError, "grad", f"is_grads_batched=True needs a static batch size (one backward pass "
+                       f"per entry), got the symbolic {n}", *seeds)
+    return n
+
+
+def _zeros_for(t, like: GraphTensor) -> GraphTensor:
+    return like.graph.zeros(t.shape, t.dtype)
+
+
+def _describe(t) -> str:
+    return t.describe() if isinstance(t, State) else f"shape {tuple(t.shape)} {t.dtype.name}"
