@@ -158,6 +158,8 @@ def test_histogram_tensor_bins_and_backends(backend):
           [x, edges, rand((50,), seed=21, low=0, high=1)], grad=False, backend=backend)
     check(lambda t: _ns(t).histogram(t, 6), [x], grad=False, backend=backend)
     check(lambda t, e: _ns(t).histogram(t, e), [x, np.array([5.0, 2.0, 0.0], np.float32)], grad=False)  # decreasing
+    on_edges = np.array([0.0, 0.5, 2.0, 2.5, 5.0, 5.5, -1.0, np.nan, 4.9], np.float32)  # each bin holds its left edge
+    check(lambda t, e: _ns(t).histogram(t, e), [on_edges, edges], grad=False)
 
 
 def test_histogram_empty_0d_and_symbolic():
