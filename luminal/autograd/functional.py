@@ -75,8 +75,8 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
     # the vjp's seeds: nodes of their own (their value, zeros, never reaches the result: vjp is linear in them)
     us = [_fresh(graph.zeros(o.shape, o.dtype), "jvp seed") for o in outs]
     back = vjp_list(outs, list(xs), us)
-    if strict:
-        _check_requires_grad(back, xs, "grad_inputs")
+    if strict:  # (the products depend on the seeds at least, as torch's require grad through them)
+        _check_requires_grad(back, (*xs, *us), "grad_inputs")
     keep = [j for j, b in enumerate(back) if b is not None]
     res = vjp_list([back[j] for j in keep], us, [vs[j] for j in keep]) if keep else [None] * len(outs)
     return _post(outs, out_tuple), _post(_fill_in_zeros(res, outs, strict, "back_trick"), out_tuple)
@@ -109,7 +109,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vec
     out_tuple, outs = _outputs(func(*xs), "jacobian", xs, strict)
     blocks = []
     for i, o in enumerate(outs):
-        n = _static_numel(o, f"jacobian: output {i}")
+        n = _static_numel(o, "jacobian", f"output {i}")
         used = has_grad(o, list(xs))
         if strict and not all(used):
             j = used.index(False)
@@ -150,6 +150,8 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False, vect
     """
     _check_strategy("hessian", vectorize, outer_jacobian_strategy, "outer_jacobian_strategy")
     in_tuple, xs = _as_tuple(inputs, "inputs", "hessian")
+    for j, x in enumerate(xs):  # (the outer jacobian's outputs, the gradients, have the inputs' shapes)
+        _static_numel(x, "hessian", f"input {j}")
 
     def scalar(*inp):
         out = func(*inp)
@@ -273,7 +275,7 @@ def _single_output(out, fn: str, xs: tuple, strict: bool) -> None:
         raise TypeError(f"{fn}: the function given to {fn} should return a single GraphTensor, got a "
                         f"{type(out).__name__}")
     _outputs(out, fn, xs, strict)
-    if _static_numel(out, f"{fn}: the output of the user-provided function") != 1:
+    if _static_numel(out, fn, "the output of the user-provided function") != 1:
         raise op_error(RuntimeError, fn, f"the tensor returned by the function given to {fn} should contain a "
                        f"single element; it has shape {tuple(out.shape)}", out)
 
@@ -362,12 +364,11 @@ def _is_one(n) -> bool:
     return isinstance(n, int) and n == 1
 
 
-def _static_numel(t: GraphTensor, what: str) -> int:
+def _static_numel(t: GraphTensor, fn: str, what: str) -> int:
     n = _numel(t)
     if not isinstance(n, int):
-        raise op_error(ValueError, what.split(":")[0], f"{what.split(': ', 1)[-1]} has the symbolic shape "
-                       f"{tuple(t.shape)}; the jacobian builds one backward pass per element, so its size must be "
-                       f"static", t)
+        raise op_error(ValueError, fn, f"{what} has the symbolic shape {tuple(t.shape)}; {fn} builds one backward "
+                       f"pass per element, so its size must be static", t)
     return n
 
 

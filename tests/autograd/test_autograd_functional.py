@@ -159,6 +159,8 @@ def test_unused_input_zeros_or_strict_errors():
         F.vjp(lambda x: (x.exp(), g.constant(np.ones(2))), t["x"], (v3, g.constant(np.ones(2))), strict=True)
     with pytest.raises(RuntimeError, match="jacobian .* with respect to input 0 is independent of the input"):
         F.hessian(lambda x: (2 * x).sum(), t["x"], strict=True)  # linear: torch's strict refuses it too
+    _, lin = F.jvp(lambda x: 2 * x, t["x"], v3, strict=True)  # but a linear function's jvp is fine, as torch's
+    np.testing.assert_array_equal(lm.compile(lin, backend="cpu")(x=a["x"]), np.full(3, 2.0))
 
 
 def test_an_input_that_is_an_expression_is_differentiated_alone():
@@ -199,6 +201,8 @@ def test_refusals_and_bad_arguments():
     s = g.input("s", ("B", 3))
     with pytest.raises(ValueError, match=r"jacobian: output 0 has the symbolic shape \(B, 3\)"):
         F.jacobian(f, s)
+    with pytest.raises(ValueError, match=r"hessian: input 0 has the symbolic shape \(B, 3\)"):
+        F.hessian(lambda s: s.sum(), s)
     _, vj = F.vjp(f, s, s)  # a symbolic size is fine for a vjp / jvp
     np.testing.assert_allclose(lm.compile(vj, backend="cpu")(s=np.ones((2, 3), np.float32)),
                                np.full((2, 3), np.e, np.float32), rtol=1e-6)
