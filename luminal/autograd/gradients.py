@@ -140,6 +140,8 @@ def _seeds(outs: list, grad_outputs, batched: bool) -> list:
     if len(seeds) != len(outs):
         raise ValueError(f"grad: {len(seeds)} grad_outputs for {len(outs)} outputs")
     for i, (o, s) in enumerate(zip(outs, seeds)):
+        if o.graph is not outs[0].graph:
+            raise op_error(ValueError, "grad", f"outputs[{i}] belongs to another graph than outputs[0]", outs[0], o)
         if not o.dtype.is_float:
             raise op_error(TypeError, "grad", f"outputs[{i}] has dtype {o.dtype.name}; only float outputs have "
                            f"gradients", o)

@@ -119,6 +119,8 @@ def test_bad_arguments():
         lm.autograd.grad(y, x, g.input("b", ("B", 3)), is_grads_batched=True)
     with pytest.raises(TypeError, match=r"inputs\[1\] is a list"):
         lm.autograd.grad(y.sum(), [x, [x]])
+    with pytest.raises(ValueError, match=r"outputs\[1\] belongs to another graph than outputs\[0\]"):
+        lm.autograd.grad([y.sum(), lm.Graph().input("z", (3,)).sum()], x)
     with pytest.raises(TypeError, match=r"outputs\[0\] has dtype int32"):
         lm.autograd.grad(y.int(), x, y.int())
 
