@@ -13,6 +13,12 @@ from luminal.frontend.ops.linalg_more import cholesky_ex
 from luminal.frontend.tensor import GraphTensor
 
 
+def _event_dims(x: GraphTensor, n: int) -> tuple:
+    """The last ``n`` dims of ``x``, to reduce a check over (no reshape to ``(*batch, -1)``, which an empty
+    batch cannot infer)."""
+    return tuple(range(x.ndim - n, x.ndim))
+
+
 class Constraint:
     """A set of values: ``check(x)`` says which of ``x``'s (batch) entries are in it."""
 
@@ -130,7 +136,7 @@ class _IndependentReal(Constraint):
 
     def check(self, x: GraphTensor) -> GraphTensor:
         ok = ops.eq(x, x)
-        return ops.all(ok.reshape(*x.shape[:x.ndim - self.event_dim], -1), -1) if self.event_dim else ok
+        return ops.all(ok, _event_dims(x, self.event_dim)) if self.event_dim else ok
 
     def __repr__(self) -> str:
         return f"IndependentConstraint(Real(), {self.event_dim})"
@@ -142,7 +148,7 @@ class _LowerCholesky(Constraint):
     event_dim = 2
 
     def check(self, x: GraphTensor) -> GraphTensor:
-        lower = ops.all(ops.eq(ops.tril(x), x).reshape(*x.shape[:-2], -1), -1)
+        lower = ops.all(ops.eq(ops.tril(x), x), _event_dims(x, 2))
         return ops.logical_and(lower, ops.all(ops.gt(ops.diagonal(x, 0, -2, -1), 0), -1))
 
 
@@ -152,7 +158,7 @@ class _PositiveDefinite(Constraint):
     event_dim = 2
 
     def check(self, x: GraphTensor) -> GraphTensor:
-        sym = ops.all(ops.isclose(x, x.mT, atol=1e-6).reshape(*x.shape[:-2], -1), -1)
+        sym = ops.all(ops.isclose(x, x.mT, atol=1e-6), _event_dims(x, 2))
         return ops.logical_and(sym, ops.eq(cholesky_ex(x).info, 0))
 
 
