@@ -42,6 +42,9 @@ def broadcast_all(name: str, *values, event_dims=None) -> list[GraphTensor]:
     # (a Parameter needs a graph to join: no host copy of its value, which would carry no gradient)
     g = target(name, values, {}, host_ok=not any(isinstance(v, State) for v in values))
     joined = [into(v, g) for v in values]
+    tensors = [t for t in joined if isinstance(t, GraphTensor)]
+    if any(t.graph is not g for t in tensors):  # (checked now: the first op on them would name itself)
+        raise op_error(ValueError, name, "the parameters belong to different graphs", *tensors)
     floats = [t.dtype for t in joined if isinstance(t, GraphTensor) and t.dtype.is_float]
     d = floats[0] if floats else dt.float32
     for f in floats[1:]:
@@ -145,15 +148,20 @@ class Distribution:
 
     def _value(self, x, op: str) -> GraphTensor:
         """A ``log_prob``/``cdf`` argument as a tensor (a number joins the parameters' graph), its shape
-        broadcastable with ``batch_shape + event_shape`` (torch's ValueError otherwise)."""
+        broadcastable with ``batch_shape + event_shape`` (torch's ValueError otherwise). A tensor of another
+        graph than the parameters' (neither a host one) is a ValueError naming this method, not the first
+        op that would meet both."""
+        g = self._graph()
         if not isinstance(x, GraphTensor):
-            g = self._graph()
             if isinstance(x, State):
                 x = into(x, g)
             elif isinstance(x, numbers.Real) and not isinstance(x, bool):
                 x = g.constant(float(x), self._dtype())
             else:
                 raise op_error(TypeError, f"{type(self).__name__}.{op}", f"expects a tensor, got {type(x).__name__}")
+        if not (x.graph is g or x.graph.host or g.host):
+            raise op_error(ValueError, f"{type(self).__name__}.{op}", "the value and the distribution's parameters "
+                           "belong to different graphs", x, next(iter(self._tensors())))
         want = (*self._batch_shape, *self._event_shape)
         try:
             broadcast_shapes(op, shapes=[x.shape, want])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from luminal.core.errors import op_error
 from luminal.distributions.bernoulli import Bernoulli
 from luminal.distributions.beta import Beta, log_beta
 from luminal.distributions.categorical import Categorical, OneHotCategorical
@@ -56,6 +57,10 @@ def kl_divergence(p: Distribution, q: Distribution) -> GraphTensor:
         q: a Distribution.
     """
     tp, tq = type(p), type(q)
+    pt, qt = p._tensors()[0], q._tensors()[0]
+    if pt.graph is not qt.graph and not (pt.graph.host or qt.graph.host):
+        raise op_error(ValueError, "kl_divergence", f"p ({tp.__name__}) and q ({tq.__name__}) belong to different "
+                       "graphs", pt, qt)
     matches = [(tp.__mro__.index(a), tq.__mro__.index(b), fn) for (a, b), fn in _KL_REGISTRY.items()
                if isinstance(p, a) and isinstance(q, b)]
     if not matches:

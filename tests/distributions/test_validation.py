@@ -38,8 +38,9 @@ from luminal import nn
 def test_invalid_known_parameters_raise_now(make, match):
     with pytest.raises(ValueError):
         make(TD, lambda v: torch.tensor(v))
+    g = lm.Graph()  # (one graph for all the parameters: those of two graphs are an error of their own)
     with pytest.raises(ValueError, match=match):
-        make(D, lambda v: lm.Graph().constant(np.array(v, np.float32)))
+        make(D, lambda v: g.constant(np.array(v, np.float32)))
     with pytest.raises(ValueError, match=match):  # (a host tensor, made outside any graph: its values are known)
         make(D, lambda v: lm.zeros(np.shape(v)) + np.array(v, np.float32))
     D.Normal(0.0, -1.0, validate_args=False)  # no check asked for
