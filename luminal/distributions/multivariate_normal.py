@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from luminal import linalg
+from luminal.core import dtype as dt
 from luminal.core.errors import op_error
 from luminal.distributions import constraints
 from luminal.distributions.distribution import Distribution, broadcast_all
@@ -58,6 +59,9 @@ class MultivariateNormal(Distribution):
         if self.loc.ndim < 1 or m.ndim < 2:
             raise op_error(ValueError, "MultivariateNormal", f"loc must be at least one-dimensional and {name} at "
                            f"least two-dimensional, got shapes {tuple(self.loc.shape)} and {tuple(m.shape)}")
+        if m.dtype not in (dt.float32, dt.float64):  # (lm.linalg's factorisations and solves: torch's CPU ones too)
+            raise op_error(TypeError, "MultivariateNormal", f"needs float32 or float64 parameters (its Cholesky "
+                           f"factor and triangular solves), got loc and {name} of {m.dtype.name}", self.loc, m)
         n = self.loc.shape[-1]
         if m.shape[-2:] != (n, n):
             raise op_error(ValueError, "MultivariateNormal", f"{name} must be (*, {n}, {n}) for a loc of {n} "
