@@ -25,6 +25,14 @@ def clamp_probs(p: GraphTensor) -> GraphTensor:
     return ops.clamp(p, eps, 1 - eps)
 
 
+def exact_at_certainty(p: GraphTensor, hit: GraphTensor, out: GraphTensor) -> GraphTensor:
+    """``out`` (a log-probability from the clamped logits), where the probability ``p`` of the outcome is
+    exactly 0 or 1 replaced by its exact log: 0 where ``hit`` (the value is the certain outcome), -inf
+    else. The replacement is constant, so the gradient there is 0, as through torch's clamp."""
+    edge = ops.logical_or(ops.eq(p, 0), ops.eq(p, 1))
+    return ops.where(edge, ops.log(ops.cast(hit, out.dtype)), out)
+
+
 class Bernoulli(Distribution):
     """torch.distributions.Bernoulli: 1 with probability ``probs`` (or ``sigmoid(logits)``), else 0.
 
@@ -77,10 +85,21 @@ class Bernoulli(Distribution):
         return self._guarded(ops.bernoulli(p.expand(*self._extended_shape(sample_shape))))
 
     def log_prob(self, value) -> GraphTensor:
-        """``x logits - softplus(logits)`` (torch's ``-binary_cross_entropy_with_logits``)."""
+        """``x logits - softplus(logits)`` (torch's ``-binary_cross_entropy_with_logits``); given ``probs``
+        of exactly 0 or 1, the exact 0 at the certain value and -inf elsewhere (torch's clamped logits give
+        ``log(1 - eps)`` and ``log(eps)``), with torch's gradient there (0: the clamp's)."""
         x = self._value(value, "log_prob")
-        return self._validate_sample(x, x * self.logits - ops.softplus(self.logits))
+        out = x * self.logits - ops.softplus(self.logits)
+        if self._given == ("probs",):
+            out = exact_at_certainty(self.probs, ops.eq(x, self.probs), out)
+        return self._validate_sample(x, out)
 
     def entropy(self) -> GraphTensor:
-        """``softplus(logits) - probs logits`` (torch's ``binary_cross_entropy_with_logits``)."""
+        """``softplus(logits) - probs logits`` (torch's ``binary_cross_entropy_with_logits``); given
+        ``logits``, as ``softplus(-|l|) + |l| sigmoid(-|l|)`` (the same, by the symmetry ``H(l) = H(-l)``),
+        whose terms do not cancel: exact to the last bits where ``probs`` rounds to 1 (torch's is 0 or
+        ``sigmoid(-l)`` there, its true value ``sigmoid(-l) (1 + l)``)."""
+        if self._given == ("logits",):
+            a = ops.abs(self.logits)
+            return self._guarded(ops.softplus(-a) + a * ops.sigmoid(-a))
         return self._guarded(ops.softplus(self.logits) - self.probs * self.logits)

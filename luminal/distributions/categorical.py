@@ -7,7 +7,7 @@ import math
 from luminal.core import dtype as dt
 from luminal.core.errors import op_error
 from luminal.distributions import constraints
-from luminal.distributions.bernoulli import clamp_probs, probs_or_logits
+from luminal.distributions.bernoulli import clamp_probs, exact_at_certainty, probs_or_logits
 from luminal.distributions.distribution import Distribution, broadcast_all
 from luminal.frontend import ops
 from luminal.frontend.ops.core import broadcast_shapes
@@ -77,13 +77,19 @@ class Categorical(Distribution):
         return self._guarded(ops.argmax(ops.log(self.probs.detach()) - ops.log(e), -1))
 
     def log_prob(self, value) -> GraphTensor:
-        """``logits`` at the index ``value`` (an integer tensor broadcast against ``batch_shape``)."""
+        """``logits`` at the index ``value`` (an integer tensor broadcast against ``batch_shape``); given
+        ``probs``, exactly -inf at a class of probability 0 and 0 at one of probability 1
+        (``exact_at_certainty``)."""
         x = self._value(value, "log_prob")
         idx = ops.cast(x, dt.int32) if x.dtype != dt.int32 else x
         shape = broadcast_shapes("Categorical.log_prob", shapes=[idx.shape, self._batch_shape])
         logits = self.logits.expand(*shape, self._num_events)
         safe = ops.clamp(idx, 0, self._num_events - 1)  # (an index outside is the support error, when validating)
-        out = ops.take_along_dim(logits, safe.expand(*shape).unsqueeze(-1), -1).squeeze(-1)
+        at = safe.expand(*shape).unsqueeze(-1)
+        out = ops.take_along_dim(logits, at, -1).squeeze(-1)
+        if self._given == ("probs",):  # (a probability of exactly 0 or 1: -inf or 0, not log(eps) or log(1 - eps))
+            p = ops.take_along_dim(self.probs.expand(*shape, self._num_events), at, -1).squeeze(-1)
+            out = exact_at_certainty(p, ops.eq(p, 1), out)
         return self._validate_sample(x, out)
 
     def entropy(self) -> GraphTensor:
