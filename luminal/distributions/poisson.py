@@ -46,7 +46,10 @@ class Poisson(Distribution):
                                   "loop of data-dependent length, which a static graph lacks)")
 
     def log_prob(self, value) -> GraphTensor:
-        """``xlogy(k, rate) - rate - lgamma(k + 1)``."""
+        """``xlogy(k, rate) - rate - lgamma(k + 1)``. At ``k = 0`` the first term is 0 for every rate, so at
+        ``k = rate = 0`` the rate it reads is 1: its gradient by the rate is then 0, where ``k / rate`` is
+        0/0 = NaN (torch's), and the gradient of ``log P(0) = -rate`` is -1, as it should be."""
         x = self._value(value, "log_prob")
         k = ops.cast(x, self.rate.dtype)  # (counts may come as integers)
-        return self._validate_sample(x, ops.xlogy(k, self.rate) - self.rate - ops.lgamma(k + 1))
+        rate = ops.where(ops.logical_and(ops.eq(k, 0), ops.eq(self.rate, 0)), 1.0, self.rate)
+        return self._validate_sample(x, ops.xlogy(k, rate) - self.rate - ops.lgamma(k + 1))
