@@ -83,7 +83,7 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
 
 
 def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
-             strategy: str = "reverse-mode"):
+             strategy: str = "reverse-mode") -> GraphTensor | tuple:
     """torch.autograd.functional.jacobian: the Jacobian of ``func`` at ``inputs``, one backward pass
     per output element (torch's default reverse mode; the outputs' sizes must be static).
 
@@ -131,7 +131,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vec
 
 
 def hessian(func, inputs, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
-            outer_jacobian_strategy: str = "reverse-mode"):
+            outer_jacobian_strategy: str = "reverse-mode") -> GraphTensor | tuple:
     """torch.autograd.functional.hessian: the Hessian of a scalar ``func`` at ``inputs``: the jacobian
     of its gradient (one backward pass for the gradient, then one per input element; static input
     sizes).

@@ -59,8 +59,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None, c
         allow_unused = materialize_grads
     elif materialize_grads and not allow_unused:
         raise ValueError("grad: materialize_grads=True needs allow_unused=True or left unset (as torch's)")
-    outs = _as_list(outputs, "outputs", GraphTensor)
-    ins = _as_list(inputs, "inputs", (GraphTensor, State))
+    outs = _as_list(outputs, "outputs", GraphTensor, "a GraphTensor")
+    ins = _as_list(inputs, "inputs", (GraphTensor, State), "a GraphTensor or a Parameter/State")
     seeds = _seeds(outs, grad_outputs, is_grads_batched)
     if not is_grads_batched:
         res = vjp_list(outs, ins, seeds)
@@ -109,20 +109,18 @@ def _used(outs: list, ins: list) -> list[bool]:
     return used
 
 
-def _as_list(x, what: str, kinds) -> list:
+def _as_list(x, what: str, kinds, expected: str) -> list:
     if isinstance(x, kinds):
         return [x]
     if isinstance(x, Sequence) and not isinstance(x, str):
         items = list(x)
         for i, t in enumerate(items):
             if not isinstance(t, kinds):
-                raise TypeError(f"grad: {what}[{i}] is a {type(t).__name__}; expected a GraphTensor"
-                                + (" or a Parameter/State" if State in (kinds if isinstance(kinds, tuple) else ())
-                                   else ""))
+                raise TypeError(f"grad: {what}[{i}] is a {type(t).__name__}; expected {expected}")
         if not items:
             raise ValueError(f"grad: {what} is empty")
         return items
-    raise TypeError(f"grad: {what} must be a GraphTensor or a sequence of them, got {type(x).__name__}")
+    raise TypeError(f"grad: {what} must be {expected} or a sequence of them, got a {type(x).__name__}")
 
 
 def _seeds(outs: list, grad_outputs, batched: bool) -> list:
