@@ -1,6 +1,7 @@
 """Every public callable of the user's namespaces has a docstring: ``lm`` (luminal/__init__.py),
 ``luminal.nn`` (and ``nn.init``), ``luminal.nn.functional``, ``luminal.train``, ``luminal.data``,
-``luminal.linalg``, and the public methods and properties of every public class there (GraphTensor,
+``luminal.linalg``, ``luminal.distributions``, ``luminal.autograd`` (and ``autograd.functional``),
+``luminal.train.swa_utils``, and the public methods and properties of every public class there (GraphTensor,
 Graph, Module and the layers, the optimizers, the schedulers, ...). Public: no leading underscore; a
 method GraphTensor gets from an op function counts with that function's docstring; a method
 inherited from a luminal base class counts with the base's (as ``help()`` shows it)."""
@@ -12,9 +13,13 @@ import types
 
 import luminal as lm
 import luminal.nn.functional as F
-from luminal import data, linalg, nn, train
+from luminal import autograd, data, distributions, linalg, nn, train
+from luminal.autograd import functional as autograd_functional
+from luminal.train import swa_utils
 
-NAMESPACES = {"lm": lm, "nn": nn, "nn.init": nn.init, "F": F, "train": train, "data": data, "linalg": linalg}
+NAMESPACES = {"lm": lm, "nn": nn, "nn.init": nn.init, "F": F, "train": train, "data": data, "linalg": linalg,
+              "distributions": distributions, "autograd": autograd, "autograd.functional": autograd_functional,
+              "train.swa_utils": swa_utils}
 
 
 def _public(ns):
