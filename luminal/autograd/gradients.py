@@ -67,7 +67,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None, c
     else:
         n = _batch_size(outs, seeds)
         rows = [vjp_list(outs, ins, [s[k] for s in seeds]) for k in range(n)]
-        res = [stack([r[j] for r in rows]) if n else outs[0].graph.zeros((0, *t.shape), t.dtype) if u else None
+        res = [None if not u else stack([r[j] for r in rows]) if n else outs[0].graph.zeros((0, *t.shape), t.dtype)
                for j, (t, u) in enumerate(zip(ins, _used(outs, ins)))]
     for j, (g, t) in enumerate(zip(res, ins)):
         if g is None and not allow_unused:
