@@ -128,18 +128,20 @@ class _OneHot(Constraint):
         return ops.logical_and(ops.all(_Boolean().check(x), -1), ops.eq(x.sum(-1), 1))
 
 
-class _IndependentReal(Constraint):
-    """Real entries along the last ``event_dim`` dims (torch's ``independent(real, n)``)."""
+class _Independent(Constraint):
+    """torch's ``independent(base, n)``: ``base`` holds at every entry of the last ``n`` dims of its
+    batch (they become event dims: an Independent distribution's support, ``real_vector``)."""
 
-    def __init__(self, event_dim: int) -> None:
-        self.event_dim = event_dim
+    def __init__(self, base: Constraint, reinterpreted_batch_ndims: int) -> None:
+        self.base_constraint, self.reinterpreted_batch_ndims = base, reinterpreted_batch_ndims
+        self.is_discrete, self.event_dim = base.is_discrete, base.event_dim + reinterpreted_batch_ndims
 
     def check(self, x: GraphTensor) -> GraphTensor:
-        ok = ops.eq(x, x)
-        return ops.all(ok, _event_dims(x, self.event_dim)) if self.event_dim else ok
+        ok = self.base_constraint.check(x)
+        return ops.all(ok, _event_dims(ok, self.reinterpreted_batch_ndims)) if self.reinterpreted_batch_ndims else ok
 
     def __repr__(self) -> str:
-        return f"IndependentConstraint(Real(), {self.event_dim})"
+        return f"IndependentConstraint({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
 
 
 class _LowerCholesky(Constraint):
@@ -170,16 +172,17 @@ unit_interval = _Interval(0.0, 1.0)
 nonnegative_integer = _IntegerGreaterThanEq(0)
 simplex = _Simplex()
 one_hot = _OneHot()
-real_vector = _IndependentReal(1)
+real_vector = _Independent(real, 1)
 lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()
 greater_than = _GreaterThan
 greater_than_eq = _GreaterThanEq
 less_than = _LessThan
+independent = _Independent
 interval = _Interval
 half_open_interval = _HalfOpenInterval
 integer_interval = _IntegerInterval
 
-__all__ = ["Constraint", "boolean", "greater_than", "greater_than_eq", "half_open_interval", "integer_interval",
-           "interval", "less_than", "lower_cholesky", "nonnegative", "nonnegative_integer", "one_hot", "positive",
-           "positive_definite", "real", "real_vector", "simplex", "unit_interval"]
+__all__ = ["Constraint", "boolean", "greater_than", "greater_than_eq", "half_open_interval", "independent",
+           "integer_interval", "interval", "less_than", "lower_cholesky", "nonnegative", "nonnegative_integer",
+           "one_hot", "positive", "positive_definite", "real", "real_vector", "simplex", "unit_interval"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from luminal.core.errors import op_error
-from luminal.distributions.constraints import Constraint
+from luminal.distributions.constraints import Constraint, independent
 from luminal.distributions.distribution import Distribution
 from luminal.frontend.tensor import GraphTensor
 
@@ -45,8 +45,11 @@ class Independent(Distribution):
 
     @property
     def support(self) -> Constraint | None:  # type: ignore[override]
-        """The base distribution's support (checked entry by entry by its ``log_prob``)."""
-        return self.base_dist.support
+        """torch's: the base distribution's support over the reinterpreted dims too,
+        ``independent(base support, reinterpreted_batch_ndims)`` (``log_prob`` leaves the check of a value
+        to the base's, entry by entry)."""
+        base = self.base_dist.support
+        return independent(base, self.reinterpreted_batch_ndims) if base and self.reinterpreted_batch_ndims else base
 
     def _tensors(self):
         return self.base_dist._tensors()

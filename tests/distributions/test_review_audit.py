@@ -407,3 +407,18 @@ def test_a_vae_sgd_step_equals_torchs():
     now = {"e" + k: v.data for k, v in enc.named_parameters()} | {"d" + k: v.data for k, v in dec.named_parameters()}
     for k in tp:
         np.testing.assert_allclose(now[k], start[k] - 0.1 * grads[k].numpy(), rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def test_independent_support_is_torchs():
+    """``independent(base support, k)``, torch's (it was the base's support: checked entry by entry, not
+    per event); k = 0 keeps the base's."""
+    for k in (0, 1, 2):
+        d = D.Independent(D.MultivariateNormal(lm.zeros((2, 3)), lm.eye(3)), k if k < 2 else 1)
+        t = TD.Independent(TD.MultivariateNormal(torch.zeros(2, 3), torch.eye(3)), k if k < 2 else 1)
+        assert repr(d.support) == repr(t.support) and d.support.event_dim == t.support.event_dim
+        d = D.Independent(D.Gamma(lm.ones((2, 3)), 1.0), k)
+        t = TD.Independent(TD.Gamma(torch.ones(2, 3), 1.0), k)
+        assert repr(d.support) == repr(t.support) and d.support.event_dim == t.support.event_dim
+    x = np.array([[0.5, -1.0, 1.0], [1.0, 2.0, 3.0]], np.float32)
+    (ok,) = _run([D.Independent(D.Gamma(lm.ones((2, 3)), 1.0), 1).support.check(lm.Graph().constant(x))])
+    np.testing.assert_array_equal(ok, TD.Independent(TD.Gamma(torch.ones(2, 3), 1.0), 1).support.check(torch.tensor(x)))
