@@ -57,8 +57,8 @@ def kl_divergence(p: Distribution, q: Distribution) -> GraphTensor:
         q: a Distribution.
     """
     tp, tq = type(p), type(q)
-    pt, qt = p._tensors()[0], q._tensors()[0]
-    if pt.graph is not qt.graph and not (pt.graph.host or qt.graph.host):
+    pt, qt = next(iter(p._tensors()), None), next(iter(q._tensors()), None)  # (none for a user's subclass)
+    if pt is not None and qt is not None and pt.graph is not qt.graph and not (pt.graph.host or qt.graph.host):
         raise op_error(ValueError, "kl_divergence", f"p ({tp.__name__}) and q ({tq.__name__}) belong to different "
                        "graphs", pt, qt)
     matches = [(tp.__mro__.index(a), tq.__mro__.index(b), fn) for (a, b), fn in _KL_REGISTRY.items()

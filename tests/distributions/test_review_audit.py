@@ -422,3 +422,18 @@ def test_independent_support_is_torchs():
     x = np.array([[0.5, -1.0, 1.0], [1.0, 2.0, 3.0]], np.float32)
     (ok,) = _run([D.Independent(D.Gamma(lm.ones((2, 3)), 1.0), 1).support.check(lm.Graph().constant(x))])
     np.testing.assert_array_equal(ok, TD.Independent(TD.Gamma(torch.ones(2, 3), 1.0), 1).support.check(torch.tensor(x)))
+
+
+def test_register_kl_for_a_users_distribution_without_luminal_parameters():
+    """A user's Distribution subclass (no luminal parameters of its own) dispatches to its registered KL."""
+
+    class Point(D.Distribution):
+        def __init__(self, at):
+            self.at = at
+            super().__init__(validate_args=False)
+
+    @D.register_kl(Point, Point)
+    def _kl_point(p, q):
+        return abs(p.at - q.at)
+
+    assert D.kl_divergence(Point(1.0), Point(3.5)) == 2.5
