@@ -84,12 +84,15 @@ class Categorical(Distribution):
         idx = ops.cast(x, dt.int32) if x.dtype != dt.int32 else x
         shape = broadcast_shapes("Categorical.log_prob", shapes=[idx.shape, self._batch_shape])
         logits = self.logits.expand(*shape, self._num_events)
-        safe = ops.clamp(idx, 0, self._num_events - 1)  # (an index outside is the support error, when validating)
+        safe = ops.clamp(idx, 0, self._num_events - 1)  # (an index outside is the support error when validating)
         at = safe.expand(*shape).unsqueeze(-1)
         out = ops.take_along_dim(logits, at, -1).squeeze(-1)
         if self._given == ("probs",):  # (a probability of exactly 0 or 1: -inf or 0, not log(eps) or log(1 - eps))
             p = ops.take_along_dim(self.probs.expand(*shape, self._num_events), at, -1).squeeze(-1)
             out = exact_at_certainty(p, ops.eq(p, 1), out)
+        # an index outside [0, K) (validate_args=False: torch's gather raises) has probability 0, not the
+        # clamped index's
+        out = ops.where(ops.eq(safe, idx), out, -math.inf)
         return self._validate_sample(x, out)
 
     def entropy(self) -> GraphTensor:

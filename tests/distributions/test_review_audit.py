@@ -437,3 +437,16 @@ def test_register_kl_for_a_users_distribution_without_luminal_parameters():
         return abs(p.at - q.at)
 
     assert D.kl_divergence(Point(1.0), Point(3.5)) == 2.5
+
+
+def test_categorical_index_outside_the_classes_without_validation_is_impossible():
+    """validate_args=False and an index outside [0, K) (torch's gather raises): log_prob is -inf
+    (probability 0), not the log-probability of the nearest class (the clamped index's)."""
+    g = lm.Graph()
+    logits, i = g.input("l", (2, 3)), g.input("i", (2, 2), dtype=lm.int32)
+    lp = D.Categorical(logits=logits, validate_args=False).log_prob(i)
+    (got,) = _run([lp], l=np.zeros((2, 3), np.float32), i=np.array([[-1, 3], [1, 7]], np.int32))
+    np.testing.assert_array_equal(got[0], [-math.inf, -math.inf])
+    np.testing.assert_allclose(got[1], [-math.log(3), -math.inf])
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        TD.Categorical(logits=torch.zeros(2, 3), validate_args=False).log_prob(torch.tensor([1, 7]))
