@@ -12,6 +12,7 @@ arrays in place; ``n_averaged`` is an int.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import numbers
 from collections.abc import Callable, Iterable
@@ -288,8 +289,9 @@ class SWALR(LRScheduler):
     """torch's ``SWALR(optimizer, swa_lr, anneal_epochs=10, anneal_strategy="cos", last_epoch=-1)``: anneal
     each param group's rate from its current value to ``swa_lr`` over ``anneal_epochs`` epochs
     (cosine or linear), then hold it; torch's recursive formulas. ``swa_lr`` is kept in each group (as
-    torch's ``group["swa_lr"]``). The epoch counted is ``last_epoch`` (torch's counts ``step()`` calls:
-    the same from a fresh start).
+    torch's ``group["swa_lr"]``). As torch's, the anneal counts the ``step()`` calls since it was built
+    (``_step_count``, kept in the state), not ``last_epoch``: a scheduler built with ``last_epoch=5``
+    anneals from its first step, and ``step(epoch)`` advances the anneal by one whatever the epoch.
 
     Args:
         optimizer: the optimizer whose rates are set.
@@ -312,15 +314,34 @@ class SWALR(LRScheduler):
             group["swa_lr"] = lr
         super().__init__(optimizer, last_epoch)
 
+    def _initial_step(self) -> None:
+        self._step_count = 0  # (torch's: the constructor's step is the first one counted)
+        super()._initial_step()
+
+    def step(self, epoch: int | None = None) -> None:
+        """Advance the anneal one step and write the new rates into the optimizer's groups (torch's
+        ``step``: ``epoch``, deprecated, sets ``last_epoch`` and still advances the anneal by one).
+
+        Args:
+            epoch: deprecated, as in torch (it warns).
+        """
+        self._step_count += 1  # (torch's step() counts; SequentialLR's restart at a milestone does not)
+        try:
+            super().step(epoch)
+        except BaseException:
+            self._step_count -= 1
+            raise
+
     def _state_checks(self, state: dict) -> dict:
-        return {**super()._state_checks(state), "anneal_epochs": lambda o, k, v: _positive_int(o, k, v, minimum=0),
-                "anneal_strategy": _anneal_strategy}
+        nonnegative = functools.partial(_positive_int, minimum=0)
+        return {**super()._state_checks(state), "anneal_epochs": nonnegative, "anneal_strategy": _anneal_strategy,
+                "_step_count": nonnegative}
 
     def _anneal(self, t: float) -> float:
         return t if self.anneal_strategy == "linear" else (1 - math.cos(math.pi * t)) / 2
 
     def get_lr(self):
-        step = self.last_epoch
+        step = self._step_count - 1
         if self.anneal_epochs == 0:
             step = max(1, step)
         span = max(1, self.anneal_epochs)
