@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import numbers
 
+from luminal.core import dtype as dt
 from luminal.core.errors import op_error
 from luminal.core.symbolic import dmax, is_static
 from luminal.frontend.checks import check_tensors, tensor_op
+from luminal.frontend.ops.core import cast
 from luminal.frontend.ops.creation import zeros
 from luminal.frontend.ops.elementwise import add, div, mul, sub
 from luminal.frontend.ops.reduce import cumsum
@@ -35,7 +37,8 @@ def _prepare(op: str, y: GraphTensor, x, dx, dim) -> tuple[int, GraphTensor | fl
             if dx.ndim != 0 or not dx.dtype.is_float and dx.dtype.kind != "i":
                 raise op_error(TypeError, op, f"dx must be a real number (or a 0-d tensor), got a {dx.ndim}-d "
                                f"{dx.dtype.name} tensor; pass sample points as x", dx)
-            return d, dx
+            # (the dtype of a number dx, as torch reads a 0-d tensor: the 0-d sum of trapezoid would promote)
+            return d, cast(dx, dt.promote_scalar(y.dtype, 1.0))
         if isinstance(dx, bool) or not isinstance(dx, numbers.Real):
             raise op_error(TypeError, op, f"dx must be a real number, got {type(dx).__name__} {dx!r}", y)
         return d, float(dx)

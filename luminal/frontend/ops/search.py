@@ -261,8 +261,10 @@ def histogram(input: GraphTensor, bins, *, range=None, weight: GraphTensor | Non
     counted = logical_and(ge(flat, lo), le(flat, hi))  # (False for NaN)
     counted = logical_and(counted, logical_and(isfinite(lo), isfinite(hi)))  # (torch fails there)
     pos = cast(where(counted, minimum(pos, n - 1), 0), dt.int32)  # (the last edge: the last bin)
-    w = cast(counted, x.dtype) if weight is None else where(counted, weight.reshape(-1).detach(), 0.0)
-    hist = prim("ScatterAdd", g.zeros((n,), x.dtype), pos, w, arg=0, shape=(n,))
+    # summed wide and rounded once, as torch's (exact) counts: a float32 sum of ones stops at 2**24
+    acc = dt.int32 if weight is None else dt.float64
+    w = cast(counted, acc) if weight is None else where(counted, cast(weight.reshape(-1).detach(), acc), 0.0)
+    hist = cast(prim("ScatterAdd", g.zeros((n,), acc), pos, w, arg=0, shape=(n,)), x.dtype)
     if density:
         hist = div(hist, mul(sum_(hist), sub(edges[1:], edges[:-1])))
     return hist, edges
