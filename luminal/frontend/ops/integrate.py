@@ -74,7 +74,8 @@ def trapezoid(y: GraphTensor, x: GraphTensor | None = None, *, dx=None, dim: int
         y: the values (at least 1 dim).
         x: the sample points: 1-d with one per sample along ``dim``, or a tensor broadcast against
             ``y`` (fewer dims are padded with leading 1s).
-        dx: the constant spacing (a number or a 0-d tensor) when ``x`` is not given.
+        dx: the constant spacing (a number or a 0-d tensor) when ``x`` is not given; a 0-d tensor is
+            read as torch reads it, as a number: the result's dtype is that of a number ``dx``.
         dim: the dim integrated along.
     """
     d, spacing = _prepare("trapezoid", y, x, dx, dim)

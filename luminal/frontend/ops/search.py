@@ -215,10 +215,11 @@ def histogram(input: GraphTensor, bins, *, range=None, weight: GraphTensor | Non
     laid out as torch's linspace (counted up from the low end, down from the high end) in the input's
     dtype, and an element is counted in the bin of those edges it falls in (torch's search against its
     edges). A 1-d tensor ``bins`` gives the edges (increasing) itself. Each bin holds its left edge, the
-    last its right one too; elements outside the edges, and NaNs, are not counted. ``density`` divides
-    by the total and the bins' widths. The results have no gradient (torch's is not implemented).
-    Where torch fails on data whose range is not finite (an infinity or NaN, found when the program
-    runs), nothing is counted here.
+    last its right one too; elements outside the edges, and NaNs, are not counted. The counts are exact
+    (summed as int32, weights as float64, then rounded once to the input's dtype: a float32 sum of ones
+    stops at 2**24). ``density`` divides by the total and the bins' widths. The results have no
+    gradient (torch's is not implemented). Where torch fails on data whose range is not finite (an
+    infinity or NaN, found when the program runs), nothing is counted here.
 
     Args:
         input: a float tensor (any shape; every element counts).
