@@ -132,3 +132,27 @@ def test_strict_errors_for_an_ignored_input_as_torch():
     got = run([va, vb], x=XV, y=YV)
     np.testing.assert_array_equal(got[0], np.ones(3))
     np.testing.assert_array_equal(got[1], np.zeros(2))
+
+
+def test_functional_results_differentiate_again_as_torch_create_graph():
+    """hessian, jvp and hvp results (and a v read from the input) differentiated by the input: torch's
+    create_graph=True values."""
+    g, x, _ = graph_xy()
+
+    def f(a):
+        return (a ** 4).sum() * a.sin().sum()
+
+    def h(a):
+        return a.exp() * a.sum()
+
+    (dH,) = lm.autograd.grad(F.hessian(f, x).sum(), x)
+    (djv,) = lm.autograd.grad(F.jvp(h, x, x.cos())[1].sum(), x)
+    hv = F.hvp(f, x, x.cos())[1]
+    (dhv,) = lm.autograd.grad((hv * hv).sum(), x)
+    tx, _ = leaves()
+    (tdH,) = torch.autograd.grad(TF.hessian(f, tx, create_graph=True).sum(), tx)
+    (tdjv,) = torch.autograd.grad(TF.jvp(h, tx, tx.cos(), create_graph=True)[1].sum(), tx)
+    thv = TF.hvp(f, tx, tx.cos(), create_graph=True)[1]
+    (tdhv,) = torch.autograd.grad((thv * thv).sum(), tx)
+    for got, want in zip(run([dH, djv, dhv], x=XV), [tdH, tdjv, tdhv]):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-12)
