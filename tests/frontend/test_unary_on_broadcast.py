@@ -69,3 +69,28 @@ def test_a_masked_or_sliced_view_is_left_as_it_is():
     sliced = x[1:2].expand(3).sqrt()  # 3 elements read, 4 under the view
     (sq,) = _nodes(sliced, "Sqrt")
     assert sq.shape == (3,)
+
+
+def test_a_broadcast_of_some_elements_of_a_node_keeps_the_op_on_the_view():
+    """``b / s[0, 0]`` with ``b`` (4, 2, 1): the broadcast of one element of a (2, 2) node repeats it
+    more times than the node has elements, but reads only that one. Taking the Recip of the whole node
+    made it inf where ``s`` is 0 elsewhere, and the gradient's zero adjoint there times that: NaN in
+    ``s``'s gradient (torch: zeros)."""
+    sv = np.array([[2.0, 0.0], [1.0, 3.0]], np.float32)
+    for shape, index in (((4, 2, 1), (0, 0)), ((4, 2, 1), (1, 1)), ((3, 5), (0, 1))):
+        g = lm.Graph()
+        s, b = g.input("s", (2, 2)), g.input("b", shape)
+        y = b / s[index]
+        (gs,) = train.grad(y.sum(), [s])
+        for backend in ("reference", "cpu"):
+            out, gout = lm.compile([y, gs], backend=backend)(s=sv, b=np.ones(shape, np.float32))
+            st = torch.tensor(sv, requires_grad=True)
+            yt = torch.ones(shape) / st[index]
+            yt.sum().backward()
+            np.testing.assert_allclose(out, yt.detach().numpy(), rtol=1e-6)
+            np.testing.assert_allclose(gout, st.grad.numpy(), rtol=1e-6)
+    g = lm.Graph()  # a strided pick of every other element is not the whole node either
+    x = g.input("x", (4,))
+    picked = x[::2].reshape(2, 1).expand(2, 3).sqrt()
+    (sq,) = _nodes(picked, "Sqrt")
+    assert sq.shape == (2, 3)

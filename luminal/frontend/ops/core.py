@@ -39,18 +39,25 @@ _UNARY = frozenset({"Log2", "Exp2", "Sin", "Sqrt", "Recip", "Cast"})  # (not Cop
 
 
 def _under_broadcast(x: GraphTensor) -> GraphTensor | None:
-    """The whole node ``x`` reads, when ``x`` is a broadcast of fewer elements (an unmasked view that
-    repeats them); else None."""
+    """The whole node ``x`` reads, when ``x`` is a broadcast of all its elements and of no others (an
+    unmasked view that repeats each of them); else None. A view of some of them (``s[0, 0]`` expanded)
+    is not: the op would run on elements the user never read too, and where it is infinite there
+    (``Recip`` of a 0 elsewhere in ``s``) the gradient's zero adjoint times it made NaN."""
     view, node = x.layout, x.node
-    if view.mask is not None or not all(is_static(d) for d in node.shape):
+    if view.mask is not None or not all(is_static(d) for d in (*node.shape, *view.shape, *view.strides)):
         return None
     n = int(np.prod(node.shape, dtype=np.int64))
-    if n == 1 and any(s == 0 for s in view.strides):
-        return x.graph.tensor(node)
-    if all(is_static(d) for d in view.shape) and n < int(np.prod(view.shape, dtype=np.int64)) \
-            and any(s == 0 for s in view.strides):
-        return x.graph.tensor(node)
-    return None
+    if not any(s == 0 and d != 1 for d, s in zip(view.shape, view.strides)) or \
+            n >= int(np.prod(view.shape, dtype=np.int64)) or view.offset != 0:
+        return None
+    # the repeated dims aside, the view must walk the node's elements once each, in some order: its
+    # strides, sorted, each the product of the sizes below it (mixed radix), up to n
+    covered = 1
+    for d, s in sorted((int(d), int(s)) for d, s in zip(view.shape, view.strides) if s != 0 and d != 1):
+        if s != covered:
+            return None
+        covered *= d
+    return x.graph.tensor(node) if covered == n else None
 
 
 def cast(x: GraphTensor, dtype) -> GraphTensor:
