@@ -95,7 +95,7 @@ def test_combinations_rank_errors():
         torch.combinations(torch.tensor(1.0))
 
 
-def test_histogram_counts_past_2_24_in_one_float32_bin():
+def test_histogram_and_histc_count_past_2_24_in_one_float32_bin():
     """A count is exact, of the input's float dtype as torch's: a float32 sum of ones stops at 2**24 =
     16777216 (torch's too on one thread; its threads' partial counts are exact while each stays below
     2**24). Weighted counts too."""
@@ -105,7 +105,7 @@ def test_histogram_counts_past_2_24_in_one_float32_bin():
     g = lm.Graph()
     x, w = g.input("x", ("N",)), g.input("w", ("N",))
     (h, _), (hw, _) = lm.histogram(x, 2), lm.histogram(x, 2, weight=w)
-    got = run([h, hw], x=xv, w=np.ones(n, np.float32))
+    got = run([h, hw, lm.histc(x, 2)], x=xv, w=np.ones(n, np.float32))  # (histc's counts too)
     assert torch.histogram(torch.from_numpy(xv[:8]), 2)[0].dtype == torch.float32
     for a in got:
         assert a.dtype == np.float32

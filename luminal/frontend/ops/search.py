@@ -202,8 +202,8 @@ def histc(input: GraphTensor, bins: int = 100, min=0, max=0) -> GraphTensor:  # 
     counted = logical_and(ge(flat, lo), le(flat, hi))  # (False for NaN)
     pos = floor(div(mul(sub(flat, lo), float(bins)), sub(hi, lo)))
     pos = cast(where(counted, minimum(pos, bins - 1), 0.0), dt.int32)  # (max itself: the last bin)
-    ones = cast(counted, x.dtype)
-    return prim("ScatterAdd", g.zeros((bins,), x.dtype), pos, ones, arg=0, shape=(bins,))
+    ones = cast(counted, dt.int32)  # (counted exactly: a float32 sum of ones stops at 2**24)
+    return cast(prim("ScatterAdd", g.zeros((bins,), dt.int32), pos, ones, arg=0, shape=(bins,)), x.dtype)
 
 
 def histogram(input: GraphTensor, bins, *, range=None, weight: GraphTensor | None = None,  # noqa: A002
