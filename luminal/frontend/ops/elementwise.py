@@ -1111,6 +1111,12 @@ def _two_sum(a, b) -> tuple[GraphTensor, GraphTensor]:
     return s, add(sub(a, sub(s, bv)), sub(b, bv))
 
 
+def _fast_two_sum(a: GraphTensor, b) -> tuple[GraphTensor, GraphTensor]:
+    """``a + b`` as ``(s, e)`` for ``|a| >= |b|`` (Dekker's Fast2Sum: three operations)."""
+    s = add(a, b)
+    return s, sub(b, sub(s, a))
+
+
 def _two_prod(a: GraphTensor, b: GraphTensor) -> tuple[GraphTensor, GraphTensor]:
     """``a * b`` as ``(p, e)``: ``p`` rounded, ``e`` the exact rest (Dekker's product, the factors
     split in halves of 26 and 27 bits by Veltkamp's ``_SPLIT``), for ``|a|, |b| < 2**995``."""
@@ -1180,6 +1186,38 @@ def _exp_dd(x: GraphTensor) -> tuple[GraphTensor, GraphTensor]:
     u, ul = _two_sum(1.0, s)
     h = exp2(add(n, 1.0))
     return mul(mul(u, 0.5), h), mul(mul(add(ul, t), 0.5), h)
+
+
+# past |x| = 40, exp(-x**2 / 2) is below half the smallest subnormal (and exp(x**2) overflows)
+_GAUSS_END = 40.0
+
+
+def _gauss(x, c, scale: float = -0.5, over=None):
+    """float64 ``c exp(scale x**2)`` within about an ulp (``c``: a number in two parts ``(hi, lo)``, or a
+    float64 tensor or number; ``scale`` a power of two, ``-1/2`` for the normal density, ``-1`` for
+    erfc, ``1`` for erfcx), over ``over = (f, fl)`` (a double-double tensor, with ``c`` in two parts:
+    erfc's ``exp(-x**2) / (sqrt(pi) (x + r))``) if given, rounded once; ``|x|`` capped at 40 (0, or inf
+    for a positive ``scale``, past it), NaN at NaN. The exponent is exact as a double-double, ``scale (p
+    + pe)`` with ``x**2 = p + pe`` (Dekker's product), and its exp ``2**n (1 + s + t)``
+    (``_exp_reduced``): ``exp(-x**2 / 2)`` of the rounded square was off by up to ``x**2 / 2`` ulps (700
+    at x = -37, erfc's ``exp(-x**2)`` 480 at 25.4)."""
+    a = minimum(abs_(x), _GAUSS_END)
+    p, pe = _two_prod(a, a)
+    n, s, t = _exp_reduced(mul(p, scale), mul(pe, scale))
+    u, ul = _two_sum(1.0, s)
+    if isinstance(c, tuple):  # (u + ul + t) (c_hi + c_lo), u c_hi exact (Dekker, c_hi split here)
+        c_big = c[0] * _SPLIT
+        ch = c_big - (c_big - c[0])
+        (uh, uo), cl = _halves(u), c[0] - ch
+        m = mul(u, c[0])
+        me = add(add(add(sub(mul(uh, ch), m), mul(uh, cl)), mul(uo, ch)), mul(uo, cl))
+        rest = add(me, add(mul(add(ul, t), c[0]), mul(u, c[1])))
+        if over is not None:
+            m, rest = _div_dd(m, rest, *over)
+        m = add(m, rest)
+    else:
+        m = mul(add(u, add(ul, t)), c)
+    return _times_pow2(m, n)
 
 
 _LG = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01,  # fdlibm's Lg1-Lg7:
@@ -1583,12 +1621,16 @@ def erf(x) -> GraphTensor:
     |x| = 3.5) and kept its ~20 Horner steps for the backward pass (a GPT block's forward GELU kernel
     wrote 20 buffers of its FFN's width, its backward read them). float64 needs 16 digits:
     odd-extended from ``|x|``, below 0.5 in magnitude the Taylor series (exact to float64 rounding),
-    above it ``1 - erfc`` with ``erfc(x) exp(x**2)`` a Chebyshev expansion (``_ERFCX_CHEB``).
+    above it ``1 - erfc`` with ``erfc(x) exp(x**2)`` a Chebyshev expansion (``_ERFCX_CHEB``; a float64
+    value outside a narrow composition: ``_erfcx_r``, and the slope ``_exp_square``: within 2 and 1.7
+    ulps).
 
     The clamp is ``maximum``/``minimum``; ``|x|`` and the sign of the float64 path are ``where``s on
     ``x < 0``. float64's ``|x|`` is capped at 6 (erfc(6) = 2e-17 is below half an ulp of 1 and the
     expansion ends there) and the series only sees the small inputs."""
     x = _float(x, "erf")
+    if _accurate(x):
+        return _derivative(_erf64(x, True), x, lambda x, y: _exp_square(x, _TWO_OVER_SQRT_PI))
     out = _erf32(x) if x.dtype is not dt.float64 else _erf64(x)
     return _derivative(out, x, lambda x, y: mul(exp(neg(mul(x, x))), 2 / math.sqrt(math.pi)))
 
@@ -1602,11 +1644,17 @@ def _erf32(x):
     return minimum(maximum(mul(c, div(_poly(z, _ERF32_P), _poly(z, _ERF32_Q))), -1.0), 1.0)
 
 
-def _erf64(x):
-    """The float64 value: the series below 0.5 in magnitude, ``1 - erfc`` above, odd-extended."""
+def _erf64(x, accurate: bool = False):
+    """The float64 value: the series below 0.5 in magnitude, ``1 - erfc`` above, odd-extended; erfcx
+    from ``_erfcx_r`` where ``accurate`` (``_ERFCX_CHEB``'s was 3.7 ulps off: erf 2.5 at 0.6, now 2.0)."""
     neg_side = lt(x, 0)
     a = minimum(where(neg_side, neg(x), x), 6.0)
-    y = sub(1.0, mul(_erfcx64(a), exp(neg(mul(a, a)))))
+    if accurate:
+        big = maximum(a, 0.5)
+        cx = div(_INV_SQRT_PI[0], add(big, _erfcx_r(big)))
+    else:
+        cx = _erfcx64(a)
+    y = sub(1.0, mul(cx, exp(neg(mul(a, a)))))
     small = lt(a, 0.5)
     xs = where(small, x, 0.0)
     z = mul(xs, xs)
@@ -1617,16 +1665,66 @@ def _erf64(x):
     return where(small, mul(xs, series), where(neg_side, neg(y), y))
 
 
+def _exp_square(x, c, sign: float = -1.0):
+    """float64 ``c exp(sign x**2)`` (``c`` in two parts, ``sign`` +-1) within 1.7 ulps in 25 operations:
+    ``exp(sign p) (c + sign c pe)`` with ``x**2 = p + pe`` (Dekker's product; ``exp(pe)`` is ``1 + pe``
+    to 2**-100), ``x`` clamped to [-40, 40] (not ``abs``: its ``-x`` is erf's, which a GELU's backward
+    pass would keep). erf's slope and erfcx below -0.5: ``exp(-+x**2)`` of the rounded square was
+    ``x**2`` ulps off (30 at 6, 700 at 26), and ``_gauss``'s half an ulp cost 110 operations more."""
+    a = minimum(maximum(x, -_GAUSS_END), _GAUSS_END)
+    p, pe = _two_prod(a, a)
+    return mul(exp(mul(p, sign)), add(c[0], add(c[1], mul(pe, sign * c[0]))))
+
+
 def _erfcx64(a):
     """``erfc(a) exp(a**2)`` for ``a`` in [0.5, 6] (float64): a Chebyshev expansion in ``2 / (a + 2)``
     (outside the interval, finite values that ``erf`` does not select)."""
     return _cheb(div(2.0, add(a, 2.0)), _ERFCX_CHEB, *_ERFCX_T)
 
 
+# erfcx(a) = 1 / (sqrt(pi) (a + r(a))) on [0.5, 6], for float64 within an ulp or two: Chebyshev
+# coefficients (the first halved) of r(a) (a + 3/2), r(a) = 1 / (sqrt(pi) erfcx(a)) - a, in u = (38 - 21 a)
+# / (11 a + 22) (_ERFCX_CHEB's t = 2 / (2 + a) over [1/4, 4/5] mapped to [-1, 1], with exact constants:
+# through the rounded t, u's error was 1.4 ulps of a + r near 0.5, now 0.7), from mpmath's erfc at 50
+# digits; the dropped tail is below 1e-18 (the expansion is 0.61 to 0.83). The sum a + r damps r's error
+# by r / (a + r) (below 0.46), and erfcx's slope 2 a erfcx(a) - 2 / sqrt(pi) = -2 r erfcx(a) does not
+# cancel; r's own error counts there: r expanded itself (of slope about -r / a) took u's rounding to 6
+# ulps near 6, r (a + 3/2) (about flat) to 2.6. Past 6 Laplace's continued fraction has the same form
+# (``special._erfcx_rest``).
+_ERFCX_R = (
+    0.7317601029761737, 0.11464275524759632, -0.01121449973286383, -0.0027146308994872156,
+    0.00017988339309320188, 5.849195772404716e-05, -5.448031896943816e-06, -1.2163741596396254e-06,
+    1.8859668992586775e-07, 2.0072229320334596e-08, -5.954133640259208e-09, -9.521764268604203e-11,
+    1.5539786011722316e-10, -1.0008292713286386e-11, -2.950832612312943e-12, 5.015840962481511e-13,
+    2.3319081757782894e-14, -1.3777742508680196e-14, 8.356414424020565e-16, 2.1321052959391844e-16,
+    -3.932896744963354e-17,
+)
+_INV_SQRT_PI = (0.5641895835477563, 7.66772980658294e-18)  # 1/sqrt(pi) and 2/sqrt(pi) in two parts
+_TWO_OVER_SQRT_PI = (1.1283791670955126, 1.533545961316588e-17)
+
+
+def _erfcx_r(a):
+    """``r`` with ``erfcx(a) = 1 / (sqrt(pi) (a + r))`` for float64 ``a`` in [0.5, 6] (``_ERFCX_R``)."""
+    u = div(sub(38.0, mul(a, 21.0)), add(mul(a, 11.0), 22.0))
+    return div(_clenshaw(u, _ERFCX_R), add(a, 1.5))
+
+
+def _erfcx_dd(f, fl):
+    """``erfcx = 1 / (sqrt(pi) (f + fl))`` rounded once (``_div_dd``), ``f + fl = a + r`` exactly; from
+    ``f = 2**60`` ``1 / (sqrt(pi) f)`` (``fl`` is below 2**-120 of ``f``, and ``_div_dd``'s product
+    overflows past 2**995: NaN at 1e308 and +inf)."""
+    q, ql = _div_dd(_INV_SQRT_PI[0], _INV_SQRT_PI[1], minimum(f, 2.0 ** 60), fl)
+    return where(lt(f, 2.0 ** 60), add(q, ql), div(_INV_SQRT_PI[0], f))
+
+
 def _cheb(t, coefs, lo: float, hi: float):
     """``sum_k coefs[k] T_k(u)`` with ``u`` the map of ``t`` in [lo, hi] to [-1, 1] (Clenshaw's
     recurrence): the Chebyshev expansions of erfcx and of ``special.py``'s functions."""
-    u = sub(mul(t, 2.0 / (hi - lo)), (hi + lo) / (hi - lo))
+    return _clenshaw(sub(mul(t, 2.0 / (hi - lo)), (hi + lo) / (hi - lo)), coefs)
+
+
+def _clenshaw(u, coefs):
+    """``sum_k coefs[k] T_k(u)`` for ``u`` in [-1, 1] (Clenshaw's recurrence)."""
     u2 = mul(u, 2.0)
     b1, b2 = coefs[-1], 0.0
     for c in coefs[-2:0:-1]:

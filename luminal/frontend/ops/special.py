@@ -24,19 +24,20 @@ from luminal.frontend.checks import tensor_op
 from luminal.frontend.float64_paths import plain_unless_float64
 from luminal.frontend.ops.core import cast, coerce, full_like, power_by_squaring
 from luminal.frontend.ops.elementwise import (
-    _SPLIT,
+    _INV_SQRT_PI,
+    _TWO_OVER_SQRT_PI,
     _cheb,
     _derivative,
     _erfcx64,
-    _exp_reduced,
+    _erfcx_dd,
+    _erfcx_r,
+    _exp_square,
+    _fast_two_sum,
     _float,
-    _halves,
+    _gauss,
     _neg_side,
     _opmath,
     _poly,
-    _times_pow2,
-    _two_prod,
-    _two_sum,
     abs_,
     add,
     ceil,
@@ -192,13 +193,17 @@ def erfc(input) -> GraphTensor:  # noqa: A002 - torch's names
     in float64 and rounded once: ``1 - erf`` below 0.5 in magnitude, ``erfc(a) exp(a**2)`` from
     ``erf``'s Chebyshev expansion times ``exp(-a**2)`` on [0.5, 6], Laplace's continued fraction past 6,
     and ``2 - erfc(-x)`` for negative ``x``. The gradient is torch's ``-2/sqrt(pi) exp(-x**2)``. Int
-    and bool inputs give float32.
+    and bool inputs give float32. A float64 input: within 2 ulps down to its last subnormal (x = 27.2),
+    the gradient within an ulp (``_erfc64``: the rounded ``x**2`` made both 480 ulps off at 25.4).
 
     Args:
         input: a tensor.
     """
     x = _float(input, "erfc")
     w = cast(x, dt.float64)
+    if float64_paths.accurate(x.dtype):  # (exp(-x**2) of the rounded square: x**2 ulps, 480 at 25.4)
+        neg_slope = (-_TWO_OVER_SQRT_PI[0], -_TWO_OVER_SQRT_PI[1])  # (of |w|: shares _erfc64's exp)
+        return _derivative(_erfc64(w), w, lambda w, y: _gauss(abs_(w), neg_slope, -1.0))
     out = _derivative(_erfc_pair(w)[0], w, lambda w, y: mul(exp(neg(mul(w, w))), -2 / math.sqrt(math.pi)))
     return cast(out, x.dtype)
 
@@ -226,14 +231,40 @@ def _erfc_pair(w):
     return where(small, sub(1.0, er), near), where(small, add(1.0, er), far)
 
 
+def _erfc64(w):
+    """float64 ``erfc(w)`` within 2 ulps: ``1 - erf(w)`` below 0.5 in magnitude (2 ulps near 0.48),
+    the tail ``exp(-a**2) / (sqrt(pi) (a + r))`` rounded once (``_gauss`` over ``_erfcx_rest``:
+    ``erfcx(a) exp(-a**2)`` of the rounded square was ``a**2`` ulps off, 480 at 25.4) and ``2 -`` it. Not
+    for Temme's P and Q (``_erfc_pair``): their erfc's argument is rounded, which this cannot undo."""
+    a = abs_(w)
+    small = lt(a, 0.5)
+    centre = sub(1.0, _erf_small(where(small, w, 0.0)))
+    capped = minimum(a, 40.0)  # (_gauss's cap: 0 past it; a + r is NaN at +inf)
+    tail = _gauss(a, _INV_SQRT_PI, -1.0, over=_fast_two_sum(capped, _erfcx_rest(capped)))
+    return where(small, centre, where(lt(w, 0.0), sub(2.0, tail), tail))
+
+
 def _erfcx_big(a):
     """``erfc(a) exp(a**2)`` for float64 ``a >= 0.5``: ``_erfcx64``'s Chebyshev expansion up to 6,
-    Laplace's continued fraction past it (0 at +inf)."""
+    Laplace's continued fraction past it (0 at +inf). (``_erfcx_rest``'s form is within 2 ulps: this is
+    3.7 ulps off, which erfinv's and ndtri's last step and Temme's P and Q do not see.)"""
     far = maximum(a, 6.0)
     f = far
     for k in range(_CF_TERMS, 0, -1):
         f = add(far, div(k / 2, f))
     return where(le(a, 6.0), _erfcx64(minimum(maximum(a, 0.5), 6.0)), div(1.0 / math.sqrt(math.pi), f))
+
+
+def _erfcx_rest(a):
+    """``r`` with ``erfcx(a) = 1 / (sqrt(pi) (a + r))``, for float64 ``a >= 0.5`` (+inf included): from
+    ``_erfcx_r`` up to 6, past it the tail of Laplace's continued fraction ``a + 1/2 / (a + 1 / (a + 3/2 /
+    (a + ...)))``. ``a + r`` damps ``r``'s error, and erfcx's slope is ``-2 r erfcx``: ``2 a erfcx - 2 /
+    sqrt(pi)`` cancelled (3000 ulps at 28, all digits past 1e8)."""
+    far = maximum(a, 6.0)
+    f = far
+    for k in range(_CF_TERMS, 1, -1):
+        f = add(far, div(k / 2, f))
+    return where(le(a, 6.0), _erfcx_r(minimum(maximum(a, 0.5), 6.0)), div(0.5, f))
 
 
 def _erfcx_nonneg(a):
@@ -315,19 +346,41 @@ def erfcx(input) -> GraphTensor:  # noqa: A002 - torch's names
     overflow and underflow of that product (``erfcx(30)`` is 0.0188); ``2 exp(x**2) - erfcx(-x)`` for
     negative ``x`` (+inf below about -26.6, and at -inf), 0 at +inf. The gradient is
     ``2 x erfcx(x) - 2/sqrt(pi)`` (0 at +inf, its limit). Computed in float64 and rounded once; int and
-    bool inputs give float32.
+    bool inputs give float32. A float64 input: within 2.5 ulps, the gradient 3 (``_erfcx64_accurate``:
+    they were 490 ulps off below -20, the gradient 3000 at 28).
 
     Args:
         input: a tensor.
     """
     x = _float(input, "erfcx")
     w = cast(x, dt.float64)
+    if float64_paths.accurate(x.dtype):
+        return _erfcx64_accurate(w)
     neg_side = lt(w, 0.0)
     a = where(neg_side, neg(w), w)
     pos = _erfcx_nonneg(where(isnan(a), 0.0, a))
     out = where(isnan(w), w, where(neg_side, sub(mul(exp(mul(a, a)), 2.0), pos), pos))
     slope = lambda w, y: where(eq(w, math.inf), 0.0, sub(mul(mul(w, y), 2.0), 2 / math.sqrt(math.pi)))  # noqa: E731
     return cast(_derivative(out, w, slope), x.dtype)
+
+
+def _erfcx64_accurate(w):
+    """float64 erfcx within 2.5 ulps, its slope 3: ``(1 - erf(w)) exp(w**2)`` below 0.5 in magnitude,
+    ``_erfcx_rest`` at 0.5 and above, and ``2 exp(w**2) - erfcx(-w)`` at -0.5 and below with
+    ``exp(w**2)`` from ``_exp_square`` (of the rounded square it was ``w**2`` ulps off, 480 at -26.5).
+    The slope ``2 w erfcx(w) - 2 / sqrt(pi)`` is ``-2 r erfcx(w)`` at 0.5 and above (0 at +inf)."""
+    neg_side = lt(w, 0.0)
+    a = where(neg_side, neg(w), w)
+    small = lt(a, 0.5)  # (NaN: not small, and w's NaN is kept)
+    near = where(small, w, 0.0)
+    a_big = maximum(a, 0.5)
+    r = _erfcx_rest(a_big)
+    big = _erfcx_dd(*_fast_two_sum(a_big, r))
+    centre = mul(sub(1.0, _erf_small(near)), exp(mul(near, near)))
+    out = where(isnan(w), w, where(small, centre, where(neg_side, sub(_exp_square(a, (2.0, 0.0), 1.0), big), big)))
+    far = mul(mul(r, -2.0), big)
+    slope = lambda w, y: where(logical_or(neg_side, small), sub(mul(mul(w, y), 2.0), 2 / math.sqrt(math.pi)), far)  # noqa: E731
+    return _derivative(out, w, slope)
 
 
 @plain_unless_float64
@@ -366,11 +419,11 @@ def log_ndtr(input) -> GraphTensor:  # noqa: A002 - torch's names
     w = cast(x, dt.float64)
     low = lt(w, -1.0)
     if float64_paths.accurate(x.dtype):
-        p, q, cx = _ndtr_pair(w)  # (cx: erfcx(-w / sqrt(2)) below -1, as the plain path's)
+        p, q, cx, f = _ndtr_pair(w)  # (cx = 1 / (sqrt(pi) f): erfcx(-w / sqrt(2)) below -1)
         below = sub(log(mul(cx, 0.5)), mul(mul(w, w), 0.5))
         out = where(low, below, where(lt(w, 0.0), log(p), log1p(neg(q))))
         gauss = div(_gauss(w, _INV_SQRT_2PI), p)
-        slope = lambda w, y: where(low, div(math.sqrt(2 / math.pi), cx), gauss)  # noqa: E731
+        slope = lambda w, y: where(low, mul(f, math.sqrt(2)), gauss)  # noqa: E731 - sqrt(2/pi) / cx
         return _derivative(out, w, slope)
     t = maximum(mul(w, -math.sqrt(0.5)), 0.5)  # (t > 0.7 where used)
     cx = _erfcx_big(t)
@@ -382,31 +435,8 @@ def log_ndtr(input) -> GraphTensor:  # noqa: A002 - torch's names
     return cast(_derivative(out, w, slope), x.dtype)
 
 
-# 1/sqrt(2 pi) in two parts; past |x| = 40 the normal density and ndtr(-|x|) are below half the
-# smallest subnormal
+# 1/sqrt(2 pi) in two parts
 _INV_SQRT_2PI = (0.3989422804014327, -2.49232720227773e-17)
-_GAUSS_END = 40.0
-
-
-def _gauss(x, c):
-    """float64 ``c exp(-x**2 / 2)`` within about an ulp (``c``: a number in two parts ``(hi, lo)``, or a
-    float64 tensor), 0 past ``|x| = 40``, NaN at NaN. The exponent is exact as a double-double, ``-p/2 -
-    pe/2`` with ``x**2 = p + pe`` (Dekker's product), and its exp ``2**n (1 + s + t)`` (``_exp_reduced``):
-    ``exp(-x**2 / 2)`` of the rounded square was off by up to ``x**2 / 2`` ulps (700 at x = -37)."""
-    a = minimum(abs_(x), _GAUSS_END)
-    p, pe = _two_prod(a, a)
-    n, s, t = _exp_reduced(mul(p, -0.5), mul(pe, -0.5))
-    u, ul = _two_sum(1.0, s)
-    if isinstance(c, tuple):  # (u + ul + t) (c_hi + c_lo), u c_hi exact (Dekker, c_hi split here)
-        c_big = c[0] * _SPLIT
-        ch = c_big - (c_big - c[0])
-        (uh, uo), cl = _halves(u), c[0] - ch
-        m = mul(u, c[0])
-        me = add(add(add(sub(mul(uh, ch), m), mul(uh, cl)), mul(uo, ch)), mul(uo, cl))
-        m = add(m, add(me, add(mul(add(ul, t), c[0]), mul(u, c[1]))))
-    else:
-        m = mul(add(u, add(ul, t)), c)
-    return _times_pow2(m, n)
 
 
 def _ndtr_pair(x):
@@ -414,16 +444,20 @@ def _ndtr_pair(x):
     sqrt(2)``: ``(1 -+ erf(w)) / 2`` below 0.5 in magnitude, else the tail ``ndtr(-|x|) = erfcx(|w|) / 2
     exp(-x**2 / 2)`` (``_gauss``, whose exponent is exact: ``erfc`` of the rounded ``w`` was ``1 + x**2``
     ulps off, 650 at x = -26; erfcx's relative slope is below ``1 / |w|``, so ``w``'s rounding stays
-    below an ulp there) and ``1 -`` it. The third (for ``|w| >= 0.5``) is ``log_ndtr``'s below -1."""
+    below an ulp there) and ``1 -`` it. The third (for ``|w| >= 0.5``) is ``log_ndtr``'s below -1,
+    ``1 / (sqrt(pi) f)`` with ``f = |w| + r`` (``_erfcx_rest``), the fourth; its gradient there is
+    ``sqrt(2) f``."""
     w = mul(x, -math.sqrt(0.5))
     a = abs_(w)
     small = lt(a, 0.5)
     er = mul(_erf_small(where(small, w, 0.0)), 0.5)
-    cx = _erfcx_big(maximum(a, 0.5))
+    a_big = maximum(a, 0.5)
+    f = add(a_big, _erfcx_rest(a_big))
+    cx = div(_INV_SQRT_PI[0], f)
     tail = _gauss(x, mul(cx, 0.5))
     lower = lt(x, 0.0)
     near, far = where(lower, tail, sub(1.0, tail)), where(lower, sub(1.0, tail), tail)
-    return where(small, sub(0.5, er), near), where(small, add(0.5, er), far), cx
+    return where(small, sub(0.5, er), near), where(small, add(0.5, er), far), cx, f
 
 
 @plain_unless_float64
