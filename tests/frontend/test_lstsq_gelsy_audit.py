@@ -1,7 +1,7 @@
 """Audit of ``lm.linalg.lstsq``'s default driver, gelsy, on rank-deficient matrices: QR with column
-pivoting, the rank from R's diagonal against rcond, and the minimum-norm solution of the problem
-truncated to that rank (``linalg_spectral._gelsy``), with torch's gradient (that of
-``pinv(A) @ B``).
+pivoting, the rank by LAPACK's incremental condition estimation against rcond, and the minimum-norm
+solution of the problem truncated to that rank (``linalg_spectral._gelsy``), with torch's gradient
+(that of ``pinv(A) @ B``).
 
 The defined value of the solution is ``pinv(A, rtol=rcond) @ B`` in float64 (a matrix of exact rank
 r: its trailing singular values are at rounding level, well below any cut-off used here). torch's
@@ -198,3 +198,33 @@ def test_empty(a_shape, b_shape):
     rng = np.random.default_rng(13)
     check(_solution_rank, [rng.normal(size=a_shape), rng.normal(size=b_shape)], torch_op=_torch_solution_rank,
           backend="cpu")
+
+
+def _graded_kahan(n, theta, f):
+    """Kahan's upper-triangular matrix ``diag(s^i) (I - c * strict upper ones)`` (s, c = sin, cos of
+    theta) with its columns scaled by ``f^j``: every column norm and every trailing one decreases
+    with j, so the column pivoting keeps the order, and R's diagonal ``s^j f^j`` stays far above the
+    smallest singular value."""
+    s, c = np.sin(theta), np.cos(theta)
+    return np.diag(s ** np.arange(n)) @ (np.eye(n) - c * np.triu(np.ones((n, n)), 1)) * f ** np.arange(n)
+
+
+@pytest.mark.parametrize("n, theta, f, rcond, rank, diagonal_count", [
+    (40, 1.0, 0.95, 1e-8, 32, 40), (30, 0.7, 0.97, 1e-7, 16, 30), (16, 0.3, 0.9, 1e-5, 7, 9)])
+def test_incremental_condition_estimation(n, theta, f, rcond, rank, diagonal_count):
+    """The rank of an ill-conditioned triangle without a small diagonal entry: gelsy grows the
+    leading triangle while its estimated condition number stays within 1 / rcond, so it stops well
+    before R's diagonal would (``diagonal_count``, the |R_ii| above rcond |R_00|: the previous rule,
+    which kept the tiny singular values and a solution of norm ~1/s_min). ``rank`` is reference
+    LAPACK's dgelsy (netlib's dlaic1 and the rank loop, run in float64 on the same R); torch's MKL
+    gelsy varies from call to call on these (its column pins, see the module docstring). The
+    solution is then the minimum-norm one of the problem truncated to that rank, written out from
+    R directly."""
+    a = _graded_kahan(n, theta, f)
+    d = np.abs(np.diag(a))
+    assert int((d > rcond * d[0]).sum()) == diagonal_count
+    b = np.random.default_rng(n).normal(size=(n, 1))
+    x, got, *_ = _ours(a, b, rcond)
+    assert got == rank
+    want = np.linalg.pinv(a[:rank]) @ b[:rank]  # A is its own R (P = I, Q = I up to signs)
+    _close(x, want, 1e-9)

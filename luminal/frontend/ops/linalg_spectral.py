@@ -30,7 +30,10 @@ from luminal.frontend.ops.elementwise import (
     eq,
     ge,
     gt,
+    le,
     logical_and,
+    logical_not,
+    logical_or,
     maximum,
     mul,
     sqrt,
@@ -362,6 +365,100 @@ def _reflect(v: GraphTensor, tau: GraphTensor, C: GraphTensor) -> GraphTensor:  
     return sub(C, mul(mul(tau, v), sum_(mul(v, C), -2, keepdim=True)))
 
 
+def _laic1(largest: bool, sest: GraphTensor, alpha: GraphTensor, gamma: GraphTensor, eps: float):
+    """LAPACK's dlaic1, one step of incremental condition estimation: from the estimate ``sest`` of
+    the largest (``largest``) or smallest singular value of a triangle L, with its approximate
+    singular vector x, and the next column (``alpha = x . w`` with w above the diagonal, ``gamma`` on
+    it), the estimate ``sestpr`` for the grown triangle and ``(s, c)``, its vector being
+    ``[s x; c]``. Each of dlaic1's cases is computed and the one that applies selected; all (..., 1, 1).
+    Its first case, ``sest = 0``, is left out: in gelsy the largest estimate starts at ``|R_00| > 0``
+    and only grows, and a smallest estimate of 0 stops the growth for any ``rcond > 0`` (for
+    ``rcond <= 0`` every step grows whatever the estimates), so it never changes the rank."""
+    absalp, absgam, absest = abs_(alpha), abs_(gamma), abs_(sest)
+
+    def safe(t):  # a divisor that only a case not selected can make 0
+        return where(eq(t, 0), 1.0, t)
+
+    def unit(sv, cv):  # (s, c) / |(s, c)|
+        n = safe(sqrt(add(mul(sv, sv), mul(cv, cv))))
+        return div(sv, n), div(cv, n)
+
+    sgn_a, sgn_g = where(ge(alpha, 0), 1.0, -1.0), where(ge(gamma, 0), 1.0, -1.0)
+    one, zero = add(mul(absest, 0.0), 1.0), mul(absest, 0.0)  # (..., 1, 1) constants of the batch
+    small_g, small_a = le(absgam, mul(absest, eps)), le(absalp, mul(absest, eps))
+    small_e = logical_or(le(absest, mul(absalp, eps)), le(absest, mul(absgam, eps)))
+    g_le_a, g_le_e = le(absgam, absalp), le(absgam, absest)
+    z1, z2 = div(alpha, safe(absest)), div(gamma, safe(absest))
+    if largest:
+        tmp = maximum(absest, absalp)
+        eg = mul(tmp, sqrt(add(mul(div(absest, safe(tmp)), div(absest, safe(tmp))),
+                               mul(div(absalp, safe(tmp)), div(absalp, safe(tmp))))))
+        ea = where(g_le_e, absest, absgam)
+        sa, ca = where(g_le_e, one, zero), where(g_le_e, zero, one)
+        r = div(where(g_le_a, absgam, absalp), safe(where(g_le_a, absalp, absgam)))
+        h = sqrt(add(mul(r, r), 1.0))
+        ee = mul(where(g_le_a, absalp, absgam), h)
+        se = where(g_le_a, div(sgn_a, h), div(div(alpha, safe(absgam)), h))
+        ce = where(g_le_a, div(div(gamma, safe(absalp)), h), div(sgn_g, h))
+        b = mul(sub(sub(1.0, mul(z1, z1)), mul(z2, z2)), 0.5)
+        c = mul(z1, z1)
+        root = sqrt(add(mul(b, b), c))
+        t = where(gt(b, 0), div(c, safe(add(b, root))), sub(root, b))
+        sn, cn = unit(div(mul(z1, -1.0), safe(t)), div(mul(z2, -1.0), add(t, 1.0)))
+        en = mul(sqrt(add(t, 1.0)), absest)
+        cases = [(small_g, (eg, one, zero)), (small_a, (ea, sa, ca)), (small_e, (ee, se, ce))]
+    else:
+        ea = where(g_le_e, absgam, absest)
+        sa, ca = where(g_le_e, zero, one), where(g_le_e, one, zero)
+        r = div(where(g_le_a, absgam, absalp), safe(where(g_le_a, absalp, absgam)))
+        h = sqrt(add(mul(r, r), 1.0))
+        ee = where(g_le_a, mul(absest, div(r, h)), div(absest, h))
+        se = where(g_le_a, div(div(mul(gamma, -1.0), safe(absalp)), h), div(mul(sgn_g, -1.0), h))
+        ce = where(g_le_a, div(sgn_a, h), div(div(alpha, safe(absgam)), h))
+        norma = maximum(add(add(mul(z1, z1), 1.0), abs_(mul(z1, z2))), add(abs_(mul(z1, z2)), mul(z2, z2)))
+        near0 = ge(add(mul(mul(sub(z1, z2), add(z1, z2)), 2.0), 1.0), 0)
+        b0, c0n = mul(add(add(mul(z1, z1), mul(z2, z2)), 1.0), 0.5), mul(z2, z2)
+        t0 = div(c0n, safe(add(b0, sqrt(abs_(sub(mul(b0, b0), c0n))))))
+        b1, c1n = mul(sub(add(mul(z2, z2), mul(z1, z1)), 1.0), 0.5), mul(z1, z1)
+        root1 = sqrt(add(mul(b1, b1), c1n))
+        t1 = where(ge(b1, 0), div(mul(c1n, -1.0), safe(add(b1, root1))), sub(b1, root1))
+        fuzz = mul(norma, 4.0 * eps * eps)
+        sn, cn = unit(where(near0, div(z1, safe(sub(1.0, t0))), div(mul(z1, -1.0), safe(t1))),
+                      where(near0, div(mul(z2, -1.0), safe(t0)), div(mul(z2, -1.0), safe(add(t1, 1.0)))))
+        en = mul(sqrt(where(near0, add(t0, fuzz), add(add(t1, 1.0), fuzz))), absest)
+        cases = [(small_g, (absgam, zero, one)), (small_a, (ea, sa, ca)), (small_e, (ee, se, ce))]
+    out = (en, sn, cn)
+    for cond, vals in reversed(cases):  # the first case that applies wins, as dlaic1's IF chain
+        out = tuple(where(cond, v, o) for v, o in zip(vals, out))
+    return out
+
+
+def _gelsy_rank(R: GraphTensor, k: int, rcond: float) -> GraphTensor:  # noqa: N803
+    """gelsy's rank of the pivoted ``R`` (..., k, n), int32 (..., 1, 1): 0 where ``R_00 = 0``, else
+    the leading triangles grown one column at a time while the estimate of the largest singular
+    value times ``rcond`` stays at or below that of the smallest (``_laic1``, each estimate's vector
+    kept as a (..., k, 1) column), stopping at the first that fails, as LAPACK's."""
+    g, eps = R.graph, dt.finfo(R.dtype).eps / 2  # (LAPACK's dlamch('Epsilon'): half a unit in the last place)
+    zero = g.constant(0, R.dtype)
+    first = _step_masks(g, k, 0)[0].reshape(k, 1)
+    r00 = abs_(sum_(where(first, _column(R, _step_masks(g, k, 0)[0]), zero), -2, keepdim=True))
+    smin = smax = r00
+    xmin = xmax = where(first, add(mul(r00, 0.0), 1.0), zero)  # e_0
+    stopped = eq(r00, 0)
+    rank = cast(logical_not(stopped), dt.int32)
+    for i in range(1, k):
+        at, before, _ = (mask.reshape(k, 1) for mask in _step_masks(g, k, i))
+        col = _column(R, _step_masks(g, k, i)[0])
+        w, gamma = where(before, col, zero), sum_(where(at, col, zero), -2, keepdim=True)
+        sminpr, s1, c1 = _laic1(False, smin, sum_(mul(xmin, w), -2, keepdim=True), gamma, eps)
+        smaxpr, s2, c2 = _laic1(True, smax, sum_(mul(xmax, w), -2, keepdim=True), gamma, eps)
+        grow = logical_and(logical_not(stopped), le(mul(smaxpr, rcond), sminpr))
+        xmin, xmax = where(grow, where(at, c1, mul(s1, xmin)), xmin), where(grow, where(at, c2, mul(s2, xmax)), xmax)
+        smin, smax = where(grow, sminpr, smin), where(grow, smaxpr, smax)
+        rank, stopped = where(grow, add(rank, 1), rank), logical_not(grow)
+    return rank
+
+
 def _gelsy(A: GraphTensor, b: GraphTensor, m: int, n: int, rcond: float):  # noqa: N803
     """LAPACK's gelsy on ``A`` (..., m, n) and ``b`` (..., m, k) of one batch: ``(x, rank)``, the
     minimum-norm solution of the least-squares problem truncated to the rank.
@@ -371,18 +468,18 @@ def _gelsy(A: GraphTensor, b: GraphTensor, m: int, n: int, rcond: float):  # noq
        as the LU's row pivots), its reflector applied to ``A`` and ``b`` (``c = Q^T b``). The norms
        are recomputed at each step, where geqp3 downdates them: the choices can differ between
        columns whose norms agree to rounding.
-    2. The rank r: the number of ``|R_ii|`` above ``rcond * |R_00|`` (nonincreasing with the
-       pivoting). gelsy estimates the condition number of each leading triangle instead
-       (incremental condition estimation): the same r where R's diagonal has a clear gap around
-       the cut-off (a rank-deficient matrix's trailing ``|R_ii|`` are at rounding level), but this
-       rule can count more on a triangle that is ill-conditioned without a small diagonal entry.
+    2. The rank r, as gelsy's: the leading triangles of R grown while the estimates of their
+       largest and smallest singular values (incremental condition estimation, ``_gelsy_rank``)
+       keep ``smax * rcond <= smin``. On a triangle ill-conditioned without a small diagonal entry
+       (Kahan's) this is fewer than R's ``|R_ii|`` above ``rcond * |R_00|``.
     3. R's rows from r on are dropped (zeroed) and the minimum-norm ``y`` with ``R[:r] y = c[:r]``
        found by a QR of ``R[:r].mT = Z T`` (for what tzrzf's complete orthogonal factorisation
        does): ``y = Z T^-T c``, T's forward substitution with its rows from r on set to 0; then
        ``x = P y``.
     Every loop reads its step's row and column through ``_step_masks`` (no slice at offset j), so
     that its steps roll into one and the code generated stays flat in n. For a full-rank ``A`` this
-    is the least-squares solution (a wide one's minimum-norm solution) and its gradient autograd's."""
+    is the least-squares solution (a wide one's minimum-norm solution); ``lstsq`` gives it torch's
+    gradient (``_lstsq_vjp``)."""
     g, k, w = A.graph, min(m, n), b.shape[-1]
     batch = tuple(A.shape[:-2])
     zero = g.constant(0, A.dtype)
@@ -401,8 +498,8 @@ def _gelsy(A: GraphTensor, b: GraphTensor, m: int, n: int, rcond: float):  # noq
     if k == 0:  # x is 0 (or empty), computed from A and b, whose sums are 0 when m == 0 (``_tie_empty``)
         tie = add(sum_(A, (-2, -1), keepdim=True), sum_(b, (-2, -1), keepdim=True))
         return add(zeros(*batch, n, w, dtype=A.dtype, graph=g), tie), sum_(cast(d, dt.int32), -1)
-    rank = sum_(cast(gt(d, mul(amax(d, -1, keepdim=True), rcond)), dt.int32), -1)
-    lead = gt(rank.unsqueeze(-1).unsqueeze(-1), g.arange(k).reshape(k, 1))  # (..., k, 1): rows < r
+    rank = _gelsy_rank(R.detach(), k, rcond)  # (..., 1, 1)
+    lead = gt(rank, g.arange(k).reshape(k, 1))  # (..., k, 1): rows < r
     S, c = where(lead, R, zero).mT, where(lead, c, zero)  # (..., n, k): R[:r].mT, its columns >= r zero
     V, taus = zero.expand(*batch, n, k), zero.expand(*batch, 1, k)  # Z's reflectors, as columns
     for j in range(k):
@@ -422,7 +519,7 @@ def _gelsy(A: GraphTensor, b: GraphTensor, m: int, n: int, rcond: float):  # noq
     for j in reversed(range(k)):  # y = Z [y; 0] = H_0 ... H_{k-1} [y; 0]
         at_c = _step_masks(g, k, j)[0]
         y = _reflect(_column(V, at_c), _column(taus, at_c), y)
-    return matmul(P, y), rank
+    return matmul(P, y), rank.reshape(*batch)
 
 
 def _pinv_backward(gG: GraphTensor, G: GraphTensor, A: GraphTensor) -> GraphTensor:  # noqa: N803
@@ -474,20 +571,21 @@ LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 @tensor_op("lstsq")
 def lstsq(A: GraphTensor, B: GraphTensor, rcond=None, *, driver=None) -> LstsqResult:  # noqa: N803 - torch's names
     """torch.linalg.lstsq: the least-squares solution ``X`` of ``A X = B`` (the minimum-norm one for a
-    wide ``A``), as torch's CPU drivers: ``"gelsy"`` (the default), for any ``A``: QR with column
-    pivoting, the rank r from R's diagonal against ``rcond``, and the minimum-norm solution of the
-    problem truncated to rank r (``_gelsy``), with torch's gradient, that of ``pinv(A) @ B``;
-    ``"gels"`` by Householder QR (of ``A``, or of ``A.mT`` when m < n), for full-rank ``A`` only;
-    ``"gelsd"``/``"gelss"`` from the SVD, dropping the singular values at or below
-    ``rcond * S.max()``. The other fields as torch's: ``residuals`` (the squared residual norms, per
-    column of B, when m > n and the driver is not gelsy; torch leaves them empty for a rank-deficient
-    ``A`` too, which a graph cannot check: they are computed), ``rank`` (int32; gelsy's counts the
-    pivoted R's ``|R_ii|`` above ``rcond * |R_00|``, LAPACK's estimates each leading triangle's
-    condition number: the same on a spectrum with a clear gap at the cut-off; gels leaves it empty)
-    and ``singular_values`` (gelsd/gelss, without a gradient, as torch's; else empty). torch 2.13's
-    own gelsy pins columns from uninitialised memory (pytorch/pytorch#71222), so that on a matrix
-    with dependent leading columns its rank and solution vary from call to call: this one pivots
-    every column, as LAPACK's gelsy with a zeroed ``jpvt``.
+    wide ``A``), as torch's CPU drivers. ``"gelsy"`` (the default), for any ``A``: QR with column
+    pivoting, the rank r from R by LAPACK's incremental condition estimation against ``rcond``, and
+    the minimum-norm solution of the problem truncated to rank r (``_gelsy``), with torch's
+    gradient, that of ``pinv(A) @ B`` (torch's pinv cuts at its own default tolerance whatever
+    rcond: the same for the default rcond on a spectrum with a clear gap). ``"gels"``: Householder
+    QR (of ``A``, or of ``A.mT`` when m < n), for full-rank ``A`` only. ``"gelsd"``/``"gelss"``:
+    from the SVD, dropping the singular values at or below ``rcond * S.max()``.
+    The other fields as torch's: ``residuals`` (the squared residual norms, per column of B, when
+    m > n and the driver is not gelsy; torch leaves them empty for a rank-deficient ``A`` too, which
+    a graph cannot check: they are computed), ``rank`` (int32; gels leaves it empty) and
+    ``singular_values`` (gelsd/gelss, without a gradient, as torch's; else empty).
+    gelsy's rank is reference LAPACK's: torch's MKL build can differ on borderline matrices, and
+    torch 2.13 passes gelsy uninitialised column pins (pytorch/pytorch#71222), so that on a matrix
+    with dependent leading columns its rank and solution vary from call to call; this one pivots
+    every column, as gelsy with a zeroed ``jpvt``.
     Static sizes, m, n <= 64 (the SVD drivers: min(m, n) <= 16).
 
     Args:
