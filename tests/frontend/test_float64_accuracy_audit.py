@@ -20,6 +20,7 @@ import pytest
 import torch
 
 import luminal as lm
+from tests.mp_ulps import ulps, worst
 from tests.parity import check
 
 ROOT = 1.4616321449683622  # digamma's positive root, rounded
@@ -29,18 +30,6 @@ def _run(f, backend, **arrays):
     g = lm.Graph()
     xs = {k: g.input(k, (len(v),), dtype=lm.float64) for k, v in arrays.items()}
     return lm.compile(f(*xs.values()), backend=backend)(**arrays)
-
-
-def _ulps(got, want) -> float:
-    """|got - want| in ulps of the float64 nearest ``want`` (an mpf)."""
-    return float(abs(mpmath.mpf(float(got)) - want) / np.spacing(abs(float(want))))
-
-
-def _worst(xs, got, exact):
-    with mpmath.workdps(50):
-        errs = [_ulps(o, exact(mpmath.mpf(float(v)))) for v, o in zip(xs, got, strict=True)]
-    i = int(np.argmax(errs))
-    return errs[i], float(xs[i])
 
 
 def _near(c):
@@ -54,7 +43,7 @@ def test_float64_digamma_within_3_ulps_on_the_positive_axis_its_root_included(ba
     xs = np.concatenate([rng.uniform(0.01, 12, 700), rng.uniform(12, 60, 100), np.logspace(-300, -2, 20),
                          _near(ROOT), [ROOT, np.nextafter(ROOT, 2), np.nextafter(ROOT, 0), 1.5, 0.7, 1.0,
                                        2.0, 3.0, 10.0]])
-    err, at = _worst(xs, _run(lm.digamma, backend, x=xs), mpmath.digamma)
+    err, at = worst(xs, _run(lm.digamma, backend, x=xs), mpmath.digamma)
     assert err <= 3, (err, at)
 
 
@@ -63,7 +52,7 @@ def test_float64_lgamma_within_3_ulps_on_0_to_60_its_zeros_included(backend):
     rng = np.random.default_rng(1)
     xs = np.concatenate([rng.uniform(0.001, 12, 700), rng.uniform(12, 60, 100), np.logspace(-300, -2, 20),
                          _near(1.0), _near(2.0), [0.3, 0.5, 1.6, 2.5]])
-    err, at = _worst(xs, _run(lm.lgamma, backend, x=xs), lambda v: mpmath.loggamma(v).real)
+    err, at = worst(xs, _run(lm.lgamma, backend, x=xs), lambda v: mpmath.loggamma(v).real)
     assert err <= 3, (err, at)
 
 
@@ -101,7 +90,7 @@ def _pow_cases():
 def test_float64_pow_within_an_ulp_for_exponents_up_to_the_overflow_threshold(backend):
     a, b = _pow_cases()
     got = _run(lm.pow, backend, a=a, b=b)
-    worst = (0.0, None)
+    largest = (0.0, None)
     with mpmath.workdps(50):
         for p, q, o in zip(a, b, got, strict=True):
             want = mpmath.power(mpmath.mpf(float(p)), mpmath.mpf(float(q)))
@@ -110,8 +99,8 @@ def test_float64_pow_within_an_ulp_for_exponents_up_to_the_overflow_threshold(ba
             elif want < np.finfo(np.float64).tiny:  # subnormal: within an ulp of the smallest one
                 assert abs(mpmath.mpf(float(o)) - want) <= 5e-324, (p, q, o)
             else:
-                worst = max(worst, (_ulps(o, want), (float(p), float(q))))
-    assert worst[0] <= 1, worst
+                largest = max(largest, (ulps(o, want), (float(p), float(q))))
+    assert largest[0] <= 1, largest
 
 
 def test_float64_pow_of_a_number_exponent_within_an_ulp():
@@ -121,7 +110,7 @@ def test_float64_pow_of_a_number_exponent_within_an_ulp():
         want = [mpmath.mpf(float(v)) ** mpmath.mpf(2.5) for v in xs]
     fin = np.finfo(np.float64)
     finite = [(o, w) for o, w in zip(got, want, strict=True) if fin.tiny < w < fin.max]
-    assert max(_ulps(o, w) for o, w in finite) <= 1
+    assert max(ulps(o, w) for o, w in finite) <= 1
 
 
 NAN, INF = math.nan, math.inf

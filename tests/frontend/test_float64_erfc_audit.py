@@ -22,36 +22,13 @@ import pytest
 import torch
 
 import luminal as lm
-from luminal import train
+from tests.mp_ulps import value_and_slope, worst
 from tests.parity import check
 
 
 def _two_over_sqrt_pi():
     """2/sqrt(pi) at the working precision (a module constant would be mpmath's default 53 bits)."""
     return 2 / mpmath.sqrt(mpmath.pi)
-
-
-def _run(f, xs, backend="cpu"):
-    """``f`` of float64 ``xs`` and its gradient (of the sum)."""
-    g = lm.Graph()
-    x = g.input("x", (len(xs),), dtype=lm.float64)
-    y = f(x)
-    (gx,) = train.grad(y.sum(), [x])
-    return lm.compile([y, gx], backend=backend)(x=xs)
-
-
-def _worst(xs, got, exact):
-    """The largest error in ulps of the float64 nearest the exact value, and where."""
-    with mpmath.workdps(50):
-        errs = []
-        for v, o in zip(xs, got, strict=True):
-            want = exact(mpmath.mpf(float(v)))
-            if math.isinf(float(want)):  # (past the largest double: the result must overflow too)
-                errs.append(0.0 if o == float(want) else math.inf)
-                continue
-            errs.append(float(abs(mpmath.mpf(float(o)) - want) / np.spacing(abs(float(want)))))
-    i = int(np.argmax(errs))
-    return errs[i], float(xs[i])
 
 
 def _erfcx(v):
@@ -76,10 +53,10 @@ def test_float64_erfc_and_its_gradient_within_2_ulps_down_to_its_last_subnormal(
     rng = np.random.default_rng(0)
     xs = np.concatenate([rng.uniform(-6, 27.3, 700), rng.uniform(-0.6, 0.6, 150), rng.uniform(26.4, 27.4, 150),
                          [-6.0, -0.5, np.nextafter(-0.5, 0), 0.0, 0.5, np.nextafter(0.5, 0), 6.0, 25.4, 27.2]])
-    y, gx = _run(lm.special.erfc, xs, backend)
-    err, at = _worst(xs, y, mpmath.erfc)
+    y, gx = value_and_slope(lm.special.erfc, xs, backend)
+    err, at = worst(xs, y, mpmath.erfc)
     assert err <= 2.5, (err, at)
-    err, at = _worst(xs, gx, lambda v: -_two_over_sqrt_pi() * mpmath.exp(-v * v))
+    err, at = worst(xs, gx, lambda v: -_two_over_sqrt_pi() * mpmath.exp(-v * v))
     assert err <= 1, (err, at)
 
 
@@ -88,10 +65,10 @@ def test_float64_erfcx_and_its_gradient_within_a_few_ulps_on_minus_26_to_1e300(b
     rng = np.random.default_rng(1)
     xs = np.concatenate([rng.uniform(-26.6, 0, 300), rng.uniform(-1, 8, 400), np.logspace(0, 300, 200),
                          np.linspace(-26.63, -26.5, 20), [-0.5, 0.0, 0.5, 6.0, np.nextafter(6.0, 7), 1e8, 28.5]])
-    y, gx = _run(lm.special.erfcx, xs, backend)
-    err, at = _worst(xs, y, _erfcx)
+    y, gx = value_and_slope(lm.special.erfcx, xs, backend)
+    err, at = worst(xs, y, _erfcx)
     assert err <= 3, (err, at)
-    err, at = _worst(xs, gx, _erfcx_slope)
+    err, at = worst(xs, gx, _erfcx_slope)
     assert err <= 3.5, (err, at)
 
 
@@ -100,10 +77,10 @@ def test_float64_erf_and_its_gradient_near_0_and_6(backend):
     rng = np.random.default_rng(2)
     xs = np.concatenate([rng.uniform(-0.6, 0.6, 300), np.logspace(-300, -1, 60), rng.uniform(0.4, 6, 200),
                          rng.uniform(5, 6.5, 100), -rng.uniform(5, 6.5, 100), rng.uniform(6, 27.3, 100)])
-    y, gx = _run(lm.erf, xs, backend)
-    err, at = _worst(xs, y, mpmath.erf)
+    y, gx = value_and_slope(lm.erf, xs, backend)
+    err, at = worst(xs, y, mpmath.erf)
     assert err <= 2.5, (err, at)
-    err, at = _worst(xs, gx, lambda v: _two_over_sqrt_pi() * mpmath.exp(-v * v))
+    err, at = worst(xs, gx, lambda v: _two_over_sqrt_pi() * mpmath.exp(-v * v))
     assert err <= 2, (err, at)
 
 
@@ -112,16 +89,16 @@ def test_float64_erfc_erfcx_and_erf_at_their_edges():
     far out; erfcx 0 at +inf, 1/(sqrt(pi) x) at 1e308, +inf from about -26.6 down, its gradient 0 at +inf
     and -inf at -inf; erf keeps the sign of zero, its gradient 0 at +-inf."""
     xs = np.array([math.inf, -math.inf, math.nan, 1e308, -1e308, 0.0, -0.0, -26.65, 40.0])
-    y, gx = _run(lm.special.erfc, xs)
+    y, gx = value_and_slope(lm.special.erfc, xs)
     assert y[[0, 3, 8]].tolist() == [0.0] * 3 and y[[1, 4]].tolist() == [2.0, 2.0] and math.isnan(y[2])
     assert y[5] == y[6] == 1.0 and y[7] == 2.0
     assert gx[[0, 1, 3, 4, 8]].tolist() == [0.0] * 5 and math.isnan(gx[2])
     assert gx[5] == gx[6] == pytest.approx(-2 / math.sqrt(math.pi), rel=1e-16)
-    y, gx = _run(lm.special.erfcx, xs)
+    y, gx = value_and_slope(lm.special.erfcx, xs)
     assert y[0] == 0.0 and y[1] == math.inf and math.isnan(y[2]) and y[4] == y[7] == math.inf
     assert y[3] == pytest.approx(1 / (math.sqrt(math.pi) * 1e308), rel=1e-15) and y[5] == y[6] == 1.0
     assert gx[0] == 0.0 and gx[1] == -math.inf and math.isnan(gx[2]) and gx[3] == 0.0 and gx[7] == -math.inf
-    y, gx = _run(lm.erf, xs)
+    y, gx = value_and_slope(lm.erf, xs)
     assert y[[0, 1, 3, 4]].tolist() == [1.0, -1.0, 1.0, -1.0] and math.isnan(y[2])
     assert y[5] == 0.0 and math.copysign(1, y[5]) == 1 and y[6] == 0.0 and math.copysign(1, y[6]) == -1
     assert gx[[0, 1, 3, 4]].tolist() == [0.0] * 4 and math.isnan(gx[2])

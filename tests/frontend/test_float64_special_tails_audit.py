@@ -24,29 +24,8 @@ import pytest
 import torch
 
 import luminal as lm
-from luminal import train
+from tests.mp_ulps import value_and_slope, worst
 from tests.parity import check
-
-
-def _run(f, xs, backend="cpu"):
-    """``f`` of float64 ``xs`` and its gradient (of the sum)."""
-    g = lm.Graph()
-    x = g.input("x", (len(xs),), dtype=lm.float64)
-    y = f(x)
-    (gx,) = train.grad(y.sum(), [x])
-    return lm.compile([y, gx], backend=backend)(x=xs)
-
-
-def _ulps(got, want) -> float:
-    """|got - want| in ulps of the float64 nearest ``want`` (an mpf; subnormal spacing below the normals)."""
-    return float(abs(mpmath.mpf(float(got)) - want) / np.spacing(abs(float(want))))
-
-
-def _worst(xs, got, exact):
-    with mpmath.workdps(50):
-        errs = [_ulps(o, exact(mpmath.mpf(float(v)))) for v, o in zip(xs, got, strict=True)]
-    i = int(np.argmax(errs))
-    return errs[i], float(xs[i])
 
 
 def _pdf_over_cdf(v):
@@ -62,10 +41,10 @@ def _ndtr_points():
 @pytest.mark.parametrize("backend", ["cpu", "reference"])
 def test_float64_ndtr_and_its_gradient_within_a_few_ulps_on_minus_38_to_8(backend):
     xs = _ndtr_points()
-    y, gx = _run(lm.special.ndtr, xs, backend)
-    err, at = _worst(xs, y, mpmath.ncdf)
+    y, gx = value_and_slope(lm.special.ndtr, xs, backend)
+    err, at = worst(xs, y, mpmath.ncdf)
     assert err <= 4, (err, at)
-    err, at = _worst(xs, gx, mpmath.npdf)
+    err, at = worst(xs, gx, mpmath.npdf)
     assert err <= 2, (err, at)
 
 
@@ -74,10 +53,10 @@ def test_float64_log_ndtr_and_its_gradient_within_a_few_ulps_on_minus_1e4_to_8(b
     rng = np.random.default_rng(1)
     xs = np.concatenate([rng.uniform(-40, 8, 400), -np.logspace(0, 4, 150), np.linspace(-3, 3, 100),
                          [-1.0, np.nextafter(-1.0, 0), np.nextafter(-1.0, -2), -26.0, -1e4, 7.4, 8.0]])
-    y, gx = _run(lm.special.log_ndtr, xs, backend)
-    err, at = _worst(xs, y, lambda v: mpmath.log(mpmath.ncdf(v)))
+    y, gx = value_and_slope(lm.special.log_ndtr, xs, backend)
+    err, at = worst(xs, y, lambda v: mpmath.log(mpmath.ncdf(v)))
     assert err <= 4, (err, at)
-    err, at = _worst(xs, gx, _pdf_over_cdf)  # (below -1 sqrt(2/pi) / erfcx: erfcx's ulps and more)
+    err, at = worst(xs, gx, _pdf_over_cdf)  # (below -1 sqrt(2/pi) / erfcx: erfcx's ulps and more)
     assert err <= 6, (err, at)
 
 
@@ -86,12 +65,12 @@ def test_float64_ndtr_and_log_ndtr_at_their_edges():
     about -38.5 on; the density 0 at +-inf; log_ndtr -inf and -0.0 at -+inf, its gradient +inf at -inf
     (the limit of ``-x``) and about ``-x`` far out (1e300 at -1e300, where ``log_ndtr`` is -inf)."""
     xs = np.array([-math.inf, math.inf, math.nan, -0.0, -40.0, -38.6, 40.0, -1e300])
-    y, gx = _run(lm.special.ndtr, xs)
+    y, gx = value_and_slope(lm.special.ndtr, xs)
     assert y[0] == 0.0 and y[1] == 1.0 and math.isnan(y[2])
     assert y[3] == 0.5 and y[4] == y[5] == 0.0 and y[6] == 1.0 and y[7] == 0.0
     assert gx[[0, 1, 4, 6, 7]].tolist() == [0.0] * 5 and math.isnan(gx[2])
     assert gx[3] == pytest.approx(1 / math.sqrt(2 * math.pi), rel=1e-16)
-    y, gx = _run(lm.special.log_ndtr, xs)
+    y, gx = value_and_slope(lm.special.log_ndtr, xs)
     assert y[0] == -math.inf and y[1] == 0.0 and math.copysign(1, y[1]) == -1 and math.isnan(y[2])
     assert y[3] == pytest.approx(-math.log(2), rel=1e-16) and y[7] == -math.inf
     assert gx[0] == math.inf and gx[1] == 0.0 and math.isnan(gx[2])
@@ -126,7 +105,7 @@ def test_float64_digamma_within_5_ulps_on_minus_20_to_0_its_roots_included(backe
     g = lm.Graph()
     x = g.input("x", (len(xs),), dtype=lm.float64)
     got = lm.compile(lm.digamma(x), backend=backend)(x=xs)
-    err, at = _worst(xs, got, mpmath.digamma)
+    err, at = worst(xs, got, mpmath.digamma)
     assert err <= 5, (err, at)
 
 
@@ -186,5 +165,5 @@ def test_float64_lgamma_within_8_ulps_on_minus_20_to_minus_2_its_roots_included(
     g = lm.Graph()
     x = g.input("x", (len(xs),), dtype=lm.float64)
     got = lm.compile(lm.lgamma(x), backend=backend)(x=xs)
-    err, at = _worst(xs, got, lambda v: mpmath.loggamma(v).real)
+    err, at = worst(xs, got, lambda v: mpmath.loggamma(v).real)
     assert err <= 8, (err, at)
