@@ -26,7 +26,7 @@ RUNNABLE = "<!-- runnable"
 NOT_RUN = re.compile(r"<!-- not run: (.+) -->")
 # the guides whose examples must run (a page added to this list must carry the marker)
 GUIDES = ["getting-started.md", "modules.md", "porting.md", "training.md", "report.md", "backends.md",
-          "llama.md"]
+          "llama.md", "distributions.md", "autograd.md"]
 # pages whose examples run from the repository root, as the page tells the reader to (they write no files)
 AT_ROOT = {"llama.md"}
 
