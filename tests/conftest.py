@@ -1,6 +1,8 @@
+import contextlib
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 import session_kernels
@@ -8,6 +10,7 @@ import session_kernels
 import luminal as lm
 
 _session_dir: str | None = None  # this session's scratch directory, made by the controller (or the only process)
+_mpi_segments_before: set = set()  # MPICH's shared-memory segments when the session began (the controller's)
 
 
 def pytest_configure(config):
@@ -23,9 +26,10 @@ def pytest_configure(config):
     Under pytest-xdist (``addopts`` in ``pyproject.toml``) the controller makes the session's directory
     and hands it to its workers (``pytest_configure_node``): they share one cache (its writes are atomic,
     for processes side by side) and exchange the GPU kernels they lowered (``session_kernels.py``)."""
-    global _session_dir
+    global _session_dir, _mpi_segments_before
     shared = getattr(config, "workerinput", {}).get("luminal_session_dir")
     if shared is None:  # the controller, or a session without workers
+        _mpi_segments_before = _mpi_segments()
         _session_dir = shared = tempfile.mkdtemp(prefix="luminal-test-session-", dir=_scratch_root())
         os.mkdir(os.path.join(shared, "cache"), 0o700)
     os.environ["LUMINAL_CACHE_DIR"] = os.environ.get("LUMINAL_TEST_CACHE_DIR") or os.path.join(shared, "cache")
@@ -68,6 +72,35 @@ def pytest_sessionfinish(session):
 def pytest_unconfigure(config):
     if _session_dir is not None:
         shutil.rmtree(_session_dir, ignore_errors=True)
+        _remove_orphaned_mpi_segments(_mpi_segments_before)
+
+
+def _mpi_segments() -> set:
+    """MPICH's shared-memory segments (``/dev/shm/mpich_shm_*``) that exist now."""
+    try:
+        return {p.name for p in Path(SHM).glob("mpich_shm_*")}
+    except OSError:
+        return set()
+
+
+def _remove_orphaned_mpi_segments(before: set) -> None:
+    """(The controller, at the end) Delete the MPICH segments made during the session that no process
+    maps: a job whose rank aborts or is killed (``tests/distributed``'s abort tests) leaves its 2 MB
+    segment in memory for good, four a run of the suite. One a process maps (another session's job,
+    running now) is left alone."""
+    names = _mpi_segments() - before
+    if not names:
+        return
+    mapped = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            text = maps.read_text()
+        except OSError:  # (a process gone meanwhile, or not ours to read)
+            continue
+        mapped.update(n for n in names if n in text)
+    for name in names - mapped:
+        with contextlib.suppress(OSError):
+            (Path(SHM) / name).unlink()
 
 
 @pytest.fixture(autouse=True)
