@@ -393,10 +393,15 @@ def _periods(masked, by_class, free) -> list[int]:
     """Candidate periods, best first: gaps (at least ``MIN_BODY``) between a free position and the
     next few of its class (a block may hold a class more than once: two layer norms), the most
     frequent ``GAPS`` of them ranked by how many free positions agree with the one a period later,
-    each moved up to just before its best-ranked multiple: a region periodic with p is periodic with
-    2p too (a stray agreement elsewhere can rank 2p first), and trying p first sets the bar that
-    prunes 2p's tiling. ``masked``: the classes, a unique negative value at each position already
-    taken; ``by_class``: every position, sorted by class then position."""
+    the best ``PERIODS`` of them and every frequent gap dividing one of those, each moved up to just
+    before its best-ranked multiple: a region periodic with p is periodic with 2p too (a stray
+    agreement elsewhere can rank 2p first), and trying p first sets the bar that prunes 2p's tiling.
+    The divisors are needed because a common multiple gathers the agreements of every region whose
+    period divides it: with regions of periods 5, 6 and 10 free, 30 outranked 6 and the periods of
+    5's and 10's regions filled the rest, so the 6-node region was tiled with period 30 (five
+    bodies a trip, split in two loops where its length is not a multiple of 30). ``masked``: the
+    classes, a unique negative value at each position already taken; ``by_class``: every position,
+    sorted by class then position."""
     pos = by_class[free[by_class]]
     c = masked[pos]
     gaps = np.concatenate([(pos[k:] - pos[:-k])[c[k:] == c[:-k]] for k in range(1, NEXT + 1)])
@@ -406,5 +411,6 @@ def _periods(masked, by_class, free) -> list[int]:
     cands = vals[np.argsort(-counts[vals], kind="stable")][:GAPS].tolist()
     agree = [int(np.count_nonzero(masked[:-p] == masked[p:])) for p in cands]
     best = [p for _, p in sorted(zip(agree, cands), key=lambda ap: -ap[0])][:PERIODS]
+    best += [d for d in cands if d not in best and any(p % d == 0 for p in best)]
     rank = {p: min(r for r, q in enumerate(best) if q % p == 0) for p in best}
     return sorted(best, key=lambda p: (rank[p], p))
