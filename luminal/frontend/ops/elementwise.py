@@ -1636,12 +1636,15 @@ def erf(x) -> GraphTensor:
 
 
 def _erf32(x):
-    """The float32 value: the clamped rational."""
+    """The float32 value: the clamped rational, its quotient ``P * (1/Q)`` in float32 (``Q >= 1``): two
+    roundings where ``div``'s correctly rounded route goes through float64, whose conversions and
+    4-lane divisions took a quarter of the exact GELU's time (1M elements, one AVX2 thread: 1.58 ms,
+    now 1.19). The largest error on [-6, 6] went from 6.1 to 6.3 ulps."""
     c = minimum(maximum(x, -_ERF32_EDGE), _ERF32_EDGE)
     z = mul(c, c)
     # (float32 rounding takes the rational up to 1.0000005 past |x| = 3.6: clamped to [-1, 1], so
     # 1 - erf never goes negative and gelu(-6) is -0)
-    return minimum(maximum(mul(c, div(_poly(z, _ERF32_P), _poly(z, _ERF32_Q))), -1.0), 1.0)
+    return minimum(maximum(mul(c, prim("Mul", _poly(z, _ERF32_P), prim("Recip", _poly(z, _ERF32_Q)))), -1.0), 1.0)
 
 
 def _erf64(x, accurate: bool = False):
