@@ -6,8 +6,8 @@ Each builds its result once, as lazy tensors of the inputs' graph, for the user 
 (torch's detached ``requires_grad`` leaves): a Copy node of each, of its own, so a function that reads
 the input's expression again by another path (``f(y) = y + 2 * x`` for ``y = 2 * x``) is
 differentiated by its argument alone, and the input may be a view. The copies pass gradients back to
-the originals, so every result can be differentiated again (torch's ``create_graph=True``; the
-argument has no effect).
+the originals, so every result can be differentiated again (torch's ``create_graph=True``, whatever the
+argument; it only adds strict mode's checks, below).
 
 Costs, as torch's defaults: ``vjp`` and ``vhp`` (``hvp``) are one backward pass (two); ``jvp`` is two,
 by the double-vjp trick (``vjp(u)`` is linear in ``u``, so the gradient of ``<vjp(u), v>`` by ``u`` is
@@ -15,9 +15,13 @@ by the double-vjp trick (``vjp(u)`` is linear in ``u``, so the gradient of ``<vj
 reverse-mode strategy: its graph and compile time grow with the output size times the function's),
 and ``hessian`` the jacobian of the gradient (one more per input element).
 
-``strict=True`` raises where torch's does: an output independent of every input, an input no output
+``strict=True`` raises where torch's does: an output that does not "require grad", an input no output
 depends on, and (``jacobian``) an output independent of one input; ``strict=False`` gives zeros there.
-Unlike torch's, whether something "requires grad" is read from the graph: it depends on the inputs.
+With ``create_graph=True`` too, a result that does not "require grad" (the vjp of a linear function, a
+constant hessian) is an error, as torch's. Luminal has no ``requires_grad`` flag on graph tensors, so it
+is read from the graph (``_requires_grad``): a tensor requires grad when it reads one of the function's
+inputs or a trainable Parameter (``requires_grad=True``: a module's weights the function closes over,
+which make torch's outputs require grad too); a graph input is torch's plain tensor.
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
         func: a Python function of GraphTensors returning a GraphTensor or a tuple of them.
         inputs: a GraphTensor or a tuple of them (of one graph).
         v: the vector: a tensor per output, of its shape; None for a one-element output (ones).
-        create_graph: accepted; no effect (results are always differentiable).
+        create_graph: results are always differentiable; with ``strict``, a result that does not
+            require grad is an error (the module docstring).
         strict: raise where an output and an input are independent, instead of giving zeros.
 
     Returns:
@@ -49,7 +54,7 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
     in_tuple, xs = _inputs(inputs, "vjp")
     out_tuple, outs = _outputs(func(*xs), "vjp", xs, strict)
     vs = _vectors(v, outs, out_tuple, "vjp", "the user-provided function returns")
-    res = _fill_in_zeros(vjp_list(outs, list(xs), vs), xs, strict, "back")
+    res = _fill_in_zeros(vjp_list(outs, list(xs), vs), xs, strict, create_graph, "back", "vjp")
     return _post(outs, out_tuple), _post(res, in_tuple)
 
 
@@ -61,7 +66,8 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
         func: a Python function of GraphTensors returning a GraphTensor or a tuple of them.
         inputs: a GraphTensor or a tuple of them (of one graph).
         v: the vector: a tensor per input, of its shape; None for a one-element input (ones).
-        create_graph: accepted; no effect (results are always differentiable).
+        create_graph: results are always differentiable; with ``strict``, a result that does not
+            require grad is an error (the module docstring).
         strict: raise where an output and an input are independent, instead of giving zeros.
 
     Returns:
@@ -76,10 +82,11 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
     us = [_fresh(graph.zeros(o.shape, o.dtype), "jvp seed") for o in outs]
     back = vjp_list(outs, list(xs), us)
     if strict:  # (the products depend on the seeds at least, as torch's require grad through them)
-        _check_requires_grad(back, (*xs, *us), "grad_inputs")
+        _check_requires_grad(back, (*xs, *us), "grad_inputs", "jvp")
     keep = [j for j, b in enumerate(back) if b is not None]
     res = vjp_list([back[j] for j in keep], us, [vs[j] for j in keep]) if keep else [None] * len(outs)
-    return _post(outs, out_tuple), _post(_fill_in_zeros(res, outs, strict, "back_trick"), out_tuple)
+    res = _fill_in_zeros(res, outs, strict, create_graph, "back_trick", "jvp", xs)
+    return _post(outs, out_tuple), _post(res, out_tuple)
 
 
 def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
@@ -94,7 +101,8 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vec
     Args:
         func: a Python function of GraphTensors returning a GraphTensor or a tuple of them.
         inputs: a GraphTensor or a tuple of them (of one graph).
-        create_graph: accepted; no effect (results are always differentiable).
+        create_graph: results are always differentiable; with ``strict``, a result that does not
+            require grad is an error (the module docstring).
         strict: raise where an output is independent of an input, instead of giving zeros.
         vectorize: only False.
         strategy: only ``"reverse-mode"``.
@@ -105,19 +113,32 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vec
         input).
     """
     _check_strategy("jacobian", vectorize, strategy, "strategy")
-    in_tuple, xs = _inputs(inputs, "jacobian")
-    out_tuple, outs = _outputs(func(*xs), "jacobian", xs, strict)
+    return _jacobian(func, inputs, create_graph, strict, "jacobian")
+
+
+def _jacobian(func, inputs, create_graph: bool, strict: bool, fn: str):
+    """``jacobian``'s work, its errors naming ``fn``: the function the user called (``hessian``'s
+    outer jacobian is of the gradient, so its messages say so)."""
+    in_tuple, xs = _inputs(inputs, fn)
+    out_tuple, outs = _outputs(func(*xs), fn, xs, strict)
     blocks = []
     for i, o in enumerate(outs):
-        n = _static_numel(o, "jacobian", f"output {i}")
+        what = f"output {i} of the user-provided function" if fn == "jacobian" else \
+            f"the gradient of the user-provided function by input {i}"
+        n = _static_numel(o, fn, f"output {i}")
         used = has_grad(o, list(xs))
         if strict and not all(used):
             j = used.index(False)
-            raise op_error(RuntimeError, "jacobian", f"output {i} of the user-provided function is independent of "
-                           f"input {j}; this is not allowed in strict mode", o, xs[j])
+            raise op_error(RuntimeError, fn, f"{what} is independent of input {j}; this is not allowed in strict "
+                           f"mode", o, xs[j])
         wanted = [x for x, u in zip(xs, used) if u]
         flat = o.reshape(-1)
         rows = [vjp_list([flat[k]], wanted, [None]) for k in range(n)] if wanted and n else []
+        if strict and create_graph:  # (torch's check, row by row: each must require grad)
+            for r in rows:
+                if not all(_requires_grad(e, xs) for e in r):
+                    raise op_error(RuntimeError, fn, f"the jacobian of {what} is independent of the inputs; this is "
+                                   f"not allowed in strict mode when create_graph=True", o)
         row, k = [], 0
         for x, u in zip(xs, used):
             shape = (*o.shape, *x.shape)
@@ -139,7 +160,8 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False, vect
     Args:
         func: a Python function of GraphTensors returning a one-element GraphTensor.
         inputs: a GraphTensor or a tuple of them (of one graph).
-        create_graph: accepted; no effect (results are always differentiable).
+        create_graph: results are always differentiable; with ``strict``, a result that does not
+            require grad is an error (the module docstring).
         strict: raise where torch's does (an input the output or its gradient does not depend on).
         vectorize: only False (as ``jacobian``).
         outer_jacobian_strategy: only ``"reverse-mode"``.
@@ -159,12 +181,12 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False, vect
         return out.reshape(())
 
     def jac_func(*inp):
-        jac = jacobian(scalar, inp)
+        jac = _jacobian(scalar, inp, False, False, "hessian")
         if strict:
-            _check_requires_grad(jac, inp, "jacobian")
+            _check_requires_grad(jac, inp, "jacobian", "hessian")
         return jac
 
-    res = jacobian(jac_func, xs, strict=strict)
+    res = _jacobian(jac_func, xs, create_graph, strict, "hessian")
     return res if in_tuple else res[0][0]
 
 
@@ -176,13 +198,14 @@ def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
         func: a Python function of GraphTensors returning a one-element GraphTensor.
         inputs: a GraphTensor or a tuple of them (of one graph).
         v: the vector: a tensor per input, of its shape; None for a one-element input (ones).
-        create_graph: accepted; no effect (results are always differentiable).
+        create_graph: results are always differentiable; with ``strict``, a result that does not
+            require grad is an error (the module docstring).
         strict: raise where torch's does (an input the output or its gradient does not depend on).
 
     Returns:
         ``(output, vhp)``: ``func``'s output and the product per input (a tuple if ``inputs`` is one).
     """
-    return _hessian_product(func, inputs, v, strict, "vhp")
+    return _hessian_product(func, inputs, v, create_graph, strict, "vhp")
 
 
 def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) -> tuple:
@@ -195,28 +218,29 @@ def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
         func: a Python function of GraphTensors returning a one-element GraphTensor.
         inputs: a GraphTensor or a tuple of them (of one graph).
         v: the vector: a tensor per input, of its shape; None for a one-element input (ones).
-        create_graph: accepted; no effect (results are always differentiable).
+        create_graph: results are always differentiable; with ``strict``, a result that does not
+            require grad is an error (the module docstring).
         strict: raise where torch's does (an input the output or its gradient does not depend on).
 
     Returns:
         ``(output, hvp)``: ``func``'s output and the product per input (a tuple if ``inputs`` is one).
     """
-    return _hessian_product(func, inputs, v, strict, "hvp")
+    return _hessian_product(func, inputs, v, create_graph, strict, "hvp")
 
 
 # helpers ------------------------------------------------------------------------------------------------
-def _hessian_product(func, inputs, v, strict: bool, fn: str) -> tuple:
+def _hessian_product(func, inputs, v, create_graph: bool, strict: bool, fn: str) -> tuple:
     in_tuple, xs = _inputs(inputs, fn)
     vs = _vectors(v, xs, in_tuple, fn, "the input to the user-provided function is")
     out = func(*xs)
     _single_output(out, fn, xs, strict)
     jac = vjp_list([out], list(xs), [None])
     if strict:
-        _check_requires_grad(jac, xs, "jacobian")
+        _check_requires_grad(jac, xs, "jacobian", fn)
     keep = [j for j, g in enumerate(jac) if g is not None]
     res = vjp_list([jac[j] for j in keep], list(xs), [vs[j] for j in keep]) if keep else [None] * len(xs)
-    return out, _post(_fill_in_zeros(res, xs, strict, "double_back" if fn == "vhp" else "double_back_trick"),
-                      in_tuple)
+    stage = "double_back" if fn == "vhp" else "double_back_trick"
+    return out, _post(_fill_in_zeros(res, xs, strict, create_graph, stage, fn), in_tuple)
 
 
 def _as_tuple(x, what: str, fn: str) -> tuple[bool, tuple]:
@@ -263,10 +287,10 @@ def _outputs(out, fn: str, xs: tuple, strict: bool) -> tuple[bool, tuple]:
         if not o.dtype.is_float:
             raise op_error(TypeError, fn, f"output {i} of the user-provided function has dtype {o.dtype.name}; "
                            f"only float outputs have gradients", o)
-        if strict and not any(has_grad(o, list(xs))):
-            raise op_error(RuntimeError, fn, f"output {i} of the user-provided function does not depend on the "
-                           f"inputs; the outputs must be computed in a differentiable manner from the inputs in "
-                           f"strict mode", o)
+        if strict and not _requires_grad(o, xs):
+            raise op_error(RuntimeError, fn, f"output {i} of the user-provided function does not depend on the inputs "
+                           f"(nor on a trainable Parameter), so it does not require grad; the outputs must be "
+                           f"computed in a differentiable manner from the inputs in strict mode", o)
     return is_tuple, outs
 
 
@@ -302,19 +326,26 @@ def _vectors(v, refs: tuple, refs_tuple: bool, fn: str, single: str) -> list:
     return list(vs)
 
 
-def _check_requires_grad(grads: list, xs: tuple, stage: str) -> None:
-    """strict mode: every gradient exists and depends on the inputs (torch's ``_check_requires_grad``)."""
+def _requires_grad(t: GraphTensor, xs: tuple) -> bool:
+    """torch's ``t.requires_grad`` inside the functional API (the module docstring): ``t`` reads, along a
+    gradient-carrying path, one of the fresh inputs ``xs`` or a trainable Parameter of its graph."""
+    params = [s for s in t.graph.states.values() if getattr(s, "requires_grad", False) and s.dtype.is_float]
+    return any(has_grad(t, [*xs, *params]))
+
+
+def _check_requires_grad(grads: list, xs: tuple, stage: str, fn: str) -> None:
+    """strict mode: every gradient exists and requires grad (torch's ``_check_requires_grad``)."""
     for j, g in enumerate(grads):
         if g is None:
-            raise RuntimeError(f"the output of the user-provided function is independent of input {j}; this is "
-                               f"not allowed in strict mode")
-        if not any(has_grad(g, list(xs))):
+            raise RuntimeError(f"{fn}: the output of the user-provided function is independent of input {j}; this "
+                               f"is not allowed in strict mode")
+        if not _requires_grad(g, xs):
             if stage == "jacobian":
-                raise RuntimeError(f"while computing the hessian, found that the jacobian of the user-provided "
+                raise RuntimeError(f"{fn}: while computing the hessian, found that the jacobian of the user-provided "
                                    f"function with respect to input {j} is independent of the input; this is not "
                                    f"allowed in strict mode (the function must be twice differentiable with a "
                                    f"jacobian that depends on the inputs: a linear function's does not)")
-            raise RuntimeError(f"the gradient with respect to input {j} is independent of the inputs of the "
+            raise RuntimeError(f"{fn}: the gradient with respect to input {j} is independent of the inputs of the "
                                f"user-provided function; this is not allowed in strict mode")
 
 
@@ -327,15 +358,22 @@ _STRICT_MESSAGES = {
 }
 
 
-def _fill_in_zeros(grads: list, refs, strict: bool, stage: str) -> list:
+def _fill_in_zeros(grads: list, refs, strict: bool, create_graph: bool, stage: str, fn: str, xs=None) -> list:
     """torch's ``_fill_in_zeros``: zeros of ``refs[i]``'s shape and dtype for a None, or (strict) an
-    error saying which is independent of which."""
+    error saying which is independent of which; with ``create_graph`` too, also for a result that does
+    not require grad (it reads neither the inputs ``xs``, default ``refs``, nor a trainable Parameter)."""
     res = []
     for i, (g, r) in enumerate(zip(grads, refs)):
         if g is None:
             if strict:
-                raise RuntimeError(_STRICT_MESSAGES[stage].format(i=i) + "; this is not allowed in strict mode")
+                raise RuntimeError(f"{fn}: " + _STRICT_MESSAGES[stage].format(i=i) + "; this is not allowed in "
+                                   "strict mode")
             g = r.graph.zeros(r.shape, r.dtype)
+        elif strict and create_graph and not _requires_grad(g, refs if xs is None else xs):
+            what = "jacobian" if "double" not in stage else "hessian"
+            raise RuntimeError(f"{fn}: the {what} of the user-provided function is independent of "
+                               f"{'output' if stage == 'back_trick' else 'input'} {i} (its result does not depend "
+                               f"on the inputs); this is not allowed in strict mode when create_graph=True")
         res.append(g)
     return res
 

@@ -43,8 +43,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None, c
     Args:
         outputs: a float GraphTensor or a sequence of them, all of one graph.
         inputs: the GraphTensors or Parameters/States to differentiate by: one, or a sequence.
-        grad_outputs: the vector of each output's vector-Jacobian product: a tensor of its shape (cast
-            to its dtype, as torch's), or None for a one-element output (ones); one, or a sequence.
+        grad_outputs: the vector of each output's vector-Jacobian product: a tensor of its shape (of
+            any dtype, an int or bool one too, cast to the output's, as torch's), or None for a
+            one-element output (ones); one, or a sequence.
         retain_graph: accepted; no effect.
         create_graph: accepted; no effect (gradients are always differentiable).
         only_inputs: accepted; no effect (deprecated in torch too).
@@ -83,14 +84,16 @@ def vjp_list(outs: list, ins: list, seeds: list) -> list:
     """The summed vector-Jacobian products of ``outs`` seeded by ``seeds`` (a tensor of each output's
     shape, or None for a one-element output) for each of ``ins``: a gradient, or None where torch's
     is None (no output reads the input other than through the user's stops, ``has_grad``). One
-    backward pass, whatever the number of outputs."""
+    backward pass, whatever the number of outputs, unless a seed reads one of ``ins`` (then one per
+    output: the seeds are the products' constants, as torch's, not factors to differentiate)."""
     used = _used(outs, ins)
     wanted = [t for t, u in zip(ins, used) if u]
     if not wanted:
         return [None] * len(ins)
-    if len(outs) == 1:
-        seed = seeds[0] if seeds[0] is not None or outs[0].shape == () else full_like(outs[0], 1)
-        got = _graph_grad(outs[0], wanted, grad_output=seed, allow_unused=True)
+    if len(outs) == 1 or any(s is not None and any(has_grad(s, wanted)) for s in seeds):
+        parts = [_graph_grad(o, wanted, grad_output=s if s is not None or o.shape == () else full_like(o, 1),
+                             allow_unused=True) for o, s in zip(outs, seeds)]
+        got = [sum(p[1:], p[0]) for p in zip(*parts)]
     else:  # one scalar whose gradient is the sum of the products: one backward pass for all outputs
         terms = [o.sum() if s is None else (o * s.cast(o.dtype)).sum() for o, s in zip(outs, seeds)]
         total = terms[0]
@@ -161,9 +164,6 @@ def _seeds(outs: list, grad_outputs, batched: bool) -> list:
                            f"and outputs[{i}] has shape {tuple(o.shape)}"
                            + (" (with is_grads_batched=True, grad_outputs carry a leading batch dim)" if batched
                               else ""), o, s)
-        if not s.dtype.is_float:
-            raise op_error(TypeError, "grad", f"grad_outputs[{i}] has dtype {s.dtype.name}; expected a float "
-                           f"tensor", s)
     return seeds
 
 
