@@ -111,6 +111,12 @@ def test_strict_vjp_with_an_output_of_the_parameters_alone():
                             (torch.tensor(uv),) * 2, strict=True)
     for got, want in zip(run([*outs, gx], x=XV, y=YV, u=uv), [*t_outs, tgx]):
         np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-13)
+    m.requires_grad_(False)  # frozen: torch's output 1 no longer requires grad, and strict mode refuses it
+    tm.requires_grad_(False)
+    with pytest.raises(RuntimeError, match="Output 1 of the user-provided function does not require gradients"):
+        TF.vjp(lambda a: (tm(a), tm(torch.tensor(YV))[0]), (torch.tensor(XV),), (torch.tensor(uv),) * 2, strict=True)
+    with pytest.raises(RuntimeError, match="^vjp: output 1 of the user-provided function does not depend"):
+        F.vjp(lambda a: (m(a), m(y)[0]), (x,), (u, u), strict=True)
 
 
 def test_grad_integer_and_bool_grad_outputs_are_cast_as_torch():
@@ -200,7 +206,8 @@ def test_grad_allow_unused_materialize_grads_and_batched_values():
     g, x, y, m, tm = twins()
     z = g.input("z", (2,), lm.float32)
     tx, ty, tz = (torch.tensor(a, requires_grad=True) for a in (XV, YV, np.zeros(2, np.float32)))
-    a = lm.autograd.grad((x ** 3).sum(), [x, z], allow_unused=True)
+    a = lm.autograd.grad((x ** 3).sum(), [x, z], allow_unused=True, retain_graph=True, create_graph=True,
+                         only_inputs=True)
     b = lm.autograd.grad((x ** 3).sum(), [x, z], materialize_grads=True)
     (c,) = lm.autograd.grad((x * y).sum().reshape((1, 1)), y)
     s = g.input("s", (4, 3), lm.float64)
