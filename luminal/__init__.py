@@ -3,7 +3,7 @@
 ``Graph`` builds lazy ``GraphTensor``s; ``compile`` turns outputs into a callable on numpy arrays.
 """
 
-from luminal import amp, autograd, cuda, distributions, linalg, special  # lm.amp.autocast, lm.autograd.grad...
+from luminal import amp, autograd, cuda, distributions, linalg, optim, special  # lm.amp.autocast, lm.optim.SGD...
 from luminal.compiler import compile
 from luminal.core.backend import backend_names, register_backend
 from luminal.core.dtype import bool_, finfo, iinfo, promote_types
@@ -27,5 +27,5 @@ __version__ = "0.1.0"
 __all__ = ["DType", "Graph", "GraphTensor", "Sym", "amp", "autocast", "autograd", "backend_names", "bfloat16", "bool",
            "bool_", "compile", "distributions", "double", "finfo", "float", "float16", "float32", "float64", "half",
            "iinfo", "inference_mode", "int", "int32", "linalg", "load_safetensors", "long", "manual_seed", "no_grad",
-           "promote_types", "register_backend", "save_safetensors", "special", "sym"]
+           "optim", "promote_types", "register_backend", "save_safetensors", "special", "sym"]
 __all__ += _ops_all
