@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from luminal.autograd.gradients import vjp_list
 from luminal.core.errors import op_error
+from luminal.frontend import building
 from luminal.frontend.ops import full_like, stack
 from luminal.frontend.tensor import GraphTensor
 from luminal.train.autograd import has_grad
@@ -52,7 +53,7 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
         (a tuple if ``inputs`` is one).
     """
     in_tuple, xs = _inputs(inputs, "vjp")
-    out_tuple, outs = _outputs(func(*xs), "vjp", xs, strict)
+    out_tuple, outs = _outputs(_call(func, xs, "vjp"), "vjp", xs, strict)
     vs = _vectors(v, outs, out_tuple, "vjp", "the user-provided function returns")
     res = _fill_in_zeros(vjp_list(outs, list(xs), vs), xs, strict, create_graph, "back", "vjp")
     return _post(outs, out_tuple), _post(res, in_tuple)
@@ -76,7 +77,7 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
     """
     in_tuple, xs = _inputs(inputs, "jvp")
     vs = _vectors(v, xs, in_tuple, "jvp", "the input to the user-provided function is")
-    out_tuple, outs = _outputs(func(*xs), "jvp", xs, strict)
+    out_tuple, outs = _outputs(_call(func, xs, "jvp"), "jvp", xs, strict)
     graph = xs[0].graph
     # the vjp's seeds: nodes of their own (their value, zeros, never reaches the result: vjp is linear in them)
     us = [_fresh(graph.zeros(o.shape, o.dtype), "jvp seed") for o in outs]
@@ -120,7 +121,7 @@ def _jacobian(func, inputs, create_graph: bool, strict: bool, fn: str):
     """``jacobian``'s work, its errors naming ``fn``: the function the user called (``hessian``'s
     outer jacobian is of the gradient, so its messages say so)."""
     in_tuple, xs = _inputs(inputs, fn)
-    out_tuple, outs = _outputs(func(*xs), fn, xs, strict)
+    out_tuple, outs = _outputs(_call(func, xs, fn), fn, xs, strict)
     blocks = []
     for i, o in enumerate(outs):
         what = f"output {i} of the user-provided function" if fn == "jacobian" else \
@@ -232,7 +233,7 @@ def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
 def _hessian_product(func, inputs, v, create_graph: bool, strict: bool, fn: str) -> tuple:
     in_tuple, xs = _inputs(inputs, fn)
     vs = _vectors(v, xs, in_tuple, fn, "the input to the user-provided function is")
-    out = func(*xs)
+    out = _call(func, xs, fn)
     _single_output(out, fn, xs, strict)
     jac = vjp_list([out], list(xs), [None])
     if strict:
@@ -276,6 +277,15 @@ def _fresh(t: GraphTensor, what: str) -> GraphTensor:
     compiler drops the copy; gradients pass through it."""
     g = t.graph
     return g.tensor(g.add("Copy", (t,), f"lm.autograd {what} #{len(g.nodes)}", t.dtype, t.shape))
+
+
+def _call(func, xs: tuple, fn: str):
+    """``func(*xs)`` building in the inputs' graph, as a module's forward does (``frontend/building.py``):
+    a Parameter the function closes over and uses with no tensor operand (``w[0]``, ``w.sum()``) joins
+    that graph and is differentiable, as torch's, instead of being read as a constant of its current
+    values (indexing) or refused (no graph to join)."""
+    with building.module_call(xs[0].graph, lambda: fn, xs, {}):
+        return func(*xs)
 
 
 def _outputs(out, fn: str, xs: tuple, strict: bool) -> tuple[bool, tuple]:

@@ -69,6 +69,8 @@ FUNCS = {
     "module_vector": lambda a, m, y: m(a),
     "module_quadratic": lambda a, m, y: (m(a) ** 2).sum(),
     "weight_times_a": lambda a, m, y: (a * m.weight)[0].sum(),
+    "weight_row_times_a": lambda a, m, y: (m.weight[0] * a).sum(),
+    "weight_alone": lambda a, m, y: m.weight.sum() * 2.0,
     "rows_mixed": lambda a, m, y: (a[:1] ** 2).sum() + a,
 }
 
@@ -84,9 +86,10 @@ def test_strict_raises_exactly_where_torch_does(name, create_graph):
     v = g.input("v", (3,), lm.float64)
     tx, ty, tv = torch.tensor(XV), torch.tensor(YV), torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64)
     f = FUNCS[name]
-    vec = f(x, m, y).shape != ()
+    out_shape = tuple(f(tx, tm, ty).shape)
+    vec = out_shape != ()
     for op in OPS[:3] if vec else OPS:  # (the hessian's take scalar functions)
-        lv = (g.constant(np.ones(tuple(f(x, m, y).shape))) if vec else None) if op == "vjp" else v
+        lv = (g.constant(np.ones(out_shape)) if vec else None) if op == "vjp" else v
         tvv = (torch.ones(f(tx, tm, ty).shape, dtype=torch.float64) if vec else None) if op == "vjp" else tv
         try:
             call_op(TF, op, lambda a: f(a, tm, ty), tx, tvv, strict=True, create_graph=create_graph)
@@ -117,6 +120,27 @@ def test_strict_vjp_with_an_output_of_the_parameters_alone():
         TF.vjp(lambda a: (tm(a), tm(torch.tensor(YV))[0]), (torch.tensor(XV),), (torch.tensor(uv),) * 2, strict=True)
     with pytest.raises(RuntimeError, match="^vjp: output 1 of the user-provided function does not depend"):
         F.vjp(lambda a: (m(a), m(y)[0]), (x,), (u, u), strict=True)
+
+
+def test_closed_over_parameter_indexed_in_the_function_is_differentiable():
+    """The function is built in the inputs' graph, as a module's forward: ``w[0]`` of a closed-over
+    Parameter was read as a constant of its current values (the vjp's gradient by w lost that term)
+    and ``w.sum()``, with no tensor operand, had no graph to join. torch differentiates both."""
+    g, x, *_ = twins()
+    w = lm.nn.Parameter(W)
+    tw = torch.tensor(W, requires_grad=True)
+
+    def f(a, w):
+        return (w[0] * a.sin()).sum() * w.sum()
+
+    out, gx = F.vjp(lambda a: f(a, w), x)
+    (gw,) = lm.autograd.grad(gx.sum(), w)
+    H = F.hessian(lambda a: f(a, w) * a.sum(), x)
+    t_out, tgx = TF.vjp(lambda a: f(a, tw), torch.tensor(XV), create_graph=True)
+    (tgw,) = torch.autograd.grad(tgx.sum(), tw)
+    tH = TF.hessian(lambda a: f(a, tw) * a.sum(), torch.tensor(XV))
+    for got, want in zip(run([out, gx, gw, H], x=XV), [t_out, tgx, tgw, tH]):
+        np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-13)
 
 
 def test_grad_integer_and_bool_grad_outputs_are_cast_as_torch():
