@@ -230,3 +230,26 @@ def test_optim_is_torch_optim_layout():
     assert optim.SGD is train.SGD and optim.AdamW is train.AdamW
     assert optim.lr_scheduler.OneCycleLR is train.OneCycleLR
     assert optim.swa_utils.AveragedModel is train.AveragedModel
+
+
+def _positional(f):
+    import inspect
+
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in inspect.signature(f).parameters.values() if p.kind in kinds]
+
+
+@pytest.mark.parametrize("name", [n for n in torch.optim.__all__ if n[0].isupper() and n != "Optimizer"])
+def test_optimizer_positional_arguments_bind_as_torchs(name):
+    """A torch call's positional arguments name the same parameters here (luminal may take more).
+    Before, ``Adagrad``'s 7th (torch's ``foreach``) and ``RMSprop``'s 8th (torch's ``capturable``) were
+    ``maximize``: ``Adagrad(p, 0.01, 0, 0, 0, 1e-10, True)`` ascended the loss."""
+    ours, theirs = _positional(getattr(optim, name)), _positional(getattr(torch.optim, name))
+    assert ours[:len(theirs)] == theirs
+
+
+def test_torch_kernel_flags_given_by_position_do_not_maximize():
+    params = list(nn.Linear(2, 2).parameters())
+    assert optim.Adagrad(params, 0.01, 0, 0, 0, 1e-10, True).defaults["maximize"] is False
+    assert optim.RMSprop(params, 0.01, 0.99, 1e-8, 0, 0, False, True).defaults["maximize"] is False
+    assert optim.RMSprop(params, 0.01, 0.99, 1e-8, 0, 0, False, False, None, True).defaults["maximize"] is True

@@ -13,8 +13,9 @@ class Adagrad(Optimizer):
 
     state_names = ("sum",)
 
+    # torch's positional order: its 7th argument is foreach, a kernel choice (maximize there read it as ascent)
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
-                 maximize=False, *, foreach=None, fused=None, differentiable=False):
+                 foreach=None, *, maximize=False, differentiable=False, fused=None):
         self._torch_kernels(foreach=foreach, fused=fused, differentiable=differentiable)
         defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, eps=eps, maximize=maximize)

@@ -18,8 +18,9 @@ class RMSprop(Optimizer):
     """torch.optim.RMSprop. State: ``square_avg``; ``momentum_buffer`` when momentum > 0 and
     ``grad_avg`` when centered (in some group)."""
 
+    # torch's positional order (all its arguments are positional): capturable, foreach, then maximize
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
-                 maximize=False, *, foreach=None, capturable=False, differentiable=False):
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
         self._torch_kernels(foreach=foreach, capturable=capturable, differentiable=differentiable)
         defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                         centered=centered, maximize=maximize)
