@@ -1004,12 +1004,17 @@ def where(cond, a, b) -> GraphTensor:
 
 
 # unary math ---------------------------------------------------------------------------------
-def _wide(f: _F) -> _F:
+def _wide(f: _F | None = None, *, narrowed: Callable | None = None) -> _F:
     """Compute a float composition in float64 and round once to the input's dtype (float32 and the
     16-bit types; int and bool inputs give float32, as torch): the compositions below then keep
     float64's accuracy (and range: ``exp(89)`` overflows float32 where ``sinh(89)`` does not). There
     the plain formulas suffice (``_accurate`` is False while they are composed); a float64 input
-    takes its function's path within about an ulp of float64."""
+    takes its function's path within about an ulp of float64.
+
+    ``narrowed``: the composition for the narrower inputs, if it is not ``f``'s plain float64 formula:
+    one that is accurate only to far below a float32 ulp (``_exp_narrow``), and cheaper."""
+    if f is None:
+        return functools.partial(_wide, narrowed=narrowed)  # type: ignore[return-value]
 
     @functools.wraps(f)
     def run(x, *args, **kw):
@@ -1017,7 +1022,7 @@ def _wide(f: _F) -> _F:
         if x.dtype is dt.float64:
             return f(x, *args, **kw)
         with float64_paths.narrow():
-            out = f(cast(x, dt.float64), *args, **kw)
+            out = (narrowed or f)(cast(x, dt.float64), *args, **kw)
         return cast(out, x.dtype)
 
     return run  # type: ignore[return-value]  # functools.wraps keeps f's signature
@@ -1765,12 +1770,13 @@ def log1p(x) -> GraphTensor:
     x = _float(x, "log1p")
     if _accurate(x):
         return _derivative(_log1p_f64(x), x, lambda x, y: reciprocal(add(x, 1.0)))
+    # one log of 1 + x for both sides (the far side's argument is the same sum); only the near side's
+    # correction reads a quotient (each side had its own log: 1M float32 elements took 3.5 times exp's time)
     small = lt(abs_(x), 0.5)
     xs = where(small, x, 0.0)
-    u = add(xs, 1.0)
-    near = sub(log(u), div(sub(sub(u, 1.0), xs), u))
-    far = log(add(where(small, 1.0, x), 1.0))
-    out = where(eq(x, 0), x, where(small, near, far))  # (-0.0 stays -0.0)
+    us = add(xs, 1.0)
+    out = sub(log(add(x, 1.0)), div(sub(sub(us, 1.0), xs), us))
+    out = where(eq(x, 0), x, out)  # (-0.0 stays -0.0)
     return _derivative(out, x, lambda x, y: reciprocal(add(x, 1.0)))
 
 
@@ -1792,15 +1798,56 @@ def _factorials(n, start):
     return [1.0 / math.factorial(k) for k in range(start, n, 2)]
 
 
+# |x| below which the narrowed expm1 and sinh (float32 and the 16-bit types, in float64) take their
+# series to x**5 (the next term is below 2**-60 of the result); from it on exponentials, whose
+# cancellation costs at most 2**10 ulps of float64 there, 2**-19 of a float32 ulp
+_EXPM1_SERIES_BELOW = 2.0 ** -10
+
+
+def _exp_narrow(x: GraphTensor) -> GraphTensor:
+    """float64 ``e**x`` as ``exp2(x log2(e))``, for compositions rounded to float32 or narrower at the
+    end (``_wide``'s ``narrowed``): the product's rounding moves the result by up to ``|x log2(e)|``
+    ulps of float64 (2**-45 relative at |x| = 104, past float32's range), far below a float32 ulp, for
+    one exp2 where ``exp``'s exact reduction of a float64 (``_exp_f64``) costs two and more."""
+    return exp2(mul(x, LOG2E))
+
+
+def _expm1_narrowed(x: GraphTensor) -> GraphTensor:
+    """expm1 of a float32 (or 16-bit) ``x`` in float64: the series below ``_EXPM1_SERIES_BELOW``, else
+    ``exp(x) - 1`` (the old 18-term series below 1/2 and ``_exp_f64`` cost 6 times exp's time)."""
+    small = lt(abs_(x), _EXPM1_SERIES_BELOW)
+    xs = where(small, x, 0.0)
+    series = mul(xs, _poly(xs, [1.0 / math.factorial(k) for k in range(1, 6)]))
+    out = where(small, series, sub(_exp_narrow(where(small, 0.0, x)), 1.0))
+    return _derivative(out, x, lambda x, y: add(y, 1.0))
+
+
+def _sinh_narrowed(x: GraphTensor) -> GraphTensor:
+    """sinh of a float32 (or 16-bit) ``x`` in float64: the odd series below ``_EXPM1_SERIES_BELOW``
+    (-0.0 kept), else ``(e - 1/e) / 2`` with ``e = e**x`` (``_exp_narrow``; float64's range holds
+    float32's finite results, inf and 0 at the infinities)."""
+    small = lt(abs_(x), _EXPM1_SERIES_BELOW)
+    xs = where(small, x, 0.0)
+    series = mul(xs, _poly(mul(xs, xs), _factorials(6, 1)))
+    e = _exp_narrow(where(small, 0.0, x))
+    return _derivative(where(small, series, mul(sub(e, reciprocal(e)), 0.5)), x, lambda x, y: _cosh_narrowed(x))
+
+
+def _cosh_narrowed(x: GraphTensor) -> GraphTensor:
+    """cosh of a float32 (or 16-bit) ``x`` in float64: ``(e + 1/e) / 2``, no cancellation."""
+    e = _exp_narrow(x)
+    return _derivative(mul(add(e, reciprocal(e)), 0.5), x, lambda x, y: _sinh_narrowed(x))
+
+
 @tensor_op("expm1")
-@_wide
+@_wide(narrowed=_expm1_narrowed)
 def expm1(x) -> GraphTensor:
-    """``exp(x) - 1``, accurate near 0: for ``|x| < 1/2`` the Taylor series (18 terms, to float64
-    rounding), whose derivative is that of exp; elsewhere ``exp(x) - 1``, which loses at most a bit
-    there. Computed in float64, rounded once. float64 itself: ``_expm1_parts``, within about half an
-    ulp (the far branch was 1.35 ulps off), -1 below -45, inf from 709.79 on; its gradient is
-    ``exp(x)``, not torch's ``y + 1``, which keeps ``y``'s rounding near -1 (2e-8 off at x = -20, 0
-    from -37.4 on)."""
+    """``exp(x) - 1``, accurate near 0. float32 and the 16-bit types: ``_expm1_narrowed``, in float64,
+    rounded once. float64 in a narrow composition: for ``|x| < 1/2`` the Taylor series (18 terms, to
+    float64 rounding), elsewhere ``exp(x) - 1``, which loses at most a bit there. float64 itself:
+    ``_expm1_parts``, within about half an ulp (the far branch was 1.35 ulps off), -1 below -45, inf
+    from 709.79 on; its gradient is ``exp(x)``, not torch's ``y + 1``, which keeps ``y``'s rounding
+    near -1 (2e-8 off at x = -20, 0 from -37.4 on)."""
     if _accurate(x):
         xc = minimum(maximum(x, -45.0), 711.0)  # (NaN stays NaN)
         g, y, yl = _expm1_parts(xc)
@@ -1849,10 +1896,11 @@ _SERIES_BELOW = 0.5  # |x| where sinh/cosh switch from the Taylor series to expo
 
 
 @tensor_op("sinh")
-@_wide
+@_wide(narrowed=_sinh_narrowed)
 def sinh(x) -> GraphTensor:
-    """``(e**x - e**-x) / 2``; below 1/2 in magnitude the odd Taylor series (no cancellation; its
-    derivative is cosh's series). Computed in float64, rounded once. float64 itself: ``(e + e / (e +
+    """``(e**x - e**-x) / 2``. float32 and the 16-bit types: ``_sinh_narrowed``, in float64, rounded
+    once. float64 in a narrow composition: below 1/2 in magnitude the odd Taylor series (no
+    cancellation), else ``_exp_parts`` (no overflow before the result's). float64 itself: ``(e + e / (e +
     1)) / 2`` with ``e = expm1(|x|)`` in double-double (``_sinh_cosh_f64``), within about half an ulp
     (the formulas here were 2.8 ulps off; 3.8 on the reference backend)."""
     if _accurate(x):
@@ -1868,10 +1916,11 @@ def sinh(x) -> GraphTensor:
 
 
 @tensor_op("cosh")
-@_wide
+@_wide(narrowed=_cosh_narrowed)
 def cosh(x) -> GraphTensor:
-    """``(e**x + e**-x) / 2``; below 1/2 in magnitude the even Taylor series (so that the gradient,
-    sinh, has no cancellation). Computed in float64, rounded once. float64 itself: ``(e + 1 + 1 / (e +
+    """``(e**x + e**-x) / 2``. float32 and the 16-bit types: ``_cosh_narrowed``, in float64, rounded
+    once. float64 in a narrow composition: below 1/2 in magnitude the even Taylor series, else
+    ``_exp_parts`` (no overflow before the result's). float64 itself: ``(e + 1 + 1 / (e +
     1)) / 2`` with ``e = expm1(|x|)`` in double-double (``_sinh_cosh_f64``), within about half an ulp
     (``exp(x/2)**2 / 2`` was 2.1 ulps off)."""
     if _accurate(x):

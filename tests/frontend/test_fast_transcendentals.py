@@ -1,0 +1,149 @@
+"""float32 transcendentals made cheaper without losing accuracy: expm1, sinh and cosh take one
+``exp2(x log2(e))`` in float64 (``elementwise._exp_narrow``) instead of float64's exact reduction and
+a long series; log1p one log of ``1 + x`` for both of its sides. Their values stay within half an ulp
+(and a hair: a float64 result rounded to float32) of mpmath's on dense grids, their special values and
+gradients as torch's. The graphs are checked for the number of exp2/log2 primitives they compute:
+each extra one cost several times exp's own time on the CPU."""
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+import torch
+
+import luminal as lm
+from luminal import train
+from tests.parity import check
+
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _grid(lo: float, hi: float, n: int = 20001) -> np.ndarray:
+    """A linear grid over [lo, hi] and geometric ones towards 0 on each side (tiny magnitudes)."""
+    parts = [np.linspace(lo, hi, n)]
+    if hi > 0:
+        parts.append(np.geomspace(1e-30, hi, 4000))
+    if lo < 0:
+        parts.append(-np.geomspace(1e-30, -lo, 4000))
+    return np.unique(np.concatenate(parts).astype(np.float32))
+
+
+def _run(fn, x: np.ndarray, dtype=lm.float32, backend: str = "cpu") -> np.ndarray:
+    g = lm.Graph()
+    t = g.input("x", x.shape, dtype=dtype)
+    return np.asarray(lm.compile(fn(t), backend=backend)(x=x))
+
+
+def _max_ulps(got: np.ndarray, exact: list) -> float:
+    """The largest |got - exact| in float32 ulps at the exact value, over the exact values that are
+    finite nonzero float32 magnitudes."""
+    worst = 0.0
+    for v, e in zip(got, exact):
+        if e == 0 or not abs(e) < F32_MAX:
+            continue
+        spacing = float(np.spacing(np.float32(abs(float(e)))))
+        worst = max(worst, float(abs(mp.mpf(float(v)) - e)) / spacing)
+    return worst
+
+
+def _nodes(t, op: str) -> int:
+    seen, count, todo = set(), 0, [t.node]
+    while todo:
+        n = todo.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        count += n.op == op
+        todo.extend(s for s, _ in n.srcs)
+    return count
+
+
+ACCURACY = [  # (op, exact function, grid)
+    (lambda t: t.expm1(), mp.expm1, (-104.0, 89.0)),
+    (lambda t: t.expm1(), mp.expm1, (-1.0, 1.0)),
+    (lambda t: t.log1p(), mp.log1p, (-0.99999, 60.0)),
+    (lambda t: t.log1p(), mp.log1p, (-0.6, 0.6)),
+    (lambda t: t.sinh(), mp.sinh, (-89.4, 89.4)),
+    (lambda t: t.sinh(), mp.sinh, (-1.0, 1.0)),
+    (lambda t: t.cosh(), mp.cosh, (-89.4, 89.4)),
+]
+
+
+@pytest.mark.parametrize("op,exact,span", ACCURACY, ids=["expm1", "expm1_near0", "log1p", "log1p_near0",
+                                                          "sinh", "sinh_near0", "cosh"])
+def test_float32_within_half_an_ulp(op, exact, span):
+    x = _grid(*span)
+    got = _run(op, x)
+    with mp.workdps(30):
+        want = [exact(mp.mpf(float(v))) for v in x]
+        assert _max_ulps(got, want) <= 0.501
+
+
+def test_special_values():
+    """The defined values at the ends, the infinities, NaN and signed zeros (not torch's own outputs)."""
+    x = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 90.0, -104.0, 1e-30, -1e-30], np.float32)
+    inf, nan = math.inf, math.nan
+    expm1 = _run(lambda t: t.expm1(), x)
+    np.testing.assert_array_equal(expm1, np.float32([inf, -1.0, nan, 0.0, -0.0, inf, -1.0, 1e-30, -1e-30]))
+    assert np.signbit(expm1[4]) and not np.signbit(expm1[3])
+    sinh = _run(lambda t: t.sinh(), x)
+    np.testing.assert_array_equal(sinh, np.float32([inf, -inf, nan, 0.0, -0.0, inf, -inf, 1e-30, -1e-30]))
+    assert np.signbit(sinh[4]) and not np.signbit(sinh[3])
+    cosh = _run(lambda t: t.cosh(), x)
+    np.testing.assert_array_equal(cosh, np.float32([inf, inf, nan, 1.0, 1.0, inf, inf, 1.0, 1.0]))
+    y = np.array([np.inf, -1.0, -1.5, -np.inf, np.nan, 0.0, -0.0, 1e-30, -1e-30, F32_MAX], np.float32)
+    log1p = _run(lambda t: t.log1p(), y)
+    np.testing.assert_array_equal(log1p[:9], np.float32([inf, -inf, nan, nan, nan, 0.0, -0.0, 1e-30, -1e-30]))
+    assert np.signbit(log1p[6]) and not np.signbit(log1p[5])
+    assert log1p[9] == np.float32(math.log(F32_MAX))  # (log of the largest float32: 88.72284)
+
+
+def test_float32_overflow_edges():
+    """sinh and cosh stay finite up to float32's last finite result and overflow just past it; expm1
+    likewise (float64's range holds the intermediate values)."""
+    edge = np.float32(89.41598)  # sinh, cosh of it: 3.4027e38 < float32's max; of the next float: above
+    x = np.array([edge, np.nextafter(edge, np.float32(100)), -edge], np.float32)
+    for op, exact in ((lambda t: t.sinh(), mp.sinh), (lambda t: t.cosh(), mp.cosh)):
+        got = _run(op, x)
+        want = [exact(mp.mpf(float(v))) for v in x]
+        for v, w in zip(got, want):
+            assert v == np.float32(float(w)) or (abs(w) > F32_MAX * (1 + 2.0**-25) and np.isinf(v))
+    e = np.float32(88.72283)  # expm1(88.72283) = 3.4028e38, the next float's above float32's max
+    got = _run(lambda t: t.expm1(), np.array([e, np.nextafter(e, np.float32(100))], np.float32))
+    assert np.isfinite(got[0]) and np.isinf(got[1])
+
+
+@pytest.mark.parametrize("name", ["expm1", "log1p", "sinh", "cosh"])
+def test_gradients_match_torch(name):
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(-6, 6, 300), [0.0, -0.0, 1e-6, -1e-6, 2.0**-10, -(2.0**-10), 0.49, -0.51]])
+    if name == "log1p":
+        x = np.abs(x) * 3 - 0.9
+    x = x.astype(np.float32)
+    check(lambda t: getattr(t, name)(), [x], backend="cpu")
+    check(lambda t: getattr(t, name)(), [x.astype(np.float16)], backend="cpu")
+
+
+def test_second_derivatives_match_torch():
+    x = np.linspace(-3, 3, 61).astype(np.float32)
+    for name in ("expm1", "sinh", "cosh"):
+        g = lm.Graph()
+        t = g.input("x", x.shape)
+        (d1,) = train.grad(getattr(t, name)().sum(), [t])
+        (d2,) = train.grad(d1.sum(), [t])
+        got = lm.compile(d2, backend="cpu")(x=x)
+        xt = torch.tensor(x, requires_grad=True)
+        (g1,) = torch.autograd.grad(getattr(xt, name)().sum(), xt, create_graph=True)
+        (g2,) = torch.autograd.grad(g1.sum(), xt)
+        np.testing.assert_allclose(got, g2.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name,op,count", [("expm1", "Exp2", 1), ("sinh", "Exp2", 1), ("cosh", "Exp2", 1),
+                                           ("log1p", "Log2", 1)])
+def test_one_transcendental_each(name, op, count):
+    """float32 expm1, sinh and cosh compute one exp2; log1p one log2 (each side had its own, and
+    float64's exp two more)."""
+    g = lm.Graph()
+    t = g.input("x", (8,))
+    assert _nodes(getattr(t, name)(), op) == count
