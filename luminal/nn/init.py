@@ -112,42 +112,42 @@ def _fan(p, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def uniform_(p, a: float = 0.0, b: float = 1.0, generator=None):
-    """torch's ``nn.init.uniform_``: fill ``p`` with draws from U(a, b).
+def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
+    """torch's ``nn.init.uniform_``: fill ``tensor`` with draws from U(a, b).
 
     Args:
-        p: the Parameter (or numpy array) to fill.
+        tensor: the Parameter (or numpy array) to fill.
         a: the lower bound.
         b: the upper bound.
         generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
 
     Returns:
-        ``p``, filled in place.
+        ``tensor``, filled in place.
     """
     if not a <= b:  # (torch: "uniform_ expects to return a [from, to) range, but found from=1 > to=-1")
         raise ValueError(f"uniform_: expects the range [a, b) with a <= b, but found a={a} > b={b}")
-    return _write(p, _uniform(_rng(generator), a, b, p.shape, _draw_dtype(p, "uniform_")))
+    return _write(tensor, _uniform(_rng(generator), a, b, tensor.shape, _draw_dtype(tensor, "uniform_")))
 
 
-def normal_(p, mean: float = 0.0, std: float = 1.0, generator=None):
-    """torch's ``nn.init.normal_``: fill ``p`` with draws from N(mean, std**2).
+def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
+    """torch's ``nn.init.normal_``: fill ``tensor`` with draws from N(mean, std**2).
 
     Args:
-        p: the Parameter (or numpy array) to fill.
+        tensor: the Parameter (or numpy array) to fill.
         mean: the mean.
         std: the standard deviation.
         generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
 
     Returns:
-        ``p``, filled in place.
+        ``tensor``, filled in place.
     """
     if not std >= 0:  # (torch: "normal expects std >= 0.0, but found std -1"; numpy drew -N(0, 1) silently)
         raise ValueError(f"normal_: std must be at least 0, got {std}")
-    return _write(p, _normal(_rng(generator), mean, std, p.shape, _draw_dtype(p, "normal_")))
+    return _write(tensor, _normal(_rng(generator), mean, std, tensor.shape, _draw_dtype(tensor, "normal_")))
 
 
-def trunc_normal_(p, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator=None):
-    """torch's ``nn.init.trunc_normal_``: fill ``p`` with draws from N(mean, std**2) restricted to [a, b].
+def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator=None):
+    """torch's ``nn.init.trunc_normal_``: fill ``tensor`` with draws from N(mean, std**2) restricted to [a, b].
 
     The time is bounded whatever the bounds: normal draws are kept where they fall in [a, b] (when
     that is likely: most of them) and the others are drawn by the inverse CDF, which always lands
@@ -158,7 +158,7 @@ def trunc_normal_(p, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: fl
     outside [a, b]). ``std=0`` puts every value at the mean clipped to [a, b] (the limit as std goes to 0).
 
     Args:
-        p: the Parameter (or numpy array) to fill.
+        tensor: the Parameter (or numpy array) to fill.
         mean: the mean of the normal distribution.
         std: its standard deviation (at least 0).
         a: the lower bound.
@@ -166,25 +166,25 @@ def trunc_normal_(p, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: fl
         generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
 
     Returns:
-        ``p``, filled in place.
+        ``tensor``, filled in place.
     """
     if not a <= b:  # (torch: "uniform_ expects to return a [from, to) range, but found from=1 > to=-1")
         raise ValueError(f"trunc_normal_: expects the range [a, b] with a <= b, but found a={a} > b={b}")
     if not std >= 0:
         raise ValueError(f"trunc_normal_: std must be at least 0, got {std}")
-    dtype = _draw_dtype(p, "trunc_normal_")
+    dtype = _draw_dtype(tensor, "trunc_normal_")
     if std == 0:
-        return _write(p, np.full(p.shape, min(max(mean, a), b)))
+        return _write(tensor, np.full(tensor.shape, min(max(mean, a), b)))
     rng = _rng(generator)
     lo, hi = (a - mean) / std, (b - mean) / std  # the bounds in standard units
     below, above = _norm_cdf(lo), _norm_cdf(-hi)  # the mass below lo and above hi, each accurate when small
     if below + above < 0.5:  # most normal draws land inside: keep those (exact: each kept one is a draw
-        z = _normal(rng, 0.0, 1.0, p.shape, dtype)  # of the truncated normal), replace the rest
+        z = _normal(rng, 0.0, 1.0, tensor.shape, dtype)  # of the truncated normal), replace the rest
         outside = ~((z >= lo) & (z <= hi))
         z[outside] = _truncated_standard(rng, lo, hi, below, above, int(outside.sum()))
     else:
-        z = _truncated_standard(rng, lo, hi, below, above, p.shape)
-    return _write(p, np.clip(mean + std * z, a, b))
+        z = _truncated_standard(rng, lo, hi, below, above, tensor.shape)
+    return _write(tensor, np.clip(mean + std * z, a, b))
 
 
 def _truncated_standard(rng, lo: float, hi: float, below: float, above: float, shape) -> np.ndarray:
@@ -267,70 +267,70 @@ _AS241_FAR_DEN = (2.0442631033899397856e-15, 1.4215117583164458887e-7, 1.8463183
                   5.9983220655588793769e-1, 1.0)
 
 
-def constant_(p, val: float):
-    """torch's ``nn.init.constant_``: fill ``p`` with ``val``.
+def constant_(tensor, val: float):
+    """torch's ``nn.init.constant_``: fill ``tensor`` with ``val``.
 
     Args:
-        p: the Parameter (or numpy array) to fill.
+        tensor: the Parameter (or numpy array) to fill.
         val: the value.
 
     Returns:
-        ``p``, filled in place.
+        ``tensor``, filled in place.
     """
-    return _write(p, np.full(p.shape, val))
+    return _write(tensor, np.full(tensor.shape, val))
 
 
-def zeros_(p):
-    """torch's ``nn.init.zeros_``: fill ``p`` with 0.
+def zeros_(tensor):
+    """torch's ``nn.init.zeros_``: fill ``tensor`` with 0.
 
     Args:
-        p: the Parameter (or numpy array) to fill.
+        tensor: the Parameter (or numpy array) to fill.
 
     Returns:
-        ``p``, filled in place.
+        ``tensor``, filled in place.
     """
-    return constant_(p, 0.0)
+    return constant_(tensor, 0.0)
 
 
-def ones_(p):
-    """torch's ``nn.init.ones_``: fill ``p`` with 1.
+def ones_(tensor):
+    """torch's ``nn.init.ones_``: fill ``tensor`` with 1.
 
     Args:
-        p: the Parameter (or numpy array) to fill.
+        tensor: the Parameter (or numpy array) to fill.
 
     Returns:
-        ``p``, filled in place.
+        ``tensor``, filled in place.
     """
-    return constant_(p, 1.0)
+    return constant_(tensor, 1.0)
 
 
-def eye_(p):
-    """torch's ``nn.init.eye_``: fill the 2-d ``p`` with the identity (ones on the diagonal).
+def eye_(tensor):
+    """torch's ``nn.init.eye_``: fill the 2-d ``tensor`` with the identity (ones on the diagonal).
 
     Args:
-        p: the Parameter (or numpy array) to fill.
+        tensor: the Parameter (or numpy array) to fill.
 
     Returns:
-        ``p``, filled in place.
+        ``tensor``, filled in place.
     """
-    if len(p.shape) != 2:
-        raise ValueError(f"eye_ needs a 2-d parameter, got shape {tuple(p.shape)}")
-    return _write(p, np.eye(*p.shape))
+    if len(tensor.shape) != 2:
+        raise ValueError(f"eye_ needs a 2-d parameter, got shape {tuple(tensor.shape)}")
+    return _write(tensor, np.eye(*tensor.shape))
 
 
-def dirac_(p, groups: int = 1):
-    """torch's ``nn.init.dirac_``: fill the 3-, 4- or 5-d convolution weight ``p`` with the Dirac delta,
+def dirac_(tensor, groups: int = 1):
+    """torch's ``nn.init.dirac_``: fill the 3-, 4- or 5-d convolution weight ``tensor`` with the Dirac delta,
     so the convolution passes its input through (output channel ``d`` of each group copies input
     channel ``d`` at the kernel's centre; the channels one side has more of stay 0).
 
     Args:
-        p: the Parameter (or numpy array) to fill, shaped (out_channels, in_channels / groups, *kernel).
+        tensor: the Parameter (or numpy array) to fill, shaped (out_channels, in_channels / groups, *kernel).
         groups: the convolution's groups (``out_channels`` must divide by it).
 
     Returns:
-        ``p``, filled in place.
+        ``tensor``, filled in place.
     """
-    shape = tuple(p.shape)
+    shape = tuple(tensor.shape)
     if len(shape) not in (3, 4, 5):
         raise ValueError(f"dirac_: only tensors with 3, 4, or 5 dimensions are supported, got shape {shape}")
     if groups < 1 or shape[0] % groups:
@@ -341,29 +341,29 @@ def dirac_(p, groups: int = 1):
     for g in range(groups):
         for d in range(min(per_group, shape[1])):
             values[(g * per_group + d, d, *centre)] = 1.0
-    return _write(p, values)
+    return _write(tensor, values)
 
 
-def orthogonal_(p, gain: float = 1.0, generator=None):
-    """torch's ``nn.init.orthogonal_``: fill ``p`` (2-d or more, flattened after dim 0) with a (semi-)
+def orthogonal_(tensor, gain: float = 1.0, generator=None):
+    """torch's ``nn.init.orthogonal_``: fill ``tensor`` (2-d or more, flattened after dim 0) with a (semi-)
     orthogonal matrix times ``gain``: the Q of a normal matrix's QR, its columns' signs set by R's
     diagonal so that Q is uniformly distributed (Mezzadri, math-ph/0609050), as torch's. An empty
-    ``p`` is left alone.
+    ``tensor`` is left alone.
 
     Args:
-        p: the Parameter (or numpy array) to fill.
+        tensor: the Parameter (or numpy array) to fill.
         gain: the scale factor.
         generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
 
     Returns:
-        ``p``, filled in place.
+        ``tensor``, filled in place.
     """
-    shape = tuple(p.shape)
+    shape = tuple(tensor.shape)
     if len(shape) < 2:
         raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, got shape {shape}")
-    _draw_dtype(p, "orthogonal_")
+    _draw_dtype(tensor, "orthogonal_")
     if 0 in shape:
-        return p
+        return tensor
     rows = shape[0]
     cols = int(np.prod(shape)) // rows
     flat = _normal(_rng(generator), 0.0, 1.0, (rows, cols), np.float64)
@@ -373,24 +373,24 @@ def orthogonal_(p, gain: float = 1.0, generator=None):
     q *= np.sign(np.diag(r))
     if rows < cols:
         q = q.T
-    return _write(p, (q * gain).reshape(shape))
+    return _write(tensor, (q * gain).reshape(shape))
 
 
-def sparse_(p, sparsity: float, std: float = 0.01, generator=None):
-    """torch's ``nn.init.sparse_`` (Martens 2010): fill the 2-d ``p`` with N(0, std**2) draws, then set
+def sparse_(tensor, sparsity: float, std: float = 0.01, generator=None):
+    """torch's ``nn.init.sparse_`` (Martens 2010): fill the 2-d ``tensor`` with N(0, std**2) draws, then set
     ``ceil(sparsity * rows)`` entries of each column to 0, in rows chosen at random per column.
 
     Args:
-        p: the 2-d Parameter (or numpy array) to fill.
+        tensor: the 2-d Parameter (or numpy array) to fill.
         sparsity: the fraction of each column set to 0, in [0, 1] (torch takes any value: above 1 it
             zeroes everything, below 0 all rows but ``ceil(-sparsity * rows)``; refused here).
         std: the standard deviation of the nonzero values.
         generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
 
     Returns:
-        ``p``, filled in place.
+        ``tensor``, filled in place.
     """
-    shape = tuple(p.shape)
+    shape = tuple(tensor.shape)
     if len(shape) != 2:
         raise ValueError(f"sparse_: only tensors with 2 dimensions are supported, got shape {shape}")
     if not 0 <= sparsity <= 1:
@@ -399,89 +399,89 @@ def sparse_(p, sparsity: float, std: float = 0.01, generator=None):
         raise ValueError(f"sparse_: std must be at least 0, got {std}")
     rng = _rng(generator)
     rows, cols = shape
-    values = _normal(rng, 0.0, std, shape, _draw_dtype(p, "sparse_"))
+    values = _normal(rng, 0.0, std, shape, _draw_dtype(tensor, "sparse_"))
     zeros = math.ceil(sparsity * rows)
     if zeros and cols:  # each column's zeroed rows: the first `zeros` of a random permutation of its rows
         picked = np.argsort(_uniform(rng, 0.0, 1.0, shape, np.float64), axis=0)[:zeros]
         values[picked, np.arange(cols)] = 0
-    return _write(p, values)
+    return _write(tensor, values)
 
 
-def kaiming_uniform_(p, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
+def kaiming_uniform_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
     """torch's ``nn.init.kaiming_uniform_``: U(-bound, bound) with ``bound = gain * sqrt(3 / fan)``, ``gain =
     calculate_gain(nonlinearity, a)``; Linear and Conv use ``a=sqrt(5)``, a bound of ``1 / sqrt(fan_in)``.
-    An empty ``p`` is left alone, with torch's warning.
+    An empty ``tensor`` is left alone, with torch's warning.
 
     Args:
-        p: the Parameter (or numpy array) to fill.
+        tensor: the Parameter (or numpy array) to fill.
         a: the negative slope of a leaky_relu that follows (for the gain).
         mode: ``"fan_in"`` (default; keeps the forward variance) or ``"fan_out"`` (the backward's).
         nonlinearity: the nonlinearity's name, for ``calculate_gain``.
         generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
 
     Returns:
-        ``p``, filled in place.
+        ``tensor``, filled in place.
     """
-    if _is_empty(p, "kaiming_uniform_"):
-        return p
-    _draw_dtype(p, "kaiming_uniform_")
-    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(p, mode))
+    if _is_empty(tensor, "kaiming_uniform_"):
+        return tensor
+    _draw_dtype(tensor, "kaiming_uniform_")
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     bound = math.sqrt(3.0) * std
-    return uniform_(p, -bound, bound, generator)
+    return uniform_(tensor, -bound, bound, generator)
 
 
-def kaiming_normal_(p, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
+def kaiming_normal_(tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
     """torch's ``nn.init.kaiming_normal_``: N(0, std**2) with ``std = gain / sqrt(fan)``, ``gain =
-    calculate_gain(nonlinearity, a)``. An empty ``p`` is left alone, with torch's warning.
+    calculate_gain(nonlinearity, a)``. An empty ``tensor`` is left alone, with torch's warning.
 
     Args:
-        p: the Parameter (or numpy array) to fill.
+        tensor: the Parameter (or numpy array) to fill.
         a: the negative slope of a leaky_relu that follows (for the gain).
         mode: ``"fan_in"`` (default; keeps the forward variance) or ``"fan_out"`` (the backward's).
         nonlinearity: the nonlinearity's name, for ``calculate_gain``.
         generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
 
     Returns:
-        ``p``, filled in place.
+        ``tensor``, filled in place.
     """
-    if _is_empty(p, "kaiming_normal_"):
-        return p
-    _draw_dtype(p, "kaiming_normal_")
-    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(p, mode))
-    return normal_(p, 0.0, std, generator)
+    if _is_empty(tensor, "kaiming_normal_"):
+        return tensor
+    _draw_dtype(tensor, "kaiming_normal_")
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    return normal_(tensor, 0.0, std, generator)
 
 
-def xavier_uniform_(p, gain: float = 1.0, generator=None):
+def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
     """torch's ``nn.init.xavier_uniform_``: U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))``.
 
     Args:
-        p: the Parameter (or numpy array) to fill.
+        tensor: the Parameter (or numpy array) to fill.
         gain: the scale factor.
         generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
 
     Returns:
-        ``p``, filled in place.
+        ``tensor``, filled in place.
     """
-    _draw_dtype(p, "xavier_uniform_")
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(p)
+    _draw_dtype(tensor, "xavier_uniform_")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
-    return uniform_(p, -a, a, generator)
+    return uniform_(tensor, -a, a, generator)
 
 
-def xavier_normal_(p, gain: float = 1.0, generator=None):
+def xavier_normal_(tensor, gain: float = 1.0, generator=None):
     """torch's ``nn.init.xavier_normal_``: N(0, std**2) with ``std = gain * sqrt(2 / (fan_in + fan_out))``.
 
     Args:
-        p: the Parameter (or numpy array) to fill.
+        tensor: the Parameter (or numpy array) to fill.
         gain: the scale factor.
         generator: a numpy Generator to draw from (default: the global one, ``lm.manual_seed``).
 
     Returns:
-        ``p``, filled in place.
+        ``tensor``, filled in place.
     """
-    _draw_dtype(p, "xavier_normal_")
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(p)
-    return normal_(p, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
+    _draw_dtype(tensor, "xavier_normal_")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
 
 
 def bias_bound(fan_in: int) -> float:

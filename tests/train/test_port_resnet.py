@@ -253,3 +253,19 @@ def test_torch_kernel_flags_given_by_position_do_not_maximize():
     assert optim.Adagrad(params, 0.01, 0, 0, 0, 1e-10, True).defaults["maximize"] is False
     assert optim.RMSprop(params, 0.01, 0.99, 1e-8, 0, 0, False, True).defaults["maximize"] is False
     assert optim.RMSprop(params, 0.01, 0.99, 1e-8, 0, 0, False, False, None, True).defaults["maximize"] is True
+
+
+def test_nn_init_takes_torchs_parameter_names():
+    """``nn.init.trunc_normal_(tensor=w, std=0.02)``, as torch spells it (a ViT's init): luminal's
+    initialisers named their first parameter ``p``, so the keyword call was a TypeError."""
+    import inspect
+
+    for name in ("uniform_", "normal_", "trunc_normal_", "constant_", "zeros_", "ones_", "eye_", "dirac_",
+                 "orthogonal_", "sparse_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_"):
+        ours = list(inspect.signature(getattr(nn.init, name)).parameters)
+        assert ours == list(inspect.signature(getattr(torch.nn.init, name)).parameters), name
+    w = nn.Parameter(np.zeros((4, 3), np.float32))
+    nn.init.trunc_normal_(tensor=w, std=0.02, a=-0.04, b=0.04)
+    assert 0 < np.abs(w.data).max() <= 0.04
+    nn.init.constant_(tensor=w, val=0.5)
+    np.testing.assert_array_equal(w.data, np.full((4, 3), 0.5, np.float32))
