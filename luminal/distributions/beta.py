@@ -1,11 +1,11 @@
-"""Beta(concentration1, concentration0), torch.distributions' (``sample`` from two Gammas, no ``rsample``)."""
+"""Beta(concentration1, concentration0), torch.distributions' (draws from two Gammas, reparameterised)."""
 
 from __future__ import annotations
 
 from luminal.core import dtype as dt
 from luminal.distributions import constraints
 from luminal.distributions.distribution import Distribution, broadcast_all
-from luminal.distributions.gamma import NO_GAMMA_RSAMPLE, standard_gamma
+from luminal.distributions.gamma import rstandard_gamma
 from luminal.frontend import ops
 from luminal.frontend.tensor import GraphTensor
 
@@ -18,8 +18,7 @@ def log_beta(a: GraphTensor, b: GraphTensor) -> GraphTensor:
 class Beta(Distribution):
     """torch.distributions.Beta: density ``x**(a - 1) (1 - x)**(b - 1) / B(a, b)`` on ``[0, 1]`` for
     ``a = concentration1 > 0``, ``b = concentration0 > 0``. ``log_prob``, ``entropy``, moments and KL;
-    ``sample`` is ``X / (X + Y)`` for Gamma draws ``X`` of ``a`` and ``Y`` of ``b``, as torch's; ``rsample``
-    raises NotImplementedError (``NO_GAMMA_RSAMPLE``).
+    ``sample``/``rsample`` are ``X / (X + Y)`` for Gamma draws ``X`` of ``a`` and ``Y`` of ``b``, as torch's.
 
     Args:
         concentration1: ``a``, positive.
@@ -29,6 +28,7 @@ class Beta(Distribution):
 
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
+    has_rsample = True
     _params = {"concentration1": 0, "concentration0": 0}
 
     def __init__(self, concentration1, concentration0, validate_args=None) -> None:
@@ -56,17 +56,16 @@ class Beta(Distribution):
         total = a + b
         return self._guarded(a * b / (ops.square(total) * (total + 1)))
 
-    def sample(self, sample_shape=()) -> GraphTensor:
-        """``X / (X + Y)`` for ``X ~ Gamma(a)``, ``Y ~ Gamma(b)`` (``standard_gamma``), clamped into
-        ``[tiny, 1 - eps]`` as torch's; no gradient."""
+    def rsample(self, sample_shape=()) -> GraphTensor:
+        """``X / (X + Y)`` for ``X ~ Gamma(a)``, ``Y ~ Gamma(b)``, clamped into ``[tiny, 1 - eps]`` as
+        torch's; differentiated through the two Gamma draws (``rstandard_gamma``: each held at its cdf
+        value). torch's Beta differentiates the Beta draw at its own cdf value instead (its Dirichlet's
+        ``_dirichlet_grad``): another coupling of the same distribution, so the gradients of expectations
+        agree, not those of single draws."""
         shape = self._extended_shape(sample_shape)
-        x, y = standard_gamma(self.concentration1, shape), standard_gamma(self.concentration0, shape)
+        x, y = rstandard_gamma(self.concentration1, shape), rstandard_gamma(self.concentration0, shape)
         f = dt.finfo(x.dtype)
         return self._guarded(ops.clamp(x / (x + y), float(f.tiny), 1 - float(f.eps)))
-
-    def rsample(self, sample_shape=()) -> GraphTensor:
-        """Not implemented (``NO_GAMMA_RSAMPLE``)."""
-        raise NotImplementedError(f"Beta.rsample: {NO_GAMMA_RSAMPLE}")
 
     def log_prob(self, value) -> GraphTensor:
         """``xlogy(a - 1, x) + xlogy(b - 1, 1 - x) - log B(a, b)``."""

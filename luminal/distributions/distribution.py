@@ -33,10 +33,12 @@ from luminal.frontend.tensor import GraphTensor
 def broadcast_all(name: str, *values, event_dims=None) -> list[GraphTensor]:
     """torch.distributions.utils.broadcast_all: ``values`` (GraphTensors, Parameters, Buffers or
     numbers) as float GraphTensors of one graph and dtype, their batch shapes broadcast together
-    (``event_dims``: how many trailing dims of each are its event, kept as they are; default none)."""
+    (``event_dims``: how many trailing dims of each are its event, kept as they are; default none).
+    Python bools are numbers, 0.0 and 1.0, as torch's (``Bernoulli(True)``)."""
     event_dims = event_dims or [0] * len(values)
+    values = [float(v) if isinstance(v, bool) else v for v in values]
     for v in values:
-        if not isinstance(v, (GraphTensor, State)) and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
+        if not isinstance(v, (GraphTensor, State, numbers.Real)):
             raise op_error(TypeError, name, f"the parameters must be tensors, Parameters or numbers, got "
                            f"{type(v).__name__} {v!r}")
     # (a Parameter needs a graph to join: no host copy of its value, which would carry no gradient)

@@ -1,5 +1,5 @@
 """Gamma(concentration, rate), torch.distributions' (``sample`` by Marsaglia-Tsang over a fixed number of
-proposals; no ``rsample``: see ``NO_GAMMA_RSAMPLE``)."""
+proposals; ``rsample`` differentiates those draws implicitly, by torch's ``_standard_gamma_grad``)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,6 @@ from luminal.frontend.ops.random import uniform_fill
 from luminal.frontend.ops.special import gammainc
 from luminal.frontend.tensor import GraphTensor
 
-NO_GAMMA_RSAMPLE = ("luminal has no reparameterised Gamma draws: torch's rsample differentiates its Marsaglia-Tsang "
-                    "draws implicitly (through the derivative of the incomplete gamma function by the concentration, "
-                    "which luminal lacks); use sample() for draws without a gradient")
 ROUNDS = 16  # Marsaglia-Tsang proposals per draw: each is accepted with probability > 0.95 (for shape >= 1)
 
 
@@ -48,11 +45,69 @@ def standard_gamma(concentration: GraphTensor, shape) -> GraphTensor:
     return ops.clamp(ops.exp(ops.log(out) + log_boost), min=tiny)
 
 
+# torch's bivariate rational approximation of d x / d alpha (ATen/native/Distributions.h): rows are the
+# coefficients of 1, u, u**2 (u = log(x / alpha)); columns those of the numerator and denominator
+# polynomials in v = log(alpha)
+_RATIONAL = ((0.16009398, -0.094634809, 0.025146376, -0.0030648343, 1, 0.32668115, 0.10406089, 0.0014179084),
+             (0.53487893, 0.1298071, 0.065735949, -0.0015649758, 0.16639465, 0.020070113, -0.0035938915,
+              -0.00058392623),
+             (0.040121004, -0.0065914022, -0.0026286047, -0.0013441777, 0.017050642, -0.0021309326,
+              0.00085092367, -1.5247877e-07))
+
+
+def standard_gamma_grad(x: GraphTensor, alpha: GraphTensor) -> GraphTensor:
+    """torch's ``_standard_gamma_grad(x, alpha)``: ``d x / d alpha`` of a Gamma(``alpha``, 1) draw ``x``
+    held at a fixed cdf value (implicit differentiation: ``-(dF/d alpha) / pdf``), by torch's three
+    approximations, so that ``rsample``'s gradients are torch's on the same draws:
+
+    - ``x < 0.8``: the incomplete gamma function's series (6 terms) differentiated by ``alpha``,
+      ``x e**x (s2 - (log x - digamma(alpha)) s1)`` (torch's ``-cdf_alpha / pdf``, its powers cancelled);
+    - ``alpha > 8``: Rice's saddle point expansion (a polynomial within 10% of ``alpha``);
+    - else torch's bivariate rational approximation in ``log(x / alpha)`` and ``log(alpha)``.
+    """
+    numer, denom = 1.0, alpha
+    s1, s2 = 1 / alpha, 1 / ops.square(alpha)
+    for i in range(1, 6):
+        numer = numer * (-x / i)
+        denom = denom + 1
+        s1, s2 = s1 + numer / denom, s2 + numer / ops.square(denom)
+    series = x * ops.exp(x) * (s2 - (ops.log(x) - ops.digamma(alpha)) * s1)
+    a2 = ops.square(alpha)
+    near = (1 + 24 * alpha * (1 + 12 * alpha)) * (1440 * a2 + 6 * x * (53 - 120 * x) - 65 * ops.square(x) / alpha
+                                                  + alpha * (107 + 3600 * x)) / (1244160 * a2 * a2)
+    root = ops.sqrt(8 * alpha)
+    log_ratio = ops.log(x / alpha)
+    term2 = root / (alpha - x)
+    term3 = (x - alpha - alpha * log_ratio) ** -1.5
+    term1 = log_ratio * ops.where(ops.lt(x, alpha), term2 - term3, term2 + term3) \
+        - ops.sqrt(2 / alpha) * (alpha + x) / ops.square(alpha - x)
+    stirling = 1 + 1 / (12 * alpha) * (1 + 1 / (24 * alpha))
+    far = -stirling * x * term1 / root
+    v = ops.log(alpha)
+    c = [row0 + log_ratio * (row1 + log_ratio * row2) for row0, row1, row2 in zip(*_RATIONAL)]
+    rational = ops.exp((c[0] + v * (c[1] + v * (c[2] + v * c[3]))) / (c[4] + v * (c[5] + v * (c[6] + v * c[7]))))
+    within = ops.logical_and(ops.le(0.9 * alpha, x), ops.le(x, 1.1 * alpha))
+    large = ops.where(within, near, far)
+    return ops.where(ops.lt(x, 0.8), series, ops.where(ops.gt(alpha, 8.0), large, rational))
+
+
+def rstandard_gamma(concentration: GraphTensor, shape) -> GraphTensor:
+    """``standard_gamma(concentration, shape)`` with torch's reparameterised gradient by the
+    concentration, ``standard_gamma_grad(x, concentration)`` per draw (``Graph.custom_vjp``)."""
+    a = concentration.expand(*shape)
+    x = standard_gamma(a, shape)
+
+    def rule(out, adjoint, alpha):
+        return [adjoint * standard_gamma_grad(out.detach(), alpha.detach())]
+
+    return a.graph.custom_vjp(x, [a], rule)
+
+
 class Gamma(Distribution):
     """torch.distributions.Gamma: density ``rate**c x**(c - 1) exp(-rate x) / Gamma(c)`` for
     ``concentration`` ``c > 0``, ``rate > 0``. ``log_prob``, ``entropy``, ``cdf``, moments and KL;
-    ``sample`` draws by Marsaglia-Tsang (``standard_gamma``); ``rsample`` raises NotImplementedError
-    (``NO_GAMMA_RSAMPLE``).
+    ``sample`` draws by Marsaglia-Tsang (``standard_gamma``); ``rsample`` too, differentiated as torch's
+    (``rstandard_gamma``).
 
     Args:
         concentration: the shape parameter, positive.
@@ -62,6 +117,7 @@ class Gamma(Distribution):
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
+    has_rsample = True
     _params = {"concentration": 0, "rate": 0}
 
     def __init__(self, concentration, rate, validate_args=None) -> None:
@@ -83,15 +139,12 @@ class Gamma(Distribution):
         """``concentration / rate**2``."""
         return self._guarded(self.concentration / ops.square(self.rate))
 
-    def sample(self, sample_shape=()) -> GraphTensor:
-        """Draws ``standard_gamma(concentration) / rate``, at least the dtype's smallest normal number
-        (torch's clamp); no gradient."""
-        shape = self._extended_shape(sample_shape)
-        return self._guarded(standard_gamma(self.concentration, shape) / self.rate.detach())
-
     def rsample(self, sample_shape=()) -> GraphTensor:
-        """Not implemented (``NO_GAMMA_RSAMPLE``)."""
-        raise NotImplementedError(f"Gamma.rsample: {NO_GAMMA_RSAMPLE}")
+        """Draws ``standard_gamma(concentration) / rate`` (at least the dtype's smallest normal number
+        before the division, torch's clamp), with torch's gradients: ``standard_gamma_grad(x,
+        concentration) / rate`` by the concentration, ``-draw / rate`` by the rate."""
+        shape = self._extended_shape(sample_shape)
+        return self._guarded(rstandard_gamma(self.concentration, shape) / self.rate)
 
     def log_prob(self, value) -> GraphTensor:
         """``xlogy(c, rate) + xlogy(c - 1, x) - rate x - lgamma(c)``."""

@@ -1,16 +1,69 @@
-"""Poisson(rate), torch.distributions' mass function (no sampler: see ``Poisson.sample``)."""
+"""Poisson(rate), torch.distributions' (``sample`` by inversion below rate 10, else Hormann's PTRS over a
+fixed number of proposals)."""
 
 from __future__ import annotations
 
+from luminal.core import dtype as dt
 from luminal.distributions import constraints
 from luminal.distributions.distribution import Distribution, broadcast_all
 from luminal.frontend import ops
+from luminal.frontend.ops.random import uniform_fill
 from luminal.frontend.tensor import GraphTensor
+
+SMALL = 10.0  # rates below: inversion; from it on: PTRS (numpy's split)
+TERMS = 50  # inversion's last count: P(Poisson(10) > 50) < 2e-19
+ROUNDS = 32  # PTRS proposals per draw: each is rejected with probability below 0.25 (rate >= 10): 0.25**32 < 6e-20
+
+
+def _inversion(lam: GraphTensor) -> GraphTensor:
+    """Poisson(``lam``) draws for ``lam < SMALL``: the count of cdf values ``F(k)``, ``k <= TERMS``, at
+    or below a uniform ``u`` (``min{k: u < F(k)}``), the pmf by ``p(k) = p(k - 1) lam / k``."""
+    u = uniform_fill(lam)
+    p = ops.exp(-lam)
+    cdf, count = p, ops.cast(ops.le(p, u), lam.dtype)
+    for k in range(1, TERMS + 1):
+        p = p * lam / k
+        cdf = cdf + p
+        count = count + ops.cast(ops.le(cdf, u), lam.dtype)
+    return count
+
+
+def _ptrs(lam: GraphTensor) -> GraphTensor:
+    """Poisson(``lam``) draws for ``lam >= SMALL`` by Hormann's transformed rejection with squeeze
+    (PTRS, 1993, as numpy's ``random_poisson_ptrs``), exact: each draw is the first of ``ROUNDS``
+    proposals accepted (the last if none is, with probability below 6e-20). The proposals of a draw
+    lie along a trailing axis, one op each for them all."""
+    lam = lam.unsqueeze(-1).expand(*lam.shape, ROUNDS)
+    slam, loglam = ops.sqrt(lam), ops.log(lam)
+    b = 0.931 + 2.53 * slam
+    a = -0.059 + 0.02483 * b
+    log_inv_alpha = ops.log(1.1239 + 1.1328 / (b - 3.4))
+    vr = 0.9277 - 3.6224 / (b - 2)
+    u, v = uniform_fill(lam) - 0.5, uniform_fill(lam)
+    us = 0.5 - ops.abs(u)
+    k = ops.floor((2 * a / us + b) * u + lam + 0.43)
+    squeeze = ops.logical_and(ops.ge(us, 0.07), ops.le(v, vr))
+    k0 = ops.clamp(k, min=0)  # (a negative k is rejected below; its lgamma is not needed)
+    bound = ops.le(ops.log(v) + log_inv_alpha - ops.log(a / ops.square(us) + b),
+                   -lam + k0 * loglam - ops.lgamma(k0 + 1))
+    tail_ok = ops.logical_and(ops.ge(k, 0), ops.logical_not(ops.logical_and(ops.lt(us, 0.013), ops.gt(v, us))))
+    accept = ops.cast(ops.logical_or(squeeze, ops.logical_and(tail_ok, bound)), lam.dtype)
+    first = ops.logical_and(ops.eq(accept, 1), ops.eq(ops.cumsum(accept, -1), 1))
+    return ops.where(ops.gt(accept.sum(-1), 0), ops.where(first, k0, 0.0).sum(-1), k0[..., -1])
+
+
+def poisson_draws(rate: GraphTensor, shape) -> GraphTensor:
+    """Poisson(``rate``) draws of ``shape`` (``rate`` broadcast to it), in float64 and then ``rate``'s
+    dtype; no gradient. Both methods run on every entry (a static graph), each on rates it is meant for."""
+    lam = ops.cast(rate.detach(), dt.float64).expand(*shape)
+    small = ops.lt(lam, SMALL)
+    draws = ops.where(small, _inversion(ops.where(small, lam, 0.0)), _ptrs(ops.where(small, SMALL, lam)))
+    return ops.cast(draws, rate.dtype)
 
 
 class Poisson(Distribution):
     """torch.distributions.Poisson: ``P(k) = rate**k exp(-rate) / k!`` on the integers ``k >= 0``,
-    ``rate >= 0``. ``log_prob`` and moments; ``sample`` raises NotImplementedError.
+    ``rate >= 0``. ``log_prob``, moments and ``sample`` (``poisson_draws``).
 
     Args:
         rate: the mean, non-negative.
@@ -41,9 +94,9 @@ class Poisson(Distribution):
         return self._guarded(self.rate)
 
     def sample(self, sample_shape=()) -> GraphTensor:
-        """Not implemented: torch's draws by rejection (a loop of data-dependent length)."""
-        raise NotImplementedError("Poisson.sample: luminal has no Poisson sampler (torch's draws by rejection, a "
-                                  "loop of data-dependent length, which a static graph lacks)")
+        """Counts of shape ``sample_shape + batch_shape``, in ``rate``'s float dtype as torch's
+        (``poisson_draws``: exact, by inversion below rate 10 and by PTRS from it on); no gradient."""
+        return self._guarded(poisson_draws(self.rate, self._extended_shape(sample_shape)))
 
     def log_prob(self, value) -> GraphTensor:
         """``xlogy(k, rate) - rate - lgamma(k + 1)``. At ``k = 0`` the first term is 0 for every rate, so at
