@@ -22,7 +22,8 @@ trip is convex and runs as one step).
 
 Search, repeated while a loop pays (``MIN_BODY``, ``MIN_SAVED``), best first by nodes saved:
 1. candidate periods: the gaps between consecutive free nodes of a class (same label and input types),
-   most frequent first;
+   most frequent first, and those dividing a chosen one (a common multiple of several regions' periods
+   can outrank each of them);
 2. for a period, positions that agree with the one a period later: runs of them are periodic regions;
 3. the **phase** (where in a region trips start): the one cutting fewest values across trip boundaries
    (between layers the residual stream alone crosses), giving up at most one trip for it;
