@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from luminal.codegen import ir
 from luminal.codegen.lower import Placed, Values, contiguous_index, unflatten
+from luminal.codegen.lowering.split import split_innermost
 from luminal.codegen.lowering.work import Uses, items, kernel, one, reader, sizes, store
 from luminal.core.symbolic import same
 
@@ -47,7 +48,8 @@ def elementwise(k, target, memory, name: str) -> list[ir.Kernel]:
         v = values.at(e, at if values.shape(e) is not None else ())
         uses.use(p, "w")
         body.append(store(memory, p, at, out_shape, v, flat=work.flat))
-    return [kernel(name, uses, work, body, notes={"fused": " ".join(k.fused), "schedule": "items"})]
+    made = kernel(name, uses, work, body, notes={"fused": " ".join(k.fused), "schedule": "items"})
+    return [made if target.threads else split_innermost(made)]
 
 
 MIN_OUTER = 16  # a reordered kernel's outermost axis, which threads cut (``parallel.py``), has this many items
