@@ -1,7 +1,7 @@
-"""kl_divergence(p, q) and register_kl, torch.distributions.kl's, with torch's closed forms for the
-pairs of one family that it registers among luminal's distributions (torch's cross-family pairs, such
-as Normal-Laplace or Exponential-Gamma, are not here: kl_divergence raises NotImplementedError for
-them until registered)."""
+"""kl_divergence(p, q) and register_kl, torch.distributions.kl's, with torch's closed forms for every
+pair it registers among luminal's distributions: those of one family and the cross-family ones
+(Normal-Laplace, Exponential-Gamma, Uniform-Normal, ..., and those torch defines as infinite, a support
+that the other's does not cover). Any other pair raises NotImplementedError until registered."""
 
 from __future__ import annotations
 
@@ -70,6 +70,17 @@ def kl_divergence(p: Distribution, q: Distribution) -> GraphTensor:
 
 def _infinite_where(cond: GraphTensor, x: GraphTensor) -> GraphTensor:
     return ops.where(cond, math.inf, x)
+
+
+def _infinite(p: Distribution, q: Distribution) -> GraphTensor:
+    """inf over the broadcast batch shape of ``p`` and ``q`` (a constant: no gradient, as torch's
+    ``_infinite_like``, which has ``p``'s shape alone)."""
+    zero = ops.zeros_like(p._tensors()[0]) + ops.zeros_like(q._tensors()[0])
+    return ops.full_like(zero, math.inf)
+
+
+def _beta_mean(p: Beta) -> GraphTensor:
+    return p.concentration1 / (p.concentration1 + p.concentration0)
 
 
 @register_kl(Normal, Normal)
@@ -166,3 +177,138 @@ def _kl_independent_independent(p: Independent, q: Independent) -> GraphTensor:
                                   f"reinterpreted_batch_ndims ({p.reinterpreted_batch_ndims} and "
                                   f"{q.reinterpreted_batch_ndims})")
     return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+# torch's cross-family pairs (torch/distributions/kl.py), term for term
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p: Bernoulli, q: Poisson) -> GraphTensor:
+    return -p.entropy() - (p.probs * ops.log(q.rate) - q.rate)
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p: Beta, q: Exponential) -> GraphTensor:
+    return -p.entropy() - ops.log(q.rate) + q.rate * _beta_mean(p)
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p: Beta, q: Gamma) -> GraphTensor:
+    t2 = ops.lgamma(q.concentration) - q.concentration * ops.log(q.rate)
+    t3 = (q.concentration - 1) * (ops.digamma(p.concentration1) - ops.digamma(p.concentration1 + p.concentration0))
+    return -p.entropy() + t2 - t3 + q.rate * _beta_mean(p)
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p: Beta, q: Normal) -> GraphTensor:
+    mean, var = _beta_mean(p), ops.square(q.scale)
+    t2 = 0.5 * ops.log(var * 2 * math.pi)
+    t3 = (mean * (1 - mean) / (p.concentration1 + p.concentration0 + 1) + ops.square(mean)) * 0.5
+    return -p.entropy() + t2 + (t3 - q.loc * mean + ops.square(q.loc) * 0.5) / var
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p: Beta, q: Uniform) -> GraphTensor:
+    out = -p.entropy() + ops.log(q.high - q.low)
+    return _infinite_where(ops.logical_or(ops.gt(q.low, 0.0), ops.lt(q.high, 1.0)), out)
+
+
+@register_kl(Exponential, Beta)
+@register_kl(Exponential, Uniform)
+@register_kl(Gamma, Beta)
+@register_kl(Gamma, Uniform)
+@register_kl(Laplace, Beta)
+@register_kl(Laplace, Exponential)
+@register_kl(Laplace, Gamma)
+@register_kl(Laplace, Uniform)
+@register_kl(Normal, Beta)
+@register_kl(Normal, Exponential)
+@register_kl(Normal, Gamma)
+@register_kl(Normal, Uniform)
+@register_kl(Poisson, Bernoulli)
+def _kl_infinity(p: Distribution, q: Distribution) -> GraphTensor:
+    """p's support is not inside q's (an unbounded one in a bounded or half-line one; Poisson's counts
+    above 1): inf, as torch's."""
+    return _infinite(p, q)
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p: Exponential, q: Gamma) -> GraphTensor:
+    ratio = q.rate / p.rate
+    euler = 0.57721566490153286060
+    return -q.concentration * ops.log(ratio) + ratio + ops.lgamma(q.concentration) + q.concentration * euler \
+        - (1 + euler)
+
+
+@register_kl(Exponential, Normal)
+def _kl_exponential_normal(p: Exponential, q: Normal) -> GraphTensor:
+    var, rate2 = ops.square(q.scale), ops.square(p.rate)
+    t1 = 0.5 * ops.log(rate2 * var * 2 * math.pi)
+    return t1 - 1 + (ops.reciprocal(rate2) - q.loc / p.rate + ops.square(q.loc) * 0.5) / var
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p: Gamma, q: Exponential) -> GraphTensor:
+    return -p.entropy() - ops.log(q.rate) + q.rate * p.concentration / p.rate
+
+
+@register_kl(Gamma, Normal)
+def _kl_gamma_normal(p: Gamma, q: Normal) -> GraphTensor:
+    c, var, rate2 = p.concentration, ops.square(q.scale), ops.square(p.rate)
+    t1 = 0.5 * ops.log(rate2 * var * 2 * math.pi) - c - ops.lgamma(c)
+    t2 = 0.5 * (ops.square(c) + c) / rate2
+    return t1 + (c - 1) * ops.digamma(c) + (t2 - q.loc * c / p.rate + 0.5 * ops.square(q.loc)) / var
+
+
+@register_kl(Laplace, Normal)
+def _kl_laplace_normal(p: Laplace, q: Normal) -> GraphTensor:
+    var = ops.square(q.scale)
+    ratio = ops.square(p.scale) / var
+    t1 = 0.5 * ops.log(2 * ratio / math.pi)
+    return -t1 + ratio + (0.5 * ops.square(p.loc) - p.loc * q.loc + 0.5 * ops.square(q.loc)) / var - 1
+
+
+@register_kl(Normal, Laplace)
+def _kl_normal_laplace(p: Normal, q: Laplace) -> GraphTensor:
+    diff = p.loc - q.loc
+    z = diff / p.scale
+    t2 = math.sqrt(2 / math.pi) * p.scale * ops.exp(-0.5 * ops.square(z))
+    t3 = diff * ops.erf(math.sqrt(0.5) * z)
+    return -ops.log(p.scale / q.scale) + (t2 + t3) / q.scale - 0.5 * (1 + math.log(0.5 * math.pi))
+
+
+def _x_log_x(t: GraphTensor) -> GraphTensor:
+    """``t log t``, 0 at 0 (its limit; torch's ``_x_log_x`` gives NaN there)."""
+    return ops.xlogy(t, t)
+
+
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p: Uniform, q: Beta) -> GraphTensor:
+    width = p.high - p.low
+    t2 = (q.concentration1 - 1) * (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
+    t3 = (q.concentration0 - 1) * (_x_log_x(1 - p.high) - _x_log_x(1 - p.low) + width) / width
+    out = t3 + log_beta(q.concentration1, q.concentration0) - ops.log(width) - t2
+    return _infinite_where(ops.logical_or(ops.gt(p.high, 1.0), ops.lt(p.low, 0.0)), out)
+
+
+@register_kl(Uniform, Exponential)
+def _kl_uniform_exponential(p: Uniform, q: Exponential) -> GraphTensor:
+    out = q.rate * (p.high + p.low) / 2 - ops.log((p.high - p.low) * q.rate)
+    return _infinite_where(ops.lt(p.low, 0.0), out)
+
+
+@register_kl(Uniform, Gamma)
+def _kl_uniform_gamma(p: Uniform, q: Gamma) -> GraphTensor:
+    width = p.high - p.low
+    t2 = ops.lgamma(q.concentration) - q.concentration * ops.log(q.rate)
+    t3 = (1 - q.concentration) * (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
+    out = -ops.log(width) + t2 + t3 + q.rate * (p.high + p.low) / 2
+    return _infinite_where(ops.lt(p.low, 0.0), out)
+
+
+@register_kl(Uniform, Normal)
+def _kl_uniform_normal(p: Uniform, q: Normal) -> GraphTensor:
+    width = p.high - p.low
+    t1 = ops.log(math.sqrt(math.pi * 2) * q.scale / width)
+    t3 = ops.square((p.high + p.low - 2 * q.loc) / 2)
+    return t1 + 0.5 * (ops.square(width) / 12 + t3) / ops.square(q.scale)
