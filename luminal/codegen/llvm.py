@@ -22,7 +22,9 @@ loops, the last axis innermost: the loop LLVM vectorises). A caller splits axis 
   does. (float16 values were float registers first; LLVM 20 then shrank a ReLU's compares and
   selects of widened halves back to half and folded ``select(x <= 0, select(x < 0, 0, x), x)`` into
   ``select(x <= 0, 0, x)``, turning -0.0 into +0.0: halves compared and selected as halves keep it.)
-- Sin and Sqrt are ``llvm.sin/sqrt`` (Sqrt correctly rounded; Sin a scalar libm call, which keeps
+- Sqrt is ``llvm.sqrt`` (correctly rounded). Sin of a float (and the half types, through float) is
+  inline arithmetic (``_sin_f32``: an exact table-driven reduction, polynomials in double, rounded
+  once: within half an ulp and a hair); of a double, ``llvm.sin`` (a scalar libm call, which keeps
   its loop scalar). Exp2 and Log2 are inline arithmetic (``_INLINE``: range reduction, a polynomial,
   exponent bits set through integer ops, selects for the special values; no calls, so the loop
   vectoriser widens them): float32 (and the half types, through float32) computed in double and
@@ -92,6 +94,7 @@ import ctypes
 import dataclasses
 import functools
 import hashlib
+import math
 import os
 import re
 import threading
@@ -118,9 +121,9 @@ CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
 REDUCE_FLAGS = ("reassoc", "contract")  # on a float sum's accumulation only (see the module docstring)
 _ROUNDED = frozenset({"Log2", "Exp2", "Sin", "Sqrt", "Recip", "Add", "Mul", "Mod"})  # may leave a half type
 _ALIGN = {I8: 1, F16: 2, I32: 4, F32: 4, I64: 8, F64: 8}  # natural alignment (numpy's arrays have it)
-CODEGEN_VERSION = 4  # in the disk cache's key: bump when the code made for one IR text changes (4: a NaN constant's
-# bits in the IR text; 3: IEEE Max; it also keeps a luminal from before the cache entries' header from reading
-# them as bare objects, which crashed it)
+CODEGEN_VERSION = 5  # in the disk cache's key: bump when the code made for one IR text changes (5: float Sin
+# inline; 4: a NaN constant's bits in the IR text; 3: IEEE Max; it also keeps a luminal from before the cache
+# entries' header from reading them as bare objects, which crashed it)
 
 
 def value_type(d) -> ll.Type:
@@ -694,11 +697,94 @@ def _log2_f64(b, x):
     return _log2_special(b, x, b.fadd(v_lo, w))
 
 
+# Sin of a float as inline arithmetic (llvm.sin.f32 is a scalar libm call per element, which kept the
+# loop scalar: 12 times exp's time). The argument is reduced exactly over float32's whole range (Payne
+# and Hanek's reduction with a table, no branches): |x| = M 2**E (M the 24-bit integer significand),
+# and x (2/pi) = M T_E modulo 4, where T_E = 2**E (2/pi) mod 4 is tabulated per exponent field (256
+# entries) in four doubles c0..c3 holding its bits of weights 2**1..2**-22, 2**-23..2**-46,
+# 2**-47..2**-70 and the rest (53 bits). M c0, M c1, M c2 are exact (48-bit products at fixed
+# positions), so the sum's integer part (the quadrant) and its fraction f (|f| <= 1/2) are exact to
+# 2**-70 before the last two terms, and f is within 2**-99 of x (2/pi) - n: even the float32 nearest a
+# multiple of pi/2 keeps 60 bits of it. sin or cos of f pi/2 (|f pi/2| <= pi/4) by Taylor polynomials
+# to the 13th and 14th powers (under 2**-44 relative), by quadrant, in double, rounded once to float:
+# within half an ulp (and a hair) of the correctly rounded sine. A float64 Sin stays a libm call.
+_TWO_OVER_PI_BITS = int(  # floor(2/pi 2**320)
+    "a2f9836e4e441529fc2757d1f534ddc0db6295993c439041fe5163abdebbc561b7246e3a424dd2e0", 16)
+_SIN_S = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(7))  # sin y = y S(y**2), to y**13
+_SIN_C = tuple((-1) ** k / math.factorial(2 * k) for k in range(8))  # cos y = C(y**2), to y**14
+_PIO2_D = float.fromhex("0x1.921fb54442d18p+0")
+
+
+def _sin_table() -> list:
+    """[c0, c1, c2, c3] for each float32 exponent field e: T = 2**E (2/pi) mod 4 with E = max(e, 1) -
+    150 (the weight of M's last bit; e = 255 is never used), cut at bits 2**-22, 2**-46 and 2**-70."""
+    cols: list = [[], [], [], []]
+    for e in range(256):
+        shift = max(e, 1) - 150 - 320  # T = _TWO_OVER_PI_BITS 2**shift mod 4, as an integer over 2**224
+        t = _TWO_OVER_PI_BITS << (224 + shift) if shift >= -224 else _TWO_OVER_PI_BITS >> -(224 + shift)
+        t %= 4 << 224
+        for j, low in enumerate((224 - 22, 224 - 46, 224 - 70)):
+            part = t >> low << low
+            cols[j].append(part / 2.0**224)
+            t -= part
+        cols[3].append(t / 2.0**224)
+    return cols
+
+
+_SIN_TABLE = _sin_table()
+
+
+def _table(b, name: str, values: list):
+    """A constant [n x double] of the module, made once per module."""
+    g = b.module.globals.get(name)
+    if g is None:
+        g = ll.GlobalVariable(b.module, ll.ArrayType(F64, len(values)), name=name)
+        g.global_constant, g.linkage = True, "internal"
+        g.initializer = ll.Constant(ll.ArrayType(F64, len(values)), [float(v) for v in values])
+    return g
+
+
+def _sin_f32(b, x):
+    """sin of a float (see above): NaN at +-inf and NaN, -0.0 at -0.0."""
+    bits = b.bitcast(x, I32)
+    e = b.and_(b.lshr(bits, ll.Constant(I32, 23)), ll.Constant(I32, 255))
+    implicit = b.select(b.icmp_unsigned("==", e, ll.Constant(I32, 0)), ll.Constant(I32, 0), ll.Constant(I32, 1 << 23))
+    m = b.uitofp(b.or_(b.and_(bits, ll.Constant(I32, (1 << 23) - 1)), implicit), F64)  # exact
+    idx = b.zext(e, I64)
+    c = [b.load(b.gep(_table(b, f"luminal.sin.c{j}", col), [_q(0), idx], inbounds=True))
+         for j, col in enumerate(_SIN_TABLE)]
+    s0, s1, s2, s3 = (b.fmul(m, cj) for cj in c)  # s0, s1, s2 exact
+    n0 = b.fsub(b.fadd(s0, _d(_ROUND)), _d(_ROUND))
+    t = b.fadd(b.fsub(s0, n0), s1)  # exact: bits 2**2 .. 2**-46
+    t_round = b.fadd(t, _d(_ROUND))
+    n1 = b.fsub(t_round, _d(_ROUND))
+    f = b.fadd(b.fsub(t, n1), b.fadd(s2, s3))
+    quadrant = b.add(b.fptosi(n0, I64), b.sub(b.bitcast(t_round, I64), _q(_ROUND_BITS)))
+    y = b.fmul(f, _d(_PIO2_D))
+    z = b.fmul(y, y)
+    sin_y = b.fmul(y, _horner(b, _SIN_S, z))
+    cos_y = _horner(b, _SIN_C, z)
+    odd = b.icmp_signed("!=", b.and_(quadrant, _q(1)), _q(0))
+    v = b.select(odd, cos_y, sin_y)
+    flip = b.xor(b.icmp_signed("!=", b.and_(quadrant, _q(2)), _q(0)), b.icmp_signed("<", bits, ll.Constant(I32, 0)))
+    v = b.select(flip, b.fneg(v), v)
+    v = b.select(b.icmp_unsigned("==", e, ll.Constant(I32, 255)), _d(float("nan")), v)  # +-inf, NaN
+    return b.fptrunc(v, F32)
+
+
 def _inline(f32, f64):
     return lambda b, x: f64(b, x) if x.type == F64 else f32(b, x)
 
 
-_INLINE = {"Exp2": _inline(_exp2_f32, _exp2_f64), "Log2": _inline(_log2_f32, _log2_f64)}
+def _sin_libm(b, x):
+    fn = b.module.globals.get("llvm.sin.f64")
+    if fn is None:
+        fn = ll.Function(b.module, ll.FunctionType(F64, (F64,)), name="llvm.sin.f64")
+    return b.call(fn, [x])
+
+
+_INLINE = {"Exp2": _inline(_exp2_f32, _exp2_f64), "Log2": _inline(_log2_f32, _log2_f64),
+           "Sin": _inline(_sin_f32, _sin_libm)}
 
 
 # The elementwise primitives (``core/primitives.py``'s records, by name) on each kind of operand, as
@@ -725,7 +811,7 @@ def _select(e, d, xs):
 FLOAT_OPS = {
     "Log2": lambda e, d, xs: _INLINE["Log2"](e.b, xs[0]),
     "Exp2": lambda e, d, xs: _INLINE["Exp2"](e.b, xs[0]),
-    "Sin": lambda e, d, xs: e.b.call(e._intrinsic("llvm.sin", xs[0].type), xs),
+    "Sin": lambda e, d, xs: _INLINE["Sin"](e.b, xs[0]),
     "Sqrt": lambda e, d, xs: e.b.call(e._intrinsic("llvm.sqrt", xs[0].type), xs),
     "Recip": lambda e, d, xs: e.b.fdiv(ll.Constant(xs[0].type, 1.0), xs[0]),
     "Add": lambda e, d, xs: e.b.fadd(*xs),

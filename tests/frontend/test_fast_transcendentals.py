@@ -147,3 +147,85 @@ def test_one_transcendental_each(name, op, count):
     g = lm.Graph()
     t = g.input("x", (8,))
     assert _nodes(getattr(t, name)(), op) == count
+
+
+# Sin of a float: inline in the CPU target (codegen/llvm.py ``_sin_f32``) ----------------------------------
+
+def _sin_ulps(x: np.ndarray) -> float:
+    """The largest error of the CPU target's float32 Sin over ``x`` (finite) in float32 ulps of float64's
+    sin (within an ulp of float64: far below float32's)."""
+    from tests.codegen.test_transcendentals import F32, run
+
+    got = run("Sin", F32, x).astype(np.float64)
+    want = np.sin(x.astype(np.float64))
+    spacing = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    return float(np.max(np.abs(got - want) / np.maximum(spacing, 2.0**-149)))
+
+
+def test_sin_float32_within_half_an_ulp():
+    """Dense grids near 0 and over a few turns, random bit patterns (every exponent: the reduction's
+    table), and the float32 values nearest multiples of pi/2 up to 2**30, where the reduced argument is
+    smallest."""
+    rng = np.random.default_rng(0)
+    bits = rng.integers(0, 2**32, 400_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    k = np.arange(1, 2**15, dtype=np.float64)
+    near = np.concatenate([k * (np.pi / 2), np.geomspace(1, 2**30, 20000).round() * (np.pi / 2)]).astype(np.float32)
+    near = np.concatenate([near, np.nextafter(near, np.float32(np.inf)), np.nextafter(near, np.float32(0))])
+    x = np.concatenate([np.linspace(-20, 20, 400_001), np.geomspace(1e-38, 1, 20000), bits[np.isfinite(bits)], near,
+                        [F32_MAX, -F32_MAX, 2.0**-149, 1.0e-45]]).astype(np.float32)
+    assert _sin_ulps(x) <= 0.501
+
+
+def test_sin_float32_against_mpmath_at_large_arguments():
+    """Huge arguments reduced exactly: mpmath's sine of the float32 value itself."""
+    x = np.float32([F32_MAX, 1e38, 3.3e37, 2.0**100, 1e30, 123456789.0, 1e10, 8.0e8, 2.0**24 + 2, 1e5])
+    from tests.codegen.test_transcendentals import F32, run
+
+    got = run("Sin", F32, np.concatenate([x, -x]))
+    with mp.workdps(60):
+        want = [mp.sin(mp.mpf(float(v))) for v in np.concatenate([x, -x])]
+    assert _max_ulps(got, want) <= 0.501
+
+
+def test_sin_special_values_and_half_types():
+    """NaN at +-inf and NaN, the sign of zero kept; float16 and bfloat16 (computed in float32, rounded)
+    within an ulp of float64's sine rounded the same way, every bit pattern."""
+    from tests.codegen.test_transcendentals import BF16, F16, F32, check, run, wide
+
+    got = run("Sin", F32, np.float32([np.inf, -np.inf, np.nan, 0.0, -0.0, 2.0**-149, -(2.0**-149)]))
+    assert np.isnan(got[:3]).all()
+    np.testing.assert_array_equal(got[3:], np.float32([0.0, -0.0, 2.0**-149, -(2.0**-149)]))
+    assert list(np.signbit(got[3:])) == [False, True, False, True]
+    u = np.arange(2**16, dtype=np.uint32)
+    for d in (F16, BF16):
+        x = u.astype(np.uint16).view(np.float16) if d is F16 else (u << 16).view(np.float32)
+        check(run("Sin", d, x), wide(np.sin, x, d), d)
+
+
+def test_sin_vector_body_and_remainder_agree():
+    from tests.codegen.test_transcendentals import F32, run
+
+    x = np.random.default_rng(4).uniform(-1e4, 1e4, 1001).astype(np.float32)
+    full = run("Sin", F32, x)
+    for n in [*range(20), 31, 33, 127, 1001]:
+        assert np.array_equal(run("Sin", F32, x[:n].copy()).view(np.uint32), full[:n].view(np.uint32)), n
+
+
+def test_sin_float32_is_vectorised_without_calls():
+    """No libm sinf per element (``llvm.sin.f32``, which LLVM scalarises: 12 times exp's time)."""
+    import re
+
+    from luminal.codegen import llvm
+    from tests.codegen.test_transcendentals import F32, kernel
+
+    text = llvm.optimised_ir([kernel("Sin", F32)], distinct=True)
+    assert re.search(r"<\d+ x (float|double)>", text)
+    called = set(re.findall(r"call [^\n]*@([\w.]+)\(", text))
+    assert all(c.startswith("llvm.") and not c.startswith("llvm.sin") for c in called), called
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_sin_cos_values_and_gradients_match_torch(name):
+    x = np.concatenate([np.linspace(-30, 30, 601), [0.0, -0.0, 1e4, -3e5, 1.5707964]]).astype(np.float32)
+    check(lambda t: getattr(t, name)(), [x], backend="cpu")
+    check(lambda t: getattr(t, name)(), [np.linspace(-8, 8, 161).astype(np.float16)], backend="cpu")
