@@ -14,6 +14,7 @@ from luminal.frontend.eager import autocast, inference_mode, no_grad
 from luminal.frontend.ops import *  # noqa: F403 - the public ops, listed once in frontend/ops
 from luminal.frontend.ops import __all__ as _ops_all
 from luminal.frontend.seed import manual_seed
+from luminal.serialization import load, save  # torch.save / torch.load, as safetensors (no pickle)
 
 bool = bool_  # noqa: A001 - lm.bool, as torch.bool
 long = int32  # lm.long, as torch.long: int32, luminal's one integer type (``Tensor.long()`` casts to it too)
@@ -26,6 +27,6 @@ __version__ = "0.1.0"
 # re-exports from ``__all__`` only, and follows ``+=`` of another module's ``__all__`` imported by name)
 __all__ = ["DType", "Graph", "GraphTensor", "Sym", "amp", "autocast", "autograd", "backend_names", "bfloat16", "bool",
            "bool_", "compile", "distributions", "double", "finfo", "float", "float16", "float32", "float64", "half",
-           "iinfo", "inference_mode", "int", "int32", "linalg", "load_safetensors", "long", "manual_seed", "no_grad",
-           "optim", "promote_types", "register_backend", "save_safetensors", "special", "sym"]
+           "iinfo", "inference_mode", "int", "int32", "linalg", "load", "load_safetensors", "long", "manual_seed",
+           "no_grad", "optim", "promote_types", "register_backend", "save", "save_safetensors", "special", "sym"]
 __all__ += _ops_all
