@@ -36,6 +36,9 @@ FORMAT = "luminal-save/1"
 _CHECKPOINT = "luminal-checkpoint/1"  # train.save_checkpoint's files (train/checkpoint.py)
 # numpy dtypes a tensor can be (safetensors' codes; bfloat16 travels as float32 unless a State says so)
 _STORABLE = {(np.dtype(s).kind, np.dtype(s).itemsize) for code, s in _NP.items() if code != "BF16"}
+# containers inside containers: far beyond any checkpoint, and a structure this deep (JSON nests up to 3 levels
+# per container) parses within Python's recursion limit wherever lm.load is called from
+MAX_DEPTH = 100
 _SAVE_OPTIONS = ("pickle_module", "pickle_protocol", "_use_new_zipfile_serialization", "_disable_byteorder_record")
 
 
@@ -73,11 +76,7 @@ def save(obj: Any, f, pickle_module=None, pickle_protocol=None, **kwargs) -> Non
         if isinstance(f, io.TextIOBase):
             raise TypeError("lm.save: f is a text file object; open the file in binary mode ('wb')")
     enc = _Encoder()
-    try:
-        structure = enc.node(obj, "obj")
-    except RecursionError:
-        raise ValueError("lm.save: obj is nested too deeply to be stored") from None
-    meta = {"format": FORMAT, "structure": json.dumps(structure, separators=(",", ":"))}
+    meta = {"format": FORMAT, "structure": json.dumps(enc.node(obj, "obj"), separators=(",", ":"))}
     if to_path:
         save_file(enc.tensors, f, metadata=meta, dtypes=enc.dtypes)
         return
@@ -162,7 +161,7 @@ class _Encoder:
         self.names: dict[int, str] = {}  # id of an array already stored -> its tensor's name
         self.open: set[int] = set()  # ids of the containers being walked (a container inside itself)
 
-    def node(self, x, where: str, name: str = ""):
+    def node(self, x, where: str, name: str = "", depth: int = 0):
         t = type(x)
         if x is None or t in (bool, int, str):
             return x
@@ -171,10 +170,13 @@ class _Encoder:
         if t in (dict, OrderedDict, list, tuple):
             if id(x) in self.open:
                 raise ValueError(f"lm.save: {where} contains itself (a cycle), which cannot be stored")
+            if depth == MAX_DEPTH:
+                raise ValueError(f"lm.save: {where[:200]}... is a container nested {MAX_DEPTH} deep; lm.save stores "
+                                 f"at most {MAX_DEPTH} levels of containers")
             self.open.add(id(x))
             try:
                 if t in (list, tuple):
-                    items = [self.node(v, f"{where}[{i}]", f"{name}.{i}") for i, v in enumerate(x)]
+                    items = [self.node(v, f"{where}[{i}]", f"{name}.{i}", depth + 1) for i, v in enumerate(x)]
                     return {t.__name__: items}
                 pairs = []
                 for k, v in x.items():
@@ -182,7 +184,7 @@ class _Encoder:
                         raise TypeError(f"lm.save: {where} has a key {k!r} of type {type(k).__name__}; keys must "
                                         f"be str or int" + (" (convert it with int() or str())"
                                                             if isinstance(k, (np.generic, bool)) else ""))
-                    pairs.append([k, self.node(v, f"{where}[{k!r}]", f"{name}.{k}")])
+                    pairs.append([k, self.node(v, f"{where}[{k!r}]", f"{name}.{k}", depth + 1)])
                 return {"odict" if t is OrderedDict else "dict": pairs}
             finally:
                 self.open.discard(id(x))
@@ -321,10 +323,7 @@ class _Decoder:
             raise _Refused(f"{self.path}: the stored structure is not valid JSON: {e}") from None
         except RecursionError:
             raise _Refused(f"{self.path}: the stored structure is nested too deeply") from None
-        try:
-            obj = self.node(node, "obj")
-        except RecursionError:
-            raise _Refused(f"{self.path}: the stored structure is nested too deeply") from None
+        obj = self.node(node, "obj", 0)
         unused = [n for n in self.tensors if n not in self.used]
         if unused:
             raise _Refused(f"{self.path}: the file holds tensors the stored structure does not use: "
@@ -332,16 +331,18 @@ class _Decoder:
                              f"(a corrupt or edited file)")
         return obj
 
-    def node(self, x, where: str):
+    def node(self, x, where: str, depth: int):
         if x is None or type(x) in (bool, int, float, str):
             return x
         if type(x) is not dict or len(x) != 1:
             raise self.bad(where, f"is {_short(x)}, not a stored value")
         ((tag, body),) = x.items()
+        if depth == MAX_DEPTH and tag in ("list", "tuple", "dict", "odict"):
+            raise self.bad(where[:200] + "...", f"is a container nested {MAX_DEPTH} deep, more than lm.save writes")
         if tag in ("list", "tuple"):
             if type(body) is not list:
                 raise self.bad(where, f"is a {tag} whose items are {_short(body)}, not a list")
-            items = [self.node(v, f"{where}[{i}]") for i, v in enumerate(body)]
+            items = [self.node(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(body)]
             return items if tag == "list" else tuple(items)
         if tag in ("dict", "odict"):
             if type(body) is not list:
@@ -353,7 +354,7 @@ class _Decoder:
                                           f"int key")
                 if pair[0] in out:
                     raise self.bad(where, f"has the key {pair[0]!r} twice")
-                out[pair[0]] = self.node(pair[1], f"{where}[{pair[0]!r}]")
+                out[pair[0]] = self.node(pair[1], f"{where}[{pair[0]!r}]", depth + 1)
             return out
         if tag in ("tensor", "scalar"):
             if type(body) is not str or body not in self.tensors:

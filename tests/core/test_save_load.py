@@ -203,6 +203,23 @@ def test_a_cycle_and_a_graph_tensor_are_refused(tmp_path):
         lm.save({"x": g.input("x", (2,))}, tmp_path / "x.pt")
 
 
+def test_nesting_up_to_the_limit(tmp_path):
+    """100 levels of containers round-trip (dicts: the deepest JSON per level); 101 are refused on save, and a
+    crafted file nesting deeper than lm.save writes is refused on load."""
+    deep: dict = {}
+    inner = deep
+    for _ in range(99):
+        inner["k"] = {}
+        inner = inner["k"]
+    inner["k"] = np.ones(1)  # (an array is not a container)
+    same(roundtrip(deep, tmp_path), deep)
+    with pytest.raises(ValueError, match=r"lm\.save: obj\['k'\]\['k'\].* nested 100 deep"):
+        lm.save({"k": deep}, tmp_path / "y.pt")
+    crafted(tmp_path / "c.pt", '{"list":[' * 101 + "]}" * 101)
+    with pytest.raises(ValueError, match=r"lm\.load: .*c\.pt: the stored structure at obj\[0\]\[0\].* nested 100 "):
+        lm.load(tmp_path / "c.pt")
+
+
 def test_a_failed_save_keeps_the_old_file(tmp_path, monkeypatch):
     path = tmp_path / "ckpt.pt"
     lm.save({"w": np.ones(3)}, path)
