@@ -9,7 +9,7 @@ The result is a tensor the user compiles with ``lm.compile`` (or a loss for ``tr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping
 
 from luminal.core.errors import op_error
 from luminal.frontend.ops import full_like, stack
@@ -41,11 +41,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None, c
     its expression in the graph (``train.grad``).
 
     Args:
-        outputs: a float GraphTensor or a sequence of them, all of one graph.
-        inputs: the GraphTensors or Parameters/States to differentiate by: one, or a sequence.
+        outputs: a float GraphTensor or an iterable of them, all of one graph.
+        inputs: the GraphTensors or Parameters/States to differentiate by: one, or any iterable of them
+            (a list, ``model.parameters()``, a dict's ``values()``).
         grad_outputs: the vector of each output's vector-Jacobian product: a tensor of its shape (of
             any dtype, an int or bool one too, cast to the output's, as torch's), or None for a
-            one-element output (ones); one, or a sequence.
+            one-element output (ones); one, or an iterable of them.
         retain_graph: accepted; no effect.
         create_graph: accepted; no effect (gradients are always differentiable).
         only_inputs: accepted; no effect (deprecated in torch too).
@@ -72,6 +73,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None, c
                for j, (t, u) in enumerate(zip(ins, _used(outs, ins)))]
     for j, (g, t) in enumerate(zip(res, ins)):
         if g is None and not allow_unused:
+            if _read_as_constant(outs, t):
+                raise op_error(RuntimeError, "grad", f"input {j} ({_describe(t)}) is read by the outputs only as a "
+                               f"constant of its current values: a value computed from it outside any graph (an "
+                               f"op on its indexed values, in a script or __init__) joined the outputs' graph as a "
+                               f"constant, which carries no gradient. Compute that value inside the graph: in the "
+                               f"module's forward, or from the Parameter's tensor there (w.on(x.graph)[0] * 2 for "
+                               f"w[0] * 2); w[...] itself combined with a graph's tensor is differentiable", *outs)
             raise op_error(RuntimeError, "grad", f"input {j} ({_describe(t)}) is not used to compute the outputs (or "
                            f"only through detach(), a comparison or an int cast); pass allow_unused=True to get None "
                            f"for it, or materialize_grads=True to get zeros", *outs)
@@ -112,10 +120,30 @@ def _used(outs: list, ins: list) -> list[bool]:
     return used
 
 
+def _read_as_constant(outs: list, t) -> bool:
+    """Whether the outputs read State ``t`` through a constant of its values (``join.into`` records
+    those it warned of in the graph's ``constant_reads``: torch's eager value would carry a gradient)."""
+    reads = outs[0].graph.__dict__.get("constant_reads")
+    if not isinstance(t, State) or not reads or not any(p is t for p in reads.values()):
+        return False
+    seen, todo = set(), [o.node for o in outs]
+    while todo:
+        n = todo.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if reads.get(n.id) is t:
+            return True
+        todo.extend(s for s, _ in n.srcs)
+    return False
+
+
 def _as_list(x, what: str, kinds, expected: str) -> list:
+    """``x`` as a list: one tensor, or any iterable of them (a list, a generator such as
+    ``model.parameters()``, a dict's ``values()``), as torch's ``grad`` takes."""
     if isinstance(x, kinds):
         return [x]
-    if isinstance(x, Sequence) and not isinstance(x, str):
+    if isinstance(x, Iterable) and not isinstance(x, (str, bytes, Mapping)):
         items = list(x)
         for i, t in enumerate(items):
             if not isinstance(t, kinds):
@@ -123,7 +151,8 @@ def _as_list(x, what: str, kinds, expected: str) -> list:
         if not items:
             raise ValueError(f"grad: {what} is empty")
         return items
-    raise TypeError(f"grad: {what} must be {expected} or a sequence of them, got a {type(x).__name__}")
+    hint = " (a dict: pass its .values())" if isinstance(x, Mapping) else ""
+    raise TypeError(f"grad: {what} must be {expected} or an iterable of them, got a {type(x).__name__}{hint}")
 
 
 def _seeds(outs: list, grad_outputs, batched: bool) -> list:
@@ -133,10 +162,10 @@ def _seeds(outs: list, grad_outputs, batched: bool) -> list:
         seeds = [None] * len(outs)
     elif isinstance(grad_outputs, GraphTensor):
         seeds = [grad_outputs]
-    elif isinstance(grad_outputs, Sequence) and not isinstance(grad_outputs, str):
+    elif isinstance(grad_outputs, Iterable) and not isinstance(grad_outputs, (str, bytes, Mapping)):
         seeds = list(grad_outputs)
     else:
-        raise TypeError(f"grad: grad_outputs must be a GraphTensor, a sequence of them (or None), got "
+        raise TypeError(f"grad: grad_outputs must be a GraphTensor, an iterable of them (or None), got "
                         f"{type(grad_outputs).__name__}")
     if len(seeds) != len(outs):
         raise ValueError(f"grad: {len(seeds)} grad_outputs for {len(outs)} outputs")
