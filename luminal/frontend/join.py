@@ -6,7 +6,9 @@ functional (``lm.*``, ``x.*``, ``F.*``) is wrapped by :func:`joins`: when an arg
 :class:`State` (``nn.Parameter``, ``nn.Buffer``) it is read into the graph the op builds in, as
 ``s.on(graph)`` would (one node per State and graph, its value read on every run, its gradient
 reachable by ``train.grad``); a host tensor (``frontend/host.py``) of another graph becomes a constant
-of that graph. Arguments are looked at one level deep (the list given to ``cat``, an index tuple).
+of that graph, but a State's basic-indexed view (``w[0]``: ``state_tensor.StateView``) becomes the
+State there, indexed, as torch's view is the parameter. Arguments are looked at one level deep (the
+list given to ``cat``, an index tuple).
 
 The graph an op builds in is the graph of its first GraphTensor operand (not a host one), else the
 graph of the enclosing module call (``frontend/building.py``), else that of a host tensor operand.
@@ -108,22 +110,29 @@ def into(a, g: Graph):
         return c
     if isinstance(a, GraphTensor) and a.graph is not g and a.graph.host:
         if not g.host:
-            _warn_if_trained(a)
+            if hasattr(a, "read_into"):  # a State's view (``state_tensor.StateView``): the State, indexed there
+                return a.read_into(g)
+            p = _warn_if_trained(a)
+            if p is not None:  # (``lm.autograd.grad``'s "not used" error names the cause: ``constant_reads``)
+                c = g.constant(value(a), a.dtype)
+                g.__dict__.setdefault("constant_reads", {})[c.node.id] = p
+                return c
         return g.constant(value(a), a.dtype)
     if isinstance(a, (list, tuple)) and any(_foreign(b) for b in a):
         return type(a)(into(b, g) for b in a)
     return a
 
 
-def _warn_if_trained(a: GraphTensor) -> None:
+def _warn_if_trained(a: GraphTensor) -> State | None:
     """Warn when host tensor ``a``, joining a graph as a constant, was computed differentiably from a
     trainable Parameter's current values: torch's eager value would carry the Parameter's gradient
     (``F.mse_loss(m.weight, lm.zeros(3, 3)) + m(x).sum()``: a weight penalty built outside the module's
     call), this constant carries none, silently. The walk stops at int and bool values and the user's
-    ``detach()``, where torch's gradient stops too (a pruning mask ``w[:] > 0.1`` warns of nothing)."""
+    ``detach()``, where torch's gradient stops too (a pruning mask ``w[:] > 0.1`` warns of nothing).
+    Returns the Parameter warned of, else None."""
     found = a.graph.__dict__.get("parameter_constants")
     if not found or not a.dtype.is_float:
-        return
+        return None
     stops = a.graph.user_detached | a.graph.no_grad_results
     seen, todo = set(), [a.node]
     while todo:
@@ -138,8 +147,9 @@ def _warn_if_trained(a: GraphTensor) -> None:
                           f"value would carry one. Compute it inside the graph (in the module's forward, or from "
                           f"the Parameter's tensor there: w.on(graph)) for a gradient; detach() it to say it is a "
                           f"constant", UserWarning, stacklevel=user_stacklevel())
-            return
+            return p
         todo.extend(s for s, _ in n.srcs)
+    return None
 
 
 def join(op: str, args: tuple, kwargs: dict, keep: frozenset = frozenset()) -> tuple[tuple, dict]:

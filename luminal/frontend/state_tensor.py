@@ -8,13 +8,16 @@ tensor argument, else of the enclosing module call) and then runs GraphTensor's 
 Indexing outside any graph (no tensor argument and no module call: a script or ``__init__``, as in
 ``nn.Parameter(wpe.weight[:16])`` or ``bias[:, :, :n, :n]`` when cropping a model) reads the State's
 current values instead: the result is a host tensor (``frontend/host.py``) of those values, which a
-new Parameter or Buffer takes as its initial value (a copy: torch's would share storage). Every other
+new Parameter or Buffer takes as its initial value (a copy: torch's would share storage). Combined
+with a graph's tensor (``(w[0] * x).sum()``), such a view joins that graph as the State there,
+indexed (``StateView.read_into``): read at run time and differentiable, as torch's view. Every other
 method with no graph to join fails naming it and the fix.
 
 The State's own host-side attributes (``shape``, ``dtype``, ``ndim``, ``size()``, ``dim()``,
-``numel()``, ``data``) stay its own; ``==``/``!=`` are elementwise only against a tensor, an array
-or a number (a State compared with anything else, another State included, is compared by identity,
-so lists and dicts of States keep working).
+``numel()``, ``data``) stay its own; ``grad`` (torch's ``p.grad``) raises an AttributeError naming
+where luminal's gradients are (graph outputs, never stored on a parameter); ``==``/``!=`` are
+elementwise only against a tensor, an array or a number (a State compared with anything else,
+another State included, is compared by identity, so lists and dicts of States keep working).
 """
 
 from __future__ import annotations
@@ -61,6 +64,14 @@ class StateView(GraphTensor):
         """``v[key] = value`` writes into the State too, as torch's through the view (``w[0][1:] = 0``)."""
         GraphTensor.__setitem__(self, key, value)  # (this handle takes the new values: ``indexing.setitem``)
         self.write(host.value(self, "__setitem__"))
+
+    def read_into(self, g) -> GraphTensor:
+        """This view as a tensor of the graph ``g`` (not a host one), where it joins an op
+        (``join.into``): the State's tensor there (read at run time, its gradient reaching the
+        State, as an un-indexed Parameter's) at the view's positions, torch's view of the parameter
+        in its computation. A constant of the values would carry no gradient: ``(w[0] * x).sum()``
+        differentiated by ``w`` would be "not used" where torch's is ``x`` in row 0."""
+        return g.state(self.state).reshape(-1)[g.constant(self.index)]
 
     def follow(self, name: str, args, kwargs):
         """``index`` mapped by GraphTensor's view method ``name``: a tensor of positions (or a tuple)."""
@@ -188,6 +199,25 @@ def _equality(name: str):
     return method
 
 
+def _grad(self: State):
+    """torch's ``p.grad``: an AttributeError saying where luminal's gradients are. None is kept on a
+    Parameter (there is no ``backward()``): gradients are graph outputs, built by
+    ``lm.autograd.grad`` / ``train.grad`` and valued by running the compiled program, or computed and
+    applied inside ``train.compile_step``'s program."""
+    raise AttributeError(f"grad: {self.describe()} has no .grad: luminal stores no gradient on parameters (there is "
+                         f"no backward()); gradients are graph outputs: grads = lm.autograd.grad(loss, "
+                         f"model.parameters()) (or train.grad(loss, params)) builds them, lm.compile(grads) runs "
+                         f"them to arrays; train.compile_step(loss, optimizer) computes them and applies the update "
+                         f"in one program")
+
+
+def _set_grad(self: State, value) -> None:
+    """``p.grad = None`` (torch's way to clear it) does nothing, as there is none; any other value is
+    refused: nothing would read it."""
+    if value is not None:
+        _grad(self)
+
+
 def install() -> None:
     """Give State every GraphTensor method and operator it does not define itself (after ``ops`` has
     installed GraphTensor's)."""
@@ -204,5 +234,6 @@ def install() -> None:
     State.__eq__ = _equality("__eq__")  # type: ignore[method-assign,assignment]
     State.__ne__ = _equality("__ne__")  # type: ignore[method-assign,assignment]
     State.__hash__ = object.__hash__  # type: ignore[method-assign,assignment]
+    State.grad = property(_grad, _set_grad, doc=_grad.__doc__)  # type: ignore[attr-defined]
     State.__array_ufunc__ = None  # ``ndarray * w``: numpy defers to ``w.__rmul__``, which joins a graph
     State.__iter__ = None  # not a sequence of rows: ``for r in w`` would index outside any graph
