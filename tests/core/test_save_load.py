@@ -265,6 +265,9 @@ def test_torch_arguments_that_do_not_apply(tmp_path):
     path = tmp_path / "x.pt"
     lm.save([1], path)
     assert lm.load(path, None, weights_only=False) == [1] and lm.load(path, map_location="cpu") == [1]
+    assert lm.load(path, map_location=torch.device("cpu")) == [1]
+    with pytest.raises(ValueError, match="map_location must be None or 'cpu'"):
+        lm.load(path, map_location={"cuda:0": "cpu"})
     with pytest.raises(ValueError, match="map_location must be None or 'cpu', got 'cuda:0'"):
         lm.load(path, map_location="cuda:0")
     with pytest.raises(TypeError, match="lm.load: torch's pickle_module does not apply"):
