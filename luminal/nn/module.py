@@ -438,7 +438,15 @@ class Module:
                          "module.to('cpu') and .cpu() are accepted and change nothing")
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Accepted for torch compatibility: gradients are graph outputs here, never stored on parameters."""
+        """torch's ``model.zero_grad()``: a no-op, kept so torch training loops port. torch clears the
+        ``.grad`` that ``backward()`` accumulated on each parameter; luminal stores none (``p.grad``
+        raises, naming where gradients are): ``lm.autograd.grad`` / ``train.grad`` build them as graph
+        outputs, and ``train.compile_step`` computes them afresh on every call (its ``accumulate``
+        sums clear themselves after each update), so there is nothing to clear.
+
+        Args:
+            set_to_none: accepted for torch's signature (no effect).
+        """
 
     def _named(self, table: str, prefix: str, recurse: bool, remove_duplicate: bool):
         seen = set()
