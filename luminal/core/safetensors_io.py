@@ -28,6 +28,7 @@ import errno
 import json
 import os
 import stat
+from collections.abc import Mapping
 from math import prod
 
 import numpy as np
@@ -52,7 +53,10 @@ def _code_for(name: str, arr: np.ndarray, lm_dtype) -> str:
         d = np.dtype(s)
         if code != "BF16" and (d.kind, d.itemsize) == (arr.dtype.kind, arr.dtype.itemsize):
             return code
-    raise TypeError(f"tensor {name!r}: dtype {arr.dtype} cannot be saved as safetensors")
+    what = (f" (a {type(arr.item()).__name__}: values must be arrays of numbers; a nested dict of model, optimizer "
+            f"and scheduler state is saved by lm.train.save_checkpoint)" if arr.dtype == object and arr.ndim == 0
+            else "")
+    raise TypeError(f"tensor {name!r}: dtype {arr.dtype} cannot be saved as safetensors{what}")
 
 
 def _to_disk(arr: np.ndarray, code: str) -> np.ndarray:
@@ -87,6 +91,13 @@ def stage_file(tensors, path, metadata: dict[str, str] | None = None, dtypes: di
         if name in seen or name == "__metadata__":
             raise ValueError(f"tensor name {name!r} is " + ("used twice" if name in seen else "reserved"))
         seen.add(name)
+        if isinstance(value, Mapping):
+            raise TypeError(f"tensor {name!r} is a dict ({type(value).__name__}), not an array: safetensors holds "
+                            f"one flat name -> array map. For a nested dict such as {{'model': "
+                            f"model.state_dict(), 'optimizer': optimizer.state_dict()}} use "
+                            f"lm.train.save_checkpoint(path, model=model, optimizer=optimizer, scheduler=scheduler) "
+                            f"(the objects; lm.train.load_checkpoint reads it back); a model's weights alone: "
+                            f"save_safetensors(model.state_dict(), path)")
         arr = np.asarray(value)
         code = _code_for(name, arr, dtypes.pop(name, None))
         arrays.append((name, code, arr.shape, _to_disk(arr, code)))
