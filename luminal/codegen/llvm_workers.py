@@ -66,16 +66,38 @@ class _Worker:
             raise OSError("an LLVM worker process stopped")
         return obj
 
-    def close(self) -> None:
+    def ask_to_stop(self) -> None:
+        """Send the length 0 that ends the worker's loop and close its input (the worker finishes a
+        text it is compiling first)."""
         try:
             self.proc.stdin.write(_LENGTH.pack(0))
             self.proc.stdin.close()
-        except OSError:
+        except (OSError, ValueError):  # (gone already; ValueError: closed by a dropped worker's feed)
             pass
+
+    def reap(self, timeout: float = 5) -> None:
+        """Wait for the process (killed past ``timeout`` seconds) and close both its pipes: an open pipe
+        or an unwaited process is a ResourceWarning at exit (``python -X dev``)."""
         try:
-            self.proc.wait(timeout=5)
+            self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except (OSError, ValueError):  # (a broken pipe's unflushed bytes)
+                pass
+
+    def close(self) -> None:
+        """Stop the worker and release it (:meth:`ask_to_stop`, then :meth:`reap`)."""
+        self.ask_to_stop()
+        self.reap()
+
+    def drop(self) -> None:
+        """Kill a failed worker and release it (its texts are compiled elsewhere)."""
+        self.proc.kill()
+        self.reap()
 
 
 _workers: list = []  # started on first use, kept for the process
@@ -161,11 +183,11 @@ class Batch:
         while (i := self._todo.get()) is not None:
             try:
                 self._out[i] = w.compile(*self._texts[i])
-            except OSError:  # dropped; the others take the rest, and what is left when all are gone, we do
-                with _lock:
+            except (OSError, ValueError):  # dropped (ValueError: its pipe closed at exit); the others take the
+                with _lock:                # rest, and what is left when all are gone, we do
                     if w in _workers:
                         _workers.remove(w)
-                w.proc.kill()
+                w.drop()
                 return
             if self._done is not None:
                 self._done()
@@ -179,10 +201,15 @@ class Batch:
 
 @atexit.register
 def _stop() -> None:
+    """At exit: ask every worker to stop, then wait for them and close their pipes (all asked first, so
+    they exit together: an idle worker exits at once, the exit waits only for a text being compiled)."""
     with _lock:
-        for w in _workers:
-            w.close()
+        workers = list(_workers)
         _workers.clear()
+    for w in workers:
+        w.ask_to_stop()
+    for w in workers:
+        w.reap()
 
 
 def serve(compile_text) -> None:
