@@ -84,7 +84,7 @@ def test_the_kernel_against_numpy(name, dtype):
         np.testing.assert_allclose(c, want, rtol=0, atol=tol)
 
 
-def _window(dtype, m, cin, kernel, image, images, batched, parts=1, seed=0):
+def _window(dtype, m, cin, kernel, image, images, batched, parts=1, seed=0, sub=None):
     """Weight gradients of ``images`` images (channels ``cin``, padded size ``image``, stride 1) from
     an output gradient of ``m`` channels, by the window kernel through the gathered GEMM's parameters:
     one product over every image's pixels, or (``batched``) one per image into a C of its own (as a
@@ -113,14 +113,15 @@ def _window(dtype, m, cin, kernel, image, images, batched, parts=1, seed=0):
     else:  # k: every image's pixels
         values.update(k=images * pixels, batches=1, asb=0, bsb=0, csb=0,
                       kd0=images, kd1=oh, kd2=ow, ak0=pixels, ak1=ow, ak2=1, bk0=cin * hp * wp, bk1=wp, bk2=1)
-    nv = direct_conv.window_shape(m, kh, kw, dtype)
-    if nv is None:
+    found = direct_conv.window_shape(m, kh, kw, dtype)
+    if found is None:
         pytest.skip(f"{kh}x{kw} taps' accumulators do not fit this host's vector registers")
-    text, name = direct_conv.window_module_text(np.dtype(dtype).name, kh, kw, nv)
+    sub, nv = found if sub is None else (sub, found[1])
+    text, name = direct_conv.window_module_text(np.dtype(dtype).name, kh, kw, nv, sub)
     f = llvm.compile_text(text, [name], vectorised=True).function(name)
     params = (ctypes.c_int64 * len(gathered_gemm.PARAMS))(*[values[p] for p in gathered_gemm.PARAMS])
     ptrs = (ctypes.c_void_p * 3)(a_store.ctypes.data, src.ctypes.data, c.ctypes.data)
-    items = nb * -(-m // (nv * gathered_gemm.generated_gemm._shape(dtype).w)) * cin
+    items = nb * -(-m // (nv * gathered_gemm.generated_gemm._shape(dtype).w)) * cin * (kh // sub)
     bounds = [items * t // parts for t in range(parts + 1)]
     for lo, hi in zip(bounds, bounds[1:]):
         f(ctypes.addressof(ptrs), ctypes.addressof(params), lo, hi)
@@ -142,8 +143,9 @@ WINDOW_CASES = {  # name: (m, cin, kernel, padded image, images)
 @pytest.mark.parametrize("name", list(WINDOW_CASES))
 def test_the_window_kernel_against_numpy(name, dtype, batched):
     m, cin, kernel, image, images = WINDOW_CASES[name]
-    for parts in (1, 3):
-        c, want = _window(dtype, m, cin, kernel, image, images, batched, parts=parts)
+    subs = [None] + [d for d in range(1, kernel[0]) if kernel[0] % d == 0]  # (the host's choice, then rows apart)
+    for parts, sub in [(1, None), (3, None)] + [(3, d) for d in subs[1:]]:
+        c, want = _window(dtype, m, cin, kernel, image, images, batched, parts=parts, sub=sub)
         k = images * (image[0] - kernel[0] + 1) * (image[1] - kernel[1] + 1)
         tol = 8 * np.finfo(dtype).eps * np.sqrt(k) * max(1.0, float(np.abs(want).max()))
         np.testing.assert_allclose(c, want, rtol=0, atol=tol)
@@ -159,11 +161,12 @@ def test_the_shapes_it_takes():
     assert direct_conv.shape(32, 400, 31, np.float32) is None  # a prime row wider than any block
     assert direct_conv.shape(32, 400, 3, np.float32) is None  # rows narrower than 4
     assert direct_conv.shape(32, direct_conv.PACK_BYTES, 14, np.float32) is None  # A^T past the stack's bound
-    nv = direct_conv.window_shape(32, 3, 3, np.float32)  # windows: a vector per tap and pass, within the registers
-    assert nv is not None and 9 * nv + nv + 1 <= registers
-    assert (direct_conv.window_shape(32, 5, 5, np.float32) is None) == (registers == 16)  # 25 taps: AVX-512's 32
+    sub, nv = direct_conv.window_shape(32, 3, 3, np.float32)  # windows: a vector per tap and pass, within the registers
+    assert sub == 3 and 9 * nv + nv + 2 <= registers
+    # 25 taps: AVX-512's 32 registers hold a whole 5x5 window, AVX2's 16 one row of it for 2 vectors
+    assert direct_conv.window_shape(32, 5, 5, np.float32) == ((5, 1) if registers == 32 else (1, 2))
     assert direct_conv.window_shape(8, 1, 3, np.float32) is None  # 3 taps of one vector: too few accumulators
-    assert direct_conv.window_shape(16, 7, 7, np.float32) is None  # 49 taps: past the registers
+    assert direct_conv.window_shape(16, 7, 7, np.float32) is None  # 7 taps a row: too few; 49: past the registers
 
 
 def _conv_step(cin, cout, kernel, image, padding, stride=1):
@@ -181,8 +184,6 @@ def test_a_convolutions_products_run_direct(stride, direct):
     forward columns are not unit-stride in the image (its weight gradient's taps are). Forward and
     gradients are the reference's, direct or not (``Choices(direct=False)``: gathered GEMMs, and the
     data gradient's 4 rows read its copy)."""
-    if direct_conv.window_shape(32, 5, 5, np.float32) is None:
-        direct -= 1  # (16 vector registers: a 5x5 window's weight gradient is a gathered GEMM)
     outs = _conv_step(4, 32, (5, 5), (10, 12), 2, stride)
     arrays = {"x": rand((2, 4, 10, 12), seed=1), "w": rand((32, 4, 5, 5), seed=2)}
     want = lm.compile(outs, backend="reference")(**arrays)
@@ -214,7 +215,7 @@ def test_search_can_keep_the_gathered_gemm():
 def test_the_cnn_train_step_runs_its_convolutions_direct_and_keeps_its_losses():
     """The MNIST CNN's step (batch 128) runs five products direct by default (both convolutions'
     forward products and weight gradients, the second's data gradient; with 16 vector registers the
-    weight gradients' 5x5 windows do not fit: three), and three steps give the losses of the same step
+    weight gradients by rows of their 5x5 windows), and three steps give the losses of the same step
     without (``Choices(direct=False)``: gathered GEMMs and copies)."""
     spec = importlib.util.spec_from_file_location("mnist_train", Path(__file__).parents[2] / "examples/mnist/train.py")
     ex = importlib.util.module_from_spec(spec)
@@ -235,8 +236,7 @@ def test_the_cnn_train_step_runs_its_convolutions_direct_and_keeps_its_losses():
         prog._bindings[key] = Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, first.schedule.env,
                                            tune.Choices(direct=direct)))
         prog._recent = (None, None)
-        windows = direct_conv.window_shape(32, 5, 5, np.float32) is not None  # (AVX-512: both weight gradients)
-        assert prog._bindings[key].schedule.direct == ((5 if windows else 3) if direct else 0)
+        assert prog._bindings[key].schedule.direct == (5 if direct else 0)
         losses[direct] = [step(**arrays) for _ in range(3)]
     np.testing.assert_allclose(losses[True], losses[False], rtol=1e-5)
 
@@ -258,9 +258,8 @@ def test_hand_written_kernels_compile_in_the_batch_of_the_bindings_kernels(monke
     b = Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, {"B": 2}, tune.DEFAULT))
     r, nv = direct_conv.shape(32, 100, 12, np.float32)
     assert direct_conv.module_text("float32", r, nv)[0] in texts  # (the forward product)
-    nv = direct_conv.window_shape(32, 5, 5, np.float32)
-    if nv is not None:  # (the weight gradient: AVX-512's registers hold its 5x5 window)
-        assert direct_conv.window_module_text("float32", 5, 5, nv)[0] in texts
+    sub, nv = direct_conv.window_shape(32, 5, 5, np.float32)  # (the weight gradient)
+    assert direct_conv.window_module_text("float32", 5, 5, nv, sub)[0] in texts
     flat = [x for s in b.schedule.steps for x in ([y for p in s.parts for y in p] if isinstance(s, Split) else [s])]
     assert not any(isinstance(getattr(x, "function", None), Library) for x in flat)
 

@@ -269,8 +269,8 @@ def _direct(plan: Gathered, k: int, dtype) -> tuple | None:
     """How ``plan`` runs as a direct convolution (``direct_conv.py``), or None where it does not: its
     columns' innermost sub-axis must be unit-stride in the source. ``("rows", R, nv)``: blocks of R
     columns (an output row of a forward product), where every product of a batch has the same A (it
-    is packed once per call); else ``("windows", rows, cols, nv)``: windows of the two innermost
-    column sub-axes (a weight gradient's taps), A^T packed per block of k."""
+    is packed once per call); else ``("windows", rows, cols, sub, nv)``: windows of the two innermost
+    column sub-axes (a weight gradient's taps), ``sub`` of their rows an item, A^T packed per block of k."""
     if not plan.ns or plan.ns[-1][1] != 1:
         return None
     if plan.batch[0] == 1 or plan.batch[1] == 0:
@@ -278,8 +278,8 @@ def _direct(plan: Gathered, k: int, dtype) -> tuple | None:
         if found is not None:
             return ("rows", *found)
     rows, cols = (plan.ns[-2][0] if len(plan.ns) > 1 else 1), plan.ns[-1][0]
-    nv = direct_conv.window_shape(plan.m, rows, cols, dtype)
-    return None if nv is None else ("windows", rows, cols, nv)
+    found = direct_conv.window_shape(plan.m, rows, cols, dtype)
+    return None if found is None else ("windows", rows, cols, *found)
 
 
 def lower(k, plan: Gathered, planner, flat, strides) -> None:
@@ -313,11 +313,11 @@ def lower(k, plan: Gathered, planner, flat, strides) -> None:
     direct = _direct(plan, kk, dtype) if planner.choices.direct else None
     if direct is not None and direct[0] == "rows":  # (direct_conv.py: a block of R columns an item)
         library, items = Library(*direct_conv.module_text(dtype.name, *direct[1:])), nb * (n // direct[1])
-    elif direct is not None:  # (a window of taps for a pass of channels an item)
-        _, rows, cols, nv = direct
+    elif direct is not None:  # (``sub`` rows of a window of taps for a pass of channels an item)
+        _, rows, cols, sub, nv = direct
         passes = -(-plan.m // (nv * direct_conv.generated_gemm._shape(dtype).w))
-        library, items = Library(*direct_conv.window_module_text(dtype.name, rows, cols, nv)), \
-            nb * passes * (n // (rows * cols))
+        library, items = Library(*direct_conv.window_module_text(dtype.name, rows, cols, nv, sub)), \
+            nb * passes * (n // (sub * cols))
     else:
         library = Library(*gathered_gemm.module_text(dtype.name))
     planner.direct += direct is not None
