@@ -52,7 +52,7 @@ def save(obj: Any, f, pickle_module=None, pickle_protocol=None, **kwargs) -> Non
     outside any graph is stored with its lm dtype: bfloat16 as BF16, half the bytes of the float32 array
     that carries it (a plain array of bfloat16 values is stored as float32, exactly). An array that
     appears twice (the same object) is stored once and comes back as one array in both places, as
-    torch keeps shared tensors shared.
+    torch keeps shared tensors shared. At most 100 levels of containers (``MAX_DEPTH``).
 
     The file is safetensors (tensors, and the structure as JSON in its metadata), never a pickle. To a
     path it is written atomically (a temp file, fsynced, renamed over ``f``): a failed save leaves the
