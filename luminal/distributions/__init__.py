@@ -5,7 +5,7 @@ numbers, broadcast together; ``log_prob``, ``entropy``, ``cdf``/``icdf``, the mo
 and ``sample`` is not differentiated; both draw from the graph's own generator (``lm.manual_seed``).
 """
 
-from luminal.distributions import constraints
+from luminal.distributions import constraints, transforms
 from luminal.distributions.bernoulli import Bernoulli
 from luminal.distributions.beta import Beta
 from luminal.distributions.categorical import Categorical, OneHotCategorical
@@ -18,8 +18,18 @@ from luminal.distributions.laplace import Laplace
 from luminal.distributions.multivariate_normal import MultivariateNormal
 from luminal.distributions.normal import LogNormal, Normal
 from luminal.distributions.poisson import Poisson
+from luminal.distributions.transformed_distribution import TransformedDistribution
+from luminal.distributions.transforms import (
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    SigmoidTransform,
+    TanhTransform,
+    Transform,
+)
 from luminal.distributions.uniform import Uniform
 
-__all__ = ["Bernoulli", "Beta", "Categorical", "Distribution", "Exponential", "Gamma", "Independent", "Laplace",
-           "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson", "Uniform", "constraints",
-           "kl_divergence", "register_kl"]
+__all__ = ["AffineTransform", "Bernoulli", "Beta", "Categorical", "ComposeTransform", "Distribution", "ExpTransform",
+           "Exponential", "Gamma", "Independent", "Laplace", "LogNormal", "MultivariateNormal", "Normal",
+           "OneHotCategorical", "Poisson", "SigmoidTransform", "TanhTransform", "Transform", "TransformedDistribution",
+           "Uniform", "constraints", "kl_divergence", "register_kl", "transforms"]

@@ -20,6 +20,7 @@ from luminal.distributions.laplace import Laplace
 from luminal.distributions.multivariate_normal import MultivariateNormal, half_log_det, mahalanobis
 from luminal.distributions.normal import LogNormal, Normal
 from luminal.distributions.poisson import Poisson
+from luminal.distributions.transformed_distribution import TransformedDistribution
 from luminal.distributions.uniform import Uniform
 from luminal.frontend import ops
 from luminal.frontend.ops.core import broadcast_shapes
@@ -88,6 +89,16 @@ def _kl_normal_normal(p: Normal, q: Normal) -> GraphTensor:
     var_ratio = ops.square(p.scale / q.scale)
     t1 = ops.square((p.loc - q.loc) / q.scale)
     return 0.5 * (var_ratio + t1 - 1 - ops.log(var_ratio))
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p: TransformedDistribution, q: TransformedDistribution) -> GraphTensor:
+    """torch's: the base distributions' KL when both push them through equal transforms (KL is invariant
+    under one bijection); else NotImplementedError."""
+    if p.transforms != q.transforms or p.event_shape != q.event_shape:
+        raise NotImplementedError(f"kl_divergence: TransformedDistributions with different transforms or event "
+                                  f"shapes ({p.transforms} of {p.event_shape}, {q.transforms} of {q.event_shape})")
+    return kl_divergence(p.base_dist, q.base_dist)
 
 
 @register_kl(LogNormal, LogNormal)

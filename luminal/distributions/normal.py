@@ -1,11 +1,15 @@
-"""Normal(loc, scale) and LogNormal(loc, scale), torch.distributions' (reparameterised sampling)."""
+"""Normal(loc, scale) and LogNormal(loc, scale) (a TransformedDistribution, as torch's), torch.distributions'
+(reparameterised sampling)."""
 
 from __future__ import annotations
 
 import math
 
+from luminal.core.symbolic import shape_str
 from luminal.distributions import constraints
 from luminal.distributions.distribution import Distribution, broadcast_all
+from luminal.distributions.transformed_distribution import TransformedDistribution
+from luminal.distributions.transforms import ExpTransform
 from luminal.frontend import ops
 from luminal.frontend.tensor import GraphTensor
 
@@ -75,8 +79,10 @@ class Normal(Distribution):
         return self._guarded(0.5 + 0.5 * math.log(2 * math.pi) + ops.log(self.scale))
 
 
-class LogNormal(Distribution):
-    """torch.distributions.LogNormal: ``exp`` of a ``Normal(loc, scale)``; ``base_dist`` is that Normal.
+class LogNormal(TransformedDistribution):
+    """torch.distributions.LogNormal: ``exp`` of a ``Normal(loc, scale)``, as torch's a
+    TransformedDistribution of ``base_dist`` (that Normal) by ``ExpTransform``, with the closed forms
+    of the moments and the entropy.
 
     Args:
         loc: the mean of the log.
@@ -87,19 +93,20 @@ class LogNormal(Distribution):
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.positive
     has_rsample = True
-    _params = {"loc": 0, "scale": 0}
 
     def __init__(self, loc, scale, validate_args=None) -> None:
-        self.base_dist = Normal(loc, scale, validate_args=validate_args)
-        self.loc, self.scale = self.base_dist.loc, self.base_dist.scale
-        super().__init__(self.loc.shape, validate_args=False)
-        self._validate_args, self._guards = self.base_dist._validate_args, self.base_dist._guards
+        base = Normal(loc, scale, validate_args=validate_args)
+        super().__init__(base, ExpTransform(), validate_args=base._validate_args)
 
-    def expand(self, batch_shape, _instance=None) -> LogNormal:
-        """torch's ``expand``: the parameters broadcast to ``batch_shape``."""
-        new = super().expand(batch_shape)
-        new.base_dist = self.base_dist.expand(batch_shape)
-        return new
+    @property
+    def loc(self) -> GraphTensor:
+        """The base Normal's ``loc``."""
+        return self.base_dist.loc
+
+    @property
+    def scale(self) -> GraphTensor:
+        """The base Normal's ``scale``."""
+        return self.base_dist.scale
 
     @property
     def mean(self) -> GraphTensor:
@@ -117,26 +124,9 @@ class LogNormal(Distribution):
         s2 = ops.square(self.scale)
         return self._guarded(ops.expm1(s2) * ops.exp(2 * self.loc + s2))
 
-    def rsample(self, sample_shape=()) -> GraphTensor:
-        """``exp`` of the Normal's reparameterised draws."""
-        return ops.exp(self.base_dist.rsample(sample_shape))
-
-    def log_prob(self, value) -> GraphTensor:
-        """The Normal's log-density at ``log(y)``, minus ``log(y)`` (the Jacobian)."""
-        y = self._value(value, "log_prob")
-        log_y = ops.log(y)
-        out = self.base_dist._validate_sample(log_y, self.base_dist.log_prob(log_y) - log_y)
-        return self._validate_sample(y, out)
-
-    def cdf(self, value) -> GraphTensor:
-        """The Normal's cdf at ``log(y)``."""
-        y = self._value(value, "cdf")
-        return self._validate_sample(y, self.base_dist.cdf(ops.log(y)))
-
-    def icdf(self, value) -> GraphTensor:
-        """``exp`` of the Normal's icdf."""
-        return ops.exp(self.base_dist.icdf(value))
-
     def entropy(self) -> GraphTensor:
         """The Normal's entropy plus ``loc``."""
         return self.base_dist.entropy() + self.loc
+
+    def __repr__(self) -> str:
+        return f"LogNormal(loc: {shape_str(self.loc.shape)}, scale: {shape_str(self.scale.shape)})"
