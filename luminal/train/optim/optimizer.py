@@ -57,7 +57,11 @@ def _ordered(owner: str, what: str, params) -> None:
 
 
 def _is_number(x) -> bool:
-    """A real number (not a bool), or a 0-d numeric array (a value a numpy schedule computed)."""
+    """A real number (not a bool), or a 0-d numeric array (a value a numpy schedule computed). (A plain
+    float or int first: a train step checks its optimizer's numbers on every call, and ``numbers.Real``'s
+    ABC check made that about 20 us of an MNIST MLP's 1.2 ms step.)"""
+    if type(x) is float or type(x) is int:
+        return True
     if isinstance(x, (bool, np.bool_)):
         return False
     return isinstance(x, numbers.Real) or (isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iuf")
