@@ -4,6 +4,7 @@ proposals; ``rsample`` differentiates those draws implicitly, by torch's ``_stan
 from __future__ import annotations
 
 from luminal.core import dtype as dt
+from luminal.core.errors import op_error
 from luminal.distributions import constraints
 from luminal.distributions.distribution import Distribution, broadcast_all
 from luminal.frontend import ops
@@ -93,12 +94,18 @@ def standard_gamma_grad(x: GraphTensor, alpha: GraphTensor) -> GraphTensor:
 
 def rstandard_gamma(concentration: GraphTensor, shape) -> GraphTensor:
     """``standard_gamma(concentration, shape)`` with torch's reparameterised gradient by the
-    concentration, ``standard_gamma_grad(x, concentration)`` per draw (``Graph.custom_vjp``)."""
+    concentration, ``standard_gamma_grad(x, concentration)`` per draw (``Graph.custom_vjp``). That
+    gradient's own gradient raises NotImplementedError, as torch's (``_standard_gamma_grad`` has none):
+    differentiating the approximations would give their derivative, not the draw's."""
     a = concentration.expand(*shape)
     x = standard_gamma(a, shape)
+    refused = op_error(NotImplementedError, "Gamma.rsample", "the gradient of rsample's gradient by the "
+                       "concentration is not implemented, as torch's ('the derivative for _standard_gamma_grad is not "
+                       "implemented')", a)
 
     def rule(out, adjoint, alpha):
-        return [adjoint * standard_gamma_grad(out.detach(), alpha.detach())]
+        slope = standard_gamma_grad(out, alpha)
+        return [adjoint * out.graph.custom_vjp(slope, [alpha, out], lambda *_: [refused, refused])]
 
     return a.graph.custom_vjp(x, [a], rule)
 

@@ -63,6 +63,21 @@ def test_gamma_rsample_gradients_are_torchs_on_the_same_draws():
     np.testing.assert_allclose(dr, -(x / rate).sum(0), rtol=1e-9)
 
 
+def test_gamma_rsample_gradient_by_a_broadcast_concentration_and_no_second_order():
+    """A concentration of shape (3,) under 1000 draws: its gradient sums the draws' (of x**2 here,
+    2 x dx/dc); the gradient of that gradient raises, as torch's."""
+    c = np.array([0.5, 2.0, 9.0])
+    g = lm.Graph()
+    cs = g.input("c", (3,), dtype=lm.float64)
+    x = D.Gamma(cs, 2.0).rsample((1000,))
+    dc = train.grad(lm.square(x).sum(), cs)
+    xv, dcv = lm.compile([x, dc], backend="cpu")(c=c)
+    slope = torch._standard_gamma_grad(torch.from_numpy(c).expand(1000, 3), torch.from_numpy(xv * 2)).numpy() / 2
+    np.testing.assert_allclose(dcv, (2 * xv * slope).sum(0), rtol=1e-9)
+    with pytest.raises(NotImplementedError, match="Gamma.rsample: the gradient of rsample's gradient"):
+        train.grad(dc.sum(), cs)
+
+
 def _mean_within(per_draw, analytic, what):
     """The mean of per-draw gradients estimates the gradient of an expectation: within six standard
     errors of N draws, plus the approximation's bias (``APPROX`` of the mean of their sizes)."""
