@@ -1348,16 +1348,18 @@ def _derivative(out, x, slope):
 
 @tensor_op("tan")
 def tan(x) -> GraphTensor:
-    """tan in float64, rounded once to the input's dtype, from ``r = x - n pi/2`` (``n`` the nearest
-    integer to ``x / (pi/2)``, ``|r| <= pi/4``): ``sin(r) / cos(r)`` for even ``n``, ``-cos(r) / sin(r)``
-    for odd ``n``. ``sin(x) / cos(x)`` as written loses cos's rounding error near the poles, where
-    cos(x) is tiny: 1e-4 relative in float32 at 1.57 (cos there is 8e-4, from ``1 - 2 sin(x/2)**2``),
-    and all of it in float64 at the double nearest pi/2 (torch: 1.6e16). With ``r`` from pi/2 in three
-    parts, each of sin(r), cos(r) is accurate to its own few ulps; ``r`` is 0 only at ``x = 0`` (no
-    float is a non-zero multiple of pi/2), so the one division never divides by 0 (and its
-    gradient, which ``where`` picks apart, never makes a NaN). From ``|x| = 2**20`` on, where
-    ``n * c1`` would round, the unreduced quotient (rarely used: such angles are noise in float32)."""
+    """tan. float32 and the 16-bit types: ``_tan_narrow`` (an exact reduction, vectorised arithmetic).
+    float64: from ``r = x - n pi/2`` (``n`` the nearest integer to ``x / (pi/2)``, ``|r| <= pi/4``):
+    ``sin(r) / cos(r)`` for even ``n``, ``-cos(r) / sin(r)`` for odd ``n``. ``sin(x) / cos(x)`` as
+    written loses cos's rounding error near the poles, where cos(x) is tiny: all of it at the double
+    nearest pi/2 (torch: 1.6e16). With ``r`` from pi/2 in three parts, each of sin(r), cos(r) is
+    accurate to its own few ulps; ``r`` is 0 only at ``x = 0`` (no float is a non-zero multiple of
+    pi/2), so the one division never divides by 0 (and its gradient, which ``where`` picks apart,
+    never makes a NaN). From ``|x| = 2**20`` on, where ``n * c1`` would round, the unreduced quotient
+    (libm's sines reduce it)."""
     x = _float(x, "tan")
+    if x.dtype is not dt.float64:
+        return _tan_narrow(x)
     wide = cast(x, dt.float64)
     big = ge(abs_(wide), _TAN_REDUCE_BELOW)
     xr = where(big, 0.0, wide)
@@ -1369,6 +1371,56 @@ def tan(x) -> GraphTensor:
     num = where(big, sin(xb), where(odd, neg(c), s))
     den = where(big, cos(xb), where(odd, s, c))
     return cast(_derivative(div(num, den), wide, lambda x, y: add(mul(y, y), 1.0)), x.dtype)
+
+
+# 2/pi in chunks of 24 bits at fixed positions (weights 2**(-24j-1) .. 2**(-24j-24), j = 0..9) and the
+# rest: a float32 (24 bits) times a chunk is exact in float64
+_TWO_OVER_PI_BITS = int("a2f9836e4e441529fc2757d1f534ddc0db6295993c439041fe5163abdebbc561b7246e3a424dd2e0", 16)
+_TWO_OVER_PI_CHUNKS = tuple(((_TWO_OVER_PI_BITS >> (296 - 24 * j)) & 0xFFFFFF) * 2.0 ** (-24 * j - 24)
+                            for j in range(10)) + ((_TWO_OVER_PI_BITS & ((1 << 80) - 1)) * 2.0 ** -320,)
+_SIN_TAYLOR = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(7))  # sin y = y S(y**2), to y**13
+_COS_TAYLOR = tuple((-1) ** k / math.factorial(2 * k) for k in range(8))  # cos y = C(y**2), to y**14
+
+
+def _tan_narrow(x: GraphTensor) -> GraphTensor:
+    """tan of a float32 (or 16-bit) ``x``, in float64, rounded once. ``|x| (2/pi)`` is reduced modulo 2
+    exactly for every float32 (Payne and Hanek): ``|x|`` times each 24-bit chunk of 2/pi is exact; below
+    2**26 it is split at 2**-26 (exactly, by rounding), the heads reduced modulo 2 and summed exactly,
+    the tails (each below 2**-26) rounded, every term read once (no stored intermediates), so the
+    distance ``f`` to the nearest integer ``n`` is within 2**-75 of the exact one, even for the floats
+    nearest the poles. Then ``y = f pi/2`` and Taylor polynomials of sin and cos (to y**13, y**14:
+    under 2**-44 relative for ``|y| <= pi/4``): ``sin(y) / cos(y)`` for even ``n``, ``-cos(y) / sin(y)``
+    for odd (one division), odd in ``x``; NaN at +-inf and NaN. The float64 path below took four libm
+    sines per element (a scalar loop: 80 times exp's time)."""
+    wide = cast(x, dt.float64)
+    neg_side = _neg_side(wide)
+    a = where(neg_side, neg(wide), wide)
+    # the chunks along a new last axis, summed (one reduction kernel: a loop over them in Python made 11
+    # alike subgraphs, which the compiler rolled into a loop of kernels storing each step)
+    chunks = a.graph.constant(np.array(_TWO_OVER_PI_CHUNKS), dt.float64)
+    p = mul(a.unsqueeze(-1).expand(*a.shape, len(_TWO_OVER_PI_CHUNKS)), chunks)  # (exact)
+    r = sub(add(p, _SPLIT_26), _SPLIT_26)  # p itself from 2**26 on, else rounded to a multiple of 2**-26
+    ok = lt(p, 2.0 ** 51)  # (from there on p is a multiple of 8: nothing modulo 2)
+    hi = where(ok, sub(r, sub(add(p, _EVEN), _EVEN)), 0.0).sum(-1)  # the heads r mod 2: exact in any order
+    lo = where(ok, sub(p, r), 0.0).sum(-1)  # the tails (exact, each below 2**-26), rounded
+    hm = sub(hi, sub(add(hi, _EVEN), _EVEN))  # hi mod 2, in [-1, 1] (exact)
+    n = _round_even(add(hm, lo))  # -1, 0 or 1
+    odd = ne(n, 0.0)
+    y = mul(add(sub(hm, n), lo), math.pi / 2)
+    z = mul(y, y)
+    sin_y, cos_y = mul(y, _poly(z, _SIN_TAYLOR)), _poly(z, _COS_TAYLOR)
+    t = div(where(odd, neg(cos_y), sin_y), where(odd, sin_y, cos_y))
+    t = where(lt(a, math.inf), where(neg_side, neg(t), t), math.nan)
+    return cast(_derivative(t, wide, lambda x, y: add(mul(y, y), 1.0)), x.dtype)
+
+
+_EVEN = 1.5 * 2.0 ** 53  # (v + _EVEN) - _EVEN: v rounded to an even integer, |v| < 2**52
+_SPLIT_26 = 1.5 * 2.0 ** 26  # (v + _SPLIT_26) - _SPLIT_26: |v| <= 2 rounded to a multiple of 2**-26
+
+
+def _round_even(v: GraphTensor) -> GraphTensor:
+    """float64 ``v`` rounded to the nearest integer (ties to even), for ``|v| < 2**51``."""
+    return sub(add(v, _ROUND), _ROUND)
 
 
 @tensor_op("square")
