@@ -65,7 +65,13 @@ def standard_gamma_grad(x: GraphTensor, alpha: GraphTensor) -> GraphTensor:
       ``x e**x (s2 - (log x - digamma(alpha)) s1)`` (torch's ``-cdf_alpha / pdf``, its powers cancelled);
     - ``alpha > 8``: Rice's saddle point expansion (a polynomial within 10% of ``alpha``);
     - else torch's bivariate rational approximation in ``log(x / alpha)`` and ``log(alpha)``.
+
+    float16 and bfloat16 are computed in float32, as torch's (its ``accscalar_t``): the saddle point's
+    ``1244160 alpha**4`` overflows float16 (a NaN gradient for ``alpha > 8``) and bfloat16's 8 bits lose
+    its cancellations.
     """
+    if x.dtype.itemsize < 4:
+        return ops.cast(standard_gamma_grad(ops.cast(x, dt.float32), ops.cast(alpha, dt.float32)), x.dtype)
     numer, denom = 1.0, alpha
     s1, s2 = 1 / alpha, 1 / ops.square(alpha)
     for i in range(1, 6):
