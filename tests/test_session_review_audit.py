@@ -35,3 +35,31 @@ def test_gamma_rsample_gradient_of_float16_is_finite():
     x = D.Gamma(c, 1.0).rsample((2000,))
     (dc,) = lm.compile([train.grad(x.sum(), c)], backend="cpu")(c=np.array([2.0, 10.0, 30.0], np.float16))
     np.testing.assert_allclose(dc.astype(np.float64), 2000, rtol=0.1)
+
+
+def test_lognormal_log_prob_outside_its_support_names_its_support():
+    """torch checks TransformedDistribution's value against its support before the base sees
+    t.inv(value); the base's check of log(-1) = NaN ('Normal ... Real()') was reported instead, now and
+    when the program runs."""
+    bad = lm.frontend.host.host_graph().constant(np.array([-1.0, 2.0], np.float32))
+    with pytest.raises(ValueError, match=r"LogNormal\(.*GreaterThan\(lower_bound=0.0\)"):
+        D.LogNormal(0.0, 1.0).log_prob(bad)
+    g = lm.Graph()
+    v = g.input("v", (2,))
+    for method in ("log_prob", "cdf"):
+        f = lm.compile([getattr(D.LogNormal(0.0, 1.0), method)(v)], backend="cpu")
+        with pytest.raises(ValueError, match=r"LogNormal\(.*GreaterThan\(lower_bound=0.0\).*1 of them"):
+            f(v=np.array([-1.0, 2.0], np.float32))
+    want = torch.distributions.LogNormal(0.0, 1.0).log_prob(torch.tensor([1.0, 2.0])).numpy()
+    np.testing.assert_allclose(lm.compile([D.LogNormal(0.0, 1.0).log_prob(v)], backend="cpu")(
+        v=np.array([1.0, 2.0], np.float32))[0], want, rtol=1e-6)
+
+
+def test_transformed_distribution_checks_its_parameters_before_the_value():
+    """A bad scale and a bad value in one run: the parameter's check comes first, as torch's (at
+    construction)."""
+    g = lm.Graph()
+    v, s = g.input("v", (2,)), g.input("s", ())
+    f = lm.compile([D.LogNormal(0.0, s).log_prob(v)], backend="cpu")
+    with pytest.raises(ValueError, match="parameter scale"):
+        f(v=np.array([-1.0, 2.0], np.float32), s=np.float32(-1.0))

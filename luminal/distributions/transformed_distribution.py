@@ -105,7 +105,7 @@ class TransformedDistribution(Distribution):
         """The base's ``log_prob`` at ``x = f.inv(y)`` minus each transform's ``log_abs_det_jacobian``
         (each summed over the event's dims), torch's change of variables."""
         y = self._value(value, "log_prob")
-        value_in = y
+        guard, before = self._support_guard(y)
         event_dim = len(self.event_shape)
         out = None
         for t in reversed(self.transforms):
@@ -115,7 +115,7 @@ class TransformedDistribution(Distribution):
             out = term if out is None else out + term
             y = x
         base = sum_rightmost(self.base_dist.log_prob(y), event_dim - len(self.base_dist.event_shape))
-        return self._validate_sample(value_in, base if out is None else out + base)
+        return self._guarded_first(base if out is None else out + base, guard, before)
 
     def _monotonize_cdf(self, p: GraphTensor) -> GraphTensor:
         """torch's ``_monotonize_cdf``: ``p`` where the transforms' signs multiply to 1, else
@@ -128,10 +128,39 @@ class TransformedDistribution(Distribution):
     def cdf(self, value) -> GraphTensor:
         """The base's cdf at ``f.inv(y)``, monotonized (``1 -`` it where ``f`` decreases)."""
         y = self._value(value, "cdf")
+        guard, before = self._support_guard(y)
         x = y
         for t in reversed(self.transforms):
             x = t.inv(x)
-        return self._validate_sample(y, self._monotonize_cdf(self.base_dist.cdf(x)))
+        return self._guarded_first(self._monotonize_cdf(self.base_dist.cdf(x)), guard, before)
+
+    def _support_guard(self, y: GraphTensor) -> tuple[list, tuple]:
+        """torch's check of ``y`` against this distribution's support, made before the base sees
+        ``t.inv(y)``: a value outside it (``LogNormal.log_prob(-1.)``) is named as this distribution's
+        support, not as the base's (a NaN from ``log(-1)`` is outside ``Normal``'s real line too).
+        Returns the run-time guard to add, as a list (empty when the values were known and valid, or
+        when not validating), and the graph the result will be in with its number of guards before the
+        base adds its own."""
+        g = self._graph() if y.graph.host else y.graph
+        before = (g, len(g.guards))
+        if not (self._validate_args and self.support):
+            return [], before
+        guard = self._test(y, self.support, "value argument")
+        return ([guard] if guard else []), before
+
+    def _guarded_first(self, out: GraphTensor, guard: list, before: tuple) -> GraphTensor:
+        """``_guarded(out, guard)`` with the support check moved ahead of the base's check of its value,
+        after the parameters' checks (a run raises the first failed guard, torch checks the parameters
+        when the distribution is made): a bad value is reported as torch reports it, by this
+        distribution."""
+        out = self._guarded(out, guard)
+        g, at = before
+        if guard and out.graph is g:
+            params = {message for _, message in self._guards}
+            while at < len(g.guards) - 1 and g.guards[at][3] in params:
+                at += 1
+            g.guards.insert(at, g.guards.pop())  # (``_guarded`` registers ``guard`` last)
+        return out
 
     def icdf(self, value) -> GraphTensor:
         """``f`` of the base's icdf at the monotonized ``p``."""
