@@ -7,7 +7,8 @@ with its type so that it comes back as it went in:
 
     {"dict": [[key, value], ...]}   {"odict": [...]} (an OrderedDict)   {"list": [...]}   {"tuple": [...]}
     {"tensor": name} (an array)     {"scalar": name} (a numpy scalar: a 0-d tensor)
-    null, true/false, numbers (ints of any size, floats with NaN and Infinity) and strings as themselves
+    null, true/false, numbers (ints within Python's int <-> str digit limit, floats with NaN and Infinity)
+    and strings as themselves
 
 Loading parses JSON and reads arrays, nothing else, and checks the whole structure against the file's
 tensors (each name used exists, each tensor is used) before returning anything. Saving goes through
@@ -20,6 +21,7 @@ import io
 import json
 import os
 import shutil
+import sys
 import tempfile
 import zipfile
 from collections import OrderedDict
@@ -39,6 +41,7 @@ _STORABLE = {(np.dtype(s).kind, np.dtype(s).itemsize) for code, s in _NP.items()
 # containers inside containers: far beyond any checkpoint, and a structure this deep (JSON nests up to 3 levels
 # per container) parses within Python's recursion limit wherever lm.load is called from
 MAX_DEPTH = 100
+_INT_BITS = 10_000  # ints longer than this are checked against Python's int <-> str digit limit (``_Encoder._int``)
 _SAVE_OPTIONS = ("pickle_module", "pickle_protocol", "_use_new_zipfile_serialization", "_disable_byteorder_record")
 
 
@@ -163,9 +166,9 @@ class _Encoder:
 
     def node(self, x, where: str, name: str = "", depth: int = 0):
         t = type(x)
-        if x is None or t in (bool, int, str):
-            return x
-        if t is float:
+        if t is int and x.bit_length() > _INT_BITS:
+            return self._int(x, where)
+        if x is None or t in (bool, int, str, float):
             return x
         if t in (dict, OrderedDict, list, tuple):
             if id(x) in self.open:
@@ -198,6 +201,20 @@ class _Encoder:
             return {"tensor": self._tensor(host_value(x, f"lm.save ({where})"), x.dtype, where, name, x)}
         raise TypeError(f"lm.save: {where} is {_describe(x)}, which lm.save cannot store; it stores dicts, lists, "
                         f"tuples, numpy arrays and scalars, int, float, bool, str and None{_hint(x)}")
+
+    @staticmethod
+    def _int(x: int, where: str) -> int:
+        """A long int, checked against Python's limit on int <-> str conversion (4300 digits by default),
+        which JSON goes through: one past it is refused here, naming its place and size, not by json's
+        ValueError naming neither (and lm.load could not read it back where the limit is lower)."""
+        try:
+            str(x)
+        except ValueError:
+            raise ValueError(f"lm.save: {where} is an int of about {int(x.bit_length() * 0.30103)} digits, more than "
+                             f"Python's limit on int-to-str conversion ({sys.get_int_max_str_digits()}; "
+                             f"sys.set_int_max_str_digits), which lm.save's JSON and lm.load go through; store it "
+                             f"as a str") from None
+        return x
 
     def _tensor(self, arr: np.ndarray, lm_dtype, where: str, name: str, owner) -> str:
         if id(owner) in self.names:

@@ -63,3 +63,31 @@ def test_transformed_distribution_checks_its_parameters_before_the_value():
     f = lm.compile([D.LogNormal(0.0, s).log_prob(v)], backend="cpu")
     with pytest.raises(ValueError, match="parameter scale"):
         f(v=np.array([-1.0, 2.0], np.float32), s=np.float32(-1.0))
+
+
+def test_save_of_an_int_past_pythons_digit_limit_names_its_place(tmp_path):
+    """json.dumps raised 'Exceeds the limit (4300 digits) for integer string conversion', naming neither
+    lm.save nor the entry; ints below the limit round trip exactly."""
+    with pytest.raises(ValueError, match=r"lm.save: obj\['step'\]\[1\] is an int of about 5000 digits"):
+        lm.save({"step": [1, 10**5000]}, tmp_path / "a.lm")
+    assert not (tmp_path / "a.lm").exists()
+    lm.save({"step": [-(10**4000), 2**80]}, tmp_path / "b.lm")
+    assert lm.load(tmp_path / "b.lm") == {"step": [-(10**4000), 2**80]}
+
+
+def test_lr_scheduler_has_torchs_deprecated_base_name():
+    """Older torch scripts subclass torch.optim.lr_scheduler._LRScheduler (still in torch 2.x)."""
+    class Warmup(lm.optim.lr_scheduler._LRScheduler):
+        def __init__(self, optimizer, n):
+            self.n = n
+            super().__init__(optimizer)
+
+        def get_lr(self):
+            return [b * min(1.0, (self.last_epoch + 1) / self.n) for b in self.base_lrs]
+
+    opt = lm.optim.SGD(lm.nn.Linear(2, 2).parameters(), lr=1.0)
+    sched, lrs = Warmup(opt, 4), []
+    for _ in range(5):
+        lrs.append(opt.param_groups[0]["lr"])
+        sched.step()
+    assert lrs == [0.25, 0.5, 0.75, 1.0, 1.0]

@@ -20,6 +20,9 @@ from luminal.train.schedulers import (
     StepLR,
 )
 
+# torch's deprecated name of the base class, which older scripts subclass (``class Warmup(_LRScheduler)``)
+_LRScheduler = LRScheduler
+
 __all__ = ["ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "CyclicLR",
            "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR", "MultiplicativeLR", "OneCycleLR",
            "PolynomialLR", "ReduceLROnPlateau", "SequentialLR", "StepLR"]
