@@ -668,12 +668,13 @@ def test_state_updates_written_in_place_only_when_safe(case):
         outs, (new_p, new_m) = prog({**arrays, "g": g}, {})
         if case.get("read_old_p_later"):
             np.testing.assert_allclose(outs[0], np.exp2(want_p), rtol=1e-6)  # saw p from before the run
-        np.copyto(p, new_p)
-        np.copyto(m, new_m)
+        for state, new in ((p, new_p), (m, new_m)):
+            if new is not None:  # (None: the run wrote the state's own array, nothing to copy)
+                np.copyto(state, new)
         want_m = np.float32(0.9) * want_m + g
         want_p = want_p - want_m
         np.testing.assert_allclose(p, want_p, rtol=1e-6)
         np.testing.assert_allclose(m, want_m, rtol=1e-6)
-    in_place = np.shares_memory(new_p, p)
+    in_place = new_p is None  # (the value is in p itself: no copy onto itself is asked for)
     assert in_place == (not case)  # only the plain case is safe to write in place
-    assert np.shares_memory(new_m, m) == (not case.get("gather_after"))
+    assert (new_m is None) == (not case.get("gather_after"))

@@ -40,7 +40,7 @@ from luminal.backends.cpu import blas, driver, guard, native_team, steps, tune
 from luminal.backends.cpu.fold import fold_batch_sums
 from luminal.backends.cpu.outer import outer_products
 from luminal.backends.cpu.parallel import Split
-from luminal.backends.cpu.plan import Schedule, fresh, plan, same
+from luminal.backends.cpu.plan import Schedule, fresh, plan, same, written
 from luminal.backends.cpu.steps import Kernel, Ref
 from luminal.codegen import llvm
 from luminal.core.gc_paused import gc_paused
@@ -57,7 +57,8 @@ class CpuProgram:
     """``prog(arrays, env) -> (outputs, updates)``: ``arrays`` maps every input/state/random buffer's
     name to its array, ``env`` binds the symbolic dims. ``outputs`` are fresh C-contiguous arrays
     (the caller keeps them); ``updates`` are the values for ``kg.updates`` in order, possibly views
-    of internal buffers that the next run overwrites: copy them right away.
+    of internal buffers that the next run overwrites: copy them right away; None for one the run
+    wrote into the state's array itself (nothing to copy).
 
     ``search``: lay each new binding out under up to this many :class:`~luminal.backends.cpu.tune.Choices`
     and keep the fastest on its first call's arrays (``tune.py``; 0 or 1: the cost models' choices).
@@ -204,7 +205,7 @@ class Binding:
         # warns nowhere) nor BLAS on one thread. Threaded runs (long by construction) keep both.
         # (the driver's GEMMs are BLAS called directly: no numpy, no floating-point warnings)
         self._plain = not self._threaded and all(isinstance(f, _NATIVE) for f, _ in self._exec) and \
-            all(f is fresh or f is same for f, _ in self.out_calls + self.up_calls)
+            all(f is fresh or f is same or f is written for f, _ in self.out_calls + self.up_calls)
         self._names = tuple(self._caller)
         self._targets = {n: tuple(self._slots.get(n, ())) for n in self._names}  # what a rebind patches
         # a run's rebind in line (``run``) where nothing can overlap (no state written in place) and no

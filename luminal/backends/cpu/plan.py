@@ -177,7 +177,7 @@ class Planner:
         own = cut or choices.threads == "own" or self.own_threads
         self.steps = split_rows(self.steps, threads, matmuls=own)
         self.out_calls = [self._output(buf, v) for buf, v in kg.outputs]
-        self.up_calls = [self._update(buf, v) for _, buf, v in kg.updates]  # (may add copies to steps)
+        self.up_calls = [self._update(name, buf, v) for name, buf, v in kg.updates]  # (may add copies to steps)
 
     def _finish_fused(self) -> None:
         """The fusions' steps in place of their placeholders, their kernels' calls made from each one's
@@ -727,7 +727,9 @@ class Planner:
         slices = tuple(slice(int(lo), int(hi)) for lo, hi in box)
         return fresh_masked, (tuple(map(int, shape)), view.pad, buf.dtype.np, slices, src)
 
-    def _update(self, buf, view):
+    def _update(self, name, buf, view):
+        if self.alias.get(buf.id) == name:  # written straight into the state's own array: nothing to copy
+            return written, ()
         if buf.kind in CALLER_KINDS:  # another state's value from before the run: copy it now
             return self._output(buf, view)
         return same, (self.load(buf, view),)
@@ -767,6 +769,13 @@ def fresh_masked(shape, pad, dtype, slices, src) -> np.ndarray:
 
 def same(x):
     return x
+
+
+def written():
+    """An update whose value the run wrote into the state's own array (``Planner._in_place``): None, so
+    the caller copies nothing (it copied the array onto itself: 2.4 MB a step of the MNIST MLP's
+    AdamW, about a tenth of the step)."""
+    return None
 
 
 def _reads_in_step(k, st, t) -> bool:
