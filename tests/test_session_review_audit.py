@@ -91,3 +91,56 @@ def test_lr_scheduler_has_torchs_deprecated_base_name():
         lrs.append(opt.param_groups[0]["lr"])
         sched.step()
     assert lrs == [0.25, 0.5, 0.75, 1.0, 1.0]
+
+
+def _texts(n: int, tag: str) -> list:
+    return [f"define i32 @{tag}{i}() {{\n  ret i32 {i * 7919}\n}}\n" for i in range(n)]
+
+
+def test_an_llvm_worker_used_by_two_threads_answers_each_its_own_text():
+    """The workers are shared by every Batch: two threads feeding one worker interleaved their requests
+    and reads, and took each other's objects (54 of 60 wrong)."""
+    import threading
+
+    from luminal.codegen import llvm_workers
+
+    w = llvm_workers._Worker()
+    try:
+        texts = _texts(60, "f")
+        want = [w.compile(t) for t in texts]
+        got, errors = {}, []
+
+        def feed(indexes):
+            try:
+                for i in indexes:
+                    got[i] = w.compile(texts[i])
+            except Exception as e:  # (reported below)
+                errors.append(e)
+
+        threads = [threading.Thread(target=feed, args=(range(k, 60, 4),)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors and [got[i] for i in range(60)] == want
+    finally:
+        w.close()
+
+
+def test_a_batch_after_an_interrupted_one_gets_its_own_objects(monkeypatch):
+    """A compile interrupted after submitting texts (compile_kernels' finally closes its Batch) left its
+    threads feeding the shared workers while the next compile's Batch used them: that batch's objects
+    were other texts' (276 of 1000), to be linked and cached under its keys."""
+    from luminal.codegen import llvm, llvm_workers
+
+    monkeypatch.setenv("LUMINAL_COMPILE_WORKERS", "2")
+    first, second = _texts(2000, "a"), _texts(1000, "b")
+    interrupted = llvm_workers.Batch(llvm.compile_text_to_object)
+    for t in first:
+        interrupted.submit(t)
+    interrupted.close()
+    batch = llvm_workers.Batch(llvm.compile_text_to_object)
+    for t in second:
+        batch.submit(t)
+    got = batch.results()
+    assert got == [llvm.compile_text_to_object(t) for t in second]

@@ -52,19 +52,24 @@ class _Worker:
     def __init__(self):
         self.proc = subprocess.Popen([sys.executable, "-m", "luminal.codegen.llvm"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE)
+        # one request and its answer at a time: the workers are shared by every Batch, and the threads of
+        # an interrupted one still feed them while the next compile's run, whose reads would otherwise
+        # take the other's objects (a kernel linked, and cached, with another text's code)
+        self.lock = threading.Lock()
 
     def compile(self, text: str, vectorised: bool = False) -> bytes:
         data = text.encode()
-        self.proc.stdin.write(_LENGTH.pack(len(data)) + bytes([vectorised]) + data)
-        self.proc.stdin.flush()
-        head = self.proc.stdout.read(_LENGTH.size)
-        if len(head) != _LENGTH.size:
-            raise OSError("an LLVM worker process stopped")
-        (n,) = _LENGTH.unpack(head)
-        obj = self.proc.stdout.read(n)
-        if len(obj) != n:
-            raise OSError("an LLVM worker process stopped")
-        return obj
+        with self.lock:
+            self.proc.stdin.write(_LENGTH.pack(len(data)) + bytes([vectorised]) + data)
+            self.proc.stdin.flush()
+            head = self.proc.stdout.read(_LENGTH.size)
+            if len(head) != _LENGTH.size:
+                raise OSError("an LLVM worker process stopped")
+            (n,) = _LENGTH.unpack(head)
+            obj = self.proc.stdout.read(n)
+            if len(obj) != n:
+                raise OSError("an LLVM worker process stopped")
+            return obj
 
     def ask_to_stop(self) -> None:
         """Send the length 0 that ends the worker's loop and close its input (the worker finishes a
@@ -160,8 +165,19 @@ class Batch:
         return len(self._texts) - 1
 
     def close(self) -> None:
-        """No more texts: each thread stops once the queue is drained (a compile interrupted before
-        :meth:`results` leaves no thread waiting for texts)."""
+        """No more texts. Before :meth:`results` (a compile interrupted), the texts not yet taken are
+        dropped, so that its threads stop after the one in hand instead of compiling what nobody will
+        link (:meth:`results` would compile any dropped text here); from :meth:`results`, each thread
+        stops once the queue is drained."""
+        if not self._closed:
+            while True:
+                try:
+                    self._todo.get_nowait()
+                except queue.Empty:
+                    break
+            self._end()
+
+    def _end(self) -> None:
         if not self._closed:
             self._closed = True
             for _ in self._threads:
@@ -169,7 +185,7 @@ class Batch:
 
     def results(self) -> list:
         """The object code of every text submitted, by index, once all are compiled."""
-        self.close()
+        self._end()
         for t in self._threads:
             t.join()
         for i, obj in enumerate(self._out):
