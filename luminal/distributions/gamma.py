@@ -153,11 +153,15 @@ class Gamma(Distribution):
         return self._guarded(self.concentration / ops.square(self.rate))
 
     def rsample(self, sample_shape=()) -> GraphTensor:
-        """Draws ``standard_gamma(concentration) / rate`` (at least the dtype's smallest normal number
-        before the division, torch's clamp), with torch's gradients: ``standard_gamma_grad(x,
-        concentration) / rate`` by the concentration, ``-draw / rate`` by the rate."""
+        """Draws ``standard_gamma(concentration) / rate``, at least the dtype's smallest normal number
+        after the division as torch's (its in-place clamp of the detached value: a small concentration
+        and a large rate gave subnormal draws, and 0 past them), with torch's gradients, which the clamp
+        leaves alone: ``standard_gamma_grad(x, concentration) / rate`` by the concentration, ``-draw /
+        rate`` by the rate."""
         shape = self._extended_shape(sample_shape)
-        return self._guarded(rstandard_gamma(self.concentration, shape) / self.rate)
+        x = rstandard_gamma(self.concentration, shape) / self.rate
+        clamped = ops.clamp(x, min=float(dt.finfo(x.dtype).tiny))
+        return self._guarded(x + (clamped - x).detach())
 
     def log_prob(self, value) -> GraphTensor:
         """``xlogy(c, rate) + xlogy(c - 1, x) - rate x - lgamma(c)``."""
