@@ -4,10 +4,10 @@ was and no temp behind. Checkpoints, safetensors files and model directories are
 
 :func:`stage` writes the temp and returns it unrenamed, so that a pair of files (a model's config and
 its weights) can be written in full before either replaces its old version; ``commit`` renames,
-``discard`` removes. The temp's name carries the writer's pid (``.<name>.<pid>.<random>.tmp``): a save
-killed before its rename (kill -9, SIGTERM, power loss) leaves its temp behind, and the next save of
-the same target removes the temps of writers that no longer run, never those of a live concurrent
-writer.
+``discard`` removes. The temp's name carries the writer's pid (``.<name>.<pid>.<random>.tmp``, the name
+cut to 200 bytes so that the temp's stays a valid name): a save killed before its rename (kill -9,
+SIGTERM, power loss) leaves its temp behind, and the next save of the same target removes the temps of
+writers that no longer run, never those of a live concurrent writer.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def stage(path, write) -> Staged:
     directory, base = os.path.split(target)
     _remove_stale_temps(directory, base)
     try:
-        tmp = tempfile.NamedTemporaryFile(delete=False, dir=directory, prefix=f".{base}.{os.getpid()}.",
+        tmp = tempfile.NamedTemporaryFile(delete=False, dir=directory, prefix=f".{_temp_base(base)}.{os.getpid()}.",
                                           suffix=".tmp")
     except OSError as e:  # the error would name the hidden temp, not the file the user asked for
         raise OSError(e.errno, f"cannot save {os.fspath(path)!r}: {e.strerror} (creating a temp file in "
@@ -92,6 +92,9 @@ def _target(path) -> str:
         given = os.fsdecode(given)
     if given == "":
         raise FileNotFoundError(errno.ENOENT, "cannot save to an empty path", given)
+    if given.endswith(os.sep) or (os.altsep and given.endswith(os.altsep)):  # (realpath would drop it)
+        raise IsADirectoryError(errno.EISDIR, "cannot save: the path ends in a separator, so it names a "
+                                              "directory, not a file", given)
     target = os.path.realpath(given)
     directory = os.path.dirname(target)
     if os.path.isdir(target):
@@ -116,7 +119,7 @@ def _remove_stale_temps(directory: str, base: str) -> None:
     were killed before their rename. A temp whose pid runs (a concurrent save, or an unrelated process
     that reuses the pid) is kept: removing a live writer's temp would fail its rename. Temps of other
     names, and names not in this form, are never touched."""
-    prefix = f".{base}."
+    prefix = f".{_temp_base(base)}."
     try:
         names = os.listdir(directory)
     except OSError:
@@ -124,13 +127,22 @@ def _remove_stale_temps(directory: str, base: str) -> None:
     for name in names:
         if not (name.startswith(prefix) and name.endswith(".tmp")):
             continue
-        pid = name[len(prefix):-len(".tmp")].split(".", 1)[0]
-        if not pid.isdigit() or _alive(int(pid), os.path.join(directory, name)):
+        # exactly <pid>.<random> (tempfile's random part has no dot): a temp of "ckpt.5000" is
+        # ".ckpt.5000.<pid>.<random>.tmp", which must not read as one of "ckpt" by a dead pid 5000
+        pid, dot, rest = name[len(prefix):-len(".tmp")].partition(".")
+        if not (pid.isdigit() and dot and "." not in rest) or _alive(int(pid), os.path.join(directory, name)):
             continue
         try:
             os.unlink(os.path.join(directory, name))
         except OSError:
             pass  # another save removed it first, or the directory forbids it: the save goes on
+
+
+def _temp_base(base: str) -> str:
+    """``base`` as a temp's name begins with it: its first 200 bytes, as the temp adds up to 30 to it and
+    file systems allow names of 255 bytes (a target named with 230 of them would otherwise fail to save)."""
+    raw = os.fsencode(base)
+    return base if len(raw) <= 200 else os.fsdecode(raw[:200])
 
 
 def _alive(pid: int, path: str) -> bool:
