@@ -113,6 +113,11 @@ def stage_file(tensors, path, metadata: dict[str, str] | None = None, dtypes: di
         offset += data.nbytes
     head = json.dumps(header, separators=(",", ":")).encode()
     head += b" " * (-len(head) % 8)
+    if len(head) > MAX_HEADER:  # written, it would be a file that no reader (this one included) loads
+        raise ValueError(f"cannot save: the safetensors header (tensor names, shapes and the metadata) would be "
+                         f"{len(head)} bytes, over the format's limit of {MAX_HEADER} (the safetensors "
+                         f"library's), so the file could not be loaded; keep bulk data in arrays, not in metadata "
+                         f"(lm.save: a long list of numbers as np.array(...), not a Python list or str)")
 
     def write(f) -> None:
         f.write(len(head).to_bytes(8, "little") + head)
@@ -123,15 +128,15 @@ def stage_file(tensors, path, metadata: dict[str, str] | None = None, dtypes: di
 
 
 def _unique_keys(pairs):
-    """json object hook: a name given twice in the header is corruption, not "last one wins". Linear in
-    the number of names (a dict, and a second pass only when a name repeats): a quadratic check took
-    30-90 s on a 2.3 MB header of 40k empty tensors and minutes on a larger one."""
+    """json object hook: a name given twice in the header (or lm.save's structure) is corruption, not "last
+    one wins". Linear in the number of names (a dict, and a second pass only when a name repeats): a
+    quadratic check took 30-90 s on a 2.3 MB header of 40k empty tensors and minutes on a larger one."""
     out = dict(pairs)
     if len(out) != len(pairs):
         seen, dup = set(), set()
         for k, _ in pairs:
             (dup if k in seen else seen).add(k)
-        raise ValueError(f"header names {sorted(dup)} more than once")
+        raise ValueError(f"a JSON object names {sorted(dup)} more than once")
     return out
 
 
@@ -235,9 +240,12 @@ def _read_header(path, f=None) -> tuple[dict, dict, int]:
             problem = f"unknown dtype or malformed entry {e!r}; supported dtypes: {sorted(_NP)}"
         elif (problem := _shape_problem(shape, np.dtype(_NP[code]).itemsize)) is not None:
             pass
-        elif not (isinstance(offs, list) and len(offs) == 2 and all(type(o) is int for o in offs)
-                  and 0 <= offs[0] <= offs[1] <= data_len):
-            problem = f"data_offsets {offs!r} outside the data section [0, {data_len}]"
+        elif not (isinstance(offs, list) and len(offs) == 2 and all(type(o) is int for o in offs)):
+            problem = f"data_offsets must be a [begin, end] pair of ints, got {offs!r}"
+        elif offs[0] > offs[1]:
+            problem = f"data_offsets {offs} are reversed (the end before the begin)"
+        elif not 0 <= offs[0] <= offs[1] <= data_len:
+            problem = f"data_offsets {offs} outside the data section [0, {data_len}]"
         elif (need := prod(shape) * np.dtype(_NP[code]).itemsize) != offs[1] - offs[0]:
             problem = f"shape {shape} of {code} needs {need} bytes but data_offsets {offs} hold {offs[1] - offs[0]}"
         else:
