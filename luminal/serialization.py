@@ -98,8 +98,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     in their order); where torch returns tensors this returns numpy arrays (bfloat16 values as float32
     arrays, luminal's carrier), and numpy scalars as numpy scalars. The result goes straight into
     ``model.load_state_dict``, ``optimizer.load_state_dict`` and the schedulers', GradScaler's and
-    compile_step's. A plain safetensors file (``lm.save_safetensors``, Hugging Face weights) loads as
-    its dict of name -> array.
+    compile_step's. A plain safetensors file (``lm.save_safetensors``, Hugging Face weights, whose
+    metadata says ``{"format": "pt"}``) loads as its dict of name -> array. An lm.save file with
+    metadata entries this version does not know is refused, not loaded as if they were absent.
 
     Loading never runs code: the file is JSON and raw arrays, so it is always what torch's
     ``weights_only=True`` gives (``weights_only=False`` changes nothing). The structure is checked
@@ -260,11 +261,15 @@ def _load_path(path: str, name: str, mmap: bool):
         if fmt == _CHECKPOINT:
             raise _Refused(f"{path}: a luminal checkpoint written by train.save_checkpoint; read it with "
                            f"train.load_checkpoint(path, model=..., optimizer=..., ...)")
-        if fmt is None and "structure" not in meta:
-            kind.append("plain")
+        if "structure" not in meta and not (isinstance(fmt, str) and fmt.startswith("luminal-")):
+            kind.append("plain")  # no format, or another library's tag: Hugging Face's files say "pt"
         elif fmt != FORMAT:
             raise _Refused(f"{path}: a safetensors file whose metadata says format {fmt!r}, not {FORMAT!r} "
                            f"(lm.save's)")
+        elif unknown := sorted(set(meta) - {"format", "structure"}):
+            # a later version's setting (a scale, a byte order) read as if absent would load other values
+            raise _Refused(f"{path}: lm.save's metadata has the entries {unknown}, which this version does not "
+                           f"know (only 'format' and 'structure'): a file from a newer luminal, or an edited one")
 
     try:
         tensors, meta = load_with_metadata(path, mmap=mmap, check=check)
