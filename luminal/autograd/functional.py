@@ -9,6 +9,17 @@ differentiated by its argument alone, and the input may be a view. The copies pa
 the originals, so every result can be differentiated again (torch's ``create_graph=True``, whatever the
 argument; it only adds strict mode's checks, below).
 
+As torch's functions take any tensor, the inputs (and ``v``, and the function's outputs) may be
+Parameters or Buffers (``jacobian(f, model.weight)``, ``jacobian(f, (m.weight, m.bias))``) or host
+tensors made outside any graph (``lm.arange(3.0)``): they are read into the graph the function builds
+in, the graph of a graph tensor among the inputs, else of the enclosing module call, else of a graph
+tensor the function reads by name (``lambda w: F.linear(x, w)``, ``x`` a graph input); with none of
+those, a new host graph of their values, whose results have values now (``np.asarray(J)``), as torch's
+eager ones. The function is differentiated by a fresh copy of each, as torch's: a function that reads
+the model rather than its argument (``jacobian(lambda w: model(x), model.weight)``) gets zeros, as
+torch's does; torch's ``torch.func.functional_call``, which runs a module on substituted weights, has
+no luminal counterpart: write the model's forward as a function of its weights (``F.linear(x, w, b)``).
+
 Costs, as torch's defaults: ``vjp`` and ``vhp`` (``hvp``) are one backward pass (two); ``jvp`` is two,
 by the double-vjp trick (``vjp(u)`` is linear in ``u``, so the gradient of ``<vjp(u), v>`` by ``u`` is
 ``J v``: luminal has no forward mode); ``jacobian`` is one backward pass per output element (torch's
@@ -26,10 +37,15 @@ which make torch's outputs require grad too); a graph input is torch's plain ten
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 from luminal.autograd.gradients import vjp_list
 from luminal.core.errors import op_error
-from luminal.frontend import building
+from luminal.frontend import building, join
+from luminal.frontend.graph import Graph
 from luminal.frontend.ops import full_like, stack
+from luminal.frontend.state import State
 from luminal.frontend.tensor import GraphTensor
 from luminal.train.autograd import has_grad
 
@@ -42,7 +58,7 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
 
     Args:
         func: a Python function of GraphTensors returning a GraphTensor or a tuple of them.
-        inputs: a GraphTensor or a tuple of them (of one graph).
+        inputs: a GraphTensor or a tuple of them (of one graph); a Parameter counts (the module docstring).
         v: the vector: a tensor per output, of its shape; None for a one-element output (ones).
         create_graph: results are always differentiable; with ``strict``, a result that does not
             require grad is an error (the module docstring).
@@ -52,7 +68,7 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
         ``(outputs, vjp)``: ``func``'s outputs (a tuple if it returned one) and the product per input
         (a tuple if ``inputs`` is one).
     """
-    in_tuple, xs = _inputs(inputs, "vjp")
+    in_tuple, xs = _inputs(inputs, func, "vjp")
     out_tuple, outs = _outputs(_call(func, xs, "vjp"), "vjp", xs, strict)
     vs = _vectors(v, outs, out_tuple, "vjp", "the user-provided function returns")
     res = _fill_in_zeros(vjp_list(outs, list(xs), vs), xs, strict, create_graph, "back", "vjp")
@@ -65,7 +81,7 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
 
     Args:
         func: a Python function of GraphTensors returning a GraphTensor or a tuple of them.
-        inputs: a GraphTensor or a tuple of them (of one graph).
+        inputs: a GraphTensor or a tuple of them (of one graph); a Parameter counts (the module docstring).
         v: the vector: a tensor per input, of its shape; None for a one-element input (ones).
         create_graph: results are always differentiable; with ``strict``, a result that does not
             require grad is an error (the module docstring).
@@ -75,7 +91,7 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
         ``(outputs, jvp)``: ``func``'s outputs and the product per output (tuples if ``func``
         returned a tuple).
     """
-    in_tuple, xs = _inputs(inputs, "jvp")
+    in_tuple, xs = _inputs(inputs, func, "jvp")
     vs = _vectors(v, xs, in_tuple, "jvp", "the input to the user-provided function is")
     out_tuple, outs = _outputs(_call(func, xs, "jvp"), "jvp", xs, strict)
     graph = xs[0].graph
@@ -101,7 +117,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vec
 
     Args:
         func: a Python function of GraphTensors returning a GraphTensor or a tuple of them.
-        inputs: a GraphTensor or a tuple of them (of one graph).
+        inputs: a GraphTensor or a tuple of them (of one graph); a Parameter counts (the module docstring).
         create_graph: results are always differentiable; with ``strict``, a result that does not
             require grad is an error (the module docstring).
         strict: raise where an output is independent of an input, instead of giving zeros.
@@ -120,7 +136,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vec
 def _jacobian(func, inputs, create_graph: bool, strict: bool, fn: str):
     """``jacobian``'s work, its errors naming ``fn``: the function the user called (``hessian``'s
     outer jacobian is of the gradient, so its messages say so)."""
-    in_tuple, xs = _inputs(inputs, fn)
+    in_tuple, xs = _inputs(inputs, func, fn)
     out_tuple, outs = _outputs(_call(func, xs, fn), fn, xs, strict)
     blocks = []
     for i, o in enumerate(outs):
@@ -160,7 +176,7 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False, vect
 
     Args:
         func: a Python function of GraphTensors returning a one-element GraphTensor.
-        inputs: a GraphTensor or a tuple of them (of one graph).
+        inputs: a GraphTensor or a tuple of them (of one graph); a Parameter counts (the module docstring).
         create_graph: results are always differentiable; with ``strict``, a result that does not
             require grad is an error (the module docstring).
         strict: raise where torch's does (an input the output or its gradient does not depend on).
@@ -172,14 +188,12 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False, vect
         whose entry ``[i][j]`` has shape ``inputs[i].shape + inputs[j].shape``.
     """
     _check_strategy("hessian", vectorize, outer_jacobian_strategy, "outer_jacobian_strategy")
-    in_tuple, xs = _as_tuple(inputs, "inputs", "hessian")
+    in_tuple, xs = _placed(inputs, func, "hessian")
     for j, x in enumerate(xs):  # (the outer jacobian's outputs, the gradients, have the inputs' shapes)
         _static_numel(x, "hessian", f"input {j}")
 
     def scalar(*inp):
-        out = func(*inp)
-        _single_output(out, "hessian", inp, strict)
-        return out.reshape(())
+        return _single_output(func(*inp), "hessian", inp, strict).reshape(())
 
     def jac_func(*inp):
         jac = _jacobian(scalar, inp, False, False, "hessian")
@@ -197,7 +211,7 @@ def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
 
     Args:
         func: a Python function of GraphTensors returning a one-element GraphTensor.
-        inputs: a GraphTensor or a tuple of them (of one graph).
+        inputs: a GraphTensor or a tuple of them (of one graph); a Parameter counts (the module docstring).
         v: the vector: a tensor per input, of its shape; None for a one-element input (ones).
         create_graph: results are always differentiable; with ``strict``, a result that does not
             require grad is an error (the module docstring).
@@ -217,7 +231,7 @@ def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
 
     Args:
         func: a Python function of GraphTensors returning a one-element GraphTensor.
-        inputs: a GraphTensor or a tuple of them (of one graph).
+        inputs: a GraphTensor or a tuple of them (of one graph); a Parameter counts (the module docstring).
         v: the vector: a tensor per input, of its shape; None for a one-element input (ones).
         create_graph: results are always differentiable; with ``strict``, a result that does not
             require grad is an error (the module docstring).
@@ -231,10 +245,9 @@ def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False) 
 
 # helpers ------------------------------------------------------------------------------------------------
 def _hessian_product(func, inputs, v, create_graph: bool, strict: bool, fn: str) -> tuple:
-    in_tuple, xs = _inputs(inputs, fn)
+    in_tuple, xs = _inputs(inputs, func, fn)
     vs = _vectors(v, xs, in_tuple, fn, "the input to the user-provided function is")
-    out = _call(func, xs, fn)
-    _single_output(out, fn, xs, strict)
+    out = _single_output(_call(func, xs, fn), fn, xs, strict)
     jac = vjp_list([out], list(xs), [None])
     if strict:
         _check_requires_grad(jac, xs, "jacobian", fn)
@@ -245,30 +258,82 @@ def _hessian_product(func, inputs, v, create_graph: bool, strict: bool, fn: str)
 
 
 def _as_tuple(x, what: str, fn: str) -> tuple[bool, tuple]:
-    """torch's ``_as_tuple``: a GraphTensor or a tuple of them (a list is neither, as in torch)."""
-    if isinstance(x, GraphTensor):
+    """torch's ``_as_tuple``: a tensor or a tuple of them (a list is neither, as in torch). A tensor is a
+    GraphTensor or, as torch's ``nn.Parameter`` is a tensor, a State (a Parameter or Buffer: the caller
+    reads it into its graph, ``join.into``)."""
+    if isinstance(x, (GraphTensor, State)):
         return False, (x,)
     if isinstance(x, tuple):
         for i, t in enumerate(x):
-            if not isinstance(t, GraphTensor):
+            if not isinstance(t, (GraphTensor, State)):
                 raise TypeError(f"{fn}: the {what} must be a GraphTensor or a tuple of GraphTensors, but the value "
-                                f"at index {i} is a {type(t).__name__}")
+                                f"at index {i} is a {type(t).__name__} (a Parameter or Buffer is a tensor too)")
         return True, x
-    raise TypeError(f"{fn}: the {what} must be a GraphTensor or a tuple of GraphTensors, got a {type(x).__name__}")
+    raise TypeError(f"{fn}: the {what} must be a GraphTensor or a tuple of GraphTensors, got a {type(x).__name__} "
+                    f"(a Parameter or Buffer is a tensor too)")
 
 
-def _inputs(inputs, fn: str) -> tuple[bool, tuple]:
-    """The inputs checked (float, one graph, non-empty) as fresh copies: what ``func`` is called on."""
+def _inputs(inputs, func, fn: str) -> tuple[bool, tuple]:
+    """The inputs placed and checked (``_placed``) as fresh copies: what ``func`` is called on."""
+    is_tuple, xs = _placed(inputs, func, fn)
+    return is_tuple, tuple(_fresh(x, f"{fn} input {j}") for j, x in enumerate(xs))
+
+
+def _placed(inputs, func, fn: str) -> tuple[bool, tuple]:
+    """The inputs as tensors of the graph ``func`` is built in (``_graph_for``), checked: float, of that
+    graph, not an empty tuple. A Parameter or Buffer is read there as ``p.on(g)`` (``join.into``), a
+    tensor made outside any graph (a host tensor: ``lm.arange(3.0)``, ``p[0]``) joins it as a constant
+    of its values, as torch's ``jacobian(f, model.weight)`` or ``jacobian(f, torch.arange(3.0))``
+    differentiate by a fresh leaf of those values."""
     is_tuple, xs = _as_tuple(inputs, "inputs", fn)
     if not xs:
         raise ValueError(f"{fn}: inputs is an empty tuple")
+    graph = _graph_for(xs, func, fn)
+    xs = tuple(join.into(x, graph) for x in xs)
     for j, x in enumerate(xs):
         if x.graph is not xs[0].graph:
             raise op_error(ValueError, fn, f"input {j} belongs to another graph than input 0", xs[0], x)
         if not x.dtype.is_float:
             raise op_error(TypeError, fn, f"input {j} has dtype {x.dtype.name}; only float inputs have "
                            f"gradients", x)
-    return is_tuple, tuple(_fresh(x, f"{fn} input {j}") for j, x in enumerate(xs))
+    return is_tuple, xs
+
+
+def _graph_for(xs: tuple, func, fn: str) -> Graph:
+    """The graph ``func`` is built in: that of a graph's tensor among the inputs; else the enclosing
+    module call's (``frontend/building.py``); else (the inputs are Parameters or host tensors) that of
+    a graph's tensor the function reads by name (``_closure_graph``: torch's
+    ``jacobian(lambda w: model_fn(x, w), model.weight)`` with ``x`` a graph input); else a new host
+    graph, where the results have values now, as torch's eager ones (``frontend/host.py``)."""
+    for x in xs:
+        if isinstance(x, GraphTensor) and not x.graph.host:
+            return x.graph
+    ctx = building.current()
+    if not isinstance(ctx, Graph):
+        ctx = _closure_graph(func)
+    return ctx if ctx is not None else join.target(fn, xs, {}, host_ok=True)
+
+
+def _closure_graph(func) -> Graph | None:
+    """The graph of the first (non-host) GraphTensor that ``func`` reads by name: a variable of its
+    closure or a module global (``inspect.getclosurevars``), or an argument bound by
+    ``functools.partial``; also one level inside a list, tuple or dict (``building.graph_in``). None
+    when there is none, or ``func`` is no Python function (a callable object's attributes are not
+    looked at)."""
+    bound = []
+    while isinstance(func, functools.partial):
+        bound += [*func.args, *func.keywords.values()]
+        func = func.func
+    try:
+        names = inspect.getclosurevars(func)
+        bound += [*names.nonlocals.values(), *names.globals.values()]
+    except TypeError:  # (a builtin or a callable object)
+        pass
+    for a in bound:
+        g = building.graph_in((a,), {})
+        if g is not None and not g.host:
+            return g
+    return None
 
 
 def _fresh(t: GraphTensor, what: str) -> GraphTensor:
@@ -289,11 +354,20 @@ def _call(func, xs: tuple, fn: str):
 
 
 def _outputs(out, fn: str, xs: tuple, strict: bool) -> tuple[bool, tuple]:
+    """``func``'s outputs as tensors of the inputs' graph (a Parameter returned is read there, a host
+    tensor is a constant there, as torch's outputs that do not require grad), checked."""
     is_tuple, outs = _as_tuple(out, "outputs of the user-provided function", fn)
+    graph = xs[0].graph
+    outs = tuple(join.into(o, graph) for o in outs)
     for i, o in enumerate(outs):
-        if o.graph is not xs[0].graph:
+        if o.graph is not graph:
+            hint = "" if not graph.host else (
+                "; the inputs were made outside any graph (Parameters or host tensors), and no input, module call "
+                "or variable the function reads by name is a graph's tensor, so the function was called on "
+                "them in a new graph of their values, while it builds in another one: pass the inputs as tensors "
+                "of the output's graph (p.on(x.graph) for a Parameter p, with x the tensor the function reads)")
             raise op_error(ValueError, fn, f"output {i} of the user-provided function belongs to another graph "
-                           f"than the inputs", o)
+                           f"than the inputs{hint}", o)
         if not o.dtype.is_float:
             raise op_error(TypeError, fn, f"output {i} of the user-provided function has dtype {o.dtype.name}; "
                            f"only float outputs have gradients", o)
@@ -304,14 +378,16 @@ def _outputs(out, fn: str, xs: tuple, strict: bool) -> tuple[bool, tuple]:
     return is_tuple, outs
 
 
-def _single_output(out, fn: str, xs: tuple, strict: bool) -> None:
-    if not isinstance(out, GraphTensor):
+def _single_output(out, fn: str, xs: tuple, strict: bool) -> GraphTensor:
+    """``func``'s one-element output as a tensor of the inputs' graph (``_outputs``)."""
+    if not isinstance(out, (GraphTensor, State)):
         raise TypeError(f"{fn}: the function given to {fn} should return a single GraphTensor, got a "
                         f"{type(out).__name__}")
-    _outputs(out, fn, xs, strict)
+    out = _outputs(out, fn, xs, strict)[1][0]
     if _static_numel(out, fn, "the output of the user-provided function") != 1:
         raise op_error(RuntimeError, fn, f"the tensor returned by the function given to {fn} should contain a "
                        f"single element; it has shape {tuple(out.shape)}", out)
+    return out
 
 
 def _vectors(v, refs: tuple, refs_tuple: bool, fn: str, single: str) -> list:
@@ -326,6 +402,7 @@ def _vectors(v, refs: tuple, refs_tuple: bool, fn: str, single: str) -> list:
     if len(vs) != len(refs):
         raise op_error(RuntimeError, fn, f"v is a tuple of invalid length: should be {len(refs)} but got {len(vs)}"
                        if refs_tuple else "the given v should contain a single tensor")
+    vs = [join.into(a, r.graph) for a, r in zip(vs, refs)]  # (a Parameter read there, a host tensor a constant)
     for j, (a, r) in enumerate(zip(vs, refs)):
         entry = f"entry {j} in " if refs_tuple else ""
         if a.graph is not r.graph:
@@ -338,8 +415,11 @@ def _vectors(v, refs: tuple, refs_tuple: bool, fn: str, single: str) -> list:
 
 def _requires_grad(t: GraphTensor, xs: tuple) -> bool:
     """torch's ``t.requires_grad`` inside the functional API (the module docstring): ``t`` reads, along a
-    gradient-carrying path, one of the fresh inputs ``xs`` or a trainable Parameter of its graph."""
-    params = [s for s in t.graph.states.values() if getattr(s, "requires_grad", False) and s.dtype.is_float]
+    gradient-carrying path, one of the fresh inputs ``xs`` or a trainable Parameter of its graph (in a host
+    graph, ``_graph_for``, a Parameter is a constant of its values: ``join.into`` records which)."""
+    g = t.graph
+    params = [s for s in g.states.values() if getattr(s, "requires_grad", False) and s.dtype.is_float]
+    params += [g.tensor(g.nodes[i]) for i, s in g.__dict__.get("parameter_constants", {}).items() if s.requires_grad]
     return any(has_grad(t, [*xs, *params]))
 
 
