@@ -308,10 +308,17 @@ def test_large_kernels_are_cut_over_threads(monkeypatch):
     assert any(generated(fn) and not isinstance(fn, Split) for fn, _ in _binding(f).schedule.steps)  # the small one
 
 
-def test_a_program_with_little_to_cut_leaves_the_threads_to_blas(monkeypatch):
-    """Kernels worth cutting that add up to less than ``OWN_THREADS_NS`` run on one thread, and the
-    GEMMs keep BLAS's own threads (no split anywhere, BLAS not pinned to one thread)."""
+@pytest.mark.parametrize("faster", ["blas", "own"])
+def test_a_program_with_little_to_cut_times_the_thread_choice(monkeypatch, faster):
+    """Kernels worth cutting that add up to less than ``OWN_THREADS_NS`` leave the thread choice to the
+    machine (``Schedule.undecided``): the default layout runs them on one thread with the GEMMs on
+    BLAS's own threads (no split anywhere, BLAS not pinned to one thread), and the first call times it
+    against our threads (a fake timer here) and keeps the faster, with the same results."""
+    from luminal.backends.cpu import tune
+
     monkeypatch.setenv("LUMINAL_NUM_THREADS", "2")
+    monkeypatch.setattr(tune, "measure", lambda b, arrays, limit_s=None: (b.run(arrays), 1e-3 if
+                        (b.choices.threads == "own") == (faster == "own") else 2e-3)[1])  # (under the limit)
     g = lm.Graph()
     x, w = g.input("x", (300, 1000)), g.input("w", (1000, 64))
     f = lm.compile([(x * 3 + 1).sqrt(), x @ w], backend="cpu")
@@ -321,7 +328,16 @@ def test_a_program_with_little_to_cut_leaves_the_threads_to_blas(monkeypatch):
     np.testing.assert_array_equal(r1, np.sqrt(a * np.float32(3) + np.float32(1)))
     np.testing.assert_allclose(r2, a @ b, rtol=1e-4, atol=1e-3)
     binding = _binding(f)
-    assert not any(isinstance(fn, Split) for fn, _ in binding.schedule.steps) and not binding._threaded
+    (record,) = f.runner.program.searches.values()
+    assert [c.threads for c, _ in record.timed] == ["auto", "own"] and record.timed[0][0] == tune.DEFAULT
+    if faster == "blas":
+        assert binding.schedule.undecided and binding.choices == tune.DEFAULT
+        assert not any(isinstance(fn, Split) for fn, _ in binding.schedule.steps) and not binding._threaded
+    else:
+        assert binding.choices == tune.Choices(threads="own") and binding._threaded
+    r1, r2 = f(x=a, w=b)
+    np.testing.assert_array_equal(r1, np.sqrt(a * np.float32(3) + np.float32(1)))
+    np.testing.assert_allclose(r2, a @ b, rtol=1e-4, atol=1e-3)
 
 
 def test_caller_arrays_are_re_pointed_when_they_change():
@@ -380,3 +396,19 @@ def test_warm_compile_reads_the_disk_cache(tmp_path, monkeypatch):
     warm, m2 = run()
     assert not m1.from_cache and m2.from_cache
     np.testing.assert_array_equal(cold, warm)
+
+
+def test_a_binding_laid_out_ahead_of_its_first_call_times_nothing(monkeypatch):
+    """``prepare`` has no arrays to time on: an undecided binding laid out by it keeps the model's
+    layout (BLAS's threads) and the calls after run it as it is."""
+    from luminal.backends.cpu import tune
+
+    monkeypatch.setenv("LUMINAL_NUM_THREADS", "2")
+    monkeypatch.setattr(tune, "measure", lambda b, arrays, limit_s=None: pytest.fail("timed without arrays"))
+    g = lm.Graph()
+    x = g.input("x", (300, 1000))
+    f = lm.compile((x * 3 + 1).sqrt(), backend="cpu")
+    f.prepare(x=(300, 1000))
+    a = np.random.default_rng(3).uniform(0, 2, (300, 1000)).astype(np.float32)
+    np.testing.assert_array_equal(f(x=a), np.sqrt(a * np.float32(3) + np.float32(1)))
+    assert _binding(f).schedule.undecided and not f.runner.program.searches

@@ -41,7 +41,7 @@ def _binding(prog: CpuProgram, choices) -> Binding:
 def test_default_choices_lay_out_as_the_cost_models(monkeypatch):
     """search=0 and 1 time nothing; their binding has the default choices, whose generated module is
     the one built without any vector width (the same LLVM text and cache key as before the option)."""
-    monkeypatch.setattr(tune, "measure", lambda b, a: pytest.fail("timed without a search"))
+    monkeypatch.setattr(tune, "measure", lambda b, a, limit_s=None: pytest.fail("timed without a search"))
     outs, arrays = _conv_like()
     f = lm.compile(outs, backend="cpu")
     kg, plan = f.runner.program.kg, f.runner.program.plan
@@ -86,7 +86,7 @@ def _fake_times(monkeypatch, times: dict):
     turn); every x86 vector width on offer."""
     seen = []
 
-    def fake(b, arrays):
+    def fake(b, arrays, limit_s=None):
         b.run(arrays)
         seen.append(b.choices)
         t = times[b.choices]
@@ -140,7 +140,7 @@ def test_train_step_under_search_updates_states_once_per_call(monkeypatch):
     count = iter(range(100, 0, -1))
     copies = []
 
-    def later_is_faster(b, arrays):
+    def later_is_faster(b, arrays, limit_s=None):
         copies.extend(arrays[n] is not a for n, a in real_arrays.items() if n in b.schedule.written)
         real(b, arrays)
         return next(count)
@@ -236,3 +236,44 @@ def test_a_search_is_cached_and_the_next_process_times_nothing(monkeypatch, tmp_
         seen.clear()
         _, record, _ = searched()
         assert not record.cached and len(seen) == 5, payload  # timed again, and the entry rewritten
+
+
+def test_a_search_of_fewer_layouts_is_not_the_answer_of_a_longer_one(monkeypatch, tmp_path):
+    """The cache entry names how many layouts the search timed: a search of 2 (what an undecided thread
+    choice times at search=0) found no winner among the layouts a search of 3 would try, so the longer
+    search times them rather than take the shorter one's answer."""
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("LUMINAL_CACHE", "compile,llvm")
+    monkeypatch.setattr(tune, "STEPS", (("vector_width", 512), ("gemm_layouts", False)))
+    kept = tune.Choices(gemm_layouts=False)
+    seen = _fake_times(monkeypatch, {tune.DEFAULT: 3.0, tune.Choices(vector_width=512): 4.0, kept: 1.0})
+    outs, arrays = _conv_like()
+    f = lm.compile(outs, backend="cpu")
+    for n, chosen, cached in ((2, tune.DEFAULT, False), (3, kept, False), (2, tune.DEFAULT, True), (3, kept, True)):
+        seen.clear()
+        prog = CpuProgram(f.runner.program.kg, f.runner.program.plan, search=n)
+        prog(arrays, ENV)
+        (record,) = prog.searches.values()
+        assert record.chosen == chosen and record.cached == cached == (not seen), n
+    assert len(list((tmp_path / "compile" / "search").iterdir())) == 2
+
+
+def test_a_long_default_run_is_kept_untimed_against_the_rest(monkeypatch, tmp_path):
+    """``limit_s``: when the default's first run takes longer, nothing else is laid out or timed (an
+    undecided thread choice's gain is a small part of such a run) and the default is kept, but not
+    cached (the run may have been slowed by other work)."""
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("LUMINAL_CACHE", "compile,llvm")
+    monkeypatch.setattr(tune.time, "perf_counter", iter(range(0, 10_000, 1)).__next__)  # every run takes 1 s
+    outs, arrays = _conv_like()
+    f = lm.compile(outs, backend="cpu")
+    made = []
+
+    def make(c):
+        made.append(c)
+        return _binding(f.runner.program, c)
+
+    b, record = tune.search(make, arrays, 2, ENV, limit_s=0.5)
+    assert made == [tune.DEFAULT] and b.choices == tune.DEFAULT == record.chosen
+    assert [c for c, _ in record.timed] == [tune.DEFAULT] and record.rematch is None
+    assert not (tmp_path / "compile" / "search").exists()

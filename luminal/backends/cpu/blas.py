@@ -6,7 +6,8 @@ after every call, and on a machine with as many cores as threads they would hold
 backend's threads need (measured: no speedup at all from splitting the non-matmul calls while
 OpenBLAS had two threads). So a run that uses the backend's threads sets OpenBLAS to one thread and
 puts the caller's count back at the end; the backend uses as many threads as OpenBLAS had. A program
-whose kernels are too small to cut (``compiled.OWN_THREADS_NS``) leaves OpenBLAS its own threads.
+whose kernels are too small to cut (``plan.OWN_THREADS_NS``) leaves OpenBLAS its own threads (timed
+against the backend's at its first call where some kernel is worth cutting: ``Schedule.undecided``).
 
 Only numpy's bundled OpenBLAS (the PyPI wheels) is driven; with any other BLAS the backend runs on
 one thread of its own unless ``LUMINAL_NUM_THREADS`` asks for more.

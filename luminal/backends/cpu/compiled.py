@@ -48,6 +48,10 @@ from luminal.core.interrupts import interruptible
 from luminal.core.kernel_graph import MemoryPlan, dims_needed, expand_calls
 
 MAX_BINDINGS = 8  # bindings kept per program (each holds all of its buffers)
+# An undecided binding (plan.OWN_THREADS_NS) whose first run takes longer is not timed against our
+# threads: they could gain at most about the kernels worth cutting (under 1 ms), a few percent of it,
+# while timing both would cost the first call tens of runs
+UNDECIDED_LIMIT_S = 0.02
 _NO_CONTEXT = contextlib.nullcontext()
 _NONE = frozenset()
 _NATIVE = (llvm.CFUNC, driver.DRIVER)  # calls that run generated code only (and BLAS, the driver's)
@@ -61,8 +65,11 @@ class CpuProgram:
     wrote into the state's array itself (nothing to copy).
 
     ``search``: lay each new binding out under up to this many :class:`~luminal.backends.cpu.tune.Choices`
-    and keep the fastest on its first call's arrays (``tune.py``; 0 or 1: the cost models' choices).
-    Every new binding is searched: a program whose dims take many values pays it at each."""
+    and keep the fastest on its first call's arrays (``tune.py``; 0 or 1: the cost models' choices,
+    but for a binding whose thread choice the model leaves to the machine, ``Schedule.undecided``:
+    that first call times it on BLAS's threads and on ours, a search of 2, unless a run takes longer
+    than ``UNDECIDED_LIMIT_S``). Every new binding is searched: a program whose dims take many values
+    pays it at each."""
 
     def __init__(self, kg, plan: MemoryPlan, search: int = 0):
         self.kg, self.plan = outer_products(fold_batch_sums(kg, plan.slot_of)), plan
@@ -126,6 +133,10 @@ class CpuProgram:
                         self.search, bound)
                 else:
                     b = Binding(plan(self.kg, self._kernels, self.plan, bound, memo=self._memo))
+                    if b.schedule.undecided and arrays is not None:  # (plan.OWN_THREADS_NS: the machine decides)
+                        b, self.searches[key] = tune.search(
+                            lambda c: Binding(plan(self.kg, self._kernels, self.plan, bound, c, self._memo)),
+                            arrays, 2, bound, default=b, limit_s=UNDECIDED_LIMIT_S)
             self._count(b, time.perf_counter() - t0, before)
             self._bindings[key] = b
             if len(self._bindings) > MAX_BINDINGS:
@@ -154,7 +165,8 @@ class CpuProgram:
     def describe(self) -> str:
         """For ``report(code=True)``: what ``search`` timed for each binding kept, and what it chose."""
         if not self.searches:
-            when = "at a new binding's first call" if self.search > 1 else "with search=2 or more"
+            when = ("at a new binding's first call" if self.search > 1 else
+                    "with search=2 or more, or where the thread choice is the machine's")
             return f"cpu: nothing timed (search={self.search}; layouts are timed {when})"
         return "\n".join(str(s) for s in self.searches.values())
 

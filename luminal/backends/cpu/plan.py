@@ -45,10 +45,13 @@ _GENERATED = frozenset({"elementwise", "reduce", "matmul"})
 # work to another thread and back costs tens of microseconds on a busy 2-core machine); the estimate
 # counts the memory accesses of its work items and its transcendental functions (tens of operations each)
 SPLIT_NS = 100_000
-# Our threads run a program only when its kernels worth cutting add up to this much: once they run,
-# BLAS runs on one thread and the GEMMs are cut over ours, which on a small program (the MNIST MLP
-# step: 0.3 ms of kernels to cut) cost more than the kernels gain (measured: 1.43 ms per step with our
-# threads, 0.95 ms with BLAS's own threads for the GEMMs and the kernels on one)
+# Our threads run a program when its kernels worth cutting add up to this much: once they run, BLAS
+# runs on one thread and the GEMMs are cut over ours. Below it, with some kernel worth cutting, the
+# machine decides and the model cannot: on the MNIST MLP step (0.3 ms of kernels to cut) our threads
+# cost more than they gained on a 2-vCPU Zen 4 (1.43 ms per step with ours, 0.95 ms with BLAS's own
+# threads for the GEMMs and the kernels on one) and gained 20% on a 2-vCPU Zen 3 (0.88 ms vs 1.10).
+# Such a binding is laid out with BLAS's threads and marked ``undecided``: its program times both at
+# its first call (``compiled.CpuProgram.binding``)
 OWN_THREADS_NS = 1_000_000
 NS_PER_ACCESS = 0.3
 # ns per element of the operations that cost more than an access: Exp2/Log2 are inline polynomials
@@ -90,6 +93,9 @@ class Schedule:
     gathered: tuple = ({}, frozenset())
     blocked: tuple = ()  # the fusions run a block at a time, by kind ("attention", "batched": blocked.py)
     direct: int = 0  # gathered products run as direct convolutions (gathered.lower, direct_conv.py)
+    # whether the model left the thread choice to a measurement: some kernel is worth cutting, but fewer
+    # than OWN_THREADS_NS of them (see there); laid out with BLAS's threads
+    undecided: bool = False
 
     @property
     def threaded(self) -> bool:
@@ -108,7 +114,7 @@ def plan(kg, kernels, memory: MemoryPlan, env: dict, choices: tune.Choices = tun
                     storages=p.storages, callers=p.callers, written=frozenset(p.alias.values()),
                     generated=p.generated, perms=p.perms, acc_orders=p.acc_orders, made=p.made, module=p.module,
                     gathered=(p.gathered, frozenset(p.skipped)), blocked=tuple(kind for kind, _, _ in p.fused),
-                    direct=p.direct)
+                    direct=p.direct, undecided=p.undecided)
 
 
 class Planner:
@@ -141,6 +147,7 @@ class Planner:
         self._allocate_parts(kernels)
         self.alias = self._in_place(kg, kernels)  # temp id -> name of the state array that holds it
         self.own_threads = False  # whether a step was cut over our threads outside _link (gathered.lower)
+        self.undecided = False  # the thread choice is left to a measurement (Schedule.undecided; _link)
         # products run as gathered GEMMs and the copies they make unneeded (gathered.py)
         self.gathered, self.skipped = gathered.find(self, kg, kernels, memory)
         self.direct = 0  # of those, the products run as direct convolutions (gathered.lower)
@@ -692,8 +699,12 @@ class Planner:
         costs = [known[id(kern)] if id(kern) in known else known.setdefault(id(kern), _cost_ns(kern, self.values))
                  for kern, _, _ in self.generated]
         split = self.split_ns
-        if choices.threads == "auto" and sum(c for c in costs if c >= split) < OWN_THREADS_NS:
-            threads = 1  # too little to cut: BLAS keeps its own threads for the GEMMs
+        worth = sum(c for c in costs if c >= split)
+        if choices.threads == "auto" and worth < OWN_THREADS_NS:
+            # too little to cut for the model to say our threads win: BLAS keeps its own threads for the
+            # GEMMs; with something to cut, and nothing that runs on our threads anyway, a measurement decides
+            self.undecided = threads > 1 and worth > 0 and not (self.own_threads or self.fused)
+            threads = 1
         sizes = [index_value(kern.grid[0], self.values) if kern.grid else 1 for kern, _, _ in self.generated]
         cuts = [item_ranges(n, cost, threads, split) for n, cost in zip(sizes, costs)]
         cut = any(len(parts) > 1 for parts in cuts)

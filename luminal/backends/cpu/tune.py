@@ -126,17 +126,20 @@ def _took(s: float) -> str:
     return f"{s * 1e6:8.1f} us" if s < 1e-3 else f"{s * 1e3:8.2f} ms"
 
 
-def search(make, arrays: dict, n: int, env: dict) -> tuple:
+def search(make, arrays: dict, n: int, env: dict, default=None, limit_s: float | None = None) -> tuple:
     """``(binding, Search)``: the fastest of up to ``n`` layouts of the binding ``env``, each made by
-    ``make(choices)`` and timed on ``arrays`` (by :func:`measure`).
+    ``make(choices)`` and timed on ``arrays`` (by :func:`measure`); ``default``: the layout under
+    :data:`DEFAULT` when the caller has made it already. ``limit_s``: when a run of the default takes
+    longer, it is kept untimed against the others (what they could gain is a small part of a run), and
+    not cached (other work may have slowed that run).
 
     A shared machine's other work can slow one candidate's runs many times over (on 2 busy cores, a
     BLAS thread descheduled mid-GEMM made the MNIST MLP step's runs 40 ms instead of 1 ms for a
     while), so a fastest other than the default must win a rematch, the default and it timed again
     one after the other, before it is kept: a loss against the default costs every later call."""
     t0 = time.perf_counter()
-    default = make(DEFAULT)
-    key = _key(default)
+    default = make(DEFAULT) if default is None else default
+    key = _key(default, n)
     known = _cached(key)
     if known is not None:
         best = default if known == DEFAULT else make(known)
@@ -146,11 +149,11 @@ def search(make, arrays: dict, n: int, env: dict) -> tuple:
         trial = dict(arrays)
         for name in best.schedule.written:  # states written in place: the same for every choice
             trial[name] = np.array(arrays[name], copy=True)
-        best_s = measure(best, trial)
+        best_s = measure(best, trial, limit_s)
         bar.update()
         timed, skipped, tried, seen = [(DEFAULT, best_s)], [], {DEFAULT}, {_signature(best)}
         for field, value in _steps(best):
-            if len(timed) >= n:
+            if len(timed) >= n or (limit_s is not None and best_s > limit_s):
                 break
             choices = dataclasses.replace(best.choices, **{field: value})
             if choices in tried:
@@ -173,11 +176,12 @@ def search(make, arrays: dict, n: int, env: dict) -> tuple:
             if rematch[1] >= rematch[0]:
                 best = default
         bar.update(bar.total - bar.n)
-    _DISK.write(key, _encode(best.choices))
+    if limit_s is None or timed[0][1] <= limit_s:  # (a run slowed past the limit by other work: not an answer)
+        _DISK.write(key, _encode(best.choices))
     return best, Search(dict(env), timed, skipped, rematch, best.choices, time.perf_counter() - t0)
 
 
-SEARCH_VERSION = 4  # 2: the gemm choice; 3: the blocks choice; 4: the direct choice
+SEARCH_VERSION = 5  # 2: the gemm choice; 3: the blocks choice; 4: the direct choice; 5: n in the key
 _DISK = DiskCache("compile")
 
 
@@ -190,11 +194,12 @@ def _searchable() -> dict:
     return values
 
 
-def _key(default) -> str:
-    """The cache entry of a search whose default layout is ``default``: its program (each generated
-    kernel's code, each step's kind and operands), its binding and the machine (module docstring)."""
+def _key(default, n: int) -> str:
+    """The cache entry of a search of up to ``n`` layouts whose default layout is ``default``: its
+    program (each generated kernel's code, each step's kind and operands), its binding and the machine
+    (module docstring). (``n`` too: a search of 2 found no winner among the layouts a search of 8 times.)"""
     host = llvm._init()
-    h = hashlib.sha256(repr((SEARCH_VERSION, host["cpu"], host["features"], thread_count(),
+    h = hashlib.sha256(repr((SEARCH_VERSION, n, host["cpu"], host["features"], thread_count(),
                              sorted(default.schedule.env.items()))).encode())
     for step in default.schedule.steps:
         h.update(_describe(step).encode())
@@ -243,12 +248,16 @@ def _cached(key: str) -> Choices | None:
     return Choices(**values) if set(values) == fields else None
 
 
-def measure(binding, arrays: dict) -> float:
+def measure(binding, arrays: dict, limit_s: float | None = None) -> float:
     """Median seconds of a run of ``binding`` on ``arrays``: five runs (three when one takes 0.1 s
-    or more) after a warm-up run, which also points the binding at the arrays."""
+    or more) after a warm-up run, which also points the binding at the arrays; the warm-up's seconds
+    alone when they are more than ``limit_s``."""
     t0 = time.perf_counter()
     binding.run(arrays)
-    repeats = 5 if time.perf_counter() - t0 < 0.1 else 3
+    first = time.perf_counter() - t0
+    if limit_s is not None and first > limit_s:
+        return first
+    repeats = 5 if first < 0.1 else 3
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
