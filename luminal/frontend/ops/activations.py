@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import math
 
+from luminal.core import dtype as dt
 from luminal.core.errors import check_number, op_error
 from luminal.frontend.checks import tensor_op
-from luminal.frontend.ops.core import require
+from luminal.frontend.ops.core import cast, require
 from luminal.frontend.ops.elementwise import (
+    LN2,
+    LOG2E,
     _accurate,
     _derivative,
     _div_dd,
@@ -19,11 +22,13 @@ from luminal.frontend.ops.elementwise import (
     _log_parts,
     _not_bool,
     _opmath,
+    _poly,
     _two_sum,
     add,
     div,
     erf,
     exp,
+    exp2,
     expm1,
     ge,
     gt,
@@ -156,11 +161,41 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0) -> GraphTensor:
     # the log branch never sees the linear region's inputs: exp(bx) overflowing there would make its
     # (unselected) gradient inf * 0 = NaN
     z = where(linear, 0.0, bx)
-    if _accurate(x):
-        soft = div(_derivative(_softplus_f64(z), z, lambda z, y: _sigmoid(z)), beta)
-    else:  # (its slope sigmoid(z), not the chain's e/(1+e), whose own derivative cancels: 9% off at z = 15)
-        soft = div(_derivative(log1p(exp(z)), z, lambda z, y: _sigmoid(z)), beta)
-    return where(linear, x, soft)
+    # (its slope sigmoid(z), not the chain's e/(1+e), whose own derivative cancels: 9% off at z = 15)
+    return where(linear, x, _derivative(_softplus_core(z, beta), z, lambda z, y: div(_sigmoid(z), beta)))
+
+
+def _softplus_core(z: GraphTensor, beta: float = 1.0) -> GraphTensor:
+    """``log(1 + e**z) / beta``; float64: ``_softplus_f64``; float32 as ``(max(z, 0) + log1p(e**-|z|)) /
+    beta`` in float64, rounded once: within half an ulp (and a hair), where ``log1p(exp(z))`` in float32
+    was 1.35 ulps off (and the division by ``beta`` another rounding). One exp2 and one division
+    (``_log1p_unit``): ``log1p(exp(z))`` took float32's exp, then log1p's float64 log (an exact
+    reduction) and a second division, 7 times exp's time."""
+    if _accurate(z):
+        return div(_softplus_f64(z), beta)
+    zd = cast(z, dt.float64)
+    pos = gt(zd, 0)
+    t = exp2(mul(where(pos, neg(zd), zd), LOG2E))  # e**-|z| in (0, 1]; 0 at -inf, NaN at NaN
+    return cast(div(add(where(pos, zd, 0.0), _log1p_unit(t)), beta), z.dtype)
+
+
+_LOG1P_ATANH = tuple(2 / (2 * k + 3) for k in range(6))  # log1p(w) = 2s + s z R(z), R to z**5
+_SQRT2_M1 = math.sqrt(2) - 1
+
+
+def _log1p_unit(t: GraphTensor) -> GraphTensor:
+    """float64 ``log1p(t)`` for ``t`` in [0, 1] (NaN stays NaN), within 2**-39 relative: above
+    sqrt(2) - 1 as ``ln 2 + log1p((t - 1) / 2)``, so that ``w`` is in [-0.293, 0.415]; then ``log1p(w)
+    = 2 atanh(s)``, ``s = w / (2 + w)`` (``|s| <= 0.1716``), by the series ``2s + s z R(z)``, ``z =
+    s**2``, to ``z**6`` (the rest is below 2**-39 of the result). Every step is relative to ``t``:
+    a tiny ``t`` gives ``t`` (no ``1 + t`` rounded), and nothing cancels. For compositions rounded
+    to float32 or narrower (softplus, logsigmoid); no reduction by the exponent (no log2)."""
+    big = gt(t, _SQRT2_M1)
+    w = where(big, mul(sub(t, 1.0), 0.5), t)
+    s = mul(w, reciprocal(add(w, 2.0)))
+    z = mul(s, s)
+    lg = add(mul(s, 2.0), mul(mul(s, z), _poly(z, _LOG1P_ATANH)))
+    return where(big, add(lg, LN2), lg)
 
 
 def _softplus_f64(z: GraphTensor) -> GraphTensor:
@@ -225,10 +260,46 @@ def scaled_elu(x: GraphTensor, alpha: float, scale: float = 1.0, input_scale: fl
 def mish(x) -> GraphTensor:
     """torch's ``mish``: ``x * tanh(softplus(x))``.
 
+    float32 (and the 16-bit types): ``x n / (n + 2)``, ``n = e (e + 2)``, ``e = exp(x)``, in float64
+    (tanh(log(1 + e)) is ((1 + e)**2 - 1) / ((1 + e)**2 + 1)), rounded once: within half an ulp (and
+    a hair), no term cancels; ``x`` itself above 20 (where the factor is 1 within 2**-56). One exp
+    and one division where softplus and tanh took two exps, a log and three divisions. The gradient
+    is torch's, ``t + x sigmoid(x) (1 - t**2)`` (``t`` the factor), as ``t + 4 x e (e + 1) / (n + 2)**2``.
+    float64 keeps ``x tanh(softplus(x))`` (each within about an ulp).
+
     Args:
         x: the input tensor.
     """
-    return mul(x, _tanh(softplus(x)))
+    x = _float(x, "mish")
+    if _accurate(x):
+        return mul(x, _tanh(softplus(x)))
+    xd = cast(x, dt.float64)
+    linear = gt(xd, 20.0)
+    e = exp2(mul(where(linear, 0.0, xd), LOG2E))  # (0 at -inf: -inf * 0 is NaN there, as torch's)
+    n = mul(e, add(e, 2.0))
+    out = where(linear, xd, mul(xd, mul(n, reciprocal(add(n, 2.0)))))
+
+    def slope(x, _):
+        xd = cast(x, dt.float64)
+        linear = gt(xd, 20.0)
+        e = exp2(mul(where(linear, 0.0, xd), LOG2E))
+        n = mul(e, add(e, 2.0))
+        r = reciprocal(add(n, 2.0))
+        bend = mul(mul(mul(xd, e), add(e, 1.0)), mul(mul(r, r), 4.0))
+        # (1 + x * 0 above 20: NaN at +inf, as torch's t + x sigmoid(x) (1 - t**2) = 1 + inf * 0)
+        return cast(where(linear, add(mul(xd, 0.0), 1.0), add(mul(n, r), bend)), x.dtype)
+
+    return _derivative(cast(out, x.dtype), x, slope)
+
+
+def _logsigmoid(x: GraphTensor) -> GraphTensor:
+    """``log(sigmoid(x))`` of a float ``x`` (``nn.functional.logsigmoid``'s body). float32: ``-softplus(-x)``
+    (``_softplus_core``: in float64, rounded once, within half an ulp), the slope torch's sigmoid(-x);
+    float64: ``min(x, 0) - log1p(exp(-|x|))``, each within about an ulp."""
+    if not _accurate(x):
+        return _derivative(neg(_softplus_core(neg(x))), x, lambda x, y: _sigmoid(neg(x)))
+    neg_side = lt(x, 0)
+    return sub(where(neg_side, x, 0.0), log1p(exp(where(neg_side, x, neg(x)))))
 
 
 @tensor_op("softmin")
