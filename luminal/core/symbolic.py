@@ -266,6 +266,8 @@ def _bad_name(name: str) -> str:
 
 def sym(x) -> Dim:
     """Turn a user's shape entry (int, name, or Sym) into a Dim."""
+    if type(x) is int:  # (the common case: every dim of most shapes)
+        return x
     if isinstance(x, Sym):
         return x
     if isinstance(x, bool):

@@ -11,16 +11,29 @@ and the caller inserts an explicit copy.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from luminal.core.symbolic import Dim, ceildiv, dmax, dmin, exact_div, floordiv, is_static, prod
 
 
 def contiguous_strides(shape) -> tuple:
+    """Row-major strides of ``shape``. Those of a tuple of plain ints are computed once per shape
+    (the graph asks for them for every tensor it hands out); other entries (Syms, ``DimValue`` ints
+    that carry their expression, numpy ints) are multiplied as given, their types kept."""
+    if type(shape) is tuple and all(type(d) is int for d in shape):
+        return _int_strides(shape)
+    return _strides(shape)
+
+
+def _strides(shape) -> tuple:
     strides, acc = [], 1
     for d in reversed(shape):
         strides.append(acc)
         acc = acc * d
     return tuple(reversed(strides))
+
+
+_int_strides = lru_cache(maxsize=4096)(_strides)
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,11 +45,15 @@ class View:
     pad: float = 0.0
 
     # Equality (used by the graph's hash-consing) tells -0.0 from 0.0 pads, and NaN pads equal.
-    def _key(self):
-        return (self.shape, self.strides, self.offset, self.mask, _pad_key(self.pad))
+    def _key(self):  # cached, as the hash: the graph compares the views of every op it adds
+        k = self.__dict__.get("_k")
+        if k is None:
+            k = (self.shape, self.strides, self.offset, self.mask, _pad_key(self.pad))
+            object.__setattr__(self, "_k", k)
+        return k
 
     def __eq__(self, other):
-        return isinstance(other, View) and self._key() == other._key()
+        return self is other or (isinstance(other, View) and self._key() == other._key())
 
     def __hash__(self):  # cached: the graph hashes every operand's view of every op it adds
         h = self.__dict__.get("_hash")
@@ -46,11 +63,12 @@ class View:
         return h
 
     def __getstate__(self):  # (a copy in another process hashes its Syms' names anew)
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+        return {k: v for k, v in self.__dict__.items() if k not in _CACHED}
 
     @staticmethod
     def contiguous(shape) -> View:
-        return View(tuple(shape), contiguous_strides(shape))
+        shape = tuple(shape)
+        return View(shape, contiguous_strides(shape))
 
     @property
     def ndim(self) -> int:
@@ -60,7 +78,8 @@ class View:
         """True when the view reads the whole buffer in order (so it is the identity)."""
         if self.mask is not None or self.offset != 0:
             return False
-        return all(s == c or d == 1 for d, s, c in zip(self.shape, self.strides, contiguous_strides(self.shape)))
+        strides = contiguous_strides(self.shape)
+        return self.strides == strides or all(s == c or d == 1 for d, s, c in zip(self.shape, self.strides, strides))
 
     def _with(self, shape, strides, offset, mask):
         if mask is not None and all(lo == 0 and hi == d for (lo, hi), d in zip(mask, shape)):
@@ -196,6 +215,9 @@ class View:
             if len(og) == 1 and len(ng) == 1:
                 mask[ng[0]] = group[0][2]
         return self._with(new_shape, strides, self.offset, mask)
+
+
+_CACHED = ("_k", "_hash")  # attributes a View computes once and keeps (never pickled)
 
 
 def _window_box(mask, count, size, step):
