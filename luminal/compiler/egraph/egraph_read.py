@@ -26,6 +26,12 @@ class ENode:
     kids: tuple  # class per input
     views: tuple  # view index per input
 
+    def __post_init__(self):  # the hash the dataclass would compute, once: extraction's tables are keyed by e-node
+        object.__setattr__(self, "_hash", hash((self.cls, self.op, self.arg, self.kids, self.views)))
+
+    def __hash__(self):
+        return self._hash
+
     def key(self):
         return (self.cls, self.op, str(self.arg), self.kids, self.views)
 

@@ -39,11 +39,17 @@ class Costs:
             it = low.items[ks[0]]
             self.info[c] = (it.shape, it.dtype)
         self.own = {}
+        same: dict = {}  # what an e-node's cost depends on -> the cost (a graph repeats its ops many times)
         for c, es in g.classes.items():
             shape, dtype = self.info[c]
             for e in es:
-                reads = [(low.views[v], self.info[k][1].itemsize) for k, v in zip(e.kids, e.views)]
-                self.own[e] = model.enode(e.op, shape, dtype, reads, e.arg)
+                sizes = tuple(self.info[k][1].itemsize for k in e.kids)
+                key = (e.op, shape, dtype, e.views, sizes, e.arg)
+                cost = same.get(key)
+                if cost is None:
+                    reads = [(low.views[v], n) for v, n in zip(e.views, sizes)]
+                    cost = same[key] = model.enode(e.op, shape, dtype, reads, e.arg)
+                self.own[e] = cost
 
 
 def choose(g, costs: Costs, banned=frozenset(), settled_only: bool = False) -> dict:
