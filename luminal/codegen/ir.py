@@ -752,16 +752,19 @@ def walk_values_of(roots, seen: set | None = None):
     out: list = []
     for root in roots:
         stack = [(root, False)]
+        push, pop = stack.append, stack.pop
         while stack:
-            x, done = stack.pop()
+            x, done = pop()
             if done:
                 out.append(x)
                 continue
             if id(x) in seen:
                 continue
             seen.add(id(x))
-            stack.append((x, True))
-            stack.extend((a, False) for a in reversed(x.args))
+            push((x, True))
+            for a in reversed(x.args):  # (one walked already is left out here, as it would be when popped)
+                if id(a) not in seen:
+                    push((a, False))
     return out
 
 

@@ -128,6 +128,7 @@ class Values:
         self._shapes: dict = {}
         self._regrouped: dict = {}  # (Reshape id, index key) -> its operand's index (made once)
         self._alive: list = []  # every index whose ids are memo keys, kept alive so no id is reused
+        self._index_ids: dict = {}  # id(index tuple) -> (the tuple, its values' ids): ``_ids``
 
     def shape(self, e):
         """The shape ``e`` is computed at (None: made of scalars alone, it broadcasts)."""
@@ -159,26 +160,36 @@ class Values:
 
     def at(self, e, idx: tuple) -> ir.V:
         """The value of ``e`` at ``idx`` (a tuple of IR values, one per axis of ``shape(e)``)."""
+        memo = self._memo
         key = (id(e), tuple(id(i) for i in idx))
-        v = self._memo.get(key)
+        v = memo.get(key)
         if v is not None:
             return v
         self._alive.append(idx)
-        stack = [(e, idx)]
+        ids = self._ids
+        stack = [(e, idx, key)]
         while stack:  # operands before users, iteratively
-            x, at = stack[-1]
-            k = (id(x), tuple(id(i) for i in at))
-            if k in self._memo:
+            x, at, k = stack[-1]
+            if k in memo:
                 stack.pop()
                 continue
-            needs = self._operands(x, at)
-            missing = [(a, i) for a, i in needs if (id(a), tuple(id(j) for j in i)) not in self._memo]
+            needs = [(a, i, (id(a), ids(i))) for a, i in self._operands(x, at)]
+            missing = [n for n in needs if n[2] not in memo]
             if missing:
                 stack.extend(missing)
                 continue
             stack.pop()
-            self._memo[k] = self._node(x, at, [self._memo[(id(a), tuple(id(j) for j in i))] for a, i in needs])
-        return self._memo[key]
+            memo[k] = self._node(x, at, [memo[n[2]] for n in needs])
+        return memo[key]
+
+    def _ids(self, idx: tuple) -> tuple:
+        """The memo's key of index ``idx``: its values' ids, worked out once per index tuple (an
+        operand is read at its user's own tuple, or at one ``_regrouped`` made). The tuple is kept
+        with its key, so its id is never another's."""
+        got = self._index_ids.get(id(idx))
+        if got is None:
+            got = self._index_ids[id(idx)] = (idx, tuple(id(i) for i in idx))
+        return got[1]
 
     def _operands(self, x, at):
         if x.op in ("Load", "Acc", "Scalar"):
