@@ -398,17 +398,29 @@ def test_warm_compile_reads_the_disk_cache(tmp_path, monkeypatch):
     np.testing.assert_array_equal(cold, warm)
 
 
-def test_a_binding_laid_out_ahead_of_its_first_call_times_nothing(monkeypatch):
-    """``prepare`` has no arrays to time on: an undecided binding laid out by it keeps the model's
-    layout (BLAS's threads) and the calls after run it as it is."""
+@pytest.mark.parametrize("search", [0, 3])
+def test_a_binding_laid_out_ahead_is_timed_at_its_first_call(monkeypatch, search):
+    """``prepare`` has no arrays to time on: it lays out the model's layout (an undecided binding's, or
+    a search's default) and the first call times the alternatives on its arrays, then keeps the faster;
+    the calls after run it without timing anything."""
     from luminal.backends.cpu import tune
 
     monkeypatch.setenv("LUMINAL_NUM_THREADS", "2")
-    monkeypatch.setattr(tune, "measure", lambda b, arrays, limit_s=None: pytest.fail("timed without arrays"))
+    timed = []
+    monkeypatch.setattr(tune, "measure", lambda b, arrays, limit_s=None: (
+        b.run(arrays), timed.append(b.choices), 1e-3 if b.choices.threads == "own" else 2e-3)[2])
     g = lm.Graph()
     x = g.input("x", (300, 1000))
-    f = lm.compile((x * 3 + 1).sqrt(), backend="cpu")
-    f.prepare(x=(300, 1000))
+    program = lm.compile((x * 3 + 1).sqrt(), backend="cpu").runner.program
+    prog = compiled.CpuProgram(program.kg, program.plan, search=search)
+    prog.prepare({})
+    (b,) = prog._bindings.values()
+    assert b.schedule.undecided and not timed and not prog.searches
     a = np.random.default_rng(3).uniform(0, 2, (300, 1000)).astype(np.float32)
-    np.testing.assert_array_equal(f(x=a), np.sqrt(a * np.float32(3) + np.float32(1)))
-    assert _binding(f).schedule.undecided and not f.runner.program.searches
+    for _ in range(3):
+        (got,), _ = prog({"x": a}, {})
+        np.testing.assert_array_equal(got, np.sqrt(a * np.float32(3) + np.float32(1)))
+        (record,) = prog.searches.values()
+        (b,) = prog._bindings.values()
+        assert record.chosen.threads == "own" == b.choices.threads and b._threaded
+        assert len(timed) == len(record.timed) + 2  # (the rematch: the default and the fastest again)

@@ -148,9 +148,9 @@ def test_train_step_under_search_updates_states_once_per_call(monkeypatch):
     real_arrays: dict = {}
     original_search = tune.search
 
-    def spy(make, arrays, n, env):
+    def spy(make, arrays, n, env, *rest):
         real_arrays.update(arrays)
-        return original_search(make, arrays, n, env)
+        return original_search(make, arrays, n, env, *rest)
 
     monkeypatch.setattr(tune, "measure", later_is_faster)
     monkeypatch.setattr(tune, "search", spy)

@@ -77,6 +77,7 @@ class CpuProgram:
         self.search = search
         self.searches: OrderedDict = OrderedDict()  # binding key -> its tune.Search, for the bindings kept
         self._bindings: OrderedDict = OrderedDict()
+        self._untimed: set = set()  # keys of bindings laid out but not yet timed (by ``search`` or undecided)
         self._kernels: list | None = None  # kg's kernels with the calls expanded, at the first binding
         self._memo: dict = {}  # generated kernels by template and placements, for every binding (lowering.py)
         # what laying bindings out cost (``_count``): bindings, seconds, calls of generated code, kernels
@@ -126,29 +127,42 @@ class CpuProgram:
             with gc_paused(), interruptible():
                 if self._kernels is None:
                     self._kernels = expand_calls(self.kg.kernels)
-                bound = dict(zip(self.dims, key))
-                if self.search > 1 and arrays is not None:
-                    b, self.searches[key] = tune.search(
-                        lambda c: Binding(plan(self.kg, self._kernels, self.plan, bound, c, self._memo)), arrays,
-                        self.search, bound)
-                else:
-                    b = Binding(plan(self.kg, self._kernels, self.plan, bound, memo=self._memo))
-                    if b.schedule.undecided and arrays is not None:  # (plan.OWN_THREADS_NS: the machine decides)
-                        b, self.searches[key] = tune.search(
-                            lambda c: Binding(plan(self.kg, self._kernels, self.plan, bound, c, self._memo)),
-                            arrays, 2, bound, default=b, limit_s=UNDECIDED_LIMIT_S)
+                b = Binding(plan(self.kg, self._kernels, self.plan, dict(zip(self.dims, key)), memo=self._memo))
             self._count(b, time.perf_counter() - t0, before)
             self._bindings[key] = b
+            if self.search > 1 or b.schedule.undecided:  # (plan.OWN_THREADS_NS: the machine decides)
+                self._untimed.add(key)
             if len(self._bindings) > MAX_BINDINGS:
-                self.searches.pop(self._bindings.popitem(last=False)[0], None)
+                evicted = self._bindings.popitem(last=False)[0]
+                self.searches.pop(evicted, None)
+                self._untimed.discard(evicted)
         else:
             self._bindings.move_to_end(key)
+        if key in self._untimed:
+            if arrays is None:  # (``prepare``: timed at the first call, which does not find it recent)
+                self._recent = (None, None)
+                return b
+            self._untimed.discard(key)
+            b = self._bindings[key] = self._timed(key, b, arrays)
         self._recent = (key, b)
+        return b
+
+    def _timed(self, key: tuple, default: Binding, arrays: dict) -> Binding:
+        """The fastest layout of the binding ``key`` on this first call's ``arrays``: a search of up to
+        ``search`` layouts, or of 2 (BLAS's threads and ours) for an undecided binding (``tune.search``)."""
+        t0 = time.perf_counter()
+        bound = dict(zip(self.dims, key))
+        with gc_paused(), interruptible():
+            b, self.searches[key] = tune.search(
+                lambda c: Binding(plan(self.kg, self._kernels, self.plan, bound, c, self._memo)), arrays,
+                *((self.search, bound, default) if self.search > 1 else (2, bound, default, UNDECIDED_LIMIT_S)))
+        self.codegen["seconds"] += time.perf_counter() - t0
         return b
 
     def prepare(self, env: dict) -> None:
         """Lay the program out for the binding ``env`` now (its code generated and compiled), so that
-        the first call with those dims only runs."""
+        the first call with those dims only runs (and times the layouts a search or an undecided thread
+        choice compares: there are no arrays to time on before it)."""
         self.binding(env)
 
     def _count(self, b: Binding, seconds: float, before: dict) -> None:
