@@ -108,3 +108,13 @@ def test_lowered_values_at_fresh_index_tuples_are_never_another_index_s():
     for i in range(200):
         v = values.at(e, (ir.var(f"i{i}"),))  # a fresh tuple each time, freed after the call
         assert v.op == "Mul" and v.args[1].args[0].arg == f"i{i}" and v.args[0].args[0].args[0].arg == f"i{i}"
+
+
+def test_string_literals_are_made_once_each_and_stay_their_own_string(monkeypatch):
+    a, b = lowering._string("Add"), lowering._string("Mul")
+    assert lowering._string("Add") is a and "'Add'" in repr(a) and "'Mul'" in repr(b)
+    assert "'Add'" in repr(lowering._expr(("Bin", "Add", ("n", 1), ("w", 2), ("n", 3), ("w", 4))))
+    monkeypatch.setattr(lowering, "_STRINGS", {})
+    monkeypatch.setattr(lowering, "_MAX_STRINGS", 2)
+    made = [lowering._string(f"k{i}") for i in range(5)]  # past the bound: made each time, still right
+    assert [f"'k{i}'" in repr(m) for i, m in enumerate(made)] == [True] * 5 and len(lowering._STRINGS) == 2

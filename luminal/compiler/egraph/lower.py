@@ -205,7 +205,26 @@ def _expr(x):
         if x[0] in ("n", "w"):
             return b.Var(_S, f"{x[0]}{x[1]}")
         return b.Call(_S, x[0], [_expr(a) for a in x[1:]])
-    return b.Lit(_S, b.String(x) if isinstance(x, str) else b.Int(x))
+    if isinstance(x, str):
+        return _string(x)
+    return b.Lit(_S, b.Int(x))
+
+
+_STRINGS: dict = {}  # str -> its Lit (op names, dtype names, leaf keys: a few hundred)
+_MAX_STRINGS = 4096
+
+
+def _string(x: str):
+    """A string literal, made once: a Lit of a String costs ~7 us to make (the bindings try the other
+    kinds of literal first, each failure an exception), 20 times an Int's, and every item names its
+    op by one. A Lit is immutable and usable from any thread; the same one in many terms is the same
+    literal to egglog."""
+    got = _STRINGS.get(x)
+    if got is None:
+        got = b.Lit(_S, b.String(x))
+        if len(_STRINGS) < _MAX_STRINGS:
+            _STRINGS[x] = got
+    return got
 
 
 def commands(low: Lowered, limit: int = ACTIONS) -> list:
