@@ -63,16 +63,23 @@ class _Index:
     def value(self, v: ir.V) -> ir.V:
         memo = self.memo
         stack = [(v, False)]
+        push, pop = stack.append, stack.pop
         while stack:
-            x, ready = stack.pop()
+            x, ready = pop()
             if id(x) in memo:
                 continue
             if not ready:
-                stack.append((x, True))
-                stack.extend((a, False) for a in x.args if id(a) not in memo)
+                push((x, True))
+                for a in x.args:
+                    if id(a) not in memo:
+                        push((a, False))
                 continue
-            args = tuple(memo[id(a)] for a in x.args)
-            new = x if all(a is b for a, b in zip(args, x.args)) else ir.V(x.op, x.dtype, args, x.arg)
+            args = tuple([memo[id(a)] for a in x.args])
+            new = x
+            for a, b in zip(args, x.args):
+                if a is not b:
+                    new = ir.V(x.op, x.dtype, args, x.arg)
+                    break
             if x.dtype is ir.INDEX and x.op in ("Add", "Mul", "Div", "Mod"):
                 new = self.build(self.linear(new))
             elif x.op in ("LessThan", "And", "Or", "Not", "Where"):
