@@ -126,7 +126,7 @@ def _slot_word(name: str, slot: str, offset: int) -> str:
 
 
 _SLOTS = "\n".join(_slot_word(n, "slot", o) for n, o in (
-    ("table", nt.TABLE), ("count", nt.COUNT), ("done", nt.DONE), ("wsleeps", nt.WORKER_SLEEPS),
+    ("table", nt.TABLE), ("count", nt.COUNT), ("claim", nt.CLAIM), ("done", nt.DONE), ("wsleeps", nt.WORKER_SLEEPS),
     ("dsleeps", nt.DRIVER_SLEEPS), ("ready", nt.READY)))
 
 
@@ -255,7 +255,7 @@ await:
   %amore = icmp slt i64 %aw, %need
   br i1 %amore, label %awaiting, label %free
 awaiting:
-  call void @luminal_join(ptr %team, i64 %aw)
+  call void @luminal_steal_or_join(ptr %team, i64 %aw, ptr %parts)
   %aw1 = add i64 %aw, 1
   br label %await
 free:
@@ -277,17 +277,28 @@ entry:
   ret void
 }}
 
-; wait for worker w to finish what was posted to it last (its done word leaves the generation before)
-define internal void @luminal_join(ptr %team, i64 %w) {{
+; the part posted to worker w last (part w + 1 of %parts): run it here if the worker has not claimed it,
+; else wait for the worker to finish it (its done word leaves the generation before)
+define internal void @luminal_steal_or_join(ptr %team, i64 %w, ptr %parts) {{
 entry:
 {_slot("w")}
   %g = load atomic i32, ptr %slot monotonic, align 4
   %before = sub i32 %g, 1
+  %cx = cmpxchg ptr %claim, i32 %before, i32 %g seq_cst seq_cst, align 4
+  %stolen = extractvalue {{ i32, i1 }} %cx, 1
+  br i1 %stolen, label %run, label %join
+run:
+  %p = add i64 %w, 1
+  call void @luminal_part(ptr %parts, i64 %p)
+  store atomic i32 %g, ptr %done release, align 4
+  ret void
+join:
   %d = call i32 @luminal_await(ptr %team, ptr %done, i32 %before, ptr %dsleeps)
   ret void
 }}
 
-; worker w of the team: forever, await a generation, run its part, publish it as done
+; worker w of the team: forever, await a generation, claim it (unless the driver has: then await the
+; next), run its part, publish it as done
 define void @luminal_worker(ptr %team, i64 %w) {{
 entry:
 {_slot("w")}
@@ -295,8 +306,13 @@ entry:
   store atomic i32 1, ptr %ready seq_cst, align 4
   br label %loop
 loop:
-  %seen = phi i32 [ %g0, %entry ], [ %g, %loop ]
+  %seen = phi i32 [ %g0, %entry ], [ %g, %loop ], [ %g, %run ]
   %g = call i32 @luminal_await(ptr %team, ptr %slot, i32 %seen, ptr %wsleeps)
+  %before = sub i32 %g, 1
+  %cx = cmpxchg ptr %claim, i32 %before, i32 %g seq_cst seq_cst, align 4
+  %mine = extractvalue {{ i32, i1 }} %cx, 1
+  br i1 %mine, label %run, label %loop
+run:
   %t = load i64, ptr %table
   %c = load i64, ptr %count
   %tp = inttoptr i64 %t to ptr

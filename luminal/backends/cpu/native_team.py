@@ -16,8 +16,18 @@ way. The protocol (``driver.py``'s ``luminal_split`` and ``luminal_worker``):
 - **worker**: spin ``SPIN`` rounds on the generation; then set *sleeping*, read the generation again
   and sleep on it only if it is unchanged (the futex compares it again in the kernel). Either side's
   store precedes its load of the other's flag, so a post is never missed (Dekker's pairing);
+- **claim**: a posted part is run by whoever first moves the slot's *claim* word from the generation
+  before to the posted one (a compare-and-swap): the worker when it sees the post, or the driver
+  once its own part is done. So a split never waits for a worker that has not started: on a machine
+  busy with other work, the worker's core may be taken for milliseconds (a scheduler's time slice),
+  and waiting for it turned every split into that wait (the small Llama's prefill, 32 splits: 1.3 to
+  1.6 times its one-thread time on two threads at a load average of 7 on 2 cores; 1.1 to 1.2 with
+  the driver running the parts no worker claimed). A worker that loses the claim goes
+  back to waiting; it only reads the part's table after winning it (the driver posts the next part
+  only once this one is claimed and done);
 - **done**: the worker stores the generation it ran into its *done* word and wakes the driver the same
-  way when the driver sleeps on it (after its own ``SPIN`` rounds).
+  way when the driver sleeps on it (after its own ``SPIN`` rounds); a driver that ran the part itself
+  stores it there too.
 
 A split takes the team with a compare-and-swap; a program on another thread finding it taken (or a
 team with too few live workers: a forked child before :func:`ensure` restarts them) runs the parts one
@@ -37,6 +47,7 @@ lines):
 | 24 (i64) | ``SPIN``: rounds of ``pause`` before sleeping |
 | 128 w + 128 (i32) | worker w's generation (the driver writes it, with the table and count below) |
 | ... + 8, + 16 (i64) | the posted part's table address and entry count |
+| ... + 24 (i32) | claim: the generation last claimed (by the worker or the driver) |
 | ... + 64 (i32) | done: the generation worker w finished last |
 | ... + 68 (i32) | the worker sleeps on its generation |
 | ... + 72 (i32) | the driver sleeps on the worker's done word |
@@ -59,7 +70,7 @@ SPIN = 4000  # rounds of ``pause`` (tens of ns each) before a thread sleeps: abo
 SYS_FUTEX = 202  # x86-64 Linux
 FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
 TAKEN, LIVE, SYSCALL, SPINS = 0, 8, 16, 24  # header offsets
-GEN, TABLE, COUNT, DONE, WORKER_SLEEPS, DRIVER_SLEEPS, READY = 0, 8, 16, 64, 68, 72, 76  # slot offsets
+GEN, TABLE, COUNT, CLAIM, DONE, WORKER_SLEEPS, DRIVER_SLEEPS, READY = 0, 8, 16, 24, 64, 68, 72, 76  # slot offsets
 
 
 def available() -> bool:
