@@ -121,9 +121,10 @@ CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
 REDUCE_FLAGS = ("reassoc", "contract")  # on a float sum's accumulation only (see the module docstring)
 _ROUNDED = frozenset({"Log2", "Exp2", "Sin", "Sqrt", "Recip", "Add", "Mul", "Mod"})  # may leave a half type
 _ALIGN = {I8: 1, F16: 2, I32: 4, F32: 4, I64: 8, F64: 8}  # natural alignment (numpy's arrays have it)
-CODEGEN_VERSION = 5  # in the disk cache's key: bump when the code made for one IR text changes (5: float Sin
-# inline; 4: a NaN constant's bits in the IR text; 3: IEEE Max; it also keeps a luminal from before the cache
-# entries' header from reading them as bare objects, which crashed it)
+CODEGEN_VERSION = 6  # in the disk cache's key: bump when the code made for one IR text changes (6: double
+# Exp2's polynomial by Estrin's scheme; 5: float Sin inline; 4: a NaN constant's bits in the IR text; 3: IEEE
+# Max; it also keeps a luminal from before the cache entries' header from reading them as bare objects, which
+# crashed it)
 
 
 def value_type(d) -> ll.Type:
@@ -573,19 +574,49 @@ def _q(v: int) -> ll.Constant:
     return ll.Constant(I64, v)
 
 
-def _horner(b, coeffs, r):
-    """``sum(coeffs[j] * r**j)`` in Horner's order: with ``llvm.fma`` where the host has FMA (a fused
-    multiply-add, exactly specified: one rounding), else a multiply and an add."""
-    p = _d(coeffs[-1])
+def _muladd(b):
+    """``(x, y, z) -> x * y + z``: ``llvm.fma`` where the host has FMA (a fused multiply-add, exactly
+    specified: one rounding), else a multiply and an add."""
     if "+fma" not in _init()["features"].split(","):
-        for c in reversed(coeffs[:-1]):
-            p = b.fadd(b.fmul(p, r), _d(c))
-        return p
+        return lambda x, y, z: b.fadd(b.fmul(x, y), z)
     fma = b.module.globals.get("llvm.fma.f64")
     if fma is None:
         fma = ll.Function(b.module, ll.FunctionType(F64, (F64, F64, F64)), name="llvm.fma.f64")
+    return lambda x, y, z: b.call(fma, [x, y, z])
+
+
+def _horner(b, coeffs, r):
+    """``sum(coeffs[j] * r**j)`` in Horner's order (``_muladd``)."""
+    muladd, p = _muladd(b), _d(coeffs[-1])
     for c in reversed(coeffs[:-1]):
-        p = b.call(fma, [p, r, _d(c)])
+        p = muladd(p, r, _d(c))
+    return p
+
+
+_ESTRIN_HEAD = 3  # (see _estrin)
+
+
+def _estrin(b, coeffs, r):
+    """``sum(coeffs[j] * r**j)``: the first ``_ESTRIN_HEAD`` terms in Horner's order around the rest,
+    which Estrin's scheme sums: pairs ``c3 + c4 r``, ``c5 + c6 r``, ... joined by ``r**2``, then pairs of
+    those by ``r**4``, ... A chain of 3 + about log2(n) multiply-adds where Horner's is n long: a loop of
+    a long polynomial is bound by that chain's latency (float64 exp2's 11 terms; 1M float32 on one AVX2
+    thread, the same kernel built both ways, alternating: elu 3.43 -> 3.12 ms, expm1 3.11 -> 2.94,
+    softplus 5.71 -> 5.37). The Horner head keeps the rounding of the terms that matter: float64 exp2
+    differs from Horner's at 1 of 800,000 random arguments, the largest error unchanged (0.616 ulp
+    against an 80-bit long double; Estrin's all the way, 5156 differed and 0.670 ulp)."""
+    muladd = _muladd(b)
+    head, tail = coeffs[:_ESTRIN_HEAD], coeffs[_ESTRIN_HEAD:]
+    terms = [muladd(r, _d(tail[i + 1]), _d(tail[i])) if i + 1 < len(tail) else _d(tail[i])
+             for i in range(0, len(tail), 2)]
+    power = r
+    while len(terms) > 1:
+        power = b.fmul(power, power)
+        terms = [muladd(terms[i + 1], power, terms[i]) if i + 1 < len(terms) else terms[i]
+                 for i in range(0, len(terms), 2)]
+    p = terms[0]
+    for c in reversed(head):
+        p = muladd(p, r, _d(c))
     return p
 
 
@@ -629,15 +660,16 @@ def _operands(v: ir.V) -> tuple:
 
 
 def _exp2_f64(b, x):
-    """exp2 of a double: 1 + ln2*r + r*r*Q(r) with ln2*r split exactly (26-bit halves) and added to 1
-    in double-double; 2**n applied in two exact-or-once-rounded steps (n in [-1100, 1100]: results
-    near and below 2**-1022 round once, to a subnormal or 0; above 2**1024 they overflow to inf)."""
+    """exp2 of a double: 1 + ln2*r + r*r*Q(r) (Q by ``_estrin``) with ln2*r split exactly (26-bit
+    halves) and added to 1 in double-double; 2**n applied in two exact-or-once-rounded steps (n in
+    [-1100, 1100]: results near and below 2**-1022 round once, to a subnormal or 0; above 2**1024 they
+    overflow to inf)."""
     n, r = _exp2_reduce(b, x, 1100.0)
     r_hi = b.bitcast(b.and_(b.bitcast(r, I64), _q(_HIGH26)), F64)
     r_lo = b.fsub(r, r_hi)
     t = b.fmul(r_hi, _d(_LN2_HI))  # exact
     tail = b.fadd(b.fadd(b.fmul(r_lo, _d(_LN2_HI)), b.fmul(r, _d(_LN2_LO))),
-                  b.fmul(b.fmul(r, r), _horner(b, _EXP2_Q64, r)))
+                  b.fmul(b.fmul(r, r), _estrin(b, _EXP2_Q64, r)))
     s = b.fadd(_d(1.0), t)
     e = b.fadd(b.fsub(_d(1.0), s), t)  # 1 + t - s exactly (|t| < 1)
     p = b.fadd(s, b.fadd(e, tail))
