@@ -689,21 +689,21 @@ def fingerprint(k: Kernel, positional: bool = False) -> str:
     def buf(name: str) -> str:
         return rename.get(name, name)
 
-    number: dict[int, int] = {}
+    refs: dict[int, str] = {}  # id(value) -> "%n", n its number
     lines: list[str] = []
 
     def ref(v: V) -> str:
-        return f"%{number[id(v)]}"
+        return refs[id(v)]
 
     walked: set = set()
 
     def values(vs):
         for v in walk_values_of(vs, walked):
-            if id(v) not in number:
-                number[id(v)] = len(number)
-                operands = ", ".join(ref(a) for a in v.args)
+            if id(v) not in refs:
+                r = refs[id(v)] = f"%{len(refs)}"
+                operands = ", ".join([refs[id(a)] for a in v.args])
                 arg = (buf(v.arg[0]), v.arg[1]) if v.op == "load" else v.arg
-                lines.append(f"%{number[id(v)]} = {v.op}:{v.dtype.name}[{_arg_text(arg)}]({operands})")
+                lines.append(f"{r} = {v.op}:{v.dtype.name}[{_arg_text(arg)}]({operands})")
 
     def stmts(body, depth):
         pad = "  " * depth
