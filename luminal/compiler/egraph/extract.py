@@ -52,10 +52,10 @@ class Costs:
                 self.own[e] = cost
 
 
-def choose(g, costs: Costs, banned=frozenset(), settled_only: bool = False) -> dict:
-    """class -> chosen ENode, for every class that has an acyclic-looking choice. ``settled_only``:
-    an e-node counts only once all its inputs are settled (popped), and a settled class's choice is
-    final, so the choice is acyclic (though the shared-cost estimate may then miss a cheaper one)."""
+def tables(g) -> tuple:
+    """What ``choose`` walks, which no ban changes: each class's readers (the e-nodes reading it,
+    once each), how many read it, and every e-node's place in the fixed order (ties go to the first).
+    ``extract`` makes them once for all its rounds of repairs."""
     parents: dict = {}
     refs: dict = {}
     for es in g.classes.values():
@@ -63,10 +63,19 @@ def choose(g, costs: Costs, banned=frozenset(), settled_only: bool = False) -> d
             for k in set(e.kids):
                 parents.setdefault(k, []).append(e)
                 refs[k] = refs.get(k, 0) + 1
+    order = {e: i for i, e in enumerate(e for es in g.classes.values() for e in es)}
+    return parents, refs, order
+
+
+def choose(g, costs: Costs, banned=frozenset(), settled_only: bool = False, made: tuple | None = None) -> dict:
+    """class -> chosen ENode, for every class that has an acyclic-looking choice. ``settled_only``:
+    an e-node counts only once all its inputs are settled (popped), and a settled class's choice is
+    final, so the choice is acyclic (though the shared-cost estimate may then miss a cheaper one).
+    ``made``: ``tables(g)``, when the caller has them."""
+    parents, refs, order = tables(g) if made is None else made
     cost = {c: math.inf for c in g.classes}
     best: dict = {}
     heap = []  # (cost, order, class) in Dijkstra order: cheapest classes settle first
-    order = {e: i for i, e in enumerate(e for es in g.classes.values() for e in es)}
 
     settled: set = set()
 
@@ -128,15 +137,16 @@ def find_cycle(choice: dict, roots) -> object | None:
 def extract(g, costs: Costs, roots) -> dict:
     """The cost model's choice: class -> ENode, acyclic from ``roots``."""
     banned: set = set()
+    made = tables(g)
     for _ in range(MAX_REPAIRS):
-        choice = choose(g, costs, frozenset(banned))
+        choice = choose(g, costs, frozenset(banned), made=made)
         if any(r not in choice for r in roots):
             break
         bad = find_cycle(choice, roots)
         if bad is None:
             return choice
         banned.add(bad)
-    choice = choose(g, costs, settled_only=True)
+    choice = choose(g, costs, settled_only=True, made=made)
     missing = [r for r in roots if r not in choice]
     if missing:
         raise ValueError(f"no acyclic program computes e-class {missing[0]}")
