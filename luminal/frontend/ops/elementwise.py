@@ -2106,11 +2106,17 @@ _ATAN_T = (3.33333333333329318027e-01, -1.99999999998764832476e-01, 1.4285714272
            -1.11111104054623557880e-01, 9.09088713343650656196e-02, -7.69187620504482999495e-02,
            6.66107313738753120669e-02, -5.83357013379057348645e-02, 4.97687799461593236017e-02,
            -3.65315727442169155270e-02, 1.62858201153657823623e-02)
+# the same series to 8 terms for compositions rounded to float32 or narrower: (t - atan(t)) / t**3 on
+# t**2 <= (7/16)**2 by Chebyshev interpolation (mpmath.chebyfit), atan(t) within 2**-41.8 relative
+_ATAN_T_NARROW = (0.3333333333318219, -0.1999999989879193, 0.14285703105629705, -0.11110637577635443,
+                  0.09080970334090359, -0.07577339539165179, 0.05908537867179794, -0.03094766182767127)
 
 
-def _atan_nonneg(a):
+def _atan_nonneg(a, narrow: bool | None = None):
     """fdlibm's atan of ``a >= 0`` (float64, within an ulp): ``a`` reduced to ``|t| < 7/16`` around
-    one of the breakpoints, ``atan(a) = atan(c) + atan(t)``, the latter an odd minimax polynomial.
+    one of the breakpoints, ``atan(a) = atan(c) + atan(t)``, the latter an odd minimax polynomial;
+    ``narrow`` (by default: not ``_accurate(a)``, a float32 or 16-bit atan's float64) takes 8 terms
+    for fdlibm's 11 (``_ATAN_T_NARROW``: 2**-41.8, far below a float32 ulp).
     The reduction ``t = num / den`` is one division of the interval's numerator and denominator,
     selected first (each interval's quotient, computed for every element, took four divisions: 1M
     float32 atans cost 4 times exp's time); ``a`` itself below 7/16 is ``a / 1``, exact."""
@@ -2124,10 +2130,11 @@ def _atan_nonneg(a):
         last = a.graph.constant(vals[3], a.dtype).expand(*a.shape)  # (scalars alone would be float32)
         return where(b0, 0.0, where(b1, vals[0], where(b2, vals[1], where(b3, vals[2], last))))
 
+    coeffs = _ATAN_T_NARROW if (not _accurate(a) if narrow is None else narrow) else _ATAN_T
     z = mul(t, t)
     w = mul(z, z)
-    s1 = mul(z, _poly(w, _ATAN_T[0::2]))
-    s2 = mul(w, _poly(w, _ATAN_T[1::2]))
+    s1 = mul(z, _poly(w, coeffs[0::2]))
+    s2 = mul(w, _poly(w, coeffs[1::2]))
     return sub(pick(_ATAN_HI), sub(sub(mul(t, add(s1, s2)), pick(_ATAN_LO)), t))
 
 
@@ -2157,7 +2164,7 @@ def atan2(input, other) -> GraphTensor:  # noqa: A002 - torch's names
     num, den = where(swap, ax, ay), where(swap, ay, ax)
     zero, both_inf = eq(den, 0.0), logical_and(isinf(num), isinf(den))
     r = div(where(zero, 0.0, num), where(logical_or(zero, both_inf), 1.0, den))
-    t = _atan_nonneg(where(both_inf, 1.0, r))
+    t = _atan_nonneg(where(both_inf, 1.0, r), narrow=out_dtype is not dt.float64)
     a = where(swap, add(sub(_PI_HI / 2, t), _PI_LO / 2), t)
     a = where(x_neg, add(sub(_PI_HI, a), _PI_LO), a)
     a = where(logical_or(isnan(y), isnan(x)), math.nan, where(y_neg, neg(a), a))
