@@ -284,3 +284,21 @@ def test_a_short_matmul_is_cut_when_our_threads_run_anyway(monkeypatch):
     calls = [Gemm(a, b, out)]
     assert split_rows(calls, THREADS) == calls  # BLAS keeps its threads
     assert len(_splits(split_rows(calls, THREADS, matmuls=True))) == 1
+
+
+def test_the_kernel_cost_model_prices_transcendentals_by_dtype():
+    """``plan._cost_ns`` prices float64's transcendentals above float32's (float64 Sin is a libm call
+    per element, float32's an inline polynomial): a float64 sine over as many elements is estimated at
+    several times the float32 one, an exp at more than it, and the float32 sine is not priced as a call."""
+    def cost(op, dtype):
+        g = lm.Graph()
+        x = g.input("x", (1000,), dtype=dtype)
+        f = lm.compile(op(x), backend="cpu")
+        f(x=np.ones(1000, dtype.np))
+        binding = next(iter(f.runner.program._bindings.values()))
+        (kern,) = {id(k): k for k, _, _ in binding.schedule.generated}.values()
+        return plan._cost_ns(kern, {})
+
+    sin32, sin64 = cost(lambda x: x.sin(), lm.float32), cost(lambda x: x.sin(), lm.float64)
+    exp32, exp64 = cost(lambda x: x.exp(), lm.float32), cost(lambda x: x.exp(), lm.float64)
+    assert sin64 > 3 * sin32 and exp64 > 2 * exp32 and sin32 < 5 * 1000

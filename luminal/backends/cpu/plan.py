@@ -54,9 +54,14 @@ SPLIT_NS = 100_000
 # its first call (``compiled.CpuProgram.binding``)
 OWN_THREADS_NS = 1_000_000
 NS_PER_ACCESS = 0.3
-# ns per element of the operations that cost more than an access: Exp2/Log2 are inline polynomials
-# (codegen/llvm.py), Sin and a float Mod are libm calls
-_CALLS = {"Exp2": 1.0, "Log2": 1.0, "Sin": 4.0, "Mod": 4.0}
+# ns per element of the operations that cost more than an access, by (op, float64?): Exp2, Log2 and
+# float32 Sin are inline polynomials (codegen/llvm.py; float64's longer, for its precision), float64
+# Sin and a float Mod libm calls LLVM cannot vectorise. Measured on 1M elements, one thread (a 2-vCPU
+# EPYC): float32 exp 1.1 ns, float64 exp 6.4; float32 sin 3-4x float32 exp, float64 sin 15-20x; float64
+# log2 3x float32's
+_CALLS = {("Exp2", False): 1.0, ("Exp2", True): 5.0, ("Log2", False): 1.0, ("Log2", True): 3.0,
+          ("Sin", False): 3.5, ("Sin", True): 18.0, ("Mod", False): 4.0, ("Mod", True): 4.0}
+_CALLED = frozenset(op for op, _ in _CALLS)
 
 
 def storage_itemsize(dtype) -> int:
@@ -888,8 +893,8 @@ def _cost_terms(kernel: ir.Kernel) -> tuple:
             for v in ir.walk_values_of(ir.operands(s), seen):  # (values seen before: neither counted nor walked)
                 if v.op == "load" and _moves(v.args[0], moving):
                     ns += NS_PER_ACCESS
-                elif v.op in _CALLS and (v.op != "Mod" or v.dtype.is_float):
-                    ns += _CALLS[v.op]
+                elif v.op in _CALLED and (v.op != "Mod" or v.dtype.is_float):
+                    ns += _CALLS[v.op, v.dtype.itemsize == 8]
         if ns:
             terms.append((loops, ns))
 
