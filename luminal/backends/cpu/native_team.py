@@ -8,8 +8,9 @@ times per call of a program with a few dozen splits (an encoder forward: 48; a G
 and the driver's table is cut at every split, so each is also a return to Python and a new ctypes
 call. Here the driver posts a part to a worker by writing its table into the worker's slot and
 bumping the slot's generation; the worker, which never leaves native code, spins on its slot for a
-moment and then sleeps in ``futex``; the driver runs part 0 itself and waits for the others the same
-way. The protocol (``driver.py``'s ``luminal_split`` and ``luminal_worker``):
+moment and then sleeps in ``futex``; the driver runs part 0 itself, then each part no worker has
+claimed yet, and waits for the others the same way. The protocol (``driver.py``'s ``luminal_split``
+and ``luminal_worker``):
 
 - **post**: write the part's table and count, then the generation (sequentially consistent), then
   read the worker's *sleeping* flag and wake its futex if set;
