@@ -11,29 +11,16 @@ and the caller inserts an explicit copy.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 from luminal.core.symbolic import Dim, ceildiv, dmax, dmin, exact_div, floordiv, is_static, prod
 
 
 def contiguous_strides(shape) -> tuple:
-    """Row-major strides of ``shape``. Those of a tuple of plain ints are computed once per shape
-    (the graph asks for them for every tensor it hands out); other entries (Syms, ``DimValue`` ints
-    that carry their expression, numpy ints) are multiplied as given, their types kept."""
-    if type(shape) is tuple and all(type(d) is int for d in shape):
-        return _int_strides(shape)
-    return _strides(shape)
-
-
-def _strides(shape) -> tuple:
     strides, acc = [], 1
     for d in reversed(shape):
         strides.append(acc)
         acc = acc * d
     return tuple(reversed(strides))
-
-
-_int_strides = lru_cache(maxsize=4096)(_strides)
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,8 +54,7 @@ class View:
 
     @staticmethod
     def contiguous(shape) -> View:
-        shape = tuple(shape)
-        return View(shape, contiguous_strides(shape))
+        return View(tuple(shape), contiguous_strides(shape))
 
     @property
     def ndim(self) -> int:

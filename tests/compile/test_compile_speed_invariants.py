@@ -1,15 +1,14 @@
 """The caches that make a compile cheaper give what the uncached code gave.
 
-``contiguous_strides`` keeps the strides of plain-int shapes (one per shape); a View keeps its
-equality key and hash; an ``ENode`` its hash; extraction's ``Costs`` prices e-nodes alike once per
-compile. None of them may hand one shape's, view's or e-node's result to another.
+A View keeps its equality key and hash; an ``ENode`` its hash; extraction's ``Costs`` prices
+e-nodes alike once per compile; ``Values.at`` works an index tuple's key out once; egglog string
+literals are made once. None of them may hand one view's, e-node's, index's or string's result to
+another.
 """
 
 from __future__ import annotations
 
 import pickle
-
-import numpy as np
 
 import luminal as lm
 from luminal.compiler.egraph import lower as lowering
@@ -18,23 +17,8 @@ from luminal.compiler.egraph.budget import Budget
 from luminal.compiler.egraph.cost import CPU
 from luminal.compiler.egraph.egraph_read import ENode, read
 from luminal.compiler.egraph.extract import Costs
-from luminal.core.symbolic import DimValue, Sym
-from luminal.core.view import View, _strides, contiguous_strides
-
-
-def test_strides_of_int_shapes_come_from_the_cache_and_others_keep_their_types():
-    assert contiguous_strides((2, 3, 4)) == (12, 4, 1)
-    assert contiguous_strides((2, 3, 4)) is contiguous_strides((2, 3, 4))  # (one per shape)
-    assert contiguous_strides((4, 3, 2)) == (6, 2, 1)
-    assert contiguous_strides(()) == ()
-    n = Sym.var("N")
-    assert contiguous_strides((2, n, 3)) == (3 * n, 3, 1)
-    dv = DimValue(5, n)
-    got = contiguous_strides((2, dv, 3))  # a DimValue's product carries its expression: never the int cache's
-    assert got == (15, 3, 1) and type(got[0]) is DimValue and got[0].sym == 3 * n
-    got = contiguous_strides((np.int64(2), 3, 4))
-    assert got == (12, 4, 1) and type(got[-1]) is int and type(got[0]) is type(_strides((np.int64(2), 3, 4))[0])
-    assert contiguous_strides([2, 3]) == (3, 1)  # (a list: not a cache key)
+from luminal.core.symbolic import Sym
+from luminal.core.view import View
 
 
 def test_a_views_cached_key_tells_pads_and_strides_apart_and_is_not_pickled():
