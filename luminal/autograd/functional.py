@@ -13,7 +13,8 @@ As torch's functions take any tensor, the inputs (and ``v``, and the function's 
 Parameters or Buffers (``jacobian(f, model.weight)``, ``jacobian(f, (m.weight, m.bias))``) or host
 tensors made outside any graph (``lm.arange(3.0)``): they are read into the graph the function builds
 in, the graph of a graph tensor among the inputs, else of the enclosing module call, else of a graph
-tensor the function reads by name (``lambda w: F.linear(x, w)``, ``x`` a graph input); with none of
+tensor the function reads by name (``lambda w: F.linear(x, w)``, ``x`` a graph input; a global it loads,
+a closure variable, a partial's argument, ``self.x`` in a method, or so in a helper it calls); with none of
 those, a new host graph of their values, whose results have values now (``np.asarray(J)``), as torch's
 eager ones. The function is differentiated by a fresh copy of each, as torch's: a function that reads
 the model rather than its argument (``jacobian(lambda w: model(x), model.weight)``) gets zeros, as
@@ -37,8 +38,10 @@ which make torch's outputs require grad too); a graph input is torch's plain ten
 
 from __future__ import annotations
 
+import dis
 import functools
 import inspect
+import types
 
 from luminal.autograd.gradients import vjp_list
 from luminal.core.errors import op_error
@@ -315,25 +318,72 @@ def _graph_for(xs: tuple, func, fn: str) -> Graph:
 
 
 def _closure_graph(func) -> Graph | None:
-    """The graph of the first (non-host) GraphTensor that ``func`` reads by name: a variable of its
-    closure or a module global (``inspect.getclosurevars``), or an argument bound by
-    ``functools.partial``; also one level inside a list, tuple or dict (``building.graph_in``). None
-    when there is none, or ``func`` is no Python function (a callable object's attributes are not
-    looked at)."""
-    bound = []
-    while isinstance(func, functools.partial):
-        bound += [*func.args, *func.keywords.values()]
-        func = func.func
-    try:
-        names = inspect.getclosurevars(func)
-        bound += [*names.nonlocals.values(), *names.globals.values()]
-    except TypeError:  # (a builtin or a callable object)
-        pass
-    for a in bound:
-        g = building.graph_in((a,), {})
-        if g is not None and not g.host:
-            return g
+    """The graph of the first (non-host) GraphTensor that ``func`` reads by name (``_read_by_name``), else
+    that of one a Python function it reads by name reads (a helper: ``lambda w: helper(w)``), and so on
+    to ``_HELPER_DEPTH`` levels; values are also looked at one level inside a list, tuple or dict
+    (``building.graph_in``). None when there is none."""
+    todo, seen = [func], set()
+    for _ in range(_HELPER_DEPTH + 1):
+        helpers = []
+        for f in todo:
+            values = _read_by_name(f, seen)
+            for a in values:
+                g = building.graph_in((a,), {})
+                if g is not None and not g.host:
+                    return g
+            helpers += [a for a in values if inspect.isfunction(a) or inspect.ismethod(a)
+                        or isinstance(a, functools.partial)]
+        todo = helpers
     return None
+
+
+_HELPER_DEPTH = 2  # levels of helper functions ``_closure_graph`` looks into
+
+
+def _read_by_name(func, seen: set) -> list:
+    """The values ``func`` reads by name: the arguments ``functools.partial`` bound (a partial of a partial
+    included), its closure's variables (an empty cell, a variable assigned after the call, is skipped), the
+    module globals its code loads, its nested functions', lambdas' and comprehensions' included (not an
+    attribute name that is also a global's: ``(w * w).mean()`` reads no global ``mean``), and for a bound
+    method or a callable object's ``__call__``, the attributes of ``self`` it names. Empty for a function
+    in ``seen`` (it is added) and for anything else (a builtin)."""
+    values = []
+    while isinstance(func, functools.partial):
+        values += [*func.args, *func.keywords.values()]
+        func = func.func
+    owner = None
+    if inspect.ismethod(func):
+        owner, func = func.__self__, func.__func__
+    elif not inspect.isfunction(func):  # a callable object: its class's __call__, ``self`` the object
+        owner, func = func, inspect.getattr_static(type(func), "__call__", None)
+    if not inspect.isfunction(func) or func in seen:
+        return values
+    seen.add(func)
+    for cell in func.__closure__ or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # (a closure variable not assigned yet)
+            pass
+    loaded, attributes = _names(func.__code__)
+    values += [func.__globals__[n] for n in loaded if n in func.__globals__]
+    own = getattr(owner, "__dict__", None) or {}
+    return values + [own[n] for n in attributes if n in own]
+
+
+def _names(code) -> tuple[list, list]:
+    """The global names ``code`` loads and the attribute names it reads, each in the order of first use,
+    its nested code objects' (functions, lambdas, comprehensions) included."""
+    loaded, attributes = {}, {}
+    todo = [code]
+    while todo:
+        c = todo.pop(0)
+        for ins in dis.get_instructions(c):
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                loaded[ins.argval] = None
+            elif ins.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+                attributes[ins.argval] = None
+        todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    return list(loaded), list(attributes)
 
 
 def _fresh(t: GraphTensor, what: str) -> GraphTensor:

@@ -174,9 +174,9 @@ def test_strict_reads_closed_over_parameters_in_a_host_graph(create_graph):
 
 
 def test_a_graph_the_function_reads_unseen_is_named_with_the_fix():
-    """A callable object's data is not found (its attributes are not looked at): the function runs in
-    a host graph and its output is of another graph; the error says to pass ``p.on(x.graph)``, and
-    that call works."""
+    """A callable object's attributes that its ``__call__`` names are found (``_read_by_name``), but not
+    data one attribute further (``self.holder.batch``): that function runs in a host graph and its output
+    is of another graph; the error says to pass ``p.on(x.graph)``, and that call works."""
     m, tm, x, tx = linears()
 
     class Data:
@@ -186,12 +186,20 @@ def test_a_graph_the_function_reads_unseen_is_named_with_the_fix():
         def __call__(self, w):
             return self.linear(self.batch, w).tanh()
 
+    class Holder:
+        def __init__(self, t, linear):
+            self.holder, self.linear = Data(t, linear), linear
+
+        def __call__(self, w):
+            return self.linear(self.holder.batch, w).tanh()
+
+    check(F.jacobian(Data(x, lin), m.weight), TF.jacobian(Data(tx, tlin), tm.weight), x=XA)
     with pytest.warns(UserWarning, match="joins this graph as a constant"), \
             pytest.raises(ValueError, match=r"jacobian: output 0 of the user-provided function belongs to another "
                                             r"graph than the inputs; the inputs were made outside any graph.*"
                                             r"p\.on\(x\.graph\)"):
-        F.jacobian(Data(x, lin), m.weight)
-    check(F.jacobian(Data(x, lin), m.weight.on(x.graph)), TF.jacobian(Data(tx, tlin), tm.weight), x=XA)
+        F.jacobian(Holder(x, lin), m.weight)
+    check(F.jacobian(Holder(x, lin), m.weight.on(x.graph)), TF.jacobian(Data(tx, tlin), tm.weight), x=XA)
     with pytest.raises(TypeError, match="jacobian: input 0 has dtype int32; only float inputs"):
         F.jacobian(lambda b: b * 2, lm.nn.Buffer(np.arange(3)))
 
