@@ -92,9 +92,15 @@ def _target(path) -> str:
         given = os.fsdecode(given)
     if given == "":
         raise FileNotFoundError(errno.ENOENT, "cannot save to an empty path", given)
-    if given.endswith(os.sep) or (os.altsep and given.endswith(os.altsep)):  # (realpath would drop it)
-        raise IsADirectoryError(errno.EISDIR, "cannot save: the path ends in a separator, so it names a "
-                                              "directory, not a file", given)
+    # realpath resolves '.', '..' and a trailing separator by the text alone, where the OS walks the path:
+    # 'ckpt.pt/.' would overwrite the file ckpt.pt and 'ckpt.pt/../x' save beside it, which open refuses
+    head, tail = os.path.split(given)
+    if tail in ("", ".", ".."):
+        raise IsADirectoryError(errno.EISDIR, "cannot save: the path ends in a separator, '.' or '..', so it "
+                                              "names a directory, not a file", given)
+    if head and not os.path.isdir(head):
+        what = "is not a directory" if os.path.exists(head) else "does not exist (or a part of it is a file)"
+        raise FileNotFoundError(errno.ENOENT, f"cannot save: the directory {head!r} {what}", given)
     target = os.path.realpath(given)
     directory = os.path.dirname(target)
     if os.path.isdir(target):
