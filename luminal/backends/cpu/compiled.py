@@ -142,21 +142,24 @@ class CpuProgram:
             if arrays is None:  # (``prepare``: timed at the first call, which does not find it recent)
                 self._recent = (None, None)
                 return b
-            self._untimed.discard(key)
             b = self._bindings[key] = self._timed(key, b, arrays)
+            self._untimed.discard(key)  # (after the search: one interrupted, or failed, is run again next call)
         self._recent = (key, b)
         return b
 
     def _timed(self, key: tuple, default: Binding, arrays: dict) -> Binding:
         """The fastest layout of the binding ``key`` on this first call's ``arrays``: a search of up to
         ``search`` layouts, or of 2 (BLAS's threads and ours) for an undecided binding (``tune.search``)."""
-        t0 = time.perf_counter()
+        t0, before = time.perf_counter(), dict(llvm.STATS)
         bound = dict(zip(self.dims, key))
         with gc_paused(), interruptible():
             b, self.searches[key] = tune.search(
                 lambda c: Binding(plan(self.kg, self._kernels, self.plan, bound, c, self._memo)), arrays,
                 *((self.search, bound, default) if self.search > 1 else (2, bound, default, UNDECIDED_LIMIT_S)))
-        self.codegen["seconds"] += time.perf_counter() - t0
+        c = self.codegen  # (the alternatives' LLVM objects too, as ``_count`` counts the default's)
+        c["seconds"] += time.perf_counter() - t0
+        c["compiled"] += llvm.STATS["compiled"] - before["compiled"]
+        c["cached"] += llvm.STATS["reused"] - before["reused"]
         return b
 
     def prepare(self, env: dict) -> None:
