@@ -424,3 +424,32 @@ def test_a_binding_laid_out_ahead_is_timed_at_its_first_call(monkeypatch, search
         (b,) = prog._bindings.values()
         assert record.chosen.threads == "own" == b.choices.threads and b._threaded
         assert len(timed) == len(record.timed) + 2  # (the rematch: the default and the fastest again)
+
+
+def test_an_undecided_thread_choice_is_timed_in_every_process_and_not_by_the_compilers_timer(monkeypatch, tmp_path):
+    """The thread choice of an undecided binding is not cached on disk (a few runs settle it, and other
+    work during them could get it wrong for good): a second program of the same graph, as a new
+    process would make it, times it again. The compiler's timing of candidate programs (``Cpu.time``,
+    ``search=N``) lays each out as the model does, timing nothing of its own."""
+    from luminal.backends.cpu import Cpu, tune
+
+    monkeypatch.setenv("LUMINAL_NUM_THREADS", "2")
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("LUMINAL_CACHE", "compile,llvm")
+    timed = []
+    monkeypatch.setattr(tune, "measure",
+                        lambda b, arrays, limit_s=None: (b.run(arrays), timed.append(b.choices), 1e-3)[2])
+    g = lm.Graph()
+    x = g.input("x", (300, 1000))
+    program = lm.compile((x * 3 + 1).sqrt(), backend="cpu").runner.program
+    a = np.random.default_rng(3).uniform(0, 2, (300, 1000)).astype(np.float32)
+    for _ in range(2):
+        timed.clear()
+        prog = compiled.CpuProgram(program.kg, program.plan)
+        prog({"x": a}, {})
+        (record,) = prog.searches.values()
+        assert not record.cached and len(timed) == 2
+    assert not (tmp_path / "compile" / "search").exists()
+    timed.clear()
+    Cpu().time(program.kg, program.plan)
+    assert not timed

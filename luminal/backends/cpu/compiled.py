@@ -48,9 +48,11 @@ from luminal.core.interrupts import interruptible
 from luminal.core.kernel_graph import MemoryPlan, dims_needed, expand_calls
 
 MAX_BINDINGS = 8  # bindings kept per program (each holds all of its buffers)
-# An undecided binding (plan.OWN_THREADS_NS) whose first run takes longer is not timed against our
-# threads: they could gain at most about the kernels worth cutting (under 1 ms), a few percent of it,
-# while timing both would cost the first call tens of runs
+# An undecided binding (plan.OWN_THREADS_NS) whose first two runs each take longer is not timed against
+# our threads: on a quiet machine they could gain about the kernels worth cutting (under 1 ms), a few
+# percent of such a run, while timing both would cost the first call tens of runs. (On a machine busy
+# with other work, OpenBLAS's spinning threads can make a 1.5 ms step take 70: runs that long are then
+# not timed either, and the next process times them again: the choice is never cached)
 UNDECIDED_LIMIT_S = 0.02
 _NO_CONTEXT = contextlib.nullcontext()
 _NONE = frozenset()
@@ -71,10 +73,11 @@ class CpuProgram:
     than ``UNDECIDED_LIMIT_S``). Every new binding is searched: a program whose dims take many values
     pays it at each."""
 
-    def __init__(self, kg, plan: MemoryPlan, search: int = 0):
+    def __init__(self, kg, plan: MemoryPlan, search: int = 0, time_undecided: bool = True):
         self.kg, self.plan = outer_products(fold_batch_sums(kg, plan.slot_of)), plan
         self.dims = tuple(kg.dims) or dims_needed(kg)
         self.search = search
+        self.time_undecided = time_undecided  # (False: the compiler's timing of candidate programs, ``Cpu.time``)
         self.searches: OrderedDict = OrderedDict()  # binding key -> its tune.Search, for the bindings kept
         self._bindings: OrderedDict = OrderedDict()
         self._untimed: set = set()  # keys of bindings laid out but not yet timed (by ``search`` or undecided)
@@ -130,7 +133,7 @@ class CpuProgram:
                 b = Binding(plan(self.kg, self._kernels, self.plan, dict(zip(self.dims, key)), memo=self._memo))
             self._count(b, time.perf_counter() - t0, before)
             self._bindings[key] = b
-            if self.search > 1 or b.schedule.undecided:  # (plan.OWN_THREADS_NS: the machine decides)
+            if self.search > 1 or (b.schedule.undecided and self.time_undecided):  # (plan.OWN_THREADS_NS)
                 self._untimed.add(key)
             if len(self._bindings) > MAX_BINDINGS:
                 evicted = self._bindings.popitem(last=False)[0]
@@ -155,7 +158,8 @@ class CpuProgram:
         with gc_paused(), interruptible():
             b, self.searches[key] = tune.search(
                 lambda c: Binding(plan(self.kg, self._kernels, self.plan, bound, c, self._memo)), arrays,
-                *((self.search, bound, default) if self.search > 1 else (2, bound, default, UNDECIDED_LIMIT_S)))
+                *((self.search, bound, default) if self.search > 1 else
+                  (2, bound, default, UNDECIDED_LIMIT_S, False)))  # (undecided: timed in every process)
         c = self.codegen  # (the alternatives' LLVM objects too, as ``_count`` counts the default's)
         c["seconds"] += time.perf_counter() - t0
         c["compiled"] += llvm.STATS["compiled"] - before["compiled"]
