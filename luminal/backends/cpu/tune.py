@@ -21,7 +21,7 @@ every binding.
 
 Winners are cached on disk (the ``compile`` kind, entry ``search/<digest>``): the digest of the default
 layout's program (every generated kernel's code, every step's operands), the binding, the host CPU,
-its features and the thread count. A later search of the same binding on the same machine lays out
+its features, the thread count and BLAS's. A later search of the same binding on the same machine lays out
 the cached choices at once and times nothing. An entry is data: ``field=value`` pairs parsed against
 :class:`Choices`' fields and the values a search can try; anything else is a miss.
 
@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
+from luminal.backends.cpu import blas
 from luminal.backends.cpu.parallel import Split, thread_count
 from luminal.backends.cpu.steps import Gemm, Kernel, Library, Ref
 from luminal.codegen import ir, llvm
@@ -184,7 +185,7 @@ def search(make, arrays: dict, n: int, env: dict, default=None, limit_s: float |
     return best, Search(dict(env), timed, skipped, rematch, best.choices, time.perf_counter() - t0)
 
 
-SEARCH_VERSION = 5  # 2: the gemm choice; 3: the blocks choice; 4: the direct choice; 5: n in the key
+SEARCH_VERSION = 6  # 2: the gemm choice; 3: the blocks choice; 4: the direct choice; 5: n in the key; 6: BLAS's threads
 _DISK = DiskCache("compile")
 
 
@@ -200,9 +201,10 @@ def _searchable() -> dict:
 def _key(default, n: int) -> str:
     """The cache entry of a search of up to ``n`` layouts whose default layout is ``default``: its
     program (each generated kernel's code, each step's kind and operands), its binding and the machine
-    (module docstring). (``n`` too: a search of 2 found no winner among the layouts a search of 8 times.)"""
+    (module docstring). (``n`` too: a search of 2 found no winner among the layouts a search of 8 times;
+    and BLAS's own thread count, which ``LUMINAL_NUM_THREADS`` does not set.)"""
     host = llvm._init()
-    h = hashlib.sha256(repr((SEARCH_VERSION, n, host["cpu"], host["features"], thread_count(),
+    h = hashlib.sha256(repr((SEARCH_VERSION, n, host["cpu"], host["features"], thread_count(), blas.threads(),
                              sorted(default.schedule.env.items()))).encode())
     for step in default.schedule.steps:
         h.update(_describe(step).encode())
