@@ -329,7 +329,8 @@ def test_a_program_with_little_to_cut_times_the_thread_choice(monkeypatch, faste
     np.testing.assert_allclose(r2, a @ b, rtol=1e-4, atol=1e-3)
     binding = _binding(f)
     (record,) = f.runner.program.searches.values()
-    assert [c.threads for c, _ in record.timed] == ["auto", "own"] and record.timed[0][0] == tune.DEFAULT
+    # (ours first: OpenBLAS's workers spin for a while after a threaded GEMM: tune.threads)
+    assert [c.threads for c, _ in record.timed] == ["own", "auto"] and record.timed[1][0] == tune.DEFAULT
     if faster == "blas":
         assert binding.schedule.undecided and binding.choices == tune.DEFAULT
         assert not any(isinstance(fn, Split) for fn, _ in binding.schedule.steps) and not binding._threaded
@@ -423,7 +424,7 @@ def test_a_binding_laid_out_ahead_is_timed_at_its_first_call(monkeypatch, search
         (record,) = prog.searches.values()
         (b,) = prog._bindings.values()
         assert record.chosen.threads == "own" == b.choices.threads and b._threaded
-        assert len(timed) == len(record.timed) + 2  # (the rematch: the default and the fastest again)
+        assert len(timed) == len(record.timed) + (2 if search else 0)  # (a search's rematch: both again)
 
 
 def test_an_undecided_thread_choice_is_timed_in_every_process_and_not_by_the_compilers_timer(monkeypatch, tmp_path):

@@ -258,10 +258,10 @@ def test_a_search_of_fewer_layouts_is_not_the_answer_of_a_longer_one(monkeypatch
     assert len(list((tmp_path / "compile" / "search").iterdir())) == 2
 
 
-def test_a_long_default_run_is_kept_untimed_against_the_rest(monkeypatch, tmp_path):
-    """``limit_s``: when the default's first run takes longer, nothing else is laid out or timed (an
-    undecided thread choice's gain is a small part of such a run) and the default is kept, but not
-    cached (the run may have been slowed by other work)."""
+def test_a_thread_choice_whose_runs_are_long_keeps_blas_threads_untimed(monkeypatch, tmp_path):
+    """``tune.threads``: when the runs on our threads take longer than the limit (the warm-up and one more:
+    the first pays page faults), BLAS's threads are kept without timing them (the gain would be a
+    small part of such a run); nothing is cached, whatever the outcome."""
     monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("LUMINAL_CACHE", "compile,llvm")
     monkeypatch.setattr(tune.time, "perf_counter", iter(range(0, 10_000, 1)).__next__)  # every run takes 1 s
@@ -273,7 +273,10 @@ def test_a_long_default_run_is_kept_untimed_against_the_rest(monkeypatch, tmp_pa
         made.append(c)
         return _binding(f.runner.program, c)
 
-    b, record = tune.search(make, arrays, 2, ENV, limit_s=0.5)
-    assert made == [tune.DEFAULT] and b.choices == tune.DEFAULT == record.chosen
-    assert [c for c, _ in record.timed] == [tune.DEFAULT] and record.rematch is None
+    default = _binding(f.runner.program, tune.DEFAULT)
+    b, record = tune.threads(make, arrays, ENV, default, limit_s=0.5)
+    assert made == [tune.Choices(threads="own")] and b is default and record.chosen == tune.DEFAULT
+    assert record.timed == [(tune.Choices(threads="own"), 1.0)] and record.rematch is None
+    b, record = tune.threads(make, arrays, ENV, default, limit_s=5.0)  # (each run 1 s: both timed)
+    assert [c for c, _ in record.timed] == [tune.Choices(threads="own"), tune.DEFAULT] and not record.cached
     assert not (tmp_path / "compile" / "search").exists()

@@ -48,11 +48,9 @@ from luminal.core.interrupts import interruptible
 from luminal.core.kernel_graph import MemoryPlan, dims_needed, expand_calls
 
 MAX_BINDINGS = 8  # bindings kept per program (each holds all of its buffers)
-# An undecided binding (plan.OWN_THREADS_NS) whose first two runs each take longer is not timed against
-# our threads: on a quiet machine they could gain about the kernels worth cutting (under 1 ms), a few
-# percent of such a run, while timing both would cost the first call tens of runs. (On a machine busy
-# with other work, OpenBLAS's spinning threads can make a 1.5 ms step take 70: runs that long are then
-# not timed either, and the next process times them again: the choice is never cached)
+# An undecided binding (plan.OWN_THREADS_NS) whose first two runs on our threads each take longer keeps
+# BLAS's: on a quiet machine ours could gain about the kernels worth cutting (under 1 ms), a few percent
+# of such a run, while timing both would cost the first call tens of runs (``tune.threads``)
 UNDECIDED_LIMIT_S = 0.02
 _NO_CONTEXT = contextlib.nullcontext()
 _NONE = frozenset()
@@ -69,7 +67,7 @@ class CpuProgram:
     ``search``: lay each new binding out under up to this many :class:`~luminal.backends.cpu.tune.Choices`
     and keep the fastest on its first call's arrays (``tune.py``; 0 or 1: the cost models' choices,
     but for a binding whose thread choice the model leaves to the machine, ``Schedule.undecided``:
-    that first call times it on BLAS's threads and on ours, a search of 2, unless a run takes longer
+    that first call times it on BLAS's threads and on ours, ``tune.threads``, unless a run takes longer
     than ``UNDECIDED_LIMIT_S``). Every new binding is searched: a program whose dims take many values
     pays it at each."""
 
@@ -152,14 +150,19 @@ class CpuProgram:
 
     def _timed(self, key: tuple, default: Binding, arrays: dict) -> Binding:
         """The fastest layout of the binding ``key`` on this first call's ``arrays``: a search of up to
-        ``search`` layouts, or of 2 (BLAS's threads and ours) for an undecided binding (``tune.search``)."""
+        ``search`` layouts (``tune.search``), or BLAS's threads against ours for an undecided binding
+        (``tune.threads``)."""
         t0, before = time.perf_counter(), dict(llvm.STATS)
         bound = dict(zip(self.dims, key))
+
+        def make(c):
+            return Binding(plan(self.kg, self._kernels, self.plan, bound, c, self._memo))
+
         with gc_paused(), interruptible():
-            b, self.searches[key] = tune.search(
-                lambda c: Binding(plan(self.kg, self._kernels, self.plan, bound, c, self._memo)), arrays,
-                *((self.search, bound, default) if self.search > 1 else
-                  (2, bound, default, UNDECIDED_LIMIT_S, False)))  # (undecided: timed in every process)
+            if self.search > 1:
+                b, self.searches[key] = tune.search(make, arrays, self.search, bound, default)
+            else:
+                b, self.searches[key] = tune.threads(make, arrays, bound, default, UNDECIDED_LIMIT_S)
         c = self.codegen  # (the alternatives' LLVM objects too, as ``_count`` counts the default's)
         c["seconds"] += time.perf_counter() - t0
         c["compiled"] += llvm.STATS["compiled"] - before["compiled"]

@@ -1,5 +1,6 @@
 """``search=N`` for the compiled CPU backend: time the backend's own alternatives for a binding and
-keep the fastest.
+keep the fastest; and, at any ``search``, the one choice no cost model gets right on every machine
+(:func:`threads`: our threads or BLAS's, for a binding with a little to cut over them).
 
 How a binding is laid out (``plan.py``) is decided by cost models and thresholds: whether our
 threads run the program (BLAS then on one thread) or BLAS keeps its own threads
@@ -127,15 +128,10 @@ def _took(s: float) -> str:
     return f"{s * 1e6:8.1f} us" if s < 1e-3 else f"{s * 1e3:8.2f} ms"
 
 
-def search(make, arrays: dict, n: int, env: dict, default=None, limit_s: float | None = None,
-           cached: bool = True) -> tuple:
+def search(make, arrays: dict, n: int, env: dict, default=None) -> tuple:
     """``(binding, Search)``: the fastest of up to ``n`` layouts of the binding ``env``, each made by
     ``make(choices)`` and timed on ``arrays`` (by :func:`measure`); ``default``: the layout under
-    :data:`DEFAULT` when the caller has made it already. ``limit_s``: when a run of the default takes
-    longer, it is kept untimed against the others (what they could gain is a small part of a run), and
-    not cached (other work may have slowed that run). ``cached``: read and write the disk cache (False:
-    time every process again, for a choice that a few runs settle and that other work on the machine
-    during them could get wrong for good).
+    :data:`DEFAULT` when the caller has made it already.
 
     A shared machine's other work can slow one candidate's runs many times over (on 2 busy cores, a
     BLAS thread descheduled mid-GEMM made the MNIST MLP step's runs 40 ms instead of 1 ms for a
@@ -143,8 +139,8 @@ def search(make, arrays: dict, n: int, env: dict, default=None, limit_s: float |
     one after the other, before it is kept: a loss against the default costs every later call."""
     t0 = time.perf_counter()
     default = make(DEFAULT) if default is None else default
-    key = _key(default, n) if cached else None
-    known = _cached(key) if cached else None
+    key = _key(default, n)
+    known = _cached(key)
     if known is not None:
         best = default if known == DEFAULT else make(known)
         return best, Search(dict(env), [], [], None, best.choices, time.perf_counter() - t0, cached=True)
@@ -153,11 +149,11 @@ def search(make, arrays: dict, n: int, env: dict, default=None, limit_s: float |
         trial = dict(arrays)
         for name in best.schedule.written:  # states written in place: the same for every choice
             trial[name] = np.array(arrays[name], copy=True)
-        best_s = measure(best, trial, limit_s)
+        best_s = measure(best, trial)
         bar.update()
         timed, skipped, tried, seen = [(DEFAULT, best_s)], [], {DEFAULT}, {_signature(best)}
         for field, value in _steps(best):
-            if len(timed) >= n or (limit_s is not None and best_s > limit_s):
+            if len(timed) >= n:
                 break
             choices = dataclasses.replace(best.choices, **{field: value})
             if choices in tried:
@@ -180,9 +176,34 @@ def search(make, arrays: dict, n: int, env: dict, default=None, limit_s: float |
             if rematch[1] >= rematch[0]:
                 best = default
         bar.update(bar.total - bar.n)
-    if cached and (limit_s is None or timed[0][1] <= limit_s):  # (a run slowed past the limit: not an answer)
-        _DISK.write(key, _encode(best.choices))
+    _DISK.write(key, _encode(best.choices))
     return best, Search(dict(env), timed, skipped, rematch, best.choices, time.perf_counter() - t0)
+
+
+def threads(make, arrays: dict, env: dict, default, limit_s: float) -> tuple:
+    """``(binding, Search)``: of the binding ``env`` laid out as ``default`` (BLAS's threads) and
+    under ``threads="own"`` (ours, BLAS on one), the faster on ``arrays``, for a binding whose thread
+    choice the cost model leaves to the machine (``plan.OWN_THREADS_NS``, ``Schedule.undecided``).
+
+    Ours are timed first: after a GEMM on its own threads, OpenBLAS's workers spin for about 0.1 s
+    (2**28 cycles) before they sleep, and runs on our threads meanwhile share the cores with them (the
+    MNIST MLP step on 2 cores: 1.6-2.3 ms for the first 0.14 s after BLAS's threads ran, 0.83-0.9 ms
+    after; a run of the steady state has no threaded BLAS call), so timing ours after BLAS's would
+    measure that instead. Not cached: a few runs settle it, and other work on the machine during
+    them could make a cached answer wrong for good. When ours take more than ``limit_s`` a run
+    (twice: :func:`measure`) the default is kept untimed: the gain would be a small part of a run."""
+    t0 = time.perf_counter()
+    trial = dict(arrays)
+    for name in default.schedule.written:  # states written in place: the runs write copies
+        trial[name] = np.array(arrays[name], copy=True)
+    own = make(dataclasses.replace(default.choices, threads="own"))
+    timed = [(own.choices, measure(own, trial, limit_s))]
+    best = default
+    if timed[0][1] <= limit_s:
+        timed.append((default.choices, measure(default, trial)))
+        if timed[0][1] < timed[1][1]:
+            best = own
+    return best, Search(dict(env), timed, [], None, best.choices, time.perf_counter() - t0)
 
 
 SEARCH_VERSION = 6  # 2: the gemm choice; 3: the blocks choice; 4: the direct choice; 5: n in the key; 6: BLAS's threads
@@ -253,10 +274,13 @@ def _cached(key: str) -> Choices | None:
     return Choices(**values) if set(values) == fields else None
 
 
+MEASURE_S = 0.03
+
+
 def measure(binding, arrays: dict, limit_s: float | None = None) -> float:
-    """Median seconds of a run of ``binding`` on ``arrays``: five runs (three when one takes 0.1 s
-    or more) after a warm-up run, which also points the binding at the arrays; a second run's seconds
-    alone when it and the warm-up each take more than ``limit_s``."""
+    """Median seconds of a run of ``binding`` on ``arrays``: runs for about :data:`MEASURE_S` (five to
+    fifty; three when one takes 0.1 s or more) after a warm-up run, which also points the binding at
+    the arrays; a second run's seconds alone when it and the warm-up each take more than ``limit_s``."""
     t0 = time.perf_counter()
     binding.run(arrays)
     first = time.perf_counter() - t0
@@ -266,7 +290,9 @@ def measure(binding, arrays: dict, limit_s: float | None = None) -> float:
         first = time.perf_counter() - t0
         if first > limit_s:
             return first
-    repeats = 5 if first < 0.1 else 3
+    # short runs: as many as take about MEASURE_S (a burst of other work on the machine then moves the
+    # median less), at least five and at most fifty
+    repeats = max(5, min(50, int(MEASURE_S / max(first, 1e-6)))) if first < 0.1 else 3
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
