@@ -280,3 +280,29 @@ def test_a_thread_choice_whose_runs_are_long_keeps_blas_threads_untimed(monkeypa
     b, record = tune.threads(make, arrays, ENV, default, limit_s=5.0)  # (each run 1 s: both timed)
     assert [c for c, _ in record.timed] == [tune.Choices(threads="own"), tune.DEFAULT] and not record.cached
     assert not (tmp_path / "compile" / "search").exists()
+
+
+def test_a_layout_on_our_threads_is_timed_once_blas_threads_have_stopped_spinning(monkeypatch):
+    """OpenBLAS's workers spin for a while after a GEMM on its threads: a search times a layout that runs
+    on our threads (BLAS on one) ``BLAS_SPIN_S`` after one that left BLAS its threads, the rematch
+    too; ``tune.threads`` times ours first and waits for nothing."""
+    monkeypatch.setenv("LUMINAL_NUM_THREADS", "2")
+    monkeypatch.setattr(tune, "STEPS", (("threads", "own"),))
+    own = tune.Choices(threads="own")
+    order = []
+    monkeypatch.setattr(tune.time, "sleep", lambda s: order.append(("sleep", s)))
+    seconds = {tune.DEFAULT: 2e-3, own: 1e-3}
+    monkeypatch.setattr(tune, "measure",
+                        lambda b, arrays, limit_s=None: (b.run(arrays), order.append(b.choices), seconds[b.choices])[2])
+    g = lm.Graph()
+    x = g.input("x", (300, 1000))  # (a kernel worth cutting: our threads lay it out apart)
+    program = lm.compile((x * 3 + 1).sqrt(), backend="cpu").runner.program
+    arrays = {"x": np.ones((300, 1000), np.float32)}
+    prog = CpuProgram(program.kg, program.plan, search=2)
+    prog(arrays, {})
+    wait = ("sleep", tune.BLAS_SPIN_S)
+    assert order == [tune.DEFAULT, wait, own, tune.DEFAULT, wait, own]
+    order.clear()
+    prog = CpuProgram(program.kg, program.plan)
+    prog(arrays, {})
+    assert order == [own, tune.DEFAULT]

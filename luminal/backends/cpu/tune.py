@@ -150,6 +150,7 @@ def search(make, arrays: dict, n: int, env: dict, default=None) -> tuple:
         for name in best.schedule.written:  # states written in place: the same for every choice
             trial[name] = np.array(arrays[name], copy=True)
         best_s = measure(best, trial)
+        last = best
         bar.update()
         timed, skipped, tried, seen = [(DEFAULT, best_s)], [], {DEFAULT}, {_signature(best)}
         for field, value in _steps(best):
@@ -165,19 +166,34 @@ def search(make, arrays: dict, n: int, env: dict, default=None) -> tuple:
                 skipped.append(choices)
                 continue
             seen.add(sig)
-            s = measure(b, trial)
+            s = _after(last, b, trial)
+            last = b
             timed.append((choices, s))
             bar.update()
             if s < best_s:
                 best, best_s = b, s
         rematch = None
         if best is not default:
-            rematch = measure(default, trial), measure(best, trial)
+            first = _after(last, default, trial)
+            rematch = first, _after(default, best, trial)
             if rematch[1] >= rematch[0]:
                 best = default
         bar.update(bar.total - bar.n)
     _DISK.write(key, _encode(best.choices))
     return best, Search(dict(env), timed, skipped, rematch, best.choices, time.perf_counter() - t0)
+
+
+# seconds OpenBLAS's workers spin after a GEMM on its threads before they sleep (2**28 cycles at 2.5 GHz and
+# up; ``threads``): a layout that pins BLAS to one thread and runs ours is timed that long after one that
+# left BLAS its threads, or it would share the cores with them
+BLAS_SPIN_S = 0.15
+
+
+def _after(last, b, arrays: dict) -> float:
+    """:func:`measure` of ``b``, timed after the layout ``last`` (:data:`BLAS_SPIN_S`)."""
+    if b._threaded and not last._threaded:
+        time.sleep(BLAS_SPIN_S)
+    return measure(b, arrays)
 
 
 def threads(make, arrays: dict, env: dict, default, limit_s: float) -> tuple:
@@ -189,7 +205,8 @@ def threads(make, arrays: dict, env: dict, default, limit_s: float) -> tuple:
     (2**28 cycles) before they sleep, and runs on our threads meanwhile share the cores with them (the
     MNIST MLP step on 2 cores: 1.6-2.3 ms for the first 0.14 s after BLAS's threads ran, 0.83-0.9 ms
     after; a run of the steady state has no threaded BLAS call), so timing ours after BLAS's would
-    measure that instead. Not cached: a few runs settle it, and other work on the machine during
+    measure that instead (:func:`search` waits :data:`BLAS_SPIN_S` there; this first call does not
+    afford it). Not cached: a few runs settle it, and other work on the machine during
     them could make a cached answer wrong for good. When ours take more than ``limit_s`` a run
     (twice: :func:`measure`) the default is kept untimed: the gain would be a small part of a run."""
     t0 = time.perf_counter()
