@@ -4,8 +4,11 @@ loop that alternates the sides in blocks.
 
 Timing method (``alternate``): the sides take turns in ``rounds`` blocks; before each block a pause lets
 the previous side's thread pool stop spinning (OpenBLAS and OpenMP workers busy-wait after a call: on 2
-cores, alternating call by call timed each side against the other's spinning threads), then warm-up
-calls, then the timed samples. A sample is ``inner`` calls timed together, divided by ``inner``, so a
+cores, alternating call by call timed each side against the other's spinning threads). The pause must
+outlast the longest spin: torch's OpenMP workers spun about 0.25 s after its last call on a 2-vCPU EPYC
+(the MNIST MLP step on luminal's threads took 1.7-2.9 ms for the first 55 ms after torch's block and a
+0.2 s pause, 1.0 ms after a 1 s pause), OpenBLAS's about 0.1 s (2**28 cycles): the benches pause 0.5 s.
+Then warm-up calls, then the timed samples. A sample is ``inner`` calls timed together, divided by ``inner``, so a
 call of a few microseconds is not measured at the resolution of the clock. Load from other processes
 on a shared machine hits every side alike; the spread (10th-90th percentile) shows how much there was.
 """

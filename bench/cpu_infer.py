@@ -60,7 +60,7 @@ import luminal as lm  # noqa: E402
 from luminal import nn  # noqa: E402
 
 ROUNDS = 5
-PAUSE_S = 0.2
+PAUSE_S = 0.5  # > torch's OpenMP spin after a call, ~0.25 s here (benchlib's docstring)
 N_INPUTS = 4  # calls rotate over this many inputs
 ENCODER = dict(d_model=256, nhead=4, dim_feedforward=1024, layers=4, batch=8, seq=128)
 LINEAR_B1 = ((2048, 2048), (2048, 5632), (5632, 2048), (2048, 32000))  # (in, out) of TinyLlama's products

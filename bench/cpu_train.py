@@ -72,7 +72,7 @@ HIDDEN = {"mlp": 256, "mlp4096": 4096}  # the MLP rows' hidden width (784-H-10)
 STEPS = {"mlp": 50, "mlp4096": 20, "cnn": 20}
 BATCH = 128
 ROUNDS = 5  # alternate sides in this many blocks of steps
-PAUSE_S = 0.2
+PAUSE_S = 0.5  # > torch's OpenMP spin after a call, ~0.25 s here (benchlib's docstring)
 __all__ = ["blas_threads", "load_example", "TorchMLP", "TorchCNN", "main"]  # blas_threads: llama_cpu.py's
 
 

@@ -95,7 +95,7 @@ def main():
             f"{name}: after 2 steps the tables differ by {apart:.3e}, the updates moved torch's by {moved:.3e}")
         samples = 4 if args.quick else 12
         times = alternate({"luminal": lm_step, "torch": torch_step}, samples=samples, rounds=2 if args.quick else 4,
-                          warmup=1, pause_s=0.2,
+                          warmup=1, pause_s=0.5,
                           args={"luminal": [(x,) for x in batches],
                                 "torch": [(torch.from_numpy(x).long(),) for x in batches]})
         floor = 2 * vocab * dim * 4 / bandwidth  # the parameters read and written
