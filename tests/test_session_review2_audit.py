@@ -137,7 +137,7 @@ def _program(monkeypatch, measure, search=3):
     return compiled.CpuProgram(program.kg, program.plan, search=search)
 
 
-def _fake_time(b, arrays, limit_s=None):
+def _fake_time(b, arrays, limit_s=None, budget_s=None):
     b.run(arrays)
     return 1e-3 if b.choices.threads == "own" else 2e-3
 
@@ -149,7 +149,7 @@ def test_an_interrupted_first_call_search_runs_again_at_the_next_call(monkeypatc
     monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
     calls = []
 
-    def measure(b, arrays, limit_s=None):
+    def measure(b, arrays, limit_s=None, budget_s=None):
         calls.append(b.choices)
         if len(calls) == 1:
             raise KeyboardInterrupt

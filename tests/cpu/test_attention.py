@@ -185,7 +185,7 @@ def test_search_times_the_unfused_layout_and_may_keep_it(monkeypatch, tmp_path):
     unfused = tune.Choices(blocks=False)
     seen = []
 
-    def fake(b, arrays, limit_s=None):
+    def fake(b, arrays, limit_s=None, budget_s=None):
         b.run(arrays)
         seen.append(b.choices)
         return 1.0 if b.choices == unfused else 2.0

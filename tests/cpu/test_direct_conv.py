@@ -274,7 +274,7 @@ def test_search_over_a_convolution_keeps_the_gathered_gemm_when_it_is_faster(mon
     kept = tune.Choices(direct=False)
     times = {tune.DEFAULT: [3.0, 3.0], kept: [1.0, 1.0]}
 
-    def fake(b, arrays, limit_s=None):
+    def fake(b, arrays, limit_s=None, budget_s=None):
         b.run(arrays)
         return times[b.choices].pop(0)
 

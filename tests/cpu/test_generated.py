@@ -317,7 +317,7 @@ def test_a_program_with_little_to_cut_times_the_thread_choice(monkeypatch, faste
     from luminal.backends.cpu import tune
 
     monkeypatch.setenv("LUMINAL_NUM_THREADS", "2")
-    monkeypatch.setattr(tune, "measure", lambda b, arrays, limit_s=None: (b.run(arrays), 1e-3 if
+    monkeypatch.setattr(tune, "measure", lambda b, arrays, limit_s=None, budget_s=None: (b.run(arrays), 1e-3 if
                         (b.choices.threads == "own") == (faster == "own") else 2e-3)[1])  # (under the limit)
     g = lm.Graph()
     x, w = g.input("x", (300, 1000)), g.input("w", (1000, 64))
@@ -408,7 +408,7 @@ def test_a_binding_laid_out_ahead_is_timed_at_its_first_call(monkeypatch, search
 
     monkeypatch.setenv("LUMINAL_NUM_THREADS", "2")
     timed = []
-    monkeypatch.setattr(tune, "measure", lambda b, arrays, limit_s=None: (
+    monkeypatch.setattr(tune, "measure", lambda b, arrays, limit_s=None, budget_s=None: (
         b.run(arrays), timed.append(b.choices), 1e-3 if b.choices.threads == "own" else 2e-3)[2])
     g = lm.Graph()
     x = g.input("x", (300, 1000))
@@ -439,7 +439,8 @@ def test_an_undecided_thread_choice_is_timed_in_every_process_and_not_by_the_com
     monkeypatch.setenv("LUMINAL_CACHE", "compile,llvm")
     timed = []
     monkeypatch.setattr(tune, "measure",
-                        lambda b, arrays, limit_s=None: (b.run(arrays), timed.append(b.choices), 1e-3)[2])
+                        lambda b, arrays, limit_s=None, budget_s=None: (b.run(arrays), timed.append(b.choices),
+                                                                        1e-3)[2])
     g = lm.Graph()
     x = g.input("x", (300, 1000))
     program = lm.compile((x * 3 + 1).sqrt(), backend="cpu").runner.program

@@ -41,7 +41,8 @@ def _binding(prog: CpuProgram, choices) -> Binding:
 def test_default_choices_lay_out_as_the_cost_models(monkeypatch):
     """search=0 and 1 time nothing; their binding has the default choices, whose generated module is
     the one built without any vector width (the same LLVM text and cache key as before the option)."""
-    monkeypatch.setattr(tune, "measure", lambda b, a, limit_s=None: pytest.fail("timed without a search"))
+    monkeypatch.setattr(tune, "measure",
+                        lambda b, a, limit_s=None, budget_s=None: pytest.fail("timed without a search"))
     outs, arrays = _conv_like()
     f = lm.compile(outs, backend="cpu")
     kg, plan = f.runner.program.kg, f.runner.program.plan
@@ -86,7 +87,7 @@ def _fake_times(monkeypatch, times: dict):
     turn); every x86 vector width on offer."""
     seen = []
 
-    def fake(b, arrays, limit_s=None):
+    def fake(b, arrays, limit_s=None, budget_s=None):
         b.run(arrays)
         seen.append(b.choices)
         t = times[b.choices]
@@ -140,7 +141,7 @@ def test_train_step_under_search_updates_states_once_per_call(monkeypatch):
     count = iter(range(100, 0, -1))
     copies = []
 
-    def later_is_faster(b, arrays, limit_s=None):
+    def later_is_faster(b, arrays, limit_s=None, budget_s=None):
         copies.extend(arrays[n] is not a for n, a in real_arrays.items() if n in b.schedule.written)
         real(b, arrays)
         return next(count)
@@ -292,8 +293,13 @@ def test_a_layout_on_our_threads_is_timed_once_blas_threads_have_stopped_spinnin
     order = []
     monkeypatch.setattr(tune.time, "sleep", lambda s: order.append(("sleep", s)))
     seconds = {tune.DEFAULT: 2e-3, own: 1e-3}
-    monkeypatch.setattr(tune, "measure",
-                        lambda b, arrays, limit_s=None: (b.run(arrays), order.append(b.choices), seconds[b.choices])[2])
+
+    def fake(b, arrays, limit_s=None, budget_s=None):
+        b.run(arrays)
+        order.append(b.choices)
+        return seconds[b.choices]
+
+    monkeypatch.setattr(tune, "measure", fake)
     g = lm.Graph()
     x = g.input("x", (300, 1000))  # (a kernel worth cutting: our threads lay it out apart)
     program = lm.compile((x * 3 + 1).sqrt(), backend="cpu").runner.program
