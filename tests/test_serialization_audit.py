@@ -22,6 +22,7 @@ import luminal as lm
 import luminal.core.safetensors_io as sio
 from luminal import nn
 from luminal.core.safetensors_io import file_dtypes, load_file, load_metadata, save_file
+from tests.core.test_save_load import same  # (values and types all the way down)
 
 TORCH_DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.float64, torch.int8, torch.int16, torch.int32,
                 torch.int64, torch.uint8, torch.uint16, torch.uint32, torch.uint64, torch.bool]
@@ -245,24 +246,6 @@ def test_bf16_weights_come_back_as_float32_carriers_that_keep_a_bf16_model_bf16(
     lm.save(model.state_dict(keep_vars=True), tmp_path / "again.pt")
     assert set(file_dtypes(tmp_path / "again.pt").values()) == {"BF16"}
     assert torch.equal(torch_load_file(tmp_path / "again.pt")["weight"], t)
-
-
-def same(a, b):
-    """Equal values and the same types all the way down (arrays: dtype, shape and values)."""
-    assert type(a) is type(b), (a, b)
-    if isinstance(a, dict):
-        assert list(a) == list(b)
-        for k in a:
-            same(a[k], b[k])
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b)
-        for x, y in zip(a, b):
-            same(x, y)
-    elif isinstance(a, (np.ndarray, np.generic)):
-        assert a.dtype == b.dtype and a.shape == b.shape
-        np.testing.assert_array_equal(a, b)
-    else:
-        assert a == b
 
 
 def test_optimizer_and_module_state_dicts_round_trip_as_torch_save_and_load_keep_them(tmp_path):

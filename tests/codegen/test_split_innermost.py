@@ -52,7 +52,8 @@ def test_a_stepped_read_cuts_the_axis_and_computes_the_same(step):
 
 def test_kernels_it_leaves_alone():
     plain = ir.check(ir.Kernel("plain", (ir.Buf("x", F32), ir.Buf("y", F32, "w")), (),
-                               (ir.const(3), ir.const(8)), (ir.Store("y", I0 * 8 + I1, ir.load("x", F32, I0 * 8 + I1)),)))
+                               (ir.const(3), ir.const(8)),
+                               (ir.Store("y", I0 * 8 + I1, ir.load("x", F32, I0 * 8 + I1)),)))
     assert split_innermost(plain) is plain  # no step in its reads
     assert split_innermost(_strided(3, 10, 3)) is not None
     assert [g.arg for g in split_innermost(_strided(3, 10, 3)).grid] == [3, 10]  # 3 does not divide 10

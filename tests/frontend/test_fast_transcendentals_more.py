@@ -16,7 +16,7 @@ import torch
 
 import luminal as lm
 from luminal import train
-from tests.frontend.test_fast_transcendentals import _grid, _max_ulps, _nodes, _run
+from tests.frontend.test_fast_transcendentals import _nodes, _run, within_half_an_ulp
 from tests.parity import check
 
 F = lm.nn.functional
@@ -50,11 +50,7 @@ ACCURACY = [  # (id, op, exact function, grid)
 
 @pytest.mark.parametrize("op,exact,span", [c[1:] for c in ACCURACY], ids=[c[0] for c in ACCURACY])
 def test_float32_within_half_an_ulp(op, exact, span):
-    x = _grid(*span)
-    got = _run(op, x)
-    with mp.workdps(30):
-        want = [exact(mp.mpf(float(v))) for v in x]
-        assert _max_ulps(got, want) <= 0.501
+    within_half_an_ulp(op, exact, span)
 
 
 def test_pow_half_integer_special_values():
