@@ -67,7 +67,14 @@ import time
 HEADER = 128
 SLOT = 128
 MAX_WORKERS = 255
-SPIN = 4000  # rounds of ``pause`` (tens of ns each) before a thread sleeps: about the time of a wake-up
+# rounds of ``pause`` (20-50 ns each: 1-2 ms in all) before a thread sleeps. Longer than
+# the gap between the cuts of a small program's run and between its runs (a train step's Python work:
+# 0.1-0.2 ms): a worker that sleeps there lets its core halt, and on a VM the host then takes its time to
+# wake it, more so after a long idle (the hypervisor stops polling a halted core): 4000 rounds made the
+# MNIST MLP step on our threads take 1.75-1.98 ms for a while after a 0.5 s pause instead of 1.0 (the
+# driver ran each cut alone while the worker woke); 40,000 rounds: 0.98-1.04 ms. (OpenBLAS's workers
+# spin about 0.1 s.)
+SPIN = 40000
 SYS_FUTEX = 202  # x86-64 Linux
 FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
 TAKEN, LIVE, SYSCALL, SPINS = 0, 8, 16, 24  # header offsets
