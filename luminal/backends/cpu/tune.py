@@ -146,9 +146,7 @@ def search(make, arrays: dict, n: int, env: dict, default=None) -> tuple:
         return best, Search(dict(env), [], [], None, best.choices, time.perf_counter() - t0, cached=True)
     with tqdm(total=n + 1, desc="cpu search", unit="timing", delay=1.0, leave=False) as bar:  # +1: the rematch
         best = default
-        trial = dict(arrays)
-        for name in best.schedule.written:  # states written in place: the same for every choice
-            trial[name] = np.array(arrays[name], copy=True)
+        trial = _trial(default, arrays)
         best_s = measure(best, trial)
         last = best
         bar.update()
@@ -183,6 +181,16 @@ def search(make, arrays: dict, n: int, env: dict, default=None) -> tuple:
     return best, Search(dict(env), timed, skipped, rematch, best.choices, time.perf_counter() - t0)
 
 
+def _trial(binding, arrays: dict) -> dict:
+    """The arrays timed runs of ``binding``'s layouts read: the caller's, but copies of the states the
+    binding writes in place (``Schedule.written``; the same for every choice), so the runs leave the
+    caller's unchanged."""
+    trial = dict(arrays)
+    for name in binding.schedule.written:
+        trial[name] = np.array(arrays[name], copy=True)
+    return trial
+
+
 # seconds OpenBLAS's workers spin after a GEMM on its threads before they sleep (2**28 cycles at 2.5 GHz and
 # up; ``threads``): a layout that pins BLAS to one thread and runs ours is timed that long after one that
 # left BLAS its threads, or it would share the cores with them
@@ -215,9 +223,7 @@ def threads(make, arrays: dict, env: dict, default, limit_s: float) -> tuple:
     them could make a cached answer wrong for good. When ours take more than ``limit_s`` a run
     (twice: :func:`measure`) the default is kept untimed: the gain would be a small part of a run."""
     t0 = time.perf_counter()
-    trial = dict(arrays)
-    for name in default.schedule.written:  # states written in place: the runs write copies
-        trial[name] = np.array(arrays[name], copy=True)
+    trial = _trial(default, arrays)
     own = make(dataclasses.replace(default.choices, threads="own"))
     timed = [(own.choices, measure(own, trial, limit_s, budget_s=THREADS_BUDGET_S))]
     best = default
@@ -312,7 +318,7 @@ def measure(binding, arrays: dict, limit_s: float | None = None, budget_s: float
         first = time.perf_counter() - t0
         if first > limit_s:
             return first
-    # short runs: as many as take about MEASURE_S (a burst of other work on the machine then moves the
+    # short runs: as many as take about budget_s (a burst of other work on the machine then moves the
     # median less), at least five and at most fifty
     repeats = max(5, min(50, int(budget_s / max(first, 1e-6)))) if first < 0.1 else 3
     times = []
