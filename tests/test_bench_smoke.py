@@ -59,7 +59,8 @@ def test_cpu_infer_gives_a_batch_1_products_bandwidth():
     rows = _table_rows(out, "| row | weights MB |")
     assert [r[:2] for r in rows] == [["linear-b1-2048x2048", "17"]], out
     assert int(rows[0][2].split()[0]) >= 2, out  # weight copies the calls rotate over (cache-sized working set)
-    assert rows[0][3].endswith("%)") and rows[0][5] in ("met", "not met"), out
+    assert float(rows[0][3]) > 0, out  # the read bandwidth, torch summing the same weights in the same blocks
+    assert rows[0][4].endswith("%)") and rows[0][6] in ("met", "not met"), out
 
 
 def test_compile_step_prints_its_table():
