@@ -1,0 +1,99 @@
+"""``core/prefault.py``: an array's pages mapped on another thread, its bytes never touched."""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+
+import numpy as np
+import pytest
+
+import luminal as lm
+from luminal import nn, train
+from luminal.core import prefault
+from luminal.frontend.state import zeros_state
+
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise(MADV_POPULATE_WRITE) is Linux's")
+
+
+def _mapped_by_prefault() -> bool:
+    """Whether this kernel has the call (5.14 and later): after a wait, a failure has switched it off."""
+    prefault.prefault(np.zeros(prefault.MIN_BYTES, np.uint8))
+    prefault.wait()
+    return prefault._libc_madvise() is not None
+
+
+@linux
+def test_values_written_before_and_while_it_maps_are_kept():
+    a = np.random.default_rng(0).standard_normal(1 << 20).astype(np.float32)  # 4 MB, every page written
+    want = a.copy()
+    prefault.prefault(a)
+    b = np.zeros(1 << 20, np.float32)
+    prefault.prefault(b)
+    b[::1024] = np.arange(1024)  # written while the thread may be mapping it
+    prefault.wait()
+    np.testing.assert_array_equal(a, want)
+    np.testing.assert_array_equal(b[::1024], np.arange(1024))
+    assert not np.any(np.delete(b, np.arange(0, b.size, 1024)))
+
+
+@linux
+def test_its_pages_are_mapped_before_the_first_write():
+    if not _mapped_by_prefault():
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14 and later)")
+    a = np.zeros(2 << 20, np.uint8)  # under numpy's 4 MB huge-page threshold: 512 pages of 4 KB
+    prefault.prefault(a)
+    prefault.wait()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    a[::4096] = 1
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    assert faults < 64, f"{faults} page faults writing 512 pages the prefault thread had mapped"
+
+
+def test_small_or_strided_arrays_are_left_alone():
+    small = np.zeros(prefault.MIN_BYTES // 8 - 1)
+    strided = np.zeros((2 * prefault.MIN_BYTES,), np.uint8)[::2]
+    prefault.prefault(small)
+    prefault.prefault(strided)  # (not C-contiguous: its pages are not one range)
+    prefault.wait()
+    assert not small.any() and not strided.any()
+
+
+@linux
+def test_a_forked_child_maps_on_a_thread_of_its_own():
+    prefault.prefault(np.zeros(prefault.MIN_BYTES, np.uint8))  # the parent's thread is running
+    prefault.wait()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no thread survived the fork; waiting must not hang on the parent's queue
+        try:
+            a = np.ones(1 << 18, np.float32)
+            prefault.prefault(a)
+            prefault.wait()
+            os.write(w, b"ok" if a.min() == 1 and prefault._thread[0].is_alive() else b"bad")
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = os.read(r, 8)
+    os.waitpid(pid, 0)
+    os.close(r)
+    assert got == b"ok"
+
+
+def test_moments_are_zero_and_a_training_step_matches_the_closed_form():
+    """AdamW's first step from zero moments: each parameter moves by lr * sign(grad) (bias-corrected m / sqrt(v))."""
+    st = zeros_state((512, 256), lm.float32, "m")
+    prefault.wait()
+    assert st.data.shape == (512, 256) and st.data.dtype == np.float32 and not st.data.any()
+    lm.manual_seed(0)
+    model = nn.Linear(256, 512)
+    w0 = np.array(model.weight.data)
+    g = lm.Graph()
+    x = g.input("x", (4, 256))
+    loss = model(x).sum()
+    step = train.compile_step(loss, train.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0), backend="cpu")
+    xs = np.random.default_rng(1).standard_normal((4, 256), dtype=np.float32)
+    step(x=xs)
+    grad = np.broadcast_to(xs.sum(0), w0.shape)
+    np.testing.assert_allclose(np.array(model.weight.data), w0 - 1e-2 * np.sign(grad), rtol=0, atol=1e-6)
