@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from luminal.core import dtype as dt
-from luminal.core.prefault import prefault
+from luminal.core import prefault
 from luminal.core.residency import Mirrored
 
 if TYPE_CHECKING:  # a State takes GraphTensor's methods and operators (``state_tensor.py`` installs them)
@@ -169,13 +169,11 @@ def scalar_state(value: float, name: str, dtype=dt.float32) -> State:
 
 def zeros_state(shape, dtype, name: str | None = None) -> State:
     """A zero-filled State of ``shape`` and ``dtype`` (an optimizer's moments, a gradient accumulator)
-    whose storage is a fresh ``np.zeros``, not a copy of one: the constructor's copy would write every
-    page now (a 10M-parameter AdamW's 156 moments: 80 MB, about 50 ms of its ``compile_step``), where
-    these are mapped on another thread while the compile goes on (``core/prefault.py``)."""
+    whose storage is fresh zeros, not a copy of them: the constructor's copy would write every page now
+    (a 10M-parameter AdamW's 156 moments: 80 MB, about 50 ms of its ``compile_step``), where these are
+    mapped on another thread while the compile goes on (``core/prefault.py``'s ``zeros``)."""
     state = State.__new__(State)
     state.dtype = dt.as_dtype(dtype)
-    data = np.zeros(shape, state.dtype.np)
-    prefault(data)  # (its pages mapped on another thread meanwhile: ``core/prefault.py``)
-    state._replace(data)
+    state._replace(prefault.zeros(shape, state.dtype.np))
     state.name = name
     return state

@@ -97,3 +97,23 @@ def test_moments_are_zero_and_a_training_step_matches_the_closed_form():
     step(x=xs)
     grad = np.broadcast_to(xs.sum(0), w0.shape)
     np.testing.assert_allclose(np.array(model.weight.data), w0 - 1e-2 * np.sign(grad), rtol=0, atol=1e-6)
+
+
+@linux
+def test_zeros_are_zero_writable_and_never_written_by_the_caller():
+    big = np.ones(40 << 20, np.uint8)  # freed: glibc now serves arrays of up to 40 MB from its heap
+    del big
+    used = [np.ones(1 << 19, np.float32) for _ in range(16)]  # heap blocks written and freed: np.zeros of
+    del used  # these sizes now clears reused blocks by writing them (523 faults here, on this thread)
+    before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+    made = [prefault.zeros((512, 1024), np.float32) for _ in range(16)]  # 2 MB each
+    faults = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before
+    assert faults < 64, f"{faults} page faults on the calling thread making 32 MB of zeros"
+    a = made[0]
+    assert a.shape == (512, 1024) and a.dtype == np.float32 and a.flags.c_contiguous and a.flags.writeable
+    prefault.wait()
+    assert not any(m.any() for m in made)
+    a[3, 5] = 7.0
+    assert a.sum() == 7.0
+    small = prefault.zeros(3, np.int64)  # under MIN_BYTES: numpy's own
+    assert small.shape == (3,) and small.dtype == np.int64 and not small.any()
