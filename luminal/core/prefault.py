@@ -51,21 +51,30 @@ if hasattr(os, "register_at_fork"):  # (POSIX)
     os.register_at_fork(after_in_child=_forked)
 
 
-def zeros(shape, dtype) -> np.ndarray:
-    """``np.zeros(shape, dtype)`` that this thread never writes, its pages mapped on the prefault thread:
-    from :data:`MIN_BYTES` on (on Linux) an anonymous mapping of its own, whose pages are zero until
-    written. (``np.zeros`` takes memory from ``calloc``, which clears a block reused from the heap by
-    writing it, here: glibc serves arrays up to the size of the largest one freed so far from the heap,
-    so after a model's start-up most moments were written with zeros on this thread, 156 arrays of
-    an 88 MB AdamW in about 10 ms and 3,000 page faults of the 40 it took, measured on a 2-vCPU VM.)"""
+def zeros(shape, dtype, populate: bool = True) -> np.ndarray:
+    """``np.zeros(shape, dtype)`` that this thread never writes, its pages mapped on the prefault thread
+    (``populate``) or by their first write: from :data:`MIN_BYTES` on (on Linux) an anonymous mapping of
+    its own, whose pages are zero until written. (``np.zeros`` takes memory from ``calloc``, which
+    clears a block reused from the heap by writing it: glibc serves arrays up to the size of the
+    largest one freed so far from the heap, so after a model's start-up most of them were written
+    with zeros on the caller's thread: an 88 MB AdamW's 156 moments in about 10 ms, a GPT step's 254
+    storages (281 MB) in 7-11 ms, then written again by the step.)
+
+    A binding's storages are not populated: mapped on this thread while the plan before the first
+    run went on, they made the plan 0.07-0.11 s slower on a 2-vCPU VM (the moments, mapped while
+    ``compile_step`` runs, pay for themselves)."""
     dtype = np.dtype(dtype)
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
     count = int(np.prod(shape, dtype=np.int64))
     if not sys.platform.startswith("linux") or count * dtype.itemsize < MIN_BYTES:
         return np.zeros(shape, dtype)
-    m = mmap.mmap(-1, count * dtype.itemsize, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        m = mmap.mmap(-1, count * dtype.itemsize, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except OSError:  # (out of mappings: vm.max_map_count, 65,530 by default)
+        return np.zeros(shape, dtype)
     a = np.frombuffer(m, dtype, count).reshape(shape)  # (the mapping lives as long as the array and its views)
-    prefault(a)
+    if populate:
+        prefault(a)
     return a
 
 

@@ -106,7 +106,7 @@ def test_zeros_are_zero_writable_and_never_written_by_the_caller():
     used = [np.ones(1 << 19, np.float32) for _ in range(16)]  # heap blocks written and freed: np.zeros of
     del used  # these sizes now clears reused blocks by writing them (523 faults here, on this thread)
     before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
-    made = [prefault.zeros((512, 1024), np.float32) for _ in range(16)]  # 2 MB each
+    made = [prefault.zeros((512, 1024), np.float32, populate=i % 2 == 0) for i in range(16)]  # 2 MB each
     faults = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before
     assert faults < 64, f"{faults} page faults on the calling thread making 32 MB of zeros"
     a = made[0]

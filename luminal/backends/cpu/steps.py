@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from luminal.core import numpy_ops as ops
+from luminal.core import prefault
 
 
 class Ref:
@@ -124,7 +125,8 @@ class Storage:
             return self.data
         if self.fill is not None:  # (-0.0 and NaN pads too: numpy writes the value's own bits)
             return np.full(self.nbytes // np.dtype(self.dtype).itemsize, self.fill, self.dtype)
-        return np.zeros(-(-self.nbytes // 8), np.float64).view(np.uint8)  # 8-byte aligned
+        # (8-byte aligned; not written here: ``core/prefault.py``'s ``zeros``)
+        return prefault.zeros(-(-self.nbytes // 8), np.float64, populate=False).view(np.uint8)
 
 
 class Step:
