@@ -16,11 +16,14 @@ from luminal.core.symbolic import Dim, ceildiv, dmax, dmin, exact_div, floordiv,
 
 
 def contiguous_strides(shape) -> tuple:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc = acc * d
-    return tuple(reversed(strides))
+    """Row-major strides: each dim's the product of the sizes after it. The first size is never
+    multiplied in (with a symbolic batch dim that product would be a Sym made and dropped per call)."""
+    n = len(shape)
+    strides, acc = [1] * n, 1
+    for i in range(n - 1, 0, -1):
+        acc = acc * shape[i]
+        strides[i - 1] = acc
+    return tuple(strides)
 
 
 @dataclass(frozen=True, eq=False)

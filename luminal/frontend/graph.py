@@ -63,6 +63,15 @@ class Node:
     def __repr__(self):
         return f"%{self.id} = {self.op}({self.arg}) {shape_str(self.shape)} {self.dtype.name}"
 
+    def whole(self) -> View:
+        """The contiguous view of the whole node, made once (Views never change): most tensors read a
+        node whole, and building a View and its strides for each was a large part of making them."""
+        v = self.__dict__.get("_whole")
+        if v is None:
+            v = View.contiguous(self.shape)
+            object.__setattr__(self, "_whole", v)
+        return v
+
 
 def ancestors(nodes) -> set[int]:
     """The ids of ``nodes`` and of every node they read, iteratively (graphs are thousands of nodes
@@ -145,12 +154,12 @@ class Graph:
         for s in srcs:
             if s.graph is not self:
                 raise op_error(ValueError, op, "operands belong to different graphs", *srcs)
-        key_srcs = tuple((s.node, s.layout) for s in srcs)
-        part = self._parts.setdefault
-        views = tuple(part(v, len(self._parts)) for _, v in key_srcs)  # (a View's == tells -0.0 pads apart)
+        parts = self._parts  # (list comprehensions, not generators: this runs for every node built)
+        key_srcs = tuple([(s.node, s.layout) for s in srcs])
+        views = tuple([parts.setdefault(s.layout, len(parts)) for s in srcs])  # (a View's == tells -0.0 pads apart)
         shape = tuple(shape)
-        sig = (op, views, _exact(arg), dtype.name, part(shape, len(self._parts)))
-        key = (self._signatures.setdefault(sig, len(self._signatures)), tuple(n.id for n, _ in key_srcs))
+        sig = (op, views, _exact(arg), dtype.name, parts.setdefault(shape, len(parts)))
+        key = (self._signatures.setdefault(sig, len(self._signatures)), tuple([s.node.id for s in srcs]))
         node = self._index.get(key)
         if node is None:
             node = Node(len(self.nodes), op, key_srcs, arg, dtype, shape)
@@ -230,7 +239,7 @@ class Graph:
         """
         from luminal.frontend.tensor import GraphTensor
 
-        return GraphTensor(self, node, view or View.contiguous(node.shape))
+        return GraphTensor(self, node, view or node.whole())
 
     # leaves -----------------------------------------------------------------------------------
     def input(self, name: str, shape, dtype=dt.float32) -> GraphTensor:
@@ -356,6 +365,8 @@ def _exact(x):
     """A hash key for ``x`` that tells apart what ``==`` conflates or fails on: ``-0.0`` vs ``0.0``,
     ``1.0`` vs ``1`` vs ``True``, and ``nan`` (equal to itself here). Dataclasses (views) are keyed
     field by field."""
+    if x is None or type(x) in _AS_IS:  # (most args: no tuple to walk, no dataclass to ask about)
+        return x
     if isinstance(x, float):
         return ("float", x.hex())
     if isinstance(x, bool):
@@ -365,6 +376,9 @@ def _exact(x):
     if dataclasses.is_dataclass(x) and not isinstance(x, (type, ConstKey)):
         return (type(x).__name__,) + tuple(_exact(getattr(x, f.name)) for f in dataclasses.fields(x))
     return x
+
+
+_AS_IS = frozenset({int, str, dt.DType, ConstKey})  # args that are their own key (exactly these types: not bool)
 
 
 def _int32_fits(arr: np.ndarray) -> bool:
