@@ -12,6 +12,7 @@ block's call gets a pointer to it shifted so that the block's items land at the 
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 from luminal.backends.cpu.gemm import plan_gemm
@@ -27,16 +28,20 @@ class Values:
 
     def __init__(self, planner, kg, units: list):
         self.planner = planner
-        self.ends = {b.id for b, _ in kg.outputs} | {b.id for _, b, _ in kg.updates}
-        self.order = [k for u in units for k in u]
-        self.reads: dict = {}
-        self.writes: dict = {}
-        for at, k in enumerate(self.order):
-            for b, _ in list(k.inputs) + list(k.epilogue_inputs):
-                self.reads.setdefault(b.id, []).append(at)
-            for b, _ in k.outputs:
-                self.writes.setdefault(b.id, []).append(at)
-        self.where = {id(k): at for at, k in enumerate(self.order)}
+        order = [k for u in units for k in u]
+        # (the program's: kept in ``planner.program`` for the same kernels, in order; read only)
+        got = planner.program.get("values")
+        if got is None or len(got[0]) != len(order) or not all(map(operator.is_, got[0], order)):
+            reads: dict = {}
+            writes: dict = {}
+            for at, k in enumerate(order):
+                for b, _ in list(k.inputs) + list(k.epilogue_inputs):
+                    reads.setdefault(b.id, []).append(at)
+                for b, _ in k.outputs:
+                    writes.setdefault(b.id, []).append(at)
+            ends = {b.id for b, _ in kg.outputs} | {b.id for _, b, _ in kg.updates}
+            got = planner.program["values"] = (order, ends, reads, writes, {id(k): at for at, k in enumerate(order)})
+        self.order, self.ends, self.reads, self.writes, self.where = got
 
     def readers(self, b, writer) -> set:
         """The ids of the kernels reading the value kernel ``writer`` writes into ``b``."""

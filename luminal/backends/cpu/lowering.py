@@ -100,8 +100,7 @@ def lower(k, b) -> None:
 def lower_run(run: list, b) -> None:
     """Append the one generated kernel computing a run of kernels in a pass over their rows
     (``codegen/lowering/rows.py``: softmax, LayerNorm, RMSNorm) to ``b.steps``."""
-    reads = list({(id(buf), id(view)): (buf, view) for k in run for buf, view in _reads(k)}.values())
-    _generate(b, run, "rows", lambda memory, name: rows.lower(run, CPU, memory, name), reads)
+    _generate(b, run, "rows", lambda memory, name: rows.lower(run, CPU, memory, name), _run_reads(run, b.program))
     b.end_kernel()
 
 
@@ -112,9 +111,8 @@ def lower_attention(f, b) -> None:
     ``blocked.Blocks.finish``), the blocks' steps, then the second product's epilogue."""
     kernels = []
     for run in f.runs:
-        reads = list({(id(buf), id(view)): (buf, view) for k in run for buf, view in _reads(k)}.values())
         _generate(b, run, "attn", lambda memory, name, run=run: rows.lower(run, CPU, memory, name, flat_rows=True),
-                  reads)
+                  _run_reads(run, b.program))
         kernels.append(b.generated[-1])
         b.end_kernel()
     flat, ostr, acc_buf = _accumulator(f.out, b, _out_shape(f.out, b))
@@ -153,13 +151,36 @@ def _reads(k, inputs: bool = True) -> list:
     return (list(k.inputs) if inputs else []) + list(k.epilogue_inputs) + [(buf, None) for buf, _ in k.outputs]
 
 
-def _template(k) -> tuple:
+def _run_reads(run: list, program: dict) -> list:
+    """The ``(buffer, view)`` pairs a run of kernels' code places, once each: the program's, kept in
+    ``program`` (``plan.PROGRAM``) by the run's first kernel and length (a run is a slice of the
+    program's kernels), with the kernel."""
+    found = program.get("run reads")
+    if found is None:
+        found = program["run reads"] = {}
+    key = (id(run[0]), len(run))
+    got = found.get(key)
+    if got is None or got[0] is not run[0]:
+        got = found[key] = (run[0], list({(id(buf), id(view)): (buf, view)
+                                           for k in run for buf, view in _reads(k)}.values()))
+    return got[1]
+
+
+def _template(k, program: dict) -> tuple:
     """What identifies kernel ``k``'s code apart from its buffers: the trips of a rolled body are copies
     of one kernel over other buffers that share its domain, views and expressions (``relinked``), so
-    they have one template (the objects live as long as the program, whose memo this keys)."""
-    return (k.kind, id(k.domain), k.axes, k.reduce_op, id(k.prologue), k.acc_dtype,
-            tuple(id(v) for _, v in k.inputs), tuple(id(v) for _, v in k.epilogue_inputs),
-            tuple((id(e), b.dtype, tuple(b.shape)) for b, e in k.outputs))
+    they have one template (the objects live as long as the program, whose memo this keys). Kept per
+    kernel in ``program`` (``plan.PROGRAM``: every kernel lowered is the program's, or an epilogue kept
+    there, ``_epilogue``), with the kernel: its id is not reused."""
+    templates = program.get("templates")
+    if templates is None:
+        templates = program["templates"] = {}
+    got = templates.get(id(k))
+    if got is None or got[0] is not k:
+        got = templates[id(k)] = (k, (k.kind, id(k.domain), k.axes, k.reduce_op, id(k.prologue), k.acc_dtype,
+                                      tuple(id(v) for _, v in k.inputs), tuple(id(v) for _, v in k.epilogue_inputs),
+                                      tuple((id(e), b.dtype, tuple(b.shape)) for b, e in k.outputs)))
+    return got[1]
 
 
 def _generate(b, k, prefix: str, make, reads, extra: dict | None = None) -> None:
@@ -172,25 +193,29 @@ def _generate(b, k, prefix: str, make, reads, extra: dict | None = None) -> None
     their expressions, not their values), reuses the kernels made for the first. The memo's kernels
     name their buffers ``p0, p1, ...``; ``b.generate`` is told which of the binding's each one is."""
     extra = extra or {}
-    placed = [b.place(buf, view) for buf, view in reads] + list(extra.values())
+    # (name, dtype, (offset, strides, box, pad), those sizes as the code sees them) of each placement
+    got = [b.placed(buf, view) for buf, view in reads] + \
+        [(p.name, p.dtype, None, sizes_key(p.offset, p.strides, p.box, p.pad)) for p in extra.values()]
     canon: dict = {}
-    for p in placed:
-        if p.name not in canon:
-            canon[p.name] = f"p{len(canon)}"
+    for g in got:
+        if g[0] not in canon:
+            canon[g[0]] = f"p{len(canon)}"
     # (specialised code is made from the sizes' values: they are part of its key)
     values = tuple(sorted(b.values.items())) if b.env is b.values else None
-    template = tuple(map(_template, k)) if isinstance(k, list) else _template(k)  # (a run: every kernel's)
-    key = (prefix, template, tuple(extra), tuple(_placement_key(p, canon) for p in placed), values)
+    template = tuple([_template(x, b.program) for x in k]) if isinstance(k, list) else _template(k, b.program)
+    # (each placement as its code sees it: the buffer by order of appearance, sizes by their expressions)
+    key = (prefix, template, tuple(extra), tuple([(canon[n], d, sizes) for n, d, _, sizes in got]), values)
     kernels = b.memo.get(key)
     if kernels is None:
-        where = {(id(buf), id(view)): dataclasses.replace(p, name=canon[p.name])
-                 for (buf, view), p in zip(reads, placed)}
+        where = {(id(buf), id(view)): Placed(canon[name], dtype, *placement)
+                 for (buf, view), (name, dtype, placement, _) in zip(reads, got)}
         named = {x: dataclasses.replace(p, name=canon[p.name]) for x, p in extra.items()}
 
         def place(buf, view):
             return named[view] if buf is None else where[(id(buf), id(view))]
 
-        kernels = b.memo[key] = make(Memory(b.env, place), f"{prefix}{len(b.memo)}")  # (unique in the program)
+        # (named uniquely in the program: by the kernels in the memo, less its ``plan.PROGRAM`` entry)
+        kernels = b.memo[key] = make(Memory(b.env, place), f"{prefix}{len(b.memo) - 1}")
         b.made["kernels"] += len(kernels)
     else:
         b.made["reused"] += len(kernels)
@@ -199,10 +224,10 @@ def _generate(b, k, prefix: str, make, reads, extra: dict | None = None) -> None
         b.generate(kernel, k, [names[buf.name] for buf in kernel.buffers])
 
 
-def _placement_key(p: Placed, canon: dict) -> tuple:
-    """A placement as its code sees it: the buffer by order of appearance, sizes by their expressions."""
-    box = None if p.box is None else tuple((sym_of(lo), sym_of(hi)) for lo, hi in p.box)
-    return (canon[p.name], p.dtype, sym_of(p.offset), tuple(sym_of(s) for s in p.strides), box, p.pad)
+def sizes_key(offset, strides, box, pad) -> tuple:
+    """A placement's offset, strides, box and pad as its code sees them: sizes by their expressions."""
+    box = None if box is None else tuple([(sym_of(lo), sym_of(hi)) for lo, hi in box])
+    return (sym_of(offset), tuple([sym_of(s) for s in strides]), box, pad)
 
 
 def _indexing(k, b) -> None:
@@ -287,8 +312,15 @@ def _epilogue(k, b, flat, ostr, acc_buf) -> None:
             where = Placed(b.scratch_name(flat), k.acc_dtype, 0, ostr)
         else:
             where = Placed(b.place(acc_buf, None).name, k.acc_dtype, 0, b.strides_of(acc_buf, _out_shape(k, b)))
-        rest = [(buf, e) for buf, e in k.outputs if not (e.op == "Acc" and buf is acc_buf)]
-        epi = dataclasses.replace(k, outputs=rest)  # the product's own buffer is BLAS's
+        # the product's own buffer is BLAS's (the kernel kept with the program's: see _template)
+        epilogues = b.program.get("epilogues")
+        if epilogues is None:
+            epilogues = b.program["epilogues"] = {}
+        got = epilogues.get((id(k), id(acc_buf)))
+        if got is None or got[0] is not k or got[1] is not acc_buf:
+            rest = [(buf, e) for buf, e in k.outputs if not (e.op == "Acc" and buf is acc_buf)]
+            got = epilogues[(id(k), id(acc_buf))] = (k, acc_buf, dataclasses.replace(k, outputs=rest))
+        epi = got[2]
         _generate(b, epi, "epi", lambda memory, name: lowering.epilogue(epi, CPU, memory, memory.scratch(
             "acc", k.acc_dtype, None), name), _reads(epi, inputs=False), {"acc": where})
 

@@ -54,6 +54,7 @@ _ROLES = {
     np.copyto: ((1,), (0,)),
     ops.round_bf16_: ((), (0,)),
 }
+_ROLES_BY_ID = {id(f): r for f, r in _ROLES.items()}  # (the functions live as long as _ROLES)
 
 
 def thread_count() -> int:
@@ -146,7 +147,7 @@ def _roles(f, args):
     same row of its inputs (along some axis), else None."""
     if f is np.matmul:  # (a vector operand has no rows to line up with the output's)
         return ((0, 1), (2,)) if len(args) == 3 and all(len(_shape(a)) >= 2 for a in args) else None
-    roles = next((r for g, r in _ROLES.items() if g is f), None)  # by identity: ctypes functions do not hash
+    roles = _ROLES_BY_ID.get(id(f))  # by identity: ctypes functions do not hash
     if roles is None or len(args) <= max(roles[0] + roles[1]):
         return None
     return roles

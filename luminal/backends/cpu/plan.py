@@ -26,7 +26,15 @@ from tqdm import tqdm
 
 from luminal.backends.cpu import attention, batched, blas, blocked, driver, gathered, guard, layout, tune
 from luminal.backends.cpu.gemm import Strided, classify, in_memory_order
-from luminal.backends.cpu.lowering import Memory, acc_output, lower, lower_attention, lower_batched, lower_run
+from luminal.backends.cpu.lowering import (
+    Memory,
+    acc_output,
+    lower,
+    lower_attention,
+    lower_batched,
+    lower_run,
+    sizes_key,
+)
 from luminal.backends.cpu.parallel import Split, item_ranges, split_rows, thread_count
 from luminal.backends.cpu.steps import Copy, Kernel, Library, Ref, Storage
 from luminal.codegen import ir, llvm, lowering
@@ -62,6 +70,10 @@ NS_PER_ACCESS = 0.3
 _CALLS = {("Exp2", False): 1.0, ("Exp2", True): 5.0, ("Log2", False): 1.0, ("Log2", True): 3.0,
           ("Sin", False): 3.5, ("Sin", True): 18.0, ("Mod", False): 4.0, ("Mod", True): 4.0}
 _CALLED = frozenset(op for op, _ in _CALLS)
+# The memo's entry for what planning derives from the program alone (the kernel graph, its expanded
+# kernels, its memory plan: fixed for the memo's program), not from a binding's sizes or choices:
+# ``Planner.program``. Every other entry of the memo is a generated kernel (``lowering._generate``).
+PROGRAM = "program"
 
 
 def storage_itemsize(dtype) -> int:
@@ -129,8 +141,11 @@ class Planner:
     def __init__(self, kg, kernels, memory: MemoryPlan, env: dict, choices: tune.Choices, memo: dict):
         self.values, self.env, self.choices = env, env if choices.specialise else tracked(env), choices
         self.memo = memo
-        # (id(dims or view), id(sizes)) -> (the object, kept alive so its id is not reused; its value)
-        self._evaluated: dict = {}
+        self.program = memo.setdefault(PROGRAM, {})  # (see PROGRAM)
+        # id(dims or view) -> (the object, kept alive so its id is not reused; its value under ``env``):
+        # ``_known`` under the current sizes, ``_plain`` under the plain ones (``plain_sizes``)
+        self._known: dict = {}
+        self._plain: dict = self._known if self.env is self.values else {}
         self._placed: dict = {}  # what place computes, by view, storage order and size (see place)
         self.steps: list = []
         self.storages: list = []  # Storage by space index
@@ -145,6 +160,7 @@ class Planner:
         self._writes: dict = {}  # buffer id -> kernels lowered so far that write it (a body's scratch: many)
         self._flat: dict = {}  # buffer id -> the buffer's storage as a 1-d Ref
         self._ir_names: dict = {}  # what an IR buffer points at -> its name in every generated kernel
+        self._buffer_names: dict = {}  # buffer id -> its IR buffer's name (``_ir_buffer``)
         self._sources: dict = {}  # IR buffer name -> (space, byte offset) where it starts
         with self.plain_sizes():  # (layouts compare sizes; no code is made from them)
             self.perms = self._layouts(kg, kernels)
@@ -214,8 +230,12 @@ class Planner:
         """``kernels`` in the units they are lowered in: a run lowered as one pass over its rows
         (``codegen/lowering/rows.py``, where :func:`rows.fits` and it writes no state in place, whose
         stores must come last in their kernel), every other kernel alone."""
-        runs = {start: stop for start, stop in rows.runs(kernels)
-                if rows.fits(kernels[start:stop], CPU, Memory(self.env, None), memory.slot_of, {})
+        found = self.program.get("runs")
+        if found is None:  # (the runs whose buffers the memory plan keeps apart: the program's)
+            found = self.program["runs"] = [(start, stop) for start, stop in rows.runs(kernels)
+                                            if not rows.overlaps(kernels[start:stop], memory.slot_of, {})]
+        runs = {start: stop for start, stop in found
+                if rows.worth_it(kernels[start:stop], CPU, Memory(self.env, None))
                 and not any(b.id in self.alias for k in kernels[start:stop] for b, _ in k.outputs)}
         units, i = [], 0
         while i < len(kernels):
@@ -233,15 +253,17 @@ class Planner:
         read, and each buffer decided once.) None under ``choices.gemm_layouts=False``."""
         if not self.choices.gemm_layouts:
             return {}
-        readers: dict = {}  # buffer id -> {id(view): [view, reads]}
-        reads = [(buf, v) for k in kernels for buf, v in k.inputs + k.epilogue_inputs]
-        for buf, v in reads + kg.outputs + [(buf, v) for _, buf, v in kg.updates]:
-            seen = readers.setdefault(buf.id, {})
-            got = seen.get(id(v))
-            if got is None:
-                seen[id(v)] = [v, 1]
-            else:
-                got[1] += 1
+        readers = self.program.get("readers")  # buffer id -> {id(view): [view, reads]} (the program's)
+        if readers is None:
+            readers = self.program["readers"] = {}
+            reads = [(buf, v) for k in kernels for buf, v in k.inputs + k.epilogue_inputs]
+            for buf, v in reads + kg.outputs + [(buf, v) for _, buf, v in kg.updates]:
+                seen = readers.setdefault(buf.id, {})
+                got = seen.get(id(v))
+                if got is None:
+                    seen[id(v)] = [v, 1]
+                else:
+                    got[1] += 1
         perms: dict = {}
         decided: set = set()
         self._gemm_layouts(kg, kernels, readers, perms, decided)
@@ -270,11 +292,15 @@ class Planner:
         for its operands and its result where the program owns their layout (temps that generated
         kernels or GEMMs write, that no caller sees, whose every reader remaps), and for a product
         kept in a scratch (``acc_order``). The first GEMM to have a choice about a buffer makes it."""
-        ends = {b.id for b, _ in kg.outputs} | {b.id for _, b, _ in kg.updates}
-        writers: dict = {}
-        for k in kernels:
-            for b, _ in k.outputs:
-                writers.setdefault(b.id, set()).add(k.kind)
+        got = self.program.get("ends, writers")  # (the program's)
+        if got is None:
+            writers: dict = {}
+            for k in kernels:
+                for b, _ in k.outputs:
+                    writers.setdefault(b.id, set()).add(k.kind)
+            got = self.program["ends, writers"] = ({b.id for b, _ in kg.outputs} | {b.id for _, b, _ in kg.updates},
+                                                   writers)
+        ends, writers = got
 
         def options(buf, shape, v, group_sets, prefer=None) -> list:
             """The orders ``buf`` may take: the readers' preferred one (``prefer``, first: it wins a
@@ -429,21 +455,23 @@ class Planner:
             self._allocate_all(kg, memory)
 
     def _allocate_all(self, kg, memory: MemoryPlan) -> None:
-        placed = kg.buffers + [b for r in kg.bodies() for b in r.scratch]
+        got = self.program.get("placed")
+        if got is None:  # (the program's: its buffers, those of each slot, each slot in words)
+            placed = kg.buffers + [b for r in kg.bodies() for b in r.scratch]
+            held: list = [[] for _ in memory.slots]  # the buffers of each slot
+            for buf in placed:
+                if buf.kind not in CALLER_KINDS and buf.kind not in ("const", "iota") and buf.id in memory.slot_of:
+                    held[memory.slot_of[buf.id]].append(buf)
+            got = self.program["placed"] = (placed, held, [_slot_words(at, bufs) for at, bufs in enumerate(held)])
+        placed, held, words = got
         # each slot as large as the largest buffer placed in it: the program's buffers, not the memory
         # plan's (a product folded over its batch keeps its buffer's id and slot, and is B times smaller:
         # fold.py; a GPT step's rolled weight gradients left 132 MB of its slots unused)
-        sizes = [0] * len(memory.slots)
-        held: list = [[] for _ in memory.slots]  # the buffers of each slot
-        for buf in placed:
-            if buf.kind not in CALLER_KINDS and buf.kind not in ("const", "iota") and buf.id in memory.slot_of:
-                at = memory.slot_of[buf.id]
-                sizes[at] = max(sizes[at], prod(self.shape(buf.shape)) * storage_itemsize(buf.dtype))
-                held[at].append(buf)
+        sizes = [max((prod(self.shape(buf.shape)) * storage_itemsize(buf.dtype) for buf in bufs), default=0)
+                 for bufs in held]
         # (guard mode's strict form gives every temp a storage of its own: its guards at its own end)
         strict = guard.BYTES and guard.STRICT
-        slots = None if strict else \
-            [self._storage(n, _slot_words(at, names)) for at, (n, names) in enumerate(zip(sizes, held))]
+        slots = None if strict else [self._storage(n, what) for n, what in zip(sizes, words)]
         for buf in placed:
             shape = self.shape(buf.shape)
             dtype = buf.dtype.np
@@ -490,21 +518,21 @@ class Planner:
         return _PlainSizes(self)
 
     def shape(self, dims) -> tuple:
-        """``dims`` evaluated under the current sizes (kept: a body's trips share their dims)."""
-        return self._kept(dims, lambda: tuple(evaluate(d, self.env) for d in dims))
+        """``dims`` evaluated under the current sizes (kept: a body's trips share their dims). What
+        ``shape`` and ``bound`` compute for a long-lived object (dims, a view) is made once per planner
+        and sizes (``_known``), kept with the object itself, so that its id is not reused meanwhile."""
+        got = self._known.get(id(dims))
+        if got is None or got[0] is not dims:
+            env = self.env
+            got = self._known[id(dims)] = (dims, tuple([evaluate(d, env) for d in dims]))
+        return got[1]
 
     def bound(self, view) -> tuple:
         """``ops.bound_view(view)`` under the current sizes (kept: every trip of a rolled body reads
         through the same view objects, thousands of times in a deep stack)."""
-        return self._kept(view, lambda: ops.bound_view(view, self.env))
-
-    def _kept(self, obj, evaluate_it):
-        """``evaluate_it()`` for the long-lived ``obj`` (dims, a view) under the current sizes, made once
-        per planner: kept with ``obj`` itself, so that its id is not reused while the entry lives."""
-        key = (id(obj), id(self.env))
-        got = self._evaluated.get(key)
-        if got is None or got[0] is not obj:
-            got = self._evaluated[key] = (obj, evaluate_it())
+        got = self._known.get(id(view))
+        if got is None or got[0] is not view:
+            got = self._known[id(view)] = (view, ops.bound_view(view, self.env))
         return got[1]
 
     def strided_view(self, view) -> Strided:
@@ -597,13 +625,19 @@ class Planner:
         permuted storage, bounds-checked), or with ``view`` None the placement of the whole buffer
         (indexed in its own shape). What a placement computes is kept per view, storage order and
         storage size (``_placed``): every trip of a rolled body places its buffers through the same views."""
-        name = self._ir_buffer(buf)
+        name, dtype, placement, _ = self.placed(buf, view)
+        return Placed(name, dtype, *placement)
+
+    def placed(self, buf, view) -> tuple:
+        """:meth:`place` apart: ``(name, dtype, (offset, strides, box, pad), sizes)``, where ``sizes`` are
+        the latter as the code sees them (``lowering.sizes_key``), kept with them."""
         perm = self.perms.get(buf.id)
         key = (id(view), id(buf.shape), id(self.env), perm, buf.id in self.alias, self._storage_size(buf))
         got = self._placed.get(key)
         if got is None or got[0] is not view or got[1] is not buf.shape:
-            got = self._placed[key] = (view, buf.shape, self._placement(buf, view))
-        return Placed(name, buf.dtype, *got[2])
+            placement = self._placement(buf, view)
+            got = self._placed[key] = (view, buf.shape, placement, sizes_key(*placement))
+        return self._ir_buffer(buf), buf.dtype, got[2], got[3]
 
     def _placement(self, buf, view) -> tuple:
         """``(offset, strides, box, pad)`` of :meth:`place`."""
@@ -631,11 +665,17 @@ class Planner:
         return self._ir_name(("scratch", ref.space, ref.offset), (ref.space, ref.offset))
 
     def _ir_buffer(self, buf) -> str:
+        got = self._buffer_names.get(buf.id)  # (the name a buffer got first: by its array, or its own id)
+        if got is not None:
+            return got
         if buf.id in self.alias or buf.kind in CALLER_KINDS:
             name = self.alias.get(buf.id, buf.name)
-            return self._ir_name(("caller", name), (name, 0))
-        flat = self._flat[buf.id]
-        return self._ir_name(("own", buf.id), (flat.space, flat.offset))
+            got = self._ir_name(("caller", name), (name, 0))
+        else:
+            flat = self._flat[buf.id]
+            got = self._ir_name(("own", buf.id), (flat.space, flat.offset))
+        self._buffer_names[buf.id] = got
+        return got
 
     def _ir_name(self, key, source) -> str:
         name = self._ir_names.get(key)
@@ -755,16 +795,17 @@ class _PlainSizes:
     """:meth:`Planner.plain_sizes`'s block (a class: entered thousands of times in a deep stack's
     layout, where a generator's context manager costs several times more)."""
 
-    __slots__ = ("planner", "env")
+    __slots__ = ("planner", "env", "known")
 
     def __init__(self, planner):
         self.planner = planner
 
     def __enter__(self):
-        self.env, self.planner.env = self.planner.env, self.planner.values
+        p = self.planner
+        self.env, self.known, p.env, p._known = p.env, p._known, p.values, p._plain
 
     def __exit__(self, *exc):
-        self.planner.env = self.env
+        self.planner.env, self.planner._known = self.env, self.known
 
 
 def _slot_words(at: int, bufs: list) -> str:
