@@ -212,6 +212,7 @@ class Binding:
         self._written = schedule.written  # the states written in place
         self._cells: dict = {}  # space -> a cell holding its base address (the driver's GEMM operands)
         self._kernel_args: dict = {}  # (buffers, params) of a kernel call -> its ctypes arguments
+        self._bases: dict = {}  # space -> the address of its array (``_base``)
         self._slots: dict = {}  # caller array name -> [(pointer array or cell, slot)] patched on rebind
         self._keep: list = []  # the ctypes arrays native code reads
         self._held: dict = {}  # caller array name -> the array bound now
@@ -263,10 +264,10 @@ class Binding:
         return step.fn, step.args
 
     def _arguments(self, k: Kernel) -> tuple:
-        """The ctypes arguments of a kernel call: its pointer array (one per program buffer; a caller
-        array's slot written on rebind), its parameters' array, its item range. Passed as ctypes
-        objects of the argument types, ctypes takes them as they are instead of converting four ints
-        on every call (about 0.15 us of a 0.5 us call)."""
+        """The arguments of a kernel call, as ints: the address of its pointer array (one per program
+        buffer; a caller array's slot written on rebind), of its parameters' array, its item range.
+        Every kernel call runs in the driver's tables (``driver.build``), which take the ints; only
+        the Python path (:meth:`run_steps`) calls one through ctypes, which converts them."""
         arrays = self._kernel_args.get((k.buffers, k.params))
         if arrays is None:
             ptrs = (ctypes.c_void_p * max(1, len(k.buffers)))()
@@ -275,13 +276,19 @@ class Binding:
                     assert offset == 0, "a kernel reads a caller array from its start"
                     self._slots.setdefault(space, []).append((ptrs, slot))
                 else:
-                    ptrs[slot] = self._memory[space].ctypes.data + offset
+                    ptrs[slot] = self._base(space) + offset
             params = (ctypes.c_int64 * max(1, len(k.params)))(*k.params)
             arrays = self._kernel_args[(k.buffers, k.params)] = (ptrs, params)
             self._keep += arrays
         ptrs, params = arrays
-        return (ctypes.c_void_p(ctypes.addressof(ptrs)), ctypes.c_void_p(ctypes.addressof(params)),
-                ctypes.c_int64(k.start), ctypes.c_int64(k.stop))
+        return ctypes.addressof(ptrs), ctypes.addressof(params), k.start, k.stop
+
+    def _base(self, space: int) -> int:
+        """The address of a storage's array, looked up once (:func:`_address`)."""
+        got = self._bases.get(space)
+        if got is None:
+            got = self._bases[space] = _address(self._memory[space])
+        return got
 
     def _cell(self, x: Ref) -> tuple[int, int]:
         """For the generated driver (``driver.py``): ``(address of a cell holding the base address of
@@ -292,7 +299,7 @@ class Binding:
             if x.caller:
                 self._slots.setdefault(x.space, []).append((cell, 0))
             else:
-                cell[0] = self._memory[x.space].ctypes.data
+                cell[0] = self._base(x.space)
             self._keep.append(cell)
         return ctypes.addressof(cell), x.offset
 

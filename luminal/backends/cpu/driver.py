@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import itertools
 
 import numpy as np
 
@@ -431,10 +432,11 @@ def build(calls: list, cell, gemm: str = "auto", blas_threads: int = 1,
         native_splits = nt.available()
     kernel_type, fns = llvm.CFUNC, (blas.gemms(), blas.gemvs())
     out, tables, run = [], [], []
+    addresses: dict = {}  # id(kernel function) -> its address (the functions live in ``calls``)
 
     def close():
         if run:
-            table = (ctypes.c_int64 * (WORDS * len(run)))(*(w for entry in run for w in entry))
+            table = (ctypes.c_int64 * (WORDS * len(run)))(*itertools.chain.from_iterable(run))
             tables.append(table)
             out.append((driver(), (ctypes.c_void_p(ctypes.addressof(table)), ctypes.c_int64(len(run)))))
             run.clear()
@@ -455,7 +457,10 @@ def build(calls: list, cell, gemm: str = "auto", blas_threads: int = 1,
             out.append((Split(parts), args))
             continue
         if isinstance(f, kernel_type):
-            entry = _kernel_entry(f, args)
+            fn = addresses.get(id(f))  # (the calls of one kernel: its address looked up once)
+            if fn is None:
+                fn = addresses[id(f)] = ctypes.cast(f, ctypes.c_void_p).value
+            entry = _kernel_entry(fn, args)
         elif f is np.matmul and len(args) == 3:
             entry = _gemm_entry(*args, fns, cell, gemm, blas_threads)
         if entry is None:
@@ -482,10 +487,11 @@ def _split_entry(parts: list, tables: list) -> list | None:
                   tables=ctypes.addressof(part_list))
 
 
-def _kernel_entry(f, args) -> list:
-    p, q, lo, hi = args
-    return _words(KERNEL_WORDS, kind=KERNEL, fn=ctypes.cast(f, ctypes.c_void_p).value, ptrs=p.value or 0,
-                  params=q.value or 0, start=lo.value, stop=hi.value)
+def _kernel_entry(fn: int, args) -> list:
+    """The entry of a call of the kernel at address ``fn``; ``args``: the addresses of its pointer and
+    parameter arrays and its item range, as ints or as ctypes objects (``.value``)."""
+    p, q, lo, hi = args if type(args[0]) is int else [x.value or 0 for x in args]
+    return [KERNEL, fn, p, q, lo, hi]  # (KERNEL_WORDS's order)
 
 
 def _words(names: tuple, **values) -> list:
