@@ -334,9 +334,20 @@ class Graph:
             d = dt.as_dtype(dtype) if dtype is not None else _scalar_dtype(value)
             if d.kind == "i" and dt.scalar_kind(value) == "i" and not -2**31 <= int(value) < 2**31:
                 raise op_error(ValueError, "constant", f"{value} does not fit in {d.name}")
-            with np.errstate(over="ignore"):  # (a number past the dtype's range is inf, as in torch: no warning)
-                v = dt.to_storage(np.asarray(value).astype(d.np), d).item()  # bfloat16: the rounded value
-            digest = f"{d.name}:{np.asarray(v, d.np).tobytes().hex()}"
+            # (not NaN, whose payload bits are kept; not a float made int, which may warn, as it must each time)
+            kind = value.__class__
+            memo = kind in _MEMO_TYPES and value == value and not (d.kind == "i" and kind is float)
+            key = (d, kind, value.hex() if kind is float else value) if memo else None
+            got = _SCALARS.get(key) if memo else None
+            if got is None:
+                with np.errstate(over="ignore"):  # (a number past the dtype's range is inf, as in torch: no warning)
+                    v = dt.to_storage(np.asarray(value).astype(d.np), d).item()  # bfloat16: the rounded value
+                got = v, f"{d.name}:{np.asarray(v, d.np).tobytes().hex()}"
+                if memo:
+                    if len(_SCALARS) >= 4096:
+                        _SCALARS.clear()
+                    _SCALARS[key] = got
+            v, digest = got
             return self.tensor(self.add("Constant", (), ConstKey(digest, v), d, ()))
         arr = np.asarray(value)
         if arr.dtype.kind not in "biuf":
@@ -379,6 +390,13 @@ def _exact(x):
 
 
 _AS_IS = frozenset({int, str, dt.DType, ConstKey})  # args that are their own key (exactly these types: not bool)
+
+
+# A scalar constant's stored value and digest, by (dtype, type, exact value): numpy's conversions were most of
+# the cost of ``x * 0.5``, and a program names the same few numbers many times. Python numbers only (exact
+# types; a float by its hex, so -0.0 is itself; NaN never), a pure function of the key: nothing goes stale.
+_MEMO_TYPES = frozenset({float, int, bool})
+_SCALARS: dict[tuple, tuple] = {}
 
 
 def _int32_fits(arr: np.ndarray) -> bool:

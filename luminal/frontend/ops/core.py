@@ -160,6 +160,9 @@ def broadcast_shapes(op: str, *ts: GraphTensor, shapes=None) -> tuple:
     """numpy/torch broadcasting of the operands' shapes (or of ``shapes``, with ``ts`` named in the
     error), with symbolic dims compared exactly."""
     shapes = [t.shape for t in ts] if shapes is None else shapes
+    first = shapes[0]
+    if all(s == first for s in shapes):  # (the common case: one operand, or operands of one shape)
+        return tuple(first)
     n = max(len(s) for s in shapes)
     out = []
     for i in range(n):
@@ -188,6 +191,19 @@ def coerce(op: str, *xs, dtype: dt.DType | None = None, min_kind: str | None = N
     lifts bool/int results to float32 (true division, float math). A numpy array becomes a constant
     of the tensors' graph (``from_numpy``).
     """
+    if len(xs) == 2:  # the common cases (two tensors of one graph; a tensor and a Python number): no checks to make
+        a, b = xs
+        ca, cb = a.__class__, b.__class__
+        if ca is GraphTensor and cb is GraphTensor and a.graph is b.graph:
+            d = a.node.dtype
+            if b.node.dtype is d and (dtype is d or (dtype is None and (min_kind != "f" or d.kind == "f"))) \
+                    and a.layout.shape == b.layout.shape:
+                return [a, b]  # (one dtype and shape: nothing to cast or broadcast)
+            tensors = [a, b]
+            return _coerced(op, xs, tensors, _dtype_of(tensors, xs, dtype, min_kind), broadcast_shapes(op, a, b))
+        if (ca is GraphTensor and cb in _NUMBERS) or (cb is GraphTensor and ca in _NUMBERS):
+            tensors = [a if ca is GraphTensor else b]
+            return _coerced(op, xs, tensors, _dtype_of(tensors, xs, dtype, min_kind), tuple(tensors[0].layout.shape))
     tensors = [x for x in xs if isinstance(x, GraphTensor)]
     if not tensors:
         raise op_error(TypeError, op, "at least one operand must be a GraphTensor, got "
@@ -206,6 +222,14 @@ def coerce(op: str, *xs, dtype: dt.DType | None = None, min_kind: str | None = N
                 msg = f"cannot combine a tensor with {got(x)}" if isinstance(x, State) else \
                     f"cannot combine a tensor with {type(x).__name__} {x!r}"
                 raise op_error(TypeError, op, msg, *tensors) from None
+    return _coerced(op, xs, tensors, _dtype_of(tensors, xs, dtype, min_kind), broadcast_shapes(op, *tensors))
+
+
+_NUMBERS = frozenset({float, int, bool})  # Python numbers (exactly these types), which coerce takes as they are
+
+
+def _dtype_of(tensors, xs, dtype, min_kind) -> dt.DType:
+    """``coerce``'s dtype: ``dtype`` when given, else the operands' promoted (``min_kind``: see coerce)."""
     if dtype is None:
         dtype = result_dtype(tensors)
         for x in xs:
@@ -213,7 +237,11 @@ def coerce(op: str, *xs, dtype: dt.DType | None = None, min_kind: str | None = N
                 dtype = dt.promote_scalar(dtype, x)
         if min_kind == "f" and not dtype.is_float:
             dtype = dt.float32
-    shape = broadcast_shapes(op, *tensors)
+    return dtype
+
+
+def _coerced(op: str, xs, tensors, dtype: dt.DType, shape: tuple) -> list[GraphTensor]:
+    """``coerce``'s result: each operand (checked) as a tensor of ``dtype`` and ``shape``, in order."""
     out = []
     for x in xs:
         if not isinstance(x, GraphTensor) and dtype.kind == "i" and dt.scalar_kind(x) == "i" \
@@ -223,26 +251,40 @@ def coerce(op: str, *xs, dtype: dt.DType | None = None, min_kind: str | None = N
         t = x if isinstance(x, GraphTensor) else scalar(tensors[0], x, dtype)
         t = cast(t, dtype)
         if t.shape != shape:
-            t = t.expand(*shape)
+            t = _broadcast(t, shape)
         out.append(t)
     return out
+
+
+def _broadcast(t: GraphTensor, shape: tuple) -> GraphTensor:
+    """``t.expand(*shape)`` for a shape ``t`` broadcasts to (``broadcast_shapes`` checked it), as a view
+    without expand's checks and its intermediate tensor; where the view cannot add the leading dims (a
+    masked size-1 dim), expand's own path (a Copy first)."""
+    v = t.layout
+    lead = len(shape) - len(v.shape)
+    if lead:
+        v = v.reshape((1,) * lead + v.shape)
+        if v is None:
+            return t.expand(*shape)
+    return GraphTensor(t.graph, t.node, v.expand(shape))
 
 
 def result_dtype(tensors) -> dt.DType:
     """The dtype tensors promote to, by torch's tiers: tensors with dims promote among themselves, and
     0-d tensors count only where their kind (bool < int < float) is above theirs, as a scalar would
     (``f16[3] + f32[]`` is float16, ``i32[3] + f64[]`` float64); 0-d tensors alone promote as tensors."""
-    def promoted(ts):
-        d = ts[0].dtype
-        for t in ts[1:]:
-            d = dt.promote(d, t.dtype)
-        return d
-
     dims, zero = [t for t in tensors if t.ndim], [t for t in tensors if not t.ndim]
     if not dims or not zero:
-        return promoted(dims or zero)
-    d, z = promoted(dims), promoted(zero)
+        return _promoted(dims or zero)
+    d, z = _promoted(dims), _promoted(zero)
     return z if dt.kind_rank(z) > dt.kind_rank(d) else d
+
+
+def _promoted(ts) -> dt.DType:
+    d = ts[0].dtype
+    for t in ts[1:]:
+        d = dt.promote(d, t.dtype)
+    return d
 
 
 def result_type(tensor, other) -> dt.DType:
