@@ -29,10 +29,22 @@ _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def user_frame() -> tuple[str, int] | None:
+    """The file and line of the first frame outside the package, or None. Called for every tensor made,
+    so whether a file is the package's is looked up by name (``_INSIDE``) rather than tested per frame."""
     f = sys._getframe(1)
-    while f is not None and f.f_code.co_filename.startswith(_PKG):
+    inside = _INSIDE
+    while f is not None:
+        name = f.f_code.co_filename
+        k = inside.get(name)
+        if k is None:
+            k = inside[name] = name.startswith(_PKG)
+        if not k:
+            return name, f.f_lineno
         f = f.f_back
-    return (f.f_code.co_filename, f.f_lineno) if f is not None else None
+    return None
+
+
+_INSIDE: dict[str, bool] = {}  # source file name -> whether it is the package's (one entry per file seen)
 
 
 def user_stacklevel() -> int:
