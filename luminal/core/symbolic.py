@@ -583,9 +583,22 @@ def dmin(a: Dim, b: Dim) -> Dim:
 
 
 def prod(dims) -> Dim:
+    """The product of ``dims``. Symbolic ones are multiplied in after the rest (in their order): the same
+    polynomial (a product is canonical), with one Sym made per symbolic dim, not one per dim after the
+    first symbolic one (``B*64*384``: one, not two; shapes' products are taken for every reshape)."""
     out: Dim = 1
+    syms = None
     for d in dims:
-        out = out * d
+        if d.__class__ is Sym:
+            if syms is None:
+                syms = [d]
+            else:
+                syms.append(d)
+        else:
+            out = out * d
+    if syms is not None:
+        for d in syms:
+            out = out * d
     return out
 
 

@@ -330,11 +330,11 @@ class GraphTensor:
             shape: the new shape, as ints (``reshape(2, 3)``) or one sequence; one entry may be -1,
                 inferred from the element count.
         """
-        shape = _shape_args(shape)
-        shape = self._infer_minus_one(shape, "reshape")
-        if prod(shape) != self.numel():
+        n = self.numel()
+        shape = self._infer_minus_one(_shape_args(shape), "reshape", n)
+        if prod(shape) != n:
             raise op_error(ValueError, "reshape", f"cannot reshape to {shape_str(shape)}: "
-                           f"{self.numel()} elements vs {prod(shape)}", self)
+                           f"{n} elements vs {prod(shape)}", self)
         v = self.layout.reshape(shape)
         if v is None:
             return self.contiguous().reshape(shape)
