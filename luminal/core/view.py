@@ -26,13 +26,19 @@ def contiguous_strides(shape) -> tuple:
     return tuple(strides)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class View:
     shape: tuple
     strides: tuple
     offset: Dim = 0
     mask: tuple | None = None  # per dim (lo, hi); None = every element valid
     pad: float = 0.0
+
+    def __init__(self, shape: tuple, strides: tuple, offset: Dim = 0, mask: tuple | None = None, pad: float = 0.0):
+        # (the dataclass's own __init__ sets each field of a frozen class by object.__setattr__: a third of
+        # the cost of the Views made for every op built)
+        d = self.__dict__
+        d["shape"], d["strides"], d["offset"], d["mask"], d["pad"] = shape, strides, offset, mask, pad
 
     # Equality (used by the graph's hash-consing) tells -0.0 from 0.0 pads, and NaN pads equal.
     def _key(self):  # cached, as the hash: the graph compares the views of every op it adds

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,9 +21,7 @@ from luminal.core.view import View
 from luminal.frontend import float64_paths
 from luminal.frontend.seed import default_rng
 from luminal.frontend.state import State
-
-if TYPE_CHECKING:
-    from luminal.frontend.tensor import GraphTensor
+from luminal.frontend.tensor import GraphTensor  # (at the top: ``tensor`` makes one for every op built)
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,7 +48,7 @@ INDEX_OPS = {"Gather": "gather", "ScatterAdd": "scatter_add"}  # primitives that
 USER_STOP = "user stop"  # the arg of the Copy that is a result of the user's (``Graph.user_stop``)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Node:
     id: int
     op: str
@@ -59,6 +56,10 @@ class Node:
     arg: object
     dtype: dt.DType
     shape: tuple
+
+    def __init__(self, id: int, op: str, srcs: tuple, arg: object, dtype: dt.DType, shape: tuple):  # noqa: A002
+        d = self.__dict__  # (frozen: set once, as View's, not by object.__setattr__ per field)
+        d["id"], d["op"], d["srcs"], d["arg"], d["dtype"], d["shape"] = id, op, srcs, arg, dtype, shape
 
     def __repr__(self):
         return f"%{self.id} = {self.op}({self.arg}) {shape_str(self.shape)} {self.dtype.name}"
@@ -216,8 +217,6 @@ class Graph:
         kernels, and yields the chain's derivative, not the function's. The rule is built of ops on the
         inputs (or ``out``), so a gradient of the gradient differentiates it in turn.
         """
-        from luminal.frontend.tensor import GraphTensor
-
         if not (isinstance(out, GraphTensor) and out.graph is self and out.layout.is_contiguous()
                 and tuple(out.shape) == tuple(out.node.shape)):
             raise ValueError("custom_vjp: out must be a whole node of this graph")
@@ -237,8 +236,6 @@ class Graph:
             node: a node of this graph.
             view: how the tensor reads the node (``core/view.py``).
         """
-        from luminal.frontend.tensor import GraphTensor
-
         return GraphTensor(self, node, view or node.whole())
 
     # leaves -----------------------------------------------------------------------------------
@@ -283,8 +280,6 @@ class Graph:
     def assign(self, s: State, value) -> None:
         """Write ``value`` (a tensor of this graph with ``s``'s shape) into ``s`` after every run of a
         program compiled from this graph. The dtype is converted to ``s``'s."""
-        from luminal.frontend.tensor import GraphTensor
-
         if not isinstance(s, State):
             raise op_error(TypeError, "assign", f"expected a State to write, got {type(s).__name__}")
         if not isinstance(value, GraphTensor):

@@ -44,7 +44,9 @@ def _under_broadcast(x: GraphTensor) -> GraphTensor | None:
     is not: the op would run on elements the user never read too, and where it is infinite there
     (``Recip`` of a 0 elsewhere in ``s``) the gradient's zero adjoint times it made NaN."""
     view, node = x.layout, x.node
-    if view.mask is not None or not all(is_static(d) for d in (*node.shape, *view.shape, *view.strides)):
+    if view.mask is not None or 0 not in view.strides:  # (most operands: no broadcast dim, nothing more to ask)
+        return None
+    if not all(is_static(d) for d in (*node.shape, *view.shape, *view.strides)):
         return None
     n = int(np.prod(node.shape, dtype=np.int64))
     if not any(s == 0 and d != 1 for d, s in zip(view.shape, view.strides)) or \
