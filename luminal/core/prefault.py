@@ -7,15 +7,15 @@ step's update: a 6-layer width-384 GPT's AdamW moments (88 MB) took about 38,000
 0.2 s of its warm first step on a 2-vCPU AMD EPYC VM, while the other core sat idle through
 ``compile_step`` and the binding's layout before it. Here a daemon thread asks the kernel to map them
 (``madvise(MADV_POPULATE_WRITE)``, Linux 5.14 and later) meanwhile: that GPT's warm start (graph to
-first loss, ``bench/compile_step.py``) went from 0.79-1.17 s to 0.67-0.97 s, faster in 6 of 6
-alternating pairs; with the moments made by :func:`zeros`, which this thread never writes, from
-0.71-1.28 s to 0.60-0.90 s (medians 0.83 / 0.69, faster in 5 of 6). The call maps pages as a write
-would but reads and writes none of the array's
-bytes, so the array may be written (a checkpoint loaded into it) at the same time; where it is not
-available (another OS, an older kernel) nothing happens and the first write maps the pages as before.
-(Huge pages instead, tried: one allocation for a binding's storages, the moments cut from 64 MB slabs,
-about 2,000 faults in all, but each fault of a 2 MB page on that VM took long enough that the warm
-start was slower, 0.78-1.10 s against 0.74-1.14.)
+first loss, ``bench/compile_step.py``) went from 0.79-0.90 s to 0.67-0.79 s (medians 0.83 / 0.77),
+faster in 5 of 5 alternating pairs; with the moments made by :func:`zeros`, which this thread never
+writes, from 0.71-0.84 s to 0.60-0.90 s (medians 0.82 / 0.68, faster in 4 of 5). The call maps pages
+as a write would but reads and writes none of the array's bytes, so the array may be written (a
+checkpoint loaded into it) at the same time; where it is not available (another OS, an older
+kernel) nothing happens and the first write maps the pages as before. (Huge pages instead, tried:
+one allocation for a binding's storages, the moments cut from 64 MB slabs, about 2,000 faults in
+all, but each fault of a 2 MB page on that VM took long enough that the warm start was slower,
+0.78-1.10 s against 0.74-0.79, in 5 of 5 pairs.)
 """
 
 from __future__ import annotations
