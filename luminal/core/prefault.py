@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import mmap
 import os
 import queue
@@ -62,11 +63,13 @@ def zeros(shape, dtype, populate: bool = True) -> np.ndarray:
 
     A binding's storages are not populated: mapped on this thread while the plan before the first
     run went on, they made the plan 0.07-0.11 s slower on a 2-vCPU VM (the moments, mapped while
-    ``compile_step`` runs, pay for themselves)."""
+    ``compile_step`` runs, pay for themselves). Unlike ``np.zeros`` of 4 MB or more, the mapping does
+    not ask for transparent huge pages (where the system gives them to every mapping, it has them):
+    on that VM huge pages made the warm start slower (see the module's docstring)."""
     dtype = np.dtype(dtype)
-    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)  # (as np.zeros takes it)
     count = int(np.prod(shape, dtype=np.int64))
-    if not sys.platform.startswith("linux") or count * dtype.itemsize < MIN_BYTES:
+    if not sys.platform.startswith("linux") or dtype.hasobject or count * dtype.itemsize < MIN_BYTES:
         return np.zeros(shape, dtype)
     try:
         m = mmap.mmap(-1, count * dtype.itemsize, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
@@ -81,7 +84,8 @@ def zeros(shape, dtype, populate: bool = True) -> np.ndarray:
 def prefault(array: np.ndarray) -> None:
     """Have the pages of ``array`` (C-contiguous, :data:`MIN_BYTES` or more) mapped on the prefault
     thread; any other array, or a system without the call, is left as it is."""
-    if not sys.platform.startswith("linux") or array.nbytes < MIN_BYTES or not array.flags.c_contiguous:
+    if not sys.platform.startswith("linux") or array.nbytes < MIN_BYTES or not array.flags.c_contiguous \
+            or not array.flags.writeable:  # (a read-only mapping cannot be populated for writing)
         return
     if not _thread:
         with _started:
@@ -116,8 +120,8 @@ def _populate(a: np.ndarray) -> None:
         return
     start = -(-a.ctypes.data // _PAGE) * _PAGE  # the whole pages inside the array
     end = (a.ctypes.data + a.nbytes) // _PAGE * _PAGE
-    if end > start and madvise(start, end - start, _MADV_POPULATE_WRITE) != 0:
-        _madvise[0] = None  # (EINVAL on a kernel without the call: not tried again, nor after another failure)
+    if end > start and madvise(start, end - start, _MADV_POPULATE_WRITE) != 0 and ctypes.get_errno() == errno.EINVAL:
+        _madvise[0] = None  # (a kernel without the call: not tried again; another failure is this array's alone)
 
 
 def _libc_madvise():

@@ -117,3 +117,25 @@ def test_zeros_are_zero_writable_and_never_written_by_the_caller():
     assert a.sum() == 7.0
     small = prefault.zeros(3, np.int64)  # under MIN_BYTES: numpy's own
     assert small.shape == (3,) and small.dtype == np.int64 and not small.any()
+
+
+@pytest.mark.parametrize("shape", [(), 0, (0, 300_000), 300_000, np.int64(300_000), [512, 1024], np.array([512, 1024]),
+                                   range(512, 514)])
+@pytest.mark.parametrize("dtype", [np.float32, np.bool_, np.float16, object])
+def test_zeros_takes_what_np_zeros_takes(shape, dtype):
+    want = np.zeros(shape, dtype)
+    got = prefault.zeros(shape, dtype)
+    assert got.shape == want.shape and got.dtype == want.dtype and got.flags.c_contiguous
+    assert np.array_equal(got, want)
+
+
+@linux
+def test_a_read_only_array_does_not_switch_prefaulting_off():
+    if not _mapped_by_prefault():
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14 and later)")
+    import mmap
+    ro = np.frombuffer(mmap.mmap(-1, 1 << 20, prot=mmap.PROT_READ), np.uint8)  # (madvise for writing would fail)
+    assert not ro.flags.writeable
+    prefault.prefault(ro)
+    prefault.wait()
+    assert prefault._libc_madvise() is not None
