@@ -291,7 +291,8 @@ def test_a_layout_on_our_threads_is_timed_once_blas_threads_have_stopped_spinnin
     monkeypatch.setattr(tune, "STEPS", (("threads", "own"),))
     own = tune.Choices(threads="own")
     order = []
-    monkeypatch.setattr(tune.time, "sleep", lambda s: order.append(("sleep", s)))
+    # (not ``time.sleep``: a thread starting meanwhile, the native team's, sleeps while it waits too)
+    monkeypatch.setattr(tune, "_let_blas_threads_sleep", lambda: order.append(("sleep", tune.BLAS_SPIN_S)))
     seconds = {tune.DEFAULT: 2e-3, own: 1e-3}
 
     def fake(b, arrays, limit_s=None, budget_s=None):

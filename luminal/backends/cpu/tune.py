@@ -197,10 +197,16 @@ def _trial(binding, arrays: dict) -> dict:
 BLAS_SPIN_S = 0.15
 
 
+def _let_blas_threads_sleep() -> None:
+    """Wait out OpenBLAS's spinning workers (:data:`BLAS_SPIN_S`); a function of its own so that a test
+    can see the wait without replacing ``time.sleep`` for every thread of the process."""
+    time.sleep(BLAS_SPIN_S)
+
+
 def _after(last, b, arrays: dict) -> float:
     """:func:`measure` of ``b``, timed after the layout ``last`` (:data:`BLAS_SPIN_S`)."""
     if b._threaded and not last._threaded:
-        time.sleep(BLAS_SPIN_S)
+        _let_blas_threads_sleep()
     return measure(b, arrays)
 
 
