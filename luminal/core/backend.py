@@ -39,6 +39,7 @@ from importlib.metadata import entry_points
 
 import numpy as np
 
+from luminal.core.gc_paused import gc_paused
 from luminal.core.symbolic import evaluate
 
 _BUILTIN = {"reference": "luminal.backends.reference", "cpu": "luminal.backends.cpu",
@@ -115,7 +116,8 @@ def get_backend(name: str) -> Backend:
         module = _BUILTIN.get(name) or _plugins().get(name)
         if module is None:
             raise ValueError(f"unknown backend {name!r}; available: {backend_names()}")
-        importlib.import_module(module)
+        with gc_paused():  # (importing a backend's package allocates and frees little: ``gc_paused``)
+            importlib.import_module(module)
         if name not in _REGISTRY:
             raise RuntimeError(f"backend package {module!r} did not register a backend named {name!r}")
     return _REGISTRY[name]
