@@ -208,6 +208,19 @@ class Compiled(Generic[Result]):
             if self._guard is not None and self._guard.program is not None:
                 self._guard.program.prepare(seen.env)
 
+    def layouts(self) -> list:
+        """The layouts the backend timed on this machine for the program's bindings (the cpu backend's
+        ``CpuProgram.layouts``), which a checkpoint keeps so that a resumed run lays them out alike;
+        [] for a backend that times none."""
+        layouts = getattr(getattr(self.runner, "program", None), "layouts", None)
+        return layouts() if layouts is not None else []
+
+    def prepare_layouts(self, entries: list):
+        """Check :meth:`layouts`' ``entries`` (ValueError) and return ``apply()``, which lays the program's
+        bindings out so from their next call; a backend that times no layouts has nothing to apply."""
+        prepare = getattr(getattr(self.runner, "program", None), "prepare_layouts", None)
+        return prepare(entries) if prepare is not None else (lambda: None)
+
     @property
     def input_names(self) -> list[str]:
         return [n.arg for n in self._user]

@@ -503,7 +503,8 @@ class TrainStep(Generic[StepResult]):
 
     def state_dict(self) -> dict:
         """What a checkpoint needs beyond model and optimizer: the accumulation position, the
-        accumulated gradients and the graph's random generator (dropout masks). A data-parallel step
+        accumulated gradients, the graph's random generator (dropout masks) and the layouts its
+        programs timed on this machine (``Compiled.layouts``: a resumed step lays out alike). A data-parallel step
         is saved between updates only: mid-accumulation, each rank holds a part of the gradients."""
         if self._dp is not None and self.micro_step:
             raise ValueError(f"TrainStep.state_dict: a data-parallel step is saved between optimizer updates; it is "
@@ -513,7 +514,17 @@ class TrainStep(Generic[StepResult]):
         sd = {"micro_step": self.micro_step, "rng": self.graph.rng.bit_generator.state, "arrays": arrays}
         if self.scaler is not None:
             sd["scaler"] = self.scaler.state_dict()
+        layouts = {name: p.layouts() for name, p in self._programs().items()}
+        if any(layouts.values()):
+            sd["layouts"] = {name: entries for name, entries in layouts.items() if entries}
         return sd
+
+    def _programs(self) -> dict:
+        """The step's compiled programs by name: the update (every call, or the last of an accumulation),
+        the accumulating micro-step, a data-parallel step's gradients program."""
+        named = {"update": self._update, "micro": getattr(self, "_micro", None),
+                 "gradients": self._dp.program if self._dp is not None else None}
+        return {name: p for name, p in named.items() if p is not None}
 
     def load_state_dict(self, sd: dict) -> None:
         """Restore what ``state_dict`` returned, after checking all of it (``prepare_load``): nothing
@@ -553,14 +564,40 @@ class TrainStep(Generic[StepResult]):
                              f"{e}") from None
         scaler_apply = self.scaler.prepare_load(sd["scaler"]) if self.scaler is not None and "scaler" in sd \
             else (lambda: None)
+        layouts_apply = self._prepare_layouts(sd.get("layouts", {}))
 
         def apply():
             with interrupts_deferred():
                 scaler_apply()
+                layouts_apply()
                 self.micro_step = micro
                 self.graph.rng.bit_generator.state = sd["rng"]
                 for a, v in values:
                     np.copyto(a.data, v, casting="unsafe")
+
+        return apply
+
+    def _prepare_layouts(self, layouts):
+        """The layouts the saved run's programs had timed (``Compiled.layouts``), checked, as one
+        ``apply()``: a resumed run lays its bindings out as the run it continues did, where a timing of
+        its own could pick a layout that rounds differently (``docs/training.md``, Checkpoints)."""
+        programs = self._programs()
+        if not isinstance(layouts, dict) or not set(layouts) <= set(programs):
+            what = sorted(layouts) if isinstance(layouts, dict) else type(layouts).__name__
+            raise ValueError(f"TrainStep.load_state_dict: layouts for {what} in the state, this step's programs are "
+                             f"{sorted(programs)} (another accumulate or data-parallel setting)")
+        applies = []
+        for name, entries in layouts.items():
+            try:
+                applies.append(programs[name].prepare_layouts(entries))
+            except ValueError as e:
+                raise ValueError(f"TrainStep.load_state_dict: the {name} program's layouts: {e}") from None
+
+        def apply():
+            for a in applies:
+                a()
+            for name in set(programs) - set(layouts):  # (their own layouts: none kept from the saved run)
+                programs[name].prepare_layouts([])()
 
         return apply
 

@@ -33,6 +33,7 @@ import contextlib
 import ctypes
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 
 import numpy as np
 
@@ -85,6 +86,7 @@ class CpuProgram:
         # generated and reused (``lowering._generate``), LLVM objects compiled and found in a cache
         self.codegen = dict.fromkeys(("bindings", "seconds", "calls", "kernels", "reused", "compiled", "cached"), 0)
         self._recent: tuple = (None, None)  # (key, binding) of the last call: the newest in _bindings
+        self._kept: dict = {}  # binding key -> the Choices a checkpoint gave it (``prepare_layouts``): not timed
 
     _flat = False  # return one list, the outputs then the updates (the backend protocol's ``_Run``)
 
@@ -125,13 +127,15 @@ class CpuProgram:
             # laying out a run allocates per kernel and frees next to nothing; it writes nothing a caller
             # sees (``search`` times on copies), so a Ctrl-C during its code generation acts at once
             # even inside a train step's deferred block (``core/interrupts.py``)
+            kept = self._kept.get(key)
             with gc_paused(), interruptible():
                 if self._kernels is None:
                     self._kernels = expand_calls(self.kg.kernels)
-                b = Binding(plan(self.kg, self._kernels, self.plan, dict(zip(self.dims, key)), memo=self._memo))
+                b = Binding(plan(self.kg, self._kernels, self.plan, dict(zip(self.dims, key)), kept or tune.DEFAULT,
+                                 memo=self._memo))
             self._count(b, time.perf_counter() - t0, before)
             self._bindings[key] = b
-            if self.search > 1 or (b.schedule.undecided and self.time_undecided):  # (plan.OWN_THREADS_NS)
+            if kept is None and (self.search > 1 or (b.schedule.undecided and self.time_undecided)):  # (OWN_THREADS_NS)
                 self._untimed.add(key)
             if len(self._bindings) > MAX_BINDINGS:
                 evicted = self._bindings.popitem(last=False)[0]
@@ -168,6 +172,47 @@ class CpuProgram:
         c["compiled"] += llvm.STATS["compiled"] - before["compiled"]
         c["cached"] += llvm.STATS["reused"] - before["reused"]
         return b
+
+    def layouts(self) -> list:
+        """``[[dims, choices text]]`` of the bindings whose layout this machine timed (``search``, or an
+        undecided thread choice) or a checkpoint gave (:meth:`prepare_layouts`): what a checkpoint keeps.
+        The layouts round differently in the last bit (BLAS on its threads or on one, a product cut or
+        whole), and a timing in a new process can pick the other one, so a resumed run lays its
+        bindings out as the run it continues did (``train/checkpoint.py``)."""
+        chosen = {**{key: s.chosen for key, s in self.searches.items()}, **self._kept}
+        return [[list(key), tune.encode(c)] for key, c in chosen.items()]
+
+    def prepare_layouts(self, entries) -> Callable[[], None]:
+        """Check ``entries`` (:meth:`layouts`' list, as a checkpoint's JSON gives it back) and return
+        ``apply()``, which makes them this program's layouts: a binding of those dims is laid out so, not
+        timed, and one laid out otherwise already is laid out again at its next call. A ValueError, before
+        anything changes, for an entry that is not ``[dims, choices]`` with as many int dims as the
+        program has symbolic dims and choices this version can lay out (``tune.decode``)."""
+        if not isinstance(entries, list):
+            raise ValueError(f"the step's layouts must be a list, got {type(entries).__name__}")
+        kept = {}
+        for e in entries:
+            dims = e[0] if isinstance(e, list) and len(e) == 2 else None
+            if not (isinstance(dims, list) and len(dims) == len(self.dims) and isinstance(e[1], str)
+                    and all(type(d) is int and d >= 0 for d in dims)):
+                raise ValueError(f"a layout must be [[{len(self.dims)} dim value(s)], choices], got {e!r:.200}")
+            choices = tune.decode(e[1])
+            if choices is None:
+                raise ValueError(f"layout {e[1]!r:.200} is not one this version of luminal lays out")
+            kept[tuple(dims)] = choices
+
+        def apply():
+            for key, choices in kept.items():
+                b = self._bindings.get(key)
+                if b is not None and b.choices != choices:
+                    del self._bindings[key]
+                    self.searches.pop(key, None)
+                    self._untimed.discard(key)
+                    if self._recent[0] == key:
+                        self._recent = (None, None)
+            self._kept = kept
+
+        return apply
 
     def prepare(self, env: dict) -> None:
         """Lay the program out for the binding ``env`` now (its code generated and compiled), so that

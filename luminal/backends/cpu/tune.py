@@ -177,7 +177,7 @@ def search(make, arrays: dict, n: int, env: dict, default=None) -> tuple:
             if rematch[1] >= rematch[0]:
                 best = default
         bar.update(bar.total - bar.n)
-    _DISK.write(key, _encode(best.choices))
+    _DISK.write(key, encode(best.choices).encode())
     return best, Search(dict(env), timed, skipped, rematch, best.choices, time.perf_counter() - t0)
 
 
@@ -287,25 +287,29 @@ def _describe(x) -> str:
     return type(x).__name__
 
 
-def _encode(choices: Choices) -> bytes:
-    return ";".join(f"{f.name}={getattr(choices, f.name)!r}" for f in dataclasses.fields(choices)).encode()
+def encode(choices: Choices) -> str:
+    """``choices`` as text (``field=repr;...``, every field): a search cache entry's, a checkpoint's."""
+    return ";".join(f"{f.name}={getattr(choices, f.name)!r}" for f in dataclasses.fields(choices))
+
+
+def decode(text: str) -> Choices | None:
+    """The :class:`Choices` that :func:`encode` wrote as ``text``, when it names every field once with a
+    value a search can try; else None (data from disk is never evaluated)."""
+    fields = {f.name for f in dataclasses.fields(Choices)}
+    values = {}
+    for part in text.split(";"):
+        name, _, value = part.partition("=")
+        allowed = {repr(v): v for v in _searchable().get(name, ())}
+        if name not in fields or name in values or value not in allowed:
+            return None
+        values[name] = allowed[value]
+    return Choices(**values) if set(values) == fields else None
 
 
 def _cached(key: str) -> Choices | None:
-    """The choices cached under ``key``, when the entry names every field of :class:`Choices` once
-    with a value a search can try (else a miss: data from disk is never evaluated)."""
+    """The choices cached under ``key`` (:func:`decode`: an entry it does not take is a miss)."""
     raw = _DISK.read(key)
-    if raw is None:
-        return None
-    fields = {f.name for f in dataclasses.fields(Choices)}
-    values = {}
-    for part in raw.decode("ascii", "replace").split(";"):
-        name, _, text = part.partition("=")
-        allowed = {repr(v): v for v in _searchable().get(name, ())}
-        if name not in fields or name in values or text not in allowed:
-            return None
-        values[name] = allowed[text]
-    return Choices(**values) if set(values) == fields else None
+    return None if raw is None else decode(raw.decode("ascii", "replace"))
 
 
 MEASURE_S = 0.03
