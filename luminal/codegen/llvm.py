@@ -99,6 +99,7 @@ import os
 import re
 import threading
 import weakref
+from collections.abc import Callable
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -111,6 +112,7 @@ from luminal.codegen.simplify import simplify_index
 from luminal.core import disk_cache
 from luminal.core import dtype as dt
 from luminal.core.disk_cache import DiskCache
+from luminal.core.source_digest import source_digest
 
 I1, I8, I32, I64 = ll.IntType(1), ll.IntType(8), ll.IntType(32), ll.IntType(64)
 F16, F32, F64 = ll.HalfType(), ll.FloatType(), ll.DoubleType()
@@ -998,12 +1000,31 @@ def cache_dir() -> str:
     return str(_DISK.directory)
 
 
-def cache_key(text: str, vectorised: bool = False) -> str:
+def cache_key(text, vectorised: bool = False) -> str:
+    """The object key of module ``text`` (or of a :class:`Generated` module: its name and luminal's
+    source in place of the text) optimised as ``vectorised`` says, for this host."""
+    if isinstance(text, Generated):
+        text = f"generated module {text.name}\0{source_digest().hex()}"
     h = _init()
     parts = (text, h["cpu"], h["features"], llvmlite.__version__, f"codegen {CODEGEN_VERSION}",
              f"pipeline O{HAND_VECTORISED_SPEED if vectorised else KERNEL_SPEED}, vectorisers {not vectorised}",
              *LLVM_OPTIONS)
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Generated:
+    """A module whose IR text a Python generator writes (the generated GEMM and GEMV): ``name`` names
+    every parameter the text depends on, and luminal's own source decides the rest, so its object is
+    found in the caches by those (``cache_key``) and the text, 25-40 ms to write, is written only to
+    compile it: a warm start wrote it just to look its object up."""
+
+    name: str
+    write: Callable[[], str]
+
+    @functools.cached_property
+    def text(self) -> str:
+        return self.write()
 
 
 # LLVM's pipeline for generated kernels: O2 with the loop and SLP vectorisers. Against O3 (AMD EPYC, 2
@@ -1233,11 +1254,11 @@ def _named_by_content(k: ir.Kernel, distinct: bool, vector_width, fp: bytes | No
     return got
 
 
-def compile_text(text: str, names, vectorised: bool = False) -> Module:
-    """The module of LLVM IR ``text`` (whose functions ``names`` it serves), optimised (``optimise``:
-    ``vectorised`` by hand or not) and compiled for the host through the in-process and disk caches
-    (the key: the text, the pipeline, the host CPU and its features, llvmlite's version,
-    ``CODEGEN_VERSION``)."""
+def compile_text(text, names, vectorised: bool = False) -> Module:
+    """The module of LLVM IR ``text`` (or a :class:`Generated` module's) whose functions ``names`` it
+    serves, optimised (``optimise``: ``vectorised`` by hand or not) and compiled for the host through the
+    in-process and disk caches (the key: the text, the pipeline, the host CPU and its features,
+    llvmlite's version, ``CODEGEN_VERSION``)."""
     with _lock:
         objects = _Objects(expected=1)
         wanted = objects.want(text, vectorised)
@@ -1267,8 +1288,9 @@ class _Objects:
         self._batch = None
         self._bar = None
 
-    def want(self, text: str, vectorised: bool = False) -> str:
-        """Ask for the object of ``text`` (optimised as ``vectorised`` says); its key in :meth:`finish`."""
+    def want(self, text, vectorised: bool = False) -> str:
+        """Ask for the object of ``text`` (optimised as ``vectorised`` says; a :class:`Generated` module's
+        text written only where its object is in no cache); its key in :meth:`finish`."""
         key = cache_key(text, vectorised)
         if key in self._out or key in self._todo:
             return key
@@ -1280,6 +1302,8 @@ class _Objects:
             _objects.put(key, obj)
             self._out[key] = (key, obj, True)
             return key
+        if isinstance(text, Generated):
+            text = text.text
         self._todo[key] = (text, vectorised)
         if self._parallel:
             if self._batch is None:

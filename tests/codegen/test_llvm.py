@@ -454,6 +454,33 @@ def test_hand_vectorised_text_takes_the_light_pipeline_under_a_key_of_its_own(tm
     assert fn(light.address("twice"))(21) == fn(full.address("twice"))(21) == 42
 
 
+def test_a_generated_module_is_found_in_the_caches_without_writing_its_text(tmp_path, monkeypatch):
+    """``Generated`` (the generated GEMM and GEMV): the object is keyed by the module's name and luminal's
+    source, so a fresh process finds it on disk without writing the text (25-40 ms each), and runs the
+    same code; another name, or another source, is another object (its text written and compiled)."""
+    monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
+    llvm.forget()
+    written = []
+
+    def write(times="2"):
+        written.append(times)
+        return f"define i64 @twice(i64 %x) {{\n  %y = mul i64 %x, {times}\n  ret i64 %y\n}}\n"
+
+    fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)
+    mod = llvm.compile_text(llvm.Generated("luminal_test_times_2", write), ["twice"], vectorised=True)
+    assert written == ["2"] and fn(mod.address("twice"))(21) == 42
+    disk_cache.flush()
+    llvm.forget()
+    mod = llvm.compile_text(llvm.Generated("luminal_test_times_2", write), ["twice"], vectorised=True)
+    assert written == ["2"] and mod.from_cache and fn(mod.address("twice"))(21) == 42
+    mod = llvm.compile_text(llvm.Generated("luminal_test_times_3", lambda: write("3")), ["twice"], vectorised=True)
+    assert written == ["2", "3"] and fn(mod.address("twice"))(21) == 63
+    llvm.forget()
+    monkeypatch.setattr(llvm, "source_digest", lambda: b"luminal edited")
+    mod = llvm.compile_text(llvm.Generated("luminal_test_times_2", write), ["twice"], vectorised=True)
+    assert written == ["2", "3", "2"] and not mod.from_cache
+
+
 def test_a_warm_start_finds_objects_without_building_module_text(tmp_path, monkeypatch):
     """The disk index (kernel fingerprint -> symbol and object key): a fresh process compiling kernels
     it compiled before builds no LLVM IR at all, and runs the same code; a damaged index entry is a

@@ -111,7 +111,7 @@ def test_a_worker_compiles_texts_vectorised_by_hand():
     """A text submitted ``vectorised`` is optimised so on the worker too: the same object as here."""
     from luminal.backends.cpu import generated_gemm
 
-    text = generated_gemm.module_text(np.float32)[0]
+    text = generated_gemm.module(np.float32).text
     w = llvm_workers._Worker()
     try:
         assert w.compile(text, True) == llvm.compile_text_to_object(text, True)
@@ -130,14 +130,14 @@ def test_companion_modules_are_compiled_with_the_kernels(two_workers, monkeypatc
     monkeypatch.setenv("LUMINAL_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("LUMINAL_CACHE", "1")
     llvm.forget()
-    text, name = generated_gemm.module_text(np.float32)
+    generated = generated_gemm.module(np.float32)
     kernels = _adds("c", 3, 0.5)
     before = llvm.STATS["compiled"]
-    llvm.compile_kernels(kernels[:2], also=[(text, True)])
+    llvm.compile_kernels(kernels[:2], also=[(generated, True)])
     assert llvm.STATS["compiled"] - before == 3
     llvm.forget()  # (from the disk cache now)
-    mod = llvm.compile_text(text, [name], vectorised=True)
-    assert llvm.STATS["compiled"] - before == 3 and mod.address(name)
+    mod = llvm.compile_text(generated, [generated.name], vectorised=True)
+    assert llvm.STATS["compiled"] - before == 3 and mod.address(generated.name)
     llvm.compile_kernels(kernels[:2], also=[("; not even a module\n", False)])  # (every kernel indexed)
     assert llvm.STATS["compiled"] - before == 3
 

@@ -53,7 +53,8 @@ def _direct(dtype, m, cin, kernel, image, images, parts=1, seed=0):
     r, nv = direct_conv.shape(m, k, ow, dtype)
     params = (ctypes.c_int64 * len(gathered_gemm.PARAMS))(*[values[p] for p in gathered_gemm.PARAMS])
     ptrs = (ctypes.c_void_p * 3)(a_store.ctypes.data, src.ctypes.data, c.ctypes.data)
-    text, name = direct_conv.module_text(np.dtype(dtype).name, r, nv)
+    generated = direct_conv.module(np.dtype(dtype).name, r, nv)
+    text, name = generated.text, generated.name
     f = llvm.compile_text(text, [name], vectorised=True).function(name)
     items = images * (n // r)
     bounds = [items * t // parts for t in range(parts + 1)]
@@ -117,7 +118,8 @@ def _window(dtype, m, cin, kernel, image, images, batched, parts=1, seed=0, sub=
     if found is None:
         pytest.skip(f"{kh}x{kw} taps' accumulators do not fit this host's vector registers")
     sub, nv = found if sub is None else (sub, found[1])
-    text, name = direct_conv.window_module_text(np.dtype(dtype).name, kh, kw, nv, sub)
+    generated = direct_conv.window_module(np.dtype(dtype).name, kh, kw, nv, sub)
+    text, name = generated.text, generated.name
     f = llvm.compile_text(text, [name], vectorised=True).function(name)
     params = (ctypes.c_int64 * len(gathered_gemm.PARAMS))(*[values[p] for p in gathered_gemm.PARAMS])
     ptrs = (ctypes.c_void_p * 3)(a_store.ctypes.data, src.ctypes.data, c.ctypes.data)
@@ -257,9 +259,9 @@ def test_hand_written_kernels_compile_in_the_batch_of_the_bindings_kernels(monke
     prog = lm.compile(outs, backend="cpu").runner.program
     b = Binding(plan(prog.kg, expand_calls(prog.kg.kernels), prog.plan, {"B": 2}, tune.DEFAULT))
     r, nv = direct_conv.shape(32, 100, 12, np.float32)
-    assert direct_conv.module_text("float32", r, nv)[0] in texts  # (the forward product)
+    assert direct_conv.module("float32", r, nv) in texts  # (the forward product)
     sub, nv = direct_conv.window_shape(32, 5, 5, np.float32)  # (the weight gradient)
-    assert direct_conv.window_module_text("float32", 5, 5, nv, sub)[0] in texts
+    assert direct_conv.window_module("float32", 5, 5, nv, sub) in texts
     flat = [x for s in b.schedule.steps for x in ([y for p in s.parts for y in p] if isinstance(s, Split) else [s])]
     assert not any(isinstance(getattr(x, "function", None), Library) for x in flat)
 

@@ -222,7 +222,7 @@ def test_companions_name_the_modules_build_may_call():
         return Gemm(a, b, out)
 
     plain = [(driver.DRIVER_IR, False)]
-    with_gemm = plain + [(generated_gemm.module_text(np.float32)[0], True)]
+    with_gemm = plain + [(generated_gemm.module(np.float32), True)]
     conv, square, row = gemm(16, 25, 300), gemm(512, 512, 512), gemm(1, 64, 96)
     narrow = generated_gemm._shape(np.float32).nr // 2  # fewer columns than the host's microkernel is wide
     assert driver.companions([conv], "auto") == with_gemm
@@ -234,9 +234,9 @@ def test_companions_name_the_modules_build_may_call():
     assert driver.companions([square, row], "auto") == plain
     assert driver.companions([conv, row], "blas") == plain
     assert driver.companions([square, row], "generated") == with_gemm + [
-        (generated_gemv.module_text(np.float32)[0], True)]
+        (generated_gemv.module(np.float32), True)]
     assert driver.companions([gemm(16, 25, 300, np.float64)], "auto")[1] == \
-        (generated_gemm.module_text(np.float64)[0], True)
-    # (one text per dtype however it is named: the planner names a numpy dtype, the compile its name)
+        (generated_gemm.module(np.float64), True)
+    # (one module per dtype however it is named: the planner names a numpy dtype, the compile its name)
     for made in (generated_gemm, generated_gemv):
-        assert made.module_text(np.dtype(np.float32)) is made.module_text("float32") is made.module_text(np.float32)
+        assert made.module(np.dtype(np.float32)) is made.module("float32") is made.module(np.float32)

@@ -51,7 +51,8 @@ def _kernel(dtype, m, kd, ak, bk, nd, bn, cols, source_size, seed=0, parts=1, ba
         values.update({f"kd{i}": kd[i], f"ak{i}": ak[i], f"bk{i}": bk[i], f"nd{i}": nd[i], f"bn{i}": bn[i]})
     params = (ctypes.c_int64 * len(gathered_gemm.PARAMS))(*[values[p] for p in gathered_gemm.PARAMS])
     ptrs = (ctypes.c_void_p * 3)(a_store.ctypes.data, src.ctypes.data, c.ctypes.data)
-    text, name = gathered_gemm.module_text(np.dtype(dtype).name)
+    generated = gathered_gemm.module(np.dtype(dtype).name)
+    text, name = generated.text, generated.name
     f = llvm.compile_text(text, [name], vectorised=True).function(name)
     items = nb * -(-n // cols)
     bounds = [items * t // parts for t in range(parts + 1)]

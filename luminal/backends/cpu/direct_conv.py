@@ -8,7 +8,7 @@ packed element is used by few rows and the packing costs about as much as the mu
 
 Two kernels, by what B's columns are:
 
-- **Rows** (:func:`shape`, :func:`module_text`): the columns are output pixels (a forward product,
+- **Rows** (:func:`shape`, :func:`module`): the columns are output pixels (a forward product,
   or a data gradient written as a convolution: ``nn/layers/conv.py``). A^T (K x M, a few tens of kB)
   is packed once per call, and a work item is ``R`` consecutive output pixels of one image row: for
   each of the K (input channel, kernel row, kernel column) the kernel broadcasts the R pixels'
@@ -18,7 +18,7 @@ Two kernels, by what B's columns are:
   GEMM on the same operands. It applies where the innermost column sub-axis is unit-stride in the
   image (a stride-1 convolution's output row) with a divisor ``R`` the registers can hold, and one A
   serves every product of a batch, within :data:`PACK_BYTES`.
-- **Windows** (:func:`window_shape`, :func:`window_module_text`): the columns are the weight's taps
+- **Windows** (:func:`window_shape`, :func:`window_module`): the columns are the weight's taps
   and K the output pixels (a weight gradient: A the output's gradient). A work item is one window of
   taps (an input channel's kernel rows x columns) for a pass of ``nv`` vectors of channels; per
   block of pixels (A^T within :data:`PACK_BYTES`) each pixel's inputs at the window's taps are
@@ -41,6 +41,7 @@ import numpy as np
 from luminal.backends.cpu import generated_gemm
 from luminal.backends.cpu.gathered_gemm import AXES, PARAMS, _counter, _digits
 from luminal.backends.cpu.vector_ir import I32, I64, PTR, Builder
+from luminal.codegen import llvm
 
 PACK_BYTES = 128 << 10  # A^T packed on the stack, per call: K * nv * W elements at most this many bytes
 MAX_VECTORS = 4  # vectors of output channels per pass over K
@@ -181,7 +182,7 @@ def _module(dtype: str, r: int, nv: int) -> str:
 
 
 def window_shape(m: int, rows: int, cols: int, dtype) -> tuple[int, int] | None:
-    """``(sub, nv)`` of the weight gradient's kernel (:func:`window_module_text`) for M = ``m`` output
+    """``(sub, nv)`` of the weight gradient's kernel (:func:`window_module`) for M = ``m`` output
     channels and windows of ``rows x cols`` taps (C's two innermost column sub-axes, the inner one
     unit-stride in the image): an item is ``sub`` of the window's rows (a divisor of ``rows``) for a
     pass of ``nv`` vectors of channels, its ``sub x cols x nv`` accumulators within the vector
@@ -293,11 +294,12 @@ def window_block(dtype, nv: int) -> int:
 
 
 @functools.cache
-def window_module_text(dtype: str, rows: int, cols: int, nv: int, sub: int | None = None) -> tuple[str, str]:
-    """``(module IR text, function name)`` of the weight gradient's kernel (:func:`_window_module`), an
-    item ``sub`` of the window's rows (all of them by default)."""
+def window_module(dtype: str, rows: int, cols: int, nv: int, sub: int | None = None) -> llvm.Generated:
+    """The weight gradient's kernel (:func:`_window_module`), an item ``sub`` of the window's rows (all of
+    them by default), as a module whose text is written only where its object is in no cache."""
     sub = rows if sub is None else sub
-    return _window_module(dtype, rows, cols, nv, sub), window_function_name(dtype, rows, cols, nv, sub)
+    return llvm.Generated(window_function_name(dtype, rows, cols, nv, sub),
+                          lambda: _window_module(dtype, rows, cols, nv, sub))
 
 
 def _stack(b, typ, count, name: str):
@@ -308,7 +310,7 @@ def _stack(b, typ, count, name: str):
 
 
 @functools.cache
-def module_text(dtype: str, r: int, nv: int) -> tuple[str, str]:
-    """``(module IR text, function name)`` of the kernel for ``dtype`` (a name) with ``R`` columns and
-    ``nv`` vectors of rows per block."""
-    return _module(dtype, r, nv), function_name(dtype, r, nv)
+def module(dtype: str, r: int, nv: int) -> llvm.Generated:
+    """The kernel for ``dtype`` (a name) with ``R`` columns and ``nv`` vectors of rows per block, as a
+    module whose text is written only where its object is in no cache."""
+    return llvm.Generated(function_name(dtype, r, nv), lambda: _module(dtype, r, nv))

@@ -384,10 +384,10 @@ def _compiled() -> tuple:
     return mod, DRIVER(mod.address("luminal_driver")), DRIVER(mod.address("luminal_worker"))
 
 
-def companions(steps: list, gemm: str = "auto", blas_threads: int = 1, parts: int = 1) -> list[tuple[str, bool]]:
-    """``(module IR text, vectorised by hand)`` of the modules a binding's driver tables may call
-    (:func:`build`, over ``steps``, the plan's steps before they are cut over threads): the driver's
-    own, and the generated GEMM or GEMV per dtype where :func:`_gemm_entry` would choose it, each
+def companions(steps: list, gemm: str = "auto", blas_threads: int = 1, parts: int = 1) -> list[tuple]:
+    """``(module IR text or ``llvm.Generated`` module, vectorised by hand)`` of the modules a binding's
+    driver tables may call (:func:`build`, over ``steps``, the plan's steps before they are cut over
+    threads): the driver's own, and the generated GEMM or GEMV per dtype where :func:`_gemm_entry` would choose it, each
     product as BLAS sees it (a column-major result: its transpose), on ``blas_threads``; with
     ``parts`` > 1 (a threaded run, whose products may be cut by rows or columns), each part's too.
     Compiled on first use, each would wait for the kernels' objects and then take its own turn (the
@@ -407,12 +407,12 @@ def companions(steps: list, gemm: str = "auto", blas_threads: int = 1, parts: in
             m, n = n, m
         if m == 1 or n == 1:
             if gemm == "generated":
-                out[generated_gemv.module_text(dtype)[0]] = True
+                out[generated_gemv.module(dtype)] = True
             continue
         shapes = [(m, n)] + ([(-(-m // parts), n), (m, -(-n // parts))] if parts > 1 else [])
         if gemm == "generated" or (gemm == "auto" and any(generated_gemm.preferred(dtype, mm, nn, k, blas_threads)
                                                            for mm, nn in shapes)):
-            out[generated_gemm.module_text(dtype)[0]] = True
+            out[generated_gemm.module(dtype)] = True
     return list(out.items())
 
 

@@ -312,14 +312,14 @@ def lower(k, plan: Gathered, planner, flat, strides) -> None:
     params = tuple(int(values[p]) for p in gathered_gemm.PARAMS)
     direct = _direct(plan, kk, dtype) if planner.choices.direct else None
     if direct is not None and direct[0] == "rows":  # (direct_conv.py: a block of R columns an item)
-        library, items = Library(*direct_conv.module_text(dtype.name, *direct[1:])), nb * (n // direct[1])
+        library, items = Library(direct_conv.module(dtype.name, *direct[1:])), nb * (n // direct[1])
     elif direct is not None:  # (``sub`` rows of a window of taps for a pass of channels an item)
         _, rows, cols, sub, nv = direct
         passes = -(-plan.m // (nv * direct_conv.generated_gemm._shape(dtype).w))
-        library, items = Library(*direct_conv.window_module_text(dtype.name, rows, cols, nv, sub)), \
+        library, items = Library(direct_conv.window_module(dtype.name, rows, cols, nv, sub)), \
             nb * passes * (n // (sub * cols))
     else:
-        library = Library(*gathered_gemm.module_text(dtype.name))
+        library = Library(gathered_gemm.module(dtype.name))
     planner.direct += direct is not None
     step = Kernel(library, ((a.space, 0), (b.space, 0), (flat.space, 0)), params, 0, items)  # (compiled: plan._link)
     ranges = item_ranges(items, nb * plan.m * n * kk * NS_PER_MAC, threads, planner.split_ns)

@@ -40,6 +40,7 @@ import numpy as np
 from luminal.backends.cpu import generated_gemm
 from luminal.backends.cpu.generated_gemm import Shape, multiply
 from luminal.backends.cpu.vector_ir import I32, I64, PTR, Builder
+from luminal.codegen import llvm
 
 AXES = 3  # sub-axes along k and along n
 RUNS = 4  # a vector of columns in this many contiguous runs or fewer is packed by unrolled loads
@@ -238,8 +239,8 @@ def _alloca(b, typ, count: int, name: str):
 
 
 @functools.cache
-def module_text(dtype: str) -> tuple[str, str]:
-    """``(module IR text, function name)`` for ``dtype`` (a name: float32 or float64) on the host's
-    widest vectors."""
+def module(dtype: str) -> llvm.Generated:
+    """The kernel for ``dtype`` (a name: float32 or float64) on the host's widest vectors, as a module
+    whose text is written only where its object is in no cache."""
     s = generated_gemm._shape(dtype)
-    return _module(dtype, s), function_name(dtype, s)
+    return llvm.Generated(function_name(dtype, s), lambda: _module(dtype, s))

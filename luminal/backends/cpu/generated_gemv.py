@@ -216,24 +216,24 @@ def gemv(dtype, vector_bits: int | None = None) -> int:
     return _compiled(np.dtype(dtype).name, vector_bits)[1]
 
 
-def module_text(dtype, vector_bits: int | None = None) -> tuple[str, str]:
-    """``(module IR text, function name)`` of the generated ``cblas_?gemv`` for ``dtype`` on the host's
-    widest vectors (or ``vector_bits``): what :func:`gemv` compiles (and a cold program's planner asks
-    to be compiled beside its kernels: ``driver.companions``)."""
-    return _module_text(np.dtype(dtype).name, vector_bits)
+def module(dtype, vector_bits: int | None = None) -> llvm.Generated:
+    """The generated ``cblas_?gemv`` for ``dtype`` on the host's widest vectors (or ``vector_bits``), as a
+    module whose text is written only where its object is in no cache: what :func:`gemv` compiles (and
+    a cold program's planner asks to be compiled beside its kernels: ``driver.companions``)."""
+    return _module_of(np.dtype(dtype).name, vector_bits)
 
 
 @functools.cache
-def _module_text(dtype: str, vector_bits: int | None) -> tuple[str, str]:
-    """:func:`module_text`, once per dtype name (``np.float32``, ``np.dtype("float32")`` and
-    ``"float32"`` alike) and width: building it takes tens of milliseconds."""
+def _module_of(dtype: str, vector_bits: int | None) -> llvm.Generated:
+    """:func:`module`, once per dtype name (``np.float32``, ``np.dtype("float32")`` and ``"float32"``
+    alike) and width: its name holds every parameter of the text (the vector width)."""
     w = (vector_bits or max(llvm.vector_widths())) // (8 * np.dtype(dtype).itemsize)
-    return _module(dtype, w), function_name(dtype, w)
+    return llvm.Generated(function_name(dtype, w), lambda: _module(dtype, w))
 
 
 @functools.cache
 def _compiled(dtype: str, vector_bits: int | None) -> tuple:
     """``(module, address)``: the module keeps the function's code alive."""
-    text, name = module_text(dtype, vector_bits)
-    mod = llvm.compile_text(text, [name], vectorised=True)
-    return mod, mod.address(name)
+    generated = module(dtype, vector_bits)
+    mod = llvm.compile_text(generated, [generated.name], vectorised=True)
+    return mod, mod.address(generated.name)

@@ -716,7 +716,7 @@ class Planner:
         batch of the binding's kernels where there are some: then found in the caches)."""
         if not libraries:
             return
-        functions = {lib: llvm.compile_text(lib.text, [lib.name], vectorised=True).function(lib.name)
+        functions = {lib: llvm.compile_text(lib.module, [lib.name], vectorised=True).function(lib.name)
                      for lib in libraries}
 
         def done(x):
@@ -758,7 +758,7 @@ class Planner:
         own = cut or choices.threads == "own" or self.own_threads or bool(self.fused)  # (fusions: ours run them)
         planned = [x for s in self.steps for x in (s.steps if isinstance(s, blocked.Blocks) else [s])]
         also = driver.companions(planned, choices.gemm, 1 if own else blas.threads() or 1,
-                                 thread_count() if own else 1) + [(lib.text, True) for lib in libraries]
+                                 thread_count() if own else 1) + [(lib.module, True) for lib in libraries]
         distinct = list({id(kern): kern for kern, _, _ in self.generated}.values())  # (a memo's kernel: many calls)
         self.module = llvm.compile_kernels(distinct, distinct=True, vector_width=choices.vector_width, also=also)
         self._resolve(libraries)

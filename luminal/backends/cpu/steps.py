@@ -155,13 +155,17 @@ class Step:
 
 @dataclass(frozen=True)
 class Library:
-    """A kernel of a module written by hand (``gathered_gemm.py``, ``direct_conv.py``): the module's IR
-    text and the function's name. A :class:`Kernel` step planned with one as its ``function`` gets the
-    compiled function once the binding's kernels are compiled, in the same batch (``plan._link``), and
-    keeps the record as its ``kernel``."""
+    """A kernel of a module written by hand (``gathered_gemm.py``, ``direct_conv.py``): the module (an
+    ``llvm.Generated``, its text written only to compile it), whose function has the module's name. A
+    :class:`Kernel` step planned with one as its ``function`` gets the compiled function once the
+    binding's kernels are compiled, in the same batch (``plan._link``), and keeps the record as its
+    ``kernel``."""
 
-    text: str
-    name: str
+    module: object  # llvm.Generated
+
+    @property
+    def name(self) -> str:
+        return self.module.name
 
 
 @dataclass(eq=False)

@@ -269,8 +269,8 @@ def _key(default, n: int) -> str:
 def _describe(x) -> str:
     """A step or operand as text that another process writes alike for the same program."""
     if isinstance(x, Kernel):
-        text = x.kernel.text if isinstance(x.kernel, Library) else ir.fingerprint(x.kernel, positional=True)
-        code = hashlib.sha256(text.encode()).hexdigest()
+        code = llvm.cache_key(x.kernel.module, True) if isinstance(x.kernel, Library) else \
+            hashlib.sha256(ir.fingerprint(x.kernel, positional=True).encode()).hexdigest()
         return f"Kernel({code}, {x.buffers!r}, {x.params!r}, {x.start}, {x.stop})"
     if isinstance(x, Split):
         return "Split[" + "; ".join(", ".join(_describe(s) for s in part) for part in x.parts) + "]"
