@@ -36,6 +36,7 @@ one a single process makes from the whole batch.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import inspect
 import math
@@ -254,6 +255,9 @@ class TrainStep(Generic[StepResult]):
         self.calls = 0  # calls that ran the program, a non-finite one included (NonFiniteLossError names it)
         self._lock = threading.Lock()
         self.micro_step = 0  # calls since the last update (0 <= micro_step < accumulate)
+        # the layouts ``load_state_dict`` gave, until the next call: a step built again at that call (the
+        # load changed its optimizer's first steps) lays its new programs out so too (``_rebuild``)
+        self._layouts_loaded: dict | None = None
         self.last_grad_norm: float | None = None
         self._outputs = outputs
         self._clip = (clip_grad_norm, clip_grad_value, norm_type)
@@ -415,8 +419,12 @@ class TrainStep(Generic[StepResult]):
             raise ValueError(f"train step: the optimizer's parameters or options changed since compile_step, and "
                              f"the step cannot be built with them: {e}") from e
         kept = {k: self.__dict__[k] for k in ("calls", "last_grad_norm", "last_step_skipped", "_lock")}
+        loaded = self._layouts_loaded
         self.__dict__.update(new.__dict__)
         self.__dict__.update(kept)  # (the lock this call holds, so another thread waits on it still)
+        if loaded:  # (built again at the first call after a load: the saved run's programs are these)
+            with contextlib.suppress(ValueError):
+                self._prepare_layouts(loaded)()
 
     def prepare(self, **shapes) -> None:
         """Generate the step's code now for a batch of these shapes (``Compiled.prepare``): the first
@@ -446,6 +454,7 @@ class TrainStep(Generic[StepResult]):
     def _step(self, batch):
         if self._structure_now() != self._structure or (self._cohorts_split() and not self.micro_step):
             self._rebuild()
+        self._layouts_loaded = None
         self.calls += 1
         if self._dp is not None:
             loss, extra = self._dp(self, batch)
@@ -598,6 +607,7 @@ class TrainStep(Generic[StepResult]):
                 a()
             for name in set(programs) - set(layouts):  # (their own layouts: none kept from the saved run)
                 programs[name].prepare_layouts([])()
+            self._layouts_loaded = layouts
 
         return apply
 

@@ -134,3 +134,66 @@ def test_a_checkpoint_with_layouts_it_cannot_take_is_refused_before_anything_cha
     assert message in str(e.value)
     for k, v in model2.state_dict().items():
         np.testing.assert_array_equal(v, before[k])
+
+
+def test_a_binding_prepared_before_the_load_takes_the_saved_layout_untimed(monkeypatch):
+    """A binding laid out before the load (``prepare``: untimed until its first call) whose layout is
+    already the one the state keeps is not timed at its first call: a timing could pick another."""
+    _timer(monkeypatch, lambda c: 0.5 if c == tune.DEFAULT else 1.0, [])
+    _, _, step = _run(monkeypatch)
+    (b,) = _batches(1)
+    step(**b)
+    saved = step.state_dict()
+    assert saved["layouts"]["update"] == [[[5], tune.encode(tune.DEFAULT)]]
+    _timer(monkeypatch, lambda c: 1.0 if c == tune.DEFAULT else 0.5, [])
+    _, _, other = _run(monkeypatch)
+    other.prepare(x=(5, 6), y=(5,))
+    other.load_state_dict(saved)
+    other(**b)
+    program = other._update.runner.program
+    assert not program.searches
+    assert [x.choices for x in program._bindings.values()] == [tune.DEFAULT]
+
+
+def test_a_step_rebuilt_at_its_first_call_after_the_load_keeps_the_saved_layouts(monkeypatch, tmp_path):
+    """The saved run unfroze its first layer after two updates (its step built again, those parameters
+    counting their own steps); the resumed step, compiled with every layer training, takes those first
+    steps from the checkpoint and is built again at its first call: the rebuilt programs are laid out as
+    the checkpoint says, untimed, and the losses continue the saved run's."""
+    monkeypatch.setattr(Cpu, "program", lambda self, kg, plan, search=0: _Run(kg, plan, SEARCH))  # (rebuilds too)
+    _timer(monkeypatch, lambda c: 1.0 if c == tune.DEFAULT else 0.5, [])
+    manual_seed(0)
+    batches = _batches(6)
+
+    def build(frozen):
+        model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
+        for p in model[0].parameters():
+            p.requires_grad_(not frozen)
+        g = lm.Graph()
+        x, y = g.input("x", ("B", 6)), g.input("y", ("B",), dtype=lm.int32)
+        opt = train.AdamW(model.parameters(), lr=1e-2)
+        return model, opt, train.compile_step(train.cross_entropy(model(x), y), opt, backend="cpu")
+
+    model, opt, step = build(frozen=True)
+    for b in batches[:2]:
+        step(**b)
+    for p in model[0].parameters():
+        p.requires_grad_(True)
+    for b in batches[2:4]:
+        step(**b)  # (built again at the first of these)
+    (chosen,) = [b.choices for b in step._update.runner.program._bindings.values()]
+    assert chosen != tune.DEFAULT
+    path = tmp_path / "ckpt.safetensors"
+    train.save_checkpoint(path, model=model, optimizer=opt, step=step)
+    want = [float(step(**b)) for b in batches[4:]]
+
+    _timer(monkeypatch, lambda c: 0.5 if c == tune.DEFAULT else 1.0, [])
+    model2, opt2, step2 = build(frozen=False)
+    before = step2._update
+    train.load_checkpoint(path, model=model2, optimizer=opt2, step=step2)
+    got = [float(step2(**b)) for b in batches[4:]]
+    program = step2._update.runner.program
+    assert step2._update is not before  # (built again)
+    assert not program.searches
+    assert [b.choices for b in program._bindings.values()] == [chosen]
+    assert got == want

@@ -204,10 +204,11 @@ class CpuProgram:
         def apply():
             for key, choices in kept.items():
                 b = self._bindings.get(key)
+                # (one laid out so but not timed yet, ``prepare``'s, keeps its layout and is not timed)
+                self._untimed.discard(key)
                 if b is not None and b.choices != choices:
                     del self._bindings[key]
                     self.searches.pop(key, None)
-                    self._untimed.discard(key)
                     if self._recent[0] == key:
                         self._recent = (None, None)
             self._kept = kept
